@@ -1,0 +1,130 @@
+// API keys of the document database. A key is `<prefix>_` + 32 random bytes (base64url);
+// only its SHA-256 is stored (system CF), so a copy of the data dir reveals no key. Lookup
+// is by digest and the final comparison is constant-time.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { FirkinError } from '../core/errors.js';
+import { encodeKey, prefixRange } from '../core/keys.js';
+import type { Store } from '../storage/db.js';
+
+export const KEY_PREFIX = 'fk';
+export const PERMISSIONS = ['read', 'write', 'admin'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+const KEY_BYTES = 32;
+const SHOWN_PREFIX_CHARS = 10;
+
+export interface ApiKeyRecord {
+  readonly id: string;
+  readonly digest: string; // hex sha256 of the whole key
+  readonly keyPrefix: string; // first characters, to recognise a key in a list
+  readonly permissions: readonly Permission[];
+  readonly databases: 'all' | readonly string[];
+  readonly label: string | undefined;
+  readonly createdAt: number;
+}
+
+export interface PublicKeyInfo {
+  id: string;
+  key_prefix: string;
+  permissions: readonly Permission[];
+  databases: 'all' | readonly string[];
+  label?: string;
+  created_at: number;
+}
+
+export function digestOf(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export function generateKey(): string {
+  return `${KEY_PREFIX}_${randomBytes(KEY_BYTES).toString('base64url')}`;
+}
+
+// admin implies write, write implies read.
+const RANK: Record<Permission, number> = { read: 1, write: 2, admin: 3 };
+
+/** Does a key with these grants allow `needed` on `db` (undefined = not database-scoped)? */
+export function allows(record: ApiKeyRecord, needed: Permission, db: string | undefined): boolean {
+  if (!record.permissions.some((p) => RANK[p] >= RANK[needed])) return false;
+  if (db === undefined || record.databases === 'all') return true;
+  return record.databases.includes(db);
+}
+
+export function publicInfo(r: ApiKeyRecord): PublicKeyInfo {
+  return {
+    id: r.id,
+    key_prefix: r.keyPrefix,
+    permissions: r.permissions,
+    databases: r.databases,
+    ...(r.label === undefined ? {} : { label: r.label }),
+    created_at: r.createdAt,
+  };
+}
+
+const KIND = 'apikey';
+
+export class ApiKeys {
+  readonly #store: Store;
+  /** digest -> record; the whole set is small and read on every authenticated request. */
+  readonly #byDigest = new Map<string, ApiKeyRecord>();
+
+  private constructor(store: Store) {
+    this.#store = store;
+  }
+
+  static async load(store: Store): Promise<ApiKeys> {
+    const keys = new ApiKeys(store);
+    for await (const [, value] of store.entries('system', prefixRange([KIND]))) {
+      const record = JSON.parse(value.toString('utf8')) as ApiKeyRecord;
+      keys.#byDigest.set(record.digest, record);
+    }
+    return keys;
+  }
+
+  async create(options: {
+    permissions: readonly Permission[];
+    databases: 'all' | readonly string[];
+    label?: string;
+    key?: string; // a given key (SERVICE_ADMIN_KEY); otherwise generated
+    nowMs: number;
+  }): Promise<{ key: string; record: ApiKeyRecord }> {
+    const key = options.key ?? generateKey();
+    const digest = digestOf(key);
+    if (this.#byDigest.has(digest)) throw new FirkinError('conflict', 'that key already exists');
+    const record: ApiKeyRecord = {
+      id: randomBytes(8).toString('hex'),
+      digest,
+      keyPrefix: key.slice(0, SHOWN_PREFIX_CHARS),
+      permissions: [...new Set(options.permissions)],
+      databases: options.databases === 'all' ? 'all' : [...new Set(options.databases)],
+      label: options.label,
+      createdAt: options.nowMs,
+    };
+    await this.#store.put('system', encodeKey([KIND, record.id]), Buffer.from(JSON.stringify(record)), { sync: true });
+    this.#byDigest.set(digest, record);
+    return { key, record };
+  }
+
+  list(): ApiKeyRecord[] {
+    return [...this.#byDigest.values()].sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  }
+
+  hasAdmin(): boolean {
+    return this.list().some((r) => r.permissions.includes('admin'));
+  }
+
+  async revoke(id: string): Promise<void> {
+    const record = this.list().find((r) => r.id === id);
+    if (record === undefined) throw new FirkinError('not_found', `no API key with id ${JSON.stringify(id)}`);
+    await this.#store.del('system', encodeKey([KIND, id]), { sync: true });
+    this.#byDigest.delete(record.digest);
+  }
+
+  verify(key: string): ApiKeyRecord | undefined {
+    const digest = digestOf(key);
+    const record = this.#byDigest.get(digest);
+    if (record === undefined) return undefined;
+    // The map lookup already matched; the constant-time check guards against any future
+    // change to a prefix or partial lookup.
+    return timingSafeEqual(Buffer.from(record.digest, 'hex'), Buffer.from(digest, 'hex')) ? record : undefined;
+  }
+}

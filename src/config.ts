@@ -1,0 +1,268 @@
+// Every setting of the node: environment SERVICE_* (plus RELEASE_COOKIE), overridden by CLI
+// flags of the same name (`--http-port 8081` or `--http-port=8081` for SERVICE_HTTP_PORT).
+// Validation happens here, once, at start-up: a bad value is a ConfigError whose one-line
+// message names the setting, the expectation and the value received.
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export const VERIFY_MODES = ['verify_none', 'verify_peer'] as const;
+export type VerifyMode = (typeof VERIFY_MODES)[number];
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+type Parser<T> = (raw: string, name: string) => T;
+
+function fail(name: string, expected: string, raw: string): never {
+  throw new ConfigError(`${name} must be ${expected}, got ${JSON.stringify(raw)}`);
+}
+
+const int =
+  (min: number, max: number): Parser<number> =>
+  (raw, name) => {
+    if (!/^-?\d+$/.test(raw.trim())) fail(name, `an integer from ${min} to ${max}`, raw);
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n) || n < min || n > max) fail(name, `an integer from ${min} to ${max}`, raw);
+    return n;
+  };
+
+const intOrInfinity =
+  (min: number): Parser<number> =>
+  (raw, name) => {
+    if (raw.trim().toLowerCase() === 'infinity') return Number.POSITIVE_INFINITY;
+    if (!/^\d+$/.test(raw.trim()) || Number(raw) < min) fail(name, `an integer >= ${min} or "infinity"`, raw);
+    return Number(raw);
+  };
+
+const bool: Parser<boolean> = (raw, name) => {
+  const v = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off'].includes(v)) return false;
+  return fail(name, 'true or false', raw);
+};
+
+const str: Parser<string> = (raw) => raw;
+
+const nonEmpty: Parser<string> = (raw, name) => (raw.trim() === '' ? fail(name, 'a non-empty string', raw) : raw);
+
+const oneOf =
+  <T extends string>(values: readonly T[]): Parser<T> =>
+  (raw, name) =>
+    (values as readonly string[]).includes(raw) ? (raw as T) : fail(name, `one of ${values.join(', ')}`, raw);
+
+const list: Parser<string[]> = (raw) =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+
+const prefix: Parser<string> = (raw, name) =>
+  /^(\/[A-Za-z0-9_.-]+)+$/.test(raw) ? raw : fail(name, 'a path prefix like /vectordb', raw);
+
+/** The settings table: one row per setting, the env name is the key. */
+const SETTINGS = {
+  SERVICE_HTTP_IP: { parse: nonEmpty, default: '127.0.0.1' },
+  SERVICE_HTTP_PORT: { parse: int(0, 65535), default: 8080 },
+  SERVICE_HTTP_ENABLED: { parse: bool, default: true },
+  SERVICE_HTTP_ACCEPTORS: { parse: int(1, 65535), default: 100 },
+  SERVICE_HTTP_MAX_CONNECTIONS: { parse: intOrInfinity(1), default: Number.POSITIVE_INFINITY },
+  SERVICE_HTTP_TLS_ENABLED: { parse: bool, default: false },
+  SERVICE_HTTP_CERTFILE: { parse: nonEmpty, default: undefined as string | undefined },
+  SERVICE_HTTP_KEYFILE: { parse: nonEmpty, default: undefined as string | undefined },
+  SERVICE_HTTP_CACERTFILE: { parse: nonEmpty, default: undefined as string | undefined },
+  SERVICE_HTTP_VERIFY: { parse: oneOf(VERIFY_MODES), default: 'verify_none' as VerifyMode },
+  SERVICE_HTTP_BODY_LIMIT_BYTES: { parse: int(1024, 1024 ** 3), default: 16 * 1024 * 1024 },
+  SERVICE_DATA_DIR: { parse: nonEmpty, default: 'data' },
+  SERVICE_NODE_NAME: { parse: nonEmpty, default: `firkin@${hostname()}` },
+  SERVICE_SEED_NODES: { parse: list, default: [] as string[] },
+  SERVICE_ENABLE_CLUSTER: { parse: bool, default: false },
+  SERVICE_CLUSTER_NAME: { parse: nonEmpty, default: 'firkin' },
+  SERVICE_GRPC_PORT: { parse: int(0, 65535), default: 9080 },
+  SERVICE_REPLICATION_FACTOR: { parse: int(1, 9), default: 2 },
+  RELEASE_COOKIE: { parse: str, default: undefined as string | undefined },
+  SERVICE_ADMIN_KEY: { parse: nonEmpty, default: undefined as string | undefined },
+  SERVICE_AUTH_DISABLED: { parse: bool, default: false },
+  SERVICE_LOG_LEVEL: { parse: oneOf(LOG_LEVELS), default: 'info' as LogLevel },
+  SERVICE_STREAM_HEARTBEAT_MS: { parse: int(10, 3_600_000), default: 30_000 },
+  SERVICE_REVS_LIMIT: { parse: int(1, 1_000_000), default: 1000 },
+  SERVICE_ATTACHMENT_MAX_BYTES: { parse: int(1, 1024 ** 3), default: 64 * 1024 * 1024 },
+  SERVICE_HLC_MAX_OFFSET_MS: { parse: int(0, 365 * 86_400_000), default: 0 },
+  SERVICE_VDB_SHARD_COUNT: { parse: int(1, 1024), default: 4 },
+  SERVICE_VDB_REPLICA_FACTOR: { parse: int(1, 9), default: 1 },
+  SERVICE_IMPORT_BATCH_SIZE: { parse: int(1, 100_000), default: 100 },
+  SERVICE_VECTORDB_ENABLED: { parse: bool, default: true },
+  SERVICE_VECTORDB_PREFIX: { parse: prefix, default: '/vectordb' },
+  SERVICE_GATEWAY_ENABLED: { parse: bool, default: false },
+  SERVICE_GATEWAY_PORT: { parse: int(0, 65535), default: 8080 },
+  SERVICE_GATEWAY_MASTER_KEY: { parse: nonEmpty, default: undefined as string | undefined },
+  SERVICE_GATEWAY_SYSTEM_DB_PATH: { parse: nonEmpty, default: undefined as string | undefined },
+  SERVICE_GATEWAY_DEFAULT_RPM: { parse: int(1, 10_000_000), default: 100 },
+  SERVICE_GATEWAY_MAX_VECTORS: { parse: int(0, Number.MAX_SAFE_INTEGER), default: 100_000 },
+  SERVICE_GATEWAY_MAX_COLLECTIONS: { parse: int(0, 1_000_000), default: 10 },
+  SERVICE_GATEWAY_MAX_STORAGE_MB: { parse: int(0, 100_000_000), default: 1024 },
+} as const;
+
+type Settings = typeof SETTINGS;
+export type SettingName = keyof Settings;
+type Values = { -readonly [K in SettingName]: Settings[K]['default'] | ReturnType<Settings[K]['parse']> };
+
+export interface Config {
+  http: {
+    ip: string;
+    port: number;
+    enabled: boolean;
+    acceptors: number;
+    maxConnections: number;
+    bodyLimitBytes: number;
+    tls: { enabled: false } | { enabled: true; certFile: string; keyFile: string; caCertFile?: string; verify: VerifyMode };
+  };
+  dataDir: string;
+  nodeName: string;
+  logLevel: LogLevel;
+  auth: { disabled: boolean; adminKey?: string };
+  cluster: {
+    enabled: boolean;
+    name: string;
+    seedNodes: string[];
+    grpcPort: number;
+    cookie?: string;
+    replicationFactor: number;
+  };
+  docdb: {
+    streamHeartbeatMs: number;
+    revsLimit: number;
+    attachmentMaxBytes: number;
+    hlcMaxOffsetMs: number;
+    vdbShardCount: number;
+    vdbReplicaFactor: number;
+    importBatchSize: number;
+  };
+  vectordb: { enabled: boolean; prefix: string };
+  gateway: {
+    enabled: boolean;
+    port: number;
+    masterKey?: string;
+    systemDbPath?: string;
+    defaultRpm: number;
+    maxVectors: number;
+    maxCollections: number;
+    maxStorageMb: number;
+  };
+}
+
+function flagToEnv(flag: string): string {
+  const name = flag.replace(/^--/, '').toUpperCase().replace(/-/g, '_');
+  return name === 'RELEASE_COOKIE' || name.startsWith('SERVICE_') ? name : `SERVICE_${name}`;
+}
+
+/** CLI flags as env-style overrides. Unknown flags are an error: a typo must not be ignored. */
+export function parseFlags(argv: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument ${JSON.stringify(arg)} (flags look like --http-port 8081)`);
+    const eq = arg.indexOf('=');
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    const env = flagToEnv(flag);
+    if (!(env in SETTINGS)) throw new ConfigError(`unknown flag ${flag}`);
+    let value: string;
+    if (eq !== -1) value = arg.slice(eq + 1);
+    else if (argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) value = argv[++i]!;
+    else value = 'true'; // a bare flag turns a boolean on
+    out[env] = value;
+  }
+  return out;
+}
+
+export function loadConfig(env: Record<string, string | undefined>, argv: readonly string[] = []): Config {
+  const raw: Record<string, string | undefined> = { ...env, ...parseFlags(argv) };
+  const v = {} as Record<string, unknown>;
+  for (const [name, setting] of Object.entries(SETTINGS)) {
+    const given = raw[name];
+    v[name] = given === undefined || given === '' ? setting.default : (setting.parse as Parser<unknown>)(given, name);
+  }
+  return assemble(v as Values);
+}
+
+function requireFile(name: string, file: string | undefined, why: string): string {
+  if (file === undefined) throw new ConfigError(`${name} is required ${why}`);
+  if (!existsSync(file)) throw new ConfigError(`${name} points to a missing file: ${JSON.stringify(file)}`);
+  return file;
+}
+
+function assemble(v: Values): Config {
+  let tls: Config['http']['tls'] = { enabled: false };
+  if (v.SERVICE_HTTP_TLS_ENABLED) {
+    const why = 'when SERVICE_HTTP_TLS_ENABLED=true';
+    const certFile = requireFile('SERVICE_HTTP_CERTFILE', v.SERVICE_HTTP_CERTFILE, why);
+    const keyFile = requireFile('SERVICE_HTTP_KEYFILE', v.SERVICE_HTTP_KEYFILE, why);
+    const caCertFile =
+      v.SERVICE_HTTP_CACERTFILE === undefined
+        ? undefined
+        : requireFile('SERVICE_HTTP_CACERTFILE', v.SERVICE_HTTP_CACERTFILE, why);
+    if (v.SERVICE_HTTP_VERIFY === 'verify_peer' && caCertFile === undefined) {
+      throw new ConfigError('SERVICE_HTTP_CACERTFILE is required when SERVICE_HTTP_VERIFY=verify_peer');
+    }
+    tls = { enabled: true, certFile, keyFile, caCertFile, verify: v.SERVICE_HTTP_VERIFY };
+  }
+  if (v.SERVICE_GATEWAY_ENABLED && v.SERVICE_GATEWAY_MASTER_KEY === undefined) {
+    throw new ConfigError('SERVICE_GATEWAY_MASTER_KEY is required when SERVICE_GATEWAY_ENABLED=true');
+  }
+  if (v.SERVICE_ENABLE_CLUSTER && (v.RELEASE_COOKIE === undefined || v.RELEASE_COOKIE === '')) {
+    throw new ConfigError('RELEASE_COOKIE is required when SERVICE_ENABLE_CLUSTER=true');
+  }
+  const dataDir = path.resolve(v.SERVICE_DATA_DIR);
+  return {
+    http: {
+      ip: v.SERVICE_HTTP_IP,
+      port: v.SERVICE_HTTP_PORT,
+      enabled: v.SERVICE_HTTP_ENABLED,
+      acceptors: v.SERVICE_HTTP_ACCEPTORS,
+      maxConnections: v.SERVICE_HTTP_MAX_CONNECTIONS,
+      bodyLimitBytes: v.SERVICE_HTTP_BODY_LIMIT_BYTES,
+      tls,
+    },
+    dataDir,
+    nodeName: v.SERVICE_NODE_NAME,
+    logLevel: v.SERVICE_LOG_LEVEL,
+    auth: { disabled: v.SERVICE_AUTH_DISABLED, adminKey: v.SERVICE_ADMIN_KEY },
+    cluster: {
+      enabled: v.SERVICE_ENABLE_CLUSTER,
+      name: v.SERVICE_CLUSTER_NAME,
+      seedNodes: v.SERVICE_SEED_NODES,
+      grpcPort: v.SERVICE_GRPC_PORT,
+      cookie: v.RELEASE_COOKIE,
+      replicationFactor: v.SERVICE_REPLICATION_FACTOR,
+    },
+    docdb: {
+      streamHeartbeatMs: v.SERVICE_STREAM_HEARTBEAT_MS,
+      revsLimit: v.SERVICE_REVS_LIMIT,
+      attachmentMaxBytes: v.SERVICE_ATTACHMENT_MAX_BYTES,
+      hlcMaxOffsetMs: v.SERVICE_HLC_MAX_OFFSET_MS,
+      vdbShardCount: v.SERVICE_VDB_SHARD_COUNT,
+      vdbReplicaFactor: v.SERVICE_VDB_REPLICA_FACTOR,
+      importBatchSize: v.SERVICE_IMPORT_BATCH_SIZE,
+    },
+    vectordb: { enabled: v.SERVICE_VECTORDB_ENABLED, prefix: v.SERVICE_VECTORDB_PREFIX },
+    gateway: {
+      enabled: v.SERVICE_GATEWAY_ENABLED,
+      port: v.SERVICE_GATEWAY_PORT,
+      masterKey: v.SERVICE_GATEWAY_MASTER_KEY,
+      systemDbPath: v.SERVICE_GATEWAY_SYSTEM_DB_PATH,
+      defaultRpm: v.SERVICE_GATEWAY_DEFAULT_RPM,
+      maxVectors: v.SERVICE_GATEWAY_MAX_VECTORS,
+      maxCollections: v.SERVICE_GATEWAY_MAX_COLLECTIONS,
+      maxStorageMb: v.SERVICE_GATEWAY_MAX_STORAGE_MB,
+    },
+  };
+}
+
+/** Names of every setting, for docs and `--help`. */
+export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];

@@ -1,0 +1,46 @@
+// JSON by default; CBOR (cbor-x) for request bodies by Content-Type and for responses by
+// Accept, on every route. One codec layer: routes only ever see and return plain values.
+import { Decoder, Encoder } from 'cbor-x';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { FirkinError } from '../core/errors.js';
+
+export const CBOR_TYPE = 'application/cbor';
+// useRecords: false keeps the output plain RFC 8949 maps that any CBOR client can read.
+const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
+const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
+
+export function encodeCbor(value: unknown): Buffer {
+  return encoder.encode(value);
+}
+
+export function decodeCbor(bytes: Buffer): unknown {
+  return decoder.decode(bytes);
+}
+
+/** True when the client lists CBOR before (or without) JSON in Accept. */
+export function wantsCbor(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  const cbor = accept.indexOf(CBOR_TYPE);
+  if (cbor === -1) return false;
+  const json = accept.indexOf('application/json');
+  return json === -1 || cbor < json;
+}
+
+export function installCodec(app: FastifyInstance): void {
+  app.addContentTypeParser(CBOR_TYPE, { parseAs: 'buffer' }, (_req: FastifyRequest, body: Buffer, done) => {
+    if (body.length === 0) return done(null, undefined);
+    try {
+      done(null, decodeCbor(body));
+    } catch (err) {
+      done(new FirkinError('bad_request', `invalid CBOR body: ${(err as Error).message}`), undefined);
+    }
+  });
+  // Only object payloads reach preSerialization; strings, buffers and streams pass untouched.
+  app.addHook('preSerialization', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (wantsCbor(request.headers.accept)) {
+      reply.type(CBOR_TYPE);
+      reply.serializer(encodeCbor as unknown as (payload: unknown) => string); // fastify sends Buffers as they are
+    }
+    return payload;
+  });
+}

@@ -1,0 +1,87 @@
+// The only place that turns an error into an HTTP response: `{error, message}` always.
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { type ErrorCode, isFirkinError } from '../core/errors.js';
+
+const STATUS: Record<ErrorCode, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  already_exists: 409,
+  precondition_failed: 412,
+  too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  unavailable: 503,
+  bad_gateway: 502,
+  timeout: 504,
+  error: 500,
+  no_bm25_index: 400,
+  same_shard_count: 400,
+  not_clustered: 400,
+  not_member: 400,
+  not_leader: 503,
+  missing_api_key: 401,
+  invalid_api_key: 401,
+  invalid_master_key: 401,
+  collection_not_found: 404,
+  document_not_found: 404,
+  collection_already_exists: 409,
+  quota_exceeded: 403,
+  rate_limit_exceeded: 429,
+};
+
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code];
+}
+
+/** fastify's own client errors carry only a status: name them by it. */
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+};
+
+export interface ErrorReply {
+  status: number;
+  body: { error: string; message: string; [extra: string]: unknown };
+  headers: Record<string, string>;
+}
+
+export function toErrorReply(err: unknown): ErrorReply {
+  if (isFirkinError(err)) {
+    return {
+      status: STATUS[err.code],
+      body: { error: err.code, message: err.message, ...err.details },
+      headers: err.headers ?? {},
+    };
+  }
+  const fe = err as Partial<FastifyError>;
+  if (fe.validation !== undefined) {
+    return { status: 400, body: { error: 'bad_request', message: fe.message ?? 'invalid request' }, headers: {} };
+  }
+  const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    const message = status === 413 ? `request body is too large: ${fe.message}` : (fe.message ?? 'bad request');
+    return { status, body: { error: CODE_BY_STATUS[status] ?? 'bad_request', message }, headers: {} };
+  }
+  return { status: 500, body: { error: 'error', message: 'internal error' }, headers: {} };
+}
+
+export function makeErrorHandler(log: Logger) {
+  return function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+    const { status, body, headers } = toErrorReply(err);
+    // A 500 is a bug: keep the stack in the log, never in the response.
+    if (status >= 500) log.error({ err, method: request.method, url: request.url }, 'request failed');
+    void reply.code(status).headers(headers).send(body);
+  };
+}

@@ -1,0 +1,32 @@
+// 404 for unknown paths, 405 (with Allow) for a known path with a method it does not take.
+// fastify answers both with its 404 handler, so we keep a shadow router of every route.
+import type { FastifyInstance, HTTPMethods } from 'fastify';
+import FindMyWay from 'find-my-way';
+import { FirkinError } from '../core/errors.js';
+
+const METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+export function installNotFound(app: FastifyInstance): void {
+  const shadow = FindMyWay({ ignoreTrailingSlash: false, caseSensitive: true });
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (!METHODS.includes(method as HTTPMethods)) continue;
+      try {
+        shadow.on(method as never, route.url, () => undefined);
+      } catch {
+        // the same route registered twice (HEAD auto-routes): already known
+      }
+    }
+  });
+  app.setNotFoundHandler(async (request) => {
+    const path = request.url.split('?', 1)[0]!;
+    const allowed = METHODS.filter((m) => m !== request.method && shadow.find(m as never, path) !== null);
+    if (allowed.length > 0) {
+      throw new FirkinError('method_not_allowed', `${request.method} is not allowed on ${path}`, {
+        headers: { allow: allowed.join(', ') },
+      });
+    }
+    throw new FirkinError('not_found', `no route for ${request.method} ${path}`);
+  });
+}

@@ -1,0 +1,109 @@
+// /health, /metrics and API-key management.
+import type { FastifyPluginAsync } from 'fastify';
+import { type ApiKeys, PERMISSIONS, type Permission, publicInfo } from '../../auth/api-keys.js';
+import type { Clock } from '../../core/hlc.js';
+import type { Metrics } from '../../metrics.js';
+
+export type HealthState = 'ok' | 'degraded' | 'failing';
+export interface HealthReport {
+  status: HealthState;
+  /** What is wrong, in words an operator can act on. */
+  problems?: string[];
+  [detail: string]: unknown;
+}
+/** Each subsystem reports its own part of /health. */
+export type HealthCheck = () => HealthReport | Promise<HealthReport>;
+
+const RANK: Record<HealthState, number> = { ok: 0, degraded: 1, failing: 2 };
+
+export interface SystemRouteDeps {
+  nodeName: string;
+  version: string;
+  startedAtMs: number;
+  clock: Clock;
+  metrics: Metrics;
+  keys: ApiKeys;
+  checks: Record<string, HealthCheck>;
+}
+
+const createKeyBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['permissions'],
+  properties: {
+    permissions: { type: 'array', minItems: 1, items: { enum: PERMISSIONS } },
+    databases: {
+      anyOf: [
+        { const: 'all' },
+        { type: 'array', items: { type: 'string', minLength: 1, maxLength: 63 }, maxItems: 10_000 },
+      ],
+    },
+    label: { type: 'string', maxLength: 200 },
+  },
+} as const;
+
+const keyIdParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', pattern: '^[0-9a-f]{16}$' } },
+} as const;
+
+export const systemRoutes: FastifyPluginAsync<SystemRouteDeps> = async (app, deps) => {
+  app.get('/health', async (_request, reply) => {
+    const parts: Record<string, HealthReport> = {};
+    const problems: string[] = [];
+    let status: HealthState = 'ok';
+    for (const [name, check] of Object.entries(deps.checks)) {
+      let report: HealthReport;
+      try {
+        report = await check();
+      } catch (err) {
+        report = { status: 'failing', problems: [`${name} check failed: ${(err as Error).message}`] };
+      }
+      parts[name] = report;
+      for (const p of report.problems ?? []) problems.push(`${name}: ${p}`);
+      if (RANK[report.status] > RANK[status]) status = report.status;
+    }
+    reply.code(status === 'failing' ? 503 : 200);
+    return {
+      status,
+      node: deps.nodeName,
+      version: deps.version,
+      uptime_s: Math.floor((deps.clock.nowMs() - deps.startedAtMs) / 1000),
+      problems,
+      ...parts,
+    };
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(deps.metrics.registry.contentType);
+    return deps.metrics.registry.metrics();
+  });
+
+  app.post<{ Body: { permissions: Permission[]; databases?: 'all' | string[]; label?: string } }>(
+    '/_keys',
+    { schema: { body: createKeyBody }, config: { permission: 'admin' } },
+    async (request, reply) => {
+      const { key, record } = await deps.keys.create({
+        permissions: request.body.permissions,
+        databases: request.body.databases ?? 'all',
+        label: request.body.label,
+        nowMs: deps.clock.nowMs(),
+      });
+      reply.code(201);
+      // The only time the key itself is ever shown.
+      return { ...publicInfo(record), key };
+    },
+  );
+
+  app.get('/_keys', { config: { permission: 'admin' } }, async () => ({ keys: deps.keys.list().map(publicInfo) }));
+
+  app.delete<{ Params: { id: string } }>(
+    '/_keys/:id',
+    { schema: { params: keyIdParams }, config: { permission: 'admin' } },
+    async (request) => {
+      await deps.keys.revoke(request.params.id);
+      return { ok: true, id: request.params.id };
+    },
+  );
+};

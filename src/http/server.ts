@@ -1,0 +1,69 @@
+// Builds the fastify app (not listening). `listener.ts` owns sockets and protocols.
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerFactoryHandler } from 'fastify';
+import { createServer } from 'node:http';
+import type { Logger } from 'pino';
+import type { ApiKeys } from '../auth/api-keys.js';
+import type { Clock, HybridClock } from '../core/hlc.js';
+import type { Metrics } from '../metrics.js';
+import { installCodec } from './codec.js';
+import { makeErrorHandler } from './errors.js';
+import { installAuth } from './hooks/auth.js';
+import { installObserve } from './hooks/observe.js';
+import { installNotFound } from './not-found.js';
+import { type HealthCheck, systemRoutes } from './routes/system.js';
+
+export interface HttpDeps {
+  log: Logger;
+  clock: Clock;
+  hlc: HybridClock;
+  metrics: Metrics;
+  keys: ApiKeys;
+  authDisabled: boolean;
+  bodyLimitBytes: number;
+  nodeName: string;
+  version: string;
+  startedAtMs: number;
+  checks: Record<string, HealthCheck>;
+  /** Feature route plugins, registered after the platform hooks. */
+  features?: ((app: FastifyInstance) => Promise<void>)[];
+}
+
+export interface BuiltHttp {
+  app: FastifyInstance;
+  /** fastify's request handler, protocol-agnostic (HTTP/1.1 and HTTP/2 compat requests). */
+  handler: FastifyServerFactoryHandler;
+}
+
+export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
+  let handler: FastifyServerFactoryHandler | undefined;
+  const app: FastifyInstance = Fastify({
+    loggerInstance: deps.log as FastifyBaseLogger,
+    // One debug line per request comes from hooks/observe.ts instead of fastify's two at info.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: deps.bodyLimitBytes,
+    // Sockets belong to listener.ts; fastify only routes.
+    serverFactory: (h) => {
+      handler = h;
+      return createServer();
+    },
+    ajv: { customOptions: { allErrors: false, coerceTypes: 'array', removeAdditional: false } },
+  }) as unknown as FastifyInstance;
+  app.setErrorHandler(makeErrorHandler(deps.log));
+  installNotFound(app);
+  installCodec(app);
+  installObserve(app, deps);
+  installAuth(app, { keys: deps.keys, disabled: deps.authDisabled });
+  await app.register(systemRoutes, {
+    nodeName: deps.nodeName,
+    version: deps.version,
+    startedAtMs: deps.startedAtMs,
+    clock: deps.clock,
+    metrics: deps.metrics,
+    keys: deps.keys,
+    checks: deps.checks,
+  });
+  for (const feature of deps.features ?? []) await feature(app);
+  await app.ready();
+  if (handler === undefined) throw new Error('fastify did not call serverFactory');
+  return { app, handler };
+}

@@ -1,0 +1,123 @@
+// Composition root: the only module that builds engines and wires them together.
+import { chmod, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import pino, { type Logger } from 'pino';
+import { ApiKeys } from './auth/api-keys.js';
+import type { Config } from './config.js';
+import { type Clock, HybridClock, systemClock } from './core/hlc.js';
+import { type Listener, listen } from './http/listener.js';
+import type { HealthCheck } from './http/routes/system.js';
+import { buildHttp } from './http/server.js';
+import { createMetrics } from './metrics.js';
+import { Store } from './storage/db.js';
+import { VERSION } from './version.js';
+
+export interface FirkinNode {
+  readonly config: Config;
+  /** Base URL of the HTTP listener (undefined when SERVICE_HTTP_ENABLED=false). */
+  readonly url: string | undefined;
+  readonly port: number | undefined;
+  readonly adminKeyFile: string | undefined;
+  close(): Promise<void>;
+}
+
+export interface NodeOptions {
+  clock?: Clock;
+  log?: Logger;
+}
+
+export function createLogger(config: Config): Logger {
+  return pino({ level: config.logLevel, base: { node: config.nodeName } });
+}
+
+/** First start: make sure an admin key exists; say where it is without repeating it later. */
+async function bootstrapAdminKey(keys: ApiKeys, config: Config, clock: Clock, log: Logger): Promise<string | undefined> {
+  const file = path.join(config.dataDir, 'admin.key');
+  if (config.auth.adminKey !== undefined) {
+    if (keys.verify(config.auth.adminKey) === undefined) {
+      await keys.create({ key: config.auth.adminKey, permissions: ['admin'], databases: 'all', label: 'SERVICE_ADMIN_KEY', nowMs: clock.nowMs() });
+    }
+    return undefined;
+  }
+  if (keys.hasAdmin()) return file;
+  const { key } = await keys.create({ permissions: ['admin'], databases: 'all', label: 'bootstrap admin', nowMs: clock.nowMs() });
+  await writeFile(file, `${key}\n`, { mode: 0o600 });
+  await chmod(file, 0o600);
+  log.info({ adminKeyFile: file }, `generated admin API key (shown once): ${key}`);
+  return file;
+}
+
+export async function startNode(config: Config, options: NodeOptions = {}): Promise<FirkinNode> {
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? createLogger(config);
+  const startedAtMs = clock.nowMs();
+  const store = await Store.open(config.dataDir);
+  const closers: (() => Promise<void>)[] = [() => store.close()];
+  try {
+    const hlc = new HybridClock(clock, { maxOffsetMs: config.docdb.hlcMaxOffsetMs });
+    const metrics = createMetrics(store);
+    const keys = await ApiKeys.load(store);
+    const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
+    if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
+
+    const checks: Record<string, HealthCheck> = {
+      storage: () =>
+        store.state === 'open'
+          ? { status: 'ok', state: store.state, dir: store.dir, ...store.stats() }
+          : { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] },
+      cluster: () => ({ status: 'ok', state: config.cluster.enabled ? 'starting' : 'standalone' }),
+    };
+
+    const { app, handler } = await buildHttp({
+      log,
+      clock,
+      hlc,
+      metrics,
+      keys,
+      authDisabled: config.auth.disabled,
+      bodyLimitBytes: config.http.bodyLimitBytes,
+      nodeName: config.nodeName,
+      version: VERSION,
+      startedAtMs,
+      checks,
+      features: [],
+    });
+    closers.unshift(() => app.close());
+
+    let listener: Listener | undefined;
+    if (config.http.enabled) {
+      listener = await listen(handler as Parameters<typeof listen>[0], {
+        host: config.http.ip,
+        port: config.http.port,
+        maxConnections: config.http.maxConnections,
+        tls: config.http.tls,
+        log,
+      });
+      closers.unshift(() => listener!.close());
+    }
+
+    let closing: Promise<void> | undefined;
+    return {
+      config,
+      url: listener?.url,
+      port: listener?.port,
+      adminKeyFile,
+      close() {
+        // Order matters: stop taking requests, drain, stop engines, then close storage last.
+        closing ??= (async () => {
+          for (const close of closers) {
+            try {
+              await close();
+            } catch (err) {
+              log.error({ err }, 'error during shutdown');
+            }
+          }
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    for (const close of closers) await close().catch(() => undefined);
+    throw err;
+  }
+}

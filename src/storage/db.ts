@@ -1,0 +1,143 @@
+// The node's one RocksDB. Owns the open/closing/closed lifecycle; engines get a Store and
+// never touch the binding. Keys are Buffers built by core/keys.ts; values are Buffers.
+import { RocksLevel } from '@nxtedition/rocksdb';
+import { mkdir } from 'node:fs/promises';
+import { FirkinError } from '../core/errors.js';
+
+/** Fixed column families (ARCHITECTURE.md, storage layout). `default` is required by RocksDB. */
+export const COLUMN_FAMILIES = ['docs', 'revs', 'seq', 'att', 'paths', 'vec', 'bm25', 'raft', 'system'] as const;
+export type ColumnFamily = (typeof COLUMN_FAMILIES)[number];
+
+export type BatchOp =
+  | { readonly type: 'put'; readonly cf: ColumnFamily; readonly key: Buffer; readonly value: Buffer }
+  | { readonly type: 'del'; readonly cf: ColumnFamily; readonly key: Buffer };
+
+export interface RangeOptions {
+  gte?: Buffer;
+  gt?: Buffer;
+  lte?: Buffer;
+  lt?: Buffer;
+  reverse?: boolean;
+  limit?: number;
+}
+
+export interface WriteOptions {
+  /** fsync the WAL before resolving: the durable write. Passed explicitly at every call site. */
+  sync: boolean;
+}
+
+type StoreState = 'open' | 'closing' | 'closed';
+
+export class Store {
+  #db: RocksLevel;
+  #state: StoreState = 'open';
+  readonly dir: string;
+
+  private constructor(db: RocksLevel, dir: string) {
+    this.#db = db;
+    this.dir = dir;
+  }
+
+  static async open(dir: string): Promise<Store> {
+    await mkdir(dir, { recursive: true });
+    const db = new RocksLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    const columns = Object.fromEntries(['default', ...COLUMN_FAMILIES].map((name) => [name, {}]));
+    try {
+      await db.open({ columns, createIfMissing: true });
+    } catch (err) {
+      throw new FirkinError('unavailable', `cannot open RocksDB at ${dir}: ${(err as Error).message}`, { cause: err });
+    }
+    return new Store(db, dir);
+  }
+
+  get state(): StoreState {
+    return this.#state;
+  }
+
+  #column(cf: ColumnFamily): unknown {
+    if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
+    const column = (this.#db.columns as Record<string, unknown>)[cf];
+    if (column === undefined) throw new Error(`unknown column family ${cf}`);
+    return column;
+  }
+
+  async get(cf: ColumnFamily, key: Buffer): Promise<Buffer | undefined> {
+    const [value] = await this.getMany(cf, [key]);
+    return value;
+  }
+
+  async getMany(cf: ColumnFamily, keys: readonly Buffer[]): Promise<(Buffer | undefined)[]> {
+    if (keys.length === 0) return [];
+    const values = (await this.#db.getMany(keys as Buffer[], { column: this.#column(cf) })) as (Buffer | undefined)[];
+    return values.map((v) => (v === undefined || v === null ? undefined : v));
+  }
+
+  async put(cf: ColumnFamily, key: Buffer, value: Buffer, options: WriteOptions): Promise<void> {
+    await this.batch([{ type: 'put', cf, key, value }], options);
+  }
+
+  async del(cf: ColumnFamily, key: Buffer, options: WriteOptions): Promise<void> {
+    await this.batch([{ type: 'del', cf, key }], options);
+  }
+
+  /** All operations apply atomically, or none do. */
+  async batch(ops: readonly BatchOp[], options: WriteOptions): Promise<void> {
+    if (ops.length === 0) return;
+    const mapped = ops.map((op) =>
+      op.type === 'put'
+        ? { type: 'put' as const, key: op.key, value: op.value, column: this.#column(op.cf) }
+        : { type: 'del' as const, key: op.key, column: this.#column(op.cf) },
+    );
+    await this.#db.batch(mapped, { sync: options.sync });
+  }
+
+  /** Ordered iteration over a key range, in batches from the native side. */
+  async *entries(cf: ColumnFamily, range: RangeOptions = {}): AsyncGenerator<[Buffer, Buffer]> {
+    const it = this.#db.iterator({ ...range, limit: range.limit ?? -1, column: this.#column(cf) });
+    try {
+      for (;;) {
+        const batch = (await it.nextv(256)) as [Buffer, Buffer][];
+        if (batch.length === 0) return;
+        for (const entry of batch) yield entry;
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  async *keys(cf: ColumnFamily, range: RangeOptions = {}): AsyncGenerator<Buffer> {
+    for await (const [key] of this.entries(cf, range)) yield key;
+  }
+
+  /** Delete every key in [gte, lt). */
+  async clearRange(cf: ColumnFamily, range: { gte: Buffer; lt: Buffer }): Promise<void> {
+    await this.#db.clear({ gte: range.gte, lt: range.lt, column: this.#column(cf) });
+  }
+
+  /** Cheap whole-instance statistics for /metrics and /health. */
+  stats(): { estimateKeys: number; liveDataBytes: number; sstFilesBytes: number; memtableBytes: number } {
+    return {
+      estimateKeys: this.#property('rocksdb.estimate-num-keys'),
+      liveDataBytes: this.#property('rocksdb.estimate-live-data-size'),
+      sstFilesBytes: this.#property('rocksdb.total-sst-files-size'),
+      memtableBytes: this.#property('rocksdb.cur-size-all-mem-tables'),
+    };
+  }
+
+  #property(name: string): number {
+    if (this.#state !== 'open') return 0;
+    try {
+      const value = Number(this.#db.getProperty(name));
+      return Number.isFinite(value) ? value : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#state !== 'open') return;
+    this.#state = 'closing';
+    await this.#db.close();
+    this.#state = 'closed';
+  }
+}

@@ -1,0 +1,70 @@
+// A node as a real child process, for crash (kill -9) and multi-node tests.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { TEST_ADMIN_KEY } from './node.js';
+import { waitFor } from './wait.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface ChildNode {
+  proc: ChildProcess;
+  url: string;
+  output(): string;
+  /** SIGKILL: no shutdown code runs. */
+  kill9(): Promise<void>;
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Start `src/main.ts` under tsx with the given env; resolves once it logs its URL. */
+export async function spawnNode(env: Record<string, string>, args: string[] = []): Promise<ChildNode> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    cwd: root,
+    env: {
+      ...process.env,
+      SERVICE_HTTP_PORT: '0',
+      SERVICE_ADMIN_KEY: TEST_ADMIN_KEY,
+      SERVICE_LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const url = await waitFor(
+    () => {
+      if (proc.exitCode !== null) throw new Error(`node exited with ${proc.exitCode}: ${out}`);
+      return /listening on (https?:\/\/[^\s]+) /.exec(out)?.[1];
+    },
+    { timeoutMs: 30_000, what: 'child node to listen' },
+  );
+  return {
+    proc,
+    url,
+    output: () => out,
+    async kill9() {
+      proc.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      proc.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** Run `src/main.ts` expecting it to exit (config errors); returns code and output. */
+export async function runNodeExpectingExit(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; output: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    cwd: root,
+    env: { ...process.env, SERVICE_HTTP_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await new Promise<number | null>((resolve) => proc.once('exit', (c) => resolve(c)));
+  return { code, output: out };
+}
