@@ -1,0 +1,72 @@
+import t from 'tap';
+import { loadConfig } from '../../src/config.js';
+import { runNodeExpectingExit } from '../support/process.js';
+import { tempDir } from '../support/node.js';
+
+t.test('defaults match the specs', (t) => {
+  const c = loadConfig({});
+  t.equal(c.http.port, 8080);
+  t.equal(c.http.enabled, true);
+  t.equal(c.http.acceptors, 100);
+  t.equal(c.http.maxConnections, Number.POSITIVE_INFINITY);
+  t.same(c.http.tls, { enabled: false });
+  t.match(c.dataDir, /\/data$/);
+  t.equal(c.docdb.streamHeartbeatMs, 30_000);
+  t.equal(c.docdb.vdbShardCount, 4);
+  t.equal(c.docdb.vdbReplicaFactor, 1);
+  t.equal(c.docdb.importBatchSize, 100);
+  t.same(c.gateway, { enabled: false, port: 8080, masterKey: undefined, systemDbPath: undefined, defaultRpm: 100, maxVectors: 100_000, maxCollections: 10, maxStorageMb: 1024 });
+  t.equal(c.cluster.replicationFactor, 2);
+  t.equal(c.vectordb.prefix, '/vectordb');
+  t.end();
+});
+
+t.test('env values and CLI flags (flags win)', (t) => {
+  const c = loadConfig(
+    { SERVICE_HTTP_PORT: '9000', SERVICE_HTTP_MAX_CONNECTIONS: 'infinity', SERVICE_SEED_NODES: 'a:1, b:2', SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'c' },
+    ['--http-port', '9001', '--http-max-connections=50', '--node-name', 'n1', '--auth-disabled'],
+  );
+  t.equal(c.http.port, 9001);
+  t.equal(c.http.maxConnections, 50);
+  t.same(c.cluster.seedNodes, ['a:1', 'b:2']);
+  t.equal(c.nodeName, 'n1');
+  t.equal(c.auth.disabled, true);
+  t.end();
+});
+
+t.test('bad values name the setting', (t) => {
+  const cases: [Record<string, string>, string[], RegExp][] = [
+    [{ SERVICE_HTTP_PORT: 'abc' }, [], /SERVICE_HTTP_PORT must be an integer from 0 to 65535, got "abc"/],
+    [{ SERVICE_HTTP_PORT: '70000' }, [], /SERVICE_HTTP_PORT/],
+    [{ SERVICE_HTTP_ENABLED: 'maybe' }, [], /SERVICE_HTTP_ENABLED must be true or false/],
+    [{ SERVICE_HTTP_MAX_CONNECTIONS: 'lots' }, [], /SERVICE_HTTP_MAX_CONNECTIONS must be an integer >= 1 or "infinity"/],
+    [{ SERVICE_HTTP_VERIFY: 'always' }, [], /SERVICE_HTTP_VERIFY must be one of verify_none, verify_peer/],
+    [{ SERVICE_HTTP_TLS_ENABLED: 'true' }, [], /SERVICE_HTTP_CERTFILE is required when SERVICE_HTTP_TLS_ENABLED=true/],
+    [{ SERVICE_HTTP_TLS_ENABLED: 'true', SERVICE_HTTP_CERTFILE: '/no/such.pem', SERVICE_HTTP_KEYFILE: '/no/such.key' }, [], /SERVICE_HTTP_CERTFILE points to a missing file/],
+    [{ SERVICE_GATEWAY_ENABLED: 'true' }, [], /SERVICE_GATEWAY_MASTER_KEY is required/],
+    [{ SERVICE_ENABLE_CLUSTER: 'true' }, [], /RELEASE_COOKIE is required/],
+    [{}, ['--no-such-flag', '1'], /unknown flag --no-such-flag/],
+    [{}, ['stray'], /unexpected argument "stray"/],
+  ];
+  for (const [env, argv, message] of cases) t.throws(() => loadConfig(env, argv), { name: 'ConfigError', message });
+  t.end();
+});
+
+t.test('a bad setting stops the process at once with one line and no stack trace', async (t) => {
+  for (const env of [{ SERVICE_HTTP_PORT: 'abc' }, { SERVICE_HTTP_TLS_ENABLED: 'true' }]) {
+    const { code, output } = await runNodeExpectingExit({ ...env, SERVICE_DATA_DIR: tempDir() });
+    t.equal(code, 2);
+    t.match(output, /^firkin: configuration error: SERVICE_HTTP_/);
+    t.equal(output.trim().split('\n').length, 1, 'one line');
+    t.notMatch(output, /    at /, 'no stack trace');
+  }
+});
+
+t.test('a data dir held by another node fails to start with one line', async (t) => {
+  const { startTestNode } = await import('../support/node.js');
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  const { code, output } = await runNodeExpectingExit({ SERVICE_DATA_DIR: node.dataDir, SERVICE_LOG_LEVEL: 'silent' });
+  t.equal(code, 1);
+  t.match(output, /firkin: cannot start: cannot open RocksDB/);
+});

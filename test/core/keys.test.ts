@@ -1,0 +1,87 @@
+import fc from 'fast-check';
+import t from 'tap';
+import { type KeyPart, compareTuples, decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
+import { fcParams } from '../support/fc.js';
+
+const arbString = fc.string({ unit: 'binary', maxLength: 12 });
+const arbNumber = fc.double({ noNaN: true }).map((n) => (Object.is(n, -0) ? 0 : n));
+const arbBigint = fc.bigInt({ min: -(2n ** 200n), max: 2n ** 200n });
+const arbBytes = fc.uint8Array({ maxLength: 8 }).map((b) => Buffer.from(b));
+const arbPart: fc.Arbitrary<KeyPart> = fc.oneof(arbString, arbNumber, arbBigint, arbBytes, fc.constantFrom('', 'a\u0000b', '\u0000'));
+const arbTuple = fc.array(arbPart, { maxLength: 4 });
+
+const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0);
+
+for (const [name, arb] of [
+  ['strings', fc.array(arbString, { maxLength: 3 })],
+  ['numbers', fc.array(arbNumber, { maxLength: 3 })],
+  ['bigints', fc.array(arbBigint, { maxLength: 3 })],
+  ['mixed', arbTuple],
+] as const) {
+  t.test(`byte order equals tuple order: ${name}`, (t) => {
+    fc.assert(
+      fc.property(arb as fc.Arbitrary<KeyPart[]>, arb as fc.Arbitrary<KeyPart[]>, (a, b) =>
+        sign(Buffer.compare(encodeKey(a), encodeKey(b))) === sign(compareTuples(a, b)),
+      ),
+      fcParams(500),
+    );
+    t.end();
+  });
+}
+
+t.test('decode(encode(t)) == t', (t) => {
+  fc.assert(
+    fc.property(arbTuple, (tuple) => compareTuples(decodeKey(encodeKey(tuple)), tuple) === 0),
+    fcParams(500),
+  );
+  t.end();
+});
+
+t.test('a prefix range holds exactly the tuples that extend the prefix', (t) => {
+  fc.assert(
+    fc.property(arbTuple, arbTuple, (prefix, other) => {
+      const { gte, lt } = prefixRange(prefix);
+      const extended = encodeKey([...prefix, ...other]);
+      if (!(Buffer.compare(extended, gte) >= 0 && Buffer.compare(extended, lt) < 0)) return false;
+      const key = encodeKey(other);
+      const inside = Buffer.compare(key, gte) >= 0 && Buffer.compare(key, lt) < 0;
+      const startsWith = prefix.length <= other.length && compareTuples(other.slice(0, prefix.length), prefix) === 0;
+      return inside === startsWith;
+    }),
+    fcParams(500),
+  );
+  t.end();
+});
+
+t.test('edge values', (t) => {
+  const ordered: KeyPart[][] = [
+    [],
+    [Buffer.from([])],
+    [Buffer.from([0])],
+    [''],
+    ['\u0000'],
+    ['a'],
+    ['a\u0000'],
+    ['ab'],
+    ['\u{10000}'],
+    [Number.NEGATIVE_INFINITY],
+    [-1e308],
+    [-1],
+    [0],
+    [Number.MIN_VALUE],
+    [1],
+    [Number.POSITIVE_INFINITY],
+    [-(2n ** 64n)],
+    [-1n],
+    [0n],
+    [1n],
+    [255n],
+    [256n],
+    [2n ** 64n],
+  ];
+  for (let i = 1; i < ordered.length; i++) {
+    t.ok(Buffer.compare(encodeKey(ordered[i - 1]!), encodeKey(ordered[i]!)) < 0, `${String(ordered[i - 1])} < ${String(ordered[i])}`);
+  }
+  t.throws(() => encodeKey([Number.NaN]));
+  t.end();
+});

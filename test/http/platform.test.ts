@@ -1,0 +1,189 @@
+// The platform over real HTTP: HLC header, codecs, errors, auth, protocols, limits.
+import { decode, encode } from 'cbor-x';
+import net from 'node:net';
+import http2 from 'node:http2';
+import t from 'tap';
+import { parseHlc } from '../../src/core/hlc.js';
+import { request, startTestNode } from '../support/node.js';
+
+t.test('platform routes', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+
+  t.test('every response carries x-service-hlc: success, 4xx, 404', async (t) => {
+    const seen = [];
+    for (const [method, path, status] of [
+      ['GET', '/health', 200],
+      ['GET', '/no/such/path', 404],
+      ['DELETE', '/health', 405],
+      ['GET', '/_keys', 200],
+    ] as const) {
+      const res = await node.request(method, path);
+      t.equal(res.status, status, `${method} ${path}`);
+      const hlc = res.headers.get('x-service-hlc');
+      t.ok(hlc && parseHlc(hlc), `${method} ${path} has a parseable HLC`);
+      seen.push(parseHlc(hlc!)!);
+    }
+    for (let i = 1; i < seen.length; i++) t.ok(seen[i]!.wallMs * 2 ** 32 + seen[i]!.logical > seen[i - 1]!.wallMs * 2 ** 32 + seen[i - 1]!.logical, 'clock advances');
+    const failing = await node.request('POST', '/_keys', { body: '{bad json', raw: true, headers: { 'content-type': 'application/json' } });
+    t.equal(failing.status, 400);
+    t.ok(failing.headers.get('x-service-hlc'));
+  });
+
+  t.test('a client clock ahead of ours is merged', async (t) => {
+    const ahead = Date.now() + 60_000;
+    const remote = Buffer.alloc(12);
+    remote.writeBigUInt64BE(BigInt(ahead), 0);
+    const res = await node.request('GET', '/health', { headers: { 'x-service-hlc': remote.toString('base64') } });
+    t.ok(parseHlc(res.headers.get('x-service-hlc')!)!.wallMs >= ahead);
+  });
+
+  t.test('error bodies', async (t) => {
+    const notFound = await node.request('GET', '/nope');
+    t.same(notFound.body, { error: 'not_found', message: 'no route for GET /nope' });
+    const wrongMethod = await node.request('PUT', '/metrics');
+    t.equal(wrongMethod.status, 405);
+    t.equal(wrongMethod.body.error, 'method_not_allowed');
+    t.match(wrongMethod.headers.get('allow'), /GET/);
+    const badJson = await node.request('POST', '/_keys', { body: '{"permissions": [', raw: true, headers: { 'content-type': 'application/json' } });
+    t.equal(badJson.status, 400);
+    t.equal(badJson.body.error, 'bad_request');
+    t.type(badJson.body.message, 'string');
+    const badShape = await node.request('POST', '/_keys', { body: { permissions: ['root'] } });
+    t.equal(badShape.status, 400);
+    t.equal(badShape.body.error, 'bad_request');
+    const badType = await node.request('POST', '/_keys', { body: 'x', raw: true, headers: { 'content-type': 'application/x-weird' } });
+    t.equal(badType.status, 415);
+    t.equal(badType.body.error, 'unsupported_media_type');
+  });
+
+  t.test('CBOR request and response round trip', async (t) => {
+    const res = await fetch(`${node.url}/_keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${node.adminKey}`, 'content-type': 'application/cbor', accept: 'application/cbor' },
+      body: encode({ permissions: ['read'], databases: ['alpha'], label: 'cbor' }),
+    });
+    t.equal(res.status, 201);
+    t.equal(res.headers.get('content-type'), 'application/cbor');
+    const body = decode(Buffer.from(await res.arrayBuffer())) as Record<string, unknown>;
+    t.equal(body.label, 'cbor');
+    t.same(body.databases, ['alpha']);
+    t.match(body.key, /^fk_[A-Za-z0-9_-]{43}$/);
+    const err = await fetch(`${node.url}/nope`, { headers: { accept: 'application/cbor' } });
+    t.equal(err.status, 404);
+    t.same(decode(Buffer.from(await err.arrayBuffer())), { error: 'not_found', message: 'no route for GET /nope' });
+    const badCbor = await fetch(`${node.url}/_keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${node.adminKey}`, 'content-type': 'application/cbor' },
+      body: Buffer.from([0xff, 0xff, 0x1c]),
+    });
+    t.equal(badCbor.status, 400);
+  });
+
+  t.test('HTTP/2 with prior knowledge on the same port', async (t) => {
+    const session = http2.connect(node.url);
+    t.teardown(() => session.close());
+    const get = (path: string) =>
+      new Promise<{ status: number; hlc: string; body: string }>((resolve, reject) => {
+        const req = session.request({ ':path': path, authorization: `Bearer ${node.adminKey}` });
+        let status = 0;
+        let hlc = '';
+        let body = '';
+        req.on('response', (h) => {
+          status = Number(h[':status']);
+          hlc = String(h['x-service-hlc']);
+        });
+        req.setEncoding('utf8');
+        req.on('data', (d: string) => (body += d));
+        req.on('end', () => resolve({ status, hlc, body }));
+        req.on('error', reject);
+        req.end();
+      });
+    const results = await Promise.all([get('/health'), get('/_keys'), get('/nope'), ...Array.from({ length: 20 }, () => get('/health'))]);
+    t.equal(results[0]!.status, 200);
+    t.equal(JSON.parse(results[0]!.body).status, 'ok');
+    t.equal(results[1]!.status, 200);
+    t.equal(results[2]!.status, 404);
+    t.ok(results.every((r) => parseHlc(r.hlc)), 'HLC on every HTTP/2 response');
+  });
+
+  t.test('auth: 401 without or with an unknown key, 403 when too weak, 200 when allowed', async (t) => {
+    t.equal((await node.request('GET', '/_keys', { key: false })).status, 401);
+    const unknown = await node.request('GET', '/_keys', { key: 'fk_nope' });
+    t.equal(unknown.status, 401);
+    t.same(Object.keys(unknown.body).sort(), ['error', 'message']);
+    const created = await node.request('POST', '/_keys', { body: { permissions: ['read', 'write'] } });
+    t.equal(created.status, 201);
+    const weak = created.body.key as string;
+    const forbidden = await node.request('GET', '/_keys', { key: weak });
+    t.equal(forbidden.status, 403);
+    t.equal(forbidden.body.error, 'forbidden');
+    t.equal((await node.request('GET', '/health', { key: false })).status, 200, '/health stays open');
+    const list = await node.request('GET', '/_keys');
+    t.ok(list.body.keys.some((k: { id: string }) => k.id === created.body.id));
+    t.notOk(JSON.stringify(list.body).includes(weak), 'listing never shows a key');
+    t.equal((await node.request('DELETE', `/_keys/${created.body.id}`)).status, 200);
+    t.equal((await node.request('GET', '/_keys', { key: weak })).status, 401, 'revoked key is refused');
+    t.equal((await node.request('DELETE', `/_keys/${created.body.id}`)).status, 404);
+    t.equal((await node.request('DELETE', '/_keys/not-an-id')).status, 400);
+  });
+
+  t.test('health and metrics', async (t) => {
+    const health = await node.request('GET', '/health');
+    t.match(health.body, { status: 'ok', node: 'test-node', storage: { status: 'ok', state: 'open' }, cluster: { state: 'standalone' } });
+    t.type(health.body.uptime_s, 'number');
+    const metrics = await node.request('GET', '/metrics');
+    t.match(metrics.text, /firkin_http_requests_total\{method="GET",route="\/health",status="200"\} \d+/);
+    t.match(metrics.text, /firkin_http_request_duration_seconds_bucket/);
+    t.match(metrics.text, /firkin_rocksdb_estimate_keys/);
+    t.match(metrics.text, /process_cpu_user_seconds_total/);
+  });
+});
+
+t.test('body over the limit is 413', async (t) => {
+  const node = await startTestNode({ SERVICE_HTTP_BODY_LIMIT_BYTES: '1024' });
+  t.teardown(() => node.close());
+  const res = await node.request('POST', '/_keys', { body: { permissions: ['read'], label: 'x'.repeat(4000) } });
+  t.equal(res.status, 413);
+  t.equal(res.body.error, 'too_large');
+});
+
+t.test('keys and the admin key survive a restart; auth can be disabled', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  const created = await node.request('POST', '/_keys', { body: { permissions: ['admin'] } });
+  await node.restart();
+  t.equal((await node.request('GET', '/_keys', { key: created.body.key })).status, 200);
+  const open = await startTestNode({ SERVICE_AUTH_DISABLED: 'true' });
+  t.teardown(() => open.close());
+  t.equal((await request(open.url, 'GET', '/_keys')).status, 200);
+});
+
+t.test('SERVICE_HTTP_MAX_CONNECTIONS is enforced', async (t) => {
+  const node = await startTestNode({ SERVICE_HTTP_MAX_CONNECTIONS: '1' });
+  t.teardown(() => node.close());
+  const { port } = new URL(node.url);
+  const first = net.connect(Number(port), '127.0.0.1');
+  t.teardown(() => first.destroy());
+  await new Promise((r) => first.once('connect', r));
+  first.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+  await new Promise((r) => first.once('data', r)); // the first connection is being served
+  const second = net.connect(Number(port), '127.0.0.1');
+  const closedWithoutData = await new Promise<boolean>((resolve) => {
+    let data = false;
+    second.on('data', () => (data = true));
+    second.on('close', () => resolve(!data));
+    second.on('connect', () => second.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n'));
+    second.on('error', () => undefined);
+  });
+  t.ok(closedWithoutData, 'the connection over the limit is closed unanswered');
+});
+
+t.test('SERVICE_HTTP_ENABLED=false starts no listener', async (t) => {
+  const { loadConfig } = await import('../../src/config.js');
+  const { startNode } = await import('../../src/node.js');
+  const { tempDir } = await import('../support/node.js');
+  const node = await startNode(loadConfig({ SERVICE_DATA_DIR: tempDir(), SERVICE_HTTP_ENABLED: 'false', SERVICE_LOG_LEVEL: 'silent', SERVICE_ADMIN_KEY: 'fk_x' }));
+  t.teardown(() => node.close());
+  t.equal(node.url, undefined);
+});
