@@ -53,7 +53,7 @@ t.test('bad values name the setting', (t) => {
 });
 
 t.test('a bad setting stops the process at once with one line and no stack trace', async (t) => {
-  for (const env of [{ SERVICE_HTTP_PORT: 'abc' }, { SERVICE_HTTP_TLS_ENABLED: 'true' }]) {
+  for (const env of [{ SERVICE_HTTP_PORT: 'abc' }, { SERVICE_HTTP_TLS_ENABLED: 'true' }] as Record<string, string>[]) {
     const { code, output } = await runNodeExpectingExit({ ...env, SERVICE_DATA_DIR: tempDir() });
     t.equal(code, 2);
     t.match(output, /^firkin: configuration error: SERVICE_HTTP_/);

@@ -24,9 +24,9 @@ function makeCerts(): Record<'ca' | 'serverCert' | 'serverKey' | 'clientCert' | 
   return { ca: p('ca.pem'), serverCert: p('server.pem'), serverKey: p('server.key'), clientCert: p('client.pem'), clientKey: p('client.key') };
 }
 
-function h1Get(url: string, options: https.RequestOptions): Promise<{ status: number; alpn: string | false; body: string }> {
+function h1Get(url: string, options: https.RequestOptions): Promise<{ status: number; alpn: string | false | null; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = https.get(url, { ...options, ALPNProtocols: ['http/1.1'] }, (res) => {
+    const req = https.get(url, { ...options, ALPNProtocols: ['http/1.1'] } as https.RequestOptions, (res) => {
       let body = '';
       const alpn = (res.socket as import('node:tls').TLSSocket).alpnProtocol;
       res.on('data', (d) => (body += d));
