@@ -1,0 +1,24 @@
+# Firkin node image: one node, HTTP on 8080, gRPC on 9080, data in /data.
+FROM node:20-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY proto ./proto
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-slim
+WORKDIR /app
+ENV NODE_ENV=production \
+    SERVICE_HTTP_IP=0.0.0.0 \
+    SERVICE_HTTP_PORT=8080 \
+    SERVICE_DATA_DIR=/data
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/proto ./proto
+COPY package.json ./
+VOLUME ["/data"]
+EXPOSE 8080 9080
+USER node
+CMD ["node", "dist/src/main.js"]

@@ -1,0 +1,24 @@
+// Shared bench helpers: percentiles, printing, a node in a child process.
+export function percentile(sortedMs: number[], p: number): number {
+  if (sortedMs.length === 0) return 0;
+  const i = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
+  return sortedMs[i]!;
+}
+
+export interface BenchResult {
+  bench: string;
+  [metric: string]: string | number;
+}
+
+export function report(results: BenchResult[]): void {
+  for (const r of results) console.log(JSON.stringify({ ...r, node: process.version }));
+  const keys = [...new Set(results.flatMap((r) => Object.keys(r)))];
+  console.log('\n' + keys.join('\t'));
+  for (const r of results) console.log(keys.map((k) => (typeof r[k] === 'number' ? Number((r[k] as number).toFixed(2)) : (r[k] ?? ''))).join('\t'));
+}
+
+/** Only the cases whose name contains the first CLI argument run. */
+export function selected(name: string): boolean {
+  const filter = process.argv[2] ?? '';
+  return name.includes(filter);
+}
