@@ -6,6 +6,7 @@ import { ApiKeys } from './auth/api-keys.js';
 import type { Config } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
 import { type Listener, listen } from './http/listener.js';
+import type { RouteInfo } from './http/not-found.js';
 import type { HealthCheck } from './http/routes/system.js';
 import { buildHttp } from './http/server.js';
 import { createMetrics } from './metrics.js';
@@ -18,6 +19,8 @@ export interface FirkinNode {
   readonly url: string | undefined;
   readonly port: number | undefined;
   readonly adminKeyFile: string | undefined;
+  /** Every HTTP route (method + pattern): the route fuzzer walks this list. */
+  readonly routes: readonly RouteInfo[];
   close(): Promise<void>;
 }
 
@@ -68,7 +71,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       cluster: () => ({ status: 'ok', state: config.cluster.enabled ? 'starting' : 'standalone' }),
     };
 
-    const { app, handler } = await buildHttp({
+    const { app, handler, routes } = await buildHttp({
       log,
       clock,
       hlc,
@@ -102,6 +105,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       url: listener?.url,
       port: listener?.port,
       adminKeyFile,
+      routes,
       close() {
         // Order matters: stop taking requests, drain, stop engines, then close storage last.
         closing ??= (async () => {

@@ -6,12 +6,20 @@ import { FirkinError } from '../core/errors.js';
 
 const METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
-export function installNotFound(app: FastifyInstance): void {
+export interface RouteInfo {
+  method: string;
+  url: string;
+}
+
+/** Installs the 404/405 handler; returns the live list of registered routes (for tests and docs). */
+export function installNotFound(app: FastifyInstance): RouteInfo[] {
+  const routes: RouteInfo[] = [];
   const shadow = FindMyWay({ ignoreTrailingSlash: false, caseSensitive: true });
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (!METHODS.includes(method as HTTPMethods)) continue;
+      if (method !== 'HEAD') routes.push({ method, url: route.url });
       try {
         shadow.on(method as never, route.url, () => undefined);
       } catch {
@@ -29,4 +37,5 @@ export function installNotFound(app: FastifyInstance): void {
     }
     throw new FirkinError('not_found', `no route for ${request.method} ${path}`);
   });
+  return routes;
 }

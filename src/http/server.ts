@@ -9,7 +9,7 @@ import { installCodec } from './codec.js';
 import { makeErrorHandler } from './errors.js';
 import { installAuth } from './hooks/auth.js';
 import { installObserve } from './hooks/observe.js';
-import { installNotFound } from './not-found.js';
+import { type RouteInfo, installNotFound } from './not-found.js';
 import { type HealthCheck, systemRoutes } from './routes/system.js';
 
 export interface HttpDeps {
@@ -32,6 +32,8 @@ export interface BuiltHttp {
   app: FastifyInstance;
   /** fastify's request handler, protocol-agnostic (HTTP/1.1 and HTTP/2 compat requests). */
   handler: FastifyServerFactoryHandler;
+  /** Every registered route (method + pattern). */
+  routes: RouteInfo[];
 }
 
 export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
@@ -49,7 +51,7 @@ export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
     ajv: { customOptions: { allErrors: false, coerceTypes: 'array', removeAdditional: false } },
   }) as unknown as FastifyInstance;
   app.setErrorHandler(makeErrorHandler(deps.log));
-  installNotFound(app);
+  const routes = installNotFound(app);
   installCodec(app);
   installObserve(app, deps);
   installAuth(app, { keys: deps.keys, disabled: deps.authDisabled });
@@ -65,5 +67,5 @@ export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
   for (const feature of deps.features ?? []) await feature(app);
   await app.ready();
   if (handler === undefined) throw new Error('fastify did not call serverFactory');
-  return { app, handler };
+  return { app, handler, routes };
 }
