@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
-const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-export const VERSION: string = pkg.version;
+// src/version.ts runs from src/ (tsx) or dist/src/ (built): take the nearest package.json.
+const candidates = ['../package.json', '../../package.json'].map((p) => new URL(p, import.meta.url));
+const file = candidates.find((url) => existsSync(url));
+if (file === undefined) throw new Error('package.json not found next to the program');
+export const VERSION: string = (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
