@@ -33,13 +33,19 @@ export async function spawnNode(env: Record<string, string>, args: string[] = []
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  const url = await waitFor(
-    () => {
-      if (proc.exitCode !== null) throw new Error(`node exited with ${proc.exitCode}: ${out}`);
-      return /listening on (https?:\/\/[^\s]+) /.exec(out)?.[1];
-    },
-    { timeoutMs: 30_000, what: 'child node to listen' },
-  );
+  let url: string;
+  try {
+    url = await waitFor(
+      () => {
+        if (proc.exitCode !== null) throw new Error(`node exited with ${proc.exitCode}: ${out}`);
+        return /listening on (https?:\/\/[^\s]+) /.exec(out)?.[1];
+      },
+      { timeoutMs: 30_000, what: 'child node to listen (it must log at info)' },
+    );
+  } catch (err) {
+    proc.kill('SIGKILL'); // never leave an orphan behind a failed start
+    throw err;
+  }
   return {
     proc,
     url,
