@@ -1,0 +1,47 @@
+// The query tree `_find` and filtered changes evaluate. Produced by parse.ts, consumed by
+// match.ts (body evaluation) and plan.ts (index choice).
+
+/** A path into a document: object keys (strings) and array indexes (non-negative integers). */
+export type Path = readonly (string | number)[];
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export const COMPARISONS = ['>', '>=', '<', '<='] as const;
+export type Comparison = (typeof COMPARISONS)[number];
+
+/** Anything with `test(string)`: a RegExp or an RE2 (linear-time, no catastrophic backtracking). */
+export interface Pattern {
+  test(input: string): boolean;
+  readonly source: string;
+}
+
+export type Condition =
+  | { readonly kind: 'eq'; readonly path: Path; readonly value: Json }
+  | { readonly kind: 'ne'; readonly path: Path; readonly value: Json }
+  | { readonly kind: 'cmp'; readonly path: Path; readonly op: Comparison; readonly value: number | string }
+  | { readonly kind: 'in'; readonly path: Path; readonly values: readonly Json[] }
+  | { readonly kind: 'contains'; readonly path: Path; readonly value: Json }
+  | { readonly kind: 'prefix'; readonly path: Path; readonly value: string }
+  | { readonly kind: 'regex'; readonly path: Path; readonly pattern: Pattern }
+  | { readonly kind: 'exists'; readonly path: Path }
+  | { readonly kind: 'missing'; readonly path: Path }
+  | { readonly kind: 'and'; readonly all: readonly Condition[] }
+  | { readonly kind: 'or'; readonly any: readonly Condition[] }
+  | { readonly kind: 'not'; readonly condition: Condition };
+
+export interface OrderKey {
+  readonly path: Path;
+  readonly dir: 'asc' | 'desc';
+}
+
+export interface FindQuery {
+  readonly where: Condition; // `and` of nothing = every live document
+  readonly limit: number | undefined; // undefined = no limit
+  readonly offset: number;
+  readonly orderBy: readonly OrderKey[]; // empty = `_id` ascending
+  readonly includeDocs: boolean;
+}
+
+export function unreachable(value: never): never {
+  throw new Error(`unhandled variant: ${JSON.stringify(value)}`);
+}

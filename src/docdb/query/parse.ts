@@ -1,0 +1,253 @@
+// Turns a `_find` / changes-filter body into the query tree, or a 400 naming the problem.
+// Accepts the spec's `where` list ({path, op, value}, nested {and}/{or}/{not}) and the
+// CouchDB-style `selector` ({"a.b": v}, {field: {"$gt": v}}, $and/$or/$not).
+import RE2 from 're2';
+import { FirkinError } from '../../core/errors.js';
+import { COMPARISONS, type Comparison, type Condition, type FindQuery, type Json, type OrderKey, type Path, type Pattern } from './ast.js';
+
+export const QUERY_LIMITS = {
+  conditionsMax: 1_000,
+  depthMax: 32,
+  pathSegmentsMax: 64,
+  segmentCharsMax: 1_024,
+  inValuesMax: 10_000,
+  regexCharsMax: 1_000,
+  orderKeysMax: 8,
+  /** A `_find` without `limit` returns at most this many documents (400 beyond: page with limit/offset). */
+  resultsMax: 10_000,
+} as const;
+
+const OPS: Record<string, Condition['kind'] | Comparison> = {
+  '=': 'eq', '==': 'eq', eq: 'eq',
+  '!=': 'ne', ne: 'ne', '=/=': 'ne',
+  '>': '>', gt: '>', '>=': '>=', gte: '>=', '<': '<', lt: '<', '<=': '<=', lte: '<=', '=<': '<=',
+  in: 'in', contains: 'contains', prefix: 'prefix', regex: 'regex', exists: 'exists', missing: 'missing',
+};
+
+const SELECTOR_OPS: Record<string, string> = {
+  $eq: 'eq', $ne: 'ne', $gt: '>', $gte: '>=', $lt: '<', $lte: '<=', $in: 'in', $regex: 'regex', $exists: 'exists',
+  $prefix: 'prefix', $contains: 'contains',
+};
+
+const bad = (message: string) => new FirkinError('bad_request', message);
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+}
+
+/** Checks that a decoded (JSON or CBOR) value is plain JSON. */
+export function toJson(v: unknown, where: string, depth = 0): Json {
+  if (depth > 64) throw bad(`${where}: value nested too deeply`);
+  if (v === null || typeof v === 'boolean' || typeof v === 'string') return v;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw bad(`${where}: numbers must be finite`);
+    return v;
+  }
+  if (Array.isArray(v)) return v.map((x) => toJson(x, where, depth + 1));
+  if (isPlainObject(v)) {
+    const out: Record<string, Json> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = toJson(x, where, depth + 1);
+    return out;
+  }
+  throw bad(`${where}: not a JSON value`);
+}
+
+export function parsePath(raw: unknown, where = 'path'): Path {
+  let segments: unknown[];
+  if (typeof raw === 'string') segments = raw.split('.');
+  else if (Array.isArray(raw)) segments = raw;
+  else throw bad(`${where} must be an array of keys and indexes (or a dotted string), got ${JSON.stringify(raw)}`);
+  if (segments.length === 0) throw bad(`${where} must not be empty`);
+  if (segments.length > QUERY_LIMITS.pathSegmentsMax) throw bad(`${where} has more than ${QUERY_LIMITS.pathSegmentsMax} segments`);
+  return segments.map((s) => {
+    if (typeof s === 'string' && s.length > 0 && s.length <= QUERY_LIMITS.segmentCharsMax) return s;
+    if (typeof s === 'number' && Number.isSafeInteger(s) && s >= 0) return s;
+    throw bad(`${where}: bad segment ${JSON.stringify(s)} (non-empty string key or non-negative integer index)`);
+  });
+}
+
+function compileRegex(raw: unknown, where: string): Pattern {
+  if (typeof raw !== 'string') throw bad(`${where}: regex value must be a string`);
+  if (raw.length > QUERY_LIMITS.regexCharsMax) throw bad(`${where}: regex longer than ${QUERY_LIMITS.regexCharsMax} characters`);
+  try {
+    // RE2 runs in linear time: no pattern can stall the node with backtracking.
+    return new RE2(raw, 'u');
+  } catch (err) {
+    throw bad(`${where}: invalid regex ${JSON.stringify(raw)}: ${(err as Error).message}`);
+  }
+}
+
+class Budget {
+  count = 0;
+  take(): void {
+    if (++this.count > QUERY_LIMITS.conditionsMax) throw bad(`query has more than ${QUERY_LIMITS.conditionsMax} conditions`);
+  }
+}
+
+function leaf(kind: string, path: Path, value: unknown, hasValue: boolean, where: string): Condition {
+  const need = () => {
+    if (!hasValue) throw bad(`${where}: operator needs a value`);
+  };
+  switch (kind) {
+    case 'eq':
+    case 'ne':
+    case 'contains':
+      need();
+      return { kind, path, value: toJson(value, where) };
+    case '>':
+    case '>=':
+    case '<':
+    case '<=':
+      need();
+      if (typeof value !== 'number' && typeof value !== 'string') throw bad(`${where}: ${kind} compares numbers or strings, got ${JSON.stringify(value)}`);
+      if (typeof value === 'number' && !Number.isFinite(value)) throw bad(`${where}: numbers must be finite`);
+      return { kind: 'cmp', path, op: kind as Comparison, value };
+    case 'in':
+      need();
+      if (!Array.isArray(value)) throw bad(`${where}: in needs a list value`);
+      if (value.length > QUERY_LIMITS.inValuesMax) throw bad(`${where}: in list longer than ${QUERY_LIMITS.inValuesMax}`);
+      return { kind: 'in', path, values: value.map((v) => toJson(v, where)) };
+    case 'prefix':
+      need();
+      if (typeof value !== 'string') throw bad(`${where}: prefix needs a string value`);
+      return { kind: 'prefix', path, value };
+    case 'regex':
+      need();
+      return { kind: 'regex', path, pattern: compileRegex(value, where) };
+    case 'exists':
+      return { kind: 'exists', path };
+    case 'missing':
+      return { kind: 'missing', path };
+    default:
+      throw bad(`${where}: unknown operator ${JSON.stringify(kind)}`);
+  }
+}
+
+function parseCondition(raw: unknown, where: string, depth: number, budget: Budget): Condition {
+  if (depth > QUERY_LIMITS.depthMax) throw bad(`${where}: conditions nested deeper than ${QUERY_LIMITS.depthMax}`);
+  budget.take();
+  if (!isPlainObject(raw)) throw bad(`${where} must be an object, got ${JSON.stringify(raw)}`);
+  const keys = Object.keys(raw);
+  for (const group of ['and', 'or'] as const) {
+    if (group in raw) {
+      if (keys.length !== 1) throw bad(`${where}: {${group}: [...]} takes no other fields`);
+      const list = raw[group];
+      if (!Array.isArray(list)) throw bad(`${where}.${group} must be a list of conditions`);
+      const parts = list.map((c, i) => parseCondition(c, `${where}.${group}[${i}]`, depth + 1, budget));
+      return group === 'and' ? { kind: 'and', all: parts } : { kind: 'or', any: parts };
+    }
+  }
+  if ('not' in raw) {
+    if (keys.length !== 1) throw bad(`${where}: {not: {...}} takes no other fields`);
+    return { kind: 'not', condition: parseCondition(raw.not, `${where}.not`, depth + 1, budget) };
+  }
+  for (const k of keys) if (!['path', 'op', 'value'].includes(k)) throw bad(`${where}: unknown field ${JSON.stringify(k)}`);
+  if (!('path' in raw)) throw bad(`${where}: a condition needs a path`);
+  const path = parsePath(raw.path, `${where}.path`);
+  const opRaw = raw.op ?? '=';
+  if (typeof opRaw !== 'string' || !Object.hasOwn(OPS, opRaw)) throw bad(`${where}: unknown operator ${JSON.stringify(opRaw)}`);
+  return leaf(OPS[opRaw]!, path, raw.value, 'value' in raw, where);
+}
+
+export function parseWhere(raw: unknown, where = 'where'): Condition {
+  const budget = new Budget();
+  if (raw === undefined) return { kind: 'and', all: [] };
+  if (Array.isArray(raw)) return { kind: 'and', all: raw.map((c, i) => parseCondition(c, `${where}[${i}]`, 1, budget)) };
+  return parseCondition(raw, where, 1, budget);
+}
+
+function parseSelectorAt(prefix: Path, raw: unknown, where: string, depth: number, budget: Budget): Condition[] {
+  if (depth > QUERY_LIMITS.depthMax) throw bad(`${where}: selector nested deeper than ${QUERY_LIMITS.depthMax}`);
+  if (!isPlainObject(raw)) throw bad(`${where} must be an object`);
+  const out: Condition[] = [];
+  for (const [key, value] of Object.entries(raw)) {
+    budget.take();
+    if (key === '$and' || key === '$or') {
+      if (!Array.isArray(value)) throw bad(`${where}.${key} must be a list of selectors`);
+      const parts = value.map((s, i): Condition => ({ kind: 'and', all: parseSelectorAt(prefix, s, `${where}.${key}[${i}]`, depth + 1, budget) }));
+      out.push(key === '$and' ? { kind: 'and', all: parts } : { kind: 'or', any: parts });
+      continue;
+    }
+    if (key === '$not') {
+      out.push({ kind: 'not', condition: { kind: 'and', all: parseSelectorAt(prefix, value, `${where}.$not`, depth + 1, budget) } });
+      continue;
+    }
+    if (key.startsWith('$')) {
+      if (prefix.length === 0) throw bad(`${where}: operator ${key} needs a field`);
+      const kind = SELECTOR_OPS[key];
+      if (kind === undefined) throw bad(`${where}: unsupported selector operator ${JSON.stringify(key)}`);
+      if (kind === 'exists') {
+        if (typeof value !== 'boolean') throw bad(`${where}.$exists must be true or false`);
+        out.push({ kind: value ? 'exists' : 'missing', path: prefix });
+      } else {
+        out.push(leaf(kind, prefix, value, true, `${where}.${key}`));
+      }
+      continue;
+    }
+    const path = [...prefix, ...parsePath(key, `${where} key ${JSON.stringify(key)}`)];
+    if (isPlainObject(value)) {
+      const opKeys = Object.keys(value).filter((k) => k.startsWith('$'));
+      if (opKeys.length > 0 && opKeys.length !== Object.keys(value).length) {
+        throw bad(`${where}.${key}: mixes operators and fields`);
+      }
+      if (Object.keys(value).length === 0) out.push({ kind: 'eq', path, value: {} });
+      else out.push(...parseSelectorAt(path, value, `${where}.${key}`, depth + 1, budget));
+    } else {
+      out.push({ kind: 'eq', path, value: toJson(value, `${where}.${key}`) });
+    }
+  }
+  return out;
+}
+
+export function parseSelector(raw: unknown): Condition {
+  return { kind: 'and', all: parseSelectorAt([], raw, 'selector', 1, new Budget()) };
+}
+
+function parseOrder(raw: unknown): OrderKey[] {
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw)) throw bad('order_by must be a list of {path, dir}');
+  if (raw.length > QUERY_LIMITS.orderKeysMax) throw bad(`order_by has more than ${QUERY_LIMITS.orderKeysMax} keys`);
+  return raw.map((k, i) => {
+    const where = `order_by[${i}]`;
+    if (typeof k === 'string') return { path: parsePath(k, where), dir: 'asc' as const };
+    if (!isPlainObject(k)) throw bad(`${where} must be {path, dir}`);
+    if ('path' in k) {
+      const dir = k.dir ?? 'asc';
+      if (dir !== 'asc' && dir !== 'desc') throw bad(`${where}.dir must be asc or desc`);
+      return { path: parsePath(k.path, `${where}.path`), dir };
+    }
+    // CouchDB `sort` style: {"field": "asc"}
+    const entries = Object.entries(k);
+    if (entries.length !== 1 || (entries[0]![1] !== 'asc' && entries[0]![1] !== 'desc')) throw bad(`${where} must be {path, dir}`);
+    return { path: parsePath(entries[0]![0], where), dir: entries[0]![1] as 'asc' | 'desc' };
+  });
+}
+
+function parseCount(raw: unknown, name: string): number | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) throw bad(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
+const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by', 'sort', 'include_docs', 'fields', 'use_index', 'execution_stats'];
+
+export function parseFind(raw: unknown): FindQuery {
+  if (raw === undefined || raw === null) raw = {};
+  if (!isPlainObject(raw)) throw bad('the _find body must be an object');
+  for (const k of Object.keys(raw)) if (!FIND_FIELDS.includes(k)) throw bad(`unknown _find field ${JSON.stringify(k)}`);
+  const parts: Condition[] = [];
+  if (raw.where !== undefined) parts.push(parseWhere(raw.where));
+  if (raw.selector !== undefined) parts.push(parseSelector(raw.selector));
+  const includeDocs = raw.include_docs ?? true;
+  if (typeof includeDocs !== 'boolean') throw bad('include_docs must be true or false');
+  if (raw.order_by !== undefined && raw.sort !== undefined) throw bad('give order_by or sort, not both');
+  return {
+    where: parts.length === 1 ? parts[0]! : { kind: 'and', all: parts },
+    limit: parseCount(raw.limit, 'limit'),
+    offset: parseCount(raw.offset ?? raw.skip, 'offset') ?? 0,
+    orderBy: parseOrder(raw.order_by ?? raw.sort),
+    includeDocs,
+  };
+}
+
+export { COMPARISONS };

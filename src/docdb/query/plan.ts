@@ -1,0 +1,153 @@
+// Query planning (pure): which posting-key ranges can produce the candidates of a query, and
+// which one to scan. The executor measures each candidate scan (posting counts, capped) and
+// `choosePlan` picks the smallest; every candidate is then checked against the body, so a
+// scan only has to return a superset of the matches.
+import { afterPrefix, encodeKey, type KeyPart, prefixRange } from '../../core/keys.js';
+import type { Condition, Json, Path } from './ast.js';
+import { ARRAY_SEGMENT, STRING_CHARS_MAX, TYPE_TAG, generalPath, leafKey } from './postings.js';
+
+export interface KeyRange {
+  readonly gte: Buffer;
+  readonly lt: Buffer;
+}
+
+export interface Scan {
+  /** Union of these ranges holds every match of the condition (maybe more). */
+  readonly ranges: readonly KeyRange[];
+  /**
+   * The scan returns exactly the matching documents (no body check needed): equality on a
+   * short scalar, numeric ranges, `exists`, short prefixes — on paths without array indexes.
+   */
+  readonly exact: boolean;
+  /** Human-readable, for `_explain`. */
+  readonly describe: string;
+}
+
+export type Plan =
+  | { readonly kind: 'full_scan'; readonly reason: string }
+  | { readonly kind: 'index'; readonly scan: Scan; readonly estimate: number; readonly alternatives: number };
+
+function base(db: string, path: Path): KeyPart[] {
+  return [db, ...generalPath(path)];
+}
+
+function hasIndex(path: Path): boolean {
+  return path.some((s) => typeof s === 'number');
+}
+
+const show = (path: Path) => path.map(String).join('.');
+
+function existsScan(db: string, path: Path): Scan {
+  return { ranges: [prefixRange(base(db, path))], exact: !hasIndex(path), describe: `exists ${show(path)}` };
+}
+
+/** Range of one scalar (or empty container) value at a path; undefined for non-empty containers. */
+function valueRange(db: string, path: readonly KeyPart[], value: Json): { range: KeyRange; exact: boolean } | undefined {
+  const leaf = leafKey(value);
+  if (leaf === undefined) return undefined;
+  const parts = [db, ...path, leaf.tag, ...(leaf.value === undefined ? [] : [leaf.value])];
+  const truncated = typeof value === 'string' && value.length > STRING_CHARS_MAX;
+  return { range: prefixRange(parts), exact: !truncated };
+}
+
+function stringPrefixRange(parts: KeyPart[], prefix: string): KeyRange {
+  const full = encodeKey([...parts, prefix]);
+  const open = full.subarray(0, full.length - 1); // drop the string terminator: any continuation matches
+  return { gte: Buffer.from(open), lt: Buffer.concat([open, Buffer.from([0xff])]) };
+}
+
+function comparisonScan(db: string, path: Path, op: '>' | '>=' | '<' | '<=', value: number | string): Scan {
+  const tag = typeof value === 'number' ? TYPE_TAG.number : TYPE_TAG.string;
+  const band = [...base(db, path), tag];
+  const { gte: bandStart, lt: bandEnd } = prefixRange(band);
+  // Truncated strings in keys make bounds on long operands inclusive (a superset).
+  const long = typeof value === 'string' && value.length > STRING_CHARS_MAX;
+  const v = typeof value === 'string' ? value.slice(0, STRING_CHARS_MAX) : value;
+  const at = encodeKey([...band, v]);
+  const after = afterPrefix([...band, v]);
+  let range: KeyRange;
+  switch (op) {
+    case '>':
+      range = { gte: long ? at : after, lt: bandEnd };
+      break;
+    case '>=':
+      range = { gte: at, lt: bandEnd };
+      break;
+    case '<':
+      range = { gte: bandStart, lt: long ? after : at };
+      break;
+    case '<=':
+      range = { gte: bandStart, lt: after };
+      break;
+  }
+  return { ranges: [range], exact: !long && !hasIndex(path) && typeof value === 'number', describe: `${show(path)} ${op} ${JSON.stringify(value)}` };
+}
+
+/** The candidate scans of one condition, best guess first; [] when no index applies. */
+export function scansFor(db: string, cond: Condition): Scan[] {
+  switch (cond.kind) {
+    case 'eq': {
+      const r = valueRange(db, generalPath(cond.path), cond.value);
+      if (r === undefined) return [{ ...existsScan(db, cond.path), exact: false, describe: `${show(cond.path)} = <container> via exists` }];
+      return [{ ranges: [r.range], exact: r.exact && !hasIndex(cond.path), describe: `${show(cond.path)} = ${JSON.stringify(cond.value)}` }];
+    }
+    case 'in': {
+      const ranges: KeyRange[] = [];
+      let exact = !hasIndex(cond.path);
+      for (const v of cond.values) {
+        const r = valueRange(db, generalPath(cond.path), v);
+        if (r === undefined) return [{ ...existsScan(db, cond.path), exact: false }];
+        ranges.push(r.range);
+        exact &&= r.exact;
+      }
+      return [{ ranges, exact: exact && cond.values.length > 0, describe: `${show(cond.path)} in ${cond.values.length} values` }];
+    }
+    case 'contains': {
+      const arrayPath = [...generalPath(cond.path), ARRAY_SEGMENT];
+      const r = valueRange(db, arrayPath, cond.value);
+      if (r === undefined) return [{ ranges: [prefixRange([db, ...arrayPath])], exact: false, describe: `${show(cond.path)} contains <container>` }];
+      return [{ ranges: [r.range], exact: r.exact && !hasIndex(cond.path), describe: `${show(cond.path)} contains ${JSON.stringify(cond.value)}` }];
+    }
+    case 'cmp':
+      return [comparisonScan(db, cond.path, cond.op, cond.value)];
+    case 'prefix': {
+      const long = cond.value.length >= STRING_CHARS_MAX;
+      const range = stringPrefixRange([...base(db, cond.path), TYPE_TAG.string], cond.value.slice(0, STRING_CHARS_MAX));
+      return [{ ranges: [range], exact: !long && !hasIndex(cond.path), describe: `${show(cond.path)} prefix ${JSON.stringify(cond.value)}` }];
+    }
+    case 'regex':
+      // Any string at the path is a candidate; the body check runs the pattern.
+      return [{ ranges: [prefixRange([...base(db, cond.path), TYPE_TAG.string])], exact: false, describe: `${show(cond.path)} regex (strings at path)` }];
+    case 'exists':
+      return [existsScan(db, cond.path)];
+    case 'and':
+      return cond.all.flatMap((c) => scansFor(db, c));
+    case 'or': {
+      const parts = cond.any.map((c) => scansFor(db, c)[0]);
+      if (parts.length === 0 || parts.some((p) => p === undefined)) return [];
+      return [{ ranges: parts.flatMap((p) => p!.ranges), exact: false, describe: `or of ${parts.length}` }];
+    }
+    case 'ne':
+    case 'missing':
+    case 'not':
+      return [];
+  }
+}
+
+/** The top-level conjuncts of a query (nested `and`s flattened). */
+export function conjuncts(cond: Condition): Condition[] {
+  return cond.kind === 'and' ? cond.all.flatMap(conjuncts) : [cond];
+}
+
+/** Pick the scan with the fewest postings; a full scan when nothing is indexable. */
+export function choosePlan(scans: readonly Scan[], estimates: readonly number[]): Plan {
+  if (scans.length === 0) return { kind: 'full_scan', reason: 'no indexable condition' };
+  let best = 0;
+  for (let i = 1; i < scans.length; i++) if (estimates[i]! < estimates[best]!) best = i;
+  return { kind: 'index', scan: scans[best]!, estimate: estimates[best]!, alternatives: scans.length - 1 };
+}
+
+/** True when the chosen scan alone decides the query: no body needs checking to count. */
+export function planIsExact(plan: Plan, where: Condition): boolean {
+  return plan.kind === 'index' && plan.scan.exact && conjuncts(where).length === 1;
+}

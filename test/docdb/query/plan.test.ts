@@ -1,0 +1,71 @@
+import fc from 'fast-check';
+import t from 'tap';
+import { matches } from '../../../src/docdb/query/match.js';
+import { choosePlan, conjuncts, scansFor } from '../../../src/docdb/query/plan.js';
+import { postingKey, postingsDiff, postingsOf } from '../../../src/docdb/query/postings.js';
+import { fcParams } from '../../support/fc.js';
+import { arbCondition, arbDoc } from '../../support/query-arbitraries.js';
+
+function inRanges(key: Buffer, ranges: readonly { gte: Buffer; lt: Buffer }[]): boolean {
+  return ranges.some((r) => Buffer.compare(key, r.gte) >= 0 && Buffer.compare(key, r.lt) < 0);
+}
+
+t.test('every scan returns a superset of the matches; an exact scan returns exactly the matches', (t) => {
+  fc.assert(
+    fc.property(arbDoc, arbCondition, (doc, cond) => {
+      const keys = postingsOf(doc).map((p) => postingKey('db', p, 'id1'));
+      for (const c of conjuncts(cond)) {
+        const truth = matches(doc, c);
+        for (const scan of scansFor('db', c)) {
+          const candidate = keys.some((k) => inRanges(k, scan.ranges));
+          if (truth && !candidate) return false;
+          if (scan.exact && candidate !== truth) return false;
+        }
+      }
+      return true;
+    }),
+    fcParams(2000),
+  );
+  t.end();
+});
+
+t.test('scans never cross databases', (t) => {
+  fc.assert(
+    fc.property(arbDoc, arbCondition, (doc, cond) => {
+      const keys = postingsOf(doc).map((p) => postingKey('db2', p, 'id'));
+      return scansFor('db', cond).every((s) => !keys.some((k) => inRanges(k, s.ranges)));
+    }),
+    fcParams(300),
+  );
+  t.end();
+});
+
+t.test('postingsDiff turns the old posting set into the new one', (t) => {
+  fc.assert(
+    fc.property(fc.option(arbDoc, { nil: undefined }), fc.option(arbDoc, { nil: undefined }), (before, after) => {
+      const set = (d: typeof before) => new Set((d === undefined ? [] : postingsOf(d)).map((p) => postingKey('db', p, 'x').toString('hex')));
+      const state = set(before);
+      const { del, put } = postingsDiff('db', 'x', before, after);
+      for (const k of del) if (!state.delete(k.toString('hex'))) return false;
+      for (const k of put) {
+        if (state.has(k.toString('hex'))) return false;
+        state.add(k.toString('hex'));
+      }
+      const want = set(after);
+      return state.size === want.size && [...want].every((k) => state.has(k));
+    }),
+    fcParams(500),
+  );
+  t.end();
+});
+
+t.test('the plan picks the smallest estimate; nothing indexable means a full scan', (t) => {
+  const cond = { kind: 'and' as const, all: [{ kind: 'exists' as const, path: ['a'] }, { kind: 'eq' as const, path: ['b'], value: 1 }] };
+  const scans = scansFor('db', cond);
+  t.equal(scans.length, 2);
+  const plan = choosePlan(scans, [100, 3]);
+  t.equal(plan.kind, 'index');
+  t.equal(plan.kind === 'index' && plan.scan.describe, 'b = 1');
+  t.same(choosePlan(scansFor('db', { kind: 'not', condition: cond }), []), { kind: 'full_scan', reason: 'no indexable condition' });
+  t.end();
+});

@@ -1,0 +1,41 @@
+// Shared generators for query tests: small vocabularies so conditions actually hit.
+import fc from 'fast-check';
+import type { Condition, Json, Path } from '../../src/docdb/query/ast.js';
+
+export const KEYS = ['a', 'b', 'tags', 'n'] as const;
+const arbScalar: fc.Arbitrary<Json> = fc.oneof(
+  fc.constantFrom(null, true, false, 0, 1, -1, 2.5, 10, 'x', 'xy', 'y', '', 'Ab', '\u{1F600}', '\uFFFD'),
+  fc.integer({ min: -5, max: 5 }),
+);
+export const arbValue: fc.Arbitrary<Json> = fc.letrec<{ v: Json }>((tie) => ({
+  v: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    arbScalar,
+    fc.array(tie('v'), { maxLength: 3 }),
+    fc.dictionary(fc.constantFrom(...KEYS), tie('v'), { maxKeys: 3 }),
+  ),
+})).v;
+export const arbDoc: fc.Arbitrary<{ [k: string]: Json }> = fc.dictionary(fc.constantFrom(...KEYS), arbValue, { maxKeys: 4 });
+export const arbPath: fc.Arbitrary<Path> = fc.array(fc.oneof(fc.constantFrom(...KEYS), fc.integer({ min: 0, max: 2 })), { minLength: 1, maxLength: 3 });
+
+export const arbCondition: fc.Arbitrary<Condition> = fc.letrec<{ c: Condition }>((tie) => ({
+  c: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.record({ kind: fc.constant('eq' as const), path: arbPath, value: arbValue }),
+    fc.record({ kind: fc.constant('ne' as const), path: arbPath, value: arbScalar }),
+    fc.record({
+      kind: fc.constant('cmp' as const),
+      path: arbPath,
+      op: fc.constantFrom('>' as const, '>=' as const, '<' as const, '<=' as const),
+      value: fc.oneof(fc.integer({ min: -5, max: 12 }), fc.constantFrom('x', 'xy', 'a', '')),
+    }),
+    fc.record({ kind: fc.constant('in' as const), path: arbPath, values: fc.array(arbScalar, { maxLength: 3 }) }),
+    fc.record({ kind: fc.constant('contains' as const), path: arbPath, value: arbScalar }),
+    fc.record({ kind: fc.constant('prefix' as const), path: arbPath, value: fc.constantFrom('', 'x', 'A', 'xy') }),
+    fc.record({ kind: fc.constant('exists' as const), path: arbPath }),
+    fc.record({ kind: fc.constant('missing' as const), path: arbPath }),
+    fc.record({ kind: fc.constant('and' as const), all: fc.array(tie('c'), { maxLength: 3 }) }),
+    fc.record({ kind: fc.constant('or' as const), any: fc.array(tie('c'), { maxLength: 3 }) }),
+    fc.record({ kind: fc.constant('not' as const), condition: tie('c') }),
+  ),
+})).c;
