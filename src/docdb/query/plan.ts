@@ -83,8 +83,14 @@ function comparisonScan(db: string, path: Path, op: '>' | '>=' | '<' | '<=', val
   return { ranges: [range], exact: !long && !hasIndex(path) && typeof value === 'number', describe: `${show(path)} ${op} ${JSON.stringify(value)}` };
 }
 
+/** Fields starting with `_` (`_id`, `_rev`, ...) are metadata: they have no postings. */
+function isMetadataPath(path: Path): boolean {
+  return typeof path[0] === 'string' && path[0].startsWith('_');
+}
+
 /** The candidate scans of one condition, best guess first; [] when no index applies. */
 export function scansFor(db: string, cond: Condition): Scan[] {
+  if ('path' in cond && isMetadataPath(cond.path)) return [];
   switch (cond.kind) {
     case 'eq': {
       const r = valueRange(db, generalPath(cond.path), cond.value);

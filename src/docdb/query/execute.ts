@@ -1,0 +1,177 @@
+// Runs a parsed `_find` against one database: measure the candidate scans, scan the
+// cheapest, check every candidate's winning body, count, order, page.
+// `meta.total` is always exact. When the chosen scan alone decides the query (an "exact"
+// plan: one indexable condition), counting reads posting keys only and bodies are fetched
+// for the returned page alone.
+import { FirkinError } from '../../core/errors.js';
+import { decodeKey } from '../../core/keys.js';
+import type { Store } from '../../storage/db.js';
+import { decodeBody, decodeDocRecord, keys } from '../records.js';
+import type { FindQuery, Json } from './ast.js';
+import { compareForOrder, matches } from './match.js';
+import { QUERY_LIMITS } from './parse.js';
+import { type KeyRange, type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor } from './plan.js';
+import { docIdOfPosting } from './postings.js';
+
+/** Counting a scan's postings stops here: past it, the scan is "big" and its exact size is irrelevant. */
+const ESTIMATE_CAP = 5_000;
+const FETCH_BATCH = 256;
+
+export interface FoundDoc {
+  id: string;
+  rev: string;
+  body: Record<string, Json>;
+}
+
+export interface FindResult {
+  docs: Record<string, unknown>[];
+  meta: { total: number; offset: number; limit: number | null };
+}
+
+export interface Explained {
+  plan: Plan;
+  exact: boolean;
+  estimates: { scan: string; postings: number; capped: boolean }[];
+}
+
+async function countRange(store: Store, ranges: readonly KeyRange[], cap: number): Promise<number> {
+  let n = 0;
+  for (const r of ranges) {
+    for await (const _ of store.keys('paths', { gte: r.gte, lt: r.lt, limit: cap - n })) n++;
+    if (n >= cap) break;
+  }
+  return n;
+}
+
+async function idsOf(store: Store, scan: Scan): Promise<string[]> {
+  const ids = new Set<string>();
+  for (const r of scan.ranges) for await (const key of store.keys('paths', r)) ids.add(docIdOfPosting(key));
+  // Tuple keys order strings by code point: sort the same way so pages are stable.
+  return [...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+}
+
+export async function planFind(store: Store, db: string, q: FindQuery): Promise<Explained> {
+  const scans = conjuncts(q.where).flatMap((c) => scansFor(db, c));
+  const estimates = await Promise.all(scans.map((s) => countRange(store, s.ranges, ESTIMATE_CAP)));
+  const plan = choosePlan(scans, estimates);
+  return {
+    plan,
+    exact: planIsExact(plan, q.where),
+    estimates: scans.map((s, i) => ({ scan: s.describe, postings: estimates[i]!, capped: estimates[i]! >= ESTIMATE_CAP })),
+  };
+}
+
+/** Winning, live documents for these ids (undefined for missing or deleted ones). */
+async function winners(store: Store, db: string, ids: readonly string[]): Promise<(FoundDoc | undefined)[]> {
+  const recs = await store.getMany('docs', ids.map((id) => keys.doc(db, id)));
+  const live: { i: number; id: string; rev: string }[] = [];
+  recs.forEach((buf, i) => {
+    if (buf === undefined) return;
+    const rec = decodeDocRecord(buf);
+    if (!rec.deleted) live.push({ i, id: ids[i]!, rev: rec.winner });
+  });
+  const bodies = await store.getMany('revs', live.map((d) => keys.body(db, d.id, d.rev)));
+  const out: (FoundDoc | undefined)[] = new Array(ids.length).fill(undefined);
+  live.forEach((d, j) => {
+    const buf = bodies[j];
+    if (buf !== undefined) out[d.i] = { id: d.id, rev: d.rev, body: decodeBody(buf).body };
+  });
+  return out;
+}
+
+/** Every live document of a database in id order, in batches. */
+async function* allDocs(store: Store, db: string): AsyncGenerator<FoundDoc[]> {
+  let batch: { id: string; rev: string }[] = [];
+  const flush = async () => {
+    const bodies = await store.getMany('revs', batch.map((d) => keys.body(db, d.id, d.rev)));
+    const out: FoundDoc[] = [];
+    batch.forEach((d, i) => {
+      const buf = bodies[i];
+      if (buf !== undefined) out.push({ ...d, body: decodeBody(buf).body });
+    });
+    batch = [];
+    return out;
+  };
+  for await (const [key, value] of store.entries('docs', keys.docs(db))) {
+    const rec = decodeDocRecord(value);
+    if (rec.deleted) continue;
+    batch.push({ id: docIdFromDocKey(key), rev: rec.winner });
+    if (batch.length >= FETCH_BATCH) yield await flush();
+  }
+  if (batch.length > 0) yield await flush();
+}
+
+function docIdFromDocKey(key: Buffer): string {
+  return decodeKey(key)[1] as string;
+}
+
+function output(d: FoundDoc, includeDocs: boolean): Record<string, unknown> {
+  return includeDocs ? { ...d.body, _id: d.id, _rev: d.rev } : { _id: d.id, _rev: d.rev };
+}
+
+/** Keeps the best `k` documents by the query order without sorting everything. */
+class TopK {
+  #items: FoundDoc[] = [];
+  constructor(
+    readonly k: number,
+    readonly order: FindQuery['orderBy'],
+  ) {}
+  push(d: FoundDoc): void {
+    this.#items.push(d);
+    if (this.#items.length >= this.k * 2 + 64) this.#trim();
+  }
+  #trim(): void {
+    this.#items.sort((a, b) => compareForOrder(a, b, this.order));
+    this.#items.length = Math.min(this.#items.length, this.k);
+  }
+  result(): FoundDoc[] {
+    this.#trim();
+    return this.#items;
+  }
+}
+
+export async function executeFind(store: Store, db: string, q: FindQuery): Promise<FindResult> {
+  const { plan, exact } = await planFind(store, db, q);
+  const limit = q.limit;
+  const windowEnd = limit === undefined ? Number.POSITIVE_INFINITY : q.offset + limit;
+  const tooMany = (total: number) => {
+    if (limit === undefined && total - q.offset > QUERY_LIMITS.resultsMax) {
+      throw new FirkinError('bad_request', `${total} documents match, more than ${QUERY_LIMITS.resultsMax} in one response: page with limit and offset`);
+    }
+  };
+  const meta = (total: number) => ({ total, offset: q.offset, limit: limit ?? null });
+
+  if (plan.kind === 'index' && exact && q.orderBy.length === 0) {
+    const ids = await idsOf(store, plan.scan);
+    tooMany(ids.length);
+    if (limit === 0) return { docs: [], meta: meta(ids.length) };
+    const page = ids.slice(q.offset, windowEnd);
+    const docs = (await winners(store, db, page)).filter((d): d is FoundDoc => d !== undefined);
+    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(ids.length) };
+  }
+
+  const ordered = q.orderBy.length > 0;
+  const top = new TopK(Number.isFinite(windowEnd) ? windowEnd : Number.MAX_SAFE_INTEGER, q.orderBy);
+  const page: FoundDoc[] = [];
+  let total = 0;
+  const consider = (d: FoundDoc) => {
+    if (!matches({ ...d.body, _id: d.id, _rev: d.rev }, q.where)) return;
+    if (ordered) {
+      if (limit !== 0) top.push(d);
+    } else if (total >= q.offset && total < windowEnd) {
+      page.push(d);
+    }
+    total++;
+  };
+  if (plan.kind === 'index') {
+    const ids = await idsOf(store, plan.scan);
+    for (let i = 0; i < ids.length; i += FETCH_BATCH) {
+      for (const d of await winners(store, db, ids.slice(i, i + FETCH_BATCH))) if (d !== undefined) consider(d);
+    }
+  } else {
+    for await (const batch of allDocs(store, db)) for (const d of batch) consider(d);
+  }
+  tooMany(total);
+  const docs = ordered ? top.result().slice(q.offset, windowEnd) : page;
+  return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
+}

@@ -1,0 +1,42 @@
+// POST /db/:db/_find and POST /db/:db/_explain.
+import type { FastifyPluginAsync } from 'fastify';
+import { FirkinError } from '../../core/errors.js';
+import { checkDbName } from '../../docdb/names.js';
+import { executeFind, planFind } from '../../docdb/query/execute.js';
+import { parseFind } from '../../docdb/query/parse.js';
+import { keys } from '../../docdb/records.js';
+import type { Store } from '../../storage/db.js';
+
+const params = { type: 'object', required: ['db'], properties: { db: { type: 'string' } } } as const;
+
+export const docdbQueryRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+  const requireDb = async (db: string) => {
+    checkDbName(db);
+    if ((await store.get('system', keys.dbRecord(db))) === undefined) {
+      throw new FirkinError('not_found', `database ${JSON.stringify(db)} does not exist`);
+    }
+  };
+
+  app.post<{ Params: { db: string } }>('/db/:db/_find', { schema: { params } }, async (request) => {
+    await requireDb(request.params.db);
+    return executeFind(store, request.params.db, parseFind(request.body));
+  });
+
+  app.post<{ Params: { db: string } }>('/db/:db/_explain', { schema: { params } }, async (request) => {
+    await requireDb(request.params.db);
+    const query = parseFind(request.body);
+    const { plan, exact, estimates } = await planFind(store, request.params.db, query);
+    return {
+      plan:
+        plan.kind === 'index'
+          ? { kind: 'index', scan: plan.scan.describe, estimated_postings: plan.estimate, alternatives: plan.alternatives }
+          : { kind: 'full_scan', reason: plan.reason },
+      // An exact plan counts from the index alone; otherwise every candidate's body is checked.
+      exact,
+      candidates: estimates,
+      limit: query.limit ?? null,
+      offset: query.offset,
+      order_by: query.orderBy,
+    };
+  });
+};
