@@ -1,0 +1,179 @@
+// `_find` over real HTTP against a real node: every operator, counting, ordering, paging,
+// errors; and an oracle property: any plan returns exactly what brute force returns.
+import fc from 'fast-check';
+import t from 'tap';
+import type { Condition, Json } from '../../../src/docdb/query/ast.js';
+import { compareForOrder, matches } from '../../../src/docdb/query/match.js';
+import { parseFind } from '../../../src/docdb/query/parse.js';
+import { fcParams } from '../../support/fc.js';
+import { type TestNode, startTestNode } from '../../support/node.js';
+import { arbDoc } from '../../support/query-arbitraries.js';
+
+const USERS = [
+  { _id: 'u1', type: 'user', name: 'Ada', age: 36, tags: ['math', 'code'], profile: { city: 'London' }, active: true },
+  { _id: 'u2', type: 'user', name: 'Alan', age: 41, tags: ['code'], profile: { city: 'Wilmslow' }, active: false },
+  { _id: 'u3', type: 'user', name: 'Grace', age: 85, tags: ['navy', 'code'], profile: { city: 'Arlington' }, active: true },
+  { _id: 'u4', type: 'admin', name: 'Edsger', age: 72, tags: [], profile: { city: 'Nuenen' } },
+  { _id: 'u5', type: 'user', name: 'Barbara', age: '59', profile: null },
+];
+
+async function seed(node: TestNode, db: string, docs: Record<string, unknown>[]): Promise<void> {
+  t.equal((await node.request('PUT', `/db/${db}`)).status, 201);
+  const res = await node.request('POST', `/db/${db}/_bulk_docs`, { body: { docs } });
+  t.equal(res.status, 201 <= res.status && res.status < 300 ? res.status : 201, 'bulk write accepted');
+}
+
+async function find(node: TestNode, db: string, body: unknown) {
+  return node.request('POST', `/db/${db}/_find`, { body });
+}
+
+const ids = (res: { body: { docs: { _id: string }[] } }) => res.body.docs.map((d) => d._id);
+
+t.test('_find over HTTP', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await seed(node, 'people', USERS);
+
+  const cases: [unknown, string[]][] = [
+    [{ where: [{ path: ['type'], value: 'user' }] }, ['u1', 'u2', 'u3', 'u5']],
+    [{ where: [{ path: ['type'], op: '!=', value: 'user' }] }, ['u4']],
+    [{ where: [{ path: ['age'], op: '>', value: 40 }] }, ['u2', 'u3', 'u4']],
+    [{ where: [{ path: ['age'], op: '>=', value: 41 }, { path: ['age'], op: '<', value: 80 }] }, ['u2', 'u4']],
+    [{ where: [{ path: ['age'], op: '<=', value: '60' }] }, ['u5']],
+    [{ where: [{ path: ['name'], op: 'in', value: ['Ada', 'Grace', 'Nobody'] }] }, ['u1', 'u3']],
+    [{ where: [{ path: ['tags'], op: 'contains', value: 'code' }] }, ['u1', 'u2', 'u3']],
+    [{ where: [{ path: ['name'], op: 'prefix', value: 'A' }] }, ['u1', 'u2']],
+    [{ where: [{ path: ['name'], op: 'regex', value: 'a$' }] }, ['u1', 'u5']],
+    [{ where: [{ path: ['active'], op: 'exists' }] }, ['u1', 'u2', 'u3']],
+    [{ where: [{ path: ['active'], op: 'missing' }] }, ['u4', 'u5']],
+    [{ where: [{ path: ['profile', 'city'], value: 'London' }] }, ['u1']],
+    [{ where: [{ path: ['tags', 0], value: 'navy' }] }, ['u3']],
+    [{ where: [{ path: ['tags'], value: [] }] }, ['u4']],
+    [{ where: [{ path: ['profile'], value: null }] }, ['u5']],
+    [{ where: [{ or: [{ path: ['age'], value: 36 }, { path: ['name'], value: 'Edsger' }] }] }, ['u1', 'u4']],
+    [{ where: [{ not: { path: ['type'], value: 'user' } }] }, ['u4']],
+    [{ where: [{ path: ['_id'], op: '>', value: 'u3' }] }, ['u4', 'u5']],
+    [{ selector: { type: 'user', 'profile.city': 'Arlington' } }, ['u3']],
+    [{ selector: { age: { $gte: 41, $lt: 80 } } }, ['u2', 'u4']],
+    [{}, ['u1', 'u2', 'u3', 'u4', 'u5']],
+  ];
+  for (const [body, expected] of cases) {
+    const res = await find(node, 'people', body);
+    t.equal(res.status, 200, JSON.stringify(body));
+    t.same(ids(res), expected, JSON.stringify(body));
+    t.equal(res.body.meta.total, expected.length);
+  }
+
+  const full = await find(node, 'people', { where: [{ path: ['name'], value: 'Ada' }] });
+  t.match(full.body.docs[0], { _id: 'u1', name: 'Ada', profile: { city: 'London' } });
+  t.match(full.body.docs[0]._rev, /^1-[0-9a-f]{64}$/);
+  const bare = await find(node, 'people', { where: [{ path: ['name'], value: 'Ada' }], include_docs: false });
+  t.same(Object.keys(bare.body.docs[0]).sort(), ['_id', '_rev']);
+
+  t.test('counting form', async (t) => {
+    const count = await find(node, 'people', { selector: { type: 'user' }, limit: 0 });
+    t.same(count.body, { docs: [], meta: { total: 4, offset: 0, limit: 0 } });
+    const all = await find(node, 'people', { where: [], limit: 0 });
+    t.equal(all.body.meta.total, 5);
+  });
+
+  t.test('order_by and paging', async (t) => {
+    const byAge = await find(node, 'people', { where: [{ path: ['age'], op: 'exists' }], order_by: [{ path: ['age'], dir: 'desc' }] });
+    t.same(ids(byAge), ['u5', 'u3', 'u4', 'u2', 'u1'], 'strings sort after numbers; desc reverses');
+    const pages: string[] = [];
+    for (let offset = 0; offset < 5; offset += 2) {
+      const page = await find(node, 'people', { where: [], order_by: [{ path: ['name'] }], limit: 2, offset });
+      t.equal(page.body.meta.total, 5);
+      t.same(page.body.meta, { total: 5, offset, limit: 2 });
+      pages.push(...ids(page));
+    }
+    t.same(pages, ['u1', 'u2', 'u5', 'u4', 'u3']);
+  });
+
+  t.test('updates and deletes are reflected', async (t) => {
+    const ada = await node.request('GET', '/db/people/u1');
+    const upd = await node.request('PUT', '/db/people/u1', { body: { ...ada.body, _id: undefined, id: undefined, age: 99 }, headers: { 'if-match': ada.body._rev } });
+    t.equal(upd.status < 300, true);
+    t.same(ids(await find(node, 'people', { where: [{ path: ['age'], value: 36 }] })), []);
+    t.same(ids(await find(node, 'people', { where: [{ path: ['age'], value: 99 }] })), ['u1']);
+    const alan = await node.request('GET', '/db/people/u2');
+    t.equal((await node.request('DELETE', '/db/people/u2', { headers: { 'if-match': alan.body._rev } })).status, 200);
+    t.same(ids(await find(node, 'people', { where: [{ path: ['tags'], op: 'contains', value: 'code' }] })), ['u1', 'u3']);
+  });
+
+  t.test('errors', async (t) => {
+    for (const [body, message] of [
+      [{ where: [{ path: ['a'], op: 'like', value: 1 }] }, /unknown operator/],
+      [{ where: [{ path: 'a', op: 'regex', value: '(' }] }, /invalid regex/],
+      [{ where: [{ path: [{}], value: 1 }] }, /bad segment/],
+      [{ selector: { a: { $near: 1 } } }, /unsupported selector operator/],
+      [{ limit: 'ten' }, /limit/],
+    ] as const) {
+      const res = await find(node, 'people', body);
+      t.equal(res.status, 400, JSON.stringify(body));
+      t.equal(res.body.error, 'bad_request');
+      t.match(res.body.message, message);
+    }
+    t.equal((await find(node, 'nosuchdb', {})).status, 404);
+    t.equal((await find(node, 'Bad!Name', {})).status, 400);
+  });
+
+  t.test('_explain names the plan', async (t) => {
+    const res = await node.request('POST', '/db/people/_explain', { body: { where: [{ path: ['type'], value: 'admin' }, { path: ['active'], op: 'missing' }] } });
+    t.equal(res.status, 200);
+    t.match(res.body.plan, { kind: 'index', scan: 'type = "admin"' });
+    const scan = await node.request('POST', '/db/people/_explain', { body: { where: [{ path: ['a'], op: 'missing' }] } });
+    t.match(scan.body.plan, { kind: 'full_scan' });
+  });
+});
+
+t.test('oracle: _find returns exactly the brute-force answer, in order, with the right total', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  let round = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(arbDoc, { minLength: 1, maxLength: 25 }),
+      fc.array(fc.nat({ max: 24 }), { maxLength: 5 }),
+      fc.constantFrom<unknown[]>(
+        [{ path: ['a'], value: 1 }],
+        [{ path: ['a'], op: '>', value: 0 }],
+        [{ path: ['tags'], op: 'contains', value: 'x' }],
+        [{ path: ['b'], op: 'exists' }, { path: ['n'], op: '<=', value: 2 }],
+        [{ path: ['a'], op: 'prefix', value: 'x' }],
+        [{ path: ['a'], op: 'in', value: [null, 'x', 2] }],
+        [{ or: [{ path: ['a'], value: 'y' }, { path: ['b'], op: 'missing' }] }],
+        [{ path: ['a', 'b'], op: 'ne', value: 1 }],
+        [{ path: ['n'], op: 'regex', value: '^x' }],
+        [],
+      ),
+      fc.record({ limit: fc.option(fc.nat({ max: 6 }), { nil: undefined }), offset: fc.nat({ max: 4 }), order: fc.boolean() }),
+      async (docs, deletes, where, page) => {
+        const db = `oracle${round++}`;
+        await node.request('PUT', `/db/${db}`);
+        const withIds = docs.map((d, i) => ({ ...d, _id: `d${String(i).padStart(2, '0')}` }));
+        const written = await node.request('POST', `/db/${db}/_bulk_docs`, { body: { docs: withIds } });
+        const revs = new Map<string, string>((written.body as { id: string; rev: string }[]).map((r) => [r.id, r.rev]));
+        const deleted = new Set<string>();
+        for (const i of deletes) {
+          const id = withIds[i % withIds.length]!._id;
+          if (deleted.has(id)) continue;
+          deleted.add(id);
+          await node.request('DELETE', `/db/${db}/${id}?rev=${revs.get(id)}`);
+        }
+        const body: Record<string, unknown> = { where, offset: page.offset, ...(page.limit === undefined ? {} : { limit: page.limit }) };
+        if (page.order) body.order_by = [{ path: ['a'], dir: 'desc' }];
+        const q = parseFind(body);
+        const live = withIds.filter((d) => !deleted.has(d._id)).map((d) => ({ id: d._id, body: d as unknown as Json }));
+        const expected = live
+          .filter((d) => matches(d.body, q.where as Condition))
+          .sort((a, b) => compareForOrder(a, b, q.orderBy));
+        const res = await find(node, db, body);
+        const want = expected.slice(page.offset, page.limit === undefined ? undefined : page.offset + page.limit).map((d) => d.id);
+        await node.request('DELETE', `/db/${db}`);
+        return res.status === 200 && res.body.meta.total === expected.length && JSON.stringify(ids(res)) === JSON.stringify(want);
+      },
+    ),
+    fcParams(40),
+  );
+});
