@@ -1,0 +1,796 @@
+// The pure Raft core (etcd-io/raft raft.go + rawnode.go, simplified). It only computes:
+// no I/O, timers, clocks or randomness of its own (`rand` is injected). The caller drives it
+// with tick/step/propose and drains it with ready()/advance() (contract on `Ready`).
+//
+// Membership: one change at a time. A change takes effect on a node when the node learns it
+// is committed; a leader accepts a new change only once the previous one is committed, and a
+// new leader only after committing an entry of its own term (Ongaro, single-server changes).
+import { committedIndex, hasQuorum, voteResult } from './quorum.js';
+import { Progress } from './progress.js';
+import { RaftLog } from './log.js';
+import type { LogReader } from './storage.js';
+import type {
+  ConfChange,
+  ConfState,
+  Entry,
+  EntryPayload,
+  GroupId,
+  HardState,
+  Message,
+  NodeId,
+  Rand,
+  ReadState,
+  Ready,
+  Role,
+  SoftState,
+} from './types.js';
+import { unreachable } from './types.js';
+
+export interface RaftOptions {
+  readonly id: NodeId;
+  readonly group: GroupId;
+  readonly storage: LogReader;
+  readonly rand: Rand;
+  /** Base election timeout; the effective one is drawn from [electionTicks, 2 * electionTicks). */
+  readonly electionTicks: number;
+  readonly heartbeatTicks: number;
+  readonly preVote: boolean;
+  readonly checkQuorum: boolean;
+  /** Bound on unacknowledged appends per follower in the replicate state. */
+  readonly inflightMax: number;
+  /** Bound on entries per append message. */
+  readonly appendEntriesMax: number;
+}
+
+export const DEFAULT_RAFT_OPTIONS = {
+  electionTicks: 10,
+  heartbeatTicks: 1,
+  preVote: true,
+  checkQuorum: true,
+  inflightMax: 64,
+  appendEntriesMax: 256,
+} as const;
+
+export type ProposeResult = { readonly ok: true; readonly index: number; readonly term: number } | { readonly ok: false; readonly reason: 'not_leader' | 'transferring' | 'conf_pending' | 'invalid'; readonly leader: NodeId | null };
+
+type MessageBody = Message extends infer M ? (M extends Message ? Omit<M, 'group' | 'from' | 'to' | 'term'> : never) : never;
+
+interface PendingRead {
+  readonly ctx: string;
+  readonly from: NodeId;
+  readonly index: number;
+  readonly seq: number;
+  readonly acks: Set<NodeId>;
+}
+
+export class RaftCore {
+  readonly id: NodeId;
+  readonly group: GroupId;
+  readonly log: RaftLog;
+  readonly #opts: RaftOptions;
+
+  term = 0;
+  vote: NodeId | null = null;
+  role: Role = 'follower';
+  leader: NodeId | null = null;
+
+  voters = new Set<NodeId>();
+  learners = new Set<NodeId>();
+  /** (index, membership after that index), ascending; covers every committed change after the snapshot. */
+  #confHistory: { index: number; conf: ConfState }[] = [];
+
+  /** Leader only: per-member progress (including our own). */
+  readonly progress = new Map<NodeId, Progress>();
+  #votes = new Map<NodeId, boolean>();
+  /** Ticks since the last election timeout reset (followers) / check-quorum round (leader). */
+  electionElapsed = 0;
+  #heartbeatElapsed = 0;
+  #randomizedElectionTicks = 0;
+  /** Leader: index of the last conf change appended; a new one waits until it is committed. */
+  #pendingConfIndex = 0;
+  leadTransferee: NodeId | null = null;
+
+  #msgs: Message[] = [];
+  #readStates: ReadState[] = [];
+  #readSeq = 0;
+  #pendingReads: PendingRead[] = [];
+  /** Reads that arrived before this leader committed an entry of its term. */
+  #deferredReads: { ctx: string; from: NodeId }[] = [];
+
+  #prevHardState: HardState;
+  #prevSoftState: SoftState;
+  #readyOutstanding = false;
+
+  constructor(opts: RaftOptions) {
+    this.#opts = opts;
+    this.id = opts.id;
+    this.group = opts.group;
+    this.log = new RaftLog(opts.storage);
+    const { hardState, conf } = opts.storage.initialState();
+    this.term = hardState.term;
+    this.vote = hardState.vote;
+    const snapIndex = opts.storage.snapshot().meta.index;
+    this.#setConf(conf);
+    this.#confHistory = [{ index: snapIndex, conf }];
+    // Committed membership changes after the snapshot are final: take them now.
+    this.#applyCommittedConf(snapIndex, this.log.committed);
+    this.#prevHardState = this.hardState();
+    this.becomeFollower(this.term, null);
+    this.#prevSoftState = this.softState();
+  }
+
+  // ---- public API --------------------------------------------------------------------------
+
+  hardState(): HardState {
+    return { term: this.term, vote: this.vote, commit: this.log.committed };
+  }
+
+  softState(): SoftState {
+    return { role: this.role, leader: this.leader, term: this.term };
+  }
+
+  confState(): ConfState {
+    return { voters: [...this.voters].sort(), learners: [...this.learners].sort() };
+  }
+
+  /** Membership as of `index` (must be >= the snapshot index and <= committed). */
+  confStateAt(index: number): ConfState {
+    let conf = this.#confHistory[0]!.conf;
+    for (const h of this.#confHistory) if (h.index <= index) conf = h.conf;
+    return conf;
+  }
+
+  /** Drop membership history below a new snapshot (the driver calls it after compacting). */
+  compactConfHistory(index: number): void {
+    while (this.#confHistory.length > 1 && this.#confHistory[1]!.index <= index) this.#confHistory.shift();
+  }
+
+  isPromotable(): boolean {
+    return this.voters.has(this.id);
+  }
+
+  tick(): void {
+    if (this.role === 'leader') this.#tickLeader();
+    else this.#tickElection();
+  }
+
+  /** Start an election now (tests, operator). */
+  campaign(): void {
+    if (!this.isPromotable() || this.role === 'leader') return;
+    this.#campaign(this.#opts.preVote ? 'preVote' : 'vote', false);
+  }
+
+  propose(data: Uint8Array): ProposeResult {
+    return this.#proposeEntry({ kind: 'normal', data });
+  }
+
+  proposeConfChange(change: ConfChange): ProposeResult {
+    if (this.role !== 'leader') return { ok: false, reason: 'not_leader', leader: this.leader };
+    if (this.#pendingConfIndex > this.log.committed) return { ok: false, reason: 'conf_pending', leader: this.leader };
+    const isVoter = this.voters.has(change.node);
+    const isLearner = this.learners.has(change.node);
+    switch (change.type) {
+      case 'addVoter':
+        if (isVoter) return { ok: false, reason: 'invalid', leader: this.leader };
+        break;
+      case 'addLearner':
+        if (isVoter || isLearner) return { ok: false, reason: 'invalid', leader: this.leader };
+        break;
+      case 'removeNode':
+        if (!isVoter && !isLearner) return { ok: false, reason: 'invalid', leader: this.leader };
+        if (isVoter && this.voters.size === 1) return { ok: false, reason: 'invalid', leader: this.leader };
+        break;
+      default:
+        unreachable(change.type);
+    }
+    const result = this.#proposeEntry({ kind: 'conf', change });
+    if (result.ok) this.#pendingConfIndex = result.index;
+    return result;
+  }
+
+  /** Ask the leader to hand leadership to `to`. Returns false if this node cannot do it. */
+  transferLeadership(to: NodeId): boolean {
+    if (this.role !== 'leader' || to === this.id || !this.voters.has(to)) return false;
+    if (this.leadTransferee === to) return true;
+    this.leadTransferee = to;
+    this.electionElapsed = 0; // the transfer must finish within one election timeout
+    const pr = this.progress.get(to)!;
+    if (pr.match === this.log.lastIndex()) this.#send(to, { kind: 'timeoutNow' });
+    else this.#sendAppend(to, true);
+    return true;
+  }
+
+  /**
+   * Request a linearizable read. When confirmed, a ReadState {ctx, index} appears in a Ready:
+   * the read may be served once the applied index reaches `index`. Returns false when no
+   * leader is known (the caller retries or fails the read).
+   */
+  readIndex(ctx: string): boolean {
+    if (this.role === 'leader') {
+      this.#leaderReadIndex(ctx, this.id);
+      return true;
+    }
+    if (this.leader === null) return false;
+    this.#send(this.leader, { kind: 'readIndex', ctx });
+    return true;
+  }
+
+  /** A transport failed to deliver a snapshot to `to`: retry via probe. */
+  reportUnreachable(to: NodeId): void {
+    const pr = this.progress.get(to);
+    if (this.role !== 'leader' || pr === undefined) return;
+    if (pr.state === 'replicate' || pr.state === 'snapshot') pr.becomeProbe();
+  }
+
+  hasReady(): boolean {
+    return (
+      this.#msgs.length > 0 ||
+      this.#readStates.length > 0 ||
+      this.log.unstable.length > 0 ||
+      this.log.unstableSnapshot !== undefined ||
+      this.log.committed > this.log.applying ||
+      !sameHardState(this.hardState(), this.#prevHardState) ||
+      !sameSoftState(this.softState(), this.#prevSoftState)
+    );
+  }
+
+  ready(): Ready | undefined {
+    if (this.#readyOutstanding) throw new Error('raft: ready() called before advance() of the previous Ready');
+    if (!this.hasReady()) return undefined;
+    const hs = this.hardState();
+    const hardState = sameHardState(hs, this.#prevHardState) ? undefined : hs;
+    const snapshot = this.log.unstableSnapshot;
+    let committed: Entry[] = [];
+    if (snapshot !== undefined) {
+      this.log.applying = Math.max(this.log.applying, snapshot.meta.index);
+    } else if (this.log.committed > this.log.applying) {
+      committed = this.log.slice(this.log.applying + 1, this.log.committed + 1)!;
+      this.log.applying = this.log.committed;
+    }
+    const entries = [...this.log.unstable];
+    const mustSync =
+      entries.length > 0 || snapshot !== undefined || (hardState !== undefined && (hardState.term !== this.#prevHardState.term || hardState.vote !== this.#prevHardState.vote));
+    const rd: Ready = {
+      softState: this.softState(),
+      hardState,
+      entries,
+      snapshot,
+      messages: this.#msgs,
+      committed,
+      readStates: this.#readStates,
+      mustSync,
+    };
+    this.#msgs = [];
+    this.#readStates = [];
+    this.#prevHardState = hs;
+    this.#prevSoftState = rd.softState;
+    this.#readyOutstanding = true;
+    return rd;
+  }
+
+  advance(rd: Ready): void {
+    this.#readyOutstanding = false;
+    const last = rd.entries[rd.entries.length - 1];
+    if (last !== undefined) this.log.stableTo(last.index, last.term);
+    if (rd.snapshot !== undefined) {
+      this.log.stableSnapTo(rd.snapshot.meta.index);
+      this.log.applied = Math.max(this.log.applied, rd.snapshot.meta.index);
+    }
+    const lastCommitted = rd.committed[rd.committed.length - 1];
+    if (lastCommitted !== undefined) this.log.applied = Math.max(this.log.applied, lastCommitted.index);
+  }
+
+  step(m: Message): void {
+    if (m.group !== this.group) throw new Error(`raft: message for group ${m.group} stepped into ${this.group}`);
+    if (m.to !== this.id) return;
+    if (m.term > this.term) {
+      if (m.kind === 'preVote' || m.kind === 'vote') {
+        // Check-quorum lease: while we hear from a leader, ignore would-be disruptors.
+        const inLease = this.#opts.checkQuorum && this.leader !== null && this.electionElapsed < this.#opts.electionTicks;
+        if (!m.force && inLease) return;
+      }
+      if (m.kind === 'preVote' || (m.kind === 'preVoteResp' && !m.reject)) {
+        // A pre-vote never changes terms.
+      } else if (m.kind === 'append' || m.kind === 'heartbeat' || m.kind === 'snapshot') {
+        this.becomeFollower(m.term, m.from);
+      } else {
+        this.becomeFollower(m.term, null);
+      }
+    } else if (m.term < this.term) {
+      if ((this.#opts.checkQuorum || this.#opts.preVote) && (m.kind === 'append' || m.kind === 'heartbeat')) {
+        // A stale leader: our higher term in the answer makes it step down.
+        this.#send(m.from, { kind: 'appendResp', index: 0, reject: false, rejectHint: 0 });
+      } else if (m.kind === 'preVote') {
+        this.#send(m.from, { kind: 'preVoteResp', reject: true });
+      }
+      return;
+    }
+
+    if (m.kind === 'preVote' || m.kind === 'vote') {
+      const canVote =
+        this.vote === m.from || (this.vote === null && this.leader === null) || (m.kind === 'preVote' && m.term > this.term);
+      const grant = canVote && this.log.isUpToDate(m.lastIndex, m.lastTerm);
+      if (m.kind === 'vote') {
+        if (grant) {
+          this.electionElapsed = 0;
+          this.vote = m.from;
+        }
+        this.#send(m.from, { kind: 'voteResp', reject: !grant });
+      } else {
+        // Granted pre-votes carry the candidate's future term so it counts them.
+        this.#sendWithTerm(m.from, grant ? m.term : this.term, { kind: 'preVoteResp', reject: !grant });
+      }
+      return;
+    }
+
+    switch (this.role) {
+      case 'leader':
+        this.#stepLeader(m);
+        return;
+      case 'candidate':
+      case 'preCandidate':
+        this.#stepCandidate(m);
+        return;
+      case 'follower':
+        this.#stepFollower(m);
+        return;
+      default:
+        unreachable(this.role);
+    }
+  }
+
+  // ---- roles -------------------------------------------------------------------------------
+
+  becomeFollower(term: number, leader: NodeId | null): void {
+    if (term !== this.term) {
+      this.term = term;
+      this.vote = null;
+    }
+    this.role = 'follower';
+    this.leader = leader;
+    this.#reset();
+  }
+
+  #becomePreCandidate(): void {
+    this.role = 'preCandidate';
+    this.leader = null;
+    this.#votes = new Map();
+    this.electionElapsed = 0;
+    this.#resetRandomizedElectionTicks();
+  }
+
+  #becomeCandidate(): void {
+    this.term += 1;
+    this.vote = this.id;
+    this.role = 'candidate';
+    this.leader = null;
+    this.#reset();
+  }
+
+  #becomeLeader(): void {
+    this.role = 'leader';
+    this.leader = this.id;
+    this.#reset();
+    const next = this.log.lastIndex() + 1;
+    for (const id of [...this.voters, ...this.learners]) {
+      this.progress.set(id, new Progress(next, this.#opts.inflightMax, this.learners.has(id)));
+    }
+    this.progress.get(this.id)?.becomeReplicate();
+    this.#appendEntries([{ kind: 'noop' }]);
+    this.#pendingConfIndex = this.log.lastIndex();
+    this.#bcastAppend();
+  }
+
+  #reset(): void {
+    this.electionElapsed = 0;
+    this.#heartbeatElapsed = 0;
+    this.#resetRandomizedElectionTicks();
+    this.#votes = new Map();
+    this.progress.clear();
+    this.leadTransferee = null;
+    this.#pendingReads = [];
+    this.#deferredReads = [];
+  }
+
+  #resetRandomizedElectionTicks(): void {
+    this.#randomizedElectionTicks = this.#opts.electionTicks + this.#opts.rand.int(this.#opts.electionTicks);
+  }
+
+  #tickElection(): void {
+    this.electionElapsed++;
+    if (this.isPromotable() && this.electionElapsed >= this.#randomizedElectionTicks) {
+      this.electionElapsed = 0;
+      this.#campaign(this.#opts.preVote ? 'preVote' : 'vote', false);
+    }
+  }
+
+  #tickLeader(): void {
+    this.#heartbeatElapsed++;
+    this.electionElapsed++;
+    for (const pr of this.progress.values()) {
+      if (pr.state !== 'snapshot') continue;
+      // A lost snapshot would otherwise stall this follower forever.
+      if (++pr.snapshotTicks > 2 * this.#opts.electionTicks) pr.becomeProbe();
+    }
+    if (this.electionElapsed >= this.#opts.electionTicks) {
+      this.electionElapsed = 0;
+      if (this.#opts.checkQuorum) {
+        const active = new Set<NodeId>([this.id]);
+        for (const [id, pr] of this.progress) {
+          if (pr.recentActive) active.add(id);
+          if (id !== this.id) pr.recentActive = false;
+        }
+        if (!hasQuorum([...this.voters], active)) {
+          this.becomeFollower(this.term, null);
+          return;
+        }
+      }
+      if (this.leadTransferee !== null) this.leadTransferee = null; // transfer timed out
+    }
+    if (this.#heartbeatElapsed >= this.#opts.heartbeatTicks) {
+      this.#heartbeatElapsed = 0;
+      this.#bcastHeartbeat();
+    }
+  }
+
+  #campaign(kind: 'preVote' | 'vote', force: boolean): void {
+    if (kind === 'preVote') this.#becomePreCandidate();
+    else this.#becomeCandidate();
+    const term = kind === 'preVote' ? this.term + 1 : this.term;
+    this.#votes.set(this.id, true);
+    if (voteResult([...this.voters], this.#votes) === 'won') {
+      if (kind === 'preVote') this.#campaign('vote', force);
+      else this.#becomeLeader();
+      return;
+    }
+    for (const id of this.voters) {
+      if (id === this.id) continue;
+      this.#sendWithTerm(id, term, { kind, lastIndex: this.log.lastIndex(), lastTerm: this.log.lastTerm(), force });
+    }
+  }
+
+  #stepCandidate(m: Message): void {
+    switch (m.kind) {
+      case 'append':
+      case 'heartbeat':
+      case 'snapshot':
+        this.becomeFollower(m.term, m.from);
+        this.#stepFollower(m);
+        return;
+      case 'preVoteResp':
+      case 'voteResp': {
+        if ((m.kind === 'preVoteResp') !== (this.role === 'preCandidate')) return;
+        this.#votes.set(m.from, !m.reject);
+        const result = voteResult([...this.voters], this.#votes);
+        if (result === 'won') {
+          if (this.role === 'preCandidate') this.#campaign('vote', false);
+          else this.#becomeLeader();
+        } else if (result === 'lost') {
+          this.becomeFollower(this.term, null);
+        }
+        return;
+      }
+      case 'appendResp':
+      case 'heartbeatResp':
+      case 'timeoutNow':
+      case 'readIndex':
+      case 'readIndexResp':
+      case 'preVote':
+      case 'vote':
+        return;
+      default:
+        unreachable(m);
+    }
+  }
+
+  #stepFollower(m: Message): void {
+    switch (m.kind) {
+      case 'append':
+        this.electionElapsed = 0;
+        this.leader = m.from;
+        this.#handleAppend(m);
+        return;
+      case 'heartbeat':
+        this.electionElapsed = 0;
+        this.leader = m.from;
+        // The leader sends min(match, commit), so this never passes our matched prefix.
+        if (m.commit > this.log.committed) this.#commitTo(Math.min(m.commit, this.log.lastIndex()));
+        this.#send(m.from, { kind: 'heartbeatResp', readSeq: m.readSeq });
+        return;
+      case 'snapshot':
+        this.electionElapsed = 0;
+        this.leader = m.from;
+        this.#handleSnapshot(m);
+        return;
+      case 'timeoutNow':
+        if (this.isPromotable()) this.#campaign('vote', true);
+        return;
+      case 'readIndexResp':
+        if (!m.reject) this.#readStates.push({ ctx: m.ctx, index: m.index });
+        return;
+      case 'readIndex':
+        if (this.leader !== null) this.#send(m.from, { kind: 'readIndexResp', ctx: m.ctx, index: 0, reject: true });
+        return;
+      case 'appendResp':
+      case 'heartbeatResp':
+      case 'preVoteResp':
+      case 'voteResp':
+      case 'preVote':
+      case 'vote':
+        return;
+      default:
+        unreachable(m);
+    }
+  }
+
+  #stepLeader(m: Message): void {
+    switch (m.kind) {
+      case 'appendResp': {
+        const pr = this.progress.get(m.from);
+        if (pr === undefined) return;
+        pr.recentActive = true;
+        if (m.reject) {
+          if (pr.maybeDecrTo(m.index, m.rejectHint)) {
+            if (pr.state === 'replicate') pr.becomeProbe();
+            this.#sendAppend(m.from, false);
+          }
+          return;
+        }
+        const wasPaused = pr.isPaused();
+        if (pr.maybeUpdate(m.index)) {
+          if (pr.state === 'probe') pr.becomeReplicate();
+          else if (pr.state === 'snapshot' && pr.match >= pr.pendingSnapshot) pr.becomeReplicate();
+          else if (pr.state === 'replicate') pr.freeInflightTo(m.index);
+          if (this.#maybeCommit()) {
+            this.#bcastAppend();
+          } else if (wasPaused) {
+            this.#sendAppend(m.from, false);
+          }
+          // Fill the window while there is more to send.
+          while (this.role === 'leader' && this.progress.get(m.from) === pr && this.#sendAppend(m.from, false)) {
+            /* keep sending */
+          }
+          if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) this.#send(m.from, { kind: 'timeoutNow' });
+        }
+        return;
+      }
+      case 'heartbeatResp': {
+        const pr = this.progress.get(m.from);
+        if (pr === undefined) return;
+        pr.recentActive = true;
+        pr.probeSent = false;
+        // Lost appends would keep a full window full forever: free a slot per heartbeat reply.
+        if (pr.state === 'replicate' && pr.inflight.length >= pr.inflightMax) pr.inflight.shift();
+        if (pr.match < this.log.lastIndex()) this.#sendAppend(m.from, false);
+        this.#ackReads(m.from, m.readSeq);
+        return;
+      }
+      case 'readIndex':
+        if (!this.progress.has(m.from)) return;
+        this.#leaderReadIndex(m.ctx, m.from);
+        return;
+      case 'append':
+      case 'heartbeat':
+      case 'snapshot':
+        // Same term, two leaders: impossible (one vote per term).
+        throw new Error(`raft: leader ${this.id} got ${m.kind} from ${m.from} in its own term ${this.term}`);
+      case 'timeoutNow':
+      case 'readIndexResp':
+      case 'preVoteResp':
+      case 'voteResp':
+      case 'preVote':
+      case 'vote':
+        return;
+      default:
+        unreachable(m);
+    }
+  }
+
+  // ---- replication -------------------------------------------------------------------------
+
+  #handleAppend(m: Extract<Message, { kind: 'append' }>): void {
+    if (m.prevIndex < this.log.committed) {
+      this.#send(m.from, { kind: 'appendResp', index: this.log.committed, reject: false, rejectHint: 0 });
+      return;
+    }
+    if (!this.log.matchTerm(m.prevIndex, m.prevTerm)) {
+      const hint = this.log.findConflictByTerm(m.prevIndex, m.prevTerm);
+      this.#send(m.from, { kind: 'appendResp', index: m.prevIndex, reject: true, rejectHint: hint });
+      return;
+    }
+    const conflict = this.log.findConflict(m.entries);
+    if (conflict !== 0) this.log.append(m.entries.slice(conflict - m.entries[0]!.index));
+    const lastNew = m.prevIndex + m.entries.length;
+    this.#commitTo(Math.min(m.commit, lastNew));
+    this.#send(m.from, { kind: 'appendResp', index: lastNew, reject: false, rejectHint: 0 });
+  }
+
+  #handleSnapshot(m: Extract<Message, { kind: 'snapshot' }>): void {
+    const snap = m.snapshot;
+    const { index, term } = snap.meta;
+    if (index <= this.log.committed) {
+      this.#send(m.from, { kind: 'appendResp', index: this.log.committed, reject: false, rejectHint: 0 });
+      return;
+    }
+    if (this.log.matchTerm(index, term)) {
+      // We already hold the snapshot's last entry: just fast-forward the commit.
+      this.#commitTo(index);
+      this.#send(m.from, { kind: 'appendResp', index: this.log.committed, reject: false, rejectHint: 0 });
+      return;
+    }
+    this.log.restore(snap);
+    this.#setConf(snap.meta.conf);
+    this.#confHistory = [{ index, conf: snap.meta.conf }];
+    this.#send(m.from, { kind: 'appendResp', index: this.log.lastIndex(), reject: false, rejectHint: 0 });
+  }
+
+  /** Send an append (or a snapshot when the needed entries are compacted). True if sent. */
+  #sendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
+    const pr = this.progress.get(to);
+    if (pr === undefined || to === this.id || pr.isPaused()) return false;
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.log.term(prevIndex);
+    const last = this.log.lastIndex();
+    const entries = prevTerm === undefined ? undefined : this.log.slice(pr.next, Math.min(last + 1, pr.next + this.#opts.appendEntriesMax));
+    if (prevTerm === undefined || entries === undefined) {
+      if (!pr.recentActive) return false;
+      const snapshot = this.log.snapshot();
+      pr.becomeSnapshot(snapshot.meta.index);
+      this.#send(to, { kind: 'snapshot', snapshot });
+      return true;
+    }
+    if (entries.length === 0 && !sendIfEmpty && pr.state === 'replicate') return false;
+    this.#send(to, { kind: 'append', prevIndex, prevTerm, entries, commit: this.log.committed });
+    if (entries.length > 0) pr.sentEntries(entries[entries.length - 1]!.index);
+    else if (pr.state === 'probe') pr.probeSent = true;
+    return true;
+  }
+
+  #bcastAppend(): void {
+    for (const id of this.progress.keys()) if (id !== this.id) this.#sendAppend(id, true);
+  }
+
+  #bcastHeartbeat(): void {
+    for (const [id, pr] of this.progress) {
+      if (id === this.id) continue;
+      this.#send(id, { kind: 'heartbeat', commit: Math.min(pr.match, this.log.committed), readSeq: this.#readSeq });
+    }
+  }
+
+  #appendEntries(payloads: readonly EntryPayload[]): { index: number; term: number } {
+    let index = this.log.lastIndex();
+    const entries = payloads.map((p) => ({ ...p, index: ++index, term: this.term }) as Entry);
+    this.log.append(entries);
+    this.progress.get(this.id)?.maybeUpdate(index);
+    this.#maybeCommit();
+    return { index, term: this.term };
+  }
+
+  #proposeEntry(payload: EntryPayload): ProposeResult {
+    if (this.role !== 'leader') return { ok: false, reason: 'not_leader', leader: this.leader };
+    if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leader: this.leader };
+    const { index, term } = this.#appendEntries([payload]);
+    this.#bcastAppend();
+    return { ok: true, index, term };
+  }
+
+  /** Commit by counting, and only entries of the current term (Raft §5.4.2). */
+  #maybeCommit(): boolean {
+    const voters = [...this.voters];
+    const index = committedIndex(voters, (id) => this.progress.get(id)?.match ?? 0);
+    if (index <= this.log.committed || this.log.term(index) !== this.term) return false;
+    this.#commitTo(index);
+    return true;
+  }
+
+  #commitTo(index: number): void {
+    if (index <= this.log.committed) return;
+    const from = this.log.committed;
+    const wasCommittedInTerm = this.role === 'leader' && this.log.term(from) === this.term;
+    this.log.commitTo(index);
+    this.#applyCommittedConf(from, index);
+    if (this.role === 'leader' && !wasCommittedInTerm && this.log.term(this.log.committed) === this.term) {
+      const deferred = this.#deferredReads;
+      this.#deferredReads = [];
+      for (const r of deferred) this.#leaderReadIndex(r.ctx, r.from);
+    }
+  }
+
+  // ---- membership --------------------------------------------------------------------------
+
+  #setConf(conf: ConfState): void {
+    this.voters = new Set(conf.voters);
+    this.learners = new Set(conf.learners);
+  }
+
+  #applyCommittedConf(from: number, to: number): void {
+    if (to <= from) return;
+    const entries = this.log.slice(from + 1, to + 1);
+    if (entries === undefined) return;
+    for (const e of entries) if (e.kind === 'conf') this.#applyConfChange(e.index, e.change);
+  }
+
+  #applyConfChange(index: number, change: ConfChange): void {
+    switch (change.type) {
+      case 'addVoter':
+        this.learners.delete(change.node);
+        this.voters.add(change.node);
+        break;
+      case 'addLearner':
+        if (!this.voters.has(change.node)) this.learners.add(change.node);
+        break;
+      case 'removeNode':
+        this.voters.delete(change.node);
+        this.learners.delete(change.node);
+        break;
+      default:
+        unreachable(change.type);
+    }
+    this.#confHistory.push({ index, conf: this.confState() });
+    if (this.role !== 'leader') return;
+    for (const id of [...this.voters, ...this.learners]) {
+      const pr = this.progress.get(id);
+      if (pr === undefined) this.progress.set(id, new Progress(this.log.lastIndex() + 1, this.#opts.inflightMax, this.learners.has(id)));
+      else pr.isLearner = this.learners.has(id);
+    }
+    for (const id of [...this.progress.keys()]) if (!this.voters.has(id) && !this.learners.has(id)) this.progress.delete(id);
+    if (this.leadTransferee !== null && !this.voters.has(this.leadTransferee)) this.leadTransferee = null;
+    if (!this.voters.has(this.id)) {
+      // Removed ourselves: tell the others the commit, then step down.
+      this.#bcastAppend();
+      this.becomeFollower(this.term, null);
+      return;
+    }
+    // The quorum may have shrunk.
+    if (this.#maybeCommit()) this.#bcastAppend();
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  #leaderReadIndex(ctx: string, from: NodeId): void {
+    if (this.log.term(this.log.committed) !== this.term) {
+      this.#deferredReads.push({ ctx, from });
+      return;
+    }
+    const index = this.log.committed;
+    if (this.voters.size === 1 && this.voters.has(this.id)) {
+      this.#releaseRead({ ctx, from, index, seq: 0, acks: new Set() });
+      return;
+    }
+    const seq = ++this.#readSeq;
+    this.#pendingReads.push({ ctx, from, index, seq, acks: new Set([this.id]) });
+    this.#bcastHeartbeat();
+  }
+
+  #ackReads(from: NodeId, seq: number): void {
+    if (this.#pendingReads.length === 0 || !this.voters.has(from)) return;
+    for (const r of this.#pendingReads) if (r.seq <= seq) r.acks.add(from);
+    const voters = [...this.voters];
+    while (this.#pendingReads.length > 0 && hasQuorum(voters, this.#pendingReads[0]!.acks)) {
+      this.#releaseRead(this.#pendingReads.shift()!);
+    }
+  }
+
+  #releaseRead(r: PendingRead): void {
+    if (r.from === this.id) this.#readStates.push({ ctx: r.ctx, index: r.index });
+    else this.#send(r.from, { kind: 'readIndexResp', ctx: r.ctx, index: r.index, reject: false });
+  }
+
+  // ---- messages ----------------------------------------------------------------------------
+
+  #send(to: NodeId, body: MessageBody): void {
+    this.#sendWithTerm(to, this.term, body);
+  }
+
+  #sendWithTerm(to: NodeId, term: number, body: MessageBody): void {
+    this.#msgs.push({ ...body, group: this.group, from: this.id, to, term } as Message);
+  }
+}
+
+function sameHardState(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
+}
+
+function sameSoftState(a: SoftState, b: SoftState): boolean {
+  return a.role === b.role && a.leader === b.leader && a.term === b.term;
+}

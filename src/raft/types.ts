@@ -1,0 +1,120 @@
+// Raft data types shared by the pure core, the storage and the transport.
+// Indexes and terms are plain numbers (safe integers); index 0 / term 0 is "before the log".
+
+export type NodeId = string;
+export type GroupId = string;
+
+/** Injected randomness: the core never calls Math.random. */
+export interface Rand {
+  /** Uniform integer in [0, maxExclusive). */
+  int(maxExclusive: number): number;
+}
+
+export const CONF_CHANGE_TYPES = ['addVoter', 'addLearner', 'removeNode'] as const;
+export type ConfChangeType = (typeof CONF_CHANGE_TYPES)[number];
+/** One-at-a-time membership change. `addVoter` on a learner promotes it. */
+export interface ConfChange {
+  readonly type: ConfChangeType;
+  readonly node: NodeId;
+}
+
+export interface ConfState {
+  readonly voters: readonly NodeId[];
+  readonly learners: readonly NodeId[];
+}
+
+export type EntryPayload =
+  | { readonly kind: 'noop' } // appended by every new leader so it can commit entries of its term
+  | { readonly kind: 'normal'; readonly data: Uint8Array }
+  | { readonly kind: 'conf'; readonly change: ConfChange };
+
+export type Entry = { readonly index: number; readonly term: number } & EntryPayload;
+
+export interface HardState {
+  readonly term: number;
+  readonly vote: NodeId | null;
+  readonly commit: number;
+}
+
+export interface SnapshotMeta {
+  readonly index: number;
+  readonly term: number;
+  /** Membership after applying every entry up to `index`. */
+  readonly conf: ConfState;
+}
+
+export interface Snapshot {
+  readonly meta: SnapshotMeta;
+  readonly data: Uint8Array;
+}
+
+interface MsgBase {
+  readonly group: GroupId;
+  readonly from: NodeId;
+  readonly to: NodeId;
+  readonly term: number;
+}
+
+export type Message = MsgBase &
+  (
+    | { readonly kind: 'preVote' | 'vote'; readonly lastIndex: number; readonly lastTerm: number; readonly force: boolean }
+    | { readonly kind: 'preVoteResp' | 'voteResp'; readonly reject: boolean }
+    | {
+        readonly kind: 'append';
+        readonly prevIndex: number;
+        readonly prevTerm: number;
+        readonly entries: readonly Entry[];
+        readonly commit: number;
+      }
+    // index: the follower's last matching index (accept) or the rejected prevIndex (reject)
+    | { readonly kind: 'appendResp'; readonly index: number; readonly reject: boolean; readonly rejectHint: number }
+    | { readonly kind: 'heartbeat'; readonly commit: number; readonly readSeq: number }
+    | { readonly kind: 'heartbeatResp'; readonly readSeq: number }
+    | { readonly kind: 'snapshot'; readonly snapshot: Snapshot }
+    | { readonly kind: 'timeoutNow' }
+    | { readonly kind: 'readIndex'; readonly ctx: string }
+    | { readonly kind: 'readIndexResp'; readonly ctx: string; readonly index: number; readonly reject: boolean }
+  );
+export type MessageKind = Message['kind'];
+
+export const ROLES = ['follower', 'preCandidate', 'candidate', 'leader'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface SoftState {
+  readonly role: Role;
+  readonly leader: NodeId | null;
+  readonly term: number;
+}
+
+/** A linearizable read may be served once the local applied index reaches `index`. */
+export interface ReadState {
+  readonly ctx: string;
+  readonly index: number;
+}
+
+/**
+ * What the core wants done. Contract (written once, in the driver):
+ * 1. persist `snapshot`, `entries` and `hardState` atomically, fsynced when `mustSync`;
+ * 2. only then send `messages`;
+ * 3. restore `snapshot` into the state machine (if any), then apply `committed` in order;
+ * 4. call `advance(rd)`. At most one Ready is outstanding.
+ */
+export interface Ready {
+  readonly softState: SoftState;
+  readonly hardState: HardState | undefined;
+  readonly entries: readonly Entry[];
+  readonly snapshot: Snapshot | undefined;
+  readonly messages: readonly Message[];
+  readonly committed: readonly Entry[];
+  readonly readStates: readonly ReadState[];
+  readonly mustSync: boolean;
+}
+
+export function unreachable(value: never): never {
+  throw new Error(`unhandled variant: ${JSON.stringify(value)}`);
+}
+
+export function sameConf(a: ConfState, b: ConfState): boolean {
+  const eq = (x: readonly NodeId[], y: readonly NodeId[]) => x.length === y.length && [...x].sort().join('\0') === [...y].sort().join('\0');
+  return eq(a.voters, b.voters) && eq(a.learners, b.learners);
+}

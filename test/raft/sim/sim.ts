@@ -1,0 +1,415 @@
+// Deterministic simulation of N pure Raft cores over a simulated network (TigerBeetle VOPR
+// style). One seed picks the options (swarm testing) and every fault; rerunning a seed replays
+// the run exactly. Safety is checked after every tick, liveness once the network heals.
+import { RaftCore, DEFAULT_RAFT_OPTIONS } from '../../../src/raft/core.js';
+import { MemoryStorage } from '../../../src/raft/storage.js';
+import type { ConfChange, Entry, Message, NodeId, Ready } from '../../../src/raft/types.js';
+import { SeededRand } from './rand.js';
+
+export interface SimOptions {
+  nodeCount: number;
+  ticks: number;
+  dropRate: number;
+  duplicateRate: number;
+  delayTicksMax: number;
+  /** Probability per tick that the partition changes. */
+  partitionRate: number;
+  /** Probability per tick that an up node crashes (losing what it had not persisted). */
+  crashRate: number;
+  downTicksMax: number;
+  proposeRate: number;
+  /** Probability per tick that the leader proposes a membership change. */
+  confChangeRate: number;
+  /** Per node: probability that it ticks in a given simulated tick (clock skew). */
+  tickRates: number[];
+  compactEvery: number;
+  retainEntries: number;
+  electionTicks: number;
+}
+
+const GROUP = 'g1';
+const utf8 = new TextEncoder();
+const utf8d = new TextDecoder();
+
+export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
+  const nodeCount = rand.chance(0.5) ? 3 : 5;
+  return {
+    nodeCount,
+    ticks,
+    dropRate: rand.pick([0, 0.01, 0.05, 0.2]),
+    duplicateRate: rand.pick([0, 0.02, 0.1]),
+    delayTicksMax: rand.pick([0, 1, 3, 8]),
+    partitionRate: rand.pick([0, 0.005, 0.02]),
+    crashRate: rand.pick([0, 0.002, 0.01]),
+    downTicksMax: rand.pick([5, 30, 100]),
+    proposeRate: rand.pick([0.1, 0.5, 1]),
+    confChangeRate: rand.pick([0, 0, 0.01]),
+    tickRates: Array.from({ length: nodeCount }, () => rand.pick([1, 1, 0.8, 0.5])),
+    compactEvery: rand.pick([10, 40, 1_000_000]),
+    retainEntries: rand.pick([0, 5]),
+    electionTicks: 10,
+  };
+}
+
+interface SimNode {
+  readonly id: NodeId;
+  readonly storage: MemoryStorage;
+  core: RaftCore | undefined;
+  downUntil: number;
+  /** The state machine: every applied normal entry's value, in order. */
+  values: string[];
+  appliedIndex: number;
+  /** Highest committed index already checked against the global record. */
+  checkedCommit: number;
+  /** The last entry already checked for log matching: its prefix is unchanged while it is. */
+  checkedEntry: Entry | undefined;
+  /** Term in which leader completeness was last checked for this node. */
+  checkedLeaderTerm: number;
+}
+
+interface Flight {
+  deliverAt: number;
+  msg: Message;
+}
+
+export class SimFailure extends Error {}
+
+function fingerprint(e: Entry): string {
+  switch (e.kind) {
+    case 'noop':
+      return 'noop';
+    case 'normal':
+      return `n:${utf8d.decode(e.data)}`;
+    case 'conf':
+      return `c:${e.change.type}:${e.change.node}`;
+  }
+}
+
+export class RaftSim {
+  readonly rand: SeededRand;
+  readonly nodes: SimNode[] = [];
+  readonly ids: NodeId[];
+  now = 0;
+  #flights: Flight[] = [];
+  /** blocked.has(`${from}>${to}`): that direction drops everything. */
+  #blocked = new Set<string>();
+  #leaders = new Map<number, NodeId>();
+  /** (index:term) -> fingerprint and predecessor term: with induction, log matching. */
+  #entriesSeen = new Map<string, { fp: string; prevTerm: number | undefined }>();
+  #committed = new Map<number, { fp: string; term: number; observedTerm: number }>();
+  #appliedAt = new Map<number, string>();
+  /** Proposals handed to a leader, by index and term; acknowledged once that leader applies them. */
+  #pending = new Map<string, { value: string; node: NodeId }>();
+  readonly acked = new Map<string, number>();
+  #nextValue = 0;
+  healed = false;
+  readonly log: string[] = [];
+
+  constructor(
+    readonly seed: number,
+    readonly opts: SimOptions,
+    rand: SeededRand,
+  ) {
+    this.rand = rand;
+    this.ids = Array.from({ length: opts.nodeCount }, (_, i) => `n${i + 1}`);
+    for (const id of this.ids) {
+      const storage = new MemoryStorage();
+      // Bootstrap like every initial member would: the same conf entries at term 1, committed.
+      storage.append(this.ids.map((v, i) => ({ index: i + 1, term: 1, kind: 'conf', change: { type: 'addVoter', node: v } }) as Entry));
+      storage.setHardState({ term: 1, vote: null, commit: this.ids.length });
+      const node: SimNode = { id, storage, core: undefined, downUntil: 0, values: [], appliedIndex: 0, checkedCommit: 0, checkedEntry: undefined, checkedLeaderTerm: 0 };
+      this.nodes.push(node);
+      this.#start(node);
+    }
+  }
+
+  #start(node: SimNode): void {
+    node.core = new RaftCore({
+      ...DEFAULT_RAFT_OPTIONS,
+      id: node.id,
+      group: GROUP,
+      storage: node.storage,
+      rand: this.rand,
+      electionTicks: this.opts.electionTicks,
+      inflightMax: 4,
+      appendEntriesMax: 8,
+    });
+    const snap = node.storage.snapshot();
+    node.values = snap.meta.index === 0 ? [] : (JSON.parse(utf8d.decode(snap.data)) as string[]);
+    node.appliedIndex = snap.meta.index;
+    node.checkedCommit = Math.max(node.checkedCommit, 0);
+  }
+
+  node(id: NodeId): SimNode {
+    return this.nodes.find((n) => n.id === id)!;
+  }
+
+  up(): SimNode[] {
+    return this.nodes.filter((n) => n.core !== undefined);
+  }
+
+  leader(): SimNode | undefined {
+    let best: SimNode | undefined;
+    for (const n of this.up()) if (n.core!.role === 'leader' && (best === undefined || n.core!.term > best.core!.term)) best = n;
+    return best;
+  }
+
+  // ---- one simulated tick ------------------------------------------------------------------
+
+  tick(): void {
+    this.now++;
+    const o = this.opts;
+    for (const [i, n] of this.nodes.entries()) {
+      if (n.core === undefined) {
+        if (this.now >= n.downUntil) {
+          this.#start(n);
+          this.log.push(`${this.now} restart ${n.id}`);
+        }
+        continue;
+      }
+      if (this.healed || this.rand.chance(o.tickRates[i]!)) n.core.tick();
+    }
+    this.#deliver();
+    if (!this.healed) {
+      if (this.rand.chance(o.partitionRate)) this.#repartition();
+      if (this.rand.chance(o.crashRate)) {
+        const victim = this.rand.pick(this.up());
+        if (victim !== undefined) this.crash(victim, 1 + this.rand.int(o.downTicksMax));
+      }
+    }
+    if (this.rand.chance(o.proposeRate)) this.propose();
+    if (!this.healed && this.rand.chance(o.confChangeRate)) this.#confChange();
+    if (this.rand.chance(0.05)) {
+      const n = this.rand.pick(this.up());
+      n?.core!.readIndex(`r${this.now}`);
+    }
+    for (const n of this.up()) this.drain(n);
+    this.checkSafety();
+  }
+
+  crash(n: SimNode, downTicks: number): void {
+    n.core = undefined;
+    n.downUntil = this.now + downTicks;
+    this.log.push(`${this.now} crash ${n.id} for ${downTicks}`);
+  }
+
+  #repartition(): void {
+    this.#blocked.clear();
+    const mode = this.rand.int(4);
+    if (mode === 0) {
+      this.log.push(`${this.now} partition none`);
+      return;
+    }
+    const side = new Set(this.ids.filter(() => this.rand.chance(0.5)));
+    for (const a of this.ids) {
+      for (const b of this.ids) {
+        if (side.has(a) === side.has(b)) continue;
+        // mode 1: symmetric split; mode 2: one-way (only side -> rest blocked); mode 3: random links
+        if (mode === 1 || (mode === 2 && side.has(a)) || (mode === 3 && this.rand.chance(0.5))) this.#blocked.add(`${a}>${b}`);
+      }
+    }
+    this.log.push(`${this.now} partition mode ${mode} [${[...this.#blocked].join(' ')}]`);
+  }
+
+  #send(msgs: readonly Message[]): void {
+    const o = this.opts;
+    for (const msg of msgs) {
+      if (!this.healed) {
+        if (this.#blocked.has(`${msg.from}>${msg.to}`)) continue;
+        if (this.rand.chance(o.dropRate)) continue;
+      }
+      this.#flights.push({ deliverAt: this.now + this.rand.int(o.delayTicksMax + 1), msg });
+      if (!this.healed && this.rand.chance(o.duplicateRate)) this.#flights.push({ deliverAt: this.now + this.rand.int(o.delayTicksMax + 2), msg });
+    }
+  }
+
+  #deliver(): void {
+    const due: Message[] = [];
+    const rest: Flight[] = [];
+    for (const f of this.#flights) {
+      if (f.deliverAt <= this.now) due.push(f.msg);
+      else rest.push(f);
+    }
+    this.#flights = rest;
+    // Reorder: a seeded shuffle of everything due this tick.
+    for (let i = due.length - 1; i > 0; i--) {
+      const j = this.rand.int(i + 1);
+      [due[i], due[j]] = [due[j]!, due[i]!];
+    }
+    for (const m of due) {
+      const n = this.node(m.to);
+      if (n?.core === undefined) continue;
+      n.core.step(m);
+    }
+  }
+
+  propose(): string | undefined {
+    const n = this.leader();
+    if (n === undefined) return undefined;
+    const value = `v${this.#nextValue++}`;
+    const r = n.core!.propose(utf8.encode(value));
+    if (!r.ok) return undefined;
+    this.#pending.set(`${r.index}:${r.term}`, { value, node: n.id });
+    return value;
+  }
+
+  #confChange(): void {
+    const n = this.leader();
+    if (n === undefined) return;
+    const core = n.core!;
+    const members = [...core.voters];
+    const absent = this.ids.filter((id) => !core.voters.has(id) && !core.learners.has(id));
+    const learners = [...core.learners];
+    let change: ConfChange;
+    if (learners.length > 0) change = { type: 'addVoter', node: this.rand.pick(learners) };
+    else if (absent.length > 0) change = { type: 'addLearner', node: this.rand.pick(absent) };
+    else if (members.length > 3) change = { type: 'removeNode', node: this.rand.pick(members) };
+    else return;
+    const r = core.proposeConfChange(change);
+    if (r.ok) this.log.push(`${this.now} conf ${change.type} ${change.node} at ${r.index} by ${n.id}`);
+  }
+
+  /** The driver loop: persist, send, apply, advance (the Ready contract). */
+  drain(n: SimNode): void {
+    const core = n.core!;
+    for (let rd: Ready | undefined = core.ready(); rd !== undefined; rd = core.ready()) {
+      if (rd.snapshot !== undefined) n.storage.applySnapshot(rd.snapshot);
+      n.storage.append(rd.entries);
+      if (rd.hardState !== undefined) n.storage.setHardState(rd.hardState);
+      this.#send(rd.messages);
+      if (rd.snapshot !== undefined) {
+        n.values = JSON.parse(utf8d.decode(rd.snapshot.data)) as string[];
+        n.appliedIndex = rd.snapshot.meta.index;
+      }
+      for (const e of rd.committed) this.#apply(n, e);
+      core.advance(rd);
+    }
+    const applied = core.log.applied;
+    if (applied - n.storage.snapshot().meta.index >= this.opts.compactEvery) {
+      n.storage.createSnapshot({ index: applied, conf: core.confStateAt(applied) }, utf8.encode(JSON.stringify(n.values)), this.opts.retainEntries);
+      core.compactConfHistory(applied);
+    }
+  }
+
+  #apply(n: SimNode, e: Entry): void {
+    if (e.index !== n.appliedIndex + 1) this.fail(`${n.id} applied ${e.index} after ${n.appliedIndex}`);
+    n.appliedIndex = e.index;
+    const fp = fingerprint(e);
+    const seen = this.#appliedAt.get(e.index);
+    if (seen === undefined) this.#appliedAt.set(e.index, fp);
+    else if (seen !== fp) this.fail(`state machine safety: ${n.id} applied ${fp} at ${e.index}, another node applied ${seen}`);
+    if (e.kind === 'normal') n.values.push(utf8d.decode(e.data));
+    const p = this.#pending.get(`${e.index}:${e.term}`);
+    if (p !== undefined && p.node === n.id) {
+      this.#pending.delete(`${e.index}:${e.term}`);
+      this.acked.set(p.value, e.index);
+    }
+  }
+
+  // ---- invariants --------------------------------------------------------------------------
+
+  fail(why: string): never {
+    throw new SimFailure(`SIM_SEED=${this.seed} tick ${this.now}: ${why}\nlast events:\n${this.log.slice(-15).join('\n')}`);
+  }
+
+  checkSafety(): void {
+    for (const n of this.up()) {
+      const core = n.core!;
+      const log = core.log;
+      if (core.role === 'leader') {
+        const prev = this.#leaders.get(core.term);
+        if (prev === undefined) this.#leaders.set(core.term, n.id);
+        else if (prev !== n.id) this.fail(`two leaders in term ${core.term}: ${prev} and ${n.id}`);
+      }
+      if (!(log.applied <= log.applying && log.applying <= log.committed && log.committed <= log.lastIndex())) {
+        this.fail(`${n.id} log indexes out of order`);
+      }
+      // Log matching, by induction over (index, term) -> (entry, predecessor's term).
+      const first = log.firstIndex();
+      const c = n.checkedEntry;
+      const from = c !== undefined && c.index >= first && c.index <= log.lastIndex() && log.slice(c.index, c.index + 1)![0] === c ? c.index + 1 : first;
+      const entries = log.slice(from, log.lastIndex() + 1)!;
+      let prevTerm = log.term(from - 1);
+      for (const e of entries) {
+        const key = `${e.index}:${e.term}`;
+        const fp = fingerprint(e);
+        const seen = this.#entriesSeen.get(key);
+        if (seen === undefined) this.#entriesSeen.set(key, { fp, prevTerm });
+        else if (seen.fp !== fp || (seen.prevTerm !== undefined && prevTerm !== undefined && seen.prevTerm !== prevTerm)) {
+          this.fail(`log matching: ${n.id} has ${fp} at ${key} (prev term ${prevTerm}); seen ${seen.fp} (prev term ${seen.prevTerm})`);
+        }
+        prevTerm = e.term;
+      }
+      if (entries.length > 0) n.checkedEntry = entries[entries.length - 1];
+      // Committed entries are final and unique.
+      const commitFrom = Math.max(n.checkedCommit, first - 1) + 1;
+      const newlyCommitted = log.slice(commitFrom, log.committed + 1)!;
+      for (let i = commitFrom; i <= log.committed; i++) {
+        const e = newlyCommitted[i - commitFrom];
+        if (e === undefined) continue;
+        const rec = this.#committed.get(i);
+        if (rec === undefined) this.#committed.set(i, { fp: fingerprint(e), term: e.term, observedTerm: core.term });
+        else if (rec.fp !== fingerprint(e)) this.fail(`committed entry ${i} differs on ${n.id}: ${fingerprint(e)} vs ${rec.fp}`);
+      }
+      n.checkedCommit = Math.max(n.checkedCommit, log.committed);
+      // Leader completeness: a leader of term T holds every entry committed before T.
+      if (core.role === 'leader' && (n.checkedLeaderTerm !== core.term || this.now % 100 === 0)) {
+        n.checkedLeaderTerm = core.term;
+        for (let i = first; i <= this.#committed.size + 64; i++) {
+          const rec = this.#committed.get(i);
+          if (rec === undefined) break;
+          if (rec.observedTerm >= core.term) continue;
+          if (log.term(i) !== rec.term) this.fail(`leader completeness: leader ${n.id} term ${core.term} lacks committed ${i} (${rec.fp})`);
+        }
+      }
+    }
+  }
+
+  /** Heal everything and require a leader that commits and applies a fresh proposal everywhere. */
+  healAndConverge(ticksMax: number): number {
+    this.healed = true;
+    this.#blocked.clear();
+    for (const n of this.nodes) if (n.core === undefined) n.downUntil = this.now;
+    const start = this.now;
+    let probe: string | undefined;
+    let probeAt = 0;
+    while (this.now - start < ticksMax) {
+      this.tick();
+      const l = this.leader();
+      if (l === undefined) continue;
+      if (probe === undefined || !this.acked.has(probe)) {
+        // A probe proposed to a leader that then lost leadership is gone: propose another.
+        if (probe === undefined || this.now - probeAt > 50) {
+          probe = this.propose();
+          probeAt = this.now;
+        }
+        continue;
+      }
+      const members = this.ids.filter((id) => l.core!.voters.has(id) || l.core!.learners.has(id));
+      const index = this.acked.get(probe)!;
+      if (members.every((id) => this.node(id).appliedIndex >= index)) return this.now - start;
+    }
+    this.fail(`no convergence within ${ticksMax} ticks after healing (leader ${this.leader()?.id ?? 'none'})`);
+  }
+
+  /** Every acknowledged value is in every member's state machine once it applied that far. */
+  checkAcked(): void {
+    const l = this.leader()!;
+    for (const id of this.ids) {
+      if (!l.core!.voters.has(id) && !l.core!.learners.has(id)) continue;
+      const n = this.node(id);
+      const have = new Set(n.values);
+      for (const [v, index] of this.acked) if (index <= n.appliedIndex && !have.has(v)) this.fail(`acknowledged ${v} lost on ${id}`);
+    }
+  }
+}
+
+export function runSeed(seed: number, ticks = 1_500): { options: SimOptions; convergeTicks: number; acked: number } {
+  const rand = new SeededRand(seed);
+  const options = swarmOptions(rand, ticks);
+  const sim = new RaftSim(seed, options, rand);
+  for (let i = 0; i < ticks; i++) sim.tick();
+  const convergeTicks = sim.healAndConverge(2_000);
+  sim.checkAcked();
+  return { options, convergeTicks, acked: sim.acked.size };
+}
