@@ -5,6 +5,7 @@ import pino, { type Logger } from 'pino';
 import { ApiKeys } from './auth/api-keys.js';
 import type { Config } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
+import { type OpenedGateway, openGateway } from './gateway/open.js';
 import { type Listener, listen } from './http/listener.js';
 import type { RouteInfo } from './http/not-found.js';
 import type { HealthCheck } from './http/routes/system.js';
@@ -18,6 +19,8 @@ export interface FirkinNode {
   /** Base URL of the HTTP listener (undefined when SERVICE_HTTP_ENABLED=false). */
   readonly url: string | undefined;
   readonly port: number | undefined;
+  /** Base URL of the gateway (the HTTP listener's when it shares its port; undefined when off). */
+  readonly gatewayUrl: string | undefined;
   readonly adminKeyFile: string | undefined;
   /** Every HTTP route (method + pattern): the route fuzzer walks this list. */
   readonly routes: readonly RouteInfo[];
@@ -71,7 +74,15 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       cluster: () => ({ status: 'ok', state: config.cluster.enabled ? 'starting' : 'standalone' }),
     };
 
-    const { app, handler, routes } = await buildHttp({
+    let gateway: OpenedGateway | undefined;
+    if (config.gateway.enabled) {
+      gateway = await openGateway({ config: config.gateway, store, clock, log: log.child({ mod: 'gateway' }), vectors: undefined });
+      checks.gateway = gateway.check;
+    }
+    // SERVICE_GATEWAY_PORT equal to the HTTP port: the gateway routes join the main server.
+    const gatewayShared = gateway !== undefined && config.http.enabled && config.gateway.port === config.http.port;
+
+    const httpDeps = {
       log,
       clock,
       hlc,
@@ -83,8 +94,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       version: VERSION,
       startedAtMs,
       checks,
-      features: [],
-    });
+    };
+    const { app, handler, routes } = await buildHttp({ ...httpDeps, features: gatewayShared ? [gateway!.feature] : [] });
     closers.unshift(() => app.close());
 
     let listener: Listener | undefined;
@@ -99,11 +110,27 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       closers.unshift(() => listener!.close());
     }
 
+    // Another port: a second fastify app (platform routes + gateway only) on its own listener.
+    let gatewayListener: Listener | undefined;
+    if (gateway !== undefined && !gatewayShared) {
+      const second = await buildHttp({ ...httpDeps, features: [gateway.feature] });
+      closers.unshift(() => second.app.close());
+      gatewayListener = await listen(second.handler as Parameters<typeof listen>[0], {
+        host: config.http.ip,
+        port: config.gateway.port,
+        maxConnections: config.http.maxConnections,
+        tls: config.http.tls,
+        log,
+      });
+      closers.unshift(() => gatewayListener!.close());
+    }
+
     let closing: Promise<void> | undefined;
     return {
       config,
       url: listener?.url,
       port: listener?.port,
+      gatewayUrl: gatewayShared ? listener?.url : gatewayListener?.url,
       adminKeyFile,
       routes,
       close() {

@@ -1,0 +1,383 @@
+// The gateway engine: tenants, keys, authentication, rate limits, quotas, and tenant
+// collection operations mapped onto the vector engine under internal names. Routes
+// (routes-admin.ts, routes-v1.ts) validate and call one method here; this class knows no HTTP.
+import { randomBytes } from 'node:crypto';
+import { FirkinError } from '../core/errors.js';
+import type { Clock } from '../core/hlc.js';
+import { digestsEqual, generateGatewayKey, generateKeyId, keyDigest, secretsEqual, shownPrefix } from './keys.js';
+import { KeyedMutex } from './mutex.js';
+import { internalName } from './names.js';
+import { collectionQuotaError, documentBytes, writeQuotaError } from './quota.js';
+import { type Admission, RateLimiter } from './rate-limiter.js';
+import type { GatewayStore } from './store.js';
+import type { CollectionRecord, Embedder, KeyRecord, Limits, Tenant, Usage } from './types.js';
+import type { GatewayDocument, GatewayHit, GatewaySearch, GatewayVectors } from './vectors.js';
+
+export const GATEWAY_LIMITS = {
+  /** Keys one tenant may hold at once (rotation needs 2; more is for several clients). */
+  keysPerTenantMax: 100,
+  /** Documents in one batch write. */
+  batchDocumentsMax: 1_000,
+} as const;
+
+/** Generated ids (a document without `id`): 12 random bytes, base64url, 16 characters. */
+const GENERATED_ID_BYTES = 12;
+
+export type NewDocument = Omit<GatewayDocument, 'id'> & { readonly id?: string };
+
+export interface GatewayOptions {
+  store: GatewayStore;
+  /** Undefined: no vector engine, so no tenant routes (admin only). */
+  vectors: GatewayVectors | undefined;
+  clock: Clock;
+  masterKey: string;
+  defaults: Limits;
+}
+
+export interface Caller {
+  readonly tenant: Tenant;
+  readonly key: KeyRecord;
+}
+
+export interface CreatedKey {
+  readonly api_key: string;
+  readonly record: KeyRecord;
+}
+
+export interface PublicKey {
+  key_id: string;
+  tenant_id: string;
+  key_prefix: string;
+  rpm_limit: number | null;
+  created_at: number;
+}
+
+export function publicKey(k: KeyRecord): PublicKey {
+  return { key_id: k.key_id, tenant_id: k.tenant_id, key_prefix: k.key_prefix, rpm_limit: k.rpm_limit ?? null, created_at: k.created_at };
+}
+
+export interface CollectionView {
+  name: string;
+  dimension: number;
+  count: number;
+  embedder?: Embedder;
+  created_at: number;
+}
+
+function view(c: CollectionRecord): CollectionView {
+  return { name: c.name, dimension: c.dimension, count: c.vector_count, ...(c.embedder === undefined ? {} : { embedder: c.embedder }), created_at: c.created_at };
+}
+
+const tenantNotFound = (tenantId: string) => new FirkinError('not_found', `no tenant ${JSON.stringify(tenantId)}`);
+const collectionNotFound = (name: string) => new FirkinError('collection_not_found', `no collection ${JSON.stringify(name)}`);
+
+export class Gateway {
+  readonly #store: GatewayStore;
+  readonly #vectors: GatewayVectors | undefined;
+  readonly #clock: Clock;
+  readonly #masterKey: string;
+  readonly #defaults: Limits;
+  readonly #limiter = new RateLimiter();
+  readonly #locks = new KeyedMutex();
+
+  constructor(options: GatewayOptions) {
+    this.#store = options.store;
+    this.#vectors = options.vectors;
+    this.#clock = options.clock;
+    this.#masterKey = options.masterKey;
+    this.#defaults = options.defaults;
+  }
+
+  get hasVectors(): boolean {
+    return this.#vectors !== undefined;
+  }
+
+  get defaults(): Limits {
+    return this.#defaults;
+  }
+
+  /**
+   * Make the registry agree with the vector engine after a crash between the two writes of a
+   * collection operation: drop records whose collection is gone, take counts from the engine.
+   */
+  async reconcile(): Promise<{ dropped: number; recounted: number }> {
+    const vectors = this.#vectors;
+    let dropped = 0;
+    let recounted = 0;
+    if (vectors === undefined) return { dropped, recounted };
+    for (const tenant of this.#store.tenants()) {
+      await this.#locks.run(tenant.tenant_id, async () => {
+        for (const c of this.#store.collectionsOf(tenant.tenant_id)) {
+          const info = await vectors.collectionInfo(c.internal);
+          if (info === undefined) {
+            await this.#store.deleteCollection(c.tenant_id, c.name);
+            dropped++;
+          } else if (info.count !== c.vector_count) {
+            await this.#store.putCollection({ ...c, vector_count: info.count });
+            recounted++;
+          }
+        }
+      });
+    }
+    return { dropped, recounted };
+  }
+
+  // ---- authentication and admission
+
+  /** The master key, compared in constant time. */
+  checkMaster(header: string | undefined): void {
+    if (header === undefined || header === '') throw new FirkinError('missing_api_key', 'send the master key in X-Api-Key');
+    if (!secretsEqual(header, this.#masterKey)) throw new FirkinError('invalid_master_key', 'wrong master key');
+  }
+
+  /** The tenant and key a tenant key belongs to. */
+  authenticate(header: string | undefined): Caller {
+    if (header === undefined || header === '') throw new FirkinError('missing_api_key', 'send your API key in X-Api-Key');
+    const digest = keyDigest(header);
+    const key = this.#store.keyByDigest(digest);
+    // The map lookup already matched; the constant-time check keeps it so if lookup changes.
+    if (key === undefined || !digestsEqual(key.digest, digest)) throw new FirkinError('invalid_api_key', 'unknown or revoked API key');
+    const tenant = this.#store.tenant(key.tenant_id);
+    if (tenant === undefined) throw new FirkinError('invalid_api_key', 'unknown or revoked API key');
+    return { tenant, key };
+  }
+
+  /** One request's worth of tokens; the caller maps `allowed: false` to a 429. */
+  admit(caller: Caller): Admission {
+    return this.#limiter.admit(
+      { tenantId: caller.tenant.tenant_id, tenantRpm: caller.tenant.limits.rpm_limit, keyId: caller.key.key_id, keyRpm: caller.key.rpm_limit },
+      this.#clock.nowMs(),
+    );
+  }
+
+  // ---- admin
+
+  tenants(): readonly Tenant[] {
+    return this.#store.tenants();
+  }
+
+  tenant(tenantId: string): Tenant {
+    const tenant = this.#store.tenant(tenantId);
+    if (tenant === undefined) throw tenantNotFound(tenantId);
+    return tenant;
+  }
+
+  async createTenant(tenantId: string, limits: Partial<Limits>): Promise<{ tenant: Tenant; key: CreatedKey }> {
+    return this.#locks.run(tenantId, async () => {
+      if (this.#store.tenant(tenantId) !== undefined) throw new FirkinError('conflict', `tenant ${JSON.stringify(tenantId)} already exists`);
+      const nowMs = this.#clock.nowMs();
+      const tenant: Tenant = { tenant_id: tenantId, limits: { ...this.#defaults, ...limits }, created_at: nowMs };
+      const key = this.#newKey(tenantId, undefined, nowMs);
+      await this.#store.createTenant(tenant, key.record);
+      return { tenant, key };
+    });
+  }
+
+  async updateTenant(tenantId: string, limits: Partial<Limits>): Promise<Tenant> {
+    return this.#locks.run(tenantId, async () => {
+      const tenant = this.tenant(tenantId);
+      const updated: Tenant = { ...tenant, limits: { ...tenant.limits, ...limits } };
+      await this.#store.putTenant(updated);
+      return updated;
+    });
+  }
+
+  /** Deletes the tenant's collections from the vector engine, then the tenant and its keys. */
+  async deleteTenant(tenantId: string): Promise<{ collections_deleted: number; keys_revoked: number }> {
+    return this.#locks.run(tenantId, async () => {
+      this.tenant(tenantId);
+      const collections = this.#store.collectionsOf(tenantId);
+      const keys = this.#store.keysOf(tenantId);
+      // Keys first: from here on no request of this tenant is admitted.
+      for (const k of keys) await this.#store.deleteKey(k.key_id);
+      for (const c of collections) {
+        await this.#vectors?.deleteCollection(c.internal);
+        await this.#store.deleteCollection(tenantId, c.name);
+      }
+      await this.#store.deleteTenant(tenantId);
+      for (const k of keys) this.#limiter.forgetKey(k.key_id);
+      this.#limiter.forgetTenant(tenantId);
+      return { collections_deleted: collections.length, keys_revoked: keys.length };
+    });
+  }
+
+  #newKey(tenantId: string, rpmLimit: number | undefined, nowMs: number): CreatedKey {
+    const apiKey = generateGatewayKey();
+    const record: KeyRecord = {
+      key_id: generateKeyId(),
+      tenant_id: tenantId,
+      digest: keyDigest(apiKey),
+      key_prefix: shownPrefix(apiKey),
+      ...(rpmLimit === undefined ? {} : { rpm_limit: rpmLimit }),
+      created_at: nowMs,
+    };
+    return { api_key: apiKey, record };
+  }
+
+  async createKey(tenantId: string, rpmLimit: number | undefined): Promise<CreatedKey> {
+    return this.#locks.run(tenantId, async () => {
+      this.tenant(tenantId);
+      if (this.#store.keysOf(tenantId).length >= GATEWAY_LIMITS.keysPerTenantMax) {
+        throw new FirkinError('forbidden', `tenant ${JSON.stringify(tenantId)} already has ${GATEWAY_LIMITS.keysPerTenantMax} keys: revoke one first`);
+      }
+      const key = this.#newKey(tenantId, rpmLimit, this.#clock.nowMs());
+      await this.#store.putKey(key.record);
+      return key;
+    });
+  }
+
+  keys(tenantId: string): readonly KeyRecord[] {
+    this.tenant(tenantId);
+    return this.#store.keysOf(tenantId);
+  }
+
+  /** Only a key of this tenant can be revoked through this tenant's path. */
+  async revokeKey(tenantId: string, keyId: string): Promise<void> {
+    return this.#locks.run(tenantId, async () => {
+      this.tenant(tenantId);
+      const key = this.#store.key(keyId);
+      if (key === undefined || key.tenant_id !== tenantId) throw new FirkinError('not_found', `tenant ${JSON.stringify(tenantId)} has no key ${JSON.stringify(keyId)}`);
+      await this.#store.deleteKey(keyId);
+      this.#limiter.forgetKey(keyId);
+    });
+  }
+
+  usage(tenantId: string): Usage {
+    this.tenant(tenantId);
+    const collections = this.#store.collectionsOf(tenantId);
+    return {
+      tenant_id: tenantId,
+      vector_count: collections.reduce((n, c) => n + c.vector_count, 0),
+      collection_count: collections.length,
+      storage_bytes: collections.reduce((n, c) => n + c.storage_bytes, 0),
+    };
+  }
+
+  // ---- tenant operations (the caller is authenticated and admitted)
+
+  #engine(): GatewayVectors {
+    if (this.#vectors === undefined) throw new FirkinError('unavailable', 'the vector service is not running on this node');
+    return this.#vectors;
+  }
+
+  #collection(tenantId: string, name: string): CollectionRecord {
+    const c = this.#store.collection(tenantId, name);
+    if (c === undefined) throw collectionNotFound(name);
+    return c;
+  }
+
+  /** Runs under the tenant's lock, and only while the tenant still exists. */
+  #asTenant<T>(caller: Caller, work: (tenant: Tenant) => Promise<T>): Promise<T> {
+    return this.#locks.run(caller.tenant.tenant_id, async () => {
+      // The tenant may have been deleted or re-limited while this request waited.
+      const tenant = this.#store.tenant(caller.tenant.tenant_id);
+      if (tenant === undefined || this.#store.key(caller.key.key_id) === undefined) throw new FirkinError('invalid_api_key', 'unknown or revoked API key');
+      return work(tenant);
+    });
+  }
+
+  listCollections(caller: Caller): CollectionView[] {
+    return this.#store.collectionsOf(caller.tenant.tenant_id).map(view);
+  }
+
+  getCollection(caller: Caller, name: string): CollectionView {
+    return view(this.#collection(caller.tenant.tenant_id, name));
+  }
+
+  async createCollection(caller: Caller, name: string, options: { dimension: number; embedder?: Embedder }): Promise<CollectionView> {
+    const vectors = this.#engine();
+    return this.#asTenant(caller, async (tenant) => {
+      const id = tenant.tenant_id;
+      if (this.#store.collection(id, name) !== undefined) throw new FirkinError('collection_already_exists', `collection ${JSON.stringify(name)} already exists`);
+      const refused = collectionQuotaError(this.usage(id), tenant.limits);
+      if (refused !== undefined) throw new FirkinError('quota_exceeded', refused);
+      const internal = internalName(id, name);
+      // A collection in the engine without a record is left over from a crash between the
+      // two writes below (only this gateway makes names of this shape): replace it.
+      if ((await vectors.collectionInfo(internal)) !== undefined) await vectors.deleteCollection(internal);
+      await vectors.createCollection(internal, options);
+      const record: CollectionRecord = {
+        tenant_id: id,
+        name,
+        internal,
+        dimension: options.dimension,
+        ...(options.embedder === undefined ? {} : { embedder: options.embedder }),
+        vector_count: 0,
+        storage_bytes: 0,
+        created_at: this.#clock.nowMs(),
+      };
+      await this.#store.putCollection(record);
+      return view(record);
+    });
+  }
+
+  async deleteCollection(caller: Caller, name: string): Promise<void> {
+    const vectors = this.#engine();
+    await this.#asTenant(caller, async (tenant) => {
+      const c = this.#collection(tenant.tenant_id, name);
+      // Record first: a crash in between leaves an engine collection no tenant can see,
+      // which a later create of the same name replaces.
+      await this.#store.deleteCollection(tenant.tenant_id, name);
+      await vectors.deleteCollection(c.internal);
+    });
+  }
+
+  /** Documents without an id get a generated one. */
+  async upsert(caller: Caller, name: string, docs: readonly NewDocument[]): Promise<{ id: string; status: 'created' | 'updated' }[]> {
+    const vectors = this.#engine();
+    return this.#asTenant(caller, async (tenant) => {
+      const c = this.#collection(tenant.tenant_id, name);
+      const withIds: GatewayDocument[] = docs.map((d) => ({ ...d, id: d.id ?? randomBytes(GENERATED_ID_BYTES).toString('base64url') }));
+      // The last write of an id in a batch wins; each id counts once.
+      const last = new Map<string, GatewayDocument>();
+      for (const d of withIds) last.set(d.id, d);
+      let newVectors = 0;
+      let deltaBytes = 0;
+      const existed = new Set<string>();
+      for (const [id, d] of last) {
+        const old = await vectors.getDocument(c.internal, id);
+        if (old === undefined) newVectors++;
+        else {
+          existed.add(id);
+          deltaBytes -= documentBytes(old, c.dimension);
+        }
+        deltaBytes += documentBytes(d, c.dimension);
+      }
+      const refused = writeQuotaError(this.usage(tenant.tenant_id), tenant.limits, { newVectors, deltaBytes });
+      if (refused !== undefined) throw new FirkinError('quota_exceeded', refused);
+      await vectors.upsert(c.internal, withIds);
+      await this.#store.putCollection({ ...c, vector_count: c.vector_count + newVectors, storage_bytes: Math.max(0, c.storage_bytes + deltaBytes) });
+      return withIds.map((d) => ({ id: d.id, status: existed.has(d.id) ? 'updated' : 'created' }));
+    });
+  }
+
+  async getDocument(caller: Caller, name: string, id: string): Promise<GatewayDocument> {
+    const c = this.#collection(caller.tenant.tenant_id, name);
+    const doc = await this.#engine().getDocument(c.internal, id);
+    if (doc === undefined) throw new FirkinError('document_not_found', `no document ${JSON.stringify(id)} in collection ${JSON.stringify(name)}`);
+    return doc;
+  }
+
+  /** 404 for a missing document, and the counters change only when something was deleted. */
+  async deleteDocument(caller: Caller, name: string, id: string): Promise<void> {
+    const vectors = this.#engine();
+    await this.#asTenant(caller, async (tenant) => {
+      const c = this.#collection(tenant.tenant_id, name);
+      const old = await vectors.getDocument(c.internal, id);
+      if (old === undefined || !(await vectors.deleteDocument(c.internal, id))) {
+        throw new FirkinError('document_not_found', `no document ${JSON.stringify(id)} in collection ${JSON.stringify(name)}`);
+      }
+      await this.#store.putCollection({
+        ...c,
+        vector_count: c.vector_count - 1,
+        storage_bytes: Math.max(0, c.storage_bytes - documentBytes(old, c.dimension)),
+      });
+    });
+  }
+
+  async search(caller: Caller, name: string, search: GatewaySearch): Promise<GatewayHit[]> {
+    const c = this.#collection(caller.tenant.tenant_id, name);
+    return this.#engine().search(c.internal, search);
+  }
+
+}

@@ -1,0 +1,54 @@
+// Builds the gateway for node.ts: its store over the node's RocksDB, the engine, the fastify
+// feature and its part of /health. node.ts decides where it listens (same server or its own).
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Clock } from '../core/hlc.js';
+import type { HealthCheck } from '../http/routes/system.js';
+import type { Store } from '../storage/db.js';
+import { Gateway } from './gateway.js';
+import { gatewayFeature } from './plugin.js';
+import { RocksGatewayStore } from './rocks-store.js';
+import type { V1Bounds } from './routes-v1.js';
+import type { GatewayVectors } from './vectors.js';
+
+export interface OpenedGateway {
+  gateway: Gateway;
+  feature: ReturnType<typeof gatewayFeature>;
+  check: HealthCheck;
+}
+
+export async function openGateway(deps: {
+  config: Config['gateway'];
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  /** The vector engine with its bounds; undefined: admin routes only, no /v1. */
+  vectors: { engine: GatewayVectors; bounds: V1Bounds } | undefined;
+}): Promise<OpenedGateway> {
+  const { config, log } = deps;
+  if (config.masterKey === undefined) throw new Error('the gateway needs a master key (config validation lets none through)');
+  if (config.systemDbPath !== undefined) {
+    log.warn({ systemDbPath: config.systemDbPath }, 'SERVICE_GATEWAY_SYSTEM_DB_PATH is ignored: gateway state lives in the node RocksDB (system column family)');
+  }
+  const store = await RocksGatewayStore.load(deps.store);
+  const gateway = new Gateway({
+    store,
+    vectors: deps.vectors?.engine,
+    clock: deps.clock,
+    masterKey: config.masterKey,
+    defaults: {
+      rpm_limit: config.defaultRpm,
+      max_vectors: config.maxVectors,
+      max_collections: config.maxCollections,
+      max_storage_mb: config.maxStorageMb,
+    },
+  });
+  const fixed = await gateway.reconcile();
+  if (fixed.dropped + fixed.recounted > 0) log.warn(fixed, 'gateway registry reconciled with the vector engine');
+  if (deps.vectors === undefined) log.warn('gateway: no vector engine on this node, so only /admin routes are served (no /v1)');
+  return {
+    gateway,
+    feature: gatewayFeature({ gateway, bounds: deps.vectors?.bounds }),
+    check: () => ({ status: 'ok', tenants: store.tenants().length, v1: deps.vectors !== undefined }),
+  };
+}

@@ -1,0 +1,174 @@
+// /v1/...: a tenant's own collections, documents and searches. Every route needs a tenant key
+// in X-Api-Key and a token from the tenant's (and the key's) bucket; both checks run in this
+// plugin's onRequest hook, before the body is validated, so bad bodies count against the limit.
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { FirkinError } from '../core/errors.js';
+import { type Caller, GATEWAY_LIMITS, type Gateway, type NewDocument } from './gateway.js';
+import { collectionNameSchema } from './schemas.js';
+import type { Embedder } from './types.js';
+
+/** The vector engine's bounds, as far as the gateway checks them itself. */
+export interface V1Bounds {
+  dimensionMax: number;
+  kMax: number;
+  embedderTypes: readonly string[];
+}
+
+const DOC_ID_CHARS_MAX = 512;
+const TEXT_CHARS_MAX = 1_000_000;
+const QUERY_CHARS_MAX = 10_000;
+const K_DEFAULT = 10;
+
+const nameParams = { type: 'object', required: ['name'], properties: { name: collectionNameSchema } } as const;
+const docParams = {
+  type: 'object',
+  required: ['name', 'id'],
+  properties: { name: collectionNameSchema, id: { type: 'string', minLength: 1, maxLength: DOC_ID_CHARS_MAX } },
+} as const;
+
+function schemas(bounds: V1Bounds) {
+  const vector = { type: 'array', minItems: 1, maxItems: bounds.dimensionMax, items: { type: 'number' } } as const;
+  const doc = {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', minLength: 1, maxLength: DOC_ID_CHARS_MAX },
+      text: { type: 'string', maxLength: TEXT_CHARS_MAX },
+      vector,
+      metadata: { type: 'object' },
+    },
+  } as const;
+  return {
+    createCollection: {
+      type: 'object',
+      required: ['name', 'dimension'],
+      additionalProperties: false,
+      properties: {
+        name: collectionNameSchema,
+        dimension: { type: 'integer', minimum: 1, maximum: bounds.dimensionMax },
+        embedder: {
+          type: 'object',
+          required: ['type'],
+          additionalProperties: false,
+          properties: {
+            type: { enum: bounds.embedderTypes },
+            url: { type: 'string', minLength: 1, maxLength: 2048 },
+            model: { type: 'string', minLength: 1, maxLength: 256 },
+          },
+        },
+      },
+    },
+    documents: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        ...doc.properties,
+        documents: { type: 'array', minItems: 1, maxItems: GATEWAY_LIMITS.batchDocumentsMax, items: doc },
+      },
+    },
+    search: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        query: { type: 'string', minLength: 1, maxLength: QUERY_CHARS_MAX },
+        vector,
+        k: { type: 'integer', minimum: 1, maximum: bounds.kMax },
+        filter: { type: 'object' },
+      },
+    },
+  } as const;
+}
+
+type NameParams = { name: string };
+type DocParams = { name: string; id: string };
+type DocumentsBody = NewDocument & { documents?: NewDocument[] };
+type SearchBody = { query?: string; vector?: number[]; k?: number; filter?: Record<string, unknown> };
+
+function finiteVector(v: readonly number[] | undefined, what: string): void {
+  // CBOR bodies can carry NaN and Infinity, which JSON schemas call numbers.
+  if (v !== undefined && !v.every(Number.isFinite)) throw new FirkinError('bad_request', `${what} must hold finite numbers only`);
+}
+
+export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds }> = async (app, { gateway, bounds }) => {
+  const callers = new WeakMap<FastifyRequest, Caller>();
+  const callerOf = (request: FastifyRequest): Caller => callers.get(request)!;
+  const s = schemas(bounds);
+
+  app.addHook('onRequest', async (request, reply) => {
+    const caller = gateway.authenticate(request.headers['x-api-key'] as string | undefined);
+    const admission = gateway.admit(caller);
+    const headers = { 'x-ratelimit-limit': String(admission.limit), 'x-ratelimit-remaining': String(admission.remaining) };
+    if (!admission.allowed) {
+      const retryAfterS = Math.max(1, Math.ceil(admission.retryAfterMs / 1000));
+      throw new FirkinError('rate_limit_exceeded', `rate limit of ${admission.limit} requests per minute exceeded; retry in ${retryAfterS} s`, {
+        headers: { ...headers, 'retry-after': String(retryAfterS) },
+      });
+    }
+    reply.headers(headers);
+    callers.set(request, caller);
+  });
+
+  app.get('/v1/collections', async (request) => ({ collections: gateway.listCollections(callerOf(request)) }));
+
+  app.post<{ Body: { name: string; dimension: number; embedder?: Embedder } }>(
+    '/v1/collections',
+    { schema: { body: s.createCollection } },
+    async (request, reply) => {
+      const { name, dimension, embedder } = request.body;
+      const created = await gateway.createCollection(callerOf(request), name, { dimension, ...(embedder === undefined ? {} : { embedder }) });
+      reply.code(201);
+      return { ...created, status: 'created' };
+    },
+  );
+
+  app.get<{ Params: NameParams }>('/v1/collections/:name', { schema: { params: nameParams } }, async (request) =>
+    gateway.getCollection(callerOf(request), request.params.name),
+  );
+
+  app.delete<{ Params: NameParams }>('/v1/collections/:name', { schema: { params: nameParams } }, async (request) => {
+    await gateway.deleteCollection(callerOf(request), request.params.name);
+    return { status: 'deleted', name: request.params.name };
+  });
+
+  app.post<{ Params: NameParams; Body: DocumentsBody }>(
+    '/v1/collections/:name/documents',
+    { schema: { params: nameParams, body: s.documents } },
+    async (request, reply) => {
+      const { documents, ...single } = request.body;
+      if (documents !== undefined && Object.keys(single).length > 0) {
+        throw new FirkinError('bad_request', 'send either one document or {documents: [...]}, not both');
+      }
+      const docs = documents ?? [single];
+      docs.forEach((d, i) => finiteVector(d.vector, documents === undefined ? 'vector' : `documents[${i}].vector`));
+      const results = await gateway.upsert(callerOf(request), request.params.name, docs);
+      reply.code(201);
+      return documents === undefined ? results[0] : { results };
+    },
+  );
+
+  app.get<{ Params: DocParams }>('/v1/collections/:name/documents/:id', { schema: { params: docParams } }, async (request) =>
+    gateway.getDocument(callerOf(request), request.params.name, request.params.id),
+  );
+
+  app.delete<{ Params: DocParams }>('/v1/collections/:name/documents/:id', { schema: { params: docParams } }, async (request) => {
+    await gateway.deleteDocument(callerOf(request), request.params.name, request.params.id);
+    return { status: 'deleted', id: request.params.id };
+  });
+
+  app.post<{ Params: NameParams; Body: SearchBody }>(
+    '/v1/collections/:name/search',
+    { schema: { params: nameParams, body: s.search } },
+    async (request) => {
+      const { query, vector, k = K_DEFAULT, filter } = request.body;
+      if ((query === undefined) === (vector === undefined)) throw new FirkinError('bad_request', 'send exactly one of query or vector');
+      finiteVector(vector, 'vector');
+      const hits = await gateway.search(callerOf(request), request.params.name, {
+        ...(query === undefined ? {} : { query }),
+        ...(vector === undefined ? {} : { vector }),
+        k,
+        ...(filter === undefined ? {} : { filter }),
+      });
+      return { hits };
+    },
+  );
+};

@@ -1,0 +1,29 @@
+// The gateway's state behind one interface: tenants, keys, tenant collections with their
+// usage. Reads are synchronous from the local copy (the spec: key validation reads the
+// local system store); writes are durable before they resolve. In a cluster the same
+// interface is implemented over the metadata Raft group: each write method becomes one
+// proposed command, applied idempotently on every node.
+import type { CollectionRecord, KeyRecord, Tenant } from './types.js';
+
+export interface GatewayStore {
+  tenant(tenantId: string): Tenant | undefined;
+  /** Ordered by tenant id. */
+  tenants(): readonly Tenant[];
+  keyByDigest(digest: string): KeyRecord | undefined;
+  key(keyId: string): KeyRecord | undefined;
+  /** Ordered by creation time, then id. */
+  keysOf(tenantId: string): readonly KeyRecord[];
+  collection(tenantId: string, name: string): CollectionRecord | undefined;
+  /** Ordered by name. */
+  collectionsOf(tenantId: string): readonly CollectionRecord[];
+
+  /** A new tenant and its first key, atomically. */
+  createTenant(tenant: Tenant, firstKey: KeyRecord): Promise<void>;
+  putTenant(tenant: Tenant): Promise<void>;
+  /** The tenant, its keys and its collection records, atomically. */
+  deleteTenant(tenantId: string): Promise<void>;
+  putKey(key: KeyRecord): Promise<void>;
+  deleteKey(keyId: string): Promise<void>;
+  putCollection(record: CollectionRecord): Promise<void>;
+  deleteCollection(tenantId: string, name: string): Promise<void>;
+}
