@@ -561,7 +561,9 @@ export class RaftCore {
         pr.probeSent = false;
         // Lost appends would keep a full window full forever: free a slot per heartbeat reply.
         if (pr.state === 'replicate' && pr.inflight.length >= pr.inflightMax) pr.inflight.shift();
-        if (pr.match < this.log.lastIndex()) this.#sendAppend(m.from, false);
+        // Even an empty append: a follower that lost appends answers with a rejection and
+        // the leader falls back to probing.
+        if (pr.match < this.log.lastIndex()) this.#sendAppend(m.from, true);
         this.#ackReads(m.from, m.readSeq);
         return;
       }

@@ -177,7 +177,7 @@ export class RaftSim {
         if (victim !== undefined) this.crash(victim, 1 + this.rand.int(o.downTicksMax));
       }
     }
-    if (this.rand.chance(o.proposeRate)) this.propose();
+    if (!this.healed && this.rand.chance(o.proposeRate)) this.propose();
     if (!this.healed && this.rand.chance(o.confChangeRate)) this.#confChange();
     if (this.rand.chance(0.05)) {
       const n = this.rand.pick(this.up());

@@ -1,0 +1,294 @@
+// Scenario tests of each core feature, driven message by message through the harness.
+import t from 'tap';
+import { Cluster } from './harness.js';
+
+const ids = ['n1', 'n2', 'n3'];
+
+function elected(): Cluster {
+  const c = new Cluster(ids);
+  c.campaign('n1');
+  return c;
+}
+
+t.test('a campaign elects a leader that commits its noop and replicates proposals', (t) => {
+  const c = elected();
+  t.same(c.leaders(), ['n1']);
+  t.equal(c.c('n1').term, 2);
+  const index = c.propose('n1', 'a');
+  for (const id of ids) {
+    t.equal(c.c(id).log.committed, index, `${id} committed`);
+    t.same(c.n(id).values, ['a'], `${id} applied`);
+  }
+  t.end();
+});
+
+t.test('randomised election timeouts: a follower campaigns after [election, 2*election) ticks', (t) => {
+  const c = new Cluster(ids, { electionTicks: 10 });
+  c.tickAll(25);
+  t.equal(c.leaders().length, 1);
+  t.end();
+});
+
+t.test('pre-vote: a partitioned node does not raise its term or disrupt the leader on return', (t) => {
+  const c = elected();
+  c.isolated.add('n3');
+  c.tick(['n3'], 100);
+  t.equal(c.c('n3').term, 2, 'isolated node never raised its term');
+  t.equal(c.c('n3').role, 'preCandidate');
+  c.isolated.delete('n3');
+  c.tick(['n1'], 3); // heartbeats reach n3 again
+  t.same(c.leaders(), ['n1']);
+  t.equal(c.c('n1').term, 2, 'leader kept its term');
+  t.equal(c.c('n3').leader, 'n1');
+  t.end();
+});
+
+t.test('without pre-vote the returning node disrupts the leader (the contrast)', (t) => {
+  const c = new Cluster(ids, { preVote: false, checkQuorum: false });
+  c.campaign('n1');
+  c.isolated.add('n3');
+  c.tick(['n3'], 100);
+  t.ok(c.c('n3').term > 2, 'isolated node inflated its term');
+  c.isolated.delete('n3');
+  c.tick(ids, 30);
+  t.ok(c.c('n1').term > 2, 'leader was forced into a new term');
+  t.end();
+});
+
+t.test('check-quorum: a leader that cannot hear a majority steps down', (t) => {
+  const c = elected();
+  c.isolated.add('n1');
+  c.tick(['n1'], 10);
+  t.equal(c.c('n1').role, 'leader', 'still leader within the first round');
+  c.tick(['n1'], 10);
+  t.equal(c.c('n1').role, 'follower', 'stepped down after an election timeout without a quorum');
+  t.end();
+});
+
+t.test('check-quorum lease: followers ignore a vote request while they hear the leader', (t) => {
+  const c = new Cluster(ids, { preVote: false });
+  c.campaign('n1');
+  c.c('n3').becomeFollower(c.c('n3').term, null); // n3 forgets the leader and campaigns
+  c.campaign('n3');
+  t.same(c.leaders(), ['n1']);
+  t.end();
+});
+
+t.test('ReadIndex: the read state appears only after a quorum confirms leadership', (t) => {
+  const c = elected();
+  c.propose('n1', 'a');
+  const commit = c.c('n1').log.committed;
+  c.c('n1').readIndex('r1');
+  c.drain();
+  t.same(c.n('n1').readStates, [], 'nothing before the heartbeat round');
+  c.deliverOnce(); // heartbeats out
+  t.same(c.n('n1').readStates, [], 'nothing before the acknowledgements');
+  c.deliverOnce(); // acknowledgements back
+  t.same(c.n('n1').readStates, [{ ctx: 'r1', index: commit }]);
+  t.end();
+});
+
+t.test('ReadIndex: an isolated leader never confirms a read; a follower read goes via the leader', (t) => {
+  const c = elected();
+  c.isolated.add('n1');
+  c.c('n1').readIndex('lost');
+  c.stabilize();
+  t.same(c.n('n1').readStates, []);
+  c.isolated.delete('n1');
+  t.ok(c.c('n2').readIndex('f1'));
+  c.stabilize();
+  t.same(c.n('n2').readStates, [{ ctx: 'f1', index: c.c('n1').log.committed }]);
+  t.end();
+});
+
+t.test('ReadIndex: a new leader defers reads until it commits an entry of its term', (t) => {
+  const c = new Cluster(ids, { checkQuorum: false });
+  c.campaign('n1');
+  c.isolated.add('n1');
+  c.tick(['n2', 'n3'], 40);
+  const leader = c.leaders().find((id) => id !== 'n1')!;
+  t.ok(leader);
+  const other = leader === 'n2' ? 'n3' : 'n2';
+  // Stop the new leader's noop from being acknowledged, so its commit is from an older term.
+  c.c(leader).becomeFollower(c.c(leader).term + 1, null);
+  c.isolated.add(other);
+  c.c(leader).campaign();
+  c.isolated.delete(other);
+  c.dropIf = (m) => m.kind === 'appendResp';
+  c.stabilize();
+  if (c.c(leader).role !== 'leader') {
+    c.dropIf = undefined;
+    c.campaign(leader);
+  }
+  t.equal(c.c(leader).role, 'leader');
+  c.c(leader).readIndex('early');
+  c.stabilize();
+  if (c.c(leader).log.term(c.c(leader).log.committed) !== c.c(leader).term) {
+    t.same(c.n(leader).readStates, [], 'deferred while nothing of this term is committed');
+  }
+  c.dropIf = undefined;
+  c.tick([leader], 2);
+  t.equal(c.n(leader).readStates.length, 1);
+  t.equal(c.n(leader).readStates[0]!.index, c.c(leader).log.committed);
+  t.end();
+});
+
+t.test('commit only by counting entries of the current term (Raft figure 8)', (t) => {
+  const c = new Cluster(ids, { preVote: false, checkQuorum: false, appendEntriesMax: 1 });
+  c.campaign('n1'); // term 2
+  c.isolated.add('n1');
+  const x = c.c('n1').propose(new TextEncoder().encode('x'));
+  if (!x.ok) throw new Error('propose failed');
+  const k = x.index;
+  c.stabilize();
+  // n2 leads term 3 with n3's vote, but its noop (at k, term 3) never leaves n2.
+  c.dropIf = (m) => m.from === 'n2' && m.kind === 'append';
+  c.campaign('n2');
+  t.equal(c.c('n2').role, 'leader');
+  // n1 returns; n2 is cut off. n1's log (x at k, term 2) is ahead of n3's, so n1 wins term 4.
+  c.dropIf = undefined;
+  c.isolated.delete('n1');
+  c.isolated.add('n2');
+  for (let i = 0; i < 3 && (c.c('n1').role !== 'leader' || c.c('n1').term < 4); i++) {
+    c.c('n1').becomeFollower(c.c('n1').term, null);
+    c.c('n1').campaign();
+    c.drain();
+    c.deliverOnce((m) => m.kind === 'vote' || m.kind === 'voteResp');
+    c.deliverOnce((m) => m.kind === 'vote' || m.kind === 'voteResp');
+  }
+  t.equal(c.c('n1').role, 'leader');
+  t.equal(c.c('n1').term, 4);
+  let sawOldTermMajority = false;
+  for (let i = 0; i < 50 && c.queue.length > 0; i++) {
+    c.deliverOnce();
+    const leader = c.c('n1');
+    if (leader.progress.get('n3')!.match === k && leader.log.committed < k) sawOldTermMajority = true;
+    t.not(leader.log.committed, k, 'never commits x by counting replicas of an old-term entry');
+  }
+  t.ok(sawOldTermMajority, 'x (term 2) was on a majority before anything of term 4 was');
+  t.equal(c.c('n1').log.committed, k + 1, 'x commits together with the noop of term 4');
+  t.same(c.n('n3').values, ['x']);
+  t.end();
+});
+
+t.test('snapshot catch-up of a far-behind follower', (t) => {
+  const c = elected();
+  c.isolated.add('n3');
+  for (let i = 0; i < 50; i++) c.propose('n1', `v${i}`);
+  c.compact('n1');
+  c.compact('n2');
+  t.ok(c.c('n1').log.firstIndex() > c.c('n3').log.lastIndex() + 1, 'the entries n3 needs are compacted');
+  c.isolated.delete('n3');
+  c.tick(['n1'], 3);
+  t.equal(c.c('n3').log.committed, c.c('n1').log.committed);
+  t.same(c.n('n3').values, c.n('n1').values);
+  t.equal(c.n('n3').storage.snapshot().meta.index, c.n('n1').storage.snapshot().meta.index, 'n3 installed the snapshot');
+  const index = c.propose('n1', 'after');
+  t.equal(c.c('n3').log.committed, index);
+  t.same(c.n('n3').values.at(-1), 'after');
+  t.end();
+});
+
+t.test('add a learner -> it catches up without voting -> promote it', (t) => {
+  const c = elected();
+  for (let i = 0; i < 5; i++) c.propose('n1', `v${i}`);
+  c.compact('n1', 2);
+  c.addEmptyNode('n4');
+  const r = c.c('n1').proposeConfChange({ type: 'addLearner', node: 'n4' });
+  t.ok(r.ok);
+  c.stabilize();
+  c.tick(['n1'], 3);
+  t.same(c.c('n1').confState(), { voters: ['n1', 'n2', 'n3'], learners: ['n4'] });
+  t.same(c.n('n4').values, c.n('n1').values, 'learner caught up');
+  t.same(c.c('n4').confState(), { voters: ['n1', 'n2', 'n3'], learners: ['n4'] });
+  c.tick(['n4'], 50);
+  t.equal(c.c('n4').role, 'follower', 'a learner never campaigns');
+  const p = c.c('n1').proposeConfChange({ type: 'addVoter', node: 'n4' });
+  t.ok(p.ok);
+  c.stabilize();
+  t.same(c.c('n1').confState(), { voters: ['n1', 'n2', 'n3', 'n4'], learners: [] });
+  c.tick(['n1'], 2);
+  t.same(c.c('n4').confState(), { voters: ['n1', 'n2', 'n3', 'n4'], learners: [] });
+  // With 4 voters a commit needs 3: n4 now counts.
+  c.isolated.add('n2');
+  c.isolated.add('n3');
+  const stuck = c.c('n1').propose(new TextEncoder().encode('needs-3'));
+  c.stabilize();
+  t.ok(stuck.ok && c.c('n1').log.committed < stuck.index, 'two of four is not a quorum');
+  c.isolated.delete('n3');
+  c.tick(['n1'], 2);
+  t.ok(stuck.ok && c.c('n1').log.committed >= stuck.index);
+  t.end();
+});
+
+t.test('one membership change at a time', (t) => {
+  const c = elected();
+  c.addEmptyNode('n4');
+  c.isolated.add('n2');
+  c.isolated.add('n3');
+  t.ok(c.c('n1').proposeConfChange({ type: 'addLearner', node: 'n4' }).ok);
+  const second = c.c('n1').proposeConfChange({ type: 'removeNode', node: 'n3' });
+  t.same(second, { ok: false, reason: 'conf_pending', leader: 'n1' });
+  t.end();
+});
+
+t.test('remove the leader itself: it steps down and the rest elect a new leader', (t) => {
+  const c = elected();
+  c.propose('n1', 'a');
+  t.ok(c.c('n1').proposeConfChange({ type: 'removeNode', node: 'n1' }).ok);
+  c.stabilize();
+  t.equal(c.c('n1').role, 'follower');
+  t.notOk(c.c('n1').isPromotable());
+  c.tick(['n1', 'n2', 'n3'], 40);
+  const leaders = c.leaders();
+  t.equal(leaders.length, 1);
+  t.not(leaders[0], 'n1');
+  const leader = leaders[0]!;
+  t.same(c.c(leader).confState(), { voters: ['n2', 'n3'], learners: [] });
+  c.propose(leader, 'b');
+  t.same(c.n('n2').values, ['a', 'b']);
+  t.same(c.n('n3').values, ['a', 'b']);
+  t.end();
+});
+
+t.test('leadership transfer via TimeoutNow', (t) => {
+  const c = elected();
+  c.propose('n1', 'a');
+  c.isolated.add('n3');
+  c.propose('n1', 'b'); // n3 is behind: the transfer must catch it up first
+  c.isolated.delete('n3');
+  t.ok(c.c('n1').transferLeadership('n3'));
+  t.same(c.c('n1').propose(new Uint8Array([1])), { ok: false, reason: 'transferring', leader: 'n1' });
+  c.stabilize();
+  t.same(c.leaders(), ['n3']);
+  t.equal(c.c('n3').term, 3);
+  t.same(c.n('n3').values, ['a', 'b']);
+  c.propose('n3', 'c');
+  t.same(c.n('n1').values, ['a', 'b', 'c']);
+  t.end();
+});
+
+t.test('restart recovers the exact persisted state', (t) => {
+  const c = elected();
+  for (let i = 0; i < 10; i++) c.propose('n1', `v${i}`);
+  c.compact('n2', 3);
+  const before = { hs: c.c('n2').hardState(), last: c.c('n2').log.lastIndex(), conf: c.c('n2').confState() };
+  const node = c.restart('n2');
+  t.same(node.core.hardState(), before.hs);
+  t.equal(node.core.log.lastIndex(), before.last);
+  t.same(node.core.confState(), before.conf);
+  c.stabilize();
+  t.same(node.values, c.n('n1').values, 'replays committed entries after the snapshot');
+  t.end();
+});
+
+t.test('messages carry the group id; a foreign group is refused', (t) => {
+  const c = elected();
+  c.c('n1').propose(new Uint8Array([1]));
+  const rd = c.c('n1').ready()!;
+  t.ok(rd.messages.length > 0);
+  t.ok(rd.messages.every((m) => m.group === 'g'));
+  c.c('n1').advance(rd);
+  t.throws(() => c.c('n2').step({ ...rd.messages[0]!, group: 'other' }));
+  t.end();
+});
