@@ -99,6 +99,9 @@ const SETTINGS = {
   SERVICE_IMPORT_BATCH_SIZE: { parse: int(1, 100_000), default: 100 },
   SERVICE_VECTORDB_ENABLED: { parse: bool, default: true },
   SERVICE_VECTORDB_PREFIX: { parse: prefix, default: '/vectordb' },
+  SERVICE_VECTORDB_INDEX_SAVE_MS: { parse: int(100, 86_400_000), default: 30_000 },
+  SERVICE_EMBEDDER_OPENAI_API_KEY: { parse: nonEmpty, default: undefined as string | undefined },
+  SERVICE_EMBEDDER_OPENAI_URL: { parse: nonEmpty, default: 'https://api.openai.com' },
   SERVICE_GATEWAY_ENABLED: { parse: bool, default: false },
   SERVICE_GATEWAY_PORT: { parse: int(0, 65535), default: 8080 },
   SERVICE_GATEWAY_MASTER_KEY: { parse: nonEmpty, default: undefined as string | undefined },
@@ -144,7 +147,15 @@ export interface Config {
     vdbReplicaFactor: number;
     importBatchSize: number;
   };
-  vectordb: { enabled: boolean; prefix: string };
+  vectordb: {
+    enabled: boolean;
+    prefix: string;
+    /** How often changed vector indexes are saved to their files. */
+    indexSaveMs: number;
+    /** Sent only to embedders whose URL has the origin of openaiUrl. */
+    openaiApiKey?: string;
+    openaiUrl: string;
+  };
   gateway: {
     enabled: boolean;
     port: number;
@@ -250,7 +261,13 @@ function assemble(v: Values): Config {
       vdbReplicaFactor: v.SERVICE_VDB_REPLICA_FACTOR,
       importBatchSize: v.SERVICE_IMPORT_BATCH_SIZE,
     },
-    vectordb: { enabled: v.SERVICE_VECTORDB_ENABLED, prefix: v.SERVICE_VECTORDB_PREFIX },
+    vectordb: {
+      enabled: v.SERVICE_VECTORDB_ENABLED,
+      prefix: v.SERVICE_VECTORDB_PREFIX,
+      indexSaveMs: v.SERVICE_VECTORDB_INDEX_SAVE_MS,
+      openaiApiKey: v.SERVICE_EMBEDDER_OPENAI_API_KEY,
+      openaiUrl: v.SERVICE_EMBEDDER_OPENAI_URL,
+    },
     gateway: {
       enabled: v.SERVICE_GATEWAY_ENABLED,
       port: v.SERVICE_GATEWAY_PORT,

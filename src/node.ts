@@ -1,6 +1,7 @@
 // Composition root: the only module that builds engines and wires them together.
 import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { ApiKeys } from './auth/api-keys.js';
 import type { Config } from './config.js';
@@ -9,10 +10,14 @@ import { type OpenedGateway, openGateway } from './gateway/open.js';
 import { type Listener, listen } from './http/listener.js';
 import type { RouteInfo } from './http/not-found.js';
 import type { HealthCheck } from './http/routes/system.js';
+import { vectorRoutes } from './http/routes/vector.js';
 import { buildHttp } from './http/server.js';
 import { createMetrics } from './metrics.js';
 import { Store } from './storage/db.js';
 import { VERSION } from './version.js';
+import { usearchEngine } from './vector/ann/usearch.js';
+import { standaloneCluster } from './vector/cluster.js';
+import { VectorEngine } from './vector/engine.js';
 
 export interface FirkinNode {
   readonly config: Config;
@@ -66,12 +71,32 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
     if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
 
+    let vectors: VectorEngine | undefined;
+    if (config.vectordb.enabled) {
+      vectors = await VectorEngine.open({
+        store,
+        ann: usearchEngine,
+        dataDir: config.dataDir,
+        log: log.child({ mod: 'vector' }),
+        saveIntervalMs: config.vectordb.indexSaveMs,
+        embedderDeps: {
+          fetch,
+          sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+          openaiApiKey: config.vectordb.openaiApiKey,
+          openaiKeyOrigin: config.vectordb.openaiUrl,
+        },
+      });
+      // Before storage closes: finish writes and save the indexes.
+      closers.unshift(() => vectors!.close());
+    }
+
     const checks: Record<string, HealthCheck> = {
       storage: () =>
         store.state === 'open'
           ? { status: 'ok', state: store.state, dir: store.dir, ...store.stats() }
           : { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] },
       cluster: () => ({ status: 'ok', state: config.cluster.enabled ? 'starting' : 'standalone' }),
+      ...(vectors === undefined ? {} : { vector: () => ({ status: 'ok', ...vectors!.stats() }) }),
     };
 
     let gateway: OpenedGateway | undefined;
@@ -95,7 +120,18 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       startedAtMs,
       checks,
     };
-    const { app, handler, routes } = await buildHttp({ ...httpDeps, features: gatewayShared ? [gateway!.feature] : [] });
+    const vectorFeatures =
+      vectors === undefined
+        ? []
+        : [
+            (app: FastifyInstance) =>
+              vectorRoutes(app, {
+                prefix: config.vectordb.prefix,
+                engine: vectors!,
+                cluster: standaloneCluster({ nodeName: config.nodeName, clusterEnabled: config.cluster.enabled }),
+              }),
+          ];
+    const { app, handler, routes } = await buildHttp({ ...httpDeps, features: [...vectorFeatures, ...(gatewayShared ? [gateway!.feature] : [])] });
     closers.unshift(() => app.close());
 
     let listener: Listener | undefined;

@@ -1,0 +1,39 @@
+// The approximate-nearest-neighbour index behind a shard: a small interface so another engine
+// can replace usearch. Keys are uint64 labels the shard maps to document ids; calls are
+// synchronous (they run on the calling thread).
+import type { Metric } from '../collection-config.js';
+
+export interface AnnOptions {
+  readonly dimensions: number;
+  readonly metric: Metric;
+  /** HNSW links per node (M). */
+  readonly m: number;
+  readonly efConstruction: number;
+}
+
+export interface AnnMatches {
+  /** Best first. */
+  readonly keys: BigUint64Array;
+  /** Engine distances (see metric.ts for the score of each). */
+  readonly distances: Float32Array;
+}
+
+export interface AnnIndex {
+  readonly size: number;
+  /** `vectors` holds keys.length vectors back to back. A key must not be present already. */
+  add(keys: BigUint64Array, vectors: Float32Array): void;
+  /** True when the key was present. */
+  remove(key: bigint): boolean;
+  has(key: bigint): boolean;
+  /** The `count` nearest, searched with a beam of width `ef` (>= count). */
+  search(query: Float32Array, count: number, ef: number): AnnMatches;
+  /** Write the whole index to `file` (synchronously). */
+  save(file: string): void;
+}
+
+export interface AnnEngine {
+  readonly name: string;
+  create(options: AnnOptions): AnnIndex;
+  /** Load a saved index; throws when the file is unreadable or was built with other options. */
+  load(file: string, options: AnnOptions): AnnIndex;
+}

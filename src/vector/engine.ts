@@ -1,0 +1,434 @@
+// The vector service on one node: the collection catalogue, its shards, embedders, and the
+// search entry points the HTTP routes (and later the gateway and the cluster) call.
+//
+// Catalogue (column family `system`):
+//   ['vector', 'collection', name] -> JSON {config, shards: [shardId...]}
+//   ['vector', 'next_shard']       -> JSON number, the next shard id (ids are never reused)
+//   ['vector', 'drop', shardId]    -> '' while a deleted collection's shard data is removed
+// A standalone collection holds one shard; docs route to shards by a hash of their id, so
+// the code path is the same when the cluster places several.
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { FirkinError } from '../core/errors.js';
+import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
+import type { Store } from '../storage/db.js';
+import type { AnnEngine } from './ann/ann-index.js';
+import { type ScoredId, byScoreThenId } from './bm25.js';
+import {
+  type CollectionConfig,
+  DEFAULTS,
+  FUSIONS,
+  LIMITS,
+  describe,
+  intIn,
+  isPlainObject,
+  numberIn,
+  oneOf,
+  parseCollectionConfig,
+  validateCollectionName,
+  validateDocId,
+} from './collection-config.js';
+import { type Embedder, type EmbedderDeps, createEmbedder, noEmbedder } from './embedders/embedder.js';
+import { hash32 } from './embedders/hash.js';
+import { parseFilter } from './filter.js';
+import { type FusedHit, fuse } from './fusion.js';
+import { checkEmbedding, parseVector } from './metric.js';
+import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from './shard.js';
+
+export interface VectorEngineOptions {
+  store: Store;
+  ann: AnnEngine;
+  dataDir: string;
+  log: Logger;
+  embedderDeps: EmbedderDeps;
+  /** Changed indexes are saved to their files this often (0: only on close). */
+  saveIntervalMs: number;
+}
+
+interface CatalogueEntry {
+  config: CollectionConfig;
+  shards: number[];
+}
+
+class Collection {
+  constructor(
+    readonly name: string,
+    readonly config: CollectionConfig,
+    readonly shards: Shard[],
+    readonly embedder: Embedder | undefined,
+  ) {}
+
+  get count(): number {
+    return this.shards.reduce((n, s) => n + s.count, 0);
+  }
+
+  shardFor(id: string): Shard {
+    return this.shards[this.shards.length === 1 ? 0 : hash32(id, 0) % this.shards.length]!;
+  }
+}
+
+export interface DocResult {
+  id?: string;
+  status?: 'created';
+  error?: string;
+  message?: string;
+}
+
+interface ParsedDoc {
+  id: string;
+  text: string;
+  metadata: Record<string, unknown>;
+  vector: Float32Array | undefined;
+}
+
+const collectionKey = (name: string) => encodeKey(['vector', 'collection', name]);
+const NEXT_SHARD_KEY = encodeKey(['vector', 'next_shard']);
+const dropKey = (shard: number) => encodeKey(['vector', 'drop', shard]);
+
+/** Candidates each side of a hybrid search fetches: deeper than k so fusion can reorder. */
+export function hybridDepth(k: number): number {
+  return Math.min(LIMITS.kMax * 2, Math.max(k * 3, 50));
+}
+
+export class VectorEngine {
+  readonly #o: VectorEngineOptions;
+  readonly #collections = new Map<string, Collection>();
+  /** Catalogue changes (create, delete) one at a time. */
+  #catalogueTail: Promise<unknown> = Promise.resolve();
+  #saveTimer: NodeJS.Timeout | undefined;
+  #saveRunning: Promise<void> | undefined;
+  readonly indexDir: string;
+
+  private constructor(options: VectorEngineOptions) {
+    this.#o = options;
+    this.indexDir = path.join(options.dataDir, 'vector');
+  }
+
+  static async open(options: VectorEngineOptions): Promise<VectorEngine> {
+    const engine = new VectorEngine(options);
+    await engine.#open();
+    if (options.saveIntervalMs > 0) {
+      engine.#saveTimer = setInterval(() => {
+        engine.#saveRunning ??= engine
+          .saveDirty()
+          .catch((err: unknown) => options.log.error({ err }, 'saving vector indexes failed'))
+          .finally(() => (engine.#saveRunning = undefined));
+      }, options.saveIntervalMs);
+      engine.#saveTimer.unref();
+    }
+    return engine;
+  }
+
+  async #open(): Promise<void> {
+    const { store } = this.#o;
+    await mkdir(this.indexDir, { recursive: true });
+    // Finish deletes a crash interrupted.
+    for await (const [key] of store.entries('system', prefixRange(['vector', 'drop']))) {
+      const shard = decodeKey(key)[2] as number;
+      await dropShardData(store, shard, this.indexDir);
+      await store.del('system', key, { sync: true });
+    }
+    for await (const [, value] of store.entries('system', prefixRange(['vector', 'collection']))) {
+      const entry = JSON.parse(value.toString('utf8')) as CatalogueEntry & { name: string };
+      this.#collections.set(entry.name, await this.#openCollection(entry.name, entry));
+    }
+  }
+
+  async #openCollection(name: string, entry: CatalogueEntry): Promise<Collection> {
+    const shards = [];
+    for (const id of entry.shards) {
+      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log }));
+    }
+    const embedder = entry.config.embedder === null ? undefined : createEmbedder(entry.config.embedder, entry.config.dimensions, this.#o.embedderDeps);
+    return new Collection(name, entry.config, shards, embedder);
+  }
+
+  #catalogue<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#catalogueTail.then(fn);
+    this.#catalogueTail = run.catch(() => undefined);
+    return run;
+  }
+
+  #collection(name: string): Collection {
+    const c = this.#collections.get(name);
+    if (c === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} not found`);
+    return c;
+  }
+
+  // ---- collections ----
+
+  createCollection(name: string, body: unknown): Promise<void> {
+    validateCollectionName(name);
+    const config = parseCollectionConfig(body);
+    return this.#catalogue(async () => {
+      if (this.#collections.has(name)) throw new FirkinError('already_exists', `collection ${JSON.stringify(name)} already exists`);
+      const { store } = this.#o;
+      const raw = await store.get('system', NEXT_SHARD_KEY);
+      const shardId = raw === undefined ? 1 : (JSON.parse(raw.toString('utf8')) as number);
+      // Standalone: one local shard holds the collection; num_shards is kept for placement.
+      const entry: CatalogueEntry & { name: string } = { name, config, shards: [shardId] };
+      await store.batch(
+        [
+          { type: 'put', cf: 'system', key: NEXT_SHARD_KEY, value: Buffer.from(JSON.stringify(shardId + 1)) },
+          { type: 'put', cf: 'system', key: collectionKey(name), value: Buffer.from(JSON.stringify(entry)) },
+        ],
+        { sync: true },
+      );
+      this.#collections.set(name, await this.#openCollection(name, entry));
+    });
+  }
+
+  deleteCollection(name: string): Promise<void> {
+    validateCollectionName(name);
+    return this.#catalogue(async () => {
+      const c = this.#collection(name);
+      this.#collections.delete(name);
+      const { store } = this.#o;
+      await store.batch(
+        [
+          { type: 'del', cf: 'system', key: collectionKey(name) },
+          ...c.shards.map((s) => ({ type: 'put' as const, cf: 'system' as const, key: dropKey(s.id), value: Buffer.alloc(0) })),
+        ],
+        { sync: true },
+      );
+      for (const shard of c.shards) {
+        await shard.drop();
+        await store.del('system', dropKey(shard.id), { sync: true });
+      }
+    });
+  }
+
+  listCollections(): Record<string, { dimension: number; shards: number; replication_factor: number }> {
+    const out: Record<string, { dimension: number; shards: number; replication_factor: number }> = {};
+    for (const name of [...this.#collections.keys()].sort()) {
+      const c = this.#collections.get(name)!;
+      out[name] = { dimension: c.config.dimensions, shards: c.config.num_shards, replication_factor: c.config.replication_factor };
+    }
+    return out;
+  }
+
+  getCollection(name: string): Record<string, unknown> {
+    validateCollectionName(name);
+    const c = this.#collection(name);
+    const { dimensions, ...rest } = c.config;
+    return { name, dimension: dimensions, count: c.count, dimensions, ...rest };
+  }
+
+  /** For health and tests: per shard, where its index came from and what it covers. */
+  shardInfo(name: string): { id: number; count: number; seq: number; saved_seq: number; recovery: Shard['recovery'] }[] {
+    return this.#collection(name).shards.map((s) => ({ id: s.id, count: s.count, seq: s.seq, saved_seq: s.savedSeq, recovery: s.recovery }));
+  }
+
+  stats(): { collections: number; documents: number } {
+    let documents = 0;
+    for (const c of this.#collections.values()) documents += c.count;
+    return { collections: this.#collections.size, documents };
+  }
+
+  // ---- documents ----
+
+  /** Validates one document body; the vector is embedded later if missing. */
+  #parseDoc(c: Collection, body: unknown): ParsedDoc {
+    if (!isPlainObject(body)) throw new FirkinError('bad_request', `a document must be an object, got ${describe(body)}`);
+    for (const key of Object.keys(body)) {
+      if (!['id', 'text', 'metadata', 'vector'].includes(key)) throw new FirkinError('bad_request', `unknown document field ${JSON.stringify(key)} (known: id, text, metadata, vector)`);
+    }
+    const id = validateDocId(body.id);
+    const text = body.text ?? '';
+    if (typeof text !== 'string') throw new FirkinError('bad_request', `text must be a string, got ${describe(text)}`);
+    const metadata = body.metadata ?? {};
+    if (!isPlainObject(metadata)) throw new FirkinError('bad_request', `metadata must be an object, got ${describe(metadata)}`);
+    const vector = body.vector === undefined || body.vector === null ? undefined : parseVector(body.vector, c.config.dimensions, c.config.metric);
+    if (vector === undefined && c.embedder === undefined) throw noEmbedder(`document ${JSON.stringify(id)} has no vector; embedding its text`);
+    return { id, text, metadata, vector };
+  }
+
+  async #embed(c: Collection, texts: string[]): Promise<Float32Array[]> {
+    const vectors = await c.embedder!.embed(texts);
+    for (const v of vectors) {
+      const problem = checkEmbedding(v, c.config.dimensions, c.config.metric);
+      if (problem !== undefined) {
+        const status = c.embedder!.type === 'hash' ? 'bad_request' : 'bad_gateway';
+        throw new FirkinError(status, problem);
+      }
+    }
+    return vectors;
+  }
+
+  async #writeDocs(c: Collection, docs: DocInput[]): Promise<void> {
+    const byShard = new Map<Shard, DocInput[]>();
+    for (const d of docs) {
+      const shard = c.shardFor(d.id);
+      byShard.set(shard, [...(byShard.get(shard) ?? []), d]);
+    }
+    await Promise.all([...byShard].map(([shard, list]) => shard.upsert(list)));
+  }
+
+  /** One document (an upsert). Returns its id. */
+  async putDoc(name: string, body: unknown): Promise<string> {
+    validateCollectionName(name);
+    const c = this.#collection(name);
+    const doc = this.#parseDoc(c, body);
+    const vector = doc.vector ?? (await this.#embed(c, [doc.text]))[0]!;
+    await this.#writeDocs(c, [{ ...doc, vector }]);
+    return doc.id;
+  }
+
+  /** The batch form: every valid document is written in one atomic batch per shard. */
+  async putDocs(name: string, documents: unknown): Promise<DocResult[]> {
+    validateCollectionName(name);
+    const c = this.#collection(name);
+    if (!Array.isArray(documents) || documents.length === 0 || documents.length > LIMITS.batchDocsMax) {
+      throw new FirkinError('bad_request', `documents must be an array of 1 to ${LIMITS.batchDocsMax} documents, got ${describe(documents)}`);
+    }
+    const results: DocResult[] = [];
+    const parsed: { index: number; doc: ParsedDoc }[] = [];
+    documents.forEach((body, index) => {
+      try {
+        parsed.push({ index, doc: this.#parseDoc(c, body) });
+        results[index] = {};
+      } catch (err) {
+        const e = err as FirkinError;
+        const id = isPlainObject(body) && typeof body.id === 'string' ? body.id : undefined;
+        results[index] = { ...(id === undefined ? {} : { id }), error: e.code, message: e.message };
+      }
+    });
+    const toEmbed = parsed.filter((p) => p.doc.vector === undefined);
+    let embedError: FirkinError | undefined;
+    if (toEmbed.length > 0) {
+      try {
+        const vectors = await this.#embed(c, toEmbed.map((p) => p.doc.text));
+        toEmbed.forEach((p, i) => (p.doc.vector = vectors[i]));
+      } catch (err) {
+        if (!(err instanceof FirkinError)) throw err;
+        embedError = err;
+      }
+    }
+    const ready: DocInput[] = [];
+    for (const p of parsed) {
+      if (p.doc.vector === undefined) {
+        results[p.index] = { id: p.doc.id, error: embedError!.code, message: embedError!.message };
+      } else {
+        ready.push({ id: p.doc.id, text: p.doc.text, metadata: p.doc.metadata, vector: p.doc.vector });
+        results[p.index] = { id: p.doc.id, status: 'created' };
+      }
+    }
+    if (ready.length > 0) await this.#writeDocs(c, ready);
+    return results;
+  }
+
+  async getDoc(name: string, id: string): Promise<StoredDoc> {
+    validateCollectionName(name);
+    const c = this.#collection(name);
+    validateDocId(id);
+    const doc = await c.shardFor(id).get(id);
+    if (doc === undefined) throw new FirkinError('not_found', `document ${JSON.stringify(id)} not found in ${JSON.stringify(name)}`);
+    return doc;
+  }
+
+  async deleteDoc(name: string, id: string): Promise<void> {
+    validateCollectionName(name);
+    const c = this.#collection(name);
+    validateDocId(id);
+    if (!(await c.shardFor(id).remove(id))) throw new FirkinError('not_found', `document ${JSON.stringify(id)} not found in ${JSON.stringify(name)}`);
+  }
+
+  // ---- search ----
+
+  async #queryVector(c: Collection, body: Record<string, unknown>): Promise<Float32Array> {
+    if (body.vector !== undefined && body.vector !== null) return parseVector(body.vector, c.config.dimensions, c.config.metric);
+    if (typeof body.query !== 'string' || body.query.length === 0) {
+      throw new FirkinError('bad_request', `search needs a non-empty string "query" or a "vector", got query ${describe(body.query)}`);
+    }
+    if (c.embedder === undefined) throw noEmbedder('a text query');
+    return (await this.#embed(c, [body.query]))[0]!;
+  }
+
+  async #vectorSearch(c: Collection, query: Float32Array, k: number, ef: number, filter: ReturnType<typeof parseFilter>): Promise<VectorHit[]> {
+    const perShard = await Promise.all(c.shards.map((s) => s.search(query, k, ef, filter)));
+    return perShard.flat().sort(byScoreThenId).slice(0, k);
+  }
+
+  async search(name: string, body: unknown): Promise<VectorHit[]> {
+    validateCollectionName(name);
+    const c = this.#collection(name);
+    if (!isPlainObject(body)) throw new FirkinError('bad_request', `the body must be an object, got ${describe(body)}`);
+    for (const key of Object.keys(body)) {
+      if (!['vector', 'query', 'k', 'filter', 'ef'].includes(key)) throw new FirkinError('bad_request', `unknown search field ${JSON.stringify(key)} (known: vector, query, k, filter, ef)`);
+    }
+    const k = intIn(body.k, 'k', 1, LIMITS.kMax, DEFAULTS.k);
+    const ef = Math.max(k, intIn(body.ef, 'ef', 1, LIMITS.efMax, c.config.index.ef_search));
+    const filter = parseFilter(body.filter);
+    const query = await this.#queryVector(c, body);
+    return this.#vectorSearch(c, query, k, ef, filter);
+  }
+
+  #requireBm25(c: Collection): void {
+    if (c.config.bm25_backend === 'none') {
+      throw new FirkinError('no_bm25_index', `collection ${JSON.stringify(c.name)} has no BM25 index: create it with "bm25_backend": "memory" or "disk"`);
+    }
+  }
+
+  async #bm25Search(c: Collection, query: string, k: number): Promise<ScoredId[]> {
+    const perShard = await Promise.all(c.shards.map((s) => s.searchBm25(query, k)));
+    return perShard.flat().sort(byScoreThenId).slice(0, k);
+  }
+
+  #queryText(body: Record<string, unknown>): string {
+    if (body.query === undefined) throw new FirkinError('bad_request', 'query is required (a non-empty string)');
+    if (typeof body.query !== 'string' || body.query.length === 0) throw new FirkinError('bad_request', `query must be a non-empty string, got ${describe(body.query)}`);
+    return body.query;
+  }
+
+  async searchBm25(name: string, body: unknown): Promise<ScoredId[]> {
+    validateCollectionName(name);
+    const c = this.#collection(name);
+    if (!isPlainObject(body)) throw new FirkinError('bad_request', `the body must be an object, got ${describe(body)}`);
+    for (const key of Object.keys(body)) {
+      if (!['query', 'k'].includes(key)) throw new FirkinError('bad_request', `unknown field ${JSON.stringify(key)} (known: query, k)`);
+    }
+    const query = this.#queryText(body);
+    const k = intIn(body.k, 'k', 1, LIMITS.kMax, DEFAULTS.k);
+    this.#requireBm25(c);
+    return this.#bm25Search(c, query, k);
+  }
+
+  async searchHybrid(name: string, body: unknown): Promise<FusedHit[]> {
+    validateCollectionName(name);
+    const c = this.#collection(name);
+    if (!isPlainObject(body)) throw new FirkinError('bad_request', `the body must be an object, got ${describe(body)}`);
+    for (const key of Object.keys(body)) {
+      if (!['query', 'k', 'bm25_weight', 'vector_weight', 'fusion', 'ef'].includes(key)) {
+        throw new FirkinError('bad_request', `unknown field ${JSON.stringify(key)} (known: query, k, bm25_weight, vector_weight, fusion, ef)`);
+      }
+    }
+    const query = this.#queryText(body);
+    const k = intIn(body.k, 'k', 1, LIMITS.kMax, DEFAULTS.k);
+    const bm25Weight = numberIn(body.bm25_weight, 'bm25_weight', 0, 1, 0.5);
+    const vectorWeight = numberIn(body.vector_weight, 'vector_weight', 0, 1, 0.5);
+    const fusion = oneOf(FUSIONS, body.fusion, 'fusion', 'rrf');
+    this.#requireBm25(c);
+    if (c.embedder === undefined) throw noEmbedder('hybrid search (its vector side embeds the query)');
+    const depth = hybridDepth(k);
+    const ef = Math.max(depth, intIn(body.ef, 'ef', 1, LIMITS.efMax, c.config.index.ef_search));
+    const vector = (await this.#embed(c, [query]))[0]!;
+    const [bm25, hits] = await Promise.all([this.#bm25Search(c, query, depth), this.#vectorSearch(c, vector, depth, ef, undefined)]);
+    return fuse(fusion, { bm25, vector: hits.map((h) => ({ id: h.id, score: h.score })), bm25Weight, vectorWeight, k });
+  }
+
+  // ---- lifecycle ----
+
+  /** Saves every shard's index that changed since its last save. */
+  async saveDirty(): Promise<void> {
+    for (const c of [...this.#collections.values()]) for (const s of c.shards) await s.saveIfDirty();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#saveTimer);
+    await this.#saveRunning;
+    await this.#catalogue(async () => {
+      for (const c of this.#collections.values()) for (const s of c.shards) await s.close({ save: true });
+    });
+  }
+}

@@ -1,0 +1,513 @@
+// One shard of a collection: the unit of storage, index and (later) placement. A standalone
+// collection is one shard.
+//
+// Storage (column family `vec`, keys by core/keys.ts):
+//   [shard, 'd', docId] -> CBOR {t: text, m: metadata, l: label, s: seq, v: float32 LE bytes}
+//   [shard, 's', seq]   -> CBOR {id, l}            the live version of a doc (one per doc)
+//   [shard, 't', seq]   -> CBOR {id, l}            a delete (tombstone), kept until an index
+//                                                  file covers it
+//   [shard, 'm']        -> CBOR {seq, label}       last write sequence, next label
+// Every write is one synced batch touching the record, its seq entries, the meta key and the
+// BM25 postings. The records are the truth; the HNSW index is derived from them.
+//
+// The index maps uint64 labels to doc ids. A doc keeps its label across updates; a deleted
+// doc's label is never reused. The index file `shard-<id>.usearch` is saved in the background
+// with a sidecar `shard-<id>.json` naming the write sequence it covers. On open: load the file,
+// replay every seq/tombstone entry newer than that sequence (remove the label, add the live
+// vector), then check the index holds exactly the live docs; if anything is off, rebuild from
+// the records. Replay is idempotent, so a sidecar that lags its file is harmless; the sidecar
+// is written only after its file is durable, so it never claims more than the file holds.
+import assert from 'node:assert/strict';
+import { open, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Decoder, Encoder } from 'cbor-x';
+import type { Logger } from 'pino';
+import { FirkinError } from '../core/errors.js';
+import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
+import type { BatchOp, Store } from '../storage/db.js';
+import type { AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
+import { type ScoredId, byScoreThenId } from './bm25.js';
+import { type Bm25Index, type TextChange, bm25ShardRange, openBm25 } from './bm25-index.js';
+import type { CollectionConfig } from './collection-config.js';
+import { type Filter, matchesFilter } from './filter.js';
+import { decodeTrailingString } from './key-parts.js';
+import { exactScore, scoreFromDistance } from './metric.js';
+
+const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
+const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
+
+/** Records read per chunk when rebuilding or replaying. */
+const SCAN_CHUNK = 1024;
+/** Filtered ANN search widens its candidate list by this factor per round... */
+const FILTER_WIDEN = 4;
+/** ...up to this many candidates; then it scans every record exactly. */
+const FILTER_CANDIDATES_MAX = 4096;
+
+export interface DocInput {
+  readonly id: string;
+  readonly text: string;
+  readonly metadata: Record<string, unknown>;
+  readonly vector: Float32Array;
+}
+
+export interface StoredDoc extends DocInput {}
+
+export interface VectorHit {
+  readonly id: string;
+  readonly text: string;
+  readonly score: number;
+  readonly metadata: Record<string, unknown>;
+}
+
+export interface Recovery {
+  /** Where the index came from at open. */
+  source: 'file' | 'rebuilt' | 'empty';
+  /** Seq/tombstone entries replayed over the loaded file. */
+  replayed: number;
+  /** Why the file was not used, when it was not. */
+  reason?: string;
+}
+
+interface RecordValue {
+  t: string;
+  m: Record<string, unknown>;
+  l: number;
+  s: number;
+  v: Uint8Array;
+}
+
+interface SeqValue {
+  id: string;
+  l: number;
+}
+
+interface Sidecar {
+  seq: number;
+  engine: string;
+  dimensions: number;
+  metric: string;
+  m: number;
+  count: number;
+}
+
+export interface ShardDeps {
+  store: Store;
+  ann: AnnEngine;
+  /** Directory of the index files. */
+  indexDir: string;
+  log: Logger;
+}
+
+function vectorBytes(v: Float32Array): Uint8Array {
+  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+}
+
+function bytesVector(b: Uint8Array): Float32Array {
+  // Copy: the decoded bytes may sit at an offset that is not 4-aligned.
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new Float32Array(copy.buffer);
+}
+
+function decodeRecord(id: string, raw: Buffer): StoredDoc & { label: number; seq: number } {
+  const r = decoder.decode(raw) as RecordValue;
+  return { id, text: r.t, metadata: r.m, vector: bytesVector(r.v), label: r.l, seq: r.s };
+}
+
+export class Shard {
+  readonly id: number;
+  readonly config: CollectionConfig;
+  readonly #deps: ShardDeps;
+  readonly #annOptions: AnnOptions;
+  #ann: AnnIndex;
+  #bm25: Bm25Index | undefined;
+  /** doc id -> its label and the seq of its live version. */
+  readonly #docs = new Map<string, { label: number; seq: number }>();
+  /** label -> doc id, for the live docs. */
+  readonly #labels = new Map<number, string>();
+  /** Last committed write sequence; every committed write is in the index. */
+  #seq = 0;
+  #nextLabel = 1;
+  /** Write sequence the index file on disk covers (-1: no usable file). */
+  #savedSeq = -1;
+  #tail: Promise<unknown> = Promise.resolve();
+  #saving: Promise<void> | undefined;
+  #closed = false;
+  recovery: Recovery = { source: 'empty', replayed: 0 };
+
+  private constructor(id: number, config: CollectionConfig, deps: ShardDeps) {
+    this.id = id;
+    this.config = config;
+    this.#deps = deps;
+    this.#annOptions = { dimensions: config.dimensions, metric: config.metric, m: config.index.m, efConstruction: config.index.ef_construction };
+    this.#ann = deps.ann.create(this.#annOptions);
+  }
+
+  get count(): number {
+    return this.#docs.size;
+  }
+
+  get seq(): number {
+    return this.#seq;
+  }
+
+  get savedSeq(): number {
+    return this.#savedSeq;
+  }
+
+  get hasBm25(): boolean {
+    return this.#bm25 !== undefined;
+  }
+
+  get indexFile(): string {
+    return path.join(this.#deps.indexDir, `shard-${this.id}.usearch`);
+  }
+
+  get sidecarFile(): string {
+    return path.join(this.#deps.indexDir, `shard-${this.id}.json`);
+  }
+
+  #key(...rest: (string | number)[]): Buffer {
+    return encodeKey([this.id, ...rest]);
+  }
+
+  static async open(id: number, config: CollectionConfig, deps: ShardDeps): Promise<Shard> {
+    const shard = new Shard(id, config, deps);
+    await shard.#open();
+    return shard;
+  }
+
+  async #open(): Promise<void> {
+    const { store } = this.#deps;
+    const meta = await store.get('vec', this.#key('m'));
+    if (meta !== undefined) {
+      const m = decoder.decode(meta) as { seq: number; label: number };
+      this.#seq = m.seq;
+      this.#nextLabel = m.label;
+    }
+    for await (const [key, value] of store.entries('vec', prefixRange([this.id, 's']))) {
+      const e = decoder.decode(value) as SeqValue;
+      this.#docs.set(e.id, { label: e.l, seq: decodeKey(key)[2] as number });
+      this.#labels.set(e.l, e.id);
+    }
+    this.#bm25 = await openBm25(this.config, store, this.id);
+    const needsTextScan = this.#bm25?.backend === 'memory';
+
+    const loaded = await this.#loadFile();
+    if (loaded.ok) {
+      this.#ann = loaded.index;
+      this.#savedSeq = loaded.seq;
+      const replayed = await this.#replay(loaded.seq);
+      if (this.#ann.size === this.#docs.size) {
+        this.recovery = { source: 'file', replayed };
+      } else {
+        this.recovery = { source: 'rebuilt', replayed: 0, reason: `index holds ${this.#ann.size} vectors after replay, ${this.#docs.size} docs are live` };
+        this.#savedSeq = -1;
+      }
+    } else {
+      this.recovery = { source: this.#docs.size === 0 ? 'empty' : 'rebuilt', replayed: 0, reason: loaded.reason };
+    }
+    const rebuild = this.recovery.source !== 'file';
+    if (rebuild) this.#ann = this.#deps.ann.create(this.#annOptions);
+    if (rebuild || needsTextScan) await this.#scanRecords({ index: rebuild, text: needsTextScan });
+    if (this.recovery.source === 'rebuilt') this.#deps.log.warn({ shard: this.id, reason: this.recovery.reason, docs: this.#docs.size }, 'vector index rebuilt from records');
+  }
+
+  async #loadFile(): Promise<{ ok: true; index: AnnIndex; seq: number } | { ok: false; reason: string }> {
+    let sidecar: Sidecar;
+    try {
+      const fh = await open(this.sidecarFile, 'r');
+      try {
+        sidecar = JSON.parse(await fh.readFile('utf8')) as Sidecar;
+      } finally {
+        await fh.close();
+      }
+    } catch (err) {
+      return { ok: false, reason: `no index file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
+    }
+    const o = this.#annOptions;
+    if (sidecar.engine !== this.#deps.ann.name || sidecar.dimensions !== o.dimensions || sidecar.metric !== o.metric || sidecar.m !== o.m) {
+      return { ok: false, reason: 'index file was built with other options' };
+    }
+    if (!(Number.isSafeInteger(sidecar.seq) && sidecar.seq >= 0 && sidecar.seq <= this.#seq)) {
+      return { ok: false, reason: `index file covers seq ${sidecar.seq}, the records end at ${this.#seq}` };
+    }
+    try {
+      return { ok: true, index: this.#deps.ann.load(this.indexFile, o), seq: sidecar.seq };
+    } catch (err) {
+      return { ok: false, reason: `index file unreadable: ${(err as Error).message}` };
+    }
+  }
+
+  /** Re-applies every write after `fromSeq` to the loaded index. Idempotent. */
+  async #replay(fromSeq: number): Promise<number> {
+    const { store } = this.#deps;
+    let replayed = 0;
+    const after = (kind: 's' | 't') => ({ gt: this.#key(kind, fromSeq), lt: prefixRange([this.id, kind]).lt });
+    for await (const [, value] of store.entries('vec', after('t'))) {
+      const e = decoder.decode(value) as SeqValue;
+      if (this.#ann.has(BigInt(e.l))) this.#ann.remove(BigInt(e.l));
+      replayed++;
+    }
+    let chunk: SeqValue[] = [];
+    const flush = async () => {
+      const raws = await store.getMany('vec', chunk.map((e) => this.#key('d', e.id)));
+      const keys: bigint[] = [];
+      const vectors: Float32Array[] = [];
+      chunk.forEach((e, i) => {
+        const raw = raws[i];
+        assert.ok(raw !== undefined, `seq entry for ${e.id} without its record`);
+        const rec = decodeRecord(e.id, raw);
+        if (this.#ann.has(BigInt(e.l))) this.#ann.remove(BigInt(e.l));
+        keys.push(BigInt(e.l));
+        vectors.push(rec.vector);
+      });
+      this.#addMany(keys, vectors);
+      replayed += chunk.length;
+      chunk = [];
+    };
+    for await (const [, value] of store.entries('vec', after('s'))) {
+      chunk.push(decoder.decode(value) as SeqValue);
+      if (chunk.length >= SCAN_CHUNK) await flush();
+    }
+    if (chunk.length > 0) await flush();
+    return replayed;
+  }
+
+  async #scanRecords(what: { index: boolean; text: boolean }): Promise<void> {
+    const keys: bigint[] = [];
+    const vectors: Float32Array[] = [];
+    const texts: TextChange[] = [];
+    const range = prefixRange([this.id, 'd']);
+    const prefixLength = range.gte.length;
+    for await (const [key, value] of this.#deps.store.entries('vec', range)) {
+      const r = decoder.decode(value) as RecordValue;
+      if (what.index) {
+        keys.push(BigInt(r.l));
+        vectors.push(bytesVector(r.v));
+        if (keys.length >= SCAN_CHUNK) this.#addMany(keys.splice(0), vectors.splice(0));
+      }
+      if (what.text) {
+        const id = decodeTrailingString(key, prefixLength);
+        texts.push({ id, oldText: undefined, newText: r.t });
+        if (texts.length >= SCAN_CHUNK) this.#bm25!.prepare(texts.splice(0)).apply();
+      }
+    }
+    if (keys.length > 0) this.#addMany(keys, vectors);
+    if (texts.length > 0) this.#bm25!.prepare(texts).apply();
+  }
+
+  #addMany(keys: bigint[], vectors: Float32Array[]): void {
+    if (keys.length === 0) return;
+    const flat = new Float32Array(keys.length * this.config.dimensions);
+    vectors.forEach((v, i) => flat.set(v, i * this.config.dimensions));
+    this.#ann.add(BigUint64Array.from(keys), flat);
+  }
+
+  /** Runs `fn` after every earlier write of this shard: one writer at a time. */
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#tail.then(() => {
+      if (this.#closed) throw new FirkinError('not_found', 'the collection was deleted');
+      return fn();
+    });
+    this.#tail = run.catch(() => undefined);
+    return run;
+  }
+
+  async #oldTexts(ids: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (this.#bm25 === undefined) return out;
+    const present = ids.filter((id) => this.#docs.has(id));
+    const raws = await this.#deps.store.getMany('vec', present.map((id) => this.#key('d', id)));
+    present.forEach((id, i) => {
+      const raw = raws[i];
+      assert.ok(raw !== undefined, `live doc ${id} without its record`);
+      out.set(id, (decoder.decode(raw) as RecordValue).t);
+    });
+    return out;
+  }
+
+  /** Inserts or replaces docs (the last of equal ids wins), durably, then indexes them. */
+  upsert(input: readonly DocInput[]): Promise<void> {
+    const byId = new Map<string, DocInput>();
+    for (const doc of input) {
+      byId.delete(doc.id); // keep the order of last occurrence
+      byId.set(doc.id, doc);
+    }
+    const docs = [...byId.values()];
+    return this.#exclusive(async () => {
+      const oldTexts = await this.#oldTexts(docs.map((d) => d.id));
+      let seq = this.#seq;
+      let nextLabel = this.#nextLabel;
+      const ops: BatchOp[] = [];
+      const planned = docs.map((doc) => {
+        const prev = this.#docs.get(doc.id);
+        const label = prev?.label ?? nextLabel++;
+        seq += 1;
+        const record: RecordValue = { t: doc.text, m: doc.metadata, l: label, s: seq, v: vectorBytes(doc.vector) };
+        ops.push({ type: 'put', cf: 'vec', key: this.#key('d', doc.id), value: encoder.encode(record) });
+        if (prev !== undefined) ops.push({ type: 'del', cf: 'vec', key: this.#key('s', prev.seq) });
+        ops.push({ type: 'put', cf: 'vec', key: this.#key('s', seq), value: encoder.encode({ id: doc.id, l: label } satisfies SeqValue) });
+        return { doc, label, seq, prev };
+      });
+      const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTexts.get(d.id), newText: d.text })));
+      if (bm25 !== undefined) ops.push(...bm25.ops);
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: nextLabel }) });
+      await this.#deps.store.batch(ops, { sync: true });
+      // Committed: bring memory and the index up to it, with no await in between.
+      for (const p of planned) {
+        if (p.prev !== undefined) this.#ann.remove(BigInt(p.label));
+        this.#docs.set(p.doc.id, { label: p.label, seq: p.seq });
+        this.#labels.set(p.label, p.doc.id);
+      }
+      this.#addMany(planned.map((p) => BigInt(p.label)), planned.map((p) => p.doc.vector));
+      bm25?.apply();
+      this.#seq = seq;
+      this.#nextLabel = nextLabel;
+    });
+  }
+
+  /** Deletes a doc; false when it does not exist. */
+  remove(id: string): Promise<boolean> {
+    return this.#exclusive(async () => {
+      const prev = this.#docs.get(id);
+      if (prev === undefined) return false;
+      const oldTexts = await this.#oldTexts([id]);
+      const seq = this.#seq + 1;
+      const ops: BatchOp[] = [{ type: 'del', cf: 'vec', key: this.#key('d', id) }];
+      ops.push({ type: 'del', cf: 'vec', key: this.#key('s', prev.seq) });
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('t', seq), value: encoder.encode({ id, l: prev.label } satisfies SeqValue) });
+      const bm25 = this.#bm25?.prepare([{ id, oldText: oldTexts.get(id), newText: undefined }]);
+      if (bm25 !== undefined) ops.push(...bm25.ops);
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: this.#nextLabel }) });
+      await this.#deps.store.batch(ops, { sync: true });
+      this.#ann.remove(BigInt(prev.label));
+      this.#docs.delete(id);
+      this.#labels.delete(prev.label);
+      bm25?.apply();
+      this.#seq = seq;
+      return true;
+    });
+  }
+
+  async get(id: string): Promise<StoredDoc | undefined> {
+    const raw = await this.#deps.store.get('vec', this.#key('d', id));
+    return raw === undefined ? undefined : decodeRecord(id, raw);
+  }
+
+  async #records(ids: readonly string[]): Promise<(StoredDoc | undefined)[]> {
+    const raws = await this.#deps.store.getMany('vec', ids.map((id) => this.#key('d', id)));
+    return raws.map((raw, i) => (raw === undefined ? undefined : decodeRecord(ids[i]!, raw)));
+  }
+
+  /** The `k` most similar docs (by this collection's metric), optionally filtered. */
+  async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined): Promise<VectorHit[]> {
+    const size = this.#ann.size;
+    if (size === 0) return [];
+    let count = filter === undefined ? k : Math.min(size, k * FILTER_WIDEN);
+    for (;;) {
+      const m = this.#ann.search(query, count, Math.max(ef, count));
+      const ids: string[] = [];
+      const scores: number[] = [];
+      m.keys.forEach((key, i) => {
+        const id = this.#labels.get(Number(key));
+        if (id === undefined) return;
+        ids.push(id);
+        scores.push(scoreFromDistance(this.config.metric, m.distances[i]!));
+      });
+      const records = await this.#records(ids);
+      const hits: VectorHit[] = [];
+      records.forEach((r, i) => {
+        if (r === undefined) return; // deleted while we read
+        if (filter !== undefined && !matchesFilter(filter, r.metadata)) return;
+        hits.push({ id: r.id, text: r.text, score: scores[i]!, metadata: r.metadata });
+      });
+      if (filter === undefined || hits.length >= k || count >= size) return hits.slice(0, k);
+      if (count >= FILTER_CANDIDATES_MAX) return this.#exactSearch(query, k, filter);
+      count = Math.min(size, count * FILTER_WIDEN, FILTER_CANDIDATES_MAX);
+    }
+  }
+
+  /** Brute force over every record that passes the filter: exact, for selective filters. */
+  async #exactSearch(query: Float32Array, k: number, filter: Filter): Promise<VectorHit[]> {
+    const range = prefixRange([this.id, 'd']);
+    const prefixLength = range.gte.length;
+    const hits: VectorHit[] = [];
+    for await (const [key, value] of this.#deps.store.entries('vec', range)) {
+      const r = decoder.decode(value) as RecordValue;
+      if (!matchesFilter(filter, r.m)) continue;
+      const id = decodeTrailingString(key, prefixLength);
+      hits.push({ id, text: r.t, metadata: r.m, score: exactScore(this.config.metric, query, bytesVector(r.v)) });
+    }
+    hits.sort(byScoreThenId);
+    return hits.slice(0, k);
+  }
+
+  async searchBm25(query: string, k: number): Promise<ScoredId[]> {
+    assert.ok(this.#bm25 !== undefined, 'caller checks hasBm25');
+    return this.#bm25.search(query, k);
+  }
+
+  /** Saves the index file if writes happened since the last save. Never runs twice at once. */
+  saveIfDirty(): Promise<void> {
+    if (this.#closed || this.#seq === this.#savedSeq || (this.#seq === 0 && this.#docs.size === 0)) return this.#saving ?? Promise.resolve();
+    this.#saving ??= this.#save().finally(() => (this.#saving = undefined));
+    return this.#saving;
+  }
+
+  async #save(): Promise<void> {
+    // The synchronous save and the read of #seq happen with no await between them, so the
+    // file holds exactly the writes up to `seq`.
+    const seq = this.#seq;
+    const tmp = `${this.indexFile}.tmp`;
+    this.#ann.save(tmp);
+    const sidecar: Sidecar = {
+      seq,
+      engine: this.#deps.ann.name,
+      dimensions: this.config.dimensions,
+      metric: this.config.metric,
+      m: this.config.index.m,
+      count: this.#docs.size,
+    };
+    await fsyncFile(tmp);
+    await rename(tmp, this.indexFile);
+    await writeFile(`${this.sidecarFile}.tmp`, JSON.stringify(sidecar));
+    await fsyncFile(`${this.sidecarFile}.tmp`);
+    await rename(`${this.sidecarFile}.tmp`, this.sidecarFile);
+    await fsyncFile(this.#deps.indexDir);
+    this.#savedSeq = seq;
+    // Tombstones the file covers are no longer needed for replay.
+    if (!this.#closed) await this.#deps.store.clearRange('vec', { gte: this.#key('t'), lt: this.#key('t', seq + 1) });
+  }
+
+  /** Waits for pending writes and saves; later calls fail with not_found. */
+  async close(options: { save: boolean }): Promise<void> {
+    await this.#exclusive(async () => undefined).catch(() => undefined);
+    if (options.save) await this.saveIfDirty();
+    await this.#saving;
+    this.#closed = true;
+  }
+
+  /** Closes and removes every record, posting and file of the shard. */
+  async drop(): Promise<void> {
+    await this.close({ save: false });
+    await dropShardData(this.#deps.store, this.id, this.#deps.indexDir);
+  }
+}
+
+export async function dropShardData(store: Store, shard: number, indexDir: string): Promise<void> {
+  await store.clearRange('vec', prefixRange([shard]));
+  await store.clearRange('bm25', bm25ShardRange(shard));
+  for (const f of [`shard-${shard}.usearch`, `shard-${shard}.json`, `shard-${shard}.usearch.tmp`, `shard-${shard}.json.tmp`]) {
+    await rm(path.join(indexDir, f), { force: true });
+  }
+}
+
+async function fsyncFile(file: string): Promise<void> {
+  const fh = await open(file, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
