@@ -1,4 +1,5 @@
 // Composition root: the only module that builds engines and wires them together.
+import { randomBytes } from 'node:crypto';
 import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -6,9 +7,15 @@ import pino, { type Logger } from 'pino';
 import { ApiKeys } from './auth/api-keys.js';
 import type { Config } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
+import { DocEngine } from './docdb/engine.js';
+import { pathIndexer } from './docdb/query/indexer.js';
 import { type OpenedGateway, openGateway } from './gateway/open.js';
 import { type Listener, listen } from './http/listener.js';
 import type { RouteInfo } from './http/not-found.js';
+import { docdbRoutes } from './http/routes/docdb.js';
+import { docdbQueryRoutes } from './http/routes/docdb-query.js';
+import { docdbAttachmentRoutes } from './http/routes/docdb-attachments.js';
+import { docdbChangesRoutes } from './http/routes/docdb-changes.js';
 import type { HealthCheck } from './http/routes/system.js';
 import { vectorRoutes } from './http/routes/vector.js';
 import { buildHttp } from './http/server.js';
@@ -70,6 +77,11 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const keys = await ApiKeys.load(store);
     const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
     if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
+    const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), nowMs: () => clock.nowMs(), revsLimit: config.docdb.revsLimit });
+    // Before storage closes: refuse new writes and let queued groups commit.
+    closers.unshift(() => docs.close());
+    // The automatic path index commits in the same batch as every winner change.
+    docs.addIndexer(pathIndexer);
 
     let vectors: VectorEngine | undefined;
     if (config.vectordb.enabled) {
@@ -97,6 +109,13 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           : { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] },
       cluster: () => ({ status: 'ok', state: config.cluster.enabled ? 'starting' : 'standalone' }),
       ...(vectors === undefined ? {} : { vector: () => ({ status: 'ok', ...vectors!.stats() }) }),
+      docdb: () => ({
+        status: docs.stopping ? 'degraded' : 'ok',
+        databases: docs.listDbs().map((db) => {
+          const info = docs.dbInfo(db);
+          return { name: db, status: 'ok', doc_count: info.doc_count, doc_del_count: info.doc_del_count, update_seq: info.update_seq, disk_size: info.disk_size };
+        }),
+      }),
     };
 
     let gateway: OpenedGateway | undefined;
@@ -120,6 +139,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       startedAtMs,
       checks,
     };
+    const docdbFeature = async (app: FastifyInstance) => {
+      await app.register(docdbRoutes, { docs, hlc, newId: () => randomBytes(16).toString('hex') });
+      await app.register(docdbChangesRoutes, { docs, hlc, heartbeatMs: config.docdb.streamHeartbeatMs });
+      await app.register(docdbAttachmentRoutes, { docs, attachmentMaxBytes: config.docdb.attachmentMaxBytes });
+      await app.register(docdbQueryRoutes, { store });
+    };
     const vectorFeatures =
       vectors === undefined
         ? []
@@ -131,7 +156,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
                 cluster: standaloneCluster({ nodeName: config.nodeName, clusterEnabled: config.cluster.enabled }),
               }),
           ];
-    const { app, handler, routes } = await buildHttp({ ...httpDeps, features: [...vectorFeatures, ...(gatewayShared ? [gateway!.feature] : [])] });
+    const { app, handler, routes } = await buildHttp({ ...httpDeps, features: [docdbFeature, ...vectorFeatures, ...(gatewayShared ? [gateway!.feature] : [])] });
     closers.unshift(() => app.close());
 
     let listener: Listener | undefined;
@@ -145,6 +170,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       });
       closers.unshift(() => listener!.close());
     }
+    // First: end long polls and SSE streams, or the listener would wait for them to hang up.
+    closers.unshift(async () => docs.stopStreams());
 
     // Another port: a second fastify app (platform routes + gateway only) on its own listener.
     let gatewayListener: Listener | undefined;

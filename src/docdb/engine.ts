@@ -1,0 +1,943 @@
+// The document database engine: catalogue, the serialised write path (group commit, one
+// atomic synced batch per group), reads, changes, and the notifier long-poll and SSE wait on.
+// It knows nothing of HTTP: it takes parsed inputs and throws FirkinError.
+//
+// Write path. Every database has one queue. A writer drains it: it takes the waiting jobs
+// (one job = one request's edits) up to LIMITS.groupEditsMax edits, reads the document
+// records they touch, applies each edit in order against an in-memory overlay (so two
+// edits of one document in one group see each other), and commits the whole group with
+// ONE `store.batch(ops, {sync: true})`. A request's writes are therefore always atomic
+// (they are never split across groups), and concurrent writers share one fsync.
+import type { Logger } from 'pino';
+import { FirkinError } from '../core/errors.js';
+import { type Hlc, type HybridClock, HLC_ZERO, hlcToText } from '../core/hlc.js';
+import { decodeKey } from '../core/keys.js';
+import type { BatchOp, Store } from '../storage/db.js';
+import { type AttachmentInput, type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
+import { LIMITS, checkAttachmentName, checkDbName, checkDocId } from './names.js';
+import {
+  ATT_CHUNK_BYTES,
+  type AttachmentMeta,
+  type Attachments,
+  type BodyRecord,
+  DOC_CFS,
+  type DbRecord,
+  type DocRecord,
+  type LeafInfo,
+  decodeBody,
+  decodeDbRecord,
+  decodeDocRecord,
+  decodeSeq,
+  encodeBody,
+  encodeDbRecord,
+  encodeDocRecord,
+  encodeSeq,
+  keys,
+  seqFromKey,
+} from './records.js';
+import { type Json, nextRev } from './rev-hash.js';
+import {
+  type RevPath,
+  type RevTree,
+  conflicts,
+  deletedConflicts,
+  findRev,
+  isLeaf,
+  isRev,
+  isValidPath,
+  leaves,
+  mergePath,
+  pathFromRevisions,
+  revGen,
+  revisions,
+  revsDiff,
+  stem,
+  winningRev,
+} from './revtree.js';
+
+export type Body = Record<string, Json>;
+
+/** What an indexer sees when a document's winning revision changes (undefined = none or deleted). */
+export interface WinnerChange {
+  readonly db: string;
+  readonly docId: string;
+  readonly before: Readonly<Body> | undefined;
+  readonly after: Readonly<Body> | undefined;
+  readonly seq: Hlc;
+}
+
+/**
+ * Extension point for the path index (query engine): called inside the batch build of every
+ * write whose winner changes; it appends its postings to `ops`, which commit atomically with
+ * the document. Keys it writes must start with the database name (a drop clears `[db]`).
+ */
+export type WinnerIndexer = (change: WinnerChange, ops: BatchOp[]) => void;
+
+export type EditResult =
+  | { readonly ok: true; readonly id: string; readonly rev: string }
+  | { readonly ok: false; readonly id: string | null; readonly error: string; readonly message: string };
+
+type Edit =
+  | {
+      readonly kind: 'update';
+      readonly docId: string;
+      readonly body: Body;
+      readonly attachments: Readonly<Record<string, AttachmentInput>> | undefined;
+      readonly deleted: boolean;
+      readonly rev: string | undefined;
+    }
+  | { readonly kind: 'attach'; readonly docId: string; readonly rev: string | undefined; readonly name: string; readonly blob: Blob | undefined }
+  | {
+      readonly kind: 'replicate';
+      readonly docId: string;
+      readonly body: Body;
+      readonly attachments: Readonly<Record<string, AttachmentInput>> | undefined;
+      readonly path: RevPath;
+    };
+
+type Job =
+  | { readonly kind: 'edits'; readonly edits: readonly (Edit | EditResult)[]; resolve(results: EditResult[]): void; reject(err: unknown): void }
+  | { readonly kind: 'exclusive'; run(): Promise<void>; resolve(): void; reject(err: unknown): void };
+
+interface DbState {
+  record: DbRecord;
+  readonly queue: Job[];
+  running: boolean;
+  dropped: boolean;
+  readonly listeners: Set<() => void>;
+}
+
+export interface DbInfo {
+  db_name: string;
+  doc_count: number;
+  doc_del_count: number;
+  update_seq: string;
+  last_seq: string;
+  disk_size: number;
+  data_size: number;
+  instance_start_time: string;
+  revs_limit: number;
+}
+
+export interface GetDocOptions {
+  rev?: string;
+  revs?: boolean;
+  conflicts?: boolean;
+  deletedConflicts?: boolean;
+  /** Serve the winner even when it is a tombstone. */
+  deleted?: boolean;
+}
+
+export interface ChangeEntry {
+  seq: string;
+  hlc: string;
+  id: string;
+  rev: string;
+  changes: { rev: string }[];
+  deleted: boolean;
+  doc?: Record<string, unknown> | null;
+}
+
+export interface ChangesOptions {
+  /** Exclusive lower bound; undefined = from the beginning. */
+  since: Hlc | undefined;
+  limit: number | undefined;
+  descending: boolean;
+  docIds: ReadonlySet<string> | undefined;
+  includeDocs: boolean;
+}
+
+export interface AllDocsOptions {
+  startkey?: string;
+  endkey?: string;
+  inclusiveEnd: boolean;
+  limit?: number;
+  skip: number;
+  descending: boolean;
+  includeDocs: boolean;
+}
+
+export interface AllDocsRow {
+  id?: string;
+  key: string;
+  value?: { rev: string; deleted?: boolean };
+  doc?: Record<string, unknown> | null;
+  error?: string;
+}
+
+export interface DocEngineOptions {
+  store: Store;
+  hlc: HybridClock;
+  log: Logger;
+  nowMs: () => number;
+  revsLimit: number;
+}
+
+const notFoundDb = (db: string) => new FirkinError('not_found', `database ${JSON.stringify(db)} does not exist`);
+const notFoundDoc = (id: string) => new FirkinError('not_found', `document ${JSON.stringify(id)} not found`);
+
+function errorResult(id: string | null, err: unknown): EditResult {
+  if (err instanceof FirkinError) return { ok: false, id, error: err.code, message: err.message };
+  throw err;
+}
+
+/** A group commit being built: overlays make edits of one group see each other. */
+interface Group {
+  readonly db: string;
+  readonly state: DbState;
+  readonly records: Map<string, DocRecord | undefined>;
+  readonly bodies: Map<string, BodyRecord | null>;
+  readonly ops: BatchOp[];
+  docCount: number;
+  delCount: number;
+  dataBytes: number;
+  updateSeq: Hlc | undefined;
+}
+
+function chunkCount(length: number): number {
+  return Math.max(1, Math.ceil(length / ATT_CHUNK_BYTES));
+}
+
+function digestsOf(info: LeafInfo | undefined): Record<string, number> {
+  return info?.a === undefined ? {} : { ...info.a };
+}
+
+export class DocEngine {
+  readonly #store: Store;
+  readonly #hlc: HybridClock;
+  readonly #log: Logger;
+  readonly #nowMs: () => number;
+  readonly #revsLimit: number;
+  readonly #dbs = new Map<string, DbState>();
+  readonly #indexers: WinnerIndexer[] = [];
+  readonly #dropHooks: ((db: string) => Promise<void>)[] = [];
+  readonly #closeListeners = new Set<() => void>();
+  /** Create and drop run one at a time (a name cannot be created while it is being dropped). */
+  #catalogue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+  #stopping = false;
+
+  private constructor(options: DocEngineOptions) {
+    this.#store = options.store;
+    this.#hlc = options.hlc;
+    this.#log = options.log;
+    this.#nowMs = options.nowMs;
+    this.#revsLimit = options.revsLimit;
+  }
+
+  /** Load the catalogue, finish drops a crash interrupted, and move the clock past every stored seq. */
+  static async open(options: DocEngineOptions): Promise<DocEngine> {
+    const engine = new DocEngine(options);
+    const store = options.store;
+    for await (const [key] of store.entries('system', keys.dropMarkers())) {
+      const db = decodeKey(key)[1] as string;
+      await engine.#clearData(db);
+      await store.del('system', key, { sync: true });
+    }
+    for await (const [, value] of store.entries('system', keys.dbRecords())) {
+      const record = decodeDbRecord(value);
+      engine.#dbs.set(record.name, { record, queue: [], running: false, dropped: false, listeners: new Set() });
+      // Never issue a sequence at or below one already on disk, even if the wall clock went back.
+      if (record.updateSeq !== undefined && engine.#hlc.update(record.updateSeq) === undefined) {
+        options.log.warn({ db: record.name, seq: hlcToText(record.updateSeq) }, 'stored sequence is beyond the HLC max offset');
+      }
+    }
+    return engine;
+  }
+
+  /** Register an indexer called inside every write batch whose winner changes. */
+  addIndexer(indexer: WinnerIndexer): void {
+    this.#indexers.push(indexer);
+  }
+
+  /** Register cleanup run when a database is dropped (after its ranges are cleared). */
+  onDrop(hook: (db: string) => Promise<void>): void {
+    this.#dropHooks.push(hook);
+  }
+
+  /** Called when the engine closes: streams end so shutdown is not held up. Returns an unsubscribe. */
+  onClose(listener: () => void): () => void {
+    this.#closeListeners.add(listener);
+    return () => this.#closeListeners.delete(listener);
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  // ---- catalogue -------------------------------------------------------------------------
+
+  listDbs(): string[] {
+    return [...this.#dbs.keys()].sort();
+  }
+
+  has(db: string): boolean {
+    const state = this.#dbs.get(db);
+    return state !== undefined && !state.dropped;
+  }
+
+  #state(db: string): DbState {
+    const state = this.#dbs.get(db);
+    if (state === undefined || state.dropped) throw notFoundDb(db);
+    return state;
+  }
+
+  /** Throws not_found when the database does not exist. */
+  assertDb(db: string): void {
+    this.#state(db);
+  }
+
+  #serialCatalogue<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#catalogue.then(fn, fn);
+    this.#catalogue = run.catch(() => undefined);
+    return run;
+  }
+
+  createDb(db: string): Promise<DbInfo> {
+    checkDbName(db);
+    return this.#serialCatalogue(async () => {
+      this.#checkOpen();
+      if (this.#dbs.has(db)) throw new FirkinError('conflict', `database ${JSON.stringify(db)} already exists`);
+      const nowMs = this.#nowMs();
+      const record: DbRecord = {
+        name: db,
+        createdMs: nowMs,
+        instanceStartTime: String(nowMs * 1000),
+        revsLimit: this.#revsLimit,
+        docCount: 0,
+        delCount: 0,
+        updateSeq: undefined,
+        dataBytes: 0,
+      };
+      await this.#store.put('system', keys.dbRecord(db), encodeDbRecord(record), { sync: true });
+      this.#dbs.set(db, { record, queue: [], running: false, dropped: false, listeners: new Set() });
+      return this.#info(record);
+    });
+  }
+
+  deleteDb(db: string): Promise<void> {
+    return this.#serialCatalogue(async () => {
+      this.#checkOpen();
+      const state = this.#state(db);
+      // Let queued writes finish, then refuse new ones: the drop is the last thing the queue runs.
+      await this.#exclusive(state, async () => {
+        state.dropped = true;
+        await this.#store.batch(
+          [
+            { type: 'del', cf: 'system', key: keys.dbRecord(db) },
+            { type: 'put', cf: 'system', key: keys.dropMarker(db), value: Buffer.alloc(0) },
+          ],
+          { sync: true },
+        );
+      });
+      this.#dbs.delete(db);
+      for (const listener of state.listeners) listener();
+      await this.#clearData(db);
+      await this.#store.del('system', keys.dropMarker(db), { sync: true });
+    });
+  }
+
+  async #clearData(db: string): Promise<void> {
+    for (const cf of DOC_CFS) await this.#store.clearRange(cf, keys.dbPrefix(db));
+    for (const hook of this.#dropHooks) await hook(db);
+  }
+
+  dbInfo(db: string): DbInfo {
+    return this.#info(this.#state(db).record);
+  }
+
+  #info(record: DbRecord): DbInfo {
+    const seq = hlcToText(record.updateSeq ?? HLC_ZERO);
+    return {
+      db_name: record.name,
+      doc_count: record.docCount,
+      doc_del_count: record.delCount,
+      update_seq: seq,
+      last_seq: seq,
+      disk_size: record.dataBytes,
+      data_size: record.dataBytes,
+      instance_start_time: record.instanceStartTime,
+      revs_limit: record.revsLimit,
+    };
+  }
+
+  /** The database's last sequence (HLC_ZERO when nothing was written). */
+  lastSeq(db: string): Hlc {
+    return this.#state(db).record.updateSeq ?? HLC_ZERO;
+  }
+
+  // ---- writes ----------------------------------------------------------------------------
+
+  #checkOpen(): void {
+    if (this.#closed) throw new FirkinError('unavailable', 'the document engine is shutting down');
+  }
+
+  #enqueue(state: DbState, job: Job): void {
+    this.#checkOpen();
+    state.queue.push(job);
+    if (!state.running) void this.#drain(state);
+  }
+
+  #exclusive(state: DbState, run: () => Promise<void>): Promise<void> {
+    return new Promise((resolve, reject) => this.#enqueue(state, { kind: 'exclusive', run, resolve, reject }));
+  }
+
+  #submit(db: string, edits: readonly (Edit | EditResult)[]): Promise<EditResult[]> {
+    const state = this.#state(db);
+    return new Promise((resolve, reject) => this.#enqueue(state, { kind: 'edits', edits, resolve, reject }));
+  }
+
+  async #drain(state: DbState): Promise<void> {
+    state.running = true;
+    try {
+      while (state.queue.length > 0) {
+        const head = state.queue[0]!;
+        if (head.kind === 'exclusive') {
+          state.queue.shift();
+          await head.run().then(head.resolve, head.reject);
+          continue;
+        }
+        const jobs: Extract<Job, { kind: 'edits' }>[] = [];
+        let edits = 0;
+        for (let next = state.queue[0]; next?.kind === 'edits'; next = state.queue[0]) {
+          if (jobs.length > 0 && edits + next.edits.length > LIMITS.groupEditsMax) break;
+          state.queue.shift();
+          jobs.push(next);
+          edits += next.edits.length;
+        }
+        if (state.dropped) {
+          for (const job of jobs) job.reject(notFoundDb(state.record.name));
+          continue;
+        }
+        try {
+          const results = await this.#commitGroup(state, jobs.map((j) => j.edits));
+          jobs.forEach((job, i) => job.resolve(results[i]!));
+        } catch (err) {
+          for (const job of jobs) job.reject(err);
+        }
+      }
+    } finally {
+      state.running = false;
+    }
+  }
+
+  async #commitGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[]): Promise<EditResult[][]> {
+    const db = state.record.name;
+    const docIds = [...new Set(jobs.flatMap((edits) => edits.flatMap((e) => ('kind' in e ? [e.docId] : []))))];
+    const raw = await this.#store.getMany('docs', docIds.map((id) => keys.doc(db, id)));
+    const g: Group = {
+      db,
+      state,
+      records: new Map(docIds.map((id, i) => [id, raw[i] === undefined ? undefined : decodeDocRecord(raw[i]!)])),
+      bodies: new Map(),
+      ops: [],
+      docCount: state.record.docCount,
+      delCount: state.record.delCount,
+      dataBytes: state.record.dataBytes,
+      updateSeq: state.record.updateSeq,
+    };
+    const results: EditResult[][] = [];
+    for (const edits of jobs) {
+      const out: EditResult[] = [];
+      for (const edit of edits) {
+        if (!('kind' in edit)) {
+          out.push(edit); // an entry rejected before queueing keeps its place in the results
+          continue;
+        }
+        try {
+          out.push(await this.#applyEdit(g, edit));
+        } catch (err) {
+          out.push(errorResult(edit.docId, err));
+        }
+      }
+      results.push(out);
+    }
+    if (g.ops.length > 0) {
+      const record: DbRecord = { ...state.record, docCount: g.docCount, delCount: g.delCount, dataBytes: g.dataBytes, updateSeq: g.updateSeq };
+      g.ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
+      await this.#store.batch(g.ops, { sync: true });
+      state.record = record;
+      for (const listener of state.listeners) listener();
+    }
+    return results;
+  }
+
+  async #loadBody(g: Group, docId: string, rev: string): Promise<BodyRecord | undefined> {
+    const overlay = g.bodies.get(`${docId}\u0000${rev}`);
+    if (overlay !== undefined) return overlay ?? undefined;
+    const buf = await this.#store.get('revs', keys.body(g.db, docId, rev));
+    return buf === undefined ? undefined : decodeBody(buf);
+  }
+
+  async #applyEdit(g: Group, edit: Edit): Promise<EditResult> {
+    switch (edit.kind) {
+      case 'update':
+      case 'attach':
+        return this.#applyLocal(g, edit);
+      case 'replicate':
+        return this.#applyReplicated(g, edit);
+    }
+  }
+
+  /** A local edit (new_edits: true): a child of the given leaf, or a first revision. */
+  async #applyLocal(g: Group, edit: Extract<Edit, { kind: 'update' | 'attach' }>): Promise<EditResult> {
+    const { docId } = edit;
+    const rec = g.records.get(docId);
+    const deleting = edit.kind === 'update' && edit.deleted;
+    let parent: string | undefined;
+    if (rec === undefined) {
+      if (deleting) throw notFoundDoc(docId);
+      if (edit.rev !== undefined) throw new FirkinError('conflict', `document update conflict: ${JSON.stringify(docId)} does not exist, so no revision can be current`);
+    } else if (edit.rev === undefined) {
+      // CouchDB: a deleted document is re-created without a rev, on top of its tombstone.
+      if (!rec.deleted) throw new FirkinError('conflict', `document update conflict: ${JSON.stringify(docId)} exists; send its current revision (If-Match, ?rev= or _rev)`);
+      if (deleting) throw notFoundDoc(docId);
+      parent = rec.winner;
+    } else {
+      const node = findRev(rec.tree, edit.rev);
+      if (node === undefined || !isLeaf(rec.tree, edit.rev) || (node.deleted && edit.rev !== rec.winner)) {
+        throw new FirkinError('conflict', `document update conflict: ${edit.rev} is not a current revision of ${JSON.stringify(docId)}`);
+      }
+      if (node.deleted && deleting) throw notFoundDoc(docId);
+      parent = edit.rev;
+    }
+    const parentBody = parent === undefined ? undefined : await this.#loadBody(g, docId, parent);
+    const parentAtts: Attachments = parentBody?.attachments ?? {};
+    const blobs: Blob[] = [];
+    let body: Body;
+    let atts: Record<string, Omit<AttachmentMeta, 'revpos'> & { revpos?: number }> = {};
+    if (edit.kind === 'attach') {
+      const parentDeleted = parent !== undefined && findRev(rec!.tree, parent)!.deleted;
+      body = parentDeleted ? {} : (parentBody?.body ?? {});
+      atts = parentDeleted ? {} : { ...parentAtts };
+      if (edit.blob === undefined) {
+        if (atts[edit.name] === undefined) throw new FirkinError('not_found', `attachment ${JSON.stringify(edit.name)} of ${JSON.stringify(docId)} not found`);
+        delete atts[edit.name];
+      } else {
+        atts[edit.name] = { content_type: edit.blob.content_type, digest: edit.blob.digest, length: edit.blob.length };
+        blobs.push(edit.blob);
+      }
+    } else {
+      body = edit.body;
+      if (!deleting) {
+        for (const [name, input] of Object.entries(edit.attachments ?? {})) {
+          if (input.kind === 'data') {
+            atts[name] = { content_type: input.blob.content_type, digest: input.blob.digest, length: input.blob.length };
+            blobs.push(input.blob);
+          } else {
+            const kept = parentAtts[name];
+            if (kept === undefined || (input.digest !== undefined && input.digest !== kept.digest)) {
+              throw new FirkinError('precondition_failed', `attachment stub ${JSON.stringify(name)} does not match an attachment of the parent revision`);
+            }
+            atts[name] = kept;
+          }
+        }
+      }
+    }
+    const rev = nextRev(body, atts, parent, deleting);
+    const gen = revGen(rev);
+    const final: Record<string, AttachmentMeta> = {};
+    for (const [name, a] of Object.entries(atts)) {
+      const unchanged = parentAtts[name] !== undefined && parentAtts[name].digest === a.digest;
+      final[name] = { content_type: a.content_type, digest: a.digest, length: a.length, revpos: unchanged ? parentAtts[name]!.revpos : gen };
+    }
+    const path: RevPath = { revs: parent === undefined ? [rev] : [rev, parent], deleted: deleting };
+    const tree = stem(mergePath(rec?.tree ?? [], path).tree, g.state.record.revsLimit);
+    const bodyRecord: BodyRecord = Object.keys(final).length > 0 ? { body, attachments: final } : { body };
+    await this.#commitDoc(g, docId, rec, tree, { rev, body: bodyRecord, blobs });
+    return { ok: true, id: docId, rev };
+  }
+
+  /** A replicated write (new_edits: false): merge a foreign revision with its history. */
+  async #applyReplicated(g: Group, edit: Extract<Edit, { kind: 'replicate' }>): Promise<EditResult> {
+    const { docId, path } = edit;
+    const rev = path.revs[0]!;
+    const rec = g.records.get(docId);
+    if (rec !== undefined && findRev(rec.tree, rev) !== undefined) return { ok: true, id: docId, rev };
+    const known: Record<string, number> = {};
+    for (const info of Object.values(rec?.leaves ?? {})) Object.assign(known, info.a ?? {});
+    const blobs: Blob[] = [];
+    const final: Record<string, AttachmentMeta> = {};
+    const gen = revGen(rev);
+    if (!path.deleted) {
+      for (const [name, input] of Object.entries(edit.attachments ?? {})) {
+        if (input.kind === 'data') {
+          final[name] = { content_type: input.blob.content_type, digest: input.blob.digest, length: input.blob.length, revpos: gen };
+          blobs.push(input.blob);
+        } else {
+          if (input.digest === undefined || known[input.digest] === undefined) {
+            throw new FirkinError('precondition_failed', `attachment stub ${JSON.stringify(name)} refers to content this database does not hold; send it inline`);
+          }
+          final[name] = { content_type: input.content_type ?? 'application/octet-stream', digest: input.digest, length: known[input.digest]!, revpos: gen };
+        }
+      }
+    }
+    const tree = stem(mergePath(rec?.tree ?? [], path).tree, g.state.record.revsLimit);
+    const bodyRecord: BodyRecord = Object.keys(final).length > 0 ? { body: edit.body, attachments: final } : { body: edit.body };
+    await this.#commitDoc(g, docId, rec, tree, { rev, body: bodyRecord, blobs });
+    return { ok: true, id: docId, rev };
+  }
+
+  /** Append every op of one document change to the group: record, bodies, blobs, seq, counters, indexes. */
+  async #commitDoc(g: Group, docId: string, before: DocRecord | undefined, tree: RevTree, leaf: { rev: string; body: BodyRecord; blobs: readonly Blob[] }): Promise<void> {
+    const { db, ops } = g;
+    const winner = winningRev(tree)!;
+    const indexing = this.#indexers.length > 0 && before?.winner !== winner.rev;
+    const beforeBody = indexing && before !== undefined && !before.deleted ? (await this.#loadBody(g, docId, before.winner))?.body : undefined;
+
+    const seq = this.#hlc.now();
+    const encodedBody = encodeBody(leaf.body);
+    if (encodedBody.length > LIMITS.docBytesMax) throw new FirkinError('too_large', `document ${JSON.stringify(docId)} is larger than ${LIMITS.docBytesMax} bytes`);
+    const newLeaves = new Set(leaves(tree).map((n) => n.rev));
+    const leafInfo: Record<string, LeafInfo> = {};
+    for (const rev of newLeaves) {
+      if (rev === leaf.rev) {
+        const a = Object.fromEntries(Object.values(leaf.body.attachments ?? {}).map((m) => [m.digest, m.length]));
+        leafInfo[rev] = Object.keys(a).length > 0 ? { b: encodedBody.length, a } : { b: encodedBody.length };
+      } else {
+        leafInfo[rev] = before?.leaves[rev] ?? { b: 0 };
+      }
+    }
+    // Bodies are kept for leaves only: a leaf that got a child loses its body.
+    for (const rev of Object.keys(before?.leaves ?? {})) {
+      if (newLeaves.has(rev)) continue;
+      ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
+      g.bodies.set(`${docId}\u0000${rev}`, null);
+    }
+    if (newLeaves.has(leaf.rev)) {
+      ops.push({ type: 'put', cf: 'revs', key: keys.body(db, docId, leaf.rev), value: encodedBody });
+      g.bodies.set(`${docId}\u0000${leaf.rev}`, leaf.body);
+    }
+    // Attachment content is deduplicated per document by digest and dropped when no leaf refers to it.
+    const beforeDigests: Record<string, number> = {};
+    for (const info of Object.values(before?.leaves ?? {})) Object.assign(beforeDigests, digestsOf(info));
+    const afterDigests: Record<string, number> = {};
+    for (const info of Object.values(leafInfo)) Object.assign(afterDigests, digestsOf(info));
+    const written = new Set<string>();
+    for (const blob of leaf.blobs) {
+      if (beforeDigests[blob.digest] !== undefined || afterDigests[blob.digest] === undefined || written.has(blob.digest)) continue;
+      written.add(blob.digest);
+      for (let i = 0; i < chunkCount(blob.length); i++) {
+        ops.push({ type: 'put', cf: 'att', key: keys.att(db, docId, blob.digest, i), value: blob.data.subarray(i * ATT_CHUNK_BYTES, (i + 1) * ATT_CHUNK_BYTES) });
+      }
+    }
+    for (const [digest, length] of Object.entries(beforeDigests)) {
+      if (afterDigests[digest] !== undefined) continue;
+      for (let i = 0; i < chunkCount(length); i++) ops.push({ type: 'del', cf: 'att', key: keys.att(db, docId, digest, i) });
+    }
+    const bytes = (infos: Record<string, LeafInfo>, digests: Record<string, number>) =>
+      Object.values(infos).reduce((n, i) => n + i.b, 0) + Object.values(digests).reduce((n, l) => n + l, 0);
+    g.dataBytes += bytes(leafInfo, afterDigests) - bytes({ ...before?.leaves }, beforeDigests);
+
+    // One changes entry per document: the old one goes in the same batch.
+    if (before !== undefined) ops.push({ type: 'del', cf: 'seq', key: keys.seq(db, before.seq) });
+    ops.push({ type: 'put', cf: 'seq', key: keys.seq(db, seq), value: encodeSeq([docId, winner.rev, winner.deleted]) });
+    const record: DocRecord = { tree, winner: winner.rev, deleted: winner.deleted, seq, leaves: leafInfo };
+    ops.push({ type: 'put', cf: 'docs', key: keys.doc(db, docId), value: encodeDocRecord(record) });
+    g.records.set(docId, record);
+
+    if (before === undefined) g.docCount += winner.deleted ? 0 : 1;
+    else if (before.deleted !== winner.deleted) g.docCount += winner.deleted ? -1 : 1;
+    if (before === undefined) g.delCount += winner.deleted ? 1 : 0;
+    else if (before.deleted !== winner.deleted) g.delCount += winner.deleted ? 1 : -1;
+    g.updateSeq = seq;
+
+    if (indexing) {
+      const afterBody = winner.deleted ? undefined : winner.rev === leaf.rev ? leaf.body.body : (await this.#loadBody(g, docId, winner.rev))?.body;
+      const change: WinnerChange = { db, docId, before: beforeBody, after: afterBody, seq };
+      for (const indexer of this.#indexers) indexer(change, ops);
+    }
+  }
+
+  /** Create or update one document (new_edits: true). `rev` is the already-reconciled expected rev. */
+  async putDoc(db: string, docId: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }> {
+    checkDocId(docId);
+    const [result] = await this.#submit(db, [{ kind: 'update', docId, body: doc.body, attachments: doc.attachments, deleted: doc.deleted, rev }]);
+    return this.#unwrap(result!);
+  }
+
+  async deleteDoc(db: string, docId: string, rev: string): Promise<EditResult & { ok: true }> {
+    checkDocId(docId);
+    const [result] = await this.#submit(db, [{ kind: 'update', docId, body: {}, attachments: undefined, deleted: true, rev }]);
+    return this.#unwrap(result!);
+  }
+
+  async putAttachment(db: string, docId: string, name: string, rev: string | undefined, blob: Blob | undefined): Promise<EditResult & { ok: true }> {
+    checkDocId(docId);
+    checkAttachmentName(name);
+    const [result] = await this.#submit(db, [{ kind: 'attach', docId, name, rev, blob }]);
+    return this.#unwrap(result!);
+  }
+
+  #unwrap(result: EditResult): EditResult & { ok: true } {
+    if (result.ok) return result;
+    throw new FirkinError(result.error as FirkinError['code'], result.message);
+  }
+
+  /**
+   * `_bulk_docs`: one result per entry, in order. With `newEdits: false` each entry is a
+   * foreign revision (`_rev`, optional `_revisions` history) merged into the tree: the path
+   * the replicator uses. A bad entry fails alone; all good ones commit in one batch.
+   */
+  async bulkDocs(db: string, docs: readonly unknown[], newEdits: boolean, generateId: () => string): Promise<EditResult[]> {
+    this.#state(db);
+    const edits = docs.map((raw): Edit | EditResult => {
+      let id: string | null = null;
+      try {
+        const doc = parseDoc(raw);
+        id = doc.id ?? null;
+        if (!newEdits) {
+          if (doc.id === undefined) throw new FirkinError('bad_request', 'with new_edits: false every document needs _id');
+          const docId = checkDocId(doc.id);
+          if (doc.rev === undefined) throw new FirkinError('bad_request', 'with new_edits: false every document needs _rev');
+          const path = doc.revisions === undefined ? { revs: [doc.rev], deleted: doc.deleted } : pathFromRevisions(doc.revisions, doc.deleted);
+          if (path.revs[0] !== doc.rev || !isValidPath(path)) throw new FirkinError('bad_request', `_revisions of ${JSON.stringify(docId)} do not end in its _rev ${doc.rev}`);
+          return { kind: 'replicate', docId, body: doc.body, attachments: doc.attachments, path };
+        }
+        const docId = doc.id === undefined ? generateId() : checkDocId(doc.id);
+        id = docId;
+        return { kind: 'update', docId, body: doc.body, attachments: doc.attachments, deleted: doc.deleted, rev: doc.rev };
+      } catch (err) {
+        return errorResult(id, err);
+      }
+    });
+    return this.#submit(db, edits);
+  }
+
+  /** The replication write of one document: merge `path` (newest first) with its leaf body. */
+  async putRevision(db: string, docId: string, doc: ParsedDoc, path: RevPath): Promise<EditResult> {
+    checkDocId(docId);
+    if (!isValidPath(path)) throw new FirkinError('bad_request', 'invalid revision history');
+    const [result] = await this.#submit(db, [{ kind: 'replicate', docId, body: doc.body, attachments: doc.attachments, path }]);
+    return result!;
+  }
+
+  // ---- reads -----------------------------------------------------------------------------
+
+  async getRecord(db: string, docId: string): Promise<DocRecord | undefined> {
+    this.#state(db);
+    const buf = await this.#store.get('docs', keys.doc(db, docId));
+    return buf === undefined ? undefined : decodeDocRecord(buf);
+  }
+
+  async #body(db: string, docId: string, rev: string): Promise<BodyRecord | undefined> {
+    const buf = await this.#store.get('revs', keys.body(db, docId, rev));
+    return buf === undefined ? undefined : decodeBody(buf);
+  }
+
+  /** The document as served: body + `_id`, `id`, `_rev` (+ `_deleted`, `_attachments` stubs, options). */
+  async getDoc(db: string, docId: string, options: GetDocOptions = {}): Promise<Record<string, unknown>> {
+    const rec = await this.getRecord(db, docId);
+    if (rec === undefined) throw notFoundDoc(docId);
+    const rev = options.rev ?? rec.winner;
+    const node = findRev(rec.tree, rev);
+    if (node === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} not found`);
+    if (options.rev === undefined && rec.deleted && options.deleted !== true) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} is deleted`);
+    const stored = await this.#body(db, docId, rev);
+    if (stored === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} is not kept (only leaf revisions keep a body)`);
+    const out = this.#render(docId, rev, node.deleted, stored);
+    if (options.revs) out._revisions = revisions(rec.tree, rev);
+    if (options.conflicts) {
+      const c = conflicts(rec.tree);
+      if (c.length > 0) out._conflicts = c;
+    }
+    if (options.deletedConflicts) {
+      const c = deletedConflicts(rec.tree);
+      if (c.length > 0) out._deleted_conflicts = c;
+    }
+    return out;
+  }
+
+  #render(docId: string, rev: string, deleted: boolean, stored: BodyRecord): Record<string, unknown> {
+    const out: Record<string, unknown> = { _id: docId, id: docId, _rev: rev, ...stored.body };
+    if (deleted) out._deleted = true;
+    if (stored.attachments !== undefined) {
+      out._attachments = Object.fromEntries(Object.entries(stored.attachments).map(([name, m]) => [name, { ...m, stub: true }]));
+    }
+    return out;
+  }
+
+  /** Attachment metadata of a revision (default the winner) and a chunk reader. */
+  async getAttachment(db: string, docId: string, name: string, rev: string | undefined): Promise<{ meta: AttachmentMeta; rev: string; chunks: () => AsyncGenerator<Buffer> }> {
+    const rec = await this.getRecord(db, docId);
+    if (rec === undefined || (rev === undefined && rec.deleted)) throw notFoundDoc(docId);
+    const at = rev ?? rec.winner;
+    const stored = findRev(rec.tree, at) === undefined ? undefined : await this.#body(db, docId, at);
+    if (stored === undefined) throw new FirkinError('not_found', `revision ${at} of ${JSON.stringify(docId)} not found`);
+    const meta = stored.attachments?.[name];
+    if (meta === undefined) throw new FirkinError('not_found', `attachment ${JSON.stringify(name)} of ${JSON.stringify(docId)} not found`);
+    const store = this.#store;
+    return {
+      meta,
+      rev: at,
+      async *chunks() {
+        for await (const [, value] of store.entries('att', keys.attBlob(db, docId, meta.digest))) yield value;
+      },
+    };
+  }
+
+  /** `_revs_diff`: per document, the revisions this database lacks. */
+  async revsDiff(db: string, request: Readonly<Record<string, readonly string[]>>): Promise<Record<string, { missing: string[]; possible_ancestors?: string[] }>> {
+    this.#state(db);
+    const ids = Object.keys(request);
+    const raw = await this.#store.getMany('docs', ids.map((id) => keys.doc(db, id)));
+    const out: Record<string, { missing: string[]; possible_ancestors?: string[] }> = {};
+    ids.forEach((id, i) => {
+      const revs = request[id]!.filter(isRev);
+      const tree = raw[i] === undefined ? [] : decodeDocRecord(raw[i]!).tree;
+      const diff = revsDiff(tree, revs);
+      if (diff.missing.length === 0) return;
+      out[id] = diff.possibleAncestors.length > 0 ? { missing: diff.missing, possible_ancestors: diff.possibleAncestors } : { missing: diff.missing };
+    });
+    return out;
+  }
+
+  /** Leaf revisions with their history, for replication (`open_revs=all`, `revs=true`). */
+  async openRevs(db: string, docId: string): Promise<Record<string, unknown>[]> {
+    const rec = await this.getRecord(db, docId);
+    if (rec === undefined) return [];
+    const out: Record<string, unknown>[] = [];
+    for (const leaf of leaves(rec.tree)) {
+      const stored = await this.#body(db, docId, leaf.rev);
+      if (stored === undefined) continue;
+      out.push({ ...this.#render(docId, leaf.rev, leaf.deleted, stored), _revisions: revisions(rec.tree, leaf.rev) });
+    }
+    return out;
+  }
+
+  async #docsFor(db: string, entries: readonly { id: string; rev: string; deleted: boolean }[]): Promise<(Record<string, unknown> | null)[]> {
+    const bufs = await this.#store.getMany('revs', entries.map((e) => keys.body(db, e.id, e.rev)));
+    return entries.map((e, i) => (bufs[i] === undefined ? null : this.#render(e.id, e.rev, e.deleted, decodeBody(bufs[i]!))));
+  }
+
+  /** One page of the changes feed. `last_seq` is the last position examined, so resuming from it neither skips nor repeats. */
+  async changes(db: string, options: ChangesOptions): Promise<{ results: ChangeEntry[]; last_seq: string; lastSeq: Hlc }> {
+    this.#state(db);
+    const prefix = keys.seqs(db);
+    const range = options.since === undefined ? { gte: prefix.gte, lt: prefix.lt } : { gt: keys.seq(db, options.since), lt: prefix.lt };
+    const results: ChangeEntry[] = [];
+    let last: Hlc | undefined;
+    const limit = options.limit ?? Number.POSITIVE_INFINITY;
+    if (limit > 0) {
+      for await (const [key, value] of this.#store.entries('seq', { ...range, reverse: options.descending })) {
+        const seq = seqFromKey(decodeKey(key));
+        const [id, rev, deleted] = decodeSeq(value);
+        last = seq;
+        if (options.docIds !== undefined && !options.docIds.has(id)) continue;
+        const text = hlcToText(seq);
+        results.push({ seq: text, hlc: text, id, rev, changes: [{ rev }], deleted });
+        if (results.length >= limit) break;
+      }
+    }
+    if (options.includeDocs && results.length > 0) {
+      const docs = await this.#docsFor(db, results);
+      results.forEach((r, i) => (r.doc = docs[i]));
+    }
+    const lastSeq = last ?? options.since ?? HLC_ZERO;
+    return { results, last_seq: hlcToText(lastSeq), lastSeq };
+  }
+
+  /** Resolves on the next committed write to `db`, after `timeoutMs`, on abort, drop or close. */
+  waitForChange(db: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const state = this.#state(db);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        state.listeners.delete(done);
+        unsubscribeClose();
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      state.listeners.add(done);
+      const unsubscribeClose = this.onClose(done);
+      signal?.addEventListener('abort', done, { once: true });
+      if (signal?.aborted || this.#stopping) done();
+    });
+  }
+
+  /** Rows of `_all_docs` by id range (deleted documents are not listed). */
+  async *allDocs(db: string, options: AllDocsOptions): AsyncGenerator<AllDocsRow> {
+    this.#state(db);
+    const prefix = keys.docs(db);
+    const range: { gte?: Buffer; gt?: Buffer; lte?: Buffer; lt?: Buffer; reverse: boolean } = { reverse: options.descending };
+    const low = options.descending ? options.endkey : options.startkey;
+    const high = options.descending ? options.startkey : options.endkey;
+    const lowInclusive = options.descending ? options.inclusiveEnd : true;
+    const highInclusive = options.descending ? true : options.inclusiveEnd;
+    if (low === undefined) range.gte = prefix.gte;
+    else if (lowInclusive) range.gte = keys.doc(db, low);
+    else range.gt = keys.doc(db, low);
+    if (high === undefined) range.lt = prefix.lt;
+    else if (highInclusive) range.lte = keys.doc(db, high);
+    else range.lt = keys.doc(db, high);
+    let skip = options.skip;
+    let left = options.limit ?? Number.POSITIVE_INFINITY;
+    if (left <= 0) return;
+    let page: AllDocsRow[] = [];
+    const flush = async () => {
+      if (options.includeDocs && page.length > 0) {
+        const docs = await this.#docsFor(db, page.map((r) => ({ id: r.id!, rev: r.value!.rev, deleted: false })));
+        page.forEach((r, i) => (r.doc = docs[i]));
+      }
+      const out = page;
+      page = [];
+      return out;
+    };
+    for await (const [key, value] of this.#store.entries('docs', range)) {
+      const rec = decodeDocRecord(value);
+      if (rec.deleted) continue;
+      if (skip > 0) {
+        skip--;
+        continue;
+      }
+      const id = decodeKey(key)[1] as string;
+      page.push({ id, key: id, value: { rev: rec.winner } });
+      left--;
+      if (page.length >= 256) yield* await flush();
+      if (left <= 0) break;
+    }
+    yield* await flush();
+  }
+
+  /** `_all_docs` with `keys`: one row per key, in the order given. */
+  async allDocsByKeys(db: string, ids: readonly string[], includeDocs: boolean): Promise<AllDocsRow[]> {
+    this.#state(db);
+    const raw = await this.#store.getMany('docs', ids.map((id) => keys.doc(db, id)));
+    const rows: AllDocsRow[] = ids.map((id, i) => {
+      if (raw[i] === undefined) return { key: id, error: 'not_found' };
+      const rec = decodeDocRecord(raw[i]!);
+      return rec.deleted ? { id, key: id, value: { rev: rec.winner, deleted: true }, ...(includeDocs ? { doc: null } : {}) } : { id, key: id, value: { rev: rec.winner } };
+    });
+    if (includeDocs) {
+      const live = rows.filter((r) => r.value !== undefined && r.value.deleted !== true);
+      const docs = await this.#docsFor(db, live.map((r) => ({ id: r.id!, rev: r.value!.rev, deleted: false })));
+      live.forEach((r, i) => (r.doc = docs[i]));
+    }
+    return rows;
+  }
+
+  // ---- lifecycle -------------------------------------------------------------------------
+
+  /** First shutdown step: end long polls and streams (they would hold the listener open). */
+  stopStreams(): void {
+    this.#stopping = true;
+    for (const listener of [...this.#closeListeners]) listener();
+  }
+
+  get stopping(): boolean {
+    return this.#stopping;
+  }
+
+  /** Last shutdown step before storage closes: refuse new writes, let queued ones finish. */
+  async close(): Promise<void> {
+    this.stopStreams();
+    if (this.#closed) return;
+    this.#closed = true;
+    // A marker job at the end of each busy queue resolves once everything before it ran.
+    const idle = [...this.#dbs.values()]
+      .filter((state) => state.running)
+      .map((state) => new Promise<void>((resolve) => state.queue.push({ kind: 'exclusive', run: async () => undefined, resolve, reject: resolve })));
+    await Promise.all(idle);
+  }
+}

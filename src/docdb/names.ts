@@ -1,0 +1,49 @@
+// Names and limits of the document database, checked at the door.
+import { FirkinError } from '../core/errors.js';
+
+export const LIMITS = {
+  dbNameChars: 63,
+  docIdBytes: 512,
+  attachmentNameBytes: 255,
+  /** CBOR size of one stored body; a bigger document is a 413. */
+  docBytesMax: 8 * 1024 * 1024,
+  bulkDocsMax: 10_000,
+  /** Edits one group commit may gather from several requests of one database. */
+  groupEditsMax: 4_096,
+  allDocsLimitMax: 100_000,
+  changesLimitMax: 100_000,
+  longPollTimeoutMsDefault: 60_000,
+  longPollTimeoutMsMax: 600_000,
+  /** Changes read per page by the SSE stream. */
+  streamPageSize: 256,
+} as const;
+
+// CouchDB's rule: a lowercase letter first, then lowercase letters, digits and _$()+-/.
+const DB_NAME = /^[a-z][a-z0-9_$()+/-]*$/;
+
+export function isDbName(name: string): boolean {
+  return name.length <= LIMITS.dbNameChars && DB_NAME.test(name);
+}
+
+export function checkDbName(name: string): void {
+  if (!isDbName(name)) {
+    throw new FirkinError(
+      'bad_request',
+      `invalid database name ${JSON.stringify(name)}: use 1 to ${LIMITS.dbNameChars} characters, a lowercase letter first, then a-z 0-9 _ $ ( ) + - /`,
+    );
+  }
+}
+
+export function checkDocId(id: unknown): string {
+  if (typeof id !== 'string' || id === '') throw new FirkinError('bad_request', 'document id must be a non-empty string');
+  if (id.startsWith('_')) throw new FirkinError('bad_request', `document id ${JSON.stringify(id)} is reserved: ids may not start with _`);
+  if (Buffer.byteLength(id) > LIMITS.docIdBytes) throw new FirkinError('bad_request', `document id is longer than ${LIMITS.docIdBytes} bytes`);
+  return id;
+}
+
+export function checkAttachmentName(name: string): string {
+  if (name === '' || /[\u0000\\/]/.test(name) || Buffer.byteLength(name) > LIMITS.attachmentNameBytes) {
+    throw new FirkinError('bad_request', `invalid attachment name ${JSON.stringify(name)}: 1 to ${LIMITS.attachmentNameBytes} bytes, no / \\ or NUL`);
+  }
+  return name;
+}

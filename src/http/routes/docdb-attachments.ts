@@ -1,0 +1,99 @@
+// Attachments: PUT/GET/DELETE /db/:db/:docid/_attachments/:name. Any content type is taken
+// as raw bytes here (this plugin replaces the JSON/CBOR parsers in its own context only),
+// read as a stream and cut off with a 413 as soon as it passes the size limit.
+import type { FastifyPluginAsync } from 'fastify';
+import { Readable } from 'node:stream';
+import { FirkinError } from '../../core/errors.js';
+import { makeBlob } from '../../docdb/doc-input.js';
+import type { DocEngine } from '../../docdb/engine.js';
+import { checkAttachmentName, checkDocId } from '../../docdb/names.js';
+import { existingDb, expectedRev } from './docdb-shared.js';
+
+export interface AttachmentRouteDeps {
+  docs: DocEngine;
+  /** SERVICE_ATTACHMENT_MAX_BYTES: a bigger upload is a 413. */
+  attachmentMaxBytes: number;
+}
+
+const params = {
+  type: 'object',
+  required: ['db', 'docid', 'name'],
+  properties: { db: { type: 'string' }, docid: { type: 'string' }, name: { type: 'string' } },
+} as const;
+
+const query = {
+  type: 'object',
+  properties: { rev: { type: 'string' } },
+} as const;
+
+type Params = { db: string; docid: string; name: string };
+
+const tooLarge = (max: number) => new FirkinError('too_large', `attachment is larger than the limit of ${max} bytes (SERVICE_ATTACHMENT_MAX_BYTES)`);
+
+async function readLimited(stream: NodeJS.ReadableStream | undefined, max: number): Promise<Buffer> {
+  if (stream === undefined) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > max) {
+      (stream as Readable).destroy?.();
+      throw tooLarge(max);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = async (app, { docs, attachmentMaxBytes }) => {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+
+  app.put<{ Params: Params; Querystring: { rev?: string }; Body: NodeJS.ReadableStream | undefined }>(
+    '/db/:db/:docid/_attachments/:name',
+    { schema: { params, querystring: query }, bodyLimit: attachmentMaxBytes },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const docId = checkDocId(request.params.docid);
+      const name = checkAttachmentName(request.params.name);
+      const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
+      const declared = Number(request.headers['content-length']);
+      if (Number.isFinite(declared) && declared > attachmentMaxBytes) throw tooLarge(attachmentMaxBytes);
+      const data = await readLimited(request.body, attachmentMaxBytes);
+      const contentType = request.headers['content-type'] ?? 'application/octet-stream';
+      const blob = makeBlob(data, contentType);
+      const result = await docs.putAttachment(db, docId, name, rev, blob);
+      reply.code(201).header('etag', `"${result.rev}"`);
+      return { ...result, name, content_type: blob.content_type, length: blob.length, digest: blob.digest };
+    },
+  );
+
+  app.get<{ Params: Params; Querystring: { rev?: string } }>(
+    '/db/:db/:docid/_attachments/:name',
+    { schema: { params, querystring: query } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const docId = checkDocId(request.params.docid);
+      const name = checkAttachmentName(request.params.name);
+      const rev = request.query.rev === undefined ? undefined : expectedRev({ query: request.query.rev });
+      const att = await docs.getAttachment(db, docId, name, rev);
+      reply.type(att.meta.content_type).header('content-length', String(att.meta.length)).header('etag', `"${att.meta.digest}"`);
+      return reply.send(Readable.from(att.chunks()));
+    },
+  );
+
+  app.delete<{ Params: Params; Querystring: { rev?: string } }>(
+    '/db/:db/:docid/_attachments/:name',
+    { schema: { params, querystring: query } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const docId = checkDocId(request.params.docid);
+      const name = checkAttachmentName(request.params.name);
+      const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
+      if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting an attachment needs the current revision (If-Match or ?rev=)');
+      const result = await docs.putAttachment(db, docId, name, rev, undefined);
+      reply.header('etag', `"${result.rev}"`);
+      return result;
+    },
+  );
+};

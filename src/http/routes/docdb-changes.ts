@@ -1,0 +1,214 @@
+// The changes feed: poll and long-poll (`GET|POST /db/:db/_changes`) and server-sent events
+// (`GET /db/:db/_changes/stream`). Both wait on the engine's notifier: a write wakes them,
+// nothing polls.
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { once } from 'node:events';
+import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/hlc.js';
+import { isFirkinError } from '../../core/errors.js';
+import type { ChangeEntry, ChangesOptions, DocEngine } from '../../docdb/engine.js';
+import { LIMITS } from '../../docdb/names.js';
+import { HLC_HEADER } from '../hooks/observe.js';
+import { dbParams, existingDb, parseDocIds, parseSince } from './docdb-shared.js';
+
+export interface ChangesRouteDeps {
+  docs: DocEngine;
+  hlc: HybridClock;
+  /** Default SSE heartbeat (SERVICE_STREAM_HEARTBEAT_MS). */
+  heartbeatMs: number;
+}
+
+const changesQuery = {
+  type: 'object',
+  properties: {
+    since: { type: 'string' },
+    limit: { type: 'integer', minimum: 0, maximum: LIMITS.changesLimitMax },
+    descending: { type: 'boolean' },
+    include_docs: { type: 'boolean' },
+    feed: { enum: ['normal', 'longpoll'] },
+    timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
+    doc_ids: { type: 'string' },
+    style: { enum: ['main_only'] },
+    heartbeat: { type: 'string' },
+  },
+} as const;
+
+const changesBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    doc_ids: { type: 'array', maxItems: LIMITS.bulkDocsMax, items: { type: 'string' } },
+    since: { anyOf: [{ type: 'string' }, { type: 'integer', minimum: 0, maximum: 0 }] },
+    include_docs: { type: 'boolean' },
+    limit: { type: 'integer', minimum: 0, maximum: LIMITS.changesLimitMax },
+    descending: { type: 'boolean' },
+  },
+} as const;
+
+const streamQuery = {
+  type: 'object',
+  properties: {
+    since: { type: 'string' },
+    include_docs: { type: 'boolean' },
+    heartbeat: { type: 'integer', minimum: 10, maximum: 3_600_000 },
+    doc_ids: { type: 'string' },
+  },
+} as const;
+
+interface ChangesQuery {
+  since?: string;
+  limit?: number;
+  descending?: boolean;
+  include_docs?: boolean;
+  feed?: 'normal' | 'longpoll';
+  timeout?: number;
+  doc_ids?: string;
+}
+
+interface ChangesBody {
+  doc_ids?: string[];
+  since?: string | number;
+  include_docs?: boolean;
+  limit?: number;
+  descending?: boolean;
+}
+
+/** Abort when the client goes away (the response closes before we end it). */
+function clientGone(request: FastifyRequest, reply: FastifyReply): AbortController {
+  const ac = new AbortController();
+  reply.raw.once('close', () => ac.abort());
+  request.raw.once('aborted', () => ac.abort());
+  return ac;
+}
+
+async function read(
+  docs: DocEngine,
+  db: string,
+  options: ChangesOptions,
+  feed: 'normal' | 'longpoll',
+  timeoutMs: number,
+  gone: AbortSignal,
+): Promise<{ results: ChangeEntry[]; last_seq: string }> {
+  if (feed === 'normal') {
+    const page = await docs.changes(db, options);
+    return { results: page.results, last_seq: page.last_seq };
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    // Subscribe before reading, so a write landing between the read and the wait still wakes us.
+    const waiter = new AbortController();
+    const stop = () => waiter.abort();
+    gone.addEventListener('abort', stop, { once: true });
+    const woken = docs.waitForChange(db, Math.max(0, deadline - Date.now()), waiter.signal);
+    try {
+      const page = await docs.changes(db, options);
+      if (page.results.length > 0 || Date.now() >= deadline || gone.aborted || docs.stopping) {
+        return { results: page.results, last_seq: page.last_seq };
+      }
+      await woken;
+    } finally {
+      waiter.abort();
+      gone.removeEventListener('abort', stop);
+    }
+  }
+}
+
+export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (app, { docs, hlc, heartbeatMs }) => {
+  app.get<{ Params: { db: string }; Querystring: ChangesQuery }>(
+    '/db/:db/_changes',
+    { schema: { params: dbParams, querystring: changesQuery } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const q = request.query;
+      const options: ChangesOptions = {
+        since: parseSince(docs, db, q.since),
+        limit: q.limit,
+        descending: q.descending === true,
+        docIds: parseDocIds(q.doc_ids),
+        includeDocs: q.include_docs === true,
+      };
+      const gone = clientGone(request, reply);
+      return read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal);
+    },
+  );
+
+  // Body fields win over the query string (the original read only doc_ids from the body).
+  app.post<{ Params: { db: string }; Querystring: ChangesQuery; Body: ChangesBody | undefined }>(
+    '/db/:db/_changes',
+    { schema: { params: dbParams, querystring: changesQuery, body: changesBody } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const q = request.query;
+      const b = request.body ?? {};
+      const options: ChangesOptions = {
+        since: parseSince(docs, db, b.since ?? q.since),
+        limit: b.limit ?? q.limit,
+        descending: (b.descending ?? q.descending) === true,
+        docIds: b.doc_ids === undefined ? parseDocIds(q.doc_ids) : new Set(b.doc_ids),
+        includeDocs: (b.include_docs ?? q.include_docs) === true,
+      };
+      const gone = clientGone(request, reply);
+      return read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal);
+    },
+  );
+
+  // Server-sent events: `id:` is the entry's seq, so EventSource resumes with Last-Event-ID.
+  app.get<{ Params: { db: string }; Querystring: { since?: string; include_docs?: boolean; heartbeat?: number; doc_ids?: string } }>(
+    '/db/:db/_changes/stream',
+    { schema: { params: dbParams, querystring: streamQuery } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const q = request.query;
+      const lastEventId = request.headers['last-event-id'];
+      let cursor: Hlc | undefined = parseSince(docs, db, typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : q.since);
+      const docIds = parseDocIds(q.doc_ids);
+      const includeDocs = q.include_docs === true;
+      const gone = clientGone(request, reply);
+      const raw = reply.raw;
+      reply.hijack();
+      const headers: Record<string, string> = {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+        [HLC_HEADER]: hlcToBase64(hlc.now()),
+      };
+      if (request.raw.httpVersionMajor < 2) headers.connection = 'keep-alive';
+      raw.writeHead(200, headers);
+      const write = async (text: string) => {
+        if (gone.signal.aborted) return;
+        if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
+      };
+      await write(': stream open\n\n');
+      const heartbeat = setInterval(() => void write(': heartbeat\n\n'), q.heartbeat ?? heartbeatMs);
+      const unsubscribe = docs.onClose(() => gone.abort());
+      try {
+        while (!gone.signal.aborted) {
+          const waiter = new AbortController();
+          const stop = () => waiter.abort();
+          gone.signal.addEventListener('abort', stop, { once: true });
+          // A long wait is re-armed in the loop; the timeout only bounds the timer's life.
+          const woken = docs.waitForChange(db, 60_000, waiter.signal);
+          try {
+            const page = await docs.changes(db, { since: cursor, limit: LIMITS.streamPageSize, descending: false, docIds, includeDocs });
+            for (const entry of page.results) {
+              await write(`id: ${entry.seq}\nevent: change\ndata: ${JSON.stringify(entry)}\n\n`);
+            }
+            cursor = page.lastSeq;
+            if (page.results.length < LIMITS.streamPageSize && !gone.signal.aborted) await woken;
+          } finally {
+            waiter.abort();
+            gone.signal.removeEventListener('abort', stop);
+          }
+        }
+      } catch (err) {
+        // The database was dropped (or storage closed) under the stream: say so, then end.
+        const message = isFirkinError(err) ? err.message : 'internal error';
+        if (!isFirkinError(err)) request.log.error({ err }, 'changes stream failed');
+        await write(`event: error\ndata: ${JSON.stringify({ error: isFirkinError(err) ? err.code : 'error', message, last_seq: hlcToText(cursor ?? { wallMs: 0, logical: 0 }) })}\n\n`);
+      } finally {
+        clearInterval(heartbeat);
+        unsubscribe();
+        if (!raw.writableEnded) raw.end();
+      }
+    },
+  );
+};

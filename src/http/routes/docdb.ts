@@ -1,0 +1,304 @@
+// Databases, documents, _bulk_docs, _all_docs, _revs_diff and _sync_hlc.
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { Readable } from 'node:stream';
+import { FirkinError } from '../../core/errors.js';
+import { type HybridClock, hlcToBase64, hlcToText, parseHlc } from '../../core/hlc.js';
+import { parseDoc } from '../../docdb/doc-input.js';
+import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.js';
+import { LIMITS, checkDbName, checkDocId } from '../../docdb/names.js';
+import { pathFromRevisions } from '../../docdb/revtree.js';
+import { wantsCbor } from '../codec.js';
+import { dbParams, docParams, existingDb, expectedRev } from './docdb-shared.js';
+
+export interface DocdbRouteDeps {
+  docs: DocEngine;
+  hlc: HybridClock;
+  /** Generates ids for documents posted without one. */
+  newId: () => string;
+}
+
+const getDocQuery = {
+  type: 'object',
+  properties: {
+    rev: { type: 'string' },
+    revs: { type: 'boolean' },
+    conflicts: { type: 'boolean' },
+    deleted_conflicts: { type: 'boolean' },
+    deleted: { type: 'boolean' },
+  },
+} as const;
+
+const writeQuery = {
+  type: 'object',
+  properties: { rev: { type: 'string' }, new_edits: { type: 'boolean' } },
+} as const;
+
+const bulkBody = {
+  type: 'object',
+  required: ['docs'],
+  additionalProperties: false,
+  properties: {
+    docs: { type: 'array', maxItems: LIMITS.bulkDocsMax },
+    new_edits: { type: 'boolean' },
+  },
+} as const;
+
+const allDocsQuery = {
+  type: 'object',
+  properties: {
+    startkey: { type: 'string' },
+    start_key: { type: 'string' },
+    endkey: { type: 'string' },
+    end_key: { type: 'string' },
+    key: { type: 'string' },
+    keys: { type: 'string' },
+    limit: { type: 'integer', minimum: 0, maximum: LIMITS.allDocsLimitMax },
+    skip: { type: 'integer', minimum: 0 },
+    descending: { type: 'boolean' },
+    include_docs: { type: 'boolean' },
+    inclusive_end: { type: 'boolean' },
+  },
+} as const;
+
+const allDocsBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    keys: { type: 'array', maxItems: LIMITS.bulkDocsMax, items: { type: 'string' } },
+  },
+} as const;
+
+const syncHlcBody = {
+  type: 'object',
+  required: ['hlc'],
+  additionalProperties: false,
+  properties: { hlc: { type: 'string', maxLength: 64 } },
+} as const;
+
+const revsDiffBody = {
+  type: 'object',
+  maxProperties: LIMITS.bulkDocsMax,
+  additionalProperties: { type: 'array', maxItems: 1000, items: { type: 'string', maxLength: 200 } },
+} as const;
+
+type AllDocsQuery = {
+  startkey?: string;
+  start_key?: string;
+  endkey?: string;
+  end_key?: string;
+  key?: string;
+  keys?: string;
+  limit?: number;
+  skip?: number;
+  descending?: boolean;
+  include_docs?: boolean;
+  inclusive_end?: boolean;
+};
+
+/** CouchDB sends keys JSON-encoded (`startkey="a"`); a bare string is taken as it is. */
+function keyParam(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+  if (typeof value !== 'string') throw new FirkinError('bad_request', `${name} must be a document id (a JSON string)`);
+  return value;
+}
+
+function keysParam(raw: string): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new FirkinError('bad_request', 'keys must be a JSON array of document ids');
+  }
+  if (!Array.isArray(value) || !value.every((k) => typeof k === 'string') || value.length > LIMITS.bulkDocsMax) {
+    throw new FirkinError('bad_request', `keys must be a JSON array of at most ${LIMITS.bulkDocsMax} document ids`);
+  }
+  return value as string[];
+}
+
+/** Rows streamed as JSON text (a large listing never sits in memory); CBOR clients get one buffer. */
+async function sendRows(request: FastifyRequest, reply: FastifyReply, head: { total_rows: number; offset: number }, rows: AsyncIterable<AllDocsRow> | AllDocsRow[]) {
+  if (wantsCbor(request.headers.accept)) {
+    const all: AllDocsRow[] = [];
+    for await (const row of rows) all.push(row);
+    return { ...head, rows: all };
+  }
+  async function* json() {
+    yield `{"total_rows":${head.total_rows},"offset":${head.offset},"rows":[`;
+    let first = true;
+    for await (const row of rows) {
+      yield (first ? '\n' : ',\n') + JSON.stringify(row);
+      first = false;
+    }
+    yield '\n]}\n';
+  }
+  reply.type('application/json; charset=utf-8');
+  return reply.send(Readable.from(json()));
+}
+
+export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { docs, hlc, newId }) => {
+  // ---- databases
+  app.put<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request, reply) => {
+    await docs.createDb(request.params.db);
+    reply.code(201);
+    return { ok: true, db_name: request.params.db };
+  });
+
+  app.get<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request) => docs.dbInfo(existingDb(docs, request.params.db)));
+
+  app.delete<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request) => {
+    checkDbName(request.params.db);
+    await docs.deleteDb(request.params.db);
+    return { ok: true };
+  });
+
+  // With a body: a new document with a generated id. Without one: create the database.
+  app.post<{ Params: { db: string }; Body: unknown }>('/db/:db', { schema: { params: dbParams } }, async (request, reply) => {
+    if (request.body === undefined || request.body === null || request.body === '') {
+      await docs.createDb(request.params.db);
+      reply.code(201);
+      return { ok: true, db_name: request.params.db };
+    }
+    const db = existingDb(docs, request.params.db);
+    const doc = parseDoc(request.body);
+    const docId = doc.id === undefined ? newId() : checkDocId(doc.id);
+    const result = await docs.putDoc(db, docId, doc, doc.rev);
+    reply.code(201).header('etag', `"${result.rev}"`);
+    return result;
+  });
+
+  // ---- documents
+  app.get<{ Params: { db: string; docid: string }; Querystring: { rev?: string; revs?: boolean; conflicts?: boolean; deleted_conflicts?: boolean; deleted?: boolean } }>(
+    '/db/:db/:docid',
+    { schema: { params: docParams, querystring: getDocQuery } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const docId = checkDocId(request.params.docid);
+      const q = request.query;
+      const rev = q.rev === undefined ? undefined : expectedRev({ query: q.rev });
+      const doc = await docs.getDoc(db, docId, { rev, revs: q.revs, conflicts: q.conflicts, deletedConflicts: q.deleted_conflicts, deleted: q.deleted });
+      reply.header('etag', `"${doc._rev as string}"`);
+      return doc;
+    },
+  );
+
+  app.put<{ Params: { db: string; docid: string }; Querystring: { rev?: string; new_edits?: boolean }; Body: unknown }>(
+    '/db/:db/:docid',
+    { schema: { params: docParams, querystring: writeQuery } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const docId = checkDocId(request.params.docid);
+      const doc = parseDoc(request.body);
+      if (request.query.new_edits === false) {
+        // A replicated revision: `_rev` plus optional `_revisions` history.
+        if (doc.rev === undefined) throw new FirkinError('bad_request', 'with new_edits=false the document needs _rev');
+        const path = doc.revisions === undefined ? { revs: [doc.rev], deleted: doc.deleted } : pathFromRevisions(doc.revisions, doc.deleted);
+        if (path.revs[0] !== doc.rev) throw new FirkinError('bad_request', '_revisions must start with _rev');
+        const result = await docs.putRevision(db, docId, doc, path);
+        if (!result.ok) throw new FirkinError(result.error as FirkinError['code'], result.message);
+        reply.code(201).header('etag', `"${result.rev}"`);
+        return result;
+      }
+      const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev, body: doc.rev });
+      const result = await docs.putDoc(db, docId, doc, rev);
+      reply.code(201).header('etag', `"${result.rev}"`);
+      return result;
+    },
+  );
+
+  app.delete<{ Params: { db: string; docid: string }; Querystring: { rev?: string } }>(
+    '/db/:db/:docid',
+    { schema: { params: docParams, querystring: writeQuery } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const docId = checkDocId(request.params.docid);
+      const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
+      if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting needs the current revision (If-Match or ?rev=)');
+      const result = await docs.deleteDoc(db, docId, rev);
+      reply.header('etag', `"${result.rev}"`);
+      return result;
+    },
+  );
+
+  // ---- bulk
+  app.post<{ Params: { db: string }; Body: { docs: unknown[]; new_edits?: boolean } }>(
+    '/db/:db/_bulk_docs',
+    { schema: { params: dbParams, body: bulkBody } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const results = await docs.bulkDocs(db, request.body.docs, request.body.new_edits !== false, newId);
+      reply.code(201);
+      return results;
+    },
+  );
+
+  // ---- _all_docs
+  app.get<{ Params: { db: string }; Querystring: AllDocsQuery }>(
+    '/db/:db/_all_docs',
+    { schema: { params: dbParams, querystring: allDocsQuery } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const q = request.query;
+      const info = docs.dbInfo(db);
+      const includeDocs = q.include_docs === true;
+      if (q.keys !== undefined || q.key !== undefined) {
+        const ids = q.keys !== undefined ? keysParam(q.keys) : [keyParam('key', q.key)!];
+        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, await docs.allDocsByKeys(db, ids, includeDocs));
+      }
+      const options: AllDocsOptions = {
+        startkey: keyParam('startkey', q.startkey ?? q.start_key),
+        endkey: keyParam('endkey', q.endkey ?? q.end_key),
+        inclusiveEnd: q.inclusive_end !== false,
+        limit: q.limit,
+        skip: q.skip ?? 0,
+        descending: q.descending === true,
+        includeDocs,
+      };
+      return sendRows(request, reply, { total_rows: info.doc_count, offset: options.skip }, docs.allDocs(db, options));
+    },
+  );
+
+  app.post<{ Params: { db: string }; Querystring: AllDocsQuery; Body: { keys?: string[] } | undefined }>(
+    '/db/:db/_all_docs',
+    { schema: { params: dbParams, querystring: allDocsQuery, body: allDocsBody } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const info = docs.dbInfo(db);
+      const includeDocs = request.query.include_docs === true;
+      const keys = request.body?.keys;
+      if (keys === undefined) {
+        const options: AllDocsOptions = { inclusiveEnd: true, skip: 0, descending: false, includeDocs };
+        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, docs.allDocs(db, options));
+      }
+      return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, await docs.allDocsByKeys(db, keys, includeDocs));
+    },
+  );
+
+  // ---- replication helpers
+  app.post<{ Params: { db: string }; Body: Record<string, string[]> }>(
+    '/db/:db/_revs_diff',
+    { schema: { params: dbParams, body: revsDiffBody } },
+    async (request) => docs.revsDiff(existingDb(docs, request.params.db), request.body),
+  );
+
+  // ---- clock
+  app.post<{ Params: { db: string }; Body: { hlc: string } }>(
+    '/db/:db/_sync_hlc',
+    { schema: { params: dbParams, body: syncHlcBody } },
+    async (request) => {
+      const db = existingDb(docs, request.params.db);
+      const raw = request.body.hlc.trim();
+      const colon = /^(\d{1,16}):(\d{1,10})$/.exec(raw);
+      const remote = colon === null ? parseHlc(raw) : parseHlc(`${colon[1]}-${colon[2]}`);
+      if (remote === undefined) throw new FirkinError('bad_request', `hlc must be base64 of the 12-byte clock or {timestamp,W,L}, got ${JSON.stringify(raw)}`);
+      const merged = hlc.update(remote);
+      if (merged === undefined) throw new FirkinError('conflict', `clock skew rejected: ${hlcToText(remote)} is too far ahead of this node`);
+      return { ok: true, db, hlc: hlcToText(merged), hlc_base64: hlcToBase64(merged) };
+    },
+  );
+};
