@@ -97,6 +97,12 @@ const SETTINGS = {
   SERVICE_VDB_SHARD_COUNT: { parse: int(1, 1024), default: 4 },
   SERVICE_VDB_REPLICA_FACTOR: { parse: int(1, 9), default: 1 },
   SERVICE_IMPORT_BATCH_SIZE: { parse: int(1, 100_000), default: 100 },
+  SERVICE_REPLICATION_ALLOW: { parse: list, default: [] as string[] },
+  SERVICE_REPLICATION_ALLOW_LOOPBACK: { parse: bool, default: true },
+  SERVICE_REPLICATION_TIMEOUT_MS: { parse: int(100, 600_000), default: 30_000 },
+  SERVICE_REPLICATION_BATCH_SIZE: { parse: int(1, 10_000), default: 100 },
+  SERVICE_REPLICATION_RETRY_BASE_MS: { parse: int(1, 3_600_000), default: 1_000 },
+  SERVICE_REPLICATION_RETRY_MAX_MS: { parse: int(1, 86_400_000), default: 60_000 },
   SERVICE_VECTORDB_ENABLED: { parse: bool, default: true },
   SERVICE_VECTORDB_PREFIX: { parse: prefix, default: '/vectordb' },
   SERVICE_VECTORDB_INDEX_SAVE_MS: { parse: int(100, 86_400_000), default: 30_000 },
@@ -146,6 +152,15 @@ export interface Config {
     vdbShardCount: number;
     vdbReplicaFactor: number;
     importBatchSize: number;
+  };
+  replication: {
+    /** Remote hosts (`host` or `host:port`) outbound replication may reach. */
+    allow: string[];
+    allowLoopback: boolean;
+    timeoutMs: number;
+    batchSize: number;
+    retryBaseMs: number;
+    retryMaxMs: number;
   };
   vectordb: {
     enabled: boolean;
@@ -260,6 +275,14 @@ function assemble(v: Values): Config {
       vdbShardCount: v.SERVICE_VDB_SHARD_COUNT,
       vdbReplicaFactor: v.SERVICE_VDB_REPLICA_FACTOR,
       importBatchSize: v.SERVICE_IMPORT_BATCH_SIZE,
+    },
+    replication: {
+      allow: v.SERVICE_REPLICATION_ALLOW,
+      allowLoopback: v.SERVICE_REPLICATION_ALLOW_LOOPBACK,
+      timeoutMs: v.SERVICE_REPLICATION_TIMEOUT_MS,
+      batchSize: v.SERVICE_REPLICATION_BATCH_SIZE,
+      retryBaseMs: v.SERVICE_REPLICATION_RETRY_BASE_MS,
+      retryMaxMs: v.SERVICE_REPLICATION_RETRY_MAX_MS,
     },
     vectordb: {
       enabled: v.SERVICE_VECTORDB_ENABLED,

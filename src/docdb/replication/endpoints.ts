@@ -1,0 +1,305 @@
+// The two ends of a replication behind one interface: a local database (the engine, plus
+// read-only lookups on records.ts) or a remote one (the HTTP protocol of docs/replication.md).
+// Reads for the source side, writes for the target side, `_local` checkpoints on both.
+import { randomUUID } from 'node:crypto';
+import { FirkinError } from '../../core/errors.js';
+import { type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
+import type { Store } from '../../storage/db.js';
+import type { DocEngine } from '../engine.js';
+import { decodeBody, decodeDocRecord, keys } from '../records.js';
+import { leaves } from '../revtree.js';
+import type { EndpointSpec } from './endpoint-spec.js';
+import type { LocalDocs } from './local-docs.js';
+import { RemoteDb } from './remote-client.js';
+
+export interface ChangeRow {
+  readonly seq: string;
+  readonly id: string;
+  /** Every leaf revision of the document (CouchDB `style=all_docs`). */
+  readonly revs: readonly string[];
+  readonly deleted: boolean;
+  /** The winner's body, when asked for and the winner is live. */
+  readonly doc?: Record<string, unknown>;
+}
+
+export interface ChangesPage {
+  readonly rows: readonly ChangeRow[];
+  readonly lastSeq: string;
+}
+
+export type RevsDiff = Record<string, { missing: string[]; possible_ancestors?: string[] }>;
+
+export interface WriteOutcome {
+  readonly written: number;
+  readonly failures: readonly { id: string | null; error: string; message: string }[];
+}
+
+export interface Endpoint {
+  readonly display: string;
+  exists(): Promise<boolean>;
+  create(): Promise<void>;
+  /** Changes after `since` (undefined = the beginning); waits up to `waitMs` when there are none. */
+  changes(since: string | undefined, limit: number, options: { includeDocs: boolean; waitMs: number }): Promise<ChangesPage>;
+  revsDiff(request: Record<string, string[]>): Promise<RevsDiff>;
+  /** Revisions with `_revisions` and attachments inline. */
+  bulkGet(wanted: readonly { id: string; rev: string }[]): Promise<Record<string, unknown>[]>;
+  /** Replicated write (new_edits: false). `seq` is the source change's clock, merged into the target's. */
+  bulkDocs(docs: readonly Record<string, unknown>[], seq: Hlc | undefined): Promise<WriteOutcome>;
+  getLocal(id: string): Promise<Record<string, unknown> | undefined>;
+  /** Write `_local/<id>`, replacing whatever revision is there. */
+  putLocal(id: string, body: Record<string, unknown>): Promise<void>;
+}
+
+export interface EndpointDeps {
+  readonly docs: DocEngine;
+  readonly store: Store;
+  readonly localDocs: LocalDocs;
+  readonly hlc: HybridClock;
+  readonly timeoutMs: number;
+}
+
+export function openEndpoint(spec: EndpointSpec, deps: EndpointDeps, signal: AbortSignal | undefined): Endpoint {
+  return spec.kind === 'local'
+    ? new LocalEndpoint(spec.db, deps, signal)
+    : new RemoteEndpoint(new RemoteDb({ url: spec.url, auth: spec.auth, hlc: deps.hlc, timeoutMs: deps.timeoutMs, signal }));
+}
+
+function cleanDoc(doc: Record<string, unknown>): Record<string, unknown> {
+  const { id: _id, ...rest } = doc;
+  return rest;
+}
+
+export class LocalEndpoint implements Endpoint {
+  readonly #db: string;
+  readonly #d: EndpointDeps;
+  readonly #signal: AbortSignal | undefined;
+
+  constructor(db: string, deps: EndpointDeps, signal: AbortSignal | undefined) {
+    this.#db = db;
+    this.#d = deps;
+    this.#signal = signal;
+  }
+
+  get display(): string {
+    return this.#db;
+  }
+
+  async exists(): Promise<boolean> {
+    return this.#d.docs.has(this.#db);
+  }
+
+  async create(): Promise<void> {
+    if (this.#d.docs.has(this.#db)) return;
+    await this.#d.docs.createDb(this.#db).catch((err: unknown) => {
+      if (!(err instanceof FirkinError && err.code === 'conflict')) throw err;
+    });
+  }
+
+  async changes(since: string | undefined, limit: number, options: { includeDocs: boolean; waitMs: number }): Promise<ChangesPage> {
+    const { docs, store } = this.#d;
+    const sinceHlc = since === undefined ? undefined : parseHlc(since);
+    if (since !== undefined && sinceHlc === undefined) throw new FirkinError('bad_request', `invalid checkpoint sequence ${JSON.stringify(since)}`);
+    let page = await docs.changes(this.#db, { since: sinceHlc, limit, descending: false, docIds: undefined, includeDocs: false });
+    // Nothing new: wait for the next write, unless one landed since the read (no lost wakeup:
+    // lastSeq and the listener registration happen in the same tick).
+    if (page.results.length === 0 && options.waitMs > 0 && this.#signal?.aborted !== true) {
+      const last = docs.lastSeq(this.#db);
+      if (sinceHlc === undefined ? last.wallMs === 0 && last.logical === 0 : compareHlc(last, sinceHlc) <= 0) {
+        await docs.waitForChange(this.#db, options.waitMs, this.#signal);
+      }
+      page = await docs.changes(this.#db, { since: sinceHlc, limit, descending: false, docIds: undefined, includeDocs: false });
+    }
+    const ids = page.results.map((r) => r.id);
+    const records = (await store.getMany('docs', ids.map((id) => keys.doc(this.#db, id)))).map((b) => (b === undefined ? undefined : decodeDocRecord(b)));
+    let bodies: (Record<string, unknown> | undefined)[] = [];
+    if (options.includeDocs) {
+      const want = records.map((rec, i) => (rec === undefined || rec.deleted ? undefined : keys.body(this.#db, ids[i]!, rec.winner)));
+      const raw = await store.getMany('revs', want.filter((k) => k !== undefined) as Buffer[]);
+      let j = 0;
+      bodies = want.map((k) => (k === undefined ? undefined : raw[j++] === undefined ? undefined : (decodeBody(raw[j - 1]!).body as Record<string, unknown>)));
+    }
+    const rows: ChangeRow[] = page.results.map((r, i) => {
+      const rec = records[i];
+      const revs = rec === undefined ? [r.rev] : leaves(rec.tree).map((n) => n.rev);
+      const doc = bodies[i];
+      return doc === undefined ? { seq: r.seq, id: r.id, revs, deleted: rec?.deleted ?? r.deleted } : { seq: r.seq, id: r.id, revs, deleted: rec?.deleted ?? r.deleted, doc };
+    });
+    return { rows, lastSeq: page.last_seq };
+  }
+
+  revsDiff(request: Record<string, string[]>): Promise<RevsDiff> {
+    return this.#d.docs.revsDiff(this.#db, request);
+  }
+
+  async bulkGet(wanted: readonly { id: string; rev: string }[]): Promise<Record<string, unknown>[]> {
+    const out: Record<string, unknown>[] = [];
+    for (const { id, rev } of wanted) {
+      const doc = await readRevision(this.#d.docs, this.#db, id, rev);
+      if (doc !== undefined) out.push(doc);
+    }
+    return out;
+  }
+
+  async bulkDocs(docs: readonly Record<string, unknown>[], seq: Hlc | undefined): Promise<WriteOutcome> {
+    if (seq !== undefined) this.#d.hlc.update(seq);
+    const results = await this.#d.docs.bulkDocs(this.#db, docs, false, randomUUID);
+    let written = 0;
+    const failures: { id: string | null; error: string; message: string }[] = [];
+    for (const r of results) {
+      if (r.ok) written++;
+      else failures.push({ id: r.id, error: r.error, message: r.message });
+    }
+    return { written, failures };
+  }
+
+  getLocal(id: string): Promise<Record<string, unknown> | undefined> {
+    this.#d.docs.assertDb(this.#db);
+    return this.#d.localDocs.get(this.#db, id);
+  }
+
+  async putLocal(id: string, body: Record<string, unknown>): Promise<void> {
+    this.#d.docs.assertDb(this.#db);
+    await this.#d.localDocs.put(this.#db, id, body, { force: true });
+  }
+}
+
+/**
+ * One revision as a replication peer wants it: body, `_id`, `_rev`, `_deleted`,
+ * `_revisions` (full known history) and attachments inline as base64. Undefined when the
+ * revision is unknown or has no stored body (not a leaf).
+ */
+export async function readRevision(
+  docs: DocEngine,
+  db: string,
+  id: string,
+  rev: string,
+  options: { revs: boolean; attachments: boolean } = { revs: true, attachments: true },
+): Promise<Record<string, unknown> | undefined> {
+  let doc: Record<string, unknown>;
+  try {
+    doc = await docs.getDoc(db, id, { rev, revs: options.revs });
+  } catch (err) {
+    if (err instanceof FirkinError && err.code === 'not_found') return undefined;
+    throw err;
+  }
+  const stubs = doc._attachments as Record<string, { content_type: string; digest: string; length: number; revpos: number }> | undefined;
+  if (stubs !== undefined && options.attachments) {
+    const inline: Record<string, unknown> = {};
+    for (const [name, meta] of Object.entries(stubs)) {
+      const att = await docs.getAttachment(db, id, name, rev);
+      const chunks: Buffer[] = [];
+      for await (const chunk of att.chunks()) chunks.push(chunk);
+      inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, data: Buffer.concat(chunks).toString('base64') };
+    }
+    doc._attachments = inline;
+  }
+  return cleanDoc(doc);
+}
+
+interface RemoteChange {
+  seq: unknown;
+  id: string;
+  changes?: { rev: string }[];
+  rev?: string;
+  deleted?: boolean;
+  doc?: Record<string, unknown> | null;
+}
+
+export class RemoteEndpoint implements Endpoint {
+  readonly #db: RemoteDb;
+
+  constructor(db: RemoteDb) {
+    this.#db = db;
+  }
+
+  get display(): string {
+    return this.#db.url;
+  }
+
+  async exists(): Promise<boolean> {
+    const reply = await this.#db.call('GET', '', { accept: [404] });
+    return reply.status !== 404;
+  }
+
+  async create(): Promise<void> {
+    await this.#db.call('PUT', '', { accept: [409, 412] });
+  }
+
+  /**
+   * Whether the remote's `_changes` lists every leaf (`style=all_docs`). A peer that refuses
+   * the style (400) lists winners only; its leaves are then read through `_bulk_get` without
+   * a rev, so conflicts still travel (at the price of reading bodies before the diff).
+   */
+  #allDocsStyle = true;
+
+  async changes(since: string | undefined, limit: number, options: { includeDocs: boolean; waitMs: number }): Promise<ChangesPage> {
+    try {
+      return await this.#changes(since, limit, options);
+    } catch (err) {
+      if (!(this.#allDocsStyle && err instanceof FirkinError && err.details?.remote_status === 400)) throw err;
+      this.#allDocsStyle = false;
+      return this.#changes(since, limit, options);
+    }
+  }
+
+  async #changes(since: string | undefined, limit: number, options: { includeDocs: boolean; waitMs: number }): Promise<ChangesPage> {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (this.#allDocsStyle) q.set('style', 'all_docs');
+    if (since !== undefined) q.set('since', since);
+    if (options.includeDocs) q.set('include_docs', 'true');
+    let timeoutMs: number | undefined;
+    if (options.waitMs > 0) {
+      q.set('feed', 'longpoll');
+      q.set('timeout', String(options.waitMs));
+      timeoutMs = options.waitMs + 30_000;
+    }
+    const reply = await this.#db.call('GET', `/_changes?${q}`, { timeoutMs });
+    const body = reply.body as { results?: RemoteChange[]; last_seq?: unknown };
+    if (!Array.isArray(body.results)) throw new FirkinError('bad_gateway', `${this.#db.url}/_changes: the remote answered without results`);
+    const rows: ChangeRow[] = body.results.map((r) => {
+      const revs = r.changes?.map((c) => c.rev) ?? (r.rev === undefined ? [] : [r.rev]);
+      const base = { seq: String(r.seq), id: r.id, revs, deleted: r.deleted === true };
+      return r.doc !== undefined && r.doc !== null && r.deleted !== true ? { ...base, doc: r.doc } : base;
+    });
+    const lastSeq = body.last_seq === undefined ? (rows.at(-1)?.seq ?? since ?? hlcToText({ wallMs: 0, logical: 0 })) : String(body.last_seq);
+    if (this.#allDocsStyle || rows.length === 0) return { rows, lastSeq };
+    const reply2 = await this.#db.call('POST', '/_bulk_get', { body: { docs: rows.map((r) => ({ id: r.id })) } });
+    const leavesById = new Map<string, string[]>();
+    for (const r of (reply2.body as { results?: { id: string; docs?: { ok?: { _rev?: string } }[] }[] }).results ?? []) {
+      leavesById.set(r.id, (r.docs ?? []).flatMap((d) => (typeof d.ok?._rev === 'string' ? [d.ok._rev] : [])));
+    }
+    return { rows: rows.map((r) => ({ ...r, revs: [...new Set([...r.revs, ...(leavesById.get(r.id) ?? [])])] })), lastSeq };
+  }
+
+  async revsDiff(request: Record<string, string[]>): Promise<RevsDiff> {
+    if (Object.keys(request).length === 0) return {};
+    return (await this.#db.call('POST', '/_revs_diff', { body: request })).body as RevsDiff;
+  }
+
+  async bulkGet(wanted: readonly { id: string; rev: string }[]): Promise<Record<string, unknown>[]> {
+    if (wanted.length === 0) return [];
+    const reply = await this.#db.call('POST', '/_bulk_get?revs=true&attachments=true', { body: { docs: wanted } });
+    const results = (reply.body as { results?: { docs?: { ok?: Record<string, unknown> }[] }[] }).results ?? [];
+    return results.flatMap((r) => (r.docs ?? []).flatMap((d) => (d.ok === undefined ? [] : [cleanDoc(d.ok)])));
+  }
+
+  async bulkDocs(docs: readonly Record<string, unknown>[], seq: Hlc | undefined): Promise<WriteOutcome> {
+    if (docs.length === 0) return { written: 0, failures: [] };
+    // The source change's clock goes out as our HLC header: the target merges it on receipt.
+    const reply = await this.#db.call('POST', '/_bulk_docs', { body: { docs, new_edits: false }, sendHlc: seq });
+    const results = Array.isArray(reply.body) ? (reply.body as { ok?: boolean; id?: string; error?: string; message?: string; reason?: string }[]) : [];
+    const failures = results.filter((r) => r.ok === false || r.error !== undefined).map((r) => ({ id: r.id ?? null, error: r.error ?? 'error', message: r.message ?? r.reason ?? '' }));
+    return { written: docs.length - failures.length, failures };
+  }
+
+  async getLocal(id: string): Promise<Record<string, unknown> | undefined> {
+    const reply = await this.#db.call('GET', `/_local/${encodeURIComponent(id)}`, { accept: [404] });
+    return reply.status === 404 ? undefined : (reply.body as Record<string, unknown>);
+  }
+
+  async putLocal(id: string, body: Record<string, unknown>): Promise<void> {
+    const path = `/_local/${encodeURIComponent(id)}`;
+    const current = await this.getLocal(id);
+    await this.#db.call('PUT', path, { body: current === undefined ? body : { ...body, _rev: current._rev } });
+  }
+}

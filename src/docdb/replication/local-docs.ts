@@ -1,0 +1,89 @@
+// `_local/<id>` documents: per-database, never replicated, never in the changes feed. They
+// hold replication checkpoints (ours and CouchDB clients'). Stored in the `system` column
+// family under ['repl.local', db, id] as CBOR {r: revision number, b: body}; revisions are
+// CouchDB's `0-<n>` form and a write must name the current one (409 otherwise).
+import { Decoder, Encoder } from 'cbor-x';
+import { FirkinError } from '../../core/errors.js';
+import { encodeKey, prefixRange } from '../../core/keys.js';
+import type { Store } from '../../storage/db.js';
+
+const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
+const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
+
+export const LOCAL_LIMITS = { idBytesMax: 512, bodyBytesMax: 1024 * 1024 } as const;
+
+const key = (db: string, id: string) => encodeKey(['repl.local', db, id]);
+
+interface Stored {
+  readonly r: number;
+  readonly b: Record<string, unknown>;
+}
+
+export function checkLocalId(id: unknown): string {
+  if (typeof id !== 'string' || id === '' || Buffer.byteLength(id) > LOCAL_LIMITS.idBytesMax) {
+    throw new FirkinError('bad_request', `local document id must be 1 to ${LOCAL_LIMITS.idBytesMax} bytes`);
+  }
+  return id;
+}
+
+function parseLocalRev(raw: unknown): number | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const m = typeof raw === 'string' ? /^0-(\d{1,15})$/.exec(raw) : null;
+  if (m === null) throw new FirkinError('bad_request', `_rev of a local document looks like 0-<n>, got ${JSON.stringify(raw)}`);
+  return Number(m[1]);
+}
+
+export class LocalDocs {
+  readonly #store: Store;
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  async get(db: string, id: string): Promise<Record<string, unknown> | undefined> {
+    const buf = await this.#store.get('system', key(db, checkLocalId(id)));
+    if (buf === undefined) return undefined;
+    const s = decoder.decode(buf) as Stored;
+    return { ...s.b, _id: `_local/${id}`, _rev: `0-${s.r}` };
+  }
+
+  /**
+   * Write a local document. `rev` (from `_rev` or `?rev=`) must name the current revision
+   * when one exists; `force` skips the check (the replicator owns its checkpoint ids).
+   */
+  async put(db: string, id: string, body: unknown, options: { rev?: unknown; force?: boolean } = {}): Promise<{ ok: true; id: string; rev: string }> {
+    checkLocalId(id);
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new FirkinError('bad_request', 'a local document must be a JSON object');
+    const raw = body as Record<string, unknown>;
+    const given = parseLocalRev(options.rev ?? raw._rev);
+    const current = await this.#store.get('system', key(db, id));
+    const currentRev = current === undefined ? undefined : (decoder.decode(current) as Stored).r;
+    if (options.force !== true && currentRev !== given) {
+      if (!(currentRev === undefined && given === 0)) {
+        throw new FirkinError('conflict', `local document update conflict: _local/${id} is at ${currentRev === undefined ? 'no revision' : `0-${currentRev}`}`);
+      }
+    }
+    const stored: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(raw)) if (!k.startsWith('_')) stored[k] = v;
+    const value = encoder.encode({ r: (currentRev ?? 0) + 1, b: stored });
+    if (value.length > LOCAL_LIMITS.bodyBytesMax) throw new FirkinError('too_large', `a local document may hold at most ${LOCAL_LIMITS.bodyBytesMax} bytes`);
+    await this.#store.put('system', key(db, id), value, { sync: true });
+    return { ok: true, id: `_local/${id}`, rev: `0-${(currentRev ?? 0) + 1}` };
+  }
+
+  async delete(db: string, id: string, rev: unknown): Promise<{ ok: true; id: string; rev: string }> {
+    checkLocalId(id);
+    const current = await this.#store.get('system', key(db, id));
+    if (current === undefined) throw new FirkinError('not_found', `local document _local/${id} not found`);
+    const given = parseLocalRev(rev);
+    const currentRev = (decoder.decode(current) as Stored).r;
+    if (given !== undefined && given !== currentRev) throw new FirkinError('conflict', `local document update conflict: _local/${id} is at 0-${currentRev}`);
+    await this.#store.del('system', key(db, id), { sync: true });
+    return { ok: true, id: `_local/${id}`, rev: '0-0' };
+  }
+
+  /** Called when a database is dropped. */
+  async dropDb(db: string): Promise<void> {
+    await this.#store.clearRange('system', prefixRange(['repl.local', db]));
+  }
+}

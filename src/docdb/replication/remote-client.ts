@@ -1,0 +1,86 @@
+// HTTP client for one remote database (`http(s)://host:port[/prefix]/db/<name>`): the calls
+// replication makes, with auth, per-request timeouts and the HLC exchange (our clock goes out
+// in `x-service-hlc`, theirs is merged on the way back). Every failure is a FirkinError:
+// unreachable or a 5xx -> bad_gateway, a timeout -> timeout, the remote's own 4xx kept.
+import { FirkinError, type ErrorCode } from '../../core/errors.js';
+import { type Hlc, type HybridClock, hlcToBase64, parseHlc } from '../../core/hlc.js';
+import { type RemoteAuth, authHeader } from './endpoint-spec.js';
+
+const HLC_HEADER = 'x-service-hlc';
+/** Remote bodies are read whole: cap them so a hostile peer cannot exhaust memory. */
+const RESPONSE_BYTES_MAX = 256 * 1024 * 1024;
+
+export interface RemoteOptions {
+  readonly url: string;
+  readonly auth: RemoteAuth;
+  readonly hlc: HybridClock;
+  readonly timeoutMs: number;
+  /** Aborts every call in flight (task stop, shutdown). */
+  readonly signal?: AbortSignal;
+}
+
+export interface RemoteReply {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+// A remote 401/403 is not the caller's fault here: it stays a bad_gateway (with remote_status).
+const REMOTE_CODES: Record<number, ErrorCode> = { 404: 'not_found', 409: 'conflict', 412: 'precondition_failed' };
+
+export class RemoteDb {
+  readonly #o: RemoteOptions;
+
+  constructor(options: RemoteOptions) {
+    this.#o = options;
+  }
+
+  get url(): string {
+    return this.#o.url;
+  }
+
+  /** One call; `accept` lists statuses returned rather than thrown. `sendHlc` overrides our clock header. */
+  async call(method: string, path: string, options: { body?: unknown; accept?: readonly number[]; sendHlc?: Hlc; timeoutMs?: number } = {}): Promise<RemoteReply> {
+    const headers: Record<string, string> = { accept: 'application/json', [HLC_HEADER]: hlcToBase64(options.sendHlc ?? this.#o.hlc.now()) };
+    const auth = authHeader(this.#o.auth);
+    if (auth !== undefined) headers.authorization = auth;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    const timeout = AbortSignal.timeout(options.timeoutMs ?? this.#o.timeoutMs);
+    const signal = this.#o.signal === undefined ? timeout : AbortSignal.any([this.#o.signal, timeout]);
+    const where = `${method} ${this.#o.url}${path.split('?', 1)[0]}`;
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(this.#o.url + path, { method, headers, body, signal, redirect: 'error' });
+      const length = Number(res.headers.get('content-length') ?? 0);
+      if (length > RESPONSE_BYTES_MAX) throw new FirkinError('bad_gateway', `${where}: response of ${length} bytes is too large`);
+      text = await res.text();
+    } catch (err) {
+      if (err instanceof FirkinError) throw err;
+      if (timeout.aborted) throw new FirkinError('timeout', `${where}: no answer within ${options.timeoutMs ?? this.#o.timeoutMs} ms`);
+      if (this.#o.signal?.aborted) throw new FirkinError('unavailable', `${where}: replication stopped`);
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      throw new FirkinError('bad_gateway', `${where}: cannot reach the remote (${cause?.code ?? cause?.message ?? (err as Error).message})`);
+    }
+    const remoteClock = res.headers.get(HLC_HEADER);
+    if (remoteClock !== null) {
+      const parsed = parseHlc(remoteClock);
+      if (parsed !== undefined) this.#o.hlc.update(parsed);
+    }
+    let parsed: unknown = text;
+    if (text !== '' && (res.headers.get('content-type') ?? '').includes('json')) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        throw new FirkinError('bad_gateway', `${where}: the remote answered ${res.status} with invalid JSON`);
+      }
+    }
+    if ((res.status >= 200 && res.status < 300) || options.accept?.includes(res.status)) return { status: res.status, body: parsed };
+    const message = typeof parsed === 'object' && parsed !== null ? ((parsed as { message?: string; reason?: string }).message ?? (parsed as { reason?: string }).reason) : undefined;
+    const code = REMOTE_CODES[res.status] ?? 'bad_gateway';
+    throw new FirkinError(code, `${where}: the remote answered ${res.status}${message === undefined ? '' : `: ${message}`}`, { details: { remote_status: res.status } });
+  }
+}

@@ -1,0 +1,116 @@
+// One replication run, CouchDB's protocol: changes since the checkpoint -> `_revs_diff` on
+// the target -> `_bulk_get` of the missing revisions (history + attachments) from the source
+// -> `_bulk_docs` with new_edits: false on the target -> checkpoint on both sides. One-shot
+// runs stop when caught up; continuous runs wait for the next change until aborted.
+import { FirkinError } from '../../core/errors.js';
+import { type Hlc, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
+import type { Json } from '../query/ast.js';
+import { type CheckpointDoc, checkpointDocId, nextCheckpoint, readCheckpoint, startSeq } from './checkpoint.js';
+import type { ChangeRow, Endpoint } from './endpoints.js';
+import { type ReplicationFilter, isFiltered, passesFilter } from './filter.js';
+
+export const REPLICATION_DEFAULTS = {
+  /** Changes read per batch (the original's 100). */
+  batchSize: 100,
+  /** How long a continuous run waits on the source before polling again. */
+  waitMs: 25_000,
+} as const;
+
+export interface Progress {
+  docs_read: number;
+  docs_written: number;
+  doc_write_failures: number;
+  start_seq: string;
+  last_seq: string;
+}
+
+export interface ReplicationResult extends Progress {
+  ok: boolean;
+  session_id: string;
+  replication_id: string;
+  history: CheckpointDoc['history'];
+}
+
+export interface RunOptions {
+  readonly source: Endpoint;
+  readonly target: Endpoint;
+  readonly repId: string;
+  readonly filter: ReplicationFilter;
+  readonly continuous: boolean;
+  readonly sessionId: string;
+  readonly batchSize: number;
+  readonly waitMs: number;
+  readonly nowMs: () => number;
+  readonly signal?: AbortSignal;
+  /** Called after every batch that was checkpointed (progress counters, logs). */
+  readonly onBatch?: (progress: Progress, batch: { rows: number; written: number }) => void;
+}
+
+const FIRST = 'first';
+
+function maxSeq(rows: readonly ChangeRow[]): Hlc | undefined {
+  let best: Hlc | undefined;
+  for (const r of rows) {
+    const h = parseHlc(r.seq);
+    if (h !== undefined && (best === undefined || compareHlc(h, best) > 0)) best = h;
+  }
+  return best;
+}
+
+export async function replicate(o: RunOptions): Promise<ReplicationResult> {
+  const cpId = checkpointDocId(o.repId);
+  const [onSource, onTarget] = await Promise.all([o.source.getLocal(cpId), o.target.getLocal(cpId)]);
+  const sourceCp = readCheckpoint(onSource, o.repId);
+  const targetCp = readCheckpoint(onTarget, o.repId);
+  const start = startSeq(sourceCp, targetCp);
+  let since: string | undefined = start === undefined ? undefined : hlcToText(start);
+  const progress: Progress = { docs_read: 0, docs_written: 0, doc_write_failures: 0, start_seq: since ?? FIRST, last_seq: since ?? FIRST };
+  let checkpoint = sourceCp ?? targetCp;
+  const filtered = isFiltered(o.filter);
+
+  for (;;) {
+    if (o.signal?.aborted) throw new FirkinError('unavailable', 'replication stopped');
+    const page = await o.source.changes(since, o.batchSize, { includeDocs: filtered, waitMs: o.continuous ? o.waitMs : 0 });
+    if (page.rows.length === 0) {
+      if (!o.continuous) break;
+      continue;
+    }
+    // Filters apply to the winner's body; a tombstone goes only where the document already is.
+    const rows = filtered ? page.rows.filter((r) => r.deleted || (r.doc !== undefined && passesFilter(o.filter, r.doc as Json))) : page.rows;
+    const request: Record<string, string[]> = {};
+    for (const r of rows) request[r.id] = [...(request[r.id] ?? []), ...r.revs];
+    const diff = await o.target.revsDiff(request);
+    const deleted = new Set(rows.filter((r) => r.deleted).map((r) => r.id));
+    const wanted: { id: string; rev: string }[] = [];
+    for (const [id, d] of Object.entries(diff)) {
+      if (filtered && deleted.has(id) && (d.possible_ancestors ?? []).length === 0) continue;
+      for (const rev of d.missing) wanted.push({ id, rev });
+    }
+    let written = 0;
+    if (wanted.length > 0) {
+      const docs = await o.source.bulkGet(wanted);
+      progress.docs_read += docs.length;
+      const outcome = await o.target.bulkDocs(docs, maxSeq(page.rows));
+      written = outcome.written;
+      progress.docs_written += outcome.written;
+      progress.doc_write_failures += outcome.failures.length + (wanted.length - docs.length);
+    }
+    since = page.lastSeq;
+    progress.last_seq = since;
+    checkpoint = nextCheckpoint(checkpoint, o.repId, {
+      session_id: o.sessionId,
+      source_last_seq: since,
+      start_seq: progress.start_seq,
+      end_time: new Date(o.nowMs()).toISOString(),
+      docs_read: progress.docs_read,
+      docs_written: progress.docs_written,
+      doc_write_failures: progress.doc_write_failures,
+    });
+    // Target first: a crash between the two leaves the source's older copy, and a run starts
+    // from the older of the two, so nothing is ever skipped.
+    await o.target.putLocal(cpId, { ...checkpoint });
+    await o.source.putLocal(cpId, { ...checkpoint });
+    o.onBatch?.(progress, { rows: page.rows.length, written });
+  }
+  return { ok: true, session_id: o.sessionId, replication_id: o.repId, ...progress, history: checkpoint?.history ?? [] };
+}

@@ -1,0 +1,54 @@
+// POST /db/:db/_replicate and the task listing GET/DELETE /_replications[/:id].
+import type { FastifyPluginAsync } from 'fastify';
+import { allows } from '../../auth/api-keys.js';
+import { FirkinError } from '../../core/errors.js';
+import type { DocEngine } from '../../docdb/engine.js';
+import type { ReplicationManager } from '../../docdb/replication/manager.js';
+
+export interface ReplicationRouteDeps {
+  docs: DocEngine;
+  replication: ReplicationManager;
+}
+
+const dbParams = { type: 'object', required: ['db'], properties: { db: { type: 'string' } } } as const;
+const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 200 } } } as const;
+
+export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async (app, { docs, replication }) => {
+  app.post<{ Params: { db: string }; Body: unknown }>('/db/:db/_replicate', { schema: { params: dbParams } }, async (request, reply) => {
+    const req = replication.parseRequest(request.params.db, request.body);
+    // The key must also be allowed to write a local target, not only the source.
+    if (req.target.kind === 'local' && request.apiKey !== undefined && !allows(request.apiKey, 'write', req.target.db)) {
+      throw new FirkinError('forbidden', `this API key lacks the write permission on database ${JSON.stringify(req.target.db)}`);
+    }
+    const taskId = replication.replicationId(req);
+    if ((request.body as { cancel?: boolean }).cancel === true) {
+      await replication.removeTask(taskId);
+      return { ok: true, task_id: taskId, cancelled: true };
+    }
+    if (req.continuous) {
+      docs.assertDb(request.params.db);
+      const task = await replication.upsertTask(taskId, req, { policy: null, restart: true });
+      reply.code(202);
+      return { ok: true, continuous: true, task_id: task.task_id, status: task.status };
+    }
+    try {
+      return await replication.runOnce(req);
+    } catch (err) {
+      if (err instanceof FirkinError && (err.code === 'bad_gateway' || err.code === 'timeout' || err.code === 'unavailable')) {
+        throw new FirkinError(err.code, err.message, { details: { ...err.details, ok: false } });
+      }
+      throw err;
+    }
+  });
+
+  app.get('/_replications', async () => ({ replications: replication.list() }));
+
+  app.get<{ Params: { id: string } }>('/_replications/:id', { schema: { params: idParams } }, async (request) => replication.get(request.params.id));
+
+  app.delete<{ Params: { id: string } }>('/_replications/:id', { schema: { params: idParams } }, async (request) => {
+    const task = replication.get(request.params.id);
+    if (task.policy !== null) throw new FirkinError('conflict', `task ${JSON.stringify(task.task_id)} belongs to policy ${JSON.stringify(task.policy)}: disable or delete the policy`);
+    await replication.removeTask(request.params.id);
+    return { ok: true, task_id: request.params.id };
+  });
+};
