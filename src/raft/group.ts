@@ -1,0 +1,230 @@
+// The driver of one Raft group: the only code that does I/O around the pure core. It ticks
+// on a timer, and drains Ready in the contract's order: persist (synced) -> send -> restore /
+// apply -> advance. Proposals resolve when applied here, or reject (not_leader / timeout).
+import { FirkinError } from '../core/errors.js';
+import { DEFAULT_RAFT_OPTIONS, RaftCore, type ProposeResult } from './core.js';
+import type { RocksLog } from './rocks-log.js';
+import type { ConfChange, Entry, GroupId, Message, NodeId, Rand, Ready, SoftState } from './types.js';
+
+export interface StateMachine {
+  /** Apply one committed entry (noop and conf entries included, in log order). */
+  apply(entry: Entry): unknown;
+  snapshot(): Uint8Array | Promise<Uint8Array>;
+  restore(data: Uint8Array): void | Promise<void>;
+}
+
+export interface RaftGroupOptions {
+  id: NodeId;
+  group: GroupId;
+  log: RocksLog;
+  fsm: StateMachine;
+  /** Hands messages to the transport (called only after they are safe to send). */
+  send(messages: readonly Message[]): void;
+  rand: Rand;
+  tickMs: number;
+  electionTicks: number;
+  heartbeatTicks: number;
+  proposalTimeoutMs: number;
+  /** Take a snapshot and compact once this many entries were applied since the last one. */
+  snapshotEveryEntries: number;
+  retainEntries: number;
+  onSoftState?(state: SoftState): void;
+}
+
+interface Waiter {
+  term: number;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+  timer: NodeJS.Timeout;
+}
+
+export const mathRand: Rand = { int: (n) => Math.floor(Math.random() * n) };
+
+export class RaftGroup {
+  readonly core: RaftCore;
+  readonly #o: RaftGroupOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #draining = false;
+  #again = false;
+  #closed = false;
+  #waiters = new Map<number, Waiter>();
+  #reads = new Map<string, { index: number | undefined; resolve(): void; reject(err: unknown): void; timer: NodeJS.Timeout }>();
+  #readSeq = 0;
+  #idle: (() => void)[] = [];
+  /** Failure of the persistence path: fatal, the group stops. */
+  failure: Error | undefined;
+
+  constructor(o: RaftGroupOptions) {
+    this.#o = o;
+    this.core = new RaftCore({
+      ...DEFAULT_RAFT_OPTIONS,
+      id: o.id,
+      group: o.group,
+      storage: o.log.mem,
+      rand: o.rand,
+      electionTicks: o.electionTicks,
+      heartbeatTicks: o.heartbeatTicks,
+    });
+  }
+
+  /** Restore the state machine from the stored snapshot, then start ticking. */
+  async start(): Promise<void> {
+    const snap = this.#o.log.mem.snapshot();
+    if (snap.meta.index > 0) await this.#o.fsm.restore(snap.data);
+    this.#timer = setInterval(() => {
+      this.core.tick();
+      this.#kick();
+    }, this.#o.tickMs);
+    this.#kick();
+  }
+
+  step(m: Message): void {
+    if (this.#closed) return;
+    this.core.step(m);
+    this.#kick();
+  }
+
+  status(): { role: string; term: number; leader: NodeId | null; commit: number; applied: number; lastIndex: number } {
+    const c = this.core;
+    return { role: c.role, term: c.term, leader: c.leader, commit: c.log.committed, applied: c.log.applied, lastIndex: c.log.lastIndex() };
+  }
+
+  /** Resolves with the state machine's result for this entry once applied on this node. */
+  propose(data: Uint8Array): Promise<unknown> {
+    return this.#wait(this.core.propose(data));
+  }
+
+  proposeConfChange(change: ConfChange): Promise<unknown> {
+    return this.#wait(this.core.proposeConfChange(change));
+  }
+
+  transferLeadership(to: NodeId): boolean {
+    const ok = this.core.transferLeadership(to);
+    this.#kick();
+    return ok;
+  }
+
+  /** A linearizable read barrier: resolves once this node applied everything committed before the call. */
+  readBarrier(): Promise<void> {
+    const ctx = `${this.#o.id}:${++this.#readSeq}`;
+    if (!this.core.readIndex(ctx)) return Promise.reject(this.#notLeader());
+    this.#kick();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#reads.delete(ctx);
+        reject(new FirkinError('timeout', 'read was not confirmed by a quorum in time'));
+      }, this.#o.proposalTimeoutMs);
+      this.#reads.set(ctx, { index: undefined, resolve, reject, timer });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    if (this.#draining) await new Promise<void>((r) => this.#idle.push(r));
+    const err = new FirkinError('unavailable', 'raft group closed');
+    for (const w of this.#waiters.values()) {
+      clearTimeout(w.timer);
+      w.reject(err);
+    }
+    for (const r of this.#reads.values()) {
+      clearTimeout(r.timer);
+      r.reject(err);
+    }
+    this.#waiters.clear();
+    this.#reads.clear();
+  }
+
+  #notLeader(): FirkinError {
+    const leader = this.core.leader;
+    return new FirkinError('not_leader', leader === null ? 'no leader is known' : `the leader is ${leader}`, { details: { leader } });
+  }
+
+  #wait(r: ProposeResult): Promise<unknown> {
+    if (!r.ok) {
+      if (r.reason === 'not_leader' || r.reason === 'transferring') return Promise.reject(this.#notLeader());
+      return Promise.reject(new FirkinError('conflict', `proposal refused: ${r.reason}`));
+    }
+    this.#kick();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiters.delete(r.index);
+        reject(new FirkinError('timeout', `entry ${r.index} was not applied in time (it may still commit)`));
+      }, this.#o.proposalTimeoutMs);
+      this.#waiters.set(r.index, { term: r.term, resolve, reject, timer });
+    });
+  }
+
+  #kick(): void {
+    if (this.#closed && !this.#draining) return;
+    if (this.#draining) {
+      this.#again = true;
+      return;
+    }
+    this.#draining = true;
+    setImmediate(() => void this.#drain());
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      do {
+        this.#again = false;
+        for (let rd = this.core.ready(); rd !== undefined; rd = this.core.ready()) await this.#handle(rd);
+      } while (this.#again && !this.#closed);
+    } catch (err) {
+      // A failed synced write leaves us unsure what is durable: stop rather than guess.
+      this.failure = err as Error;
+      this.#closed = true;
+      if (this.#timer !== undefined) clearInterval(this.#timer);
+    } finally {
+      this.#draining = false;
+      for (const r of this.#idle.splice(0)) r();
+    }
+  }
+
+  async #handle(rd: Ready): Promise<void> {
+    const o = this.#o;
+    await o.log.save(rd); // durable first
+    if (rd.messages.length > 0) o.send(rd.messages); // then talk
+    if (rd.snapshot !== undefined) await o.fsm.restore(rd.snapshot.data);
+    for (const e of rd.committed) {
+      const result = await o.fsm.apply(e); // then apply, in order
+      const w = this.#waiters.get(e.index);
+      if (w === undefined) continue;
+      this.#waiters.delete(e.index);
+      clearTimeout(w.timer);
+      if (w.term === e.term) w.resolve(result);
+      else w.reject(new FirkinError('not_leader', `entry ${e.index} was overwritten by a newer leader`, { details: { leader: this.core.leader } }));
+    }
+    this.core.advance(rd);
+    if (rd.softState.role !== 'leader') {
+      // Proposals whose slot was already taken by another leader's entry can never apply.
+      for (const [index, w] of this.#waiters) {
+        const term = this.core.log.term(index);
+        if (term !== undefined && term !== w.term) {
+          this.#waiters.delete(index);
+          clearTimeout(w.timer);
+          w.reject(new FirkinError('not_leader', `entry ${index} was overwritten by a newer leader`, { details: { leader: this.core.leader } }));
+        }
+      }
+    }
+    for (const rs of rd.readStates) {
+      const r = this.#reads.get(rs.ctx);
+      if (r !== undefined) r.index = rs.index;
+    }
+    const applied = this.core.log.applied;
+    for (const [ctx, r] of this.#reads) {
+      if (r.index !== undefined && r.index <= applied) {
+        this.#reads.delete(ctx);
+        clearTimeout(r.timer);
+        r.resolve();
+      }
+    }
+    o.onSoftState?.(rd.softState);
+    if (applied - o.log.mem.snapshot().meta.index >= o.snapshotEveryEntries) {
+      const data = await o.fsm.snapshot();
+      await o.log.createSnapshot({ index: applied, conf: this.core.confStateAt(applied) }, data, o.retainEntries);
+      this.core.compactConfHistory(applied);
+    }
+  }
+}

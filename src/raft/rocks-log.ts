@@ -1,0 +1,101 @@
+// The durable Raft log of one group in the `raft` column family.
+//
+//   [group, 'log', index] -> entry      [group, 'hs'] -> hard state
+//   [group, 'snap']       -> snapshot   [group, 'offset'] -> {index, term} of the last compacted entry
+//
+// Reads are served by an in-memory MemoryStorage mirror (the uncompacted tail, bounded by
+// compaction); every write goes to RocksDB first, in one atomic batch, then to the mirror.
+import assert from 'node:assert/strict';
+import { encodeKey, prefixRange } from '../core/keys.js';
+import type { BatchOp, Store } from '../storage/db.js';
+import { decodeEntry, decodeHardState, decodeOffset, decodeSnapshot, encodeValue } from './codec.js';
+import { MemoryStorage } from './storage.js';
+import type { ConfState, Entry, GroupId, Ready, SnapshotMeta } from './types.js';
+
+const CF = 'raft';
+
+export class RocksLog {
+  private constructor(
+    readonly store: Store,
+    readonly group: GroupId,
+    /** What the core reads. */
+    readonly mem: MemoryStorage,
+  ) {}
+
+  /**
+   * Load a group's log. With `bootstrap` and nothing stored yet, write the initial membership
+   * as committed conf entries at term 1 (every initial member writes the same ones).
+   */
+  static async open(store: Store, group: GroupId, bootstrap?: ConfState): Promise<RocksLog> {
+    const [hsBuf, snapBuf, offBuf] = await store.getMany(CF, [key(group, 'hs'), key(group, 'snap'), key(group, 'offset')]);
+    const mem = new MemoryStorage();
+    if (snapBuf !== undefined) mem.snap = decodeSnapshot(snapBuf);
+    if (offBuf !== undefined) {
+      const off = decodeOffset(offBuf);
+      mem.offsetIndex = off.index;
+      mem.offsetTerm = off.term;
+    }
+    if (hsBuf !== undefined) mem.hardState = decodeHardState(hsBuf);
+    for await (const [, value] of store.entries(CF, prefixRange([group, 'log']))) {
+      const e = decodeEntry(value);
+      assert.equal(e.index, mem.lastIndex() + 1, 'raft log must not have gaps');
+      mem.entryList.push(e);
+    }
+    const log = new RocksLog(store, group, mem);
+    const empty = hsBuf === undefined && snapBuf === undefined && mem.entryList.length === 0;
+    if (empty && bootstrap !== undefined) {
+      const ids = [...bootstrap.voters.map((node) => ({ type: 'addVoter' as const, node })), ...bootstrap.learners.map((node) => ({ type: 'addLearner' as const, node }))];
+      const entries: Entry[] = ids.map((change, i) => ({ index: i + 1, term: 1, kind: 'conf', change }));
+      await log.#write(entries, { term: 1, vote: null, commit: entries.length }, undefined, true);
+    }
+    return log;
+  }
+
+  /** Persist a Ready's snapshot, entries and hard state atomically (fsync when `mustSync`). */
+  async save(rd: Ready): Promise<void> {
+    await this.#write(rd.entries, rd.hardState, rd.snapshot, rd.mustSync);
+  }
+
+  async #write(entries: readonly Entry[], hs: Ready['hardState'], snap: Ready['snapshot'], sync: boolean): Promise<void> {
+    const ops: BatchOp[] = [];
+    const mem = this.mem;
+    let last = mem.lastIndex();
+    if (snap !== undefined) {
+      for (let i = mem.offsetIndex + 1; i <= last; i++) ops.push({ type: 'del', cf: CF, key: key(this.group, 'log', i) });
+      ops.push({ type: 'put', cf: CF, key: key(this.group, 'snap'), value: encodeValue(snap) });
+      ops.push({ type: 'put', cf: CF, key: key(this.group, 'offset'), value: encodeValue({ index: snap.meta.index, term: snap.meta.term }) });
+      last = snap.meta.index;
+    }
+    if (entries.length > 0) {
+      const first = entries[0]!.index;
+      const newLast = entries[entries.length - 1]!.index;
+      assert.ok(first <= last + 1, 'raft log must not have gaps');
+      for (let i = Math.max(newLast + 1, mem.offsetIndex + 1); i <= last; i++) ops.push({ type: 'del', cf: CF, key: key(this.group, 'log', i) });
+      for (const e of entries) if (e.index > (snap?.meta.index ?? mem.offsetIndex)) ops.push({ type: 'put', cf: CF, key: key(this.group, 'log', e.index), value: encodeValue(e) });
+    }
+    if (hs !== undefined) ops.push({ type: 'put', cf: CF, key: key(this.group, 'hs'), value: encodeValue(hs) });
+    await this.store.batch(ops, { sync });
+    if (snap !== undefined) mem.applySnapshot(snap);
+    mem.append(entries);
+    if (hs !== undefined) mem.setHardState(hs);
+  }
+
+  /** Record a snapshot of the applied state and compact the log below it (less `retainEntries`). */
+  async createSnapshot(meta: Omit<SnapshotMeta, 'term'>, data: Uint8Array, retainEntries: number): Promise<void> {
+    const term = this.mem.term(meta.index);
+    if (term === undefined || meta.index <= this.mem.snap.meta.index) return;
+    const snap = { meta: { ...meta, term }, data };
+    const compactTo = Math.max(this.mem.offsetIndex, meta.index - retainEntries);
+    const ops: BatchOp[] = [{ type: 'put', cf: CF, key: key(this.group, 'snap'), value: encodeValue(snap) }];
+    if (compactTo > this.mem.offsetIndex) {
+      ops.push({ type: 'put', cf: CF, key: key(this.group, 'offset'), value: encodeValue({ index: compactTo, term: this.mem.term(compactTo)! }) });
+      for (let i = this.mem.offsetIndex + 1; i <= compactTo; i++) ops.push({ type: 'del', cf: CF, key: key(this.group, 'log', i) });
+    }
+    await this.store.batch(ops, { sync: true });
+    this.mem.createSnapshot(meta, data, retainEntries);
+  }
+}
+
+function key(group: GroupId, ...rest: (string | number)[]): Buffer {
+  return encodeKey([group, ...rest]);
+}
