@@ -9,6 +9,10 @@ import type { Config } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
 import { DocEngine } from './docdb/engine.js';
 import { pathIndexer } from './docdb/query/indexer.js';
+import { mathRandom } from './docdb/replication/backoff.js';
+import { ReplicationManager } from './docdb/replication/manager.js';
+import { PolicyManager } from './docdb/replication/policies.js';
+import { REPLICATION_DEFAULTS } from './docdb/replication/replicator.js';
 import { type OpenedGateway, openGateway } from './gateway/open.js';
 import { type Listener, listen } from './http/listener.js';
 import type { RouteInfo } from './http/not-found.js';
@@ -16,6 +20,9 @@ import { docdbRoutes } from './http/routes/docdb.js';
 import { docdbQueryRoutes } from './http/routes/docdb-query.js';
 import { docdbAttachmentRoutes } from './http/routes/docdb-attachments.js';
 import { docdbChangesRoutes } from './http/routes/docdb-changes.js';
+import { replicationRoutes } from './http/routes/replication.js';
+import { replicationPolicyRoutes } from './http/routes/replication-policies.js';
+import { replicationProtocolRoutes } from './http/routes/replication-protocol.js';
 import type { HealthCheck } from './http/routes/system.js';
 import { vectorRoutes } from './http/routes/vector.js';
 import { buildHttp } from './http/server.js';
@@ -82,6 +89,17 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     closers.unshift(() => docs.close());
     // The automatic path index commits in the same batch as every winner change.
     docs.addIndexer(pathIndexer);
+    // Replication tasks and policies load here but run only once the node listens.
+    const replication = await ReplicationManager.open({
+      store,
+      docs,
+      hlc,
+      log: log.child({ mod: 'replication' }),
+      nowMs: () => clock.nowMs(),
+      rand: mathRandom,
+      settings: { ...config.replication, waitMs: REPLICATION_DEFAULTS.waitMs },
+    });
+    const policies = await PolicyManager.open(store, replication, config.replication);
 
     let vectors: VectorEngine | undefined;
     if (config.vectordb.enabled) {
@@ -139,6 +157,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       startedAtMs,
       checks,
     };
+    checks.replication = () => replication.health();
+    const replicationFeature = async (app: FastifyInstance) => {
+      await app.register(replicationProtocolRoutes, { docs, localDocs: replication.localDocs });
+      await app.register(replicationRoutes, { docs, replication });
+      await app.register(replicationPolicyRoutes, { policies });
+    };
     const docdbFeature = async (app: FastifyInstance) => {
       await app.register(docdbRoutes, { docs, hlc, newId: () => randomBytes(16).toString('hex') });
       await app.register(docdbChangesRoutes, { docs, hlc, heartbeatMs: config.docdb.streamHeartbeatMs });
@@ -156,7 +180,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
                 cluster: standaloneCluster({ nodeName: config.nodeName, clusterEnabled: config.cluster.enabled }),
               }),
           ];
-    const { app, handler, routes } = await buildHttp({ ...httpDeps, features: [docdbFeature, ...vectorFeatures, ...(gatewayShared ? [gateway!.feature] : [])] });
+    const { app, handler, routes } = await buildHttp({ ...httpDeps, features: [docdbFeature, replicationFeature, ...vectorFeatures, ...(gatewayShared ? [gateway!.feature] : [])] });
     closers.unshift(() => app.close());
 
     let listener: Listener | undefined;
@@ -172,6 +196,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     }
     // First: end long polls and SSE streams, or the listener would wait for them to hang up.
     closers.unshift(async () => docs.stopStreams());
+    // Tasks stop first (their state is persisted, they resume at the next start).
+    closers.unshift(() => replication.close());
+    replication.start();
 
     // Another port: a second fastify app (platform routes + gateway only) on its own listener.
     let gatewayListener: Listener | undefined;

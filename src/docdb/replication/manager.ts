@@ -136,6 +136,8 @@ export class ReplicationManager {
   /** One-shot `_replicate` runs in flight: aborted at shutdown. */
   readonly #oneShots = new Set<AbortController>();
   #closed = false;
+  /** Tasks only run once the node is listening (a policy may point at this very node). */
+  #started = false;
 
   private constructor(options: ManagerOptions) {
     this.#o = options;
@@ -162,6 +164,7 @@ export class ReplicationManager {
 
   /** Start every task that was running before the last shutdown. */
   start(): void {
+    this.#started = true;
     for (const task of this.#tasks.values()) if (task.record.status === 'run') this.#launch(task);
   }
 
@@ -360,7 +363,7 @@ export class ReplicationManager {
   }
 
   #launch(task: Task): void {
-    if (this.#closed || task.running !== undefined) return;
+    if (!this.#started || this.#closed || task.running !== undefined) return;
     const abort = new AbortController();
     task.abort = abort;
     task.machine = step(task.machine, { kind: 'start' }, this.#o.rand, this.#backoff);
