@@ -14,6 +14,7 @@ import { ReplicationManager } from './docdb/replication/manager.js';
 import { PolicyManager } from './docdb/replication/policies.js';
 import { REPLICATION_DEFAULTS } from './docdb/replication/replicator.js';
 import { type OpenedGateway, openGateway } from './gateway/open.js';
+import { EngineGatewayVectors, engineBounds } from './gateway/vector-adapter.js';
 import { type Listener, listen } from './http/listener.js';
 import type { RouteInfo } from './http/not-found.js';
 import { docdbRoutes } from './http/routes/docdb.js';
@@ -138,7 +139,13 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
 
     let gateway: OpenedGateway | undefined;
     if (config.gateway.enabled) {
-      gateway = await openGateway({ config: config.gateway, store, clock, log: log.child({ mod: 'gateway' }), vectors: undefined });
+      gateway = await openGateway({
+        config: config.gateway,
+        store,
+        clock,
+        log: log.child({ mod: 'gateway' }),
+        vectors: vectors === undefined ? undefined : { engine: new EngineGatewayVectors(vectors), bounds: engineBounds },
+      });
       checks.gateway = gateway.check;
     }
     // SERVICE_GATEWAY_PORT equal to the HTTP port: the gateway routes join the main server.

@@ -345,7 +345,15 @@ export class Gateway {
       }
       const refused = writeQuotaError(this.usage(tenant.tenant_id), tenant.limits, { newVectors, deltaBytes });
       if (refused !== undefined) throw new FirkinError('quota_exceeded', refused);
-      await vectors.upsert(c.internal, withIds);
+      try {
+        await vectors.upsert(c.internal, [...last.values()]);
+      } catch (err) {
+        // The engine may have written part of the batch before failing (an I/O error, an
+        // embedder failing half way): take the count from it so usage stays exact.
+        const info = await vectors.collectionInfo(c.internal);
+        if (info !== undefined && info.count !== c.vector_count) await this.#store.putCollection({ ...c, vector_count: info.count });
+        throw err;
+      }
       await this.#store.putCollection({ ...c, vector_count: c.vector_count + newVectors, storage_bytes: Math.max(0, c.storage_bytes + deltaBytes) });
       return withIds.map((d) => ({ id: d.id, status: existed.has(d.id) ? 'updated' : 'created' }));
     });

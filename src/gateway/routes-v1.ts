@@ -146,9 +146,10 @@ export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds }
     },
   );
 
-  app.get<{ Params: DocParams }>('/v1/collections/:name/documents/:id', { schema: { params: docParams } }, async (request) =>
-    gateway.getDocument(callerOf(request), request.params.name, request.params.id),
-  );
+  app.get<{ Params: DocParams }>('/v1/collections/:name/documents/:id', { schema: { params: docParams } }, async (request) => {
+    const doc = await gateway.getDocument(callerOf(request), request.params.name, request.params.id);
+    return { id: doc.id, text: doc.text, metadata: doc.metadata };
+  });
 
   app.delete<{ Params: DocParams }>('/v1/collections/:name/documents/:id', { schema: { params: docParams } }, async (request) => {
     await gateway.deleteDocument(callerOf(request), request.params.name, request.params.id);

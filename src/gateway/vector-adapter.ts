@@ -1,0 +1,122 @@
+// GatewayVectors over the node's VectorEngine (src/vector/engine.ts). Translates the engine's
+// generic codes (not_found, already_exists) into the gateway's and makes a batch write
+// all-or-nothing, which the engine's own batch form is not (it writes the valid documents and
+// reports the others).
+import { ERROR_CODES, type ErrorCode, FirkinError, isFirkinError } from '../core/errors.js';
+import { EMBEDDER_TYPES, LIMITS, type Metric } from '../vector/collection-config.js';
+import type { VectorEngine } from '../vector/engine.js';
+import { parseVector } from '../vector/metric.js';
+import type { V1Bounds } from './routes-v1.js';
+import type { Embedder } from './types.js';
+import type { GatewayDocument, GatewayHit, GatewaySearch, GatewayVectors } from './vectors.js';
+
+export const engineBounds: V1Bounds = { dimensionMax: LIMITS.dimensionsMax, kMax: LIMITS.kMax, embedderTypes: EMBEDDER_TYPES };
+
+function isCode(err: unknown, code: string): boolean {
+  return isFirkinError(err) && err.code === code;
+}
+
+/** The engine says not_found for a collection that vanished under a request: say it the gateway's way. */
+function collectionGone(err: unknown): never {
+  if (isCode(err, 'not_found')) throw new FirkinError('collection_not_found', 'collection not found');
+  throw err;
+}
+
+export class EngineGatewayVectors implements GatewayVectors {
+  readonly #engine: VectorEngine;
+
+  constructor(engine: VectorEngine) {
+    this.#engine = engine;
+  }
+
+  async createCollection(internal: string, options: { dimension: number; embedder?: Embedder }): Promise<void> {
+    try {
+      await this.#engine.createCollection(internal, { dimensions: options.dimension, ...(options.embedder === undefined ? {} : { embedder: options.embedder }) });
+    } catch (err) {
+      if (isCode(err, 'already_exists')) throw new FirkinError('collection_already_exists', 'collection already exists');
+      throw err;
+    }
+  }
+
+  #config(internal: string): { dimension: number; count: number; metric: Metric; hasEmbedder: boolean } | undefined {
+    try {
+      const c = this.#engine.getCollection(internal);
+      return { dimension: c.dimension as number, count: c.count as number, metric: c.metric as Metric, hasEmbedder: c.embedder !== null };
+    } catch (err) {
+      if (isCode(err, 'not_found')) return undefined;
+      throw err;
+    }
+  }
+
+  async collectionInfo(internal: string): Promise<{ dimension: number; count: number } | undefined> {
+    const c = this.#config(internal);
+    return c === undefined ? undefined : { dimension: c.dimension, count: c.count };
+  }
+
+  async listCollections(): Promise<string[]> {
+    return Object.keys(this.#engine.listCollections());
+  }
+
+  async deleteCollection(internal: string): Promise<boolean> {
+    try {
+      await this.#engine.deleteCollection(internal);
+      return true;
+    } catch (err) {
+      if (isCode(err, 'not_found')) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * All or nothing: every document is checked first (vector shape, embedder present), then the
+   * documents that need embedding are written in one engine call (the engine embeds them in one
+   * request, so they all fail or all succeed), then the ones with vectors (already valid).
+   * Ids must be distinct (the gateway keeps the last of each).
+   */
+  async upsert(internal: string, docs: readonly GatewayDocument[]): Promise<void> {
+    const c = this.#config(internal);
+    if (c === undefined) throw new FirkinError('collection_not_found', 'collection not found');
+    const bodies = docs.map((d, i) => {
+      const where = docs.length === 1 ? 'vector' : `documents[${i}].vector`;
+      if (d.vector !== undefined) parseVector(d.vector, c.dimension, c.metric, where);
+      else if (!c.hasEmbedder) {
+        throw new FirkinError('bad_request', `document ${JSON.stringify(d.id)} has no vector and the collection has no embedder: send a vector, or create the collection with one`);
+      }
+      return { id: d.id, text: d.text ?? '', metadata: d.metadata ?? {}, ...(d.vector === undefined ? {} : { vector: d.vector }) };
+    });
+    for (const part of [bodies.filter((b) => b.vector === undefined), bodies.filter((b) => b.vector !== undefined)]) {
+      if (part.length === 0) continue;
+      const results = await this.#engine.putDocs(internal, part).catch(collectionGone);
+      const failed = results.find((r) => r.error !== undefined);
+      if (failed !== undefined) {
+        const code = (ERROR_CODES as readonly string[]).includes(failed.error!) ? (failed.error as ErrorCode) : 'bad_request';
+        throw new FirkinError(code, `document ${JSON.stringify(failed.id)}: ${failed.message ?? failed.error}`);
+      }
+    }
+  }
+
+  async getDocument(internal: string, id: string): Promise<GatewayDocument | undefined> {
+    try {
+      const doc = await this.#engine.getDoc(internal, id);
+      return { id: doc.id, text: doc.text, metadata: doc.metadata, vector: Array.from(doc.vector) };
+    } catch (err) {
+      if (isCode(err, 'not_found')) return undefined;
+      throw err;
+    }
+  }
+
+  async deleteDocument(internal: string, id: string): Promise<boolean> {
+    try {
+      await this.#engine.deleteDoc(internal, id);
+      return true;
+    } catch (err) {
+      if (isCode(err, 'not_found')) return false;
+      throw err;
+    }
+  }
+
+  async search(internal: string, search: GatewaySearch): Promise<GatewayHit[]> {
+    const hits = await this.#engine.search(internal, search).catch(collectionGone);
+    return hits.map((h) => ({ id: h.id, score: h.score, text: h.text, metadata: h.metadata }));
+  }
+}
