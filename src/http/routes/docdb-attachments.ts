@@ -30,18 +30,26 @@ type Params = { db: string; docid: string; name: string };
 
 const tooLarge = (max: number) => new FirkinError('too_large', `attachment is larger than the limit of ${max} bytes (SERVICE_ATTACHMENT_MAX_BYTES)`);
 
+/** Past the limit the rest is read and dropped (so the client gets its 413), up to this much; then the socket is cut. */
+const DISCARD_BYTES_MAX = 16 * 1024 * 1024;
+
 async function readLimited(stream: NodeJS.ReadableStream | undefined, max: number): Promise<Buffer> {
   if (stream === undefined) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > max) {
-      (stream as Readable).destroy?.();
-      throw tooLarge(max);
+    if (size <= max) {
+      chunks.push(chunk);
+      continue;
     }
-    chunks.push(chunk);
+    chunks.length = 0;
+    if (size - max > DISCARD_BYTES_MAX) {
+      (stream as Readable).destroy?.();
+      break;
+    }
   }
+  if (size > max) throw tooLarge(max);
   return Buffer.concat(chunks, size);
 }
 
