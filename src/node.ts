@@ -103,7 +103,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const policies = await PolicyManager.open(store, replication, config.replication);
 
     let vectors: VectorEngine | undefined;
-    if (config.vectordb.enabled) {
+    // The gateway's /v1 needs the engine even when the standard API is off (SERVICE_VECTORDB_ENABLED=false).
+    if (config.vectordb.enabled || config.gateway.enabled) {
       vectors = await VectorEngine.open({
         store,
         ann: usearchEngine,
@@ -177,7 +178,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await app.register(docdbQueryRoutes, { store });
     };
     const vectorFeatures =
-      vectors === undefined
+      vectors === undefined || !config.vectordb.enabled
         ? []
         : [
             (app: FastifyInstance) =>

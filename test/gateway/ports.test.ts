@@ -37,3 +37,17 @@ t.test('gateway off: no gateway routes', async (t) => {
   t.equal(gw.node.gatewayUrl, undefined);
   t.equal((await request(gw.node.url!, 'GET', '/admin/tenants', { headers: { 'x-api-key': MASTER_KEY } })).status, 404);
 });
+
+t.test('standard API off: /v1 still works; on: its routes ignore X-Api-Key', async (t) => {
+  const off = await startGatewayNode({ SERVICE_VECTORDB_ENABLED: 'false' });
+  t.teardown(() => off.close());
+  const key = (await off.admin('POST', '/admin/tenants', { tenant_id: 'acme' })).body.api_key as string;
+  t.equal((await off.call('POST', '/v1/collections', key, { name: 'docs', dimension: 2 })).status, 201, '/v1 served');
+  t.equal((await off.call('GET', '/vectordb/collections', undefined)).status, 404, 'no standard API');
+
+  const on = await startGatewayNode();
+  t.teardown(() => on.close());
+  const std = await on.call('GET', '/vectordb/collections', undefined);
+  t.equal(std.status, 200, 'the gateway hook does not reach the standard API');
+  t.equal(std.headers.get('x-ratelimit-limit'), null);
+});
