@@ -1,0 +1,85 @@
+// Spawns kv-node.ts processes on loopback for the real-process test and the benchmark.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from '../support/wait.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface KvProc {
+  id: string;
+  url: string;
+  proc: ChildProcess;
+  output(): string;
+  kill9(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Free loopback ports for the gRPC listeners (peers must know them before start). */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve) => {
+      const s = createServer();
+      s.listen(0, '127.0.0.1', () => resolve(s));
+    })),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+export async function spawnKv(id: string, dir: string, peers: string, env: Record<string, string> = {}): Promise<KvProc> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/raft/kv-node.ts'], {
+    cwd: root,
+    env: { ...process.env, KV_ID: id, KV_DIR: dir, KV_PEERS: peers, KV_COOKIE: 'test-cookie', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const url = await waitFor(
+    () => {
+      if (proc.exitCode !== null) throw new Error(`kv node ${id} exited: ${out}`);
+      return /listening (http:\/\/[^\s]+)/.exec(out)?.[1];
+    },
+    { timeoutMs: 30_000, what: `kv node ${id} to listen` },
+  );
+  return {
+    id,
+    url,
+    proc,
+    output: () => out,
+    async kill9() {
+      proc.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      proc.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+export async function status(p: KvProc): Promise<{ role: string; term: number; leader: string | null; commit: number; applied: number } | undefined> {
+  try {
+    const r = await fetch(`${p.url}/status`);
+    return (await r.json()) as { role: string; term: number; leader: string | null; commit: number; applied: number };
+  } catch {
+    return undefined;
+  }
+}
+
+export async function put(p: KvProc, k: string, v: string): Promise<{ ok: boolean; status: number; body: Record<string, unknown> }> {
+  try {
+    const r = await fetch(`${p.url}/put?k=${encodeURIComponent(k)}&v=${encodeURIComponent(v)}`, { method: 'POST' });
+    return { ok: r.status === 200, status: r.status, body: (await r.json()) as Record<string, unknown> };
+  } catch (err) {
+    return { ok: false, status: 0, body: { error: String(err) } };
+  }
+}
+
+export async function findLeader(nodes: readonly KvProc[]): Promise<KvProc | undefined> {
+  for (const n of nodes) if ((await status(n))?.role === 'leader') return n;
+  return undefined;
+}
