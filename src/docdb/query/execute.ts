@@ -130,7 +130,11 @@ class TopK {
   }
 }
 
-export async function executeFind(store: Store, db: string, q: FindQuery): Promise<FindResult> {
+/**
+ * `owns`: a filter on document ids (a VDB shard keeps only the ids its hash range owns, so a
+ * document being moved between shards is never counted twice).
+ */
+export async function executeFind(store: Store, db: string, q: FindQuery, owns?: (id: string) => boolean): Promise<FindResult> {
   const { plan, exact } = await planFind(store, db, q);
   const limit = q.limit;
   const windowEnd = limit === undefined ? Number.POSITIVE_INFINITY : q.offset + limit;
@@ -142,7 +146,7 @@ export async function executeFind(store: Store, db: string, q: FindQuery): Promi
   const meta = (total: number) => ({ total, offset: q.offset, limit: limit ?? null });
 
   if (plan.kind === 'index' && exact && q.orderBy.length === 0) {
-    const ids = await idsOf(store, plan.scan);
+    const ids = (await idsOf(store, plan.scan)).filter((id) => owns === undefined || owns(id));
     tooMany(ids.length);
     if (limit === 0) return { docs: [], meta: meta(ids.length) };
     const page = ids.slice(q.offset, windowEnd);
@@ -155,6 +159,7 @@ export async function executeFind(store: Store, db: string, q: FindQuery): Promi
   const page: FoundDoc[] = [];
   let total = 0;
   const consider = (d: FoundDoc) => {
+    if (owns !== undefined && !owns(d.id)) return;
     if (!matches({ ...d.body, _id: d.id, _rev: d.rev }, q.where)) return;
     if (ordered) {
       if (limit !== 0) top.push(d);

@@ -1,0 +1,75 @@
+// Virtual-database metadata: config, hash ranges, shard assignments and the one rebalance
+// job that may be in progress. One JSON record per VDB in the `system` column family,
+// written with sync: a rebalance changes ranges in one atomic write.
+import { FirkinError } from '../../core/errors.js';
+import { encodeKey, prefixRange } from '../../core/keys.js';
+import type { Store } from '../../storage/db.js';
+import { LIMITS } from '../names.js';
+import { type HashFunction, type HashRange, hashId, shardFor } from './hash.js';
+
+export const SHARD_STATUSES = ['active', 'splitting', 'merging', 'migrating', 'readonly'] as const;
+export type ShardStatus = (typeof SHARD_STATUSES)[number];
+
+export interface ShardAssignment {
+  readonly shardId: number;
+  readonly primary: string | null;
+  readonly replicas: readonly string[];
+  readonly status: ShardStatus;
+}
+
+/**
+ * A rebalance in progress. `copy`: documents are being copied, ranges unchanged (a crash
+ * rolls back). `cleanup`: ranges switched, the source copies are being removed (a crash
+ * finishes the job).
+ */
+export type RebalanceJob =
+  | { readonly kind: 'split'; readonly phase: 'copy' | 'cleanup'; readonly source: number; readonly target: number; readonly batchSize: number }
+  | { readonly kind: 'merge'; readonly phase: 'copy' | 'cleanup'; readonly source: number; readonly target: number; readonly batchSize: number };
+
+export interface VdbRecord {
+  readonly name: string;
+  readonly hashFunction: HashFunction;
+  readonly replicaFactor: number;
+  readonly zones: readonly string[];
+  readonly createdMs: number;
+  readonly ranges: readonly HashRange[];
+  readonly shards: readonly ShardAssignment[];
+  readonly job: RebalanceJob | undefined;
+}
+
+/** `_s<id>` must still fit in a database name. */
+export const VDB_NAME_CHARS_MAX = LIMITS.dbNameChars - 6;
+const VDB_NAME = /^[a-z][a-z0-9_$()+-]*$/;
+
+export function checkVdbName(name: string): void {
+  if (name.length > VDB_NAME_CHARS_MAX || !VDB_NAME.test(name)) {
+    throw new FirkinError(
+      'bad_request',
+      `invalid VDB name ${JSON.stringify(name)}: 1 to ${VDB_NAME_CHARS_MAX} characters, a lowercase letter first, then a-z 0-9 _ $ ( ) + -`,
+    );
+  }
+}
+
+export function shardDb(vdb: string, shardId: number): string {
+  return `${vdb}_s${shardId}`;
+}
+
+export function routeId(record: VdbRecord, id: string): number {
+  return shardFor(record.ranges, hashId(id, record.hashFunction));
+}
+
+const KIND = 'vdb';
+
+export async function loadVdbs(store: Store): Promise<VdbRecord[]> {
+  const out: VdbRecord[] = [];
+  for await (const [, value] of store.entries('system', prefixRange([KIND]))) out.push(JSON.parse(value.toString('utf8')) as VdbRecord);
+  return out;
+}
+
+export async function saveVdb(store: Store, record: VdbRecord): Promise<void> {
+  await store.put('system', encodeKey([KIND, record.name]), Buffer.from(JSON.stringify(record)), { sync: true });
+}
+
+export async function removeVdb(store: Store, name: string): Promise<void> {
+  await store.del('system', encodeKey([KIND, name]), { sync: true });
+}

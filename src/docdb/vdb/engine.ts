@@ -1,0 +1,575 @@
+// Virtual databases: N ordinary databases `<vdb>_s<i>` behind one name, documents routed by
+// the hash of their id. Scatter-gather `_find` and `_changes`, import, and online split and
+// merge that copy documents with their full revision history.
+//
+// Rebalance protocol (split and merge alike):
+//   1. record the job (phase `copy`), mark shards splitting/merging (the new one migrating);
+//   2. copy every moving document (all leaf revisions with history, attachments inline) while
+//      writes go on;
+//   3. close the write gate, copy what changed since step 2 began, switch the ranges and set
+//      phase `cleanup` in ONE synced write, open the gate;
+//   4. remove the source copies (tombstones on split, the whole database on merge).
+// Reads never miss a document: until the switch the old owner serves it, after it the new
+// one; every shard read filters ids by the current ranges, so a copy waiting for removal is
+// invisible. A crash in `copy` rolls back; a crash in `cleanup` finishes the job.
+import type { Logger } from 'pino';
+import { FirkinError } from '../../core/errors.js';
+import { HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
+import type { Store } from '../../storage/db.js';
+import { decodeKey } from '../../core/keys.js';
+import { keys as docKeys } from '../records.js';
+import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
+import type { FindQuery } from '../query/ast.js';
+import { executeFind } from '../query/execute.js';
+import { compareForOrder, matches } from '../query/match.js';
+import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from './hash.js';
+import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, loadVdbs, removeVdb, routeId, saveVdb, shardDb } from './catalog.js';
+import { WriteGate } from './gate.js';
+
+export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
+
+export interface VdbEngineOptions {
+  store: Store;
+  docs: DocEngine;
+  hlc: HybridClock;
+  log: Logger;
+  nodeName: string;
+  nowMs: () => number;
+  newId: () => string;
+}
+
+export interface CreateVdb {
+  name: string;
+  shardCount: number;
+  hashFunction: HashFunction;
+  replicaFactor: number;
+  zones: readonly string[];
+}
+
+interface VdbState {
+  record: VdbRecord;
+  gate: WriteGate;
+  /** One rebalance at a time per VDB. */
+  busy: boolean;
+}
+
+const notFoundVdb = (name: string) => new FirkinError('not_found', `virtual database ${JSON.stringify(name)} does not exist`);
+
+export class VdbEngine {
+  readonly #o: VdbEngineOptions;
+  readonly #vdbs = new Map<string, VdbState>();
+
+  private constructor(options: VdbEngineOptions) {
+    this.#o = options;
+  }
+
+  static async open(options: VdbEngineOptions): Promise<VdbEngine> {
+    const engine = new VdbEngine(options);
+    for (const record of await loadVdbs(options.store)) engine.#vdbs.set(record.name, { record, gate: new WriteGate(), busy: false });
+    // Finish or roll back a rebalance a crash interrupted.
+    for (const state of engine.#vdbs.values()) if (state.record.job !== undefined) await engine.#recover(state);
+    return engine;
+  }
+
+  #state(name: string): VdbState {
+    const state = this.#vdbs.get(name);
+    if (state === undefined) throw notFoundVdb(name);
+    return state;
+  }
+
+  list(): string[] {
+    return [...this.#vdbs.keys()].sort();
+  }
+
+  record(name: string): VdbRecord {
+    return this.#state(name).record;
+  }
+
+  async create(spec: CreateVdb): Promise<VdbRecord> {
+    checkVdbName(spec.name);
+    if (this.#vdbs.has(spec.name)) throw new FirkinError('conflict', `virtual database ${JSON.stringify(spec.name)} already exists`);
+    for (let i = 0; i < spec.shardCount; i++) {
+      if (this.#o.docs.has(shardDb(spec.name, i))) {
+        throw new FirkinError('conflict', `database ${JSON.stringify(shardDb(spec.name, i))} already exists and would become a shard`);
+      }
+    }
+    const record: VdbRecord = {
+      name: spec.name,
+      hashFunction: spec.hashFunction,
+      replicaFactor: spec.replicaFactor,
+      zones: spec.zones,
+      createdMs: this.#o.nowMs(),
+      ranges: initialRanges(spec.shardCount),
+      shards: Array.from({ length: spec.shardCount }, (_, i) => this.#assignment(i, 'active')),
+      job: undefined,
+    };
+    const state: VdbState = { record, gate: new WriteGate(), busy: true };
+    this.#vdbs.set(spec.name, state);
+    try {
+      for (let i = 0; i < spec.shardCount; i++) await this.#o.docs.createDb(shardDb(spec.name, i));
+      await saveVdb(this.#o.store, record);
+    } catch (err) {
+      this.#vdbs.delete(spec.name);
+      for (let i = 0; i < spec.shardCount; i++) if (this.#o.docs.has(shardDb(spec.name, i))) await this.#o.docs.deleteDb(shardDb(spec.name, i));
+      throw err;
+    } finally {
+      state.busy = false;
+    }
+    this.#o.log.info({ vdb: spec.name, shards: spec.shardCount }, 'virtual database created');
+    return record;
+  }
+
+  #assignment(shardId: number, status: ShardAssignment['status']): ShardAssignment {
+    // One node: every shard is local; placement across nodes comes with the cluster.
+    return { shardId, primary: this.#o.nodeName, replicas: [], status };
+  }
+
+  async delete(name: string): Promise<void> {
+    const state = this.#state(name);
+    if (state.busy) throw new FirkinError('conflict', `virtual database ${JSON.stringify(name)} is being rebalanced`);
+    state.busy = true;
+    await state.gate.close();
+    this.#vdbs.delete(name);
+    await removeVdb(this.#o.store, name);
+    for (const shard of state.record.shards) {
+      const db = shardDb(name, shard.shardId);
+      if (this.#o.docs.has(db)) await this.#o.docs.deleteDb(db);
+    }
+    state.gate.open();
+  }
+
+  info(name: string) {
+    const record = this.record(name);
+    const shards = record.ranges
+      .map((r) => r.shardId)
+      .sort((a, b) => a - b)
+      .map((id) => {
+        const info = this.#o.docs.dbInfo(shardDb(name, id));
+        return { shard_id: id, db: shardDb(name, id), doc_count: info.doc_count, disk_size: info.disk_size };
+      });
+    return {
+      name,
+      shard_count: shards.length,
+      hash_function: record.hashFunction,
+      placement: { replica_factor: record.replicaFactor, zones: record.zones },
+      created_at: record.createdMs,
+      total_docs: shards.reduce((n, s) => n + s.doc_count, 0),
+      total_disk_size: shards.reduce((n, s) => n + s.disk_size, 0),
+      shards: shards.map(({ db, doc_count, disk_size }) => ({ db, doc_count, disk_size })),
+      ...(record.job === undefined ? {} : { rebalance: { kind: record.job.kind, phase: record.job.phase, source: record.job.source, target: record.job.target } }),
+    };
+  }
+
+  shards(name: string) {
+    const record = this.record(name);
+    return {
+      shards: [...record.shards].sort((a, b) => a.shardId - b.shardId).map((s) => ({ shard_id: s.shardId, primary: s.primary, replicas: s.replicas, status: s.status })),
+      ranges: [...record.ranges].sort((a, b) => a.start - b.start).map((r) => ({ shard_id: r.shardId, start_hash: r.start, end_hash: r.end })),
+    };
+  }
+
+  replication(name: string) {
+    const record = this.record(name);
+    return {
+      vdb_name: name,
+      replica_factor: record.replicaFactor,
+      shard_count: record.ranges.length,
+      // One node, replica_factor 1: no replication tasks until the cluster places replicas.
+      shards: record.ranges.map((r) => ({ shard_id: r.shardId, replication_tasks: [] as { source: string; target: string; status: string }[] })).sort((a, b) => a.shard_id - b.shard_id),
+    };
+  }
+
+  /** The database that owns `id` now. */
+  dbFor(name: string, id: string): string {
+    const record = this.record(name);
+    return shardDb(name, routeId(record, id));
+  }
+
+  /** Run a write with the gate held, routed by the ranges current when it enters. */
+  async write<T>(name: string, id: string, run: (db: string) => Promise<T>): Promise<T> {
+    const state = this.#state(name);
+    const leave = await state.gate.enter();
+    try {
+      return await run(shardDb(name, routeId(state.record, id)));
+    } finally {
+      leave();
+    }
+  }
+
+  async bulkDocs(name: string, docs: readonly unknown[]): Promise<EditResult[]> {
+    const state = this.#state(name);
+    const leave = await state.gate.enter();
+    try {
+      // Ids are needed to route: generate missing ones first.
+      const withIds = docs.map((d) => {
+        if (d === null || typeof d !== 'object' || Array.isArray(d)) return { doc: d, id: undefined as string | undefined };
+        const o = d as Record<string, unknown>;
+        const given = typeof o._id === 'string' ? o._id : typeof o.id === 'string' ? o.id : undefined;
+        const id = given ?? this.#o.newId();
+        return { doc: given === undefined ? { ...o, _id: id } : o, id };
+      });
+      const groups = new Map<string, number[]>();
+      withIds.forEach((d, i) => {
+        const db = d.id === undefined ? shardDb(name, state.record.ranges[0]!.shardId) : shardDb(name, routeId(state.record, d.id));
+        groups.set(db, [...(groups.get(db) ?? []), i]);
+      });
+      const results: EditResult[] = new Array(docs.length);
+      await Promise.all(
+        [...groups].map(async ([db, idx]) => {
+          const out = await this.#o.docs.bulkDocs(db, idx.map((i) => withIds[i]!.doc), true, this.#o.newId);
+          out.forEach((r, j) => (results[idx[j]!] = r));
+        }),
+      );
+      return results;
+    } finally {
+      leave();
+    }
+  }
+
+  #owns(record: VdbRecord, shardId: number): (id: string) => boolean {
+    return (id) => routeId(record, id) === shardId;
+  }
+
+  #liveShards(record: VdbRecord): number[] {
+    return record.ranges.map((r) => r.shardId).sort((a, b) => a - b);
+  }
+
+  /** `_find` on every shard in parallel, merged in the query's order; `total` counts every match. */
+  async find(name: string, q: FindQuery) {
+    const record = this.record(name);
+    const perShard = q.limit === undefined ? undefined : q.offset + q.limit;
+    const shardQuery: FindQuery = { ...q, offset: 0, limit: perShard, includeDocs: true };
+    const results = await Promise.all(
+      this.#liveShards(record).map(async (id) => {
+        try {
+          return await executeFind(this.#o.store, shardDb(name, id), shardQuery, this.#owns(record, id));
+        } catch (err) {
+          if (err instanceof FirkinError && err.code === 'bad_request') throw err;
+          throw new FirkinError('unavailable', `shard ${id} of ${JSON.stringify(name)} failed: ${(err as Error).message}`, { cause: err });
+        }
+      }),
+    );
+    const total = results.reduce((n, r) => n + r.meta.total, 0);
+    const merged = results
+      .flatMap((r) => r.docs)
+      .map((d) => ({ id: d._id as string, body: d as never, doc: d }))
+      .sort((a, b) => compareForOrder(a, b, q.orderBy));
+    const page = merged.slice(q.offset, q.limit === undefined ? undefined : q.offset + q.limit);
+    return {
+      docs: page.map((m) => (q.includeDocs ? m.doc : { _id: m.doc._id, _rev: m.doc._rev })),
+      meta: { total, offset: q.offset, limit: q.limit ?? null },
+    };
+  }
+
+  /** `since` of a VDB feed: `now` is the newest sequence of any shard. */
+  nowSeq(name: string): Hlc {
+    const record = this.record(name);
+    return this.#liveShards(record)
+      .map((id) => this.#o.docs.lastSeq(shardDb(name, id)))
+      .reduce((a, b) => (compareHlc(a, b) >= 0 ? a : b));
+  }
+
+  /**
+   * k-way merge of the shard feeds by sequence. Every shard shares the node's clock, so one
+   * sequence is a cursor for all. A shard that filled its page examined only up to its last
+   * sequence: entries are returned only up to the smallest such bound, so resuming from
+   * `last_seq` never skips or repeats.
+   */
+  async changes(name: string, options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean }) {
+    const record = this.record(name);
+    const limit = options.limit ?? 1_000;
+    const pages = await Promise.all(
+      this.#liveShards(record).map(async (id) => {
+        const page = await this.#o.docs.changes(shardDb(name, id), { since: options.since, limit, descending: false, docIds: undefined, includeDocs: options.includeDocs });
+        return { page, owns: this.#owns(record, id), full: page.results.length >= limit };
+      }),
+    );
+    let bound: Hlc | undefined;
+    for (const p of pages) if (p.full && (bound === undefined || compareHlc(p.page.lastSeq, bound) < 0)) bound = p.page.lastSeq;
+    const seqOf = (e: ChangeEntry) => parseHlc(e.seq)!;
+    const entries = pages
+      .flatMap((p) => p.page.results.filter((e) => p.owns(e.id)))
+      .filter((e) => bound === undefined || compareHlc(seqOf(e), bound) <= 0)
+      .sort((a, b) => compareHlc(seqOf(a), seqOf(b)))
+      .slice(0, limit);
+    // Nothing returned: every entry up to `bound` was examined and not ours, so resume there.
+    const last = entries.length > 0 ? entries[entries.length - 1]!.seq : hlcToText(bound ?? options.since ?? HLC_ZERO);
+    return {
+      changes: entries.map((e) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(options.includeDocs ? { doc: e.doc ?? null } : {}) })),
+      last_seq: last,
+    };
+  }
+
+  /** Import every live document of a database (optionally filtered) into the VDB, in batches. */
+  async import(name: string, spec: { sourceDb: string; filter: FindQuery | undefined; batchSize: number; onConflict: 'skip' | 'overwrite' | 'merge' }) {
+    this.#state(name);
+    this.#o.docs.assertDb(spec.sourceDb);
+    const startedAt = this.#o.nowMs();
+    const counts = { docs_read: 0, docs_written: 0, docs_skipped: 0, errors: 0 };
+    let batch: Record<string, unknown>[] = [];
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const docs = batch;
+      batch = [];
+      await this.#importBatch(name, docs, spec.onConflict, counts);
+      this.#o.log.info({ vdb: name, source: spec.sourceDb, ...counts }, 'import progress');
+    };
+    let status: 'completed' | 'failed' = 'completed';
+    try {
+      for await (const row of this.#o.docs.allDocs(spec.sourceDb, { inclusiveEnd: true, skip: 0, descending: false, includeDocs: true })) {
+        counts.docs_read++;
+        const doc = row.doc as Record<string, unknown> | undefined;
+        if (doc === undefined || doc === null) continue;
+        if (spec.filter !== undefined && !matches({ ...doc, _id: row.key } as never, spec.filter.where)) {
+          counts.docs_skipped++;
+          continue;
+        }
+        batch.push(doc);
+        if (batch.length >= spec.batchSize) await flush();
+      }
+      await flush();
+    } catch (err) {
+      status = 'failed';
+      this.#o.log.error({ err, vdb: name }, 'import failed');
+    }
+    return { ...counts, started_at: startedAt, finished_at: this.#o.nowMs(), status };
+  }
+
+  async #importBatch(name: string, docs: Record<string, unknown>[], onConflict: 'skip' | 'overwrite' | 'merge', counts: { docs_written: number; docs_skipped: number; errors: number }): Promise<void> {
+    const state = this.#state(name);
+    const leave = await state.gate.enter();
+    try {
+      const byDb = new Map<string, Record<string, unknown>[]>();
+      for (const doc of docs) {
+        const id = doc._id as string;
+        const db = shardDb(name, routeId(state.record, id));
+        byDb.set(db, [...(byDb.get(db) ?? []), doc]);
+      }
+      await Promise.all(
+        [...byDb].map(async ([db, group]) => {
+          const writes: Record<string, unknown>[] = [];
+          for (const doc of group) {
+            const { _rev, _revisions, _attachments, _conflicts, id: _plainId, ...body } = doc;
+            const rec = await this.#o.docs.getRecord(db, doc._id as string);
+            const live = rec !== undefined && !rec.deleted;
+            if (live && onConflict === 'skip') {
+              counts.docs_skipped++;
+              continue;
+            }
+            if (live && onConflict === 'merge') {
+              const target = await this.#o.docs.getDoc(db, doc._id as string);
+              const { _rev: _r, _id: _i, id: _d, _attachments: _a, ...current } = target;
+              writes.push({ ...current, ...body, _rev: rec.winner });
+            } else {
+              writes.push(live ? { ...body, _rev: rec.winner } : body);
+            }
+          }
+          if (writes.length === 0) return;
+          const results = await this.#o.docs.bulkDocs(db, writes, true, this.#o.newId);
+          for (const r of results) {
+            if (r.ok) counts.docs_written++;
+            else counts.errors++;
+          }
+        }),
+      );
+    } finally {
+      leave();
+    }
+  }
+
+  // ---- rebalance --------------------------------------------------------------------------
+
+  async split(name: string, shardId: number, batchSize: number) {
+    const state = this.#begin(name);
+    try {
+      const record = state.record;
+      const shard = record.shards.find((s) => s.shardId === shardId);
+      if (shard === undefined || !record.ranges.some((r) => r.shardId === shardId)) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
+      if (shard.status !== 'active') throw new FirkinError('conflict', `shard ${shardId} is ${shard.status}, not active`);
+      const range = record.ranges.find((r) => r.shardId === shardId)!;
+      if (range.start === range.end) throw new FirkinError('conflict', `shard ${shardId} holds a single hash and cannot split`);
+      const target = Math.max(...record.shards.map((s) => s.shardId)) + 1;
+      const targetDb = shardDb(name, target);
+      if (this.#o.docs.has(targetDb)) throw new FirkinError('conflict', `database ${JSON.stringify(targetDb)} already exists`);
+      await this.#o.docs.createDb(targetDb);
+      const job: RebalanceJob = { kind: 'split', phase: 'copy', source: shardId, target, batchSize };
+      await this.#save(state, {
+        ...record,
+        job,
+        shards: [...record.shards.map((s) => (s.shardId === shardId ? { ...s, status: 'splitting' as const } : s)), this.#assignment(target, 'migrating')],
+      });
+      const after = splitRanges(record.ranges, shardId, target);
+      const moving = after.find((r) => r.shardId === target)!;
+      const moved = await this.#move(state, shardDb(name, shardId), targetDb, (id) => inRange(hashId(id, record.hashFunction), moving), batchSize, () => ({
+        ...state.record,
+        ranges: after,
+        shards: state.record.shards.map((s) => (s.shardId === shardId || s.shardId === target ? { ...s, status: 'active' as const } : s)),
+        job: { ...job, phase: 'cleanup' },
+      }));
+      await this.#cleanup(state);
+      this.#o.log.info({ vdb: name, shard: shardId, newShard: target, moved }, 'shard split');
+      return { ok: true, shard_id: shardId, new_shard_id: target, docs_moved: moved, message: `shard ${shardId} split: shard ${target} took the upper half of its range` };
+    } finally {
+      state.busy = false;
+    }
+  }
+
+  async merge(name: string, shardId: number, targetShard: number, batchSize: number) {
+    const state = this.#begin(name);
+    try {
+      const record = state.record;
+      if (shardId === targetShard) throw new FirkinError('bad_request', 'a shard cannot merge into itself');
+      const a = record.ranges.find((r) => r.shardId === shardId);
+      const b = record.ranges.find((r) => r.shardId === targetShard);
+      if (a === undefined) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
+      if (b === undefined) throw new FirkinError('not_found', `target shard ${targetShard} does not exist`);
+      for (const id of [shardId, targetShard]) {
+        const s = record.shards.find((x) => x.shardId === id)!;
+        if (s.status !== 'active') throw new FirkinError('conflict', `shard ${id} is ${s.status}, not active`);
+      }
+      if (!areAdjacent(a, b)) {
+        throw new FirkinError('conflict', `shards ${shardId} [${a.start}, ${a.end}] and ${targetShard} [${b.start}, ${b.end}] are not adjacent in hash space`);
+      }
+      const job: RebalanceJob = { kind: 'merge', phase: 'copy', source: shardId, target: targetShard, batchSize };
+      await this.#save(state, { ...record, job, shards: record.shards.map((s) => (s.shardId === shardId || s.shardId === targetShard ? { ...s, status: 'merging' as const } : s)) });
+      const after = mergeRanges(record.ranges, shardId, targetShard);
+      const moved = await this.#move(state, shardDb(name, shardId), shardDb(name, targetShard), () => true, batchSize, () => ({
+        ...state.record,
+        ranges: after,
+        shards: state.record.shards.filter((s) => s.shardId !== shardId).map((s) => (s.shardId === targetShard ? { ...s, status: 'active' as const } : s)),
+        job: { ...job, phase: 'cleanup' },
+      }));
+      await this.#cleanup(state);
+      this.#o.log.info({ vdb: name, shard: shardId, into: targetShard, moved }, 'shards merged');
+      return { ok: true, shard_id: shardId, target_shard: targetShard, docs_moved: moved, message: `shard ${shardId} merged into shard ${targetShard}` };
+    } finally {
+      state.busy = false;
+    }
+  }
+
+  #begin(name: string): VdbState {
+    const state = this.#state(name);
+    if (state.busy || state.record.job !== undefined) throw new FirkinError('conflict', `virtual database ${JSON.stringify(name)} is already being rebalanced`);
+    state.busy = true;
+    return state;
+  }
+
+  async #save(state: VdbState, record: VdbRecord): Promise<void> {
+    await saveVdb(this.#o.store, record);
+    state.record = record;
+  }
+
+  /** Steps 2 and 3 of the protocol; returns how many documents were copied. */
+  async #move(state: VdbState, from: string, to: string, moves: (id: string) => boolean, batchSize: number, switched: () => VdbRecord): Promise<number> {
+    const start = this.#o.docs.lastSeq(from);
+    let copied = 0;
+    let ids: string[] = [];
+    const flush = async () => {
+      copied += await this.#copyDocs(from, to, ids);
+      ids = [];
+      this.#o.log.info({ from, to, copied }, 'rebalance progress');
+    };
+    // Tombstones move too: a deletion must not be lost with the shard it happened in.
+    for await (const id of this.#allIds(from)) {
+      if (!moves(id)) continue;
+      ids.push(id);
+      if (ids.length >= batchSize) await flush();
+    }
+    if (ids.length > 0) await flush();
+    await state.gate.close();
+    try {
+      // Writes that landed during the bulk copy (deletions included) follow under the closed gate.
+      let since: Hlc | undefined = start;
+      for (;;) {
+        const page = await this.#o.docs.changes(from, { since, limit: batchSize, descending: false, docIds: undefined, includeDocs: false });
+        const late = page.results.map((e) => e.id).filter(moves);
+        if (late.length > 0) copied += await this.#copyDocs(from, to, late);
+        if (page.results.length < batchSize) break;
+        since = page.lastSeq;
+      }
+      await this.#save(state, switched());
+    } finally {
+      state.gate.open();
+    }
+    return copied;
+  }
+
+  /** Copy every leaf revision (with history and attachment content) of these documents. */
+  async #copyDocs(from: string, to: string, ids: readonly string[]): Promise<number> {
+    const docs: Record<string, unknown>[] = [];
+    for (const id of ids) {
+      for (const leaf of await this.#o.docs.openRevs(from, id)) docs.push(await this.#inlineAttachments(from, id, leaf));
+    }
+    if (docs.length === 0) return 0;
+    const results = await this.#o.docs.bulkDocs(to, docs, false, this.#o.newId);
+    const failed = results.filter((r) => !r.ok);
+    if (failed.length > 0) throw new FirkinError('error', `copying to ${to} failed for ${failed.length} revisions: ${JSON.stringify(failed[0])}`);
+    return ids.length;
+  }
+
+  async #inlineAttachments(db: string, id: string, leaf: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const stubs = leaf._attachments as Record<string, { content_type: string }> | undefined;
+    if (stubs === undefined) return leaf;
+    const inline: Record<string, { content_type: string; data: string }> = {};
+    for (const [att, meta] of Object.entries(stubs)) {
+      const { chunks } = await this.#o.docs.getAttachment(db, id, att, leaf._rev as string);
+      const parts: Buffer[] = [];
+      for await (const c of chunks()) parts.push(c);
+      inline[att] = { content_type: meta.content_type, data: Buffer.concat(parts).toString('base64') };
+    }
+    return { ...leaf, _attachments: inline };
+  }
+
+  /** Step 4: remove the source copies, then forget the job. */
+  async #cleanup(state: VdbState): Promise<void> {
+    const job = state.record.job!;
+    const name = state.record.name;
+    const from = shardDb(name, job.source);
+    if (job.kind === 'merge') {
+      if (this.#o.docs.has(from)) await this.#o.docs.deleteDb(from);
+    } else {
+      await this.#removeForeign(from, (id) => routeId(state.record, id) !== job.source);
+    }
+    await this.#save(state, { ...state.record, job: undefined });
+  }
+
+  /** Every document id of a shard database, deleted ones included, in id order. */
+  async *#allIds(db: string): AsyncGenerator<string> {
+    for await (const key of this.#o.store.keys('docs', docKeys.docs(db))) yield decodeKey(key)[1] as string;
+  }
+
+  /** Purge the documents in `db` that `foreign` says do not belong there (in batches). */
+  async #removeForeign(db: string, foreign: (id: string) => boolean): Promise<void> {
+    const ids: string[] = [];
+    for await (const id of this.#allIds(db)) if (foreign(id)) ids.push(id);
+    for (let i = 0; i < ids.length; i += 500) await this.#o.docs.purge(db, ids.slice(i, i + 500));
+  }
+
+  async #recover(state: VdbState): Promise<void> {
+    const job = state.record.job!;
+    const name = state.record.name;
+    this.#o.log.warn({ vdb: name, job }, 'resuming an interrupted rebalance');
+    if (job.phase === 'cleanup') return this.#cleanup(state);
+    // Interrupted while copying: ranges never changed, so undo the copies.
+    const target = shardDb(name, job.target);
+    if (job.kind === 'split') {
+      if (this.#o.docs.has(target)) await this.#o.docs.deleteDb(target);
+      await this.#save(state, {
+        ...state.record,
+        job: undefined,
+        shards: state.record.shards.filter((s) => s.shardId !== job.target).map((s) => (s.shardId === job.source ? { ...s, status: 'active' as const } : s)),
+      });
+    } else {
+      await this.#removeForeign(target, (id) => routeId(state.record, id) !== job.target);
+      await this.#save(state, {
+        ...state.record,
+        job: undefined,
+        shards: state.record.shards.map((s) => (s.shardId === job.source || s.shardId === job.target ? { ...s, status: 'active' as const } : s)),
+      });
+    }
+  }
+}
+
+function inRange(hash: number, r: HashRange): boolean {
+  return hash >= r.start && hash <= r.end;
+}

@@ -1,0 +1,182 @@
+// Virtual databases: /vdb and /vdb/:vdb/...
+import type { FastifyPluginAsync } from 'fastify';
+import { FirkinError } from '../../core/errors.js';
+import { parseDoc } from '../../docdb/doc-input.js';
+import type { DocEngine } from '../../docdb/engine.js';
+import { checkDocId } from '../../docdb/names.js';
+import { parseFind } from '../../docdb/query/parse.js';
+import { HASH_FUNCTIONS } from '../../docdb/vdb/hash.js';
+import { VDB_LIMITS, type VdbEngine } from '../../docdb/vdb/engine.js';
+import { expectedRev, parseSince } from './docdb-shared.js';
+
+export interface VdbRouteDeps {
+  vdbs: VdbEngine;
+  docs: DocEngine;
+  defaults: { shardCount: number; replicaFactor: number; batchSize: number };
+}
+
+const vdbParams = { type: 'object', required: ['vdb'], properties: { vdb: { type: 'string', maxLength: 200 } } } as const;
+const docParams = { type: 'object', required: ['vdb', 'docid'], properties: { vdb: { type: 'string', maxLength: 200 }, docid: { type: 'string' } } } as const;
+const shardParams = { type: 'object', required: ['vdb', 'shard'], properties: { vdb: { type: 'string', maxLength: 200 }, shard: { type: 'integer', minimum: 0 } } } as const;
+
+const createBody = {
+  type: 'object',
+  required: ['name'],
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string' },
+    shard_count: { type: 'integer', minimum: 1, maximum: VDB_LIMITS.shardCountMax },
+    hash_function: { enum: HASH_FUNCTIONS },
+    placement: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        replica_factor: { type: 'integer', minimum: 1, maximum: VDB_LIMITS.replicaFactorMax },
+        zones: { type: 'array', maxItems: VDB_LIMITS.zonesMax, items: { type: 'string', minLength: 1, maxLength: 100 } },
+      },
+    },
+  },
+} as const;
+
+const batchSize = { type: 'integer', minimum: 1, maximum: VDB_LIMITS.batchSizeMax } as const;
+const importBody = {
+  type: 'object',
+  required: ['source_db'],
+  additionalProperties: false,
+  properties: { source_db: { type: 'string' }, filter: { type: 'object' }, batch_size: batchSize, on_conflict: { enum: ['skip', 'overwrite', 'merge'] } },
+} as const;
+
+const admin = { permission: 'admin' as const, databaseParam: 'vdb' };
+const scoped = { databaseParam: 'vdb' };
+
+interface CreateBody {
+  name: string;
+  shard_count?: number;
+  hash_function?: 'phash2' | 'xxhash';
+  placement?: { replica_factor?: number; zones?: string[] };
+}
+
+export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, docs, defaults }) => {
+  app.post<{ Body: CreateBody }>('/vdb', { schema: { body: createBody }, config: { permission: 'admin' } }, async (request, reply) => {
+    const b = request.body;
+    await vdbs.create({
+      name: b.name,
+      shardCount: b.shard_count ?? defaults.shardCount,
+      hashFunction: b.hash_function ?? 'phash2',
+      replicaFactor: b.placement?.replica_factor ?? defaults.replicaFactor,
+      zones: b.placement?.zones ?? [],
+    });
+    reply.code(201);
+    return { ok: true, ...vdbs.info(b.name) };
+  });
+
+  app.get('/vdb', async () => ({ vdbs: vdbs.list().map((name) => vdbs.info(name)) }));
+  app.get<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs.info(r.params.vdb));
+  app.delete<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: admin }, async (r) => {
+    await vdbs.delete(r.params.vdb);
+    return { ok: true };
+  });
+  app.get<{ Params: { vdb: string } }>('/vdb/:vdb/_shards', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs.shards(r.params.vdb));
+  app.get<{ Params: { vdb: string } }>('/vdb/:vdb/_replication', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs.replication(r.params.vdb));
+
+  app.post<{ Params: { vdb: string }; Body: { source_db: string; filter?: unknown; batch_size?: number; on_conflict?: 'skip' | 'overwrite' | 'merge' } }>(
+    '/vdb/:vdb/_import',
+    { schema: { params: vdbParams, body: importBody }, config: scoped },
+    async (r) => {
+      const b = r.body;
+      return vdbs.import(r.params.vdb, {
+        sourceDb: b.source_db,
+        filter: b.filter === undefined ? undefined : parseFind(b.filter),
+        batchSize: b.batch_size ?? defaults.batchSize,
+        onConflict: b.on_conflict ?? 'skip',
+      });
+    },
+  );
+
+  app.post<{ Params: { vdb: string; shard: number }; Body: { batch_size?: number } | undefined }>(
+    '/vdb/:vdb/_shards/:shard/_split',
+    { schema: { params: shardParams, body: { type: ['object', 'null'], additionalProperties: false, properties: { batch_size: batchSize } } }, config: admin },
+    async (r) => vdbs.split(r.params.vdb, r.params.shard, r.body?.batch_size ?? defaults.batchSize),
+  );
+
+  app.post<{ Params: { vdb: string; shard: number }; Body: { target_shard: number; batch_size?: number } }>(
+    '/vdb/:vdb/_shards/:shard/_merge',
+    {
+      schema: {
+        params: shardParams,
+        body: { type: 'object', required: ['target_shard'], additionalProperties: false, properties: { target_shard: { type: 'integer', minimum: 0 }, batch_size: batchSize } },
+      },
+      config: admin,
+    },
+    async (r) => vdbs.merge(r.params.vdb, r.params.shard, r.body.target_shard, r.body.batch_size ?? defaults.batchSize),
+  );
+
+  app.post<{ Params: { vdb: string }; Body: { docs: unknown[] } }>(
+    '/vdb/:vdb/_bulk_docs',
+    { schema: { params: vdbParams, body: { type: 'object', required: ['docs'], properties: { docs: { type: 'array', maxItems: 10_000 } } } }, config: scoped },
+    async (r, reply) => {
+      const results = await vdbs.bulkDocs(r.params.vdb, r.body.docs);
+      reply.code(201);
+      return { results };
+    },
+  );
+
+  app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_find', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs.find(r.params.vdb, parseFind(r.body)));
+
+  app.get<{ Params: { vdb: string }; Querystring: { since?: string; limit?: number; include_docs?: boolean } }>(
+    '/vdb/:vdb/_changes',
+    {
+      schema: {
+        params: vdbParams,
+        querystring: { type: 'object', properties: { since: { type: 'string' }, limit: { type: 'integer', minimum: 0, maximum: 100_000 }, include_docs: { type: 'boolean' } } },
+      },
+      config: scoped,
+    },
+    async (r) => {
+      const name = r.params.vdb;
+      vdbs.record(name);
+      const since = r.query.since === 'now' ? vdbs.nowSeq(name) : parseSince(docs, vdbs.dbFor(name, ''), r.query.since === 'now' ? undefined : r.query.since);
+      return vdbs.changes(name, { since, limit: r.query.limit, includeDocs: r.query.include_docs === true });
+    },
+  );
+
+  // ---- documents, routed by hash
+  app.get<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string; revs?: boolean; conflicts?: boolean } }>(
+    '/vdb/:vdb/:docid',
+    { schema: { params: docParams, querystring: { type: 'object', properties: { rev: { type: 'string' }, revs: { type: 'boolean' }, conflicts: { type: 'boolean' } } } }, config: scoped },
+    async (r, reply) => {
+      const id = checkDocId(r.params.docid);
+      const rev = r.query.rev === undefined ? undefined : expectedRev({ query: r.query.rev });
+      const doc = await docs.getDoc(vdbs.dbFor(r.params.vdb, id), id, { rev, revs: r.query.revs, conflicts: r.query.conflicts });
+      reply.header('etag', `"${doc._rev as string}"`);
+      return doc;
+    },
+  );
+
+  app.put<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string }; Body: unknown }>(
+    '/vdb/:vdb/:docid',
+    { schema: { params: docParams, querystring: { type: 'object', properties: { rev: { type: 'string' } } } }, config: scoped },
+    async (r, reply) => {
+      const id = checkDocId(r.params.docid);
+      const doc = parseDoc(r.body);
+      if (doc.id !== undefined && doc.id !== id) throw new FirkinError('bad_request', `body id ${JSON.stringify(doc.id)} differs from the path id ${JSON.stringify(id)}`);
+      const rev = expectedRev({ ifMatch: r.headers['if-match'], query: r.query.rev, body: doc.rev });
+      const result = await vdbs.write(r.params.vdb, id, (db) => docs.putDoc(db, id, doc, rev));
+      reply.code(201).header('etag', `"${result.rev}"`);
+      return result;
+    },
+  );
+
+  app.delete<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string } }>(
+    '/vdb/:vdb/:docid',
+    { schema: { params: docParams, querystring: { type: 'object', properties: { rev: { type: 'string' } } } }, config: scoped },
+    async (r, reply) => {
+      const id = checkDocId(r.params.docid);
+      const rev = expectedRev({ ifMatch: r.headers['if-match'], query: r.query.rev });
+      if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting needs the current revision (If-Match or ?rev=)');
+      const result = await vdbs.write(r.params.vdb, id, (db) => docs.deleteDoc(db, id, rev));
+      reply.header('etag', `"${result.rev}"`);
+      return result;
+    },
+  );
+};

@@ -1,0 +1,206 @@
+// Virtual databases over real HTTP: routing, scatter-gather, changes, import, split, merge.
+import t from 'tap';
+import { type TestNode, startTestNode } from '../../support/node.js';
+
+async function mkVdb(node: TestNode, body: Record<string, unknown>) {
+  return node.request('POST', '/vdb', { body });
+}
+
+async function allIds(node: TestNode, vdb: string): Promise<string[]> {
+  const res = await node.request('POST', `/vdb/${vdb}/_find`, { body: { where: [], include_docs: false, limit: 100_000 } });
+  return res.body.docs.map((d: { _id: string }) => d._id);
+}
+
+t.test('VDB lifecycle, routing and reads', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+
+  const created = await mkVdb(node, { name: 'users' });
+  t.equal(created.status, 201);
+  t.match(created.body, { ok: true, name: 'users', shard_count: 4, hash_function: 'phash2', total_docs: 0 });
+  t.equal((await mkVdb(node, { name: 'users' })).status, 409);
+  for (const bad of [{ name: 'Bad' }, { name: 'x', shard_count: 0 }, { name: 'x', hash_function: 'md5' }, { name: 'x', placement: { replica_factor: 0 } }, {}, { name: 'a'.repeat(60) }]) {
+    const res = await mkVdb(node, bad);
+    t.equal(res.status, 400, JSON.stringify(bad));
+    t.equal(res.body.error, 'bad_request');
+  }
+
+  const shards = await node.request('GET', '/vdb/users/_shards');
+  t.same(shards.body.ranges, [
+    { shard_id: 0, start_hash: 0, end_hash: 1073741823 },
+    { shard_id: 1, start_hash: 1073741824, end_hash: 2147483647 },
+    { shard_id: 2, start_hash: 2147483648, end_hash: 3221225471 },
+    { shard_id: 3, start_hash: 3221225472, end_hash: 4294967295 },
+  ]);
+  t.match(shards.body.shards[0], { shard_id: 0, primary: 'test-node', replicas: [], status: 'active' });
+
+  // Routing examples from the reference: doc1 -> 3, doc2 -> 2, mydoc -> 0, a -> 1.
+  for (const [id, shard] of [['doc1', 3], ['doc2', 2], ['mydoc', 0], ['a', 1]] as const) {
+    const put = await node.request('PUT', `/vdb/users/${id}`, { body: { v: id } });
+    t.equal(put.status, 201);
+    const direct = await node.request('GET', `/db/users_s${shard}/${id}`);
+    t.equal(direct.status, 200, `${id} stored in users_s${shard}`);
+    t.equal((await node.request('GET', `/vdb/users/${id}`)).body.v, id);
+  }
+  const doc1 = await node.request('GET', '/vdb/users/doc1');
+  t.equal((await node.request('PUT', '/vdb/users/doc1', { body: { v: 2 } })).status, 409, 'update without rev conflicts');
+  const upd = await node.request('PUT', '/vdb/users/doc1', { body: { v: 2 }, headers: { 'if-match': doc1.body._rev } });
+  t.equal(upd.status, 201);
+  t.equal((await node.request('DELETE', '/vdb/users/doc1')).status, 409, 'delete needs a rev');
+  t.equal((await node.request('DELETE', `/vdb/users/doc1?rev=${upd.body.rev}`)).status, 200);
+  t.equal((await node.request('GET', '/vdb/users/doc1')).status, 404);
+
+  const bulk = await node.request('POST', '/vdb/users/_bulk_docs', { body: { docs: Array.from({ length: 40 }, (_, i) => ({ _id: `u${i}`, n: i, even: i % 2 === 0 })) } });
+  t.equal(bulk.status, 201);
+  t.same(bulk.body.results.map((r: { id: string; ok: boolean }) => [r.id, r.ok]), Array.from({ length: 40 }, (_, i) => [`u${i}`, true]), 'results in request order');
+  const info = await node.request('GET', '/vdb/users');
+  t.equal(info.body.total_docs, 43);
+  t.equal(info.body.shards.length, 4);
+  t.match(info.body.shards[0], { db: 'users_s0' });
+  t.ok(info.body.shards.every((s: { doc_count: number }) => s.doc_count > 0), 'documents spread over every shard');
+
+  t.test('scatter-gather _find', async (t) => {
+    const res = await node.request('POST', '/vdb/users/_find', { body: { where: [{ path: ['even'], value: true }], order_by: [{ path: ['n'], dir: 'desc' }], limit: 3, offset: 1 } });
+    t.equal(res.status, 200);
+    t.same(res.body.docs.map((d: { n: number }) => d.n), [36, 34, 32]);
+    t.same(res.body.meta, { total: 20, offset: 1, limit: 3 });
+    const byId = await node.request('POST', '/vdb/users/_find', { body: { where: [{ path: ['n'], op: '<', value: 3 }] } });
+    t.same(byId.body.docs.map((d: { _id: string }) => d._id), ['u0', 'u1', 'u2'], 'default order is _id');
+    const count = await node.request('POST', '/vdb/users/_find', { body: { selector: { even: false }, limit: 0 } });
+    t.same(count.body, { docs: [], meta: { total: 20, offset: 0, limit: 0 } });
+    t.equal((await node.request('POST', '/vdb/users/_find', { body: { where: [{ path: ['n'], op: 'bogus' }] } })).status, 400);
+  });
+
+  t.test('changes: merged by sequence; paging by last_seq neither skips nor repeats', async (t) => {
+    const all = await node.request('GET', '/vdb/users/_changes?since=first&limit=1000');
+    t.equal(all.status, 200);
+    const seqs = all.body.changes.map((c: { seq: string }) => c.seq);
+    t.equal(new Set(all.body.changes.map((c: { id: string }) => c.id)).size, all.body.changes.length, 'one entry per document');
+    t.equal(all.body.changes.length, 44, '43 live + 1 deleted');
+    t.ok(all.body.changes.some((c: { id: string; deleted: boolean }) => c.id === 'doc1' && c.deleted));
+    const paged: string[] = [];
+    let since = 'first';
+    for (let i = 0; i < 100; i++) {
+      const page = await node.request('GET', `/vdb/users/_changes?since=${encodeURIComponent(since)}&limit=7`);
+      paged.push(...page.body.changes.map((c: { seq: string }) => c.seq));
+      if (page.body.changes.length === 0) break;
+      since = page.body.last_seq;
+    }
+    t.same(paged, seqs, 'pages of 7 concatenate to the whole feed');
+    const now = await node.request('GET', '/vdb/users/_changes?since=now');
+    t.same(now.body.changes, []);
+    t.equal((await node.request('GET', '/vdb/users/_changes?since=garbage')).status, 400);
+  });
+
+  t.test('import with each on_conflict', async (t) => {
+    t.equal((await node.request('PUT', '/db/legacy')).status, 201);
+    await node.request('POST', '/db/legacy/_bulk_docs', { body: { docs: [{ _id: 'u1', n: 100, extra: true }, { _id: 'new1', n: 1, kind: 'x' }, { _id: 'new2', n: 2, kind: 'y' }] } });
+    const skip = await node.request('POST', '/vdb/users/_import', { body: { source_db: 'legacy' } });
+    t.match(skip.body, { docs_read: 3, docs_written: 2, docs_skipped: 1, errors: 0, status: 'completed' });
+    t.type(skip.body.started_at, 'number');
+    t.equal((await node.request('GET', '/vdb/users/u1')).body.n, 1, 'skip left the existing doc');
+    const merge = await node.request('POST', '/vdb/users/_import', { body: { source_db: 'legacy', on_conflict: 'merge', filter: { where: [{ path: ['n'], value: 100 }] }, batch_size: 1 } });
+    t.match(merge.body, { docs_read: 3, docs_written: 1, docs_skipped: 2 });
+    t.match((await node.request('GET', '/vdb/users/u1')).body, { n: 100, extra: true, even: false }, 'merge: shallow, source wins');
+    const over = await node.request('POST', '/vdb/users/_import', { body: { source_db: 'legacy', on_conflict: 'overwrite', filter: { selector: { kind: 'x' } } } });
+    t.match(over.body, { docs_written: 1, docs_skipped: 2 });
+    t.equal((await node.request('POST', '/vdb/users/_import', { body: { source_db: 'nope' } })).status, 404);
+    t.equal((await node.request('POST', '/vdb/users/_import', { body: { source_db: 'legacy', on_conflict: 'wat' } })).status, 400);
+  });
+
+  t.test('missing VDB and replication status', async (t) => {
+    t.equal((await node.request('GET', '/vdb/nope')).status, 404);
+    t.equal((await node.request('GET', '/vdb/nope/x')).status, 404);
+    const rep = await node.request('GET', '/vdb/users/_replication');
+    t.match(rep.body, { vdb_name: 'users', replica_factor: 1, shard_count: 4 });
+    t.same(rep.body.shards[0], { shard_id: 0, replication_tasks: [] });
+    const list = await node.request('GET', '/vdb');
+    t.same(list.body.vdbs.map((v: { name: string }) => v.name), ['users']);
+  });
+
+  t.test('delete drops the shard databases', async (t) => {
+    await mkVdb(node, { name: 'tmp', shard_count: 2, hash_function: 'xxhash' });
+    t.equal((await node.request('GET', '/db/tmp_s1')).status, 200);
+    t.equal((await node.request('DELETE', '/vdb/tmp')).status, 200);
+    t.equal((await node.request('GET', '/db/tmp_s1')).status, 404);
+    t.equal((await node.request('GET', '/vdb/tmp')).status, 404);
+  });
+});
+
+t.test('split and merge under concurrent writes: every acknowledged write present once, with history', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await mkVdb(node, { name: 'moving', shard_count: 2 });
+  const docs = Array.from({ length: 600 }, (_, i) => ({ _id: `d${i}`, i }));
+  await node.request('POST', '/vdb/moving/_bulk_docs', { body: { docs } });
+  // Give some documents a second revision so history must travel.
+  const d7 = await node.request('GET', '/vdb/moving/d7');
+  const d7v2 = await node.request('PUT', '/vdb/moving/d7', { body: { i: 7, v: 2 }, headers: { 'if-match': d7.body._rev } });
+
+  const acked = new Set(docs.map((d) => d._id));
+  let writing = true;
+  const writer = (async () => {
+    for (let n = 0; writing; n++) {
+      const res = await node.request('PUT', `/vdb/moving/w${n}`, { body: { n } });
+      if (res.status === 201) acked.add(`w${n}`);
+    }
+  })();
+  const split = await node.request('POST', '/vdb/moving/_shards/0/_split', { body: { batch_size: 50 } });
+  t.equal(split.status, 200);
+  t.match(split.body, { ok: true, new_shard_id: 2 });
+  const reads = await node.request('GET', '/vdb/moving/d7?revs=true');
+  t.equal(reads.body._rev, d7v2.body.rev, 'the second revision survived the move');
+  t.equal(reads.body._revisions.ids.length, 2, 'with its history');
+
+  const ranges = (await node.request('GET', '/vdb/moving/_shards')).body.ranges;
+  t.same(ranges, [
+    { shard_id: 0, start_hash: 0, end_hash: 1073741823 },
+    { shard_id: 2, start_hash: 1073741824, end_hash: 2147483647 },
+    { shard_id: 1, start_hash: 2147483648, end_hash: 4294967295 },
+  ]);
+  t.equal((await node.request('POST', '/vdb/moving/_shards/0/_merge', { body: { target_shard: 1 } })).status, 409, 'not adjacent');
+  t.match((await node.request('POST', '/vdb/moving/_shards/0/_merge', { body: { target_shard: 1 } })).body.message, /not adjacent/);
+  t.equal((await node.request('POST', '/vdb/moving/_shards/9/_split')).status, 404);
+  const merge = await node.request('POST', '/vdb/moving/_shards/2/_merge', { body: { target_shard: 0 } });
+  t.equal(merge.status, 200);
+  t.match(merge.body, { ok: true, shard_id: 2, target_shard: 0 });
+  writing = false;
+  await writer;
+
+  t.equal((await node.request('GET', '/db/moving_s2')).status, 404, 'the merged shard database is gone');
+  const ids = await allIds(node, 'moving');
+  t.equal(ids.length, new Set(ids).size, 'no document appears twice');
+  t.same(new Set(ids), acked, 'every acknowledged write is present');
+  for (const id of ['d0', 'd7', 'd599', 'w0']) t.equal((await node.request('GET', `/vdb/moving/${id}`)).status, 200, id);
+  const changes = await node.request('GET', '/vdb/moving/_changes?limit=100000');
+  const live = changes.body.changes.filter((c: { deleted: boolean }) => !c.deleted).map((c: { id: string }) => c.id);
+  t.equal(live.length, acked.size, 'the changes feed lists each document once');
+  const info = await node.request('GET', '/vdb/moving');
+  t.equal(info.body.shard_count, 2);
+  t.equal(info.body.total_docs, acked.size);
+});
+
+t.test('a node restarted during a split rolls back or finishes it', async (t) => {
+  const { spawnNode } = await import('../../support/process.js');
+  const { request, tempDir, TEST_ADMIN_KEY } = await import('../../support/node.js');
+  const dataDir = tempDir();
+  let child = await spawnNode({ SERVICE_DATA_DIR: dataDir });
+  const call = (method: string, path: string, body?: unknown) => request(child.url, method, path, { body, key: TEST_ADMIN_KEY });
+  await call('POST', '/vdb', { name: 'crash', shard_count: 1 });
+  const docs = Array.from({ length: 2000 }, (_, i) => ({ _id: `c${i}`, i }));
+  for (let i = 0; i < docs.length; i += 500) t.equal((await call('POST', '/vdb/crash/_bulk_docs', { docs: docs.slice(i, i + 500) })).status, 201);
+  const splitting = call('POST', '/vdb/crash/_shards/0/_split', { batch_size: 10 }).catch(() => undefined);
+  const { waitFor } = await import('../../support/wait.js');
+  await waitFor(() => child.output().includes('rebalance progress'), { timeoutMs: 20_000, what: 'the split to start copying' });
+  await child.kill9();
+  await splitting;
+  child = await spawnNode({ SERVICE_DATA_DIR: dataDir });
+  t.teardown(() => child.stop());
+  const shards = (await call('GET', '/vdb/crash/_shards')).body;
+  t.ok(shards.shards.every((s: { status: string }) => s.status === 'active'), 'no shard left mid-move');
+  const found = await call('POST', '/vdb/crash/_find', { where: [], include_docs: false, limit: 100_000 });
+  t.equal(found.body.meta.total, 2000, 'every document exactly once');
+  t.equal(new Set(found.body.docs.map((d: { _id: string }) => d._id)).size, 2000);
+  t.equal((await call('POST', '/vdb/crash/_shards/0/_split', {})).status, 200, 'a new split works after recovery');
+  t.equal((await call('POST', '/vdb/crash/_find', { where: [], limit: 0 })).body.meta.total, 2000);
+});
