@@ -1,0 +1,132 @@
+// Node -> node replication over real HTTP between two nodes in one process: bearer auth,
+// refused credentials, the allow-list, an unreachable target, continuous tasks that recover
+// when the target comes back, and tasks that resume after the source node restarts without
+// re-sending anything.
+import { createServer } from 'node:net';
+import t from 'tap';
+import { type TestNode, startTestNode } from '../../support/node.js';
+import { waitFor } from '../../support/wait.js';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function bulk(node: TestNode, db: string, from: number, count: number) {
+  const docs = Array.from({ length: count }, (_, i) => ({ _id: `doc${String(from + i).padStart(4, '0')}`, n: from + i }));
+  const r = await node.request('POST', `/db/${db}/_bulk_docs`, { body: { docs } });
+  if (r.status !== 201) throw new Error(r.text);
+}
+
+const docCount = async (node: TestNode, db: string) => (await node.request('GET', `/db/${db}`)).body.doc_count as number;
+
+t.test('node to node', async (t) => {
+  const fast = { SERVICE_REPLICATION_RETRY_BASE_MS: '50', SERVICE_REPLICATION_RETRY_MAX_MS: '400' };
+  const a = await startTestNode({ ...fast, SERVICE_NODE_NAME: 'a' });
+  t.teardown(() => a.close());
+  const targetPort = await freePort();
+  const b = await startTestNode({ SERVICE_HTTP_PORT: String(targetPort), SERVICE_NODE_NAME: 'b' });
+  t.teardown(() => b.close());
+  await a.request('PUT', '/db/users');
+  await bulk(a, 'users', 0, 50);
+  // A key on B that may write only the `users` database.
+  const key = (await b.request('POST', '/_keys', { body: { permissions: ['write'], databases: ['users'], label: 'replicator' } })).body.key as string;
+  const target = `${b.url}/db/users`;
+
+  t.test('one-shot with a bearer token, then incremental', async (t) => {
+    const r = await a.request('POST', '/db/users/_replicate', { body: { target, create_target: true, auth: { bearer_token: key } } });
+    t.equal(r.status, 200, r.text);
+    t.match(r.body, { ok: true, docs_read: 50, docs_written: 50, doc_write_failures: 0 });
+    t.equal(await docCount(b, 'users'), 50);
+    const one = (await b.request('GET', '/db/users/doc0007')).body;
+    t.equal(one.n, 7);
+    t.equal(one._rev, (await a.request('GET', '/db/users/doc0007')).body._rev);
+    await bulk(a, 'users', 50, 25);
+    const again = await a.request('POST', '/db/users/_replicate', { body: { target, auth: { bearer_token: key } } });
+    t.match(again.body, { docs_written: 25, start_seq: r.body.last_seq });
+    t.equal(await docCount(b, 'users'), 75);
+  });
+
+  t.test('refused credentials are a 502 that names the remote status, never the secret', async (t) => {
+    const bad = await a.request('POST', '/db/users/_replicate', { body: { target, auth: { bearer_token: 'fk_wrong-token-123' } } });
+    t.equal(bad.status, 502);
+    t.match(bad.body, { error: 'bad_gateway', ok: false, remote_status: 401 });
+    t.notOk(bad.text.includes('fk_wrong-token-123'));
+    // The server only speaks Bearer keys: Basic credentials reach it and are refused as such.
+    const basic = await a.request('POST', '/db/users/_replicate', { body: { target, auth: { basic_auth: { username: 'u', password: 'secret-pw' } } } });
+    t.match(basic.body, { error: 'bad_gateway', remote_status: 401 });
+    t.notOk(basic.text.includes('secret-pw'));
+    const none = await a.request('POST', '/db/users/_replicate', { body: { target } });
+    t.match(none.body, { error: 'bad_gateway', remote_status: 401 });
+  });
+
+  t.test('an unreachable target is a 502 with ok: false', async (t) => {
+    const port = await freePort();
+    const r = await a.request('POST', '/db/users/_replicate', { body: { target: `http://127.0.0.1:${port}/db/users` } });
+    t.equal(r.status, 502);
+    t.match(r.body, { error: 'bad_gateway', ok: false, message: /cannot reach/ });
+  });
+
+  t.test('hosts outside the allow-list are refused (403)', async (t) => {
+    const strict = await startTestNode({ SERVICE_REPLICATION_ALLOW_LOOPBACK: 'false', SERVICE_REPLICATION_ALLOW: 'db.example.com' });
+    t.teardown(() => strict.close());
+    await strict.request('PUT', '/db/x');
+    const r = await strict.request('POST', '/db/x/_replicate', { body: { target } });
+    t.equal(r.status, 403);
+    t.equal(r.body.error, 'forbidden');
+    const meta = await strict.request('POST', '/db/x/_replicate', { body: { target: 'http://169.254.169.254/db/x' } });
+    t.equal(meta.status, 403);
+  });
+
+  t.test('a continuous task follows writes, survives the target going away, and recovers', async (t) => {
+    const created = await a.request('POST', '/db/users/_replicate', { body: { target, continuous: true, auth: { bearer_token: key } } });
+    t.equal(created.status, 202, created.text);
+    const id = created.body.task_id as string;
+    await bulk(a, 'users', 75, 5);
+    await waitFor(async () => (await docCount(b, 'users')) === 80, { what: 'continuous replication of 5 new docs' });
+    const task = (await a.request('GET', `/_replications/${id}`)).body;
+    t.match(task, { task_id: id, status: 'active', mode: 'continuous', source: 'users', target, last_error: null });
+    t.notOk(JSON.stringify((await a.request('GET', '/_replications')).body).includes(key), 'the token is never listed');
+
+    await b.node.close(); // the target goes away
+    await bulk(a, 'users', 80, 10);
+    const failing = await waitFor(async () => {
+      const v = (await a.request('GET', `/_replications/${id}`)).body;
+      return v.status === 'error' ? v : undefined;
+    }, { what: 'the task to report the failure' });
+    t.match(failing, { last_error: /bad_gateway/, retry_at: /^\d{4}-/ });
+    t.ok(failing.consecutive_failures >= 1);
+    const health = (await a.request('GET', '/health')).body;
+    t.equal(health.replication.status, 'degraded');
+    t.equal(health.status, 'degraded');
+
+    await b.restart(); // same data dir, same port
+    await waitFor(async () => (await docCount(b, 'users')) === 90, { what: 'recovery after the target came back', timeoutMs: 20_000 });
+    const recovered = await waitFor(async () => {
+      const v = (await a.request('GET', `/_replications/${id}`)).body;
+      return v.status === 'active' && v.consecutive_failures === 0 ? v : undefined;
+    });
+    t.equal(recovered.docs_written, 15, 'each document written exactly once (5 + 10)');
+    t.equal((await a.request('GET', '/health')).body.replication.status, 'ok');
+
+    // The source restarts: the task comes back by itself and resumes from its checkpoint.
+    await a.restart();
+    const after = (await a.request('GET', `/_replications/${id}`)).body;
+    t.equal(after.docs_written, 15, 'counters survive the restart');
+    const seqBefore = (await b.request('GET', '/db/users')).body.update_seq;
+    await bulk(a, 'users', 90, 3);
+    await waitFor(async () => (await docCount(b, 'users')) === 93, { what: 'replication after the source restarted' });
+    const final = (await a.request('GET', `/_replications/${id}`)).body;
+    t.equal(final.docs_written, 18, 'only the 3 new documents were sent');
+    const changes = (await b.request('GET', `/db/users/_changes?since=${encodeURIComponent(seqBefore)}`)).body;
+    t.equal(changes.results.length, 3, 'the target saw exactly 3 writes after the restart');
+
+    const del = await a.request('DELETE', `/_replications/${id}`);
+    t.equal(del.status, 200);
+    t.same((await a.request('GET', '/_replications')).body.replications, []);
+    t.equal((await a.request('GET', `/_replications/${id}`)).status, 404);
+  });
+});
