@@ -2,18 +2,10 @@
 // refused credentials, the allow-list, an unreachable target, continuous tasks that recover
 // when the target comes back, and tasks that resume after the source node restarts without
 // re-sending anything.
-import { createServer } from 'node:net';
 import t from 'tap';
 import { type TestNode, startTestNode } from '../../support/node.js';
 import { waitFor } from '../../support/wait.js';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { freePort } from './ports.js';
 
 async function bulk(node: TestNode, db: string, from: number, count: number) {
   const docs = Array.from({ length: count }, (_, i) => ({ _id: `doc${String(from + i).padStart(4, '0')}`, n: from + i }));
