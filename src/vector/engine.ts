@@ -215,15 +215,15 @@ export class VectorEngine {
     return { name, dimension: dimensions, count: c.count, dimensions, ...rest };
   }
 
-  /** For health and tests: per shard, where its index came from and what it covers. */
-  shardInfo(name: string): { id: number; count: number; seq: number; saved_seq: number; recovery: Shard['recovery'] }[] {
-    return this.#collection(name).shards.map((s) => ({ id: s.id, count: s.count, seq: s.seq, saved_seq: s.savedSeq, recovery: s.recovery }));
-  }
-
-  stats(): { collections: number; documents: number } {
+  /** For /health: totals, and per shard where its index came from at start and what it covers. */
+  stats(): { collections: number; documents: number; shards: Record<string, unknown>[] } {
     let documents = 0;
-    for (const c of this.#collections.values()) documents += c.count;
-    return { collections: this.#collections.size, documents };
+    const shards: Record<string, unknown>[] = [];
+    for (const c of this.#collections.values()) {
+      documents += c.count;
+      for (const s of c.shards) shards.push({ collection: c.name, id: s.id, count: s.count, seq: s.seq, saved_seq: s.savedSeq, recovery: s.recovery });
+    }
+    return { collections: this.#collections.size, documents, shards };
   }
 
   // ---- documents ----

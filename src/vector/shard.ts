@@ -18,7 +18,9 @@
 // the records. Replay is idempotent, so a sidecar that lags its file is harmless; the sidecar
 // is written only after its file is durable, so it never claims more than the file holds.
 import assert from 'node:assert/strict';
-import { open, rename, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { open, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Decoder, Encoder } from 'cbor-x';
 import type { Logger } from 'pino';
@@ -83,6 +85,9 @@ interface SeqValue {
 
 interface Sidecar {
   seq: number;
+  /** The file's length and SHA-256: usearch trusts the bytes it loads, so they are checked first. */
+  bytes: number;
+  sha256: string;
   engine: string;
   dimensions: number;
   metric: string;
@@ -233,6 +238,8 @@ export class Shard {
       return { ok: false, reason: `index file covers seq ${sidecar.seq}, the records end at ${this.#seq}` };
     }
     try {
+      const { bytes, sha256 } = await digestFile(this.indexFile);
+      if (bytes !== sidecar.bytes || sha256 !== sidecar.sha256) return { ok: false, reason: 'index file does not match its checksum' };
       return { ok: true, index: this.#deps.ann.load(this.indexFile, o), seq: sidecar.seq };
     } catch (err) {
       return { ok: false, reason: `index file unreadable: ${(err as Error).message}` };
@@ -461,8 +468,11 @@ export class Shard {
     const seq = this.#seq;
     const tmp = `${this.indexFile}.tmp`;
     this.#ann.save(tmp);
+    const { bytes, sha256 } = await digestFile(tmp);
     const sidecar: Sidecar = {
       seq,
+      bytes,
+      sha256,
       engine: this.#deps.ann.name,
       dimensions: this.config.dimensions,
       metric: this.config.metric,
@@ -501,6 +511,12 @@ export async function dropShardData(store: Store, shard: number, indexDir: strin
   for (const f of [`shard-${shard}.usearch`, `shard-${shard}.json`, `shard-${shard}.usearch.tmp`, `shard-${shard}.json.tmp`]) {
     await rm(path.join(indexDir, f), { force: true });
   }
+}
+
+async function digestFile(file: string): Promise<{ bytes: number; sha256: string }> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return { bytes: (await stat(file)).size, sha256: hash.digest('hex') };
 }
 
 async function fsyncFile(file: string): Promise<void> {

@@ -1,0 +1,123 @@
+// Durability of the vector index: kill -9 after acknowledged writes never leaves search blind,
+// whether the index comes back from its file plus a replay, or is rebuilt from the records.
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { request, startTestNode, tempDir } from '../support/node.js';
+import { spawnNode } from '../support/process.js';
+import { waitFor } from '../support/wait.js';
+
+const P = '/vectordb/collections';
+const DIMS = 8;
+
+/** A deterministic unit-ish vector per integer. */
+function vec(i: number): number[] {
+  return Array.from({ length: DIMS }, (_, d) => Math.sin(i * 12.9898 + d * 78.233) + (d === i % DIMS ? 2 : 0));
+}
+
+function docs(from: number, to: number, word: string) {
+  return Array.from({ length: to - from }, (_, j) => ({ id: `doc${from + j}`, text: `${word} number ${from + j}`, metadata: { i: from + j }, vector: vec(from + j) }));
+}
+
+interface ShardHealth {
+  collection: string;
+  seq: number;
+  saved_seq: number;
+  recovery: { source: string; replayed: number };
+}
+
+async function shardHealth(url: string): Promise<ShardHealth> {
+  const r = await request(url, 'GET', '/health');
+  return (r.body.vector.shards as ShardHealth[]).find((s) => s.collection === 'crash')!;
+}
+
+async function expectAllFound(t: { equal(a: unknown, b: unknown, message: string): unknown }, url: string, ids: number[], what: string) {
+  for (const i of ids) {
+    const r = await request(url, 'POST', `${P}/crash/search`, { body: { vector: vec(i), k: 1 } });
+    t.equal(r.body.results[0]?.id, `doc${i}`, `${what}: doc${i} is its own nearest neighbour`);
+  }
+}
+
+t.test('kill -9 after a saved index and more writes: load the file, replay the rest', async (t) => {
+  const dataDir = tempDir();
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  // Phase 1: writes, then wait until the background save covers them.
+  let child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '100' });
+  t.teardown(() => child.proc.kill('SIGKILL'));
+  let r = await request(child.url, 'PUT', `${P}/crash`, { body: { dimensions: DIMS, bm25_backend: 'disk' } });
+  t.equal(r.status, 201);
+  r = await request(child.url, 'POST', `${P}/crash/docs`, { body: { documents: docs(0, 40, 'alpha') } });
+  t.equal(r.status, 200);
+  const saved = await waitFor(async () => {
+    const s = await shardHealth(child.url);
+    return s.saved_seq === s.seq && s.seq > 0 ? s : undefined;
+  }, { timeoutMs: 20_000, what: 'the index file to cover the writes' });
+  const sidecar = JSON.parse(readFileSync(path.join(dataDir, 'vector', 'shard-1.json'), 'utf8')) as { seq: number };
+  t.equal(sidecar.seq, saved.seq, 'the sidecar names the sequence the file covers');
+  await child.kill9();
+
+  // Phase 2: no background saves; more writes, an update and a delete, then kill -9.
+  child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
+  r = await request(child.url, 'POST', `${P}/crash/docs`, { body: { documents: docs(40, 60, 'beta') } });
+  t.equal(r.status, 200);
+  r = await request(child.url, 'POST', `${P}/crash/docs`, { body: { id: 'doc5', text: 'moved', vector: vec(1005) } });
+  t.equal(r.status, 201);
+  r = await request(child.url, 'DELETE', `${P}/crash/docs/doc7`);
+  t.equal(r.status, 200);
+  await child.kill9();
+
+  // Phase 3: start again; the file is loaded and the 23 later writes replayed.
+  child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
+  const h = await shardHealth(child.url);
+  t.equal(h.recovery.source, 'file');
+  t.equal(h.recovery.replayed, 22, '20 inserts, 1 update, 1 delete replayed');
+  const live = [...Array.from({ length: 60 }, (_, i) => i).filter((i) => i !== 5 && i !== 7)];
+  await expectAllFound(t, child.url, live, 'after replay');
+  r = await request(child.url, 'POST', `${P}/crash/search`, { body: { vector: vec(1005), k: 1 } });
+  t.equal(r.body.results[0]?.id, 'doc5', 'the update is at its new vector');
+  r = await request(child.url, 'POST', `${P}/crash/search`, { body: { vector: vec(7), k: 60 } });
+  t.notOk(r.body.results.some((x: { id: string }) => x.id === 'doc7'), 'the delete is not found');
+  t.equal(r.body.results.length, 59, 'every other doc is found');
+  r = await request(child.url, 'POST', `${P}/crash/search/bm25`, { body: { query: 'beta', k: 100 } });
+  t.equal(r.body.results.length, 20, 'BM25 postings of the unsaved writes are there');
+  await child.kill9();
+});
+
+t.test('kill -9 before any save: the index is rebuilt from the records', async (t) => {
+  const dataDir = tempDir();
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  let child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
+  t.teardown(() => child.proc.kill('SIGKILL'));
+  await request(child.url, 'PUT', `${P}/crash`, { body: { dimensions: DIMS, embedder: { type: 'hash' }, bm25_backend: 'memory' } });
+  for (let i = 0; i < 10; i++) {
+    const r = await request(child.url, 'POST', `${P}/crash/docs`, { body: docs(i, i + 1, 'gamma')[0] });
+    t.equal(r.status, 201);
+  }
+  await child.kill9();
+  child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
+  const h = await shardHealth(child.url);
+  t.equal(h.recovery.source, 'rebuilt');
+  await expectAllFound(t, child.url, Array.from({ length: 10 }, (_, i) => i), 'after rebuild');
+  const r = await request(child.url, 'POST', `${P}/crash/search/bm25`, { body: { query: 'gamma' } });
+  t.equal(r.body.results.length, 10, 'the memory BM25 index is rebuilt from the records');
+  await child.kill9();
+});
+
+t.test('a graceful stop saves the index; a corrupt file is rebuilt', async (t) => {
+  const dataDir = tempDir();
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env = { SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' };
+  let node = await startTestNode(env);
+  await node.request('PUT', `${P}/crash`, { body: { dimensions: DIMS } });
+  await node.request('POST', `${P}/crash/docs`, { body: { documents: docs(0, 30, 'delta') } });
+  await node.close();
+  node = await startTestNode(env);
+  t.same((await shardHealth(node.url)).recovery, { source: 'file', replayed: 0 }, 'saved on close, nothing to replay');
+  await node.close();
+  writeFileSync(path.join(dataDir, 'vector', 'shard-1.usearch'), 'not an index');
+  node = await startTestNode(env);
+  t.teardown(() => node.close());
+  t.equal((await shardHealth(node.url)).recovery.source, 'rebuilt');
+  await expectAllFound(t, node.url, Array.from({ length: 30 }, (_, i) => i), 'after a corrupt file');
+});
