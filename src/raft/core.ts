@@ -97,6 +97,8 @@ export class RaftCore {
   /** Reads that arrived before this leader committed an entry of its term. */
   #deferredReads: { ctx: string; from: NodeId }[] = [];
 
+  /** Leader: proposals appended since the last Ready; one broadcast covers them all (batching). */
+  #bcastPending = false;
   #prevHardState: HardState;
   #prevSoftState: SoftState;
   #readyOutstanding = false;
@@ -236,6 +238,10 @@ export class RaftCore {
 
   ready(): Ready | undefined {
     if (this.#readyOutstanding) throw new Error('raft: ready() called before advance() of the previous Ready');
+    if (this.#bcastPending) {
+      this.#bcastPending = false;
+      if (this.role === 'leader') this.#bcastAppend();
+    }
     if (!this.hasReady()) return undefined;
     const hs = this.hardState();
     const hardState = sameHardState(hs, this.#prevHardState) ? undefined : hs;
@@ -672,7 +678,7 @@ export class RaftCore {
     if (this.role !== 'leader') return { ok: false, reason: 'not_leader', leader: this.leader };
     if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leader: this.leader };
     const { index, term } = this.#appendEntries([payload]);
-    this.#bcastAppend();
+    this.#bcastPending = true;
     return { ok: true, index, term };
   }
 

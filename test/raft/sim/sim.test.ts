@@ -1,28 +1,42 @@
-// The deterministic simulation: SIM_SEED=<n> replays one run exactly; SIM_SEEDS=<count> sets
-// how many seeds run (default 300); SIM_TICKS the faulty phase length per run.
+// The deterministic simulation. fast-check draws the seeds; each seed fixes every option and
+// fault of one run (swarm testing), so a failure prints SIM_SEED=<n> and
+//   SIM_SEED=<n> npx tap test/raft/sim/sim.test.ts
+// replays exactly that run. SIM_SEEDS (or FC_NUM_RUNS) sets how many runs (default 400);
+// SIM_TICKS the length of the faulty phase (default 1500 ticks); `npm run test:sim` runs long.
 import t from 'tap';
+import fc from 'fast-check';
 import { runSeed } from './sim.js';
+import { fcParams } from '../../support/fc.js';
 
-const seeds = process.env.SIM_SEED !== undefined ? [Number(process.env.SIM_SEED)] : undefined;
-const count = Number(process.env.SIM_SEEDS ?? 300);
 const ticks = Number(process.env.SIM_TICKS ?? 1_500);
-const base = Number(process.env.SIM_BASE ?? Math.floor(Math.random() * 1e9));
 
-t.test('raft simulation', (t) => {
-  const list = seeds ?? Array.from({ length: count }, (_, i) => base + i);
-  t.comment(`seeds ${list[0]}..${list[list.length - 1]} (replay one with SIM_SEED=<seed>)`);
-  let worst = 0;
+t.test('raft simulation: safety every tick, liveness after healing', (t) => {
+  let runs = 0;
   let acked = 0;
-  for (const seed of list) {
-    try {
-      const r = runSeed(seed, ticks);
-      worst = Math.max(worst, r.convergeTicks);
-      acked += r.acked;
-    } catch (err) {
-      t.fail(`SIM_SEED=${seed}: ${(err as Error).message}`);
-      if (seeds === undefined) break;
+  let worst = 0;
+  const run = (seed: number) => {
+    const r = runSeed(seed, ticks);
+    runs++;
+    acked += r.acked;
+    worst = Math.max(worst, r.convergeTicks);
+  };
+  if (process.env.SIM_SEED !== undefined) {
+    const seed = Number(process.env.SIM_SEED);
+    t.comment(`SIM_SEED=${seed}`);
+    t.doesNotThrow(() => run(seed), `SIM_SEED=${seed}`);
+  } else {
+    const params = fcParams<[number]>(Number(process.env.SIM_SEEDS ?? 400));
+    const result = fc.check(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (seed) => run(seed)),
+      { ...params, endOnFailure: true },
+    );
+    if (result.failed) {
+      const seed = result.counterexample?.[0];
+      t.fail(`simulation failed; replay with SIM_SEED=${seed}\n${String((result.errorInstance as Error | undefined)?.message)}`);
+    } else {
+      t.pass(`${runs} simulated runs`);
     }
   }
-  t.comment(`${list.length} runs, ${acked} acknowledged proposals, worst convergence ${worst} ticks after heal`);
+  t.comment(`${runs} runs, ${acked} acknowledged proposals, worst convergence ${worst} ticks after healing`);
   t.end();
 });

@@ -1,0 +1,91 @@
+// Raft over real processes: 3 test KV nodes (test/raft/kv-node.ts) on loopback, gRPC between
+// them, RocksDB with synced writes. 256-byte proposals through the leader's HTTP endpoint
+// (the figures include one loopback HTTP round trip per proposal).
+//   npx tsx bench/raft.ts [filter]
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findLeader, freePorts, put, spawnKv, status, type KvProc } from '../test/raft/kv-cluster.js';
+import { waitFor } from '../test/support/wait.js';
+import { percentile, report, selected, type BenchResult } from './support.js';
+
+const value = 'x'.repeat(256);
+const durationMs = Number(process.env.BENCH_MS ?? 5_000);
+const failoverRuns = 5;
+
+async function cluster() {
+  const ids = ['n1', 'n2', 'n3'];
+  const ports = await freePorts(3);
+  const peers = ids.map((id, i) => `${id}=127.0.0.1:${ports[i]}`).join(',');
+  const dirs = new Map(ids.map((id) => [id, mkdtempSync(join(tmpdir(), `firkin-raft-bench-${id}-`))]));
+  const nodes = new Map<string, KvProc>();
+  await Promise.all(ids.map(async (id) => nodes.set(id, await spawnKv(id, dirs.get(id)!, peers))));
+  return { ids, peers, dirs, nodes, all: () => [...nodes.values()] };
+}
+
+async function throughput(leader: KvProc, proposers: number): Promise<BenchResult> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let seq = 0;
+  const until = performance.now() + durationMs;
+  // warm up
+  for (let i = 0; i < 50; i++) await put(leader, `warm${i}`, value);
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: proposers }, async () => {
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        const r = await put(leader, `k${seq++}`, value);
+        if (r.ok) latencies.push(performance.now() - t0);
+        else errors++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - start) / 1000;
+  latencies.sort((a, b) => a - b);
+  return {
+    bench: `raft-propose-c${proposers}`,
+    proposalsPerSec: latencies.length / seconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    proposals: latencies.length,
+    errors,
+  };
+}
+
+async function failover(c: Awaited<ReturnType<typeof cluster>>): Promise<BenchResult> {
+  const times: number[] = [];
+  for (let run = 0; run < failoverRuns; run++) {
+    const leader = await waitFor(() => findLeader(c.all()), { timeoutMs: 15_000, what: 'leader' });
+    await put(leader, `before${run}`, value);
+    await leader.kill9();
+    c.nodes.delete(leader.id);
+    const t0 = performance.now();
+    await waitFor(
+      async () => {
+        for (const n of c.all()) if ((await put(n, `after${run}`, value)).ok) return true;
+        return false;
+      },
+      { timeoutMs: 15_000, intervalMs: 10, what: 'write after failover' },
+    );
+    times.push(performance.now() - t0);
+    const back = await spawnKv(leader.id, c.dirs.get(leader.id)!, c.peers);
+    c.nodes.set(leader.id, back);
+    const l = (await findLeader(c.all()))!;
+    const target = (await status(l))!.commit;
+    await waitFor(async () => ((await status(back))?.applied ?? 0) >= target, { timeoutMs: 15_000, what: 'catch up' });
+  }
+  times.sort((a, b) => a - b);
+  return { bench: 'raft-failover-kill9', medianMs: percentile(times, 50), minMs: times[0]!, maxMs: times[times.length - 1]!, runs: failoverRuns };
+}
+
+const c = await cluster();
+const results: BenchResult[] = [];
+try {
+  const leader = await waitFor(() => findLeader(c.all()), { timeoutMs: 15_000, what: 'leader' });
+  for (const proposers of [1, 64]) if (selected(`raft-propose-c${proposers}`)) results.push(await throughput(leader, proposers));
+  if (selected('raft-failover-kill9')) results.push(await failover(c));
+} finally {
+  for (const n of c.all()) await n.kill9();
+}
+report(results);
