@@ -27,6 +27,9 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
     }
     if (req.continuous) {
       docs.assertDb(request.params.db);
+      if (req.target.kind === 'local' && !req.createTarget && !docs.has(req.target.db)) {
+        throw new FirkinError('not_found', `target database ${JSON.stringify(req.target.db)} does not exist (send create_target: true to create it)`);
+      }
       const task = await replication.upsertTask(taskId, req, { policy: null, restart: true });
       reply.code(202);
       return { ok: true, continuous: true, task_id: task.task_id, status: task.status };
