@@ -105,6 +105,23 @@ interface DbState {
   running: boolean;
   dropped: boolean;
   readonly listeners: Set<() => void>;
+  /** Recently used document records (LRU by Map order); see #cachedRecord. */
+  readonly cache: Map<string, DocRecord>;
+  /** Bumped after every commit: a read that raced a commit must not fill the cache. */
+  version: number;
+}
+
+/** Document records cached per database (a record is a few hundred bytes). */
+const RECORD_CACHE_MAX = 20_000;
+
+function newState(record: DbRecord): DbState {
+  return { record, queue: [], running: false, dropped: false, listeners: new Set(), cache: new Map(), version: 0 };
+}
+
+function remember(state: DbState, docId: string, rec: DocRecord): void {
+  state.cache.delete(docId);
+  state.cache.set(docId, rec);
+  if (state.cache.size > RECORD_CACHE_MAX) state.cache.delete(state.cache.keys().next().value!);
 }
 
 export interface DbInfo {
@@ -185,6 +202,8 @@ function errorResult(id: string | null, err: unknown): EditResult {
 interface Group {
   readonly db: string;
   readonly state: DbState;
+  /** Documents this group wrote: their records enter the cache once the batch is durable. */
+  readonly changed: Set<string>;
   readonly records: Map<string, DocRecord | undefined>;
   readonly bodies: Map<string, BodyRecord | null>;
   readonly ops: BatchOp[];
@@ -236,7 +255,7 @@ export class DocEngine {
     }
     for await (const [, value] of store.entries('system', keys.dbRecords())) {
       const record = decodeDbRecord(value);
-      engine.#dbs.set(record.name, { record, queue: [], running: false, dropped: false, listeners: new Set() });
+      engine.#dbs.set(record.name, newState(record));
       // Never issue a sequence at or below one already on disk, even if the wall clock went back.
       if (record.updateSeq !== undefined && engine.#hlc.update(record.updateSeq) === undefined) {
         options.log.warn({ db: record.name, seq: hlcToText(record.updateSeq) }, 'stored sequence is beyond the HLC max offset');
@@ -310,7 +329,7 @@ export class DocEngine {
         dataBytes: 0,
       };
       await this.#store.put('system', keys.dbRecord(db), encodeDbRecord(record), { sync: true });
-      this.#dbs.set(db, { record, queue: [], running: false, dropped: false, listeners: new Set() });
+      this.#dbs.set(db, newState(record));
       return this.#info(record);
     });
   }
@@ -424,11 +443,17 @@ export class DocEngine {
   async #commitGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[]): Promise<EditResult[][]> {
     const db = state.record.name;
     const docIds = [...new Set(jobs.flatMap((edits) => edits.flatMap((e) => ('kind' in e ? [e.docId] : []))))];
-    const raw = await this.#store.getMany('docs', docIds.map((id) => keys.doc(db, id)));
+    // The writer is the only one changing records, so its cache entries are current.
+    const uncached = docIds.filter((id) => !state.cache.has(id));
+    const raw = await this.#store.getMany('docs', uncached.map((id) => keys.doc(db, id)));
+    const records = new Map<string, DocRecord | undefined>(uncached.map((id, i) => [id, raw[i] === undefined ? undefined : decodeDocRecord(raw[i]!)]));
+    for (const id of docIds) if (state.cache.has(id)) records.set(id, state.cache.get(id));
+    const changed = new Set<string>();
     const g: Group = {
       db,
       state,
-      records: new Map(docIds.map((id, i) => [id, raw[i] === undefined ? undefined : decodeDocRecord(raw[i]!)])),
+      changed,
+      records,
       bodies: new Map(),
       ops: [],
       docCount: state.record.docCount,
@@ -457,6 +482,8 @@ export class DocEngine {
       g.ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
       await this.#store.batch(g.ops, { sync: true });
       state.record = record;
+      state.version++;
+      for (const id of changed) remember(state, id, g.records.get(id)!);
       for (const listener of state.listeners) listener();
     }
     return results;
@@ -635,6 +662,7 @@ export class DocEngine {
     const record: DocRecord = { tree, winner: winner.rev, deleted: winner.deleted, seq, leaves: leafInfo };
     ops.push({ type: 'put', cf: 'docs', key: keys.doc(db, docId), value: encodeDocRecord(record) });
     g.records.set(docId, record);
+    g.changed.add(docId);
 
     if (before === undefined) g.docCount += winner.deleted ? 0 : 1;
     else if (before.deleted !== winner.deleted) g.docCount += winner.deleted ? -1 : 1;
@@ -712,12 +740,67 @@ export class DocEngine {
     return result!;
   }
 
+  /**
+   * Remove documents as if they had never been written: record, leaf bodies, attachment
+   * content, changes entry and index postings, in one batch. VDB rebalancing moves documents
+   * between shard databases with this (a tombstone left behind would shadow a document that
+   * later moves back). Returns how many documents were purged. (Added by the VDB work.)
+   */
+  async purge(db: string, docIds: readonly string[]): Promise<number> {
+    const state = this.#state(db);
+    let purged = 0;
+    await this.#exclusive(state, async () => {
+      const raw = await this.#store.getMany('docs', docIds.map((id) => keys.doc(db, id)));
+      const ops: BatchOp[] = [];
+      let { docCount, delCount, dataBytes } = state.record;
+      for (let i = 0; i < docIds.length; i++) {
+        const buf = raw[i];
+        if (buf === undefined) continue;
+        const docId = docIds[i]!;
+        const rec = decodeDocRecord(buf);
+        const winnerBody = !rec.deleted && this.#indexers.length > 0 ? (await this.#body(db, docId, rec.winner))?.body : undefined;
+        const digests: Record<string, number> = {};
+        for (const [rev, info] of Object.entries(rec.leaves)) {
+          ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
+          dataBytes -= info.b;
+          Object.assign(digests, digestsOf(info));
+        }
+        for (const [digest, length] of Object.entries(digests)) {
+          dataBytes -= length;
+          for (let c = 0; c < chunkCount(length); c++) ops.push({ type: 'del', cf: 'att', key: keys.att(db, docId, digest, c) });
+        }
+        ops.push({ type: 'del', cf: 'seq', key: keys.seq(db, rec.seq) });
+        ops.push({ type: 'del', cf: 'docs', key: keys.doc(db, docId) });
+        if (rec.deleted) delCount--;
+        else docCount--;
+        if (winnerBody !== undefined) {
+          const change: WinnerChange = { db, docId, before: winnerBody, after: undefined, seq: this.#hlc.now() };
+          for (const indexer of this.#indexers) indexer(change, ops);
+        }
+        purged++;
+      }
+      if (ops.length === 0) return;
+      const record: DbRecord = { ...state.record, docCount, delCount, dataBytes };
+      ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
+      await this.#store.batch(ops, { sync: true });
+      state.record = record;
+      for (const listener of state.listeners) listener();
+    });
+    return purged;
+  }
+
   // ---- reads -----------------------------------------------------------------------------
 
   async getRecord(db: string, docId: string): Promise<DocRecord | undefined> {
-    this.#state(db);
+    const state = this.#state(db);
+    const cached = state.cache.get(docId);
+    if (cached !== undefined) return cached;
+    const version = state.version;
     const buf = await this.#store.get('docs', keys.doc(db, docId));
-    return buf === undefined ? undefined : decodeDocRecord(buf);
+    const rec = buf === undefined ? undefined : decodeDocRecord(buf);
+    // Only when no commit happened meanwhile: a read that raced a write may hold the old record.
+    if (rec !== undefined && state.version === version && !state.dropped) remember(state, docId, rec);
+    return rec;
   }
 
   async #body(db: string, docId: string, rev: string): Promise<BodyRecord | undefined> {
