@@ -101,6 +101,22 @@ t.test('ReadIndex: an isolated leader never confirms a read; a follower read goe
   t.end();
 });
 
+t.test('ReadIndex: a leader in a minority partition confirms nothing, even with some acks', (t) => {
+  const five = ['n1', 'n2', 'n3', 'n4', 'n5'];
+  const c = new Cluster(five);
+  c.campaign('n1');
+  const minority = new Set(['n1', 'n2']);
+  c.dropIf = (m) => minority.has(m.from) !== minority.has(m.to);
+  c.c('n1').readIndex('stale?');
+  c.stabilize();
+  c.tick(['n1'], 3);
+  t.same(c.n('n1').readStates, [], 'one follower ack is not a quorum of five');
+  c.dropIf = undefined;
+  c.tick(['n1'], 1);
+  t.equal(c.n('n1').readStates.length, 1, 'confirmed once a quorum answers');
+  t.end();
+});
+
 t.test('ReadIndex: a new leader defers reads until it commits an entry of its term', (t) => {
   const c = new Cluster(ids, { checkQuorum: false });
   c.campaign('n1');

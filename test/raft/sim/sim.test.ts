@@ -14,10 +14,12 @@ t.test('raft simulation: safety every tick, liveness after healing', (t) => {
   let runs = 0;
   let acked = 0;
   let worst = 0;
+  let reads = 0;
   const run = (seed: number) => {
     const r = runSeed(seed, ticks);
     runs++;
     acked += r.acked;
+    reads += r.reads;
     worst = Math.max(worst, r.convergeTicks);
   };
   if (process.env.SIM_SEED !== undefined) {
@@ -37,6 +39,6 @@ t.test('raft simulation: safety every tick, liveness after healing', (t) => {
       t.pass(`${runs} simulated runs`);
     }
   }
-  t.comment(`${runs} runs, ${acked} acknowledged proposals, worst convergence ${worst} ticks after healing`);
+  t.comment(`${runs} runs, ${acked} acknowledged proposals, ${reads} confirmed reads, worst convergence ${worst} ticks after healing`);
   t.end();
 });

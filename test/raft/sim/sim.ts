@@ -20,6 +20,7 @@ export interface SimOptions {
   proposeRate: number;
   /** Probability per tick that the leader proposes a membership change. */
   confChangeRate: number;
+  transferRate: number;
   /** Per node: probability that it ticks in a given simulated tick (clock skew). */
   tickRates: number[];
   compactEvery: number;
@@ -44,6 +45,7 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
     downTicksMax: rand.pick([5, 30, 100]),
     proposeRate: rand.pick([0.1, 0.5, 1]),
     confChangeRate: rand.pick([0, 0, 0.01]),
+    transferRate: rand.pick([0, 0, 0.005]),
     tickRates: Array.from({ length: nodeCount }, () => rand.pick([1, 1, 0.8, 0.5])),
     compactEvery: rand.pick([10, 40, 1_000_000]),
     retainEntries: rand.pick([0, 5]),
@@ -101,6 +103,11 @@ export class RaftSim {
   /** Proposals handed to a leader, by index and term; acknowledged once that leader applies them. */
   #pending = new Map<string, { value: string; node: NodeId }>();
   readonly acked = new Map<string, number>();
+  #ackedIndexMax = 0;
+  /** Outstanding read contexts -> highest acknowledged index when the read was requested. */
+  #reads = new Map<string, number>();
+  #readSeq = 0;
+  readsConfirmed = 0;
   #nextValue = 0;
   healed = false;
   readonly log: string[] = [];
@@ -181,7 +188,17 @@ export class RaftSim {
     if (!this.healed && this.rand.chance(o.confChangeRate)) this.#confChange();
     if (this.rand.chance(0.05)) {
       const n = this.rand.pick(this.up());
-      n?.core!.readIndex(`r${this.now}`);
+      const ctx = `r${this.#readSeq++}`;
+      // Linearizability: the read must reflect every write acknowledged before it was asked.
+      if (n?.core!.readIndex(ctx) === true) this.#reads.set(ctx, this.#ackedIndexMax);
+    }
+    if (!this.healed && this.rand.chance(o.transferRate)) {
+      const l = this.leader();
+      const voters = l === undefined ? [] : [...l.core!.voters].filter((id) => id !== l.id);
+      if (l !== undefined && voters.length > 0) {
+        const to = this.rand.pick(voters);
+        if (l.core!.transferLeadership(to)) this.log.push(`${this.now} transfer ${l.id} -> ${to}`);
+      }
     }
     for (const n of this.up()) this.drain(n);
     this.checkSafety();
@@ -282,6 +299,13 @@ export class RaftSim {
         n.appliedIndex = rd.snapshot.meta.index;
       }
       for (const e of rd.committed) this.#apply(n, e);
+      for (const rs of rd.readStates) {
+        const floor = this.#reads.get(rs.ctx);
+        if (floor === undefined) continue;
+        this.#reads.delete(rs.ctx);
+        this.readsConfirmed++;
+        if (rs.index < floor) this.fail(`stale read on ${n.id}: read index ${rs.index} < acknowledged ${floor}`);
+      }
       core.advance(rd);
     }
     const applied = core.log.applied;
@@ -303,6 +327,7 @@ export class RaftSim {
     if (p !== undefined && p.node === n.id) {
       this.#pending.delete(`${e.index}:${e.term}`);
       this.acked.set(p.value, e.index);
+      this.#ackedIndexMax = Math.max(this.#ackedIndexMax, e.index);
     }
   }
 
@@ -404,12 +429,12 @@ export class RaftSim {
   }
 }
 
-export function runSeed(seed: number, ticks = 1_500): { options: SimOptions; convergeTicks: number; acked: number } {
+export function runSeed(seed: number, ticks = 1_500): { options: SimOptions; convergeTicks: number; acked: number; reads: number } {
   const rand = new SeededRand(seed);
   const options = swarmOptions(rand, ticks);
   const sim = new RaftSim(seed, options, rand);
   for (let i = 0; i < ticks; i++) sim.tick();
   const convergeTicks = sim.healAndConverge(2_000);
   sim.checkAcked();
-  return { options, convergeTicks, acked: sim.acked.size };
+  return { options, convergeTicks, acked: sim.acked.size, reads: sim.readsConfirmed };
 }
