@@ -44,9 +44,11 @@ export function isRev(value: unknown): value is string {
 }
 
 export function revGen(rev: string): number {
-  const parsed = parseRev(rev);
-  if (parsed === undefined) throw new Error(`malformed rev ${JSON.stringify(rev)}`);
-  return parsed.gen;
+  // Hot path (every sort and merge): read the digits up to the dash without a regex.
+  const dash = rev.indexOf('-');
+  const gen = dash > 0 && dash < 10 ? Number(rev.slice(0, dash)) : NaN;
+  if (!Number.isInteger(gen) || gen < 1) throw new Error(`malformed rev ${JSON.stringify(rev)}`);
+  return gen;
 }
 
 /** Order of revisions of one document: generation, then the rev string. */
