@@ -97,3 +97,42 @@ t.test('three groups elect, replicate, snapshot, restart and recover', async (t)
   t.same(back.fsm.values, l.fsm.values);
   t.same(violations, []);
 });
+
+t.test('independent groups share a node, a store and the message stream', async (t) => {
+  const groupsOf = new Map<string, Map<string, RaftGroup>>();
+  const fsms = new Map<string, ListFsm>();
+  const stores: Store[] = [];
+  const route = (ms: readonly Message[]) => {
+    for (const m of ms) setImmediate(() => groupsOf.get(m.to)?.get(m.group)?.step(m));
+  };
+  for (const id of ids) {
+    const store = await Store.open(tempDir());
+    stores.push(store);
+    const mine = new Map<string, RaftGroup>();
+    for (const g of ['g1', 'g2']) {
+      const log = await RocksLog.open(store, g, { voters: ids, learners: [] });
+      const fsm = new ListFsm();
+      fsms.set(`${id}/${g}`, fsm);
+      const group = new RaftGroup({
+        id, group: g, log, fsm, rand: mathRand, tickMs: 10, electionTicks: 10, heartbeatTicks: 1,
+        proposalTimeoutMs: 3_000, snapshotEveryEntries: 1_000, retainEntries: 0, send: route,
+      });
+      mine.set(g, group);
+      await group.start();
+    }
+    groupsOf.set(id, mine);
+  }
+  t.teardown(async () => {
+    for (const mine of groupsOf.values()) for (const g of mine.values()) await g.close();
+    for (const s of stores) await s.close();
+  });
+  for (const g of ['g1', 'g2']) {
+    const leader = await waitFor(() => ids.map((id) => groupsOf.get(id)!.get(g)!).find((x) => x.core.role === 'leader'), { what: `${g} leader` });
+    for (let i = 0; i < 5; i++) await leader.propose(utf8.encode(`${g}-${i}`));
+  }
+  await waitFor(() => ids.every((id) => fsms.get(`${id}/g1`)!.values.length === 5 && fsms.get(`${id}/g2`)!.values.length === 5), { what: 'both groups replicated' });
+  for (const id of ids) {
+    t.same(fsms.get(`${id}/g1`)!.values, ['g1-0', 'g1-1', 'g1-2', 'g1-3', 'g1-4']);
+    t.same(fsms.get(`${id}/g2`)!.values, ['g2-0', 'g2-1', 'g2-2', 'g2-3', 'g2-4']);
+  }
+});
