@@ -33,12 +33,16 @@ t.test('target killed mid-replication', async (t) => {
   };
 
   await s('PUT', '/db/items');
+  await write(0, 50);
+  const once = await s('POST', '/db/items/_replicate', { target: `${target.url}/db/once`, create_target: true, auth: { bearer_token: TEST_ADMIN_KEY } });
+  t.match(once.body, { ok: true, docs_written: 50 }, 'one-shot between two processes');
+  t.equal((await d('GET', '/db/once')).body.doc_count, 50);
   const started = await s('POST', '/db/items/_replicate', { target: `${target.url}/db/items`, create_target: true, continuous: true, auth: { bearer_token: TEST_ADMIN_KEY } });
   t.equal(started.status, 202, started.text);
   const id = started.body.task_id as string;
   const task = async () => (await s('GET', `/_replications/${id}`)).body;
 
-  for (let i = 0; i < N / 2; i += 50) await write(i, 50);
+  for (let i = 50; i < N / 2; i += 50) await write(i, 50);
   await waitFor(async () => (await targetCount()) >= 100, { what: 'some documents on the target', timeoutMs: 30_000 });
   await target.kill9();
   for (let i = N / 2; i < N; i += 50) await write(i, 50);

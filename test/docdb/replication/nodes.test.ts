@@ -3,6 +3,7 @@
 // when the target comes back, and tasks that resume after the source node restarts without
 // re-sending anything.
 import t from 'tap';
+import { compareHlc, parseHlc } from '../../../src/core/hlc.js';
 import { type TestNode, startTestNode } from '../../support/node.js';
 import { waitFor } from '../../support/wait.js';
 import { freePort } from './ports.js';
@@ -33,6 +34,8 @@ t.test('node to node', async (t) => {
     t.equal(r.status, 200, r.text);
     t.match(r.body, { ok: true, docs_read: 50, docs_written: 50, doc_write_failures: 0 });
     t.equal(await docCount(b, 'users'), 50);
+    const seqB = parseHlc((await b.request('GET', '/db/users')).body.update_seq)!;
+    t.ok(compareHlc(seqB, parseHlc(r.body.last_seq)!) > 0, 'the source change clock was merged into the target clock');
     const one = (await b.request('GET', '/db/users/doc0007')).body;
     t.equal(one.n, 7);
     t.equal(one._rev, (await a.request('GET', '/db/users/doc0007')).body._rev);
@@ -91,15 +94,19 @@ t.test('node to node', async (t) => {
     }, { what: 'the task to report the failure' });
     t.match(failing, { last_error: /bad_gateway/, retry_at: /^\d{4}-/ });
     t.ok(failing.consecutive_failures >= 1);
-    const health = (await a.request('GET', '/health')).body;
-    t.equal(health.replication.status, 'degraded');
+    // The task keeps retrying, so /health is sampled until it shows the failure.
+    const health = await waitFor(async () => {
+      const h = (await a.request('GET', '/health')).body;
+      return h.replication.status === 'degraded' ? h : undefined;
+    }, { what: '/health to report the failing task' });
     t.equal(health.status, 'degraded');
+    t.match(health.replication.problems, [/failing/]);
 
     await b.restart(); // same data dir, same port
     await waitFor(async () => (await docCount(b, 'users')) === 90, { what: 'recovery after the target came back', timeoutMs: 20_000 });
     const recovered = await waitFor(async () => {
       const v = (await a.request('GET', `/_replications/${id}`)).body;
-      return v.status === 'active' && v.consecutive_failures === 0 ? v : undefined;
+      return v.status === 'active' && v.consecutive_failures === 0 && v.docs_written >= 15 ? v : undefined;
     });
     t.equal(recovered.docs_written, 15, 'each document written exactly once (5 + 10)');
     t.equal((await a.request('GET', '/health')).body.replication.status, 'ok');
@@ -111,7 +118,11 @@ t.test('node to node', async (t) => {
     const seqBefore = (await b.request('GET', '/db/users')).body.update_seq;
     await bulk(a, 'users', 90, 3);
     await waitFor(async () => (await docCount(b, 'users')) === 93, { what: 'replication after the source restarted' });
-    const final = (await a.request('GET', `/_replications/${id}`)).body;
+    // Counters move after the batch's checkpoint, just after the documents land.
+    const final = await waitFor(async () => {
+      const v = (await a.request('GET', `/_replications/${id}`)).body;
+      return v.docs_written >= 18 ? v : undefined;
+    });
     t.equal(final.docs_written, 18, 'only the 3 new documents were sent');
     const changes = (await b.request('GET', `/db/users/_changes?since=${encodeURIComponent(seqBefore)}`)).body;
     t.equal(changes.results.length, 3, 'the target saw exactly 3 writes after the restart');
