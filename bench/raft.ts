@@ -1,12 +1,18 @@
 // Raft over real processes: 3 test KV nodes (test/raft/kv-node.ts) on loopback, gRPC between
 // them, RocksDB with synced writes. 256-byte proposals through the leader's HTTP endpoint
-// (the figures include one loopback HTTP round trip per proposal).
+// (the figures include one loopback HTTP round trip per proposal). The `inproc` cases run
+// three RaftGroups over real RocksDB in this process, wired by an in-memory router: the
+// cost of consensus + synced writes without HTTP and gRPC.
 //   npx tsx bench/raft.ts [filter]
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findLeader, freePorts, put, spawnKv, status, type KvProc } from '../test/raft/kv-cluster.js';
 import { waitFor } from '../test/support/wait.js';
+import { Store } from '../src/storage/db.js';
+import { RocksLog } from '../src/raft/rocks-log.js';
+import { RaftGroup, mathRand } from '../src/raft/group.js';
+import type { Message } from '../src/raft/types.js';
 import { percentile, report, selected, type BenchResult } from './support.js';
 
 const value = 'x'.repeat(256);
@@ -79,13 +85,61 @@ async function failover(c: Awaited<ReturnType<typeof cluster>>): Promise<BenchRe
   return { bench: 'raft-failover-kill9', medianMs: percentile(times, 50), minMs: times[0]!, maxMs: times[times.length - 1]!, runs: failoverRuns };
 }
 
-const c = await cluster();
+async function inProcess(proposersList: number[]): Promise<BenchResult[]> {
+  const ids = ['a', 'b', 'c'];
+  const groups = new Map<string, RaftGroup>();
+  const stores: Store[] = [];
+  const route = (ms: readonly Message[]) => {
+    for (const m of ms) setImmediate(() => groups.get(m.to)?.step(m));
+  };
+  for (const id of ids) {
+    const store = await Store.open(mkdtempSync(join(tmpdir(), `firkin-raft-bench-inproc-${id}-`)));
+    stores.push(store);
+    const log = await RocksLog.open(store, 'g', { voters: ids, learners: [] });
+    const group = new RaftGroup({
+      id, group: 'g', log, fsm: { apply: (e) => e.index, snapshot: () => new Uint8Array(0), restore: () => undefined },
+      rand: mathRand, tickMs: 50, electionTicks: 10, heartbeatTicks: 1, proposalTimeoutMs: 10_000,
+      snapshotEveryEntries: 100_000, retainEntries: 0, send: route,
+    });
+    groups.set(id, group);
+    await group.start();
+  }
+  const leader = await waitFor(() => [...groups.values()].find((g) => g.core.role === 'leader'), { timeoutMs: 15_000, what: 'leader' });
+  const data = new TextEncoder().encode(value);
+  const out: BenchResult[] = [];
+  for (const proposers of proposersList) {
+    const latencies: number[] = [];
+    const until = performance.now() + durationMs;
+    const start = performance.now();
+    await Promise.all(
+      Array.from({ length: proposers }, async () => {
+        while (performance.now() < until) {
+          const t0 = performance.now();
+          await leader.propose(data);
+          latencies.push(performance.now() - t0);
+        }
+      }),
+    );
+    latencies.sort((a, b) => a - b);
+    out.push({ bench: `raft-inproc-c${proposers}`, proposalsPerSec: latencies.length / ((performance.now() - start) / 1000), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), proposals: latencies.length, errors: 0 });
+  }
+  for (const g of groups.values()) await g.close();
+  for (const s of stores) await s.close();
+  return out;
+}
+
 const results: BenchResult[] = [];
-try {
-  const leader = await waitFor(() => findLeader(c.all()), { timeoutMs: 15_000, what: 'leader' });
-  for (const proposers of [1, 64]) if (selected(`raft-propose-c${proposers}`)) results.push(await throughput(leader, proposers));
-  if (selected('raft-failover-kill9')) results.push(await failover(c));
-} finally {
-  for (const n of c.all()) await n.kill9();
+const inprocCases = [1, 64].filter((p) => selected(`raft-inproc-c${p}`));
+if (inprocCases.length > 0) results.push(...(await inProcess(inprocCases)));
+const processCases = [1, 64].filter((p) => selected(`raft-propose-c${p}`));
+if (processCases.length > 0 || selected('raft-failover-kill9')) {
+  const c = await cluster();
+  try {
+    const leader = await waitFor(() => findLeader(c.all()), { timeoutMs: 15_000, what: 'leader' });
+    for (const proposers of processCases) results.push(await throughput(leader, proposers));
+    if (selected('raft-failover-kill9')) results.push(await failover(c));
+  } finally {
+    for (const n of c.all()) await n.kill9();
+  }
 }
 report(results);
