@@ -93,6 +93,7 @@ const SETTINGS = {
   SERVICE_STREAM_HEARTBEAT_MS: { parse: int(10, 3_600_000), default: 30_000 },
   SERVICE_REVS_LIMIT: { parse: int(1, 1_000_000), default: 1000 },
   SERVICE_ATTACHMENT_MAX_BYTES: { parse: int(1, 1024 ** 3), default: 64 * 1024 * 1024 },
+  SERVICE_TIER_SWEEP_MS: { parse: int(10, 3_600_000), default: 10_000 },
   SERVICE_HLC_MAX_OFFSET_MS: { parse: int(0, 365 * 86_400_000), default: 0 },
   SERVICE_VDB_SHARD_COUNT: { parse: int(1, 1024), default: 4 },
   SERVICE_VDB_REPLICA_FACTOR: { parse: int(1, 9), default: 1 },
@@ -103,6 +104,7 @@ const SETTINGS = {
   SERVICE_REPLICATION_BATCH_SIZE: { parse: int(1, 10_000), default: 100 },
   SERVICE_REPLICATION_RETRY_BASE_MS: { parse: int(1, 3_600_000), default: 1_000 },
   SERVICE_REPLICATION_RETRY_MAX_MS: { parse: int(1, 86_400_000), default: 60_000 },
+  SERVICE_REPLICATION_KEEPALIVE_MS: { parse: int(10, 600_000), default: 10_000 },
   SERVICE_VECTORDB_ENABLED: { parse: bool, default: true },
   SERVICE_VECTORDB_PREFIX: { parse: prefix, default: '/vectordb' },
   SERVICE_VECTORDB_INDEX_SAVE_MS: { parse: int(100, 86_400_000), default: 30_000 },
@@ -149,6 +151,8 @@ export interface Config {
     revsLimit: number;
     attachmentMaxBytes: number;
     hlcMaxOffsetMs: number;
+    /** How often expired TTL documents are deleted. */
+    tierSweepMs: number;
     vdbShardCount: number;
     vdbReplicaFactor: number;
     importBatchSize: number;
@@ -161,6 +165,8 @@ export interface Config {
     batchSize: number;
     retryBaseMs: number;
     retryMaxMs: number;
+    /** A one-shot `_replicate` still running after this long answers with a keep-alive stream. */
+    keepAliveMs: number;
   };
   vectordb: {
     enabled: boolean;
@@ -272,6 +278,7 @@ function assemble(v: Values): Config {
       revsLimit: v.SERVICE_REVS_LIMIT,
       attachmentMaxBytes: v.SERVICE_ATTACHMENT_MAX_BYTES,
       hlcMaxOffsetMs: v.SERVICE_HLC_MAX_OFFSET_MS,
+      tierSweepMs: v.SERVICE_TIER_SWEEP_MS,
       vdbShardCount: v.SERVICE_VDB_SHARD_COUNT,
       vdbReplicaFactor: v.SERVICE_VDB_REPLICA_FACTOR,
       importBatchSize: v.SERVICE_IMPORT_BATCH_SIZE,
@@ -283,6 +290,7 @@ function assemble(v: Values): Config {
       batchSize: v.SERVICE_REPLICATION_BATCH_SIZE,
       retryBaseMs: v.SERVICE_REPLICATION_RETRY_BASE_MS,
       retryMaxMs: v.SERVICE_REPLICATION_RETRY_MAX_MS,
+      keepAliveMs: v.SERVICE_REPLICATION_KEEPALIVE_MS,
     },
     vectordb: {
       enabled: v.SERVICE_VECTORDB_ENABLED,

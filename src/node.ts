@@ -13,12 +13,18 @@ import { mathRandom } from './docdb/replication/backoff.js';
 import { ReplicationManager } from './docdb/replication/manager.js';
 import { PolicyManager } from './docdb/replication/policies.js';
 import { REPLICATION_DEFAULTS } from './docdb/replication/replicator.js';
+import { VdbEngine } from './docdb/vdb/engine.js';
+import { Federations } from './docdb/federation/federation.js';
+import { Tiers, creationIndexer } from './docdb/tier/tiers.js';
 import { type OpenedGateway, openGateway } from './gateway/open.js';
 import { EngineGatewayVectors, engineBounds } from './gateway/vector-adapter.js';
 import { type Listener, listen } from './http/listener.js';
 import type { RouteInfo } from './http/not-found.js';
 import { docdbRoutes } from './http/routes/docdb.js';
 import { docdbQueryRoutes } from './http/routes/docdb-query.js';
+import { vdbRoutes } from './http/routes/vdb.js';
+import { federationRoutes } from './http/routes/federation.js';
+import { tierRoutes } from './http/routes/tier.js';
 import { docdbAttachmentRoutes } from './http/routes/docdb-attachments.js';
 import { docdbChangesRoutes } from './http/routes/docdb-changes.js';
 import { replicationRoutes } from './http/routes/replication.js';
@@ -101,6 +107,34 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       settings: { ...config.replication, waitMs: REPLICATION_DEFAULTS.waitMs },
     });
     const policies = await PolicyManager.open(store, replication, config.replication);
+    const vdbs = await VdbEngine.open({
+      store,
+      docs,
+      hlc,
+      log: log.child({ mod: 'vdb' }),
+      nodeName: config.nodeName,
+      nowMs: () => clock.nowMs(),
+      newId: () => randomBytes(16).toString('hex'),
+    });
+    docs.addIndexer(creationIndexer);
+    const tiers = await Tiers.open({
+      store,
+      docs,
+      clock,
+      log: log.child({ mod: 'tier' }),
+      newId: () => randomBytes(16).toString('hex'),
+      sweepIntervalMs: config.docdb.tierSweepMs,
+    });
+    closers.unshift(() => tiers.close());
+    const federations = await Federations.open({
+      store,
+      docs,
+      hlc,
+      log: log.child({ mod: 'federation' }),
+      outbound: { allow: config.replication.allow, allowLoopback: config.replication.allowLoopback },
+      timeoutMs: config.replication.timeoutMs,
+      nowMs: () => clock.nowMs(),
+    });
 
     let vectors: VectorEngine | undefined;
     // The gateway's /v1 needs the engine even when the standard API is off (SERVICE_VECTORDB_ENABLED=false).
@@ -172,10 +206,18 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await app.register(replicationPolicyRoutes, { policies });
     };
     const docdbFeature = async (app: FastifyInstance) => {
-      await app.register(docdbRoutes, { docs, hlc, newId: () => randomBytes(16).toString('hex') });
+      const locate = (db: string, docId: string) => tiers.locate(db, docId);
+      await app.register(docdbRoutes, { docs, hlc, newId: () => randomBytes(16).toString('hex'), locate });
       await app.register(docdbChangesRoutes, { docs, hlc, heartbeatMs: config.docdb.streamHeartbeatMs });
-      await app.register(docdbAttachmentRoutes, { docs, attachmentMaxBytes: config.docdb.attachmentMaxBytes });
+      await app.register(docdbAttachmentRoutes, { docs, attachmentMaxBytes: config.docdb.attachmentMaxBytes, locate });
       await app.register(docdbQueryRoutes, { store });
+      await app.register(federationRoutes, { federations });
+      await app.register(tierRoutes, { tiers });
+      await app.register(vdbRoutes, {
+        vdbs,
+        docs,
+        defaults: { shardCount: config.docdb.vdbShardCount, replicaFactor: config.docdb.vdbReplicaFactor, batchSize: config.docdb.importBatchSize },
+      });
     };
     const vectorFeatures =
       vectors === undefined || !config.vectordb.enabled
@@ -207,6 +249,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     // Tasks stop first (their state is persisted, they resume at the next start).
     closers.unshift(() => replication.close());
     replication.start();
+    tiers.startSweeper();
 
     // Another port: a second fastify app (platform routes + gateway only) on its own listener.
     let gatewayListener: Listener | undefined;

@@ -784,6 +784,9 @@ export class DocEngine {
       ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
       await this.#store.batch(ops, { sync: true });
       state.record = record;
+      // Purged records must leave the record cache, and reads racing this batch must not refill it.
+      for (const docId of docIds) state.cache.delete(docId);
+      state.version++;
       for (const listener of state.listeners) listener();
     });
     return purged;

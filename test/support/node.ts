@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
+import type { Clock } from '../../src/core/hlc.js';
 import { type FirkinNode, startNode } from '../../src/node.js';
 
 export const TEST_ADMIN_KEY = 'fk_test-admin-key-0123456789abcdefghijklmnopqrs';
@@ -56,7 +57,8 @@ export async function request<T = any>(base: string, method: string, urlPath: st
   return { status: res.status, headers: res.headers, body: parsed as T, text };
 }
 
-export async function startTestNode(env: Record<string, string> = {}): Promise<TestNode> {
+/** `clock`: an injected wall clock (tests of time-based behaviour advance it instead of sleeping). */
+export async function startTestNode(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestNode> {
   const dataDir = env.SERVICE_DATA_DIR ?? tempDir();
   const fullEnv = {
     SERVICE_DATA_DIR: dataDir,
@@ -66,7 +68,7 @@ export async function startTestNode(env: Record<string, string> = {}): Promise<T
     SERVICE_NODE_NAME: 'test-node',
     ...env,
   };
-  let node = await startNode(loadConfig(fullEnv));
+  let node = await startNode(loadConfig(fullEnv), options);
   const self: TestNode = {
     get node() {
       return node;
@@ -81,7 +83,7 @@ export async function startTestNode(env: Record<string, string> = {}): Promise<T
     },
     async restart() {
       await node.close();
-      node = await startNode(loadConfig(fullEnv));
+      node = await startNode(loadConfig(fullEnv), options);
     },
     async close() {
       await node.close();

@@ -25,6 +25,7 @@ import { compareForOrder, matches } from '../query/match.js';
 import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from './hash.js';
 import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, loadVdbs, removeVdb, routeId, saveVdb, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
+import { copyDocs } from '../move.js';
 
 export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
 
@@ -494,30 +495,8 @@ export class VdbEngine {
     return copied;
   }
 
-  /** Copy every leaf revision (with history and attachment content) of these documents. */
   async #copyDocs(from: string, to: string, ids: readonly string[]): Promise<number> {
-    const docs: Record<string, unknown>[] = [];
-    for (const id of ids) {
-      for (const leaf of await this.#o.docs.openRevs(from, id)) docs.push(await this.#inlineAttachments(from, id, leaf));
-    }
-    if (docs.length === 0) return 0;
-    const results = await this.#o.docs.bulkDocs(to, docs, false, this.#o.newId);
-    const failed = results.filter((r) => !r.ok);
-    if (failed.length > 0) throw new FirkinError('error', `copying to ${to} failed for ${failed.length} revisions: ${JSON.stringify(failed[0])}`);
-    return ids.length;
-  }
-
-  async #inlineAttachments(db: string, id: string, leaf: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const stubs = leaf._attachments as Record<string, { content_type: string }> | undefined;
-    if (stubs === undefined) return leaf;
-    const inline: Record<string, { content_type: string; data: string }> = {};
-    for (const [att, meta] of Object.entries(stubs)) {
-      const { chunks } = await this.#o.docs.getAttachment(db, id, att, leaf._rev as string);
-      const parts: Buffer[] = [];
-      for await (const c of chunks()) parts.push(c);
-      inline[att] = { content_type: meta.content_type, data: Buffer.concat(parts).toString('base64') };
-    }
-    return { ...leaf, _attachments: inline };
+    return copyDocs(this.#o.docs, from, to, ids, this.#o.newId);
   }
 
   /** Step 4: remove the source copies, then forget the job. */

@@ -13,6 +13,8 @@ export interface AttachmentRouteDeps {
   docs: DocEngine;
   /** SERVICE_ATTACHMENT_MAX_BYTES: a bigger upload is a 413. */
   attachmentMaxBytes: number;
+  /** Where a document lives when tiered storage moved it (default: its own database). */
+  locate?: (db: string, docId: string) => Promise<string>;
 }
 
 const params = {
@@ -53,7 +55,7 @@ async function readLimited(stream: NodeJS.ReadableStream | undefined, max: numbe
   return Buffer.concat(chunks, size);
 }
 
-export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = async (app, { docs, attachmentMaxBytes }) => {
+export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = async (app, { docs, attachmentMaxBytes, locate = async (db) => db }) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 
@@ -61,8 +63,8 @@ export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = as
     '/db/:db/:docid/_attachments/:name',
     { schema: { params, querystring: query }, bodyLimit: attachmentMaxBytes },
     async (request, reply) => {
-      const db = existingDb(docs, request.params.db);
       const docId = checkDocId(request.params.docid);
+      const db = await locate(existingDb(docs, request.params.db), docId);
       const name = checkAttachmentName(request.params.name);
       const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
       const declared = Number(request.headers['content-length']);
@@ -80,8 +82,8 @@ export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = as
     '/db/:db/:docid/_attachments/:name',
     { schema: { params, querystring: query } },
     async (request, reply) => {
-      const db = existingDb(docs, request.params.db);
       const docId = checkDocId(request.params.docid);
+      const db = await locate(existingDb(docs, request.params.db), docId);
       const name = checkAttachmentName(request.params.name);
       const rev = request.query.rev === undefined ? undefined : expectedRev({ query: request.query.rev });
       const att = await docs.getAttachment(db, docId, name, rev);
@@ -94,8 +96,8 @@ export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = as
     '/db/:db/:docid/_attachments/:name',
     { schema: { params, querystring: query } },
     async (request, reply) => {
-      const db = existingDb(docs, request.params.db);
       const docId = checkDocId(request.params.docid);
+      const db = await locate(existingDb(docs, request.params.db), docId);
       const name = checkAttachmentName(request.params.name);
       const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
       if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting an attachment needs the current revision (If-Match or ?rev=)');

@@ -15,6 +15,8 @@ export interface DocdbRouteDeps {
   hlc: HybridClock;
   /** Generates ids for documents posted without one. */
   newId: () => string;
+  /** Where a document lives when tiered storage moved it (default: its own database). */
+  locate?: (db: string, docId: string) => Promise<string>;
 }
 
 const getDocQuery = {
@@ -141,7 +143,7 @@ async function sendRows(request: FastifyRequest, reply: FastifyReply, head: { to
   return reply.send(Readable.from(json()));
 }
 
-export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { docs, hlc, newId }) => {
+export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { docs, hlc, newId, locate = async (db) => db }) => {
   // ---- databases
   app.put<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request, reply) => {
     await docs.createDb(request.params.db);
@@ -177,8 +179,8 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     '/db/:db/:docid',
     { schema: { params: docParams, querystring: getDocQuery } },
     async (request, reply) => {
-      const db = existingDb(docs, request.params.db);
       const docId = checkDocId(request.params.docid);
+      const db = await locate(existingDb(docs, request.params.db), docId);
       const q = request.query;
       const rev = q.rev === undefined ? undefined : expectedRev({ query: q.rev });
       const doc = await docs.getDoc(db, docId, { rev, revs: q.revs, conflicts: q.conflicts, deletedConflicts: q.deleted_conflicts, deleted: q.deleted });
@@ -191,8 +193,8 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     '/db/:db/:docid',
     { schema: { params: docParams, querystring: writeQuery } },
     async (request, reply) => {
-      const db = existingDb(docs, request.params.db);
       const docId = checkDocId(request.params.docid);
+      const db = await locate(existingDb(docs, request.params.db), docId);
       const doc = parseDoc(request.body);
       if (request.query.new_edits === false) {
         // A replicated revision: `_rev` plus optional `_revisions` history.
@@ -215,8 +217,8 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     '/db/:db/:docid',
     { schema: { params: docParams, querystring: writeQuery } },
     async (request, reply) => {
-      const db = existingDb(docs, request.params.db);
       const docId = checkDocId(request.params.docid);
+      const db = await locate(existingDb(docs, request.params.db), docId);
       const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
       if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting needs the current revision (If-Match or ?rev=)');
       const result = await docs.deleteDoc(db, docId, rev);
