@@ -38,6 +38,7 @@ export interface ReplicationSettings {
   readonly waitMs: number;
   readonly retryBaseMs: number;
   readonly retryMaxMs: number;
+  readonly keepAliveMs: number;
 }
 
 export interface ManagerOptions {
@@ -138,6 +139,10 @@ export class ReplicationManager {
   #closed = false;
   /** Tasks only run once the node is listening (a policy may point at this very node). */
   #started = false;
+
+  get settings(): ReplicationSettings {
+    return this.#o.settings;
+  }
 
   private constructor(options: ManagerOptions) {
     this.#o = options;

@@ -1,5 +1,6 @@
 // POST /db/:db/_replicate and the task listing GET/DELETE /_replications[/:id].
 import type { FastifyPluginAsync } from 'fastify';
+import { Readable } from 'node:stream';
 import { allows } from '../../auth/api-keys.js';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
@@ -8,6 +9,22 @@ import type { ReplicationManager } from '../../docdb/replication/manager.js';
 export interface ReplicationRouteDeps {
   docs: DocEngine;
   replication: ReplicationManager;
+}
+
+async function* keepAlive(run: Promise<unknown>, everyMs: number): AsyncGenerator<string> {
+  let result: { done: boolean; body: unknown } = { done: false, body: undefined };
+  const finished = run.then(
+    (body) => (result = { done: true, body }),
+    (err: unknown) => {
+      const e = err instanceof FirkinError ? err : new FirkinError('error', 'replication failed');
+      result = { done: true, body: { ok: false, error: e.code, message: e.message, ...e.details } };
+    },
+  );
+  while (!result.done) {
+    yield '\n';
+    await Promise.race([finished, new Promise((r) => setTimeout(r, everyMs).unref())]);
+  }
+  yield `${JSON.stringify(result.body)}\n`;
 }
 
 const dbParams = { type: 'object', required: ['db'], properties: { db: { type: 'string' } } } as const;
@@ -34,14 +51,20 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
       reply.code(202);
       return { ok: true, continuous: true, task_id: task.task_id, status: task.status };
     }
-    try {
-      return await replication.runOnce(req);
-    } catch (err) {
+    const run = replication.runOnce(req).catch((err: unknown) => {
       if (err instanceof FirkinError && (err.code === 'bad_gateway' || err.code === 'timeout' || err.code === 'unavailable')) {
         throw new FirkinError(err.code, err.message, { details: { ...err.details, ok: false } });
       }
       throw err;
-    }
+    });
+    // Most runs finish quickly and answer normally (errors with their status). A long one
+    // would outlive the server's idle timeout: after a while the answer starts as a 200 JSON
+    // stream of whitespace keep-alives, ended by the result, or by {ok: false, error,
+    // message} when the run fails after that point.
+    const settled = await Promise.race([run.then(() => true, () => true), new Promise<false>((r) => setTimeout(() => r(false), replication.settings.keepAliveMs).unref())]);
+    if (settled) return run;
+    reply.type('application/json; charset=utf-8');
+    return reply.send(Readable.from(keepAlive(run, replication.settings.keepAliveMs)));
   });
 
   app.get('/_replications', async () => ({ replications: replication.list() }));
