@@ -24,6 +24,9 @@ export class Cluster {
   dropIf: ((m: Message) => boolean) | undefined;
   readonly rand = new SeededRand(7);
   readonly transcript: string[] = [];
+  #roles = new Map<NodeId, string>();
+  /** Also write every delivered message into the transcript. */
+  recordMessages = false;
 
   constructor(
     ids: readonly NodeId[],
@@ -84,7 +87,11 @@ export class Cluster {
         for (const e of rd.committed) if (e.kind === 'normal') node.values.push(utf8d.decode(e.data));
         node.readStates.push(...rd.readStates);
         node.core.advance(rd);
-        if (rd.softState.role === 'leader' && id !== undefined) this.transcript.push(`${id} leader term ${rd.softState.term}`);
+        const role = `${rd.softState.role} term ${rd.softState.term}`;
+        if (this.#roles.get(id) !== role) {
+          this.#roles.set(id, role);
+          if (rd.softState.role === 'leader') this.transcript.push(`${id} becomes leader in term ${rd.softState.term}`);
+        }
       }
     }
   }
@@ -95,6 +102,7 @@ export class Cluster {
     this.queue = this.queue.filter((m) => !filter(m));
     for (const m of now) {
       if (this.isolated.has(m.from) || this.isolated.has(m.to) || this.dropIf?.(m) === true) continue;
+      if (this.recordMessages) this.transcript.push(describe(m));
       this.nodes.get(m.to)?.core.step(m);
     }
     this.drain();
@@ -139,5 +147,34 @@ export class Cluster {
 
   leaders(): NodeId[] {
     return [...this.nodes].filter(([id, n]) => !this.isolated.has(id) && n.core.role === 'leader').map(([id]) => id);
+  }
+}
+
+/** One line per message, for transcripts. */
+export function describe(m: Message): string {
+  const head = `${m.from}->${m.to} ${m.kind} t${m.term}`;
+  switch (m.kind) {
+    case 'preVote':
+    case 'vote':
+      return `${head} last=${m.lastIndex}/${m.lastTerm}${m.force ? ' force' : ''}`;
+    case 'preVoteResp':
+    case 'voteResp':
+      return `${head} ${m.reject ? 'reject' : 'grant'}`;
+    case 'append':
+      return `${head} prev=${m.prevIndex}/${m.prevTerm} entries=[${m.entries.map((e) => `${e.index}/${e.term}:${e.kind === 'normal' ? utf8d.decode(e.data) : e.kind}`).join(' ')}] commit=${m.commit}`;
+    case 'appendResp':
+      return `${head} index=${m.index}${m.reject ? ` reject hint=${m.rejectHint}` : ''}`;
+    case 'heartbeat':
+      return `${head} commit=${m.commit} read=${m.readSeq}`;
+    case 'heartbeatResp':
+      return `${head} read=${m.readSeq}`;
+    case 'snapshot':
+      return `${head} snap=${m.snapshot.meta.index}/${m.snapshot.meta.term}`;
+    case 'timeoutNow':
+      return head;
+    case 'readIndex':
+      return `${head} ctx=${m.ctx}`;
+    case 'readIndexResp':
+      return `${head} ctx=${m.ctx} index=${m.index}${m.reject ? ' reject' : ''}`;
   }
 }
