@@ -127,9 +127,25 @@ t.test('node to node', async (t) => {
     const changes = (await b.request('GET', `/db/users/_changes?since=${encodeURIComponent(seqBefore)}`)).body;
     t.equal(changes.results.length, 3, 'the target saw exactly 3 writes after the restart');
 
+    // Pull through a one-shot policy: a remote source, whose conflicts travel too.
+    const base = (await b.request('GET', '/db/users/doc0001')).body;
+    const h = (c: string) => c.repeat(64);
+    const branches = ['b', 'c'].map((c) => ({ _id: 'doc0001', _rev: `2-${h(c)}`, n: c, _revisions: { start: 2, ids: [h(c), base._rev.slice(2)] } }));
+    t.equal((await b.request('POST', '/db/users/_bulk_docs', { body: { docs: branches, new_edits: false } })).status, 201);
+    await a.request('PUT', '/db/pulled');
+    const policy = { name: 'pull', pattern: 'fanout', source: target, targets: ['pulled'], mode: 'one_shot', auth: { bearer_token: key }, enabled: true };
+    t.equal((await a.request('POST', '/_policies', { body: policy })).status, 201);
+    await waitFor(async () => (await a.request('GET', '/_policies/pull/_status')).body.tasks[0]?.status === 'completed', { what: 'the pull to complete' });
+    t.equal(await docCount(a, 'pulled'), 93);
+    const pulled = (await a.request('GET', '/db/pulled/doc0001?conflicts=true')).body;
+    const remote = (await b.request('GET', '/db/users/doc0001?conflicts=true')).body;
+    t.equal(pulled._rev, remote._rev, 'same winner');
+    t.same(pulled._conflicts, remote._conflicts, 'conflicts travel from a remote source');
+    t.equal(pulled._conflicts.length, 1);
+
     const del = await a.request('DELETE', `/_replications/${id}`);
     t.equal(del.status, 200);
-    t.same((await a.request('GET', '/_replications')).body.replications, []);
+    t.same((await a.request('GET', '/_replications')).body.replications.map((x: { task_id: string }) => x.task_id), ['pull:0'], 'only the policy task is left');
     t.equal((await a.request('GET', `/_replications/${id}`)).status, 404);
   });
 });
