@@ -61,3 +61,21 @@ t.test('a leftover engine collection without a record is replaced on create', as
   const info = await gw.call('GET', '/v1/collections/docs', key);
   t.match(info.body, { dimension: 3, count: 0 }, 'a fresh collection, not the leftover');
 });
+
+t.test('concurrent writes of one tenant never overshoot a quota', async (t) => {
+  const gw = await startGatewayNode();
+  t.teardown(() => gw.close());
+  const key = (await gw.admin('POST', '/admin/tenants', { tenant_id: 'acme', max_collections: 2, max_vectors: 10 })).body.api_key as string;
+  const creates = await Promise.all(Array.from({ length: 8 }, (_, i) => gw.call('POST', '/v1/collections', key, { name: `c${i}`, dimension: 2 })));
+  t.equal(creates.filter((r) => r.status === 201).length, 2, 'exactly max_collections created');
+  t.ok(creates.every((r) => r.status === 201 || r.body.error === 'quota_exceeded'));
+  const name = creates.findIndex((r) => r.status === 201);
+  const writes = await Promise.all(
+    Array.from({ length: 30 }, (_, i) => gw.call('POST', `/v1/collections/c${name}/documents`, key, { id: `d${i}`, vector: [1, i + 1] })),
+  );
+  t.equal(writes.filter((r) => r.status === 201).length, 10, 'exactly max_vectors written');
+  const usage = (await gw.admin('GET', '/admin/tenants/acme/usage')).body.usage;
+  t.equal(usage.vector_count, 10);
+  t.equal(usage.collection_count, 2);
+  t.equal((await gw.call('GET', `/v1/collections/c${name}`, key)).body.count, 10, 'and the engine agrees');
+});
