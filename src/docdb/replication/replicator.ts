@@ -111,6 +111,8 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
     await o.target.putLocal(cpId, { ...checkpoint });
     await o.source.putLocal(cpId, { ...checkpoint });
     o.onBatch?.(progress, { rows: page.rows.length, written });
+    // A short page means caught up: a one-shot run ends there even if writes keep coming.
+    if (!o.continuous && page.rows.length < o.batchSize) break;
   }
   return { ok: true, session_id: o.sessionId, replication_id: o.repId, ...progress, history: checkpoint?.history ?? [] };
 }
