@@ -23,9 +23,22 @@ t.test('a campaign elects a leader that commits its noop and replicates proposal
 });
 
 t.test('randomised election timeouts: a follower campaigns after [election, 2*election) ticks', (t) => {
+  const seen = new Set<number>();
+  for (let seed = 1; seed <= 40; seed++) {
+    const c = new Cluster(['solo', 'other'], { electionTicks: 10 }, seed);
+    c.isolated.add('solo');
+    let ticks = 0;
+    while (c.c('solo').role === 'follower' && ticks < 100) {
+      c.c('solo').tick();
+      ticks++;
+    }
+    seen.add(ticks);
+  }
+  t.ok([...seen].every((n) => n >= 10 && n < 20), `timeouts within [10, 20): ${[...seen].sort((a, b) => a - b).join(',')}`);
+  t.ok(seen.size >= 5, 'and spread out');
   const c = new Cluster(ids, { electionTicks: 10 });
   c.tickAll(25);
-  t.equal(c.leaders().length, 1);
+  t.equal(c.leaders().length, 1, 'a cluster left alone elects exactly one leader');
   t.end();
 });
 

@@ -22,7 +22,7 @@ export class Cluster {
   readonly isolated = new Set<NodeId>();
   /** Extra drop rule for one-off scenarios. */
   dropIf: ((m: Message) => boolean) | undefined;
-  readonly rand = new SeededRand(7);
+  readonly rand: SeededRand;
   readonly transcript: string[] = [];
   #roles = new Map<NodeId, string>();
   /** Also write every delivered message into the transcript. */
@@ -31,7 +31,9 @@ export class Cluster {
   constructor(
     ids: readonly NodeId[],
     readonly opts: Partial<RaftOptions> = {},
+    seed = 7,
   ) {
+    this.rand = new SeededRand(seed);
     for (const id of ids) {
       const storage = new MemoryStorage();
       storage.append(ids.map((v, i) => ({ index: i + 1, term: 1, kind: 'conf', change: { type: 'addVoter', node: v } }) as Entry));
