@@ -292,14 +292,27 @@ export class RemoteEndpoint implements Endpoint {
     return { written: docs.length - failures.length, failures };
   }
 
+  /** The `_local` revisions we last read or wrote: a checkpoint write is one call, not two. */
+  readonly #localRevs = new Map<string, string | undefined>();
+
   async getLocal(id: string): Promise<Record<string, unknown> | undefined> {
     const reply = await this.#db.call('GET', `/_local/${encodeURIComponent(id)}`, { accept: [404] });
-    return reply.status === 404 ? undefined : (reply.body as Record<string, unknown>);
+    const doc = reply.status === 404 ? undefined : (reply.body as Record<string, unknown>);
+    this.#localRevs.set(id, typeof doc?._rev === 'string' ? doc._rev : undefined);
+    return doc;
   }
 
   async putLocal(id: string, body: Record<string, unknown>): Promise<void> {
     const path = `/_local/${encodeURIComponent(id)}`;
-    const current = await this.getLocal(id);
-    await this.#db.call('PUT', path, { body: current === undefined ? body : { ...body, _rev: current._rev } });
+    for (let attempt = 0; ; attempt++) {
+      if (!this.#localRevs.has(id)) await this.getLocal(id);
+      const rev = this.#localRevs.get(id);
+      const reply = await this.#db.call('PUT', path, { body: rev === undefined ? body : { ...body, _rev: rev }, accept: attempt === 0 ? [409] : [] });
+      if (reply.status !== 409) {
+        this.#localRevs.set(id, (reply.body as { rev?: string }).rev);
+        return;
+      }
+      this.#localRevs.delete(id); // someone else wrote it: read the revision again, once
+    }
   }
 }
