@@ -44,7 +44,8 @@ export async function openGateway(deps: {
     },
   });
   const fixed = await gateway.reconcile();
-  if (fixed.dropped + fixed.recounted > 0) log.warn(fixed, 'gateway registry reconciled with the vector engine');
+  if (fixed.dropped + fixed.recounted > 0) log.warn({ dropped: fixed.dropped, recounted: fixed.recounted }, 'gateway registry reconciled with the vector engine');
+  if (fixed.unclaimed.length > 0) log.warn({ collections: fixed.unclaimed }, 'vector collections named like tenant collections have no gateway record');
   if (deps.vectors === undefined) log.warn('gateway: no vector engine on this node, so only /admin routes are served (no /v1)');
   return {
     gateway,

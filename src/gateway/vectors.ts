@@ -30,7 +30,7 @@ export interface GatewayVectors {
   createCollection(internal: string, options: { dimension: number; embedder?: Embedder }): Promise<void>;
   /** Undefined when there is no such collection. */
   collectionInfo(internal: string): Promise<{ dimension: number; count: number } | undefined>;
-  /** Every collection name in the engine (the gateway filters its own). */
+  /** Every collection name in the engine (start-up looks for tenant-shaped ones without a record). */
   listCollections(): Promise<string[]>;
   /** False when there was nothing to delete. */
   deleteCollection(internal: string): Promise<boolean>;
