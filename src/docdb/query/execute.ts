@@ -6,7 +6,7 @@
 import { FirkinError } from '../../core/errors.js';
 import { decodeKey } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
-import { decodeBody, decodeDocRecord, keys } from '../records.js';
+import { decodeBody, decodeDbRecord, decodeDocRecord, keys } from '../records.js';
 import type { FindQuery, Json } from './ast.js';
 import { compareForOrder, matches } from './match.js';
 import { QUERY_LIMITS } from './parse.js';
@@ -59,6 +59,21 @@ export async function planFind(store: Store, db: string, q: FindQuery): Promise<
     exact: planIsExact(plan, q.where),
     estimates: scans.map((s, i) => ({ scan: s.describe, postings: estimates[i]!, capped: estimates[i]! >= ESTIMATE_CAP })),
   };
+}
+
+async function pageOfOrderedScan(store: Store, range: KeyRange, idOffset: number, from: number, to: number): Promise<{ ids: string[]; total: number }> {
+  const ids: string[] = [];
+  let total = 0;
+  for await (const key of store.keys('paths', range)) {
+    if (total >= from && total < to) ids.push(decodeKey(key.subarray(idOffset))[0] as string);
+    total++;
+  }
+  return { ids, total };
+}
+
+async function liveCount(store: Store, db: string): Promise<number> {
+  const buf = await store.get('system', keys.dbRecord(db));
+  return buf === undefined ? 0 : decodeDbRecord(buf).docCount;
 }
 
 /** Winning, live documents for these ids (undefined for missing or deleted ones). */
@@ -145,6 +160,28 @@ export async function executeFind(store: Store, db: string, q: FindQuery, owns?:
   };
   const meta = (total: number) => ({ total, offset: q.offset, limit: limit ?? null });
 
+  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && plan.scan.idOffset !== undefined && owns === undefined) {
+    // One value's postings are already in id order: count keys without decoding them and
+    // decode only the page's ids.
+    const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, plan.scan.idOffset, q.offset, windowEnd);
+    tooMany(total);
+    const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
+    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
+  }
+  if (conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
+    // Everything: the database record counts live documents; the page comes in id order.
+    const total = await liveCount(store, db);
+    tooMany(total);
+    const docs: FoundDoc[] = [];
+    if (limit !== 0) {
+      let seen = 0;
+      for await (const batch of allDocs(store, db)) {
+        for (const d of batch) if (seen++ >= q.offset && docs.length < windowEnd - q.offset) docs.push(d);
+        if (docs.length >= windowEnd - q.offset) break;
+      }
+    }
+    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
+  }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0) {
     const ids = (await idsOf(store, plan.scan)).filter((id) => owns === undefined || owns(id));
     tooMany(ids.length);

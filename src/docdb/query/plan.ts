@@ -21,6 +21,11 @@ export interface Scan {
   readonly exact: boolean;
   /** Human-readable, for `_explain`. */
   readonly describe: string;
+  /**
+   * Set when the scan is one range of one value: its keys are `prefix ++ encoded docId`, so
+   * they come in id order and the id is the key past `idOffset` bytes.
+   */
+  readonly idOffset?: number;
 }
 
 export type Plan =
@@ -95,7 +100,7 @@ export function scansFor(db: string, cond: Condition): Scan[] {
     case 'eq': {
       const r = valueRange(db, generalPath(cond.path), cond.value);
       if (r === undefined) return [{ ...existsScan(db, cond.path), exact: false, describe: `${show(cond.path)} = <container> via exists` }];
-      return [{ ranges: [r.range], exact: r.exact && !hasIndex(cond.path), describe: `${show(cond.path)} = ${JSON.stringify(cond.value)}` }];
+      return [{ ranges: [r.range], exact: r.exact && !hasIndex(cond.path), describe: `${show(cond.path)} = ${JSON.stringify(cond.value)}`, idOffset: r.range.gte.length }];
     }
     case 'in': {
       const ranges: KeyRange[] = [];
