@@ -106,7 +106,27 @@ export class Store {
   }
 
   async *keys(cf: ColumnFamily, range: RangeOptions = {}): AsyncGenerator<Buffer> {
-    for await (const [key] of this.entries(cf, range)) yield key;
+    for await (const batch of this.keyBatches(cf, range)) yield* batch;
+  }
+
+  /** Keys only, a native batch at a time: the cheap way to walk or count a large range. */
+  async *keyBatches(cf: ColumnFamily, range: RangeOptions = {}, batchSize = 1024): AsyncGenerator<Buffer[]> {
+    const it = this.#db.iterator({ ...range, limit: range.limit ?? -1, values: false, column: this.#column(cf) });
+    try {
+      for (;;) {
+        const batch = await it.nextv(batchSize);
+        if (batch.length === 0) return;
+        yield batch.map(([key]) => key);
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  async count(cf: ColumnFamily, range: RangeOptions = {}): Promise<number> {
+    let n = 0;
+    for await (const batch of this.keyBatches(cf, range)) n += batch.length;
+    return n;
   }
 
   /** Delete every key in [gte, lt). */

@@ -64,9 +64,9 @@ export async function planFind(store: Store, db: string, q: FindQuery): Promise<
 async function pageOfOrderedScan(store: Store, range: KeyRange, idOffset: number, from: number, to: number): Promise<{ ids: string[]; total: number }> {
   const ids: string[] = [];
   let total = 0;
-  for await (const key of store.keys('paths', range)) {
-    if (total >= from && total < to) ids.push(decodeKey(key.subarray(idOffset))[0] as string);
-    total++;
+  for await (const batch of store.keyBatches('paths', range)) {
+    for (let i = Math.max(0, from - total); i < batch.length && total + i < to; i++) ids.push(decodeKey(batch[i]!.subarray(idOffset))[0] as string);
+    total += batch.length;
   }
   return { ids, total };
 }
