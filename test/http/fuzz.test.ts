@@ -93,7 +93,7 @@ t.test('no route answers bad input with a 5xx or dies', async (t) => {
         return status < 500;
       },
     ),
-    fcParams(300),
+    fcParams(1000),
   );
   t.same(failures, [], 'no 5xx');
   const health = await node.request('GET', '/health');
