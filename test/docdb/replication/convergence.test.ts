@@ -66,6 +66,6 @@ t.test('three databases converge after full replication', async (t) => {
       for (const db of dbs) await node.request('DELETE', `/db/${db}`);
       return JSON.stringify(a) === JSON.stringify(b) && JSON.stringify(a) === JSON.stringify(c);
     }),
-    fcParams(10),
+    fcParams(8),
   );
 });
