@@ -69,6 +69,28 @@ export function rankBm25(
   }
   const out: ScoredId[] = [];
   for (const [id, score] of scores) if (score > 0) out.push({ id, score });
-  out.sort(byScoreThenId);
-  return out.slice(0, k);
+  return topK(out, k);
+}
+
+/**
+ * The best `k` of `items` by byScoreThenId, best first. Keeps a sorted window of k and
+ * rejects most items with one comparison: O(n + k log k)-ish instead of sorting all n, which
+ * matters when a common term matches most of the corpus.
+ */
+export function topK<T extends ScoredId>(items: readonly T[], k: number): T[] {
+  if (items.length <= k) return [...items].sort(byScoreThenId);
+  const best: T[] = [];
+  for (const item of items) {
+    if (best.length === k && byScoreThenId(item, best[k - 1]!) >= 0) continue;
+    let lo = 0;
+    let hi = best.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (byScoreThenId(best[mid]!, item) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    best.splice(lo, 0, item);
+    if (best.length > k) best.pop();
+  }
+  return best;
 }

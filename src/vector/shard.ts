@@ -28,7 +28,7 @@ import { FirkinError } from '../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import type { AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
-import { type ScoredId, byScoreThenId } from './bm25.js';
+import { type ScoredId, topK } from './bm25.js';
 import { type Bm25Index, type TextChange, bm25ShardRange, openBm25 } from './bm25-index.js';
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
@@ -137,6 +137,9 @@ export class Shard {
   #savedSeq = -1;
   #tail: Promise<unknown> = Promise.resolve();
   #saving: Promise<void> | undefined;
+  /** Set when close starts: no new write is queued after it. */
+  #closing = false;
+  /** Set when close ends: no save runs after it. */
   #closed = false;
   recovery: Recovery = { source: 'empty', replayed: 0 };
 
@@ -313,10 +316,8 @@ export class Shard {
 
   /** Runs `fn` after every earlier write of this shard: one writer at a time. */
   #exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#tail.then(() => {
-      if (this.#closed) throw new FirkinError('not_found', 'the collection was deleted');
-      return fn();
-    });
+    if (this.#closing) return Promise.reject(new FirkinError('not_found', 'the collection was deleted or the node is stopping'));
+    const run = this.#tail.then(fn);
     this.#tail = run.catch(() => undefined);
     return run;
   }
@@ -446,8 +447,7 @@ export class Shard {
       const id = decodeTrailingString(key, prefixLength);
       hits.push({ id, text: r.t, metadata: r.m, score: exactScore(this.config.metric, query, bytesVector(r.v)) });
     }
-    hits.sort(byScoreThenId);
-    return hits.slice(0, k);
+    return topK(hits, k);
   }
 
   async searchBm25(query: string, k: number): Promise<ScoredId[]> {
@@ -492,7 +492,8 @@ export class Shard {
 
   /** Waits for pending writes and saves; later calls fail with not_found. */
   async close(options: { save: boolean }): Promise<void> {
-    await this.#exclusive(async () => undefined).catch(() => undefined);
+    this.#closing = true;
+    await this.#tail;
     if (options.save) await this.saveIfDirty();
     await this.#saving;
     this.#closed = true;

@@ -1,7 +1,7 @@
 // BM25 scoring against hand-computed values, and properties of the ranking.
 import fc from 'fast-check';
 import t from 'tap';
-import { type Posting, idf, rankBm25, termFrequencies, termScore } from '../../src/vector/bm25.js';
+import { type Posting, byScoreThenId, idf, rankBm25, termFrequencies, termScore, topK } from '../../src/vector/bm25.js';
 import { ENGLISH_STOPWORDS, tokenize } from '../../src/vector/tokenize.js';
 import { fcParams } from '../support/fc.js';
 
@@ -92,5 +92,17 @@ t.test('properties: scores positive, sorted, only docs with a query term, more t
       return termScore(w, tf + 1, dl, avgdl, params) >= termScore(w, tf, dl, avgdl, params) - 1e-12 && w >= 0;
     }),
     fcParams(200),
+  );
+});
+
+t.test('topK equals sorting everything and cutting (oracle)', async (t) => {
+  const arbItems = fc.array(fc.record({ id: fc.string({ maxLength: 3 }), score: fc.integer({ min: 0, max: 20 }).map((n) => n / 4) }), { maxLength: 60 });
+  fc.assert(
+    fc.property(arbItems, fc.integer({ min: 1, max: 20 }), (items, k) => {
+      const expected = [...items].sort(byScoreThenId).slice(0, k);
+      const got = topK(items, k);
+      return got.length === expected.length && got.every((x, i) => x.score === expected[i]!.score && x.id === expected[i]!.id);
+    }),
+    fcParams(300),
   );
 });
