@@ -179,6 +179,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         store,
         clock,
         log: log.child({ mod: 'gateway' }),
+        registry: metrics.registry,
         vectors: vectors === undefined ? undefined : { engine: new EngineGatewayVectors(vectors), bounds: engineBounds },
       });
       checks.gateway = gateway.check;

@@ -1,11 +1,13 @@
 // Builds the gateway for node.ts: its store over the node's RocksDB, the engine, the fastify
 // feature and its part of /health. node.ts decides where it listens (same server or its own).
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Clock } from '../core/hlc.js';
 import type { HealthCheck } from '../http/routes/system.js';
 import type { Store } from '../storage/db.js';
 import { Gateway } from './gateway.js';
+import { gatewayMetrics } from './metrics.js';
 import { gatewayFeature } from './plugin.js';
 import { RocksGatewayStore } from './rocks-store.js';
 import type { V1Bounds } from './routes-v1.js';
@@ -22,6 +24,8 @@ export async function openGateway(deps: {
   store: Store;
   clock: Clock;
   log: Logger;
+  /** The node's metrics registry: the gateway adds its own metrics to it. */
+  registry: Registry;
   /** The vector engine with its bounds; undefined: admin routes only, no /v1. */
   vectors: { engine: GatewayVectors; bounds: V1Bounds } | undefined;
 }): Promise<OpenedGateway> {
@@ -49,7 +53,7 @@ export async function openGateway(deps: {
   if (deps.vectors === undefined) log.warn('gateway: no vector engine on this node, so only /admin routes are served (no /v1)');
   return {
     gateway,
-    feature: gatewayFeature({ gateway, bounds: deps.vectors?.bounds }),
+    feature: gatewayFeature({ gateway, bounds: deps.vectors?.bounds, metrics: gatewayMetrics(deps.registry, gateway) }),
     check: () => ({ status: 'ok', tenants: store.tenants().length, v1: deps.vectors !== undefined }),
   };
 }

@@ -3,6 +3,7 @@
 // neither reaches the node's other routes. /v1 is registered only with a vector engine.
 import type { FastifyInstance } from 'fastify';
 import type { Gateway } from './gateway.js';
+import type { GatewayMetrics } from './metrics.js';
 import { adminRoutes } from './routes-admin.js';
 import { type V1Bounds, v1Routes } from './routes-v1.js';
 
@@ -10,11 +11,12 @@ export interface GatewayPluginOptions {
   gateway: Gateway;
   /** Undefined when there is no vector engine: admin routes only. */
   bounds: V1Bounds | undefined;
+  metrics: GatewayMetrics;
 }
 
 export function gatewayFeature(options: GatewayPluginOptions) {
   return async (app: FastifyInstance): Promise<void> => {
     await app.register(adminRoutes, { gateway: options.gateway });
-    if (options.bounds !== undefined) await app.register(v1Routes, { gateway: options.gateway, bounds: options.bounds });
+    if (options.bounds !== undefined) await app.register(v1Routes, { gateway: options.gateway, bounds: options.bounds, metrics: options.metrics });
   };
 }

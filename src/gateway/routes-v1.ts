@@ -2,8 +2,9 @@
 // in X-Api-Key and a token from the tenant's (and the key's) bucket; both checks run in this
 // plugin's onRequest hook, before the body is validated, so bad bodies count against the limit.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { FirkinError } from '../core/errors.js';
+import { FirkinError, isFirkinError } from '../core/errors.js';
 import { type Caller, GATEWAY_LIMITS, type Gateway, type NewDocument } from './gateway.js';
+import type { GatewayMetrics } from './metrics.js';
 import { collectionNameSchema } from './schemas.js';
 import type { Embedder } from './types.js';
 
@@ -89,7 +90,7 @@ function finiteVector(v: readonly number[] | undefined, what: string): void {
   if (v !== undefined && !v.every(Number.isFinite)) throw new FirkinError('bad_request', `${what} must hold finite numbers only`);
 }
 
-export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds }> = async (app, { gateway, bounds }) => {
+export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds; metrics: GatewayMetrics }> = async (app, { gateway, bounds, metrics }) => {
   const callers = new WeakMap<FastifyRequest, Caller>();
   const callerOf = (request: FastifyRequest): Caller => callers.get(request)!;
   const s = schemas(bounds);
@@ -99,6 +100,7 @@ export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds }
     const admission = gateway.admit(caller);
     const headers = { 'x-ratelimit-limit': String(admission.limit), 'x-ratelimit-remaining': String(admission.remaining) };
     if (!admission.allowed) {
+      metrics.refused(caller.tenant.tenant_id, 'rate_limit');
       const retryAfterS = Math.max(1, Math.ceil(admission.retryAfterMs / 1000));
       throw new FirkinError('rate_limit_exceeded', `rate limit of ${admission.limit} requests per minute exceeded; retry in ${retryAfterS} s`, {
         headers: { ...headers, 'retry-after': String(retryAfterS) },
@@ -106,6 +108,11 @@ export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds }
     }
     reply.headers(headers);
     callers.set(request, caller);
+  });
+
+  app.addHook('onError', async (request, _reply, err) => {
+    const caller = callers.get(request);
+    if (caller !== undefined && isFirkinError(err) && err.code === 'quota_exceeded') metrics.refused(caller.tenant.tenant_id, 'quota');
   });
 
   app.get('/v1/collections', async (request) => ({ collections: gateway.listCollections(callerOf(request)) }));

@@ -29,6 +29,13 @@ t.test('quotas of zero, storage quota, lowered limits', async (t) => {
   t.equal((await gw.call('POST', '/v1/collections/docs/documents', some, { id: 'c', vector: [1, 0] })).status, 403, 'a lowered limit refuses new ids');
   t.equal((await gw.call('POST', '/v1/collections/docs/documents', some, { id: 'a', vector: [1, 0] })).status, 201, 'and still takes overwrites');
   t.equal((await gw.call('DELETE', '/v1/collections/docs/documents/a', some)).status, 200, 'and deletes');
+
+  const metrics = (await gw.call('GET', '/metrics', undefined)).text;
+  t.match(metrics, /firkin_gateway_refused_total\{tenant="none",reason="quota"\} 1/);
+  t.match(metrics, /firkin_gateway_refused_total\{tenant="some",reason="quota"\} 1/);
+  t.match(metrics, /firkin_gateway_vectors\{tenant="some"\} 1/);
+  t.match(metrics, /firkin_gateway_collections\{tenant="tiny"\} 1/);
+  t.match(metrics, /firkin_gateway_storage_bytes\{tenant="some"\} \d+/);
 });
 
 t.test('start-up reconciles the registry with the vector engine', async (t) => {

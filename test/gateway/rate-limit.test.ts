@@ -67,4 +67,7 @@ t.test('buckets are per tenant', async (t) => {
   t.equal((await gw.call('GET', '/v1/collections', a)).status, 200);
   t.equal((await gw.call('GET', '/v1/collections', a)).status, 429);
   t.equal((await gw.call('GET', '/v1/collections', b)).status, 200, "a's empty bucket does not touch b");
+  const metrics = (await gw.call('GET', '/metrics', undefined)).text;
+  t.match(metrics, /firkin_gateway_refused_total\{tenant="a",reason="rate_limit"\} 1/);
+  t.notMatch(metrics, /firkin_gateway_refused_total\{tenant="b"/);
 });
