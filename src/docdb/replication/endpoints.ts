@@ -69,7 +69,7 @@ function cleanDoc(doc: Record<string, unknown>): Record<string, unknown> {
   return rest;
 }
 
-export class LocalEndpoint implements Endpoint {
+class LocalEndpoint implements Endpoint {
   readonly #db: string;
   readonly #d: EndpointDeps;
   readonly #signal: AbortSignal | undefined;
@@ -205,7 +205,7 @@ interface RemoteChange {
   doc?: Record<string, unknown> | null;
 }
 
-export class RemoteEndpoint implements Endpoint {
+class RemoteEndpoint implements Endpoint {
   readonly #db: RemoteDb;
 
   constructor(db: RemoteDb) {

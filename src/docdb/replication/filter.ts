@@ -8,7 +8,7 @@ import type { Condition, Json } from '../query/ast.js';
 import { matches } from '../query/match.js';
 import { parseWhere } from '../query/parse.js';
 
-export const FILTER_LIMITS = { pathsMax: 64, pathSegmentsMax: 32, pathBytesMax: 1024 } as const;
+const FILTER_LIMITS = { pathsMax: 64, pathSegmentsMax: 32, pathBytesMax: 1024 } as const;
 
 export interface ReplicationFilter {
   /** Each entry split on `/`; empty = no path restriction. */
@@ -18,7 +18,7 @@ export interface ReplicationFilter {
   readonly raw: { paths?: string[]; query?: { where: unknown } } | undefined;
 }
 
-export const NO_FILTER: ReplicationFilter = { paths: [], where: undefined, raw: undefined };
+const NO_FILTER: ReplicationFilter = { paths: [], where: undefined, raw: undefined };
 
 const bad = (message: string) => new FirkinError('bad_request', message);
 
@@ -26,7 +26,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function parsePathPattern(raw: unknown, where: string): string[] {
+function parsePathPattern(raw: unknown, where: string): string[] {
   if (typeof raw !== 'string' || raw === '' || Buffer.byteLength(raw) > FILTER_LIMITS.pathBytesMax) {
     throw bad(`${where} must be a non-empty string like "type/user" (at most ${FILTER_LIMITS.pathBytesMax} bytes)`);
   }

@@ -10,7 +10,7 @@ import type { Store } from '../../storage/db.js';
 const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
 const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
-export const LOCAL_LIMITS = { idBytesMax: 512, bodyBytesMax: 1024 * 1024 } as const;
+const LOCAL_LIMITS = { idBytesMax: 512, bodyBytesMax: 1024 * 1024 } as const;
 
 const key = (db: string, id: string) => encodeKey(['repl.local', db, id]);
 
@@ -19,7 +19,7 @@ interface Stored {
   readonly b: Record<string, unknown>;
 }
 
-export function checkLocalId(id: unknown): string {
+function checkLocalId(id: unknown): string {
   if (typeof id !== 'string' || id === '' || Buffer.byteLength(id) > LOCAL_LIMITS.idBytesMax) {
     throw new FirkinError('bad_request', `local document id must be 1 to ${LOCAL_LIMITS.idBytesMax} bytes`);
   }

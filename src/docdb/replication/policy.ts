@@ -11,12 +11,12 @@ import { isDbName } from '../names.js';
 import { type EndpointSpec, type RemoteAuth, displayEndpoint, parseAuth, parseEndpoint } from './endpoint-spec.js';
 import { type ReplicationFilter, parseFilter } from './filter.js';
 
-export const PATTERNS = ['chain', 'group', 'fanout'] as const;
+const PATTERNS = ['chain', 'group', 'fanout'] as const;
 export type Pattern = (typeof PATTERNS)[number];
-export const MODES = ['continuous', 'one_shot'] as const;
+const MODES = ['continuous', 'one_shot'] as const;
 export type Mode = (typeof MODES)[number];
 
-export const POLICY_LIMITS = { endpointsMax: 64, nameChars: 128 } as const;
+const POLICY_LIMITS = { endpointsMax: 64, nameChars: 128 } as const;
 
 export interface Policy {
   readonly name: string;

@@ -10,9 +10,7 @@ import type { ChangeRow, Endpoint } from './endpoints.js';
 import { type ReplicationFilter, isFiltered, passesFilter } from './filter.js';
 
 export const REPLICATION_DEFAULTS = {
-  /** Changes read per batch (the original's 100). */
-  batchSize: 100,
-  /** How long a continuous run waits on the source before polling again. */
+  /** How long a continuous run waits on the source before polling again (under the 30 s call timeout). */
   waitMs: 25_000,
 } as const;
 
