@@ -87,7 +87,7 @@ const NEXT_SHARD_KEY = encodeKey(['vector', 'next_shard']);
 const dropKey = (shard: number) => encodeKey(['vector', 'drop', shard]);
 
 /** Candidates each side of a hybrid search fetches: deeper than k so fusion can reorder. */
-export function hybridDepth(k: number): number {
+function hybridDepth(k: number): number {
   return Math.min(LIMITS.kMax * 2, Math.max(k * 3, 50));
 }
 

@@ -52,7 +52,7 @@ export interface DocInput {
   readonly vector: Float32Array;
 }
 
-export interface StoredDoc extends DocInput {}
+export type StoredDoc = DocInput;
 
 export interface VectorHit {
   readonly id: string;
