@@ -51,3 +51,10 @@ t.test('standard API off: /v1 still works; on: its routes ignore X-Api-Key', asy
   t.equal(std.status, 200, 'the gateway hook does not reach the standard API');
   t.equal(std.headers.get('x-ratelimit-limit'), null);
 });
+
+t.test('main HTTP listener off: the gateway still gets its own', async (t) => {
+  const gw = await startGatewayNode({ SERVICE_HTTP_ENABLED: 'false' });
+  t.teardown(() => gw.close());
+  t.equal(gw.node.url, undefined);
+  t.equal((await gw.admin('GET', '/admin/tenants')).status, 200);
+});
