@@ -27,6 +27,19 @@ export interface RemoteReply {
 // A remote 401/403 is not the caller's fault here: it stays a bad_gateway (with remote_status).
 const REMOTE_CODES: Record<number, ErrorCode> = { 404: 'not_found', 409: 'conflict', 412: 'precondition_failed' };
 
+/** The body as text, refusing more than RESPONSE_BYTES_MAX whatever the headers say. */
+async function readCapped(res: Response, where: string): Promise<string> {
+  if (res.body === null) return '';
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    bytes += chunk.length;
+    if (bytes > RESPONSE_BYTES_MAX) throw new FirkinError('bad_gateway', `${where}: the response is larger than ${RESPONSE_BYTES_MAX} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 export class RemoteDb {
   readonly #o: RemoteOptions;
 
@@ -55,9 +68,7 @@ export class RemoteDb {
     let text: string;
     try {
       res = await fetch(this.#o.url + path, { method, headers, body, signal, redirect: 'error' });
-      const length = Number(res.headers.get('content-length') ?? 0);
-      if (length > RESPONSE_BYTES_MAX) throw new FirkinError('bad_gateway', `${where}: response of ${length} bytes is too large`);
-      text = await res.text();
+      text = await readCapped(res, where);
     } catch (err) {
       if (err instanceof FirkinError) throw err;
       if (timeout.aborted) throw new FirkinError('timeout', `${where}: no answer within ${options.timeoutMs ?? this.#o.timeoutMs} ms`);
