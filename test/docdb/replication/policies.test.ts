@@ -106,6 +106,15 @@ t.test('policies', async (t) => {
     await p.restart();
     await put(p, 'g3', 'd', { from: 3 });
     for (const db of ['g1', 'g2']) await waitFor(async () => (await count(p, db)) === 4, { what: `${db} after restart` });
+    // PUT replaces the definition; an enabled policy keeps running with the new one.
+    await p.request('PUT', '/db/g4');
+    t.equal((await p.request('PUT', '/_policies/g', { body: { name: 'other', pattern: 'group', members: ['g1', 'g4'] } })).status, 400, 'name differs from the path');
+    const replaced = await p.request('PUT', '/_policies/g', { body: { pattern: 'group', members: ['g1', 'g4'] } });
+    t.match(replaced.body, { ok: true, name: 'g', enabled: true });
+    const status = (await p.request('GET', '/_policies/g/_status')).body;
+    t.equal(status.task_count, 2);
+    t.same(status.tasks.map((x: { source: string; target: string }) => `${x.source}>${x.target}`), ['g1>g4', 'g4>g1']);
+    await waitFor(async () => (await count(p, 'g4')) === 4, { what: 'the new member to catch up' });
     await p.request('DELETE', '/_policies/g');
   });
 
