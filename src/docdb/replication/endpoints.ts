@@ -27,6 +27,13 @@ export interface ChangesPage {
   readonly lastSeq: string;
 }
 
+/** A revision to fetch; `atts_since`: revisions the reader holds (its `possible_ancestors`). */
+export interface Wanted {
+  readonly id: string;
+  readonly rev: string;
+  readonly atts_since?: readonly string[];
+}
+
 export type RevsDiff = Record<string, { missing: string[]; possible_ancestors?: string[] }>;
 
 export interface WriteOutcome {
@@ -41,8 +48,8 @@ export interface Endpoint {
   /** Changes after `since` (undefined = the beginning); waits up to `waitMs` when there are none. */
   changes(since: string | undefined, limit: number, options: { includeDocs: boolean; waitMs: number }): Promise<ChangesPage>;
   revsDiff(request: Record<string, string[]>): Promise<RevsDiff>;
-  /** Revisions with `_revisions` and attachments inline. */
-  bulkGet(wanted: readonly { id: string; rev: string }[]): Promise<Record<string, unknown>[]>;
+  /** Revisions with `_revisions`; attachments inline, except stubs for those `atts_since` shows the reader has. */
+  bulkGet(wanted: readonly Wanted[]): Promise<Record<string, unknown>[]>;
   /** Replicated write (new_edits: false). `seq` is the source change's clock, merged into the target's. */
   bulkDocs(docs: readonly Record<string, unknown>[], seq: Hlc | undefined): Promise<WriteOutcome>;
   getLocal(id: string): Promise<Record<string, unknown> | undefined>;
@@ -131,10 +138,10 @@ class LocalEndpoint implements Endpoint {
     return this.#d.docs.revsDiff(this.#db, request);
   }
 
-  async bulkGet(wanted: readonly { id: string; rev: string }[]): Promise<Record<string, unknown>[]> {
+  async bulkGet(wanted: readonly Wanted[]): Promise<Record<string, unknown>[]> {
     const out: Record<string, unknown>[] = [];
-    for (const { id, rev } of wanted) {
-      const doc = await readRevision(this.#d.docs, this.#db, id, rev);
+    for (const { id, rev, atts_since } of wanted) {
+      const doc = await readRevision(this.#d.docs, this.#db, id, rev, { revs: true, attachments: true, attsSince: atts_since });
       if (doc !== undefined) out.push(doc);
     }
     return out;
@@ -173,19 +180,30 @@ export async function readRevision(
   db: string,
   id: string,
   rev: string,
-  options: { revs: boolean; attachments: boolean } = { revs: true, attachments: true },
+  options: { revs: boolean; attachments: boolean; attsSince?: readonly string[] } = { revs: true, attachments: true },
 ): Promise<Record<string, unknown> | undefined> {
   let doc: Record<string, unknown>;
   try {
-    doc = await docs.getDoc(db, id, { rev, revs: options.revs });
+    doc = await docs.getDoc(db, id, { rev, revs: true });
   } catch (err) {
     if (err instanceof FirkinError && err.code === 'not_found') return undefined;
     throw err;
   }
   const stubs = doc._attachments as Record<string, { content_type: string; digest: string; length: number; revpos: number }> | undefined;
+  // CouchDB's atts_since: an attachment unchanged since a revision the reader holds (its
+  // revpos is at most that revision's generation, and that revision is an ancestor) is sent
+  // as a stub; the reader already has its content.
+  const history = doc._revisions as { start: number; ids: string[] };
+  const ancestors = new Set(history.ids.map((hash, i) => `${history.start - i}-${hash}`));
+  const heldGen = Math.max(0, ...(options.attsSince ?? []).filter((r) => ancestors.has(r)).map((r) => Number(r.split('-', 1)[0])));
+  if (!options.revs) delete doc._revisions;
   if (stubs !== undefined && options.attachments) {
     const inline: Record<string, unknown> = {};
     for (const [name, meta] of Object.entries(stubs)) {
+      if (meta.revpos <= heldGen) {
+        inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, stub: true };
+        continue;
+      }
       const att = await docs.getAttachment(db, id, name, rev);
       const chunks: Buffer[] = [];
       for await (const chunk of att.chunks()) chunks.push(chunk);
@@ -276,7 +294,7 @@ class RemoteEndpoint implements Endpoint {
     return (await this.#db.call('POST', '/_revs_diff', { body: request })).body as RevsDiff;
   }
 
-  async bulkGet(wanted: readonly { id: string; rev: string }[]): Promise<Record<string, unknown>[]> {
+  async bulkGet(wanted: readonly Wanted[]): Promise<Record<string, unknown>[]> {
     if (wanted.length === 0) return [];
     const reply = await this.#db.call('POST', '/_bulk_get?revs=true&attachments=true', { body: { docs: wanted } });
     const results = (reply.body as { results?: { docs?: { ok?: Record<string, unknown> }[] }[] }).results ?? [];

@@ -6,7 +6,7 @@ import { FirkinError } from '../../core/errors.js';
 import { type Hlc, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Json } from '../query/ast.js';
 import { type CheckpointDoc, checkpointDocId, nextCheckpoint, readCheckpoint, startSeq } from './checkpoint.js';
-import type { ChangeRow, Endpoint } from './endpoints.js';
+import type { ChangeRow, Endpoint, Wanted } from './endpoints.js';
 import { type ReplicationFilter, isFiltered, passesFilter } from './filter.js';
 
 export const REPLICATION_DEFAULTS = {
@@ -79,10 +79,11 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
     for (const r of rows) request[r.id] = [...(request[r.id] ?? []), ...r.revs];
     const diff = await o.target.revsDiff(request);
     const deleted = new Set(rows.filter((r) => r.deleted).map((r) => r.id));
-    const wanted: { id: string; rev: string }[] = [];
+    const wanted: Wanted[] = [];
     for (const [id, d] of Object.entries(diff)) {
-      if (filtered && deleted.has(id) && (d.possible_ancestors ?? []).length === 0) continue;
-      for (const rev of d.missing) wanted.push({ id, rev });
+      const held = d.possible_ancestors ?? [];
+      if (filtered && deleted.has(id) && held.length === 0) continue;
+      for (const rev of d.missing) wanted.push(held.length === 0 ? { id, rev } : { id, rev, atts_since: held });
     }
     let written = 0;
     if (wanted.length > 0) {

@@ -31,7 +31,7 @@ const bulkGetBody = {
       items: {
         type: 'object',
         required: ['id'],
-        properties: { id: { type: 'string', minLength: 1 }, rev: { type: 'string' }, atts_since: { type: 'array' } },
+        properties: { id: { type: 'string', minLength: 1 }, rev: { type: 'string' }, atts_since: { type: 'array', maxItems: 1000, items: { type: 'string' } } },
       },
     },
   },
@@ -49,13 +49,13 @@ type BulkGetEntry = { ok: Record<string, unknown> } | { error: { id: string; rev
 
 export const replicationProtocolRoutes: FastifyPluginAsync<ReplicationProtocolDeps> = async (app, { docs, localDocs }) => {
   // Every revision asked for, with `_revisions` and attachments inline; no rev = every leaf.
-  app.post<{ Params: { db: string }; Querystring: { revs?: boolean; attachments?: boolean }; Body: { docs: { id: string; rev?: string }[] } }>(
+  app.post<{ Params: { db: string }; Querystring: { revs?: boolean; attachments?: boolean }; Body: { docs: { id: string; rev?: string; atts_since?: string[] }[] } }>(
     '/db/:db/_bulk_get',
     { schema: { params: dbParams, body: bulkGetBody, querystring: bulkGetQuery } },
     async (request) => {
       const db = existing(docs, request.params.db);
       const results: { id: string; docs: BulkGetEntry[] }[] = [];
-      for (const { id, rev } of request.body.docs) {
+      for (const { id, rev, atts_since } of request.body.docs) {
         const missing = (r: string): BulkGetEntry => ({ error: { id, rev: r, error: 'not_found', reason: 'missing' } });
         if (rev !== undefined && !isRev(rev)) {
           results.push({ id, docs: [{ error: { id, rev, error: 'bad_request', reason: 'invalid revision' } }] });
@@ -73,7 +73,7 @@ export const replicationProtocolRoutes: FastifyPluginAsync<ReplicationProtocolDe
         }
         const out: BulkGetEntry[] = [];
         for (const r of revs) {
-          const doc = id.startsWith('_') || Buffer.byteLength(id) > LIMITS.docIdBytes ? undefined : await readRevision(docs, db, id, r, { revs: request.query.revs === true, attachments: request.query.attachments === true });
+          const doc = id.startsWith('_') || Buffer.byteLength(id) > LIMITS.docIdBytes ? undefined : await readRevision(docs, db, id, r, { revs: request.query.revs === true, attachments: request.query.attachments === true, attsSince: atts_since });
           out.push(doc === undefined ? missing(r) : { ok: doc });
         }
         results.push({ id, docs: out });

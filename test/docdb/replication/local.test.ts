@@ -89,6 +89,15 @@ t.test('local replication', async (t) => {
     t.equal(got.status, 200);
     t.equal(got.headers.get('content-type'), 'application/x-test');
     t.ok(Buffer.from(await got.arrayBuffer()).equals(data));
+    // A new revision that keeps the attachment: it travels as a stub the target resolves.
+    const cur = await doc(node, 'src', 'withatt', '');
+    const edit = await node.request('PUT', '/db/src/withatt', { body: { note: 'edited', _attachments: cur._attachments }, headers: { 'if-match': cur._rev } });
+    t.equal(edit.status, 201, edit.text);
+    const r = await replicate(node, 'src', { target: 'dst' });
+    t.match(r, { docs_written: 1, doc_write_failures: 0 });
+    const again = await fetch(`${node.url}/db/dst/withatt/_attachments/blob.bin`, { headers: { authorization: `Bearer ${node.adminKey}` } });
+    t.ok(Buffer.from(await again.arrayBuffer()).equals(data), 'the attachment is still whole on the target');
+    t.equal((await doc(node, 'dst', 'withatt', '')).note, 'edited');
   });
 
   t.test('the target clock is never behind the replicated change', async (t) => {

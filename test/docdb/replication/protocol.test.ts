@@ -23,6 +23,11 @@ t.test('protocol endpoints and errors', async (t) => {
     t.equal(missing.docs[0].error.error, 'not_found');
     t.equal(unknown.docs[0].error.error, 'not_found');
     t.equal(junk.docs[0].error.error, 'bad_request');
+    const since = await node.request('POST', '/db/p/_bulk_get?revs=true&attachments=true', { body: { docs: [{ id: 'a', rev: a2.body.rev, atts_since: [a.body.rev] }] } });
+    t.match(since.body.results[0].docs[0].ok._attachments['n.txt'], { stub: true, revpos: 1 }, 'atts_since: content the reader holds comes as a stub');
+    t.equal(since.body.results[0].docs[0].ok._attachments['n.txt'].data, undefined);
+    const notAncestor = await node.request('POST', '/db/p/_bulk_get?attachments=true', { body: { docs: [{ id: 'a', rev: a2.body.rev, atts_since: [`1-${'e'.repeat(64)}`] }] } });
+    t.ok(notAncestor.body.results[0].docs[0].ok._attachments['n.txt'].data, 'a revision outside the history does not count');
     const stubs = await node.request('POST', '/db/p/_bulk_get', { body: { docs: [{ id: 'a' }] } });
     t.same(stubs.body.results[0].docs[0].ok._attachments['n.txt'].stub, true, 'stubs without attachments=true');
     t.equal(stubs.body.results[0].docs[0].ok._revisions, undefined, 'no history without revs=true');
