@@ -5,7 +5,8 @@
 // messages (snapshots) go as ordered chunks; a node heartbeat is sent every
 // `heartbeatIntervalMs` on the same stream (`lastSeenMs(peer)` feeds the failure detector).
 // Broken streams are redialled with exponential backoff; messages queued while a peer is
-// unreachable are bounded and dropped beyond the bound (Raft retransmits).
+// unreachable (or while its stream is not draining) are bounded and dropped beyond the bound
+// (Raft retransmits).
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
@@ -80,6 +81,8 @@ class PeerLink {
   retryTimer: NodeJS.Timeout | undefined;
   client: grpc.Client;
   chunkId = 0;
+  /** The stream's buffer is full: keep messages queued (bounded) until it drains. */
+  blocked = false;
   constructor(
     readonly peer: NodeId,
     readonly address: string,
@@ -178,6 +181,7 @@ export class Transport {
       if (done) return;
       done = true;
       link.ready = false;
+      link.blocked = false;
       link.stream = undefined;
       stream.cancel();
       if (this.#closed) return;
@@ -223,13 +227,21 @@ export class Transport {
   }
 
   #flushLink(link: PeerLink): void {
-    if (!link.ready || link.stream === undefined || link.queue.length === 0) return;
+    if (!link.ready || link.blocked || link.stream === undefined || link.queue.length === 0) return;
     const stream = link.stream;
     let batch: { group: string; payload: Buffer }[] = [];
     let bytes = 0;
+    const write = (frame: Frame) => {
+      if (stream.write(frame) || link.blocked) return;
+      link.blocked = true;
+      stream.once('drain', () => {
+        link.blocked = false;
+        this.#flushLink(link);
+      });
+    };
     const out = () => {
       if (batch.length === 0) return;
-      stream.write({ batch: { messages: batch } });
+      write({ batch: { messages: batch } });
       this.stats.batchesSent++;
       this.stats.messagesSent += batch.length;
       batch = [];
@@ -241,7 +253,7 @@ export class Transport {
         const id = ++link.chunkId;
         for (let off = 0, seq = 0; off < payload.length; off += TRANSPORT_LIMITS.chunkBytes, seq++) {
           const data = payload.subarray(off, off + TRANSPORT_LIMITS.chunkBytes);
-          stream.write({ chunk: { group, id, seq, last: off + TRANSPORT_LIMITS.chunkBytes >= payload.length, data } });
+          write({ chunk: { group, id, seq, last: off + TRANSPORT_LIMITS.chunkBytes >= payload.length, data } });
         }
         this.stats.messagesSent++;
         continue;
@@ -256,7 +268,7 @@ export class Transport {
 
   #heartbeat(): void {
     for (const link of this.#links.values()) {
-      if (link.ready) link.stream?.write({ heartbeat: { node: this.#o.nodeId, sent_ms: Date.now() } });
+      if (link.ready && !link.blocked) link.stream?.write({ heartbeat: { node: this.#o.nodeId, sent_ms: Date.now() } });
     }
   }
 
