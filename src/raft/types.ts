@@ -75,7 +75,6 @@ export type Message = MsgBase &
     | { readonly kind: 'readIndex'; readonly ctx: string }
     | { readonly kind: 'readIndexResp'; readonly ctx: string; readonly index: number; readonly reject: boolean }
   );
-export type MessageKind = Message['kind'];
 
 export const ROLES = ['follower', 'preCandidate', 'candidate', 'leader'] as const;
 export type Role = (typeof ROLES)[number];
@@ -112,9 +111,4 @@ export interface Ready {
 
 export function unreachable(value: never): never {
   throw new Error(`unhandled variant: ${JSON.stringify(value)}`);
-}
-
-export function sameConf(a: ConfState, b: ConfState): boolean {
-  const eq = (x: readonly NodeId[], y: readonly NodeId[]) => x.length === y.length && [...x].sort().join('\0') === [...y].sort().join('\0');
-  return eq(a.voters, b.voters) && eq(a.learners, b.learners);
 }
