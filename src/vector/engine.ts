@@ -260,7 +260,9 @@ export class VectorEngine {
     const byShard = new Map<Shard, DocInput[]>();
     for (const d of docs) {
       const shard = c.shardFor(d.id);
-      byShard.set(shard, [...(byShard.get(shard) ?? []), d]);
+      const list = byShard.get(shard);
+      if (list === undefined) byShard.set(shard, [d]);
+      else list.push(d);
     }
     await Promise.all([...byShard].map(([shard, list]) => shard.upsert(list)));
   }
