@@ -118,6 +118,7 @@ const SETTINGS = {
   SERVICE_GATEWAY_MAX_VECTORS: { parse: int(0, Number.MAX_SAFE_INTEGER), default: 100_000 },
   SERVICE_GATEWAY_MAX_COLLECTIONS: { parse: int(0, 1_000_000), default: 10 },
   SERVICE_GATEWAY_MAX_STORAGE_MB: { parse: int(0, 100_000_000), default: 1024 },
+  SERVICE_GATEWAY_EMBEDDER_URLS: { parse: list, default: [] as string[] },
 } as const;
 
 type Settings = typeof SETTINGS;
@@ -186,6 +187,8 @@ export interface Config {
     maxVectors: number;
     maxCollections: number;
     maxStorageMb: number;
+    /** URL prefixes a tenant may name as its embedder `url` (none: only the node's defaults). */
+    embedderUrls: string[];
   };
 }
 
@@ -308,6 +311,7 @@ function assemble(v: Values): Config {
       maxVectors: v.SERVICE_GATEWAY_MAX_VECTORS,
       maxCollections: v.SERVICE_GATEWAY_MAX_COLLECTIONS,
       maxStorageMb: v.SERVICE_GATEWAY_MAX_STORAGE_MB,
+      embedderUrls: v.SERVICE_GATEWAY_EMBEDDER_URLS,
     },
   };
 }

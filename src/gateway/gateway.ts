@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { FirkinError } from '../core/errors.js';
 import type { Clock } from '../core/hlc.js';
 import { digestsEqual, generateGatewayKey, generateKeyId, keyDigest, secretsEqual, shownPrefix } from './keys.js';
+import { embedderUrlAllowed } from './embedder-urls.js';
 import { KeyedMutex } from './mutex.js';
 import { internalName, parseInternalName } from './names.js';
 import { collectionQuotaError, documentBytes, writeQuotaError } from './quota.js';
@@ -32,6 +33,8 @@ export interface GatewayOptions {
   clock: Clock;
   masterKey: string;
   defaults: Limits;
+  /** URL prefixes tenants may use as embedder `url` (embedder-urls.ts). */
+  embedderUrls: readonly string[];
 }
 
 export interface Caller {
@@ -77,6 +80,7 @@ export class Gateway {
   readonly #clock: Clock;
   readonly #masterKey: string;
   readonly #defaults: Limits;
+  readonly #embedderUrls: readonly string[];
   readonly #limiter = new RateLimiter();
   readonly #locks = new KeyedMutex();
 
@@ -86,6 +90,7 @@ export class Gateway {
     this.#clock = options.clock;
     this.#masterKey = options.masterKey;
     this.#defaults = options.defaults;
+    this.#embedderUrls = options.embedderUrls;
   }
 
   /**
@@ -285,6 +290,10 @@ export class Gateway {
 
   async createCollection(caller: Caller, name: string, options: { dimension: number; embedder?: Embedder }): Promise<CollectionView> {
     const vectors = this.#engine();
+    const url = options.embedder?.url;
+    if (url !== undefined && !embedderUrlAllowed(url, this.#embedderUrls)) {
+      throw new FirkinError('bad_request', `embedder url ${JSON.stringify(url)} is not allowed on this node: omit it to use the default, or ask the operator to list it in SERVICE_GATEWAY_EMBEDDER_URLS`);
+    }
     return this.#asTenant(caller, async (tenant) => {
       const id = tenant.tenant_id;
       if (this.#store.collection(id, name) !== undefined) throw new FirkinError('collection_already_exists', `collection ${JSON.stringify(name)} already exists`);

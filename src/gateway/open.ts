@@ -40,6 +40,7 @@ export async function openGateway(deps: {
     vectors: deps.vectors?.engine,
     clock: deps.clock,
     masterKey: config.masterKey,
+    embedderUrls: config.embedderUrls,
     defaults: {
       rpm_limit: config.defaultRpm,
       max_vectors: config.maxVectors,

@@ -2,6 +2,7 @@
 // lock (one at a time per name, in arrival order, names independent).
 import fc from 'fast-check';
 import t from 'tap';
+import { embedderUrlAllowed } from '../../src/gateway/embedder-urls.js';
 import { KeyedMutex } from '../../src/gateway/mutex.js';
 import { collectionQuotaError, documentBytes, writeQuotaError } from '../../src/gateway/quota.js';
 import { fcParams } from '../support/fc.js';
@@ -64,4 +65,27 @@ t.test('KeyedMutex: exclusive and in order per name, names independent', async (
   const mutex = new KeyedMutex();
   await t.rejects(mutex.run('x', async () => Promise.reject(new Error('boom'))));
   t.equal(await mutex.run('x', async () => 1), 1);
+});
+
+t.test('embedder URLs: only under a listed prefix, whole path segments, http(s), no credentials', (t) => {
+  const allowed = ['http://embed.internal:11434', 'https://api.openai.com/v1/'];
+  for (const ok of ['http://embed.internal:11434', 'http://embed.internal:11434/', 'http://embed.internal:11434/api', 'https://api.openai.com/v1', 'https://api.openai.com/v1/embeddings']) {
+    t.ok(embedderUrlAllowed(ok, allowed), ok);
+  }
+  for (const bad of [
+    'http://embed.internal:11435',
+    'http://embed.internal:114340',
+    'http://embed.internal.evil.com:11434',
+    'https://embed.internal:11434',
+    'https://api.openai.com/v10',
+    'https://api.openai.com',
+    'http://user:pw@embed.internal:11434',
+    'http://embed.internal:11434/?x=1',
+    'file:///etc/passwd',
+    'not a url',
+  ]) {
+    t.notOk(embedderUrlAllowed(bad, allowed), bad);
+  }
+  t.notOk(embedderUrlAllowed('http://embed.internal:11434', []), 'nothing listed: nothing allowed');
+  t.end();
 });
