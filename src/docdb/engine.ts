@@ -109,13 +109,23 @@ interface DbState {
   readonly cache: Map<string, DocRecord>;
   /** Bumped after every commit: a read that raced a commit must not fill the cache. */
   version: number;
+  /**
+   * Leaf bodies by `docId NUL rev`. A rev names its content, so an entry never goes stale;
+   * reads check the rev is still a leaf before using it. LRU, bounded in bytes.
+   */
+  readonly bodies: Map<string, { readonly body: BodyRecord; readonly bytes: number }>;
+  bodyBytes: number;
 }
+
+/** Bytes of leaf bodies cached per database; bigger bodies are not cached. */
+const BODY_CACHE_BYTES_MAX = 16 * 1024 * 1024;
+const BODY_CACHE_ENTRY_BYTES_MAX = 256 * 1024;
 
 /** Document records cached per database (a record is a few hundred bytes). */
 const RECORD_CACHE_MAX = 20_000;
 
 function newState(record: DbRecord): DbState {
-  return { record, queue: [], running: false, dropped: false, listeners: new Set(), cache: new Map(), version: 0 };
+  return { record, queue: [], running: false, dropped: false, listeners: new Set(), cache: new Map(), version: 0, bodies: new Map(), bodyBytes: 0 };
 }
 
 function remember(state: DbState, docId: string, rec: DocRecord): void {
@@ -162,7 +172,17 @@ export interface ChangesOptions {
   descending: boolean;
   docIds: ReadonlySet<string> | undefined;
   includeDocs: boolean;
+  /** Content filter (query or path patterns); `body` is undefined for a deletion. */
+  filter?: ChangeFilter;
 }
+
+/** A filter on the document a change leaves behind (the query engine builds these). */
+export interface ChangeFilter {
+  test(docId: string, body: Readonly<Body> | undefined): boolean;
+}
+
+/** Changes are checked against their bodies in chunks of this many (one multi-get each). */
+const FILTER_CHUNK = 256;
 
 export interface AllDocsOptions {
   startkey?: string;
@@ -211,6 +231,12 @@ interface Group {
   delCount: number;
   dataBytes: number;
   updateSeq: Hlc | undefined;
+}
+
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const v of Object.values(value)) deepFreeze(v);
 }
 
 function chunkCount(length: number): number {
@@ -806,6 +832,33 @@ export class DocEngine {
     return rec;
   }
 
+  /** A leaf's body through the per-database cache (the caller checked `rev` is a leaf). */
+  async #leafBody(state: DbState, db: string, docId: string, rev: string): Promise<BodyRecord | undefined> {
+    const key = `${docId}\u0000${rev}`;
+    const hit = state.bodies.get(key);
+    if (hit !== undefined) {
+      state.bodies.delete(key);
+      state.bodies.set(key, hit);
+      return hit.body;
+    }
+    const buf = await this.#store.get('revs', keys.body(db, docId, rev));
+    if (buf === undefined) return undefined;
+    const body = decodeBody(buf);
+    if (buf.length <= BODY_CACHE_ENTRY_BYTES_MAX && !state.bodies.has(key)) {
+      // Served documents share nested values with the cache: freeze so a caller that
+      // mutates one fails loudly instead of corrupting later reads.
+      deepFreeze(body);
+      state.bodies.set(key, { body, bytes: buf.length });
+      state.bodyBytes += buf.length;
+      for (const [old, entry] of state.bodies) {
+        if (state.bodyBytes <= BODY_CACHE_BYTES_MAX) break;
+        state.bodies.delete(old);
+        state.bodyBytes -= entry.bytes;
+      }
+    }
+    return body;
+  }
+
   async #body(db: string, docId: string, rev: string): Promise<BodyRecord | undefined> {
     const buf = await this.#store.get('revs', keys.body(db, docId, rev));
     return buf === undefined ? undefined : decodeBody(buf);
@@ -819,8 +872,10 @@ export class DocEngine {
     const node = findRev(rec.tree, rev);
     if (node === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} not found`);
     if (options.rev === undefined && rec.deleted && options.deleted !== true) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} is deleted`);
-    const stored = await this.#body(db, docId, rev);
-    if (stored === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} is not kept (only leaf revisions keep a body)`);
+    const notKept = () => new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} is not kept (only leaf revisions keep a body)`);
+    if (!isLeaf(rec.tree, rev)) throw notKept();
+    const stored = await this.#leafBody(this.#state(db), db, docId, rev);
+    if (stored === undefined) throw notKept();
     const out = this.#render(docId, rev, node.deleted, stored);
     if (options.revs) out._revisions = revisions(rec.tree, rev);
     if (options.conflicts) {
@@ -904,7 +959,7 @@ export class DocEngine {
     const results: ChangeEntry[] = [];
     let last: Hlc | undefined;
     const limit = options.limit ?? Number.POSITIVE_INFINITY;
-    if (limit > 0) {
+    if (limit > 0 && options.filter === undefined) {
       for await (const [key, value] of this.#store.entries('seq', { ...range, reverse: options.descending })) {
         const seq = seqFromKey(decodeKey(key));
         const [id, rev, deleted] = decodeSeq(value);
@@ -914,6 +969,40 @@ export class DocEngine {
         results.push({ seq: text, hlc: text, id, rev, changes: [{ rev }], deleted });
         if (results.length >= limit) break;
       }
+    } else if (limit > 0) {
+      // Filtered by content: bodies are fetched a chunk at a time; an entry counts as examined
+      // (and moves `last`) only when it was checked, so a page cut by `limit` resumes exactly.
+      const filter = options.filter!;
+      let chunk: { seq: Hlc; id: string; rev: string; deleted: boolean; skip?: true }[] = [];
+      const drain = async (): Promise<boolean> => {
+        const bodies = await this.#store.getMany('revs', chunk.map((e) => keys.body(db, e.id, e.rev)));
+        for (let i = 0; i < chunk.length; i++) {
+          const e = chunk[i]!;
+          last = e.seq;
+          if (e.skip) continue;
+          const buf = bodies[i];
+          const body = e.deleted || buf === undefined ? undefined : decodeBody(buf).body;
+          if (!filter.test(e.id, body)) continue;
+          const text = hlcToText(e.seq);
+          results.push({ seq: text, hlc: text, id: e.id, rev: e.rev, changes: [{ rev: e.rev }], deleted: e.deleted });
+          if (results.length >= limit) return true;
+        }
+        chunk = [];
+        return false;
+      };
+      let full = false;
+      for await (const [key, value] of this.#store.entries('seq', { ...range, reverse: options.descending })) {
+        const seq = seqFromKey(decodeKey(key));
+        const [id, rev, deleted] = decodeSeq(value);
+        if (options.docIds !== undefined && !options.docIds.has(id)) {
+          if (chunk.length === 0) last = seq; // nothing pending: skipping it is examining it
+          else chunk.push({ seq, id, rev, deleted: true, skip: true }); // keeps `last` in order
+          continue;
+        }
+        chunk.push({ seq, id, rev, deleted });
+        if (chunk.length >= FILTER_CHUNK && (full = await drain())) break;
+      }
+      if (!full && chunk.length > 0) await drain();
     }
     if (options.includeDocs && results.length > 0) {
       const docs = await this.#docsFor(db, results);
