@@ -45,6 +45,8 @@ export interface RunOptions {
 }
 
 const FIRST = 'first';
+/** Revisions fetched and written per request pair. */
+const FETCH_SLICE = 500;
 
 function maxSeq(rows: readonly ChangeRow[]): Hlc | undefined {
   let best: Hlc | undefined;
@@ -86,11 +88,14 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
       for (const rev of d.missing) wanted.push(held.length === 0 ? { id, rev } : { id, rev, atts_since: held });
     }
     let written = 0;
-    if (wanted.length > 0) {
-      const docs = await o.source.bulkGet(wanted);
+    const seq = maxSeq(page.rows);
+    // Fetch and write in slices: a peer's `_bulk_get` takes at most 1000 entries, and a
+    // smaller request body keeps revisions with attachments under the peer's body limit.
+    for (let i = 0; i < wanted.length; i += FETCH_SLICE) {
+      const docs = await o.source.bulkGet(wanted.slice(i, i + FETCH_SLICE));
       progress.docs_read += docs.length;
-      const outcome = await o.target.bulkDocs(docs, maxSeq(page.rows));
-      written = outcome.written;
+      const outcome = await o.target.bulkDocs(docs, seq);
+      written += outcome.written;
       progress.docs_written += outcome.written;
       // A revision the source no longer serves was superseded after the changes read; its
       // successor has a later change entry, so it is not a failure.
