@@ -33,10 +33,9 @@ async function throughput(leader: KvProc, proposers: number): Promise<BenchResul
   const latencies: number[] = [];
   let errors = 0;
   let seq = 0;
-  const until = performance.now() + durationMs;
-  // warm up
-  for (let i = 0; i < 50; i++) await put(leader, `warm${i}`, value);
+  for (let i = 0; i < 50; i++) await put(leader, `warm${i}`, value); // warm up
   const start = performance.now();
+  const until = start + durationMs;
   await Promise.all(
     Array.from({ length: proposers }, async () => {
       while (performance.now() < until) {

@@ -1,5 +1,6 @@
 // Spawns kv-node.ts processes on loopback for the real-process test and the benchmark.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../support/wait.js';
@@ -70,13 +71,30 @@ export async function status(p: KvProc): Promise<{ role: string; term: number; l
   }
 }
 
-export async function put(p: KvProc, k: string, v: string): Promise<{ ok: boolean; status: number; body: Record<string, unknown> }> {
-  try {
-    const r = await fetch(`${p.url}/put?k=${encodeURIComponent(k)}&v=${encodeURIComponent(v)}`, { method: 'POST' });
-    return { ok: r.status === 200, status: r.status, body: (await r.json()) as Record<string, unknown> };
-  } catch (err) {
-    return { ok: false, status: 0, body: { error: String(err) } };
-  }
+// Keep-alive node:http: far cheaper per request than fetch when 64 writers share a core.
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+export function put(p: KvProc, k: string, v: string): Promise<{ ok: boolean; status: number; body: Record<string, unknown> }> {
+  const url = new URL(`${p.url}/put?k=${encodeURIComponent(k)}&v=${encodeURIComponent(v)}`);
+  return new Promise((resolve) => {
+    const req = request(url, { method: 'POST', agent }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => {
+        let body: Record<string, unknown> = {};
+        try {
+          body = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          body = { error: text };
+        }
+        resolve({ ok: res.statusCode === 200, status: res.statusCode ?? 0, body });
+      });
+      res.on('error', (err) => resolve({ ok: false, status: 0, body: { error: String(err) } }));
+    });
+    req.on('error', (err) => resolve({ ok: false, status: 0, body: { error: String(err) } }));
+    req.end();
+  });
 }
 
 export async function findLeader(nodes: readonly KvProc[]): Promise<KvProc | undefined> {
