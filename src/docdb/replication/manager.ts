@@ -285,11 +285,13 @@ export class ReplicationManager {
       last_seq: existing?.record.last_seq ?? null,
       last_error: existing?.record.last_error ?? null,
     };
-    const sameSpec = existing !== undefined && JSON.stringify({ ...existing.record, status: 0, docs_read: 0, docs_written: 0, doc_write_failures: 0, last_seq: 0, last_error: 0 }) === JSON.stringify({ ...record, status: 0, docs_read: 0, docs_written: 0, doc_write_failures: 0, last_seq: 0, last_error: 0 });
-    if (existing !== undefined && sameSpec && !options.restart && existing.record.status !== 'run') {
-      return this.#view(existing); // e.g. a completed one-shot task at boot
+    const spec = (r: TaskRecord) => JSON.stringify([r.source, r.target, r.filter, r.continuous, r.create_target, r.policy]);
+    if (existing !== undefined && spec(existing.record) === spec(record)) {
+      const status = existing.record.status;
+      // Running (or waiting for start) stays as it is; stopped or completed unless restarted.
+      if (status === 'run' && (existing.running !== undefined || !this.#started)) return this.#view(existing);
+      if (status !== 'run' && !options.restart) return this.#view(existing);
     }
-    if (existing !== undefined && sameSpec && existing.running !== undefined && existing.record.status === 'run') return this.#view(existing);
     if (existing !== undefined) await this.#halt(existing);
     const task = this.#newTask(record, request);
     this.#tasks.set(id, task);
