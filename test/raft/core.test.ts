@@ -250,6 +250,19 @@ t.test('add a learner -> it catches up without voting -> promote it', (t) => {
   t.end();
 });
 
+t.test('a joiner with an empty log learns the membership from the log itself (no snapshot)', (t) => {
+  const c = elected();
+  c.propose('n1', 'a');
+  c.addEmptyNode('n4');
+  t.ok(c.c('n1').proposeConfChange({ type: 'addLearner', node: 'n4' }).ok);
+  c.stabilize();
+  c.tick(['n1'], 3);
+  t.equal(c.n('n4').storage.snapshot().meta.index, 0, 'no snapshot was needed');
+  t.same(c.c('n4').confState(), { voters: ['n1', 'n2', 'n3'], learners: ['n4'] });
+  t.same(c.n('n4').values, ['a']);
+  t.end();
+});
+
 t.test('one membership change at a time', (t) => {
   const c = elected();
   c.addEmptyNode('n4');
