@@ -8,6 +8,8 @@ import { SeededRand } from './rand.js';
 
 export interface SimOptions {
   nodeCount: number;
+  /** Extra nodes that start with an empty log and no membership; they can only join as learners. */
+  spareCount: number;
   ticks: number;
   dropRate: number;
   duplicateRate: number;
@@ -36,6 +38,7 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
   const nodeCount = rand.chance(0.5) ? 3 : 5;
   return {
     nodeCount,
+    spareCount: rand.pick([0, 0, 1]),
     ticks,
     dropRate: rand.pick([0, 0.01, 0.05, 0.2]),
     duplicateRate: rand.pick([0, 0.02, 0.1]),
@@ -46,7 +49,7 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
     proposeRate: rand.pick([0.1, 0.5, 1]),
     confChangeRate: rand.pick([0, 0, 0.01]),
     transferRate: rand.pick([0, 0, 0.005]),
-    tickRates: Array.from({ length: nodeCount }, () => rand.pick([1, 1, 0.8, 0.5])),
+    tickRates: Array.from({ length: nodeCount + 1 }, () => rand.pick([1, 1, 0.8, 0.5])),
     compactEvery: rand.pick([10, 40, 1_000_000]),
     retainEntries: rand.pick([0, 5]),
     electionTicks: 10,
@@ -118,12 +121,15 @@ export class RaftSim {
     rand: SeededRand,
   ) {
     this.rand = rand;
-    this.ids = Array.from({ length: opts.nodeCount }, (_, i) => `n${i + 1}`);
+    this.ids = Array.from({ length: opts.nodeCount + opts.spareCount }, (_, i) => `n${i + 1}`);
+    const initial = this.ids.slice(0, opts.nodeCount);
     for (const id of this.ids) {
       const storage = new MemoryStorage();
-      // Bootstrap like every initial member would: the same conf entries at term 1, committed.
-      storage.append(this.ids.map((v, i) => ({ index: i + 1, term: 1, kind: 'conf', change: { type: 'addVoter', node: v } }) as Entry));
-      storage.setHardState({ term: 1, vote: null, commit: this.ids.length });
+      if (initial.includes(id)) {
+        // Bootstrap like every initial member would: the same conf entries at term 1, committed.
+        storage.append(initial.map((v, i) => ({ index: i + 1, term: 1, kind: 'conf', change: { type: 'addVoter', node: v } }) as Entry));
+        storage.setHardState({ term: 1, vote: null, commit: initial.length });
+      }
       const node: SimNode = { id, storage, core: undefined, downUntil: 0, values: [], appliedIndex: 0, checkedCommit: 0, checkedEntry: undefined, checkedLeaderTerm: 0 };
       this.nodes.push(node);
       this.#start(node);
