@@ -102,6 +102,7 @@ export class RaftSim {
   /** (index:term) -> fingerprint and predecessor term: with induction, log matching. */
   #entriesSeen = new Map<string, { fp: string; prevTerm: number | undefined }>();
   #committed = new Map<number, { fp: string; term: number; observedTerm: number }>();
+  #committedMax = 0;
   #appliedAt = new Map<number, string>();
   /** Proposals handed to a leader, by index and term; acknowledged once that leader applies them. */
   #pending = new Map<string, { value: string; node: NodeId }>();
@@ -329,6 +330,7 @@ export class RaftSim {
     if (seen === undefined) this.#appliedAt.set(e.index, fp);
     else if (seen !== fp) this.fail(`state machine safety: ${n.id} applied ${fp} at ${e.index}, another node applied ${seen}`);
     if (e.kind === 'normal') n.values.push(utf8d.decode(e.data));
+    this.#recordCommitted(n, e);
     const p = this.#pending.get(`${e.index}:${e.term}`);
     if (p !== undefined && p.node === n.id) {
       this.#pending.delete(`${e.index}:${e.term}`);
@@ -341,6 +343,17 @@ export class RaftSim {
 
   fail(why: string): never {
     throw new SimFailure(`SIM_SEED=${this.seed} tick ${this.now}: ${why}\nlast events:\n${this.log.slice(-15).join('\n')}`);
+  }
+
+  /** Committed entries are final and unique; remember each with the term it was first seen committed in. */
+  #recordCommitted(n: SimNode, e: Entry): void {
+    const rec = this.#committed.get(e.index);
+    if (rec === undefined) {
+      this.#committed.set(e.index, { fp: fingerprint(e), term: e.term, observedTerm: n.core!.term });
+      this.#committedMax = Math.max(this.#committedMax, e.index);
+    } else if (rec.fp !== fingerprint(e)) {
+      this.fail(`committed entry ${e.index} differs on ${n.id}: ${fingerprint(e)} vs ${rec.fp}`);
+    }
   }
 
   checkSafety(): void {
@@ -378,17 +391,15 @@ export class RaftSim {
       for (let i = commitFrom; i <= log.committed; i++) {
         const e = newlyCommitted[i - commitFrom];
         if (e === undefined) continue;
-        const rec = this.#committed.get(i);
-        if (rec === undefined) this.#committed.set(i, { fp: fingerprint(e), term: e.term, observedTerm: core.term });
-        else if (rec.fp !== fingerprint(e)) this.fail(`committed entry ${i} differs on ${n.id}: ${fingerprint(e)} vs ${rec.fp}`);
+        this.#recordCommitted(n, e);
       }
       n.checkedCommit = Math.max(n.checkedCommit, log.committed);
       // Leader completeness: a leader of term T holds every entry committed before T.
       if (core.role === 'leader' && (n.checkedLeaderTerm !== core.term || this.now % 100 === 0)) {
         n.checkedLeaderTerm = core.term;
-        for (let i = first; i <= this.#committed.size + 64; i++) {
+        for (let i = first; i <= this.#committedMax; i++) {
           const rec = this.#committed.get(i);
-          if (rec === undefined) break;
+          if (rec === undefined) continue;
           if (rec.observedTerm >= core.term) continue;
           if (log.term(i) !== rec.term) this.fail(`leader completeness: leader ${n.id} term ${core.term} lacks committed ${i} (${rec.fp})`);
         }
