@@ -167,7 +167,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         status: docs.stopping ? 'degraded' : 'ok',
         databases: docs.listDbs().map((db) => {
           const info = docs.dbInfo(db);
-          return { name: db, status: 'ok', doc_count: info.doc_count, doc_del_count: info.doc_del_count, update_seq: info.update_seq, disk_size: info.disk_size };
+          return { name: db, status: 'ok', doc_count: info.doc_count, doc_del_count: info.doc_del_count, update_seq: info.update_seq, disk_size: info.disk_size, open_feeds: docs.openFeeds(db) };
         }),
       }),
     };

@@ -1031,6 +1031,11 @@ export class DocEngine {
     });
   }
 
+  /** Long polls and streams waiting on the database right now (for /health). */
+  openFeeds(db: string): number {
+    return this.#dbs.get(db)?.listeners.size ?? 0;
+  }
+
   /** Rows of `_all_docs` by id range (deleted documents are not listed). */
   async *allDocs(db: string, options: AllDocsOptions): AsyncGenerator<AllDocsRow> {
     this.#state(db);

@@ -142,7 +142,7 @@ t.test('bulk, all_docs, changes, sync_hlc', async (t) => {
       t.equal(bad.status, 400, qs);
       t.equal(bad.body.error, 'bad_request');
     }
-    const badBody = await node.request('POST', '/db/c/_changes', { body: { query: { where: [] } } });
+    const badBody = await node.request('POST', '/db/c/_changes', { body: { bogus: { where: [] } } });
     t.equal(badBody.status, 400, 'unknown body fields are rejected');
 
     // Long poll: held until a write wakes it (the timeout is far away).
@@ -235,6 +235,22 @@ t.test('bulk, all_docs, changes, sync_hlc', async (t) => {
       t.equal(bad.status, 400, JSON.stringify(body));
       t.equal(bad.body.error, 'bad_request');
     }
+  });
+
+  // Last: it closes the node.
+  t.test('shutdown ends open streams and long polls instead of waiting for them', async (t) => {
+    const stream = await fetch(`${node.url}/db/c/_changes/stream?since=now&heartbeat=3600000`, { headers: { authorization: `Bearer ${node.adminKey}` } });
+    const reader = stream.body!.getReader();
+    await reader.read(); // the stream is open
+    const poll = node.request('GET', '/db/c/_changes?feed=longpoll&since=now&timeout=600000');
+    const feeds = async () => ((await node.request('GET', '/health')).body.docdb.databases as { name: string; open_feeds: number }[]).find((d) => d.name === 'c')!.open_feeds;
+    await waitFor(async () => (await feeds()) >= 2, { timeoutMs: 10_000, what: 'the stream and the long poll to wait' });
+    await node.node.close();
+    const ended = await waitFor(async () => (await reader.read()).done, { timeoutMs: 10_000, what: 'the stream to end' });
+    t.ok(ended, 'the SSE stream ended');
+    const answered = await poll;
+    t.equal(answered.status, 200);
+    t.same(answered.body.results, [], 'the long poll answered empty');
   });
 });
 
