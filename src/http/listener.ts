@@ -68,6 +68,11 @@ function h2Duplex(socket: net.Socket, head: Buffer): Duplex {
 
 export async function listen(handler: Handler, options: ListenOptions): Promise<Listener> {
   const sockets = new Set<net.Socket>();
+  /** Connections that have not sent a request yet: nothing to drain, close them at once. */
+  const sniffing = new Set<net.Socket>();
+  /** HTTP/1.1 connections and their requests in flight. An h1 server that never listened
+   *  does not track connections itself, so closeIdleConnections() cannot be relied on. */
+  const h1InFlight = new Map<net.Socket, number>();
   const sessions = new Set<http2.Http2Session>();
   let front: net.Server;
   let h1: http.Server | undefined;
@@ -103,6 +108,11 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
     front = secure;
   } else {
     const h1Server = http.createServer({ keepAliveTimeout: 5_000 }, handler as never);
+    h1Server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const socket = req.socket;
+      h1InFlight.set(socket, (h1InFlight.get(socket) ?? 0) + 1);
+      res.once('close', () => h1InFlight.set(socket, (h1InFlight.get(socket) ?? 1) - 1));
+    });
     h1Server.setTimeout(idleTimeoutMs);
     h1 = h1Server;
     const h2 = http2.createServer({}, handler as never);
@@ -113,11 +123,15 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
       sockets.add(socket);
       socket.on('close', () => sockets.delete(socket));
       socket.on('error', (err) => options.log.debug({ err: err.message }, 'socket error'));
+      sniffing.add(socket);
       sniff(socket, (isH2, head) => {
+        sniffing.delete(socket);
         if (isH2) {
           h2.emit('connection', h2Duplex(socket, head));
         } else {
           socket.unshift(head);
+          h1InFlight.set(socket, 0);
+          socket.once('close', () => h1InFlight.delete(socket));
           h1Server.emit('connection', socket);
           socket.resume();
         }
@@ -142,11 +156,17 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
     url: `${scheme}://${host}:${address.port}`,
     async close() {
       const closed = new Promise<void>((resolve) => front.close(() => resolve()));
+      for (const socket of sniffing) socket.destroy();
       for (const session of sessions) session.close(); // GOAWAY: finish open streams, take no new ones
       h1?.closeIdleConnections();
       const deadline = Date.now() + drainTimeoutMs;
+      const closeIdleH1 = () => {
+        for (const [socket, n] of h1InFlight) if (n <= 0) socket.destroy();
+      };
+      closeIdleH1();
       while (sockets.size > 0 && Date.now() < deadline) {
         h1?.closeIdleConnections();
+        closeIdleH1();
         await new Promise((r) => setTimeout(r, 25));
       }
       for (const socket of sockets) socket.destroy();

@@ -48,7 +48,7 @@ export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
       handler = h;
       return createServer();
     },
-    ajv: { customOptions: { allErrors: false, coerceTypes: 'array', removeAdditional: false } },
+    ajv: { customOptions: { allErrors: false, coerceTypes: 'array', removeAdditional: false, allowUnionTypes: true } },
   }) as unknown as FastifyInstance;
   app.setErrorHandler(makeErrorHandler(deps.log));
   const routes = installNotFound(app);
