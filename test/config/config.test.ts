@@ -15,7 +15,7 @@ t.test('defaults match the specs', (t) => {
   t.equal(c.docdb.vdbShardCount, 4);
   t.equal(c.docdb.vdbReplicaFactor, 1);
   t.equal(c.docdb.importBatchSize, 100);
-  t.same(c.gateway, { enabled: false, port: 8080, masterKey: undefined, systemDbPath: undefined, defaultRpm: 100, maxVectors: 100_000, maxCollections: 10, maxStorageMb: 1024 });
+  t.match(c.gateway, { enabled: false, port: 8080, masterKey: undefined, systemDbPath: undefined, defaultRpm: 100, maxVectors: 100_000, maxCollections: 10, maxStorageMb: 1024 });
   t.equal(c.cluster.replicationFactor, 2);
   t.equal(c.vectordb.prefix, '/vectordb');
   t.end();
