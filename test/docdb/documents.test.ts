@@ -1,5 +1,6 @@
 // Databases and single documents over real HTTP: lifecycle, revisions, If-Match, conflicts,
 // tombstones, replicated branches, and every error with its body.
+import { decode, encode } from 'cbor-x';
 import t from 'tap';
 import { startTestNode } from '../support/node.js';
 
@@ -179,11 +180,35 @@ t.test('documents and revisions', async (t) => {
   t.equal(again.status, 201);
   t.match(again.body.rev, /^6-/);
 
+  // CBOR in and out, same document model.
+  const cborPut = await fetch(`${node.url}/db/d/cbor`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${node.adminKey}`, 'content-type': 'application/cbor', accept: 'application/cbor' },
+    body: encode({ kind: 'cbor', list: [1, 2.5, 'x'] }),
+  });
+  t.equal(cborPut.status, 201);
+  const cborResult = decode(Buffer.from(await cborPut.arrayBuffer()));
+  t.match(cborResult, { ok: true, id: 'cbor', rev: REV });
+  const viaJson = await node.request('GET', '/db/d/cbor');
+  t.same(viaJson.body, { _id: 'cbor', id: 'cbor', _rev: cborResult.rev, kind: 'cbor', list: [1, 2.5, 'x'] });
+  const bytes = await fetch(`${node.url}/db/d/cbor2`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${node.adminKey}`, 'content-type': 'application/cbor' },
+    body: encode({ raw: Buffer.from([1, 2]) }),
+  });
+  t.equal(bytes.status, 400, 'a CBOR byte string is not a JSON value');
+
+  // A document over the stored-size limit is a 413 with the error body.
+  const huge = await node.request('PUT', '/db/d/huge', { body: { blob: 'x'.repeat(8 * 1024 * 1024 + 10) } });
+  t.equal(huge.status, 413);
+  t.match(huge.body, { error: 'too_large', message: /larger than/ });
+  t.equal((await node.request('GET', '/db/d/huge')).status, 404);
+
   const info = await node.request('GET', '/db/d');
-  t.match(info.body, { doc_count: 1, doc_del_count: 0 });
+  t.match(info.body, { doc_count: 2, doc_del_count: 0 });
   t.ok(info.body.disk_size > 0);
   await node.request('DELETE', `/db/d/doc1?rev=${again.body.rev}`);
-  t.match((await node.request('GET', '/db/d')).body, { doc_count: 0, doc_del_count: 1 });
+  t.match((await node.request('GET', '/db/d')).body, { doc_count: 1, doc_del_count: 1 });
 });
 
 t.test('replicated branches: conflicts, winner body, new_edits=false', async (t) => {
