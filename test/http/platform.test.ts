@@ -119,6 +119,10 @@ t.test('platform routes', async (t) => {
     t.equal(forbidden.status, 403);
     t.equal(forbidden.body.error, 'forbidden');
     t.equal((await node.request('GET', '/health', { key: false })).status, 200, '/health stays open');
+    const basic = (user: string, pass: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
+    t.equal((await node.request('GET', '/_keys', { key: false, headers: basic('anyone', node.adminKey) })).status, 200, 'basic auth with the key as password');
+    t.equal((await node.request('GET', '/_keys', { key: false, headers: basic('anyone', 'fk_wrong') })).status, 401);
+    t.equal((await node.request('GET', '/_keys', { key: false, headers: basic(node.adminKey, '') })).status, 401, 'the key goes in the password');
     const list = await node.request('GET', '/_keys');
     t.ok(list.body.keys.some((k: { id: string }) => k.id === created.body.id));
     t.notOk(JSON.stringify(list.body).includes(weak), 'listing never shows a key');

@@ -25,6 +25,21 @@ function isProtected(url: string): boolean {
   return PROTECTED_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`));
 }
 
+/**
+ * The API key of a request: `Bearer <key>`, or `Basic` with the key as the password (any
+ * user name) for clients that only speak basic auth (replication peers, CouchDB tools).
+ */
+export function presentedKey(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (bearer !== null) return bearer[1];
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (basic === null) return undefined;
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 || colon === decoded.length - 1 ? undefined : decoded.slice(colon + 1);
+}
+
 export function neededPermission(request: FastifyRequest): Permission {
   const configured = request.routeOptions.config.permission;
   if (configured !== undefined) return configured;
@@ -37,14 +52,13 @@ export function installAuth(app: FastifyInstance, options: { keys: ApiKeys; disa
   app.addHook('onRequest', async (request) => {
     // Unmatched routes fall through to the 404/405 handler without revealing anything.
     if (request.routeOptions.url === undefined || !isProtected(request.url)) return;
-    const header = request.headers.authorization;
-    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (match === null) {
+    const key = presentedKey(request.headers.authorization);
+    if (key === undefined) {
       throw new FirkinError('unauthorized', 'missing API key: send Authorization: Bearer <key>', {
         headers: { 'www-authenticate': 'Bearer' },
       });
     }
-    const record = options.keys.verify(match[1]!);
+    const record = options.keys.verify(key);
     if (record === undefined) {
       throw new FirkinError('unauthorized', 'unknown or revoked API key', { headers: { 'www-authenticate': 'Bearer' } });
     }
