@@ -210,6 +210,10 @@ t.test('bulk, all_docs, changes, sync_hlc', async (t) => {
     }, { timeoutMs: 10_000, intervalMs: 0 });
     t.notOk(text2.includes('"id":"before"'), 'Last-Event-ID resumes after that entry');
     ac2.abort();
+    // Clients that went away leave nothing waiting behind them.
+    const feeds = async () => ((await node.request('GET', '/health')).body.docdb.databases as { name: string; open_feeds: number }[]).find((d) => d.name === 's')!.open_feeds;
+    await waitFor(async () => (await feeds()) === 0, { timeoutMs: 10_000, what: 'the streams to be cleaned up' });
+    t.pass('streams cleaned up after the clients left');
 
     const bad = await node.request('GET', '/db/s/_changes/stream?since=nope');
     t.equal(bad.status, 400);
