@@ -28,6 +28,8 @@ export interface SimOptions {
   compactEvery: number;
   retainEntries: number;
   electionTicks: number;
+  appendEntriesMax: number;
+  inflightMax: number;
 }
 
 const GROUP = 'g1';
@@ -53,6 +55,9 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
     compactEvery: rand.pick([10, 40, 1_000_000]),
     retainEntries: rand.pick([0, 5]),
     electionTicks: 10,
+    // Small appends let an old-term entry reach a majority before the new leader's noop.
+    appendEntriesMax: rand.pick([2, 8]),
+    inflightMax: rand.pick([2, 4]),
   };
 }
 
@@ -145,8 +150,8 @@ export class RaftSim {
       storage: node.storage,
       rand: this.rand,
       electionTicks: this.opts.electionTicks,
-      inflightMax: 4,
-      appendEntriesMax: 8,
+      inflightMax: this.opts.inflightMax,
+      appendEntriesMax: this.opts.appendEntriesMax,
     });
     const snap = node.storage.snapshot();
     node.values = snap.meta.index === 0 ? [] : (JSON.parse(utf8d.decode(snap.data)) as string[]);
@@ -242,7 +247,9 @@ export class RaftSim {
         if (this.#blocked.has(`${msg.from}>${msg.to}`)) continue;
         if (this.rand.chance(o.dropRate)) continue;
       }
-      this.#flights.push({ deliverAt: this.now + this.rand.int(o.delayTicksMax + 1), msg });
+      // A healed network still reorders, but with healthy latency (at most one tick).
+      const delayTicksMax = this.healed ? Math.min(1, o.delayTicksMax) : o.delayTicksMax;
+      this.#flights.push({ deliverAt: this.now + this.rand.int(delayTicksMax + 1), msg });
       if (!this.healed && this.rand.chance(o.duplicateRate)) this.#flights.push({ deliverAt: this.now + this.rand.int(o.delayTicksMax + 2), msg });
     }
   }
