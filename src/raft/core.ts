@@ -217,13 +217,6 @@ export class RaftCore {
     return true;
   }
 
-  /** A transport failed to deliver a snapshot to `to`: retry via probe. */
-  reportUnreachable(to: NodeId): void {
-    const pr = this.progress.get(to);
-    if (this.role !== 'leader' || pr === undefined) return;
-    if (pr.state === 'replicate' || pr.state === 'snapshot') pr.becomeProbe();
-  }
-
   hasReady(): boolean {
     return (
       this.#msgs.length > 0 ||
