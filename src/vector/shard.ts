@@ -457,6 +457,11 @@ export class Shard {
 
   /** Saves the index file if writes happened since the last save. Never runs twice at once. */
   saveIfDirty(): Promise<void> {
+    if (this.#closing) return this.#saving ?? Promise.resolve();
+    return this.#saveIfDirty();
+  }
+
+  #saveIfDirty(): Promise<void> {
     if (this.#closed || this.#seq === this.#savedSeq || (this.#seq === 0 && this.#docs.size === 0)) return this.#saving ?? Promise.resolve();
     this.#saving ??= this.#save().finally(() => (this.#saving = undefined));
     return this.#saving;
@@ -494,7 +499,7 @@ export class Shard {
   async close(options: { save: boolean }): Promise<void> {
     this.#closing = true;
     await this.#tail;
-    if (options.save) await this.saveIfDirty();
+    if (options.save) await this.#saveIfDirty();
     await this.#saving;
     this.#closed = true;
   }
