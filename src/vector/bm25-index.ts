@@ -124,12 +124,24 @@ function postingValue(tf: number, docLength: number): Buffer {
   return b;
 }
 
+/**
+ * The disk backend keeps the decoded postings of recently queried terms, up to this many
+ * postings in all (a few tens of MB): common terms have long lists, and reading them back from
+ * RocksDB on every query dominated BM25 latency.
+ */
+const CACHED_POSTINGS_MAX = 500_000;
+
 class DiskBm25 implements Bm25Index {
   readonly backend = 'disk' as const;
   readonly #analyzer: Analyzer;
   readonly #store: Store;
   readonly #shard: number;
   #stats: CorpusStats;
+  /** term -> postings, least recently used first. */
+  readonly #cache = new Map<string, Posting[]>();
+  #cachedPostings = 0;
+  /** Bumped by every applied change: a read that spans one is not cached. */
+  #applied = 0;
 
   constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats) {
     this.#analyzer = new Analyzer(config);
@@ -173,19 +185,57 @@ class DiskBm25 implements Bm25Index {
     }
     const next = { docCount, totalLength };
     ops.push({ type: 'put', cf: 'bm25', key: DiskBm25.statsKey(this.#shard), value: Buffer.from(JSON.stringify(next)) });
-    return { ops, apply: () => void (this.#stats = next) };
+    return {
+      ops,
+      apply: () => {
+        this.#stats = next;
+        this.#applied++;
+        // Committed: drop every cached list the change touched.
+        for (const c of changes) {
+          for (const text of [c.oldText, c.newText]) if (text !== undefined) for (const term of this.#analyzer.tokens(text)) this.#uncache(term);
+        }
+      },
+    };
+  }
+
+  #uncache(term: string): void {
+    const list = this.#cache.get(term);
+    if (list === undefined) return;
+    this.#cache.delete(term);
+    this.#cachedPostings -= list.length;
+  }
+
+  async #postings(term: string): Promise<Posting[]> {
+    const cached = this.#cache.get(term);
+    if (cached !== undefined) {
+      this.#cache.delete(term); // move to the most recently used end
+      this.#cache.set(term, cached);
+      return cached;
+    }
+    const applied = this.#applied;
+    const range = prefixRange([this.#shard, 'p', term]);
+    const prefixLength = range.gte.length;
+    const list: Posting[] = [];
+    for await (const [key, value] of this.#store.entries('bm25', range)) {
+      list.push({ docId: decodeTrailingString(key, prefixLength), tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) });
+    }
+    // Cache only what no change overtook while we read (apply() could not invalidate it).
+    if (applied === this.#applied && list.length <= CACHED_POSTINGS_MAX && !this.#cache.has(term)) {
+      this.#cache.set(term, list);
+      this.#cachedPostings += list.length;
+      for (const [old, oldList] of this.#cache) {
+        if (this.#cachedPostings <= CACHED_POSTINGS_MAX) break;
+        this.#cache.delete(old);
+        this.#cachedPostings -= oldList.length;
+      }
+    }
+    return list;
   }
 
   async search(query: string, k: number): Promise<ScoredId[]> {
     const byTerm = new Map<string, Posting[]>();
     for (const term of this.#analyzer.queryTerms(query)) {
-      const range = prefixRange([this.#shard, 'p', term]);
-      const prefixLength = range.gte.length;
-      const list: Posting[] = [];
-      for await (const [key, value] of this.#store.entries('bm25', range)) {
-        const docId = decodeTrailingString(key, prefixLength);
-        list.push({ docId, tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) });
-      }
+      const list = await this.#postings(term);
       if (list.length > 0) byTerm.set(term, list);
     }
     return rankBm25(byTerm, this.#stats, this.#analyzer.params, k);

@@ -50,6 +50,13 @@ for (const backend of ['memory', 'disk'] as const) {
     r = await node.request('POST', `${P}/kw/search/bm25`, { body: { query: 'quick dog' } });
     t.same(r.body.results.map((h: { id: string }) => h.id), ['d2'], 'and survive a restart');
     t.ok(Math.abs(r.body.results[0].score - Math.LN2) < 1e-9);
+    // a new doc with a queried (and, on disk, cached) term is found at once
+    await node.request('POST', `${P}/kw/docs`, { body: { id: 'd4', text: 'dog days' } });
+    r = await node.request('POST', `${P}/kw/search/bm25`, { body: { query: 'quick dog' } });
+    t.same(r.body.results.map((h: { id: string }) => h.id).sort(), ['d2', 'd4'], 'a new posting is visible');
+    await node.request('DELETE', `${P}/kw/docs/d2`);
+    r = await node.request('POST', `${P}/kw/search/bm25`, { body: { query: 'dog' } });
+    t.same(r.body.results.map((h: { id: string }) => h.id), ['d4'], 'a deleted posting is gone');
   });
 }
 
