@@ -5,7 +5,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { once } from 'node:events';
 import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/hlc.js';
 import { isFirkinError } from '../../core/errors.js';
-import type { ChangeEntry, ChangesOptions, DocEngine } from '../../docdb/engine.js';
+import type { ChangeEntry, ChangeFilter, ChangesOptions, DocEngine } from '../../docdb/engine.js';
+import { changeFilterFrom } from '../../docdb/query/change-filter.js';
 import { LIMITS } from '../../docdb/names.js';
 import { HLC_HEADER } from '../hooks/observe.js';
 import { dbParams, existingDb, parseDocIds, parseSince } from './docdb-shared.js';
@@ -29,6 +30,7 @@ const changesQuery = {
     doc_ids: { type: 'string' },
     style: { enum: ['main_only'] },
     heartbeat: { type: 'string' },
+    paths: { type: 'array', maxItems: 16, items: { type: 'string' } },
   },
 } as const;
 
@@ -41,6 +43,8 @@ const changesBody = {
     include_docs: { type: 'boolean' },
     limit: { type: 'integer', minimum: 0, maximum: LIMITS.changesLimitMax },
     descending: { type: 'boolean' },
+    query: { type: ['object', 'array'] },
+    paths: { type: 'array', maxItems: 16, items: { type: 'string' } },
   },
 } as const;
 
@@ -51,8 +55,31 @@ const streamQuery = {
     include_docs: { type: 'boolean' },
     heartbeat: { type: 'integer', minimum: 10, maximum: 3_600_000 },
     doc_ids: { type: 'string' },
+    paths: { type: 'array', maxItems: 16, items: { type: 'string' } },
   },
 } as const;
+
+const streamBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    since: { type: 'string' },
+    include_docs: { type: 'boolean' },
+    heartbeat: { type: 'integer', minimum: 10, maximum: 3_600_000 },
+    doc_ids: { type: 'array', maxItems: LIMITS.bulkDocsMax, items: { type: 'string' } },
+    query: { type: ['object', 'array'] },
+    paths: { type: 'array', maxItems: 16, items: { type: 'string' } },
+  },
+} as const;
+
+interface StreamBody {
+  since?: string;
+  include_docs?: boolean;
+  heartbeat?: number;
+  doc_ids?: string[];
+  query?: unknown;
+  paths?: string[];
+}
 
 interface ChangesQuery {
   since?: string;
@@ -62,6 +89,7 @@ interface ChangesQuery {
   feed?: 'normal' | 'longpoll';
   timeout?: number;
   doc_ids?: string;
+  paths?: string[];
 }
 
 interface ChangesBody {
@@ -70,6 +98,8 @@ interface ChangesBody {
   include_docs?: boolean;
   limit?: number;
   descending?: boolean;
+  query?: unknown;
+  paths?: string[];
 }
 
 /** Abort when the client goes away (the response closes before we end it). */
@@ -125,6 +155,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
         descending: q.descending === true,
         docIds: parseDocIds(q.doc_ids),
         includeDocs: q.include_docs === true,
+        filter: changeFilterFrom(undefined, q.paths),
       };
       const gone = clientGone(request, reply);
       return read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal);
@@ -145,70 +176,98 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
         descending: (b.descending ?? q.descending) === true,
         docIds: b.doc_ids === undefined ? parseDocIds(q.doc_ids) : new Set(b.doc_ids),
         includeDocs: (b.include_docs ?? q.include_docs) === true,
+        filter: changeFilterFrom(b.query, b.paths ?? q.paths),
       };
       const gone = clientGone(request, reply);
       return read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal);
     },
   );
 
-  // Server-sent events: `id:` is the entry's seq, so EventSource resumes with Last-Event-ID.
-  app.get<{ Params: { db: string }; Querystring: { since?: string; include_docs?: boolean; heartbeat?: number; doc_ids?: string } }>(
+  /** Server-sent events: `id:` is the entry's seq, so EventSource resumes with Last-Event-ID. */
+  const serveStream = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    db: string,
+    cursorStart: Hlc | undefined,
+    docIds: ReadonlySet<string> | undefined,
+    includeDocs: boolean,
+    heartbeatEveryMs: number,
+    filter: ChangeFilter | undefined,
+  ) => {
+    let cursor = cursorStart;
+    const gone = clientGone(request, reply);
+    const raw = reply.raw;
+    reply.hijack();
+    const headers: Record<string, string> = {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      [HLC_HEADER]: hlcToBase64(hlc.now()),
+    };
+    if (request.raw.httpVersionMajor < 2) headers.connection = 'keep-alive';
+    raw.writeHead(200, headers);
+    const write = async (text: string) => {
+      if (gone.signal.aborted) return;
+      if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
+    };
+    await write(': stream open\n\n');
+    const heartbeat = setInterval(() => void write(': heartbeat\n\n'), heartbeatEveryMs);
+    const unsubscribe = docs.onClose(() => gone.abort());
+    try {
+      while (!gone.signal.aborted) {
+        const waiter = new AbortController();
+        const stop = () => waiter.abort();
+        gone.signal.addEventListener('abort', stop, { once: true });
+        // A long wait is re-armed in the loop; the timeout only bounds the timer's life.
+        const woken = docs.waitForChange(db, 60_000, waiter.signal);
+        try {
+          const page = await docs.changes(db, { since: cursor, limit: LIMITS.streamPageSize, descending: false, docIds, includeDocs, filter });
+          for (const entry of page.results) {
+            await write(`id: ${entry.seq}\nevent: change\ndata: ${JSON.stringify(entry)}\n\n`);
+          }
+          cursor = page.lastSeq;
+          if (page.results.length < LIMITS.streamPageSize && !gone.signal.aborted) await woken;
+        } finally {
+          waiter.abort();
+          gone.signal.removeEventListener('abort', stop);
+        }
+      }
+    } catch (err) {
+      // The database was dropped (or storage closed) under the stream: say so, then end.
+      const message = isFirkinError(err) ? err.message : 'internal error';
+      if (!isFirkinError(err)) request.log.error({ err }, 'changes stream failed');
+      await write(`event: error\ndata: ${JSON.stringify({ error: isFirkinError(err) ? err.code : 'error', message, last_seq: hlcToText(cursor ?? { wallMs: 0, logical: 0 }) })}\n\n`);
+    } finally {
+      clearInterval(heartbeat);
+      unsubscribe();
+      if (!raw.writableEnded) raw.end();
+    }
+  };
+
+  app.get<{ Params: { db: string }; Querystring: { since?: string; include_docs?: boolean; heartbeat?: number; doc_ids?: string; paths?: string[] } }>(
     '/db/:db/_changes/stream',
     { schema: { params: dbParams, querystring: streamQuery } },
     async (request, reply) => {
       const db = existingDb(docs, request.params.db);
       const q = request.query;
       const lastEventId = request.headers['last-event-id'];
-      let cursor: Hlc | undefined = parseSince(docs, db, typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : q.since);
-      const docIds = parseDocIds(q.doc_ids);
-      const includeDocs = q.include_docs === true;
-      const gone = clientGone(request, reply);
-      const raw = reply.raw;
-      reply.hijack();
-      const headers: Record<string, string> = {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-accel-buffering': 'no',
-        [HLC_HEADER]: hlcToBase64(hlc.now()),
-      };
-      if (request.raw.httpVersionMajor < 2) headers.connection = 'keep-alive';
-      raw.writeHead(200, headers);
-      const write = async (text: string) => {
-        if (gone.signal.aborted) return;
-        if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
-      };
-      await write(': stream open\n\n');
-      const heartbeat = setInterval(() => void write(': heartbeat\n\n'), q.heartbeat ?? heartbeatMs);
-      const unsubscribe = docs.onClose(() => gone.abort());
-      try {
-        while (!gone.signal.aborted) {
-          const waiter = new AbortController();
-          const stop = () => waiter.abort();
-          gone.signal.addEventListener('abort', stop, { once: true });
-          // A long wait is re-armed in the loop; the timeout only bounds the timer's life.
-          const woken = docs.waitForChange(db, 60_000, waiter.signal);
-          try {
-            const page = await docs.changes(db, { since: cursor, limit: LIMITS.streamPageSize, descending: false, docIds, includeDocs });
-            for (const entry of page.results) {
-              await write(`id: ${entry.seq}\nevent: change\ndata: ${JSON.stringify(entry)}\n\n`);
-            }
-            cursor = page.lastSeq;
-            if (page.results.length < LIMITS.streamPageSize && !gone.signal.aborted) await woken;
-          } finally {
-            waiter.abort();
-            gone.signal.removeEventListener('abort', stop);
-          }
-        }
-      } catch (err) {
-        // The database was dropped (or storage closed) under the stream: say so, then end.
-        const message = isFirkinError(err) ? err.message : 'internal error';
-        if (!isFirkinError(err)) request.log.error({ err }, 'changes stream failed');
-        await write(`event: error\ndata: ${JSON.stringify({ error: isFirkinError(err) ? err.code : 'error', message, last_seq: hlcToText(cursor ?? { wallMs: 0, logical: 0 }) })}\n\n`);
-      } finally {
-        clearInterval(heartbeat);
-        unsubscribe();
-        if (!raw.writableEnded) raw.end();
-      }
+      const since = parseSince(docs, db, typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : q.since);
+      const filter = changeFilterFrom(undefined, q.paths);
+      await serveStream(request, reply, db, since, parseDocIds(q.doc_ids), q.include_docs === true, q.heartbeat ?? heartbeatMs, filter);
+    },
+  );
+
+  // The same stream with its filter in a body: `{query: {where}, paths, doc_ids, since, include_docs, heartbeat}`.
+  app.post<{ Params: { db: string }; Body: StreamBody | undefined }>(
+    '/db/:db/_changes/stream',
+    { schema: { params: dbParams, body: streamBody } },
+    async (request, reply) => {
+      const db = existingDb(docs, request.params.db);
+      const b = request.body ?? {};
+      const lastEventId = request.headers['last-event-id'];
+      const since = parseSince(docs, db, typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : b.since);
+      const filter = changeFilterFrom(b.query, b.paths);
+      await serveStream(request, reply, db, since, b.doc_ids === undefined ? undefined : new Set(b.doc_ids), b.include_docs === true, b.heartbeat ?? heartbeatMs, filter);
     },
   );
 };
