@@ -80,6 +80,7 @@ const SETTINGS = {
   SERVICE_HTTP_VERIFY: { parse: oneOf(VERIFY_MODES), default: 'verify_none' as VerifyMode },
   SERVICE_HTTP_BODY_LIMIT_BYTES: { parse: int(1024, 1024 ** 3), default: 16 * 1024 * 1024 },
   SERVICE_DATA_DIR: { parse: nonEmpty, default: 'data' },
+  SERVICE_STORAGE_WRITE_WORKER: { parse: bool, default: true },
   SERVICE_NODE_NAME: { parse: nonEmpty, default: `firkin@${hostname()}` },
   SERVICE_SEED_NODES: { parse: list, default: [] as string[] },
   SERVICE_ENABLE_CLUSTER: { parse: bool, default: false },
@@ -136,6 +137,8 @@ export interface Config {
     tls: { enabled: false } | { enabled: true; certFile: string; keyFile: string; caCertFile?: string; verify: VerifyMode };
   };
   dataDir: string;
+  /** Synced writes on a worker thread, so fsync never stalls the event loop. */
+  storage: { writeWorker: boolean };
   nodeName: string;
   logLevel: LogLevel;
   auth: { disabled: boolean; adminKey?: string };
@@ -265,6 +268,7 @@ function assemble(v: Values): Config {
       tls,
     },
     dataDir,
+    storage: { writeWorker: v.SERVICE_STORAGE_WRITE_WORKER },
     nodeName: v.SERVICE_NODE_NAME,
     logLevel: v.SERVICE_LOG_LEVEL,
     auth: { disabled: v.SERVICE_AUTH_DISABLED, adminKey: v.SERVICE_ADMIN_KEY },

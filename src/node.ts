@@ -83,7 +83,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const clock = options.clock ?? systemClock;
   const log = options.log ?? createLogger(config);
   const startedAtMs = clock.nowMs();
-  const store = await Store.open(config.dataDir);
+  const store = await Store.open(config.dataDir, { writeWorker: config.storage.writeWorker });
   const closers: (() => Promise<void>)[] = [() => store.close()];
   try {
     const hlc = new HybridClock(clock, { maxOffsetMs: config.docdb.hlcMaxOffsetMs });

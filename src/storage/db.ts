@@ -3,6 +3,7 @@
 import { RocksLevel } from '@nxtedition/rocksdb';
 import { mkdir } from 'node:fs/promises';
 import { FirkinError } from '../core/errors.js';
+import { type WireOp, WriteWorker } from './write-worker.js';
 
 /** Fixed column families (ARCHITECTURE.md, storage layout). `default` is required by RocksDB. */
 export const COLUMN_FAMILIES = ['docs', 'revs', 'seq', 'att', 'paths', 'vec', 'bm25', 'raft', 'system'] as const;
@@ -32,13 +33,17 @@ export class Store {
   #db: RocksLevel;
   #state: StoreState = 'open';
   readonly dir: string;
+  /** Off-thread writer (undefined: writes run on the calling thread). */
+  #writer: WriteWorker | undefined;
 
-  private constructor(db: RocksLevel, dir: string) {
+  private constructor(db: RocksLevel, dir: string, writer: WriteWorker | undefined) {
     this.#db = db;
     this.dir = dir;
+    this.#writer = writer;
   }
 
-  static async open(dir: string): Promise<Store> {
+  /** `writeWorker`: perform writes on a worker thread so fsync never stalls the event loop. */
+  static async open(dir: string, options: { writeWorker?: boolean } = {}): Promise<Store> {
     await mkdir(dir, { recursive: true });
     const db = new RocksLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
     const columns = Object.fromEntries(['default', ...COLUMN_FAMILIES].map((name) => [name, {}]));
@@ -47,7 +52,16 @@ export class Store {
     } catch (err) {
       throw new FirkinError('unavailable', `cannot open RocksDB at ${dir}: ${(err as Error).message}`, { cause: err });
     }
-    return new Store(db, dir);
+    let writer: WriteWorker | undefined;
+    if (options.writeWorker === true) {
+      try {
+        writer = await WriteWorker.start(db.handle);
+      } catch (err) {
+        await db.close();
+        throw new FirkinError('unavailable', `cannot start the storage writer: ${(err as Error).message}`, { cause: err });
+      }
+    }
+    return new Store(db, dir, writer);
   }
 
   get state(): StoreState {
@@ -83,6 +97,16 @@ export class Store {
   /** All operations apply atomically, or none do. */
   async batch(ops: readonly BatchOp[], options: WriteOptions): Promise<void> {
     if (ops.length === 0) return;
+    if (this.#writer !== undefined) {
+      if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
+      const wire: WireOp[] = ops.map((op) => (op.type === 'put' ? [1, op.cf, op.key, op.value] : [0, op.cf, op.key]));
+      try {
+        await this.#writer.write(wire, options.sync);
+      } catch (err) {
+        throw new FirkinError('unavailable', `storage write failed: ${(err as Error).message}`, { cause: err });
+      }
+      return;
+    }
     const mapped = ops.map((op) =>
       op.type === 'put'
         ? { type: 'put' as const, key: op.key, value: op.value, column: this.#column(op.cf) }
@@ -157,6 +181,7 @@ export class Store {
   async close(): Promise<void> {
     if (this.#state !== 'open') return;
     this.#state = 'closing';
+    await this.#writer?.stop();
     await this.#db.close();
     this.#state = 'closed';
   }

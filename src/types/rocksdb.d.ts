@@ -9,6 +9,7 @@ declare module '@nxtedition/rocksdb' {
     open(options?: Record<string, unknown>): Promise<void>;
     close(): Promise<void>;
     readonly columns: Record<string, unknown>;
+    readonly handle: bigint;
     readonly status: string;
     getMany(keys: Buffer[], options?: Record<string, unknown>): Promise<(Buffer | undefined)[]>;
     batch(ops: unknown[], options?: Record<string, unknown>): Promise<void>;

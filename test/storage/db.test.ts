@@ -43,3 +43,18 @@ t.test('a second open of the same dir fails with a clear error', async (t) => {
   t.teardown(() => store.close());
   await t.rejects(Store.open(dir), { code: 'unavailable', message: /cannot open RocksDB/ });
 });
+
+t.test('with the write worker: writes land, stay ordered, and survive reopen', async (t) => {
+  const dir = tempDir();
+  let store = await Store.open(dir, { writeWorker: true });
+  t.teardown(() => store.close());
+  const key = (i: number) => encodeKey(['w', i]);
+  await Promise.all(Array.from({ length: 200 }, (_, i) => store.put('docs', key(i % 10), Buffer.from(String(i)), { sync: i % 2 === 0 })));
+  for (let k = 0; k < 10; k++) t.equal((await store.get('docs', key(k)))?.toString(), String(190 + k), 'the last write to a key wins');
+  await store.batch([{ type: 'del', cf: 'docs', key: key(0) }], { sync: true });
+  t.equal(await store.get('docs', key(0)), undefined);
+  await store.close();
+  await t.rejects(store.put('docs', key(1), Buffer.from('x'), { sync: true }), { code: 'unavailable' });
+  store = await Store.open(dir, { writeWorker: true });
+  t.equal((await store.get('docs', key(9)))?.toString(), '199');
+});
