@@ -14,7 +14,7 @@ export interface RouteInfo {
 /** Installs the 404/405 handler; returns the live list of registered routes (for tests and docs). */
 export function installNotFound(app: FastifyInstance): RouteInfo[] {
   const routes: RouteInfo[] = [];
-  const shadow = FindMyWay({ ignoreTrailingSlash: false, caseSensitive: true });
+  const shadow = FindMyWay({ ignoreTrailingSlash: true, caseSensitive: true });
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {

@@ -39,6 +39,8 @@ export interface BuiltHttp {
 export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
   let handler: FastifyServerFactoryHandler | undefined;
   const app: FastifyInstance = Fastify({
+    // `/db/name/` is `/db/name` (CouchDB clients such as PouchDB add the slash).
+    routerOptions: { ignoreTrailingSlash: true },
     loggerInstance: deps.log as FastifyBaseLogger,
     // One debug line per request comes from hooks/observe.ts instead of fastify's two at info.
     logController: new LogController({ disableRequestLogging: true }),

@@ -7,6 +7,7 @@ import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/h
 import { isFirkinError } from '../../core/errors.js';
 import type { ChangeEntry, ChangeFilter, ChangesOptions, DocEngine } from '../../docdb/engine.js';
 import { changeFilterFrom } from '../../docdb/query/change-filter.js';
+import { leaves } from '../../docdb/revtree.js';
 import { LIMITS } from '../../docdb/names.js';
 import { HLC_HEADER } from '../hooks/observe.js';
 import { dbParams, existingDb, parseDocIds, parseSince } from './docdb-shared.js';
@@ -28,7 +29,7 @@ const changesQuery = {
     feed: { enum: ['normal', 'longpoll'] },
     timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
     doc_ids: { type: 'string' },
-    style: { enum: ['main_only'] },
+    style: { enum: ['main_only', 'all_docs'] },
     heartbeat: { type: 'string' },
     paths: { type: 'array', maxItems: 16, items: { type: 'string' } },
   },
@@ -90,6 +91,7 @@ interface ChangesQuery {
   timeout?: number;
   doc_ids?: string;
   paths?: string[];
+  style?: 'main_only' | 'all_docs';
 }
 
 interface ChangesBody {
@@ -100,6 +102,16 @@ interface ChangesBody {
   descending?: boolean;
   query?: unknown;
   paths?: string[];
+}
+
+/** `style=all_docs` (CouchDB, used by PouchDB): every leaf revision, not just the winner. */
+async function allLeaves<T extends { results: ChangeEntry[] }>(docs: DocEngine, db: string, style: string | undefined, page: T): Promise<T> {
+  if (style !== 'all_docs') return page;
+  for (const entry of page.results) {
+    const rec = await docs.getRecord(db, entry.id);
+    if (rec !== undefined) entry.changes = leaves(rec.tree).map((n) => ({ rev: n.rev }));
+  }
+  return page;
 }
 
 /** Abort when the client goes away (the response closes before we end it). */
@@ -158,7 +170,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
         filter: changeFilterFrom(undefined, q.paths),
       };
       const gone = clientGone(request, reply);
-      return read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal);
+      return allLeaves(docs, db, q.style, await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
     },
   );
 
@@ -179,7 +191,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
         filter: changeFilterFrom(b.query, b.paths ?? q.paths),
       };
       const gone = clientGone(request, reply);
-      return read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal);
+      return allLeaves(docs, db, q.style, await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
     },
   );
 

@@ -6,7 +6,7 @@ import { type HybridClock, hlcToBase64, hlcToText, parseHlc } from '../../core/h
 import { parseDoc } from '../../docdb/doc-input.js';
 import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.js';
 import { LIMITS, checkDbName, checkDocId } from '../../docdb/names.js';
-import { pathFromRevisions } from '../../docdb/revtree.js';
+import { conflicts, pathFromRevisions } from '../../docdb/revtree.js';
 import { wantsCbor } from '../codec.js';
 import { dbParams, docParams, existingDb, expectedRev } from './docdb-shared.js';
 
@@ -59,6 +59,7 @@ const allDocsQuery = {
     descending: { type: 'boolean' },
     include_docs: { type: 'boolean' },
     inclusive_end: { type: 'boolean' },
+    conflicts: { type: 'boolean' },
   },
 } as const;
 
@@ -95,7 +96,20 @@ type AllDocsQuery = {
   descending?: boolean;
   include_docs?: boolean;
   inclusive_end?: boolean;
+  conflicts?: boolean;
 };
+
+/** `conflicts=true` with `include_docs` (CouchDB; PouchDB's allDocs asks for it): add `_conflicts`. */
+async function* withConflicts(docs: DocEngine, db: string, wanted: boolean, rows: AsyncIterable<AllDocsRow> | Iterable<AllDocsRow>): AsyncGenerator<AllDocsRow> {
+  for await (const row of rows) {
+    if (wanted && row.doc !== undefined && row.doc !== null && row.id !== undefined) {
+      const rec = await docs.getRecord(db, row.id);
+      const others = rec === undefined ? [] : conflicts(rec.tree);
+      if (others.length > 0) row.doc = { ...row.doc, _conflicts: others };
+    }
+    yield row;
+  }
+}
 
 /** CouchDB sends keys JSON-encoded (`startkey="a"`); a bare string is taken as it is. */
 function keyParam(name: string, raw: string | undefined): string | undefined {
@@ -250,7 +264,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
       const includeDocs = q.include_docs === true;
       if (q.keys !== undefined || q.key !== undefined) {
         const ids = q.keys !== undefined ? keysParam(q.keys) : [keyParam('key', q.key)!];
-        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, await docs.allDocsByKeys(db, ids, includeDocs));
+        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withConflicts(docs, db, q.conflicts === true, await docs.allDocsByKeys(db, ids, includeDocs)));
       }
       const options: AllDocsOptions = {
         startkey: keyParam('startkey', q.startkey ?? q.start_key),
@@ -261,7 +275,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
         descending: q.descending === true,
         includeDocs,
       };
-      return sendRows(request, reply, { total_rows: info.doc_count, offset: options.skip }, docs.allDocs(db, options));
+      return sendRows(request, reply, { total_rows: info.doc_count, offset: options.skip }, withConflicts(docs, db, q.conflicts === true, docs.allDocs(db, options)));
     },
   );
 

@@ -1,0 +1,79 @@
+// Interoperability: PouchDB 9 (memory adapter, HTTP adapter, its own replicator) replicates
+// with a Firkin database both ways, one-shot and live, with a bearer key; after concurrent
+// edits on both sides both report the same winners and conflicts.
+import { createRequire } from 'node:module';
+import t from 'tap';
+import { startTestNode } from '../../support/node.js';
+import { waitFor } from '../../support/wait.js';
+
+const require = createRequire(import.meta.url);
+// PouchDB ships no types; it is a test-only peer.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const PouchDB: any = require('pouchdb-core')
+  .plugin(require('pouchdb-adapter-memory'))
+  .plugin(require('pouchdb-adapter-http'))
+  .plugin(require('pouchdb-replication'));
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Pouch = any;
+
+async function state(db: Pouch): Promise<Record<string, { rev: string; conflicts: string[]; body: unknown }>> {
+  const all = await db.allDocs({ include_docs: true, conflicts: true });
+  const out: Record<string, { rev: string; conflicts: string[]; body: unknown }> = {};
+  for (const row of all.rows) {
+    const { _id, _rev, _conflicts, id: _plain, ...body } = row.doc;
+    out[_id] = { rev: _rev, conflicts: [...(_conflicts ?? [])].sort(), body };
+  }
+  return out;
+}
+
+t.test('PouchDB replicates with Firkin both ways', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', '/db/shared')).status, 201);
+  const remote = new PouchDB(`${node.url}/db/shared`, {
+    fetch: (url: string, opts: { headers: Headers }) => {
+      opts.headers.set('Authorization', `Bearer ${node.adminKey}`);
+      return PouchDB.fetch(url, opts);
+    },
+  });
+  const local = new PouchDB(`local-${Date.now()}`, { adapter: 'memory' });
+
+  await local.bulkDocs([{ _id: 'a', n: 1 }, { _id: 'b', n: 2 }, { _id: 'gone', n: 0 }]);
+  const gone = await local.get('gone');
+  await local.remove(gone);
+  const push = await local.replicate.to(remote);
+  t.equal(push.ok, true);
+  t.equal((await node.request('GET', '/db/shared/a')).body.n, 1, 'pushed document readable over HTTP');
+  t.equal((await node.request('GET', '/db/shared/gone')).status, 404, 'the deletion travelled');
+
+  await node.request('PUT', '/db/shared/c', { body: { n: 3, from: 'firkin' } });
+  const pull = await local.replicate.from(remote);
+  t.equal(pull.ok, true);
+  t.equal((await local.get('c')).from, 'firkin', 'a Firkin document pulled into PouchDB');
+
+  // Concurrent edits of the same document on both sides make a conflict.
+  const la = await local.get('a');
+  await local.put({ ...la, n: 10, side: 'pouch' });
+  const fa = await node.request('GET', '/db/shared/a');
+  await node.request('PUT', '/db/shared/a', { body: { n: 20, side: 'firkin' }, headers: { 'if-match': fa.body._rev } });
+  await local.replicate.to(remote);
+  await local.replicate.from(remote);
+  const ours = await state(local);
+  const firkinA = await node.request('GET', '/db/shared/a?conflicts=true');
+  t.equal(firkinA.body._rev, ours.a!.rev, 'same winner on both sides');
+  t.same([...(firkinA.body._conflicts ?? [])].sort(), ours.a!.conflicts, 'same conflicts on both sides');
+  t.equal(ours.a!.conflicts.length, 1);
+  const theirs = await state(remote);
+  t.same(theirs, ours, 'PouchDB sees the same winners, bodies and conflicts through Firkin');
+
+  t.test('live replication both ways', async (t) => {
+    const sync = local.sync(remote, { live: true, retry: false });
+    t.teardown(() => sync.cancel());
+    await local.put({ _id: 'live-from-pouch', v: 1 });
+    await waitFor(async () => (await node.request('GET', '/db/shared/live-from-pouch')).status === 200, { what: 'a live push' });
+    await node.request('PUT', '/db/shared/live-from-firkin', { body: { v: 2 } });
+    await waitFor(async () => (await local.get('live-from-firkin').catch(() => undefined))?.v === 2, { what: 'a live pull' });
+    t.pass('live replication carried both writes');
+  });
+});
