@@ -1,11 +1,8 @@
 // Spawns kv-node.ts processes on loopback for the real-process test and the benchmark.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { waitFor } from '../support/wait.js';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
+import { spawnScript } from '../support/process.js';
 
 export interface KvProc {
   id: string;
@@ -30,34 +27,17 @@ export async function freePorts(n: number): Promise<number[]> {
 }
 
 export async function spawnKv(id: string, dir: string, peers: string, env: Record<string, string> = {}): Promise<KvProc> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/raft/kv-node.ts'], {
-    cwd: root,
-    env: { ...process.env, KV_ID: id, KV_DIR: dir, KV_PEERS: peers, KV_COOKIE: 'test-cookie', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const child = await spawnScript({
+    script: 'test/raft/kv-node.ts',
+    env: { KV_ID: id, KV_DIR: dir, KV_PEERS: peers, KV_COOKIE: 'test-cookie', ...env },
+    ready: /listening (http:\/\/[^\s]+)/,
+    what: `kv node ${id}`,
   });
-  let out = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const url = await waitFor(
-    () => {
-      if (proc.exitCode !== null) throw new Error(`kv node ${id} exited: ${out}`);
-      return /listening (http:\/\/[^\s]+)/.exec(out)?.[1];
-    },
-    { timeoutMs: 30_000, what: `kv node ${id} to listen` },
-  );
   return {
+    ...child,
     id,
-    url,
-    proc,
-    output: () => out,
-    async kill9() {
-      proc.kill('SIGKILL');
-      await exited;
-    },
     async stop() {
-      proc.kill('SIGTERM');
-      await exited;
+      await child.stop();
     },
   };
 }

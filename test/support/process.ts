@@ -16,17 +16,14 @@ export interface ChildNode {
   stop(): Promise<number | null>;
 }
 
-/** Start `src/main.ts` under tsx with the given env; resolves once it logs its URL. */
-export async function spawnNode(env: Record<string, string>, args: string[] = []): Promise<ChildNode> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+/**
+ * Start a TypeScript script under tsx as a child process; resolves once its output matches
+ * `ready` (the first capture group is the URL). A child that fails to start is killed.
+ */
+export async function spawnScript(options: { script: string; args?: string[]; env: Record<string, string>; ready: RegExp; what: string }): Promise<ChildNode> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', options.script, ...(options.args ?? [])], {
     cwd: root,
-    env: {
-      ...process.env,
-      SERVICE_HTTP_PORT: '0',
-      SERVICE_ADMIN_KEY: TEST_ADMIN_KEY,
-      SERVICE_LOG_LEVEL: 'info',
-      ...env,
-    },
+    env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -37,10 +34,10 @@ export async function spawnNode(env: Record<string, string>, args: string[] = []
   try {
     url = await waitFor(
       () => {
-        if (proc.exitCode !== null) throw new Error(`node exited with ${proc.exitCode}: ${out}`);
-        return /listening on (https?:\/\/[^\s]+) /.exec(out)?.[1];
+        if (proc.exitCode !== null) throw new Error(`${options.what} exited with ${proc.exitCode}: ${out}`);
+        return options.ready.exec(out)?.[1];
       },
-      { timeoutMs: 30_000, what: 'child node to listen (it must log at info)' },
+      { timeoutMs: 30_000, what: `${options.what} to listen` },
     );
   } catch (err) {
     proc.kill('SIGKILL'); // never leave an orphan behind a failed start
@@ -59,6 +56,17 @@ export async function spawnNode(env: Record<string, string>, args: string[] = []
       return exited;
     },
   };
+}
+
+/** Start `src/main.ts` under tsx with the given env; resolves once it logs its URL (it must log at info). */
+export function spawnNode(env: Record<string, string>, args: string[] = []): Promise<ChildNode> {
+  return spawnScript({
+    script: 'src/main.ts',
+    args,
+    env: { SERVICE_HTTP_PORT: '0', SERVICE_ADMIN_KEY: TEST_ADMIN_KEY, SERVICE_LOG_LEVEL: 'info', ...env },
+    ready: /listening on (https?:\/\/[^\s]+) /,
+    what: 'child node',
+  });
 }
 
 /** Run `src/main.ts` expecting it to exit (config errors); returns code and output. */
