@@ -86,6 +86,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const store = await Store.open(config.dataDir, { writeWorker: config.storage.writeWorker });
   const closers: (() => Promise<void>)[] = [() => store.close()];
   try {
+    /** Ids for documents written without one. */
+    const newId = () => randomBytes(16).toString('hex');
     const hlc = new HybridClock(clock, { maxOffsetMs: config.docdb.hlcMaxOffsetMs });
     const metrics = createMetrics(store);
     const keys = await ApiKeys.load(store);
@@ -114,7 +116,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       log: log.child({ mod: 'vdb' }),
       nodeName: config.nodeName,
       nowMs: () => clock.nowMs(),
-      newId: () => randomBytes(16).toString('hex'),
+      newId,
     });
     docs.addIndexer(creationIndexer);
     const tiers = await Tiers.open({
@@ -122,7 +124,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       docs,
       clock,
       log: log.child({ mod: 'tier' }),
-      newId: () => randomBytes(16).toString('hex'),
+      newId,
       sweepIntervalMs: config.docdb.tierSweepMs,
     });
     closers.unshift(() => tiers.close());
@@ -208,7 +210,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     };
     const docdbFeature = async (app: FastifyInstance) => {
       const locate = (db: string, docId: string) => tiers.locate(db, docId);
-      await app.register(docdbRoutes, { docs, hlc, newId: () => randomBytes(16).toString('hex'), locate });
+      await app.register(docdbRoutes, { docs, hlc, newId, locate });
       await app.register(docdbChangesRoutes, { docs, hlc, heartbeatMs: config.docdb.streamHeartbeatMs });
       await app.register(docdbAttachmentRoutes, { docs, attachmentMaxBytes: config.docdb.attachmentMaxBytes, locate });
       await app.register(docdbQueryRoutes, { store });

@@ -56,6 +56,11 @@ async function readLimited(stream: NodeJS.ReadableStream | undefined, max: numbe
 }
 
 export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = async (app, { docs, attachmentMaxBytes, locate = async (db) => db }) => {
+  /** The database (following a tiered document), document id and attachment name of a request. */
+  const target = async (p: Params) => {
+    const docId = checkDocId(p.docid);
+    return { docId, db: await locate(existingDb(docs, p.db), docId), name: checkAttachmentName(p.name) };
+  };
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 
@@ -63,9 +68,7 @@ export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = as
     '/db/:db/:docid/_attachments/:name',
     { schema: { params, querystring: query }, bodyLimit: attachmentMaxBytes },
     async (request, reply) => {
-      const docId = checkDocId(request.params.docid);
-      const db = await locate(existingDb(docs, request.params.db), docId);
-      const name = checkAttachmentName(request.params.name);
+      const { db, docId, name } = await target(request.params);
       const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
       const declared = Number(request.headers['content-length']);
       if (Number.isFinite(declared) && declared > attachmentMaxBytes) throw tooLarge(attachmentMaxBytes);
@@ -82,9 +85,7 @@ export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = as
     '/db/:db/:docid/_attachments/:name',
     { schema: { params, querystring: query } },
     async (request, reply) => {
-      const docId = checkDocId(request.params.docid);
-      const db = await locate(existingDb(docs, request.params.db), docId);
-      const name = checkAttachmentName(request.params.name);
+      const { db, docId, name } = await target(request.params);
       const rev = request.query.rev === undefined ? undefined : expectedRev({ query: request.query.rev });
       const att = await docs.getAttachment(db, docId, name, rev);
       reply.type(att.meta.content_type).header('content-length', String(att.meta.length)).header('etag', `"${att.meta.digest}"`);
@@ -96,9 +97,7 @@ export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = as
     '/db/:db/:docid/_attachments/:name',
     { schema: { params, querystring: query } },
     async (request, reply) => {
-      const docId = checkDocId(request.params.docid);
-      const db = await locate(existingDb(docs, request.params.db), docId);
-      const name = checkAttachmentName(request.params.name);
+      const { db, docId, name } = await target(request.params);
       const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
       if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting an attachment needs the current revision (If-Match or ?rev=)');
       const result = await docs.putAttachment(db, docId, name, rev, undefined);
