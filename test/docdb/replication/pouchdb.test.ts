@@ -31,10 +31,18 @@ t.test('PouchDB replicates with Firkin both ways', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
   t.equal((await node.request('PUT', '/db/shared')).status, 201);
+  // Count PouchDB's requests in flight: cancelling a live sync returns at once while a
+  // checkpoint write may still be on the wire, and the node must outlive it.
+  let inFlight = 0;
   const remote = new PouchDB(`${node.url}/db/shared`, {
-    fetch: (url: string, opts: { headers: Headers }) => {
+    fetch: async (url: string, opts: { headers: Headers }) => {
       opts.headers.set('Authorization', `Bearer ${node.adminKey}`);
-      return PouchDB.fetch(url, opts);
+      inFlight++;
+      try {
+        return await PouchDB.fetch(url, opts);
+      } finally {
+        inFlight--;
+      }
     },
   });
   const local = new PouchDB(`local-${Date.now()}`, { adapter: 'memory' });
@@ -69,7 +77,12 @@ t.test('PouchDB replicates with Firkin both ways', async (t) => {
 
   t.test('live replication both ways', async (t) => {
     const sync = local.sync(remote, { live: true, retry: false });
-    t.teardown(() => sync.cancel());
+    let complete = false;
+    sync.on('complete', () => (complete = true));
+    t.teardown(async () => {
+      sync.cancel();
+      await waitFor(() => complete && inFlight === 0, { what: 'the sync to stop and its last requests to finish' });
+    });
     await local.put({ _id: 'live-from-pouch', v: 1 });
     await waitFor(async () => (await node.request('GET', '/db/shared/live-from-pouch')).status === 200, { what: 'a live push' });
     await node.request('PUT', '/db/shared/live-from-firkin', { body: { v: 2 } });
