@@ -22,55 +22,73 @@ const TAG_NUMBER = 0x03;
 const TAG_BIGINT = 0x04;
 const BIGINT_BYTES_MAX = 255;
 
-const utf8 = new TextEncoder();
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
-class ByteWriter {
-  #buf = new Uint8Array(64);
-  #len = 0;
+// One scratch buffer for every encode (encodeKey is synchronous and never re-entered); the
+// result is copied out at its exact size. Keys are built on every write and every posting,
+// so this avoids a growable writer, a TextEncoder copy and a DataView per part.
+let scratch = Buffer.allocUnsafe(256);
+let length = 0;
 
-  #reserve(extra: number): void {
-    if (this.#len + extra <= this.#buf.length) return;
-    let size = this.#buf.length * 2;
-    while (size < this.#len + extra) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.#buf.subarray(0, this.#len));
-    this.#buf = next;
-  }
-
-  byte(b: number): void {
-    this.#reserve(1);
-    this.#buf[this.#len++] = b;
-  }
-
-  bytes(src: Uint8Array): void {
-    this.#reserve(src.length);
-    this.#buf.set(src, this.#len);
-    this.#len += src.length;
-  }
-
-  escaped(src: Uint8Array): void {
-    this.#reserve(src.length * 2 + 1);
-    for (const b of src) {
-      this.#buf[this.#len++] = b;
-      if (b === 0x00) this.#buf[this.#len++] = 0xff;
-    }
-    this.#buf[this.#len++] = 0x00;
-  }
-
-  result(): Buffer {
-    return Buffer.from(this.#buf.buffer, this.#buf.byteOffset, this.#len);
-  }
+function reserve(extra: number): void {
+  if (length + extra <= scratch.length) return;
+  let size = scratch.length * 2;
+  while (size < length + extra) size *= 2;
+  const next = Buffer.allocUnsafe(size);
+  scratch.copy(next, 0, 0, length);
+  scratch = next;
 }
 
-function writeNumber(w: ByteWriter, n: number): void {
+/** Copies bytes, escaping 0x00 as 0x00 0xFF, then the 0x00 terminator. */
+function writeEscaped(src: Uint8Array): void {
+  reserve(src.length * 2 + 1);
+  for (let i = 0; i < src.length; i++) {
+    const b = src[i]!;
+    scratch[length++] = b;
+    if (b === 0x00) scratch[length++] = 0xff;
+  }
+  scratch[length++] = 0x00;
+}
+
+function writeString(s: string): void {
+  // Short ASCII (ids, field names, enum-like values) byte by byte: cheaper than a native
+  // call. Any other character falls through to the general path.
+  if (s.length <= 32) {
+    reserve(s.length + 2);
+    const start = length;
+    scratch[length++] = TAG_STRING;
+    let i = 0;
+    for (; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c === 0 || c >= 0x80) break;
+      scratch[length++] = c;
+    }
+    if (i === s.length) {
+      scratch[length++] = 0x00;
+      return;
+    }
+    length = start;
+  }
+  if (s.includes('\u0000')) {
+    scratch[length++] = TAG_STRING;
+    return writeEscaped(Buffer.from(s, 'utf8'));
+  }
+  // UTF-8 takes at most 3 bytes per UTF-16 code unit (lone surrogates become U+FFFD, as
+  // TextEncoder does); without NULs nothing needs escaping.
+  reserve(s.length * 3 + 2);
+  scratch[length++] = TAG_STRING;
+  length += scratch.write(s, length, 'utf8');
+  scratch[length++] = 0x00;
+}
+
+function writeNumber(n: number): void {
   if (Number.isNaN(n)) throw new TypeError('NaN cannot be a key part');
-  const view = new DataView(new ArrayBuffer(8));
-  view.setFloat64(0, n === 0 ? 0 : n); // -0 and 0 are the same key
-  const raw = new Uint8Array(view.buffer);
-  if (raw[0]! & 0x80) for (let i = 0; i < 8; i++) raw[i] = ~raw[i]! & 0xff;
-  else raw[0] = raw[0]! | 0x80;
-  w.bytes(raw);
+  reserve(9);
+  scratch[length++] = TAG_NUMBER;
+  scratch.writeDoubleBE(n === 0 ? 0 : n, length); // -0 and 0 are the same key
+  if (scratch[length]! & 0x80) for (let i = length; i < length + 8; i++) scratch[i] = ~scratch[i]! & 0xff;
+  else scratch[length] = scratch[length]! | 0x80;
+  length += 8;
 }
 
 function bigintMagnitude(n: bigint): Uint8Array {
@@ -81,44 +99,64 @@ function bigintMagnitude(n: bigint): Uint8Array {
   return out;
 }
 
-function writeBigint(w: ByteWriter, n: bigint): void {
-  if (n === 0n) return w.byte(0x01);
+function writeBigint(n: bigint): void {
+  reserve(2);
+  scratch[length++] = TAG_BIGINT;
+  if (n === 0n) {
+    scratch[length++] = 0x01;
+    return;
+  }
   const mag = bigintMagnitude(n);
+  reserve(mag.length + 2);
   if (n > 0n) {
-    w.byte(0x02);
-    w.byte(mag.length);
-    w.bytes(mag);
+    scratch[length++] = 0x02;
+    scratch[length++] = mag.length;
+    for (const b of mag) scratch[length++] = b;
   } else {
-    w.byte(0x00);
-    w.byte(BIGINT_BYTES_MAX - mag.length);
-    w.bytes(mag.map((b) => ~b & 0xff));
+    scratch[length++] = 0x00;
+    scratch[length++] = BIGINT_BYTES_MAX - mag.length;
+    for (const b of mag) scratch[length++] = ~b & 0xff;
   }
 }
 
-function writePart(w: ByteWriter, part: KeyPart): void {
+function writePart(part: KeyPart): void {
   switch (typeof part) {
     case 'string':
-      w.byte(TAG_STRING);
-      return w.escaped(utf8.encode(part));
+      return writeString(part);
     case 'number':
-      w.byte(TAG_NUMBER);
-      return writeNumber(w, part);
+      return writeNumber(part);
     case 'bigint':
-      w.byte(TAG_BIGINT);
-      return writeBigint(w, part);
+      return writeBigint(part);
     default:
       if (part instanceof Uint8Array) {
-        w.byte(TAG_BYTES);
-        return w.escaped(part);
+        reserve(1);
+        scratch[length++] = TAG_BYTES;
+        return writeEscaped(part);
       }
       throw new TypeError(`unsupported key part ${String(part)}`);
   }
 }
 
+function copyOut(): Buffer {
+  const out = Buffer.allocUnsafe(length);
+  out.set(scratch.subarray(0, length));
+  return out;
+}
+
 export function encodeKey(tuple: KeyTuple): Buffer {
-  const w = new ByteWriter();
-  for (const part of tuple) writePart(w, part);
-  return w.result();
+  length = 0;
+  for (const part of tuple) writePart(part);
+  return copyOut();
+}
+
+/** `encodeKey([...a, ...tuple])` given `prefix = encodeKey(a)`, without re-encoding `a`. */
+export function extendKey(prefix: Uint8Array, tuple: KeyTuple): Buffer {
+  length = 0;
+  reserve(prefix.length);
+  scratch.set(prefix, 0);
+  length = prefix.length;
+  for (const part of tuple) writePart(part);
+  return copyOut();
 }
 
 /** Range covering every key whose tuple starts with `prefix` (the prefix itself included). */
@@ -132,9 +170,14 @@ export function afterPrefix(prefix: KeyTuple): Buffer {
   return prefixRange(prefix).lt;
 }
 
+/** The unescaped body of a part starting at `start`, and the index past its terminator. */
 function readEscaped(buf: Uint8Array, start: number): [Uint8Array, number] {
-  const out: number[] = [];
   let i = start;
+  // Common case: no escaped NUL, so the body is a view of the key.
+  while (i < buf.length && buf[i] !== 0x00) i++;
+  if (i >= buf.length) throw new RangeError('unterminated key part');
+  if (buf[i + 1] !== 0xff) return [buf.subarray(start, i), i + 1];
+  const out: number[] = Array.from(buf.subarray(start, i));
   for (;;) {
     if (i >= buf.length) throw new RangeError('unterminated key part');
     const b = buf[i++]!;
@@ -151,6 +194,8 @@ function readEscaped(buf: Uint8Array, start: number): [Uint8Array, number] {
   }
 }
 
+const numberScratch = Buffer.alloc(8);
+
 export function decodeKey(buf: Uint8Array): KeyPart[] {
   const parts: KeyPart[] = [];
   let i = 0;
@@ -159,7 +204,7 @@ export function decodeKey(buf: Uint8Array): KeyPart[] {
     switch (tag) {
       case TAG_BYTES: {
         const [bytes, next] = readEscaped(buf, i);
-        parts.push(bytes);
+        parts.push(new Uint8Array(bytes)); // a copy: never a view into the caller's key
         i = next;
         break;
       }
@@ -170,11 +215,12 @@ export function decodeKey(buf: Uint8Array): KeyPart[] {
         break;
       }
       case TAG_NUMBER: {
-        const raw = Uint8Array.from(buf.subarray(i, i + 8));
-        if (raw.length !== 8) throw new RangeError('truncated number key part');
+        if (i + 8 > buf.length) throw new RangeError('truncated number key part');
+        const raw = numberScratch;
+        for (let j = 0; j < 8; j++) raw[j] = buf[i + j]!;
         if (raw[0]! & 0x80) raw[0] = raw[0]! & 0x7f;
         else for (let j = 0; j < 8; j++) raw[j] = ~raw[j]! & 0xff;
-        parts.push(new DataView(raw.buffer).getFloat64(0));
+        parts.push(raw.readDoubleBE(0));
         i += 8;
         break;
       }

@@ -3,7 +3,7 @@
 import { RocksLevel } from '@nxtedition/rocksdb';
 import { mkdir } from 'node:fs/promises';
 import { FirkinError } from '../core/errors.js';
-import { type WireOp, WriteWorker } from './write-worker.js';
+import { WriteWorker } from './write-worker.js';
 
 /** Fixed column families (ARCHITECTURE.md, storage layout). `default` is required by RocksDB. */
 export const COLUMN_FAMILIES = ['docs', 'revs', 'seq', 'att', 'paths', 'vec', 'bm25', 'raft', 'system'] as const;
@@ -55,7 +55,7 @@ export class Store {
     let writer: WriteWorker | undefined;
     if (options.writeWorker === true) {
       try {
-        writer = await WriteWorker.start(db.handle);
+        writer = await WriteWorker.start(db.handle, COLUMN_FAMILIES);
       } catch (err) {
         await db.close();
         throw new FirkinError('unavailable', `cannot start the storage writer: ${(err as Error).message}`, { cause: err });
@@ -99,9 +99,8 @@ export class Store {
     if (ops.length === 0) return;
     if (this.#writer !== undefined) {
       if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
-      const wire: WireOp[] = ops.map((op) => (op.type === 'put' ? [1, op.cf, op.key, op.value] : [0, op.cf, op.key]));
       try {
-        await this.#writer.write(wire, options.sync);
+        await this.#writer.write(ops, options.sync);
       } catch (err) {
         throw new FirkinError('unavailable', `storage write failed: ${(err as Error).message}`, { cause: err });
       }
@@ -134,8 +133,14 @@ export class Store {
   }
 
   /** Keys only, a native batch at a time: the cheap way to walk or count a large range. */
-  async *keyBatches(cf: ColumnFamily, range: RangeOptions = {}, batchSize = 1024): AsyncGenerator<Buffer[]> {
+  keyBatches(cf: ColumnFamily, range: RangeOptions = {}, batchSize = 1024): AsyncGenerator<Buffer[]> {
+    // The native iterator (and so its implicit snapshot) is created now, not on first use:
+    // a caller can pin the view to a point between two writes.
     const it = this.#db.iterator({ ...range, limit: range.limit ?? -1, values: false, column: this.#column(cf) });
+    return Store.#walkKeys(it, batchSize);
+  }
+
+  static async *#walkKeys(it: ReturnType<RocksLevel['iterator']>, batchSize: number): AsyncGenerator<Buffer[]> {
     try {
       for (;;) {
         const batch = await it.nextv(batchSize);

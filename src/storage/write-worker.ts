@@ -18,11 +18,27 @@ const db = new RocksLevel(workerData.handle, { keyEncoding: 'buffer', valueEncod
 db.open().then(() => {
   const columns = db.columns;
   parentPort.postMessage({ ready: true });
+  const byIndex = workerData.columnNames.map((name) => columns[name]);
   parentPort.on('message', (m) => {
     try {
-      const ops = m.ops.map((o) => o[0] === 1
-        ? { type: 'put', key: Buffer.from(o[2].buffer, o[2].byteOffset, o[2].byteLength), value: Buffer.from(o[3].buffer, o[3].byteOffset, o[3].byteLength), column: columns[o[1]] }
-        : { type: 'del', key: Buffer.from(o[2].buffer, o[2].byteOffset, o[2].byteLength), column: columns[o[1]] });
+      // Layout of m.packed (see packOps): per op [kind u8][column u8][key length u32][key]
+      // and for a put [value length u32][value]; the buffers are views, no copy.
+      const buf = Buffer.from(m.packed);
+      const ops = [];
+      for (let at = 0; at < buf.length; ) {
+        const kind = buf[at];
+        const column = byIndex[buf[at + 1]];
+        const keyLength = buf.readUInt32LE(at + 2);
+        const key = buf.subarray(at + 6, at + 6 + keyLength);
+        at += 6 + keyLength;
+        if (kind === 1) {
+          const valueLength = buf.readUInt32LE(at);
+          ops.push({ type: 'put', key, value: buf.subarray(at + 4, at + 4 + valueLength), column });
+          at += 4 + valueLength;
+        } else {
+          ops.push({ type: 'del', key, column });
+        }
+      }
       db.batch(ops, { sync: m.sync }).then(
         () => parentPort.postMessage({ id: m.id }),
         (err) => parentPort.postMessage({ id: m.id, error: String(err && err.message) }),
@@ -34,17 +50,47 @@ db.open().then(() => {
 }, (err) => parentPort.postMessage({ failed: String(err && err.message) }));
 `;
 
-/** [1, cf, key, value] = put, [0, cf, key] = del */
-export type WireOp = [1, string, Uint8Array, Uint8Array] | [0, string, Uint8Array];
+export type WireOp =
+  | { readonly type: 'put'; readonly cf: string; readonly key: Uint8Array; readonly value: Uint8Array }
+  | { readonly type: 'del'; readonly cf: string; readonly key: Uint8Array };
+
+/**
+ * One batch as one ArrayBuffer, transferred to the worker instead of structured-cloning
+ * thousands of small Buffers (the clone and the garbage it leaves were ~7% of a bulk write).
+ */
+export function packOps(ops: readonly WireOp[], columnIndex: ReadonlyMap<string, number>): ArrayBuffer {
+  let size = 0;
+  for (const op of ops) size += 6 + op.key.length + (op.type === 'put' ? 4 + op.value.length : 0);
+  const packed = new ArrayBuffer(size);
+  const buf = Buffer.from(packed);
+  let at = 0;
+  for (const op of ops) {
+    const column = columnIndex.get(op.cf);
+    if (column === undefined) throw new Error(`unknown column family ${op.cf}`);
+    buf[at] = op.type === 'put' ? 1 : 0;
+    buf[at + 1] = column;
+    buf.writeUInt32LE(op.key.length, at + 2);
+    buf.set(op.key, at + 6);
+    at += 6 + op.key.length;
+    if (op.type === 'put') {
+      buf.writeUInt32LE(op.value.length, at);
+      buf.set(op.value, at + 4);
+      at += 4 + op.value.length;
+    }
+  }
+  return packed;
+}
 
 export class WriteWorker {
   readonly #worker: Worker;
+  readonly #columnIndex: ReadonlyMap<string, number>;
   readonly #pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
   #nextId = 0;
   #failure: Error | undefined;
 
-  private constructor(worker: Worker) {
+  private constructor(worker: Worker, columnNames: readonly string[]) {
     this.#worker = worker;
+    this.#columnIndex = new Map(columnNames.map((name, i) => [name, i]));
     worker.on('message', (m: { id: number; error?: string }) => {
       const p = this.#pending.get(m.id);
       if (p === undefined) return;
@@ -56,8 +102,8 @@ export class WriteWorker {
     worker.on('exit', (code) => this.#fail(new Error(`storage write worker exited (${code})`)));
   }
 
-  static async start(handle: bigint): Promise<WriteWorker> {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { handle, modulePath: require.resolve('@nxtedition/rocksdb') } });
+  static async start(handle: bigint, columnNames: readonly string[]): Promise<WriteWorker> {
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { handle, columnNames, modulePath: require.resolve('@nxtedition/rocksdb') } });
     const first = await new Promise<{ ready?: true; failed?: string }>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);
@@ -66,7 +112,7 @@ export class WriteWorker {
       await worker.terminate();
       throw new Error(`storage write worker failed to open the database: ${first.failed}`);
     }
-    return new WriteWorker(worker);
+    return new WriteWorker(worker, columnNames);
   }
 
   #fail(err: Error): void {
@@ -75,12 +121,13 @@ export class WriteWorker {
     this.#pending.clear();
   }
 
-  write(ops: WireOp[], sync: boolean): Promise<void> {
+  write(ops: readonly WireOp[], sync: boolean): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    const packed = packOps(ops, this.#columnIndex);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, ops, sync });
+      this.#worker.postMessage({ id, packed, sync }, [packed]);
     });
   }
 

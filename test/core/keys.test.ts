@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { type KeyPart, compareTuples, decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
+import { type KeyPart, compareTuples, decodeKey, encodeKey, extendKey, prefixRange } from '../../src/core/keys.js';
 import { fcParams } from '../support/fc.js';
 
 const arbString = fc.string({ unit: 'binary', maxLength: 12 });
@@ -83,5 +83,38 @@ t.test('edge values', (t) => {
     t.ok(Buffer.compare(encodeKey(ordered[i - 1]!), encodeKey(ordered[i]!)) < 0, `${String(ordered[i - 1])} < ${String(ordered[i])}`);
   }
   t.throws(() => encodeKey([Number.NaN]));
+  t.end();
+});
+
+t.test('the byte format is stable (keys on disk must decode after an upgrade)', (t) => {
+  const golden: [KeyPart[], string][] = [
+    [['db', 'doc'], '0264620002646f6300'],
+    [['a\u0000b', ''], '026100ff62000200'],
+    [[0, -0, 1.5, -2, Infinity, -Infinity], '03800000000000000003800000000000000003bff8000000000000033fffffffffffffff03fff000000000000003000fffffffffffff'],
+    [[0n, 255n, -256n], '0401040201ff0400fdfeff'],
+    [[Uint8Array.of(0, 1, 255)], '0100ff01ff00'],
+    [['é😀', '\ud800'], '02c3a9f09f98800002efbfbd00'], // a lone surrogate encodes as U+FFFD
+  ];
+  for (const [tuple, hex] of golden) t.equal(encodeKey(tuple).toString('hex'), hex, JSON.stringify(tuple.map(String)));
+  // Long parts grow the shared scratch buffer; the next key must not see leftovers.
+  const long = 'x'.repeat(5000);
+  t.equal(decodeKey(encodeKey([long, 7]))[0], long);
+  t.equal(encodeKey(['db']).toString('hex'), '02646200');
+  t.end();
+});
+
+t.test('a decoded bytes part is a copy, not a view of the key', (t) => {
+  const key = encodeKey([Uint8Array.of(1, 2), 'x']);
+  const [bytes] = decodeKey(key) as [Uint8Array];
+  key.fill(0);
+  t.same([...bytes], [1, 2]);
+  t.end();
+});
+
+t.test('extendKey(encodeKey(a), b) == encodeKey([...a, ...b])', (t) => {
+  fc.assert(
+    fc.property(arbTuple, arbTuple, (a, b) => extendKey(encodeKey(a), b).equals(encodeKey([...a, ...b]))),
+    fcParams(500),
+  );
   t.end();
 });

@@ -13,7 +13,7 @@
 // - Strings are truncated to STRING_CHARS_MAX code units in keys: equality and ranges on
 //   long strings over-match and the body check removes the extras.
 import type { Json, Path } from './ast.js';
-import { decodeKey, encodeKey, type KeyPart, prefixRange } from '../../core/keys.js';
+import { decodeKey, encodeKey, extendKey, type KeyPart, prefixRange } from '../../core/keys.js';
 
 export const ARRAY_SEGMENT = Uint8Array.of(0);
 export const TYPE_TAG = { null: 0, false: 1, true: 2, number: 3, string: 4, emptyArray: 5, emptyObject: 6 } as const;
@@ -81,20 +81,51 @@ export function postingKey(db: string, p: Posting, docId: string): Buffer {
   return encodeKey(parts);
 }
 
+/**
+ * The posting keys of a body, without duplicates: the same keys as `postingKey` over
+ * `postingsOf` (the reference, property-tested), built on the write path by extending each
+ * path's encoded prefix instead of encoding every key from scratch.
+ */
+export function postingKeysOf(db: string, docId: string, body: Json): Buffer[] {
+  const out: Buffer[] = [];
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return out;
+  const dbPrefix = encodeKey([db]);
+  // Same traversal (and so the same first POSTINGS_PER_DOC_MAX leaves) as postingsOf.
+  const stack: { value: Json; prefix: Buffer }[] = [];
+  for (const [k, v] of Object.entries(body)) if (!k.startsWith('_')) stack.push({ value: v, prefix: extendKey(dbPrefix, [k]) });
+  let sawArray = false;
+  while (stack.length > 0 && out.length < POSTINGS_PER_DOC_MAX) {
+    const { value, prefix } = stack.pop()!;
+    const leaf = leafKey(value);
+    if (leaf !== undefined) {
+      out.push(extendKey(prefix, leaf.value === undefined ? [leaf.tag, docId] : [leaf.tag, leaf.value, docId]));
+    } else if (Array.isArray(value)) {
+      sawArray = true;
+      const inner = extendKey(prefix, [ARRAY_SEGMENT]);
+      for (const v of value) stack.push({ value: v, prefix: inner });
+    } else {
+      for (const [k, v] of Object.entries(value as Record<string, Json>)) stack.push({ value: v, prefix: extendKey(prefix, [k]) });
+    }
+  }
+  if (!sawArray) return out; // only array elements share a general path: nothing to dedupe
+  const seen = new Set<string>();
+  return out.filter((k) => {
+    const s = k.toString('latin1');
+    if (seen.has(s)) return false; // duplicate leaves (e.g. ["a", "a"]) share one posting
+    seen.add(s);
+    return true;
+  });
+}
+
 /** The posting keys to delete and to add when a document's winning body changes. */
 export function postingsDiff(db: string, docId: string, before: Json | undefined, after: Json | undefined): { del: Buffer[]; put: Buffer[] } {
+  const next = after === undefined ? [] : postingKeysOf(db, docId, after);
+  if (before === undefined) return { del: [], put: next };
   const old = new Map<string, Buffer>();
-  for (const p of before === undefined ? [] : postingsOf(before)) {
-    const k = postingKey(db, p, docId);
-    old.set(k.toString('latin1'), k);
-  }
+  for (const k of postingKeysOf(db, docId, before)) old.set(k.toString('latin1'), k);
   const put: Buffer[] = [];
-  const seen = new Set<string>();
-  for (const p of after === undefined ? [] : postingsOf(after)) {
-    const k = postingKey(db, p, docId);
+  for (const k of next) {
     const s = k.toString('latin1');
-    if (seen.has(s)) continue; // duplicate leaves (e.g. ["a", "a"]) share one posting
-    seen.add(s);
     if (old.has(s)) old.delete(s);
     else put.push(k);
   }

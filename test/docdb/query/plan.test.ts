@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { matches } from '../../../src/docdb/query/match.js';
 import { choosePlan, conjuncts, scansFor } from '../../../src/docdb/query/plan.js';
-import { postingKey, postingsDiff, postingsOf } from '../../../src/docdb/query/postings.js';
+import { POSTINGS_PER_DOC_MAX, postingKey, postingKeysOf, postingsDiff, postingsOf } from '../../../src/docdb/query/postings.js';
 import { fcParams } from '../../support/fc.js';
 import { arbCondition, arbDoc } from '../../support/query-arbitraries.js';
 
@@ -67,5 +67,23 @@ t.test('the plan picks the smallest estimate; nothing indexable means a full sca
   t.equal(plan.kind, 'index');
   t.equal(plan.kind === 'index' && plan.scan.describe, 'b = 1');
   t.same(choosePlan(scansFor('db', { kind: 'not', condition: cond }), []), { kind: 'full_scan', reason: 'no indexable condition' });
+  t.end();
+});
+
+t.test('postingKeysOf builds the same keys as postingKey over postingsOf, once each', (t) => {
+  fc.assert(
+    fc.property(arbDoc, fc.string({ maxLength: 6 }), fc.string({ minLength: 1, maxLength: 6 }), (doc, db, id) => {
+      const want = new Set(postingsOf(doc).map((p) => postingKey(db, p, id).toString('hex')));
+      const got = postingKeysOf(db, id, doc).map((k) => k.toString('hex'));
+      return got.length === want.size && got.every((k) => want.has(k));
+    }),
+    fcParams(1000),
+  );
+  // Past the cap both index the same first leaves.
+  const wide = { many: Array.from({ length: POSTINGS_PER_DOC_MAX + 50 }, (_, i) => i), after: 'x' };
+  const want = new Set(postingsOf(wide).map((p) => postingKey('db', p, 'id').toString('hex')));
+  const got = postingKeysOf('db', 'id', wide).map((k) => k.toString('hex'));
+  t.equal(got.length, want.size);
+  t.ok(got.every((k) => want.has(k)));
   t.end();
 });
