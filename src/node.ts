@@ -8,7 +8,7 @@ import { ApiKeys } from './auth/api-keys.js';
 import type { Config } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
 import { DocEngine } from './docdb/engine.js';
-import { pathIndexer } from './docdb/query/indexer.js';
+import { ValueCounts } from './docdb/query/counts.js';
 import { mathRandom } from './docdb/replication/backoff.js';
 import { ReplicationManager } from './docdb/replication/manager.js';
 import { PolicyManager } from './docdb/replication/policies.js';
@@ -96,8 +96,13 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), nowMs: () => clock.nowMs(), revsLimit: config.docdb.revsLimit });
     // Before storage closes: refuse new writes and let queued groups commit.
     closers.unshift(() => docs.close());
-    // The automatic path index commits in the same batch as every winner change.
-    docs.addIndexer(pathIndexer);
+    // The automatic path index commits in the same batch as every winner change; exact
+    // per-value counts follow the committed batches.
+    const counts = new ValueCounts(store, docs);
+    docs.addIndexer(counts.indexer);
+    docs.onCommitted(counts.committed);
+    docs.onDrop(counts.dropped);
+    const finder = { store, counts };
     // Replication tasks and policies load here but run only once the node listens.
     const replication = await ReplicationManager.open({
       store,
@@ -111,6 +116,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const policies = await PolicyManager.open(store, replication, config.replication);
     const vdbs = await VdbEngine.open({
       store,
+      counts,
       docs,
       hlc,
       log: log.child({ mod: 'vdb' }),
@@ -130,6 +136,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     closers.unshift(() => tiers.close());
     const federations = await Federations.open({
       store,
+      counts,
       docs,
       hlc,
       log: log.child({ mod: 'federation' }),
@@ -213,7 +220,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await app.register(docdbRoutes, { docs, hlc, newId, locate });
       await app.register(docdbChangesRoutes, { docs, hlc, heartbeatMs: config.docdb.streamHeartbeatMs });
       await app.register(docdbAttachmentRoutes, { docs, attachmentMaxBytes: config.docdb.attachmentMaxBytes, locate });
-      await app.register(docdbQueryRoutes, { store });
+      await app.register(docdbQueryRoutes, { finder });
       await app.register(federationRoutes, { federations });
       await app.register(tierRoutes, { tiers });
       await app.register(vdbRoutes, {

@@ -256,6 +256,7 @@ export class DocEngine {
   readonly #dbs = new Map<string, DbState>();
   readonly #indexers: WinnerIndexer[] = [];
   readonly #dropHooks: ((db: string) => Promise<void>)[] = [];
+  readonly #commitHooks: ((db: string, ops: readonly BatchOp[]) => void)[] = [];
   readonly #closeListeners = new Set<() => void>();
   /** Create and drop run one at a time (a name cannot be created while it is being dropped). */
   #catalogue: Promise<unknown> = Promise.resolve();
@@ -293,6 +294,26 @@ export class DocEngine {
   /** Register an indexer called inside every write batch whose winner changes. */
   addIndexer(indexer: WinnerIndexer): void {
     this.#indexers.push(indexer);
+  }
+
+  /**
+   * Register a hook called synchronously after every durable batch that ran indexers, with
+   * the very ops array the indexers filled (an indexer can keep in-memory state keyed by it).
+   */
+  onCommitted(hook: (db: string, ops: readonly BatchOp[]) => void): void {
+    this.#commitHooks.push(hook);
+  }
+
+  /**
+   * Run `fn` between two commits of `db` (as a job of its write queue): no write of that
+   * database is in flight, so a snapshot taken inside sees exactly the committed batches.
+   */
+  atCommitBoundary<T>(db: string, fn: () => T): Promise<T> {
+    const state = this.#state(db);
+    let value: T;
+    return this.#exclusive(state, async () => {
+      value = fn();
+    }).then(() => value);
   }
 
   /** Register cleanup run when a database is dropped (after its ranges are cleared). */
@@ -507,6 +528,7 @@ export class DocEngine {
       const record: DbRecord = { ...state.record, docCount: g.docCount, delCount: g.delCount, dataBytes: g.dataBytes, updateSeq: g.updateSeq };
       g.ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
       await this.#store.batch(g.ops, { sync: true });
+      for (const hook of this.#commitHooks) hook(db, g.ops);
       state.record = record;
       state.version++;
       for (const id of changed) remember(state, id, g.records.get(id)!);
@@ -809,6 +831,7 @@ export class DocEngine {
       const record: DbRecord = { ...state.record, docCount, delCount, dataBytes };
       ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
       await this.#store.batch(ops, { sync: true });
+      for (const hook of this.#commitHooks) hook(db, ops);
       state.record = record;
       // Purged records must leave the record cache, and reads racing this batch must not refill it.
       for (const docId of docIds) state.cache.delete(docId);

@@ -10,6 +10,7 @@ import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import type { Json } from '../query/ast.js';
+import type { ValueCounts } from '../query/counts.js';
 import { executeFind } from '../query/execute.js';
 import { compareForOrder } from '../query/match.js';
 import { parseFind } from '../query/parse.js';
@@ -33,6 +34,8 @@ export interface FederationRecord {
 
 export interface FederationDeps {
   store: Store;
+  /** Exact per-value counts for `_find` totals (optional: without, totals walk the index). */
+  counts?: ValueCounts;
   docs: DocEngine;
   hlc: HybridClock;
   log: Logger;
@@ -217,7 +220,7 @@ export class Federations {
         try {
           const spec: EndpointSpec = parseEndpoint(member, auth, 'member');
           if (spec.kind === 'local') {
-            const r = await executeFind(this.#d.store, spec.db, { ...q, offset: 0, limit: perMember, includeDocs: true });
+            const r = await executeFind({ store: this.#d.store, counts: this.#d.counts }, spec.db, { ...q, offset: 0, limit: perMember, includeDocs: true });
             return { member, docs: r.docs, total: r.meta.total };
           }
           checkOutbound(spec, this.#d.outbound);

@@ -2,12 +2,14 @@
 // cheapest, check every candidate's winning body, count, order, page.
 // `meta.total` is always exact. When the chosen scan alone decides the query (an "exact"
 // plan: one indexable condition), counting reads posting keys only and bodies are fetched
-// for the returned page alone.
+// for the returned page alone; for one value (equality) the count comes from `ValueCounts`
+// and only the page's keys are read.
 import { FirkinError } from '../../core/errors.js';
 import { decodeKey } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import { decodeBody, decodeDbRecord, decodeDocRecord, keys } from '../records.js';
 import type { FindQuery, Json } from './ast.js';
+import type { ValueCounts } from './counts.js';
 import { compareForOrder, matches } from './match.js';
 import { QUERY_LIMITS } from './parse.js';
 import { type KeyRange, type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor } from './plan.js';
@@ -16,6 +18,12 @@ import { docIdOfPosting } from './postings.js';
 /** Counting a scan's postings stops here: past it, the scan is "big" and its exact size is irrelevant. */
 const ESTIMATE_CAP = 5_000;
 const FETCH_BATCH = 256;
+
+/** Where a query reads: the store, and the exact per-value counts when the node keeps them. */
+export interface FindContext {
+  readonly store: Store;
+  readonly counts?: ValueCounts;
+}
 
 export interface FoundDoc {
   id: string;
@@ -50,15 +58,31 @@ async function idsOf(store: Store, scan: Scan): Promise<string[]> {
   return [...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
 }
 
-export async function planFind(store: Store, db: string, q: FindQuery): Promise<Explained> {
+/** A scan's size: exact from the value counts for one value, else counted up to the cap. */
+function measure(ctx: FindContext, db: string, scan: Scan): Promise<number> {
+  if (scan.idOffset !== undefined && ctx.counts !== undefined) return ctx.counts.count(db, scan.ranges[0]!.gte);
+  return countRange(ctx.store, scan.ranges, ESTIMATE_CAP);
+}
+
+export async function planFind(ctx: FindContext, db: string, q: FindQuery): Promise<Explained> {
   const scans = conjuncts(q.where).flatMap((c) => scansFor(db, c));
-  const estimates = await Promise.all(scans.map((s) => countRange(store, s.ranges, ESTIMATE_CAP)));
+  const estimates = await Promise.all(scans.map((s) => measure(ctx, db, s)));
   const plan = choosePlan(scans, estimates);
   return {
     plan,
     exact: planIsExact(plan, q.where),
-    estimates: scans.map((s, i) => ({ scan: s.describe, postings: estimates[i]!, capped: estimates[i]! >= ESTIMATE_CAP })),
+    estimates: scans.map((s, i) => ({ scan: s.describe, postings: estimates[i]!, capped: (s.idOffset === undefined || ctx.counts === undefined) && estimates[i]! >= ESTIMATE_CAP })),
   };
+}
+
+/** The ids at positions [from, to) of one value's postings (already in id order). */
+async function idsOfOrderedScan(store: Store, range: KeyRange, idOffset: number, from: number, to: number): Promise<string[]> {
+  const ids: string[] = [];
+  let at = 0;
+  for await (const batch of store.keyBatches('paths', { ...range, limit: to }, Math.min(1024, to))) {
+    for (const key of batch) if (at++ >= from) ids.push(decodeKey(key.subarray(idOffset))[0] as string);
+  }
+  return ids;
 }
 
 async function pageOfOrderedScan(store: Store, range: KeyRange, idOffset: number, from: number, to: number): Promise<{ ids: string[]; total: number }> {
@@ -149,8 +173,9 @@ class TopK {
  * `owns`: a filter on document ids (a VDB shard keeps only the ids its hash range owns, so a
  * document being moved between shards is never counted twice).
  */
-export async function executeFind(store: Store, db: string, q: FindQuery, owns?: (id: string) => boolean): Promise<FindResult> {
-  const { plan, exact } = await planFind(store, db, q);
+export async function executeFind(ctx: FindContext, db: string, q: FindQuery, owns?: (id: string) => boolean): Promise<FindResult> {
+  const { store } = ctx;
+  const { plan, exact } = await planFind(ctx, db, q);
   const limit = q.limit;
   const windowEnd = limit === undefined ? Number.POSITIVE_INFINITY : q.offset + limit;
   const tooMany = (total: number) => {
@@ -160,6 +185,14 @@ export async function executeFind(store: Store, db: string, q: FindQuery, owns?:
   };
   const meta = (total: number) => ({ total, offset: q.offset, limit: limit ?? null });
 
+  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && plan.scan.idOffset !== undefined && owns === undefined && ctx.counts !== undefined && limit !== undefined) {
+    // One value: its count is known, and its postings come in id order, so only the page's
+    // keys are read.
+    const total = await ctx.counts.count(db, plan.scan.ranges[0]!.gte);
+    const ids = limit === 0 ? [] : await idsOfOrderedScan(store, plan.scan.ranges[0]!, plan.scan.idOffset, q.offset, windowEnd);
+    const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
+    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
+  }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0 && plan.scan.idOffset !== undefined && owns === undefined) {
     // One value's postings are already in id order: count keys without decoding them and
     // decode only the page's ids.

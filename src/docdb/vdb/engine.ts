@@ -20,6 +20,7 @@ import { decodeKey } from '../../core/keys.js';
 import { keys as docKeys } from '../records.js';
 import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
+import type { ValueCounts } from '../query/counts.js';
 import { executeFind } from '../query/execute.js';
 import { compareForOrder, matches } from '../query/match.js';
 import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from './hash.js';
@@ -31,6 +32,8 @@ export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMa
 
 export interface VdbEngineOptions {
   store: Store;
+  /** Exact per-value counts for `_find` totals (optional: without, totals walk the index). */
+  counts?: ValueCounts;
   docs: DocEngine;
   hlc: HybridClock;
   log: Logger;
@@ -243,7 +246,7 @@ export class VdbEngine {
     const results = await Promise.all(
       this.#liveShards(record).map(async (id) => {
         try {
-          return await executeFind(this.#o.store, shardDb(name, id), shardQuery, this.#owns(record, id));
+          return await executeFind({ store: this.#o.store, counts: this.#o.counts }, shardDb(name, id), shardQuery, this.#owns(record, id));
         } catch (err) {
           if (err instanceof FirkinError && err.code === 'bad_request') throw err;
           throw new FirkinError('unavailable', `shard ${id} of ${JSON.stringify(name)} failed: ${(err as Error).message}`, { cause: err });

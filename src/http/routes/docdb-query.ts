@@ -2,14 +2,14 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';
 import { checkDbName } from '../../docdb/names.js';
-import { executeFind, planFind } from '../../docdb/query/execute.js';
+import { type FindContext, executeFind, planFind } from '../../docdb/query/execute.js';
 import { parseFind } from '../../docdb/query/parse.js';
 import { keys } from '../../docdb/records.js';
-import type { Store } from '../../storage/db.js';
 
 const params = { type: 'object', required: ['db'], properties: { db: { type: 'string' } } } as const;
 
-export const docdbQueryRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+export const docdbQueryRoutes: FastifyPluginAsync<{ finder: FindContext }> = async (app, { finder }) => {
+  const { store } = finder;
   const requireDb = async (db: string) => {
     checkDbName(db);
     if ((await store.get('system', keys.dbRecord(db))) === undefined) {
@@ -19,13 +19,13 @@ export const docdbQueryRoutes: FastifyPluginAsync<{ store: Store }> = async (app
 
   app.post<{ Params: { db: string } }>('/db/:db/_find', { schema: { params } }, async (request) => {
     await requireDb(request.params.db);
-    return executeFind(store, request.params.db, parseFind(request.body));
+    return executeFind(finder, request.params.db, parseFind(request.body));
   });
 
   app.post<{ Params: { db: string } }>('/db/:db/_explain', { schema: { params } }, async (request) => {
     await requireDb(request.params.db);
     const query = parseFind(request.body);
-    const { plan, exact, estimates } = await planFind(store, request.params.db, query);
+    const { plan, exact, estimates } = await planFind(finder, request.params.db, query);
     return {
       plan:
         plan.kind === 'index'
