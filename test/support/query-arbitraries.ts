@@ -6,6 +6,8 @@ export const KEYS = ['a', 'b', 'tags', 'n'] as const;
 const arbScalar: fc.Arbitrary<Json> = fc.oneof(
   fc.constantFrom(null, true, false, 0, 1, -1, 2.5, 10, 'x', 'xy', 'y', '', 'Ab', '\u{1F600}', '\uFFFD'),
   fc.integer({ min: -5, max: 5 }),
+  // Longer than a posting key holds (200 code units; 199 when a surrogate pair is cut).
+  fc.constantFrom('x'.repeat(198) + 'y', 'x'.repeat(199) + 'y', 'x'.repeat(250), 'x'.repeat(199) + '\u{1F600}z'),
 );
 export const arbValue: fc.Arbitrary<Json> = fc.letrec<{ v: Json }>((tie) => ({
   v: fc.oneof(
@@ -32,6 +34,7 @@ export const arbCondition: fc.Arbitrary<Condition> = fc.letrec<{ c: Condition }>
     fc.record({ kind: fc.constant('in' as const), path: arbPath, values: fc.array(arbScalar, { maxLength: 3 }) }),
     fc.record({ kind: fc.constant('contains' as const), path: arbPath, value: arbScalar }),
     fc.record({ kind: fc.constant('prefix' as const), path: arbPath, value: fc.constantFrom('', 'x', 'A', 'xy') }),
+    fc.record({ kind: fc.constant('regex' as const), path: arbPath, pattern: fc.constantFrom('^x', 'y$', 'A', '.', '^$', 'x{200}', 'z$').map((p) => new RegExp(p, 'u')) }),
     fc.record({ kind: fc.constant('exists' as const), path: arbPath }),
     fc.record({ kind: fc.constant('missing' as const), path: arbPath }),
     fc.record({ kind: fc.constant('and' as const), all: fc.array(tie('c'), { maxLength: 3 }) }),

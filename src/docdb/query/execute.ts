@@ -12,7 +12,7 @@ import type { FindQuery, Json } from './ast.js';
 import type { ValueCounts } from './counts.js';
 import { compareForOrder, matches } from './match.js';
 import { QUERY_LIMITS } from './parse.js';
-import { type KeyRange, type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor } from './plan.js';
+import { type KeyRange, type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
 import { docIdOfPosting } from './postings.js';
 
 /** Counting a scan's postings stops here: past it, the scan is "big" and its exact size is irrelevant. */
@@ -53,7 +53,19 @@ async function countRange(store: Store, ranges: readonly KeyRange[], cap: number
 
 async function idsOf(store: Store, scan: Scan): Promise<string[]> {
   const ids = new Set<string>();
-  for (const r of scan.ranges) for await (const key of store.keys('paths', r)) ids.add(docIdOfPosting(key));
+  const filter = scan.keyFilter;
+  for (const r of scan.ranges) {
+    for await (const batch of store.keyBatches('paths', r)) {
+      for (const key of batch) {
+        if (filter === undefined) {
+          ids.add(docIdOfPosting(key));
+          continue;
+        }
+        const [value, id] = decodeKey(key.subarray(filter.valueOffset)) as [string, string];
+        if (!wholeInKey(value) || filter.keep(value)) ids.add(id);
+      }
+    }
+  }
   // Tuple keys order strings by code point: sort the same way so pages are stable.
   return [...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
 }

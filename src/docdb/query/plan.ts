@@ -26,6 +26,18 @@ export interface Scan {
    * they come in id order and the id is the key past `idOffset` bytes.
    */
   readonly idOffset?: number;
+  /**
+   * A test on the value held in each key (the part at byte `valueOffset`, followed by the
+   * doc id): a key whose whole value fails it cannot make its document match, so the
+   * document is no candidate unless another key of the scan keeps it. Values that may have
+   * been truncated in the key are always kept (the body check decides).
+   */
+  readonly keyFilter?: { readonly valueOffset: number; readonly keep: (value: string) => boolean };
+}
+
+/** A string in a posting key is surely whole when shorter than any truncation leaves it. */
+export function wholeInKey(value: string): boolean {
+  return value.length < STRING_CHARS_MAX - 1; // truncation keeps 200 code units, 199 at a surrogate pair
 }
 
 export type Plan =
@@ -126,9 +138,20 @@ export function scansFor(db: string, cond: Condition): Scan[] {
       const range = stringPrefixRange([...base(db, cond.path), TYPE_TAG.string], cond.value.slice(0, STRING_CHARS_MAX));
       return [{ ranges: [range], exact: !long && !hasIndex(cond.path), describe: `${show(cond.path)} prefix ${JSON.stringify(cond.value)}` }];
     }
-    case 'regex':
-      // Any string at the path is a candidate; the body check runs the pattern.
-      return [{ ranges: [prefixRange([...base(db, cond.path), TYPE_TAG.string])], exact: false, describe: `${show(cond.path)} regex (strings at path)` }];
+    case 'regex': {
+      // Every string at the path, the pattern run on the value in the key; the body check
+      // confirms (and decides values too long to be whole in a key).
+      const band = prefixRange([...base(db, cond.path), TYPE_TAG.string]);
+      const pattern = cond.pattern;
+      return [
+        {
+          ranges: [band],
+          exact: false,
+          describe: `${show(cond.path)} regex (strings at path, pattern run on index keys)`,
+          keyFilter: { valueOffset: band.gte.length, keep: (v) => pattern.test(v) },
+        },
+      ];
+    }
     case 'exists':
       return [existsScan(db, cond.path)];
     case 'and':
