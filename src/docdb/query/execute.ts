@@ -66,8 +66,12 @@ async function idsOf(store: Store, scan: Scan): Promise<string[]> {
       }
     }
   }
-  // Tuple keys order strings by code point: sort the same way so pages are stable.
-  return [...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return sortIds([...ids]);
+}
+
+/** Tuple keys order strings by code point (UTF-8 bytes): sort ids the same way so pages are stable. */
+function sortIds(ids: string[]): string[] {
+  return ids.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
 }
 
 /** A scan's size: exact from the value counts for one value, else counted up to the cap. */
@@ -202,6 +206,22 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     // keys are read.
     const total = await ctx.counts.count(db, plan.scan.ranges[0]!.gte);
     const ids = limit === 0 ? [] : await idsOfOrderedScan(store, plan.scan.ranges[0]!, plan.scan.idOffset, q.offset, windowEnd);
+    const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
+    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
+  }
+  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && plan.scan.idOffsets !== undefined && owns === undefined && ctx.counts !== undefined && limit !== undefined) {
+    // `in` on distinct values at a path without array indexes: a document holds one value
+    // there, so it is in exactly one range. Total = sum of the counts; the page = the first
+    // ids of each range, merged in id order.
+    const { ranges, idOffsets } = plan.scan;
+    const counts = ctx.counts;
+    const totals = await Promise.all(ranges.map((r) => counts.count(db, r.gte)));
+    const total = totals.reduce((a, b) => a + b, 0);
+    let ids: string[] = [];
+    if (limit > 0) {
+      const lists = await Promise.all(ranges.map((r, i) => idsOfOrderedScan(store, r, idOffsets[i]!, 0, windowEnd)));
+      ids = sortIds(lists.flat()).slice(q.offset, windowEnd);
+    }
     const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
   }

@@ -27,6 +27,11 @@ export interface Scan {
    */
   readonly idOffset?: number;
   /**
+   * Set for `in` on distinct scalars (one range per value, none repeated): range i's keys
+   * are its value's prefix ++ encoded docId, the id past `idOffsets[i]` bytes.
+   */
+  readonly idOffsets?: readonly number[];
+  /**
    * A test on the value held in each key (the part at byte `valueOffset`, followed by the
    * doc id): a key whose whole value fails it cannot make its document match, so the
    * document is no candidate unless another key of the scan keeps it. Values that may have
@@ -116,14 +121,25 @@ export function scansFor(db: string, cond: Condition): Scan[] {
     }
     case 'in': {
       const ranges: KeyRange[] = [];
+      const seen = new Set<string>();
       let exact = !hasIndex(cond.path);
       for (const v of cond.values) {
         const r = valueRange(db, generalPath(cond.path), v);
         if (r === undefined) return [{ ...existsScan(db, cond.path), exact: false }];
+        const id = r.range.gte.toString('latin1');
+        if (seen.has(id)) continue; // a repeated value is one range (and is counted once)
+        seen.add(id);
         ranges.push(r.range);
         exact &&= r.exact;
       }
-      return [{ ranges, exact: exact && cond.values.length > 0, describe: `${show(cond.path)} in ${cond.values.length} values` }];
+      return [
+        {
+          ranges,
+          exact: exact && ranges.length > 0,
+          describe: `${show(cond.path)} in ${ranges.length} values`,
+          idOffsets: ranges.map((r) => r.gte.length),
+        },
+      ];
     }
     case 'contains': {
       const arrayPath = [...generalPath(cond.path), ARRAY_SEGMENT];

@@ -149,6 +149,7 @@ t.test('oracle: _find returns exactly the brute-force answer, in order, with the
         [{ path: ['a'], op: 'regex', value: 'y$' }],
         [{ path: ['a'], value: 'x' }, { path: ['b'], value: 1 }],
         [{ path: ['b'], value: 1 }],
+        [{ path: ['a'], op: 'in', value: ['x', 'x', 1, -1] }],
         [],
       ),
       fc.record({ limit: fc.option(fc.nat({ max: 6 }), { nil: undefined }), offset: fc.nat({ max: 4 }), order: fc.boolean() }),
