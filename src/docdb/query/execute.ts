@@ -18,6 +18,8 @@ import { docIdOfPosting } from './postings.js';
 /** Counting a scan's postings stops here: past it, the scan is "big" and its exact size is irrelevant. */
 const ESTIMATE_CAP = 5_000;
 const FETCH_BATCH = 256;
+/** An `in` with more values than this counts by walking (one count build per value would queue too many jobs). */
+const IN_COUNTED_VALUES_MAX = 64;
 
 /** Where a query reads: the store, and the exact per-value counts when the node keeps them. */
 export interface FindContext {
@@ -209,7 +211,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
   }
-  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && plan.scan.idOffsets !== undefined && owns === undefined && ctx.counts !== undefined && limit !== undefined) {
+  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && plan.scan.idOffsets !== undefined && plan.scan.idOffsets.length <= IN_COUNTED_VALUES_MAX && owns === undefined && ctx.counts !== undefined && limit !== undefined) {
     // `in` on distinct values at a path without array indexes: a document holds one value
     // there, so it is in exactly one range. Total = sum of the counts; the page = the first
     // ids of each range, merged in id order.
