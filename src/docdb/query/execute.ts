@@ -73,7 +73,10 @@ async function idsOf(store: Store, scan: Scan): Promise<string[]> {
 
 /** Tuple keys order strings by code point (UTF-8 bytes): sort ids the same way so pages are stable. */
 function sortIds(ids: string[]): string[] {
-  return ids.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  // Encode each id once, not once per comparison.
+  const encoded = ids.map((id) => ({ id, bytes: Buffer.from(id) }));
+  encoded.sort((a, b) => Buffer.compare(a.bytes, b.bytes));
+  return encoded.map((e) => e.id);
 }
 
 /** A scan's size: exact from the value counts for one value, else counted up to the cap. */

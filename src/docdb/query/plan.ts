@@ -72,6 +72,51 @@ function valueRange(db: string, path: readonly KeyPart[], value: Json): { range:
   return { range: prefixRange(parts), exact: !truncated };
 }
 
+/**
+ * The longest part of `prefix` every key of a string starting with it must also start with:
+ * keys hold at least 199 code units of a long string (200, or 199 where a surrogate pair
+ * would be cut), so at most 198, never ending inside a surrogate pair. `whole`: nothing was
+ * cut, so the range decides the prefix exactly.
+ */
+export function keyPrefix(prefix: string): { prefix: string; whole: boolean } {
+  const max = STRING_CHARS_MAX - 2;
+  if (prefix.length <= max) return { prefix, whole: true };
+  let cut = prefix.slice(0, max);
+  const last = cut.charCodeAt(cut.length - 1);
+  if (last >= 0xd800 && last <= 0xdbff) cut = cut.slice(0, -1);
+  return { prefix: cut, whole: false };
+}
+
+/**
+ * The literal text every match of an anchored pattern starts with (`^name12` -> `name12`),
+ * or '' when there is none or the pattern is not simple enough to be sure: alternation
+ * anywhere, groups, classes and escapes like `\d` end the literal, and a character followed
+ * by a quantifier is left out (it may repeat zero times).
+ */
+export function anchoredLiteral(source: string): string {
+  if (!source.startsWith('^') || source.includes('|')) return '';
+  const chars = [...source.slice(1)]; // code points: a quantifier applies to a whole one
+  let out = '';
+  for (let i = 0; i < chars.length; i++) {
+    let c = chars[i]!;
+    let width = 1;
+    if (c === '\\') {
+      const next = chars[i + 1];
+      // Only an escaped punctuation character is a literal (`\.`); `\d`, `\b`, `\x41`... end it.
+      if (next === undefined || !/^[\^$.|?*+()[\]{}\\/-]$/u.test(next)) break;
+      c = next;
+      width = 2;
+    } else if ('^$.|?*+()[]{}'.includes(c)) {
+      break;
+    }
+    const after = chars[i + width];
+    if (after !== undefined && '?*+{'.includes(after)) break;
+    out += c;
+    i += width - 1;
+  }
+  return out;
+}
+
 function stringPrefixRange(parts: KeyPart[], prefix: string): KeyRange {
   const full = encodeKey([...parts, prefix]);
   const open = full.subarray(0, full.length - 1); // drop the string terminator: any continuation matches
@@ -150,20 +195,24 @@ export function scansFor(db: string, cond: Condition): Scan[] {
     case 'cmp':
       return [comparisonScan(db, cond.path, cond.op, cond.value)];
     case 'prefix': {
-      const long = cond.value.length >= STRING_CHARS_MAX;
-      const range = stringPrefixRange([...base(db, cond.path), TYPE_TAG.string], cond.value.slice(0, STRING_CHARS_MAX));
-      return [{ ranges: [range], exact: !long && !hasIndex(cond.path), describe: `${show(cond.path)} prefix ${JSON.stringify(cond.value)}` }];
+      const { prefix, whole } = keyPrefix(cond.value);
+      const range = stringPrefixRange([...base(db, cond.path), TYPE_TAG.string], prefix);
+      return [{ ranges: [range], exact: whole && !hasIndex(cond.path), describe: `${show(cond.path)} prefix ${JSON.stringify(cond.value)}` }];
     }
     case 'regex': {
       // Every string at the path, the pattern run on the value in the key; the body check
       // confirms (and decides values too long to be whole in a key).
-      const band = prefixRange([...base(db, cond.path), TYPE_TAG.string]);
+      // An anchored literal start (`^abc...`) narrows the walk to that prefix's range.
+      const bandParts = [...base(db, cond.path), TYPE_TAG.string];
+      const band = prefixRange(bandParts);
       const pattern = cond.pattern;
+      const literal = keyPrefix(anchoredLiteral(pattern.source)).prefix;
+      const range = literal === '' ? band : stringPrefixRange(bandParts, literal);
       return [
         {
-          ranges: [band],
+          ranges: [range],
           exact: false,
-          describe: `${show(cond.path)} regex (strings at path, pattern run on index keys)`,
+          describe: `${show(cond.path)} regex (${literal === '' ? 'strings at path' : `strings starting ${JSON.stringify(literal)}`}, pattern run on index keys)`,
           keyFilter: { valueOffset: band.gte.length, keep: (v) => pattern.test(v) },
         },
       ];

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { matches } from '../../../src/docdb/query/match.js';
-import { type Scan, choosePlan, conjuncts, scansFor, wholeInKey } from '../../../src/docdb/query/plan.js';
+import { type Scan, anchoredLiteral, choosePlan, conjuncts, keyPrefix, scansFor, wholeInKey } from '../../../src/docdb/query/plan.js';
 import { decodeKey } from '../../../src/core/keys.js';
 import { POSTINGS_PER_DOC_MAX, postingKey, postingKeysOf, postingsDiff, postingsOf } from '../../../src/docdb/query/postings.js';
 import { fcParams } from '../../support/fc.js';
@@ -93,5 +93,36 @@ t.test('postingKeysOf builds the same keys as postingKey over postingsOf, once e
   const got = postingKeysOf('db', 'id', wide).map((k) => k.toString('hex'));
   t.equal(got.length, want.size);
   t.ok(got.every((k) => want.has(k)));
+  t.end();
+});
+
+t.test('anchoredLiteral: every match starts with it', (t) => {
+  const token = fc.constantFrom('a', 'b', '.', '\\.', '\\d', '*', '+', '?', '{2}', '|', '(a)', '[ab]', '😀', '$');
+  fc.assert(
+    fc.property(fc.boolean(), fc.array(token, { maxLength: 6 }), fc.string({ unit: fc.constantFrom('a', 'b', '.', '1', '😀'), maxLength: 8 }), (anchored, tokens, input) => {
+      const source = (anchored ? '^' : '') + tokens.join('');
+      let re: RegExp;
+      try {
+        re = new RegExp(source, 'u');
+      } catch {
+        return true; // not a pattern the parser would accept
+      }
+      return !re.test(input) || input.startsWith(anchoredLiteral(source));
+    }),
+    fcParams(3000),
+  );
+  t.equal(anchoredLiteral('^name12'), 'name12');
+  t.equal(anchoredLiteral('^ab*'), 'a');
+  t.equal(anchoredLiteral('^a\\.b\\d'), 'a.b');
+  t.equal(anchoredLiteral('^a|b'), '');
+  t.equal(anchoredLiteral('name'), '');
+  t.end();
+});
+
+t.test('keyPrefix: at most 198 code units, never half a surrogate pair', (t) => {
+  t.same(keyPrefix('abc'), { prefix: 'abc', whole: true });
+  t.same(keyPrefix('x'.repeat(198)), { prefix: 'x'.repeat(198), whole: true });
+  t.same(keyPrefix('x'.repeat(199)), { prefix: 'x'.repeat(198), whole: false });
+  t.same(keyPrefix('x'.repeat(197) + '😀'), { prefix: 'x'.repeat(197), whole: false });
   t.end();
 });
