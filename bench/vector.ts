@@ -10,6 +10,7 @@
 // (default 20000), VECTOR_BENCH_QUERIES (default 1000).
 // Usage: npx tsx bench/vector.ts [filter]
 import { rmSync } from 'node:fs';
+import http from 'node:http';
 import usearch from 'usearch';
 import { encodeCbor } from '../src/http/codec.js';
 import { usearchEngine } from '../src/vector/ann/usearch.js';
@@ -26,17 +27,33 @@ const K = 10;
 const BATCH = 1_000;
 const EFS = [16, 64];
 
-async function call(url: string, method: string, path: string, body?: unknown, cbor = false): Promise<any> {
-  const headers: Record<string, string> = {};
+// node:http with keep-alive rather than fetch: on this 2-core machine the client shares the
+// CPU with the node, and fetch (undici's WHATWG layer) costs about as much per request as
+// the server's whole search, which made the HTTP figures mostly a client measurement.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+function call(url: string, method: string, path: string, body?: unknown, cbor = false): Promise<any> {
+  const headers: Record<string, string | number> = {};
   let payload: string | Buffer | undefined;
   if (body !== undefined) {
     headers['content-type'] = cbor ? 'application/cbor' : 'application/json';
     payload = cbor ? encodeCbor(body) : JSON.stringify(body);
+    headers['content-length'] = Buffer.byteLength(payload);
   }
-  const res = await fetch(url + path, { method, headers, body: payload });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 200)}`);
-  return JSON.parse(text);
+  return new Promise((resolve, reject) => {
+    const req = http.request(url + path, { method, headers, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        if (res.statusCode! >= 300) reject(new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 200)}`));
+        else resolve(JSON.parse(text));
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 /** Runs `queries` through `run` with `clients` concurrent workers; QPS and latency percentiles. */
@@ -159,6 +176,7 @@ try {
     }
   }
 } finally {
+  agent.destroy();
   await node.stop();
   rmSync(dataDir, { recursive: true, force: true });
 }
