@@ -72,6 +72,8 @@ t.test('three groups elect, replicate, snapshot, restart and recover', async (t)
   const leader = () => [...members.values()].find((m) => m.group.core.role === 'leader');
   const l = await waitFor(leader, { timeoutMs: 10_000, what: 'a leader' });
   const follower = [...members.values()].find((m) => m !== l)!;
+  // A new leader is known to a follower only once its first append arrives.
+  await waitFor(() => follower.group.core.leader === l.id, { timeoutMs: 10_000, what: 'the follower to learn the leader' });
   const err = await follower.group.propose(utf8.encode('x')).catch((e: unknown) => e);
   t.ok(isFirkinError(err) && err.code === 'not_leader', 'a follower refuses proposals');
   t.same(isFirkinError(err) ? err.details : undefined, { leader: l.id });
