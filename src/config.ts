@@ -111,6 +111,8 @@ const SETTINGS = {
   SERVICE_VECTORDB_INDEX_SAVE_MS: { parse: int(100, 86_400_000), default: 30_000 },
   SERVICE_EMBEDDER_OPENAI_API_KEY: { parse: nonEmpty, default: undefined as string | undefined },
   SERVICE_EMBEDDER_OPENAI_URL: { parse: nonEmpty, default: 'https://api.openai.com' },
+  SERVICE_EMBEDDER_ALLOW: { parse: list, default: ['api.openai.com'] as string[] },
+  SERVICE_EMBEDDER_ALLOW_LOOPBACK: { parse: bool, default: true },
   SERVICE_GATEWAY_ENABLED: { parse: bool, default: false },
   SERVICE_GATEWAY_PORT: { parse: int(0, 65535), default: 8080 },
   SERVICE_GATEWAY_MASTER_KEY: { parse: nonEmpty, default: undefined as string | undefined },
@@ -180,6 +182,9 @@ export interface Config {
     /** Sent only to embedders whose URL has the origin of openaiUrl. */
     openaiApiKey?: string;
     openaiUrl: string;
+    /** Hosts HTTP embedders may call (collection configs carry URLs from requests: SSRF). */
+    embedderAllow: string[];
+    embedderAllowLoopback: boolean;
   };
   gateway: {
     enabled: boolean;
@@ -305,6 +310,8 @@ function assemble(v: Values): Config {
       indexSaveMs: v.SERVICE_VECTORDB_INDEX_SAVE_MS,
       openaiApiKey: v.SERVICE_EMBEDDER_OPENAI_API_KEY,
       openaiUrl: v.SERVICE_EMBEDDER_OPENAI_URL,
+      embedderAllow: v.SERVICE_EMBEDDER_ALLOW,
+      embedderAllowLoopback: v.SERVICE_EMBEDDER_ALLOW_LOOPBACK,
     },
     gateway: {
       enabled: v.SERVICE_GATEWAY_ENABLED,

@@ -79,6 +79,17 @@ async function bootstrapAdminKey(keys: ApiKeys, config: Config, clock: Clock, lo
   return file;
 }
 
+/** `host:port` of each URL (unparseable entries are skipped: config validated them). */
+function hostsOf(urls: readonly string[]): string[] {
+  return urls.flatMap((u) => {
+    try {
+      return [new URL(u).host];
+    } catch {
+      return [];
+    }
+  });
+}
+
 export async function startNode(config: Config, options: NodeOptions = {}): Promise<FirkinNode> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? createLogger(config);
@@ -159,6 +170,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
           openaiApiKey: config.vectordb.openaiApiKey,
           openaiKeyOrigin: config.vectordb.openaiUrl,
+          // The gateway's embedder URLs are the operator's choice too: allowed here as well.
+          outbound: { allow: [...config.vectordb.embedderAllow, ...hostsOf(config.gateway.embedderUrls)], allowLoopback: config.vectordb.embedderAllowLoopback },
         },
       });
       // Before storage closes: finish writes and save the indexes.

@@ -30,6 +30,7 @@ import {
   validateDocId,
 } from './collection-config.js';
 import { type Embedder, type EmbedderDeps, createEmbedder, noEmbedder } from './embedders/embedder.js';
+import { checkEmbedderUrl } from './embedders/http.js';
 import { hash32 } from './embedders/hash.js';
 import { parseFilter } from './filter.js';
 import { type FusedHit, fuse } from './fusion.js';
@@ -161,6 +162,7 @@ export class VectorEngine {
   createCollection(name: string, body: unknown): Promise<void> {
     validateCollectionName(name);
     const config = parseCollectionConfig(body);
+    if (config.embedder !== null && config.embedder.type !== 'hash') checkEmbedderUrl(config.embedder.url, this.#o.embedderDeps.outbound);
     return this.#catalogue(async () => {
       if (this.#collections.has(name)) throw new FirkinError('already_exists', `collection ${JSON.stringify(name)} already exists`);
       const { store } = this.#o;

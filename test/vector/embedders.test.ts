@@ -64,7 +64,7 @@ async function embeddingServer(t: { teardown(fn: () => unknown): void }, plan: (
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
 }
 
-const noSleep = { fetch, sleep: async () => undefined, openaiKeyOrigin: 'https://api.openai.com' };
+const noSleep = { fetch, sleep: async () => undefined, openaiKeyOrigin: 'https://api.openai.com', outbound: { allow: [], allowLoopback: true } };
 
 t.test('ollama: batches, order, dimensions', async (t) => {
   const srv = await embeddingServer(t);
@@ -156,4 +156,36 @@ t.test('collections with HTTP embedders over the standard API', async (t) => {
   t.same(r.body.results.map((h: { id: string }) => h.id), ['pie'], 'hash embedder search');
   r = await node.request('POST', '/vectordb/collections/h/docs', { body: { id: 'empty', text: '!!!' } });
   t.same([r.status, r.body.error], [400, 'bad_request'], 'a text with no words cannot be embedded for cosine');
+});
+
+t.test('embedder hosts outside the allow-list are refused (SSRF)', async (t) => {
+  const srv = await embeddingServer(t);
+  const port = new URL(srv.url).port;
+  const node = await startTestNode({ SERVICE_EMBEDDER_ALLOW_LOOPBACK: 'false', SERVICE_EMBEDDER_ALLOW: `127.0.0.1:${port}` });
+  t.teardown(() => node.close());
+  let r = await node.request('PUT', '/vectordb/collections/ok', { body: { dimensions: 3, embedder: { type: 'ollama', url: srv.url } } });
+  t.equal(r.status, 201, 'an allowed host:port');
+  r = await node.request('POST', '/vectordb/collections/ok/docs', { body: { id: 'a', text: 'abc' } });
+  t.equal(r.status, 201);
+  r = await node.request('PUT', '/vectordb/collections/internal', { body: { dimensions: 3, embedder: { type: 'ollama', url: 'http://localhost:9' } } });
+  t.same([r.status, r.body.error], [403, 'forbidden'], 'loopback is refused when SERVICE_EMBEDDER_ALLOW_LOOPBACK=false');
+  t.match(r.body.message, /SERVICE_EMBEDDER_ALLOW/);
+  r = await node.request('PUT', '/vectordb/collections/meta', { body: { dimensions: 3, embedder: { type: 'openai', url: 'http://169.254.169.254' } } });
+  t.same([r.status, r.body.error], [403, 'forbidden'], 'a host not on the list');
+  t.equal((await node.request('GET', '/vectordb/collections/meta')).status, 404, 'nothing was created');
+  t.equal(srv.seen.length, 1, 'only the allowed call reached a server');
+});
+
+t.test('an embedder never follows a redirect', async (t) => {
+  const target = await embeddingServer(t);
+  const { createServer } = await import('node:http');
+  const redirector = createServer((_req, res) => res.writeHead(307, { location: `${target.url}/api/embed` }).end());
+  await new Promise<void>((resolve) => redirector.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => redirector.close());
+  const url = `http://127.0.0.1:${(redirector.address() as { port: number }).port}`;
+  const e = createEmbedder(parseEmbedderConfig({ type: 'ollama', url, retries: 0 })!, 3, noSleep);
+  await t.rejects(e.embed(['a']), { code: 'bad_gateway' });
+  t.equal(target.seen.length, 0, 'the redirect target was not called');
+  const forbidden = createEmbedder(parseEmbedderConfig({ type: 'ollama', url: target.url, retries: 0 })!, 3, { ...noSleep, outbound: { allow: [], allowLoopback: false } });
+  await t.rejects(forbidden.embed(['a']), { code: 'forbidden' }, 'the policy is checked on every call too');
 });

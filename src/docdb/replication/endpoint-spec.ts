@@ -3,6 +3,7 @@
 // allow-list and the credential-free display form live here. Pure.
 import { FirkinError } from '../../core/errors.js';
 import { checkDbName, isDbName } from '../names.js';
+import { type OutboundPolicy, outboundAllowed } from '../../core/outbound.js';
 
 export type RemoteAuth =
   | { readonly kind: 'none' }
@@ -97,27 +98,13 @@ export function loadEndpoint(stored: StoredEndpoint): EndpointSpec {
   return parseEndpoint(stored.endpoint, parseAuth(stored.auth), 'stored endpoint');
 }
 
-/**
- * Outbound replication is an SSRF risk: a remote host must be on the allow-list (a `host`
- * entry allows every port, `host:port` one port), or be loopback when loopback is allowed.
- */
-export interface OutboundPolicy {
-  readonly allow: readonly string[];
-  readonly allowLoopback: boolean;
-}
+export type { OutboundPolicy };
 
-function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
-
+/** Outbound replication is an SSRF risk: see core/outbound.ts. */
 export function checkOutbound(spec: EndpointSpec, policy: OutboundPolicy): void {
   if (spec.kind === 'local') return;
   const url = new URL(spec.url);
-  const host = url.hostname.toLowerCase();
-  const hostPort = url.host.toLowerCase();
-  const allowed = (policy.allowLoopback && isLoopbackHost(host)) || policy.allow.some((a) => a.toLowerCase() === host || a.toLowerCase() === hostPort);
-  if (!allowed) {
+  if (!outboundAllowed(url, policy)) {
     throw new FirkinError('forbidden', `replication to ${JSON.stringify(url.host)} is not allowed: add the host to SERVICE_REPLICATION_ALLOW`);
   }
 }

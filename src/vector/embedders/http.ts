@@ -3,6 +3,7 @@
 // timeout; timeouts, network errors, 429 and 5xx are retried with exponential backoff; any
 // final failure is a `bad_gateway` naming the embedder and the cause.
 import { FirkinError } from '../../core/errors.js';
+import { type OutboundPolicy, outboundAllowed } from '../../core/outbound.js';
 import type { EmbedderConfig } from '../collection-config.js';
 import type { Embedder } from './embedder.js';
 
@@ -19,6 +20,16 @@ export interface HttpEmbedderDeps {
    * server and receive the node's key.
    */
   openaiKeyOrigin: string;
+  /** Hosts an embedder may call (SERVICE_EMBEDDER_ALLOW / _ALLOW_LOOPBACK). */
+  outbound: OutboundPolicy;
+}
+
+/** 403 unless the policy lets the node call this embedder URL (checked on create and on every call). */
+export function checkEmbedderUrl(url: string, policy: OutboundPolicy): void {
+  const parsed = new URL(url);
+  if (!outboundAllowed(parsed, policy)) {
+    throw new FirkinError('forbidden', `embedder host ${JSON.stringify(parsed.host)} is not allowed: add it to SERVICE_EMBEDDER_ALLOW`);
+  }
 }
 
 const BACKOFF_BASE_MS = 100;
@@ -69,6 +80,7 @@ export function httpEmbedder(config: HttpEmbedderConfig, deps: HttpEmbedderDeps)
         headers,
         body: JSON.stringify({ model: config.model, input: texts }),
         signal: AbortSignal.timeout(config.timeout_ms),
+        redirect: 'error', // a redirect could lead past the allow-list
       });
     } catch (err) {
       const e = err as Error;
@@ -116,6 +128,7 @@ export function httpEmbedder(config: HttpEmbedderConfig, deps: HttpEmbedderDeps)
   return {
     type: config.type,
     async embed(texts) {
+      checkEmbedderUrl(url, deps.outbound); // the policy may have changed since the collection was made
       const out: Float32Array[] = [];
       for (let i = 0; i < texts.length; i += config.batch_size) out.push(...(await withRetries(texts.slice(i, i + config.batch_size))));
       return out;
