@@ -1,4 +1,5 @@
 // Builds the fastify app (not listening). `listener.ts` owns sockets and protocols.
+import { Ajv } from 'ajv';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerFactoryHandler } from 'fastify';
 import { createServer } from 'node:http';
 import type { Logger } from 'pino';
@@ -36,6 +37,18 @@ export interface BuiltHttp {
   routes: RouteInfo[];
 }
 
+// Query strings, params and headers arrive as text: coercing "10" to 10 (and a lone value
+// to a one-element array) is what their schemas mean. A body is typed JSON/CBOR: `"10"` for
+// an integer or `"x"` for an array is the client's mistake and must be a 400, not silently
+// converted. Hence two ajv instances, chosen by the part being validated.
+const AJV_OPTIONS = { allErrors: false, useDefaults: true, removeAdditional: false, allowUnionTypes: true } as const;
+const textAjv = new Ajv({ ...AJV_OPTIONS, coerceTypes: 'array' });
+const bodyAjv = new Ajv({ ...AJV_OPTIONS, coerceTypes: false });
+
+function validatorCompiler({ schema, httpPart }: { schema: object; httpPart?: string }) {
+  return (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
+}
+
 export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
   let handler: FastifyServerFactoryHandler | undefined;
   const app: FastifyInstance = Fastify({
@@ -50,8 +63,8 @@ export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
       handler = h;
       return createServer();
     },
-    ajv: { customOptions: { allErrors: false, coerceTypes: 'array', removeAdditional: false, allowUnionTypes: true } },
   }) as unknown as FastifyInstance;
+  app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(makeErrorHandler(deps.log));
   const routes = installNotFound(app);
   installCodec(app);
