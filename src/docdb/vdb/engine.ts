@@ -194,7 +194,10 @@ export class VdbEngine {
     const state = this.#state(name);
     const leave = await state.gate.enter();
     try {
-      return await run(shardDb(name, routeId(state.record, id)));
+      const shardId = routeId(state.record, id);
+      const readonly = this.#readonlyError(state.record, shardId);
+      if (readonly !== undefined) throw readonly;
+      return await run(shardDb(name, shardId));
     } finally {
       leave();
     }
@@ -213,11 +216,17 @@ export class VdbEngine {
         return { doc: given === undefined ? { ...o, _id: id } : o, id };
       });
       const groups = new Map<string, number[]>();
+      const results: EditResult[] = new Array(docs.length);
       withIds.forEach((d, i) => {
-        const db = d.id === undefined ? shardDb(name, state.record.ranges[0]!.shardId) : shardDb(name, routeId(state.record, d.id));
+        const shardId = d.id === undefined ? state.record.ranges[0]!.shardId : routeId(state.record, d.id);
+        const readonly = this.#readonlyError(state.record, shardId);
+        if (readonly !== undefined) {
+          results[i] = { ok: false, id: d.id ?? null, error: readonly.code, message: readonly.message };
+          return;
+        }
+        const db = shardDb(name, shardId);
         groups.set(db, [...(groups.get(db) ?? []), i]);
       });
-      const results: EditResult[] = new Array(docs.length);
       await Promise.all(
         [...groups].map(async ([db, idx]) => {
           const out = await this.#o.docs.bulkDocs(db, idx.map((i) => withIds[i]!.doc), true, this.#o.newId);
@@ -345,8 +354,12 @@ export class VdbEngine {
     try {
       const byDb = new Map<string, Record<string, unknown>[]>();
       for (const doc of docs) {
-        const id = doc._id as string;
-        const db = shardDb(name, routeId(state.record, id));
+        const shardId = routeId(state.record, doc._id as string);
+        if (this.#readonlyError(state.record, shardId) !== undefined) {
+          counts.errors++; // a read-only shard takes no imported documents
+          continue;
+        }
+        const db = shardDb(name, shardId);
         byDb.set(db, [...(byDb.get(db) ?? []), doc]);
       }
       await Promise.all(
@@ -379,6 +392,42 @@ export class VdbEngine {
     } finally {
       leave();
     }
+  }
+
+  // ---- shard status ---------------------------------------------------------------------
+
+  /**
+   * `readonly` <-> `active`. Writes routed to a read-only shard are refused (403); reads,
+   * `_find` and changes go on. Set with the write gate closed, so no write that entered
+   * before is still running when the status changes. A shard being split or merged (or a
+   * read-only one asked to split or merge) is a 409.
+   */
+  async setShardStatus(name: string, shardId: number, status: 'readonly' | 'active'): Promise<{ shard_id: number; status: string }> {
+    const state = this.#begin(name);
+    try {
+      const shard = state.record.shards.find((s) => s.shardId === shardId);
+      if (shard === undefined || !state.record.ranges.some((r) => r.shardId === shardId)) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
+      if (shard.status !== 'active' && shard.status !== 'readonly') throw new FirkinError('conflict', `shard ${shardId} is ${shard.status}`);
+      if (shard.status !== status) {
+        await state.gate.close();
+        try {
+          await this.#save(state, { ...state.record, shards: state.record.shards.map((s) => (s.shardId === shardId ? { ...s, status } : s)) });
+        } finally {
+          state.gate.open();
+        }
+        this.#o.log.info({ vdb: name, shard: shardId, status }, 'shard status changed');
+      }
+      return { shard_id: shardId, status };
+    } finally {
+      state.busy = false;
+    }
+  }
+
+  /** The error for a write routed to `shardId` when that shard is read-only. */
+  #readonlyError(record: VdbRecord, shardId: number): FirkinError | undefined {
+    const shard = record.shards.find((s) => s.shardId === shardId);
+    if (shard?.status !== 'readonly') return undefined;
+    return new FirkinError('forbidden', `shard ${shardId} of virtual database ${JSON.stringify(record.name)} is read-only`);
   }
 
   // ---- rebalance --------------------------------------------------------------------------

@@ -111,6 +111,18 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, d
     async (r) => vdbs.merge(r.params.vdb, r.params.shard, r.body.target_shard, r.body.batch_size ?? defaults.batchSize),
   );
 
+  app.put<{ Params: { vdb: string; shard: number }; Body: { status: 'readonly' | 'active' } }>(
+    '/vdb/:vdb/_shards/:shard/_status',
+    {
+      schema: {
+        params: shardParams,
+        body: { type: 'object', required: ['status'], additionalProperties: false, properties: { status: { enum: ['readonly', 'active'] } } },
+      },
+      config: admin,
+    },
+    async (r) => vdbs.setShardStatus(r.params.vdb, r.params.shard, r.body.status),
+  );
+
   app.post<{ Params: { vdb: string }; Body: { docs: unknown[] } }>(
     '/vdb/:vdb/_bulk_docs',
     { schema: { params: vdbParams, body: { type: 'object', required: ['docs'], properties: { docs: { type: 'array', maxItems: 10_000 } } } }, config: scoped },

@@ -127,6 +127,42 @@ t.test('VDB lifecycle, routing and reads', async (t) => {
   });
 });
 
+t.test('a read-only shard refuses writes and keeps serving reads', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await mkVdb(node, { name: 'ro' });
+  // Routing (reference examples): mydoc -> shard 0, a -> shard 1.
+  t.equal((await node.request('PUT', '/vdb/ro/mydoc', { body: { v: 1 } })).status, 201);
+  const set = await node.request('PUT', '/vdb/ro/_shards/0/_status', { body: { status: 'readonly' } });
+  t.same([set.status, set.body], [200, { shard_id: 0, status: 'readonly' }]);
+  t.match((await node.request('GET', '/vdb/ro/_shards')).body.shards[0], { shard_id: 0, status: 'readonly' });
+
+  const doc = await node.request('GET', '/vdb/ro/mydoc');
+  t.equal(doc.body.v, 1, 'reads go on');
+  const put = await node.request('PUT', '/vdb/ro/mydoc', { body: { v: 2 }, headers: { 'if-match': doc.body._rev } });
+  t.same([put.status, put.body.error], [403, 'forbidden'], 'an update routed to it is refused');
+  t.match(put.body.message, /shard 0 .* is read-only/);
+  t.equal((await node.request('DELETE', `/vdb/ro/mydoc?rev=${doc.body._rev}`)).status, 403, 'so is a delete');
+  t.equal((await node.request('PUT', '/vdb/ro/a', { body: { v: 1 } })).status, 201, 'other shards take writes');
+  const bulk = await node.request('POST', '/vdb/ro/_bulk_docs', { body: { docs: [{ _id: 'mydoc', v: 3 }, { _id: 'doc1', v: 3 }] } });
+  t.match(bulk.body.results, [{ ok: false, id: 'mydoc', error: 'forbidden' }, { ok: true, id: 'doc1' }], 'bulk: per document');
+  const find = await node.request('POST', '/vdb/ro/_find', { body: { where: [{ path: ['v'], value: 1 }] } });
+  t.equal(find.body.meta.total, 2, '_find still reads the read-only shard');
+  t.equal((await node.request('POST', '/vdb/ro/_shards/0/_split', { body: {} })).status, 409, 'a read-only shard does not split');
+
+  for (const bad of [{ status: 'splitting' }, {}, { status: 'active', x: 1 }]) {
+    t.equal((await node.request('PUT', '/vdb/ro/_shards/0/_status', { body: bad })).status, 400, JSON.stringify(bad));
+  }
+  t.equal((await node.request('PUT', '/vdb/ro/_shards/9/_status', { body: { status: 'readonly' } })).status, 404);
+
+  // The status survives a restart, and `active` lifts it.
+  await node.restart();
+  t.match((await node.request('GET', '/vdb/ro/_shards')).body.shards[0], { status: 'readonly' });
+  t.equal((await node.request('PUT', '/vdb/ro/_shards/0/_status', { body: { status: 'active' } })).status, 200);
+  const again = await node.request('GET', '/vdb/ro/mydoc');
+  t.equal((await node.request('PUT', '/vdb/ro/mydoc', { body: { v: 2 }, headers: { 'if-match': again.body._rev } })).status, 201);
+});
+
 t.test('split and merge under concurrent writes: every acknowledged write present once, with history', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
