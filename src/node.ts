@@ -9,6 +9,7 @@ import type { Config } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
 import { DocEngine } from './docdb/engine.js';
 import { ValueCounts } from './docdb/query/counts.js';
+import { registerReplicationMetrics } from './docdb/replication/metrics.js';
 import { mathRandom } from './docdb/replication/backoff.js';
 import { ReplicationManager } from './docdb/replication/manager.js';
 import { PolicyManager } from './docdb/replication/policies.js';
@@ -124,6 +125,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       rand: mathRandom,
       settings: { ...config.replication, waitMs: REPLICATION_DEFAULTS.waitMs },
     });
+    registerReplicationMetrics(metrics.registry, replication);
     const policies = await PolicyManager.open(store, replication, config.replication);
     const vdbs = await VdbEngine.open({
       store,

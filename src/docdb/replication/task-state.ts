@@ -7,7 +7,7 @@
 //     └──stop (any state)──▶ stopped ──start──▶ active
 import { BACKOFF, type Rand, backoffDelayMs } from './backoff.js';
 
-const TASK_STATUSES = ['active', 'error', 'stopped', 'completed'] as const;
+export const TASK_STATUSES = ['active', 'error', 'stopped', 'completed'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 export type TaskState =

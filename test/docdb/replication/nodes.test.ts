@@ -85,6 +85,13 @@ t.test('node to node', async (t) => {
     const task = (await a.request('GET', `/_replications/${id}`)).body;
     t.match(task, { task_id: id, status: 'active', mode: 'continuous', source: 'users', target, last_error: null });
     t.notOk(JSON.stringify((await a.request('GET', '/_replications')).body).includes(key), 'the token is never listed');
+    const metric = async (line: RegExp) => {
+      const text = (await a.request('GET', '/metrics')).text;
+      const m = line.exec(text);
+      return m === null ? undefined : Number(m[1]);
+    };
+    t.equal(await metric(/^firkin_replication_tasks\{status="active"\} (\d+)$/m), 1, 'an active task on /metrics');
+    t.ok((await metric(new RegExp(`^firkin_replication_docs_written\\{task="${id}"\\} (\\d+)$`, 'm')))! >= 5, 'its written documents on /metrics');
 
     await b.node.close(); // the target goes away
     await bulk(a, 'users', 80, 10);
@@ -94,6 +101,9 @@ t.test('node to node', async (t) => {
     }, { what: 'the task to report the failure' });
     t.match(failing, { last_error: /bad_gateway/, retry_at: /^\d{4}-/ });
     t.ok(failing.consecutive_failures >= 1);
+    // A retry attempt is `active` for a moment: sample until the scrape shows the failure.
+    await waitFor(async () => (await metric(/^firkin_replication_tasks\{status="error"\} (\d+)$/m)) === 1, { what: 'the failing task on /metrics' });
+    t.ok((await metric(new RegExp(`^firkin_replication_consecutive_failures\\{task="${id}"\\} (\\d+)$`, 'm')))! >= 1, 'failures in a row on /metrics');
     // The task keeps retrying, so /health is sampled until it shows the failure.
     const health = await waitFor(async () => {
       const h = (await a.request('GET', '/health')).body;
