@@ -119,6 +119,25 @@ function decodeRecord(id: string, raw: Buffer): StoredDoc & { label: number; seq
   return { id, text: r.t, metadata: r.m, vector: bytesVector(r.v), label: r.l, seq: r.s };
 }
 
+interface UpsertGroup {
+  readonly members: (readonly DocInput[])[];
+  size: number;
+  done: Promise<void>;
+}
+
+/** A group stops taking upserts at this many documents (one batch stays a sensible size). */
+const GROUP_DOCS_MAX = 10_000;
+
+/** The last version of each id, in the order of those last occurrences. */
+function lastOfEachId(docs: readonly DocInput[]): DocInput[] {
+  const byId = new Map<string, DocInput>();
+  for (const doc of docs) {
+    byId.delete(doc.id); // keep the order of last occurrence
+    byId.set(doc.id, doc);
+  }
+  return [...byId.values()];
+}
+
 export class Shard {
   readonly id: number;
   readonly config: CollectionConfig;
@@ -136,6 +155,8 @@ export class Shard {
   /** Write sequence the index file on disk covers (-1: no usable file). */
   #savedSeq = -1;
   #tail: Promise<unknown> = Promise.resolve();
+  /** Upserts not yet written, taking new members (see `upsert`). */
+  #openGroup: UpsertGroup | undefined;
   #saving: Promise<void> | undefined;
   /** Set when close starts: no new write is queued after it. */
   #closing = false;
@@ -317,6 +338,9 @@ export class Shard {
   /** Runs `fn` after every earlier write of this shard: one writer at a time. */
   #exclusive<T>(fn: () => Promise<T>): Promise<T> {
     if (this.#closing) return Promise.reject(new FirkinError('not_found', 'the collection was deleted or the node is stopping'));
+    // Anything queued after the open upsert group closes it: a later upsert must not jump
+    // ahead of this job by joining the earlier group.
+    this.#openGroup = undefined;
     const run = this.#tail.then(fn);
     this.#tail = run.catch(() => undefined);
     return run;
@@ -335,44 +359,60 @@ export class Shard {
     return out;
   }
 
-  /** Inserts or replaces docs (the last of equal ids wins), durably, then indexes them. */
+  /**
+   * Inserts or replaces docs (the last of equal ids wins), durably, then indexes them.
+   * Group commit: upserts that arrive while an earlier write is running join one pending
+   * group, written as ONE synced batch (one fsync for all of them) when its turn comes. A
+   * group stops taking members once any other write (a delete) is queued behind it, so
+   * writes still apply in arrival order.
+   */
   upsert(input: readonly DocInput[]): Promise<void> {
-    const byId = new Map<string, DocInput>();
-    for (const doc of input) {
-      byId.delete(doc.id); // keep the order of last occurrence
-      byId.set(doc.id, doc);
-    }
-    const docs = [...byId.values()];
-    return this.#exclusive(async () => {
-      const oldTexts = await this.#oldTexts(docs.map((d) => d.id));
-      let seq = this.#seq;
-      let nextLabel = this.#nextLabel;
-      const ops: BatchOp[] = [];
-      const planned = docs.map((doc) => {
-        const prev = this.#docs.get(doc.id);
-        const label = prev?.label ?? nextLabel++;
-        seq += 1;
-        const record: RecordValue = { t: doc.text, m: doc.metadata, l: label, s: seq, v: vectorBytes(doc.vector) };
-        ops.push({ type: 'put', cf: 'vec', key: this.#key('d', doc.id), value: encoder.encode(record) });
-        if (prev !== undefined) ops.push({ type: 'del', cf: 'vec', key: this.#key('s', prev.seq) });
-        ops.push({ type: 'put', cf: 'vec', key: this.#key('s', seq), value: encoder.encode({ id: doc.id, l: label } satisfies SeqValue) });
-        return { doc, label, seq, prev };
+    if (this.#closing) return Promise.reject(new FirkinError('not_found', 'the collection was deleted or the node is stopping'));
+    let group = this.#openGroup;
+    if (group === undefined) {
+      const created: UpsertGroup = { members: [], size: 0, done: Promise.resolve() };
+      created.done = this.#exclusive(() => {
+        // Its turn: the group is being written, later upserts start a new one.
+        if (this.#openGroup === created) this.#openGroup = undefined;
+        return this.#commitUpserts(lastOfEachId(created.members.flat()));
       });
-      const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTexts.get(d.id), newText: d.text })));
-      if (bm25 !== undefined) ops.push(...bm25.ops);
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: nextLabel }) });
-      await this.#deps.store.batch(ops, { sync: true });
-      // Committed: bring memory and the index up to it, with no await in between.
-      for (const p of planned) {
-        if (p.prev !== undefined) this.#ann.remove(BigInt(p.label));
-        this.#docs.set(p.doc.id, { label: p.label, seq: p.seq });
-        this.#labels.set(p.label, p.doc.id);
-      }
-      this.#addMany(planned.map((p) => BigInt(p.label)), planned.map((p) => p.doc.vector));
-      bm25?.apply();
-      this.#seq = seq;
-      this.#nextLabel = nextLabel;
+      this.#openGroup = group = created;
+    }
+    group.members.push(input);
+    group.size += input.length;
+    if (group.size >= GROUP_DOCS_MAX) this.#openGroup = undefined; // big enough: the next upsert starts another
+    return group.done;
+  }
+
+  async #commitUpserts(docs: DocInput[]): Promise<void> {
+    const oldTexts = await this.#oldTexts(docs.map((d) => d.id));
+    let seq = this.#seq;
+    let nextLabel = this.#nextLabel;
+    const ops: BatchOp[] = [];
+    const planned = docs.map((doc) => {
+      const prev = this.#docs.get(doc.id);
+      const label = prev?.label ?? nextLabel++;
+      seq += 1;
+      const record: RecordValue = { t: doc.text, m: doc.metadata, l: label, s: seq, v: vectorBytes(doc.vector) };
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('d', doc.id), value: encoder.encode(record) });
+      if (prev !== undefined) ops.push({ type: 'del', cf: 'vec', key: this.#key('s', prev.seq) });
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('s', seq), value: encoder.encode({ id: doc.id, l: label } satisfies SeqValue) });
+      return { doc, label, seq, prev };
     });
+    const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTexts.get(d.id), newText: d.text })));
+    if (bm25 !== undefined) ops.push(...bm25.ops);
+    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: nextLabel }) });
+    await this.#deps.store.batch(ops, { sync: true });
+    // Committed: bring memory and the index up to it, with no await in between.
+    for (const p of planned) {
+      if (p.prev !== undefined) this.#ann.remove(BigInt(p.label));
+      this.#docs.set(p.doc.id, { label: p.label, seq: p.seq });
+      this.#labels.set(p.label, p.doc.id);
+    }
+    this.#addMany(planned.map((p) => BigInt(p.label)), planned.map((p) => p.doc.vector));
+    bm25?.apply();
+    this.#seq = seq;
+    this.#nextLabel = nextLabel;
   }
 
   /** Deletes a doc; false when it does not exist. */
