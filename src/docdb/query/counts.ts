@@ -83,7 +83,7 @@ export class ValueCounts {
     for (const prefix of this.#counts.keys()) if (prefix.startsWith(dbPrefix)) this.#counts.delete(prefix);
   };
 
-  /** Known without a walk (for planning); undefined when not built yet. */
+  /** The count if it is built (no walk, no LRU touch); undefined otherwise. */
   peek(valuePrefix: Buffer): number | undefined {
     return this.#counts.get(valuePrefix.toString('latin1'));
   }
