@@ -79,9 +79,12 @@ function sortIds(ids: string[]): string[] {
   return encoded.map((e) => e.id);
 }
 
+/** One value's postings (an equality): its size is a per-value count. */
+const oneValue = (scan: Scan) => scan.idOffsets?.length === 1;
+
 /** A scan's size: exact from the value counts for one value, else counted up to the cap. */
 function measure(ctx: FindContext, db: string, scan: Scan): Promise<number> {
-  if (scan.idOffset !== undefined && ctx.counts !== undefined) return ctx.counts.count(db, scan.ranges[0]!.gte);
+  if (oneValue(scan) && ctx.counts !== undefined) return ctx.counts.count(db, scan.ranges[0]!.gte);
   return countRange(ctx.store, scan.ranges, ESTIMATE_CAP);
 }
 
@@ -92,21 +95,12 @@ export async function planFind(ctx: FindContext, db: string, q: FindQuery): Prom
   return {
     plan,
     exact: planIsExact(plan, q.where),
-    estimates: scans.map((s, i) => ({ scan: s.describe, postings: estimates[i]!, capped: (s.idOffset === undefined || ctx.counts === undefined) && estimates[i]! >= ESTIMATE_CAP })),
+    estimates: scans.map((s, i) => ({ scan: s.describe, postings: estimates[i]!, capped: !(oneValue(s) && ctx.counts !== undefined) && estimates[i]! >= ESTIMATE_CAP })),
   };
 }
 
-/** The ids at positions [from, to) of one value's postings (already in id order). */
-async function idsOfOrderedScan(store: Store, range: KeyRange, idOffset: number, from: number, to: number): Promise<string[]> {
-  const ids: string[] = [];
-  let at = 0;
-  for await (const batch of store.keyBatches('paths', { ...range, limit: to }, Math.min(1024, to))) {
-    for (const key of batch) if (at++ >= from) ids.push(decodeKey(key.subarray(idOffset))[0] as string);
-  }
-  return ids;
-}
-
-async function pageOfOrderedScan(store: Store, range: KeyRange, idOffset: number, from: number, to: number): Promise<{ ids: string[]; total: number }> {
+/** The ids at positions [from, to) of one value's postings (in id order), and how many keys the range holds. */
+async function pageOfOrderedScan(store: Store, range: KeyRange & { limit?: number }, idOffset: number, from: number, to: number): Promise<{ ids: string[]; total: number }> {
   const ids: string[] = [];
   let total = 0;
   for await (const batch of store.keyBatches('paths', range)) {
@@ -206,34 +200,28 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   };
   const meta = (total: number) => ({ total, offset: q.offset, limit: limit ?? null });
 
-  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && plan.scan.idOffset !== undefined && owns === undefined && ctx.counts !== undefined && limit !== undefined) {
-    // One value: its count is known, and its postings come in id order, so only the page's
-    // keys are read.
-    const total = await ctx.counts.count(db, plan.scan.ranges[0]!.gte);
-    const ids = limit === 0 ? [] : await idsOfOrderedScan(store, plan.scan.ranges[0]!, plan.scan.idOffset, q.offset, windowEnd);
-    const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
-  }
-  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && plan.scan.idOffsets !== undefined && plan.scan.idOffsets.length <= IN_COUNTED_VALUES_MAX && owns === undefined && ctx.counts !== undefined && limit !== undefined) {
-    // `in` on distinct values at a path without array indexes: a document holds one value
-    // there, so it is in exactly one range. Total = sum of the counts; the page = the first
-    // ids of each range, merged in id order.
-    const { ranges, idOffsets } = plan.scan;
+  const idOffsets = plan.kind === 'index' ? plan.scan.idOffsets : undefined;
+  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets !== undefined && idOffsets.length <= IN_COUNTED_VALUES_MAX && owns === undefined && ctx.counts !== undefined && limit !== undefined) {
+    // Equality or `in` on distinct values at a path without array indexes: a document holds
+    // one value there, so it is in exactly one range. Total = sum of the per-value counts;
+    // the page = the first ids of each range (each in id order), merged.
+    const { ranges } = plan.scan;
     const counts = ctx.counts;
     const totals = await Promise.all(ranges.map((r) => counts.count(db, r.gte)));
     const total = totals.reduce((a, b) => a + b, 0);
     let ids: string[] = [];
     if (limit > 0) {
-      const lists = await Promise.all(ranges.map((r, i) => idsOfOrderedScan(store, r, idOffsets[i]!, 0, windowEnd)));
-      ids = sortIds(lists.flat()).slice(q.offset, windowEnd);
+      const single = ranges.length === 1;
+      const lists = await Promise.all(ranges.map((r, i) => pageOfOrderedScan(store, { ...r, limit: windowEnd }, idOffsets[i]!, single ? q.offset : 0, windowEnd)));
+      ids = single ? lists[0]!.ids : sortIds(lists.flatMap((l) => l.ids)).slice(q.offset, windowEnd);
     }
     const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
   }
-  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && plan.scan.idOffset !== undefined && owns === undefined) {
+  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
     // One value's postings are already in id order: count keys without decoding them and
     // decode only the page's ids.
-    const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, plan.scan.idOffset, q.offset, windowEnd);
+    const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, idOffsets[0]!, q.offset, windowEnd);
     tooMany(total);
     const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };

@@ -22,13 +22,9 @@ export interface Scan {
   /** Human-readable, for `_explain`. */
   readonly describe: string;
   /**
-   * Set when the scan is one range of one value: its keys are `prefix ++ encoded docId`, so
-   * they come in id order and the id is the key past `idOffset` bytes.
-   */
-  readonly idOffset?: number;
-  /**
-   * Set for `in` on distinct scalars (one range per value, none repeated): range i's keys
-   * are its value's prefix ++ encoded docId, the id past `idOffsets[i]` bytes.
+   * Set when every range is one value's postings (equality; `in` on distinct values, none
+   * repeated): range i's keys are `prefix ++ encoded docId`, so they come in id order and
+   * the id is the key past `idOffsets[i]` bytes.
    */
   readonly idOffsets?: readonly number[];
   /**
@@ -162,7 +158,7 @@ export function scansFor(db: string, cond: Condition): Scan[] {
     case 'eq': {
       const r = valueRange(db, generalPath(cond.path), cond.value);
       if (r === undefined) return [{ ...existsScan(db, cond.path), exact: false, describe: `${show(cond.path)} = <container> via exists` }];
-      return [{ ranges: [r.range], exact: r.exact && !hasIndex(cond.path), describe: `${show(cond.path)} = ${JSON.stringify(cond.value)}`, idOffset: r.range.gte.length }];
+      return [{ ranges: [r.range], exact: r.exact && !hasIndex(cond.path), describe: `${show(cond.path)} = ${JSON.stringify(cond.value)}`, idOffsets: [r.range.gte.length] }];
     }
     case 'in': {
       const ranges: KeyRange[] = [];
