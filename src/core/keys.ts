@@ -137,16 +137,10 @@ function writePart(part: KeyPart): void {
   }
 }
 
-function copyOut(): Buffer {
-  const out = Buffer.allocUnsafe(length);
-  out.set(scratch.subarray(0, length));
-  return out;
-}
+const NO_PREFIX = new Uint8Array(0);
 
 export function encodeKey(tuple: KeyTuple): Buffer {
-  length = 0;
-  for (const part of tuple) writePart(part);
-  return copyOut();
+  return extendKey(NO_PREFIX, tuple);
 }
 
 /** `encodeKey([...a, ...tuple])` given `prefix = encodeKey(a)`, without re-encoding `a`. */
@@ -156,7 +150,9 @@ export function extendKey(prefix: Uint8Array, tuple: KeyTuple): Buffer {
   scratch.set(prefix, 0);
   length = prefix.length;
   for (const part of tuple) writePart(part);
-  return copyOut();
+  const out = Buffer.allocUnsafe(length); // copied out at its exact size
+  out.set(scratch.subarray(0, length));
+  return out;
 }
 
 /** Range covering every key whose tuple starts with `prefix` (the prefix itself included). */

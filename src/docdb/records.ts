@@ -69,42 +69,13 @@ export interface DbRecord {
   readonly dataBytes: number;
 }
 
-// Fast paths of core/keys.ts for the keys every write builds (a tuple key is the
-// concatenation of its parts' encodings). They produce the very same bytes as encodeKey —
-// test/docdb/records.test.ts checks that on random input — and fall back to it for the
-// cases they do not handle (strings holding NUL, negative numbers, -0).
-const TAG_STRING = 0x02;
-const TAG_NUMBER = 0x03;
-
-function stringPart(s: string): Buffer {
-  if (s.includes('\u0000')) return encodeKey([s]);
-  const length = Buffer.byteLength(s);
-  const out = Buffer.allocUnsafe(length + 2);
-  out[0] = TAG_STRING;
-  out.write(s, 1, 'utf8');
-  out[length + 1] = 0x00;
-  return out;
-}
-
-function numberPart(n: number): Buffer {
-  if (!(n > 0)) return encodeKey([n]);
-  const out = Buffer.allocUnsafe(9);
-  out[0] = TAG_NUMBER;
-  out.writeDoubleBE(n, 1);
-  out[1] = out[1]! | 0x80; // positive: flip the sign bit
-  return out;
-}
-
-export const fastKey = (parts: readonly (string | number)[]): Buffer =>
-  Buffer.concat(parts.map((p) => (typeof p === 'string' ? stringPart(p) : numberPart(p))));
-
 export const keys = {
-  doc: (db: string, docId: string) => fastKey([db, docId]),
+  doc: (db: string, docId: string) => encodeKey([db, docId]),
   docs: (db: string) => prefixRange([db]),
-  body: (db: string, docId: string, rev: string) => fastKey([db, docId, rev]),
-  seq: (db: string, h: Hlc) => fastKey([db, h.wallMs, h.logical]),
+  body: (db: string, docId: string, rev: string) => encodeKey([db, docId, rev]),
+  seq: (db: string, h: Hlc) => encodeKey([db, h.wallMs, h.logical]),
   seqs: (db: string) => prefixRange([db]),
-  att: (db: string, docId: string, digest: string, chunk: number) => fastKey([db, docId, digest, chunk]),
+  att: (db: string, docId: string, digest: string, chunk: number) => encodeKey([db, docId, digest, chunk]),
   attBlob: (db: string, docId: string, digest: string) => prefixRange([db, docId, digest]),
   dbRecord: (db: string) => encodeKey(['docdb.db', db]),
   dbRecords: () => prefixRange(['docdb.db']),
