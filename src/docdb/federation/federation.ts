@@ -14,7 +14,8 @@ import type { ValueCounts } from '../query/counts.js';
 import { executeFind } from '../query/execute.js';
 import { compareForOrder } from '../query/match.js';
 import { parseFind } from '../query/parse.js';
-import { type EndpointSpec, type OutboundPolicy, type RemoteAuth, checkOutbound, parseAuth, parseEndpoint } from '../replication/endpoint-spec.js';
+import type { OutboundPolicy } from '../../core/outbound.js';
+import { type EndpointSpec, type RemoteAuth, checkOutbound, parseAuth, parseEndpoint } from '../replication/endpoint-spec.js';
 import { RemoteDb } from '../replication/remote-client.js';
 import { compareRevs } from '../revtree.js';
 

@@ -98,8 +98,6 @@ export function loadEndpoint(stored: StoredEndpoint): EndpointSpec {
   return parseEndpoint(stored.endpoint, parseAuth(stored.auth), 'stored endpoint');
 }
 
-export type { OutboundPolicy };
-
 /** Outbound replication is an SSRF risk: see core/outbound.ts. */
 export function checkOutbound(spec: EndpointSpec, policy: OutboundPolicy): void {
   if (spec.kind === 'local') return;

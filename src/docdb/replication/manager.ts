@@ -11,11 +11,11 @@ import type { HybridClock } from '../../core/hlc.js';
 import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
+import type { OutboundPolicy } from '../../core/outbound.js';
 import type { Rand } from './backoff.js';
 import { replicationId } from './checkpoint.js';
 import {
   type EndpointSpec,
-  type OutboundPolicy,
   type StoredEndpoint,
   checkOutbound,
   displayEndpoint,

@@ -7,7 +7,8 @@ import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { ReplicationManager, TaskView } from './manager.js';
 import { type Policy, type TaskSpec, checkPolicyName, expandPolicy, parsePolicy, publicPolicy } from './policy.js';
-import { checkOutbound, type OutboundPolicy } from './endpoint-spec.js';
+import type { OutboundPolicy } from '../../core/outbound.js';
+import { checkOutbound } from './endpoint-spec.js';
 
 const policyKey = (name: string) => encodeKey(['repl.policy', name]);
 
