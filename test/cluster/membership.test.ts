@@ -74,6 +74,13 @@ t.test('three nodes: join, agree, cookie, keys through consensus, leader failove
   await c.kill9('n4');
   await waitFor(async () => (await roles(c, 'n2')).n4 === 'learner/down', { timeoutMs: 15_000, what: 'n4 to be down' });
   t.same((await c.status('n3')).healthy_nodes, ['n1', 'n2', 'n3']);
+  // /health says what is wrong, /metrics counts nodes by status and shows the group.
+  const health = await c.request('n1', 'GET', '/health');
+  t.match(health.text, /node n4 is down/);
+  const metrics = (await c.request('n1', 'GET', '/metrics')).text;
+  t.match(metrics, /firkin_cluster_nodes\{status="down"\} 1/);
+  t.match(metrics, /firkin_raft_commit_index\{group="meta"\} [1-9]/);
+  t.match(metrics, /firkin_raft_proposal_seconds_count\{group="meta"\} /);
   const removed = await c.request('n3', 'DELETE', '/_cluster/nodes/n4');
   t.same([removed.status, removed.body], [200, { node: 'n4', status: 'removed' }]);
   await waitFor(async () => JSON.stringify((await c.status('n1')).nodes) === JSON.stringify(['n1', 'n2', 'n3']), { what: 'n4 gone from the members' });
