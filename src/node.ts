@@ -246,6 +246,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           deadVoterGraceMs: cluster.deadVoterGraceMs,
           joinTimeoutMs: cluster.joinTimeoutMs,
           proposalTimeoutMs: cluster.proposalTimeoutMs,
+          keyFreshnessMs: cluster.keyFreshnessMs,
         },
         onFatal,
       });
@@ -253,7 +254,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       // Keys made through the API are the cluster's from now on; node-local ones stay valid here.
       keys.attachCluster({
         put: (record) => m.propose({ type: 'apikey.put', record }),
-        revoke: (id) => m.propose({ type: 'apikey.revoke', id }),
+        revoke: (id) => m.proposeRevocation({ type: 'apikey.revoke', id }),
+        assertFresh: () => m.assertFresh(),
       });
       keys.clusterChanged(Object.values(m.state.apiKeys));
       m.fsm.listen((state, cmd) => {

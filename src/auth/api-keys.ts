@@ -68,7 +68,10 @@ const KIND = 'apikey';
  */
 export interface ClusterKeyStore {
   put(record: ApiKeyRecord): Promise<void>;
+  /** Resolves once no node can still accept the key. */
   revoke(id: string): Promise<void>;
+  /** Throws (503) when this node's copy of the cluster's keys may be stale. */
+  assertFresh(): void;
 }
 
 export class ApiKeys {
@@ -152,9 +155,12 @@ export class ApiKeys {
     this.#byDigest.delete(record.digest);
   }
 
+  /** The key's record, if valid; in cluster mode throws 503 when cluster keys cannot be checked here. */
   verify(key: string): ApiKeyRecord | undefined {
     const digest = digestOf(key);
-    const record = this.#byDigest.get(digest) ?? this.#clusterByDigest.get(digest);
+    const local = this.#byDigest.get(digest);
+    if (local === undefined && this.#cluster !== undefined) this.#cluster.assertFresh();
+    const record = local ?? this.#clusterByDigest.get(digest);
     if (record === undefined) return undefined;
     // The map lookup already matched; the constant-time check guards against any future
     // change to a prefix or partial lookup.

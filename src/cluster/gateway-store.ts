@@ -11,6 +11,8 @@ import type { MetaCommand, MetaState } from './meta-state.js';
 export interface MetaAccess {
   readonly state: MetaState;
   propose(cmd: MetaCommand): Promise<void>;
+  proposeRevocation(cmd: MetaCommand): Promise<void>;
+  assertFresh(): void;
 }
 
 export class MetaGatewayStore implements GatewayStore {
@@ -39,6 +41,7 @@ export class MetaGatewayStore implements GatewayStore {
   }
 
   keyByDigest(digest: string): KeyRecord | undefined {
+    this.#meta.assertFresh();
     const keys = this.#meta.state.tenantKeys;
     // The map is rebuilt only when the applied key set changed (states are immutable).
     if (this.#indexedFrom !== keys) {
@@ -75,7 +78,7 @@ export class MetaGatewayStore implements GatewayStore {
   }
 
   async deleteTenant(tenantId: string): Promise<void> {
-    await this.#meta.propose({ type: 'tenant.delete', tenantId });
+    await this.#meta.proposeRevocation({ type: 'tenant.delete', tenantId });
   }
 
   putKey(key: KeyRecord): Promise<void> {
@@ -84,7 +87,7 @@ export class MetaGatewayStore implements GatewayStore {
 
   async deleteKey(keyId: string): Promise<void> {
     if (this.key(keyId) === undefined) return;
-    await this.#meta.propose({ type: 'tenantkey.delete', keyId });
+    await this.#meta.proposeRevocation({ type: 'tenantkey.delete', keyId });
   }
 
   putCollection(record: CollectionRecord): Promise<void> {

@@ -30,6 +30,13 @@ export interface ClusterTimings {
   joinTimeoutMs: number;
   /** Bound on a metadata write, forwarding included; past it: 503 no_quorum. */
   proposalTimeoutMs: number;
+  /**
+   * Cluster keys are checked against the local copy only while it is this fresh: a ReadIndex
+   * barrier STARTED within this time completed. A revoke is acknowledged this long after it
+   * committed, so no node accepts a revoked key after the revoke was acknowledged (the lease
+   * assumption: clocks run at nearly the same rate; offsets do not matter).
+   */
+  keyFreshnessMs: number;
 }
 
 export interface ClusterOptions {
@@ -92,6 +99,9 @@ export class ClusterMember implements VectorCluster {
   #inFlight = new Set<string>();
   #lastLeader: string | null = null;
   #httpUrl: string;
+  /** Monotonic start time of the last completed read barrier (freshness of the local copy). */
+  #freshSinceMs = Number.NEGATIVE_INFINITY;
+  #barrierInFlight = false;
   readonly #metrics: ReturnType<typeof clusterMetrics>;
 
   private constructor(o: ClusterOptions) {
@@ -324,7 +334,36 @@ export class ClusterMember implements VectorCluster {
 
   /** A linearizable read barrier on the metadata: this node has applied all that was committed. */
   async readBarrier(): Promise<void> {
+    const started = performance.now();
     await this.#group.readBarrier();
+    this.#freshSinceMs = Math.max(this.#freshSinceMs, started);
+  }
+
+  /** The local copy reflects every write acknowledged more than `keyFreshnessMs` ago. */
+  isFresh(): boolean {
+    return performance.now() - this.#freshSinceMs <= this.#o.timings.keyFreshnessMs;
+  }
+
+  /** Throws 503 no_quorum when cluster keys cannot be trusted here (cut off from the leader). */
+  assertFresh(): void {
+    if (!this.isFresh()) {
+      throw new FirkinError('no_quorum', `node ${this.#o.nodeName} has not confirmed the cluster's keys with a metadata majority in the last ${this.#o.timings.keyFreshnessMs} ms; cluster keys cannot be checked here (node-local keys still work)`);
+    }
+  }
+
+  /** Propose a revocation; acknowledge only once no node can still accept what it revokes. */
+  async proposeRevocation(cmd: MetaCommand): Promise<void> {
+    await this.propose(cmd);
+    await new Promise((r) => setTimeout(r, this.#o.timings.keyFreshnessMs + 1));
+  }
+
+  #refreshFreshness(): void {
+    if (this.#barrierInFlight || this.memberState() !== 'member') return;
+    if (performance.now() - this.#freshSinceMs < this.#o.timings.keyFreshnessMs / 4) return;
+    this.#barrierInFlight = true;
+    this.readBarrier()
+      .catch(() => undefined) // no leader or no quorum: freshness lapses, which is the point
+      .finally(() => (this.#barrierInFlight = false));
   }
 
   // ---- join, leave, remove -------------------------------------------------------------------
@@ -478,6 +517,7 @@ export class ClusterMember implements VectorCluster {
       return;
     }
     if (me?.status === 'leaving' && !this.isLeader()) this.#once('left?', () => this.#checkLeft());
+    this.#refreshFreshness();
 
     // Our own record: written when missing or stale (first start of a bootstrap node, a restart
     // at new addresses). A joining node is registered by the leader that accepted it.

@@ -449,7 +449,9 @@ export class Transport {
     const nonceS = randomBytes(32);
     let authed = false;
     const chunks = new Map<string, { parts: Buffer[]; bytes: number }>();
+    let hungUpLogged = false; // one line per refused dialler
     const drop = (why: string) => {
+      hungUpLogged = true;
       this.#o.log?.(`inbound link from ${peer ?? '?'} dropped: ${why}`);
       call.destroy(new Error(why));
       this.#inbound.delete(call);
@@ -507,8 +509,21 @@ export class Transport {
         }
       }
     });
-    call.on('error', () => this.#inbound.delete(call));
+    // A dialler that refused OUR challenge (its cookie differs) hangs up before its proof.
+    const hungUp = () => {
+      if (authed || peer === undefined || hungUpLogged) return;
+      hungUpLogged = true;
+      clearTimeout(timer);
+      this.stats.authFailures++;
+      this.#o.log?.(`inbound link from node ${peer} closed during the cookie handshake: its RELEASE_COOKIE differs from ours?`);
+    };
+    call.on('error', () => {
+      hungUp();
+      this.#inbound.delete(call);
+    });
+    call.on('cancelled', hungUp);
     call.on('end', () => {
+      hungUp();
       this.#inbound.delete(call);
       call.end();
     });
