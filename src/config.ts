@@ -63,6 +63,10 @@ const list: Parser<string[]> = (raw) =>
     .map((s) => s.trim())
     .filter((s) => s !== '');
 
+const hostPort: Parser<string> = (raw, name) => (/^[A-Za-z0-9_.\-:\[\]]+:\d{1,5}$/.test(raw.trim()) ? raw.trim() : fail(name, 'host:port', raw));
+
+const hostPortList: Parser<string[]> = (raw, name) => list(raw, name).map((item) => hostPort(item, name));
+
 const prefix: Parser<string> = (raw, name) =>
   /^(\/[A-Za-z0-9_.-]+)+$/.test(raw) ? raw : fail(name, 'a path prefix like /vectordb', raw);
 
@@ -82,10 +86,26 @@ const SETTINGS = {
   SERVICE_DATA_DIR: { parse: nonEmpty, default: 'data' },
   SERVICE_STORAGE_WRITE_WORKER: { parse: bool, default: true },
   SERVICE_NODE_NAME: { parse: nonEmpty, default: `firkin@${hostname()}` },
-  SERVICE_SEED_NODES: { parse: list, default: [] as string[] },
+  SERVICE_SEED_NODES: { parse: hostPortList, default: [] as string[] },
   SERVICE_ENABLE_CLUSTER: { parse: bool, default: false },
   SERVICE_CLUSTER_NAME: { parse: nonEmpty, default: 'firkin' },
   SERVICE_GRPC_PORT: { parse: int(0, 65535), default: 9080 },
+  SERVICE_GRPC_IP: { parse: nonEmpty, default: '127.0.0.1' },
+  SERVICE_GRPC_ADVERTISE: { parse: hostPort, default: undefined as string | undefined },
+  SERVICE_ZONE: { parse: nonEmpty, default: 'default' },
+  SERVICE_CLUSTER_BOOTSTRAP: { parse: bool, default: true },
+  SERVICE_CLUSTER_MAX_VOTERS: { parse: int(1, 7), default: 5 },
+  SERVICE_RAFT_TICK_MS: { parse: int(5, 10_000), default: 50 },
+  SERVICE_RAFT_ELECTION_TICKS: { parse: int(2, 1_000), default: 10 },
+  SERVICE_RAFT_HEARTBEAT_TICKS: { parse: int(1, 1_000), default: 1 },
+  SERVICE_CLUSTER_HEARTBEAT_MS: { parse: int(10, 60_000), default: 250 },
+  SERVICE_FD_SUSPECT_MS: { parse: int(50, 600_000), default: 1_500 },
+  SERVICE_FD_DOWN_MS: { parse: int(100, 3_600_000), default: 4_000 },
+  SERVICE_FD_RECOVER_MS: { parse: int(0, 600_000), default: 1_000 },
+  SERVICE_FD_MIN_DWELL_MS: { parse: int(0, 600_000), default: 3_000 },
+  SERVICE_DEAD_VOTER_GRACE_MS: { parse: int(0, 86_400_000), default: 10_000 },
+  SERVICE_JOIN_TIMEOUT_MS: { parse: int(100, 3_600_000), default: 30_000 },
+  SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS: { parse: int(100, 600_000), default: 5_000 },
   SERVICE_REPLICATION_FACTOR: { parse: int(1, 9), default: 2 },
   RELEASE_COOKIE: { parse: str, default: undefined as string | undefined },
   SERVICE_ADMIN_KEY: { parse: nonEmpty, default: undefined as string | undefined },
@@ -149,8 +169,23 @@ export interface Config {
     name: string;
     seedNodes: string[];
     grpcPort: number;
+    grpcIp: string;
+    /** host:port the other nodes dial. */
+    grpcAdvertise: string;
     cookie?: string;
     replicationFactor: number;
+    zone: string;
+    /** With no seeds and no cluster data: start a new cluster (false: wait for POST /_cluster/join). */
+    bootstrap: boolean;
+    maxVoters: number;
+    tickMs: number;
+    electionTicks: number;
+    heartbeatTicks: number;
+    nodeHeartbeatMs: number;
+    detector: { suspectAfterMs: number; downAfterMs: number; recoverAfterMs: number; minDwellMs: number };
+    deadVoterGraceMs: number;
+    joinTimeoutMs: number;
+    proposalTimeoutMs: number;
   };
   docdb: {
     streamHeartbeatMs: number;
@@ -261,6 +296,15 @@ function assemble(v: Values): Config {
   if (v.SERVICE_ENABLE_CLUSTER && (v.RELEASE_COOKIE === undefined || v.RELEASE_COOKIE === '')) {
     throw new ConfigError('RELEASE_COOKIE is required when SERVICE_ENABLE_CLUSTER=true');
   }
+  if (v.SERVICE_FD_DOWN_MS <= v.SERVICE_FD_SUSPECT_MS) {
+    throw new ConfigError(`SERVICE_FD_DOWN_MS must be greater than SERVICE_FD_SUSPECT_MS (${v.SERVICE_FD_SUSPECT_MS}), got ${v.SERVICE_FD_DOWN_MS}`);
+  }
+  if (v.SERVICE_RAFT_ELECTION_TICKS <= v.SERVICE_RAFT_HEARTBEAT_TICKS) {
+    throw new ConfigError(`SERVICE_RAFT_ELECTION_TICKS must be greater than SERVICE_RAFT_HEARTBEAT_TICKS (${v.SERVICE_RAFT_HEARTBEAT_TICKS}), got ${v.SERVICE_RAFT_ELECTION_TICKS}`);
+  }
+  if (v.SERVICE_ENABLE_CLUSTER && v.SERVICE_GRPC_PORT === 0 && v.SERVICE_GRPC_ADVERTISE === undefined) {
+    throw new ConfigError('SERVICE_GRPC_PORT must be a fixed port in cluster mode (other nodes dial it), got "0"');
+  }
   const dataDir = path.resolve(v.SERVICE_DATA_DIR);
   return {
     http: {
@@ -282,8 +326,21 @@ function assemble(v: Values): Config {
       name: v.SERVICE_CLUSTER_NAME,
       seedNodes: v.SERVICE_SEED_NODES,
       grpcPort: v.SERVICE_GRPC_PORT,
+      grpcIp: v.SERVICE_GRPC_IP,
+      grpcAdvertise: v.SERVICE_GRPC_ADVERTISE ?? `127.0.0.1:${v.SERVICE_GRPC_PORT}`,
       cookie: v.RELEASE_COOKIE,
       replicationFactor: v.SERVICE_REPLICATION_FACTOR,
+      zone: v.SERVICE_ZONE,
+      bootstrap: v.SERVICE_CLUSTER_BOOTSTRAP,
+      maxVoters: v.SERVICE_CLUSTER_MAX_VOTERS,
+      tickMs: v.SERVICE_RAFT_TICK_MS,
+      electionTicks: v.SERVICE_RAFT_ELECTION_TICKS,
+      heartbeatTicks: v.SERVICE_RAFT_HEARTBEAT_TICKS,
+      nodeHeartbeatMs: v.SERVICE_CLUSTER_HEARTBEAT_MS,
+      detector: { suspectAfterMs: v.SERVICE_FD_SUSPECT_MS, downAfterMs: v.SERVICE_FD_DOWN_MS, recoverAfterMs: v.SERVICE_FD_RECOVER_MS, minDwellMs: v.SERVICE_FD_MIN_DWELL_MS },
+      deadVoterGraceMs: v.SERVICE_DEAD_VOTER_GRACE_MS,
+      joinTimeoutMs: v.SERVICE_JOIN_TIMEOUT_MS,
+      proposalTimeoutMs: v.SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS,
     },
     docdb: {
       streamHeartbeatMs: v.SERVICE_STREAM_HEARTBEAT_MS,

@@ -5,6 +5,9 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { ApiKeys } from './auth/api-keys.js';
+import { ClusterMember } from './cluster/member.js';
+import { mathRand } from './raft/group.js';
+import { clusterAdminRoutes } from './http/routes/cluster.js';
 import type { Config } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
 import { DocEngine } from './docdb/engine.js';
@@ -38,7 +41,7 @@ import { createMetrics } from './metrics.js';
 import { Store } from './storage/db.js';
 import { VERSION } from './version.js';
 import { usearchEngine } from './vector/ann/usearch.js';
-import { standaloneCluster } from './vector/cluster.js';
+import { type VectorCluster, standaloneCluster } from './vector/cluster.js';
 import { VectorEngine } from './vector/engine.js';
 
 export interface FirkinNode {
@@ -57,6 +60,8 @@ export interface FirkinNode {
 export interface NodeOptions {
   clock?: Clock;
   log?: Logger;
+  /** The node cannot go on (it could not join its cluster). Default: log and exit(1). */
+  onFatal?(message: string): void;
 }
 
 export function createLogger(config: Config): Logger {
@@ -180,12 +185,28 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       closers.unshift(() => vectors!.close());
     }
 
+    // Cluster mode: the member starts once HTTP listens (it advertises its URL); until then the
+    // vector API's cluster view says `joining`.
+    let member: ClusterMember | undefined;
+    const standalone = standaloneCluster({ nodeName: config.nodeName, clusterEnabled: config.cluster.enabled });
+    const vectorCluster: VectorCluster = !config.cluster.enabled
+      ? standalone
+      : {
+          status: () => member?.status() ?? { ...standalone.status(), state: 'joining', healthy_nodes: [] },
+          nodes: () => member?.nodes() ?? [],
+          leave: () => (member === undefined ? standalone.leave() : member.leave()),
+          reshard: (collection, n) => (member === undefined ? standalone.reshard(collection, n) : member.reshard()),
+        };
+
     const checks: Record<string, HealthCheck> = {
       storage: () =>
         store.state === 'open'
           ? { status: 'ok', state: store.state, dir: store.dir, ...store.stats() }
           : { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] },
-      cluster: () => ({ status: 'ok', state: config.cluster.enabled ? 'starting' : 'standalone' }),
+      cluster: () =>
+        !config.cluster.enabled
+          ? { status: 'ok', state: 'standalone' }
+          : (member?.health() ?? { status: 'degraded', state: 'starting', problems: ['cluster side not started yet'] }),
       ...(vectors === undefined ? {} : { vector: () => ({ status: 'ok', ...vectors!.stats() }) }),
       docdb: () => ({
         status: docs.stopping ? 'degraded' : 'ok',
@@ -252,10 +273,16 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
               vectorRoutes(app, {
                 prefix: config.vectordb.prefix,
                 engine: vectors!,
-                cluster: standaloneCluster({ nodeName: config.nodeName, clusterEnabled: config.cluster.enabled }),
+                cluster: vectorCluster,
               }),
           ];
-    const { app, handler, routes } = await buildHttp({ ...httpDeps, features: [docdbFeature, replicationFeature, ...vectorFeatures, ...(gatewayShared ? [gateway!.feature] : [])] });
+    const clusterFeature = async (app: FastifyInstance) => {
+      await app.register(clusterAdminRoutes, { member: () => member });
+    };
+    const { app, handler, routes } = await buildHttp({
+      ...httpDeps,
+      features: [docdbFeature, replicationFeature, clusterFeature, ...vectorFeatures, ...(gatewayShared ? [gateway!.feature] : [])],
+    });
     closers.unshift(() => app.close());
 
     let listener: Listener | undefined;
@@ -268,6 +295,56 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         log,
       });
       closers.unshift(() => listener!.close());
+    }
+    if (config.cluster.enabled) {
+      const cluster = config.cluster;
+      const onFatal =
+        options.onFatal ??
+        ((message: string) => {
+          log.fatal(message);
+          process.stderr.write(`firkin: ${message}\n`);
+          process.exit(1);
+        });
+      member = await ClusterMember.start({
+        store,
+        log: log.child({ mod: 'cluster' }),
+        nowMs: () => clock.nowMs(),
+        rand: mathRand,
+        registry: metrics.registry,
+        nodeName: config.nodeName,
+        httpUrl: listener?.url ?? '',
+        grpcListen: `${cluster.grpcIp}:${cluster.grpcPort}`,
+        grpcAdvertise: cluster.grpcAdvertise,
+        zone: cluster.zone,
+        seeds: cluster.seedNodes,
+        bootstrap: cluster.bootstrap,
+        cookie: cluster.cookie!,
+        maxVoters: cluster.maxVoters,
+        timings: {
+          tickMs: cluster.tickMs,
+          electionTicks: cluster.electionTicks,
+          heartbeatTicks: cluster.heartbeatTicks,
+          nodeHeartbeatMs: cluster.nodeHeartbeatMs,
+          detector: cluster.detector,
+          deadVoterGraceMs: cluster.deadVoterGraceMs,
+          joinTimeoutMs: cluster.joinTimeoutMs,
+          proposalTimeoutMs: cluster.proposalTimeoutMs,
+        },
+        onFatal,
+      });
+      const m = member;
+      // Keys made through the API are the cluster's from now on; node-local ones stay valid here.
+      keys.attachCluster({
+        put: (record) => m.propose({ type: 'apikey.put', record }),
+        revoke: (id) => m.propose({ type: 'apikey.revoke', id }),
+      });
+      keys.clusterChanged(Object.values(m.state.apiKeys));
+      m.fsm.listen((state, cmd) => {
+        if (cmd === undefined || cmd.type.startsWith('apikey.')) keys.clusterChanged(Object.values(state.apiKeys));
+      });
+      // After HTTP stops taking requests (closers run front to back), before storage closes.
+      closers.splice(closers.length - 1, 0, () => m.close());
+      log.info({ grpc: cluster.grpcAdvertise, seeds: cluster.seedNodes, zone: cluster.zone }, `cluster mode: node ${config.nodeName} on gRPC ${cluster.grpcAdvertise}`);
     }
     // First: end long polls and SSE streams, or the listener would wait for them to hang up.
     closers.unshift(async () => docs.stopStreams());

@@ -62,10 +62,22 @@ export function publicInfo(r: ApiKeyRecord): PublicKeyInfo {
 
 const KIND = 'apikey';
 
+/**
+ * Keys kept by the cluster's metadata group: created and revoked through consensus, read from
+ * the node's applied copy (`ApiKeys.clusterChanged` is called on every apply).
+ */
+export interface ClusterKeyStore {
+  put(record: ApiKeyRecord): Promise<void>;
+  revoke(id: string): Promise<void>;
+}
+
 export class ApiKeys {
   readonly #store: Store;
   /** digest -> record; the whole set is small and read on every authenticated request. */
   readonly #byDigest = new Map<string, ApiKeyRecord>();
+  /** Cluster mode: the metadata group's keys (node-local ones, like SERVICE_ADMIN_KEY, stay in #byDigest). */
+  #cluster: ClusterKeyStore | undefined;
+  #clusterByDigest = new Map<string, ApiKeyRecord>();
 
   private constructor(store: Store) {
     this.#store = store;
@@ -99,29 +111,50 @@ export class ApiKeys {
       label: options.label,
       createdAt: options.nowMs,
     };
+    if (this.#cluster !== undefined) {
+      if (this.#clusterByDigest.has(digest)) throw new FirkinError('conflict', 'that key already exists');
+      await this.#cluster.put(record);
+      return { key, record };
+    }
     await this.#store.put('system', encodeKey([KIND, record.id]), Buffer.from(JSON.stringify(record)), { sync: true });
     this.#byDigest.set(digest, record);
     return { key, record };
   }
 
-  list(): ApiKeyRecord[] {
-    return [...this.#byDigest.values()].sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  /** From now on keys are created and revoked through the cluster (node-local keys stay valid here). */
+  attachCluster(cluster: ClusterKeyStore): void {
+    this.#cluster = cluster;
   }
 
+  /** The metadata group's keys as applied on this node. */
+  clusterChanged(records: Iterable<ApiKeyRecord>): void {
+    this.#clusterByDigest = new Map([...records].map((r) => [r.digest, r]));
+  }
+
+  list(): ApiKeyRecord[] {
+    const all = new Map([...this.#byDigest.values(), ...this.#clusterByDigest.values()].map((r) => [r.id, r]));
+    return [...all.values()].sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  }
+
+  /** A node-local admin key exists (first start generates one otherwise). */
   hasAdmin(): boolean {
-    return this.list().some((r) => r.permissions.includes('admin'));
+    return [...this.#byDigest.values()].some((r) => r.permissions.includes('admin'));
   }
 
   async revoke(id: string): Promise<void> {
     const record = this.list().find((r) => r.id === id);
     if (record === undefined) throw new FirkinError('not_found', `no API key with id ${JSON.stringify(id)}`);
+    if (this.#cluster !== undefined && this.#clusterByDigest.get(record.digest)?.id === id) {
+      await this.#cluster.revoke(id);
+      return;
+    }
     await this.#store.del('system', encodeKey([KIND, id]), { sync: true });
     this.#byDigest.delete(record.digest);
   }
 
   verify(key: string): ApiKeyRecord | undefined {
     const digest = digestOf(key);
-    const record = this.#byDigest.get(digest);
+    const record = this.#byDigest.get(digest) ?? this.#clusterByDigest.get(digest);
     if (record === undefined) return undefined;
     // The map lookup already matched; the constant-time check guards against any future
     // change to a prefix or partial lookup.

@@ -7,10 +7,15 @@
 // Broken streams are redialled with exponential backoff; messages queued while a peer is
 // unreachable (or while its stream is not draining) are bounded and dropped beyond the bound
 // (Raft retransmits).
+//
+// Calls (`call`, `callAddress`) ride on the same authenticated streams: the dialler writes a
+// Request frame, the listener answers with a Response frame of the same id. Peers can be
+// added, moved and removed at run time (`setPeer`, `removePeer`): membership changes.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { FirkinError, isFirkinError, ERROR_CODES, type ErrorCode } from '../core/errors.js';
 import { decodeMessage, encodeValue } from '../raft/codec.js';
 import type { Message, NodeId } from '../raft/types.js';
 
@@ -24,7 +29,11 @@ export const TRANSPORT_LIMITS = {
   backoffMsMin: 50,
   backoffMsMax: 2_000,
   handshakeTimeoutMs: 5_000,
+  callsInFlightMax: 10_000,
 } as const;
+
+/** Answers a call from an authenticated peer; a thrown FirkinError travels back as one. */
+export type RequestHandler = (from: NodeId, method: string, body: Buffer) => Promise<Uint8Array>;
 
 export interface TransportOptions {
   nodeId: NodeId;
@@ -33,6 +42,7 @@ export interface TransportOptions {
   listen: string;
   peers: ReadonlyMap<NodeId, string>;
   onMessages(messages: Message[]): void;
+  onRequest?: RequestHandler;
   heartbeatIntervalMs: number;
   log?(line: string): void;
 }
@@ -44,7 +54,21 @@ interface Frame {
   batch?: { messages: { group: string; payload: Buffer }[] };
   heartbeat?: { node: string; sent_ms: string | number };
   chunk?: { group: string; id: string | number; seq: number; last: boolean; data: Buffer };
+  request?: { id: string | number; method: string; body: Buffer };
+  response?: { id: string | number; ok: boolean; body: Buffer; code: string; message: string };
   body?: string;
+}
+
+interface PendingCall {
+  frame: Frame;
+  resolve(body: Buffer): void;
+  reject(err: unknown): void;
+  timer: NodeJS.Timeout;
+}
+
+function responseError(r: NonNullable<Frame['response']>): FirkinError {
+  const code: ErrorCode = (ERROR_CODES as readonly string[]).includes(r.code) ? (r.code as ErrorCode) : 'error';
+  return new FirkinError(code, r.message);
 }
 
 type Duplex = grpc.ClientDuplexStream<Frame, Frame>;
@@ -81,10 +105,16 @@ class PeerLink {
   retryTimer: NodeJS.Timeout | undefined;
   client: grpc.Client;
   chunkId = 0;
+  /** Removed or moved: never redial. */
+  closed = false;
   /** The stream's buffer is full: keep messages queued (bounded) until it drains. */
   blocked = false;
+  /** Calls by id: written once the link is ready, settled by the peer's Response. */
+  calls = new Map<number, PendingCall>();
+  unsent: number[] = [];
+  callId = 0;
   constructor(
-    readonly peer: NodeId,
+    public peer: NodeId,
     readonly address: string,
   ) {
     const Ctor = clusterService();
@@ -110,6 +140,7 @@ export class Transport {
   #flushScheduled = false;
   #heartbeatTimer: NodeJS.Timeout | undefined;
   #closed = false;
+  #started = false;
   port = 0;
   /** Counters for tests and metrics. */
   readonly stats = { batchesSent: 0, messagesSent: 0, messagesDropped: 0, authFailures: 0, reconnects: 0 };
@@ -124,7 +155,8 @@ export class Transport {
     this.port = await new Promise<number>((resolve, reject) =>
       this.#server.bindAsync(this.#o.listen, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
     );
-    for (const [peer, address] of this.#o.peers) if (peer !== this.#o.nodeId) this.#links.set(peer, new PeerLink(peer, address));
+    for (const [peer, address] of this.#o.peers) if (peer !== this.#o.nodeId && !this.#links.has(peer)) this.#links.set(peer, new PeerLink(peer, address));
+    this.#started = true;
     for (const link of this.#links.values()) this.#dial(link);
     this.#heartbeatTimer = setInterval(() => this.#heartbeat(), this.#o.heartbeatIntervalMs);
   }
@@ -136,6 +168,93 @@ export class Transport {
 
   isConnected(peer: NodeId): boolean {
     return this.#links.get(peer)?.ready === true;
+  }
+
+  /** Add a peer, or move it to a new address (its link is redialled). */
+  setPeer(peer: NodeId, address: string): void {
+    if (peer === this.#o.nodeId || this.#closed) return;
+    const old = this.#links.get(peer);
+    if (old?.address === address) return;
+    if (old !== undefined) this.#closeLink(old, 'peer moved');
+    const link = new PeerLink(peer, address);
+    this.#links.set(peer, link);
+    if (this.#started) this.#dial(link);
+  }
+
+  removePeer(peer: NodeId): void {
+    const link = this.#links.get(peer);
+    if (link === undefined) return;
+    this.#links.delete(peer);
+    this.#closeLink(link, 'peer removed');
+  }
+
+  peers(): Map<NodeId, string> {
+    return new Map([...this.#links].map(([peer, link]) => [peer, link.address]));
+  }
+
+  /**
+   * Call `method` on a known peer. Waits (within `timeoutMs`) for the link to be up; a link
+   * that breaks fails its calls with `unavailable` (the caller decides whether to retry).
+   */
+  call(peer: NodeId, method: string, body: Uint8Array, timeoutMs: number): Promise<Buffer> {
+    const link = this.#links.get(peer);
+    if (link === undefined) return Promise.reject(new FirkinError('unavailable', `no address known for node ${peer}`));
+    if (link.calls.size >= TRANSPORT_LIMITS.callsInFlightMax) return Promise.reject(new FirkinError('unavailable', `too many calls in flight to ${peer}`));
+    const id = ++link.callId;
+    return new Promise<Buffer>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        link.calls.delete(id);
+        reject(new FirkinError('timeout', `${method} on ${peer} did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      link.calls.set(id, { frame: { request: { id, method, body: Buffer.from(body) } }, resolve, reject, timer });
+      link.unsent.push(id);
+      this.#flushCalls(link);
+    });
+  }
+
+  /**
+   * One call to an address whose node name is not known yet (a seed): dial, authenticate with
+   * the cookie, call, hang up. Resolves with the answering node's name and the reply body.
+   */
+  callAddress(address: string, method: string, body: Uint8Array, timeoutMs: number): Promise<{ node: NodeId; body: Buffer }> {
+    const link = new PeerLink('', address);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (err: unknown, value?: { node: NodeId; body: Buffer }) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        link.stream?.cancel();
+        link.client.close();
+        if (err !== undefined) reject(err);
+        else resolve(value!);
+      };
+      const timer = setTimeout(() => finish(new FirkinError('timeout', `${address} did not answer ${method} within ${timeoutMs} ms`)), timeoutMs);
+      const stream = link.client.makeBidiStreamRequest('/firkin.cluster.Cluster/Link', serialize, deserialize) as unknown as Duplex;
+      link.stream = stream;
+      const nonce = randomBytes(32);
+      stream.on('data', (f: Frame) => {
+        if (f.challenge !== undefined) {
+          const expect = cookieMac(this.#o.cookie, 'listener', nonce, f.challenge.nonce, f.challenge.node);
+          if (!macEqual(f.challenge.mac, expect)) {
+            this.stats.authFailures++;
+            // An empty proof lets the listener log the mismatch too; it proves nothing.
+            stream.write({ proof: { mac: Buffer.alloc(0) } });
+            finish(new FirkinError('unauthorized', `${address} failed the cookie challenge: its RELEASE_COOKIE differs from ours`));
+            return;
+          }
+          link.peer = f.challenge.node;
+          stream.write({ proof: { mac: cookieMac(this.#o.cookie, 'dialler', f.challenge.nonce, nonce, this.#o.nodeId) } });
+          stream.write({ request: { id: 1, method, body: Buffer.from(body) } });
+        } else if (f.response !== undefined) {
+          if (f.response.ok) finish(undefined, { node: link.peer, body: f.response.body });
+          else finish(responseError(f.response));
+        }
+      });
+      stream.on('error', (err: Error) => finish(new FirkinError('unavailable', `${address}: ${err.message}`)));
+      stream.on('end', () => finish(new FirkinError('unavailable', `${address} closed the link (cookie refused?)`)));
+      stream.write({ hello: { node: this.#o.nodeId, nonce } });
+    });
   }
 
   /** Queue messages; everything queued in this event-loop turn goes out as one batch per peer. */
@@ -158,11 +277,7 @@ export class Transport {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#heartbeatTimer !== undefined) clearInterval(this.#heartbeatTimer);
-    for (const link of this.#links.values()) {
-      if (link.retryTimer !== undefined) clearTimeout(link.retryTimer);
-      link.stream?.cancel();
-      link.client.close();
-    }
+    for (const link of this.#links.values()) this.#closeLink(link, 'transport closed');
     for (const call of this.#inbound) call.end();
     await new Promise<void>((resolve) => this.#server.tryShutdown(() => resolve()));
     this.#server.forceShutdown();
@@ -170,8 +285,33 @@ export class Transport {
 
   // ---- dialling side -----------------------------------------------------------------------
 
+  #closeLink(link: PeerLink, why: string): void {
+    link.closed = true;
+    if (link.retryTimer !== undefined) clearTimeout(link.retryTimer);
+    link.stream?.cancel();
+    link.client.close();
+    this.#failCalls(link, why);
+  }
+
+  #failCalls(link: PeerLink, why: string): void {
+    for (const c of link.calls.values()) {
+      clearTimeout(c.timer);
+      c.reject(new FirkinError('unavailable', `link to ${link.peer} broke: ${why}`));
+    }
+    link.calls.clear();
+    link.unsent = [];
+  }
+
+  #flushCalls(link: PeerLink): void {
+    if (!link.ready || link.stream === undefined) return;
+    for (const id of link.unsent.splice(0)) {
+      const c = link.calls.get(id);
+      if (c !== undefined) link.stream.write(c.frame);
+    }
+  }
+
   #dial(link: PeerLink): void {
-    if (this.#closed) return;
+    if (this.#closed || link.closed) return;
     const stream = link.client.makeBidiStreamRequest('/firkin.cluster.Cluster/Link', serialize, deserialize) as unknown as Duplex;
     link.stream = stream;
     link.ready = false;
@@ -184,7 +324,8 @@ export class Transport {
       link.blocked = false;
       link.stream = undefined;
       stream.cancel();
-      if (this.#closed) return;
+      this.#failCalls(link, why);
+      if (this.#closed || link.closed) return;
       this.#o.log?.(`link to ${link.peer} down: ${why}; retry in ${link.backoffMs} ms`);
       link.retryTimer = setTimeout(() => {
         this.stats.reconnects++;
@@ -199,7 +340,8 @@ export class Transport {
         if (f.challenge.node !== link.peer || !macEqual(f.challenge.mac, expect)) {
           this.stats.authFailures++;
           clearTimeout(handshakeTimer);
-          fail('peer failed the cookie challenge');
+          if (f.challenge.node === link.peer) stream.write({ proof: { mac: Buffer.alloc(0) } }); // let the peer log it too
+          fail(f.challenge.node === link.peer ? 'peer failed the cookie challenge: RELEASE_COOKIE differs' : `expected node ${link.peer}, found ${f.challenge.node}`);
           return;
         }
         stream.write({ proof: { mac: cookieMac(this.#o.cookie, 'dialler', f.challenge.nonce, nonce, this.#o.nodeId) } });
@@ -208,6 +350,15 @@ export class Transport {
         link.backoffMs = TRANSPORT_LIMITS.backoffMsMin;
         this.#lastSeen.set(link.peer, Date.now());
         this.#flushLink(link);
+        this.#flushCalls(link);
+      } else if (f.response !== undefined) {
+        const id = Number(f.response.id);
+        const c = link.calls.get(id);
+        if (c === undefined) return;
+        link.calls.delete(id);
+        clearTimeout(c.timer);
+        if (f.response.ok) c.resolve(f.response.body);
+        else c.reject(responseError(f.response));
       }
     });
     stream.on('error', (err: Error) => {
@@ -301,7 +452,7 @@ export class Transport {
           if (!macEqual(f.proof.mac, cookieMac(this.#o.cookie, 'dialler', nonceS, nonceC, peer))) {
             this.stats.authFailures++;
             clearTimeout(timer);
-            drop('bad cookie proof');
+            drop(`bad cookie proof from node ${peer}: its RELEASE_COOKIE differs from ours`);
             return;
           }
           authed = true;
@@ -313,7 +464,9 @@ export class Transport {
         return;
       }
       this.#lastSeen.set(peer!, Date.now());
-      if (f.batch !== undefined) {
+      if (f.request !== undefined) {
+        void this.#answer(call, peer!, f.request);
+      } else if (f.batch !== undefined) {
         const msgs: Message[] = [];
         for (const rm of f.batch.messages) {
           const m = this.#decode(rm.payload, peer!);
@@ -342,6 +495,20 @@ export class Transport {
       this.#inbound.delete(call);
       call.end();
     });
+  }
+
+  async #answer(call: ServerDuplex, peer: NodeId, req: NonNullable<Frame['request']>): Promise<void> {
+    let response: NonNullable<Frame['response']>;
+    try {
+      if (this.#o.onRequest === undefined) throw new FirkinError('not_found', `this node takes no calls (${req.method})`);
+      const body = await this.#o.onRequest(peer, req.method, req.body);
+      response = { id: req.id, ok: true, body: Buffer.from(body), code: '', message: '' };
+    } catch (err) {
+      const e = isFirkinError(err) ? err : new FirkinError('error', `internal error answering ${req.method}`);
+      if (!isFirkinError(err)) this.#o.log?.(`call ${req.method} from ${peer} failed: ${(err as Error).stack ?? String(err)}`);
+      response = { id: req.id, ok: false, body: Buffer.alloc(0), code: e.code, message: e.message };
+    }
+    if (!call.destroyed && call.writable) call.write({ response });
   }
 
   #decode(payload: Buffer, peer: NodeId): Message | undefined {

@@ -23,6 +23,9 @@ export const ERROR_CODES = [
   'not_clustered',
   'not_member',
   'not_leader',
+  // cluster codes
+  'already_member',
+  'no_quorum',
   // gateway codes named by its spec
   'missing_api_key',
   'invalid_api_key',

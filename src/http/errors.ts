@@ -24,6 +24,8 @@ const STATUS: Record<ErrorCode, number> = {
   not_clustered: 400,
   not_member: 400,
   not_leader: 503,
+  already_member: 409,
+  no_quorum: 503,
   missing_api_key: 401,
   invalid_api_key: 401,
   invalid_master_key: 401,

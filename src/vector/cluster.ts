@@ -3,11 +3,14 @@
 import { FirkinError } from '../core/errors.js';
 
 export interface ClusterStatus {
-  state: 'standalone' | 'member';
+  /** `joining`: cluster mode, not a member yet; `left`: it left its cluster. */
+  state: 'standalone' | 'joining' | 'member' | 'left';
   is_leader: boolean;
   leader: string | null;
   node: string;
   nodes: string[];
+  /** Members whose status is `up`. */
+  healthy_nodes: string[];
 }
 
 export interface ReshardInfo {
@@ -32,7 +35,7 @@ export function standaloneCluster(options: { nodeName: string; clusterEnabled: b
   const notClustered = (what: string) =>
     new FirkinError('not_clustered', `${what} needs cluster mode; this node runs standalone (SERVICE_ENABLE_CLUSTER=false)`);
   return {
-    status: () => ({ state: 'standalone', is_leader: false, leader: null, node: options.nodeName, nodes: [options.nodeName] }),
+    status: () => ({ state: 'standalone', is_leader: false, leader: null, node: options.nodeName, nodes: [options.nodeName], healthy_nodes: [options.nodeName] }),
     nodes: () => [options.nodeName],
     async leave() {
       if (options.clusterEnabled) throw new FirkinError('not_member', `node ${options.nodeName} is not a member of a cluster`);

@@ -7,7 +7,7 @@ t.test('standalone cluster endpoints and reshard errors', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
   let r = await node.request('GET', '/vectordb/cluster/status');
-  t.same([r.status, r.body], [200, { state: 'standalone', is_leader: false, leader: null, node: 'test-node', nodes: ['test-node'] }]);
+  t.same([r.status, r.body], [200, { state: 'standalone', is_leader: false, leader: null, node: 'test-node', nodes: ['test-node'], healthy_nodes: ['test-node'] }]);
   r = await node.request('GET', '/vectordb/cluster/nodes');
   t.same([r.status, r.body], [200, { nodes: ['test-node'] }]);
   r = await node.request('POST', '/vectordb/cluster/leave');

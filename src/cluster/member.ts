@@ -1,0 +1,596 @@
+// A node's cluster side: the gRPC transport, the metadata Raft group every node follows, join
+// through seeds, the leader's reconciler (failure detector, voter set, leave jobs) and the
+// views the HTTP API and /health show. The decisions are pure functions
+// (`meta-state.ts`, `failure-detector.ts`, `voters.ts`); this file does the I/O around them.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { FirkinError, isFirkinError } from '../core/errors.js';
+import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
+import { RocksLog } from '../raft/rocks-log.js';
+import type { Rand } from '../raft/types.js';
+import type { Store } from '../storage/db.js';
+import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
+import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
+import { type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, isLive } from './meta-state.js';
+import { type Applied, META_GROUP, MetaFsm, decodeMeta, encodeMeta } from './metadata.js';
+import { Transport } from './transport.js';
+import { planVoters } from './voters.js';
+
+export interface ClusterTimings {
+  tickMs: number;
+  electionTicks: number;
+  heartbeatTicks: number;
+  /** Node heartbeats on every link (the failure detector's input). */
+  nodeHeartbeatMs: number;
+  detector: DetectorOptions;
+  /** A voter down this long is replaced by a learner (when one is ready). */
+  deadVoterGraceMs: number;
+  /** Give up joining (exit) when no seed accepted us within this time. */
+  joinTimeoutMs: number;
+  /** Bound on a metadata write, forwarding included; past it: 503 no_quorum. */
+  proposalTimeoutMs: number;
+}
+
+export interface ClusterOptions {
+  store: Store;
+  log: Logger;
+  nowMs: () => number;
+  rand: Rand;
+  registry: Registry;
+  nodeName: string;
+  httpUrl: string;
+  /** host:port the gRPC server binds. */
+  grpcListen: string;
+  /** host:port the other nodes dial. */
+  grpcAdvertise: string;
+  zone: string;
+  seeds: readonly string[];
+  /** With no seeds and an empty log: start a new cluster (else wait for POST /_cluster/join). */
+  bootstrap: boolean;
+  cookie: string;
+  maxVoters: number;
+  timings: ClusterTimings;
+  /** Joining failed for good (wrong cookie, no seed): the process should exit non-zero. */
+  onFatal(message: string): void;
+}
+
+export type MemberState = 'joining' | 'member' | 'left';
+
+/** The admin view of one node. */
+export interface NodeView {
+  name: string;
+  http: string;
+  grpc: string;
+  zone: string;
+  status: NodeRecord['status'];
+  role: 'voter' | 'learner' | 'none';
+  joined_at: number;
+  last_heartbeat_ms_ago: number | null;
+}
+
+const INCARNATION_KEY = Buffer.from('cluster\u0000incarnation');
+/** A learner within this many entries of the leader's last index may vote. */
+const CAUGHT_UP_LAG = 16;
+
+export class ClusterMember implements VectorCluster {
+  readonly #o: ClusterOptions;
+  readonly #fsm: MetaFsm;
+  readonly #transport: Transport;
+  #group!: RaftGroup;
+  #incarnation = '';
+  #loop: NodeJS.Timeout | undefined;
+  #closed = false;
+  #left = false;
+  #joining: Promise<void> | undefined;
+  /** Leader only: per-peer observations and when this term's watching began. */
+  #observations = new Map<string, Observation>();
+  #watchingSinceMs = 0;
+  #wasLeader = false;
+  #inFlight = new Set<string>();
+  #lastLeader: string | null = null;
+  readonly #metrics: ReturnType<typeof clusterMetrics>;
+
+  private constructor(o: ClusterOptions) {
+    this.#o = o;
+    this.#fsm = new MetaFsm((index, err) => o.log.error({ index, err }, 'undecodable metadata entry skipped'));
+    this.#fsm.listen((state) => this.#syncPeers(state));
+    this.#transport = new Transport({
+      nodeId: o.nodeName,
+      cookie: o.cookie,
+      listen: o.grpcListen,
+      peers: new Map(),
+      heartbeatIntervalMs: o.timings.nodeHeartbeatMs,
+      onMessages: (ms) => {
+        for (const m of ms) if (m.group === META_GROUP) this.#group?.step(m);
+      },
+      onRequest: (from, method, body) => this.#answer(from, method, body),
+      log: (line) => o.log.warn({ mod: 'transport' }, line),
+    });
+    this.#metrics = clusterMetrics(o.registry, this);
+  }
+
+  static async start(o: ClusterOptions): Promise<ClusterMember> {
+    const m = new ClusterMember(o);
+    await m.#start();
+    return m;
+  }
+
+  get fsm(): MetaFsm {
+    return this.#fsm;
+  }
+
+  get state(): MetaState {
+    return this.#fsm.state;
+  }
+
+  get name(): string {
+    return this.#o.nodeName;
+  }
+
+  async #start(): Promise<void> {
+    const o = this.#o;
+    const stored = await o.store.get('system', INCARNATION_KEY);
+    if (stored === undefined) {
+      this.#incarnation = randomBytes(8).toString('hex');
+      await o.store.put('system', INCARNATION_KEY, Buffer.from(this.#incarnation), { sync: true });
+    } else this.#incarnation = stored.toString('utf8');
+
+    const probe = await RocksLog.open(o.store, META_GROUP);
+    const empty = probe.mem.lastIndex() === 0 && probe.mem.snapshot().meta.index === 0;
+    const bootstrap = empty && o.seeds.length === 0 && o.bootstrap;
+    const log = bootstrap ? await RocksLog.open(o.store, META_GROUP, { voters: [o.nodeName], learners: [] }) : probe;
+    if (bootstrap) o.log.info({ node: o.nodeName }, 'bootstrapping a new cluster with this node as its first voter');
+    const groupOptions: RaftGroupOptions = {
+      id: o.nodeName,
+      group: META_GROUP,
+      log,
+      fsm: this.#fsm,
+      send: (ms) => this.#transport.send(ms),
+      rand: o.rand,
+      tickMs: o.timings.tickMs,
+      electionTicks: o.timings.electionTicks,
+      heartbeatTicks: o.timings.heartbeatTicks,
+      proposalTimeoutMs: o.timings.proposalTimeoutMs,
+      snapshotEveryEntries: 1_000,
+      retainEntries: 200,
+      onSoftState: (s) => this.#onSoftState(s.leader),
+    };
+    this.#group = new RaftGroup(groupOptions);
+    await this.#transport.start();
+    await this.#group.start();
+    const roundMs = Math.max(50, Math.floor(o.timings.nodeHeartbeatMs));
+    this.#loop = setInterval(() => void this.#round(), roundMs);
+    if (empty && !bootstrap && o.seeds.length > 0) this.#joining = this.#joinSeeds(o.seeds);
+  }
+
+  // ---- views ---------------------------------------------------------------------------------
+
+  memberState(): MemberState {
+    if (this.#left) return 'left';
+    const me = this.#fsm.state.nodes[this.#o.nodeName];
+    const conf = this.#group.core.confState();
+    const inGroup = conf.voters.includes(this.#o.nodeName) || conf.learners.includes(this.#o.nodeName);
+    if (me?.status === 'left') return 'left';
+    return me !== undefined && me.incarnation === this.#incarnation && inGroup ? 'member' : 'joining';
+  }
+
+  leader(): string | null {
+    return this.#group.core.leader;
+  }
+
+  isLeader(): boolean {
+    return this.#group.core.role === 'leader';
+  }
+
+  liveNodes(): NodeRecord[] {
+    return Object.values(this.#fsm.state.nodes)
+      .filter(isLive)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  status(): ClusterStatus {
+    const state = this.memberState();
+    const nodes = this.liveNodes();
+    return {
+      state: state === 'member' ? 'member' : state,
+      is_leader: this.isLeader(),
+      leader: this.leader(),
+      node: this.#o.nodeName,
+      nodes: nodes.map((n) => n.name),
+      healthy_nodes: nodes.filter((n) => n.status === 'up').map((n) => n.name),
+    };
+  }
+
+  nodes(): string[] {
+    return this.liveNodes().map((n) => n.name);
+  }
+
+  groupStatus(): ReturnType<RaftGroup['status']> {
+    return this.#group.status();
+  }
+
+  nodeViews(): NodeView[] {
+    const conf = this.#group.core.confState();
+    const now = this.#o.nowMs();
+    return Object.values(this.#fsm.state.nodes)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((n) => {
+        const seen = n.name === this.#o.nodeName ? now : this.#transport.lastSeenMs(n.name);
+        return {
+          name: n.name,
+          http: n.http,
+          grpc: n.grpc,
+          zone: n.zone,
+          status: n.status,
+          role: conf.voters.includes(n.name) ? 'voter' : conf.learners.includes(n.name) ? 'learner' : 'none',
+          joined_at: n.joinedAtMs,
+          last_heartbeat_ms_ago: seen === undefined ? null : Math.max(0, now - seen),
+        };
+      });
+  }
+
+  /** For /health: what is wrong, if anything. */
+  health(): { status: 'ok' | 'degraded' | 'failing'; [k: string]: unknown } {
+    const problems: string[] = [];
+    const state = this.memberState();
+    if (this.#group.failure !== undefined) problems.push(`metadata group stopped: ${this.#group.failure.message}`);
+    if (state === 'joining') problems.push('not a member yet (joining)');
+    if (state !== 'left' && this.leader() === null) problems.push('no metadata leader known');
+    const byStatus: Record<string, number> = {};
+    for (const n of this.liveNodes()) {
+      byStatus[n.status] = (byStatus[n.status] ?? 0) + 1;
+      if (n.status === 'suspect' || n.status === 'down') problems.push(`node ${n.name} is ${n.status}`);
+    }
+    const failing = this.#group.failure !== undefined || (state === 'member' && this.leader() === null);
+    return {
+      status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok',
+      state,
+      node: this.#o.nodeName,
+      leader: this.leader(),
+      is_leader: this.isLeader(),
+      nodes: byStatus,
+      group: this.#group.status(),
+      ...(problems.length > 0 ? { problems } : {}),
+    };
+  }
+
+  // ---- writes --------------------------------------------------------------------------------
+
+  /**
+   * Propose a metadata command through the leader (forwarded when this node does not lead) and
+   * resolve once it is applied HERE too, so a write is visible to the next local read.
+   * A refused command (name clash, unknown id…) rejects with its FirkinError.
+   */
+  async propose(cmd: MetaCommand): Promise<void> {
+    const started = process.hrtime.bigint();
+    const applied = await this.#proposeApplied(cmd);
+    this.#metrics.proposalSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    if (!applied.result.ok) throw new FirkinError(applied.result.code, applied.result.message);
+  }
+
+  async #proposeApplied(cmd: MetaCommand): Promise<Applied> {
+    if (this.#left) throw new FirkinError('not_member', `node ${this.#o.nodeName} left the cluster`);
+    const deadline = this.#o.nowMs() + this.#o.timings.proposalTimeoutMs;
+    const bytes = encodeMeta(cmd);
+    let waitMs = 20;
+    for (;;) {
+      const remaining = deadline - this.#o.nowMs();
+      if (remaining <= 0) {
+        throw new FirkinError('no_quorum', `no metadata leader accepted the write within ${this.#o.timings.proposalTimeoutMs} ms (no quorum reachable from ${this.#o.nodeName}?)`);
+      }
+      const leader = this.leader();
+      try {
+        if (leader === this.#o.nodeName && this.isLeader()) return (await this.#group.propose(bytes)) as Applied;
+        if (leader !== null) {
+          const applied = decodeMeta(await this.#transport.call(leader, 'meta.propose', bytes, remaining)) as Applied;
+          await this.#waitApplied(applied.index, deadline);
+          return applied;
+        }
+      } catch (err) {
+        // Refused before it entered the log (or overwritten): safe to try again. Anything else
+        // (a timeout) may still commit, so it is the caller's to see.
+        if (!(isFirkinError(err) && (err.code === 'not_leader' || (err.code === 'unavailable' && err.message.startsWith('no address'))))) throw err;
+      }
+      await new Promise((r) => setTimeout(r, Math.min(waitMs, Math.max(1, remaining))));
+      waitMs = Math.min(waitMs * 2, 200);
+    }
+  }
+
+  async #waitApplied(index: number, deadline: number): Promise<void> {
+    while (this.#fsm.applied < index) {
+      if (this.#o.nowMs() > deadline) throw new FirkinError('timeout', `the write committed at ${index} but this node has not applied it yet`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /** A linearizable read barrier on the metadata: this node has applied all that was committed. */
+  async readBarrier(): Promise<void> {
+    await this.#group.readBarrier();
+  }
+
+  // ---- join, leave, remove -------------------------------------------------------------------
+
+  #address(): NodeAddress {
+    return { name: this.#o.nodeName, incarnation: this.#incarnation, http: this.#o.httpUrl, grpc: this.#o.grpcAdvertise, zone: this.#o.zone };
+  }
+
+  /** POST /_cluster/join: join through `seed` (a node started without seeds and without bootstrap). */
+  async joinVia(seed: string): Promise<{ status: 'joining' | 'member'; node: string }> {
+    const state = this.memberState();
+    if (state === 'member') throw new FirkinError('already_member', `node ${this.#o.nodeName} is already a member`);
+    if (state === 'left') throw new FirkinError('conflict', `node ${this.#o.nodeName} left its cluster; it can join again only as a new node with a fresh data directory`);
+    const log = this.#group.core.log;
+    if (log.lastIndex() > 0 && this.#joining === undefined) throw new FirkinError('already_member', `node ${this.#o.nodeName} already belongs to a cluster`);
+    this.#joining ??= this.#joinSeeds([seed]);
+    return { status: 'joining', node: this.#o.nodeName };
+  }
+
+  async #joinSeeds(seeds: readonly string[]): Promise<void> {
+    const o = this.#o;
+    const deadline = o.nowMs() + o.timings.joinTimeoutMs;
+    const reasons = new Map<string, string>();
+    let attempt = 0;
+    while (!this.#closed) {
+      for (const seed of seeds) {
+        try {
+          const reply = await this.#transport.callAddress(seed, 'meta.join', encodeMeta(this.#address()), 5_000);
+          const { nodes } = decodeMeta(reply.body) as { nodes: { name: string; grpc: string }[] };
+          this.#transport.setPeer(reply.node, seed);
+          for (const n of nodes) this.#transport.setPeer(n.name, n.grpc);
+          o.log.info({ seed, via: reply.node }, `joined the cluster through seed ${seed} (${reply.node}); catching up`);
+          return;
+        } catch (err) {
+          const why = (err as Error).message;
+          if (reasons.get(seed) !== why) o.log.warn({ seed, err: why }, `join through seed ${seed} failed: ${why}`);
+          reasons.set(seed, why);
+          // A clash of names is final: retrying cannot fix it.
+          if (isFirkinError(err) && err.code === 'conflict') {
+            o.onFatal(`cannot join: ${why}`);
+            return;
+          }
+        }
+      }
+      if (o.nowMs() > deadline) {
+        const summary = [...reasons].map(([s, why]) => `${s}: ${why}`).join('; ');
+        o.onFatal(`cannot join any seed within ${o.timings.joinTimeoutMs} ms (${summary})`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt++, 1_000)));
+    }
+  }
+
+  async leave(): Promise<{ status: 'leaving'; node: string }> {
+    const name = this.#o.nodeName;
+    if (this.memberState() !== 'member') throw new FirkinError('not_member', `node ${name} is not a member of a cluster`);
+    const conf = this.#group.core.confState();
+    const others = this.liveNodes().filter((n) => n.name !== name && n.status !== 'leaving');
+    if (others.length === 0 || (conf.voters.length === 1 && conf.voters[0] === name && conf.learners.length === 0)) {
+      throw new FirkinError('conflict', `node ${name} is the last member: a cluster cannot lose its last node`);
+    }
+    await this.propose({ type: 'node.leave', name, jobId: randomBytes(8).toString('hex'), atMs: this.#o.nowMs() });
+    this.#o.log.info({ node: name }, 'leaving the cluster: handing over, then leaving the voter set');
+    return { status: 'leaving', node: name };
+  }
+
+  /** An operator removes a node that is down for good. */
+  async remove(name: string): Promise<{ node: string; status: 'removed' }> {
+    const node = this.#fsm.state.nodes[name];
+    if (node === undefined) throw new FirkinError('not_found', `no node ${JSON.stringify(name)} in this cluster`);
+    await this.propose({ type: 'node.remove', name, atMs: this.#o.nowMs() });
+    return { node: name, status: 'removed' };
+  }
+
+  async reshard(): Promise<never> {
+    throw new FirkinError('conflict', 'online reshard is not available yet: vector collections are not replicated across the cluster in this version');
+  }
+
+  // ---- answering peers -----------------------------------------------------------------------
+
+  async #answer(from: string, method: string, body: Buffer): Promise<Uint8Array> {
+    switch (method) {
+      case 'meta.propose': {
+        if (!this.isLeader()) throw new FirkinError('not_leader', `${this.#o.nodeName} does not lead the metadata group`, { details: { leader: this.leader() } });
+        return encodeMeta(await this.#group.propose(body));
+      }
+      case 'meta.join': {
+        const node = decodeMeta(body) as Partial<NodeAddress> | null;
+        if (typeof node?.name !== 'string' || node.name !== from || typeof node.grpc !== 'string' || typeof node.incarnation !== 'string') {
+          throw new FirkinError('bad_request', 'malformed join request');
+        }
+        this.#o.log.info({ node: node.name, grpc: node.grpc }, `node ${node.name} asks to join`);
+        // The joiner learns every address from the answer, ours included: register first.
+        const me = this.#fsm.state.nodes[this.#o.nodeName];
+        if (me === undefined || me.grpc !== this.#o.grpcAdvertise) await this.propose({ type: 'node.join', node: this.#address(), atMs: this.#o.nowMs() });
+        await this.propose({ type: 'node.join', node: { name: node.name, incarnation: node.incarnation, http: String(node.http), grpc: node.grpc, zone: String(node.zone) }, atMs: this.#o.nowMs() });
+        const nodes = this.liveNodes().map((n) => ({ name: n.name, grpc: n.grpc }));
+        return encodeMeta({ nodes });
+      }
+      case 'meta.node': {
+        const { name } = decodeMeta(body) as { name: string };
+        return encodeMeta({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
+      }
+      default:
+        throw new FirkinError('not_found', `unknown cluster call ${method}`);
+    }
+  }
+
+  // ---- the reconciler ------------------------------------------------------------------------
+
+  #syncPeers(state: MetaState): void {
+    for (const n of Object.values(state.nodes)) {
+      if (n.name === this.#o.nodeName) continue;
+      if (n.status === 'left') this.#transport.removePeer(n.name);
+      else this.#transport.setPeer(n.name, n.grpc);
+    }
+  }
+
+  #onSoftState(leader: string | null): void {
+    if (leader !== this.#lastLeader) {
+      if (leader !== null) this.#metrics.leaderChanges.inc();
+      this.#o.log.info({ leader, term: this.#group?.core.term }, leader === null ? 'metadata group has no leader' : `metadata leader is ${leader}`);
+      this.#lastLeader = leader;
+    }
+  }
+
+  /** Fire one proposal per key at a time; errors are logged, the next round retries. */
+  #once(key: string, run: () => Promise<unknown>): void {
+    if (this.#inFlight.has(key)) return;
+    this.#inFlight.add(key);
+    run()
+      .catch((err: unknown) => this.#o.log.warn({ err: (err as Error).message, key }, 'cluster step failed; retrying next round'))
+      .finally(() => this.#inFlight.delete(key));
+  }
+
+  async #round(): Promise<void> {
+    if (this.#closed || this.#group.failure !== undefined) return;
+    const o = this.#o;
+    const now = o.nowMs();
+    const me = this.#fsm.state.nodes[o.nodeName];
+    const conf = this.#group.core.confState();
+    const inGroup = conf.voters.includes(o.nodeName) || conf.learners.includes(o.nodeName);
+
+    // Left (by leave or by an operator's remove): stop the cluster side.
+    if (!this.#left && me?.status === 'left' && me.incarnation === this.#incarnation) {
+      void this.#stopAfterLeaving();
+      return;
+    }
+    if (me?.status === 'leaving' && !this.isLeader()) this.#once('left?', () => this.#checkLeft());
+
+    // Our own record: written when missing or stale (first start of a bootstrap node, a restart
+    // at new addresses). A joining node is registered by the leader that accepted it.
+    const want = this.#address();
+    if (inGroup && this.leader() !== null && (me === undefined || me.http !== want.http || me.grpc !== want.grpc || me.zone !== want.zone) && (me === undefined || me.incarnation === this.#incarnation)) {
+      this.#once('self', () => this.propose({ type: 'node.join', node: want, atMs: now }));
+    }
+
+    if (!this.isLeader()) {
+      this.#wasLeader = false;
+      return;
+    }
+    if (!this.#wasLeader) {
+      this.#wasLeader = true;
+      this.#watchingSinceMs = now;
+      this.#observations.clear();
+    }
+    const nodes = Object.values(this.#fsm.state.nodes);
+    for (const n of nodes) {
+      if (n.name !== o.nodeName) this.#observations.set(n.name, observe(this.#observations.get(n.name), this.#transport.lastSeenMs(n.name), now, o.timings.detector));
+    }
+    for (const change of statusChanges(nodes, this.#observations, o.nodeName, now, this.#watchingSinceMs, o.timings.detector)) {
+      this.#once(`status:${change.name}`, async () => {
+        await this.propose({ type: 'node.status', name: change.name, status: change.status, atMs: o.nowMs() });
+        o.log.warn({ node: change.name, status: change.status }, `node ${change.name} is ${change.status}`);
+      });
+    }
+
+    // Nodes recorded as up but not in the group yet (a join whose learner step was lost).
+    for (const n of nodes) {
+      if (n.status === 'up' && !conf.voters.includes(n.name) && !conf.learners.includes(n.name)) {
+        this.#once('conf', async () => {
+          await this.#group.proposeConfChange({ type: 'addLearner', node: n.name });
+          o.log.info({ node: n.name }, `added ${n.name} to the metadata group as a learner`);
+        });
+        return;
+      }
+    }
+    // Leaving nodes that are out of the group: done.
+    for (const n of nodes) {
+      if (n.status === 'leaving' && !conf.voters.includes(n.name) && !conf.learners.includes(n.name)) {
+        this.#once(`left:${n.name}`, () => this.propose({ type: 'node.left', name: n.name, atMs: o.nowMs() }));
+      }
+    }
+    const core = this.#group.core;
+    const lastIndex = core.log.lastIndex();
+    const caughtUp = new Set<string>();
+    for (const l of conf.learners) {
+      const p = core.progress.get(l);
+      if (p !== undefined && p.match > 0 && lastIndex - p.match <= CAUGHT_UP_LAG) caughtUp.add(l);
+    }
+    const step = planVoters({ conf, nodes: this.#fsm.state.nodes, caughtUp, leader: o.nodeName, maxVoters: o.maxVoters, deadVoterGraceMs: o.timings.deadVoterGraceMs, nowMs: now });
+    if (step === undefined) return;
+    if (step.kind === 'transfer') {
+      this.#once('transfer', async () => {
+        o.log.info({ to: step.to, why: step.why }, `handing metadata leadership to ${step.to}: ${step.why}`);
+        this.#group.transferLeadership(step.to);
+      });
+    } else {
+      this.#once('conf', async () => {
+        await this.#group.proposeConfChange(step.change);
+        o.log.info({ change: step.change, why: step.why }, `metadata group: ${step.change.type} ${step.change.node} (${step.why})`);
+      });
+    }
+  }
+
+  /** A leaving node cut off from the group may never see its `left` entry: ask the leader. */
+  async #checkLeft(): Promise<void> {
+    const leader = this.leader();
+    if (leader === null || leader === this.#o.nodeName) return;
+    const reply = decodeMeta(await this.#transport.call(leader, 'meta.node', encodeMeta({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
+    if (reply.node?.status === 'left') await this.#stopAfterLeaving();
+  }
+
+  async #stopAfterLeaving(): Promise<void> {
+    if (this.#left) return;
+    this.#left = true;
+    this.#o.log.info({ node: this.#o.nodeName }, 'left the cluster; cluster side stopped');
+    await this.#shutdown();
+  }
+
+  async #shutdown(): Promise<void> {
+    if (this.#loop !== undefined) clearInterval(this.#loop);
+    await this.#group.close();
+    await this.#transport.close();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#left) return;
+    // A leader steps aside first, so the others need not wait out an election timeout.
+    if (this.isLeader()) {
+      const to = this.#group.core.confState().voters.find((v) => v !== this.#o.nodeName && this.#fsm.state.nodes[v]?.status === 'up');
+      if (to !== undefined && this.#group.transferLeadership(to)) {
+        const until = this.#o.nowMs() + 1_000;
+        while (this.isLeader() && this.#o.nowMs() < until) await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+    await this.#shutdown();
+  }
+}
+
+function clusterMetrics(registry: Registry, m: ClusterMember) {
+  new Gauge({
+    name: 'firkin_cluster_nodes',
+    help: 'Cluster nodes by status (as this node has applied the metadata)',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const n of Object.values(m.state.nodes)) this.inc({ status: n.status });
+    },
+  });
+  const raft = (name: string, help: string, pick: (s: ReturnType<ClusterMember['groupStatus']>) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['group'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ group: META_GROUP }, pick(m.groupStatus()));
+      },
+    });
+  raft('firkin_raft_term', 'Current Raft term', (s) => s.term);
+  raft('firkin_raft_commit_index', 'Raft commit index', (s) => s.commit);
+  raft('firkin_raft_applied_index', 'Raft applied index', (s) => s.applied);
+  raft('firkin_raft_is_leader', '1 when this node leads the group', (s) => (s.role === 'leader' ? 1 : 0));
+  const leaderChanges = new Counter({ name: 'firkin_raft_leader_changes_total', help: 'Leader changes seen by this node', labelNames: ['group'] as const, registers: [registry] }).labels({ group: META_GROUP });
+  const proposalSeconds = new Histogram({
+    name: 'firkin_raft_proposal_seconds',
+    help: 'Metadata proposal latency, forwarding and local apply included',
+    labelNames: ['group'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  }).labels({ group: META_GROUP });
+  return { leaderChanges, proposalSeconds };
+}

@@ -1,0 +1,234 @@
+// The metadata state machine: what every node of the cluster agrees on through the metadata
+// Raft group. Pure: `applyMeta(state, command)` returns the next state and a result, with no
+// clock, randomness or I/O inside. The proposer decides times and ids and puts them into the
+// command, so every replica applying the same log reaches the same state.
+//
+// Raft membership (voters, learners) lives in the Raft core's conf state, not here: this
+// holds what the cluster knows about each node (addresses, zone, health) and everything
+// cluster-wide that is not data: API keys, gateway tenants and keys, and (for the shard
+// issues) collection and VDB placements and jobs.
+import type { ApiKeyRecord } from '../auth/api-keys.js';
+import type { KeyRecord, Tenant } from '../gateway/types.js';
+
+export const NODE_STATUSES = ['up', 'suspect', 'down', 'leaving', 'left'] as const;
+export type NodeStatus = (typeof NODE_STATUSES)[number];
+/** Statuses the failure detector moves between; `leaving` and `left` are the operator's. */
+export const HEALTH_STATUSES = ['up', 'suspect', 'down'] as const;
+export type HealthStatus = (typeof HEALTH_STATUSES)[number];
+
+export interface NodeRecord {
+  readonly name: string;
+  /** Random id chosen once per data directory: tells a retried join from a name clash. */
+  readonly incarnation: string;
+  readonly http: string;
+  readonly grpc: string;
+  readonly zone: string;
+  readonly status: NodeStatus;
+  readonly joinedAtMs: number;
+  readonly statusSinceMs: number;
+}
+
+/** One shard's Raft group as placed on nodes (filled by the replicated-shards work). */
+export interface ShardPlacement {
+  readonly group: string;
+  /** Hash range [from, to) of the ids it owns. */
+  readonly range: readonly [number, number];
+  readonly replicas: readonly string[];
+}
+
+export interface CollectionPlacement {
+  readonly name: string;
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly replicationFactor: number;
+  /** Bumped on every change of the shard map (reshard, replica moves). */
+  readonly epoch: number;
+  readonly shards: readonly ShardPlacement[];
+}
+
+export interface VdbPlacement {
+  readonly name: string;
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly epoch: number;
+  readonly shards: readonly ShardPlacement[];
+}
+
+/** A long operation driven step by step by the metadata leader (leave now; reshard, repair later). */
+export interface Job {
+  readonly id: string;
+  readonly kind: 'leave' | 'repair' | 'reshard';
+  readonly target: string;
+  readonly step: string;
+  readonly createdAtMs: number;
+  readonly updatedAtMs: number;
+}
+
+export interface MetaState {
+  readonly nodes: Readonly<Record<string, NodeRecord>>;
+  /** docdb API keys by id (only digests are stored). */
+  readonly apiKeys: Readonly<Record<string, ApiKeyRecord>>;
+  readonly tenants: Readonly<Record<string, Tenant>>;
+  /** Gateway keys by key id. */
+  readonly tenantKeys: Readonly<Record<string, KeyRecord>>;
+  readonly collections: Readonly<Record<string, CollectionPlacement>>;
+  readonly vdbs: Readonly<Record<string, VdbPlacement>>;
+  readonly jobs: Readonly<Record<string, Job>>;
+}
+
+export const EMPTY_META: MetaState = { nodes: {}, apiKeys: {}, tenants: {}, tenantKeys: {}, collections: {}, vdbs: {}, jobs: {} };
+
+export type NodeAddress = Pick<NodeRecord, 'name' | 'incarnation' | 'http' | 'grpc' | 'zone'>;
+
+export type MetaCommand =
+  | { readonly type: 'node.join'; readonly node: NodeAddress; readonly atMs: number }
+  | { readonly type: 'node.status'; readonly name: string; readonly status: HealthStatus; readonly atMs: number }
+  | { readonly type: 'node.leave'; readonly name: string; readonly jobId: string; readonly atMs: number }
+  | { readonly type: 'node.left'; readonly name: string; readonly atMs: number }
+  /** An operator removes a node that is down and will not come back. */
+  | { readonly type: 'node.remove'; readonly name: string; readonly atMs: number }
+  | { readonly type: 'apikey.put'; readonly record: ApiKeyRecord }
+  | { readonly type: 'apikey.revoke'; readonly id: string }
+  | { readonly type: 'tenant.create'; readonly tenant: Tenant; readonly key: KeyRecord }
+  | { readonly type: 'tenant.put'; readonly tenant: Tenant }
+  | { readonly type: 'tenant.delete'; readonly tenantId: string }
+  | { readonly type: 'tenantkey.put'; readonly key: KeyRecord }
+  | { readonly type: 'tenantkey.delete'; readonly keyId: string }
+  | { readonly type: 'job.put'; readonly job: Job }
+  | { readonly type: 'job.delete'; readonly id: string };
+
+export const META_COMMAND_TYPES: readonly MetaCommand['type'][] = [
+  'node.join', 'node.status', 'node.leave', 'node.left', 'node.remove', 'apikey.put', 'apikey.revoke',
+  'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete', 'job.put', 'job.delete',
+];
+
+/** What applying a command answers its proposer. Errors are data: the log must not throw. */
+export type MetaResult = { readonly ok: true } | { readonly ok: false; readonly code: 'conflict' | 'not_found' | 'already_exists'; readonly message: string };
+
+const OK: MetaResult = { ok: true };
+const refuse = (code: 'conflict' | 'not_found' | 'already_exists', message: string): MetaResult => ({ ok: false, code, message });
+
+function withEntry<T>(map: Readonly<Record<string, T>>, key: string, value: T): Record<string, T> {
+  return { ...map, [key]: value };
+}
+
+function without<T>(map: Readonly<Record<string, T>>, key: string): Record<string, T> {
+  const out = { ...map };
+  delete out[key];
+  return out;
+}
+
+/** A node holding its name: anything but `left`. */
+export function isLive(node: NodeRecord | undefined): node is NodeRecord {
+  return node !== undefined && node.status !== 'left';
+}
+
+export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaState; result: MetaResult } {
+  const same = (result: MetaResult) => ({ state, result });
+  switch (cmd.type) {
+    case 'node.join': {
+      const old = state.nodes[cmd.node.name];
+      if (isLive(old) && old.incarnation !== cmd.node.incarnation) {
+        return same(refuse('conflict', `node name ${cmd.node.name} is held by another member (status ${old.status}); remove it first or pick another SERVICE_NODE_NAME`));
+      }
+      // A retried join, or a restart at a new address: keep the join time, refresh the rest.
+      const joinedAtMs = isLive(old) ? old.joinedAtMs : cmd.atMs;
+      const status: NodeStatus = isLive(old) && old.status === 'leaving' ? 'leaving' : 'up';
+      const statusSinceMs = old !== undefined && old.status === status ? old.statusSinceMs : cmd.atMs;
+      const node: NodeRecord = { ...cmd.node, status, joinedAtMs, statusSinceMs };
+      return { state: { ...state, nodes: withEntry(state.nodes, node.name, node) }, result: OK };
+    }
+    case 'node.status': {
+      const old = state.nodes[cmd.name];
+      if (old === undefined) return same(refuse('not_found', `no node ${cmd.name}`));
+      // The operator's statuses win over the failure detector's.
+      if (old.status === 'leaving' || old.status === 'left' || old.status === cmd.status) return same(OK);
+      const node: NodeRecord = { ...old, status: cmd.status, statusSinceMs: cmd.atMs };
+      return { state: { ...state, nodes: withEntry(state.nodes, cmd.name, node) }, result: OK };
+    }
+    case 'node.leave': {
+      const old = state.nodes[cmd.name];
+      if (!isLive(old)) return same(refuse('not_found', `node ${cmd.name} is not a member`));
+      if (old.status === 'leaving') return same(OK);
+      const node: NodeRecord = { ...old, status: 'leaving', statusSinceMs: cmd.atMs };
+      const job: Job = { id: cmd.jobId, kind: 'leave', target: cmd.name, step: 'leave_voters', createdAtMs: cmd.atMs, updatedAtMs: cmd.atMs };
+      return { state: { ...state, nodes: withEntry(state.nodes, cmd.name, node), jobs: withEntry(state.jobs, job.id, job) }, result: OK };
+    }
+    case 'node.left':
+    case 'node.remove': {
+      const old = state.nodes[cmd.name];
+      if (old === undefined) return same(refuse('not_found', `no node ${cmd.name}`));
+      if (cmd.type === 'node.remove' && old.status !== 'down' && old.status !== 'left') {
+        return same(refuse('conflict', `node ${cmd.name} is ${old.status}: only a down node can be removed (a live node leaves with POST /vectordb/cluster/leave)`));
+      }
+      if (old.status === 'left') return same(OK);
+      const node: NodeRecord = { ...old, status: 'left', statusSinceMs: cmd.atMs };
+      let jobs = state.jobs;
+      for (const job of Object.values(jobs)) if (job.kind === 'leave' && job.target === cmd.name) jobs = without(jobs, job.id);
+      return { state: { ...state, nodes: withEntry(state.nodes, cmd.name, node), jobs }, result: OK };
+    }
+    case 'apikey.put': {
+      const clash = Object.values(state.apiKeys).find((r) => r.digest === cmd.record.digest && r.id !== cmd.record.id);
+      if (clash !== undefined) return same(refuse('conflict', 'that key already exists'));
+      return { state: { ...state, apiKeys: withEntry(state.apiKeys, cmd.record.id, cmd.record) }, result: OK };
+    }
+    case 'apikey.revoke':
+      if (state.apiKeys[cmd.id] === undefined) return same(refuse('not_found', `no API key with id ${JSON.stringify(cmd.id)}`));
+      return { state: { ...state, apiKeys: without(state.apiKeys, cmd.id) }, result: OK };
+    case 'tenant.create':
+      if (state.tenants[cmd.tenant.tenant_id] !== undefined) return same(refuse('already_exists', `tenant ${cmd.tenant.tenant_id} already exists`));
+      return {
+        state: { ...state, tenants: withEntry(state.tenants, cmd.tenant.tenant_id, cmd.tenant), tenantKeys: withEntry(state.tenantKeys, cmd.key.key_id, cmd.key) },
+        result: OK,
+      };
+    case 'tenant.put':
+      if (state.tenants[cmd.tenant.tenant_id] === undefined) return same(refuse('not_found', `no tenant ${cmd.tenant.tenant_id}`));
+      return { state: { ...state, tenants: withEntry(state.tenants, cmd.tenant.tenant_id, cmd.tenant) }, result: OK };
+    case 'tenant.delete': {
+      if (state.tenants[cmd.tenantId] === undefined) return same(refuse('not_found', `no tenant ${cmd.tenantId}`));
+      const tenantKeys: Record<string, KeyRecord> = {};
+      for (const [id, k] of Object.entries(state.tenantKeys)) if (k.tenant_id !== cmd.tenantId) tenantKeys[id] = k;
+      return { state: { ...state, tenants: without(state.tenants, cmd.tenantId), tenantKeys }, result: OK };
+    }
+    case 'tenantkey.put':
+      if (state.tenants[cmd.key.tenant_id] === undefined) return same(refuse('not_found', `no tenant ${cmd.key.tenant_id}`));
+      return { state: { ...state, tenantKeys: withEntry(state.tenantKeys, cmd.key.key_id, cmd.key) }, result: OK };
+    case 'tenantkey.delete':
+      if (state.tenantKeys[cmd.keyId] === undefined) return same(refuse('not_found', `no key ${cmd.keyId}`));
+      return { state: { ...state, tenantKeys: without(state.tenantKeys, cmd.keyId) }, result: OK };
+    case 'job.put':
+      return { state: { ...state, jobs: withEntry(state.jobs, cmd.job.id, cmd.job) }, result: OK };
+    case 'job.delete':
+      return { state: { ...state, jobs: without(state.jobs, cmd.id) }, result: OK };
+  }
+}
+
+/** Canonical form for snapshots and digests: every map with its keys sorted. */
+export function canonicalMeta(state: MetaState): MetaState {
+  const sorted = <T>(m: Readonly<Record<string, T>>): Record<string, T> => Object.fromEntries(Object.entries(m).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return {
+    nodes: sorted(state.nodes),
+    apiKeys: sorted(state.apiKeys),
+    tenants: sorted(state.tenants),
+    tenantKeys: sorted(state.tenantKeys),
+    collections: sorted(state.collections),
+    vdbs: sorted(state.vdbs),
+    jobs: sorted(state.jobs),
+  };
+}
+
+/** Shape check of a decoded snapshot or command (data from disk or the wire). */
+export function checkMetaState(value: unknown): MetaState {
+  const v = value as Record<string, unknown>;
+  const maps = ['nodes', 'apiKeys', 'tenants', 'tenantKeys', 'collections', 'vdbs', 'jobs'] as const;
+  if (typeof v !== 'object' || v === null || maps.some((m) => typeof v[m] !== 'object' || v[m] === null || Array.isArray(v[m]))) {
+    throw new Error('metadata snapshot: not a metadata state');
+  }
+  return v as unknown as MetaState;
+}
+
+export function checkMetaCommand(value: unknown): MetaCommand {
+  const v = value as Record<string, unknown>;
+  if (typeof v !== 'object' || v === null || !(META_COMMAND_TYPES as readonly unknown[]).includes(v.type)) {
+    throw new Error(`metadata command: unknown type ${JSON.stringify((v as { type?: unknown } | null)?.type)}`);
+  }
+  return v as unknown as MetaCommand;
+}

@@ -1,0 +1,46 @@
+// Cluster administration beside the spec's /vectordb/cluster routes: the detailed node view,
+// joining through a seed on demand, and removing a node that is gone for good. Admin only
+// (`/_cluster` is a protected prefix).
+import type { FastifyPluginAsync } from 'fastify';
+import type { ClusterMember } from '../../cluster/member.js';
+import { FirkinError } from '../../core/errors.js';
+
+export interface ClusterRouteDeps {
+  /** undefined on a standalone node: every route answers 400 not_clustered. */
+  member(): ClusterMember | undefined;
+}
+
+const joinBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['seed'],
+  properties: { seed: { type: 'string', pattern: '^[A-Za-z0-9_.\\-\\[\\]:]+:[0-9]{1,5}$', maxLength: 300 } },
+} as const;
+
+const nameParams = {
+  type: 'object',
+  required: ['name'],
+  properties: { name: { type: 'string', minLength: 1, maxLength: 255 } },
+} as const;
+
+export const clusterAdminRoutes: FastifyPluginAsync<ClusterRouteDeps> = async (app, deps) => {
+  const member = (): ClusterMember => {
+    const m = deps.member();
+    if (m === undefined) throw new FirkinError('not_clustered', 'this node runs standalone (SERVICE_ENABLE_CLUSTER=false)');
+    return m;
+  };
+  const admin = { permission: 'admin' as const };
+
+  app.get('/_cluster/nodes', { config: admin }, async () => {
+    const m = member();
+    const g = m.groupStatus();
+    return { node: m.name, leader: m.leader(), term: g.term, commit: g.commit, applied: g.applied, nodes: m.nodeViews() };
+  });
+
+  app.post<{ Body: { seed: string } }>('/_cluster/join', { config: admin, schema: { body: joinBody } }, async (req, reply) => {
+    const result = await member().joinVia(req.body.seed);
+    return reply.code(202).send(result);
+  });
+
+  app.delete<{ Params: { name: string } }>('/_cluster/nodes/:name', { config: admin, schema: { params: nameParams } }, async (req) => member().remove(req.params.name));
+};
