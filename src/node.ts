@@ -6,6 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { ApiKeys } from './auth/api-keys.js';
 import { ClusterMember } from './cluster/member.js';
+import { MetaGatewayStore } from './cluster/gateway-store.js';
+import type { RocksGatewayStore } from './gateway/rocks-store.js';
 import { mathRand } from './raft/group.js';
 import { clusterAdminRoutes } from './http/routes/cluster.js';
 import type { Config } from './config.js';
@@ -94,6 +96,18 @@ function hostsOf(urls: readonly string[]): string[] {
       return [];
     }
   });
+}
+
+/** The gateway over the metadata group: tenants and keys cluster-wide, rpm shared by the up nodes. */
+function clusterGateway(member: ClusterMember) {
+  return {
+    clusterStore(local: RocksGatewayStore) {
+      const store = new MetaGatewayStore(member, local);
+      member.fsm.listen((_state, cmd) => void store.applied(cmd));
+      return store;
+    },
+    rpmShare: () => Math.max(1, member.liveNodes().filter((n) => n.status === 'up').length),
+  };
 }
 
 export async function startNode(config: Config, options: NodeOptions = {}): Promise<FirkinNode> {
@@ -198,6 +212,56 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           reshard: (collection, n) => (member === undefined ? standalone.reshard(collection, n) : member.reshard()),
         };
 
+    if (config.cluster.enabled) {
+      const cluster = config.cluster;
+      const onFatal =
+        options.onFatal ??
+        ((message: string) => {
+          log.fatal(message);
+          process.stderr.write(`firkin: ${message}\n`);
+          process.exit(1);
+        });
+      member = await ClusterMember.start({
+        store,
+        log: log.child({ mod: 'cluster' }),
+        nowMs: () => clock.nowMs(),
+        rand: mathRand,
+        registry: metrics.registry,
+        nodeName: config.nodeName,
+        httpUrl: `${config.http.tls.enabled ? 'https' : 'http'}://${config.http.ip}:${config.http.port}`,
+        grpcListen: `${cluster.grpcIp}:${cluster.grpcPort}`,
+        grpcAdvertise: cluster.grpcAdvertise,
+        zone: cluster.zone,
+        seeds: cluster.seedNodes,
+        bootstrap: cluster.bootstrap,
+        cookie: cluster.cookie!,
+        maxVoters: cluster.maxVoters,
+        timings: {
+          tickMs: cluster.tickMs,
+          electionTicks: cluster.electionTicks,
+          heartbeatTicks: cluster.heartbeatTicks,
+          nodeHeartbeatMs: cluster.nodeHeartbeatMs,
+          detector: cluster.detector,
+          deadVoterGraceMs: cluster.deadVoterGraceMs,
+          joinTimeoutMs: cluster.joinTimeoutMs,
+          proposalTimeoutMs: cluster.proposalTimeoutMs,
+        },
+        onFatal,
+      });
+      const m = member;
+      // Keys made through the API are the cluster's from now on; node-local ones stay valid here.
+      keys.attachCluster({
+        put: (record) => m.propose({ type: 'apikey.put', record }),
+        revoke: (id) => m.propose({ type: 'apikey.revoke', id }),
+      });
+      keys.clusterChanged(Object.values(m.state.apiKeys));
+      m.fsm.listen((state, cmd) => {
+        if (cmd === undefined || cmd.type.startsWith('apikey.')) keys.clusterChanged(Object.values(state.apiKeys));
+      });
+      // After HTTP stops taking requests (closers run front to back), before storage closes.
+      closers.splice(closers.length - 1, 0, () => m.close());
+      log.info({ grpc: cluster.grpcAdvertise, seeds: cluster.seedNodes, zone: cluster.zone }, `cluster mode: node ${config.nodeName} on gRPC ${cluster.grpcAdvertise}`);
+    }
     const checks: Record<string, HealthCheck> = {
       storage: () =>
         store.state === 'open'
@@ -226,6 +290,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         log: log.child({ mod: 'gateway' }),
         registry: metrics.registry,
         vectors: vectors === undefined ? undefined : { engine: new EngineGatewayVectors(vectors), bounds: engineBounds },
+        ...(member === undefined ? {} : clusterGateway(member)),
       });
       checks.gateway = gateway.check;
     }
@@ -296,56 +361,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       });
       closers.unshift(() => listener!.close());
     }
-    if (config.cluster.enabled) {
-      const cluster = config.cluster;
-      const onFatal =
-        options.onFatal ??
-        ((message: string) => {
-          log.fatal(message);
-          process.stderr.write(`firkin: ${message}\n`);
-          process.exit(1);
-        });
-      member = await ClusterMember.start({
-        store,
-        log: log.child({ mod: 'cluster' }),
-        nowMs: () => clock.nowMs(),
-        rand: mathRand,
-        registry: metrics.registry,
-        nodeName: config.nodeName,
-        httpUrl: listener?.url ?? '',
-        grpcListen: `${cluster.grpcIp}:${cluster.grpcPort}`,
-        grpcAdvertise: cluster.grpcAdvertise,
-        zone: cluster.zone,
-        seeds: cluster.seedNodes,
-        bootstrap: cluster.bootstrap,
-        cookie: cluster.cookie!,
-        maxVoters: cluster.maxVoters,
-        timings: {
-          tickMs: cluster.tickMs,
-          electionTicks: cluster.electionTicks,
-          heartbeatTicks: cluster.heartbeatTicks,
-          nodeHeartbeatMs: cluster.nodeHeartbeatMs,
-          detector: cluster.detector,
-          deadVoterGraceMs: cluster.deadVoterGraceMs,
-          joinTimeoutMs: cluster.joinTimeoutMs,
-          proposalTimeoutMs: cluster.proposalTimeoutMs,
-        },
-        onFatal,
-      });
-      const m = member;
-      // Keys made through the API are the cluster's from now on; node-local ones stay valid here.
-      keys.attachCluster({
-        put: (record) => m.propose({ type: 'apikey.put', record }),
-        revoke: (id) => m.propose({ type: 'apikey.revoke', id }),
-      });
-      keys.clusterChanged(Object.values(m.state.apiKeys));
-      m.fsm.listen((state, cmd) => {
-        if (cmd === undefined || cmd.type.startsWith('apikey.')) keys.clusterChanged(Object.values(state.apiKeys));
-      });
-      // After HTTP stops taking requests (closers run front to back), before storage closes.
-      closers.splice(closers.length - 1, 0, () => m.close());
-      log.info({ grpc: cluster.grpcAdvertise, seeds: cluster.seedNodes, zone: cluster.zone }, `cluster mode: node ${config.nodeName} on gRPC ${cluster.grpcAdvertise}`);
-    }
+    if (member !== undefined && listener !== undefined) member.setHttpUrl(listener.url);
     // First: end long polls and SSE streams, or the listener would wait for them to hang up.
     closers.unshift(async () => docs.stopStreams());
     // Tasks stop first (their state is persisted, they resume at the next start).

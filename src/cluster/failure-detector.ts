@@ -6,7 +6,7 @@
 //   node flips between `up` and `suspect` at most once per `minDwellMs`, so a flapping link
 //   does not flood the log; `down` is never delayed.
 // - A leader that just took over has heard nobody yet: silence is counted from when it started
-//   watching, so it does not declare everybody down at once.
+//   watching, so it does not declare everybody down at once; likewise for a node that just joined.
 import type { HealthStatus, NodeRecord } from './meta-state.js';
 
 export interface DetectorOptions {
@@ -35,7 +35,10 @@ export function observe(prev: Observation | undefined, lastSeenMs: number | unde
 
 export function healthOf(node: NodeRecord, obs: Observation | undefined, nowMs: number, watchingSinceMs: number, o: DetectorOptions): HealthStatus {
   const current = node.status === 'up' || node.status === 'suspect' || node.status === 'down' ? node.status : 'up';
-  const heardMs = Math.max(obs?.lastSeenMs ?? watchingSinceMs, watchingSinceMs);
+  // Silence counts from the latest of: last heard, start of watching, and (for an up node) when
+  // it became up: a node that just joined has not dialled us yet.
+  const floorMs = Math.max(watchingSinceMs, current === 'up' ? node.statusSinceMs : 0);
+  const heardMs = Math.max(obs?.lastSeenMs ?? floorMs, floorMs);
   const silenceMs = nowMs - heardMs;
   if (silenceMs >= o.downAfterMs) return 'down';
   const dwelt = nowMs - node.statusSinceMs >= o.minDwellMs;

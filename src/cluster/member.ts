@@ -89,10 +89,12 @@ export class ClusterMember implements VectorCluster {
   #wasLeader = false;
   #inFlight = new Set<string>();
   #lastLeader: string | null = null;
+  #httpUrl: string;
   readonly #metrics: ReturnType<typeof clusterMetrics>;
 
   private constructor(o: ClusterOptions) {
     this.#o = o;
+    this.#httpUrl = o.httpUrl;
     this.#fsm = new MetaFsm((index, err) => o.log.error({ index, err }, 'undecodable metadata entry skipped'));
     this.#fsm.listen((state) => this.#syncPeers(state));
     this.#transport = new Transport({
@@ -162,6 +164,11 @@ export class ClusterMember implements VectorCluster {
     const roundMs = Math.max(50, Math.floor(o.timings.nodeHeartbeatMs));
     this.#loop = setInterval(() => void this.#round(), roundMs);
     if (empty && !bootstrap && o.seeds.length > 0) this.#joining = this.#joinSeeds(o.seeds);
+  }
+
+  /** The HTTP URL once the listener is up (port 0 resolves then); the record follows. */
+  setHttpUrl(url: string): void {
+    this.#httpUrl = url;
   }
 
   // ---- views ---------------------------------------------------------------------------------
@@ -312,7 +319,7 @@ export class ClusterMember implements VectorCluster {
   // ---- join, leave, remove -------------------------------------------------------------------
 
   #address(): NodeAddress {
-    return { name: this.#o.nodeName, incarnation: this.#incarnation, http: this.#o.httpUrl, grpc: this.#o.grpcAdvertise, zone: this.#o.zone };
+    return { name: this.#o.nodeName, incarnation: this.#incarnation, http: this.#httpUrl, grpc: this.#o.grpcAdvertise, zone: this.#o.zone };
   }
 
   /** POST /_cluster/join: join through `seed` (a node started without seeds and without bootstrap). */

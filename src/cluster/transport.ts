@@ -220,12 +220,19 @@ export class Transport {
     const link = new PeerLink('', address);
     return new Promise((resolve, reject) => {
       let settled = false;
-      const finish = (err: unknown, value?: { node: NodeId; body: Buffer }) => {
+      const finish = (err: unknown, value?: { node: NodeId; body: Buffer }, linger = false) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        link.stream?.cancel();
-        link.client.close();
+        const hangUp = () => {
+          link.stream?.cancel();
+          link.client.close();
+        };
+        // After a refused challenge, give our (empty) proof a moment to reach the peer's log.
+        if (linger) {
+          link.stream?.end();
+          setTimeout(hangUp, 500).unref();
+        } else hangUp();
         if (err !== undefined) reject(err);
         else resolve(value!);
       };
@@ -240,7 +247,7 @@ export class Transport {
             this.stats.authFailures++;
             // An empty proof lets the listener log the mismatch too; it proves nothing.
             stream.write({ proof: { mac: Buffer.alloc(0) } });
-            finish(new FirkinError('unauthorized', `${address} failed the cookie challenge: its RELEASE_COOKIE differs from ours`));
+            finish(new FirkinError('unauthorized', `${address} failed the cookie challenge: its RELEASE_COOKIE differs from ours`), undefined, true);
             return;
           }
           link.peer = f.challenge.node;

@@ -35,6 +35,12 @@ export interface GatewayOptions {
   defaults: Limits;
   /** URL prefixes tenants may use as embedder `url` (embedder-urls.ts). */
   embedderUrls: readonly string[];
+  /**
+   * How many nodes share each rpm_limit (a cluster's up nodes; 1 standalone). Buckets are
+   * node-local, so each node admits its share (rounded up): the limit holds cluster-wide when
+   * clients spread their requests over the nodes.
+   */
+  rpmShare?: () => number;
 }
 
 export interface Caller {
@@ -81,6 +87,7 @@ export class Gateway {
   readonly #masterKey: string;
   readonly #defaults: Limits;
   readonly #embedderUrls: readonly string[];
+  readonly #rpmShare: () => number;
   readonly #limiter = new RateLimiter();
   readonly #locks = new KeyedMutex();
 
@@ -91,6 +98,7 @@ export class Gateway {
     this.#masterKey = options.masterKey;
     this.#defaults = options.defaults;
     this.#embedderUrls = options.embedderUrls;
+    this.#rpmShare = options.rpmShare ?? (() => 1);
   }
 
   /**
@@ -148,8 +156,10 @@ export class Gateway {
 
   /** One request's worth of tokens; the caller maps `allowed: false` to a 429. */
   admit(caller: Caller): Admission {
+    const share = Math.max(1, this.#rpmShare());
+    const local = (rpm: number | undefined) => (rpm === undefined ? undefined : Math.ceil(rpm / share));
     return this.#limiter.admit(
-      { tenantId: caller.tenant.tenant_id, tenantRpm: caller.tenant.limits.rpm_limit, keyId: caller.key.key_id, keyRpm: caller.key.rpm_limit },
+      { tenantId: caller.tenant.tenant_id, tenantRpm: local(caller.tenant.limits.rpm_limit)!, keyId: caller.key.key_id, keyRpm: local(caller.key.rpm_limit) },
       this.#clock.nowMs(),
     );
   }

@@ -10,6 +10,7 @@ import { Gateway } from './gateway.js';
 import { gatewayMetrics } from './metrics.js';
 import { gatewayFeature } from './plugin.js';
 import { RocksGatewayStore } from './rocks-store.js';
+import type { GatewayStore } from './store.js';
 import type { V1Bounds } from './routes-v1.js';
 import type { GatewayVectors } from './vectors.js';
 
@@ -28,19 +29,24 @@ export async function openGateway(deps: {
   registry: Registry;
   /** The vector engine with its bounds; undefined: admin routes only, no /v1. */
   vectors: { engine: GatewayVectors; bounds: V1Bounds } | undefined;
+  /** Cluster mode: tenants and keys through the metadata group, over the node's collections. */
+  clusterStore?(local: RocksGatewayStore): GatewayStore;
+  rpmShare?: () => number;
 }): Promise<OpenedGateway> {
   const { config, log } = deps;
   if (config.masterKey === undefined) throw new Error('the gateway needs a master key (config validation lets none through)');
   if (config.systemDbPath !== undefined) {
     log.warn({ systemDbPath: config.systemDbPath }, 'SERVICE_GATEWAY_SYSTEM_DB_PATH is ignored: gateway state lives in the node RocksDB (system column family)');
   }
-  const store = await RocksGatewayStore.load(deps.store);
+  const local = await RocksGatewayStore.load(deps.store, { ownersElsewhere: deps.clusterStore !== undefined });
+  const store: GatewayStore = deps.clusterStore?.(local) ?? local;
   const gateway = new Gateway({
     store,
     vectors: deps.vectors?.engine,
     clock: deps.clock,
     masterKey: config.masterKey,
     embedderUrls: config.embedderUrls,
+    rpmShare: deps.rpmShare,
     defaults: {
       rpm_limit: config.defaultRpm,
       max_vectors: config.maxVectors,

@@ -23,6 +23,13 @@ t.test('a new leader counts silence from when it started watching', (t) => {
   t.end();
 });
 
+t.test('a node that just joined is not down before it had time to dial', (t) => {
+  const joined = node('up', 50_000);
+  t.equal(healthOf(joined, undefined, 50_000 + O.downAfterMs - 1, 0, O), 'suspect');
+  t.equal(healthOf(joined, undefined, 50_000 + O.suspectAfterMs - 1, 0, O), 'up');
+  t.end();
+});
+
 t.test('the leader itself is always up; leaving and left nodes are not the detector\'s', (t) => {
   const nodes = [node('suspect', 0, 'n1'), node('leaving', 0, 'n2'), node('left', 0, 'n3')];
   t.same(statusChanges(nodes, new Map(), 'n1', 100_000, 0, O), [{ name: 'n1', status: 'up' }]);

@@ -1,0 +1,123 @@
+// The cluster foundation with real processes, real gRPC and real RocksDB: join through seeds,
+// a wrong cookie, keys through consensus, kill -9 of the metadata leader, a learner, removal of
+// a dead node, leave, and the 5-voter cap with promotion of a learner.
+import t from 'tap';
+import { runNodeExpectingExit } from '../support/process.js';
+import { waitFor } from '../support/wait.js';
+import { TestCluster } from './harness.js';
+
+const names = (c: TestCluster) => c.running().sort();
+
+async function roles(c: TestCluster, via: string): Promise<Record<string, string>> {
+  const r = await c.request(via, 'GET', '/_cluster/nodes');
+  return Object.fromEntries((r.body.nodes as { name: string; role: string; status: string }[]).map((n) => [n.name, `${n.role}/${n.status}`]));
+}
+
+t.test('three nodes: join, agree, cookie, keys through consensus, leader failover, leave and remove', async (t) => {
+  const c = await TestCluster.start(3);
+  t.teardown(() => c.close());
+
+  // Every node sees the same members and the same leader.
+  const leader = await c.waitMembers();
+  for (const n of names(c)) {
+    const s = await c.status(n);
+    t.same([s.state, s.nodes, s.healthy_nodes, s.leader, s.is_leader], ['member', ['n1', 'n2', 'n3'], ['n1', 'n2', 'n3'], leader, n === leader], `status on ${n}`);
+    t.same((await c.request(n, 'GET', '/vectordb/cluster/nodes')).body, { nodes: ['n1', 'n2', 'n3'] });
+  }
+  t.same(await waitFor(async () => {
+    const r = await roles(c, 'n2');
+    return Object.values(r).every((v) => v === 'voter/up') ? r : undefined;
+  }, { timeoutMs: 10_000, what: 'three voters' }), { n1: 'voter/up', n2: 'voter/up', n3: 'voter/up' });
+
+  // A node with the wrong cookie is refused, with a line on both sides, and exits non-zero.
+  const wrong = await runNodeExpectingExit({
+    SERVICE_ENABLE_CLUSTER: 'true',
+    SERVICE_NODE_NAME: 'intruder',
+    SERVICE_GRPC_PORT: '0',
+    SERVICE_GRPC_ADVERTISE: '127.0.0.1:1',
+    SERVICE_SEED_NODES: `127.0.0.1:${c.node('n1').grpcPort}`,
+    RELEASE_COOKIE: 'not-the-cookie',
+    SERVICE_JOIN_TIMEOUT_MS: '1000',
+    SERVICE_DATA_DIR: `${c.root}/intruder`,
+  });
+  t.equal(wrong.code, 1);
+  t.match(wrong.output, /cannot join any seed.*RELEASE_COOKIE differs/);
+  t.match(c.node('n1').child!.output(), /bad cookie proof from node intruder/);
+  t.same(names(c), ['n1', 'n2', 'n3']);
+
+  // A key made on n1 works on n3; revoked on n2, it stops working on n1.
+  const made = await c.request('n1', 'POST', '/_keys', { body: { permissions: ['read'], label: 'everywhere' } });
+  t.equal(made.status, 201);
+  const key = made.body.key as string;
+  await waitFor(async () => (await c.request('n3', 'GET', '/db/nothing-here', { key })).status === 404, { what: 'the key to work on n3' });
+  t.equal((await c.request('n2', 'DELETE', `/_keys/${made.body.id}`)).status, 200);
+  await waitFor(async () => (await c.request('n1', 'GET', '/db/nothing-here', { key })).status === 401, { what: 'the revoked key to fail on n1' });
+
+  // kill -9 the metadata leader: a new one is elected; writes go on; the old one catches up.
+  const first = await c.leader();
+  await c.kill9(first);
+  const second = await c.leader();
+  t.not(second, first);
+  const during = await c.request(second, 'POST', '/_keys', { body: { permissions: ['read'], label: 'made while a node was dead' } });
+  t.equal(during.status, 201);
+  await c.startNode(first);
+  await c.waitMembers();
+  await waitFor(async () => (await c.request(first, 'GET', '/db/nothing-here', { key: during.body.key })).status === 404, { what: 'the restarted node to catch up' });
+
+  // A fourth node joins as a learner (4 live nodes: 3 voters keep the count odd).
+  await c.add('n4');
+  await c.waitMembers();
+  t.same((await roles(c, 'n1')).n4, 'learner/up');
+
+  // It dies: down on the others, then removed by an operator. An up node cannot be removed.
+  t.equal((await c.request('n1', 'DELETE', '/_cluster/nodes/n2')).status, 409);
+  await c.kill9('n4');
+  await waitFor(async () => (await roles(c, 'n2')).n4 === 'learner/down', { timeoutMs: 15_000, what: 'n4 to be down' });
+  t.same((await c.status('n3')).healthy_nodes, ['n1', 'n2', 'n3']);
+  // /health says what is wrong, /metrics counts nodes by status and shows the group.
+  const health = await c.request('n1', 'GET', '/health');
+  t.match(health.text, /node n4 is down/);
+  const metrics = (await c.request('n1', 'GET', '/metrics')).text;
+  t.match(metrics, /firkin_cluster_nodes\{status="down"\} 1/);
+  t.match(metrics, /firkin_raft_commit_index\{group="meta"\} [1-9]/);
+  t.match(metrics, /firkin_raft_proposal_seconds_count\{group="meta"\} /);
+  const removed = await c.request('n3', 'DELETE', '/_cluster/nodes/n4');
+  t.same([removed.status, removed.body], [200, { node: 'n4', status: 'removed' }]);
+  await waitFor(async () => JSON.stringify((await c.status('n1')).nodes) === JSON.stringify(['n1', 'n2', 'n3']), { what: 'n4 gone from the members' });
+  await waitFor(async () => (await roles(c, 'n1')).n4 === 'none/left', { what: 'n4 out of the metadata group' });
+  c.nodes.delete('n4');
+
+  // n3 leaves: the members shrink, and n3 says it left.
+  const leave = await c.request('n3', 'POST', '/vectordb/cluster/leave');
+  t.same([leave.status, leave.body], [200, { status: 'leaving', node: 'n3' }]);
+  await waitFor(async () => JSON.stringify((await c.status('n1')).nodes) === JSON.stringify(['n1', 'n2']), { timeoutMs: 15_000, what: 'n3 gone from the members' });
+  await waitFor(async () => (await c.status('n3')).state === 'left', { timeoutMs: 15_000, what: 'n3 to report left' });
+  t.same((await c.request('n3', 'POST', '/vectordb/cluster/leave')).body.error, 'not_member');
+  const r = await roles(c, 'n1');
+  t.same([r.n1, r.n2, r.n3], ['voter/up', 'voter/up', 'none/left']);
+  // The two left still write.
+  t.equal((await c.request('n2', 'POST', '/_keys', { body: { permissions: ['read'] } })).status, 201);
+});
+
+t.test('five voters at most: a sixth node is a learner, promoted when a voter is removed', async (t) => {
+  const c = await TestCluster.start(6);
+  t.teardown(() => c.close());
+  const settled = await waitFor(async () => {
+    const r = await roles(c, 'n1');
+    const voters = Object.entries(r).filter(([, v]) => v === 'voter/up').map(([n]) => n);
+    const learners = Object.entries(r).filter(([, v]) => v === 'learner/up').map(([n]) => n);
+    return voters.length === 5 && learners.length === 1 ? { voters, learners } : undefined;
+  }, { timeoutMs: 20_000, what: '5 voters and 1 learner' });
+  const learner = settled.learners[0]!;
+  const leader = await c.leader();
+  const victim = settled.voters.find((v) => v !== leader)!;
+  await c.kill9(victim);
+  await waitFor(async () => (await roles(c, leader))[victim] === 'voter/down', { timeoutMs: 15_000, what: `${victim} to be down` });
+  t.equal((await c.request(leader, 'DELETE', `/_cluster/nodes/${victim}`)).status, 200);
+  c.nodes.delete(victim);
+  const after = await waitFor(async () => {
+    const r = await roles(c, leader);
+    return r[learner] === 'voter/up' && r[victim] === 'none/left' ? r : undefined;
+  }, { timeoutMs: 15_000, what: `${learner} to be promoted` });
+  t.equal(Object.values(after).filter((v) => v === 'voter/up').length, 5);
+});
