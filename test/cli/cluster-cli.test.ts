@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { FAST_CLUSTER_ENV } from '../cluster/harness.js';
 import { type ClusterNode, type LocalCluster, startCluster } from '../support/cluster.js';
 import { waitFor } from '../support/wait.js';
 
@@ -42,7 +43,7 @@ async function agree(c: LocalCluster, n: ClusterNode, args: string[], apiPath: s
 }
 
 t.test('status and nodes agree with the HTTP API on every node', async (t) => {
-  const c = await startCluster({ nodes: 3 });
+  const c = await startCluster({ nodes: 3, env: FAST_CLUSTER_ENV });
   t.teardown(() => c.close());
   const names = c.nodes.map((n) => n.name);
 
