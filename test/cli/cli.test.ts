@@ -1,34 +1,16 @@
 // firkin as a user runs it: a child process (bin/firkin.js) against a real standalone node,
 // and against a small node:http server answering the cluster contract for the routes a
 // standalone node does not have (detailed nodes, join, remove).
-import { spawn } from 'node:child_process';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { startTestNode } from '../support/node.js';
+import { DETAILS, DETAILS_TABLE, type FirkinRun, runFirkin } from './fixtures.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const KEY = 'fk_cli-test-key';
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function firkin(args: string[], env: Record<string, string> = {}, command = [process.execPath, 'bin/firkin.js']): Promise<Run> {
-  const { FIRKIN_URL: _u, FIRKIN_KEY: _k, ...inherited } = process.env;
-  const proc = spawn(command[0]!, [...command.slice(1), ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => proc.once('close', (code) => resolve({ code, stdout, stderr })));
-}
-
 /** One line on stderr, nothing on stdout, the given exit code. */
-function failed(t: Test, run: Run, code: number, line: RegExp, what: string): void {
+function failed(t: Test, run: FirkinRun, code: number, line: RegExp, what: string): void {
   t.equal(run.code, code, `${what}: exit ${code}`);
   t.equal(run.stdout, '', `${what}: nothing on stdout`);
   t.match(run.stderr, line, what);
@@ -41,13 +23,13 @@ t.test('against a standalone node', async (t) => {
   const url = ['--url', node.url];
 
   const [table, json, names, namesJson, namesWithKey, viaEnv, leave] = await Promise.all([
-    firkin(['cluster', 'status', ...url]),
-    firkin(['cluster', 'status', '--json', ...url]),
-    firkin(['cluster', 'nodes', ...url]),
-    firkin(['cluster', 'nodes', '--json', ...url]),
-    firkin(['cluster', 'nodes', '--key', node.adminKey, ...url]),
-    firkin(['cluster', 'status'], { FIRKIN_URL: node.url, FIRKIN_KEY: node.adminKey }),
-    firkin(['cluster', 'leave', ...url]),
+    runFirkin(['cluster', 'status', ...url]),
+    runFirkin(['cluster', 'status', '--json', ...url]),
+    runFirkin(['cluster', 'nodes', ...url]),
+    runFirkin(['cluster', 'nodes', '--json', ...url]),
+    runFirkin(['cluster', 'nodes', '--key', node.adminKey, ...url]),
+    runFirkin(['cluster', 'status'], { FIRKIN_URL: node.url, FIRKIN_KEY: node.adminKey }),
+    runFirkin(['cluster', 'leave', ...url]),
   ]);
   const status = await node.request('GET', '/vectordb/cluster/status');
   const nodes = await node.request('GET', '/vectordb/cluster/nodes');
@@ -69,12 +51,12 @@ t.test('usage errors, help and an unreachable node', async (t) => {
   await new Promise((resolve) => closed.close(resolve));
 
   const [usage, noKey, help, unreachable, npx] = await Promise.all([
-    firkin(['cluster', 'stats']),
-    firkin(['cluster', 'remove', 'n3']),
-    firkin(['cluster', 'join', '--help']),
-    firkin(['cluster', 'status', '--url', `http://127.0.0.1:${port}`]),
+    runFirkin(['cluster', 'stats']),
+    runFirkin(['cluster', 'remove', 'n3']),
+    runFirkin(['cluster', 'join', '--help']),
+    runFirkin(['cluster', 'status', '--url', `http://127.0.0.1:${port}`]),
     // What a user types in a clone after npm ci: npm exec runs the root package's own bin.
-    firkin(['cluster', 'nodes', '--help'], {}, ['npm', 'exec', '--offline', '--no', '--', 'firkin']),
+    runFirkin(['cluster', 'nodes', '--help'], {}, ['npm', 'exec', '--offline', '--no', '--', 'firkin']),
   ]);
   failed(t, usage, 2, /^firkin: usage: unknown cluster command "stats": one of status, nodes, join, leave, remove\n$/, 'unknown command');
   failed(t, noKey, 2, /^firkin: usage: cluster remove needs the admin key: --key KEY or FIRKIN_KEY\n$/, 'admin command without a key');
@@ -111,18 +93,6 @@ async function contractServer(t: Test, replies: Record<string, { status: number;
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
 }
 
-const DETAILS = {
-  leader: 'n1',
-  term: 4,
-  commit: 120,
-  applied: 120,
-  nodes: [
-    { name: 'n1', http: 'http://127.0.0.1:8081', grpc: '127.0.0.1:9081', zone: 'default', status: 'up', role: 'voter', joined_at: 1_790_000_000_000, last_heartbeat_ms_ago: null },
-    { name: 'n2', http: 'http://127.0.0.1:8082', grpc: '127.0.0.1:9082', zone: 'default', status: 'up', role: 'voter', joined_at: 1_790_000_001_000, last_heartbeat_ms_ago: 84 },
-    { name: 'n3', http: 'http://127.0.0.1:8083', grpc: '127.0.0.1:9083', zone: 'default', status: 'down', role: 'voter', joined_at: 1_790_000_002_000, last_heartbeat_ms_ago: 61_500 },
-  ],
-};
-
 t.test('the cluster-only routes: detailed nodes, remove, join', async (t) => {
   const node = await contractServer(t, {
     'GET /_cluster/nodes': { status: 200, body: DETAILS },
@@ -135,29 +105,19 @@ t.test('the cluster-only routes: detailed nodes, remove, join', async (t) => {
   });
   const admin = ['--url', node.url, '--key', KEY];
   const [details, detailsJson, plain, removed, conflict, notFound, join, joinJson, html] = await Promise.all([
-    firkin(['cluster', 'nodes', ...admin]),
-    firkin(['cluster', 'nodes', '--json', ...admin]),
-    firkin(['cluster', 'nodes', '--url', node.url]),
-    firkin(['cluster', 'remove', 'n3', ...admin]),
-    firkin(['cluster', 'remove', 'n2', ...admin]),
-    firkin(['cluster', 'remove', 'a/b', ...admin]),
-    firkin(['cluster', 'join', '--seed', '127.0.0.1:9081', ...admin]),
-    firkin(['cluster', 'join', '--seed=127.0.0.1:9081', '--json', ...admin]),
-    firkin(['cluster', 'status', '--url', node.url]),
+    runFirkin(['cluster', 'nodes', ...admin]),
+    runFirkin(['cluster', 'nodes', '--json', ...admin]),
+    runFirkin(['cluster', 'nodes', '--url', node.url]),
+    runFirkin(['cluster', 'remove', 'n3', ...admin]),
+    runFirkin(['cluster', 'remove', 'n2', ...admin]),
+    runFirkin(['cluster', 'remove', 'a/b', ...admin]),
+    runFirkin(['cluster', 'join', '--seed', '127.0.0.1:9081', ...admin]),
+    runFirkin(['cluster', 'join', '--seed=127.0.0.1:9081', '--json', ...admin]),
+    runFirkin(['cluster', 'status', '--url', node.url]),
   ]);
 
   t.same([details.code, details.stderr], [0, '']);
-  t.equal(
-    details.stdout,
-    [
-      'leader n1  term 4  commit 120  applied 120',
-      'NAME  STATUS  ROLE   ZONE     HTTP                   GRPC            HEARTBEAT',
-      'n1 *  up      voter  default  http://127.0.0.1:8081  127.0.0.1:9081  -',
-      'n2    up      voter  default  http://127.0.0.1:8082  127.0.0.1:9082  84ms ago',
-      'n3    down    voter  default  http://127.0.0.1:8083  127.0.0.1:9083  1m01s ago',
-      '',
-    ].join('\n'),
-  );
+  t.equal(details.stdout, DETAILS_TABLE);
   t.same(JSON.parse(detailsJson.stdout), DETAILS, '--json is the admin view as answered');
   t.equal(plain.stdout, 'n1\nn2\nn3\n', 'no key: the plain names');
   t.same([removed.code, removed.stdout], [0, 'n3: removed\n']);
@@ -183,6 +143,6 @@ t.test('an already-member join is one line', async (t) => {
   const node = await contractServer(t, {
     'POST /_cluster/join': { status: 409, body: { error: 'already_member', message: 'n2 is already a member of this cluster' } },
   });
-  const run = await firkin(['cluster', 'join', '--seed', '127.0.0.1:9081', '--url', node.url, '--key', KEY]);
+  const run = await runFirkin(['cluster', 'join', '--seed', '127.0.0.1:9081', '--url', node.url, '--key', KEY]);
   failed(t, run, 1, /^firkin: already_member: n2 is already a member of this cluster\n$/, 'join twice');
 });

@@ -1,24 +1,12 @@
 // firkin against a real 3-node cluster (real processes, gRPC and RocksDB, started through
 // scripts/cluster.sh): on every node it prints the same facts as the HTTP API, as JSON and
 // as tables, and it removes a dead node.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { FAST_CLUSTER_ENV } from '../cluster/harness.js';
 import { type ClusterNode, type LocalCluster, startCluster } from '../support/cluster.js';
 import { waitFor } from '../support/wait.js';
+import { runFirkin } from './fixtures.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-
-function firkin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const { FIRKIN_URL: _u, FIRKIN_KEY: _k, ...env } = process.env;
-  const proc = spawn(process.execPath, ['bin/firkin.js', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => proc.once('close', (code) => resolve({ code, stdout, stderr })));
-}
 
 /** The admin view without what moves on its own between two reads (heartbeat ages, indexes). */
 function facts(body: any) {
@@ -33,7 +21,7 @@ function facts(body: any) {
 async function agree(c: LocalCluster, n: ClusterNode, args: string[], apiPath: string, view: (body: any) => unknown = (b) => b) {
   return waitFor(
     async () => {
-      const [cli, api] = await Promise.all([firkin([...args, '--json', '--url', n.url, '--key', c.adminKey]), c.request(n, 'GET', apiPath)]);
+      const [cli, api] = await Promise.all([runFirkin([...args, '--json', '--url', n.url, '--key', c.adminKey]), c.request(n, 'GET', apiPath)]);
       if (cli.code !== 0) throw new Error(cli.stderr);
       const printed = view(JSON.parse(cli.stdout));
       return JSON.stringify(printed) === JSON.stringify(view(api.body)) ? printed : false;
@@ -57,9 +45,9 @@ t.test('status and nodes agree with the HTTP API on every node', async (t) => {
     t.same(nodes.nodes.map((x: any) => x.name).sort(), names, `${n.name}: nodes`);
 
     const [table, detail, plain] = await Promise.all([
-      firkin(['cluster', 'status', '--url', n.url]),
-      firkin(['cluster', 'nodes', '--url', n.url, '--key', c.adminKey]),
-      firkin(['cluster', 'nodes', '--url', n.url]),
+      runFirkin(['cluster', 'status', '--url', n.url]),
+      runFirkin(['cluster', 'nodes', '--url', n.url, '--key', c.adminKey]),
+      runFirkin(['cluster', 'nodes', '--url', n.url]),
     ]);
     t.match(table.stdout, new RegExp(`^node +${n.name}\nstate +member\nleader +${status.leader}`), `${n.name}: status table`);
     const rows = detail.stdout.trimEnd().split('\n');
@@ -77,11 +65,11 @@ t.test('status and nodes agree with the HTTP API on every node', async (t) => {
     timeoutMs: 30_000,
     what: 'n3 to be down',
   });
-  const removed = await firkin(['cluster', 'remove', 'n3', '--url', c.node('n2').url, '--key', c.adminKey]);
+  const removed = await runFirkin(['cluster', 'remove', 'n3', '--url', c.node('n2').url, '--key', c.adminKey]);
   t.same([removed.code, removed.stdout, removed.stderr], [0, 'n3: removed\n', '']);
   const after = await waitFor(
     async () => {
-      const r = await firkin(['cluster', 'nodes', '--url', c.node('n1').url]);
+      const r = await runFirkin(['cluster', 'nodes', '--url', c.node('n1').url]);
       return !r.stdout.includes('n3') && r.stdout;
     },
     { timeoutMs: 30_000, what: 'n3 to leave the member list' },

@@ -2,6 +2,7 @@
 import t from 'tap';
 import { asNodeDetails, asNodeStatus, asNodes, asStatus } from '../../src/cli/contract.js';
 import { failureLine } from '../../src/cli/failure.js';
+import { DETAILS, DETAILS_TABLE } from './fixtures.js';
 import { formatAgo, renderNodeDetails, renderNodeNames, renderNodeStatus, renderStatus } from '../../src/cli/render.js';
 
 t.test('status: this node, the leader, members and the unhealthy ones', (t) => {
@@ -24,29 +25,8 @@ t.test('status: this node, the leader, members and the unhealthy ones', (t) => {
 t.test('nodes: plain names, and the detailed table', (t) => {
   t.equal(renderNodeNames({ nodes: ['n1', 'n2'] }), 'n1\nn2\n');
   t.equal(renderNodeNames({ nodes: [] }), '');
-  const details = {
-    leader: 'n1',
-    term: 3,
-    commit: 57,
-    applied: 56,
-    nodes: [
-      { name: 'n1', http: 'http://127.0.0.1:8081', grpc: '127.0.0.1:9081', zone: 'default', status: 'up', role: 'voter', joined_at: 1, last_heartbeat_ms_ago: null },
-      { name: 'n2', http: 'http://127.0.0.1:8082', grpc: '127.0.0.1:9082', zone: 'default', status: 'up', role: 'voter', joined_at: 2, last_heartbeat_ms_ago: 120 },
-      { name: 'n3', http: 'http://127.0.0.1:8083', grpc: '127.0.0.1:9083', zone: 'eu-1', status: 'down', role: 'learner', joined_at: 3, last_heartbeat_ms_ago: 12_345 },
-    ],
-  };
-  t.equal(
-    renderNodeDetails(details),
-    [
-      'leader n1  term 3  commit 57  applied 56',
-      'NAME  STATUS  ROLE     ZONE     HTTP                   GRPC            HEARTBEAT',
-      'n1 *  up      voter    default  http://127.0.0.1:8081  127.0.0.1:9081  -',
-      'n2    up      voter    default  http://127.0.0.1:8082  127.0.0.1:9082  120ms ago',
-      'n3    down    learner  eu-1     http://127.0.0.1:8083  127.0.0.1:9083  12.3s ago',
-      '',
-    ].join('\n'),
-  );
-  t.match(renderNodeDetails({ ...details, leader: null }), /^leader -  term 3/);
+  t.equal(renderNodeDetails(DETAILS), DETAILS_TABLE);
+  t.match(renderNodeDetails({ ...DETAILS, leader: null }), /^leader -  term 4/);
   t.end();
 });
 
