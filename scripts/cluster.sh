@@ -47,15 +47,18 @@ Any other SERVICE_* setting in the environment reaches every node."
 # The ports are fixed when the directory is made: a later call without FIRKIN_HTTP_BASE
 # must still find the nodes.
 load_ports() {
-  local http=${FIRKIN_HTTP_BASE:-} grpc=${FIRKIN_GRPC_BASE:-}
-  for v in http grpc; do [[ -z ${!v} ]] || { is_uint "${!v}" && (( ${!v} >= 1 && ${!v} <= 65535 )); } || usage "FIRKIN_${v^^}_BASE must be a port from 1 to 65535, got '${!v}'"; done
+  local HTTP=${FIRKIN_HTTP_BASE:-} GRPC=${FIRKIN_GRPC_BASE:-} v
+  for v in HTTP GRPC; do
+    local value=${!v}
+    [[ -z $value ]] || { is_uint "$value" && ((value >= 1 && value <= 65535)); } || usage "FIRKIN_${v}_BASE must be a port from 1 to 65535, got '$value'"
+  done
   if [[ -f $DIR/ports ]]; then
     read -r HTTP_BASE GRPC_BASE <"$DIR/ports"
-    [[ -z $http || $http == "$HTTP_BASE" ]] || die "FIRKIN_HTTP_BASE=$http, but the cluster in $DIR uses $HTTP_BASE"
-    [[ -z $grpc || $grpc == "$GRPC_BASE" ]] || die "FIRKIN_GRPC_BASE=$grpc, but the cluster in $DIR uses $GRPC_BASE"
+    [[ -z $HTTP || $HTTP == "$HTTP_BASE" ]] || die "FIRKIN_HTTP_BASE=$HTTP, but the cluster in $DIR uses $HTTP_BASE"
+    [[ -z $GRPC || $GRPC == "$GRPC_BASE" ]] || die "FIRKIN_GRPC_BASE=$GRPC, but the cluster in $DIR uses $GRPC_BASE"
   else
-    HTTP_BASE=${http:-8081}
-    GRPC_BASE=${grpc:-9081}
+    HTTP_BASE=${HTTP:-8081}
+    GRPC_BASE=${GRPC:-9081}
   fi
 }
 
@@ -272,7 +275,7 @@ cmd_up() {
     if [[ -z $(pid_of "$i") ]]; then batch+=("$i"); fi
   done
   for i in "${batch[@]+"${batch[@]}"}"; do
-    if has_data "$i"; then launch "$i" ""; else launch "$i" "$(seeds_for "$i" "${running[@]}")"; fi
+    if has_data "$i"; then launch "$i" ""; else launch "$i" "$(seeds_for "$i" "${running[@]+"${running[@]}"}")"; fi
   done
   wait_members $(seq 1 "$n")
   echo "$n nodes are members; scripts/cluster.sh env prints their URLs and the admin key"

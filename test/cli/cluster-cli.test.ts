@@ -7,7 +7,6 @@ import { type ClusterNode, type LocalCluster, startCluster } from '../support/cl
 import { waitFor } from '../support/wait.js';
 import { runFirkin } from './fixtures.js';
 
-
 /** The admin view without what moves on its own between two reads (heartbeat ages, indexes). */
 function facts(body: any) {
   return {
