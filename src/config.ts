@@ -67,6 +67,16 @@ const hostPort: Parser<string> = (raw, name) => (/^[A-Za-z0-9_.\-:\[\]]+:\d{1,5}
 
 const hostPortList: Parser<string[]> = (raw, name) => list(raw, name).map((item) => hostPort(item, name));
 
+/** `n2=host:port,n3=host:port`: dial these peers there instead of their advertised address. */
+const dialMap: Parser<Record<string, string>> = (raw, name) =>
+  Object.fromEntries(
+    list(raw, name).map((item) => {
+      const eq = item.indexOf('=');
+      if (eq < 1) fail(name, 'a list like n2=127.0.0.1:31002,n3=127.0.0.1:31003', raw);
+      return [item.slice(0, eq), hostPort(item.slice(eq + 1), name)];
+    }),
+  );
+
 const prefix: Parser<string> = (raw, name) =>
   /^(\/[A-Za-z0-9_.-]+)+$/.test(raw) ? raw : fail(name, 'a path prefix like /vectordb', raw);
 
@@ -93,6 +103,7 @@ const SETTINGS = {
   SERVICE_GRPC_IP: { parse: nonEmpty, default: '127.0.0.1' },
   SERVICE_GRPC_ADVERTISE: { parse: hostPort, default: undefined as string | undefined },
   SERVICE_ZONE: { parse: nonEmpty, default: 'default' },
+  SERVICE_CLUSTER_DIAL_MAP: { parse: dialMap, default: {} as Record<string, string> },
   SERVICE_CLUSTER_BOOTSTRAP: { parse: bool, default: true },
   SERVICE_CLUSTER_MAX_VOTERS: { parse: int(1, 7), default: 5 },
   SERVICE_RAFT_TICK_MS: { parse: int(5, 10_000), default: 50 },
@@ -175,6 +186,8 @@ export interface Config {
     cookie?: string;
     replicationFactor: number;
     zone: string;
+    /** Test and chaos hook: peers dialled at these addresses (fault proxies) instead of their own. */
+    dialMap: Record<string, string>;
     /** With no seeds and no cluster data: start a new cluster (false: wait for POST /_cluster/join). */
     bootstrap: boolean;
     maxVoters: number;
@@ -331,6 +344,7 @@ function assemble(v: Values): Config {
       cookie: v.RELEASE_COOKIE,
       replicationFactor: v.SERVICE_REPLICATION_FACTOR,
       zone: v.SERVICE_ZONE,
+      dialMap: v.SERVICE_CLUSTER_DIAL_MAP,
       bootstrap: v.SERVICE_CLUSTER_BOOTSTRAP,
       maxVoters: v.SERVICE_CLUSTER_MAX_VOTERS,
       tickMs: v.SERVICE_RAFT_TICK_MS,

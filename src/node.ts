@@ -232,6 +232,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         grpcListen: `${cluster.grpcIp}:${cluster.grpcPort}`,
         grpcAdvertise: cluster.grpcAdvertise,
         zone: cluster.zone,
+        dialMap: cluster.dialMap,
         seeds: cluster.seedNodes,
         bootstrap: cluster.bootstrap,
         cookie: cluster.cookie!,

@@ -45,6 +45,8 @@ export interface ClusterOptions {
   /** host:port the other nodes dial. */
   grpcAdvertise: string;
   zone: string;
+  /** Peers dialled at these addresses instead of their advertised ones (fault proxies in chaos tests). */
+  dialMap?: Readonly<Record<string, string>>;
   seeds: readonly string[];
   /** With no seeds and an empty log: start a new cluster (else wait for POST /_cluster/join). */
   bootstrap: boolean;
@@ -343,8 +345,8 @@ export class ClusterMember implements VectorCluster {
         try {
           const reply = await this.#transport.callAddress(seed, 'meta.join', encodeMeta(this.#address()), 5_000);
           const { nodes } = decodeMeta(reply.body) as { nodes: { name: string; grpc: string }[] };
-          this.#transport.setPeer(reply.node, seed);
-          for (const n of nodes) this.#transport.setPeer(n.name, n.grpc);
+          this.#transport.setPeer(reply.node, this.#dialAddress(reply.node, seed));
+          for (const n of nodes) this.#transport.setPeer(n.name, this.#dialAddress(n.name, n.grpc));
           o.log.info({ seed, via: reply.node }, `joined the cluster through seed ${seed} (${reply.node}); catching up`);
           return;
         } catch (err) {
@@ -428,8 +430,12 @@ export class ClusterMember implements VectorCluster {
     for (const n of Object.values(state.nodes)) {
       if (n.name === this.#o.nodeName) continue;
       if (n.status === 'left') this.#transport.removePeer(n.name);
-      else this.#transport.setPeer(n.name, n.grpc);
+      else this.#transport.setPeer(n.name, this.#dialAddress(n.name, n.grpc));
     }
+  }
+
+  #dialAddress(name: string, advertised: string): string {
+    return this.#o.dialMap?.[name] ?? advertised;
   }
 
   #onSoftState(leader: string | null): void {

@@ -17,6 +17,9 @@ t.test('defaults match the specs', (t) => {
   t.equal(c.docdb.importBatchSize, 100);
   t.match(c.gateway, { enabled: false, port: 8080, masterKey: undefined, systemDbPath: undefined, defaultRpm: 100, maxVectors: 100_000, maxCollections: 10, maxStorageMb: 1024 });
   t.equal(c.cluster.replicationFactor, 2);
+  t.match(c.cluster, { enabled: false, grpcPort: 9080, grpcAdvertise: '127.0.0.1:9080', zone: 'default', bootstrap: true, maxVoters: 5, dialMap: {} });
+  t.match(c.cluster.detector, { suspectAfterMs: 1_500, downAfterMs: 4_000 });
+  t.same(loadConfig({ SERVICE_CLUSTER_DIAL_MAP: 'n2=127.0.0.1:31002, n3=h:3' }).cluster.dialMap, { n2: '127.0.0.1:31002', n3: 'h:3' });
   t.equal(c.vectordb.prefix, '/vectordb');
   t.end();
 });
@@ -45,6 +48,13 @@ t.test('bad values name the setting', (t) => {
     [{ SERVICE_HTTP_TLS_ENABLED: 'true', SERVICE_HTTP_CERTFILE: '/no/such.pem', SERVICE_HTTP_KEYFILE: '/no/such.key' }, [], /SERVICE_HTTP_CERTFILE points to a missing file/],
     [{ SERVICE_GATEWAY_ENABLED: 'true' }, [], /SERVICE_GATEWAY_MASTER_KEY is required/],
     [{ SERVICE_ENABLE_CLUSTER: 'true' }, [], /RELEASE_COOKIE is required/],
+    [{ SERVICE_SEED_NODES: 'a:1,nohost' }, [], /SERVICE_SEED_NODES must be host:port, got "nohost"/],
+    [{ SERVICE_GRPC_ADVERTISE: 'x' }, [], /SERVICE_GRPC_ADVERTISE must be host:port/],
+    [{ SERVICE_FD_SUSPECT_MS: '2000', SERVICE_FD_DOWN_MS: '1500' }, [], /SERVICE_FD_DOWN_MS must be greater than SERVICE_FD_SUSPECT_MS/],
+    [{ SERVICE_RAFT_ELECTION_TICKS: '2', SERVICE_RAFT_HEARTBEAT_TICKS: '2' }, [], /SERVICE_RAFT_ELECTION_TICKS must be greater/],
+    [{ SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'c', SERVICE_GRPC_PORT: '0' }, [], /SERVICE_GRPC_PORT must be a fixed port in cluster mode/],
+    [{ SERVICE_CLUSTER_DIAL_MAP: 'n2:1' }, [], /SERVICE_CLUSTER_DIAL_MAP must be a list like/],
+    [{ SERVICE_CLUSTER_MAX_VOTERS: '9' }, [], /SERVICE_CLUSTER_MAX_VOTERS must be an integer from 1 to 7/],
     [{}, ['--no-such-flag', '1'], /unknown flag --no-such-flag/],
     [{}, ['stray'], /unexpected argument "stray"/],
   ];
