@@ -113,7 +113,7 @@ pid_of() {
   pid=$(<"$DIR/n$i/pid")
   [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 0
   if [[ -d /proc/$pid ]]; then
-    envs=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || return 0
+    envs=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ") || return 0
     grep -qxF "FIRKIN_CLUSTER_NODE=$DIR/n$i" <<<"$envs" || return 0
   fi
   echo "$pid"
@@ -157,6 +157,13 @@ seeds_for() {
   (IFS=,; echo "${seeds[*]}")
 }
 
+# The end of a node's log, for an error line.
+last_log_line() {
+  local line
+  line=$(tail -n 1 "$DIR/n$1/log" 2>/dev/null | cut -c1-300)
+  echo "${line:-(the log is empty)}"
+}
+
 has_data() { [[ -n $(ls -A "$DIR/n$1/data" 2>/dev/null) ]]; }
 
 launch() {
@@ -174,7 +181,7 @@ launch() {
   echo "$pid" >"$d/pid"
   # Until the subshell has exec'd the node, its environment lacks the marker pid_of checks.
   while [[ -z $(pid_of "$i") ]]; do
-    kill -0 "$pid" 2>/dev/null && ((tries++ < 100)) || die "n$i did not start; last log line: $(tail -n 1 "$d/log" 2>/dev/null | cut -c1-300)"
+    kill -0 "$pid" 2>/dev/null && ((tries++ < 100)) || die "n$i did not start; last log line: $(last_log_line "$i")"
     sleep 0.05
   done
   echo "started n$i (pid $pid) $(url_of "$i")${seeds:+ seeds $seeds}"
@@ -195,7 +202,7 @@ wait_members() {
   while ((${#pending[@]} > 0)); do
     left=()
     for i in "${pending[@]}"; do
-      [[ -n $(pid_of "$i") ]] || die "n$i exited while starting; last log line: $(tail -n 1 "$DIR/n$i/log" 2>/dev/null | cut -c1-300) (log: $DIR/n$i/log)"
+      [[ -n $(pid_of "$i") ]] || die "n$i exited while starting; last log line: $(last_log_line "$i") (log: $DIR/n$i/log)"
       [[ $(cluster_state "$i") == member ]] || left+=("$i")
     done
     pending=("${left[@]+"${left[@]}"}")

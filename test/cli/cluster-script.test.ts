@@ -97,6 +97,7 @@ t.test('three nodes: environment, secrets, env, signals', async (t) => {
   await c.pause('n3');
   t.equal(procState(c.node('n3').pid!), 'T');
   t.match(await c.script(['status']), /^n3 +\d+ +paused /m);
+  await c.waitMembers({ timeoutMs: 5_000 }); // a paused node is not waited for
   await c.resume('n3');
   t.not(procState(c.node('n3').pid!), 'T');
   await c.waitMembers();
@@ -139,7 +140,7 @@ t.test('one-line errors', async (t) => {
     [['up', '0'], {}, 2, /^cluster\.sh: up N: N must be from 1 to 50, got '0'/],
     [['up', '2'], { FIRKIN_HTTP_BASE: '70000' }, 2, /^cluster\.sh: FIRKIN_HTTP_BASE must be a port from 1 to 65535, got '70000'/],
     [['status'], {}, 1, /^cluster\.sh: no cluster in .*\/c \(start one with: scripts\/cluster\.sh up N\)\n$/],
-    [['up', '1'], { FIRKIN_NODE_CMD: 'node -e process.exit(3)' }, 1, /^cluster\.sh: n1 (exited while starting|did not start)/],
+    [['up', '1'], { FIRKIN_NODE_CMD: 'node -e "process.exit(3)"' }, 1, /^cluster\.sh: n1 (exited while starting|did not start)/],
     [['kill', 'n2'], {}, 1, /^cluster\.sh: no node n2 in .*\/c \(up started n1\.\.n1\)\n$/],
     [['pause', 'node-1'], {}, 2, /^cluster\.sh: NODE must be like n3 or 3, got 'node-1'/],
     [['status'], { FIRKIN_HTTP_BASE: '1' }, 1, /^cluster\.sh: FIRKIN_HTTP_BASE=1, but the cluster in .* uses \d+\n$/],

@@ -53,7 +53,7 @@ export interface LocalCluster {
   start(name: string, options?: { wait?: boolean }): Promise<void>;
   pause(name: string): Promise<void>;
   resume(name: string): Promise<void>;
-  /** Every running node answers state "member". */
+  /** Every running node that is not paused answers state "member". */
   waitMembers(options?: { timeoutMs?: number }): Promise<void>;
   /** SIGKILL every node and remove the directory if this helper made it. */
   close(): Promise<void>;
@@ -92,6 +92,7 @@ export async function startCluster(options: ClusterOptions): Promise<LocalCluste
     FIRKIN_GRPC_BASE: String(bases.grpc),
   };
   const nodes: ClusterNode[] = [];
+  const paused = new Set<string>();
   const nodeAt = (i: number): ClusterNode => ({
     name: `n${i}`,
     url: `http://127.0.0.1:${bases.http + i - 1}`,
@@ -150,10 +151,12 @@ export async function startCluster(options: ClusterOptions): Promise<LocalCluste
     async kill9(name) {
       await script(['kill', node(name).name]);
       readPid(node(name));
+      paused.delete(name);
     },
     async stop(name) {
       await script(['stop', node(name).name]);
       readPid(node(name));
+      paused.delete(name);
     },
     async start(name, startOptions = {}) {
       await script(['start', node(name).name], startOptions.wait === false ? { FIRKIN_WAIT_S: '0' } : {});
@@ -161,12 +164,14 @@ export async function startCluster(options: ClusterOptions): Promise<LocalCluste
     },
     async pause(name) {
       await script(['pause', node(name).name]);
+      paused.add(name);
     },
     async resume(name) {
       await script(['resume', node(name).name]);
+      paused.delete(name);
     },
     async waitMembers(waitOptions = {}) {
-      const running = nodes.filter((n) => n.pid !== undefined);
+      const running = nodes.filter((n) => n.pid !== undefined && !paused.has(n.name));
       await waitFor(
         async () => {
           const states = await Promise.all(running.map((n) => cluster.request(n, 'GET', '/vectordb/cluster/status').then((r) => r.body?.state)));
