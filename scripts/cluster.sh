@@ -190,7 +190,8 @@ launch() {
 # The node's cluster state from GET /vectordb/cluster/status, or empty.
 cluster_state() {
   local body
-  body=$(curl -fsS --max-time "${2:-2}" -H "authorization: Bearer $(<"$DIR/admin.key")" "$(url_of "$1")/vectordb/cluster/status" 2>/dev/null) || return 0
+  # The header comes on stdin: a key in curl's arguments would show in every `ps`.
+  body=$(printf 'authorization: Bearer %s\n' "$(<"$DIR/admin.key")" | curl -fsS --max-time "${2:-2}" -H @- "$(url_of "$1")/vectordb/cluster/status" 2>/dev/null) || return 0
   sed -n 's/.*"state":"\([a-z_]*\)".*/\1/p' <<<"$body"
 }
 
