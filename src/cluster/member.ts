@@ -14,7 +14,7 @@ import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
 import { type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm, decodeMeta, encodeMeta } from './metadata.js';
-import { Transport } from './transport.js';
+import { Transport, wasNotSent } from './transport.js';
 import { planVoters } from './voters.js';
 
 export interface ClusterTimings {
@@ -215,6 +215,10 @@ export class ClusterMember implements VectorCluster {
     return this.liveNodes().map((n) => n.name);
   }
 
+  jobs(): MetaState['jobs'][string][] {
+    return Object.values(this.#fsm.state.jobs);
+  }
+
   groupStatus(): ReturnType<RaftGroup['status']> {
     return this.#group.status();
   }
@@ -290,16 +294,21 @@ export class ClusterMember implements VectorCluster {
       }
       const leader = this.leader();
       try {
-        if (leader === this.#o.nodeName && this.isLeader()) return (await this.#group.propose(bytes)) as Applied;
+        if (leader === this.#o.nodeName && this.isLeader()) return (await this.#group.propose(bytes).catch(noQuorum)) as Applied;
         if (leader !== null) {
-          const applied = decodeMeta(await this.#transport.call(leader, 'meta.propose', bytes, remaining)) as Applied;
+          const reply = await this.#transport.call(leader, 'meta.propose', bytes, remaining).catch((err: unknown) => {
+            if (wasNotSent(err) || (isFirkinError(err) && err.code === 'not_leader')) throw err;
+            // Sent, then no answer: the leader may have committed it, or lost its majority.
+            throw new FirkinError('no_quorum', `the metadata leader ${leader} did not confirm the write (${(err as Error).message}); it may still commit`);
+          });
+          const applied = decodeMeta(reply) as Applied;
           await this.#waitApplied(applied.index, deadline);
           return applied;
         }
       } catch (err) {
         // Refused before it entered the log (or overwritten): safe to try again. Anything else
         // (a timeout) may still commit, so it is the caller's to see.
-        if (!(isFirkinError(err) && (err.code === 'not_leader' || (err.code === 'unavailable' && err.message.startsWith('no address'))))) throw err;
+        if (!(wasNotSent(err) || (isFirkinError(err) && err.code === 'not_leader'))) throw err;
       }
       await new Promise((r) => setTimeout(r, Math.min(waitMs, Math.max(1, remaining))));
       waitMs = Math.min(waitMs * 2, 200);
@@ -400,7 +409,7 @@ export class ClusterMember implements VectorCluster {
     switch (method) {
       case 'meta.propose': {
         if (!this.isLeader()) throw new FirkinError('not_leader', `${this.#o.nodeName} does not lead the metadata group`, { details: { leader: this.leader() } });
-        return encodeMeta(await this.#group.propose(body));
+        return encodeMeta(await this.#group.propose(body).catch(noQuorum));
       }
       case 'meta.join': {
         const node = decodeMeta(body) as Partial<NodeAddress> | null;
@@ -570,6 +579,14 @@ export class ClusterMember implements VectorCluster {
     }
     await this.#shutdown();
   }
+}
+
+/** A leader whose entry did not commit in time has lost its majority (or is about to notice). */
+function noQuorum(err: unknown): never {
+  if (isFirkinError(err) && err.code === 'timeout') {
+    throw new FirkinError('no_quorum', `the metadata write was not committed by a majority in time (${err.message}); it will still commit if the majority returns`);
+  }
+  throw err;
 }
 
 function clusterMetrics(registry: Registry, m: ClusterMember) {

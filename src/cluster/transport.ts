@@ -66,6 +66,15 @@ interface PendingCall {
   timer: NodeJS.Timeout;
 }
 
+/** A call that never left this node: the caller may safely try again (elsewhere). */
+export function notSent(peer: NodeId, why: string): FirkinError {
+  return new FirkinError('unavailable', `call not sent to ${peer}: ${why}`, { details: { sent: false } });
+}
+
+export function wasNotSent(err: unknown): boolean {
+  return isFirkinError(err) && err.code === 'unavailable' && err.details?.sent === false;
+}
+
 function responseError(r: NonNullable<Frame['response']>): FirkinError {
   const code: ErrorCode = (ERROR_CODES as readonly string[]).includes(r.code) ? (r.code as ErrorCode) : 'error';
   return new FirkinError(code, r.message);
@@ -198,13 +207,14 @@ export class Transport {
    */
   call(peer: NodeId, method: string, body: Uint8Array, timeoutMs: number): Promise<Buffer> {
     const link = this.#links.get(peer);
-    if (link === undefined) return Promise.reject(new FirkinError('unavailable', `no address known for node ${peer}`));
+    if (link === undefined) return Promise.reject(notSent(peer, 'no address known'));
     if (link.calls.size >= TRANSPORT_LIMITS.callsInFlightMax) return Promise.reject(new FirkinError('unavailable', `too many calls in flight to ${peer}`));
     const id = ++link.callId;
     return new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => {
         link.calls.delete(id);
-        reject(new FirkinError('timeout', `${method} on ${peer} did not answer within ${timeoutMs} ms`));
+        const sent = !link.unsent.includes(id);
+        reject(sent ? new FirkinError('timeout', `${method} on ${peer} did not answer within ${timeoutMs} ms`) : notSent(peer, 'no link within the timeout'));
       }, timeoutMs);
       link.calls.set(id, { frame: { request: { id, method, body: Buffer.from(body) } }, resolve, reject, timer });
       link.unsent.push(id);
@@ -301,9 +311,9 @@ export class Transport {
   }
 
   #failCalls(link: PeerLink, why: string): void {
-    for (const c of link.calls.values()) {
+    for (const [id, c] of link.calls) {
       clearTimeout(c.timer);
-      c.reject(new FirkinError('unavailable', `link to ${link.peer} broke: ${why}`));
+      c.reject(link.unsent.includes(id) ? notSent(link.peer, why) : new FirkinError('unavailable', `link to ${link.peer} broke after the call was sent: ${why}`));
     }
     link.calls.clear();
     link.unsent = [];

@@ -95,13 +95,24 @@ t.test('three nodes: join, agree, cookie, keys through consensus, leader failove
   t.same((await c.request('n3', 'POST', '/vectordb/cluster/leave')).body.error, 'not_member');
   const r = await roles(c, 'n1');
   t.same([r.n1, r.n2, r.n3], ['voter/up', 'voter/up', 'none/left']);
-  // The two left still write.
+  // The two left still write; one alone cannot: 503 no_quorum, after a bounded wait.
   t.equal((await c.request('n2', 'POST', '/_keys', { body: { permissions: ['read'] } })).status, 201);
+  await c.kill9('n2');
+  const alone = await c.request('n1', 'POST', '/_keys', { body: { permissions: ['read'] } });
+  t.same([alone.status, alone.body.error], [503, 'no_quorum']);
 });
 
 t.test('five voters at most: a sixth node is a learner, promoted when a voter is removed', async (t) => {
-  const c = await TestCluster.start(6);
+  const c = await TestCluster.start(5);
   t.teardown(() => c.close());
+  // The sixth joins on demand: started without seeds and without bootstrapping, it waits.
+  await c.add('n6', { SERVICE_SEED_NODES: '', SERVICE_CLUSTER_BOOTSTRAP: 'false' });
+  t.equal((await c.status('n6')).state, 'joining');
+  const join = await c.request('n6', 'POST', '/_cluster/join', { body: { seed: `127.0.0.1:${c.node('n3').grpcPort}` } });
+  t.same([join.status, join.body], [202, { status: 'joining', node: 'n6' }]);
+  await c.waitMembers();
+  t.equal((await c.request('n6', 'POST', '/_cluster/join', { body: { seed: `127.0.0.1:${c.node('n1').grpcPort}` } })).body.error, 'already_member');
+  t.equal((await c.request('n6', 'POST', '/_cluster/join', { body: { seed: 'nohost' } })).status, 400);
   const settled = await waitFor(async () => {
     const r = await roles(c, 'n1');
     const voters = Object.entries(r).filter(([, v]) => v === 'voter/up').map(([n]) => n);

@@ -37,6 +37,8 @@ export const clusterAdminRoutes: FastifyPluginAsync<ClusterRouteDeps> = async (a
     return { node: m.name, leader: m.leader(), term: g.term, commit: g.commit, applied: g.applied, nodes: m.nodeViews() };
   });
 
+  app.get('/_cluster/jobs', { config: admin }, async () => ({ jobs: member().jobs() }));
+
   app.post<{ Body: { seed: string } }>('/_cluster/join', { config: admin, schema: { body: joinBody } }, async (req, reply) => {
     const result = await member().joinVia(req.body.seed);
     return reply.code(202).send(result);
