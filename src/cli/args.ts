@@ -1,0 +1,138 @@
+// Command line of `firkin`, parsed without I/O: argv and the environment in, a command to run,
+// a help text or a usage error out. The shell (`firkin.ts`) does the talking.
+import { HELP, type HelpTopic } from './help.js';
+
+export const CLUSTER_COMMANDS = ['status', 'nodes', 'join', 'leave', 'remove'] as const;
+export type ClusterCommand = (typeof CLUSTER_COMMANDS)[number];
+
+export type Command =
+  | { readonly kind: 'status' }
+  | { readonly kind: 'nodes' }
+  | { readonly kind: 'join'; readonly seed: string }
+  | { readonly kind: 'leave' }
+  | { readonly kind: 'remove'; readonly node: string };
+
+/** Which node to talk to and how to print. */
+export interface Target {
+  /** Base URL without a trailing slash. */
+  readonly url: string;
+  readonly key: string | undefined;
+  readonly json: boolean;
+}
+
+export type Parsed =
+  | { readonly kind: 'run'; readonly command: Command; readonly target: Target }
+  | { readonly kind: 'help'; readonly text: string }
+  | { readonly kind: 'usage_error'; readonly message: string };
+
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
+
+/** Commands that call admin routes: without a key the node would only answer 401. */
+const NEEDS_KEY: ReadonlySet<ClusterCommand> = new Set(['join', 'remove']);
+
+const VALUE_OPTIONS = ['url', 'key', 'seed'] as const;
+type ValueOption = (typeof VALUE_OPTIONS)[number];
+
+function isClusterCommand(word: string | undefined): word is ClusterCommand {
+  return (CLUSTER_COMMANDS as readonly (string | undefined)[]).includes(word);
+}
+
+function isValueOption(name: string): name is ValueOption {
+  return (VALUE_OPTIONS as readonly string[]).includes(name);
+}
+
+/** `host:port` or `[v6]:port`, port 1..65535. */
+export function isSeed(value: string): boolean {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/[\]@]+):(\d{1,5})$/.exec(value);
+  if (m === null) return false;
+  const port = Number(m[2]);
+  return port >= 1 && port <= 65535;
+}
+
+/** An http(s) URL, normalised to have no trailing slash; undefined when it is not one. */
+export function normaliseUrl(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') return undefined;
+  return url.origin + url.pathname.replace(/\/+$/, '');
+}
+
+const usage = (message: string): Parsed => ({ kind: 'usage_error', message });
+
+function helpTopic(words: readonly string[]): HelpTopic {
+  if (words[0] !== 'cluster') return 'firkin';
+  return isClusterCommand(words[1]) ? words[1] : 'cluster';
+}
+
+/** Options may come before, between or after the words; a repeated option keeps its last value. */
+export function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Parsed {
+  const words: string[] = [];
+  const values: Partial<Record<ValueOption, string>> = {};
+  let json = false;
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      words.push(...argv.slice(i + 1));
+      break;
+    }
+    if (arg === '-h' || arg === '--help') {
+      help = true;
+      continue;
+    }
+    if (arg === '--json') {
+      json = true;
+      continue;
+    }
+    if (!arg.startsWith('-') || arg === '-') {
+      words.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    if (!arg.startsWith('--') || !isValueOption(name)) return usage(`unknown option ${arg.slice(0, eq === -1 ? undefined : eq)}`);
+    if (eq !== -1) values[name] = arg.slice(eq + 1);
+    else if (i + 1 < argv.length) values[name] = argv[++i]!;
+    else return usage(`--${name} needs a value`);
+  }
+  if (help) return { kind: 'help', text: HELP[helpTopic(words)] };
+
+  if (words.length === 0) return usage('missing command (try firkin --help)');
+  if (words[0] !== 'cluster') return usage(`unknown command ${JSON.stringify(words[0])} (try firkin --help)`);
+  const name = words[1];
+  if (name === undefined) return usage(`missing cluster command: one of ${CLUSTER_COMMANDS.join(', ')}`);
+  if (!isClusterCommand(name)) return usage(`unknown cluster command ${JSON.stringify(name)}: one of ${CLUSTER_COMMANDS.join(', ')}`);
+  const rest = words.slice(2);
+
+  let command: Command;
+  if (name === 'remove') {
+    const node = rest.shift();
+    if (node === undefined || node === '') return usage('cluster remove needs a NODE name');
+    command = { kind: 'remove', node };
+  } else if (name === 'join') {
+    const seed = values.seed;
+    if (seed === undefined) return usage('cluster join needs --seed host:port');
+    if (!isSeed(seed)) return usage(`--seed must be host:port with a port from 1 to 65535, got ${JSON.stringify(seed)}`);
+    command = { kind: 'join', seed };
+  } else {
+    command = { kind: name };
+  }
+  if (rest.length > 0) return usage(`unexpected argument ${JSON.stringify(rest[0])} for cluster ${name}`);
+  if (values.seed !== undefined && name !== 'join') return usage('--seed only applies to cluster join');
+
+  const rawUrl = values.url ?? nonEmpty(env.FIRKIN_URL) ?? DEFAULT_URL;
+  const url = normaliseUrl(rawUrl);
+  if (url === undefined) return usage(`the node URL must be an http(s) URL like ${DEFAULT_URL}, got ${JSON.stringify(rawUrl)}`);
+  const key = nonEmpty(values.key) ?? nonEmpty(env.FIRKIN_KEY);
+  if (key === undefined && NEEDS_KEY.has(name)) return usage(`cluster ${name} needs the admin key: --key KEY or FIRKIN_KEY`);
+  return { kind: 'run', command, target: { url, key, json } };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}

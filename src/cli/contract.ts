@@ -1,0 +1,117 @@
+// The answers of the cluster endpoints the CLI reads (docs/cli.md, vector spec "cluster
+// endpoints"), checked at the door: a node that answers something else gets a one-line
+// `bad_response`, not a stack trace from the table code.
+
+import { CliFailure } from './failure.js';
+
+export interface StatusBody {
+  state: string;
+  is_leader: boolean;
+  leader: string | null;
+  node: string;
+  nodes: string[];
+  /** Absent on nodes older than the cluster work. */
+  healthy_nodes?: string[];
+}
+
+export interface NodesBody {
+  nodes: string[];
+}
+
+export interface NodeDetail {
+  name: string;
+  http: string;
+  grpc: string;
+  zone: string;
+  status: string;
+  role: string;
+  joined_at: number;
+  last_heartbeat_ms_ago: number | null;
+}
+
+export interface NodeDetailsBody {
+  leader: string | null;
+  term: number;
+  commit: number;
+  applied: number;
+  nodes: NodeDetail[];
+}
+
+/** The answer of join, leave and remove. */
+export interface NodeStatusBody {
+  node: string;
+  status: string;
+}
+
+const bad = (message: string) => new CliFailure('bad_response', message);
+
+type Json = Record<string, unknown>;
+
+function object(value: unknown, what: string): Json {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad(`${what} is not a JSON object`);
+  return value as Json;
+}
+
+function field<T>(body: Json, name: string, what: string, ok: (v: unknown) => v is T, expected: string): T {
+  const v = body[name];
+  if (!ok(v)) throw bad(`${what}: ${name} must be ${expected}, got ${JSON.stringify(v) ?? 'nothing'}`);
+  return v;
+}
+
+const isString = (v: unknown): v is string => typeof v === 'string';
+const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
+const isStringOrNull = (v: unknown): v is string | null => v === null || typeof v === 'string';
+const isNumberOrNull = (v: unknown): v is number | null => v === null || isNumber(v);
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString);
+
+export function asStatus(value: unknown): StatusBody {
+  const what = 'cluster status';
+  const b = object(value, what);
+  const body: StatusBody = {
+    state: field(b, 'state', what, isString, 'a string'),
+    is_leader: field(b, 'is_leader', what, isBool, 'true or false'),
+    leader: field(b, 'leader', what, isStringOrNull, 'a node name or null'),
+    node: field(b, 'node', what, isString, 'a string'),
+    nodes: field(b, 'nodes', what, isStrings, 'a list of names'),
+  };
+  if (b.healthy_nodes !== undefined) body.healthy_nodes = field(b, 'healthy_nodes', what, isStrings, 'a list of names');
+  return body;
+}
+
+export function asNodes(value: unknown): NodesBody {
+  return { nodes: field(object(value, 'cluster nodes'), 'nodes', 'cluster nodes', isStrings, 'a list of names') };
+}
+
+function asNodeDetail(value: unknown, i: number): NodeDetail {
+  const what = `cluster node ${i}`;
+  const b = object(value, what);
+  return {
+    name: field(b, 'name', what, isString, 'a string'),
+    http: field(b, 'http', what, isString, 'a string'),
+    grpc: field(b, 'grpc', what, isString, 'a string'),
+    zone: field(b, 'zone', what, isString, 'a string'),
+    status: field(b, 'status', what, isString, 'a string'),
+    role: field(b, 'role', what, isString, 'a string'),
+    joined_at: field(b, 'joined_at', what, isNumber, 'a number'),
+    last_heartbeat_ms_ago: field(b, 'last_heartbeat_ms_ago', what, isNumberOrNull, 'a number or null'),
+  };
+}
+
+export function asNodeDetails(value: unknown): NodeDetailsBody {
+  const what = 'cluster node details';
+  const b = object(value, what);
+  const nodes = field(b, 'nodes', what, Array.isArray, 'a list');
+  return {
+    leader: field(b, 'leader', what, isStringOrNull, 'a node name or null'),
+    term: field(b, 'term', what, isNumber, 'a number'),
+    commit: field(b, 'commit', what, isNumber, 'a number'),
+    applied: field(b, 'applied', what, isNumber, 'a number'),
+    nodes: (nodes as unknown[]).map(asNodeDetail),
+  };
+}
+
+export function asNodeStatus(value: unknown, what: string): NodeStatusBody {
+  const b = object(value, what);
+  return { node: field(b, 'node', what, isString, 'a string'), status: field(b, 'status', what, isString, 'a string') };
+}

@@ -1,0 +1,108 @@
+// `firkin`, the admin CLI: the one part with I/O. It parses (args.ts), calls the node's HTTP
+// API, checks the answer (contract.ts) and prints it (render.ts), or prints the JSON as the
+// node sent it with --json. bin/firkin.js runs it.
+import { type Command, type Target, parseArgs } from './args.js';
+import { asNodeDetails, asNodeStatus, asNodes, asStatus } from './contract.js';
+import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
+import { renderNodeDetails, renderNodeNames, renderNodeStatus, renderStatus } from './render.js';
+
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  fetch: typeof fetch;
+}
+
+/** Join may wait on the leader; anything slower than this is a node in trouble. */
+const REQUEST_TIMEOUT_MS = 30_000;
+/** How much of a non-JSON answer an error line quotes. */
+const QUOTED_CHARS_MAX = 120;
+
+export async function runCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, io: CliIo): Promise<number> {
+  const parsed = parseArgs(argv, env);
+  switch (parsed.kind) {
+    case 'help':
+      io.out(`${parsed.text}\n`);
+      return 0;
+    case 'usage_error':
+      io.err(`${failureLine('usage', parsed.message)}\n`);
+      return EXIT_USAGE;
+    case 'run':
+      try {
+        io.out(await run(parsed.command, parsed.target, io.fetch));
+        return 0;
+      } catch (err) {
+        if (!(err instanceof CliFailure)) throw err;
+        io.err(`${failureLine(err.code, err.message)}\n`);
+        return err.exitCode;
+      }
+  }
+}
+
+async function run(command: Command, target: Target, fetchFn: typeof fetch): Promise<string> {
+  const call = (method: string, path: string, body?: unknown) => callNode(fetchFn, target, method, path, body);
+  const print = <T>(raw: unknown, check: (raw: unknown) => T, render: (body: T) => string) =>
+    target.json ? `${JSON.stringify(raw)}\n` : render(check(raw));
+  switch (command.kind) {
+    case 'status':
+      return print(await call('GET', '/vectordb/cluster/status'), asStatus, renderStatus);
+    case 'nodes': {
+      if (target.key !== undefined) {
+        const details = await call('GET', '/_cluster/nodes').catch((err: unknown) => {
+          // A standalone node (or one from before the cluster work) has no detailed view.
+          if (err instanceof CliFailure && (err.code === 'not_clustered' || err.code === 'not_found')) return undefined;
+          throw err;
+        });
+        if (details !== undefined) return print(details, asNodeDetails, renderNodeDetails);
+      }
+      return print(await call('GET', '/vectordb/cluster/nodes'), asNodes, renderNodeNames);
+    }
+    case 'join':
+      return print(
+        await call('POST', '/_cluster/join', { seed: command.seed }),
+        (raw) => asNodeStatus(raw, 'join answer'),
+        (body) => renderNodeStatus(body, `seed ${command.seed}`),
+      );
+    case 'leave':
+      return print(await call('POST', '/vectordb/cluster/leave'), (raw) => asNodeStatus(raw, 'leave answer'), (body) => renderNodeStatus(body));
+    case 'remove':
+      return print(
+        await call('DELETE', `/_cluster/nodes/${encodeURIComponent(command.node)}`),
+        (raw) => asNodeStatus(raw, 'remove answer'),
+        (body) => renderNodeStatus(body),
+      );
+  }
+}
+
+/** The parsed JSON of a 2xx answer; anything else is a CliFailure carrying the node's code. */
+async function callNode(fetchFn: typeof fetch, target: Target, method: string, path: string, body?: unknown): Promise<unknown> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (target.key !== undefined) headers.authorization = `Bearer ${target.key}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const where = `${method} ${target.url}${path}`;
+  let res: Response;
+  let text: string;
+  try {
+    res = await fetchFn(target.url + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    text = await res.text();
+  } catch (err) {
+    if ((err as Error).name === 'TimeoutError') throw new CliFailure('timeout', `no answer to ${where} within ${REQUEST_TIMEOUT_MS / 1000} s`);
+    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+    throw new CliFailure('unreachable', `cannot reach ${target.url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    const quoted = JSON.stringify(text.slice(0, QUOTED_CHARS_MAX));
+    throw new CliFailure(res.ok ? 'bad_response' : `http_${res.status}`, `${where} answered ${res.status} with non-JSON ${quoted}`);
+  }
+  if (res.ok) return parsed;
+  const e = parsed as { error?: unknown; message?: unknown } | null;
+  if (typeof e?.error === 'string' && typeof e.message === 'string') throw new CliFailure(e.error, e.message);
+  throw new CliFailure(`http_${res.status}`, `${where} answered ${res.status} with ${JSON.stringify(parsed).slice(0, QUOTED_CHARS_MAX)}`);
+}

@@ -1,0 +1,71 @@
+// The --help texts of `firkin`, one per command (docs/cli.md shows the same with examples).
+export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'join' | 'leave' | 'remove';
+
+const TARGET = `Options:
+  --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
+  --key KEY    an admin API key, sent as Authorization: Bearer (env FIRKIN_KEY)
+  --json       print the node's JSON answer instead of a table
+  -h, --help   this text`;
+
+const EXIT = `Exit status: 0 done, 1 the node answered with an error or could not be reached,
+2 usage error. Errors are one line on stderr: firkin: <code>: <message>.`;
+
+export const HELP: Record<HelpTopic, string> = {
+  firkin: `Usage: firkin cluster <command> [options]
+
+Administer a Firkin node or cluster over its HTTP API.
+
+Commands:
+  cluster status              this node's view of the cluster
+  cluster nodes               the members (details with an admin key)
+  cluster join --seed H:P     join the cluster that H:P (a member's gRPC address) belongs to
+  cluster leave               make this node leave its cluster
+  cluster remove NODE         remove a dead node from the cluster
+
+${TARGET}
+
+${EXIT}
+Run firkin cluster <command> --help for one command.`,
+
+  cluster: `Usage: firkin cluster <status|nodes|join|leave|remove> [options]
+
+${TARGET}
+
+Run firkin cluster <command> --help for one command.`,
+
+  status: `Usage: firkin cluster status [--url URL] [--key KEY] [--json]
+
+Shows the node's cluster state (standalone, joining or member), the metadata leader, the
+members and which of them are healthy. Calls GET /vectordb/cluster/status.
+
+${TARGET}`,
+
+  nodes: `Usage: firkin cluster nodes [--url URL] [--key KEY] [--json]
+
+With an admin key: every node with its status, role in the metadata group, zone, HTTP and
+gRPC addresses and last heartbeat (GET /_cluster/nodes); a standalone node, which has no
+such view, lists its name. Without a key: the member names (GET /vectordb/cluster/nodes).
+
+${TARGET}`,
+
+  join: `Usage: firkin cluster join --seed HOST:PORT --key KEY [--url URL] [--json]
+
+Asks the node at --url to join the cluster through the seed HOST:PORT (the gRPC address of
+any member). Needs the admin key. Calls POST /_cluster/join.
+
+${TARGET}`,
+
+  leave: `Usage: firkin cluster leave [--url URL] [--key KEY] [--json]
+
+Makes the node at --url leave its cluster: it hands over leadership, leaves the voter set
+and is marked left. Calls POST /vectordb/cluster/leave.
+
+${TARGET}`,
+
+  remove: `Usage: firkin cluster remove NODE --key KEY [--url URL] [--json]
+
+Removes NODE, a node that is down and will not come back, from the cluster. Any member can
+take the request. Needs the admin key. Calls DELETE /_cluster/nodes/NODE.
+
+${TARGET}`,
+};

@@ -1,0 +1,62 @@
+// What each command prints by default: the node's answer as aligned text. Pure; every
+// function returns the whole output, lines joined, ending with a newline.
+import type { NodeDetailsBody, NodeStatusBody, NodesBody, StatusBody } from './contract.js';
+import { cleanCell, formatTable } from './table.js';
+
+const NONE = '-';
+
+const lines = (rows: readonly string[]): string => rows.map((row) => `${row}\n`).join('');
+const list = (names: readonly string[]): string => (names.length === 0 ? NONE : names.map(cleanCell).join(', '));
+
+/** A heartbeat age for people: 850ms, 12.3s, 4m05s, 2h07m. Missing or nonsense shows as '-'. */
+export function formatAgo(ms: number | null): string {
+  if (ms === null || !Number.isFinite(ms) || ms < 0) return NONE;
+  if (ms < 1_000) return `${Math.floor(ms)}ms ago`;
+  if (ms < 60_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)}s ago`;
+  const s = Math.floor(ms / 1_000);
+  if (s < 3_600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s ago`;
+  const m = Math.floor(s / 60);
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m ago`;
+}
+
+export function renderStatus(body: StatusBody): string {
+  const leader = body.leader === null ? NONE : body.leader === body.node ? `${body.leader} (this node)` : body.leader;
+  const rows: string[][] = [
+    ['node', body.node],
+    ['state', body.state],
+    ['leader', leader],
+    ['nodes', list(body.nodes)],
+  ];
+  if (body.healthy_nodes !== undefined) {
+    const healthy = new Set(body.healthy_nodes);
+    rows.push(['healthy', list(body.healthy_nodes)]);
+    const unhealthy = body.nodes.filter((n) => !healthy.has(n));
+    if (unhealthy.length > 0) rows.push(['unhealthy', list(unhealthy)]);
+  }
+  return lines(formatTable(rows));
+}
+
+/** The plain view: one name a line. */
+export function renderNodeNames(body: NodesBody): string {
+  return lines(body.nodes.map(cleanCell));
+}
+
+export function renderNodeDetails(body: NodeDetailsBody): string {
+  const summary = `leader ${cleanCell(body.leader ?? NONE)}  term ${body.term}  commit ${body.commit}  applied ${body.applied}`;
+  const header = ['NAME', 'STATUS', 'ROLE', 'ZONE', 'HTTP', 'GRPC', 'HEARTBEAT'];
+  const rows = body.nodes.map((n) => [
+    n.name === body.leader ? `${n.name} *` : n.name,
+    n.status,
+    n.role,
+    n.zone,
+    n.http,
+    n.grpc,
+    formatAgo(n.last_heartbeat_ms_ago),
+  ]);
+  return lines([summary, ...formatTable([header, ...rows])]);
+}
+
+/** join, leave and remove: `<node>: <status>`, plus what the status came through. */
+export function renderNodeStatus(body: NodeStatusBody, via?: string): string {
+  return lines([`${cleanCell(body.node)}: ${cleanCell(body.status)}${via === undefined ? '' : ` (${via})`}`]);
+}

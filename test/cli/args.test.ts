@@ -1,0 +1,146 @@
+// firkin's argument parsing: options anywhere, flag over env over default, every bad input a
+// one-line usage error (never a throw).
+import fc from 'fast-check';
+import t from 'tap';
+import { CLUSTER_COMMANDS, DEFAULT_URL, isSeed, normaliseUrl, parseArgs } from '../../src/cli/args.js';
+import { HELP } from '../../src/cli/help.js';
+import { fcParams } from '../support/fc.js';
+
+const KEY = 'fk_0123456789abcdef';
+
+t.test('each command parses to its kind with the default target', (t) => {
+  t.same(parseArgs(['cluster', 'status'], {}), { kind: 'run', command: { kind: 'status' }, target: { url: DEFAULT_URL, key: undefined, json: false } });
+  t.same(parseArgs(['cluster', 'nodes', '--json'], {}), { kind: 'run', command: { kind: 'nodes' }, target: { url: DEFAULT_URL, key: undefined, json: true } });
+  t.same(parseArgs(['cluster', 'leave'], {}), { kind: 'run', command: { kind: 'leave' }, target: { url: DEFAULT_URL, key: undefined, json: false } });
+  t.same(parseArgs(['cluster', 'join', '--seed', '10.0.0.1:9081', '--key', KEY], {}), {
+    kind: 'run',
+    command: { kind: 'join', seed: '10.0.0.1:9081' },
+    target: { url: DEFAULT_URL, key: KEY, json: false },
+  });
+  t.same(parseArgs(['cluster', 'remove', 'n3', `--key=${KEY}`], {}), {
+    kind: 'run',
+    command: { kind: 'remove', node: 'n3' },
+    target: { url: DEFAULT_URL, key: KEY, json: false },
+  });
+  t.same(parseArgs(['cluster', 'remove', '--key', KEY, '--', '-odd-name'], {}), {
+    kind: 'run',
+    command: { kind: 'remove', node: '-odd-name' },
+    target: { url: DEFAULT_URL, key: KEY, json: false },
+  });
+  t.end();
+});
+
+t.test('the URL and key: flag over env over default; empty env is unset', (t) => {
+  const env = { FIRKIN_URL: 'http://10.1.1.1:8081/', FIRKIN_KEY: 'from-env' };
+  const target = (argv: string[], e: Record<string, string>) => {
+    const p = parseArgs(['cluster', 'status', ...argv], e);
+    return p.kind === 'run' ? p.target : p;
+  };
+  t.same(target([], env), { url: 'http://10.1.1.1:8081', key: 'from-env', json: false });
+  t.same(target(['--url', 'https://h:1/base/', '--key', 'k'], env), { url: 'https://h:1/base', key: 'k', json: false });
+  t.same(target([], { FIRKIN_URL: '', FIRKIN_KEY: '' }), { url: DEFAULT_URL, key: undefined, json: false });
+  t.same(target(['--url', 'ftp://h/'], {}), { kind: 'usage_error', message: `the node URL must be an http(s) URL like ${DEFAULT_URL}, got "ftp://h/"` });
+  t.end();
+});
+
+t.test('usage errors', (t) => {
+  const cases: [string[], string][] = [
+    [[], 'missing command (try firkin --help)'],
+    [['clusters'], 'unknown command "clusters" (try firkin --help)'],
+    [['cluster'], 'missing cluster command: one of status, nodes, join, leave, remove'],
+    [['cluster', 'stat'], 'unknown cluster command "stat": one of status, nodes, join, leave, remove'],
+    [['cluster', 'status', 'extra'], 'unexpected argument "extra" for cluster status'],
+    [['cluster', 'status', '--verbose'], 'unknown option --verbose'],
+    [['cluster', 'status', '-v'], 'unknown option -v'],
+    [['cluster', 'status', '--url'], '--url needs a value'],
+    [['cluster', 'status', '--seed', 'h:1'], '--seed only applies to cluster join'],
+    [['cluster', 'join', '--key', KEY], 'cluster join needs --seed host:port'],
+    [['cluster', 'join', '--seed', 'h:0', '--key', KEY], '--seed must be host:port with a port from 1 to 65535, got "h:0"'],
+    [['cluster', 'join', '--seed', 'h:1'], 'cluster join needs the admin key: --key KEY or FIRKIN_KEY'],
+    [['cluster', 'remove', '--key', KEY], 'cluster remove needs a NODE name'],
+    [['cluster', 'remove', 'n1', 'n2', '--key', KEY], 'unexpected argument "n2" for cluster remove'],
+    [['cluster', 'remove', 'n1'], 'cluster remove needs the admin key: --key KEY or FIRKIN_KEY'],
+  ];
+  for (const [argv, message] of cases) t.same(parseArgs(argv, {}), { kind: 'usage_error', message }, argv.join(' '));
+  t.end();
+});
+
+t.test('--help anywhere shows the most specific help', (t) => {
+  t.same(parseArgs(['--help'], {}), { kind: 'help', text: HELP.firkin });
+  t.same(parseArgs(['-h', 'bogus'], {}), { kind: 'help', text: HELP.firkin });
+  t.same(parseArgs(['cluster', '--help'], {}), { kind: 'help', text: HELP.cluster });
+  t.same(parseArgs(['cluster', 'nope', '-h'], {}), { kind: 'help', text: HELP.cluster });
+  for (const c of CLUSTER_COMMANDS) {
+    t.same(parseArgs(['cluster', c, '--help'], {}), { kind: 'help', text: HELP[c] }, c);
+    t.match(HELP[c], new RegExp(`^Usage: firkin cluster ${c}`), c);
+  }
+  t.same(parseArgs(['--help', 'cluster', 'remove'], {}), { kind: 'help', text: HELP.remove }, 'a missing NODE does not hide the help');
+  t.end();
+});
+
+t.test('options may stand anywhere among the words', (t) => {
+  const arbCase = fc.record({
+    command: fc.constantFrom(...CLUSTER_COMMANDS),
+    port: fc.integer({ min: 1, max: 65535 }),
+    key: fc.string({ minLength: 1 }),
+    json: fc.boolean(),
+    equals: fc.boolean(),
+    order: fc.array(fc.nat(), { minLength: 8, maxLength: 8 }),
+  });
+  fc.assert(
+    fc.property(arbCase, ({ command, port, key, json, equals, order }) => {
+      const words = ['cluster', command, ...(command === 'remove' ? ['n7'] : [])];
+      const opt = (name: string, value: string) => (equals ? [`--${name}=${value}`] : [`--${name}`, value]);
+      const options: string[][] = [opt('url', `http://127.0.0.1:${port}`), opt('key', key)];
+      if (json) options.push(['--json']);
+      if (command === 'join') options.push(opt('seed', `node-a:${port}`));
+      // Insert each option group before a word chosen by `order` (the words keep their order).
+      const slots: string[][] = words.map(() => []);
+      slots.push([]);
+      options.forEach((o, i) => slots[order[i]! % slots.length]!.push(...o));
+      const argv = slots.flatMap((s, i) => (i < words.length ? [...s, words[i]!] : s));
+      const expectedCommand =
+        command === 'join' ? { kind: 'join', seed: `node-a:${port}` } : command === 'remove' ? { kind: 'remove', node: 'n7' } : { kind: command };
+      const parsed = parseArgs(argv, { FIRKIN_URL: 'http://elsewhere:1', FIRKIN_KEY: 'env-key' });
+      return (
+        JSON.stringify(parsed) ===
+        JSON.stringify({ kind: 'run', command: expectedCommand, target: { url: `http://127.0.0.1:${port}`, key, json } })
+      );
+    }),
+    fcParams(),
+  );
+  t.end();
+});
+
+t.test('parsing is total: any argv gives a command, a help or a one-line usage error', (t) => {
+  const arbArg = fc.oneof(
+    fc.constantFrom('cluster', ...CLUSTER_COMMANDS, '--url', '--key', '--seed', '--json', '--help', '--', '-', '--url=', '--seed=a:1'),
+    fc.string(),
+  );
+  fc.assert(
+    fc.property(fc.array(arbArg, { maxLength: 8 }), fc.dictionary(fc.constantFrom('FIRKIN_URL', 'FIRKIN_KEY'), fc.string()), (argv, env) => {
+      const p = parseArgs(argv, env);
+      if (p.kind === 'usage_error') return p.message !== '' && !/[\n\r]/.test(p.message);
+      return p.kind === 'help' || p.kind === 'run';
+    }),
+    fcParams(),
+  );
+  t.end();
+});
+
+t.test('seeds and URLs', (t) => {
+  fc.assert(
+    fc.property(fc.domain(), fc.integer({ min: 1, max: 65535 }), (host, port) => isSeed(`${host}:${port}`)),
+    fcParams(),
+  );
+  fc.assert(
+    fc.property(fc.domain(), fc.oneof(fc.constant(0), fc.integer({ min: 65536, max: 99999 })), (host, port) => !isSeed(`${host}:${port}`)),
+    fcParams(),
+  );
+  t.ok(isSeed('[::1]:9081'));
+  for (const bad of ['', 'host', ':9081', 'host:', 'a b:1', 'http://h:1', 'h:1:2', 'u@h:1']) t.notOk(isSeed(bad), bad);
+  t.equal(normaliseUrl('http://h:8081//'), 'http://h:8081');
+  t.equal(normaliseUrl('HTTP://H:8081'), 'http://h:8081');
+  for (const bad of ['h:8081', 'ftp://h', 'http://h/?q=1', 'http://h/#x', 'http://u:p@h/']) t.equal(normaliseUrl(bad), undefined, bad);
+  t.end();
+});

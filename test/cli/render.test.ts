@@ -1,0 +1,73 @@
+// What firkin prints for each answer, and the shape checks that guard it.
+import t from 'tap';
+import { asNodeDetails, asNodeStatus, asNodes, asStatus } from '../../src/cli/contract.js';
+import { failureLine } from '../../src/cli/failure.js';
+import { DETAILS, DETAILS_TABLE } from './fixtures.js';
+import { formatAgo, renderNodeDetails, renderNodeNames, renderNodeStatus, renderStatus } from '../../src/cli/render.js';
+
+t.test('status: this node, the leader, members and the unhealthy ones', (t) => {
+  t.equal(
+    renderStatus({ state: 'member', is_leader: false, leader: 'n1', node: 'n2', nodes: ['n1', 'n2', 'n3'], healthy_nodes: ['n1', 'n2'] }),
+    ['node       n2', 'state      member', 'leader     n1', 'nodes      n1, n2, n3', 'healthy    n1, n2', 'unhealthy  n3', ''].join('\n'),
+  );
+  t.equal(
+    renderStatus({ state: 'member', is_leader: true, leader: 'n1', node: 'n1', nodes: ['n1'], healthy_nodes: ['n1'] }),
+    ['node     n1', 'state    member', 'leader   n1 (this node)', 'nodes    n1', 'healthy  n1', ''].join('\n'),
+  );
+  t.equal(
+    renderStatus({ state: 'joining', is_leader: false, leader: null, node: 'n4', nodes: [] }),
+    ['node    n4', 'state   joining', 'leader  -', 'nodes   -', ''].join('\n'),
+    'no healthy line when the node does not report it',
+  );
+  t.end();
+});
+
+t.test('nodes: plain names, and the detailed table', (t) => {
+  t.equal(renderNodeNames({ nodes: ['n1', 'n2'] }), 'n1\nn2\n');
+  t.equal(renderNodeNames({ nodes: [] }), '');
+  t.equal(renderNodeDetails(DETAILS), DETAILS_TABLE);
+  t.match(renderNodeDetails({ ...DETAILS, leader: null }), /^leader -  term 4/);
+  t.end();
+});
+
+t.test('join, leave, remove', (t) => {
+  t.equal(renderNodeStatus({ node: 'n4', status: 'joining' }, 'seed 127.0.0.1:9081'), 'n4: joining (seed 127.0.0.1:9081)\n');
+  t.equal(renderNodeStatus({ node: 'n2', status: 'leaving' }), 'n2: leaving\n');
+  t.equal(renderNodeStatus({ node: 'n3\u001b[2J', status: 'removed' }), 'n3\uFFFD[2J: removed\n', 'a name from the network cannot drive the terminal');
+  t.end();
+});
+
+t.test('heartbeat ages', (t) => {
+  const cases: [number | null, string][] = [
+    [null, '-'],
+    [-1, '-'],
+    [Number.NaN, '-'],
+    [0, '0ms ago'],
+    [999.9, '999ms ago'],
+    [1_000, '1.0s ago'],
+    [59_999, '59.9s ago'],
+    [60_000, '1m00s ago'],
+    [245_000, '4m05s ago'],
+    [3_599_999, '59m59s ago'],
+    [3_600_000, '1h00m ago'],
+    [7_620_000, '2h07m ago'],
+  ];
+  for (const [ms, text] of cases) t.equal(formatAgo(ms), text, String(ms));
+  t.end();
+});
+
+t.test('answers of the wrong shape are one-line bad_response failures', (t) => {
+  const status = { state: 'member', is_leader: false, leader: null, node: 'n1', nodes: ['n1'] };
+  t.same(asStatus({ ...status, extra: 1 }), status, 'unknown fields are dropped');
+  t.throws(() => asStatus({ ...status, nodes: 'n1' }), { code: 'bad_response', message: 'cluster status: nodes must be a list of names, got "n1"' });
+  t.throws(() => asStatus([]), { code: 'bad_response', message: 'cluster status is not a JSON object' });
+  t.throws(() => asStatus({ ...status, healthy_nodes: [1] }), { code: 'bad_response' });
+  t.throws(() => asNodes({}), { code: 'bad_response', message: 'cluster nodes: nodes must be a list of names, got nothing' });
+  t.throws(() => asNodeDetails({ leader: null, term: 1, commit: 1, applied: 1, nodes: [{ name: 'n1' }] }), {
+    code: 'bad_response',
+    message: 'cluster node 0: http must be a string, got nothing',
+  });
+  t.throws(() => asNodeStatus({ node: 'n1' }, 'leave answer'), { code: 'bad_response', message: 'leave answer: status must be a string, got nothing' });
+  t.equal(failureLine('not_found', 'no node\nnamed "x"\r\n'), 'firkin: not_found: no node named "x"');
+  t.end();
+});
