@@ -1,4 +1,4 @@
-# Firkin node image: one node, HTTP on 8080, gRPC on 9080, data in /data.
+# Firkin node image: one node, HTTP on 8080, gRPC on 9080, data in /data, and the `firkin` CLI.
 FROM node:20-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -18,6 +18,9 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/proto ./proto
 COPY package.json ./
+COPY bin ./bin
+# The admin CLI: `docker exec <container> firkin cluster status`.
+RUN ln -s /app/bin/firkin.js /usr/local/bin/firkin
 VOLUME ["/data"]
 EXPOSE 8080 9080
 USER node

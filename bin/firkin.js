@@ -1,9 +1,16 @@
 #!/usr/bin/env node
-// `npx firkin …` in a clone after `npm ci`, with no build: run the TypeScript source under tsx.
-import { register } from 'tsx/esm/api';
+// `npx firkin …`: the built CLI when there is one (the Docker image, after `npm run build`),
+// else the TypeScript source under tsx (a clone after `npm ci`, no build needed).
+import { existsSync } from 'node:fs';
 
-register();
-const { runCli } = await import('../src/cli/firkin.ts');
+const built = new URL('../dist/src/cli/firkin.js', import.meta.url);
+let runCli;
+if (existsSync(built)) ({ runCli } = await import(built.href));
+else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  ({ runCli } = await import('../src/cli/firkin.ts'));
+}
 process.exitCode = await runCli(process.argv.slice(2), process.env, {
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
