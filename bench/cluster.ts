@@ -46,6 +46,7 @@ async function failover(c: TestCluster): Promise<BenchResult> {
   const times: number[] = [];
   for (let run = 0; run < failoverRuns; run++) {
     await c.waitMembers();
+    await c.waitVoters(3); // a node that just (re)joined may still be a learner
     const leader = await c.leader();
     const survivor = c.running().find((n) => n !== leader)!;
     const t0 = performance.now();
@@ -120,6 +121,7 @@ const results: BenchResult[] = [];
 for (const learners of [0, 10, 50]) if (selected(`meta-fanout-5v-${learners}l`)) results.push(fanOut(learners, 2_000));
 if (selected('meta-write') || selected('meta-failover')) {
   const c = await TestCluster.start(3);
+  await c.waitVoters(3);
   try {
     for (const [clients, via] of [[1, 'leader'], [16, 'leader'], [1, 'follower'], [16, 'follower']] as const) {
       if (selected(`meta-write-${via}-c${clients}`)) results.push(await metaWrites(c, clients, via));

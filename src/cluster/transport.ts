@@ -202,13 +202,16 @@ export class Transport {
   }
 
   /**
-   * Call `method` on a known peer. Waits (within `timeoutMs`) for the link to be up; a link
+   * Call `method` on a known peer whose link is up (else it fails at once, not sent); a link
    * that breaks fails its calls with `unavailable` (the caller decides whether to retry).
    */
   call(peer: NodeId, method: string, body: Uint8Array, timeoutMs: number): Promise<Buffer> {
     const link = this.#links.get(peer);
     if (link === undefined) return Promise.reject(notSent(peer, 'no address known'));
-    if (link.calls.size >= TRANSPORT_LIMITS.callsInFlightMax) return Promise.reject(new FirkinError('unavailable', `too many calls in flight to ${peer}`));
+    if (link.calls.size >= TRANSPORT_LIMITS.callsInFlightMax) return Promise.reject(notSent(peer, 'too many calls in flight'));
+    // Fail fast on a link that is down: the caller retries with fresh knowledge (a new leader)
+    // instead of waiting on a peer that may be dead.
+    if (!link.ready) return Promise.reject(notSent(peer, 'link is down'));
     const id = ++link.callId;
     return new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => {

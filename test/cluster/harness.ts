@@ -128,6 +128,18 @@ export class TestCluster {
     );
   }
 
+  /** Wait until the metadata group has `count` voters that are up (learners get promoted once caught up). */
+  async waitVoters(count: number, timeoutMs = 20_000): Promise<void> {
+    await waitFor(
+      async () => {
+        const via = this.running()[0]!;
+        const nodes = (await this.request(via, 'GET', '/_cluster/nodes')).body.nodes as { role: string; status: string }[];
+        return nodes.filter((n) => n.role === 'voter' && n.status === 'up').length === count;
+      },
+      { timeoutMs, intervalMs: 100, what: `${count} voters up` },
+    );
+  }
+
   async leader(): Promise<string> {
     return waitFor(
       async () => {
