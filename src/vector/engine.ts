@@ -4,23 +4,26 @@
 // length, an embedder being there) is checked here.
 //
 // Catalogue (column family `system`):
-//   ['vector', 'collection', name] -> JSON {config, shards: [shardId...]}
+//   ['vector', 'collection', name] -> JSON {name, config, shards: [shardId...], routing}
 //   ['vector', 'next_shard']       -> JSON number, the next shard id (ids are never reused)
 //   ['vector', 'drop', shardId]    -> '' while a deleted collection's shard data is removed
-// A standalone collection holds one shard; docs route to shards by a hash of their id, so
-// the code path is the same when the cluster places several.
+// A standalone collection holds one shard; docs route to shards by a hash of their id
+// (`core/shard-hash.ts`), so the code path is the same when the cluster places several. An
+// entry without `routing` predates hash ranges: its ids keep their `hash32 % n` places.
+import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
+import { type IdRouting, rangeRouting, routeId } from '../core/shard-hash.js';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from './ann/ann-index.js';
 import { type ScoredId, byScoreThenId } from './bm25.js';
 import { type CollectionConfig, LIMITS } from './collection-config.js';
-import { type Embedder, type EmbedderDeps, createEmbedder, noEmbedder } from './embedders/embedder.js';
+import { type EmbedderDeps, createEmbedder } from './embedders/create.js';
+import { type Embedder, noEmbedder } from './embedders/embedder.js';
 import { checkEmbedderUrl } from './embedders/http.js';
-import { hash32 } from './embedders/hash.js';
 import type { Filter } from './filter.js';
 import { type FusedHit, fuse } from './fusion.js';
 import { checkEmbedding, parseVector } from './metric.js';
@@ -40,22 +43,31 @@ export interface VectorEngineOptions {
 interface CatalogueEntry {
   config: CollectionConfig;
   shards: number[];
+  /** Absent in entries written before hash ranges. */
+  routing?: IdRouting;
 }
 
 class Collection {
+  readonly #byId: Map<number, Shard>;
+
   constructor(
     readonly name: string,
     readonly config: CollectionConfig,
     readonly shards: Shard[],
+    readonly routing: IdRouting,
     readonly embedder: Embedder | undefined,
-  ) {}
+  ) {
+    this.#byId = new Map(shards.map((s) => [s.id, s]));
+  }
 
   get count(): number {
     return this.shards.reduce((n, s) => n + s.count, 0);
   }
 
   shardFor(id: string): Shard {
-    return this.shards[this.shards.length === 1 ? 0 : hash32(id, 0) % this.shards.length]!;
+    const shard = this.#byId.get(routeId(this.routing, id));
+    assert.ok(shard !== undefined, `collection ${this.name} routes ${JSON.stringify(id)} to a shard it does not hold`);
+    return shard;
   }
 }
 
@@ -133,7 +145,8 @@ export class VectorEngine {
       shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log }));
     }
     const embedder = entry.config.embedder === null ? undefined : createEmbedder(entry.config.embedder, entry.config.dimensions, this.#o.embedderDeps);
-    return new Collection(name, entry.config, shards, embedder);
+    const routing = entry.routing ?? { scheme: 'legacy_modulo', shards: entry.shards };
+    return new Collection(name, entry.config, shards, routing, embedder);
   }
 
   #catalogue<T>(fn: () => Promise<T>): Promise<T> {
@@ -159,7 +172,7 @@ export class VectorEngine {
       const raw = await store.get('system', NEXT_SHARD_KEY);
       const shardId = raw === undefined ? 1 : (JSON.parse(raw.toString('utf8')) as number);
       // Standalone: one local shard holds the collection; num_shards is kept for placement.
-      const entry: CatalogueEntry & { name: string } = { name, config, shards: [shardId] };
+      const entry: CatalogueEntry & { name: string } = { name, config, shards: [shardId], routing: rangeRouting([shardId]) };
       await store.batch(
         [
           { type: 'put', cf: 'system', key: NEXT_SHARD_KEY, value: Buffer.from(JSON.stringify(shardId + 1)) },

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { createEmbedder } from '../../src/vector/embedders/embedder.js';
+import { createEmbedder } from '../../src/vector/embedders/create.js';
 import { hashEmbed } from '../../src/vector/embedders/hash.js';
 import { embedderConfig } from '../../src/vector/requests.js';
 import { fcParams } from '../support/fc.js';
