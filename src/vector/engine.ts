@@ -101,6 +101,8 @@ export class VectorEngine {
   /** Catalogue changes (create, delete) one at a time. */
   #catalogueTail: Promise<unknown> = Promise.resolve();
   #saveTimer: NodeJS.Timeout | undefined;
+  /** Set when close starts: requests from then on are 503 (the node is stopping). */
+  #stopping = false;
   #saveRunning: Promise<void> | undefined;
   readonly indexDir: string;
 
@@ -156,6 +158,7 @@ export class VectorEngine {
   }
 
   #collection(name: string): Collection {
+    if (this.#stopping) throw new FirkinError('unavailable', 'the node is stopping: retry on another node or after it restarts');
     const c = this.#collections.get(name);
     if (c === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} not found`);
     return c;
@@ -387,6 +390,7 @@ export class VectorEngine {
   }
 
   async close(): Promise<void> {
+    this.#stopping = true;
     clearInterval(this.#saveTimer);
     await this.#saveRunning;
     await this.#catalogue(async () => {

@@ -1,4 +1,4 @@
-// One shard of a collection: the unit of storage, index and (later) placement. A standalone
+// One shard of a collection: the unit of storage, index and placement. A standalone
 // collection is one shard.
 //
 // Storage (column family `vec`, keys by core/keys.ts):
@@ -158,8 +158,8 @@ export class Shard {
   /** Upserts not yet written, taking new members (see `upsert`). */
   #openGroup: UpsertGroup | undefined;
   #saving: Promise<void> | undefined;
-  /** Set when close starts: no new write is queued after it. */
-  #closing = false;
+  /** Set when close starts, with the reason: no new write is queued after it. */
+  #closing: 'stopping' | 'dropped' | undefined;
   /** Set when close ends: no save runs after it. */
   #closed = false;
   recovery: Recovery = { source: 'empty', replayed: 0 };
@@ -337,7 +337,7 @@ export class Shard {
 
   /** Runs `fn` after every earlier write of this shard: one writer at a time. */
   #exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.#closing) return Promise.reject(new FirkinError('not_found', 'the collection was deleted or the node is stopping'));
+    if (this.#closing !== undefined) return Promise.reject(this.#closedError());
     // Anything queued after the open upsert group closes it: a later upsert must not jump
     // ahead of this job by joining the earlier group.
     this.#openGroup = undefined;
@@ -367,7 +367,7 @@ export class Shard {
    * writes still apply in arrival order.
    */
   upsert(input: readonly DocInput[]): Promise<void> {
-    if (this.#closing) return Promise.reject(new FirkinError('not_found', 'the collection was deleted or the node is stopping'));
+    if (this.#closing !== undefined) return Promise.reject(this.#closedError());
     let group = this.#openGroup;
     if (group === undefined) {
       const created: UpsertGroup = { members: [], size: 0, done: Promise.resolve() };
@@ -497,7 +497,7 @@ export class Shard {
 
   /** Saves the index file if writes happened since the last save. Never runs twice at once. */
   saveIfDirty(): Promise<void> {
-    if (this.#closing) return this.#saving ?? Promise.resolve();
+    if (this.#closing !== undefined) return this.#saving ?? Promise.resolve();
     return this.#saveIfDirty();
   }
 
@@ -535,9 +535,16 @@ export class Shard {
     if (!this.#closed) await this.#deps.store.clearRange('vec', { gte: this.#key('t'), lt: this.#key('t', seq + 1) });
   }
 
-  /** Waits for pending writes and saves; later calls fail with not_found. */
-  async close(options: { save: boolean }): Promise<void> {
-    this.#closing = true;
+  /** A write after close began: the node is stopping (503), or the collection is gone (404). */
+  #closedError(): FirkinError {
+    return this.#closing === 'dropped'
+      ? new FirkinError('not_found', 'the collection was deleted')
+      : new FirkinError('unavailable', 'the node is stopping: retry on another node or after it restarts');
+  }
+
+  /** Waits for pending writes and saves; later writes fail (see #closedError). */
+  async close(options: { save: boolean; reason?: 'stopping' | 'dropped' }): Promise<void> {
+    this.#closing ??= options.reason ?? 'stopping';
     await this.#tail;
     if (options.save) await this.#saveIfDirty();
     await this.#saving;
@@ -546,7 +553,7 @@ export class Shard {
 
   /** Closes and removes every record, posting and file of the shard. */
   async drop(): Promise<void> {
-    await this.close({ save: false });
+    await this.close({ save: false, reason: 'dropped' });
     await dropShardData(this.#deps.store, this.id, this.#deps.indexDir);
   }
 }
