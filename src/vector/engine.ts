@@ -28,7 +28,7 @@ import type { Filter } from './filter.js';
 import { type FusedHit, fuse } from './fusion.js';
 import { checkEmbedding, parseVector } from './metric.js';
 import type { Bm25SearchRequest, CreateCollectionRequest, DocRequest, HybridSearchRequest, PutDocsRequest, SearchRequest } from './requests.js';
-import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from './shard.js';
+import { type DocInput, type MaintenancePolicy, Shard, type StoredDoc, type VectorHit, dropShardData } from './shard.js';
 
 export interface VectorEngineOptions {
   store: Store;
@@ -36,8 +36,10 @@ export interface VectorEngineOptions {
   dataDir: string;
   log: Logger;
   embedderDeps: EmbedderDeps;
-  /** Changed indexes are saved to their files this often (0: only on close). */
+  /** Upkeep of the index files and graphs (`Shard.maintain`) runs this often (0: never; close saves). */
   saveIntervalMs: number;
+  /** When that upkeep checkpoints and compacts (default `MAINTENANCE_DEFAULTS`). */
+  maintenance?: MaintenancePolicy;
 }
 
 interface CatalogueEntry {
@@ -117,7 +119,7 @@ export class VectorEngine {
     if (options.saveIntervalMs > 0) {
       engine.#saveTimer = setInterval(() => {
         engine.#saveRunning ??= engine
-          .saveDirty()
+          .maintain()
           .catch((err: unknown) => options.log.error({ err }, 'saving vector indexes failed'))
           .finally(() => (engine.#saveRunning = undefined));
       }, options.saveIntervalMs);
@@ -144,7 +146,7 @@ export class VectorEngine {
   async #openCollection(name: string, entry: CatalogueEntry): Promise<Collection> {
     const shards = [];
     for (const id of entry.shards) {
-      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log }));
+      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance }));
     }
     const embedder = entry.config.embedder === null ? undefined : createEmbedder(entry.config.embedder, entry.config.dimensions, this.#o.embedderDeps);
     const routing = entry.routing ?? { scheme: 'legacy_modulo', shards: entry.shards };
@@ -227,7 +229,7 @@ export class VectorEngine {
     const shards: Record<string, unknown>[] = [];
     for (const c of this.#collections.values()) {
       documents += c.count;
-      for (const s of c.shards) shards.push({ collection: c.name, id: s.id, count: s.count, seq: s.seq, saved_seq: s.savedSeq, recovery: s.recovery });
+      for (const s of c.shards) shards.push({ collection: c.name, id: s.id, count: s.count, seq: s.seq, saved_seq: s.savedSeq, removed: s.removed, recovery: s.recovery });
     }
     return { collections: this.#collections.size, documents, shards };
   }
@@ -384,17 +386,23 @@ export class VectorEngine {
 
   // ---- lifecycle ----
 
-  /** Saves every shard's index that changed since its last save. */
-  async saveDirty(): Promise<void> {
-    for (const c of [...this.#collections.values()]) for (const s of c.shards) await s.saveIfDirty();
+  /** Background upkeep of every shard's index file and graph (`Shard.maintain`), one shard at a time. */
+  async maintain(): Promise<void> {
+    for (const c of [...this.#collections.values()]) {
+      for (const s of c.shards) {
+        if (this.#stopping) return;
+        await s.maintain();
+      }
+    }
   }
 
   async close(): Promise<void> {
     this.#stopping = true;
     clearInterval(this.#saveTimer);
-    await this.#saveRunning;
+    // Closing a shard stops its running checkpoint, so the upkeep loop ends soon after.
     await this.#catalogue(async () => {
       for (const c of this.#collections.values()) for (const s of c.shards) await s.close({ save: true });
     });
+    await this.#saveRunning;
   }
 }

@@ -29,7 +29,7 @@ function faultyAnn(state: { broken: boolean }): AnnEngine {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-  return { name: usearchEngine.name, create: (o) => wrap(usearchEngine.create(o)), load: (f, o) => wrap(usearchEngine.load(f, o)) };
+  return { name: usearchEngine.name, create: (o) => wrap(usearchEngine.create(o)), load: (f, o) => wrap(usearchEngine.load(f, o)), build: usearchEngine.build };
 }
 
 async function openEngine(t: { teardown(fn: () => Promise<void>): void }, ann: AnnEngine) {
