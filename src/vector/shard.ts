@@ -112,7 +112,7 @@ export interface MaintenancePolicy {
   readonly unsavedRatio: number;
 }
 
-export const MAINTENANCE_DEFAULTS: MaintenancePolicy = { removedRatio: 0.2, removedMin: 1_000, unsavedRatio: 0.2 };
+const MAINTENANCE_DEFAULTS: MaintenancePolicy = { removedRatio: 0.2, removedMin: 1_000, unsavedRatio: 0.2 };
 
 export interface ShardDeps {
   store: Store;

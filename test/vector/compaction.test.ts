@@ -1,18 +1,13 @@
 // Background upkeep of a shard's index (Shard.maintain): checkpoints are built off the event
 // loop (never the synchronous save), and after many deletes the live index is replaced by a
 // compacted one, while searches and writes go on, with the same search results.
-import { rmSync } from 'node:fs';
-import pino from 'pino';
 import t from 'tap';
-import { Store } from '../../src/storage/db.js';
 import type { AnnEngine, AnnIndex } from '../../src/vector/ann/ann-index.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
-import { VectorEngine } from '../../src/vector/engine.js';
 import { createCollectionRequest, docRequest, searchRequest } from '../../src/vector/requests.js';
-import { tempDir } from '../support/node.js';
+import { openTestEngine } from './engine-harness.js';
 
 const DIMS = 8;
-const embedderDeps = { fetch, sleep: async () => undefined, openaiKeyOrigin: 'https://api.openai.com', outbound: { allow: [], allowLoopback: false } };
 const vec = (i: number) => Array.from({ length: DIMS }, (_, d) => Math.sin(i * 12.9898 + d * 78.233) + (d === i % DIMS ? 2 : 0));
 
 /** usearch, counting synchronous saves, with builds that wait at a gate the test opens. */
@@ -46,16 +41,13 @@ function instrumentedAnn() {
 }
 
 t.test('after many deletes the index is compacted off the loop; searches and writes go on, results unchanged', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const { ann, state, closeGate } = instrumentedAnn();
-  const maintenance = { removedRatio: 0.2, removedMin: 10, unsavedRatio: 0.2 };
-  let store = await Store.open(dir);
-  const open = () => VectorEngine.open({ store, ann, dataDir: dir, log: pino({ level: 'silent' }), embedderDeps, saveIntervalMs: 0, maintenance });
-  let engine = await open();
-  const shard = () => engine.stats().shards[0] as { count: number; seq: number; saved_seq: number; removed: number; recovery: { source: string } };
+  const h = await openTestEngine({ ann, maintenance: { removedRatio: 0.2, removedMin: 10, unsavedRatio: 0.2 } });
+  t.teardown(() => h.close());
+  const { engine } = h;
+  const shard = () => h.engine.stats().shards[0] as { count: number; seq: number; saved_seq: number; removed: number; recovery: { source: string } };
   const queries = Array.from({ length: 12 }, (_, q) => vec(1000 + q));
-  const results = () => Promise.all(queries.map((v) => engine.search(searchRequest('c', { vector: v, k: 10, ef: 1000 }))));
+  const results = () => Promise.all(queries.map((v) => h.engine.search(searchRequest('c', { vector: v, k: 10, ef: 1000 }))));
 
   await engine.createCollection(createCollectionRequest('c', { dimensions: DIMS, index: { m: 8, ef_construction: 40 } }));
   await engine.putDocs({ collection: 'c', docs: Array.from({ length: 400 }, (_, i) => docRequest({ id: `d${i}`, vector: vec(i) })) });
@@ -91,26 +83,17 @@ t.test('after many deletes the index is compacted off the loop; searches and wri
   t.ok(after.every((hits, q) => hits.every((h, i) => Math.abs(h.score - before[q]![i]!.score) < 1e-6)), 'with the same scores');
   t.equal(state.syncSaves, 0, 'no synchronous save ran: checkpoints are built off the event loop');
 
-  await engine.close();
+  await h.restart();
   t.equal(state.syncSaves, 1, 'a graceful close saves the live index (nothing is served then)');
-  await store.close();
-  store = await Store.open(dir);
-  engine = await open();
-  t.teardown(async () => {
-    await engine.close();
-    await store.close();
-  });
   t.match(shard(), { count: 200, recovery: { source: 'file' }, removed: 2 });
   t.same((await results()).map((hits) => hits.map((h) => h.id)), before.map((hits) => hits.map((h) => h.id)), 'and after a restart');
 });
 
 t.test('close stops a running build; the next start still finds every document', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const { ann, state, closeGate } = instrumentedAnn();
-  let store = await Store.open(dir);
-  const open = () => VectorEngine.open({ store, ann, dataDir: dir, log: pino({ level: 'silent' }), embedderDeps, saveIntervalMs: 0 });
-  let engine = await open();
+  const h = await openTestEngine({ ann });
+  t.teardown(() => h.close());
+  const { engine } = h;
   await engine.createCollection(createCollectionRequest('c', { dimensions: DIMS }));
   await engine.putDocs({ collection: 'c', docs: Array.from({ length: 50 }, (_, i) => docRequest({ id: `d${i}`, vector: vec(i) })) });
   const entered = closeGate();
@@ -120,14 +103,8 @@ t.test('close stops a running build; the next start still finds every document',
   state.release();
   await closing;
   await maintaining;
-  await store.close();
-  store = await Store.open(dir);
-  engine = await open();
-  t.teardown(async () => {
-    await engine.close();
-    await store.close();
-  });
-  t.equal(engine.stats().documents, 50);
-  const hits = await engine.search(searchRequest('c', { vector: vec(7), k: 1 }));
+  await h.restart();
+  t.equal(h.engine.stats().documents, 50);
+  const hits = await h.engine.search(searchRequest('c', { vector: vec(7), k: 1 }));
   t.equal(hits[0]?.id, 'd7');
 });

@@ -12,11 +12,11 @@ import { usearchEngine } from '../../src/vector/ann/usearch.js';
 import { VectorEngine } from '../../src/vector/engine.js';
 import { createCollectionRequest, docRequest } from '../../src/vector/requests.js';
 import { fcParams } from '../support/fc.js';
+import { testEmbedderDeps } from './engine-harness.js';
 
-const deps = { fetch, sleep: async () => undefined, openaiKeyOrigin: 'https://api.openai.com', outbound: { allow: [], allowLoopback: false } };
 
 async function open(dir: string, store: Store) {
-  return VectorEngine.open({ store, ann: usearchEngine, dataDir: dir, log: pino({ level: 'silent' }), embedderDeps: deps, saveIntervalMs: 0 });
+  return VectorEngine.open({ store, ann: usearchEngine, dataDir: dir, log: pino({ level: 'silent' }), embedderDeps: testEmbedderDeps, saveIntervalMs: 0 });
 }
 
 /** Counts the synced batches that touch the `vec` column family. */

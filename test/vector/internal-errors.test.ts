@@ -1,7 +1,6 @@
 // A bug inside the vector engine (any error that is not a FirkinError) is a logged 500 with the
 // generic body: never a 4xx, never a per-document result with `error: undefined`.
 import { Writable } from 'node:stream';
-import { rmSync } from 'node:fs';
 import pino from 'pino';
 import t from 'tap';
 import { ApiKeys } from '../../src/auth/api-keys.js';
@@ -9,15 +8,11 @@ import { HybridClock, systemClock } from '../../src/core/hlc.js';
 import { vectorRoutes } from '../../src/http/routes/vector.js';
 import { buildHttp } from '../../src/http/server.js';
 import { createMetrics } from '../../src/metrics.js';
-import { Store } from '../../src/storage/db.js';
 import type { AnnEngine } from '../../src/vector/ann/ann-index.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
 import { standaloneCluster } from '../../src/vector/cluster.js';
-import { VectorEngine } from '../../src/vector/engine.js';
 import { createCollectionRequest } from '../../src/vector/requests.js';
-import { tempDir } from '../support/node.js';
-
-const embedderDeps = { fetch, sleep: async () => undefined, openaiKeyOrigin: 'https://api.openai.com', outbound: { allow: [], allowLoopback: false } };
+import { openTestEngine } from './engine-harness.js';
 
 /** usearch, except that search throws a TypeError while `broken` is set. */
 function faultyAnn(state: { broken: boolean }): AnnEngine {
@@ -32,23 +27,18 @@ function faultyAnn(state: { broken: boolean }): AnnEngine {
   return { name: usearchEngine.name, create: (o) => wrap(usearchEngine.create(o)), load: (f, o) => wrap(usearchEngine.load(f, o)), build: usearchEngine.build };
 }
 
-async function openEngine(t: { teardown(fn: () => Promise<void>): void }, ann: AnnEngine) {
-  const dir = tempDir();
-  const store = await Store.open(dir);
+function capturingLog() {
   const lines: Record<string, unknown>[] = [];
   const log = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
-  const engine = await VectorEngine.open({ store, ann, dataDir: dir, log, embedderDeps, saveIntervalMs: 0 });
-  t.teardown(async () => {
-    await engine.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { engine, store, log, lines };
+  return { log, lines };
 }
 
 t.test('a TypeError in a search is a logged 500 with the generic body', async (t) => {
   const state = { broken: false };
-  const { engine, store, log, lines } = await openEngine(t, faultyAnn(state));
+  const { log, lines } = capturingLog();
+  const h = await openTestEngine({ ann: faultyAnn(state), log });
+  t.teardown(() => h.close());
+  const { engine, store } = h;
   const { app } = await buildHttp({
     log,
     clock: systemClock,
@@ -79,7 +69,9 @@ t.test('a TypeError in a search is a logged 500 with the generic body', async (t
 });
 
 t.test('a bug while checking a batch fails the call instead of becoming a per-document result', async (t) => {
-  const { engine } = await openEngine(t, usearchEngine);
+  const h = await openTestEngine();
+  t.teardown(() => h.close());
+  const { engine } = h;
   await engine.createCollection(createCollectionRequest('c', { dimensions: 3 }));
   const buggy = {
     id: 'a',

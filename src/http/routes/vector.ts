@@ -33,7 +33,7 @@ import {
 const int = (minimum: number, maximum: number) => ({ type: 'integer', minimum, maximum }) as const;
 const weight = { type: 'number', minimum: 0, maximum: 1 } as const;
 
-export const collectionNameSchema = { type: 'string', minLength: 1, maxLength: LIMITS.nameLengthMax, pattern: COLLECTION_NAME_PATTERN } as const;
+const collectionNameSchema = { type: 'string', minLength: 1, maxLength: LIMITS.nameLengthMax, pattern: COLLECTION_NAME_PATTERN } as const;
 export const docIdSchema = { type: 'string', minLength: 1, maxLength: LIMITS.docIdLengthMax } as const;
 /** Its length must be the collection's dimensions: the engine checks that. */
 export const vectorSchema = { type: 'array', maxItems: LIMITS.dimensionsMax, items: { type: 'number', minimum: -FLOAT32_MAX, maximum: FLOAT32_MAX } } as const;
@@ -41,7 +41,7 @@ export const vectorSchema = { type: 'array', maxItems: LIMITS.dimensionsMax, ite
 const optionalVectorSchema = { ...vectorSchema, type: ['array', 'null'] } as const;
 export const queryTextSchema = { type: 'string', minLength: 1 } as const;
 export const kSchema = int(1, LIMITS.kMax);
-export const filterSchema = { type: ['object', 'null'] } as const;
+const filterSchema = { type: ['object', 'null'] } as const;
 
 export const embedderSchema = {
   type: 'object',
@@ -100,7 +100,7 @@ export const docProperties = {
   metadata: { type: 'object' },
   vector: optionalVectorSchema,
 } as const;
-export const docSchema = { type: 'object', required: ['id'], additionalProperties: false, properties: docProperties } as const;
+const docSchema = { type: 'object', required: ['id'], additionalProperties: false, properties: docProperties } as const;
 /** Its documents are checked one by one against `docSchema`: a bad one gets an error result. */
 const batchSchema = {
   type: 'object',
@@ -115,13 +115,13 @@ export const searchSchema = {
   additionalProperties: false,
   properties: { vector: optionalVectorSchema, query: queryTextSchema, k: kSchema, ef: int(1, LIMITS.efMax), filter: filterSchema },
 } as const;
-export const bm25SearchSchema = {
+const bm25SearchSchema = {
   type: 'object',
   required: ['query'],
   additionalProperties: false,
   properties: { query: queryTextSchema, k: kSchema },
 } as const;
-export const hybridSearchSchema = {
+const hybridSearchSchema = {
   ...bm25SearchSchema,
   properties: {
     ...bm25SearchSchema.properties,
