@@ -47,7 +47,8 @@ function schemas(bounds: V1Bounds) {
       ...docProperties,
       // No id: the gateway makes one.
       id: { ...docIdSchema, maxLength: DOC_ID_CHARS_MAX },
-      text: { ...docProperties.text, maxLength: TEXT_CHARS_MAX },
+      text: { type: 'string', maxLength: TEXT_CHARS_MAX },
+      metadata: { ...docProperties.metadata, type: 'object' },
       vector,
     },
   } as const;

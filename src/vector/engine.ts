@@ -255,6 +255,7 @@ export class VectorEngine {
     return vectors;
   }
 
+  /** Everything is decided by now (ids, vectors): one upsert per shard, the unit a clustered shard would propose. */
   async #writeDocs(c: Collection, docs: DocInput[]): Promise<void> {
     const byShard = new Map<Shard, DocInput[]>();
     for (const d of docs) {

@@ -32,7 +32,7 @@ export interface CollectionBody {
   readonly num_shards?: number;
   readonly replication_factor?: number;
   readonly metric?: Metric;
-  readonly index?: { readonly m?: number; readonly ef_construction?: number; readonly ef_search?: number };
+  readonly index?: { readonly m?: number; readonly ef_construction?: number; readonly ef_search?: number } | null;
   readonly embedder?: EmbedderBody | null;
   readonly bm25_backend?: Bm25Backend;
   readonly bm25?: { readonly k1?: number; readonly b?: number; readonly stopwords?: StopwordSet | readonly string[] } | null;
@@ -40,8 +40,8 @@ export interface CollectionBody {
 
 export interface DocBody {
   readonly id: string;
-  readonly text?: string;
-  readonly metadata?: Record<string, unknown>;
+  readonly text?: string | null;
+  readonly metadata?: Record<string, unknown> | null;
   readonly vector?: readonly number[] | null;
 }
 

@@ -93,6 +93,19 @@ t.test('/vectordb: bad bodies are 400 bad_request, nothing is written', async (t
   t.equal((await node.request('GET', `${P}/v`)).body.count, 0, 'no document was written');
 });
 
+t.test('/vectordb: null is as if absent, as the hand-written checks had it', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  let r = await node.request('PUT', `${P}/n`, { body: { dimensions: 3, index: null, embedder: null, bm25: null } });
+  t.equal(r.status, 201, r.body.message);
+  t.match((await node.request('GET', `${P}/n`)).body, { index: { m: 16 }, embedder: null, bm25: { k1: 1.2 } });
+  r = await node.request('POST', `${P}/n/docs`, { body: { id: 'a', text: null, metadata: null, vector: ok } });
+  t.equal(r.status, 201, r.body.message);
+  t.same((await node.request('GET', `${P}/n/docs/a`)).body, { id: 'a', text: '', metadata: {} });
+  r = await node.request('POST', `${P}/n/search`, { body: { vector: ok, filter: null } });
+  t.equal(r.status, 200, r.body.message);
+});
+
 t.test('/vectordb batch: each refused document gets its own error, the rest are written', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
@@ -153,6 +166,8 @@ t.test('/v1: bad bodies are 400 bad_request (the same schemas, narrowed)', async
     { id: 'x', vector: [1, 0, Number.MAX_VALUE] },
     { id: 'x', vector: [0, 0, 0] },
     { id: 'x', vector: ok, text: 't'.repeat(1_000_001) },
+    { id: 'x', vector: ok, text: null },
+    { id: 'x', vector: ok, metadata: null },
     { documents: [{ id: 'y', vector: ok }, { id: 'z', vector: ok, extra: 1 }] },
     { documents: [{ id: 'y', vector: ok }, 'doc'] },
   ];

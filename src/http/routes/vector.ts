@@ -69,8 +69,9 @@ export const collectionSchema = {
     num_shards: int(1, LIMITS.shardsMax),
     replication_factor: int(1, LIMITS.replicationFactorMax),
     metric: { enum: METRICS },
+    // null for a nested object is as if absent (all its defaults).
     index: {
-      type: 'object',
+      type: ['object', 'null'],
       additionalProperties: false,
       properties: { m: int(2, LIMITS.mMax), ef_construction: int(1, LIMITS.efConstructionMax), ef_search: int(1, LIMITS.efMax) },
     },
@@ -78,7 +79,7 @@ export const collectionSchema = {
     embedder: { ...embedderSchema, type: ['object', 'null'] },
     bm25_backend: { enum: BM25_BACKENDS },
     bm25: {
-      type: 'object',
+      type: ['object', 'null'],
       additionalProperties: false,
       properties: {
         k1: { type: 'number', minimum: 0, maximum: LIMITS.k1Max },
@@ -94,10 +95,11 @@ export const collectionSchema = {
   },
 } as const;
 
+/** null text, metadata or vector: as if absent ("", {}, embed the text). */
 export const docProperties = {
   id: docIdSchema,
-  text: { type: 'string' },
-  metadata: { type: 'object' },
+  text: { type: ['string', 'null'] },
+  metadata: { type: ['object', 'null'] },
   vector: optionalVectorSchema,
 } as const;
 const docSchema = { type: 'object', required: ['id'], additionalProperties: false, properties: docProperties } as const;
