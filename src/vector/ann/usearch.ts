@@ -4,6 +4,7 @@
 // best `count`: that is exactly a search with beam `ef`, chosen per query.
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import usearch from 'usearch';
 import type { Metric } from '../collection-config.js';
@@ -40,8 +41,8 @@ function build(options: AnnOptions): NativeIndex {
 }
 
 // Plain JavaScript run with `eval`: no TypeScript loader is needed inside the worker. It owns
-// an index of its own: adds one chunk per message (with every core), then saves it. Each
-// message is answered, so the sender never queues more than one chunk.
+// an index of its own: adds one chunk per message (with all cores but one, left to the event
+// loop), then saves it. Each message is answered, so the sender never queues more than one chunk.
 const BUILD_WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { Index } = require(workerData.modulePath);
@@ -49,7 +50,7 @@ const index = new Index(workerData.options);
 parentPort.on('message', (m) => {
   try {
     if (m.kind === 'add') {
-      if (m.keys.length > 0) index.add(m.keys, m.vectors, 0);
+      if (m.keys.length > 0) index.add(m.keys, m.vectors, workerData.threads);
     } else {
       index.save(m.file);
     }
@@ -62,7 +63,9 @@ parentPort.on('message', (m) => {
 
 async function buildInWorker(options: AnnOptions, chunks: AsyncIterable<AnnChunk>, file: string, signal: AbortSignal): Promise<void> {
   signal.throwIfAborted();
-  const worker = new Worker(BUILD_WORKER_SOURCE, { eval: true, workerData: { modulePath: require.resolve('usearch'), options: nativeOptions(options) } });
+  const threads = Math.max(1, availableParallelism() - 1);
+  const workerData = { modulePath: require.resolve('usearch'), options: nativeOptions(options), threads };
+  const worker = new Worker(BUILD_WORKER_SOURCE, { eval: true, workerData });
   let fail: (err: Error) => void = () => undefined;
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => undefined);
