@@ -5,6 +5,17 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { type Caller, GATEWAY_LIMITS, type Gateway, type NewDocument } from './gateway.js';
 import type { GatewayMetrics } from './metrics.js';
+import {
+  collectionSchema,
+  docIdSchema,
+  docProperties,
+  embedderSchema,
+  kSchema,
+  queryTextSchema,
+  searchSchema,
+  vectorSchema,
+} from '../http/routes/vector.js';
+import { DEFAULTS } from '../vector/collection-config.js';
 import { collectionNameSchema } from './schemas.js';
 import type { Embedder } from './types.js';
 
@@ -18,7 +29,6 @@ export interface V1Bounds {
 const DOC_ID_CHARS_MAX = 512;
 const TEXT_CHARS_MAX = 1_000_000;
 const QUERY_CHARS_MAX = 10_000;
-const K_DEFAULT = 10;
 
 const nameParams = { type: 'object', required: ['name'], properties: { name: collectionNameSchema } } as const;
 const docParams = {
@@ -27,16 +37,19 @@ const docParams = {
   properties: { name: collectionNameSchema, id: { type: 'string', minLength: 1, maxLength: DOC_ID_CHARS_MAX } },
 } as const;
 
+/** The standard API's schemas (one definition each), narrowed to what /v1 takes. */
 function schemas(bounds: V1Bounds) {
-  const vector = { type: 'array', minItems: 1, maxItems: bounds.dimensionMax, items: { type: 'number' } } as const;
+  const vector = { ...vectorSchema, minItems: 1, maxItems: bounds.dimensionMax } as const;
   const doc = {
     type: 'object',
     additionalProperties: false,
     properties: {
-      id: { type: 'string', minLength: 1, maxLength: DOC_ID_CHARS_MAX },
+      ...docProperties,
+      // No id: the gateway makes one.
+      id: { ...docIdSchema, maxLength: DOC_ID_CHARS_MAX },
       text: { type: 'string', maxLength: TEXT_CHARS_MAX },
+      metadata: { ...docProperties.metadata, type: 'object' },
       vector,
-      metadata: { type: 'object' },
     },
   } as const;
   return {
@@ -46,16 +59,10 @@ function schemas(bounds: V1Bounds) {
       additionalProperties: false,
       properties: {
         name: collectionNameSchema,
-        dimension: { type: 'integer', minimum: 1, maximum: bounds.dimensionMax },
+        dimension: { ...collectionSchema.properties.dimensions, maximum: bounds.dimensionMax },
         embedder: {
-          type: 'object',
-          required: ['type'],
-          additionalProperties: false,
-          properties: {
-            type: { enum: bounds.embedderTypes },
-            url: { type: 'string', minLength: 1, maxLength: 2048 },
-            model: { type: 'string', minLength: 1, maxLength: 256 },
-          },
+          ...embedderSchema,
+          properties: { type: { enum: bounds.embedderTypes }, url: embedderSchema.properties.url, model: embedderSchema.properties.model },
         },
       },
     },
@@ -68,14 +75,15 @@ function schemas(bounds: V1Bounds) {
       },
     },
     search: {
-      type: 'object',
-      additionalProperties: false,
+      ...searchSchema,
       properties: {
-        query: { type: 'string', minLength: 1, maxLength: QUERY_CHARS_MAX },
+        query: { ...queryTextSchema, maxLength: QUERY_CHARS_MAX },
         vector,
-        k: { type: 'integer', minimum: 1, maximum: bounds.kMax },
+        k: { ...kSchema, maximum: bounds.kMax },
         filter: { type: 'object' },
       },
+      // Exactly one: /v1 does not let a vector silently win over a query.
+      oneOf: [{ required: ['query'] }, { required: ['vector'] }],
     },
   } as const;
 }
@@ -84,11 +92,6 @@ type NameParams = { name: string };
 type DocParams = { name: string; id: string };
 type DocumentsBody = NewDocument & { documents?: NewDocument[] };
 type SearchBody = { query?: string; vector?: number[]; k?: number; filter?: Record<string, unknown> };
-
-function finiteVector(v: readonly number[] | undefined, what: string): void {
-  // CBOR bodies can carry NaN and Infinity, which JSON schemas call numbers.
-  if (v !== undefined && !v.every(Number.isFinite)) throw new FirkinError('bad_request', `${what} must hold finite numbers only`);
-}
 
 export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds; metrics: GatewayMetrics }> = async (app, { gateway, bounds, metrics }) => {
   const callers = new WeakMap<FastifyRequest, Caller>();
@@ -146,7 +149,6 @@ export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds; 
         throw new FirkinError('bad_request', 'send either one document or {documents: [...]}, not both');
       }
       const docs = documents ?? [single];
-      docs.forEach((d, i) => finiteVector(d.vector, documents === undefined ? 'vector' : `documents[${i}].vector`));
       const results = await gateway.upsert(callerOf(request), request.params.name, docs);
       reply.code(201);
       return documents === undefined ? results[0] : { results };
@@ -167,9 +169,7 @@ export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds; 
     '/v1/collections/:name/search',
     { schema: { params: nameParams, body: s.search } },
     async (request) => {
-      const { query, vector, k = K_DEFAULT, filter } = request.body;
-      if ((query === undefined) === (vector === undefined)) throw new FirkinError('bad_request', 'send exactly one of query or vector');
-      finiteVector(vector, 'vector');
+      const { query, vector, k = DEFAULTS.k, filter } = request.body;
       const hits = await gateway.search(callerOf(request), request.params.name, {
         ...(query === undefined ? {} : { query }),
         ...(vector === undefined ? {} : { vector }),

@@ -6,6 +6,7 @@ import { ERROR_CODES, type ErrorCode, FirkinError, isFirkinError } from '../core
 import { EMBEDDER_TYPES, LIMITS, type Metric } from '../vector/collection-config.js';
 import type { VectorEngine } from '../vector/engine.js';
 import { parseVector } from '../vector/metric.js';
+import { type EmbedderBody, createCollectionRequest, docRequest, searchRequest } from '../vector/requests.js';
 import type { V1Bounds } from './routes-v1.js';
 import type { Embedder } from './types.js';
 import type { GatewayDocument, GatewayHit, GatewaySearch, GatewayVectors } from './vectors.js';
@@ -31,7 +32,8 @@ export class EngineGatewayVectors implements GatewayVectors {
 
   async createCollection(internal: string, options: { dimension: number; embedder?: Embedder }): Promise<void> {
     try {
-      await this.#engine.createCollection(internal, { dimensions: options.dimension, ...(options.embedder === undefined ? {} : { embedder: options.embedder }) });
+      // The /v1 schema admits only the engine's embedder types.
+      await this.#engine.createCollection(createCollectionRequest(internal, { dimensions: options.dimension, embedder: (options.embedder as EmbedderBody | undefined) ?? null }));
     } catch (err) {
       if (isCode(err, 'already_exists')) throw new FirkinError('collection_already_exists', 'collection already exists');
       throw err;
@@ -82,11 +84,11 @@ export class EngineGatewayVectors implements GatewayVectors {
       else if (!c.hasEmbedder) {
         throw new FirkinError('bad_request', `document ${JSON.stringify(d.id)} has no vector and the collection has no embedder: send a vector, or create the collection with one`);
       }
-      return { id: d.id, text: d.text ?? '', metadata: d.metadata ?? {}, ...(d.vector === undefined ? {} : { vector: d.vector }) };
+      return docRequest(d);
     });
     for (const part of [bodies.filter((b) => b.vector === undefined), bodies.filter((b) => b.vector !== undefined)]) {
       if (part.length === 0) continue;
-      const results = await this.#engine.putDocs(internal, part).catch(collectionGone);
+      const results = await this.#engine.putDocs({ collection: internal, docs: part }).catch(collectionGone);
       const failed = results.find((r) => r.error !== undefined);
       if (failed !== undefined) {
         const code = (ERROR_CODES as readonly string[]).includes(failed.error!) ? (failed.error as ErrorCode) : 'bad_request';
@@ -116,7 +118,7 @@ export class EngineGatewayVectors implements GatewayVectors {
   }
 
   async search(internal: string, search: GatewaySearch): Promise<GatewayHit[]> {
-    const hits = await this.#engine.search(internal, search).catch(collectionGone);
+    const hits = await this.#engine.search(searchRequest(internal, search)).catch(collectionGone);
     return hits.map((h) => ({ id: h.id, score: h.score, text: h.text, metadata: h.metadata }));
   }
 }

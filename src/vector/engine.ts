@@ -1,41 +1,34 @@
 // The vector service on one node: the collection catalogue, its shards, embedders, and the
-// search entry points the HTTP routes (and later the gateway and the cluster) call.
+// entry points the HTTP routes and the gateway call, with typed requests (`requests.ts`)
+// whose shape their route schemas have checked; what depends on the collection (a vector's
+// length, an embedder being there) is checked here.
 //
 // Catalogue (column family `system`):
-//   ['vector', 'collection', name] -> JSON {config, shards: [shardId...]}
+//   ['vector', 'collection', name] -> JSON {name, config, shards: [shardId...], routing}
 //   ['vector', 'next_shard']       -> JSON number, the next shard id (ids are never reused)
 //   ['vector', 'drop', shardId]    -> '' while a deleted collection's shard data is removed
-// A standalone collection holds one shard; docs route to shards by a hash of their id, so
-// the code path is the same when the cluster places several.
+// A standalone collection holds one shard; docs route to shards by a hash of their id
+// (`core/shard-hash.ts`), so the code path is the same when the cluster places several. An
+// entry without `routing` predates hash ranges: its ids keep their `hash32 % n` places.
+import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { FirkinError } from '../core/errors.js';
+import { FirkinError, isFirkinError } from '../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
+import { type IdRouting, rangeRouting, routeId } from '../core/shard-hash.js';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from './ann/ann-index.js';
 import { type ScoredId, byScoreThenId } from './bm25.js';
-import {
-  type CollectionConfig,
-  DEFAULTS,
-  FUSIONS,
-  LIMITS,
-  describe,
-  intIn,
-  isPlainObject,
-  numberIn,
-  oneOf,
-  parseCollectionConfig,
-  validateCollectionName,
-  validateDocId,
-} from './collection-config.js';
-import { type Embedder, type EmbedderDeps, createEmbedder, noEmbedder } from './embedders/embedder.js';
+import { type CollectionConfig, LIMITS } from './collection-config.js';
+import { type EmbedderDeps, createEmbedder } from './embedders/create.js';
+import { type Embedder, noEmbedder } from './embedders/embedder.js';
 import { checkEmbedderUrl } from './embedders/http.js';
-import { hash32 } from './embedders/hash.js';
-import { parseFilter } from './filter.js';
+import type { Filter } from './filter.js';
 import { type FusedHit, fuse } from './fusion.js';
 import { checkEmbedding, parseVector } from './metric.js';
-import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from './shard.js';
+import type { Bm25SearchRequest, CreateCollectionRequest, DocRequest, HybridSearchRequest, PutDocsRequest, SearchRequest } from './requests.js';
+import { type DocInput, type MaintenancePolicy, Shard, type StoredDoc, type VectorHit, dropShardData } from './shard.js';
 
 export interface VectorEngineOptions {
   store: Store;
@@ -43,29 +36,40 @@ export interface VectorEngineOptions {
   dataDir: string;
   log: Logger;
   embedderDeps: EmbedderDeps;
-  /** Changed indexes are saved to their files this often (0: only on close). */
+  /** Upkeep of the index files and graphs (`Shard.maintain`) runs this often (0: never; close saves). */
   saveIntervalMs: number;
+  /** When that upkeep checkpoints and compacts (default `MAINTENANCE_DEFAULTS`). */
+  maintenance?: MaintenancePolicy;
 }
 
 interface CatalogueEntry {
   config: CollectionConfig;
   shards: number[];
+  /** Absent in entries written before hash ranges. */
+  routing?: IdRouting;
 }
 
 class Collection {
+  readonly #byId: Map<number, Shard>;
+
   constructor(
     readonly name: string,
     readonly config: CollectionConfig,
     readonly shards: Shard[],
+    readonly routing: IdRouting,
     readonly embedder: Embedder | undefined,
-  ) {}
+  ) {
+    this.#byId = new Map(shards.map((s) => [s.id, s]));
+  }
 
   get count(): number {
     return this.shards.reduce((n, s) => n + s.count, 0);
   }
 
   shardFor(id: string): Shard {
-    return this.shards[this.shards.length === 1 ? 0 : hash32(id, 0) % this.shards.length]!;
+    const shard = this.#byId.get(routeId(this.routing, id));
+    assert.ok(shard !== undefined, `collection ${this.name} routes ${JSON.stringify(id)} to a shard it does not hold`);
+    return shard;
   }
 }
 
@@ -76,7 +80,8 @@ export interface DocResult {
   message?: string;
 }
 
-interface ParsedDoc {
+/** A document checked against its collection; `vector` undefined: its text is to be embedded. */
+interface CheckedDoc {
   id: string;
   text: string;
   metadata: Record<string, unknown>;
@@ -98,6 +103,8 @@ export class VectorEngine {
   /** Catalogue changes (create, delete) one at a time. */
   #catalogueTail: Promise<unknown> = Promise.resolve();
   #saveTimer: NodeJS.Timeout | undefined;
+  /** Set when close starts: requests from then on are 503 (the node is stopping). */
+  #stopping = false;
   #saveRunning: Promise<void> | undefined;
   readonly indexDir: string;
 
@@ -112,7 +119,7 @@ export class VectorEngine {
     if (options.saveIntervalMs > 0) {
       engine.#saveTimer = setInterval(() => {
         engine.#saveRunning ??= engine
-          .saveDirty()
+          .maintain()
           .catch((err: unknown) => options.log.error({ err }, 'saving vector indexes failed'))
           .finally(() => (engine.#saveRunning = undefined));
       }, options.saveIntervalMs);
@@ -139,10 +146,11 @@ export class VectorEngine {
   async #openCollection(name: string, entry: CatalogueEntry): Promise<Collection> {
     const shards = [];
     for (const id of entry.shards) {
-      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log }));
+      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance }));
     }
     const embedder = entry.config.embedder === null ? undefined : createEmbedder(entry.config.embedder, entry.config.dimensions, this.#o.embedderDeps);
-    return new Collection(name, entry.config, shards, embedder);
+    const routing = entry.routing ?? { scheme: 'legacy_modulo', shards: entry.shards };
+    return new Collection(name, entry.config, shards, routing, embedder);
   }
 
   #catalogue<T>(fn: () => Promise<T>): Promise<T> {
@@ -152,6 +160,7 @@ export class VectorEngine {
   }
 
   #collection(name: string): Collection {
+    if (this.#stopping) throw new FirkinError('unavailable', 'the node is stopping: retry on another node or after it restarts');
     const c = this.#collections.get(name);
     if (c === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} not found`);
     return c;
@@ -159,9 +168,8 @@ export class VectorEngine {
 
   // ---- collections ----
 
-  createCollection(name: string, body: unknown): Promise<void> {
-    validateCollectionName(name);
-    const config = parseCollectionConfig(body);
+  createCollection(request: CreateCollectionRequest): Promise<void> {
+    const { collection: name, config } = request;
     if (config.embedder !== null && config.embedder.type !== 'hash') checkEmbedderUrl(config.embedder.url, this.#o.embedderDeps.outbound);
     return this.#catalogue(async () => {
       if (this.#collections.has(name)) throw new FirkinError('already_exists', `collection ${JSON.stringify(name)} already exists`);
@@ -169,7 +177,7 @@ export class VectorEngine {
       const raw = await store.get('system', NEXT_SHARD_KEY);
       const shardId = raw === undefined ? 1 : (JSON.parse(raw.toString('utf8')) as number);
       // Standalone: one local shard holds the collection; num_shards is kept for placement.
-      const entry: CatalogueEntry & { name: string } = { name, config, shards: [shardId] };
+      const entry: CatalogueEntry & { name: string } = { name, config, shards: [shardId], routing: rangeRouting([shardId]) };
       await store.batch(
         [
           { type: 'put', cf: 'system', key: NEXT_SHARD_KEY, value: Buffer.from(JSON.stringify(shardId + 1)) },
@@ -182,7 +190,6 @@ export class VectorEngine {
   }
 
   deleteCollection(name: string): Promise<void> {
-    validateCollectionName(name);
     return this.#catalogue(async () => {
       const c = this.#collection(name);
       this.#collections.delete(name);
@@ -211,7 +218,6 @@ export class VectorEngine {
   }
 
   getCollection(name: string): Record<string, unknown> {
-    validateCollectionName(name);
     const c = this.#collection(name);
     const { dimensions, ...rest } = c.config;
     return { name, dimension: dimensions, count: c.count, dimensions, ...rest };
@@ -223,27 +229,18 @@ export class VectorEngine {
     const shards: Record<string, unknown>[] = [];
     for (const c of this.#collections.values()) {
       documents += c.count;
-      for (const s of c.shards) shards.push({ collection: c.name, id: s.id, count: s.count, seq: s.seq, saved_seq: s.savedSeq, recovery: s.recovery });
+      for (const s of c.shards) shards.push({ collection: c.name, id: s.id, count: s.count, seq: s.seq, saved_seq: s.savedSeq, removed: s.removed, recovery: s.recovery });
     }
     return { collections: this.#collections.size, documents, shards };
   }
 
   // ---- documents ----
 
-  /** Validates one document body; the vector is embedded later if missing. */
-  #parseDoc(c: Collection, body: unknown): ParsedDoc {
-    if (!isPlainObject(body)) throw new FirkinError('bad_request', `a document must be an object, got ${describe(body)}`);
-    for (const key of Object.keys(body)) {
-      if (!['id', 'text', 'metadata', 'vector'].includes(key)) throw new FirkinError('bad_request', `unknown document field ${JSON.stringify(key)} (known: id, text, metadata, vector)`);
-    }
-    const id = validateDocId(body.id);
-    const text = body.text ?? '';
-    if (typeof text !== 'string') throw new FirkinError('bad_request', `text must be a string, got ${describe(text)}`);
-    const metadata = body.metadata ?? {};
-    if (!isPlainObject(metadata)) throw new FirkinError('bad_request', `metadata must be an object, got ${describe(metadata)}`);
-    const vector = body.vector === undefined || body.vector === null ? undefined : parseVector(body.vector, c.config.dimensions, c.config.metric);
-    if (vector === undefined && c.embedder === undefined) throw noEmbedder(`document ${JSON.stringify(id)} has no vector; embedding its text`);
-    return { id, text, metadata, vector };
+  /** Checks a document against its collection; a missing vector is embedded later. */
+  #checkDoc(c: Collection, doc: DocRequest): CheckedDoc {
+    const vector = doc.vector === undefined ? undefined : parseVector(doc.vector, c.config.dimensions, c.config.metric);
+    if (vector === undefined && c.embedder === undefined) throw noEmbedder(`document ${JSON.stringify(doc.id)} has no vector; embedding its text`);
+    return { id: doc.id, text: doc.text, metadata: doc.metadata, vector };
   }
 
   async #embed(c: Collection, texts: string[]): Promise<Float32Array[]> {
@@ -258,6 +255,7 @@ export class VectorEngine {
     return vectors;
   }
 
+  /** Everything is decided by now (ids, vectors): one upsert per shard, the unit a clustered shard would propose. */
   async #writeDocs(c: Collection, docs: DocInput[]): Promise<void> {
     const byShard = new Map<Shard, DocInput[]>();
     for (const d of docs) {
@@ -270,47 +268,44 @@ export class VectorEngine {
   }
 
   /** One document (an upsert). Returns its id. */
-  async putDoc(name: string, body: unknown): Promise<string> {
-    validateCollectionName(name);
+  async putDoc(name: string, doc: DocRequest): Promise<string> {
     const c = this.#collection(name);
-    const doc = this.#parseDoc(c, body);
-    const vector = doc.vector ?? (await this.#embed(c, [doc.text]))[0]!;
-    await this.#writeDocs(c, [{ ...doc, vector }]);
-    return doc.id;
+    const checked = this.#checkDoc(c, doc);
+    const vector = checked.vector ?? (await this.#embed(c, [checked.text]))[0]!;
+    await this.#writeDocs(c, [{ ...checked, vector }]);
+    return checked.id;
   }
 
-  /** The batch form: every valid document is written in one atomic batch per shard. */
-  async putDocs(name: string, documents: unknown): Promise<DocResult[]> {
-    validateCollectionName(name);
-    const c = this.#collection(name);
-    if (!Array.isArray(documents) || documents.length === 0 || documents.length > LIMITS.batchDocsMax) {
-      throw new FirkinError('bad_request', `documents must be an array of 1 to ${LIMITS.batchDocsMax} documents, got ${describe(documents)}`);
-    }
+  /**
+   * The batch form: a document its collection refuses gets an error in its result, the others
+   * are written in one atomic batch per shard. Only `FirkinError`s become results: anything
+   * else is a bug and fails the call.
+   */
+  async putDocs(request: PutDocsRequest): Promise<DocResult[]> {
+    const c = this.#collection(request.collection);
     const results: DocResult[] = [];
-    const parsed: { index: number; doc: ParsedDoc }[] = [];
-    documents.forEach((body, index) => {
+    const checked: { index: number; doc: CheckedDoc }[] = [];
+    request.docs.forEach((doc, index) => {
       try {
-        parsed.push({ index, doc: this.#parseDoc(c, body) });
-        results[index] = {};
+        checked.push({ index, doc: this.#checkDoc(c, doc) });
       } catch (err) {
-        const e = err as FirkinError;
-        const id = isPlainObject(body) && typeof body.id === 'string' ? body.id : undefined;
-        results[index] = { ...(id === undefined ? {} : { id }), error: e.code, message: e.message };
+        if (!isFirkinError(err)) throw err;
+        results[index] = { id: doc.id, error: err.code, message: err.message };
       }
     });
-    const toEmbed = parsed.filter((p) => p.doc.vector === undefined);
+    const toEmbed = checked.filter((p) => p.doc.vector === undefined);
     let embedError: FirkinError | undefined;
     if (toEmbed.length > 0) {
       try {
         const vectors = await this.#embed(c, toEmbed.map((p) => p.doc.text));
         toEmbed.forEach((p, i) => (p.doc.vector = vectors[i]));
       } catch (err) {
-        if (!(err instanceof FirkinError)) throw err;
+        if (!isFirkinError(err)) throw err;
         embedError = err;
       }
     }
     const ready: DocInput[] = [];
-    for (const p of parsed) {
+    for (const p of checked) {
       if (p.doc.vector === undefined) {
         results[p.index] = { id: p.doc.id, error: embedError!.code, message: embedError!.message };
       } else {
@@ -323,49 +318,37 @@ export class VectorEngine {
   }
 
   async getDoc(name: string, id: string): Promise<StoredDoc> {
-    validateCollectionName(name);
     const c = this.#collection(name);
-    validateDocId(id);
     const doc = await c.shardFor(id).get(id);
     if (doc === undefined) throw new FirkinError('not_found', `document ${JSON.stringify(id)} not found in ${JSON.stringify(name)}`);
     return doc;
   }
 
   async deleteDoc(name: string, id: string): Promise<void> {
-    validateCollectionName(name);
     const c = this.#collection(name);
-    validateDocId(id);
     if (!(await c.shardFor(id).remove(id))) throw new FirkinError('not_found', `document ${JSON.stringify(id)} not found in ${JSON.stringify(name)}`);
   }
 
   // ---- search ----
 
-  async #queryVector(c: Collection, body: Record<string, unknown>): Promise<Float32Array> {
-    if (body.vector !== undefined && body.vector !== null) return parseVector(body.vector, c.config.dimensions, c.config.metric);
-    if (typeof body.query !== 'string' || body.query.length === 0) {
-      throw new FirkinError('bad_request', `search needs a non-empty string "query" or a "vector", got query ${describe(body.query)}`);
-    }
-    if (c.embedder === undefined) throw noEmbedder('a text query');
-    return (await this.#embed(c, [body.query]))[0]!;
+  /** The query's vector: the client's, or its text embedded. */
+  async #queryVector(c: Collection, vector: readonly number[] | undefined, query: string | undefined, what: string): Promise<Float32Array> {
+    if (vector !== undefined) return parseVector(vector, c.config.dimensions, c.config.metric);
+    if (query === undefined) throw new FirkinError('bad_request', `${what} needs a non-empty string "query" or a "vector"`);
+    if (c.embedder === undefined) throw noEmbedder(what === 'search' ? 'a text query' : `${what} without a "vector" (its vector side embeds the query)`);
+    return (await this.#embed(c, [query]))[0]!;
   }
 
-  async #vectorSearch(c: Collection, query: Float32Array, k: number, ef: number, filter: ReturnType<typeof parseFilter>): Promise<VectorHit[]> {
+  async #vectorSearch(c: Collection, query: Float32Array, k: number, ef: number, filter: Filter | undefined): Promise<VectorHit[]> {
     const perShard = await Promise.all(c.shards.map((s) => s.search(query, k, ef, filter)));
     return perShard.flat().sort(byScoreThenId).slice(0, k);
   }
 
-  async search(name: string, body: unknown): Promise<VectorHit[]> {
-    validateCollectionName(name);
-    const c = this.#collection(name);
-    if (!isPlainObject(body)) throw new FirkinError('bad_request', `the body must be an object, got ${describe(body)}`);
-    for (const key of Object.keys(body)) {
-      if (!['vector', 'query', 'k', 'filter', 'ef'].includes(key)) throw new FirkinError('bad_request', `unknown search field ${JSON.stringify(key)} (known: vector, query, k, filter, ef)`);
-    }
-    const k = intIn(body.k, 'k', 1, LIMITS.kMax, DEFAULTS.k);
-    const ef = Math.max(k, intIn(body.ef, 'ef', 1, LIMITS.efMax, c.config.index.ef_search));
-    const filter = parseFilter(body.filter);
-    const query = await this.#queryVector(c, body);
-    return this.#vectorSearch(c, query, k, ef, filter);
+  async search(request: SearchRequest): Promise<VectorHit[]> {
+    const c = this.#collection(request.collection);
+    const ef = Math.max(request.k, request.ef ?? c.config.index.ef_search);
+    const query = await this.#queryVector(c, request.vector, request.query, 'search');
+    return this.#vectorSearch(c, query, request.k, ef, request.filter);
   }
 
   #requireBm25(c: Collection): void {
@@ -379,60 +362,48 @@ export class VectorEngine {
     return perShard.flat().sort(byScoreThenId).slice(0, k);
   }
 
-  #queryText(body: Record<string, unknown>): string {
-    if (body.query === undefined) throw new FirkinError('bad_request', 'query is required (a non-empty string)');
-    if (typeof body.query !== 'string' || body.query.length === 0) throw new FirkinError('bad_request', `query must be a non-empty string, got ${describe(body.query)}`);
-    return body.query;
+  async searchBm25(request: Bm25SearchRequest): Promise<ScoredId[]> {
+    const c = this.#collection(request.collection);
+    this.#requireBm25(c);
+    return this.#bm25Search(c, request.query, request.k);
   }
 
-  async searchBm25(name: string, body: unknown): Promise<ScoredId[]> {
-    validateCollectionName(name);
-    const c = this.#collection(name);
-    if (!isPlainObject(body)) throw new FirkinError('bad_request', `the body must be an object, got ${describe(body)}`);
-    for (const key of Object.keys(body)) {
-      if (!['query', 'k'].includes(key)) throw new FirkinError('bad_request', `unknown field ${JSON.stringify(key)} (known: query, k)`);
-    }
-    const query = this.#queryText(body);
-    const k = intIn(body.k, 'k', 1, LIMITS.kMax, DEFAULTS.k);
+  /** BM25 and vector search of the same query, fused; the vector side uses the client's vector when given. */
+  async searchHybrid(request: HybridSearchRequest): Promise<FusedHit[]> {
+    const c = this.#collection(request.collection);
     this.#requireBm25(c);
-    return this.#bm25Search(c, query, k);
-  }
-
-  async searchHybrid(name: string, body: unknown): Promise<FusedHit[]> {
-    validateCollectionName(name);
-    const c = this.#collection(name);
-    if (!isPlainObject(body)) throw new FirkinError('bad_request', `the body must be an object, got ${describe(body)}`);
-    for (const key of Object.keys(body)) {
-      if (!['query', 'k', 'bm25_weight', 'vector_weight', 'fusion', 'ef'].includes(key)) {
-        throw new FirkinError('bad_request', `unknown field ${JSON.stringify(key)} (known: query, k, bm25_weight, vector_weight, fusion, ef)`);
-      }
-    }
-    const query = this.#queryText(body);
-    const k = intIn(body.k, 'k', 1, LIMITS.kMax, DEFAULTS.k);
-    const bm25Weight = numberIn(body.bm25_weight, 'bm25_weight', 0, 1, 0.5);
-    const vectorWeight = numberIn(body.vector_weight, 'vector_weight', 0, 1, 0.5);
-    const fusion = oneOf(FUSIONS, body.fusion, 'fusion', 'rrf');
-    this.#requireBm25(c);
-    if (c.embedder === undefined) throw noEmbedder('hybrid search (its vector side embeds the query)');
-    const depth = hybridDepth(k);
-    const ef = Math.max(depth, intIn(body.ef, 'ef', 1, LIMITS.efMax, c.config.index.ef_search));
-    const vector = (await this.#embed(c, [query]))[0]!;
-    const [bm25, hits] = await Promise.all([this.#bm25Search(c, query, depth), this.#vectorSearch(c, vector, depth, ef, undefined)]);
-    return fuse(fusion, { bm25, vector: hits.map((h) => ({ id: h.id, score: h.score })), bm25Weight, vectorWeight, k });
+    const depth = hybridDepth(request.k);
+    const ef = Math.max(depth, request.ef ?? c.config.index.ef_search);
+    const vector = await this.#queryVector(c, request.vector, request.query, 'hybrid search');
+    const [bm25, hits] = await Promise.all([this.#bm25Search(c, request.query, depth), this.#vectorSearch(c, vector, depth, ef, undefined)]);
+    return fuse(request.fusion, {
+      bm25,
+      vector: hits.map((h) => ({ id: h.id, score: h.score })),
+      bm25Weight: request.bm25Weight,
+      vectorWeight: request.vectorWeight,
+      k: request.k,
+    });
   }
 
   // ---- lifecycle ----
 
-  /** Saves every shard's index that changed since its last save. */
-  async saveDirty(): Promise<void> {
-    for (const c of [...this.#collections.values()]) for (const s of c.shards) await s.saveIfDirty();
+  /** Background upkeep of every shard's index file and graph (`Shard.maintain`), one shard at a time. */
+  async maintain(): Promise<void> {
+    for (const c of [...this.#collections.values()]) {
+      for (const s of c.shards) {
+        if (this.#stopping) return;
+        await s.maintain();
+      }
+    }
   }
 
   async close(): Promise<void> {
+    this.#stopping = true;
     clearInterval(this.#saveTimer);
-    await this.#saveRunning;
+    // Closing a shard stops its running checkpoint, so the upkeep loop ends soon after.
     await this.#catalogue(async () => {
       for (const c of this.#collections.values()) for (const s of c.shards) await s.close({ save: true });
     });
+    await this.#saveRunning;
   }
 }

@@ -8,7 +8,7 @@ import type { Metric } from './collection-config.js';
 import { describe } from './collection-config.js';
 
 /** Largest finite float32: a bigger double would become Infinity once stored. */
-const FLOAT32_MAX = 3.4028234663852886e38;
+export const FLOAT32_MAX = 3.4028234663852886e38;
 
 /** The distance an ANN engine reports -> the score users see. */
 export function scoreFromDistance(metric: Metric, distance: number): number {

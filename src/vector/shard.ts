@@ -1,4 +1,4 @@
-// One shard of a collection: the unit of storage, index and (later) placement. A standalone
+// One shard of a collection: the unit of storage, index and placement. A standalone
 // collection is one shard.
 //
 // Storage (column family `vec`, keys by core/keys.ts):
@@ -11,8 +11,13 @@
 // BM25 postings. The records are the truth; the HNSW index is derived from them.
 //
 // The index maps uint64 labels to doc ids. A doc keeps its label across updates; a deleted
-// doc's label is never reused. The index file `shard-<id>.usearch` is saved in the background
-// with a sidecar `shard-<id>.json` naming the write sequence it covers. On open: load the file,
+// doc's label is never reused. The index file `shard-<id>.usearch` has a sidecar
+// `shard-<id>.json` naming the write sequence it covers. In the background (`maintain`), the
+// file is rewritten by a checkpoint: a fresh index built off the event loop (`AnnEngine.build`,
+// a worker thread) from a snapshot of the records; when the live index holds many removed
+// vectors (usearch keeps them as tombstones in the graph), that fresh index, brought up to date
+// from the seq entries, replaces it: a compaction. A graceful close saves the live index
+// synchronously (no request is served then). On open: load the file,
 // replay every seq/tombstone entry newer than that sequence (remove the label, add the live
 // vector), then check the index holds exactly the live docs; if anything is off, rebuild from
 // the records. Replay is idempotent, so a sidecar that lags its file is harmless; the sidecar
@@ -27,7 +32,7 @@ import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
-import type { AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
+import type { AnnChunk, AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
 import { type ScoredId, topK } from './bm25.js';
 import { type Bm25Index, type TextChange, bm25ShardRange, openBm25 } from './bm25-index.js';
 import type { CollectionConfig } from './collection-config.js';
@@ -93,7 +98,21 @@ interface Sidecar {
   metric: string;
   m: number;
   count: number;
+  /** Removed vectors still in the file's graph (absent in files written before it was kept). */
+  removed?: number;
 }
+
+/** When `maintain` rewrites the index file and compacts the live index. */
+export interface MaintenancePolicy {
+  /** Compact when the live index holds more removed vectors than this share of its size... */
+  readonly removedRatio: number;
+  /** ...and at least this many. */
+  readonly removedMin: number;
+  /** Checkpoint when the writes the file misses reach this share of the live documents. */
+  readonly unsavedRatio: number;
+}
+
+const MAINTENANCE_DEFAULTS: MaintenancePolicy = { removedRatio: 0.2, removedMin: 1_000, unsavedRatio: 0.2 };
 
 export interface ShardDeps {
   store: Store;
@@ -101,6 +120,7 @@ export interface ShardDeps {
   /** Directory of the index files. */
   indexDir: string;
   log: Logger;
+  maintenance?: MaintenancePolicy;
 }
 
 function vectorBytes(v: Float32Array): Uint8Array {
@@ -112,6 +132,18 @@ function bytesVector(b: Uint8Array): Float32Array {
   const copy = new Uint8Array(b.byteLength);
   copy.set(b);
   return new Float32Array(copy.buffer);
+}
+
+function packChunk(dimensions: number, keys: bigint[], vectors: Float32Array[]): AnnChunk {
+  const flat = new Float32Array(keys.length * dimensions);
+  vectors.forEach((v, i) => flat.set(v, i * dimensions));
+  return { keys: BigUint64Array.from(keys), vectors: flat };
+}
+
+function addMany(index: AnnIndex, dimensions: number, keys: bigint[], vectors: Float32Array[]): void {
+  if (keys.length === 0) return;
+  const chunk = packChunk(dimensions, keys, vectors);
+  index.add(chunk.keys, chunk.vectors);
 }
 
 function decodeRecord(id: string, raw: Buffer): StoredDoc & { label: number; seq: number } {
@@ -157,9 +189,14 @@ export class Shard {
   #tail: Promise<unknown> = Promise.resolve();
   /** Upserts not yet written, taking new members (see `upsert`). */
   #openGroup: UpsertGroup | undefined;
+  /** Removed vectors still in the live index's graph (updates and deletes since it was built). */
+  #removed = 0;
+  /** The running save or checkpoint: never two at once. */
   #saving: Promise<void> | undefined;
-  /** Set when close starts: no new write is queued after it. */
-  #closing = false;
+  /** Stops a running checkpoint's build when close starts. */
+  readonly #stopBuild = new AbortController();
+  /** Set when close starts, with the reason: no new write is queued after it. */
+  #closing: 'stopping' | 'dropped' | undefined;
   /** Set when close ends: no save runs after it. */
   #closed = false;
   recovery: Recovery = { source: 'empty', replayed: 0 };
@@ -182,6 +219,10 @@ export class Shard {
 
   get savedSeq(): number {
     return this.#savedSeq;
+  }
+
+  get removed(): number {
+    return this.#removed;
   }
 
   get hasBm25(): boolean {
@@ -226,7 +267,8 @@ export class Shard {
     if (loaded.ok) {
       this.#ann = loaded.index;
       this.#savedSeq = loaded.seq;
-      const replayed = await this.#replay(loaded.seq);
+      const { replayed, removed } = await this.#replay(this.#ann, loaded.seq);
+      this.#removed = loaded.removed + removed;
       if (this.#ann.size === this.#docs.size) {
         this.recovery = { source: 'file', replayed };
       } else {
@@ -237,12 +279,15 @@ export class Shard {
       this.recovery = { source: this.#docs.size === 0 ? 'empty' : 'rebuilt', replayed: 0, reason: loaded.reason };
     }
     const rebuild = this.recovery.source !== 'file';
-    if (rebuild) this.#ann = this.#deps.ann.create(this.#annOptions);
+    if (rebuild) {
+      this.#ann = this.#deps.ann.create(this.#annOptions);
+      this.#removed = 0;
+    }
     if (rebuild || needsTextScan) await this.#scanRecords({ index: rebuild, text: needsTextScan });
     if (this.recovery.source === 'rebuilt') this.#deps.log.warn({ shard: this.id, reason: this.recovery.reason, docs: this.#docs.size }, 'vector index rebuilt from records');
   }
 
-  async #loadFile(): Promise<{ ok: true; index: AnnIndex; seq: number } | { ok: false; reason: string }> {
+  async #loadFile(): Promise<{ ok: true; index: AnnIndex; seq: number; removed: number } | { ok: false; reason: string }> {
     let sidecar: Sidecar;
     try {
       const fh = await open(this.sidecarFile, 'r');
@@ -264,20 +309,24 @@ export class Shard {
     try {
       const { bytes, sha256 } = await digestFile(this.indexFile);
       if (bytes !== sidecar.bytes || sha256 !== sidecar.sha256) return { ok: false, reason: 'index file does not match its checksum' };
-      return { ok: true, index: this.#deps.ann.load(this.indexFile, o), seq: sidecar.seq };
+      return { ok: true, index: this.#deps.ann.load(this.indexFile, o), seq: sidecar.seq, removed: sidecar.removed ?? 0 };
     } catch (err) {
       return { ok: false, reason: `index file unreadable: ${(err as Error).message}` };
     }
   }
 
-  /** Re-applies every write after `fromSeq` to the loaded index. Idempotent. */
-  async #replay(fromSeq: number): Promise<number> {
+  /**
+   * Re-applies every write after `fromSeq` to `index` (the live one, or one about to be).
+   * Idempotent. Counts the entries replayed and the vectors removed.
+   */
+  async #replay(index: AnnIndex, fromSeq: number): Promise<{ replayed: number; removed: number }> {
     const { store } = this.#deps;
     let replayed = 0;
+    let removed = 0;
     const after = (kind: 's' | 't') => ({ gt: this.#key(kind, fromSeq), lt: prefixRange([this.id, kind]).lt });
     for await (const [, value] of store.entries('vec', after('t'))) {
       const e = decoder.decode(value) as SeqValue;
-      if (this.#ann.has(BigInt(e.l))) this.#ann.remove(BigInt(e.l));
+      if (index.remove(BigInt(e.l))) removed++;
       replayed++;
     }
     let chunk: SeqValue[] = [];
@@ -289,11 +338,11 @@ export class Shard {
         const raw = raws[i];
         assert.ok(raw !== undefined, `seq entry for ${e.id} without its record`);
         const rec = decodeRecord(e.id, raw);
-        if (this.#ann.has(BigInt(e.l))) this.#ann.remove(BigInt(e.l));
+        if (index.remove(BigInt(e.l))) removed++;
         keys.push(BigInt(e.l));
         vectors.push(rec.vector);
       });
-      this.#addMany(keys, vectors);
+      addMany(index, this.config.dimensions, keys, vectors);
       replayed += chunk.length;
       chunk = [];
     };
@@ -302,7 +351,7 @@ export class Shard {
       if (chunk.length >= SCAN_CHUNK) await flush();
     }
     if (chunk.length > 0) await flush();
-    return replayed;
+    return { replayed, removed };
   }
 
   async #scanRecords(what: { index: boolean; text: boolean }): Promise<void> {
@@ -329,15 +378,17 @@ export class Shard {
   }
 
   #addMany(keys: bigint[], vectors: Float32Array[]): void {
-    if (keys.length === 0) return;
-    const flat = new Float32Array(keys.length * this.config.dimensions);
-    vectors.forEach((v, i) => flat.set(v, i * this.config.dimensions));
-    this.#ann.add(BigUint64Array.from(keys), flat);
+    addMany(this.#ann, this.config.dimensions, keys, vectors);
+  }
+
+  /** Removes a label from the live index, counting the tombstone it leaves. */
+  #removeLabel(label: number): void {
+    if (this.#ann.remove(BigInt(label))) this.#removed++;
   }
 
   /** Runs `fn` after every earlier write of this shard: one writer at a time. */
   #exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.#closing) return Promise.reject(new FirkinError('not_found', 'the collection was deleted or the node is stopping'));
+    if (this.#closing !== undefined) return Promise.reject(this.#closedError());
     // Anything queued after the open upsert group closes it: a later upsert must not jump
     // ahead of this job by joining the earlier group.
     this.#openGroup = undefined;
@@ -367,7 +418,7 @@ export class Shard {
    * writes still apply in arrival order.
    */
   upsert(input: readonly DocInput[]): Promise<void> {
-    if (this.#closing) return Promise.reject(new FirkinError('not_found', 'the collection was deleted or the node is stopping'));
+    if (this.#closing !== undefined) return Promise.reject(this.#closedError());
     let group = this.#openGroup;
     if (group === undefined) {
       const created: UpsertGroup = { members: [], size: 0, done: Promise.resolve() };
@@ -405,7 +456,7 @@ export class Shard {
     await this.#deps.store.batch(ops, { sync: true });
     // Committed: bring memory and the index up to it, with no await in between.
     for (const p of planned) {
-      if (p.prev !== undefined) this.#ann.remove(BigInt(p.label));
+      if (p.prev !== undefined) this.#removeLabel(p.label);
       this.#docs.set(p.doc.id, { label: p.label, seq: p.seq });
       this.#labels.set(p.label, p.doc.id);
     }
@@ -429,7 +480,7 @@ export class Shard {
       if (bm25 !== undefined) ops.push(...bm25.ops);
       ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: this.#nextLabel }) });
       await this.#deps.store.batch(ops, { sync: true });
-      this.#ann.remove(BigInt(prev.label));
+      this.#removeLabel(prev.label);
       this.#docs.delete(id);
       this.#labels.delete(prev.label);
       bm25?.apply();
@@ -495,12 +546,82 @@ export class Shard {
     return this.#bm25.search(query, k);
   }
 
-  /** Saves the index file if writes happened since the last save. Never runs twice at once. */
-  saveIfDirty(): Promise<void> {
-    if (this.#closing) return this.#saving ?? Promise.resolve();
-    return this.#saveIfDirty();
+  /**
+   * Background upkeep, at most one job at a time (with a close's save too). A checkpoint when
+   * the index file misses many writes (or there is none), and a compaction when the live index
+   * holds many removed vectors. Neither blocks the event loop for long: see `#checkpoint`.
+   */
+  maintain(): Promise<void> {
+    if (this.#closing !== undefined || this.#closed || this.#saving !== undefined) return this.#saving ?? Promise.resolve();
+    const policy = this.#deps.maintenance ?? MAINTENANCE_DEFAULTS;
+    const compact = this.#removed >= policy.removedMin && this.#removed > policy.removedRatio * this.#ann.size;
+    const unsaved = this.#seq - this.#savedSeq;
+    const checkpoint = unsaved > 0 && (this.#savedSeq < 0 || unsaved >= policy.unsavedRatio * this.#docs.size);
+    if (!compact && !checkpoint) return Promise.resolve();
+    this.#saving = this.#checkpoint(compact)
+      .catch((err: unknown) => {
+        if (this.#closing === undefined) throw err; // stopped by close: the next start redoes it
+      })
+      .finally(() => (this.#saving = undefined));
+    return this.#saving;
   }
 
+  /**
+   * Writes a new index file from a snapshot of the records at a write sequence S, built off the
+   * event loop (`AnnEngine.build`). With `swap`, the built index then replaces the live one:
+   * loaded, and brought from S up to date by replaying the seq entries, while writes wait and
+   * searches go on against the old index; then swapped in with no await in between.
+   */
+  async #checkpoint(swap: boolean): Promise<void> {
+    const { store, ann } = this.#deps;
+    const range = prefixRange([this.id, 'd']);
+    // Open the snapshot while no write runs: it then holds exactly the writes up to S.
+    const opened = await this.#exclusive(async () => {
+      const records = store.entries('vec', range);
+      const first = await records.next();
+      return { seq: this.#seq, records, first };
+    });
+    const dims = this.config.dimensions;
+    let count = 0;
+    async function* chunks(): AsyncGenerator<AnnChunk> {
+      let keys: bigint[] = [];
+      let vectors: Float32Array[] = [];
+      const take = (value: Buffer) => {
+        const r = decoder.decode(value) as RecordValue;
+        keys.push(BigInt(r.l));
+        vectors.push(bytesVector(r.v));
+        count++;
+      };
+      if (opened.first.done !== true) take(opened.first.value[1]);
+      for await (const [, value] of opened.records) {
+        take(value);
+        if (keys.length >= SCAN_CHUNK) {
+          yield packChunk(dims, keys, vectors);
+          keys = [];
+          vectors = [];
+        }
+      }
+      if (keys.length > 0) yield packChunk(dims, keys, vectors);
+    }
+    const built = `${this.indexFile}.build`;
+    try {
+      await ann.build(this.#annOptions, chunks(), built, this.#stopBuild.signal);
+    } finally {
+      await opened.records.return(undefined);
+    }
+    await this.#install(built, { seq: opened.seq, count, removed: 0 });
+    if (!swap) return;
+    await this.#exclusive(async () => {
+      const index = ann.load(this.indexFile, this.#annOptions);
+      const { removed } = await this.#replay(index, opened.seq);
+      assert.equal(index.size, this.#docs.size, 'a compacted index holds every live document');
+      this.#ann = index;
+      this.#removed = removed;
+    });
+    this.#deps.log.info({ shard: this.id, docs: this.#docs.size }, 'vector index compacted');
+  }
+
+  /** Saves the live index if writes happened since the last file; for close (it blocks the loop). */
   #saveIfDirty(): Promise<void> {
     if (this.#closed || this.#seq === this.#savedSeq || (this.#seq === 0 && this.#docs.size === 0)) return this.#saving ?? Promise.resolve();
     this.#saving ??= this.#save().finally(() => (this.#saving = undefined));
@@ -508,37 +629,53 @@ export class Shard {
   }
 
   async #save(): Promise<void> {
-    // The synchronous save and the read of #seq happen with no await between them, so the
-    // file holds exactly the writes up to `seq`.
-    const seq = this.#seq;
+    // The synchronous save and the reads of #seq and #removed happen with no await between
+    // them, so the file holds exactly the writes up to `seq`.
     const tmp = `${this.indexFile}.tmp`;
+    const covers = { seq: this.#seq, count: this.#docs.size, removed: this.#removed };
     this.#ann.save(tmp);
-    const { bytes, sha256 } = await digestFile(tmp);
+    await this.#install(tmp, covers);
+  }
+
+  /** Makes `file` the index file covering `covers.seq`: file first, then its sidecar, each durable. */
+  async #install(file: string, covers: { seq: number; count: number; removed: number }): Promise<void> {
+    const { bytes, sha256 } = await digestFile(file);
     const sidecar: Sidecar = {
-      seq,
+      seq: covers.seq,
       bytes,
       sha256,
       engine: this.#deps.ann.name,
       dimensions: this.config.dimensions,
       metric: this.config.metric,
       m: this.config.index.m,
-      count: this.#docs.size,
+      count: covers.count,
+      removed: covers.removed,
     };
-    await fsyncFile(tmp);
-    await rename(tmp, this.indexFile);
+    await fsyncFile(file);
+    await rename(file, this.indexFile);
     await writeFile(`${this.sidecarFile}.tmp`, JSON.stringify(sidecar));
     await fsyncFile(`${this.sidecarFile}.tmp`);
     await rename(`${this.sidecarFile}.tmp`, this.sidecarFile);
     await fsyncFile(this.#deps.indexDir);
-    this.#savedSeq = seq;
+    this.#savedSeq = covers.seq;
     // Tombstones the file covers are no longer needed for replay.
-    if (!this.#closed) await this.#deps.store.clearRange('vec', { gte: this.#key('t'), lt: this.#key('t', seq + 1) });
+    if (!this.#closed) await this.#deps.store.clearRange('vec', { gte: this.#key('t'), lt: this.#key('t', covers.seq + 1) });
   }
 
-  /** Waits for pending writes and saves; later calls fail with not_found. */
-  async close(options: { save: boolean }): Promise<void> {
-    this.#closing = true;
+  /** A write after close began: the node is stopping (503), or the collection is gone (404). */
+  #closedError(): FirkinError {
+    return this.#closing === 'dropped'
+      ? new FirkinError('not_found', 'the collection was deleted')
+      : new FirkinError('unavailable', 'the node is stopping: retry on another node or after it restarts');
+  }
+
+  /** Waits for pending writes and saves; later writes fail (see #closedError). */
+  async close(options: { save: boolean; reason?: 'stopping' | 'dropped' }): Promise<void> {
+    this.#closing ??= options.reason ?? 'stopping';
+    this.#stopBuild.abort(new FirkinError('unavailable', 'the shard is closing'));
     await this.#tail;
+    // A checkpoint stopped by the abort leaves the previous file in place: fine, it is replaced next.
+    await this.#saving?.catch(() => undefined);
     if (options.save) await this.#saveIfDirty();
     await this.#saving;
     this.#closed = true;
@@ -546,7 +683,7 @@ export class Shard {
 
   /** Closes and removes every record, posting and file of the shard. */
   async drop(): Promise<void> {
-    await this.close({ save: false });
+    await this.close({ save: false, reason: 'dropped' });
     await dropShardData(this.#deps.store, this.id, this.#deps.indexDir);
   }
 }
@@ -554,7 +691,7 @@ export class Shard {
 export async function dropShardData(store: Store, shard: number, indexDir: string): Promise<void> {
   await store.clearRange('vec', prefixRange([shard]));
   await store.clearRange('bm25', bm25ShardRange(shard));
-  for (const f of [`shard-${shard}.usearch`, `shard-${shard}.json`, `shard-${shard}.usearch.tmp`, `shard-${shard}.json.tmp`]) {
+  for (const f of [`shard-${shard}.usearch`, `shard-${shard}.json`, `shard-${shard}.usearch.tmp`, `shard-${shard}.usearch.build`, `shard-${shard}.json.tmp`]) {
     await rm(path.join(indexDir, f), { force: true });
   }
 }

@@ -4,9 +4,9 @@ import fc from 'fast-check';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { parseEmbedderConfig } from '../../src/vector/collection-config.js';
-import { createEmbedder } from '../../src/vector/embedders/embedder.js';
+import { createEmbedder } from '../../src/vector/embedders/create.js';
 import { hashEmbed } from '../../src/vector/embedders/hash.js';
+import { embedderConfig } from '../../src/vector/requests.js';
 import { fcParams } from '../support/fc.js';
 import { startTestNode } from '../support/node.js';
 
@@ -68,7 +68,7 @@ const noSleep = { fetch, sleep: async () => undefined, openaiKeyOrigin: 'https:/
 
 t.test('ollama: batches, order, dimensions', async (t) => {
   const srv = await embeddingServer(t);
-  const config = parseEmbedderConfig({ type: 'ollama', url: srv.url, model: 'm1', batch_size: 2 })!;
+  const config = embedderConfig({ type: 'ollama', url: srv.url, model: 'm1', batch_size: 2 });
   const e = createEmbedder(config, 3, noSleep);
   const out = await e.embed(['a', 'bb', 'aaa', 'c', 'aa']);
   t.same(out.map((v) => Array.from(v)), [[1, 1, 1], [2, 0, 1], [3, 3, 1], [1, 0, 1], [2, 2, 1]]);
@@ -81,7 +81,7 @@ t.test('ollama: batches, order, dimensions', async (t) => {
 
 t.test('openai: results reordered by index; the key goes only to its configured origin', async (t) => {
   const srv = await embeddingServer(t);
-  const config = parseEmbedderConfig({ type: 'openai', url: srv.url, model: 'text-embedding-3-small' })!;
+  const config = embedderConfig({ type: 'openai', url: srv.url, model: 'text-embedding-3-small' });
   const withKey = createEmbedder(config, 3, { ...noSleep, openaiApiKey: 'sk-test', openaiKeyOrigin: srv.url });
   const out = await withKey.embed(['a', 'bbbb']);
   t.same(out.map((v) => Array.from(v)), [[1, 1, 1], [4, 0, 1]]);
@@ -90,7 +90,7 @@ t.test('openai: results reordered by index; the key goes only to its configured 
   const elsewhere = createEmbedder(config, 3, { ...noSleep, openaiApiKey: 'sk-test' });
   await elsewhere.embed(['x']);
   t.equal(srv.seen[1]!.auth, undefined, 'no key for another origin');
-  const v1 = createEmbedder(parseEmbedderConfig({ type: 'openai', url: `${srv.url}/v1` })!, 3, noSleep);
+  const v1 = createEmbedder(embedderConfig({ type: 'openai', url: `${srv.url}/v1` }), 3, noSleep);
   await v1.embed(['x']);
   t.equal(srv.seen[2]!.path, '/v1/embeddings', 'a base URL ending in /v1 is not doubled');
 });
@@ -99,26 +99,26 @@ t.test('retries with backoff, then a clear bad_gateway', async (t) => {
   const srv = await embeddingServer(t, (n) => (n < 2 ? 'fail500' : 'ok'));
   const sleeps: number[] = [];
   const deps = { ...noSleep, sleep: async (ms: number) => void sleeps.push(ms) };
-  const e = createEmbedder(parseEmbedderConfig({ type: 'ollama', url: srv.url, retries: 2 })!, 3, deps);
+  const e = createEmbedder(embedderConfig({ type: 'ollama', url: srv.url, retries: 2 }), 3, deps);
   t.same((await e.embed(['a'])).map((v) => Array.from(v)), [[1, 1, 1]], 'succeeds on the third attempt');
   t.same(sleeps, [100, 200], 'exponential backoff');
 
   const down = await embeddingServer(t, () => 'fail500');
-  const e2 = createEmbedder(parseEmbedderConfig({ type: 'ollama', url: down.url, retries: 1 })!, 3, deps);
+  const e2 = createEmbedder(embedderConfig({ type: 'ollama', url: down.url, retries: 1 }), 3, deps);
   await t.rejects(e2.embed(['a']), { code: 'bad_gateway', message: /failed after 2 attempts: HTTP 500/ });
 
   const bad = await embeddingServer(t, () => 'fail400');
-  const e3 = createEmbedder(parseEmbedderConfig({ type: 'ollama', url: bad.url, retries: 3 })!, 3, deps);
+  const e3 = createEmbedder(embedderConfig({ type: 'ollama', url: bad.url, retries: 3 }), 3, deps);
   await t.rejects(e3.embed(['a']), { code: 'bad_gateway', message: /after 1 attempt: HTTP 400/ }, 'a 4xx is not retried');
   t.equal(bad.seen.length, 1);
 
   const hang = await embeddingServer(t, () => 'hang');
-  const e4 = createEmbedder(parseEmbedderConfig({ type: 'ollama', url: hang.url, retries: 1, timeout_ms: 50 })!, 3, deps);
+  const e4 = createEmbedder(embedderConfig({ type: 'ollama', url: hang.url, retries: 1, timeout_ms: 50 }), 3, deps);
   await t.rejects(e4.embed(['a']), { code: 'bad_gateway', message: /no reply within 50 ms/ });
   t.equal(hang.seen.length, 2, 'a timeout is retried');
 
   const garbage = await embeddingServer(t, () => 'garbage');
-  const e5 = createEmbedder(parseEmbedderConfig({ type: 'ollama', url: garbage.url })!, 3, deps);
+  const e5 = createEmbedder(embedderConfig({ type: 'ollama', url: garbage.url }), 3, deps);
   await t.rejects(e5.embed(['a']), { code: 'bad_gateway', message: /no "embeddings" array/ });
 });
 
@@ -183,9 +183,9 @@ t.test('an embedder never follows a redirect', async (t) => {
   await new Promise<void>((resolve) => redirector.listen(0, '127.0.0.1', resolve));
   t.teardown(() => redirector.close());
   const url = `http://127.0.0.1:${(redirector.address() as { port: number }).port}`;
-  const e = createEmbedder(parseEmbedderConfig({ type: 'ollama', url, retries: 0 })!, 3, noSleep);
+  const e = createEmbedder(embedderConfig({ type: 'ollama', url, retries: 0 }), 3, noSleep);
   await t.rejects(e.embed(['a']), { code: 'bad_gateway' });
   t.equal(target.seen.length, 0, 'the redirect target was not called');
-  const forbidden = createEmbedder(parseEmbedderConfig({ type: 'ollama', url: target.url, retries: 0 })!, 3, { ...noSleep, outbound: { allow: [], allowLoopback: false } });
+  const forbidden = createEmbedder(embedderConfig({ type: 'ollama', url: target.url, retries: 0 }), 3, { ...noSleep, outbound: { allow: [], allowLoopback: false } });
   await t.rejects(forbidden.embed(['a']), { code: 'forbidden' }, 'the policy is checked on every call too');
 });

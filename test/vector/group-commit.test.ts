@@ -10,12 +10,13 @@ import t from 'tap';
 import { type BatchOp, Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
 import { VectorEngine } from '../../src/vector/engine.js';
+import { createCollectionRequest, docRequest } from '../../src/vector/requests.js';
 import { fcParams } from '../support/fc.js';
+import { testEmbedderDeps } from './engine-harness.js';
 
-const deps = { fetch, sleep: async () => undefined, openaiKeyOrigin: 'https://api.openai.com', outbound: { allow: [], allowLoopback: false } };
 
 async function open(dir: string, store: Store) {
-  return VectorEngine.open({ store, ann: usearchEngine, dataDir: dir, log: pino({ level: 'silent' }), embedderDeps: deps, saveIntervalMs: 0 });
+  return VectorEngine.open({ store, ann: usearchEngine, dataDir: dir, log: pino({ level: 'silent' }), embedderDeps: testEmbedderDeps, saveIntervalMs: 0 });
 }
 
 /** Counts the synced batches that touch the `vec` column family. */
@@ -38,9 +39,9 @@ t.test('concurrent upserts share one synced batch', async (t) => {
     await store.close();
     await rm(dir, { recursive: true, force: true });
   });
-  await engine.createCollection('c', { dimensions: 3 });
+  await engine.createCollection(createCollectionRequest('c', { dimensions: 3 }));
   const batches = countVecBatches(store);
-  await Promise.all(Array.from({ length: 100 }, (_, i) => engine.putDoc('c', { id: `d${i}`, vector: [1, i, 2] })));
+  await Promise.all(Array.from({ length: 100 }, (_, i) => engine.putDoc('c', docRequest({ id: `d${i}`, vector: [1, i, 2] }))));
   t.equal(batches.count, 1, '100 upserts issued together: one batch, one fsync');
   t.same(Array.from((await engine.getDoc('c', 'd42')).vector!), [1, 42, 2]);
 });
@@ -59,7 +60,7 @@ t.test('grouped writes apply in arrival order and survive a reopen', async (t) =
       try {
         let store = await Store.open(join(dir, 'db'), { writeWorker: true });
         let engine = await open(dir, store);
-        await engine.createCollection('c', { dimensions: 3 });
+        await engine.createCollection(createCollectionRequest('c', { dimensions: 3 }));
         // The model: the same operations one after another.
         const model = new Map<string, number>();
         const expected: boolean[] = [];
@@ -73,7 +74,7 @@ t.test('grouped writes apply in arrival order and survive a reopen', async (t) =
           }
         }
         // All issued in one tick: upserts group, deletes cut the groups.
-        const settled = await Promise.allSettled(ops.map((op) => (op.kind === 'put' ? engine.putDoc('c', { id: `d${op.id}`, vector: [op.x, 1, 1] }) : engine.deleteDoc('c', `d${op.id}`))));
+        const settled = await Promise.allSettled(ops.map((op) => (op.kind === 'put' ? engine.putDoc('c', docRequest({ id: `d${op.id}`, vector: [op.x, 1, 1] })) : engine.deleteDoc('c', `d${op.id}`))));
         if (settled.some((s, i) => (s.status === 'fulfilled') !== expected[i])) return false;
         const check = async () => {
           for (let id = 0; id < 8; id++) {

@@ -1,6 +1,7 @@
 // Keyword (BM25) and hybrid search over the standard API, with both BM25 backends, across
 // updates, deletes and restarts.
 import t from 'tap';
+import { fuse } from '../../src/vector/fusion.js';
 import { startTestNode } from '../support/node.js';
 
 const P = '/vectordb/collections';
@@ -122,4 +123,33 @@ t.test('hybrid search: rrf and linear', async (t) => {
 
   r = await node.request('POST', `${P}/h/search/hybrid`, { body: { query: 'battery', bm25_weight: 1, vector_weight: 0 } });
   t.same(r.body.results.slice(0, 2).map((h: { id: string }) => h.id).sort(), ['bike', 'car'], 'weight 1 on BM25 ranks by keywords');
+});
+
+t.test('hybrid search with a client vector: no embedder needed, ranks like the fusion of its two lists', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', `${P}/own`, { body: { dimensions: 4, bm25_backend: 'memory' } })).status, 201, 'no embedder');
+  const words = ['apple', 'pear', 'plum', 'fig', 'lime'];
+  const documents = Array.from({ length: 60 }, (_, i) => ({
+    id: `d${i}`,
+    text: `${words[i % 5]} ${words[(i * 3) % 5]} ${i % 7 === 0 ? 'apple pie' : 'tart'}`,
+    vector: [Math.cos(i), Math.sin(i), (i % 4) - 1.5, 1 + (i % 3)],
+  }));
+  t.equal((await node.request('POST', `${P}/own/docs`, { body: { documents } })).status, 200);
+  const query = 'apple pie';
+  const vector = [0.3, -0.2, 0.5, 1];
+  for (const [k, fusion, bm25Weight, vectorWeight] of [[5, 'rrf', 0.5, 0.5], [10, 'linear', 0.3, 0.7], [20, 'rrf', 1, 0.25]] as const) {
+    const r = await node.request('POST', `${P}/own/search/hybrid`, { body: { query, vector, k, fusion, bm25_weight: bm25Weight, vector_weight: vectorWeight } });
+    t.equal(r.status, 200, `${fusion} k=${k}: ${r.body.message}`);
+    // Both sides are fetched at the hybrid depth, max(3k, 50).
+    const depth = Math.max(3 * k, 50);
+    const bm25 = (await node.request('POST', `${P}/own/search/bm25`, { body: { query, k: depth } })).body.results;
+    const hits = (await node.request('POST', `${P}/own/search`, { body: { vector, k: depth } })).body.results as { id: string; score: number }[];
+    const expected = fuse(fusion, { bm25, vector: hits.map((h) => ({ id: h.id, score: h.score })), bm25Weight, vectorWeight, k });
+    t.same(r.body.results, expected, `${fusion} k=${k}: the standalone fusion of /search/bm25 and /search`);
+    t.ok(expected.some((h) => h.bm25_score !== null) && expected.some((h) => h.vector_score !== null), 'both lists contribute');
+  }
+  const noVector = await node.request('POST', `${P}/own/search/hybrid`, { body: { query } });
+  t.same([noVector.status, noVector.body.error], [400, 'bad_request'], 'without a vector it still needs an embedder');
+  t.match(noVector.body.message, /embedder/);
 });

@@ -5,7 +5,7 @@ import { FirkinError } from '../../core/errors.js';
 import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import { LIMITS } from '../names.js';
-import { type HashFunction, type HashRange, hashId, shardFor } from './hash.js';
+import { type HashFunction, type HashRange, hashId, shardFor } from '../../core/shard-hash.js';
 
 export const SHARD_STATUSES = ['active', 'splitting', 'merging', 'migrating', 'readonly'] as const;
 export type ShardStatus = (typeof SHARD_STATUSES)[number];

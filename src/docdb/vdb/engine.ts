@@ -23,7 +23,7 @@ import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind } from '../query/execute.js';
 import { compareForOrder, matches } from '../query/match.js';
-import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from './hash.js';
+import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from '../../core/shard-hash.js';
 import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, loadVdbs, removeVdb, routeId, saveVdb, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
 import { copyDocs } from '../move.js';

@@ -5,7 +5,7 @@ import { parseDoc } from '../../docdb/doc-input.js';
 import type { DocEngine } from '../../docdb/engine.js';
 import { checkDocId } from '../../docdb/names.js';
 import { parseFind } from '../../docdb/query/parse.js';
-import { HASH_FUNCTIONS } from '../../docdb/vdb/hash.js';
+import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS, type VdbEngine } from '../../docdb/vdb/engine.js';
 import { expectedRev, parseSince } from './docdb-shared.js';
 

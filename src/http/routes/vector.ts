@@ -1,40 +1,163 @@
 // The vector service's standard API. `collectionRoutes` and `clusterRoutes` are separate
 // fastify plugins so a host can mount either or both under any prefix (default /vectordb);
-// `vectorRoutes` mounts both. Handlers only validate the path and call the engine; bodies are
-// validated by the engine, which names what was wrong.
+// `vectorRoutes` mounts both. The schemas below are the one definition of each request body:
+// the gateway's /v1 (`gateway/routes-v1.ts`) builds its own from them. Handlers turn a checked
+// body into a typed request (`vector/requests.ts`) and call the engine.
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';
 import type { VectorCluster } from '../../vector/cluster.js';
-import { LIMITS, describe } from '../../vector/collection-config.js';
+import {
+  BM25_BACKENDS,
+  COLLECTION_NAME_PATTERN,
+  EMBEDDER_TYPES,
+  FUSIONS,
+  LIMITS,
+  METRICS,
+  STOPWORD_SETS,
+} from '../../vector/collection-config.js';
 import type { VectorEngine } from '../../vector/engine.js';
+import { FLOAT32_MAX } from '../../vector/metric.js';
+import {
+  type Bm25SearchBody,
+  type CollectionBody,
+  type DocBody,
+  type HybridSearchBody,
+  type SearchBody,
+  bm25SearchRequest,
+  createCollectionRequest,
+  docRequest,
+  hybridSearchRequest,
+  searchRequest,
+} from '../../vector/requests.js';
+
+const int = (minimum: number, maximum: number) => ({ type: 'integer', minimum, maximum }) as const;
+const weight = { type: 'number', minimum: 0, maximum: 1 } as const;
+
+const collectionNameSchema = { type: 'string', minLength: 1, maxLength: LIMITS.nameLengthMax, pattern: COLLECTION_NAME_PATTERN } as const;
+export const docIdSchema = { type: 'string', minLength: 1, maxLength: LIMITS.docIdLengthMax } as const;
+/** Its length must be the collection's dimensions: the engine checks that. */
+export const vectorSchema = { type: 'array', maxItems: LIMITS.dimensionsMax, items: { type: 'number', minimum: -FLOAT32_MAX, maximum: FLOAT32_MAX } } as const;
+/** null: no vector, as if absent. */
+const optionalVectorSchema = { ...vectorSchema, type: ['array', 'null'] } as const;
+export const queryTextSchema = { type: 'string', minLength: 1 } as const;
+export const kSchema = int(1, LIMITS.kMax);
+const filterSchema = { type: ['object', 'null'] } as const;
+
+export const embedderSchema = {
+  type: 'object',
+  required: ['type'],
+  additionalProperties: false,
+  properties: {
+    type: { enum: EMBEDDER_TYPES },
+    url: { type: 'string', minLength: 1, maxLength: LIMITS.embedderUrlCharsMax },
+    model: { type: 'string', minLength: 1, maxLength: LIMITS.embedderModelCharsMax },
+    timeout_ms: int(1, LIMITS.embedderTimeoutMsMax),
+    batch_size: int(1, LIMITS.embedderBatchSizeMax),
+    retries: int(0, LIMITS.embedderRetriesMax),
+  },
+  // The built-in embedder takes no settings.
+  if: { required: ['type'], properties: { type: { const: 'hash' } } },
+  then: { maxProperties: 1 },
+} as const;
+
+export const collectionSchema = {
+  type: 'object',
+  required: ['dimensions'],
+  additionalProperties: false,
+  properties: {
+    dimensions: int(1, LIMITS.dimensionsMax),
+    num_shards: int(1, LIMITS.shardsMax),
+    replication_factor: int(1, LIMITS.replicationFactorMax),
+    metric: { enum: METRICS },
+    // null for a nested object is as if absent (all its defaults).
+    index: {
+      type: ['object', 'null'],
+      additionalProperties: false,
+      properties: { m: int(2, LIMITS.mMax), ef_construction: int(1, LIMITS.efConstructionMax), ef_search: int(1, LIMITS.efMax) },
+    },
+    // null: none, as GET shows it.
+    embedder: { ...embedderSchema, type: ['object', 'null'] },
+    bm25_backend: { enum: BM25_BACKENDS },
+    bm25: {
+      type: ['object', 'null'],
+      additionalProperties: false,
+      properties: {
+        k1: { type: 'number', minimum: 0, maximum: LIMITS.k1Max },
+        b: weight,
+        stopwords: {
+          anyOf: [
+            { enum: STOPWORD_SETS },
+            { type: 'array', maxItems: LIMITS.stopwordsMax, items: { type: 'string', minLength: 1, maxLength: LIMITS.stopwordCharsMax } },
+          ],
+        },
+      },
+    },
+  },
+} as const;
+
+/** null text, metadata or vector: as if absent ("", {}, embed the text). */
+export const docProperties = {
+  id: docIdSchema,
+  text: { type: ['string', 'null'] },
+  metadata: { type: ['object', 'null'] },
+  vector: optionalVectorSchema,
+} as const;
+const docSchema = { type: 'object', required: ['id'], additionalProperties: false, properties: docProperties } as const;
+/** Its documents are checked one by one against `docSchema`: a bad one gets an error result. */
+const batchSchema = {
+  type: 'object',
+  required: ['documents'],
+  additionalProperties: false,
+  properties: { documents: { type: 'array', minItems: 1, maxItems: LIMITS.batchDocsMax } },
+} as const;
+const docsBodySchema = { if: { type: 'object', required: ['documents'] }, then: batchSchema, else: docSchema } as const;
+
+export const searchSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { vector: optionalVectorSchema, query: queryTextSchema, k: kSchema, ef: int(1, LIMITS.efMax), filter: filterSchema },
+} as const;
+const bm25SearchSchema = {
+  type: 'object',
+  required: ['query'],
+  additionalProperties: false,
+  properties: { query: queryTextSchema, k: kSchema },
+} as const;
+const hybridSearchSchema = {
+  ...bm25SearchSchema,
+  properties: {
+    ...bm25SearchSchema.properties,
+    vector: optionalVectorSchema,
+    ef: searchSchema.properties.ef,
+    bm25_weight: weight,
+    vector_weight: weight,
+    fusion: { enum: FUSIONS },
+  },
+} as const;
+const reshardSchema = { type: 'object', required: ['num_shards'], properties: { num_shards: collectionSchema.properties.num_shards } } as const;
+
+const collectionParams = { type: 'object', required: ['collection'], properties: { collection: collectionNameSchema } } as const;
+const docParams = { type: 'object', required: ['collection', 'id'], properties: { collection: collectionNameSchema, id: docIdSchema } } as const;
 
 export interface VectorRouteOptions {
   engine: VectorEngine;
   cluster: VectorCluster;
 }
 
-const anyObject = { type: 'object' } as const;
-const collectionParams = {
-  type: 'object',
-  properties: { collection: { type: 'string' } },
-  required: ['collection'],
-} as const;
-const docParams = {
-  type: 'object',
-  properties: { collection: { type: 'string' }, id: { type: 'string' } },
-  required: ['collection', 'id'],
-} as const;
-
-type CollectionReq = { Params: { collection: string }; Body: unknown };
+type CollectionReq<Body = undefined> = { Params: { collection: string }; Body: Body };
 type DocReq = { Params: { collection: string; id: string }; Querystring: { include_vector?: boolean } };
 
 export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, { engine, cluster }) => {
+  const compile = app.validatorCompiler;
+  if (compile === undefined) throw new Error('vector routes need the host to set a validator compiler');
+  const checkDoc = compile({ schema: docSchema, method: 'POST', url: '/collections/:collection/docs', httpPart: 'body' });
+
   app.get('/collections', async () => engine.listCollections());
 
   app.get<CollectionReq>('/collections/:collection', { schema: { params: collectionParams } }, async (req) => engine.getCollection(req.params.collection));
 
-  app.put<CollectionReq>('/collections/:collection', { schema: { params: collectionParams, body: anyObject } }, async (req, reply) => {
-    await engine.createCollection(req.params.collection, req.body);
+  app.put<CollectionReq<CollectionBody>>('/collections/:collection', { schema: { params: collectionParams, body: collectionSchema } }, async (req, reply) => {
+    await engine.createCollection(createCollectionRequest(req.params.collection, req.body));
     return reply.code(201).send({ status: 'created' });
   });
 
@@ -43,15 +166,32 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
     return { status: 'deleted' };
   });
 
-  app.post<CollectionReq>('/collections/:collection/docs', { schema: { params: collectionParams, body: anyObject } }, async (req, reply) => {
-    const body = req.body as Record<string, unknown>;
-    if (body.documents !== undefined) {
-      if (Object.keys(body).length !== 1) throw new FirkinError('bad_request', 'the batch form is {"documents": [...]} with no other field');
-      return { results: await engine.putDocs(req.params.collection, body.documents) };
-    }
-    const id = await engine.putDoc(req.params.collection, body);
-    return reply.code(201).send({ status: 'created', id });
-  });
+  app.post<CollectionReq<DocBody | { documents: unknown[] }>>(
+    '/collections/:collection/docs',
+    { schema: { params: collectionParams, body: docsBodySchema } },
+    async (req, reply) => {
+      const { collection } = req.params;
+      if (!('documents' in req.body)) {
+        const id = await engine.putDoc(collection, docRequest(req.body));
+        return reply.code(201).send({ status: 'created', id });
+      }
+      // A document that fails its schema gets its error here; the engine answers for the rest.
+      const refused = new Map<number, { id?: string; error: 'bad_request'; message: string }>();
+      const docs: DocBody[] = [];
+      req.body.documents.forEach((doc, i) => {
+        if (checkDoc(doc) === true) docs.push(doc as DocBody);
+        else {
+          const id = (doc as { id?: unknown } | null)?.id;
+          const e = (checkDoc as { errors?: { instancePath: string; message?: string }[] }).errors?.[0];
+          const message = `documents[${i}]${e?.instancePath ?? ''} ${e?.message ?? 'is invalid'}`;
+          refused.set(i, { ...(typeof id === 'string' ? { id } : {}), error: 'bad_request', message });
+        }
+      });
+      const written = docs.length === 0 ? [] : await engine.putDocs({ collection, docs: docs.map(docRequest) });
+      let next = 0;
+      return { results: req.body.documents.map((_, i) => refused.get(i) ?? written[next++]) };
+    },
+  );
 
   app.get<DocReq>(
     '/collections/:collection/docs/:id',
@@ -69,25 +209,22 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
     return { status: 'deleted' };
   });
 
-  app.post<CollectionReq>('/collections/:collection/search', { schema: { params: collectionParams, body: anyObject } }, async (req) => ({
-    results: await engine.search(req.params.collection, req.body),
+  app.post<CollectionReq<SearchBody>>('/collections/:collection/search', { schema: { params: collectionParams, body: searchSchema } }, async (req) => ({
+    results: await engine.search(searchRequest(req.params.collection, req.body)),
   }));
 
-  app.post<CollectionReq>('/collections/:collection/search/bm25', { schema: { params: collectionParams, body: anyObject } }, async (req) => ({
-    results: await engine.searchBm25(req.params.collection, req.body),
+  app.post<CollectionReq<Bm25SearchBody>>('/collections/:collection/search/bm25', { schema: { params: collectionParams, body: bm25SearchSchema } }, async (req) => ({
+    results: await engine.searchBm25(bm25SearchRequest(req.params.collection, req.body)),
   }));
 
-  app.post<CollectionReq>('/collections/:collection/search/hybrid', { schema: { params: collectionParams, body: anyObject } }, async (req) => ({
-    results: await engine.searchHybrid(req.params.collection, req.body),
-  }));
+  app.post<CollectionReq<HybridSearchBody>>(
+    '/collections/:collection/search/hybrid',
+    { schema: { params: collectionParams, body: hybridSearchSchema } },
+    async (req) => ({ results: await engine.searchHybrid(hybridSearchRequest(req.params.collection, req.body)) }),
+  );
 
-  app.post<CollectionReq>('/collections/:collection/reshard', { schema: { params: collectionParams, body: anyObject } }, async (req) => {
-    const body = req.body as Record<string, unknown>;
-    const n = body.num_shards;
-    if (n === undefined) throw new FirkinError('bad_request', 'num_shards is required (a positive integer)');
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > LIMITS.shardsMax) {
-      throw new FirkinError('bad_request', `num_shards must be an integer from 1 to ${LIMITS.shardsMax}, got ${describe(n)}`);
-    }
+  app.post<CollectionReq<{ num_shards: number }>>('/collections/:collection/reshard', { schema: { params: collectionParams, body: reshardSchema } }, async (req) => {
+    const n = req.body.num_shards;
     const current = engine.getCollection(req.params.collection).num_shards;
     if (current === n) throw new FirkinError('same_shard_count', `collection ${JSON.stringify(req.params.collection)} already has ${n} shards`);
     return { status: 'resharding', info: await cluster.reshard(req.params.collection, n) };

@@ -1,6 +1,6 @@
 // The approximate-nearest-neighbour index behind a shard: a small interface so another engine
-// can replace usearch. Keys are uint64 labels the shard maps to document ids; calls are
-// synchronous (they run on the calling thread).
+// can replace usearch. Keys are uint64 labels the shard maps to document ids; the calls on an
+// index are synchronous (they run on the calling thread), building one is not.
 import type { Metric } from '../collection-config.js';
 
 export interface AnnOptions {
@@ -31,9 +31,21 @@ export interface AnnIndex {
   save(file: string): void;
 }
 
+/** Vectors for `AnnEngine.build`, a chunk at a time. */
+export interface AnnChunk {
+  readonly keys: BigUint64Array;
+  /** keys.length vectors back to back. */
+  readonly vectors: Float32Array;
+}
+
 export interface AnnEngine {
   readonly name: string;
   create(options: AnnOptions): AnnIndex;
+  /**
+   * Builds a new index of the given vectors OFF the calling thread and writes it to `file`,
+   * in the format `load` reads. Rejects when `signal` aborts (the file is then unfinished).
+   */
+  build(options: AnnOptions, chunks: AsyncIterable<AnnChunk>, file: string, signal: AbortSignal): Promise<void>;
   /** Load a saved index; throws when the file is unreadable or was built with other options. */
   load(file: string, options: AnnOptions): AnnIndex;
 }

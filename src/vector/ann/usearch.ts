@@ -3,9 +3,14 @@
 // so the index is built with a beam of 1 and a search asks for `ef` results and keeps the
 // best `count`: that is exactly a search with beam `ef`, chosen per query.
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import usearch from 'usearch';
 import type { Metric } from '../collection-config.js';
-import type { AnnEngine, AnnIndex, AnnMatches, AnnOptions } from './ann-index.js';
+import type { AnnChunk, AnnEngine, AnnIndex, AnnMatches, AnnOptions } from './ann-index.js';
+
+const require = createRequire(import.meta.url);
 
 const { Index, MetricKind, ScalarKind } = usearch;
 type NativeIndex = InstanceType<typeof Index>;
@@ -19,8 +24,8 @@ const METRIC_KIND: Record<Metric, (typeof MetricKind)[keyof typeof MetricKind]> 
 /** Batch adds of this size or more use every core; a single add stays on this thread. */
 const PARALLEL_ADD_MIN = 256;
 
-function build(options: AnnOptions): NativeIndex {
-  return new Index({
+function nativeOptions(options: AnnOptions) {
+  return {
     dimensions: options.dimensions,
     metric: METRIC_KIND[options.metric],
     quantization: ScalarKind.F32,
@@ -28,7 +33,67 @@ function build(options: AnnOptions): NativeIndex {
     expansion_add: options.efConstruction,
     expansion_search: 1,
     multi: false,
-  });
+  };
+}
+
+function build(options: AnnOptions): NativeIndex {
+  return new Index(nativeOptions(options));
+}
+
+// Plain JavaScript run with `eval`: no TypeScript loader is needed inside the worker. It owns
+// an index of its own: adds one chunk per message (with all cores but one, left to the event
+// loop), then saves it. Each message is answered, so the sender never queues more than one chunk.
+const BUILD_WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { Index } = require(workerData.modulePath);
+const index = new Index(workerData.options);
+parentPort.on('message', (m) => {
+  try {
+    if (m.kind === 'add') {
+      if (m.keys.length > 0) index.add(m.keys, m.vectors, workerData.threads);
+    } else {
+      index.save(m.file);
+    }
+    parentPort.postMessage({ ok: true });
+  } catch (err) {
+    parentPort.postMessage({ ok: false, error: String((err && err.stack) || err) });
+  }
+});
+`;
+
+async function buildInWorker(options: AnnOptions, chunks: AsyncIterable<AnnChunk>, file: string, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  const threads = Math.max(1, availableParallelism() - 1);
+  const workerData = { modulePath: require.resolve('usearch'), options: nativeOptions(options), threads };
+  const worker = new Worker(BUILD_WORKER_SOURCE, { eval: true, workerData });
+  let fail: (err: Error) => void = () => undefined;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => undefined);
+  const onAbort = () => fail(signal.reason instanceof Error ? signal.reason : new Error('index build aborted'));
+  signal.addEventListener('abort', onAbort, { once: true });
+  worker.on('error', (err) => fail(err));
+  worker.on('exit', (code) => fail(new Error(`index build worker exited (${code})`)));
+  const call = (message: object, transfer: ArrayBuffer[] = []): Promise<void> => {
+    const answered = new Promise<void>((resolve, reject) =>
+      worker.once('message', (m: { ok: boolean; error?: string }) => (m.ok ? resolve() : reject(new Error(`index build failed: ${m.error}`)))),
+    );
+    worker.postMessage(message, transfer);
+    return Promise.race([answered, failed]);
+  };
+  try {
+    for await (const chunk of chunks) {
+      signal.throwIfAborted();
+      // Copies the worker may take over: the caller's arrays stay usable.
+      const keys = chunk.keys.slice();
+      const vectors = chunk.vectors.slice();
+      await call({ kind: 'add', keys, vectors }, [keys.buffer as ArrayBuffer, vectors.buffer as ArrayBuffer]);
+    }
+    await call({ kind: 'save', file });
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    worker.removeAllListeners('exit');
+    await worker.terminate();
+  }
 }
 
 class UsearchIndex implements AnnIndex {
@@ -69,6 +134,7 @@ class UsearchIndex implements AnnIndex {
 export const usearchEngine: AnnEngine = {
   name: 'usearch',
   create: (options) => new UsearchIndex(build(options)),
+  build: buildInWorker,
   load(file, options) {
     const native = build(options);
     native.load(file);

@@ -3,22 +3,8 @@
 // same text always gives the same vector, on every node and version. Texts sharing words get
 // a positive cosine, so it behaves like a keyword-ish similarity; useful for tests and as a
 // dependency-free default. A text with no words embeds to all zeros.
+import { hash32 } from '../../core/shard-hash.js';
 import { tokenize } from '../tokenize.js';
-
-/** FNV-1a 32-bit over UTF-16 code units, with a murmur3 finaliser to spread the bits. */
-export function hash32(text: string, seed: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
 
 const BUCKET_SEED = 0;
 const SIGN_SEED = 0x9e3779b9;

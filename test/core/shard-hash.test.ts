@@ -1,9 +1,10 @@
 import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import {
-  type HashRange, assertTiling, hashId, initialRanges, mergeRanges, phash2, shardFor, splitRanges, xxh32,
-} from '../../../src/docdb/vdb/hash.js';
-import { fcParams } from '../../support/fc.js';
+  type HashRange, assertTiling, hashId, initialRanges, mergeRanges, phash2, rangeRouting, routeId, shardFor, splitRanges, xxh32,
+} from '../../src/core/shard-hash.js';
+import { fcParams } from '../support/fc.js';
 
 t.test('phash2 matches the Erlang test vectors', (t) => {
   const vectors: [string, number][] = [
@@ -72,5 +73,45 @@ t.test('after any sequence of splits and merges the ranges tile the space and ro
 
 t.test('merging non-adjacent shards is refused', (t) => {
   t.throws(() => mergeRanges(initialRanges(4), 0, 2), /not adjacent/);
+  t.end();
+});
+
+// Placement on disk must never change: the hashes and ranges were recorded from the modules
+// before they moved here (vdb/hash.ts and the hash embedder's hash32), for 500 seeded ids.
+t.test('every id routes exactly as before the move (golden table)', (t) => {
+  const golden = JSON.parse(readFileSync(new URL('./fixtures/shard-hash-golden.json', import.meta.url), 'utf8')) as {
+    counts: number[];
+    rows: { id: string; phash2: number; xxhash: number; phash2Shards: number[]; xxhashShards: number[]; legacyVector: number[] }[];
+  };
+  t.equal(golden.rows.length, 500);
+  let mismatches = 0;
+  for (const row of golden.rows) {
+    const p = hashId(row.id, 'phash2');
+    const x = hashId(row.id, 'xxhash');
+    const same =
+      p === row.phash2 &&
+      x === row.xxhash &&
+      golden.counts.every((n, i) => shardFor(initialRanges(n), p) === row.phash2Shards[i] && shardFor(initialRanges(n), x) === row.xxhashShards[i]) &&
+      golden.counts.every((n, i) => {
+        const shards = Array.from({ length: n }, (_, s) => 100 + s);
+        return routeId({ scheme: 'legacy_modulo', shards }, row.id) === 100 + row.legacyVector[i]!;
+      });
+    if (!same) mismatches++;
+  }
+  t.equal(mismatches, 0);
+  t.end();
+});
+
+t.test('range routing of a collection: shard ids in order, every id to the shard whose range holds its xxhash', (t) => {
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 1_000_000 }), { minLength: 1, maxLength: 64 }), fc.string(), (shards, id) => {
+      const routing = rangeRouting(shards);
+      if (routing.scheme !== 'ranges') return false;
+      assertTiling(routing.ranges);
+      const position = initialRanges(shards.length).findIndex((r) => r.start <= hashId(id, 'xxhash') && hashId(id, 'xxhash') <= r.end);
+      return routeId(routing, id) === shards[position];
+    }),
+    fcParams(),
+  );
   t.end();
 });

@@ -1,10 +1,15 @@
-// Document-id hashing and hash ranges of virtual databases (pure).
+// The one way to map a document id to a shard (pure): a hash of the id, then the shard whose
+// range holds it. Ranges (not `hash % n`) so a split or merge moves one range and nothing else.
+// Virtual databases (`docdb/vdb`) and vector collections both route here.
 //
 // phash2: bit-compatible with Erlang's `erlang:phash2(Id, 1 bsl 32)` for a binary id (its
 // UTF-8 bytes), so data sharded by the original routes the same way. It is Bob Jenkins'
 // 1996 lookup2 hash with the VM's initial c = 0x08d12e65 (reference §11.2).
 // xxhash: XXH32 with seed 0 over the UTF-8 bytes (our choice; the original stored the name
 // but always used phash2).
+// hash32: FNV-1a with a murmur3 finaliser over UTF-16 code units. Vector collections created
+// before ranges were placed by `hash32(id, 0) % shards` and keep routing that way (`legacy_modulo`);
+// the hash embedder hashes its features with it too.
 
 export const HASH_FUNCTIONS = ['phash2', 'xxhash'] as const;
 export type HashFunction = (typeof HASH_FUNCTIONS)[number];
@@ -105,6 +110,21 @@ export function hashId(id: string, fn: HashFunction): number {
   return fn === 'phash2' ? phash2(bytes) : xxh32(bytes);
 }
 
+/** FNV-1a 32-bit over UTF-16 code units, with a murmur3 finaliser to spread the bits. */
+export function hash32(text: string, seed: number): number {
+  let h = (0x811c9dc5 ^ seed) >>> 0;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
 export interface HashRange {
   readonly shardId: number;
   readonly start: number; // inclusive
@@ -158,4 +178,27 @@ export function mergeRanges(ranges: readonly HashRange[], from: number, into: nu
   return ranges
     .filter((x) => x.shardId !== from)
     .map((x) => (x.shardId === into ? { ...x, start: Math.min(a.start, b.start), end: Math.max(a.end, b.end) } : x));
+}
+
+/**
+ * How a collection routes ids to its shards (shard ids, not positions). `ranges`: the shard whose
+ * range holds `hashId(id, hash)`. `legacy_modulo`: `hash32(id, 0) % shards.length`, the place
+ * of an id in a collection created before ranges; kept so its documents are found where they are.
+ */
+export type IdRouting =
+  | { readonly scheme: 'ranges'; readonly hash: HashFunction; readonly ranges: readonly HashRange[] }
+  | { readonly scheme: 'legacy_modulo'; readonly shards: readonly number[] };
+
+/** New collections: `xxhash` ranges tiling the space, one per shard, in the order given. */
+export function rangeRouting(shards: readonly number[]): IdRouting {
+  return { scheme: 'ranges', hash: 'xxhash', ranges: initialRanges(shards.length).map((r, i) => ({ ...r, shardId: shards[i]! })) };
+}
+
+export function routeId(routing: IdRouting, id: string): number {
+  switch (routing.scheme) {
+    case 'ranges':
+      return shardFor(routing.ranges, hashId(id, routing.hash));
+    case 'legacy_modulo':
+      return routing.shards[routing.shards.length === 1 ? 0 : hash32(id, 0) % routing.shards.length]!;
+  }
 }
