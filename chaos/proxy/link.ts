@@ -8,7 +8,7 @@
 // everything arrives, in order, once the network heals, or the connection dies (a keepalive
 // or a timeout gives up). A proxy that dropped bytes from the middle of a stream would hand
 // gRPC a stream with a hole, something no network can produce, and could decode garbage as
-// frames. So held bytes (and a FIN or reset behind them) are delivered on heal; past
+// frames. So held bytes (and a FIN behind them) are delivered on heal; past
 // `holdBytesMax` per connection and direction the proxy stops reading, which is the back
 // pressure a full TCP window gives the sender. The "connection dies" case is `cut()`.
 //
@@ -32,6 +32,8 @@ export interface DirStats {
   bytesIn: number;
   /** Bytes written to the receiver. */
   bytesOut: number;
+  /** Bytes held when their sender reset the connection: never delivered. */
+  bytesDiscarded: number;
 }
 
 export interface LinkStats {
@@ -84,10 +86,13 @@ class Pipe {
       ended = true;
       this.#push({ kind: 'end', readyAtMs: this.#readyAt() });
     });
-    // A sender that vanished without a FIN (RST, killed process): its peer learns it only
-    // after the bytes before it, and only once the direction is not held.
+    // A sender that vanished without a FIN (a reset): its kernel would have thrown away what
+    // it had not delivered yet, so held bytes go too; the peer sees the reset once the
+    // direction is not held.
     src.on('close', () => {
-      if (!ended) this.#push({ kind: 'reset', readyAtMs: this.#readyAt() });
+      if (ended || this.#done) return;
+      this.#discardHeld();
+      this.#push({ kind: 'reset', readyAtMs: this.#readyAt() });
     });
     src.on('error', () => {});
   }
@@ -167,6 +172,12 @@ class Pipe {
     return this.#lastReadyAtMs;
   }
 
+  #discardHeld(): void {
+    for (const item of this.#queue) if (item.kind === 'data') this.stats.bytesDiscarded += item.data.length;
+    this.#queue.length = 0;
+    this.#queuedBytes = 0;
+  }
+
   #wakeIn(ms: number): void {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
@@ -203,7 +214,7 @@ export class Link {
   readonly #server: net.Server;
   readonly #conns = new Set<Connection>();
   readonly #o: LinkOptions;
-  readonly #stats: LinkStats = { connectionsAccepted: 0, connectionsOpen: 0, connectionsReset: 0, a2b: { bytesIn: 0, bytesOut: 0 }, b2a: { bytesIn: 0, bytesOut: 0 } };
+  readonly #stats: LinkStats = { connectionsAccepted: 0, connectionsOpen: 0, connectionsReset: 0, a2b: { bytesIn: 0, bytesOut: 0, bytesDiscarded: 0 }, b2a: { bytesIn: 0, bytesOut: 0, bytesDiscarded: 0 } };
   #port = 0;
 
   private constructor(o: LinkOptions) {

@@ -77,6 +77,21 @@ t.test('one way: requests held, and a FIN waits behind them', async (t) => {
   t.equal(echo.received[0]!.toString(), 'xyz', 'bytes before the FIN');
 });
 
+t.test('a dialler that resets while held: its held bytes are discarded, the reset arrives on heal', async (t) => {
+  const { echo, link, client } = await setup(t, { echo: false });
+  client.socket.write('x');
+  await waitFor(() => echo.received[0]?.toString() === 'x', { what: 'first byte' });
+  const serverClosed = new Promise<void>((resolve) => echo.sockets[0]!.once('close', () => resolve()));
+  link.setDirection('a2b', HOLD);
+  client.socket.write('yz');
+  await waitFor(() => link.stats().a2b.bytesIn === 3, { what: 'proxy to read the held bytes' });
+  client.socket.resetAndDestroy();
+  await waitFor(() => link.stats().a2b.bytesDiscarded === 2, { what: 'held bytes discarded' });
+  link.heal();
+  await serverClosed;
+  t.equal(echo.received[0]!.toString(), 'x', 'nothing sent after the hold arrived');
+});
+
 t.test('delay: every chunk arrives in order and not before the configured latency, each way', async (t) => {
   const { link, client } = await setup(t);
   const delay: DirFaults = { ...PASS, delayMs: 60, jitterMs: 40 };

@@ -76,7 +76,8 @@ function hb(from: string, to: string, term: number): Message {
   return { kind: 'heartbeat', group: 'g', from, to, term, commit: 0, readSeq: 0 };
 }
 
-t.test('gRPC transport through the proxies: messages flow, stop under a partition, resume after heal', async (t) => {
+/** Two gRPC transports, n1 and n2, each dialling the other through its own proxy. */
+async function grpcPair(t: { teardown(fn: () => unknown): void }) {
   const got = new Map<string, Message[]>(NODES.slice(0, 2).map((n) => [n, []]));
   const transports = new Map<string, Transport>();
   for (const n of ['n1', 'n2']) {
@@ -97,6 +98,11 @@ t.test('gRPC transport through the proxies: messages flow, stop under a partitio
   const n1 = transports.get('n1')!;
   const n2 = transports.get('n2')!;
   await waitFor(() => n1.isConnected('n2') && n2.isConnected('n1'), { what: 'both links up' });
+  return { net, n1, n2, got };
+}
+
+t.test('gRPC transport through the proxies: messages flow, stop under a partition, resume after heal', async (t) => {
+  const { net, n1, n2, got } = await grpcPair(t);
   n1.send([hb('n1', 'n2', 1)]);
   n2.send([hb('n2', 'n1', 1)]);
   await waitFor(() => got.get('n2')!.length === 1 && got.get('n1')!.length === 1, { what: 'first messages' });
@@ -119,4 +125,20 @@ t.test('gRPC transport through the proxies: messages flow, stop under a partitio
   n2.send([hb('n2', 'n1', 3)]);
   await waitFor(() => got.get('n1')!.some((m) => m.term === 3), { what: 'the other way after heal' });
   t.equal(link12.stats().connectionsAccepted, 1, 'the same gRPC connection carried on');
+});
+
+t.test('gRPC transport, one way: n1 cannot reach n2 while n2 still reaches n1', async (t) => {
+  const { net, n1, n2, got } = await grpcPair(t);
+  net.oneWay('n1', 'n2');
+  const link12 = net.link('n1', 'n2');
+  const batches = n1.stats.batchesSent;
+  n1.send([hb('n1', 'n2', 1)]);
+  await waitFor(() => n1.stats.batchesSent > batches, { what: 'the batch written' });
+  const inAfter = link12.stats().a2b.bytesIn;
+  await waitFor(() => link12.stats().a2b.bytesIn > inAfter + 200, { what: 'later frames to reach the proxy' });
+  n2.send([hb('n2', 'n1', 1)]);
+  await waitFor(() => got.get('n1')!.length === 1, { what: 'n2 reaches n1' });
+  t.same(got.get('n2'), [], 'n1 does not reach n2');
+  net.heal();
+  await waitFor(() => got.get('n2')!.length === 1, { what: 'the held message after heal' });
 });
