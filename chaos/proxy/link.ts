@@ -34,6 +34,8 @@ export interface DirStats {
   bytesOut: number;
   /** Bytes held when their sender reset the connection: never delivered. */
   bytesDiscarded: number;
+  /** Connections whose sender is not being read: held bytes reached `holdBytesMax`. */
+  readsPaused: number;
 }
 
 export interface LinkStats {
@@ -68,6 +70,8 @@ class Pipe {
   #tokens = 0;
   #refilledAtMs = 0;
   #done = false;
+  /** Reading paused by the hold bound. */
+  #paused = false;
 
   constructor(
     readonly src: net.Socket,
@@ -187,11 +191,17 @@ class Pipe {
 
   #updatePause(): void {
     if (this.#done) return;
-    if (this.#queuedBytes >= this.holdBytesMax) this.src.pause();
-    else if (this.src.isPaused()) this.src.resume();
+    const pause = this.#queuedBytes >= this.holdBytesMax;
+    if (pause === this.#paused) return;
+    this.#paused = pause;
+    this.stats.readsPaused += pause ? 1 : -1;
+    if (pause) this.src.pause();
+    else this.src.resume();
   }
 
   #finish(): void {
+    if (this.#paused) this.stats.readsPaused--;
+    this.#paused = false;
     this.#done = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -214,7 +224,7 @@ export class Link {
   readonly #server: net.Server;
   readonly #conns = new Set<Connection>();
   readonly #o: LinkOptions;
-  readonly #stats: LinkStats = { connectionsAccepted: 0, connectionsOpen: 0, connectionsReset: 0, a2b: { bytesIn: 0, bytesOut: 0, bytesDiscarded: 0 }, b2a: { bytesIn: 0, bytesOut: 0, bytesDiscarded: 0 } };
+  readonly #stats: LinkStats = { connectionsAccepted: 0, connectionsOpen: 0, connectionsReset: 0, a2b: { bytesIn: 0, bytesOut: 0, bytesDiscarded: 0, readsPaused: 0 }, b2a: { bytesIn: 0, bytesOut: 0, bytesDiscarded: 0, readsPaused: 0 } };
   #port = 0;
 
   private constructor(o: LinkOptions) {

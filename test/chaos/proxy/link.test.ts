@@ -11,10 +11,10 @@ import { connect, startEcho } from './tcp.js';
 
 const HOLD: DirFaults = { ...PASS, blackhole: true };
 
-async function setup(t: { teardown(fn: () => unknown): void }, options?: { echo: boolean }) {
+async function setup(t: { teardown(fn: () => unknown): void }, options?: { echo?: boolean; keep?: boolean; holdBytesMax?: number }) {
   const echo = await startEcho(options);
   t.teardown(() => echo.close());
-  const link = await Link.open({ port: 0, targetPort: echo.port, rand: new SeededRand(7), name: 'n1->n2' });
+  const link = await Link.open({ port: 0, targetPort: echo.port, rand: new SeededRand(7), name: 'n1->n2', ...(options?.holdBytesMax === undefined ? {} : { holdBytesMax: options.holdBytesMax }) });
   t.teardown(() => link.close());
   const client = await connect(link.port);
   t.teardown(() => client.socket.destroy());
@@ -92,6 +92,27 @@ t.test('a dialler that resets while held: its held bytes are discarded, the rese
   t.equal(echo.received[0]!.toString(), 'x', 'nothing sent after the hold arrived');
 });
 
+t.test('past the hold bound the proxy stops reading; heal delivers every byte, in order', async (t) => {
+  const holdBytesMax = 64 * 1024;
+  const total = 16 * 1024 * 1024;
+  const { echo, link, client } = await setup(t, { echo: false, keep: false, holdBytesMax });
+  await waitFor(() => echo.sockets.length === 1, { what: 'the target to accept' });
+  let offset = 0;
+  let inOrder = true;
+  echo.sockets[0]!.on('data', (d: Buffer) => {
+    for (const byte of d) if (byte !== (offset++ * 7) % 251) inOrder = false;
+  });
+  link.setDirection('a2b', HOLD);
+  client.socket.write(Buffer.from(Array.from({ length: total }, (_, i) => (i * 7) % 251)));
+  await waitFor(() => link.stats().a2b.readsPaused === 1, { what: 'reading paused at the bound' });
+  // one socket read (at most 64 KiB) may land after the bound is crossed, never more
+  t.ok(link.stats().a2b.bytesIn < holdBytesMax + 64 * 1024, `${link.stats().a2b.bytesIn} bytes read while held`);
+  link.heal();
+  await waitFor(() => echo.bytes[0] === total, { what: 'every byte after heal', timeoutMs: 30_000 });
+  t.ok(inOrder, 'in order, none lost or repeated');
+  t.equal(link.stats().a2b.readsPaused, 0);
+});
+
 t.test('delay: every chunk arrives in order and not before the configured latency, each way', async (t) => {
   const { link, client } = await setup(t);
   const delay: DirFaults = { ...PASS, delayMs: 60, jitterMs: 40 };
@@ -155,13 +176,13 @@ t.test('throttle bounds throughput from above; heal lets the rest through', asyn
   link.setDirection('a2b', { ...PASS, bytesPerSecond });
   const startMs = Date.now();
   client.socket.write(Buffer.alloc(total, 1));
-  await waitFor(() => (echo.received[0]?.length ?? 0) >= 40_000, { what: 'some throttled bytes', timeoutMs: 20_000 });
+  await waitFor(() => (echo.bytes[0] ?? 0) >= 40_000, { what: 'some throttled bytes', timeoutMs: 20_000 });
   const windowMs = Date.now() - startMs;
-  const got = echo.received[0]!.length;
+  const got = echo.bytes[0]!;
   const burst = (bytesPerSecond * 50) / 1000;
   t.ok(got <= (bytesPerSecond * windowMs * 1.5) / 1000 + burst, `${got} bytes in ${windowMs} ms at ${bytesPerSecond} B/s`);
   link.heal();
-  await waitFor(() => echo.received[0]!.length === total, { what: 'the rest after heal' });
+  await waitFor(() => echo.bytes[0] === total, { what: 'the rest after heal' });
 });
 
 t.test('close ends every connection it opened', async (t) => {

@@ -4,22 +4,24 @@ import net from 'node:net';
 
 export interface Echo {
   port: number;
-  /** Everything each accepted connection received, in order. */
+  /** Everything each accepted connection received, in order (kept only with `keep`). */
   received: Buffer[];
-  arrivals: { atMs: number; bytes: number }[];
+  /** How many bytes each accepted connection received. */
+  bytes: number[];
   sockets: net.Socket[];
   close(): Promise<void>;
 }
 
-export async function startEcho(options: { echo: boolean } = { echo: true }): Promise<Echo> {
-  const echo: Echo = { port: 0, received: [], arrivals: [], sockets: [], close: async () => {} };
+export async function startEcho(options: { echo?: boolean; keep?: boolean } = {}): Promise<Echo> {
+  const echo: Echo = { port: 0, received: [], bytes: [], sockets: [], close: async () => {} };
   const server = net.createServer((s) => {
     const i = echo.received.push(Buffer.alloc(0)) - 1;
+    echo.bytes.push(0);
     echo.sockets.push(s);
     s.on('data', (d: Buffer) => {
-      echo.received[i] = Buffer.concat([echo.received[i]!, d]);
-      echo.arrivals.push({ atMs: Date.now(), bytes: d.length });
-      if (options.echo) s.write(d);
+      if (options.keep ?? true) echo.received[i] = Buffer.concat([echo.received[i]!, d]);
+      echo.bytes[i]! += d.length;
+      if (options.echo ?? true) s.write(d);
     });
     s.on('error', () => {});
   });
