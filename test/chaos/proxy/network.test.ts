@@ -3,6 +3,7 @@
 import t from 'tap';
 import { Transport } from '../../../src/cluster/transport.js';
 import type { Message } from '../../../src/raft/types.js';
+import type { Link } from '../../../chaos/proxy/link.js';
 import { FaultNetwork } from '../../../chaos/proxy/network.js';
 import { linkKey, orderedPairs, reaches } from '../../../chaos/proxy/plan.js';
 import { SeededRand } from '../../raft/sim/rand.js';
@@ -101,6 +102,18 @@ async function grpcPair(t: { teardown(fn: () => unknown): void }) {
   return { net, n1, n2, got };
 }
 
+/**
+ * Send one message and wait until the proxy has read it: heartbeats written after its batch
+ * reach the proxy behind it (one stream, in order), so once 200 more bytes arrived, it did.
+ */
+async function sendPastProxy(from: Transport, link: Link, m: Message): Promise<void> {
+  const batches = from.stats.batchesSent;
+  from.send([m]);
+  await waitFor(() => from.stats.batchesSent > batches, { what: 'the batch written' });
+  const inAfter = link.stats().a2b.bytesIn;
+  await waitFor(() => link.stats().a2b.bytesIn > inAfter + 200, { what: 'later frames to reach the proxy' });
+}
+
 t.test('gRPC transport through the proxies: messages flow, stop under a partition, resume after heal', async (t) => {
   const { net, n1, n2, got } = await grpcPair(t);
   n1.send([hb('n1', 'n2', 1)]);
@@ -109,12 +122,7 @@ t.test('gRPC transport through the proxies: messages flow, stop under a partitio
 
   net.partition([['n1'], ['n2']]);
   const link12 = net.link('n1', 'n2');
-  const batches = n1.stats.batchesSent;
-  n1.send([hb('n1', 'n2', 2)]);
-  await waitFor(() => n1.stats.batchesSent > batches, { what: 'the batch written' });
-  // Heartbeats written after the batch reach the proxy behind it: once they are held, the batch is too.
-  const inAfter = link12.stats().a2b.bytesIn;
-  await waitFor(() => link12.stats().a2b.bytesIn > inAfter + 200, { what: 'later frames to reach the proxy' });
+  await sendPastProxy(n1, link12, hb('n1', 'n2', 2));
   const s = link12.stats();
   t.ok(s.a2b.bytesIn > s.a2b.bytesOut, 'bytes held on n1->n2');
   t.same(got.get('n2')!.map((m) => m.term), [1], 'nothing new delivered to n2');
@@ -130,12 +138,7 @@ t.test('gRPC transport through the proxies: messages flow, stop under a partitio
 t.test('gRPC transport, one way: n1 cannot reach n2 while n2 still reaches n1', async (t) => {
   const { net, n1, n2, got } = await grpcPair(t);
   net.oneWay('n1', 'n2');
-  const link12 = net.link('n1', 'n2');
-  const batches = n1.stats.batchesSent;
-  n1.send([hb('n1', 'n2', 1)]);
-  await waitFor(() => n1.stats.batchesSent > batches, { what: 'the batch written' });
-  const inAfter = link12.stats().a2b.bytesIn;
-  await waitFor(() => link12.stats().a2b.bytesIn > inAfter + 200, { what: 'later frames to reach the proxy' });
+  await sendPastProxy(n1, net.link('n1', 'n2'), hb('n1', 'n2', 1));
   n2.send([hb('n2', 'n1', 1)]);
   await waitFor(() => got.get('n1')!.length === 1, { what: 'n2 reaches n1' });
   t.same(got.get('n2'), [], 'n1 does not reach n2');
