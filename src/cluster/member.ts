@@ -2,7 +2,7 @@
 // through seeds, the leader's reconciler (failure detector, voter set, leave jobs) and the
 // views the HTTP API and /health show. The decisions are pure functions
 // (`meta-state.ts`, `failure-detector.ts`, `voters.ts`); this file does the I/O around them.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FirkinError, isFirkinError } from '../core/errors.js';
@@ -12,7 +12,7 @@ import type { Rand } from '../raft/types.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
-import { type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, isLive } from './meta-state.js';
+import { type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm, decodeMeta, encodeMeta } from './metadata.js';
 import { Transport, wasNotSent } from './transport.js';
 import { planVoters } from './voters.js';
@@ -223,6 +223,11 @@ export class ClusterMember implements VectorCluster {
 
   nodes(): string[] {
     return this.liveNodes().map((n) => n.name);
+  }
+
+  /** SHA-256 of the canonical metadata state with the index it reflects: replicas compare these. */
+  digest(): { applied: number; digest: string } {
+    return { applied: this.#fsm.applied, digest: createHash('sha256').update(encodeMeta(canonicalMeta(this.#fsm.state))).digest('hex') };
   }
 
   jobs(): MetaState['jobs'][string][] {

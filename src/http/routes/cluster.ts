@@ -34,7 +34,7 @@ export const clusterAdminRoutes: FastifyPluginAsync<ClusterRouteDeps> = async (a
   app.get('/_cluster/nodes', { config: admin }, async () => {
     const m = member();
     const g = m.groupStatus();
-    return { node: m.name, leader: m.leader(), term: g.term, commit: g.commit, applied: g.applied, nodes: m.nodeViews() };
+    return { node: m.name, leader: m.leader(), term: g.term, commit: g.commit, applied: g.applied, metadata: m.digest(), nodes: m.nodeViews() };
   });
 
   app.get('/_cluster/jobs', { config: admin }, async () => ({ jobs: member().jobs() }));

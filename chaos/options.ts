@@ -1,0 +1,91 @@
+// Command-line options of the chaos runner, parsed and checked here (pure): one line naming
+// the option on a bad value.
+import { NEMESIS_KINDS, type NemesisKind, isNemesisKind } from './nemesis/schedule.js';
+
+export const WORKLOADS = ['keys'] as const;
+export type Workload = (typeof WORKLOADS)[number];
+
+export interface ChaosOptions {
+  seed: number;
+  minutes: number;
+  nodes: number;
+  workload: Workload;
+  nemeses: NemesisKind[];
+  clients: number;
+  /** Keep a majority alive and connected at every instant (default true). */
+  keepQuorum: boolean;
+  /** Where the JSON report goes. */
+  out: string;
+  /** Bound on waiting for convergence after healing. */
+  convergeSeconds: number;
+}
+
+export const DEFAULT_CHAOS: ChaosOptions = {
+  seed: 1,
+  minutes: 2,
+  nodes: 3,
+  workload: 'keys',
+  nemeses: ['kill', 'partition'],
+  clients: 4,
+  keepQuorum: true,
+  out: 'data/chaos',
+  convergeSeconds: 60,
+};
+
+export class OptionError extends Error {}
+
+export function parseChaosArgs(argv: readonly string[]): ChaosOptions {
+  const o: ChaosOptions = { ...DEFAULT_CHAOS, nemeses: [...DEFAULT_CHAOS.nemeses] };
+  const num = (name: string, raw: string | undefined, min: number, max: number, integer = true): number => {
+    const n = Number(raw);
+    if (raw === undefined || raw.trim() === '' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+      throw new OptionError(`--${name} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}, got ${JSON.stringify(raw ?? '')}`);
+    }
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.indexOf('=');
+    const name = (eq === -1 ? arg : arg.slice(0, eq)).replace(/^--/, '');
+    const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+    switch (name) {
+      case 'seed':
+        o.seed = num(name, value, 0, 2 ** 31 - 1);
+        break;
+      case 'minutes':
+        o.minutes = num(name, value, 0.1, 24 * 60, false);
+        break;
+      case 'nodes':
+        o.nodes = num(name, value, 3, 9);
+        break;
+      case 'clients':
+        o.clients = num(name, value, 1, 64);
+        break;
+      case 'converge-seconds':
+        o.convergeSeconds = num(name, value, 5, 3600);
+        break;
+      case 'workload':
+        if (!(WORKLOADS as readonly string[]).includes(value ?? '')) throw new OptionError(`--workload must be one of ${WORKLOADS.join(', ')}, got ${JSON.stringify(value ?? '')}`);
+        o.workload = value as Workload;
+        break;
+      case 'nemesis': {
+        const kinds = (value ?? '').split(',').map((k) => k.trim()).filter((k) => k !== '');
+        const bad = kinds.filter((k) => !isNemesisKind(k));
+        if (kinds.length === 0 || bad.length > 0) throw new OptionError(`--nemesis takes a comma list of ${NEMESIS_KINDS.join(', ')}; bad: ${JSON.stringify(bad.join(',') || value || '')}`);
+        o.nemeses = kinds as NemesisKind[];
+        break;
+      }
+      case 'keep-quorum':
+        if (value !== 'true' && value !== 'false') throw new OptionError(`--keep-quorum must be true or false, got ${JSON.stringify(value ?? '')}`);
+        o.keepQuorum = value === 'true';
+        break;
+      case 'out':
+        if (value === undefined || value === '') throw new OptionError('--out needs a directory');
+        o.out = value;
+        break;
+      default:
+        throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --out --converge-seconds)`);
+    }
+  }
+  return o;
+}

@@ -1,0 +1,333 @@
+// The chaos runner: a cluster of real node processes whose node-to-node links all pass
+// through fault proxies, a workload that records every operation, faults on a schedule drawn
+// from the seed, then heal, wait for convergence, check, report.
+//
+//   npm run chaos -- --seed 7 --minutes 5 --nodes 3 --workload keys --nemesis kill,pause,partition
+//
+// Last line: `chaos: <N> ops, <N> faults, <N> anomalies`; exit 1 when an anomaly was found
+// (2 on bad options). Everything it starts is stopped by its own PID before it exits.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TEST_ADMIN_KEY, request, tempDir } from '../test/support/node.js';
+import { waitFor } from '../test/support/wait.js';
+import { freePorts } from '../test/raft/kv-cluster.js';
+import { FAST_CLUSTER_ENV } from '../test/cluster/harness.js';
+import { type KeyOp, checkKeys } from './checker/keys.js';
+import { OptionError, type ChaosOptions, parseChaosArgs } from './options.js';
+import { type Proc, fromChild, kill9, pause, resume, stop } from './nemesis/process.js';
+import { type ScheduledEvent, SeededRand, schedule } from './nemesis/schedule.js';
+import { FaultNetwork } from './proxy/network.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const COOKIE = 'chaos-cookie';
+const REQUEST_TIMEOUT_MS = 5_000;
+
+interface NodeProc {
+  name: string;
+  env: Record<string, string>;
+  child: ChildProcess | undefined;
+  proc: Proc | undefined;
+  url: string | undefined;
+  paused: boolean;
+  output: string;
+}
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+/** Start a node process; resolves with its URL once it listens (or undefined if it was killed first). */
+function startNode(n: NodeProc, waitReady = true): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...n.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  n.child = child;
+  n.proc = fromChild(child);
+  n.url = undefined;
+  n.paused = false;
+  n.output = ''; // this process's output only: an old "listening on" line names an old port
+  const onData = (d: Buffer) => {
+    n.output = (n.output + d.toString()).slice(-200_000);
+    n.url ??= /listening on (https?:\/\/[^\s]+) /.exec(n.output)?.[1];
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  if (!waitReady) return Promise.resolve();
+  return waitFor(
+    () => {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${n.name} exited during start: ${n.output.slice(-2000)}`);
+      return n.url !== undefined;
+    },
+    { timeoutMs: 60_000, what: `${n.name} to listen` },
+  ).then(() => undefined);
+}
+
+async function killNode(n: NodeProc): Promise<void> {
+  if (n.proc === undefined) return;
+  const p = n.proc;
+  n.proc = undefined;
+  n.child = undefined;
+  n.url = undefined;
+  await kill9(p).catch(() => undefined);
+}
+
+class Recorder {
+  readonly ops: KeyOp[] = [];
+  readonly t0 = performance.now();
+  now(): number {
+    return Math.round(performance.now() - this.t0);
+  }
+}
+
+/** One HTTP call with a bound: status and body, or undefined (a timeout or a refused connection). */
+async function call(url: string | undefined, method: string, p: string, options: { body?: unknown; key?: string } = {}) {
+  if (url === undefined) return undefined;
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), REQUEST_TIMEOUT_MS);
+  try {
+    const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? TEST_ADMIN_KEY}` };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(url + p, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: ac.signal });
+    const text = await res.text();
+    let body: any = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body };
+  } catch (err) {
+    // Refused: it never reached the node (a definite failure). Timed out: unknown.
+    return ac.signal.aborted ? undefined : { status: 0, body: String((err as Error).message) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The keys workload: create, revoke and use API keys on random nodes. */
+async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, untilMs: number, rand: SeededRand): Promise<Map<string, string>> {
+  const keys = new Map<string, string>(); // id -> key, for acknowledged (and answered) creates
+  const pick = <T>(xs: readonly T[]): T => xs[rand.int(xs.length)]!;
+  const client = async () => {
+    while (rec.now() < untilMs) {
+      const n = pick(nodes);
+      if (n.url === undefined) {
+        // Down (killed or starting): a client would not reach it at all; try another.
+        await new Promise((r) => setTimeout(r, 20));
+        continue;
+      }
+      const roll = rand.int(10);
+      const invokeMs = rec.now();
+      if (roll < 3 || keys.size === 0) {
+        const r = await call(n.url, 'POST', '/_keys', { body: { permissions: ['read'], label: 'chaos' } });
+        const outcome = r?.status === 201 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
+        if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
+        if (r?.status === 201) keys.set(r.body.id as string, r.body.key as string);
+        rec.ops.push({ kind: 'create', node: n.name, invokeMs, completeMs: rec.now(), outcome, ...(r?.status === 201 ? { keyId: r.body.id as string } : {}) });
+      } else if (roll < 4) {
+        const keyId = pick([...keys.keys()]);
+        const r = await call(n.url, 'DELETE', `/_keys/${keyId}`);
+        const outcome = r?.status === 200 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
+        if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
+        rec.ops.push({ kind: 'revoke', node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId });
+      } else {
+        const phantom = roll === 9;
+        const keyId = phantom ? `phantom-${rand.int(1e9)}` : pick([...keys.keys()]);
+        const key = phantom ? `fk_${'p'.repeat(43)}` : keys.get(keyId)!;
+        const r = await call(n.url, 'GET', '/db/chaos-nothing-here', { key });
+        const result = r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : r?.status === 503 ? 'unavailable' : undefined;
+        const outcome = result === 'valid' || result === 'invalid' ? 'ok' : r === undefined ? 'unknown' : 'fail';
+        if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
+        rec.ops.push({ kind: 'check', node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId, phantom, ...(result === undefined ? {} : { result }) });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: o.clients }, client));
+  return keys;
+}
+
+async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
+  if (e.action === 'net') {
+    net.apply(e.target);
+    return;
+  }
+  if (e.action === 'net-heal') {
+    net.apply([]);
+    return;
+  }
+  const n = byName.get(e.target as string)!;
+  switch (e.action) {
+    case 'kill':
+      await killNode(n);
+      return;
+    case 'stop':
+      if (n.proc !== undefined) await stop(n.proc);
+      n.proc = undefined;
+      n.child = undefined;
+      n.url = undefined;
+      return;
+    case 'start':
+      if (n.proc === undefined) await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start: ${(err as Error).message.slice(0, 300)}`));
+      return;
+    case 'start-and-kill': {
+      await startNode(n, false);
+      await new Promise((r) => setTimeout(r, e.durationMs));
+      await killNode(n);
+      return;
+    }
+    case 'pause':
+      if (n.proc !== undefined) pause(n.proc);
+      n.paused = true;
+      return;
+    case 'resume':
+      if (n.proc !== undefined) resume(n.proc);
+      n.paused = false;
+      return;
+  }
+}
+
+async function converge(nodes: NodeProc[], deadlineMs: number): Promise<{ ok: boolean; detail: unknown }> {
+  let last: unknown;
+  try {
+    await waitFor(
+      async () => {
+        const views = await Promise.all(nodes.map(async (n) => ({ node: n.name, status: (await call(n.url, 'GET', '/vectordb/cluster/status'))?.body, meta: (await call(n.url, 'GET', '/_cluster/nodes'))?.body?.metadata })));
+        last = views;
+        const leader = views[0]?.status?.leader;
+        const same = views.every((v) => v.status?.state === 'member' && v.status.leader === leader && leader !== null && v.meta?.digest === views[0]!.meta?.digest && v.meta?.applied === views[0]!.meta?.applied);
+        const allUp = views.every((v) => JSON.stringify(v.status?.healthy_nodes) === JSON.stringify(nodes.map((n) => n.name).sort()));
+        return same && allUp;
+      },
+      { timeoutMs: deadlineMs, intervalMs: 250, what: 'convergence' },
+    );
+    return { ok: true, detail: last };
+  } catch {
+    return { ok: false, detail: last };
+  }
+}
+
+export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; ops: number; faults: number }> {
+  const names = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
+  const ports = await freePorts(o.nodes);
+  const grpcPorts = new Map(names.map((n, i) => [n, ports[i]!]));
+  const rand = new SeededRand(o.seed);
+  const net = await FaultNetwork.open({ grpcPorts, rand: new SeededRand(o.seed + 1) });
+  const dir = tempDir('firkin-chaos-');
+  const nodes: NodeProc[] = names.map((name) => ({
+    name,
+    env: {
+      ...FAST_CLUSTER_ENV,
+      SERVICE_ENABLE_CLUSTER: 'true',
+      SERVICE_NODE_NAME: name,
+      SERVICE_HTTP_PORT: '0',
+      SERVICE_ADMIN_KEY: TEST_ADMIN_KEY,
+      SERVICE_GRPC_PORT: String(grpcPorts.get(name)),
+      SERVICE_CLUSTER_DIAL_MAP: net.dialMap(name),
+      SERVICE_SEED_NODES: name === 'n1' ? '' : net.seedFor(name, 'n1'),
+      RELEASE_COOKIE: COOKIE,
+      SERVICE_DATA_DIR: path.join(dir, name),
+    },
+    child: undefined,
+    proc: undefined,
+    url: undefined,
+    paused: false,
+    output: '',
+  }));
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const durationMs = Math.round(o.minutes * 60_000);
+  const events = schedule({ seed: o.seed, nodes: names, kinds: o.nemeses, durationMs, gapMs: { min: 2_000, max: 6_000 }, faultMs: { min: 1_500, max: 6_000 }, keepQuorum: o.keepQuorum });
+  const faults = new Set(events.map((e) => e.fault)).size;
+  log(`chaos: seed ${o.seed}, ${o.nodes} nodes, ${o.minutes} min, workload ${o.workload}, nemeses ${o.nemeses.join(',')}: ${faults} faults scheduled; data in ${dir}`);
+  const windows: { kind: string; startMs: number; endMs: number }[] = [];
+  try {
+    for (const n of nodes) await startNode(n);
+    await waitFor(async () => (await Promise.all(nodes.map((n) => call(n.url, 'GET', '/_cluster/nodes')))).every((r) => (r?.body?.nodes as { role: string }[] | undefined)?.filter((x) => x.role === 'voter').length === Math.min(o.nodes % 2 === 1 ? o.nodes : o.nodes - 1, 5)), { timeoutMs: 60_000, what: 'the cluster to form' });
+    log('chaos: cluster formed; workload and faults start');
+    const rec = new Recorder();
+    const nemesis = (async () => {
+      const open = new Map<number, number>();
+      for (const e of events) {
+        const wait = e.atMs - rec.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        log(`chaos: ${String(rec.now()).padStart(7)} ms  ${e.action.padEnd(14)} ${typeof e.target === 'string' ? e.target : JSON.stringify(e.target)}`);
+        if (!open.has(e.fault)) open.set(e.fault, rec.now());
+        await applyEvent(e, byName, net);
+        if (e.action === 'start' || e.action === 'resume' || e.action === 'net-heal') windows.push({ kind: e.kind, startMs: open.get(e.fault)!, endMs: rec.now() });
+      }
+    })();
+    const keys = await keysWorkload(nodes, o, rec, durationMs, rand);
+    await nemesis;
+
+    // Heal everything, then require convergence: same leader, same metadata at the same index.
+    net.apply([]);
+    for (const n of nodes) {
+      if (n.paused && n.proc !== undefined) resume(n.proc);
+      n.paused = false;
+      if (n.proc === undefined) await startNode(n);
+    }
+    log('chaos: healed; waiting for convergence');
+    const converged = await converge(nodes, o.convergeSeconds * 1000);
+    // Final reads: every key, on every node.
+    for (const [keyId, key] of keys) {
+      for (const n of nodes) {
+        const r = await call(n.url, 'GET', '/db/chaos-nothing-here', { key });
+        rec.ops.push({ kind: 'final', node: n.name, keyId, result: r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : 'unavailable' });
+      }
+    }
+    const result = checkKeys(rec.ops);
+    const anomalies = [...result.anomalies.map((a) => ({ ...a }))];
+    if (!converged.ok) anomalies.push({ type: 'no-convergence' as never, keyId: '', node: '', detail: JSON.stringify(converged.detail).slice(0, 2000) });
+    const ops = rec.ops.filter((op) => op.kind !== 'final').length;
+    const calm = rec.ops.filter((op) => op.kind !== 'final' && !windows.some((w) => op.invokeMs >= w.startMs && op.invokeMs < w.endMs));
+    const okShare = (xs: KeyOp[]) => (xs.length === 0 ? null : xs.filter((x) => x.kind !== 'final' && x.outcome === 'ok').length / xs.length);
+    const perKind: Record<string, number | null> = {};
+    for (const kind of new Set(windows.map((w) => w.kind))) {
+      perKind[kind] = okShare(rec.ops.filter((op) => op.kind !== 'final' && windows.some((w) => w.kind === kind && op.invokeMs >= w.startMs && op.invokeMs < w.endMs)));
+    }
+    const report = {
+      options: o,
+      faults,
+      windows,
+      ops,
+      counts: result.counts,
+      availability: { calm: okShare(calm), duringFaults: perKind },
+      converged: converged.ok,
+      anomalies,
+    };
+    mkdirSync(o.out, { recursive: true });
+    const file = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}.json`);
+    writeFileSync(file, JSON.stringify(report, null, 2));
+    log(`chaos: report ${file}`);
+    log(`chaos: ok share calm ${fmt(report.availability.calm)}; during faults ${Object.entries(perKind).map(([k, v]) => `${k} ${fmt(v)}`).join(', ') || 'none'}`);
+    for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.type} ${a.keyId} on ${a.node}: ${a.detail}`);
+    log(`chaos: ${ops} ops, ${faults} faults, ${anomalies.length} anomalies`);
+    return { anomalies: anomalies.length, ops, faults };
+  } finally {
+    await Promise.all(nodes.map((n) => killNode(n)));
+    await net.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function fmt(share: number | null | undefined): string {
+  return share === null || share === undefined ? 'n/a' : `${(share * 100).toFixed(1)}%`;
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  let options: ChaosOptions;
+  try {
+    options = parseChaosArgs(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof OptionError)) throw err;
+    process.stderr.write(`chaos: ${err.message}\n`);
+    process.exit(2);
+  }
+  // A hard bound on the whole run: the schedule, healing, convergence and cleanup.
+  const bound = setTimeout(() => {
+    process.stderr.write('chaos: the run overran its time bound; exiting\n');
+    process.exit(3);
+  }, options.minutes * 60_000 + options.convergeSeconds * 1000 + 180_000);
+  bound.unref();
+  const outcome = await runChaos(options);
+  process.exit(outcome.anomalies > 0 ? 1 : 0);
+}
