@@ -1,0 +1,28 @@
+// The short seeded chaos run of the default suite: 3 real nodes behind fault proxies, the keys
+// workload, kill and partition faults for 75 s, then heal, converge and check. Longer runs:
+// `npm run chaos -- --minutes 30 --nemesis kill,pause,partition,isolate,bridge,one-way,restart`.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+t.test('chaos: seed 1, kill and partition, no anomalies, everything stopped', async (t) => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/run.ts', '--seed', '1', '--minutes', '1.25', '--nodes', '3', '--nemesis', 'kill,partition', '--out', `${root}data/chaos-ci`], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  const last = out.trim().split('\n').at(-1) ?? '';
+  t.match(last, /^chaos: \d+ ops, \d+ faults, 0 anomalies$/, out.slice(-3000));
+  t.equal(code, 0);
+  const [, ops, faults] = /^chaos: (\d+) ops, (\d+) faults/.exec(last) ?? [];
+  t.ok(Number(ops) > 100, 'the workload ran');
+  t.ok(Number(faults) >= 5, 'faults were injected');
+});
