@@ -268,10 +268,18 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     log('chaos: healed; waiting for convergence');
     const converged = await converge(nodes, o.convergeSeconds * 1000);
     // Final reads: every key, on every node.
+    // A node may still be catching up or renewing its key lease: 'unavailable' is retried
+    // within a bound, and is an anomaly only if it lasts.
     for (const [keyId, key] of keys) {
       for (const n of nodes) {
-        const r = await call(n.url, 'GET', '/db/chaos-nothing-here', { key });
-        rec.ops.push({ kind: 'final', node: n.name, keyId, result: r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : 'unavailable' });
+        let result: 'valid' | 'invalid' | 'unavailable' = 'unavailable';
+        const until = performance.now() + 15_000;
+        while (result === 'unavailable' && performance.now() < until) {
+          const r = await call(n.url, 'GET', '/db/chaos-nothing-here', { key });
+          result = r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : 'unavailable';
+          if (result === 'unavailable') await new Promise((res) => setTimeout(res, 100));
+        }
+        rec.ops.push({ kind: 'final', node: n.name, keyId, result });
       }
     }
     const result = checkKeys(rec.ops);

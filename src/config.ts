@@ -117,7 +117,7 @@ const SETTINGS = {
   SERVICE_DEAD_VOTER_GRACE_MS: { parse: int(0, 86_400_000), default: 10_000 },
   SERVICE_JOIN_TIMEOUT_MS: { parse: int(100, 3_600_000), default: 30_000 },
   SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS: { parse: int(100, 600_000), default: 5_000 },
-  SERVICE_CLUSTER_KEY_FRESHNESS_MS: { parse: int(50, 600_000), default: 1_000 },
+  SERVICE_CLUSTER_KEY_FRESHNESS_MS: { parse: int(50, 600_000), default: 2_000 },
   SERVICE_REPLICATION_FACTOR: { parse: int(1, 9), default: 2 },
   RELEASE_COOKIE: { parse: str, default: undefined as string | undefined },
   SERVICE_ADMIN_KEY: { parse: nonEmpty, default: undefined as string | undefined },
