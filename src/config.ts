@@ -109,6 +109,8 @@ const SETTINGS = {
   SERVICE_RAFT_TICK_MS: { parse: int(5, 10_000), default: 50 },
   SERVICE_RAFT_ELECTION_TICKS: { parse: int(2, 1_000), default: 10 },
   SERVICE_RAFT_HEARTBEAT_TICKS: { parse: int(1, 1_000), default: 1 },
+  SERVICE_RAFT_SNAPSHOT_ENTRIES: { parse: int(2, 10_000_000), default: 1_000 },
+  SERVICE_RAFT_RETAIN_ENTRIES: { parse: int(0, 10_000_000), default: 200 },
   SERVICE_CLUSTER_HEARTBEAT_MS: { parse: int(10, 60_000), default: 250 },
   SERVICE_FD_SUSPECT_MS: { parse: int(50, 600_000), default: 1_500 },
   SERVICE_FD_DOWN_MS: { parse: int(100, 3_600_000), default: 4_000 },
@@ -195,6 +197,10 @@ export interface Config {
     tickMs: number;
     electionTicks: number;
     heartbeatTicks: number;
+    /** Snapshot the metadata and compact the log every this many applied entries… */
+    snapshotEntries: number;
+    /** …keeping this many entries behind the snapshot for followers slightly behind. */
+    retainEntries: number;
     nodeHeartbeatMs: number;
     detector: { suspectAfterMs: number; downAfterMs: number; recoverAfterMs: number; minDwellMs: number };
     deadVoterGraceMs: number;
@@ -352,6 +358,8 @@ function assemble(v: Values): Config {
       tickMs: v.SERVICE_RAFT_TICK_MS,
       electionTicks: v.SERVICE_RAFT_ELECTION_TICKS,
       heartbeatTicks: v.SERVICE_RAFT_HEARTBEAT_TICKS,
+      snapshotEntries: v.SERVICE_RAFT_SNAPSHOT_ENTRIES,
+      retainEntries: v.SERVICE_RAFT_RETAIN_ENTRIES,
       nodeHeartbeatMs: v.SERVICE_CLUSTER_HEARTBEAT_MS,
       detector: { suspectAfterMs: v.SERVICE_FD_SUSPECT_MS, downAfterMs: v.SERVICE_FD_DOWN_MS, recoverAfterMs: v.SERVICE_FD_RECOVER_MS, minDwellMs: v.SERVICE_FD_MIN_DWELL_MS },
       deadVoterGraceMs: v.SERVICE_DEAD_VOTER_GRACE_MS,

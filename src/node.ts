@@ -241,6 +241,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           tickMs: cluster.tickMs,
           electionTicks: cluster.electionTicks,
           heartbeatTicks: cluster.heartbeatTicks,
+          snapshotEntries: cluster.snapshotEntries,
+          retainEntries: cluster.retainEntries,
           nodeHeartbeatMs: cluster.nodeHeartbeatMs,
           detector: cluster.detector,
           deadVoterGraceMs: cluster.deadVoterGraceMs,

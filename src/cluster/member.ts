@@ -21,6 +21,8 @@ export interface ClusterTimings {
   tickMs: number;
   electionTicks: number;
   heartbeatTicks: number;
+  snapshotEntries: number;
+  retainEntries: number;
   /** Node heartbeats on every link (the failure detector's input). */
   nodeHeartbeatMs: number;
   detector: DetectorOptions;
@@ -108,7 +110,10 @@ export class ClusterMember implements VectorCluster {
     this.#o = o;
     this.#httpUrl = o.httpUrl;
     this.#fsm = new MetaFsm((index, err) => o.log.error({ index, err }, 'undecodable metadata entry skipped'));
-    this.#fsm.listen((state) => this.#syncPeers(state));
+    this.#fsm.listen((state, cmd) => {
+      this.#syncPeers(state);
+      if (cmd === undefined) o.log.info({ applied: this.#fsm.applied, nodes: Object.keys(state.nodes).length }, `restored the metadata from a snapshot at index ${this.#fsm.applied}`);
+    });
     this.#transport = new Transport({
       nodeId: o.nodeName,
       cookie: o.cookie,
@@ -166,8 +171,8 @@ export class ClusterMember implements VectorCluster {
       electionTicks: o.timings.electionTicks,
       heartbeatTicks: o.timings.heartbeatTicks,
       proposalTimeoutMs: o.timings.proposalTimeoutMs,
-      snapshotEveryEntries: 1_000,
-      retainEntries: 200,
+      snapshotEveryEntries: o.timings.snapshotEntries,
+      retainEntries: o.timings.retainEntries,
       onSoftState: (s) => this.#onSoftState(s.leader),
     };
     this.#group = new RaftGroup(groupOptions);
