@@ -18,7 +18,13 @@ export interface ChaosOptions {
   out: string;
   /** Bound on waiting for convergence after healing. */
   convergeSeconds: number;
+  /** Run nodes with a deliberately broken guarantee (a test fixture) to show the checker can fail. */
+  broken?: BrokenFixture;
 }
+
+/** stale-keys: nodes accept cluster keys from a stale copy and acknowledge revokes at commit. */
+export const BROKEN_FIXTURES = ['stale-keys'] as const;
+export type BrokenFixture = (typeof BROKEN_FIXTURES)[number];
 
 export const DEFAULT_CHAOS: ChaosOptions = {
   seed: 1,
@@ -79,12 +85,16 @@ export function parseChaosArgs(argv: readonly string[]): ChaosOptions {
         if (value !== 'true' && value !== 'false') throw new OptionError(`--keep-quorum must be true or false, got ${JSON.stringify(value ?? '')}`);
         o.keepQuorum = value === 'true';
         break;
+      case 'broken':
+        if (!(BROKEN_FIXTURES as readonly string[]).includes(value ?? '')) throw new OptionError(`--broken must be one of ${BROKEN_FIXTURES.join(', ')}, got ${JSON.stringify(value ?? '')}`);
+        o.broken = value as BrokenFixture;
+        break;
       case 'out':
         if (value === undefined || value === '') throw new OptionError('--out needs a directory');
         o.out = value;
         break;
       default:
-        throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --out --converge-seconds)`);
+        throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --out --converge-seconds --broken)`);
     }
   }
   return o;

@@ -107,6 +107,7 @@ async function call(url: string | undefined, method: string, p: string, options:
 /** The keys workload: create, revoke and use API keys on random nodes. */
 async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, untilMs: number, rand: SeededRand): Promise<Map<string, string>> {
   const keys = new Map<string, string>(); // id -> key, for acknowledged (and answered) creates
+  const revoked: string[] = [];
   const pick = <T>(xs: readonly T[]): T => xs[rand.int(xs.length)]!;
   const client = async () => {
     while (rec.now() < untilMs) {
@@ -130,9 +131,12 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
         const outcome = r?.status === 200 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
         rec.ops.push({ kind: 'revoke', node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId });
+        if (outcome === 'ok') revoked.push(keyId);
       } else {
         const phantom = roll === 9;
-        const keyId = phantom ? `phantom-${rand.int(1e9)}` : pick([...keys.keys()]);
+        // Half the uses go to recently revoked keys: where a stale node would betray itself.
+        const recent = revoked.slice(-8).filter((id) => keys.has(id));
+        const keyId = phantom ? `phantom-${rand.int(1e9)}` : recent.length > 0 && roll < 7 ? pick(recent) : pick([...keys.keys()]);
         const key = phantom ? `fk_${'p'.repeat(43)}` : keys.get(keyId)!;
         const r = await call(n.url, 'GET', '/db/chaos-nothing-here', { key });
         const result = r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : r?.status === 503 ? 'unavailable' : undefined;
@@ -226,6 +230,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       SERVICE_SEED_NODES: name === 'n1' ? '' : net.seedFor(name, 'n1'),
       RELEASE_COOKIE: COOKIE,
       SERVICE_DATA_DIR: path.join(dir, name),
+      ...(o.broken === undefined ? {} : { FIRKIN_UNSAFE_FIXTURE: o.broken }),
     },
     child: undefined,
     proc: undefined,
@@ -237,6 +242,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
   const durationMs = Math.round(o.minutes * 60_000);
   const events = schedule({ seed: o.seed, nodes: names, kinds: o.nemeses, durationMs, gapMs: { min: 2_000, max: 6_000 }, faultMs: { min: 1_500, max: 6_000 }, keepQuorum: o.keepQuorum });
   const faults = new Set(events.map((e) => e.fault)).size;
+  if (o.broken !== undefined) log(`chaos: BROKEN BUILD on purpose (${o.broken}): the checker must find anomalies`);
   log(`chaos: seed ${o.seed}, ${o.nodes} nodes, ${o.minutes} min, workload ${o.workload}, nemeses ${o.nemeses.join(',')}: ${faults} faults scheduled; data in ${dir}`);
   const windows: { kind: string; startMs: number; endMs: number }[] = [];
   try {

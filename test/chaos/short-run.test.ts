@@ -26,3 +26,20 @@ t.test('chaos: seed 1, kill and partition, no anomalies, everything stopped', as
   t.ok(Number(ops) > 100, 'the workload ran');
   t.ok(Number(faults) >= 5, 'faults were injected');
 });
+
+t.test('chaos: a deliberately broken build (stale keys) fails the checker', async (t) => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/run.ts', '--seed', '3', '--minutes', '0.5', '--nemesis', 'partition', '--broken', 'stale-keys', '--out', `${root}data/chaos-ci`], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  t.match(out, /ANOMALY revoked-accepted/, out.slice(-3000));
+  t.match(out.trim().split('\n').at(-1) ?? '', /^chaos: \d+ ops, \d+ faults, [1-9]\d* anomalies$/);
+  t.equal(code, 1, 'exit status 1 on anomalies');
+});
