@@ -201,11 +201,21 @@ export interface Config {
     snapshotEntries: number;
     /** …keeping this many entries behind the snapshot for followers slightly behind. */
     retainEntries: number;
+    /** Node heartbeats on every link (the failure detector's input). */
     nodeHeartbeatMs: number;
     detector: { suspectAfterMs: number; downAfterMs: number; recoverAfterMs: number; minDwellMs: number };
+    /** A voter down this long is replaced by a learner (when one is ready). */
     deadVoterGraceMs: number;
+    /** Give up joining (exit 1) when no seed accepted us within this time. */
     joinTimeoutMs: number;
+    /** Bound on a metadata write, forwarding included; past it: 503 no_quorum. */
     proposalTimeoutMs: number;
+    /**
+     * Cluster keys are checked against the local copy only while it is this fresh (a ReadIndex
+     * barrier STARTED within this time completed); a revoke is acknowledged this long after it
+     * committed, so no node accepts a revoked key once the revoke was acknowledged (the lease
+     * assumption: clocks run at nearly the same rate; offsets do not matter).
+     */
     keyFreshnessMs: number;
   };
   docdb: {

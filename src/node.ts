@@ -237,19 +237,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         bootstrap: cluster.bootstrap,
         cookie: cluster.cookie!,
         maxVoters: cluster.maxVoters,
-        timings: {
-          tickMs: cluster.tickMs,
-          electionTicks: cluster.electionTicks,
-          heartbeatTicks: cluster.heartbeatTicks,
-          snapshotEntries: cluster.snapshotEntries,
-          retainEntries: cluster.retainEntries,
-          nodeHeartbeatMs: cluster.nodeHeartbeatMs,
-          detector: cluster.detector,
-          deadVoterGraceMs: cluster.deadVoterGraceMs,
-          joinTimeoutMs: cluster.joinTimeoutMs,
-          proposalTimeoutMs: cluster.proposalTimeoutMs,
-          keyFreshnessMs: cluster.keyFreshnessMs,
-        },
+        timings: cluster,
         onFatal,
       });
       const m = member;

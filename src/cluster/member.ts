@@ -4,6 +4,7 @@
 // (`meta-state.ts`, `failure-detector.ts`, `voters.ts`); this file does the I/O around them.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
@@ -17,29 +18,21 @@ import { type Applied, META_GROUP, MetaFsm, decodeMeta, encodeMeta } from './met
 import { Transport, wasNotSent } from './transport.js';
 import { planVoters } from './voters.js';
 
-export interface ClusterTimings {
-  tickMs: number;
-  electionTicks: number;
-  heartbeatTicks: number;
-  snapshotEntries: number;
-  retainEntries: number;
-  /** Node heartbeats on every link (the failure detector's input). */
-  nodeHeartbeatMs: number;
-  detector: DetectorOptions;
-  /** A voter down this long is replaced by a learner (when one is ready). */
-  deadVoterGraceMs: number;
-  /** Give up joining (exit) when no seed accepted us within this time. */
-  joinTimeoutMs: number;
-  /** Bound on a metadata write, forwarding included; past it: 503 no_quorum. */
-  proposalTimeoutMs: number;
-  /**
-   * Cluster keys are checked against the local copy only while it is this fresh: a ReadIndex
-   * barrier STARTED within this time completed. A revoke is acknowledged this long after it
-   * committed, so no node accepts a revoked key after the revoke was acknowledged (the lease
-   * assumption: clocks run at nearly the same rate; offsets do not matter).
-   */
-  keyFreshnessMs: number;
-}
+/** The cluster settings the member runs by (docs/configuration.md). */
+export type ClusterTimings = Pick<
+  Config['cluster'],
+  | 'tickMs'
+  | 'electionTicks'
+  | 'heartbeatTicks'
+  | 'snapshotEntries'
+  | 'retainEntries'
+  | 'nodeHeartbeatMs'
+  | 'detector'
+  | 'deadVoterGraceMs'
+  | 'joinTimeoutMs'
+  | 'proposalTimeoutMs'
+  | 'keyFreshnessMs'
+>;
 
 export interface ClusterOptions {
   store: Store;

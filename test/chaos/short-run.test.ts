@@ -3,15 +3,13 @@
 // `npm run chaos -- --minutes 30 --nemesis kill,pause,partition,isolate,bridge,one-way,restart`.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import t from 'tap';
+import t, { type Test } from 'tap';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-t.test('chaos: seed 1, kill and partition, no anomalies, everything stopped', async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/run.ts', '--seed', '1', '--minutes', '1.25', '--nodes', '3', '--nemesis', 'kill,partition', '--out', `${root}data/chaos-ci`], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** Run the chaos runner as a child process; resolves with its exit status and output. */
+async function chaos(t: Test, args: string[]): Promise<{ code: number | null; out: string; last: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/run.ts', ...args, '--out', `${root}data/chaos-ci`], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -19,7 +17,11 @@ t.test('chaos: seed 1, kill and partition, no anomalies, everything stopped', as
     if (child.exitCode === null) child.kill('SIGKILL');
   });
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  const last = out.trim().split('\n').at(-1) ?? '';
+  return { code, out, last: out.trim().split('\n').at(-1) ?? '' };
+}
+
+t.test('chaos: seed 1, kill and partition, no anomalies, everything stopped', async (t) => {
+  const { code, out, last } = await chaos(t, ['--seed', '1', '--minutes', '1.25', '--nodes', '3', '--nemesis', 'kill,partition']);
   t.match(last, /^chaos: \d+ ops, \d+ faults, 0 anomalies$/, out.slice(-3000));
   t.equal(code, 0);
   const [, ops, faults] = /^chaos: (\d+) ops, (\d+) faults/.exec(last) ?? [];
@@ -28,18 +30,8 @@ t.test('chaos: seed 1, kill and partition, no anomalies, everything stopped', as
 });
 
 t.test('chaos: a deliberately broken build (stale keys) fails the checker', async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/run.ts', '--seed', '3', '--minutes', '0.5', '--nemesis', 'partition', '--broken', 'stale-keys', '--out', `${root}data/chaos-ci`], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  const { code, out, last } = await chaos(t, ['--seed', '3', '--minutes', '0.5', '--nemesis', 'partition', '--broken', 'stale-keys']);
   t.match(out, /ANOMALY revoked-accepted/, out.slice(-3000));
-  t.match(out.trim().split('\n').at(-1) ?? '', /^chaos: \d+ ops, \d+ faults, [1-9]\d* anomalies$/);
+  t.match(last, /^chaos: \d+ ops, \d+ faults, [1-9]\d* anomalies$/);
   t.equal(code, 1, 'exit status 1 on anomalies');
 });
