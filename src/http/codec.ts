@@ -27,6 +27,15 @@ export function wantsCbor(accept: string | undefined): boolean {
 }
 
 export function installCodec(app: FastifyInstance): void {
+  // Many clients send `Content-Type: application/json` on every request, bodies or not (CouchDB
+  // and Qdrant accept that): an empty body is no body, on every route. Anything else goes to
+  // fastify's own parser (prototype-poisoning checks and its error codes included).
+  const parseJson = app.getDefaultJsonParser('error', 'ignore');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req: FastifyRequest, body: string | Buffer, done) => {
+    if (body.length === 0) return done(null, undefined);
+    parseJson(req, body as string, done);
+  });
   app.addContentTypeParser(CBOR_TYPE, { parseAs: 'buffer' }, (_req: FastifyRequest, body: Buffer, done) => {
     if (body.length === 0) return done(null, undefined);
     try {

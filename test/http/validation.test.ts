@@ -34,3 +34,23 @@ t.test('query strings are still coerced from text', async (t) => {
   t.ok(r.body.results[0].doc, 'include_docs=true read as a boolean');
   t.equal((await node.request('GET', '/db/q/_changes?limit=ten')).status, 400);
 });
+
+t.test('Content-Type: application/json with an empty body is no body, on every route', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  const json = { 'content-type': 'application/json' };
+  const cbor = { 'content-type': 'application/cbor' };
+  t.equal((await node.request('PUT', '/vectordb/collections/x', { body: { dimensions: 2 } })).status, 201);
+  let r = await node.request('DELETE', '/vectordb/collections/x', { headers: json });
+  t.equal(r.status, 200, r.text);
+  t.equal((await node.request('PUT', '/db/e', { headers: json })).status, 201);
+  const put = await node.request('PUT', '/db/e/d', { body: { a: 1 } });
+  t.equal((await node.request('GET', '/db/e/d', { headers: json })).status, 200);
+  t.equal((await node.request('DELETE', `/db/e/d?rev=${put.body.rev}`, { headers: cbor })).status, 200);
+  // A route that needs a body still answers its own 400, not a parser error or a 500.
+  r = await node.request('POST', '/db/e/_bulk_docs', { headers: json });
+  t.same([r.status, r.body.error], [400, 'bad_request']);
+  // Malformed JSON is still a 400.
+  r = await node.request('POST', '/db/e/_bulk_docs', { body: '{"docs": [', raw: true, headers: json });
+  t.same([r.status, r.body.error], [400, 'bad_request']);
+});
