@@ -418,6 +418,3 @@ function assemble(v: Values): Config {
     },
   };
 }
-
-/** Names of every setting, for docs and `--help`. */
-export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];

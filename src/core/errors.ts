@@ -59,7 +59,3 @@ export class FirkinError extends Error {
 export function isFirkinError(value: unknown): value is FirkinError {
   return value instanceof FirkinError;
 }
-
-export const badRequest = (message: string): FirkinError => new FirkinError('bad_request', message);
-export const notFound = (message: string): FirkinError => new FirkinError('not_found', message);
-export const conflict = (message: string): FirkinError => new FirkinError('conflict', message);

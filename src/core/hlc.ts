@@ -24,10 +24,6 @@ export function compareHlc(a: Hlc, b: Hlc): number {
   return 0;
 }
 
-export function maxHlc(a: Hlc, b: Hlc): Hlc {
-  return compareHlc(a, b) >= 0 ? a : b;
-}
-
 function bump(prev: Hlc, candidateWallMs: number): Hlc {
   if (candidateWallMs > prev.wallMs) return { wallMs: candidateWallMs, logical: 0 };
   // The counter overflowing would break monotonicity; advance the wall part instead.

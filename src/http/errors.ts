@@ -36,10 +36,6 @@ const STATUS: Record<ErrorCode, number> = {
   rate_limit_exceeded: 429,
 };
 
-export function statusOf(code: ErrorCode): number {
-  return STATUS[code];
-}
-
 /** fastify's own client errors carry only a status: name them by it. */
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'bad_request',

@@ -132,11 +132,6 @@ export function postingsDiff(db: string, docId: string, before: Json | undefined
   return { del: [...old.values()], put };
 }
 
-/** Every posting key of one database (for DELETE /db/:db). */
-export function databasePostingsRange(db: string): { gte: Buffer; lt: Buffer } {
-  return prefixRange([db]);
-}
-
 /** The doc id is the last element of a posting key. */
 export function docIdOfPosting(key: Buffer): string {
   return decodeKey(key).at(-1) as string;
