@@ -13,7 +13,7 @@
 // - Strings are truncated to STRING_CHARS_MAX code units in keys: equality and ranges on
 //   long strings over-match and the body check removes the extras.
 import type { Json, Path } from './ast.js';
-import { decodeKey, encodeKey, extendKey, type KeyPart, prefixRange } from '../../core/keys.js';
+import { decodeKey, encodeKey, extendKey, type KeyPart } from '../../core/keys.js';
 
 export const ARRAY_SEGMENT = Uint8Array.of(0);
 export const TYPE_TAG = { null: 0, false: 1, true: 2, number: 3, string: 4, emptyArray: 5, emptyObject: 6 } as const;
