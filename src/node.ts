@@ -36,7 +36,7 @@ import { docdbChangesRoutes } from './http/routes/docdb-changes.js';
 import { replicationRoutes } from './http/routes/replication.js';
 import { replicationPolicyRoutes } from './http/routes/replication-policies.js';
 import { replicationProtocolRoutes } from './http/routes/replication-protocol.js';
-import type { HealthCheck } from './http/routes/system.js';
+import type { HealthCheck } from './core/health.js';
 import { vectorRoutes } from './http/routes/vector.js';
 import { buildHttp } from './http/server.js';
 import { createMetrics } from './metrics.js';

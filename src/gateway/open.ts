@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Clock } from '../core/hlc.js';
-import type { HealthCheck } from '../http/routes/system.js';
+import type { HealthCheck } from '../core/health.js';
 import type { Store } from '../storage/db.js';
 import { Gateway } from './gateway.js';
 import { gatewayMetrics } from './metrics.js';

@@ -11,7 +11,8 @@ import { makeErrorHandler } from './errors.js';
 import { installAuth } from './hooks/auth.js';
 import { installObserve } from './hooks/observe.js';
 import { type RouteInfo, installNotFound } from './not-found.js';
-import { type HealthCheck, systemRoutes } from './routes/system.js';
+import type { HealthCheck } from '../core/health.js';
+import { systemRoutes } from './routes/system.js';
 
 export interface HttpDeps {
   log: Logger;

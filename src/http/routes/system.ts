@@ -1,18 +1,10 @@
 // /health, /metrics and API-key management.
 import type { FastifyPluginAsync } from 'fastify';
 import { type ApiKeys, PERMISSIONS, type Permission, publicInfo } from '../../auth/api-keys.js';
+import type { HealthCheck, HealthReport, HealthState } from '../../core/health.js';
 import type { Clock } from '../../core/hlc.js';
 import type { Metrics } from '../../metrics.js';
 
-export type HealthState = 'ok' | 'degraded' | 'failing';
-export interface HealthReport {
-  status: HealthState;
-  /** What is wrong, in words an operator can act on. */
-  problems?: string[];
-  [detail: string]: unknown;
-}
-/** Each subsystem reports its own part of /health. */
-export type HealthCheck = () => HealthReport | Promise<HealthReport>;
 
 const RANK: Record<HealthState, number> = { ok: 0, degraded: 1, failing: 2 };
 
