@@ -103,11 +103,11 @@ export function hlcToText(h: Hlc): string {
 
 const TEXT_FORM = /^\{timestamp,(\d{1,16}),(\d{1,10})\}$/;
 
-/** Parse any accepted form: `{timestamp,W,L}`, `W-L`, or base64 of the 12-byte encoding. */
+/** Parse any accepted form: `{timestamp,W,L}`, `W:L`, `W-L`, or base64 of the 12-byte encoding. */
 export function parseHlc(text: string): Hlc | undefined {
   const m = TEXT_FORM.exec(text.trim());
   if (m) return checked({ wallMs: Number(m[1]), logical: Number(m[2]) });
-  const dash = /^(\d{1,16})-(\d{1,10})$/.exec(text.trim());
+  const dash = /^(\d{1,16})[-:](\d{1,10})$/.exec(text.trim());
   if (dash) return checked({ wallMs: Number(dash[1]), logical: Number(dash[2]) });
   if (/^[A-Za-z0-9+/_-]{16}$/.test(text)) {
     const buf = Buffer.from(text, 'base64');

@@ -87,6 +87,7 @@ t.test('text and base64 forms parse back', (t) => {
       t.same(parseHlc(hlcToText(h)), h);
       t.same(parseHlc(hlcToBase64(h)), h);
       t.same(parseHlc(`${h.wallMs}-${h.logical}`), h);
+      t.same(parseHlc(`${h.wallMs}:${h.logical}`), h);
     }),
     fcParams(50),
   );

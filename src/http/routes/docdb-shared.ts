@@ -60,8 +60,7 @@ export function parseSince(docs: DocEngine, db: string, raw: unknown): Hlc | und
   if (raw === undefined || raw === null || raw === 'first' || raw === '0' || raw === 0 || raw === '') return undefined;
   if (raw === 'now') return docs.lastSeq(db);
   if (typeof raw === 'string') {
-    const colon = /^(\d{1,16}):(\d{1,10})$/.exec(raw.trim());
-    const parsed = colon === null ? parseHlc(raw) : parseHlc(`${colon[1]}-${colon[2]}`);
+    const parsed = parseHlc(raw);
     if (parsed !== undefined) return parsed;
   }
   throw new FirkinError('bad_request', `since must be first, 0, now or a sequence like {timestamp,W,L}, got ${JSON.stringify(raw)}`);

@@ -309,8 +309,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     async (request) => {
       const db = existingDb(docs, request.params.db);
       const raw = request.body.hlc.trim();
-      const colon = /^(\d{1,16}):(\d{1,10})$/.exec(raw);
-      const remote = colon === null ? parseHlc(raw) : parseHlc(`${colon[1]}-${colon[2]}`);
+      const remote = parseHlc(raw);
       if (remote === undefined) throw new FirkinError('bad_request', `hlc must be base64 of the 12-byte clock or {timestamp,W,L}, got ${JSON.stringify(raw)}`);
       const merged = hlc.update(remote);
       if (merged === undefined) throw new FirkinError('conflict', `clock skew rejected: ${hlcToText(remote)} is too far ahead of this node`);
