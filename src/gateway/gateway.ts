@@ -7,7 +7,7 @@ import type { Clock } from '../core/hlc.js';
 import { digestsEqual, generateGatewayKey, generateKeyId, keyDigest, secretsEqual, shownPrefix } from './keys.js';
 import { embedderUrlAllowed } from './embedder-urls.js';
 import { KeyedMutex } from './mutex.js';
-import { internalName, parseInternalName } from './names.js';
+import { internalName, isTenantId, parseInternalName, TENANT_ID_RULE } from './names.js';
 import { collectionQuotaError, documentBytes, writeQuotaError } from './quota.js';
 import { type Admission, RateLimiter } from './rate-limiter.js';
 import type { GatewayStore } from './store.js';
@@ -177,6 +177,7 @@ export class Gateway {
   }
 
   async createTenant(tenantId: string, limits: Partial<Limits>): Promise<{ tenant: Tenant; key: CreatedKey }> {
+    if (!isTenantId(tenantId)) throw new FirkinError('bad_request', TENANT_ID_RULE);
     return this.#locks.run(tenantId, async () => {
       if (this.#store.tenant(tenantId) !== undefined) throw new FirkinError('conflict', `tenant ${JSON.stringify(tenantId)} already exists`);
       const nowMs = this.#clock.nowMs();

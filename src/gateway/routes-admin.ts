@@ -15,7 +15,8 @@ const createTenantBody = {
   type: 'object',
   required: ['tenant_id'],
   additionalProperties: false,
-  properties: { tenant_id: tenantIdSchema, ...limitSchemas },
+  // The id's rule is checked by the gateway, so its 400 says the rule in words.
+  properties: { tenant_id: { type: 'string' }, ...limitSchemas },
 } as const;
 const updateTenantBody = { type: 'object', minProperties: 1, additionalProperties: false, properties: limitSchemas } as const;
 const createKeyBody = { type: 'object', additionalProperties: false, properties: { rpm_limit: limitSchemas.rpm_limit } } as const;

@@ -62,10 +62,13 @@ t.test('admin routes', async (t) => {
     for (const body of [
       {},
       { tenant_id: '' },
-      { tenant_id: 'has_underscore' },
-      { tenant_id: 'UPPER' },
       { tenant_id: '../x' },
-      { tenant_id: 'x'.repeat(33) },
+      { tenant_id: 'a/b' },
+      { tenant_id: 'a b' },
+      { tenant_id: 'a\nb' },
+      { tenant_id: '_x' },
+      { tenant_id: 'x'.repeat(65) },
+      { tenant_id: 7 },
       { tenant_id: 'ok', rpm_limit: 0 },
       { tenant_id: 'ok', max_vectors: -1 },
       { tenant_id: 'ok', max_collections: 1.5 },
@@ -77,6 +80,8 @@ t.test('admin routes', async (t) => {
       t.equal(r.status, 400, JSON.stringify(body));
       t.equal(r.body.error, 'bad_request');
     }
+    const slash = await gw.admin('POST', '/admin/tenants', { tenant_id: 'a/b' });
+    t.match(slash.body.message, /letters, digits, "-", "_" or "\."/, 'the 400 names the rule');
     const broken = await gw.call('POST', '/admin/tenants', MASTER_KEY, '{"tenant_id":', { 'content-type': 'application/json' });
     t.equal(broken.status, 400);
   });
@@ -90,7 +95,8 @@ t.test('admin routes', async (t) => {
     t.equal(one.status, 200);
     t.equal(one.body.limits.max_collections, 3);
     t.equal((await gw.admin('GET', '/admin/tenants/nobody')).status, 404);
-    t.equal((await gw.admin('GET', '/admin/tenants/Bad_Id')).status, 400);
+    t.equal((await gw.admin('GET', '/admin/tenants/Unknown_Id')).status, 404);
+    t.equal((await gw.admin('GET', '/admin/tenants/-bad')).status, 400);
     const patched = await gw.admin('PATCH', '/admin/tenants/acme', { max_vectors: 10, rpm_limit: 1000 });
     t.equal(patched.status, 200);
     t.same(patched.body.limits, { rpm_limit: 1000, max_vectors: 10, max_collections: 3, max_storage_mb: 1024 });
@@ -186,5 +192,30 @@ t.test('admin routes', async (t) => {
     t.equal((await gw.admin('GET', '/admin/tenants/beta')).status, 404);
     t.equal((await gw.admin('DELETE', '/admin/tenants/beta')).status, 404);
     t.equal((await gw.admin('POST', '/admin/tenants', { tenant_id: 'beta' })).status, 201, 'the id can be reused');
+  });
+
+  t.test('tenant ids with "_" and "." work end to end and stay apart', async (t) => {
+    const ids = ['acme_corp', 'acme.corp', 'acme.ucorp'];
+    const keys: string[] = [];
+    for (const id of ids) {
+      const r = await gw.admin('POST', '/admin/tenants', { tenant_id: id });
+      t.equal(r.status, 201, id);
+      keys.push(r.body.api_key);
+    }
+    for (const [i, key] of keys.entries()) {
+      t.equal((await gw.call('POST', '/v1/collections', key, { name: 'docs', dimension: 2 })).status, 201, `${ids[i]} creates docs`);
+      const put = await gw.call('POST', '/v1/collections/docs/documents', key, { documents: [{ id: `d${i}`, vector: [i, 1], text: ids[i] }] });
+      t.equal(put.status, 201);
+    }
+    for (const [i, key] of keys.entries()) {
+      const list = await gw.call('GET', '/v1/collections', key);
+      t.same(list.body.collections.map((c: { name: string }) => c.name), ['docs'], `${ids[i]} sees its own name`);
+      t.equal((await gw.call('GET', `/v1/collections/docs/documents/d${i}`, key)).status, 200);
+      for (const j of [0, 1, 2].filter((j) => j !== i)) {
+        t.equal((await gw.call('GET', `/v1/collections/docs/documents/d${j}`, key)).status, 404, `${ids[i]} cannot read ${ids[j]}'s document`);
+      }
+      const usage = await gw.admin('GET', `/admin/tenants/${ids[i]}/usage`);
+      t.equal(usage.body.usage.collection_count, 1);
+    }
   });
 });
