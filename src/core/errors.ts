@@ -12,7 +12,6 @@ export const ERROR_CODES = [
   'precondition_failed',
   'too_large',
   'unsupported_media_type',
-  'rate_limited',
   'unavailable',
   'bad_gateway',
   'timeout',

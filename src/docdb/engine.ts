@@ -792,7 +792,7 @@ export class DocEngine {
    * Remove documents as if they had never been written: record, leaf bodies, attachment
    * content, changes entry and index postings, in one batch. VDB rebalancing moves documents
    * between shard databases with this (a tombstone left behind would shadow a document that
-   * later moves back). Returns how many documents were purged. (Added by the VDB work.)
+   * later moves back). Returns how many documents were purged.
    */
   async purge(db: string, docIds: readonly string[]): Promise<number> {
     const state = this.#state(db);

@@ -14,7 +14,6 @@ const STATUS: Record<ErrorCode, number> = {
   precondition_failed: 412,
   too_large: 413,
   unsupported_media_type: 415,
-  rate_limited: 429,
   unavailable: 503,
   bad_gateway: 502,
   timeout: 504,
@@ -46,7 +45,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   409: 'conflict',
   413: 'too_large',
   415: 'unsupported_media_type',
-  429: 'rate_limited',
+  429: 'rate_limit_exceeded',
 };
 
 export interface ErrorReply {
