@@ -74,6 +74,16 @@ export function toErrorReply(err: unknown): ErrorReply {
   return { status: 500, body: { error: 'error', message: 'internal error' }, headers: {} };
 }
 
+/**
+ * The error body for a response whose status line is already sent (a stream that fails
+ * midway): the same mapping as every other route, and a bug is logged the same way.
+ */
+export function errorInStream(err: unknown, request: FastifyRequest): ErrorReply['body'] {
+  const { status, body } = toErrorReply(err);
+  if (status >= 500) request.log.error({ err, method: request.method, url: request.url }, 'stream failed');
+  return body;
+}
+
 export function makeErrorHandler(log: Logger) {
   return function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
     const { status, body, headers } = toErrorReply(err);

@@ -4,11 +4,11 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { once } from 'node:events';
 import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/hlc.js';
-import { isFirkinError } from '../../core/errors.js';
 import type { ChangeEntry, ChangeFilter, ChangesOptions, DocEngine } from '../../docdb/engine.js';
 import { changeFilterFrom } from '../../docdb/query/change-filter.js';
 import { leaves } from '../../docdb/revtree.js';
 import { LIMITS } from '../../docdb/names.js';
+import { errorInStream } from '../errors.js';
 import { HLC_HEADER } from '../hooks/observe.js';
 import { dbParams, existingDb, parseDocIds, parseSince } from './docdb-shared.js';
 
@@ -246,9 +246,8 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       }
     } catch (err) {
       // The database was dropped (or storage closed) under the stream: say so, then end.
-      const message = isFirkinError(err) ? err.message : 'internal error';
-      if (!isFirkinError(err)) request.log.error({ err }, 'changes stream failed');
-      await write(`event: error\ndata: ${JSON.stringify({ error: isFirkinError(err) ? err.code : 'error', message, last_seq: hlcToText(cursor ?? { wallMs: 0, logical: 0 }) })}\n\n`);
+      const body = errorInStream(err, request);
+      await write(`event: error\ndata: ${JSON.stringify({ ...body, last_seq: hlcToText(cursor ?? { wallMs: 0, logical: 0 }) })}\n\n`);
     } finally {
       clearInterval(heartbeat);
       unsubscribe();

@@ -1,24 +1,22 @@
 // POST /db/:db/_replicate and the task listing GET/DELETE /_replications[/:id].
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { allows } from '../../auth/api-keys.js';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
 import type { ReplicationManager } from '../../docdb/replication/manager.js';
+import { errorInStream } from '../errors.js';
 
 export interface ReplicationRouteDeps {
   docs: DocEngine;
   replication: ReplicationManager;
 }
 
-async function* keepAlive(run: Promise<unknown>, everyMs: number): AsyncGenerator<string> {
+async function* keepAlive(run: Promise<unknown>, everyMs: number, request: FastifyRequest): AsyncGenerator<string> {
   let result: { done: boolean; body: unknown } = { done: false, body: undefined };
   const finished = run.then(
     (body) => (result = { done: true, body }),
-    (err: unknown) => {
-      const e = err instanceof FirkinError ? err : new FirkinError('error', 'replication failed');
-      result = { done: true, body: { ok: false, error: e.code, message: e.message, ...e.details } };
-    },
+    (err: unknown) => (result = { done: true, body: { ok: false, ...errorInStream(err, request) } }),
   );
   while (!result.done) {
     yield '\n';
@@ -64,7 +62,7 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
     const settled = await Promise.race([run.then(() => true, () => true), new Promise<false>((r) => setTimeout(() => r(false), replication.settings.keepAliveMs).unref())]);
     if (settled) return run;
     reply.type('application/json; charset=utf-8');
-    return reply.send(Readable.from(keepAlive(run, replication.settings.keepAliveMs)));
+    return reply.send(Readable.from(keepAlive(run, replication.settings.keepAliveMs, request)));
   });
 
   app.get('/_replications', async () => ({ replications: replication.list() }));
