@@ -23,6 +23,7 @@ import { VdbEngine } from './docdb/vdb/engine.js';
 import { Federations } from './docdb/federation/federation.js';
 import { Tiers, creationIndexer } from './docdb/tier/tiers.js';
 import { type OpenedGateway, openGateway } from './gateway/open.js';
+import { gatewayFeature } from './http/routes/gateway.js';
 import { EngineGatewayVectors, engineBounds } from './gateway/vector-adapter.js';
 import { type Listener, listen } from './http/listener.js';
 import type { RouteInfo } from './http/not-found.js';
@@ -344,7 +345,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     };
     const { app, handler, routes } = await buildHttp({
       ...httpDeps,
-      features: [docdbFeature, replicationFeature, clusterFeature, ...vectorFeatures, ...(gatewayShared ? [gateway!.feature] : [])],
+      features: [docdbFeature, replicationFeature, clusterFeature, ...vectorFeatures, ...(gatewayShared ? [gatewayFeature(gateway!)] : [])],
     });
     closers.unshift(() => app.close());
 
@@ -370,7 +371,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     // Another port: a second fastify app (platform routes + gateway only) on its own listener.
     let gatewayListener: Listener | undefined;
     if (gateway !== undefined && !gatewayShared) {
-      const second = await buildHttp({ ...httpDeps, features: [gateway.feature] });
+      const second = await buildHttp({ ...httpDeps, features: [gatewayFeature(gateway)] });
       closers.unshift(() => second.app.close());
       gatewayListener = await listen(second.handler as Parameters<typeof listen>[0], {
         host: config.http.ip,

@@ -1,6 +1,6 @@
 // The gateway engine: tenants, keys, authentication, rate limits, quotas, and tenant
 // collection operations mapped onto the vector engine under internal names. Routes
-// (routes-admin.ts, routes-v1.ts) validate and call one method here; this class knows no HTTP.
+// (`http/routes/gateway-admin.ts`, `gateway-v1.ts`) validate and call one method here; this class knows no HTTP.
 import { randomBytes } from 'node:crypto';
 import { FirkinError } from '../core/errors.js';
 import type { Clock } from '../core/hlc.js';

@@ -7,16 +7,16 @@ import type { Clock } from '../core/hlc.js';
 import type { HealthCheck } from '../core/health.js';
 import type { Store } from '../storage/db.js';
 import { Gateway } from './gateway.js';
-import { gatewayMetrics } from './metrics.js';
-import { gatewayFeature } from './plugin.js';
+import { type GatewayMetrics, gatewayMetrics } from './metrics.js';
 import { RocksGatewayStore } from './rocks-store.js';
 import type { GatewayStore } from './store.js';
-import type { V1Bounds } from './routes-v1.js';
-import type { GatewayVectors } from './vectors.js';
+import type { GatewayVectors, V1Bounds } from './vectors.js';
 
 export interface OpenedGateway {
   gateway: Gateway;
-  feature: ReturnType<typeof gatewayFeature>;
+  /** What the routes (`http/routes/gateway.ts`) need besides the gateway. */
+  bounds: V1Bounds | undefined;
+  metrics: GatewayMetrics;
   check: HealthCheck;
 }
 
@@ -60,7 +60,8 @@ export async function openGateway(deps: {
   if (deps.vectors === undefined) log.warn('gateway: no vector engine on this node, so only /admin routes are served (no /v1)');
   return {
     gateway,
-    feature: gatewayFeature({ gateway, bounds: deps.vectors?.bounds, metrics: gatewayMetrics(deps.registry, gateway) }),
+    bounds: deps.vectors?.bounds,
+    metrics: gatewayMetrics(deps.registry, gateway),
     check: () => ({ status: 'ok', tenants: store.tenants().length, v1: deps.vectors !== undefined }),
   };
 }

@@ -7,9 +7,8 @@ import { EMBEDDER_TYPES, LIMITS, type Metric } from '../vector/collection-config
 import type { VectorEngine } from '../vector/engine.js';
 import { parseVector } from '../vector/metric.js';
 import { type EmbedderBody, createCollectionRequest, docRequest, searchRequest } from '../vector/requests.js';
-import type { V1Bounds } from './routes-v1.js';
 import type { Embedder } from './types.js';
-import type { GatewayDocument, GatewayHit, GatewaySearch, GatewayVectors } from './vectors.js';
+import type { GatewayDocument, GatewayHit, GatewaySearch, GatewayVectors, V1Bounds } from './vectors.js';
 
 export const engineBounds: V1Bounds = { dimensionMax: LIMITS.dimensionsMax, kMax: LIMITS.kMax, embedderTypes: EMBEDDER_TYPES };
 

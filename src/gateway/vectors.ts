@@ -41,3 +41,10 @@ export interface GatewayVectors {
   deleteDocument(internal: string, id: string): Promise<boolean>;
   search(internal: string, search: GatewaySearch): Promise<GatewayHit[]>;
 }
+
+/** The vector engine's bounds, as far as the gateway checks them itself. */
+export interface V1Bounds {
+  dimensionMax: number;
+  kMax: number;
+  embedderTypes: readonly string[];
+}

@@ -1,7 +1,7 @@
 // The vector service's standard API. `collectionRoutes` and `clusterRoutes` are separate
 // fastify plugins so a host can mount either or both under any prefix (default /vectordb);
 // `vectorRoutes` mounts both. The schemas below are the one definition of each request body:
-// the gateway's /v1 (`gateway/routes-v1.ts`) builds its own from them. Handlers turn a checked
+// the gateway's /v1 (`gateway-v1.ts`) builds its own from them. Handlers turn a checked
 // body into a typed request (`vector/requests.ts`) and call the engine.
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';

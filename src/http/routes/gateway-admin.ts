@@ -1,9 +1,9 @@
 // /admin/tenants...: tenants, their keys and usage. Every route needs the master key in
 // X-Api-Key; the hook lives in this plugin's own context and reaches no other route.
 import type { FastifyPluginAsync } from 'fastify';
-import { type Gateway, publicKey } from './gateway.js';
-import { limitSchemas, tenantIdSchema } from './schemas.js';
-import type { Limits, Tenant } from './types.js';
+import { type Gateway, publicKey } from '../../gateway/gateway.js';
+import type { Limits, Tenant } from '../../gateway/types.js';
+import { limitSchemas, tenantIdSchema } from './gateway-schemas.js';
 
 const tenantParams = { type: 'object', required: ['tenant_id'], properties: { tenant_id: tenantIdSchema } } as const;
 const keyParams = {

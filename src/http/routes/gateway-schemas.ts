@@ -1,6 +1,6 @@
 // JSON schemas shared by the gateway's route files: declared once, from the same constants the
 // engine checks against.
-import { COLLECTION_NAME_PATTERN, TENANT_ID_PATTERN } from './names.js';
+import { COLLECTION_NAME_PATTERN, TENANT_ID_PATTERN } from '../../gateway/names.js';
 
 export const limitSchemas = {
   rpm_limit: { type: 'integer', minimum: 1, maximum: 10_000_000 },

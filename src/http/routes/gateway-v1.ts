@@ -2,9 +2,9 @@
 // in X-Api-Key and a token from the tenant's (and the key's) bucket; both checks run in this
 // plugin's onRequest hook, before the body is validated, so bad bodies count against the limit.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { FirkinError, isFirkinError } from '../core/errors.js';
-import { type Caller, GATEWAY_LIMITS, type Gateway, type NewDocument } from './gateway.js';
-import type { GatewayMetrics } from './metrics.js';
+import { FirkinError, isFirkinError } from '../../core/errors.js';
+import { type Caller, GATEWAY_LIMITS, type Gateway, type NewDocument } from '../../gateway/gateway.js';
+import type { GatewayMetrics } from '../../gateway/metrics.js';
 import {
   collectionSchema,
   docIdSchema,
@@ -14,17 +14,11 @@ import {
   queryTextSchema,
   searchSchema,
   vectorSchema,
-} from '../http/routes/vector.js';
-import { DEFAULTS } from '../vector/collection-config.js';
-import { collectionNameSchema } from './schemas.js';
-import type { Embedder } from './types.js';
-
-/** The vector engine's bounds, as far as the gateway checks them itself. */
-export interface V1Bounds {
-  dimensionMax: number;
-  kMax: number;
-  embedderTypes: readonly string[];
-}
+} from './vector.js';
+import { DEFAULTS } from '../../vector/collection-config.js';
+import { collectionNameSchema } from './gateway-schemas.js';
+import type { Embedder } from '../../gateway/types.js';
+import type { V1Bounds } from '../../gateway/vectors.js';
 
 const DOC_ID_CHARS_MAX = 512;
 const TEXT_CHARS_MAX = 1_000_000;

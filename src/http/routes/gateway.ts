@@ -2,10 +2,11 @@
 // so the master-key hook covers only /admin and the tenant-key + rate-limit hook only /v1;
 // neither reaches the node's other routes. /v1 is registered only with a vector engine.
 import type { FastifyInstance } from 'fastify';
-import type { Gateway } from './gateway.js';
-import type { GatewayMetrics } from './metrics.js';
-import { adminRoutes } from './routes-admin.js';
-import { type V1Bounds, v1Routes } from './routes-v1.js';
+import type { Gateway } from '../../gateway/gateway.js';
+import type { GatewayMetrics } from '../../gateway/metrics.js';
+import type { V1Bounds } from '../../gateway/vectors.js';
+import { adminRoutes } from './gateway-admin.js';
+import { v1Routes } from './gateway-v1.js';
 
 export interface GatewayPluginOptions {
   gateway: Gateway;
