@@ -106,6 +106,9 @@ export interface TaskView {
   updated_at: string;
 }
 
+/** Ended one-shot runs kept for `GET /_replications` (memory only: a run belongs to its request). */
+const RECENT_ONE_SHOTS = 20;
+
 const taskKey = (id: string) => encodeKey(['repl.task', id]);
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -135,7 +138,9 @@ export class ReplicationManager {
   readonly #backoff: BackoffOptions;
   readonly localDocs: LocalDocs;
   /** One-shot `_replicate` runs in flight: aborted at shutdown. */
-  readonly #oneShots = new Set<AbortController>();
+  /** `_replicate` runs without `continuous`: listed while they run, and a while after. */
+  readonly #oneShots = new Map<AbortController, TaskView>();
+  readonly #recentOneShots: TaskView[] = [];
   #closed = false;
   /** Tasks only run once the node is listening (a policy may point at this very node). */
   #started = false;
@@ -201,13 +206,63 @@ export class ReplicationManager {
   async runOnce(request: ReplicationRequest): Promise<ReplicationResult> {
     this.#checkOpen();
     const abort = new AbortController();
-    this.#oneShots.add(abort);
+    const startedAt = new Date(this.#o.nowMs()).toISOString();
+    const view: TaskView = {
+      task_id: this.replicationId(request),
+      policy: null,
+      source: displayEndpoint(request.source),
+      target: displayEndpoint(request.target),
+      mode: 'one_shot',
+      filter: request.filter.raw ?? null,
+      status: 'active',
+      docs_read: 0,
+      docs_written: 0,
+      doc_write_failures: 0,
+      last_seq: null,
+      last_error: null,
+      retry_at: null,
+      consecutive_failures: 0,
+      created_at: startedAt,
+      updated_at: startedAt,
+    };
+    this.#oneShots.set(abort, view);
+    const onBatch = (p: Progress) => {
+      Object.assign(view, { docs_read: p.docs_read, docs_written: p.docs_written, doc_write_failures: p.doc_write_failures, last_seq: p.last_seq });
+      view.updated_at = new Date(this.#o.nowMs()).toISOString();
+    };
     try {
       const { source, target } = await this.#prepare(request, abort.signal);
-      return await replicate(this.#runOptions(request, source, target, false, abort.signal));
+      const result = await replicate(this.#runOptions(request, source, target, false, abort.signal, onBatch));
+      onBatch(result);
+      view.status = 'completed';
+      return result;
+    } catch (err) {
+      view.status = 'error';
+      view.last_error = errorText(err);
+      view.consecutive_failures = 1;
+      throw err;
     } finally {
+      view.updated_at = new Date(this.#o.nowMs()).toISOString();
       this.#oneShots.delete(abort);
+      this.#recentOneShots.push(view);
+      if (this.#recentOneShots.length > RECENT_ONE_SHOTS) this.#recentOneShots.shift();
     }
+  }
+
+  /** One-shot `_replicate` runs: the running ones, then the last few that ended (newest last). */
+  oneShots(): TaskView[] {
+    return [...this.#oneShots.values(), ...this.#recentOneShots].map((v) => ({ ...v }));
+  }
+
+  /** Cancels running one-shot runs with this id; how many there were. */
+  cancelOneShots(id: string): number {
+    let n = 0;
+    for (const [abort, view] of this.#oneShots) {
+      if (view.task_id !== id) continue;
+      abort.abort(new FirkinError('unavailable', 'the replication was cancelled'));
+      n++;
+    }
+    return n;
   }
 
   async #prepare(request: ReplicationRequest, signal: AbortSignal | undefined): Promise<{ source: Endpoint; target: Endpoint }> {
@@ -445,7 +500,7 @@ export class ReplicationManager {
   /** Stop every task (their state stays as persisted, so they resume at the next start). */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const abort of this.#oneShots) abort.abort();
+    for (const abort of this.#oneShots.keys()) abort.abort();
     await Promise.all([...this.#tasks.values()].map((t) => this.#halt(t)));
   }
 }

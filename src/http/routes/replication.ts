@@ -37,7 +37,9 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
     }
     const taskId = replication.replicationId(req);
     if ((request.body as { cancel?: boolean }).cancel === true) {
-      await replication.removeTask(taskId);
+      const running = replication.cancelOneShots(taskId);
+      if (replication.has(taskId)) await replication.removeTask(taskId);
+      else if (running === 0) throw new FirkinError('not_found', `no replication ${JSON.stringify(taskId)} to cancel`);
       return { ok: true, task_id: taskId, cancelled: true };
     }
     if (req.continuous) {
@@ -65,11 +67,21 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
     return reply.send(Readable.from(keepAlive(run, replication.settings.keepAliveMs, request)));
   });
 
-  app.get('/_replications', async () => ({ replications: replication.list() }));
+  // Tasks first, then one-shot runs (running, then the last few that ended).
+  app.get('/_replications', async () => ({ replications: [...replication.list(), ...replication.oneShots()] }));
 
-  app.get<{ Params: { id: string } }>('/_replications/:id', { schema: { params: idParams } }, async (request) => replication.get(request.params.id));
+  app.get<{ Params: { id: string } }>('/_replications/:id', { schema: { params: idParams } }, async (request) => {
+    const { id } = request.params;
+    if (replication.has(id)) return replication.get(id);
+    const run = replication.oneShots().findLast((v) => v.task_id === id);
+    if (run === undefined) throw new FirkinError('not_found', `replication task ${JSON.stringify(id)} not found`);
+    return run;
+  });
 
   app.delete<{ Params: { id: string } }>('/_replications/:id', { schema: { params: idParams } }, async (request) => {
+    if (!replication.has(request.params.id) && replication.cancelOneShots(request.params.id) > 0) {
+      return { ok: true, task_id: request.params.id, cancelled: true };
+    }
     const task = replication.get(request.params.id);
     if (task.policy !== null) throw new FirkinError('conflict', `task ${JSON.stringify(task.task_id)} belongs to policy ${JSON.stringify(task.policy)}: disable or delete the policy`);
     await replication.removeTask(request.params.id);
