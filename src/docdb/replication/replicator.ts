@@ -75,25 +75,32 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
       if (!o.continuous) break;
       continue;
     }
-    // Filters apply to the winner's body; a tombstone goes only where the document already is.
-    const rows = filtered ? page.rows.filter((r) => r.deleted || (r.doc !== undefined && passesFilter(o.filter, r.doc as Json))) : page.rows;
+    // A filter applies to each leaf revision (CouchDB's style=all_docs): a conflict that
+    // matches replicates even when the winner does not. The winner's body (in the change
+    // row) settles documents without conflicts here; the others are checked per revision
+    // once fetched.
+    const rows = filtered ? page.rows.filter((r) => r.deleted || r.revs.length > 1 || (r.doc !== undefined && passesFilter(o.filter, r.doc as Json))) : page.rows;
     const request: Record<string, string[]> = {};
     for (const r of rows) request[r.id] = [...(request[r.id] ?? []), ...r.revs];
     const diff = await o.target.revsDiff(request);
-    const deleted = new Set(rows.filter((r) => r.deleted).map((r) => r.id));
     const wanted: Wanted[] = [];
+    const heldByTarget = new Set<string>();
     for (const [id, d] of Object.entries(diff)) {
       const held = d.possible_ancestors ?? [];
-      if (filtered && deleted.has(id) && held.length === 0) continue;
+      if (held.length > 0) heldByTarget.add(id);
       for (const rev of d.missing) wanted.push(held.length === 0 ? { id, rev } : { id, rev, atts_since: held });
     }
+    // A tombstone goes only where the document already is; a live revision, if it matches.
+    const passes = (doc: Record<string, unknown>) =>
+      doc._deleted === true ? heldByTarget.has(doc._id as string) : passesFilter(o.filter, doc as Json);
     let written = 0;
     const seq = maxSeq(page.rows);
     // Fetch and write in slices: a peer's `_bulk_get` takes at most 1000 entries, and a
     // smaller request body keeps revisions with attachments under the peer's body limit.
     for (let i = 0; i < wanted.length; i += FETCH_SLICE) {
-      const docs = await o.source.bulkGet(wanted.slice(i, i + FETCH_SLICE));
-      progress.docs_read += docs.length;
+      const fetched = await o.source.bulkGet(wanted.slice(i, i + FETCH_SLICE));
+      progress.docs_read += fetched.length;
+      const docs = filtered ? fetched.filter(passes) : fetched;
       const outcome = await o.target.bulkDocs(docs, seq);
       written += outcome.written;
       progress.docs_written += outcome.written;

@@ -129,4 +129,26 @@ t.test('local replication', async (t) => {
     t.equal((await node.request('GET', '/db/f_users/d04?rev=' + encodeURIComponent('x'))).status, 400);
     t.equal((await node.request('POST', '/db/f_users/_bulk_get', { body: { docs: [{ id: 'd04' }] } })).body.results[0].docs[0].error.error, 'not_found');
   });
+
+  t.test('filters see every leaf: a matching conflict travels though the winner does not match', async (t) => {
+    await node.request('PUT', '/db/conf_src');
+    const put = await node.request('POST', '/db/conf_src/_bulk_docs', {
+      body: {
+        new_edits: false,
+        docs: [
+          { _id: 'c', _rev: '1-bbbb', type: 'other' },
+          { _id: 'c', _rev: '1-aaaa', type: 'match' },
+          { _id: 'plain', _rev: '1-cccc', type: 'other' },
+        ],
+      },
+    });
+    t.equal(put.status, 201);
+    t.equal((await doc(node, 'conf_src', 'c', '')).type, 'other', 'the winner (1-bbbb) does not match');
+    const r = await replicate(node, 'conf_src', { target: 'conf_dst', create_target: true, filter: { paths: ['type/match'] } });
+    t.equal(r.docs_written, 1, 'only the matching leaf');
+    const onTarget = await node.request('GET', '/db/conf_dst/c?revs_info=true');
+    t.equal(onTarget.body._rev, '1-aaaa');
+    t.equal(onTarget.body.type, 'match');
+    t.equal((await node.request('GET', '/db/conf_dst/plain')).status, 404);
+  });
 });
