@@ -134,7 +134,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     docs.addIndexer(counts.indexer);
     docs.onCommitted(counts.committed);
     docs.onDrop(counts.dropped);
-    const finder = { store, counts };
+    const finder = { docs, store, counts };
     // Replication tasks and policies load here but run only once the node listens.
     const replication = await ReplicationManager.open({
       store,

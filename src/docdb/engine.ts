@@ -247,6 +247,9 @@ function digestsOf(info: LeafInfo | undefined): Record<string, number> {
   return info?.a === undefined ? {} : { ...info.a };
 }
 
+/** The engine's read door, as the modules that only read documents see it. */
+export type DocReader = Pick<DocEngine, 'has' | 'dbInfo' | 'getRecords' | 'getBodies' | 'scanRecords'>;
+
 export class DocEngine {
   readonly #store: Store;
   readonly #hlc: HybridClock;
@@ -1118,6 +1121,57 @@ export class DocEngine {
       live.forEach((r, i) => (r.doc = docs[i]));
     }
     return rows;
+  }
+
+  // ---- the readers' door ------------------------------------------------------------------
+  // Query, replication, VDBs and tiers read documents here, never from the column families:
+  // the engine's caches stay the one view of a database, and the key layout stays inside it.
+
+  /** Records of many documents at once (undefined where there is none), through the cache. */
+  async getRecords(db: string, docIds: readonly string[]): Promise<(DocRecord | undefined)[]> {
+    const state = this.#state(db);
+    const out: (DocRecord | undefined)[] = docIds.map((id) => state.cache.get(id));
+    const missing = docIds.flatMap((id, i) => (out[i] === undefined ? [i] : []));
+    if (missing.length === 0) return out;
+    const version = state.version;
+    const raw = await this.#store.getMany('docs', missing.map((i) => keys.doc(db, docIds[i]!)));
+    const fresh = state.version === version && !state.dropped;
+    missing.forEach((i, j) => {
+      const buf = raw[j];
+      if (buf === undefined) return;
+      const rec = decodeDocRecord(buf);
+      out[i] = rec;
+      if (fresh) remember(state, docIds[i]!, rec);
+    });
+    return out;
+  }
+
+  /** Stored bodies of these revisions (undefined where none is kept), cached ones first. */
+  async getBodies(db: string, revs: readonly { id: string; rev: string }[]): Promise<(Body | undefined)[]> {
+    const state = this.#state(db);
+    const out: (Body | undefined)[] = revs.map((r) => state.bodies.get(`${r.id}\u0000${r.rev}`)?.body.body);
+    const missing = revs.flatMap((_, i) => (out[i] === undefined ? [i] : []));
+    if (missing.length === 0) return out;
+    const raw = await this.#store.getMany('revs', missing.map((i) => keys.body(db, revs[i]!.id, revs[i]!.rev)));
+    missing.forEach((i, j) => {
+      const buf = raw[j];
+      if (buf !== undefined) out[i] = decodeBody(buf).body;
+    });
+    return out;
+  }
+
+  /** Every document record of a database (deleted ones too) in id order, in batches. */
+  async *scanRecords(db: string, batchSize = 256): AsyncGenerator<{ id: string; record: DocRecord }[]> {
+    this.#state(db);
+    let batch: { id: string; record: DocRecord }[] = [];
+    for await (const [key, value] of this.#store.entries('docs', keys.docs(db))) {
+      batch.push({ id: decodeKey(key)[1] as string, record: decodeDocRecord(value) });
+      if (batch.length >= batchSize) {
+        yield batch;
+        batch = [];
+      }
+    }
+    if (batch.length > 0) yield batch;
   }
 
   // ---- lifecycle -------------------------------------------------------------------------

@@ -221,7 +221,7 @@ export class Federations {
         try {
           const spec: EndpointSpec = parseEndpoint(member, auth, 'member');
           if (spec.kind === 'local') {
-            const r = await executeFind({ store: this.#d.store, counts: this.#d.counts }, spec.db, { ...q, offset: 0, limit: perMember, includeDocs: true });
+            const r = await executeFind({ docs: this.#d.docs, store: this.#d.store, counts: this.#d.counts }, spec.db, { ...q, offset: 0, limit: perMember, includeDocs: true });
             return { member, docs: r.docs, total: r.meta.total };
           }
           checkOutbound(spec, this.#d.outbound);

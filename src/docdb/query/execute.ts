@@ -7,7 +7,7 @@
 import { FirkinError } from '../../core/errors.js';
 import { decodeKey } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
-import { decodeBody, decodeDbRecord, decodeDocRecord, keys } from '../records.js';
+import type { DocReader } from '../engine.js';
 import type { FindQuery, Json } from './ast.js';
 import type { ValueCounts } from './counts.js';
 import { compareForOrder, matches } from './match.js';
@@ -21,8 +21,10 @@ const FETCH_BATCH = 256;
 /** An `in` with more values than this counts by walking (one count build per value would queue too many jobs). */
 const IN_COUNTED_VALUES_MAX = 64;
 
-/** Where a query reads: the store, and the exact per-value counts when the node keeps them. */
+/** Where a query reads: documents through the engine, its own index (the `paths` family) from
+ * the store, and the exact per-value counts when the node keeps them. */
 export interface FindContext {
+  readonly docs: DocReader;
   readonly store: Store;
   readonly counts?: ValueCounts;
 }
@@ -110,53 +112,34 @@ async function pageOfOrderedScan(store: Store, range: KeyRange & { limit?: numbe
   return { ids, total };
 }
 
-async function liveCount(store: Store, db: string): Promise<number> {
-  const buf = await store.get('system', keys.dbRecord(db));
-  return buf === undefined ? 0 : decodeDbRecord(buf).docCount;
-}
-
 /** Winning, live documents for these ids (undefined for missing or deleted ones). */
-async function winners(store: Store, db: string, ids: readonly string[]): Promise<(FoundDoc | undefined)[]> {
-  const recs = await store.getMany('docs', ids.map((id) => keys.doc(db, id)));
+async function winners(docs: DocReader, db: string, ids: readonly string[]): Promise<(FoundDoc | undefined)[]> {
+  const recs = await docs.getRecords(db, ids);
   const live: { i: number; id: string; rev: string }[] = [];
-  recs.forEach((buf, i) => {
-    if (buf === undefined) return;
-    const rec = decodeDocRecord(buf);
-    if (!rec.deleted) live.push({ i, id: ids[i]!, rev: rec.winner });
+  recs.forEach((rec, i) => {
+    if (rec !== undefined && !rec.deleted) live.push({ i, id: ids[i]!, rev: rec.winner });
   });
-  const bodies = await store.getMany('revs', live.map((d) => keys.body(db, d.id, d.rev)));
+  const bodies = await docs.getBodies(db, live);
   const out: (FoundDoc | undefined)[] = new Array(ids.length).fill(undefined);
   live.forEach((d, j) => {
-    const buf = bodies[j];
-    if (buf !== undefined) out[d.i] = { id: d.id, rev: d.rev, body: decodeBody(buf).body };
+    const body = bodies[j];
+    if (body !== undefined) out[d.i] = { id: d.id, rev: d.rev, body };
   });
   return out;
 }
 
 /** Every live document of a database in id order, in batches. */
-async function* allDocs(store: Store, db: string): AsyncGenerator<FoundDoc[]> {
-  let batch: { id: string; rev: string }[] = [];
-  const flush = async () => {
-    const bodies = await store.getMany('revs', batch.map((d) => keys.body(db, d.id, d.rev)));
+async function* allDocs(docs: DocReader, db: string): AsyncGenerator<FoundDoc[]> {
+  for await (const batch of docs.scanRecords(db, FETCH_BATCH)) {
+    const live = batch.filter((d) => !d.record.deleted).map((d) => ({ id: d.id, rev: d.record.winner }));
+    const bodies = await docs.getBodies(db, live);
     const out: FoundDoc[] = [];
-    batch.forEach((d, i) => {
-      const buf = bodies[i];
-      if (buf !== undefined) out.push({ ...d, body: decodeBody(buf).body });
+    live.forEach((d, i) => {
+      const body = bodies[i];
+      if (body !== undefined) out.push({ ...d, body });
     });
-    batch = [];
-    return out;
-  };
-  for await (const [key, value] of store.entries('docs', keys.docs(db))) {
-    const rec = decodeDocRecord(value);
-    if (rec.deleted) continue;
-    batch.push({ id: docIdFromDocKey(key), rev: rec.winner });
-    if (batch.length >= FETCH_BATCH) yield await flush();
+    if (out.length > 0) yield out;
   }
-  if (batch.length > 0) yield await flush();
-}
-
-function docIdFromDocKey(key: Buffer): string {
-  return decodeKey(key)[1] as string;
 }
 
 function output(d: FoundDoc, includeDocs: boolean): Record<string, unknown> {
@@ -215,7 +198,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       const lists = await Promise.all(ranges.map((r, i) => pageOfOrderedScan(store, { ...r, limit: windowEnd }, idOffsets[i]!, single ? q.offset : 0, windowEnd)));
       ids = single ? lists[0]!.ids : sortIds(lists.flatMap((l) => l.ids)).slice(q.offset, windowEnd);
     }
-    const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
+    const docs = (await winners(ctx.docs, db, ids)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
   }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
@@ -223,17 +206,17 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     // decode only the page's ids.
     const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, idOffsets[0]!, q.offset, windowEnd);
     tooMany(total);
-    const docs = (await winners(store, db, ids)).filter((d): d is FoundDoc => d !== undefined);
+    const docs = (await winners(ctx.docs, db, ids)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
   }
   if (conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
     // Everything: the database record counts live documents; the page comes in id order.
-    const total = await liveCount(store, db);
+    const total = ctx.docs.dbInfo(db).doc_count;
     tooMany(total);
     const docs: FoundDoc[] = [];
     if (limit !== 0) {
       let seen = 0;
-      for await (const batch of allDocs(store, db)) {
+      for await (const batch of allDocs(ctx.docs, db)) {
         for (const d of batch) if (seen++ >= q.offset && docs.length < windowEnd - q.offset) docs.push(d);
         if (docs.length >= windowEnd - q.offset) break;
       }
@@ -245,7 +228,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     tooMany(ids.length);
     if (limit === 0) return { docs: [], meta: meta(ids.length) };
     const page = ids.slice(q.offset, windowEnd);
-    const docs = (await winners(store, db, page)).filter((d): d is FoundDoc => d !== undefined);
+    const docs = (await winners(ctx.docs, db, page)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(ids.length) };
   }
 
@@ -266,10 +249,10 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   if (plan.kind === 'index') {
     const ids = await idsOf(store, plan.scan);
     for (let i = 0; i < ids.length; i += FETCH_BATCH) {
-      for (const d of await winners(store, db, ids.slice(i, i + FETCH_BATCH))) if (d !== undefined) consider(d);
+      for (const d of await winners(ctx.docs, db, ids.slice(i, i + FETCH_BATCH))) if (d !== undefined) consider(d);
     }
   } else {
-    for await (const batch of allDocs(store, db)) for (const d of batch) consider(d);
+    for await (const batch of allDocs(ctx.docs, db)) for (const d of batch) consider(d);
   }
   tooMany(total);
   const docs = ordered ? top.result().slice(q.offset, windowEnd) : page;

@@ -4,9 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { FirkinError } from '../../core/errors.js';
 import { type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
-import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
-import { decodeBody, decodeDocRecord, keys } from '../records.js';
 import { leaves } from '../revtree.js';
 import type { EndpointSpec } from './endpoint-spec.js';
 import type { LocalDocs } from './local-docs.js';
@@ -59,7 +57,6 @@ export interface Endpoint {
 
 export interface EndpointDeps {
   readonly docs: DocEngine;
-  readonly store: Store;
   readonly localDocs: LocalDocs;
   readonly hlc: HybridClock;
   readonly timeoutMs: number;
@@ -103,7 +100,7 @@ class LocalEndpoint implements Endpoint {
   }
 
   async changes(since: string | undefined, limit: number, options: { includeDocs: boolean; waitMs: number }): Promise<ChangesPage> {
-    const { docs, store } = this.#d;
+    const { docs } = this.#d;
     const sinceHlc = since === undefined ? undefined : parseHlc(since);
     if (since !== undefined && sinceHlc === undefined) throw new FirkinError('bad_request', `invalid checkpoint sequence ${JSON.stringify(since)}`);
     let page = await docs.changes(this.#db, { since: sinceHlc, limit, descending: false, docIds: undefined, includeDocs: false });
@@ -117,13 +114,13 @@ class LocalEndpoint implements Endpoint {
       page = await docs.changes(this.#db, { since: sinceHlc, limit, descending: false, docIds: undefined, includeDocs: false });
     }
     const ids = page.results.map((r) => r.id);
-    const records = (await store.getMany('docs', ids.map((id) => keys.doc(this.#db, id)))).map((b) => (b === undefined ? undefined : decodeDocRecord(b)));
+    const records = await docs.getRecords(this.#db, ids);
     let bodies: (Record<string, unknown> | undefined)[] = [];
     if (options.includeDocs) {
-      const want = records.map((rec, i) => (rec === undefined || rec.deleted ? undefined : keys.body(this.#db, ids[i]!, rec.winner)));
-      const raw = await store.getMany('revs', want.filter((k) => k !== undefined) as Buffer[]);
-      let j = 0;
-      bodies = want.map((k) => (k === undefined ? undefined : raw[j++] === undefined ? undefined : (decodeBody(raw[j - 1]!).body as Record<string, unknown>)));
+      const live = records.flatMap((rec, i) => (rec === undefined || rec.deleted ? [] : [{ i, id: ids[i]!, rev: rec.winner }]));
+      const found = await docs.getBodies(this.#db, live);
+      bodies = new Array(ids.length).fill(undefined);
+      live.forEach((d, j) => (bodies[d.i] = found[j]));
     }
     const rows: ChangeRow[] = page.results.map((r, i) => {
       const rec = records[i];

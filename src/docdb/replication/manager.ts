@@ -152,7 +152,7 @@ export class ReplicationManager {
   private constructor(options: ManagerOptions) {
     this.#o = options;
     this.localDocs = new LocalDocs(options.store);
-    this.#endpointDeps = { docs: options.docs, store: options.store, localDocs: this.localDocs, hlc: options.hlc, timeoutMs: options.settings.timeoutMs };
+    this.#endpointDeps = { docs: options.docs, localDocs: this.localDocs, hlc: options.hlc, timeoutMs: options.settings.timeoutMs };
     this.#outbound = { allow: options.settings.allow, allowLoopback: options.settings.allowLoopback };
     this.#backoff = { baseMs: options.settings.retryBaseMs, capMs: options.settings.retryMaxMs };
   }

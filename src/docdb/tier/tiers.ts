@@ -21,7 +21,6 @@ import { decodeKey, encodeKey, prefixRange } from '../../core/keys.js';
 import type { BatchOp, Store } from '../../storage/db.js';
 import type { DocEngine, WinnerChange } from '../engine.js';
 import { copyDocs } from '../move.js';
-import { decodeDocRecord, keys as docKeys } from '../records.js';
 import { DEFAULT_TIER_CONFIG, TIERS, type Tier, type TierConfig, mergeTierConfig, overCapacity, tierForAge } from './policy.js';
 
 export interface DocTier {
@@ -288,11 +287,12 @@ export class Tiers {
   /** Live documents in the hot database (not moved out), with their stored bytes. */
   async #hotDocs(db: string): Promise<{ id: string; bytes: number }[]> {
     const out: { id: string; bytes: number }[] = [];
-    for await (const [key, value] of this.#o.store.entries('docs', docKeys.docs(db))) {
-      const rec = decodeDocRecord(value);
-      if (rec.deleted) continue;
-      const bytes = Object.values(rec.leaves).reduce((n, l) => n + l.b + Object.values(l.a ?? {}).reduce((m, x) => m + x, 0), 0);
-      out.push({ id: decodeKey(key)[1] as string, bytes });
+    for await (const batch of this.#o.docs.scanRecords(db)) {
+      for (const { id, record } of batch) {
+        if (record.deleted) continue;
+        const bytes = Object.values(record.leaves).reduce((n, l) => n + l.b + Object.values(l.a ?? {}).reduce((m, x) => m + x, 0), 0);
+        out.push({ id, bytes });
+      }
     }
     return out;
   }

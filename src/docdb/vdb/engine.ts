@@ -16,8 +16,6 @@ import type { Logger } from 'pino';
 import { FirkinError } from '../../core/errors.js';
 import { HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Store } from '../../storage/db.js';
-import { decodeKey } from '../../core/keys.js';
-import { keys as docKeys } from '../records.js';
 import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
@@ -255,7 +253,7 @@ export class VdbEngine {
     const results = await Promise.all(
       this.#liveShards(record).map(async (id) => {
         try {
-          return await executeFind({ store: this.#o.store, counts: this.#o.counts }, shardDb(name, id), shardQuery, this.#owns(record, id));
+          return await executeFind({ docs: this.#o.docs, store: this.#o.store, counts: this.#o.counts }, shardDb(name, id), shardQuery, this.#owns(record, id));
         } catch (err) {
           if (err instanceof FirkinError && err.code === 'bad_request') throw err;
           throw new FirkinError('unavailable', `shard ${id} of ${JSON.stringify(name)} failed: ${(err as Error).message}`, { cause: err });
@@ -566,7 +564,7 @@ export class VdbEngine {
 
   /** Every document id of a shard database, deleted ones included, in id order. */
   async *#allIds(db: string): AsyncGenerator<string> {
-    for await (const key of this.#o.store.keys('docs', docKeys.docs(db))) yield decodeKey(key)[1] as string;
+    for await (const batch of this.#o.docs.scanRecords(db)) for (const d of batch) yield d.id;
   }
 
   /** Purge the documents in `db` that `foreign` says do not belong there (in batches). */

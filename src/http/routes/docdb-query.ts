@@ -4,26 +4,24 @@ import { FirkinError } from '../../core/errors.js';
 import { checkDbName } from '../../docdb/names.js';
 import { type FindContext, executeFind, planFind } from '../../docdb/query/execute.js';
 import { parseFind } from '../../docdb/query/parse.js';
-import { keys } from '../../docdb/records.js';
 
 const params = { type: 'object', required: ['db'], properties: { db: { type: 'string' } } } as const;
 
 export const docdbQueryRoutes: FastifyPluginAsync<{ finder: FindContext }> = async (app, { finder }) => {
-  const { store } = finder;
-  const requireDb = async (db: string) => {
+  const requireDb = (db: string) => {
     checkDbName(db);
-    if ((await store.get('system', keys.dbRecord(db))) === undefined) {
+    if (!finder.docs.has(db)) {
       throw new FirkinError('not_found', `database ${JSON.stringify(db)} does not exist`);
     }
   };
 
   app.post<{ Params: { db: string } }>('/db/:db/_find', { schema: { params } }, async (request) => {
-    await requireDb(request.params.db);
+    requireDb(request.params.db);
     return executeFind(finder, request.params.db, parseFind(request.body));
   });
 
   app.post<{ Params: { db: string } }>('/db/:db/_explain', { schema: { params } }, async (request) => {
-    await requireDb(request.params.db);
+    requireDb(request.params.db);
     const query = parseFind(request.body);
     const { plan, exact, estimates } = await planFind(finder, request.params.db, query);
     return {
