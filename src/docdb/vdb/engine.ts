@@ -248,12 +248,25 @@ export class VdbEngine {
   /** `_find` on every shard in parallel, merged in the query's order; `total` counts every match. */
   async find(name: string, q: FindQuery) {
     const record = this.record(name);
+    const answer = await this.#find(name, record, q, record.job !== undefined);
+    // A rebalance that started meanwhile may have copied documents into a live shard: ask
+    // again with the ownership filter, so no document is counted twice.
+    return this.record(name) === record || record.job !== undefined ? answer : this.#find(name, this.record(name), q, true);
+  }
+
+  /**
+   * Outside a rebalance every shard database holds only the ids its range owns, so the
+   * shards answer unfiltered, and an equality `total` comes from the per-value counts
+   * without reading postings. During one, a shard may hold copies it does not own yet (or
+   * any more): each shard then keeps only its own ids.
+   */
+  async #find(name: string, record: VdbRecord, q: FindQuery, filterOwned: boolean) {
     const perShard = q.limit === undefined ? undefined : q.offset + q.limit;
     const shardQuery: FindQuery = { ...q, offset: 0, limit: perShard, includeDocs: true };
     const results = await Promise.all(
       this.#liveShards(record).map(async (id) => {
         try {
-          return await executeFind({ docs: this.#o.docs, store: this.#o.store, counts: this.#o.counts }, shardDb(name, id), shardQuery, this.#owns(record, id));
+          return await executeFind({ docs: this.#o.docs, store: this.#o.store, counts: this.#o.counts }, shardDb(name, id), shardQuery, filterOwned ? this.#owns(record, id) : undefined);
         } catch (err) {
           if (err instanceof FirkinError && err.code === 'bad_request') throw err;
           throw new FirkinError('unavailable', `shard ${id} of ${JSON.stringify(name)} failed: ${(err as Error).message}`, { cause: err });
