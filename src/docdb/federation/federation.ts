@@ -19,7 +19,12 @@ import { type EndpointSpec, type RemoteAuth, checkOutbound, parseAuth, parseEndp
 import { RemoteDb } from '../replication/remote-client.js';
 import { compareRevs } from '../revtree.js';
 
-export const FEDERATION_LIMITS = { membersMax: 64, nameChars: 63 } as const;
+export const FEDERATION_LIMITS = {
+  membersMax: 64,
+  nameChars: 63,
+  /** The exact-total round asks each member for at most this many ids; past it `total` is an estimate. */
+  exactTotalIdsMax: 100_000,
+} as const;
 const NAME = /^[a-z][a-z0-9_-]*$/;
 const KIND = 'federation';
 
@@ -64,6 +69,15 @@ export interface MemberAnswer {
   member: string;
   docs: Record<string, unknown>[];
   total: number;
+}
+
+/**
+ * The exact number of distinct documents matched, from every member's full id list; undefined
+ * when a list is missing (the member failed the id round) or was cut at the cap.
+ */
+export function exactTotal(idLists: readonly (readonly string[] | undefined)[], cap: number): number | undefined {
+  if (idLists.some((ids) => ids === undefined || ids.length > cap)) return undefined;
+  return new Set(idLists.flatMap((ids) => ids!)).size;
 }
 
 /** Pure merge of member answers (in member order): dedupe by winner, order, page. */
@@ -213,24 +227,26 @@ export class Federations {
     const raw = mergeQueries(rec.query, request);
     const q = parseFind(raw);
     const perMember = q.limit === undefined ? undefined : q.offset + q.limit;
-    const memberBody = { ...raw, offset: 0, include_docs: true, ...(perMember === undefined ? {} : { limit: perMember }) };
     const deadline = AbortSignal.timeout(this.#d.timeoutMs);
     const errors: Record<string, string> = {};
+    const ask = async (member: string, limit: number | undefined, includeDocs: boolean): Promise<MemberAnswer> => {
+      const spec: EndpointSpec = parseEndpoint(member, auth, 'member');
+      if (spec.kind === 'local') {
+        const r = await executeFind({ docs: this.#d.docs, store: this.#d.store, counts: this.#d.counts }, spec.db, { ...q, offset: 0, limit, includeDocs });
+        return { member, docs: r.docs, total: r.meta.total };
+      }
+      checkOutbound(spec, this.#d.outbound);
+      const remote = new RemoteDb({ url: spec.url, auth: spec.auth, hlc: this.#d.hlc, timeoutMs: this.#d.timeoutMs, signal: deadline });
+      const body = { ...raw, offset: 0, include_docs: includeDocs, ...(limit === undefined ? {} : { limit }), ...(includeDocs ? {} : { fields: ['_id', '_rev'] }) };
+      const reply = (await remote.call('POST', '/_find', { body })).body as { docs?: unknown; meta?: { total?: unknown } };
+      if (!Array.isArray(reply.docs)) throw new FirkinError('bad_gateway', 'the member answered without docs');
+      const docs = reply.docs.filter((d): d is Record<string, unknown> => isPlainObject(d) && typeof d._id === 'string');
+      return { member, docs, total: typeof reply.meta?.total === 'number' ? reply.meta.total : docs.length };
+    };
     const answers = await Promise.all(
       rec.members.map(async (member): Promise<MemberAnswer | undefined> => {
         try {
-          const spec: EndpointSpec = parseEndpoint(member, auth, 'member');
-          if (spec.kind === 'local') {
-            const r = await executeFind({ docs: this.#d.docs, store: this.#d.store, counts: this.#d.counts }, spec.db, { ...q, offset: 0, limit: perMember, includeDocs: true });
-            return { member, docs: r.docs, total: r.meta.total };
-          }
-          checkOutbound(spec, this.#d.outbound);
-          const remote = new RemoteDb({ url: spec.url, auth: spec.auth, hlc: this.#d.hlc, timeoutMs: this.#d.timeoutMs, signal: deadline });
-          const reply = await remote.call('POST', '/_find', { body: memberBody });
-          const body = reply.body as { docs?: unknown; meta?: { total?: unknown } };
-          if (!Array.isArray(body.docs)) throw new FirkinError('bad_gateway', 'the member answered without docs');
-          const docs = body.docs.filter((d): d is Record<string, unknown> => isPlainObject(d) && typeof d._id === 'string');
-          return { member, docs, total: typeof body.meta?.total === 'number' ? body.meta.total : docs.length };
+          return await ask(member, perMember, true);
         } catch (err) {
           errors[member] = err instanceof FirkinError ? `${err.code}: ${err.message}` : (err as Error).message;
           this.#d.log.warn({ federation: name, member, err: errors[member] }, 'federation member failed');
@@ -243,11 +259,33 @@ export class Federations {
       throw new FirkinError('bad_gateway', `every member of federation ${JSON.stringify(name)} failed`, { details: { errors } });
     }
     const merged = mergeAnswers(ok, q);
+    // A member cut at the page window may hold documents another member also holds outside
+    // every returned page: the sum of totals would count those twice. A second round asks
+    // the members that answered for their matching ids only (up to a cap) and counts the union.
+    let total = merged.total;
+    let totalExact = ok.length <= 1 || ok.every((a) => a.docs.length >= a.total);
+    if (!totalExact && ok.every((a) => a.total <= FEDERATION_LIMITS.exactTotalIdsMax)) {
+      const cap = FEDERATION_LIMITS.exactTotalIdsMax;
+      const idLists = await Promise.all(
+        ok.map((a) =>
+          ask(a.member, cap + 1, false).then(
+            (r) => r.docs.map((d) => d._id as string),
+            (err: unknown) => {
+              this.#d.log.warn({ federation: name, member: a.member, err: (err as Error).message }, 'federation member failed the exact-total round');
+              return undefined;
+            },
+          ),
+        ),
+      );
+      const exact = exactTotal(idLists, cap);
+      if (exact !== undefined) (total = exact), (totalExact = true);
+    }
     const results = q.includeDocs ? merged.results : merged.results.map((d) => ({ _id: d._id, _rev: d._rev }));
     return {
       results,
       meta: {
-        total: merged.total,
+        total,
+        total_exact: totalExact,
         offset: q.offset,
         limit: q.limit ?? null,
         sources: ok.map((a) => a.member),

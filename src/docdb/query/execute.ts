@@ -112,15 +112,22 @@ async function pageOfOrderedScan(store: Store, range: KeyRange & { limit?: numbe
   return { ids, total };
 }
 
-/** Winning, live documents for these ids (undefined for missing or deleted ones). */
-async function winners(docs: DocReader, db: string, ids: readonly string[]): Promise<(FoundDoc | undefined)[]> {
+/**
+ * Winning, live documents for these ids (undefined for missing or deleted ones). Without
+ * bodies (an exact plan answering ids only) no body is read and each `body` is empty.
+ */
+async function winners(docs: DocReader, db: string, ids: readonly string[], withBodies = true): Promise<(FoundDoc | undefined)[]> {
   const recs = await docs.getRecords(db, ids);
   const live: { i: number; id: string; rev: string }[] = [];
   recs.forEach((rec, i) => {
     if (rec !== undefined && !rec.deleted) live.push({ i, id: ids[i]!, rev: rec.winner });
   });
-  const bodies = await docs.getBodies(db, live);
   const out: (FoundDoc | undefined)[] = new Array(ids.length).fill(undefined);
+  if (!withBodies) {
+    for (const d of live) out[d.i] = { id: d.id, rev: d.rev, body: {} };
+    return out;
+  }
+  const bodies = await docs.getBodies(db, live);
   live.forEach((d, j) => {
     const body = bodies[j];
     if (body !== undefined) out[d.i] = { id: d.id, rev: d.rev, body };
@@ -198,7 +205,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       const lists = await Promise.all(ranges.map((r, i) => pageOfOrderedScan(store, { ...r, limit: windowEnd }, idOffsets[i]!, single ? q.offset : 0, windowEnd)));
       ids = single ? lists[0]!.ids : sortIds(lists.flatMap((l) => l.ids)).slice(q.offset, windowEnd);
     }
-    const docs = (await winners(ctx.docs, db, ids)).filter((d): d is FoundDoc => d !== undefined);
+    const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
   }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
@@ -206,7 +213,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     // decode only the page's ids.
     const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, idOffsets[0]!, q.offset, windowEnd);
     tooMany(total);
-    const docs = (await winners(ctx.docs, db, ids)).filter((d): d is FoundDoc => d !== undefined);
+    const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
   }
   if (conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
@@ -228,7 +235,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     tooMany(ids.length);
     if (limit === 0) return { docs: [], meta: meta(ids.length) };
     const page = ids.slice(q.offset, windowEnd);
-    const docs = (await winners(ctx.docs, db, page)).filter((d): d is FoundDoc => d !== undefined);
+    const docs = (await winners(ctx.docs, db, page, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
     return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(ids.length) };
   }
 

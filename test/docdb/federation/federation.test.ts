@@ -2,7 +2,7 @@
 // bearer auth), a member that is down, duplicates, global order and paging.
 import fc from 'fast-check';
 import t from 'tap';
-import { mergeAnswers, mergeQueries } from '../../../src/docdb/federation/federation.js';
+import { exactTotal, mergeAnswers, mergeQueries } from '../../../src/docdb/federation/federation.js';
 import { fcParams } from '../../support/fc.js';
 import { TEST_ADMIN_KEY, request, startTestNode, tempDir } from '../../support/node.js';
 import { spawnNode } from '../../support/process.js';
@@ -36,6 +36,19 @@ t.test('merge is pure: dedupe by winning revision, one order, global paging', (t
     where: [{ path: ['a'], value: 1 }, { path: ['b'], value: 2 }],
     limit: 2,
   });
+  t.end();
+});
+
+t.test('the exact total is the union of the id lists, unless a list is missing or cut', (t) => {
+  fc.assert(
+    fc.property(fc.array(fc.array(fc.constantFrom('a', 'b', 'c', 'd', 'e'), { maxLength: 6 }), { minLength: 1, maxLength: 4 }), (lists) => {
+      const unique = lists.map((l) => [...new Set(l)]);
+      return exactTotal(unique, 10) === new Set(unique.flat()).size;
+    }),
+    fcParams(200),
+  );
+  t.equal(exactTotal([['a'], undefined], 10), undefined, 'a member that failed the id round');
+  t.equal(exactTotal([['a', 'b', 'c'], ['a']], 2), undefined, 'a list past the cap');
   t.end();
 });
 
@@ -78,6 +91,16 @@ t.test('federations over HTTP', async (t) => {
   t.same(ordered.body.results.map((d: { _id: string }) => d._id), ['d', 'a'], 'global order_by then offset/limit');
   const filtered = await node.request('POST', '/_federation/world/_find', { body: { where: [{ path: ['region'], value: 'us' }] } });
   t.same(filtered.body.results.map((d: { _id: string }) => d._id), ['b', 'd'], 'request where is AND-ed with the stored query');
+
+  t.test('total is exact with a limit: a document on two members outside every page counts once', async (t) => {
+    // Pages of one: eu gives a, us b, asia dup; eu also holds dup, outside its page.
+    const paged = await node.request('POST', '/_federation/world/_find', { body: { limit: 1 } });
+    t.same(paged.body.results.map((d: { _id: string }) => d._id), ['a']);
+    t.match(paged.body.meta, { total: 6, total_exact: true, limit: 1 });
+    const counted = await node.request('POST', '/_federation/world/_find', { body: { limit: 0 } });
+    t.match(counted.body.meta, { total: 6, total_exact: true });
+    t.same(counted.body.results, []);
+  });
 
   t.test('members are managed by URL-encoded path', async (t) => {
     const gone = 'http://127.0.0.1:1/db/nowhere';
