@@ -6,9 +6,12 @@
 //   [shard, 's', seq]   -> CBOR {id, l}            the live version of a doc (one per doc)
 //   [shard, 't', seq]   -> CBOR {id, l}            a delete (tombstone), kept until an index
 //                                                  file covers it
-//   [shard, 'm']        -> CBOR {seq, label}       last write sequence, next label
-// Every write is one synced batch touching the record, its seq entries, the meta key and the
-// BM25 postings. The records are the truth; the HNSW index is derived from them.
+//   [shard, 'm']        -> CBOR {seq, label, a}    last write sequence, next label, and the
+//                                                  index of the last command applied
+// Every write is a command (`commands.ts`) applied at a log index (`apply`): one synced batch
+// touching the records, their seq entries, the meta key (with that index) and the BM25
+// postings. A command at or below the applied index is skipped, so a log replayed after a
+// restart applies nothing twice. Standalone, the shard numbers its own commands. The records are the truth; the HNSW index is derived from them.
 //
 // The index maps uint64 labels to doc ids. A doc keeps its label across updates; a deleted
 // doc's label is never reused. The index file `shard-<id>.usearch` has a sidecar
@@ -37,6 +40,7 @@ import { type ScoredId, topK } from './bm25.js';
 import { type Bm25Index, type TextChange, bm25ShardRange, openBm25 } from './bm25-index.js';
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
+import type { ApplyOutcome, ShardCommand } from './commands.js';
 import { decodeTrailingString } from './key-parts.js';
 import { exactScore, scoreFromDistance } from './metric.js';
 
@@ -183,6 +187,8 @@ export class Shard {
   readonly #labels = new Map<number, string>();
   /** Last committed write sequence; every committed write is in the index. */
   #seq = 0;
+  /** Log index of the last command applied (durable in the meta key with its data). */
+  #applied = 0;
   #nextLabel = 1;
   /** Write sequence the index file on disk covers (-1: no usable file). */
   #savedSeq = -1;
@@ -215,6 +221,11 @@ export class Shard {
 
   get seq(): number {
     return this.#seq;
+  }
+
+  /** Log index of the last command applied: a restarted replica's log resumes after it. */
+  get appliedIndex(): number {
+    return this.#applied;
   }
 
   get savedSeq(): number {
@@ -251,9 +262,10 @@ export class Shard {
     const { store } = this.#deps;
     const meta = await store.get('vec', this.#key('m'));
     if (meta !== undefined) {
-      const m = decoder.decode(meta) as { seq: number; label: number };
+      const m = decoder.decode(meta) as { seq: number; label: number; a?: number };
       this.#seq = m.seq;
       this.#nextLabel = m.label;
+      this.#applied = m.a ?? 0; // shards written before commands had no applied index
     }
     for await (const [key, value] of store.entries('vec', prefixRange([this.id, 's']))) {
       const e = decoder.decode(value) as SeqValue;
@@ -425,7 +437,7 @@ export class Shard {
       created.done = this.#exclusive(() => {
         // Its turn: the group is being written, later upserts start a new one.
         if (this.#openGroup === created) this.#openGroup = undefined;
-        return this.#commitUpserts(lastOfEachId(created.members.flat()));
+        return this.#applyNow({ kind: 'upsert', docs: created.members.flat() }).then(() => undefined);
       });
       this.#openGroup = group = created;
     }
@@ -435,7 +447,35 @@ export class Shard {
     return group.done;
   }
 
-  async #commitUpserts(docs: DocInput[]): Promise<void> {
+  /**
+   * Applies one command at log index `index` (a Raft entry's, or the next local one): its data
+   * and the index in one synced batch, then memory and the indexes. At or below the applied
+   * index it is skipped (a replayed entry). Commands apply one at a time, in order.
+   */
+  apply(command: ShardCommand, index: number): Promise<ApplyOutcome | undefined> {
+    if (this.#closing !== undefined) return Promise.reject(this.#closedError());
+    return this.#exclusive(() => this.#applyAt(command, index));
+  }
+
+  /** Standalone: the command takes the next index (called inside the queue). */
+  #applyNow(command: ShardCommand): Promise<ApplyOutcome | undefined> {
+    // A delete of nothing changes nothing: standalone, it takes no index and no fsync.
+    if (command.kind === 'delete' && !command.ids.some((id) => this.#docs.has(id))) return Promise.resolve({ kind: 'delete', deleted: command.ids.map(() => false) });
+    return this.#applyAt(command, this.#applied + 1);
+  }
+
+  async #applyAt(command: ShardCommand, index: number): Promise<ApplyOutcome | undefined> {
+    if (!Number.isSafeInteger(index) || index <= 0) throw new FirkinError('error', `shard ${this.id}: bad log index ${index}`);
+    if (index <= this.#applied) return undefined;
+    if (command.kind === 'upsert') {
+      const docs = lastOfEachId(command.docs);
+      await this.#commitUpserts(docs, index);
+      return { kind: 'upsert', written: docs.length };
+    }
+    return { kind: 'delete', deleted: await this.#commitDeletes(command.ids, index) };
+  }
+
+  async #commitUpserts(docs: DocInput[], index: number): Promise<void> {
     const oldTexts = await this.#oldTexts(docs.map((d) => d.id));
     let seq = this.#seq;
     let nextLabel = this.#nextLabel;
@@ -452,8 +492,9 @@ export class Shard {
     });
     const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTexts.get(d.id), newText: d.text })));
     if (bm25 !== undefined) ops.push(...bm25.ops);
-    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: nextLabel }) });
+    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: nextLabel, a: index }) });
     await this.#deps.store.batch(ops, { sync: true });
+    this.#applied = index;
     // Committed: bring memory and the index up to it, with no await in between.
     for (const p of planned) {
       if (p.prev !== undefined) this.#removeLabel(p.label);
@@ -467,25 +508,57 @@ export class Shard {
   }
 
   /** Deletes a doc; false when it does not exist. */
-  remove(id: string): Promise<boolean> {
-    return this.#exclusive(async () => {
-      const prev = this.#docs.get(id);
-      if (prev === undefined) return false;
-      const oldTexts = await this.#oldTexts([id]);
-      const seq = this.#seq + 1;
-      const ops: BatchOp[] = [{ type: 'del', cf: 'vec', key: this.#key('d', id) }];
+  async remove(id: string): Promise<boolean> {
+    if (this.#closing !== undefined) throw this.#closedError();
+    const outcome = await this.#exclusive(() => this.#applyNow({ kind: 'delete', ids: [id] }));
+    return outcome?.kind === 'delete' && outcome.deleted[0] === true;
+  }
+
+  /** Deletes the ids that exist (each once); says per id whether it was there. */
+  async #commitDeletes(ids: readonly string[], index: number): Promise<boolean[]> {
+    const present = [...new Set(ids)].filter((id) => this.#docs.has(id));
+    const oldTexts = await this.#oldTexts(present);
+    let seq = this.#seq;
+    const ops: BatchOp[] = [];
+    const gone = present.map((id) => {
+      const prev = this.#docs.get(id)!;
+      seq += 1;
+      ops.push({ type: 'del', cf: 'vec', key: this.#key('d', id) });
       ops.push({ type: 'del', cf: 'vec', key: this.#key('s', prev.seq) });
       ops.push({ type: 'put', cf: 'vec', key: this.#key('t', seq), value: encoder.encode({ id, l: prev.label } satisfies SeqValue) });
-      const bm25 = this.#bm25?.prepare([{ id, oldText: oldTexts.get(id), newText: undefined }]);
-      if (bm25 !== undefined) ops.push(...bm25.ops);
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: this.#nextLabel }) });
-      await this.#deps.store.batch(ops, { sync: true });
-      this.#removeLabel(prev.label);
-      this.#docs.delete(id);
-      this.#labels.delete(prev.label);
-      bm25?.apply();
-      this.#seq = seq;
-      return true;
+      return { id, label: prev.label };
+    });
+    const bm25 = this.#bm25?.prepare(present.map((id) => ({ id, oldText: oldTexts.get(id), newText: undefined })));
+    if (bm25 !== undefined) ops.push(...bm25.ops);
+    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: this.#nextLabel, a: index }) });
+    await this.#deps.store.batch(ops, { sync: true });
+    this.#applied = index;
+    for (const g of gone) {
+      this.#removeLabel(g.label);
+      this.#docs.delete(g.id);
+      this.#labels.delete(g.label);
+    }
+    bm25?.apply();
+    this.#seq = seq;
+    const deleted = new Set(present);
+    return ids.map((id, i) => deleted.has(id) && ids.indexOf(id) === i);
+  }
+
+  /**
+   * SHA-256 over the shard's records in id order (id, text, metadata, vector bytes), with the
+   * applied index it was taken at: two replicas that applied the same commands agree on both.
+   * Taken inside the write queue, so no command lands halfway through it.
+   */
+  digest(): Promise<{ applied: number; docs: number; sha256: string }> {
+    return this.#exclusive(async () => {
+      const hash = createHash('sha256');
+      let docs = 0;
+      for await (const [key, value] of this.#deps.store.entries('vec', prefixRange([this.id, 'd']))) {
+        const r = decoder.decode(value) as RecordValue;
+        hash.update(JSON.stringify([decodeKey(key)[2], r.t, r.m])).update(r.v);
+        docs++;
+      }
+      return { applied: this.#applied, docs, sha256: hash.digest('hex') };
     });
   }
 

@@ -1,0 +1,64 @@
+// Shard commands: the one form a write takes on its way into a shard, standalone or through a
+// shard's Raft log. Everything nondeterministic is decided before a command exists: ids are
+// chosen, vectors embedded (an embedder runs once, before proposing, never at apply), so
+// every replica that applies the same commands in the same order holds the same data.
+//
+// The codec is CBOR (vectors as float32 little-endian bytes) with a shape check on decode: a
+// log entry from another node is input like any other.
+import { Decoder, Encoder } from 'cbor-x';
+import { FirkinError } from '../core/errors.js';
+import type { DocInput } from './shard.js';
+
+export type ShardCommand =
+  | { readonly kind: 'upsert'; readonly docs: readonly DocInput[] }
+  | { readonly kind: 'delete'; readonly ids: readonly string[] };
+
+/** What applying a command did: for a delete, which ids were there to delete. */
+export type ApplyOutcome = { readonly kind: 'upsert'; readonly written: number } | { readonly kind: 'delete'; readonly deleted: readonly boolean[] };
+
+const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
+const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
+
+interface WireDoc {
+  i: string;
+  t: string;
+  m: Record<string, unknown>;
+  v: Uint8Array;
+}
+
+export function encodeShardCommand(command: ShardCommand): Buffer {
+  if (command.kind === 'delete') return encoder.encode({ k: 'd', ids: command.ids });
+  const docs: WireDoc[] = command.docs.map((d) => ({ i: d.id, t: d.text, m: d.metadata, v: new Uint8Array(d.vector.buffer, d.vector.byteOffset, d.vector.byteLength) }));
+  return encoder.encode({ k: 'u', docs });
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+
+function corrupt(why: string): FirkinError {
+  return new FirkinError('error', `shard command does not decode: ${why}`);
+}
+
+export function decodeShardCommand(bytes: Uint8Array): ShardCommand {
+  let raw: unknown;
+  try {
+    raw = decoder.decode(bytes);
+  } catch (err) {
+    throw corrupt((err as Error).message);
+  }
+  if (!isObject(raw)) throw corrupt('not a map');
+  if (raw.k === 'd') {
+    if (!Array.isArray(raw.ids) || !raw.ids.every((id) => typeof id === 'string')) throw corrupt('delete without a list of ids');
+    return { kind: 'delete', ids: raw.ids as string[] };
+  }
+  if (raw.k !== 'u' || !Array.isArray(raw.docs)) throw corrupt(`unknown kind ${JSON.stringify(raw.k)}`);
+  const docs = raw.docs.map((d: unknown, n: number): DocInput => {
+    if (!isObject(d) || typeof d.i !== 'string' || typeof d.t !== 'string' || !isObject(d.m) || !(d.v instanceof Uint8Array) || d.v.byteLength % 4 !== 0) {
+      throw corrupt(`document ${n} has the wrong shape`);
+    }
+    // Copy: the decoded bytes may sit at an offset that is not 4-aligned.
+    const copy = new Uint8Array(d.v.byteLength);
+    copy.set(d.v);
+    return { id: d.i, text: d.t, metadata: d.m, vector: new Float32Array(copy.buffer) };
+  });
+  return { kind: 'upsert', docs };
+}

@@ -1,0 +1,119 @@
+// Shard commands: the codec round-trips any command and refuses any other input with a
+// FirkinError; a shard applies commands at log indexes exactly once (a replayed entry is
+// skipped, also after a restart), and replicas that apply the same log agree on a digest.
+import fc from 'fast-check';
+import path from 'node:path';
+import pino from 'pino';
+import t from 'tap';
+import { FirkinError } from '../../src/core/errors.js';
+import { Store } from '../../src/storage/db.js';
+import { usearchEngine } from '../../src/vector/ann/usearch.js';
+import type { CollectionConfig } from '../../src/vector/collection-config.js';
+import { type ShardCommand, decodeShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
+import { Shard } from '../../src/vector/shard.js';
+import { fcParams } from '../support/fc.js';
+import { tempDir } from '../support/node.js';
+
+const DIMS = 4;
+const id = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f');
+const vector = fc.array(fc.float({ noNaN: true, noDefaultInfinity: true, min: -10, max: 10 }), { minLength: DIMS, maxLength: DIMS }).map((v) => Float32Array.from(v));
+const doc = fc.record({ id, text: fc.string({ maxLength: 12 }), metadata: fc.dictionary(fc.constantFrom('x', 'y', 'z'), fc.oneof(fc.integer(), fc.string({ maxLength: 4 }), fc.boolean())), vector });
+const command: fc.Arbitrary<ShardCommand> = fc.oneof(
+  fc.record({ kind: fc.constant('upsert' as const), docs: fc.array(doc, { minLength: 1, maxLength: 4 }) }),
+  fc.record({ kind: fc.constant('delete' as const), ids: fc.array(id, { minLength: 1, maxLength: 3 }) }),
+);
+
+t.test('the codec round-trips every command and refuses anything else with a FirkinError', (t) => {
+  fc.assert(
+    fc.property(command, (c) => {
+      const back = decodeShardCommand(encodeShardCommand(c));
+      t.same(JSON.parse(JSON.stringify(back, (_, v: unknown) => (v instanceof Float32Array ? [...v] : v))), JSON.parse(JSON.stringify(c, (_, v: unknown) => (v instanceof Float32Array ? [...v] : v))));
+      return true;
+    }),
+    fcParams(200),
+  );
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+      try {
+        decodeShardCommand(bytes);
+      } catch (err) {
+        return err instanceof FirkinError && err.code === 'error';
+      }
+      return true; // some random bytes are a valid command: fine
+    }),
+    fcParams(500),
+  );
+  t.end();
+});
+
+async function openShard(dir: string) {
+  const store = await Store.open(path.join(dir, 'db'), { writeWorker: false });
+  const config: CollectionConfig = {
+    dimensions: DIMS,
+    num_shards: 1,
+    replication_factor: 1,
+    metric: 'l2',
+    index: { m: 8, ef_construction: 40, ef_search: 64 },
+    embedder: null,
+    bm25_backend: 'disk',
+    bm25: { k1: 1.2, b: 0.75, stopwords: [] },
+  };
+  const shard = await Shard.open(0, config, { store, ann: usearchEngine, indexDir: dir, log: pino({ level: 'silent' }) });
+  return {
+    shard,
+    close: async () => {
+      await shard.close({ save: false });
+      await store.close();
+    },
+  };
+}
+
+t.test('a shard applies each log index once; replicas of one log agree, restarts included', async (t) => {
+  await fc.assert(
+    fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 12 }), fc.nat(12), async (log, restartAt) => {
+      const one = await openShard(tempDir('firkin-cmd-a-'));
+      let two = await openShard(tempDir('firkin-cmd-b-'));
+      const dirTwo = two.shard.indexFile.replace(/\/shard-0\.usearch$/, '');
+      try {
+        for (const [i, c] of log.entries()) await one.shard.apply(c, i + 1);
+        // The second replica sees every entry twice (a re-delivered log) and restarts once.
+        for (const [i, c] of log.entries()) {
+          await two.shard.apply(c, i + 1);
+          t.equal(await two.shard.apply(c, i + 1), undefined, 'a replayed index is skipped');
+          if (i === restartAt) {
+            await two.close();
+            two = await openShard(dirTwo);
+            t.equal(two.shard.appliedIndex, i + 1, 'the applied index survives a restart');
+            if (i > 0) t.equal(await two.shard.apply(log[i - 1]!, i), undefined, 'an older entry after a restart is skipped');
+          }
+        }
+        const [a, b] = [await one.shard.digest(), await two.shard.digest()];
+        t.same(a, b, 'same applied index, same documents, same digest');
+        t.equal(one.shard.count, a.docs);
+        // Truth from the log alone.
+        const live = new Set<string>();
+        for (const c of log) for (const x of c.kind === 'upsert' ? c.docs.map((d) => d.id) : c.ids) c.kind === 'upsert' ? live.add(x) : live.delete(x);
+        t.equal(a.docs, live.size, 'the documents the log leaves');
+        t.equal(a.applied, log.length);
+      } finally {
+        await one.close();
+        await two.close();
+      }
+    }),
+    fcParams(15),
+  );
+});
+
+t.test('delete says per id whether it was there; a standalone delete of nothing takes no index', async (t) => {
+  const s = await openShard(tempDir('firkin-cmd-c-'));
+  t.teardown(() => s.close());
+  const v = Float32Array.from([1, 0, 0, 0]);
+  await s.shard.apply({ kind: 'upsert', docs: [{ id: 'a', text: 'x', metadata: {}, vector: v }, { id: 'b', text: 'y', metadata: {}, vector: v }] }, 1);
+  t.same(await s.shard.apply({ kind: 'delete', ids: ['a', 'zz', 'a'] }, 2), { kind: 'delete', deleted: [true, false, false] });
+  t.equal(s.shard.appliedIndex, 2);
+  t.equal(await s.shard.remove('nope'), false);
+  t.equal(s.shard.appliedIndex, 2, 'nothing written');
+  t.equal(await s.shard.remove('b'), true);
+  t.equal(s.shard.appliedIndex, 3, 'the standalone path numbers its own commands');
+  await t.rejects(s.shard.apply({ kind: 'delete', ids: ['b'] }, 0), FirkinError);
+});
