@@ -1,0 +1,67 @@
+// Where a collection's shard replicas go (pure): each shard on `replicationFactor` distinct
+// nodes, spread over as many zones as there are, balanced by the replicas each node already
+// holds. Ties break by node name, so every proposer computes the same map from the same
+// inputs. Existing shards never move when nodes join (the spec): placement runs once, at
+// create; repair and leave move single replicas (`replaceReplica`).
+import { FirkinError } from '../core/errors.js';
+
+export interface PlacementNode {
+  readonly name: string;
+  readonly zone: string;
+  /** Replicas the node holds already (of every collection). */
+  readonly replicas: number;
+}
+
+/**
+ * Replicas for `numShards` shards. Greedy per replica: among the nodes not yet holding this
+ * shard, prefer a zone the shard does not use yet, then the node with the fewest replicas,
+ * then the name. Throws `unavailable` when fewer nodes than the replication factor are up.
+ */
+export function placeShards(numShards: number, replicationFactor: number, nodes: readonly PlacementNode[]): string[][] {
+  if (!Number.isSafeInteger(numShards) || numShards < 1) throw new FirkinError('bad_request', `num_shards must be a positive integer, got ${numShards}`);
+  if (!Number.isSafeInteger(replicationFactor) || replicationFactor < 1) throw new FirkinError('bad_request', `replication_factor must be a positive integer, got ${replicationFactor}`);
+  if (nodes.length < replicationFactor) {
+    throw new FirkinError('unavailable', `replication_factor ${replicationFactor} needs ${replicationFactor} healthy nodes; ${nodes.length} are up (${nodes.map((n) => n.name).join(', ') || 'none'})`);
+  }
+  const load = new Map(nodes.map((n) => [n.name, n.replicas]));
+  const shards: string[][] = [];
+  for (let s = 0; s < numShards; s++) {
+    const chosen: PlacementNode[] = [];
+    for (let r = 0; r < replicationFactor; r++) {
+      const best = pickReplica(nodes, chosen, load);
+      chosen.push(best);
+      load.set(best.name, load.get(best.name)! + 1);
+    }
+    shards.push(chosen.map((n) => n.name));
+  }
+  return shards;
+}
+
+/** The node that should take over a replica of a shard now on `current` (minus the one leaving). */
+export function replaceReplica(current: readonly string[], leaving: string, nodes: readonly PlacementNode[]): string {
+  const staying = nodes.filter((n) => current.includes(n.name) && n.name !== leaving);
+  const candidates = nodes.filter((n) => !current.includes(n.name));
+  if (candidates.length === 0) throw new FirkinError('unavailable', `no healthy node outside ${current.join(', ')} can take a replica`);
+  return pickReplica(candidates, staying, new Map(nodes.map((n) => [n.name, n.replicas]))).name;
+}
+
+function pickReplica(nodes: readonly PlacementNode[], chosen: readonly PlacementNode[], load: ReadonlyMap<string, number>): PlacementNode {
+  const usedZones = new Set(chosen.map((n) => n.zone));
+  const taken = new Set(chosen.map((n) => n.name));
+  let best: PlacementNode | undefined;
+  for (const n of nodes) {
+    if (taken.has(n.name)) continue;
+    if (best === undefined || better(n, best)) best = n;
+  }
+  return best!;
+
+  function better(a: PlacementNode, b: PlacementNode): boolean {
+    const newZoneA = !usedZones.has(a.zone);
+    const newZoneB = !usedZones.has(b.zone);
+    if (newZoneA !== newZoneB) return newZoneA;
+    const la = load.get(a.name) ?? 0;
+    const lb = load.get(b.name) ?? 0;
+    if (la !== lb) return la < lb;
+    return a.name < b.name;
+  }
+}
