@@ -544,6 +544,34 @@ export class Shard {
     return ids.map((id, i) => deleted.has(id) && ids.indexOf(id) === i);
   }
 
+  /** Every live document in id order, in chunks: a snapshot's content (taken between applies). */
+  async *exportDocs(chunkSize = SCAN_CHUNK): AsyncGenerator<DocInput[]> {
+    let chunk: DocInput[] = [];
+    for await (const [key, value] of this.#deps.store.entries('vec', prefixRange([this.id, 'd']))) {
+      const { label: _l, seq: _s, ...doc } = decodeRecord(decodeKey(key)[2] as string, value);
+      chunk.push(doc);
+      if (chunk.length >= chunkSize) {
+        yield chunk;
+        chunk = [];
+      }
+    }
+    if (chunk.length > 0) yield chunk;
+  }
+
+  /**
+   * Loads a snapshot into an empty shard (just opened over dropped data): the documents go in
+   * with the applied index left at 0, and only the last batch records `index`, so a crash
+   * midway leaves a shard that asks for the snapshot again rather than one that claims it.
+   */
+  restore(chunks: Iterable<readonly DocInput[]>, index: number): Promise<void> {
+    return this.#exclusive(async () => {
+      if (this.#applied !== 0 || this.#docs.size !== 0) throw new FirkinError('error', `shard ${this.id}: a snapshot loads only into an empty shard`);
+      for (const chunk of chunks) await this.#commitUpserts(lastOfEachId(chunk), 0);
+      await this.#deps.store.put('vec', this.#key('m'), encoder.encode({ seq: this.#seq, label: this.#nextLabel, a: index }), { sync: true });
+      this.#applied = index;
+    });
+  }
+
   /**
    * SHA-256 over the shard's records in id order (id, text, metadata, vector bytes), with the
    * applied index it was taken at: two replicas that applied the same commands agree on both.
