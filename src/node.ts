@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { ApiKeys } from './auth/api-keys.js';
 import { ClusterMember } from './cluster/member.js';
+import { FirkinError } from './core/errors.js';
 import { MetaGatewayStore } from './cluster/gateway-store.js';
 import type { RocksGatewayStore } from './gateway/rocks-store.js';
 import { mathRand } from './raft/group.js';
@@ -46,6 +47,8 @@ import { VERSION } from './version.js';
 import { usearchEngine } from './vector/ann/usearch.js';
 import { type VectorCluster, standaloneCluster } from './vector/cluster.js';
 import { VectorEngine } from './vector/engine.js';
+import type { ClusterCatalogue } from './vector/shard-handle.js';
+import { VectorShards } from './cluster/vector-shards.js';
 
 export interface FirkinNode {
   readonly config: Config;
@@ -89,6 +92,11 @@ async function bootstrapAdminKey(keys: ApiKeys, config: Config, clock: Clock, lo
 }
 
 /** `host:port` of each URL (unparseable entries are skipped: config validated them). */
+/** A collection change in cluster mode before the node has joined its cluster. */
+function notClusteredYet(): FirkinError {
+  return new FirkinError('unavailable', 'this node has not joined its cluster yet: collections are placed through the cluster; retry shortly');
+}
+
 function hostsOf(urls: readonly string[]): string[] {
   return urls.flatMap((u) => {
     try {
@@ -179,6 +187,15 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     });
 
     let vectors: VectorEngine | undefined;
+    // Cluster mode: collections are the cluster's (replicated shards). The host starts with the
+    // member, after HTTP listens; until then the catalogue has nothing and creates are 503.
+    let vectorShards: VectorShards | undefined;
+    const clusterCatalogue: ClusterCatalogue = {
+      get: (name) => vectorShards?.get(name),
+      names: () => vectorShards?.names() ?? [],
+      create: (name, c) => (vectorShards === undefined ? Promise.reject(notClusteredYet()) : vectorShards.create(name, c)),
+      delete: (name) => (vectorShards === undefined ? Promise.reject(notClusteredYet()) : vectorShards.delete(name)),
+    };
     // The gateway's /v1 needs the engine even when the standard API is off (SERVICE_VECTORDB_ENABLED=false).
     if (config.vectordb.enabled || config.gateway.enabled) {
       vectors = await VectorEngine.open({
@@ -195,6 +212,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           // The gateway's embedder URLs are the operator's choice too: allowed here as well.
           outbound: { allow: [...config.vectordb.embedderAllow, ...hostsOf(config.gateway.embedderUrls)], allowLoopback: config.vectordb.embedderAllowLoopback },
         },
+        ...(config.cluster.enabled ? { cluster: clusterCatalogue } : {}),
       });
       // Before storage closes: finish writes and save the indexes.
       closers.unshift(() => vectors!.close());
@@ -257,8 +275,16 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       m.fsm.listen((state, cmd) => {
         if (cmd === undefined || cmd.type.startsWith('apikey.')) keys.clusterChanged(Object.values(state.apiKeys));
       });
-      // After HTTP stops taking requests (closers run front to back), before storage closes.
-      closers.splice(closers.length - 1, 0, () => m.close());
+      if (vectors !== undefined) {
+        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand });
+      }
+      const hosted = vectorShards;
+      // After HTTP stops taking requests (closers run front to back), before storage closes:
+      // the shard groups first (they send through the member's transport), then the member.
+      closers.splice(closers.length - 1, 0, async () => {
+        await hosted?.close();
+        await m.close();
+      });
       log.info({ grpc: cluster.grpcAdvertise, seeds: cluster.seedNodes, zone: cluster.zone }, `cluster mode: node ${config.nodeName} on gRPC ${cluster.grpcAdvertise}`);
     }
     const checks: Record<string, HealthCheck> = {
@@ -341,7 +367,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
               }),
           ];
     const clusterFeature = async (app: FastifyInstance) => {
-      await app.register(clusterAdminRoutes, { member: () => member });
+      await app.register(clusterAdminRoutes, { member: () => member, shards: () => vectorShards });
     };
     const { app, handler, routes } = await buildHttp({
       ...httpDeps,

@@ -9,7 +9,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
-import type { Rand } from '../raft/types.js';
+import type { Message, Rand } from '../raft/types.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
@@ -61,6 +61,14 @@ export interface ClusterOptions {
 
 export type MemberState = 'joining' | 'member' | 'left';
 
+/** Where a member hands the traffic of the Raft groups it does not run itself. */
+export interface GroupHost {
+  /** Calls `<prefix>.*` are answered by `answer`. */
+  readonly prefix: string;
+  step(m: Message): void;
+  answer(from: string, method: string, body: Buffer): Promise<Uint8Array>;
+}
+
 /** The admin view of one node. */
 export interface NodeView {
   name: string;
@@ -98,6 +106,8 @@ export class ClusterMember implements VectorCluster {
   #freshSinceMs = Number.NEGATIVE_INFINITY;
   #barrierInFlight = false;
   readonly #metrics: ReturnType<typeof clusterMetrics>;
+  /** Data groups (replicated shards) hosted on this node: their messages and calls go there. */
+  #groups: GroupHost | undefined;
 
   private constructor(o: ClusterOptions) {
     this.#o = o;
@@ -114,7 +124,10 @@ export class ClusterMember implements VectorCluster {
       peers: new Map(),
       heartbeatIntervalMs: o.timings.nodeHeartbeatMs,
       onMessages: (ms) => {
-        for (const m of ms) if (m.group === META_GROUP) this.#group?.step(m);
+        for (const m of ms) {
+          if (m.group === META_GROUP) this.#group?.step(m);
+          else this.#groups?.step(m);
+        }
       },
       onRequest: (from, method, body) => this.#answer(from, method, body),
       log: (line) => o.log.warn({ mod: 'transport' }, line),
@@ -174,6 +187,25 @@ export class ClusterMember implements VectorCluster {
     const roundMs = Math.max(50, Math.floor(o.timings.nodeHeartbeatMs));
     this.#loop = setInterval(() => void this.#round(), roundMs);
     if (empty && !bootstrap && o.seeds.length > 0) this.#joining = this.#joinSeeds(o.seeds);
+  }
+
+  /** Route the messages of every other Raft group, and calls whose method starts with `prefix.`, to `host`. */
+  attachGroups(host: GroupHost): void {
+    this.#groups = host;
+  }
+
+  /** Hand Raft messages of a data group to the transport (after they are safe to send). */
+  sendRaft(messages: readonly Message[]): void {
+    this.#transport.send(messages);
+  }
+
+  /** A call to a peer over the authenticated cluster link. */
+  callPeer(peer: string, method: string, body: Uint8Array, timeoutMs: number): Promise<Buffer> {
+    return this.#transport.call(peer, method, body, timeoutMs);
+  }
+
+  get timings(): ClusterTimings {
+    return this.#o.timings;
   }
 
   /** The HTTP URL once the listener is up (port 0 resolves then); the record follows. */
@@ -471,6 +503,7 @@ export class ClusterMember implements VectorCluster {
         return encodeMeta({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
       }
       default:
+        if (this.#groups !== undefined && method.startsWith(`${this.#groups.prefix}.`)) return this.#groups.answer(from, method, body);
         throw new FirkinError('not_found', `unknown cluster call ${method}`);
     }
   }

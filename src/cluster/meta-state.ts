@@ -28,8 +28,10 @@ export interface NodeRecord {
   readonly statusSinceMs: number;
 }
 
-/** One shard's Raft group as placed on nodes (filled by the replicated-shards work). */
+/** One shard's Raft group as placed on nodes. */
 export interface ShardPlacement {
+  /** Cluster-wide shard number, never reused: names the group (`vs<n>`) and its local storage. */
+  readonly number: number;
   readonly group: string;
   /** Hash range [from, to) of the ids it owns. */
   readonly range: readonly [number, number];
@@ -72,9 +74,14 @@ export interface MetaState {
   readonly collections: Readonly<Record<string, CollectionPlacement>>;
   readonly vdbs: Readonly<Record<string, VdbPlacement>>;
   readonly jobs: Readonly<Record<string, Job>>;
+  /** The next shard number a placement takes (absent in snapshots taken before placements: 0). */
+  readonly nextShard: number;
 }
 
-export const EMPTY_META: MetaState = { nodes: {}, apiKeys: {}, tenants: {}, tenantKeys: {}, collections: {}, vdbs: {}, jobs: {} };
+export const EMPTY_META: MetaState = { nodes: {}, apiKeys: {}, tenants: {}, tenantKeys: {}, collections: {}, vdbs: {}, jobs: {}, nextShard: 0 };
+
+/** The group name of shard number `n`. */
+export const shardGroupName = (n: number): string => `vs${n}`;
 
 export type NodeAddress = Pick<NodeRecord, 'name' | 'incarnation' | 'http' | 'grpc' | 'zone'>;
 
@@ -92,12 +99,15 @@ export type MetaCommand =
   | { readonly type: 'tenant.delete'; readonly tenantId: string }
   | { readonly type: 'tenantkey.put'; readonly key: KeyRecord }
   | { readonly type: 'tenantkey.delete'; readonly keyId: string }
+  /** Replicas and hash ranges are decided by the proposer (`placement.ts`); shard numbers by the log. */
+  | { readonly type: 'collection.create'; readonly name: string; readonly config: Readonly<Record<string, unknown>>; readonly replicationFactor: number; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
+  | { readonly type: 'collection.delete'; readonly name: string }
   | { readonly type: 'job.put'; readonly job: Job }
   | { readonly type: 'job.delete'; readonly id: string };
 
 export const META_COMMAND_TYPES: readonly MetaCommand['type'][] = [
   'node.join', 'node.status', 'node.leave', 'node.left', 'node.remove', 'apikey.put', 'apikey.revoke',
-  'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete', 'job.put', 'job.delete',
+  'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete', 'collection.create', 'collection.delete', 'job.put', 'job.delete',
 ];
 
 /** What applying a command answers its proposer. Errors are data: the log must not throw. */
@@ -194,6 +204,15 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
     case 'tenantkey.delete':
       if (state.tenantKeys[cmd.keyId] === undefined) return same(refuse('not_found', `no key ${cmd.keyId}`));
       return { state: { ...state, tenantKeys: without(state.tenantKeys, cmd.keyId) }, result: OK };
+    case 'collection.create': {
+      if (state.collections[cmd.name] !== undefined) return same(refuse('already_exists', `collection ${JSON.stringify(cmd.name)} already exists`));
+      const shards: ShardPlacement[] = cmd.shards.map((sh, i) => ({ number: state.nextShard + i, group: shardGroupName(state.nextShard + i), range: sh.range, replicas: sh.replicas }));
+      const placement: CollectionPlacement = { name: cmd.name, config: cmd.config, replicationFactor: cmd.replicationFactor, epoch: 1, shards };
+      return { state: { ...state, collections: withEntry(state.collections, cmd.name, placement), nextShard: state.nextShard + shards.length }, result: OK };
+    }
+    case 'collection.delete':
+      if (state.collections[cmd.name] === undefined) return same(refuse('not_found', `collection ${JSON.stringify(cmd.name)} not found`));
+      return { state: { ...state, collections: without(state.collections, cmd.name) }, result: OK };
     case 'job.put':
       return { state: { ...state, jobs: withEntry(state.jobs, cmd.job.id, cmd.job) }, result: OK };
     case 'job.delete':
@@ -212,6 +231,7 @@ export function canonicalMeta(state: MetaState): MetaState {
     collections: sorted(state.collections),
     vdbs: sorted(state.vdbs),
     jobs: sorted(state.jobs),
+    nextShard: state.nextShard,
   };
 }
 
@@ -222,13 +242,23 @@ export function checkMetaState(value: unknown): MetaState {
   if (typeof v !== 'object' || v === null || maps.some((m) => typeof v[m] !== 'object' || v[m] === null || Array.isArray(v[m]))) {
     throw new Error('metadata snapshot: not a metadata state');
   }
-  return v as unknown as MetaState;
+  return { ...(v as unknown as MetaState), nextShard: typeof v.nextShard === 'number' ? v.nextShard : 0 };
 }
 
 export function checkMetaCommand(value: unknown): MetaCommand {
   const v = value as Record<string, unknown>;
   if (typeof v !== 'object' || v === null || !(META_COMMAND_TYPES as readonly unknown[]).includes(v.type)) {
     throw new Error(`metadata command: unknown type ${JSON.stringify((v as { type?: unknown } | null)?.type)}`);
+  }
+  if (v.type === 'collection.create') {
+    const shards = v.shards as unknown;
+    const ok =
+      typeof v.name === 'string' &&
+      typeof v.config === 'object' && v.config !== null &&
+      typeof v.replicationFactor === 'number' &&
+      Array.isArray(shards) && shards.length > 0 &&
+      shards.every((sh: { range?: unknown; replicas?: unknown }) => Array.isArray(sh?.range) && sh.range.length === 2 && sh.range.every((x) => typeof x === 'number') && Array.isArray(sh.replicas) && sh.replicas.every((r) => typeof r === 'string'));
+    if (!ok) throw new Error('metadata command: malformed collection.create');
   }
   return v as unknown as MetaCommand;
 }

@@ -22,6 +22,11 @@ export class RocksLog {
     readonly mem: MemoryStorage,
   ) {}
 
+  /** Every key of one group's log, hard state and snapshot (to remove a group for good). */
+  static groupRange(group: GroupId): { gte: Buffer; lt: Buffer } {
+    return prefixRange([group]);
+  }
+
   /**
    * Load a group's log. With `bootstrap` and nothing stored yet, write the initial membership
    * as committed conf entries at term 1 (every initial member writes the same ones).

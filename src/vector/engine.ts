@@ -29,6 +29,7 @@ import { type FusedHit, fuse } from './fusion.js';
 import { checkEmbedding, parseVector } from './metric.js';
 import type { Bm25SearchRequest, CreateCollectionRequest, DocRequest, HybridSearchRequest, PutDocsRequest, SearchRequest } from './requests.js';
 import { type DocInput, type MaintenancePolicy, Shard, type StoredDoc, type VectorHit, dropShardData } from './shard.js';
+import type { ClusterCatalogue, ClusteredCollection, ShardHandle } from './shard-handle.js';
 
 export interface VectorEngineOptions {
   store: Store;
@@ -40,6 +41,8 @@ export interface VectorEngineOptions {
   saveIntervalMs: number;
   /** When that upkeep checkpoints and compacts (default `MAINTENANCE_DEFAULTS`). */
   maintenance?: MaintenancePolicy;
+  /** Cluster mode: new collections are the cluster's (replicated shards placed on nodes). */
+  cluster?: ClusterCatalogue;
 }
 
 interface CatalogueEntry {
@@ -50,12 +53,14 @@ interface CatalogueEntry {
 }
 
 class Collection {
-  readonly #byId: Map<number, Shard>;
+  readonly #byId: Map<number, ShardHandle>;
 
+  /** `local`: the shards this node holds and keeps (standalone); empty for a clustered collection. */
   constructor(
     readonly name: string,
     readonly config: CollectionConfig,
-    readonly shards: Shard[],
+    readonly shards: readonly ShardHandle[],
+    readonly local: readonly Shard[],
     readonly routing: IdRouting,
     readonly embedder: Embedder | undefined,
   ) {
@@ -63,10 +68,10 @@ class Collection {
   }
 
   get count(): number {
-    return this.shards.reduce((n, s) => n + s.count, 0);
+    return this.local.reduce((n, s) => n + s.count, 0);
   }
 
-  shardFor(id: string): Shard {
+  shardFor(id: string): ShardHandle {
     const shard = this.#byId.get(routeId(this.routing, id));
     assert.ok(shard !== undefined, `collection ${this.name} routes ${JSON.stringify(id)} to a shard it does not hold`);
     return shard;
@@ -148,9 +153,28 @@ export class VectorEngine {
     for (const id of entry.shards) {
       shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance }));
     }
-    const embedder = entry.config.embedder === null ? undefined : createEmbedder(entry.config.embedder, entry.config.dimensions, this.#o.embedderDeps);
     const routing = entry.routing ?? { scheme: 'legacy_modulo', shards: entry.shards };
-    return new Collection(name, entry.config, shards, routing, embedder);
+    return new Collection(name, entry.config, shards, shards, routing, this.#embedderFor(entry.config));
+  }
+
+  #embedderFor(config: CollectionConfig): Embedder | undefined {
+    return config.embedder === null ? undefined : createEmbedder(config.embedder, config.dimensions, this.#o.embedderDeps);
+  }
+
+  /** Views of clustered collections, rebuilt when their shard map changes. */
+  readonly #clustered = new Map<string, { from: ClusteredCollection; view: Collection }>();
+
+  #clusteredView(name: string): Collection | undefined {
+    const from = this.#o.cluster?.get(name);
+    if (from === undefined) {
+      this.#clustered.delete(name);
+      return undefined;
+    }
+    const cached = this.#clustered.get(name);
+    if (cached !== undefined && cached.from === from) return cached.view;
+    const view = new Collection(name, from.config, from.shards, [], from.routing, this.#embedderFor(from.config));
+    this.#clustered.set(name, { from, view });
+    return view;
   }
 
   #catalogue<T>(fn: () => Promise<T>): Promise<T> {
@@ -161,7 +185,7 @@ export class VectorEngine {
 
   #collection(name: string): Collection {
     if (this.#stopping) throw new FirkinError('unavailable', 'the node is stopping: retry on another node or after it restarts');
-    const c = this.#collections.get(name);
+    const c = this.#collections.get(name) ?? this.#clusteredView(name);
     if (c === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} not found`);
     return c;
   }
@@ -172,7 +196,9 @@ export class VectorEngine {
     const { collection: name, config } = request;
     if (config.embedder !== null && config.embedder.type !== 'hash') checkEmbedderUrl(config.embedder.url, this.#o.embedderDeps.outbound);
     return this.#catalogue(async () => {
-      if (this.#collections.has(name)) throw new FirkinError('already_exists', `collection ${JSON.stringify(name)} already exists`);
+      if (this.#collections.has(name) || this.#o.cluster?.get(name) !== undefined) throw new FirkinError('already_exists', `collection ${JSON.stringify(name)} already exists`);
+      // Cluster mode: the metadata group places the shards; every node hosting a replica opens it.
+      if (this.#o.cluster !== undefined) return this.#o.cluster.create(name, config);
       const { store } = this.#o;
       const raw = await store.get('system', NEXT_SHARD_KEY);
       const shardId = raw === undefined ? 1 : (JSON.parse(raw.toString('utf8')) as number);
@@ -191,17 +217,21 @@ export class VectorEngine {
 
   deleteCollection(name: string): Promise<void> {
     return this.#catalogue(async () => {
+      if (!this.#collections.has(name) && this.#o.cluster !== undefined) {
+        this.#collection(name); // 404 when the cluster does not have it either
+        return this.#o.cluster.delete(name);
+      }
       const c = this.#collection(name);
       this.#collections.delete(name);
       const { store } = this.#o;
       await store.batch(
         [
           { type: 'del', cf: 'system', key: collectionKey(name) },
-          ...c.shards.map((s) => ({ type: 'put' as const, cf: 'system' as const, key: dropKey(s.id), value: Buffer.alloc(0) })),
+          ...c.local.map((s) => ({ type: 'put' as const, cf: 'system' as const, key: dropKey(s.id), value: Buffer.alloc(0) })),
         ],
         { sync: true },
       );
-      for (const shard of c.shards) {
+      for (const shard of c.local) {
         await shard.drop();
         await store.del('system', dropKey(shard.id), { sync: true });
       }
@@ -210,17 +240,28 @@ export class VectorEngine {
 
   listCollections(): Record<string, { dimension: number; shards: number; replication_factor: number }> {
     const out: Record<string, { dimension: number; shards: number; replication_factor: number }> = {};
-    for (const name of [...this.#collections.keys()].sort()) {
-      const c = this.#collections.get(name)!;
+    const names = new Set([...this.#collections.keys(), ...(this.#o.cluster?.names() ?? [])]);
+    for (const name of [...names].sort()) {
+      const c = this.#collections.get(name) ?? this.#clusteredView(name);
+      if (c === undefined) continue;
       out[name] = { dimension: c.config.dimensions, shards: c.config.num_shards, replication_factor: c.config.replication_factor };
     }
     return out;
   }
 
+  /** The collection as this node knows it now; `count` covers its local shards only (see describeCollection). */
   getCollection(name: string): Record<string, unknown> {
     const c = this.#collection(name);
     const { dimensions, ...rest } = c.config;
     return { name, dimension: dimensions, count: c.count, dimensions, ...rest };
+  }
+
+  /** GET /collections/:c: the config and the exact document count, asked of every shard. */
+  async describeCollection(name: string): Promise<Record<string, unknown>> {
+    const c = this.#collection(name);
+    const counts = await Promise.all(c.shards.map((s) => s.countDocs()));
+    const { dimensions, ...rest } = c.config;
+    return { name, dimension: dimensions, count: counts.reduce((a, b) => a + b, 0), dimensions, ...rest };
   }
 
   /** For /health: totals, and per shard where its index came from at start and what it covers. */
@@ -229,7 +270,7 @@ export class VectorEngine {
     const shards: Record<string, unknown>[] = [];
     for (const c of this.#collections.values()) {
       documents += c.count;
-      for (const s of c.shards) shards.push({ collection: c.name, id: s.id, count: s.count, seq: s.seq, saved_seq: s.savedSeq, removed: s.removed, recovery: s.recovery });
+      for (const s of c.local) shards.push({ collection: c.name, id: s.id, count: s.count, seq: s.seq, saved_seq: s.savedSeq, removed: s.removed, recovery: s.recovery });
     }
     return { collections: this.#collections.size, documents, shards };
   }
@@ -255,16 +296,29 @@ export class VectorEngine {
     return vectors;
   }
 
-  /** Everything is decided by now (ids, vectors): one upsert per shard, the unit a clustered shard would propose. */
-  async #writeDocs(c: Collection, docs: DocInput[]): Promise<void> {
-    const byShard = new Map<Shard, DocInput[]>();
+  /**
+   * Everything is decided by now (ids, vectors): one upsert per shard (the command a clustered
+   * shard proposes), all shards in parallel. Each shard's part is atomic; a shard that fails
+   * fails only its own documents, which the result names (never a silent partial success).
+   * Returns the error of each document whose shard failed.
+   */
+  async #writeDocs(c: Collection, docs: DocInput[]): Promise<Map<string, FirkinError>> {
+    const byShard = new Map<ShardHandle, DocInput[]>();
     for (const d of docs) {
       const shard = c.shardFor(d.id);
       const list = byShard.get(shard);
       if (list === undefined) byShard.set(shard, [d]);
       else list.push(d);
     }
-    await Promise.all([...byShard].map(([shard, list]) => shard.upsert(list)));
+    const parts = [...byShard];
+    const settled = await Promise.allSettled(parts.map(([shard, list]) => shard.upsert(list)));
+    const failed = new Map<string, FirkinError>();
+    settled.forEach((r, i) => {
+      if (r.status === 'fulfilled') return;
+      if (!isFirkinError(r.reason)) throw r.reason; // a bug: fail the call
+      for (const d of parts[i]![1]) failed.set(d.id, r.reason);
+    });
+    return failed;
   }
 
   /** One document (an upsert). Returns its id. */
@@ -272,7 +326,9 @@ export class VectorEngine {
     const c = this.#collection(name);
     const checked = this.#checkDoc(c, doc);
     const vector = checked.vector ?? (await this.#embed(c, [checked.text]))[0]!;
-    await this.#writeDocs(c, [{ ...checked, vector }]);
+    const failed = await this.#writeDocs(c, [{ ...checked, vector }]);
+    const err = failed.get(checked.id);
+    if (err !== undefined) throw err;
     return checked.id;
   }
 
@@ -313,7 +369,12 @@ export class VectorEngine {
         results[p.index] = { id: p.doc.id, status: 'created' };
       }
     }
-    if (ready.length > 0) await this.#writeDocs(c, ready);
+    const failed = ready.length > 0 ? await this.#writeDocs(c, ready) : new Map<string, FirkinError>();
+    if (failed.size > 0 && failed.size === ready.length && checked.length === request.docs.length) throw failed.values().next().value!;
+    request.docs.forEach((doc, index) => {
+      const err = results[index]?.status === 'created' ? failed.get(doc.id) : undefined;
+      if (err !== undefined) results[index] = { id: doc.id, error: err.code, message: err.message };
+    });
     return results;
   }
 
@@ -390,7 +451,7 @@ export class VectorEngine {
   /** Background upkeep of every shard's index file and graph (`Shard.maintain`), one shard at a time. */
   async maintain(): Promise<void> {
     for (const c of [...this.#collections.values()]) {
-      for (const s of c.shards) {
+      for (const s of c.local) {
         if (this.#stopping) return;
         await s.maintain();
       }
@@ -402,7 +463,7 @@ export class VectorEngine {
     clearInterval(this.#saveTimer);
     // Closing a shard stops its running checkpoint, so the upkeep loop ends soon after.
     await this.#catalogue(async () => {
-      for (const c of this.#collections.values()) for (const s of c.shards) await s.close({ save: true });
+      for (const c of this.#collections.values()) for (const s of c.local) await s.close({ save: true });
     });
     await this.#saveRunning;
   }

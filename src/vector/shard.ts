@@ -41,6 +41,7 @@ import { type Bm25Index, type TextChange, bm25ShardRange, openBm25 } from './bm2
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
 import type { ApplyOutcome, ShardCommand } from './commands.js';
+import type { ShardHandle } from './shard-handle.js';
 import { decodeTrailingString } from './key-parts.js';
 import { exactScore, scoreFromDistance } from './metric.js';
 
@@ -174,7 +175,7 @@ function lastOfEachId(docs: readonly DocInput[]): DocInput[] {
   return [...byId.values()];
 }
 
-export class Shard {
+export class Shard implements ShardHandle {
   readonly id: number;
   readonly config: CollectionConfig;
   readonly #deps: ShardDeps;
@@ -217,6 +218,10 @@ export class Shard {
 
   get count(): number {
     return this.#docs.size;
+  }
+
+  countDocs(): Promise<number> {
+    return Promise.resolve(this.#docs.size);
   }
 
   get seq(): number {

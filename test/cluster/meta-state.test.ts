@@ -3,7 +3,7 @@
 // plain replay (what a node restarting from a snapshot, or a learner fed one, relies on).
 import t from 'tap';
 import fc from 'fast-check';
-import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta } from '../../src/cluster/meta-state.js';
+import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState } from '../../src/cluster/meta-state.js';
 import { MetaFsm, encodeMeta } from '../../src/cluster/metadata.js';
 import type { Entry } from '../../src/raft/types.js';
 import { fcParams } from '../support/fc.js';
@@ -106,5 +106,27 @@ t.test('leave records a job; left clears it; the detector cannot undo an operato
   ({ state } = applyMeta(state, { type: 'node.left', name: 'n1', atMs: 4 }));
   t.equal(state.nodes.n1!.status, 'left');
   t.same(state.jobs, {});
+  t.end();
+});
+
+t.test('collections: the log numbers the shards, never reusing a number; a second create is refused', (t) => {
+  const cmd = (name: string, n: number) => ({
+    type: 'collection.create' as const,
+    name,
+    config: { dimensions: 4 },
+    replicationFactor: 2,
+    shards: Array.from({ length: n }, (_, i) => ({ range: [i, i] as const, replicas: ['a', 'b'] })),
+  });
+  let s = EMPTY_META;
+  ({ state: s } = applyMeta(s, checkMetaCommand(cmd('x', 3))));
+  t.same(s.collections.x!.shards.map((sh) => [sh.number, sh.group]), [[0, 'vs0'], [1, 'vs1'], [2, 'vs2']]);
+  t.match(applyMeta(s, cmd('x', 1)).result, { ok: false, code: 'already_exists' });
+  ({ state: s } = applyMeta(s, { type: 'collection.delete', name: 'x' }));
+  t.equal(s.collections.x, undefined);
+  ({ state: s } = applyMeta(s, cmd('x', 2)));
+  t.same(s.collections.x!.shards.map((sh) => sh.group), ['vs3', 'vs4'], 'a re-created name gets new groups');
+  t.match(applyMeta(s, { type: 'collection.delete', name: 'nope' }).result, { ok: false, code: 'not_found' });
+  t.throws(() => checkMetaCommand({ type: 'collection.create', name: 'y', config: {}, replicationFactor: 1, shards: [{ range: [0], replicas: [] }] }), /malformed/);
+  t.equal(checkMetaState({ ...EMPTY_META, nextShard: undefined }).nextShard, 0, 'snapshots from before placements read as 0');
   t.end();
 });

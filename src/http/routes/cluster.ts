@@ -3,11 +3,14 @@
 // (`/_cluster` is a protected prefix).
 import type { FastifyPluginAsync } from 'fastify';
 import type { ClusterMember } from '../../cluster/member.js';
+import type { VectorShards } from '../../cluster/vector-shards.js';
 import { FirkinError } from '../../core/errors.js';
 
 export interface ClusterRouteDeps {
   /** undefined on a standalone node: every route answers 400 not_clustered. */
   member(): ClusterMember | undefined;
+  /** The replicated vector shards hosted here (undefined until the member started). */
+  shards?(): VectorShards | undefined;
 }
 
 const joinBody = {
@@ -38,6 +41,16 @@ export const clusterAdminRoutes: FastifyPluginAsync<ClusterRouteDeps> = async (a
   });
 
   app.get('/_cluster/jobs', { config: admin }, async () => ({ jobs: member().jobs() }));
+
+  // The shard replicas this node hosts: role, leader, term, applied index, documents, and a
+  // digest of the data at that index (replicas of one shard compare these).
+  app.get('/_cluster/shards', { config: admin }, async () => {
+    const m = member();
+    const host = deps.shards?.();
+    if (host === undefined) return { node: m.name, replicas: [] };
+    const digests = new Map((await host.digests()).map((d) => [d.group, d]));
+    return { node: m.name, replicas: host.replicaStatus().map((r) => ({ ...r, digest: digests.get(r.group)?.sha256 ?? null, digest_applied: digests.get(r.group)?.applied ?? null })) };
+  });
 
   app.post<{ Body: { seed: string } }>('/_cluster/join', { config: admin, schema: { body: joinBody } }, async (req, reply) => {
     const result = await member().joinVia(req.body.seed);

@@ -154,7 +154,7 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
 
   app.get('/collections', async () => engine.listCollections());
 
-  app.get<CollectionReq>('/collections/:collection', { schema: { params: collectionParams } }, async (req) => engine.getCollection(req.params.collection));
+  app.get<CollectionReq>('/collections/:collection', { schema: { params: collectionParams } }, async (req) => engine.describeCollection(req.params.collection));
 
   app.put<CollectionReq<CollectionBody>>('/collections/:collection', { schema: { params: collectionParams, body: collectionSchema } }, async (req, reply) => {
     await engine.createCollection(createCollectionRequest(req.params.collection, req.body));

@@ -1,0 +1,368 @@
+// Replicated vector shards on a cluster node: the collection catalogue kept by the metadata
+// group, the Raft groups of the shard replicas this node hosts, and the router that reaches
+// any shard's leader from any node.
+//
+// - Placement: `create` decides replicas and hash ranges on the proposer (`placement.ts`) and
+//   proposes `collection.create`; the log numbers the shards (`vs<n>`). Every node applies it
+//   and opens the replicas placed on it: a `Shard` (storage id CLUSTER_SHARD_BASE + n) as the
+//   state machine (`ShardFsm`) of a `RaftGroup` whose initial voters are the replicas.
+// - Writes: a shard command (ids and vectors decided by the engine before it exists) goes to
+//   the group's leader (`vshard.propose`, one hop over the authenticated cluster link) and is
+//   acknowledged once committed and applied there. A follower or unknown leader answers
+//   `not_leader`; the router tries the next replica until its deadline, then 503 `no_quorum`.
+// - Reads (get, search, count): linearizable. The leader confirms its leadership with a
+//   ReadIndex barrier (`readBarrier`), then answers from its applied state.
+// Not yet (see docs/cluster.md): stale reads, replica repair and moves, one shared ticker for
+// all groups, snapshots streamed in chunks.
+import { Decoder, Encoder } from 'cbor-x';
+import type { Logger } from 'pino';
+import { FirkinError, isFirkinError } from '../core/errors.js';
+import { type IdRouting, initialRanges } from '../core/shard-hash.js';
+import { RaftGroup } from '../raft/group.js';
+import { RocksLog } from '../raft/rocks-log.js';
+import type { Message, Rand } from '../raft/types.js';
+import type { Store } from '../storage/db.js';
+import type { AnnEngine } from '../vector/ann/ann-index.js';
+import type { ScoredId } from '../vector/bm25.js';
+import type { CollectionConfig } from '../vector/collection-config.js';
+import { type ApplyOutcome, type ShardCommand, encodeShardCommand } from '../vector/commands.js';
+import type { Filter } from '../vector/filter.js';
+import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from '../vector/shard.js';
+import { ShardFsm } from '../vector/shard-fsm.js';
+import type { ClusterCatalogue, ClusteredCollection, ShardHandle } from '../vector/shard-handle.js';
+import type { ClusterMember, GroupHost } from './member.js';
+import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
+import { placeShards } from './placement.js';
+import { wasNotSent } from './transport.js';
+
+/** Local storage ids of replicated shards start here, far above any standalone shard id. */
+export const CLUSTER_SHARD_BASE = 2 ** 40;
+
+const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
+const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
+
+export interface VectorShardsOptions {
+  member: ClusterMember;
+  store: Store;
+  ann: AnnEngine;
+  indexDir: string;
+  log: Logger;
+  rand: Rand;
+}
+
+interface Replica {
+  readonly placement: ShardPlacement;
+  readonly fsm: ShardFsm;
+  readonly group: RaftGroup;
+}
+
+type ReadRequest =
+  | { op: 'get'; id: string }
+  | { op: 'search'; v: Uint8Array; k: number; ef: number; f: Filter | null }
+  | { op: 'bm25'; q: string; k: number }
+  | { op: 'count' };
+
+const f32 = (v: Float32Array) => new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+function fromF32(b: Uint8Array): Float32Array {
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new Float32Array(copy.buffer);
+}
+
+export class VectorShards implements ClusterCatalogue, GroupHost {
+  readonly prefix = 'vshard';
+  readonly #o: VectorShardsOptions;
+  readonly #replicas = new Map<string, Replica>();
+  readonly #views = new Map<string, { placement: CollectionPlacement; view: ClusteredCollection }>();
+  /** The last node that answered as leader, per group. */
+  readonly #leaderHints = new Map<string, string>();
+  #reconciling: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  private constructor(o: VectorShardsOptions) {
+    this.#o = o;
+  }
+
+  static async start(o: VectorShardsOptions): Promise<VectorShards> {
+    const host = new VectorShards(o);
+    o.member.attachGroups(host);
+    o.member.fsm.listen((state, cmd) => {
+      if (cmd === undefined || cmd.type.startsWith('collection.')) host.#reconcile(state);
+    });
+    host.#reconcile(o.member.state);
+    await host.#reconciling;
+    return host;
+  }
+
+  get #me(): string {
+    return this.#o.member.name;
+  }
+
+  // ---- the catalogue -------------------------------------------------------------------------
+
+  get(name: string): ClusteredCollection | undefined {
+    const placement = this.#o.member.state.collections[name];
+    if (placement === undefined) return undefined;
+    const cached = this.#views.get(name);
+    if (cached !== undefined && cached.placement === placement) return cached.view;
+    const ranges = placement.shards.map((s) => ({ shardId: s.number, start: s.range[0], end: s.range[1] }));
+    const routing: IdRouting = { scheme: 'ranges', hash: 'xxhash', ranges };
+    const view: ClusteredCollection = {
+      config: placement.config as unknown as CollectionConfig,
+      routing,
+      shards: placement.shards.map((s) => new RoutedShard(this, s)),
+      epoch: placement.epoch,
+    };
+    this.#views.set(name, { placement, view });
+    return view;
+  }
+
+  names(): string[] {
+    return Object.keys(this.#o.member.state.collections);
+  }
+
+  async create(name: string, config: CollectionConfig): Promise<void> {
+    const state = this.#o.member.state;
+    const held = new Map<string, number>();
+    for (const c of Object.values(state.collections)) for (const s of c.shards) for (const r of s.replicas) held.set(r, (held.get(r) ?? 0) + 1);
+    const up = Object.values(state.nodes).filter((n) => n.status === 'up');
+    const replicas = placeShards(config.num_shards, config.replication_factor, up.map((n) => ({ name: n.name, zone: n.zone, replicas: held.get(n.name) ?? 0 })));
+    const ranges = initialRanges(config.num_shards);
+    await this.#o.member.propose({
+      type: 'collection.create',
+      name,
+      config: config as unknown as Record<string, unknown>,
+      replicationFactor: config.replication_factor,
+      shards: replicas.map((r, i) => ({ range: [ranges[i]!.start, ranges[i]!.end] as const, replicas: r })),
+    });
+    this.#o.log.info({ collection: name, shards: replicas }, `collection ${name} placed: ${replicas.map((r, i) => `shard ${i} on ${r.join('+')}`).join(', ')}`);
+    // Usable when it answers: every shard has a leader that can confirm a read.
+    const view = this.get(name);
+    if (view !== undefined) await Promise.all(view.shards.map((s) => s.countDocs()));
+  }
+
+  async delete(name: string): Promise<void> {
+    await this.#o.member.propose({ type: 'collection.delete', name });
+  }
+
+  // ---- hosting -------------------------------------------------------------------------------
+
+  /** Open the replicas placed here, close the ones no longer placed (one pass at a time). */
+  #reconcile(state: MetaState): void {
+    this.#reconciling = this.#reconciling
+      .then(() => this.#reconcileNow(state))
+      .catch((err: unknown) => this.#o.log.error({ err }, 'opening or closing shard replicas failed; the next metadata change retries'));
+  }
+
+  async #reconcileNow(state: MetaState): Promise<void> {
+    if (this.#closed) return;
+    const wanted = new Map<string, { collection: CollectionPlacement; shard: ShardPlacement }>();
+    for (const c of Object.values(state.collections)) for (const s of c.shards) if (s.replicas.includes(this.#me)) wanted.set(s.group, { collection: c, shard: s });
+    for (const [group, replica] of this.#replicas) {
+      if (wanted.has(group)) continue;
+      this.#replicas.delete(group);
+      await replica.group.close();
+      await replica.fsm.shard.drop();
+      await this.#o.store.clearRange('raft', RocksLog.groupRange(group));
+      this.#o.log.info({ group }, `shard replica ${group} closed and its data removed (its collection was deleted)`);
+    }
+    for (const [group, { collection, shard }] of wanted) {
+      if (this.#replicas.has(group)) continue;
+      this.#replicas.set(group, await this.#open(collection, shard));
+      this.#o.log.info({ group, collection: collection.name, replicas: shard.replicas }, `hosting shard replica ${group} of ${collection.name}`);
+    }
+  }
+
+  async #open(collection: CollectionPlacement, placement: ShardPlacement): Promise<Replica> {
+    const { store, ann, indexDir, log, member } = this.#o;
+    const config = collection.config as unknown as CollectionConfig;
+    const storageId = CLUSTER_SHARD_BASE + placement.number;
+    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }) };
+    const shard = await Shard.open(storageId, config, deps);
+    const fsm = new ShardFsm(shard, async (old) => {
+      await old.close({ save: false, reason: 'dropped' });
+      await dropShardData(store, storageId, indexDir);
+      return Shard.open(storageId, config, deps);
+    });
+    // Every replica bootstraps the same initial membership: the placed replicas as voters.
+    const raftLog = await RocksLog.open(store, placement.group, { voters: [...placement.replicas], learners: [] });
+    const t = member.timings;
+    const group = new RaftGroup({
+      id: this.#me,
+      group: placement.group,
+      log: raftLog,
+      fsm,
+      send: (ms) => member.sendRaft(ms),
+      rand: this.#o.rand,
+      tickMs: t.tickMs,
+      electionTicks: t.electionTicks,
+      heartbeatTicks: t.heartbeatTicks,
+      proposalTimeoutMs: t.proposalTimeoutMs,
+      snapshotEveryEntries: t.snapshotEntries,
+      retainEntries: t.retainEntries,
+    });
+    await group.start();
+    return { placement, fsm, group };
+  }
+
+  step(m: Message): void {
+    // A group not opened yet (its collection.create is not applied here yet): Raft resends.
+    this.#replicas.get(m.group)?.group.step(m);
+  }
+
+  /** Status of the replicas hosted here, for the admin view and tests. */
+  replicaStatus(): { group: string; role: string; leader: string | null; term: number; applied: number; docs: number }[] {
+    return [...this.#replicas].map(([group, r]) => {
+      const s = r.group.status();
+      return { group, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.shard.appliedIndex, docs: r.fsm.shard.count };
+    });
+  }
+
+  /** Per-replica digest at its applied index: replicas of one shard compare these. */
+  async digests(): Promise<{ group: string; applied: number; docs: number; sha256: string }[]> {
+    return Promise.all([...this.#replicas].map(async ([group, r]) => ({ group, ...(await r.fsm.shard.digest()) })));
+  }
+
+  // ---- answering (on the leader) -------------------------------------------------------------
+
+  #leading(group: string): Replica {
+    const r = this.#replicas.get(group);
+    if (r === undefined) throw new FirkinError('not_leader', `${this.#me} holds no replica of ${group}`, { details: { leader: null } });
+    if (r.group.core.role !== 'leader') throw new FirkinError('not_leader', `${this.#me} does not lead ${group}`, { details: { leader: r.group.core.leader } });
+    return r;
+  }
+
+  async answer(_from: string, method: string, body: Buffer | Uint8Array): Promise<Uint8Array> {
+    const req = decoder.decode(body) as { g?: unknown };
+    if (typeof req.g !== 'string') throw new FirkinError('bad_request', 'shard call without a group');
+    switch (method) {
+      case 'vshard.propose': {
+        const { c } = req as { c?: unknown };
+        if (!(c instanceof Uint8Array)) throw new FirkinError('bad_request', 'shard proposal without a command');
+        const r = this.#leading(req.g);
+        const outcome = (await r.group.propose(c)) as ApplyOutcome | undefined;
+        return encoder.encode({ o: outcome ?? null });
+      }
+      case 'vshard.read': {
+        const r = this.#leading(req.g);
+        await r.group.readBarrier();
+        const shard = r.fsm.shard;
+        const q = req as unknown as ReadRequest;
+        switch (q.op) {
+          case 'get': {
+            const doc = await shard.get(q.id);
+            return encoder.encode({ d: doc === undefined ? null : { id: doc.id, text: doc.text, metadata: doc.metadata, vector: f32(doc.vector) } });
+          }
+          case 'search':
+            return encoder.encode({ h: await shard.search(fromF32(q.v), q.k, q.ef, q.f ?? undefined) });
+          case 'bm25':
+            return encoder.encode({ h: await shard.searchBm25(q.q, q.k) });
+          case 'count':
+            return encoder.encode({ n: shard.count });
+          default:
+            throw new FirkinError('bad_request', 'unknown shard read');
+        }
+      }
+      default:
+        throw new FirkinError('not_found', `unknown shard call ${method}`);
+    }
+  }
+
+  // ---- routing (from any node) ---------------------------------------------------------------
+
+  /** Send a call to the shard's leader, following hints and trying each replica until the deadline. */
+  async leaderCall(shard: ShardPlacement, method: string, payload: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const { member } = this.#o;
+    const timeoutMs = member.timings.proposalTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    const body = encoder.encode({ g: shard.group, ...payload });
+    const replicas = shard.replicas;
+    const local = this.#replicas.get(shard.group)?.group.core.leader ?? undefined;
+    let target = this.#leaderHints.get(shard.group) ?? local ?? replicas[0]!;
+    let waitMs = 10;
+    let last = 'no replica answered';
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || this.#closed) {
+        throw new FirkinError('no_quorum', `shard ${shard.group} (replicas ${replicas.join(', ')}) has no leader reachable from ${this.#me} within ${timeoutMs} ms (${last})`);
+      }
+      try {
+        const reply = target === this.#me ? await this.answer(this.#me, method, body) : await member.callPeer(target, method, body, remaining);
+        this.#leaderHints.set(shard.group, target);
+        return decoder.decode(reply) as Record<string, unknown>;
+      } catch (err) {
+        last = `${target}: ${(err as Error).message}`;
+        const retry = wasNotSent(err) || (isFirkinError(err) && (err.code === 'not_leader' || err.code === 'unavailable' || (err.code === 'timeout' && method === 'vshard.read')));
+        if (!retry) {
+          if (isFirkinError(err) && err.code === 'timeout') {
+            throw new FirkinError('no_quorum', `the write to shard ${shard.group} was not committed by a majority in time (${err.message}); it may still commit`);
+          }
+          throw err;
+        }
+        const hinted = isFirkinError(err) && typeof err.details?.leader === 'string' && replicas.includes(err.details.leader) && err.details.leader !== target ? err.details.leader : undefined;
+        const fresh = this.#replicas.get(shard.group)?.group.core.leader ?? undefined;
+        target = hinted ?? (fresh !== undefined && fresh !== target ? fresh : replicas[(replicas.indexOf(target) + 1) % replicas.length]!);
+        this.#leaderHints.delete(shard.group);
+        await new Promise((r) => setTimeout(r, Math.min(waitMs, Math.max(1, deadline - Date.now()))));
+        waitMs = Math.min(waitMs * 2, 200);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#reconciling;
+    for (const r of this.#replicas.values()) {
+      await r.group.close();
+      await r.fsm.shard.close({ save: true });
+    }
+    this.#replicas.clear();
+  }
+}
+
+/** A shard of a clustered collection, reached through its leader. */
+class RoutedShard implements ShardHandle {
+  readonly id: number;
+
+  constructor(
+    readonly host: VectorShards,
+    readonly placement: ShardPlacement,
+  ) {
+    this.id = placement.number;
+  }
+
+  async #propose(command: ShardCommand): Promise<ApplyOutcome | undefined> {
+    const reply = await this.host.leaderCall(this.placement, 'vshard.propose', { c: encodeShardCommand(command) });
+    return (reply.o ?? undefined) as ApplyOutcome | undefined;
+  }
+
+  async upsert(docs: readonly DocInput[]): Promise<void> {
+    await this.#propose({ kind: 'upsert', docs });
+  }
+
+  async remove(id: string): Promise<boolean> {
+    const outcome = await this.#propose({ kind: 'delete', ids: [id] });
+    return outcome?.kind === 'delete' && outcome.deleted[0] === true;
+  }
+
+  async get(id: string): Promise<StoredDoc | undefined> {
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'get', id });
+    const d = reply.d as { id: string; text: string; metadata: Record<string, unknown>; vector: Uint8Array } | null;
+    return d === null ? undefined : { id: d.id, text: d.text, metadata: d.metadata, vector: fromF32(d.vector) };
+  }
+
+  async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined): Promise<VectorHit[]> {
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'search', v: f32(query), k, ef, f: filter ?? null });
+    return reply.h as VectorHit[];
+  }
+
+  async searchBm25(query: string, k: number): Promise<ScoredId[]> {
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'bm25', q: query, k });
+    return reply.h as ScoredId[];
+  }
+
+  async countDocs(): Promise<number> {
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'count' });
+    return reply.n as number;
+  }
+}

@@ -1,0 +1,36 @@
+// What the engine asks of a shard, wherever it lives: a local `Shard` (standalone) or a
+// replicated shard reached through its Raft group's leader (`cluster/vector-shards.ts`).
+// The engine's code path is the same for both: it decides everything (ids, vectors) and
+// hands each shard its part.
+import type { ScoredId } from './bm25.js';
+import type { CollectionConfig } from './collection-config.js';
+import type { IdRouting } from '../core/shard-hash.js';
+import type { Filter } from './filter.js';
+import type { DocInput, StoredDoc, VectorHit } from './shard.js';
+
+export interface ShardHandle {
+  readonly id: number;
+  upsert(docs: readonly DocInput[]): Promise<void>;
+  get(id: string): Promise<StoredDoc | undefined>;
+  remove(id: string): Promise<boolean>;
+  search(query: Float32Array, k: number, ef: number, filter: Filter | undefined): Promise<VectorHit[]>;
+  searchBm25(query: string, k: number): Promise<ScoredId[]>;
+  countDocs(): Promise<number>;
+}
+
+/** A collection the cluster holds: its config, routing and one handle per shard. */
+export interface ClusteredCollection {
+  readonly config: CollectionConfig;
+  readonly routing: IdRouting;
+  readonly shards: readonly ShardHandle[];
+  /** Changes whenever the shard map changes: the engine rebuilds its view then. */
+  readonly epoch: number;
+}
+
+/** The cluster's collection catalogue (the metadata group), as the engine sees it. */
+export interface ClusterCatalogue {
+  get(name: string): ClusteredCollection | undefined;
+  names(): string[];
+  create(name: string, config: CollectionConfig): Promise<void>;
+  delete(name: string): Promise<void>;
+}
