@@ -29,7 +29,7 @@ import { type ApplyOutcome, type ShardCommand, encodeShardCommand } from '../vec
 import type { Filter } from '../vector/filter.js';
 import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from '../vector/shard.js';
 import { ShardFsm } from '../vector/shard-fsm.js';
-import type { ClusterCatalogue, ClusteredCollection, ShardHandle } from '../vector/shard-handle.js';
+import type { ClusterCatalogue, ClusteredCollection, ReadOptions, ShardHandle } from '../vector/shard-handle.js';
 import type { ClusterMember, GroupHost } from './member.js';
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
 import { placeShards } from './placement.js';
@@ -225,9 +225,14 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
 
   // ---- answering (on the leader) -------------------------------------------------------------
 
-  #leading(group: string): Replica {
+  #hosted(group: string): Replica {
     const r = this.#replicas.get(group);
     if (r === undefined) throw new FirkinError('not_leader', `${this.#me} holds no replica of ${group}`, { details: { leader: null } });
+    return r;
+  }
+
+  #leading(group: string): Replica {
+    const r = this.#hosted(group);
     if (r.group.core.role !== 'leader') throw new FirkinError('not_leader', `${this.#me} does not lead ${group}`, { details: { leader: r.group.core.leader } });
     return r;
   }
@@ -237,15 +242,22 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     if (typeof req.g !== 'string') throw new FirkinError('bad_request', 'shard call without a group');
     switch (method) {
       case 'vshard.propose': {
-        const { c } = req as { c?: unknown };
+        const { c, dl } = req as { c?: unknown; dl?: unknown };
         if (!(c instanceof Uint8Array)) throw new FirkinError('bad_request', 'shard proposal without a command');
         const r = this.#leading(req.g);
+        // A request held up on a broken link arrives after its caller gave up (and answered
+        // 503): refuse it rather than commit a write the client was told failed. This
+        // narrows, but cannot close, the window of a timed-out write that still commits
+        // (it assumes the nodes' clocks agree to well within the deadline).
+        if (typeof dl === 'number' && Date.now() > dl) throw new FirkinError('timeout', `the write reached ${this.#me} after its deadline`);
         const outcome = (await r.group.propose(c)) as ApplyOutcome | undefined;
         return encoder.encode({ o: outcome ?? null });
       }
       case 'vshard.read': {
-        const r = this.#leading(req.g);
-        await r.group.readBarrier();
+        // Stale: whatever this replica applied, with no leader and no quorum needed.
+        const stale = (req as { s?: unknown }).s === true;
+        const r = stale ? this.#hosted(req.g) : this.#leading(req.g);
+        if (!stale) await r.group.readBarrier();
         const shard = r.fsm.shard;
         const q = req as unknown as ReadRequest;
         switch (q.op) {
@@ -270,39 +282,47 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
 
   // ---- routing (from any node) ---------------------------------------------------------------
 
-  /** Send a call to the shard's leader, following hints and trying each replica until the deadline. */
+  /**
+   * Send a call to the shard's leader (or, for a stale read, to any replica, this node's
+   * first), following what this node's own replica knows, then the last leader that
+   * answered, then each replica in turn, until the deadline. Each attempt waits at most a
+   * third of the deadline, so a leader cut off from its majority (still believing it leads)
+   * does not use up the whole budget. A write retried after an attempt timed out is safe:
+   * shard commands are idempotent (an upsert writes the same documents again; a delete of a
+   * gone document changes nothing, though it then reports `not found`).
+   */
   async leaderCall(shard: ShardPlacement, method: string, payload: Record<string, unknown>): Promise<Record<string, unknown>> {
     const { member } = this.#o;
     const timeoutMs = member.timings.proposalTimeoutMs;
+    const attemptMs = Math.max(200, Math.floor(timeoutMs / 3));
     const deadline = Date.now() + timeoutMs;
-    const body = encoder.encode({ g: shard.group, ...payload });
+    const body = encoder.encode({ g: shard.group, dl: deadline, ...payload });
     const replicas = shard.replicas;
-    const local = this.#replicas.get(shard.group)?.group.core.leader ?? undefined;
-    let target = this.#leaderHints.get(shard.group) ?? local ?? replicas[0]!;
+    const stale = payload.s === true;
+    const known = () => this.#replicas.get(shard.group)?.group.core.leader ?? undefined;
+    let target = stale && this.#replicas.has(shard.group) ? this.#me : (known() ?? this.#leaderHints.get(shard.group) ?? replicas[0]!);
     let waitMs = 10;
     let last = 'no replica answered';
+    let maybeCommitted = false;
     for (;;) {
       const remaining = deadline - Date.now();
       if (remaining <= 0 || this.#closed) {
-        throw new FirkinError('no_quorum', `shard ${shard.group} (replicas ${replicas.join(', ')}) has no leader reachable from ${this.#me} within ${timeoutMs} ms (${last})`);
+        const tail = maybeCommitted && method === 'vshard.propose' ? '; an attempt timed out after it was sent, so the write may still commit' : '';
+        throw new FirkinError('no_quorum', `shard ${shard.group} (replicas ${replicas.join(', ')}) has no ${stale ? 'replica' : 'leader'} reachable from ${this.#me} within ${timeoutMs} ms (${last})${tail}`);
       }
       try {
-        const reply = target === this.#me ? await this.answer(this.#me, method, body) : await member.callPeer(target, method, body, remaining);
-        this.#leaderHints.set(shard.group, target);
+        const reply = target === this.#me ? await this.answer(this.#me, method, body) : await member.callPeer(target, method, body, Math.min(remaining, attemptMs));
+        if (!stale) this.#leaderHints.set(shard.group, target);
         return decoder.decode(reply) as Record<string, unknown>;
       } catch (err) {
         last = `${target}: ${(err as Error).message}`;
-        const retry = wasNotSent(err) || (isFirkinError(err) && (err.code === 'not_leader' || err.code === 'unavailable' || (err.code === 'timeout' && method === 'vshard.read')));
-        if (!retry) {
-          if (isFirkinError(err) && err.code === 'timeout') {
-            throw new FirkinError('no_quorum', `the write to shard ${shard.group} was not committed by a majority in time (${err.message}); it may still commit`);
-          }
-          throw err;
-        }
-        const hinted = isFirkinError(err) && typeof err.details?.leader === 'string' && replicas.includes(err.details.leader) && err.details.leader !== target ? err.details.leader : undefined;
-        const fresh = this.#replicas.get(shard.group)?.group.core.leader ?? undefined;
-        target = hinted ?? (fresh !== undefined && fresh !== target ? fresh : replicas[(replicas.indexOf(target) + 1) % replicas.length]!);
+        const code = isFirkinError(err) ? err.code : undefined;
+        if (!(wasNotSent(err) || code === 'not_leader' || code === 'unavailable' || code === 'timeout' || code === 'no_quorum')) throw err;
+        if (code === 'timeout' && !wasNotSent(err)) maybeCommitted = true;
         this.#leaderHints.delete(shard.group);
+        const hinted = !stale && isFirkinError(err) && typeof err.details?.leader === 'string' && replicas.includes(err.details.leader) && err.details.leader !== target ? err.details.leader : undefined;
+        const fresh = stale ? undefined : known();
+        target = hinted ?? (fresh !== undefined && fresh !== target ? fresh : replicas[(replicas.indexOf(target) + 1) % replicas.length]!);
         await new Promise((r) => setTimeout(r, Math.min(waitMs, Math.max(1, deadline - Date.now()))));
         waitMs = Math.min(waitMs * 2, 200);
       }
@@ -345,24 +365,24 @@ class RoutedShard implements ShardHandle {
     return outcome?.kind === 'delete' && outcome.deleted[0] === true;
   }
 
-  async get(id: string): Promise<StoredDoc | undefined> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'get', id });
+  async get(id: string, options: ReadOptions = {}): Promise<StoredDoc | undefined> {
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'get', id, s: options.stale === true });
     const d = reply.d as { id: string; text: string; metadata: Record<string, unknown>; vector: Uint8Array } | null;
     return d === null ? undefined : { id: d.id, text: d.text, metadata: d.metadata, vector: fromF32(d.vector) };
   }
 
-  async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined): Promise<VectorHit[]> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'search', v: f32(query), k, ef, f: filter ?? null });
+  async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options: ReadOptions = {}): Promise<VectorHit[]> {
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'search', v: f32(query), k, ef, f: filter ?? null, s: options.stale === true });
     return reply.h as VectorHit[];
   }
 
-  async searchBm25(query: string, k: number): Promise<ScoredId[]> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'bm25', q: query, k });
+  async searchBm25(query: string, k: number, options: ReadOptions = {}): Promise<ScoredId[]> {
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'bm25', q: query, k, s: options.stale === true });
     return reply.h as ScoredId[];
   }
 
-  async countDocs(): Promise<number> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'count' });
+  async countDocs(options: ReadOptions = {}): Promise<number> {
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'count', s: options.stale === true });
     return reply.n as number;
   }
 }

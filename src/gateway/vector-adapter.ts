@@ -117,7 +117,8 @@ export class EngineGatewayVectors implements GatewayVectors {
   }
 
   async search(internal: string, search: GatewaySearch): Promise<GatewayHit[]> {
-    const hits = await this.#engine.search(searchRequest(internal, search)).catch(collectionGone);
+    // A partial answer (a shard with no reachable leader) is served as what the shards found.
+    const { results: hits } = await this.#engine.search(searchRequest(internal, search)).catch(collectionGone);
     return hits.map((h) => ({ id: h.id, score: h.score, text: h.text, metadata: h.metadata }));
   }
 }

@@ -27,7 +27,7 @@ import { checkEmbedderUrl } from './embedders/http.js';
 import type { Filter } from './filter.js';
 import { type FusedHit, fuse } from './fusion.js';
 import { checkEmbedding, parseVector } from './metric.js';
-import type { Bm25SearchRequest, CreateCollectionRequest, DocRequest, HybridSearchRequest, PutDocsRequest, SearchRequest } from './requests.js';
+import type { Bm25SearchRequest, Consistency, CreateCollectionRequest, DocRequest, HybridSearchRequest, PutDocsRequest, SearchRequest } from './requests.js';
 import { type DocInput, type MaintenancePolicy, Shard, type StoredDoc, type VectorHit, dropShardData } from './shard.js';
 import type { ClusterCatalogue, ClusteredCollection, ShardHandle } from './shard-handle.js';
 
@@ -76,6 +76,19 @@ class Collection {
     assert.ok(shard !== undefined, `collection ${this.name} routes ${JSON.stringify(id)} to a shard it does not hold`);
     return shard;
   }
+}
+
+/** A shard that could not answer a search, by id, with the reason. */
+export interface FailedShard {
+  shard: number;
+  error: string;
+  message: string;
+}
+
+/** Search results, and the shards missing from them (empty: the answer is complete). */
+export interface SearchAnswer<T> {
+  results: T[];
+  failed: FailedShard[];
 }
 
 export interface DocResult {
@@ -378,9 +391,9 @@ export class VectorEngine {
     return results;
   }
 
-  async getDoc(name: string, id: string): Promise<StoredDoc> {
+  async getDoc(name: string, id: string, consistency: Consistency = 'linearizable'): Promise<StoredDoc> {
     const c = this.#collection(name);
-    const doc = await c.shardFor(id).get(id);
+    const doc = await c.shardFor(id).get(id, { stale: consistency === 'stale' });
     if (doc === undefined) throw new FirkinError('not_found', `document ${JSON.stringify(id)} not found in ${JSON.stringify(name)}`);
     return doc;
   }
@@ -400,16 +413,36 @@ export class VectorEngine {
     return (await this.#embed(c, [query]))[0]!;
   }
 
-  async #vectorSearch(c: Collection, query: Float32Array, k: number, ef: number, filter: Filter | undefined): Promise<VectorHit[]> {
-    const perShard = await Promise.all(c.shards.map((s) => s.search(query, k, ef, filter)));
-    return perShard.flat().sort(byScoreThenId).slice(0, k);
+  /**
+   * Every shard in parallel, merged by score then id. A shard that fails (a replicated shard
+   * with no reachable leader in time) is named in `failed` beside the others' hits: a partial
+   * answer, never a silent gap. When every shard fails the call fails.
+   */
+  async #fanOut<T extends { id: string; score: number }>(c: Collection, k: number, ask: (s: ShardHandle) => Promise<T[]>): Promise<SearchAnswer<T>> {
+    const settled = await Promise.allSettled(c.shards.map(ask));
+    const failed: FailedShard[] = [];
+    const hits: T[] = [];
+    settled.forEach((r, i) => {
+      if (r.status === 'fulfilled') hits.push(...r.value);
+      else if (isFirkinError(r.reason)) failed.push({ shard: c.shards[i]!.id, error: r.reason.code, message: r.reason.message });
+      else throw r.reason;
+    });
+    if (failed.length === c.shards.length) {
+      const first = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected')!;
+      throw first.reason;
+    }
+    return { results: hits.sort(byScoreThenId).slice(0, k), failed };
   }
 
-  async search(request: SearchRequest): Promise<VectorHit[]> {
+  #vectorSearch(c: Collection, query: Float32Array, k: number, ef: number, filter: Filter | undefined, consistency: Consistency): Promise<SearchAnswer<VectorHit>> {
+    return this.#fanOut(c, k, (s) => s.search(query, k, ef, filter, { stale: consistency === 'stale' }));
+  }
+
+  async search(request: SearchRequest): Promise<SearchAnswer<VectorHit>> {
     const c = this.#collection(request.collection);
     const ef = Math.max(request.k, request.ef ?? c.config.index.ef_search);
     const query = await this.#queryVector(c, request.vector, request.query, 'search');
-    return this.#vectorSearch(c, query, request.k, ef, request.filter);
+    return this.#vectorSearch(c, query, request.k, ef, request.filter, request.consistency);
   }
 
   #requireBm25(c: Collection): void {
@@ -418,32 +451,33 @@ export class VectorEngine {
     }
   }
 
-  async #bm25Search(c: Collection, query: string, k: number): Promise<ScoredId[]> {
-    const perShard = await Promise.all(c.shards.map((s) => s.searchBm25(query, k)));
-    return perShard.flat().sort(byScoreThenId).slice(0, k);
+  #bm25Search(c: Collection, query: string, k: number, consistency: Consistency): Promise<SearchAnswer<ScoredId>> {
+    return this.#fanOut(c, k, (s) => s.searchBm25(query, k, { stale: consistency === 'stale' }));
   }
 
-  async searchBm25(request: Bm25SearchRequest): Promise<ScoredId[]> {
+  async searchBm25(request: Bm25SearchRequest): Promise<SearchAnswer<ScoredId>> {
     const c = this.#collection(request.collection);
     this.#requireBm25(c);
-    return this.#bm25Search(c, request.query, request.k);
+    return this.#bm25Search(c, request.query, request.k, request.consistency);
   }
 
   /** BM25 and vector search of the same query, fused; the vector side uses the client's vector when given. */
-  async searchHybrid(request: HybridSearchRequest): Promise<FusedHit[]> {
+  async searchHybrid(request: HybridSearchRequest): Promise<SearchAnswer<FusedHit>> {
     const c = this.#collection(request.collection);
     this.#requireBm25(c);
     const depth = hybridDepth(request.k);
     const ef = Math.max(depth, request.ef ?? c.config.index.ef_search);
     const vector = await this.#queryVector(c, request.vector, request.query, 'hybrid search');
-    const [bm25, hits] = await Promise.all([this.#bm25Search(c, request.query, depth), this.#vectorSearch(c, vector, depth, ef, undefined)]);
-    return fuse(request.fusion, {
-      bm25,
-      vector: hits.map((h) => ({ id: h.id, score: h.score })),
+    const [bm25, hits] = await Promise.all([this.#bm25Search(c, request.query, depth, request.consistency), this.#vectorSearch(c, vector, depth, ef, undefined, request.consistency)]);
+    const results = fuse(request.fusion, {
+      bm25: bm25.results,
+      vector: hits.results.map((h) => ({ id: h.id, score: h.score })),
       bm25Weight: request.bm25Weight,
       vectorWeight: request.vectorWeight,
       k: request.k,
     });
+    const failed = [...bm25.failed, ...hits.failed.filter((f) => !bm25.failed.some((b) => b.shard === f.shard))];
+    return { results, failed };
   }
 
   // ---- lifecycle ----

@@ -45,7 +45,17 @@ export interface DocBody {
   readonly vector?: readonly number[] | null;
 }
 
+/**
+ * How fresh a read must be on a replicated collection: `linearizable` (default) asks the
+ * shard leader to confirm its leadership first; `stale` takes any replica, the local one
+ * first, and answers even where no majority is reachable (the spec's minority reads).
+ * Standalone, every read is both.
+ */
+export const CONSISTENCIES = ['linearizable', 'stale'] as const;
+export type Consistency = (typeof CONSISTENCIES)[number];
+
 export interface SearchBody {
+  readonly consistency?: Consistency;
   readonly vector?: readonly number[] | null;
   readonly query?: string;
   readonly k?: number;
@@ -54,11 +64,13 @@ export interface SearchBody {
 }
 
 export interface Bm25SearchBody {
+  readonly consistency?: Consistency;
   readonly query: string;
   readonly k?: number;
 }
 
 export interface HybridSearchBody {
+  readonly consistency?: Consistency;
   readonly query: string;
   readonly vector?: readonly number[] | null;
   readonly k?: number;
@@ -97,12 +109,14 @@ export interface SearchRequest {
   /** Beam width; undefined: the collection's `index.ef_search`. */
   readonly ef: number | undefined;
   readonly filter: Filter | undefined;
+  readonly consistency: Consistency;
 }
 
 export interface Bm25SearchRequest {
   readonly collection: string;
   readonly query: string;
   readonly k: number;
+  readonly consistency: Consistency;
 }
 
 export interface HybridSearchRequest {
@@ -115,6 +129,7 @@ export interface HybridSearchRequest {
   readonly bm25Weight: number;
   readonly vectorWeight: number;
   readonly fusion: Fusion;
+  readonly consistency: Consistency;
 }
 
 const HYBRID_WEIGHT_DEFAULT = 0.5;
@@ -183,11 +198,12 @@ export function searchRequest(collection: string, body: SearchBody): SearchReque
     k: body.k ?? DEFAULTS.k,
     ef: body.ef,
     filter: parseFilter(body.filter),
+    consistency: body.consistency ?? 'linearizable',
   };
 }
 
 export function bm25SearchRequest(collection: string, body: Bm25SearchBody): Bm25SearchRequest {
-  return { collection, query: body.query, k: body.k ?? DEFAULTS.k };
+  return { collection, query: body.query, k: body.k ?? DEFAULTS.k, consistency: body.consistency ?? 'linearizable' };
 }
 
 export function hybridSearchRequest(collection: string, body: HybridSearchBody): HybridSearchRequest {
@@ -200,5 +216,6 @@ export function hybridSearchRequest(collection: string, body: HybridSearchBody):
     bm25Weight: body.bm25_weight ?? HYBRID_WEIGHT_DEFAULT,
     vectorWeight: body.vector_weight ?? HYBRID_WEIGHT_DEFAULT,
     fusion: body.fusion ?? 'rrf',
+    consistency: body.consistency ?? 'linearizable',
   };
 }

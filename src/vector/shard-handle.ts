@@ -8,14 +8,19 @@ import type { IdRouting } from '../core/shard-hash.js';
 import type { Filter } from './filter.js';
 import type { DocInput, StoredDoc, VectorHit } from './shard.js';
 
+/** `stale`: any replica may answer from what it applied (see `Consistency` in requests.ts). */
+export interface ReadOptions {
+  readonly stale?: boolean;
+}
+
 export interface ShardHandle {
   readonly id: number;
   upsert(docs: readonly DocInput[]): Promise<void>;
-  get(id: string): Promise<StoredDoc | undefined>;
+  get(id: string, options?: ReadOptions): Promise<StoredDoc | undefined>;
   remove(id: string): Promise<boolean>;
-  search(query: Float32Array, k: number, ef: number, filter: Filter | undefined): Promise<VectorHit[]>;
-  searchBm25(query: string, k: number): Promise<ScoredId[]>;
-  countDocs(): Promise<number>;
+  search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options?: ReadOptions): Promise<VectorHit[]>;
+  searchBm25(query: string, k: number, options?: ReadOptions): Promise<ScoredId[]>;
+  countDocs(options?: ReadOptions): Promise<number>;
 }
 
 /** A collection the cluster holds: its config, routing and one handle per shard. */

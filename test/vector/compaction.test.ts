@@ -52,7 +52,7 @@ t.test('after many deletes the index is compacted off the loop; searches and wri
   const { engine } = h;
   const shard = () => h.engine.stats().shards[0] as { count: number; seq: number; saved_seq: number; removed: number; recovery: { source: string } };
   const queries = Array.from({ length: 12 }, (_, q) => vec(1000 + q));
-  const results = () => Promise.all(queries.map((v) => h.engine.search(searchRequest('c', { vector: v, k: 10, ef: 1000 }))));
+  const results = () => Promise.all(queries.map(async (v) => (await h.engine.search(searchRequest('c', { vector: v, k: 10, ef: 1000 }))).results));
 
   await engine.createCollection(createCollectionRequest('c', { dimensions: DIMS, index: { m: 8, ef_construction: 40 } }));
   await engine.putDocs({ collection: 'c', docs: Array.from({ length: 400 }, (_, i) => docRequest({ id: `d${i}`, vector: vec(i) })) });
@@ -119,6 +119,6 @@ t.test('close stops a running build; the next start still finds every document',
   await maintaining;
   await h.restart();
   t.equal(h.engine.stats().documents, 50);
-  const hits = await h.engine.search(searchRequest('c', { vector: vec(7), k: 1 }));
+  const { results: hits } = await h.engine.search(searchRequest('c', { vector: vec(7), k: 1 }));
   t.equal(hits[0]?.id, 'd7');
 });

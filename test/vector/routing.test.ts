@@ -35,7 +35,7 @@ t.test('a collection from before hash ranges still finds its documents where has
 
   await h.restart();
   for (const id of ids) t.equal((await h.engine.getDoc('old', id)).id, id);
-  const hits = await h.engine.search(searchRequest('old', { vector: vec(7), k: 1 }));
+  const { results: hits } = await h.engine.search(searchRequest('old', { vector: vec(7), k: 1 }));
   t.equal(hits[0]?.id, 'doc-7', 'search reaches every shard');
   await h.engine.deleteDoc('old', 'doc-7');
   await t.rejects(h.engine.getDoc('old', 'doc-7'), { code: 'not_found' });

@@ -15,10 +15,12 @@ import {
   METRICS,
   STOPWORD_SETS,
 } from '../../vector/collection-config.js';
-import type { VectorEngine } from '../../vector/engine.js';
+import type { SearchAnswer, VectorEngine } from '../../vector/engine.js';
 import { FLOAT32_MAX } from '../../vector/metric.js';
 import {
+  CONSISTENCIES,
   type Bm25SearchBody,
+  type Consistency,
   type CollectionBody,
   type DocBody,
   type HybridSearchBody,
@@ -115,13 +117,13 @@ const docsBodySchema = { if: { type: 'object', required: ['documents'] }, then: 
 export const searchSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: { vector: optionalVectorSchema, query: queryTextSchema, k: kSchema, ef: int(1, LIMITS.efMax), filter: filterSchema },
+  properties: { vector: optionalVectorSchema, query: queryTextSchema, k: kSchema, ef: int(1, LIMITS.efMax), filter: filterSchema, consistency: { enum: CONSISTENCIES } },
 } as const;
 const bm25SearchSchema = {
   type: 'object',
   required: ['query'],
   additionalProperties: false,
-  properties: { query: queryTextSchema, k: kSchema },
+  properties: { query: queryTextSchema, k: kSchema, consistency: { enum: CONSISTENCIES } },
 } as const;
 const hybridSearchSchema = {
   ...bm25SearchSchema,
@@ -145,7 +147,12 @@ export interface VectorRouteOptions {
 }
 
 type CollectionReq<Body = undefined> = { Params: { collection: string }; Body: Body };
-type DocReq = { Params: { collection: string; id: string }; Querystring: { include_vector?: boolean } };
+type DocReq = { Params: { collection: string; id: string }; Querystring: { include_vector?: boolean; consistency?: Consistency } };
+
+/** `{results}`; with `partial: true` and `failed_shards` when some shard could not answer. */
+function searchReply<T>(answer: SearchAnswer<T>): Record<string, unknown> {
+  return answer.failed.length === 0 ? { results: answer.results } : { results: answer.results, partial: true, failed_shards: answer.failed };
+}
 
 export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, { engine, cluster }) => {
   const compile = app.validatorCompiler;
@@ -195,9 +202,9 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
 
   app.get<DocReq>(
     '/collections/:collection/docs/:id',
-    { schema: { params: docParams, querystring: { type: 'object', properties: { include_vector: { type: 'boolean' } } } } },
+    { schema: { params: docParams, querystring: { type: 'object', properties: { include_vector: { type: 'boolean' }, consistency: { enum: CONSISTENCIES } } } } },
     async (req) => {
-      const doc = await engine.getDoc(req.params.collection, req.params.id);
+      const doc = await engine.getDoc(req.params.collection, req.params.id, req.query.consistency);
       const out: Record<string, unknown> = { id: doc.id, text: doc.text, metadata: doc.metadata };
       if (req.query.include_vector === true) out.vector = Array.from(doc.vector);
       return out;
@@ -209,18 +216,18 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
     return { status: 'deleted' };
   });
 
-  app.post<CollectionReq<SearchBody>>('/collections/:collection/search', { schema: { params: collectionParams, body: searchSchema } }, async (req) => ({
-    results: await engine.search(searchRequest(req.params.collection, req.body)),
-  }));
+  app.post<CollectionReq<SearchBody>>('/collections/:collection/search', { schema: { params: collectionParams, body: searchSchema } }, async (req) =>
+    searchReply(await engine.search(searchRequest(req.params.collection, req.body))),
+  );
 
-  app.post<CollectionReq<Bm25SearchBody>>('/collections/:collection/search/bm25', { schema: { params: collectionParams, body: bm25SearchSchema } }, async (req) => ({
-    results: await engine.searchBm25(bm25SearchRequest(req.params.collection, req.body)),
-  }));
+  app.post<CollectionReq<Bm25SearchBody>>('/collections/:collection/search/bm25', { schema: { params: collectionParams, body: bm25SearchSchema } }, async (req) =>
+    searchReply(await engine.searchBm25(bm25SearchRequest(req.params.collection, req.body))),
+  );
 
   app.post<CollectionReq<HybridSearchBody>>(
     '/collections/:collection/search/hybrid',
     { schema: { params: collectionParams, body: hybridSearchSchema } },
-    async (req) => ({ results: await engine.searchHybrid(hybridSearchRequest(req.params.collection, req.body)) }),
+    async (req) => searchReply(await engine.searchHybrid(hybridSearchRequest(req.params.collection, req.body))),
   );
 
   app.post<CollectionReq<{ num_shards: number }>>('/collections/:collection/reshard', { schema: { params: collectionParams, body: reshardSchema } }, async (req) => {

@@ -1,0 +1,77 @@
+// The spec's partition table on replicated vector shards, three real processes whose peer
+// links pass through the chaos fault proxy: the majority reads and writes; the isolated
+// minority refuses writes (503 no_quorum) and linearizable reads, serves stale reads from its
+// own replica; after healing it catches up and every replica holds the same data.
+import t from 'tap';
+import { FaultNetwork } from '../../chaos/proxy/network.js';
+import { mathRand } from '../../src/raft/group.js';
+import { freePorts } from '../raft/kv-cluster.js';
+import { waitFor } from '../support/wait.js';
+import { TestCluster } from './harness.js';
+
+const DIMS = 4;
+const vec = (i: number) => [Math.sin(i), Math.cos(i), (i % 5) / 5, 1];
+
+t.test('minority partition: no writes, stale reads only; healing converges', async (t) => {
+  const names = ['n1', 'n2', 'n3'];
+  const ports = await freePorts(3);
+  const grpcPorts = new Map(names.map((n, i) => [n, ports[i]!]));
+  const net = await FaultNetwork.open({ grpcPorts, rand: mathRand });
+  const cluster = new TestCluster();
+  t.teardown(async () => {
+    await cluster.close();
+    await net.close();
+  });
+  for (const n of names) {
+    await cluster.add(n, {
+      SERVICE_GRPC_PORT: String(grpcPorts.get(n)),
+      SERVICE_CLUSTER_DIAL_MAP: net.dialMap(n),
+      SERVICE_SEED_NODES: n === 'n1' ? '' : net.seedFor(n, 'n1'),
+    });
+  }
+  await cluster.waitMembers();
+  await cluster.waitVoters(3);
+
+  const put = await cluster.request('n1', 'PUT', '/vectordb/collections/p', { body: { dimensions: DIMS, num_shards: 2, replication_factor: 3, bm25_backend: 'memory' } });
+  t.equal(put.status, 201, JSON.stringify(put.body));
+  const documents = Array.from({ length: 20 }, (_, i) => ({ id: `d${i}`, text: `word${i} common`, metadata: { i }, vector: vec(i) }));
+  t.equal((await cluster.request('n2', 'POST', '/vectordb/collections/p/docs', { body: { documents } })).status, 200);
+  // n3 has applied them (a stale read there sees them) before the cut.
+  await waitFor(async () => (await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/d19?consistency=stale')).status === 200, { what: 'n3 to apply the writes' });
+
+  net.isolate('n3');
+  const refused = await cluster.request('n3', 'POST', '/vectordb/collections/p/docs', { body: { id: 'minority', text: 'x', metadata: {}, vector: vec(99) } });
+  t.equal(refused.status, 503, 'a write on the minority side is refused');
+  t.equal(refused.body.error, 'no_quorum');
+  const linearizable = await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/d3');
+  t.equal(linearizable.status, 503, 'a linearizable read there is refused too');
+  const stale = await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/d3?consistency=stale');
+  t.match(stale.body, { id: 'd3', text: 'word3 common' }, 'a stale read is served from the local replica');
+  const staleSearch = await cluster.request('n3', 'POST', '/vectordb/collections/p/search', { body: { vector: vec(7), k: 1, consistency: 'stale' } });
+  t.equal(staleSearch.body.results[0]?.id, 'd7', 'stale search too');
+  t.notOk(staleSearch.body.partial, 'every shard answered from its local replica');
+  const staleKeyword = await cluster.request('n3', 'POST', '/vectordb/collections/p/search/bm25', { body: { query: 'word5', k: 1, consistency: 'stale' } });
+  t.equal(staleKeyword.body.results[0]?.id, 'd5', 'and keyword search');
+
+  // The majority goes on.
+  const during = await waitFor(async () => {
+    const r = await cluster.request('n1', 'POST', '/vectordb/collections/p/docs', { body: { id: 'majority', text: 'written while n3 was cut off', metadata: {}, vector: vec(50) } });
+    return r.status === 201 ? r : undefined;
+  }, { timeoutMs: 15_000, what: 'a write on the majority side' });
+  t.equal(during.status, 201, 'the majority writes');
+  t.equal((await cluster.request('n2', 'GET', '/vectordb/collections/p/docs/majority')).status, 200, 'and reads');
+  t.equal((await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/majority?consistency=stale')).status, 404, 'the minority has not seen it (stale)');
+
+  net.apply({ kind: 'heal' });
+  await waitFor(async () => (await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/majority')).status === 200, { timeoutMs: 20_000, what: 'n3 to catch up after healing' });
+  await waitFor(
+    async () => {
+      const all = (await Promise.all(names.map(async (n) => (await cluster.request(n, 'GET', '/_cluster/shards')).body.replicas as { group: string; digest: string; digest_applied: number }[]))).flat();
+      const groups = new Set(all.map((r) => r.group));
+      return groups.size === 2 && [...groups].every((g) => new Set(all.filter((r) => r.group === g).map((r) => `${r.digest}@${r.digest_applied}`)).size === 1);
+    },
+    { timeoutMs: 20_000, intervalMs: 200, what: 'every replica of both shards at one digest and applied index' },
+  );
+  t.pass('after healing every replica of every shard holds identical data');
+  t.equal((await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/minority')).status, 404, 'the refused write never happened');
+});
