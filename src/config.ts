@@ -117,6 +117,7 @@ const SETTINGS = {
   SERVICE_FD_RECOVER_MS: { parse: int(0, 600_000), default: 1_000 },
   SERVICE_FD_MIN_DWELL_MS: { parse: int(0, 600_000), default: 3_000 },
   SERVICE_DEAD_VOTER_GRACE_MS: { parse: int(0, 86_400_000), default: 10_000 },
+  SERVICE_REPLICA_REPAIR_GRACE_MS: { parse: int(0, 86_400_000), default: 60_000 },
   SERVICE_JOIN_TIMEOUT_MS: { parse: int(100, 3_600_000), default: 30_000 },
   SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS: { parse: int(100, 600_000), default: 5_000 },
   SERVICE_CLUSTER_KEY_FRESHNESS_MS: { parse: int(50, 600_000), default: 2_000 },
@@ -206,6 +207,8 @@ export interface Config {
     detector: { suspectAfterMs: number; downAfterMs: number; recoverAfterMs: number; minDwellMs: number };
     /** A voter down this long is replaced by a learner (when one is ready). */
     deadVoterGraceMs: number;
+    /** A shard replica on a node `down` this long is replaced on a healthy node. */
+    replicaRepairGraceMs: number;
     /** Give up joining (exit 1) when no seed accepted us within this time. */
     joinTimeoutMs: number;
     /** Bound on a metadata write, forwarding included; past it: 503 no_quorum. */
@@ -373,6 +376,7 @@ function assemble(v: Values): Config {
       nodeHeartbeatMs: v.SERVICE_CLUSTER_HEARTBEAT_MS,
       detector: { suspectAfterMs: v.SERVICE_FD_SUSPECT_MS, downAfterMs: v.SERVICE_FD_DOWN_MS, recoverAfterMs: v.SERVICE_FD_RECOVER_MS, minDwellMs: v.SERVICE_FD_MIN_DWELL_MS },
       deadVoterGraceMs: v.SERVICE_DEAD_VOTER_GRACE_MS,
+      replicaRepairGraceMs: v.SERVICE_REPLICA_REPAIR_GRACE_MS,
       joinTimeoutMs: v.SERVICE_JOIN_TIMEOUT_MS,
       proposalTimeoutMs: v.SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS,
       keyFreshnessMs: v.SERVICE_CLUSTER_KEY_FRESHNESS_MS,

@@ -2,7 +2,7 @@
 // a help text or a usage error out. The shell (`firkin.ts`) does the talking.
 import { HELP, type HelpTopic } from './help.js';
 
-export const CLUSTER_COMMANDS = ['status', 'nodes', 'join', 'leave', 'remove'] as const;
+export const CLUSTER_COMMANDS = ['status', 'nodes', 'join', 'leave', 'remove', 'shards'] as const;
 export type ClusterCommand = (typeof CLUSTER_COMMANDS)[number];
 
 export type Command =
@@ -10,7 +10,8 @@ export type Command =
   | { readonly kind: 'nodes' }
   | { readonly kind: 'join'; readonly seed: string }
   | { readonly kind: 'leave' }
-  | { readonly kind: 'remove'; readonly node: string };
+  | { readonly kind: 'remove'; readonly node: string }
+  | { readonly kind: 'shards'; readonly collection: string };
 
 /** Which node to talk to and how to print. */
 export interface Target {
@@ -28,7 +29,7 @@ export type Parsed =
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 /** Commands that call admin routes: without a key the node would only answer 401. */
-const NEEDS_KEY: ReadonlySet<ClusterCommand> = new Set(['join', 'remove']);
+const NEEDS_KEY: ReadonlySet<ClusterCommand> = new Set(['join', 'remove', 'shards']);
 
 const VALUE_OPTIONS = ['url', 'key', 'seed'] as const;
 type ValueOption = (typeof VALUE_OPTIONS)[number];
@@ -110,7 +111,11 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   const rest = words.slice(2);
 
   let command: Command;
-  if (name === 'remove') {
+  if (name === 'shards') {
+    const collection = rest.shift();
+    if (collection === undefined || collection === '') return usage('cluster shards needs a COLLECTION name');
+    command = { kind: 'shards', collection };
+  } else if (name === 'remove') {
     const node = rest.shift();
     if (node === undefined || node === '') return usage('cluster remove needs a NODE name');
     command = { kind: 'remove', node };

@@ -37,6 +37,24 @@ export interface NodeDetailsBody {
   nodes: NodeDetail[];
 }
 
+export interface ShardRow {
+  shard: number;
+  group: string;
+  replicas: string[];
+  leader: string | null;
+  term?: number;
+  learners?: string[];
+  lag?: Record<string, number | null>;
+  error?: string;
+  message?: string;
+}
+
+export interface ShardsBody {
+  collection: string;
+  replication_factor: number;
+  shards: ShardRow[];
+}
+
 /** The answer of join, leave and remove. */
 export interface NodeStatusBody {
   node: string;
@@ -114,4 +132,28 @@ export function asNodeDetails(value: unknown): NodeDetailsBody {
 export function asNodeStatus(value: unknown, what: string): NodeStatusBody {
   const b = object(value, what);
   return { node: field(b, 'node', what, isString, 'a string'), status: field(b, 'status', what, isString, 'a string') };
+}
+
+export function asShards(value: unknown): ShardsBody {
+  const what = 'collection shards';
+  const b = object(value, what);
+  const shards = field(b, 'shards', what, Array.isArray, 'a list') as unknown[];
+  return {
+    collection: field(b, 'collection', what, isString, 'a string'),
+    replication_factor: field(b, 'replication_factor', what, isNumber, 'a number'),
+    shards: shards.map((raw, i) => {
+      const w = `shard ${i}`;
+      const r = object(raw, w);
+      return {
+        shard: field(r, 'shard', w, isNumber, 'a number'),
+        group: field(r, 'group', w, isString, 'a string'),
+        replicas: field(r, 'replicas', w, isStrings, 'a list of names'),
+        leader: field(r, 'leader', w, isStringOrNull, 'a node name or null'),
+        ...(typeof r.term === 'number' ? { term: r.term } : {}),
+        ...(isStrings(r.learners) ? { learners: r.learners } : {}),
+        ...(typeof r.lag === 'object' && r.lag !== null ? { lag: r.lag as Record<string, number | null> } : {}),
+        ...(typeof r.error === 'string' ? { error: r.error, message: String(r.message ?? '') } : {}),
+      };
+    }),
+  };
 }

@@ -2,9 +2,9 @@
 // API, checks the answer (contract.ts) and prints it (render.ts), or prints the JSON as the
 // node sent it with --json. bin/firkin.js runs it.
 import { type Command, type Target, parseArgs } from './args.js';
-import { asNodeDetails, asNodeStatus, asNodes, asStatus } from './contract.js';
+import { asNodeDetails, asNodeStatus, asNodes, asShards, asStatus } from './contract.js';
 import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
-import { renderNodeDetails, renderNodeNames, renderNodeStatus, renderStatus } from './render.js';
+import { renderNodeDetails, renderNodeNames, renderNodeStatus, renderShards, renderStatus } from './render.js';
 
 export interface CliIo {
   out(text: string): void;
@@ -64,6 +64,8 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch): Pro
       );
     case 'leave':
       return print(await call('POST', '/vectordb/cluster/leave'), (raw) => asNodeStatus(raw, 'leave answer'), (body) => renderNodeStatus(body));
+    case 'shards':
+      return print(await call('GET', `/_cluster/collections/${encodeURIComponent(command.collection)}/shards`), asShards, renderShards);
     case 'remove':
       return print(
         await call('DELETE', `/_cluster/nodes/${encodeURIComponent(command.node)}`),

@@ -1,5 +1,5 @@
 // The --help texts of `firkin`, one per command (docs/cli.md shows the same with examples).
-export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'join' | 'leave' | 'remove';
+export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'join' | 'leave' | 'remove' | 'shards';
 
 const TARGET = `Options:
   --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
@@ -21,13 +21,14 @@ Commands:
   cluster join --seed H:P     join the cluster that H:P (a member's gRPC address) belongs to
   cluster leave               make this node leave its cluster
   cluster remove NODE         remove a dead node from the cluster
+  cluster shards COLLECTION   a replicated collection's shards: replicas, leader, lag
 
 ${TARGET}
 
 ${EXIT}
 Run firkin cluster <command> --help for one command.`,
 
-  cluster: `Usage: firkin cluster <status|nodes|join|leave|remove> [options]
+  cluster: `Usage: firkin cluster <status|nodes|join|leave|remove|shards> [options]
 
 ${TARGET}
 
@@ -66,6 +67,15 @@ ${TARGET}`,
 
 Removes NODE, a node that is down and will not come back, from the cluster. Any member can
 take the request. Needs the admin key. Calls DELETE /_cluster/nodes/NODE.
+
+${TARGET}`,
+
+  shards: `Usage: firkin cluster shards COLLECTION --key KEY [--url URL] [--json]
+
+Shows each shard of a replicated collection as its leader sees it: the replicas it should
+have, the leader and term, and how many log entries each member is behind (a replica being
+added shows as a learner until it catches up). Needs the admin key. Calls
+GET /_cluster/collections/COLLECTION/shards.
 
 ${TARGET}`,
 };

@@ -1,6 +1,6 @@
 // What each command prints by default: the node's answer as aligned text. Pure; every
 // function returns the whole output, lines joined, ending with a newline.
-import type { NodeDetailsBody, NodeStatusBody, NodesBody, StatusBody } from './contract.js';
+import type { NodeDetailsBody, NodeStatusBody, NodesBody, ShardsBody, StatusBody } from './contract.js';
 import { cleanCell, formatTable } from './table.js';
 
 const NONE = '-';
@@ -59,4 +59,20 @@ export function renderNodeDetails(body: NodeDetailsBody): string {
 /** join, leave and remove: `<node>: <status>`, plus what the status came through. */
 export function renderNodeStatus(body: NodeStatusBody, via?: string): string {
   return lines([`${cleanCell(body.node)}: ${cleanCell(body.status)}${via === undefined ? '' : ` (${via})`}`]);
+}
+
+/** One row per shard: replicas, leader (term), lag per member in entries (`?` unknown, `+` a learner). */
+export function renderShards(body: ShardsBody): string {
+  const header = ['SHARD', 'GROUP', 'REPLICAS', 'LEADER', 'LAG'];
+  const rows = body.shards.map((s) => {
+    const leader = s.leader === null ? `${NONE} (${cleanCell(s.error ?? 'no leader')})` : `${cleanCell(s.leader)} (term ${s.term ?? '?'})`;
+    const lag =
+      s.lag === undefined
+        ? NONE
+        : Object.entries(s.lag)
+            .map(([n, l]) => `${cleanCell(n)}${s.learners?.includes(n) ? '+' : ''}:${l === null ? '?' : l}`)
+            .join(' ');
+    return [String(s.shard), cleanCell(s.group), list(s.replicas), leader, lag];
+  });
+  return lines([`${cleanCell(body.collection)}: replication factor ${body.replication_factor}`, ...formatTable([header, ...rows])]);
 }

@@ -16,6 +16,7 @@ import { type DetectorOptions, type Observation, observe, statusChanges } from '
 import { type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm, decodeMeta, encodeMeta } from './metadata.js';
 import { Transport, wasNotSent } from './transport.js';
+import { planRepairs } from './shard-repair.js';
 import { planVoters } from './voters.js';
 
 /** The cluster settings the member runs by (docs/configuration.md). */
@@ -29,6 +30,7 @@ export type ClusterTimings = Pick<
   | 'nodeHeartbeatMs'
   | 'detector'
   | 'deadVoterGraceMs'
+  | 'replicaRepairGraceMs'
   | 'joinTimeoutMs'
   | 'proposalTimeoutMs'
   | 'keyFreshnessMs'
@@ -67,7 +69,12 @@ export interface GroupHost {
   readonly prefix: string;
   step(m: Message): void;
   answer(from: string, method: string, body: Buffer): Promise<Uint8Array>;
+  /** How many replicas this node still hosts (a leaving node stays until they moved away). */
+  hosted(): number;
 }
+
+/** The step a leave job reaches once the leaving node hosts no shard replica any more. */
+export const REPLICAS_MOVED = 'replicas_moved';
 
 /** The admin view of one node. */
 export interface NodeView {
@@ -553,6 +560,14 @@ export class ClusterMember implements VectorCluster {
       return;
     }
     if (me?.status === 'leaving' && !this.isLeader()) this.#once('left?', () => this.#checkLeft());
+    // Leaving: once every replica this node hosted has moved (its groups removed it), say so.
+    if (me?.status === 'leaving' && me.incarnation === this.#incarnation && (this.#groups?.hosted() ?? 0) === 0) {
+      const placed = Object.values(this.#fsm.state.collections).some((c) => c.shards.some((sh) => sh.replicas.includes(o.nodeName)));
+      const job = Object.values(this.#fsm.state.jobs).find((j) => j.kind === 'leave' && j.target === o.nodeName);
+      if (!placed && job !== undefined && job.step !== REPLICAS_MOVED) {
+        this.#once('drained', () => this.propose({ type: 'job.put', job: { ...job, step: REPLICAS_MOVED, updatedAtMs: now } }));
+      }
+    }
     this.#refreshFreshness();
 
     // Our own record: written when missing or stale (first start of a bootstrap node, a restart
@@ -582,6 +597,15 @@ export class ClusterMember implements VectorCluster {
       });
     }
 
+    // Shard replicas on nodes down past the grace period, leaving or gone: move them (the
+    // shard's leader then adds the new replica, lets it catch up, and removes the old one).
+    for (const move of planRepairs(this.#fsm.state, now, o.timings.replicaRepairGraceMs)) {
+      this.#once(`repair:${move.group}`, async () => {
+        await this.propose({ type: 'shard.replace', collection: move.collection, group: move.group, from: move.from, to: move.to });
+        o.log.warn({ ...move }, `moving the replica of ${move.group} (${move.collection}) from ${move.from} to ${move.to}: ${move.why}`);
+      });
+    }
+
     // Nodes recorded as up but not in the group yet (a join whose learner step was lost).
     for (const n of nodes) {
       if (n.status === 'up' && !conf.voters.includes(n.name) && !conf.learners.includes(n.name)) {
@@ -592,9 +616,11 @@ export class ClusterMember implements VectorCluster {
         return;
       }
     }
-    // Leaving nodes that are out of the group: done.
+    // Leaving nodes that are out of the group and hold no shard replica any more: done.
     for (const n of nodes) {
-      if (n.status === 'leaving' && !conf.voters.includes(n.name) && !conf.learners.includes(n.name)) {
+      const job = Object.values(this.#fsm.state.jobs).find((j) => j.kind === 'leave' && j.target === n.name);
+      const drained = job === undefined || job.step === REPLICAS_MOVED;
+      if (n.status === 'leaving' && drained && !conf.voters.includes(n.name) && !conf.learners.includes(n.name)) {
         this.#once(`left:${n.name}`, () => this.propose({ type: 'node.left', name: n.name, atMs: o.nowMs() }));
       }
     }

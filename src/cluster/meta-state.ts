@@ -35,7 +35,10 @@ export interface ShardPlacement {
   readonly group: string;
   /** Hash range [from, to) of the ids it owns. */
   readonly range: readonly [number, number];
+  /** The replicas it should have now (repair and leave change this). */
   readonly replicas: readonly string[];
+  /** The replicas it was created on: they bootstrap the group; later ones join it empty. */
+  readonly initial?: readonly string[];
 }
 
 export interface CollectionPlacement {
@@ -102,12 +105,14 @@ export type MetaCommand =
   /** Replicas and hash ranges are decided by the proposer (`placement.ts`); shard numbers by the log. */
   | { readonly type: 'collection.create'; readonly name: string; readonly config: Readonly<Record<string, unknown>>; readonly replicationFactor: number; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
   | { readonly type: 'collection.delete'; readonly name: string }
+  /** Repair or leave: the replica on `from` is to live on `to` (the shard's leader moves it). */
+  | { readonly type: 'shard.replace'; readonly collection: string; readonly group: string; readonly from: string; readonly to: string }
   | { readonly type: 'job.put'; readonly job: Job }
   | { readonly type: 'job.delete'; readonly id: string };
 
 export const META_COMMAND_TYPES: readonly MetaCommand['type'][] = [
   'node.join', 'node.status', 'node.leave', 'node.left', 'node.remove', 'apikey.put', 'apikey.revoke',
-  'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete', 'collection.create', 'collection.delete', 'job.put', 'job.delete',
+  'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete', 'collection.create', 'collection.delete', 'shard.replace', 'job.put', 'job.delete',
 ];
 
 /** What applying a command answers its proposer. Errors are data: the log must not throw. */
@@ -206,13 +211,23 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       return { state: { ...state, tenantKeys: without(state.tenantKeys, cmd.keyId) }, result: OK };
     case 'collection.create': {
       if (state.collections[cmd.name] !== undefined) return same(refuse('already_exists', `collection ${JSON.stringify(cmd.name)} already exists`));
-      const shards: ShardPlacement[] = cmd.shards.map((sh, i) => ({ number: state.nextShard + i, group: shardGroupName(state.nextShard + i), range: sh.range, replicas: sh.replicas }));
+      const shards: ShardPlacement[] = cmd.shards.map((sh, i) => ({ number: state.nextShard + i, group: shardGroupName(state.nextShard + i), range: sh.range, replicas: sh.replicas, initial: sh.replicas }));
       const placement: CollectionPlacement = { name: cmd.name, config: cmd.config, replicationFactor: cmd.replicationFactor, epoch: 1, shards };
       return { state: { ...state, collections: withEntry(state.collections, cmd.name, placement), nextShard: state.nextShard + shards.length }, result: OK };
     }
     case 'collection.delete':
       if (state.collections[cmd.name] === undefined) return same(refuse('not_found', `collection ${JSON.stringify(cmd.name)} not found`));
       return { state: { ...state, collections: without(state.collections, cmd.name) }, result: OK };
+    case 'shard.replace': {
+      const c = state.collections[cmd.collection];
+      const shard = c?.shards.find((s) => s.group === cmd.group);
+      if (c === undefined || shard === undefined) return same(refuse('not_found', `no shard ${cmd.group} in ${JSON.stringify(cmd.collection)}`));
+      if (!shard.replicas.includes(cmd.from)) return same(refuse('conflict', `${cmd.from} holds no replica of ${cmd.group}`));
+      if (shard.replicas.includes(cmd.to)) return same(refuse('conflict', `${cmd.to} already holds a replica of ${cmd.group}`));
+      const moved: ShardPlacement = { ...shard, initial: shard.initial ?? shard.replicas, replicas: shard.replicas.map((r) => (r === cmd.from ? cmd.to : r)) };
+      const placement: CollectionPlacement = { ...c, epoch: c.epoch + 1, shards: c.shards.map((s) => (s.group === cmd.group ? moved : s)) };
+      return { state: { ...state, collections: withEntry(state.collections, cmd.collection, placement) }, result: OK };
+    }
     case 'job.put':
       return { state: { ...state, jobs: withEntry(state.jobs, cmd.job.id, cmd.job) }, result: OK };
     case 'job.delete':

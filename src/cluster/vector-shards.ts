@@ -33,10 +33,13 @@ import type { ClusterCatalogue, ClusteredCollection, ReadOptions, ShardHandle } 
 import type { ClusterMember, GroupHost } from './member.js';
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
 import { placeShards } from './placement.js';
+import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './transport.js';
 
 /** Local storage ids of replicated shards start here, far above any standalone shard id. */
 export const CLUSTER_SHARD_BASE = 2 ** 40;
+/** A learner within this many entries of the leader's last index may vote. */
+const CAUGHT_UP_LAG = 16;
 
 const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
 const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
@@ -51,7 +54,8 @@ export interface VectorShardsOptions {
 }
 
 interface Replica {
-  readonly placement: ShardPlacement;
+  /** As the metadata says now (repair and leave change its replicas). */
+  placement: ShardPlacement;
   readonly fsm: ShardFsm;
   readonly group: RaftGroup;
 }
@@ -78,6 +82,9 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
   readonly #leaderHints = new Map<string, string>();
   #reconciling: Promise<void> = Promise.resolve();
   #closed = false;
+  #confLoop: NodeJS.Timeout | undefined;
+  /** Groups with a membership step or a removal check under way. */
+  readonly #busy = new Set<string>();
 
   private constructor(o: VectorShardsOptions) {
     this.#o = o;
@@ -87,10 +94,11 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     const host = new VectorShards(o);
     o.member.attachGroups(host);
     o.member.fsm.listen((state, cmd) => {
-      if (cmd === undefined || cmd.type.startsWith('collection.')) host.#reconcile(state);
+      if (cmd === undefined || cmd.type.startsWith('collection.') || cmd.type.startsWith('shard.')) host.#reconcile(state);
     });
     host.#reconcile(o.member.state);
     await host.#reconciling;
+    host.#confLoop = setInterval(() => host.#confRound(), Math.max(50, o.member.timings.nodeHeartbeatMs));
     return host;
   }
 
@@ -158,19 +166,87 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     if (this.#closed) return;
     const wanted = new Map<string, { collection: CollectionPlacement; shard: ShardPlacement }>();
     for (const c of Object.values(state.collections)) for (const s of c.shards) if (s.replicas.includes(this.#me)) wanted.set(s.group, { collection: c, shard: s });
+    const existing = new Set<string>();
+    for (const c of Object.values(state.collections)) for (const s of c.shards) existing.add(s.group);
     for (const [group, replica] of this.#replicas) {
       if (wanted.has(group)) continue;
-      this.#replicas.delete(group);
-      await replica.group.close();
-      await replica.fsm.shard.drop();
-      await this.#o.store.clearRange('raft', RocksLog.groupRange(group));
-      this.#o.log.info({ group }, `shard replica ${group} closed and its data removed (its collection was deleted)`);
+      // Moved off this node: it keeps serving until its group has removed it (#confRound).
+      if (existing.has(group)) continue;
+      await this.#drop(group, replica, 'its collection was deleted');
+    }
+    for (const c of Object.values(state.collections)) {
+      for (const s of c.shards) {
+        const r = this.#replicas.get(s.group);
+        if (r !== undefined) r.placement = s;
+      }
     }
     for (const [group, { collection, shard }] of wanted) {
       if (this.#replicas.has(group)) continue;
       this.#replicas.set(group, await this.#open(collection, shard));
       this.#o.log.info({ group, collection: collection.name, replicas: shard.replicas }, `hosting shard replica ${group} of ${collection.name}`);
     }
+  }
+
+  async #drop(group: string, replica: Replica, why: string): Promise<void> {
+    this.#replicas.delete(group);
+    await replica.group.close();
+    await replica.fsm.shard.drop();
+    await this.#o.store.clearRange('raft', RocksLog.groupRange(group));
+    this.#o.log.info({ group }, `shard replica ${group} closed and its data removed (${why})`);
+  }
+
+  /**
+   * Membership of the groups this node leads, toward the replicas the metadata wants (one
+   * step per group at a time, `planShardConf`); and replicas moved off this node, dropped once
+   * their group no longer counts them.
+   */
+  #confRound(): void {
+    if (this.#closed) return;
+    for (const [group, r] of this.#replicas) {
+      if (this.#busy.has(group)) continue;
+      const core = r.group.core;
+      const desired = r.placement.replicas;
+      // Moved off this node: a follower waits to be removed; a leader still drives the move
+      // (and hands leadership over before it removes itself).
+      if (!desired.includes(this.#me) && core.role !== 'leader') {
+        this.#busy.add(group);
+        void this.#checkRemoved(group, r).finally(() => this.#busy.delete(group));
+        continue;
+      }
+      if (core.role !== 'leader') continue;
+      const last = core.log.lastIndex();
+      const caughtUp = new Set<string>();
+      for (const l of core.confState().learners) {
+        const p = core.progress.get(l);
+        if (p !== undefined && p.match > 0 && last - p.match <= CAUGHT_UP_LAG) caughtUp.add(l);
+      }
+      const step = planShardConf({ conf: core.confState(), desired, caughtUp, leader: this.#me });
+      if (step === undefined) continue;
+      this.#busy.add(group);
+      const run = async () => {
+        this.#o.log.info({ group, step }, step.kind === 'transfer' ? `${group}: handing leadership to ${step.to} (${step.why})` : `${group}: ${step.change.type} ${step.change.node} (${step.why})`);
+        if (step.kind === 'transfer') r.group.transferLeadership(step.to);
+        else await r.group.proposeConfChange(step.change);
+      };
+      void run()
+        .catch((err: unknown) => this.#o.log.warn({ group, err: (err as Error).message }, 'shard membership step failed; retrying'))
+        .finally(() => this.#busy.delete(group));
+    }
+  }
+
+  /** A replica the metadata moved away: drop it once its group's conf (as its leader says) no longer has this node. */
+  async #checkRemoved(group: string, r: Replica): Promise<void> {
+    const own = r.group.core.confState();
+    let members: string[] = [...own.voters, ...own.learners];
+    if (members.includes(this.#me)) {
+      try {
+        const reply = await this.leaderCall(r.placement, 'vshard.conf', {});
+        members = [...(reply.voters as string[]), ...(reply.learners as string[])];
+      } catch {
+        return; // no leader reachable now: ask again next round
+      }
+    }
+    if (!members.includes(this.#me) && this.#replicas.get(group) === r) await this.#drop(group, r, 'it moved to another node');
   }
 
   async #open(collection: CollectionPlacement, placement: ShardPlacement): Promise<Replica> {
@@ -184,8 +260,10 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
       await dropShardData(store, storageId, indexDir);
       return Shard.open(storageId, config, deps);
     });
-    // Every replica bootstraps the same initial membership: the placed replicas as voters.
-    const raftLog = await RocksLog.open(store, placement.group, { voters: [...placement.replicas], learners: [] });
+    // The replicas it was created on bootstrap the same initial membership (themselves as
+    // voters); a replica placed later (repair, leave) starts empty and is added by the leader.
+    const initial = placement.initial ?? placement.replicas;
+    const raftLog = initial.includes(this.#me) ? await RocksLog.open(store, placement.group, { voters: [...initial], learners: [] }) : await RocksLog.open(store, placement.group);
     const t = member.timings;
     const group = new RaftGroup({
       id: this.#me,
@@ -203,6 +281,34 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     });
     await group.start();
     return { placement, fsm, group };
+  }
+
+  /**
+   * Each shard of a collection as its leader sees it: desired replicas, the group's voters and
+   * learners, and each member's lag in log entries (null: not known to the leader yet). A shard
+   * with no reachable leader says so instead.
+   */
+  async shardReport(name: string): Promise<Record<string, unknown>> {
+    const placement = this.#o.member.state.collections[name];
+    if (placement === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} not found`);
+    const shards = await Promise.all(
+      placement.shards.map(async (s, i) => {
+        const base = { shard: i, group: s.group, replicas: s.replicas };
+        try {
+          const st = await this.leaderCall(s, 'vshard.status', {});
+          const last = st.last as number;
+          const lag = Object.fromEntries(Object.entries(st.matches as Record<string, number | null>).map(([n, m]) => [n, m === null ? null : last - m]));
+          return { ...base, leader: st.leader, term: st.term, commit: st.commit, voters: st.voters, learners: st.learners, lag };
+        } catch (err) {
+          return { ...base, leader: null, error: isFirkinError(err) ? err.code : 'error', message: (err as Error).message };
+        }
+      }),
+    );
+    return { collection: name, replication_factor: placement.replicationFactor, epoch: placement.epoch, shards };
+  }
+
+  hosted(): number {
+    return this.#replicas.size;
   }
 
   step(m: Message): void {
@@ -252,6 +358,18 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
         if (typeof dl === 'number' && Date.now() > dl) throw new FirkinError('timeout', `the write reached ${this.#me} after its deadline`);
         const outcome = (await r.group.propose(c)) as ApplyOutcome | undefined;
         return encoder.encode({ o: outcome ?? null });
+      }
+      case 'vshard.status': {
+        const r = this.#leading(req.g);
+        const core = r.group.core;
+        const conf = core.confState();
+        const matches: Record<string, number | null> = {};
+        for (const n of [...conf.voters, ...conf.learners]) matches[n] = n === this.#me ? core.log.lastIndex() : (core.progress.get(n)?.match ?? null);
+        return encoder.encode({ leader: this.#me, term: core.term, last: core.log.lastIndex(), commit: core.log.committed, voters: conf.voters, learners: conf.learners, matches });
+      }
+      case 'vshard.conf': {
+        const conf = this.#leading(req.g).group.core.confState();
+        return encoder.encode({ voters: conf.voters, learners: conf.learners });
       }
       case 'vshard.read': {
         // Stale: whatever this replica applied, with no leader and no quorum needed.
@@ -331,6 +449,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
 
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#confLoop);
     await this.#reconciling;
     for (const r of this.#replicas.values()) {
       await r.group.close();

@@ -43,12 +43,17 @@ t.test('the URL and key: flag over env over default; empty env is unset', (t) =>
   t.end();
 });
 
+t.test('shards takes a collection', (t) => {
+  t.match(parseArgs(['cluster', 'shards', 'c', '--key', KEY], {}), { kind: 'run', command: { kind: 'shards', collection: 'c' } });
+  t.end();
+});
+
 t.test('usage errors', (t) => {
   const cases: [string[], string][] = [
     [[], 'missing command (try firkin --help)'],
     [['clusters'], 'unknown command "clusters" (try firkin --help)'],
-    [['cluster'], 'missing cluster command: one of status, nodes, join, leave, remove'],
-    [['cluster', 'stat'], 'unknown cluster command "stat": one of status, nodes, join, leave, remove'],
+    [['cluster'], 'missing cluster command: one of status, nodes, join, leave, remove, shards'],
+    [['cluster', 'stat'], 'unknown cluster command "stat": one of status, nodes, join, leave, remove, shards'],
     [['cluster', 'status', 'extra'], 'unexpected argument "extra" for cluster status'],
     [['cluster', 'status', '--verbose'], 'unknown option --verbose'],
     [['cluster', 'status', '-v'], 'unknown option -v'],
@@ -60,6 +65,8 @@ t.test('usage errors', (t) => {
     [['cluster', 'remove', '--key', KEY], 'cluster remove needs a NODE name'],
     [['cluster', 'remove', 'n1', 'n2', '--key', KEY], 'unexpected argument "n2" for cluster remove'],
     [['cluster', 'remove', 'n1'], 'cluster remove needs the admin key: --key KEY or FIRKIN_KEY'],
+    [['cluster', 'shards', '--key', KEY], 'cluster shards needs a COLLECTION name'],
+    [['cluster', 'shards', 'c'], 'cluster shards needs the admin key: --key KEY or FIRKIN_KEY'],
   ];
   for (const [argv, message] of cases) t.same(parseArgs(argv, {}), { kind: 'usage_error', message }, argv.join(' '));
   t.end();
@@ -89,7 +96,7 @@ t.test('options may stand anywhere among the words', (t) => {
   });
   fc.assert(
     fc.property(arbCase, ({ command, port, key, json, equals, order }) => {
-      const words = ['cluster', command, ...(command === 'remove' ? ['n7'] : [])];
+      const words = ['cluster', command, ...(command === 'remove' ? ['n7'] : command === 'shards' ? ['coll'] : [])];
       const opt = (name: string, value: string) => (equals ? [`--${name}=${value}`] : [`--${name}`, value]);
       const options: string[][] = [opt('url', `http://127.0.0.1:${port}`), opt('key', key)];
       if (json) options.push(['--json']);
@@ -100,7 +107,13 @@ t.test('options may stand anywhere among the words', (t) => {
       options.forEach((o, i) => slots[order[i]! % slots.length]!.push(...o));
       const argv = slots.flatMap((s, i) => (i < words.length ? [...s, words[i]!] : s));
       const expectedCommand =
-        command === 'join' ? { kind: 'join', seed: `node-a:${port}` } : command === 'remove' ? { kind: 'remove', node: 'n7' } : { kind: command };
+        command === 'join'
+          ? { kind: 'join', seed: `node-a:${port}` }
+          : command === 'remove'
+            ? { kind: 'remove', node: 'n7' }
+            : command === 'shards'
+              ? { kind: 'shards', collection: 'coll' }
+              : { kind: command };
       const parsed = parseArgs(argv, { FIRKIN_URL: 'http://elsewhere:1', FIRKIN_KEY: 'env-key' });
       return (
         JSON.stringify(parsed) ===

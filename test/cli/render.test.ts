@@ -3,7 +3,7 @@ import t from 'tap';
 import { asNodeDetails, asNodeStatus, asNodes, asStatus } from '../../src/cli/contract.js';
 import { failureLine } from '../../src/cli/failure.js';
 import { DETAILS, DETAILS_TABLE } from './fixtures.js';
-import { formatAgo, renderNodeDetails, renderNodeNames, renderNodeStatus, renderStatus } from '../../src/cli/render.js';
+import { formatAgo, renderNodeDetails, renderNodeNames, renderNodeStatus, renderShards, renderStatus } from '../../src/cli/render.js';
 
 t.test('status: this node, the leader, members and the unhealthy ones', (t) => {
   t.equal(
@@ -34,6 +34,21 @@ t.test('join, leave, remove', (t) => {
   t.equal(renderNodeStatus({ node: 'n4', status: 'joining' }, 'seed 127.0.0.1:9081'), 'n4: joining (seed 127.0.0.1:9081)\n');
   t.equal(renderNodeStatus({ node: 'n2', status: 'leaving' }), 'n2: leaving\n');
   t.equal(renderNodeStatus({ node: 'n3\u001b[2J', status: 'removed' }), 'n3\uFFFD[2J: removed\n', 'a name from the network cannot drive the terminal');
+  t.end();
+});
+
+t.test('shards: replicas, leader and term, lag per member (learners marked)', (t) => {
+  const out = renderShards({
+    collection: 'c',
+    replication_factor: 3,
+    shards: [
+      { shard: 0, group: 'vs0', replicas: ['n1', 'n2', 'n4'], leader: 'n1', term: 3, learners: ['n4'], lag: { n1: 0, n2: 1, n4: null } },
+      { shard: 1, group: 'vs1', replicas: ['n2', 'n3', 'n1'], leader: null, error: 'no_quorum', message: 'x' },
+    ],
+  });
+  t.equal(out.split('\n')[0], 'c: replication factor 3');
+  t.match(out, /0 +vs0 +n1, n2, n4 +n1 \(term 3\) +n1:0 n2:1 n4\+:\?/);
+  t.match(out, /1 +vs1 +n2, n3, n1 +- \(no_quorum\) +-/);
   t.end();
 });
 

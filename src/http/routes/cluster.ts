@@ -42,6 +42,17 @@ export const clusterAdminRoutes: FastifyPluginAsync<ClusterRouteDeps> = async (a
 
   app.get('/_cluster/jobs', { config: admin }, async () => ({ jobs: member().jobs() }));
 
+  app.get<{ Params: { collection: string } }>(
+    '/_cluster/collections/:collection/shards',
+    { config: admin, schema: { params: { type: 'object', required: ['collection'], properties: { collection: { type: 'string', minLength: 1, maxLength: 255 } } } } },
+    async (req) => {
+      member();
+      const host = deps.shards?.();
+      if (host === undefined) throw new FirkinError('unavailable', 'this node does not host vector shards (the vector service is off, or the node has not joined yet)');
+      return host.shardReport(req.params.collection);
+    },
+  );
+
   // The shard replicas this node hosts: role, leader, term, applied index, documents, and a
   // digest of the data at that index (replicas of one shard compare these).
   app.get('/_cluster/shards', { config: admin }, async () => {

@@ -1,0 +1,87 @@
+// Replica repair, pure. Two halves, each a function of what its caller can see:
+// - `planRepairs` (the metadata leader): which replica of which shard moves to which node,
+//   because its node is down past the grace period, leaving or gone. It changes the desired
+//   replicas in the metadata (`shard.replace`), nothing else.
+// - `planShardConf` (each shard group's leader): the next single membership change that
+//   brings the group from its Raft conf state toward the desired replicas: add the new node
+//   as a learner, promote it once caught up, then remove the replaced voter (handing
+//   leadership over first if it is the leader). One change at a time, so the group never
+//   loses its majority, and every step is idempotent: a crash anywhere resumes from the state.
+import type { ConfChange, ConfState } from '../raft/types.js';
+import type { MetaState, NodeRecord } from './meta-state.js';
+import { type PlacementNode, replaceReplica } from './placement.js';
+
+export interface ReplicaMove {
+  readonly collection: string;
+  readonly group: string;
+  readonly from: string;
+  readonly to: string;
+  readonly why: string;
+}
+
+/** Why a replica on this node must move, or undefined if it may stay. */
+function mustMove(node: NodeRecord | undefined, nowMs: number, graceMs: number): string | undefined {
+  if (node === undefined) return 'its node is unknown';
+  if (node.status === 'left') return `${node.name} left the cluster`;
+  if (node.status === 'leaving') return `${node.name} is leaving`;
+  if (node.status === 'down' && nowMs - node.statusSinceMs >= graceMs) return `${node.name} has been down for ${Math.round((nowMs - node.statusSinceMs) / 1000)} s`;
+  return undefined;
+}
+
+/** At most one move per shard; none where no healthy node outside the shard can take it. */
+export function planRepairs(state: MetaState, nowMs: number, graceMs: number): ReplicaMove[] {
+  const up = Object.values(state.nodes).filter((n) => n.status === 'up');
+  const held = new Map<string, number>();
+  for (const c of Object.values(state.collections)) for (const s of c.shards) for (const r of s.replicas) held.set(r, (held.get(r) ?? 0) + 1);
+  const moves: ReplicaMove[] = [];
+  for (const c of Object.values(state.collections).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    for (const s of c.shards) {
+      for (const r of s.replicas) {
+        const why = mustMove(state.nodes[r], nowMs, graceMs);
+        if (why === undefined) continue;
+        const candidates: PlacementNode[] = up.map((n) => ({ name: n.name, zone: n.zone, replicas: held.get(n.name) ?? 0 }));
+        let to: string;
+        try {
+          to = replaceReplica(s.replicas, r, candidates);
+        } catch {
+          break; // nowhere to go now; a node that joins later can take it
+        }
+        held.set(to, (held.get(to) ?? 0) + 1);
+        moves.push({ collection: c.name, group: s.group, from: r, to, why });
+        break;
+      }
+    }
+  }
+  return moves;
+}
+
+export type ShardConfStep = { readonly kind: 'change'; readonly change: ConfChange; readonly why: string } | { readonly kind: 'transfer'; readonly to: string; readonly why: string };
+
+export interface ShardConfInput {
+  readonly conf: ConfState;
+  readonly desired: readonly string[];
+  /** Learners whose log is close enough to the leader's to vote. */
+  readonly caughtUp: ReadonlySet<string>;
+  readonly leader: string;
+}
+
+export function planShardConf(i: ShardConfInput): ShardConfStep | undefined {
+  const { conf, desired, leader } = i;
+  const inConf = (n: string) => conf.voters.includes(n) || conf.learners.includes(n);
+  for (const n of [...desired].sort()) if (!inConf(n)) return { kind: 'change', change: { type: 'addLearner', node: n }, why: `${n} takes a replica` };
+  for (const n of [...conf.learners].sort()) {
+    if (desired.includes(n) && i.caughtUp.has(n)) return { kind: 'change', change: { type: 'addVoter', node: n }, why: `${n} caught up` };
+  }
+  // Remove the replaced ones only once every desired replica votes: the majority never shrinks below the desired one.
+  if (!desired.every((n) => conf.voters.includes(n))) return undefined;
+  for (const n of [...conf.learners].sort()) if (!desired.includes(n)) return { kind: 'change', change: { type: 'removeNode', node: n }, why: `${n} no longer holds a replica` };
+  for (const n of [...conf.voters].sort()) {
+    if (desired.includes(n)) continue;
+    if (n === leader) {
+      const to = desired.filter((d) => d !== leader).sort()[0];
+      return to === undefined ? undefined : { kind: 'transfer', to, why: `${leader} no longer holds a replica` };
+    }
+    return { kind: 'change', change: { type: 'removeNode', node: n }, why: `${n} no longer holds a replica` };
+  }
+  return undefined;
+}

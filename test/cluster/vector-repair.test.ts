@@ -1,0 +1,108 @@
+// Replica moves on real processes: a node leaves with data while reads go on through
+// another node (none fails), then a node is killed for good and its replicas are rebuilt on
+// a node that joined since, restoring the replication factor with every document there.
+import t from 'tap';
+import { runCli } from '../../src/cli/firkin.js';
+import { TEST_ADMIN_KEY } from '../support/node.js';
+import { waitFor } from '../support/wait.js';
+import { TestCluster } from './harness.js';
+
+interface ReplicaView {
+  group: string;
+  role: string;
+  docs: number;
+  digest: string | null;
+  digest_applied: number | null;
+}
+
+const vec = (i: number) => [Math.sin(i), Math.cos(i), (i % 7) / 7, 1];
+
+t.test('leave with data, then repair after a node is gone for good', async (t) => {
+  const cluster = await TestCluster.start(4, { SERVICE_REPLICA_REPAIR_GRACE_MS: '1000' });
+  t.teardown(() => cluster.close());
+  await cluster.waitVoters(3);
+  const put = await cluster.request('n1', 'PUT', '/vectordb/collections/r', { body: { dimensions: 4, num_shards: 2, replication_factor: 3 } });
+  t.equal(put.status, 201, JSON.stringify(put.body));
+  const documents = Array.from({ length: 60 }, (_, i) => ({ id: `d${i}`, text: `t${i}`, metadata: {}, vector: vec(i) }));
+  t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/r/docs', { body: { documents } })).status, 200);
+
+  /** DEBUG_REPAIR=1: what each node hosts and its move-related log lines, then fail. */
+  const dump = async (err: unknown): Promise<never> => {
+    if (process.env.DEBUG_REPAIR) {
+      for (const n of cluster.running()) {
+        console.error(n, JSON.stringify((await cluster.request(n, 'GET', '/_cluster/shards').catch(() => ({ body: 'unreachable' }))).body));
+        console.error(cluster.node(n).child!.output().split('\n').filter((l) => /vs[0-9]|repli|leav|moving|left|drain|job/.test(l)).slice(-25).join('\n'));
+      }
+    }
+    throw err;
+  };
+  const hostedOn = async (nodes: string[]) => {
+    const byGroup = new Map<string, { node: string; r: ReplicaView }[]>();
+    for (const n of nodes) {
+      for (const r of (await cluster.request(n, 'GET', '/_cluster/shards')).body.replicas as ReplicaView[]) byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), { node: n, r }]);
+    }
+    return byGroup;
+  };
+  /** Both shards on exactly `nodes`' replicas, three each, one digest per shard, every document there. */
+  const settledOn = (nodes: string[], what: string) =>
+    waitFor(
+      async () => {
+        const byGroup = await hostedOn(nodes);
+        if (byGroup.size !== 2) return undefined;
+        let docs = 0;
+        for (const rs of byGroup.values()) {
+          if (rs.length !== 3 || new Set(rs.map((x) => `${x.r.digest}@${x.r.digest_applied}`)).size !== 1) return undefined;
+          docs += rs[0]!.r.docs;
+        }
+        return docs === 60 ? byGroup : undefined;
+      },
+      { timeoutMs: 45_000, intervalMs: 250, what },
+    );
+
+  // Leave: pick a node holding replicas; read through another one the whole time.
+  const before = await hostedOn(['n1', 'n2', 'n3', 'n4']);
+  const leaver = ['n2', 'n3', 'n4'].find((n) => [...before.values()].some((rs) => rs.some((x) => x.node === n)))!;
+  const reader = leaver === 'n4' ? 'n3' : 'n4';
+  let reading = true;
+  let reads = 0;
+  const readFailures: string[] = [];
+  const readLoop = (async () => {
+    while (reading) {
+      const r = await cluster.request(reader, 'GET', '/vectordb/collections/r').catch((err: Error) => ({ status: 0, body: { count: err.message } }));
+      if (r.status === 200 && r.body.count === 60) reads++;
+      else readFailures.push(`${r.status} ${JSON.stringify(r.body)}`);
+    }
+  })();
+  t.equal((await cluster.request(leaver, 'POST', '/vectordb/cluster/leave')).status, 200, `${leaver} asks to leave`);
+  const staying = ['n1', 'n2', 'n3', 'n4'].filter((n) => n !== leaver);
+  await settledOn(staying, `the replicas of ${leaver} to move to the others`).catch(dump);
+  await waitFor(async () => (await cluster.status(leaver).catch(() => ({ state: 'gone' }))).state === 'left', { timeoutMs: 30_000, what: `${leaver} to finish leaving` }).catch(dump);
+  reading = false;
+  await readLoop;
+  t.same(readFailures, [], `no read failed during the move (${reads} reads)`);
+  await cluster.stop(leaver);
+
+  // A new node joins; then a node holding replicas dies for good: they are rebuilt on the new one.
+  await cluster.add('n5', { SERVICE_REPLICA_REPAIR_GRACE_MS: '1000' });
+  await cluster.waitMembers();
+  const victim = staying.find((n) => n !== 'n1')!;
+  await cluster.kill9(victim);
+  const survivors = [...staying.filter((n) => n !== victim), 'n5'];
+  const repaired = await settledOn(survivors, `the replicas of ${victim} to be rebuilt on the survivors`);
+  t.ok([...repaired.values()].every((rs) => rs.some((x) => x.node === 'n5')), 'the new node took the dead one’s replicas');
+  for (const n of survivors) {
+    const r = await cluster.request(n, 'GET', '/vectordb/collections/r/docs/d42');
+    t.equal(r.status, 200, `${n} reads through the repaired shards`);
+  }
+  const write = await cluster.request('n5', 'POST', '/vectordb/collections/r/docs', { body: { id: 'after', text: 'x', metadata: {}, vector: vec(500) } });
+  t.equal(write.status, 201, 'writes work on the repaired shards');
+
+  // The operator's view: firkin cluster shards r (shard, replicas, leader, lag).
+  let out = '';
+  const code = await runCli(['cluster', 'shards', 'r', '--url', cluster.url('n1'), '--key', TEST_ADMIN_KEY], {}, { out: (x) => (out += x), err: (x) => (out += x), fetch });
+  t.equal(code, 0, out);
+  t.match(out, /^r: replication factor 3\n/);
+  t.match(out, /SHARD +GROUP +REPLICAS +LEADER +LAG/);
+  t.equal(out.match(/\(term \d+\)/g)?.length, 2, 'both shards show a leader and term');
+  t.notMatch(out, new RegExp(`${victim}[+]?:`), 'the dead node is no longer a member of either group');
+});
