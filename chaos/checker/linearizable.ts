@@ -32,6 +32,14 @@ export type Verdict = 'ok' | 'not-linearizable' | 'unknown';
 /** Plenty for thousands of operations per key; the search stops there with verdict `unknown`. */
 export const DEFAULT_STEP_BUDGET = 2_000_000;
 
+/**
+ * The cache holds a copy of the linearized set per entry (one bit per op): past this many
+ * 32-bit words in all (64 MiB of bits; about twice that as strings) the key's verdict is
+ * `unknown` too, whatever the steps left. The step budget alone would let a key of thousands
+ * of ops cache gigabytes.
+ */
+export const CACHE_WORDS_MAX = 16 * 1024 * 1024;
+
 export interface LinearizableOptions {
   /** Steps of the search per key (one step: one list entry examined). */
   readonly stepBudget: number;
@@ -121,7 +129,10 @@ export function checkRegister(key: string, all: readonly RegisterOp[], options: 
   let returnsLeft = ops.filter((op) => op.outcome === 'ok').length;
 
   const linearized = new Uint32Array(Math.ceil(n / 32));
-  const seen = new Set<string>();
+  // The cache of (linearized set, value) pairs, each as a compact string: the value, then the
+  // set's words as pairs of UTF-16 code units.
+  const cache = new Set<string>();
+  let cacheWords = 0;
   const stack: { entry: Entry; value: RegisterValue }[] = [];
   let value: RegisterValue = options.initial ?? null;
   let best: { ids: number[]; value: RegisterValue; blockedBy: number } | undefined;
@@ -129,7 +140,7 @@ export function checkRegister(key: string, all: readonly RegisterOp[], options: 
   let entry = head.next;
 
   while (returnsLeft > 0) {
-    if (steps >= options.stepBudget) return { key, verdict: 'unknown', ops: n, steps };
+    if (steps >= options.stepBudget || cacheWords > CACHE_WORDS_MAX) return { key, verdict: 'unknown', ops: n, steps };
     steps++;
     // A return is left, and the walk meets it before running off the end.
     if (entry === undefined) throw new Error('checkLinearizable: walked past the last return');
@@ -137,9 +148,10 @@ export function checkRegister(key: string, all: readonly RegisterOp[], options: 
       const next = stepRegister(value, ops[entry.id]!);
       if (next !== undefined) {
         linearized[entry.id >>> 5]! |= 1 << (entry.id & 31);
-        const cacheKey = `${linearized.join(',')}|${typeof next}:${String(next)}`;
-        if (!seen.has(cacheKey)) {
-          seen.add(cacheKey);
+        const cacheKey = pairKey(linearized, next);
+        if (!cache.has(cacheKey)) {
+          cache.add(cacheKey);
+          cacheWords += linearized.length;
           stack.push({ entry, value });
           value = next;
           lift(entry);
@@ -165,6 +177,13 @@ export function checkRegister(key: string, all: readonly RegisterOp[], options: 
     entry = top.entry.next;
   }
   return { key, verdict: 'ok', ops: n, steps, linearization: stack.map((s) => ops[s.entry.id]!) };
+}
+
+/** The cache key of (linearized set, value); `typeof` keeps 1 and '1' apart. */
+function pairKey(bits: Uint32Array, value: RegisterValue): string {
+  let key = `${typeof value}:${String(value)}|`;
+  for (let i = 0; i < bits.length; i++) key += String.fromCharCode(bits[i]! & 0xffff, bits[i]! >>> 16);
+  return key;
 }
 
 /**
