@@ -43,6 +43,8 @@ export const CACHE_WORDS_MAX = 16 * 1024 * 1024;
 export interface LinearizableOptions {
   /** Steps of the search per key (one step: one list entry examined). */
   readonly stepBudget: number;
+  /** Bound on the cache per key, in 32-bit words; default CACHE_WORDS_MAX. */
+  readonly cacheWordsMax?: number;
   /** The value of every register before any operation; default null. */
   readonly initial?: RegisterValue;
 }
@@ -133,6 +135,7 @@ export function checkRegister(key: string, all: readonly RegisterOp[], options: 
   // set's words as pairs of UTF-16 code units.
   const cache = new Set<string>();
   let cacheWords = 0;
+  const cacheWordsMax = options.cacheWordsMax ?? CACHE_WORDS_MAX;
   const stack: { entry: Entry; value: RegisterValue }[] = [];
   let value: RegisterValue = options.initial ?? null;
   let best: { ids: number[]; value: RegisterValue; blockedBy: number } | undefined;
@@ -140,7 +143,7 @@ export function checkRegister(key: string, all: readonly RegisterOp[], options: 
   let entry = head.next;
 
   while (returnsLeft > 0) {
-    if (steps >= options.stepBudget || cacheWords > CACHE_WORDS_MAX) return { key, verdict: 'unknown', ops: n, steps };
+    if (steps >= options.stepBudget || cacheWords > cacheWordsMax) return { key, verdict: 'unknown', ops: n, steps };
     steps++;
     // A return is left, and the walk meets it before running off the end.
     if (entry === undefined) throw new Error('checkLinearizable: walked past the last return');

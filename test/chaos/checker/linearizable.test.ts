@@ -66,6 +66,9 @@ t.test('the search is bounded: out of budget, the verdict is unknown', (t) => {
   t.equal(small.failures[0]!.steps, 1_000);
   t.equal(checkLinearizable(h, BUDGET).verdict, 'not-linearizable', 'with enough budget it decides');
   t.throws(() => checkLinearizable(h, { stepBudget: 0 }));
+  const tight = checkLinearizable(h, { ...BUDGET, cacheWordsMax: 500 });
+  t.equal(tight.verdict, 'unknown', 'so is the cache');
+  t.ok(tight.failures[0]!.steps < BUDGET.stepBudget);
   t.end();
 });
 
