@@ -259,6 +259,20 @@ t.test('agrees with brute force on sequential executions, spoiled or not; a witn
   t.end();
 });
 
+t.test('keys are checked apart: the verdict is the conjunction of the keys\' (brute force per key)', (t) => {
+  const twoKeys = fc.tuple(arbRandomHistory, arbRandomHistory).map(([a, b]) => [...a, ...b.map((op) => ({ ...op, key: 'y' }))]);
+  fc.assert(
+    fc.property(twoKeys, (h) => {
+      const result = checkLinearizable(h, BUDGET);
+      const bad = ['x', 'y'].filter((k) => h.some((op) => op.key === k) && !bruteForce(h.filter((op) => op.key === k)));
+      return result.ok === (bad.length === 0) && result.failures.map((f) => f.key).sort().join() === bad.join();
+    }),
+    fcParams(300),
+  );
+  t.pass('agrees');
+  t.end();
+});
+
 t.test('the linearization it returns for a linearizable history is a valid one', (t) => {
   fc.assert(
     fc.property(fc.oneof(arbRandomHistory, arbSequentialHistory.map((x) => x.history)), (h) => {
