@@ -113,7 +113,7 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
   const keys = new Map<string, string>(); // id -> key, for acknowledged (and answered) creates
   const revoked: string[] = [];
   const pick = <T>(xs: readonly T[]): T => xs[rand.int(xs.length)]!;
-  const client = async () => {
+  const client = async (clientId: string) => {
     while (rec.now() < untilMs) {
       const n = pick(nodes);
       if (n.url === undefined) {
@@ -128,13 +128,13 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
         const outcome = r?.status === 201 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
         if (r?.status === 201) keys.set(r.body.id as string, r.body.key as string);
-        rec.ops.push({ kind: 'create', node: n.name, invokeMs, completeMs: rec.now(), outcome, ...(r?.status === 201 ? { keyId: r.body.id as string } : {}) });
+        rec.ops.push({ kind: 'create', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, ...(r?.status === 201 ? { keyId: r.body.id as string } : {}) });
       } else if (roll < 4) {
         const keyId = pick([...keys.keys()]);
         const r = await call(n.url, 'DELETE', `/_keys/${keyId}`);
         const outcome = r?.status === 200 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
-        rec.ops.push({ kind: 'revoke', node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId });
+        rec.ops.push({ kind: 'revoke', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId });
         if (outcome === 'ok') revoked.push(keyId);
       } else {
         const phantom = roll === 9;
@@ -146,11 +146,11 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
         const result = r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : r?.status === 503 ? 'unavailable' : undefined;
         const outcome = result === 'valid' || result === 'invalid' ? 'ok' : r === undefined ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
-        rec.ops.push({ kind: 'check', node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId, phantom, ...(result === undefined ? {} : { result }) });
+        rec.ops.push({ kind: 'check', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId, phantom, ...(result === undefined ? {} : { result }) });
       }
     }
   };
-  await Promise.all(Array.from({ length: o.clients }, client));
+  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)));
   return keys;
 }
 
