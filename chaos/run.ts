@@ -14,7 +14,11 @@ import { TEST_ADMIN_KEY, request, tempDir } from '../test/support/node.js';
 import { waitFor } from '../test/support/wait.js';
 import { freePorts } from '../test/raft/kv-cluster.js';
 import { FAST_CLUSTER_ENV } from '../test/cluster/harness.js';
-import { type KeyOp, checkKeys } from './checker/keys.js';
+import type { FaultWindow } from './checker/availability.js';
+import { type PollVerdict, type ReplicaReport, checkConvergence, pollVerdict } from './checker/convergence.js';
+import type { KeyOp } from './checker/history.js';
+import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
+import { runCheckers } from './checker/report.js';
 import { OptionError, type ChaosOptions, parseChaosArgs } from './options.js';
 import { type Proc, fromChild, kill9, pause, resume, stop } from './nemesis/process.js';
 import { type ScheduledEvent, SeededRand, schedule } from './nemesis/schedule.js';
@@ -109,7 +113,7 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
   const keys = new Map<string, string>(); // id -> key, for acknowledged (and answered) creates
   const revoked: string[] = [];
   const pick = <T>(xs: readonly T[]): T => xs[rand.int(xs.length)]!;
-  const client = async () => {
+  const client = async (clientId: string) => {
     while (rec.now() < untilMs) {
       const n = pick(nodes);
       if (n.url === undefined) {
@@ -124,13 +128,13 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
         const outcome = r?.status === 201 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
         if (r?.status === 201) keys.set(r.body.id as string, r.body.key as string);
-        rec.ops.push({ kind: 'create', node: n.name, invokeMs, completeMs: rec.now(), outcome, ...(r?.status === 201 ? { keyId: r.body.id as string } : {}) });
+        rec.ops.push({ kind: 'create', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, ...(r?.status === 201 ? { keyId: r.body.id as string } : {}) });
       } else if (roll < 4) {
         const keyId = pick([...keys.keys()]);
         const r = await call(n.url, 'DELETE', `/_keys/${keyId}`);
         const outcome = r?.status === 200 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
-        rec.ops.push({ kind: 'revoke', node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId });
+        rec.ops.push({ kind: 'revoke', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId });
         if (outcome === 'ok') revoked.push(keyId);
       } else {
         const phantom = roll === 9;
@@ -142,11 +146,11 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
         const result = r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : r?.status === 503 ? 'unavailable' : undefined;
         const outcome = result === 'valid' || result === 'invalid' ? 'ok' : r === undefined ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
-        rec.ops.push({ kind: 'check', node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId, phantom, ...(result === undefined ? {} : { result }) });
+        rec.ops.push({ kind: 'check', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId, phantom, ...(result === undefined ? {} : { result }) });
       }
     }
   };
-  await Promise.all(Array.from({ length: o.clients }, client));
+  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)));
   return keys;
 }
 
@@ -190,23 +194,35 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
   }
 }
 
-async function converge(nodes: NodeProc[], deadlineMs: number): Promise<{ ok: boolean; detail: unknown }> {
+/**
+ * Poll until the nodes agree on leader and members and their metadata replicas report the
+ * same digest at the same applied index (chaos/checker/convergence.ts), or diverge (stop at
+ * once: waiting will not mend it), or the deadline passes. Returns the last poll's reports.
+ */
+async function converge(nodes: NodeProc[], deadlineMs: number): Promise<{ ok: boolean; verdict: PollVerdict; reports: ReplicaReport[]; detail: unknown }> {
   let last: unknown;
+  let reports: ReplicaReport[] = [];
+  let verdict = 'wait' as PollVerdict; // set by the probe (a closure: `as` keeps TS from narrowing it to 'wait')
+  const startedMs = performance.now();
+  const expected = { metadata: nodes.map((n) => n.name) };
   try {
     await waitFor(
       async () => {
         const views = await Promise.all(nodes.map(async (n) => ({ node: n.name, status: (await call(n.url, 'GET', '/vectordb/cluster/status'))?.body, meta: (await call(n.url, 'GET', '/_cluster/nodes'))?.body?.metadata })));
         last = views;
+        reports = views.filter((v) => typeof v.meta?.applied === 'number' && typeof v.meta?.digest === 'string').map((v) => ({ node: v.node, shard: 'metadata', applied_index: v.meta.applied as number, digest: v.meta.digest as string }));
+        verdict = pollVerdict(checkConvergence(reports, expected), performance.now() - startedMs, deadlineMs);
+        if (verdict === 'diverged') return true;
         const leader = views[0]?.status?.leader;
-        const same = views.every((v) => v.status?.state === 'member' && v.status.leader === leader && leader !== null && v.meta?.digest === views[0]!.meta?.digest && v.meta?.applied === views[0]!.meta?.applied);
+        const same = views.every((v) => v.status?.state === 'member' && v.status.leader === leader && leader !== null);
         const allUp = views.every((v) => JSON.stringify(v.status?.healthy_nodes) === JSON.stringify(nodes.map((n) => n.name).sort()));
-        return same && allUp;
+        return verdict === 'converged' && same && allUp;
       },
       { timeoutMs: deadlineMs, intervalMs: 250, what: 'convergence' },
     );
-    return { ok: true, detail: last };
+    return { ok: verdict === 'converged', verdict, reports, detail: last };
   } catch {
-    return { ok: false, detail: last };
+    return { ok: false, verdict: 'timeout', reports, detail: last };
   }
 }
 
@@ -244,7 +260,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
   const faults = new Set(events.map((e) => e.fault)).size;
   if (o.broken !== undefined) log(`chaos: BROKEN BUILD on purpose (${o.broken}): the checker must find anomalies`);
   log(`chaos: seed ${o.seed}, ${o.nodes} nodes, ${o.minutes} min, workload ${o.workload}, nemeses ${o.nemeses.join(',')}: ${faults} faults scheduled; data in ${dir}`);
-  const windows: { kind: string; startMs: number; endMs: number }[] = [];
+  const windows: FaultWindow[] = [];
   try {
     for (const n of nodes) await startNode(n);
     await waitFor(async () => (await Promise.all(nodes.map((n) => call(n.url, 'GET', '/_cluster/nodes')))).every((r) => (r?.body?.nodes as { role: string }[] | undefined)?.filter((x) => x.role === 'voter').length === Math.min(o.nodes % 2 === 1 ? o.nodes : o.nodes - 1, 5)), { timeoutMs: 60_000, what: 'the cluster to form' });
@@ -288,32 +304,39 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
         rec.ops.push({ kind: 'final', node: n.name, keyId, result });
       }
     }
-    const result = checkKeys(rec.ops);
-    const anomalies = [...result.anomalies.map((a) => ({ ...a }))];
-    if (!converged.ok) anomalies.push({ type: 'no-convergence' as never, keyId: '', node: '', detail: JSON.stringify(converged.detail).slice(0, 2000) });
-    const ops = rec.ops.filter((op) => op.kind !== 'final').length;
-    const calm = rec.ops.filter((op) => op.kind !== 'final' && !windows.some((w) => op.invokeMs >= w.startMs && op.invokeMs < w.endMs));
-    const okShare = (xs: KeyOp[]) => (xs.length === 0 ? null : xs.filter((x) => x.kind !== 'final' && x.outcome === 'ok').length / xs.length);
-    const perKind: Record<string, number | null> = {};
-    for (const kind of new Set(windows.map((w) => w.kind))) {
-      perKind[kind] = okShare(rec.ops.filter((op) => op.kind !== 'final' && windows.some((w) => w.kind === kind && op.invokeMs >= w.startMs && op.invokeMs < w.endMs)));
+    // The keys workload fills `keys`; the register and set workloads (with the replicated
+    // shards) will fill `registers` and `set`, and per-shard replica reports.
+    const { checkers, anomalies } = runCheckers({
+      keys: rec.ops,
+      convergence: { reports: converged.reports, expected: { metadata: names }, timedOut: converged.verdict === 'timeout' },
+      windows,
+      startMs: 0,
+      endMs: durationMs,
+      stepBudget: DEFAULT_STEP_BUDGET,
+      gapMsMin: 1_000,
+    });
+    // Leader and members are part of convergence too; the checker sees only the replicas.
+    if (!converged.ok && !anomalies.some((a) => a.checker === 'convergence')) {
+      anomalies.push({ checker: 'convergence', type: 'no-convergence', key: 'cluster', node: '', detail: JSON.stringify(converged.detail).slice(0, 2000) });
     }
+    const ops = rec.ops.filter((op) => op.kind !== 'final').length;
     const report = {
       options: o,
       faults,
       windows,
       ops,
-      counts: result.counts,
-      availability: { calm: okShare(calm), duringFaults: perKind },
       converged: converged.ok,
+      checkers,
       anomalies,
     };
     mkdirSync(o.out, { recursive: true });
     const file = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}.json`);
     writeFileSync(file, JSON.stringify(report, null, 2));
     log(`chaos: report ${file}`);
-    log(`chaos: ok share calm ${fmt(report.availability.calm)}; during faults ${Object.entries(perKind).map(([k, v]) => `${k} ${fmt(v)}`).join(', ') || 'none'}`);
-    for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.type} ${a.keyId} on ${a.node}: ${a.detail}`);
+    const avail = checkers.availability;
+    log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
+    log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
+    for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key} on ${a.node}: ${a.detail}`);
     log(`chaos: ${ops} ops, ${faults} faults, ${anomalies.length} anomalies`);
     return { anomalies: anomalies.length, ops, faults };
   } finally {

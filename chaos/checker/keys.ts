@@ -10,14 +10,9 @@
 // - revoked-present: a key whose revoke was acknowledged does not work at the end.
 // Operations whose outcome is unknown (timeouts, 503 that "may still commit") may go either way.
 
-export type Outcome = 'ok' | 'fail' | 'unknown';
+import { type KeyOp, type OutcomeCounts, countOutcomes } from './history.js';
 
-export type KeyOp =
-  | { readonly kind: 'create'; readonly node: string; readonly invokeMs: number; readonly completeMs: number; readonly outcome: Outcome; readonly keyId?: string }
-  | { readonly kind: 'revoke'; readonly node: string; readonly invokeMs: number; readonly completeMs: number; readonly outcome: Outcome; readonly keyId: string }
-  /** result: valid (authenticated), invalid (401), unavailable (the node could not vouch: 503). */
-  | { readonly kind: 'check'; readonly node: string; readonly invokeMs: number; readonly completeMs: number; readonly outcome: Outcome; readonly keyId: string; readonly phantom: boolean; readonly result?: 'valid' | 'invalid' | 'unavailable' }
-  | { readonly kind: 'final'; readonly node: string; readonly keyId: string; readonly result: 'valid' | 'invalid' | 'unavailable' };
+export type { KeyOp, Outcome } from './history.js';
 
 export interface KeyAnomaly {
   readonly type: 'revoked-accepted' | 'phantom-accepted' | 'lost-key' | 'revoked-present' | 'final-unavailable';
@@ -28,19 +23,17 @@ export interface KeyAnomaly {
 
 export interface KeyCheck {
   readonly anomalies: KeyAnomaly[];
-  readonly counts: Record<string, Record<Outcome, number>>;
+  readonly counts: OutcomeCounts;
 }
 
 export function checkKeys(history: readonly KeyOp[]): KeyCheck {
   const anomalies: KeyAnomaly[] = [];
-  const counts: Record<string, Record<Outcome, number>> = {};
+  const counts = countOutcomes(history.filter((op): op is Exclude<KeyOp, { kind: 'final' }> => op.kind !== 'final'));
   const revokeAckMs = new Map<string, number>(); // earliest acknowledged revoke per key
   const revokeTried = new Set<string>();
   const createdOk = new Set<string>();
   for (const op of history) {
     if (op.kind === 'final') continue;
-    const c = (counts[op.kind] ??= { ok: 0, fail: 0, unknown: 0 });
-    c[op.outcome]++;
     if (op.kind === 'create' && op.outcome === 'ok' && op.keyId !== undefined) createdOk.add(op.keyId);
     if (op.kind === 'revoke') {
       revokeTried.add(op.keyId);
