@@ -112,6 +112,8 @@ export class ClusterMember implements VectorCluster {
   /** Monotonic start time of the last completed read barrier (freshness of the local copy). */
   #freshSinceMs = Number.NEGATIVE_INFINITY;
   #barrierInFlight = false;
+  /** Which member a leaving node asks next whether it has left (when it knows no leader). */
+  #leftProbe = 0;
   readonly #metrics: ReturnType<typeof clusterMetrics>;
   /** Data groups (replicated shards) hosted on this node: their messages and calls go there. */
   #groups: GroupHost | undefined;
@@ -648,9 +650,13 @@ export class ClusterMember implements VectorCluster {
 
   /** A leaving node cut off from the group may never see its `left` entry: ask the leader. */
   async #checkLeft(): Promise<void> {
+    // Out of the group, this node may not know the leader any more: any other member can
+    // answer from its applied copy (a `left` it has applied is committed).
+    const others = this.liveNodes().map((n) => n.name).filter((n) => n !== this.#o.nodeName);
     const leader = this.leader();
-    if (leader === null || leader === this.#o.nodeName) return;
-    const reply = decodeMeta(await this.#transport.call(leader, 'meta.node', encodeMeta({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
+    const ask = leader !== null && leader !== this.#o.nodeName ? leader : others[this.#leftProbe++ % Math.max(1, others.length)];
+    if (ask === undefined) return;
+    const reply = decodeMeta(await this.#transport.call(ask, 'meta.node', encodeMeta({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
     if (reply.node?.status === 'left') await this.#stopAfterLeaving();
   }
 
