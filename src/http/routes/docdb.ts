@@ -167,6 +167,14 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
 
   app.get<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request) => docs.dbInfo(existingDb(docs, request.params.db)));
 
+  // CouchDB's answer: 202 at once, the pass runs in the background (`compact_running` in GET /db/:db).
+  app.post<{ Params: { db: string } }>('/db/:db/_compact', { schema: { params: dbParams }, config: { permission: 'admin' } }, async (request, reply) => {
+    const db = existingDb(docs, request.params.db);
+    void docs.compact(db).catch((err: unknown) => request.log.error({ db, err }, 'compaction failed'));
+    reply.code(202);
+    return { ok: true };
+  });
+
   app.delete<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request) => {
     checkDbName(request.params.db);
     await docs.deleteDb(request.params.db);
