@@ -2,22 +2,8 @@
 // a restart, carried by replication, and dropped by POST /db/:db/_compact or the automatic
 // pass (SERVICE_COMPACT_AFTER_WRITES). Leaf bodies (conflicts, tombstones) always stay.
 import t from 'tap';
+import { compactAndWait as compacted, until } from '../support/compact.js';
 import { type TestNode, startTestNode } from '../support/node.js';
-
-/** Wait for a condition with a deadline (no fixed sleeps): polls on the event loop. */
-async function until(what: string, check: () => Promise<boolean>, deadlineMs = 10_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
-async function compacted(node: TestNode, db: string): Promise<void> {
-  const r = await node.request('POST', `/db/${db}/_compact`);
-  if (r.status !== 202) throw new Error(`_compact ${r.status}: ${r.text}`);
-  await until(`compaction of ${db}`, async () => (await node.request('GET', `/db/${db}`)).body.compact_running === false);
-}
 
 /** Three revisions of `id`: returns their revs, oldest first. */
 async function threeRevisions(node: TestNode, db: string, id: string): Promise<string[]> {
