@@ -30,6 +30,12 @@ t.test('older revisions are readable until compaction', async (t) => {
   const bulk = await node.request('POST', '/db/a/_bulk_get?revs=true', { body: { docs: [{ id: 'doc', rev: revs[0] }] } });
   t.match(bulk.body.results[0].docs[0].ok, { _rev: revs[0], n: 1 }, '_bulk_get serves a kept older body');
 
+  const open = await node.request('GET', `/db/a/doc?open_revs=${encodeURIComponent(JSON.stringify(revs))}&revs=true`);
+  t.equal(open.status, 200);
+  t.match(open.body, revs.map((rev, i) => ({ ok: { _rev: rev, n: i + 1 } })), 'open_revs serves every kept body');
+  t.match((await node.request('GET', '/db/a/doc?open_revs=all')).body, [{ ok: { _rev: revs[2], n: 3 } }], 'open_revs=all: the leaves');
+  t.equal((await node.request('GET', '/db/a/doc?open_revs=nope')).status, 400);
+
   const sizeBefore = (await node.request('GET', '/db/a')).body.disk_size as number;
   await node.restart();
   t.match((await node.request('GET', `/db/a/doc?rev=${revs[0]}`)).body, { n: 1 }, 'kept bodies survive a restart');
@@ -43,6 +49,8 @@ t.test('older revisions are readable until compaction', async (t) => {
   t.match((await node.request('GET', `/db/a/doc?rev=${revs[2]}`)).body, { _rev: revs[2], n: 3 }, 'the leaf stays');
   t.match((await node.request('GET', '/db/a/doc?revs=true')).body._revisions, { start: 3, ids: revs.map((r) => r.slice(2)).reverse() }, 'history stays');
   t.ok((await node.request('GET', '/db/a')).body.disk_size < sizeBefore, 'disk_size counts the freed bodies');
+  const openAfter = await node.request('GET', `/db/a/doc?open_revs=${encodeURIComponent(JSON.stringify(revs))}`);
+  t.match(openAfter.body, [{ missing: revs[0] }, { missing: revs[1] }, { ok: { _rev: revs[2] } }], 'open_revs after compaction: only the leaf');
   const gone = await node.request('POST', '/db/a/_bulk_get', { body: { docs: [{ id: 'doc', rev: revs[0] }] } });
   t.match(gone.body.results[0].docs[0], { error: { error: 'not_found' } });
 });
