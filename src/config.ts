@@ -128,6 +128,7 @@ const SETTINGS = {
   SERVICE_LOG_LEVEL: { parse: oneOf(LOG_LEVELS), default: 'info' as LogLevel },
   SERVICE_STREAM_HEARTBEAT_MS: { parse: int(10, 3_600_000), default: 30_000 },
   SERVICE_REVS_LIMIT: { parse: int(1, 1_000_000), default: 1000 },
+  SERVICE_COMPACT_AFTER_WRITES: { parse: int(0, 1_000_000_000), default: 10_000 },
   SERVICE_ATTACHMENT_MAX_BYTES: { parse: int(1, 1024 ** 3), default: 64 * 1024 * 1024 },
   SERVICE_TIER_SWEEP_MS: { parse: int(10, 3_600_000), default: 10_000 },
   SERVICE_HLC_MAX_OFFSET_MS: { parse: int(0, 365 * 86_400_000), default: 0 },
@@ -224,6 +225,8 @@ export interface Config {
   docdb: {
     streamHeartbeatMs: number;
     revsLimit: number;
+    /** A database is compacted automatically after this many document writes to it (0 = never). */
+    compactAfterWrites: number;
     attachmentMaxBytes: number;
     hlcMaxOffsetMs: number;
     /** How often expired TTL documents are deleted. */
@@ -384,6 +387,7 @@ function assemble(v: Values): Config {
     docdb: {
       streamHeartbeatMs: v.SERVICE_STREAM_HEARTBEAT_MS,
       revsLimit: v.SERVICE_REVS_LIMIT,
+      compactAfterWrites: v.SERVICE_COMPACT_AFTER_WRITES,
       attachmentMaxBytes: v.SERVICE_ATTACHMENT_MAX_BYTES,
       hlcMaxOffsetMs: v.SERVICE_HLC_MAX_OFFSET_MS,
       tierSweepMs: v.SERVICE_TIER_SWEEP_MS,

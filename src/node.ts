@@ -133,7 +133,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const keys = await ApiKeys.load(store);
     const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
     if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
-    const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), nowMs: () => clock.nowMs(), revsLimit: config.docdb.revsLimit });
+    const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), nowMs: () => clock.nowMs(), revsLimit: config.docdb.revsLimit, compactAfterWrites: config.docdb.compactAfterWrites });
     // Before storage closes: refuse new writes and let queued groups commit.
     closers.unshift(() => docs.close());
     // The automatic path index commits in the same batch as every winner change; exact

@@ -115,7 +115,14 @@ interface DbState {
    */
   readonly bodies: Map<string, { readonly body: BodyRecord; readonly bytes: number }>;
   bodyBytes: number;
+  /** Documents written since the last compaction started (drives the automatic pass). */
+  writesSinceCompact: number;
+  /** The compaction in progress, if any: a second request joins it. */
+  compaction: Promise<void> | undefined;
 }
+
+/** Documents one compaction slice rewrites in one batch, between two write groups. */
+const COMPACT_SLICE_DOCS = 256;
 
 /** Bytes of leaf bodies cached per database; bigger bodies are not cached. */
 const BODY_CACHE_BYTES_MAX = 16 * 1024 * 1024;
@@ -125,7 +132,7 @@ const BODY_CACHE_ENTRY_BYTES_MAX = 256 * 1024;
 const RECORD_CACHE_MAX = 20_000;
 
 function newState(record: DbRecord): DbState {
-  return { record, queue: [], running: false, dropped: false, listeners: new Set(), cache: new Map(), version: 0, bodies: new Map(), bodyBytes: 0 };
+  return { record, queue: [], running: false, dropped: false, listeners: new Set(), cache: new Map(), version: 0, bodies: new Map(), bodyBytes: 0, writesSinceCompact: 0, compaction: undefined };
 }
 
 function remember(state: DbState, docId: string, rec: DocRecord): void {
@@ -144,6 +151,7 @@ export interface DbInfo {
   data_size: number;
   instance_start_time: string;
   revs_limit: number;
+  compact_running: boolean;
 }
 
 export interface GetDocOptions {
@@ -208,6 +216,8 @@ export interface DocEngineOptions {
   log: Logger;
   nowMs: () => number;
   revsLimit: number;
+  /** Start a compaction of a database after this many document writes to it; 0 = never. */
+  compactAfterWrites: number;
 }
 
 const notFoundDb = (db: string) => new FirkinError('not_found', `database ${JSON.stringify(db)} does not exist`);
@@ -247,6 +257,13 @@ function digestsOf(info: LeafInfo | undefined): Record<string, number> {
   return info?.a === undefined ? {} : { ...info.a };
 }
 
+/** Every attachment digest (with its length) the given stored bodies refer to. */
+function digestsOfAll(...infos: (Readonly<Record<string, LeafInfo>> | undefined)[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const group of infos) for (const info of Object.values(group ?? {})) Object.assign(out, digestsOf(info));
+  return out;
+}
+
 /** The engine's read door, as the modules that only read documents see it. */
 export type DocReader = Pick<DocEngine, 'has' | 'dbInfo' | 'getRecords' | 'getBodies' | 'scanRecords'>;
 
@@ -256,6 +273,7 @@ export class DocEngine {
   readonly #log: Logger;
   readonly #nowMs: () => number;
   readonly #revsLimit: number;
+  readonly #compactAfterWrites: number;
   readonly #dbs = new Map<string, DbState>();
   readonly #indexers: WinnerIndexer[] = [];
   readonly #dropHooks: ((db: string) => Promise<void>)[] = [];
@@ -272,6 +290,7 @@ export class DocEngine {
     this.#log = options.log;
     this.#nowMs = options.nowMs;
     this.#revsLimit = options.revsLimit;
+    this.#compactAfterWrites = options.compactAfterWrites;
   }
 
   /** Load the catalogue, finish drops a crash interrupted, and move the clock past every stored seq. */
@@ -412,7 +431,8 @@ export class DocEngine {
   }
 
   dbInfo(db: string): DbInfo {
-    return this.#info(this.#state(db).record);
+    const state = this.#state(db);
+    return { ...this.#info(state.record), compact_running: state.compaction !== undefined };
   }
 
   #info(record: DbRecord): DbInfo {
@@ -427,6 +447,7 @@ export class DocEngine {
       data_size: record.dataBytes,
       instance_start_time: record.instanceStartTime,
       revs_limit: record.revsLimit,
+      compact_running: false,
     };
   }
 
@@ -536,6 +557,11 @@ export class DocEngine {
       state.version++;
       for (const id of changed) remember(state, id, g.records.get(id)!);
       for (const listener of state.listeners) listener();
+      state.writesSinceCompact += changed.size;
+      if (this.#compactAfterWrites > 0 && state.writesSinceCompact >= this.#compactAfterWrites && state.compaction === undefined) {
+        // Not awaited: the pass queues its slices behind this group and runs on its own.
+        void this.compact(db).catch((err: unknown) => this.#log.error({ db, err }, 'automatic compaction failed'));
+      }
     }
     return results;
   }
@@ -676,9 +702,16 @@ export class DocEngine {
         leafInfo[rev] = before?.leaves[rev] ?? { b: 0 };
       }
     }
-    // Bodies are kept for leaves only: a leaf that got a child loses its body.
-    for (const rev of Object.keys(before?.leaves ?? {})) {
+    // A leaf that got a child keeps its body until compaction (CouchDB); a body whose
+    // revision was stemmed out of the tree (revs_limit) goes now, in this batch.
+    const inTree = new Set(tree.map((n) => n.rev));
+    const keptInfo: Record<string, LeafInfo> = {};
+    for (const [rev, info] of [...Object.entries(before?.kept ?? {}), ...Object.entries(before?.leaves ?? {})]) {
       if (newLeaves.has(rev)) continue;
+      if (inTree.has(rev)) {
+        keptInfo[rev] = info;
+        continue;
+      }
       ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
       g.bodies.set(`${docId}\u0000${rev}`, null);
     }
@@ -686,11 +719,9 @@ export class DocEngine {
       ops.push({ type: 'put', cf: 'revs', key: keys.body(db, docId, leaf.rev), value: encodedBody });
       g.bodies.set(`${docId}\u0000${leaf.rev}`, leaf.body);
     }
-    // Attachment content is deduplicated per document by digest and dropped when no leaf refers to it.
-    const beforeDigests: Record<string, number> = {};
-    for (const info of Object.values(before?.leaves ?? {})) Object.assign(beforeDigests, digestsOf(info));
-    const afterDigests: Record<string, number> = {};
-    for (const info of Object.values(leafInfo)) Object.assign(afterDigests, digestsOf(info));
+    // Attachment content is deduplicated per document by digest and dropped when no stored body refers to it.
+    const beforeDigests = digestsOfAll(before?.leaves, before?.kept);
+    const afterDigests = digestsOfAll(leafInfo, keptInfo);
     const written = new Set<string>();
     for (const blob of leaf.blobs) {
       if (beforeDigests[blob.digest] !== undefined || afterDigests[blob.digest] === undefined || written.has(blob.digest)) continue;
@@ -705,12 +736,12 @@ export class DocEngine {
     }
     const bytes = (infos: Record<string, LeafInfo>, digests: Record<string, number>) =>
       Object.values(infos).reduce((n, i) => n + i.b, 0) + Object.values(digests).reduce((n, l) => n + l, 0);
-    g.dataBytes += bytes(leafInfo, afterDigests) - bytes({ ...before?.leaves }, beforeDigests);
+    g.dataBytes += bytes({ ...leafInfo, ...keptInfo }, afterDigests) - bytes({ ...before?.leaves, ...before?.kept }, beforeDigests);
 
     // One changes entry per document: the old one goes in the same batch.
     if (before !== undefined) ops.push({ type: 'del', cf: 'seq', key: keys.seq(db, before.seq) });
     ops.push({ type: 'put', cf: 'seq', key: keys.seq(db, seq), value: encodeSeq([docId, winner.rev, winner.deleted]) });
-    const record: DocRecord = { tree, winner: winner.rev, deleted: winner.deleted, seq, leaves: leafInfo };
+    const record: DocRecord = { tree, winner: winner.rev, deleted: winner.deleted, seq, leaves: leafInfo, ...(Object.keys(keptInfo).length > 0 ? { kept: keptInfo } : {}) };
     ops.push({ type: 'put', cf: 'docs', key: keys.doc(db, docId), value: encodeDocRecord(record) });
     g.records.set(docId, record);
     g.changed.add(docId);
@@ -811,7 +842,7 @@ export class DocEngine {
         const rec = decodeDocRecord(buf);
         const winnerBody = !rec.deleted && this.#indexers.length > 0 ? (await this.#body(db, docId, rec.winner))?.body : undefined;
         const digests: Record<string, number> = {};
-        for (const [rev, info] of Object.entries(rec.leaves)) {
+        for (const [rev, info] of [...Object.entries(rec.leaves), ...Object.entries(rec.kept ?? {})]) {
           ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
           dataBytes -= info.b;
           Object.assign(digests, digestsOf(info));
@@ -842,6 +873,91 @@ export class DocEngine {
       for (const listener of state.listeners) listener();
     });
     return purged;
+  }
+
+  // ---- compaction ------------------------------------------------------------------------
+
+  /**
+   * Drop every kept non-leaf body (CouchDB's compaction; stemming to revs_limit already
+   * happens at write time) and the attachment content only those bodies referred to. Runs
+   * in slices of COMPACT_SLICE_DOCS documents, each one exclusive job of the write queue and
+   * one synced batch, so writes wait at most one slice and a crash leaves every document
+   * either compacted or not. Resolves when the pass is done; a call during a pass joins it.
+   */
+  compact(db: string): Promise<void> {
+    const state = this.#state(db);
+    if (state.compaction !== undefined) return state.compaction;
+    state.writesSinceCompact = 0;
+    const run = (async () => {
+      const startedMs = this.#nowMs();
+      this.#log.info({ db }, 'compaction started');
+      let after: Buffer | undefined;
+      let docsCompacted = 0;
+      let bytesFreed = 0;
+      for (;;) {
+        if (state.dropped || this.#closed) break;
+        const slice = await new Promise<{ next: Buffer | undefined; docs: number; bytes: number }>((resolve, reject) => {
+          this.#enqueue(state, { kind: 'exclusive', run: async () => resolve(await this.#compactSlice(state, after)), resolve: () => undefined, reject });
+        });
+        docsCompacted += slice.docs;
+        bytesFreed += slice.bytes;
+        if (slice.next === undefined) break;
+        after = slice.next;
+      }
+      this.#log.info({ db, docsCompacted, bytesFreed, tookMs: this.#nowMs() - startedMs }, 'compaction finished');
+    })().finally(() => {
+      state.compaction = undefined;
+    });
+    state.compaction = run;
+    return run;
+  }
+
+  /** One slice: the next COMPACT_SLICE_DOCS document records after `after`, rewritten without kept bodies. */
+  async #compactSlice(state: DbState, after: Buffer | undefined): Promise<{ next: Buffer | undefined; docs: number; bytes: number }> {
+    const db = state.record.name;
+    if (state.dropped) return { next: undefined, docs: 0, bytes: 0 };
+    const prefix = keys.docs(db);
+    const range = after === undefined ? { gte: prefix.gte, lt: prefix.lt } : { gt: after, lt: prefix.lt };
+    const ops: BatchOp[] = [];
+    const rewritten = new Map<string, DocRecord>();
+    let scanned = 0;
+    let last: Buffer | undefined;
+    let freed = 0;
+    for await (const [key, value] of this.#store.entries('docs', range)) {
+      last = key;
+      scanned++;
+      const rec = decodeDocRecord(value);
+      if (rec.kept === undefined) {
+        if (scanned >= COMPACT_SLICE_DOCS) break;
+        continue;
+      }
+      const docId = decodeKey(key)[1] as string;
+      const beforeDigests = digestsOfAll(rec.leaves, rec.kept);
+      const afterDigests = digestsOfAll(rec.leaves);
+      for (const [rev, info] of Object.entries(rec.kept)) {
+        ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
+        freed += info.b;
+      }
+      for (const [digest, length] of Object.entries(beforeDigests)) {
+        if (afterDigests[digest] !== undefined) continue;
+        freed += length;
+        for (let c = 0; c < chunkCount(length); c++) ops.push({ type: 'del', cf: 'att', key: keys.att(db, docId, digest, c) });
+      }
+      // The seq stays: compaction changes no revision, so it is not a change.
+      const compacted: DocRecord = { tree: rec.tree, winner: rec.winner, deleted: rec.deleted, seq: rec.seq, leaves: rec.leaves };
+      ops.push({ type: 'put', cf: 'docs', key, value: encodeDocRecord(compacted) });
+      rewritten.set(docId, compacted);
+      if (scanned >= COMPACT_SLICE_DOCS) break;
+    }
+    const next = scanned >= COMPACT_SLICE_DOCS ? last : undefined;
+    if (ops.length === 0) return { next, docs: 0, bytes: 0 };
+    const record: DbRecord = { ...state.record, dataBytes: state.record.dataBytes - freed };
+    ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
+    await this.#store.batch(ops, { sync: true });
+    state.record = record;
+    state.version++;
+    for (const [docId, rec] of rewritten) if (state.cache.has(docId)) remember(state, docId, rec);
+    return { next, docs: rewritten.size, bytes: freed };
   }
 
   // ---- reads -----------------------------------------------------------------------------
@@ -890,6 +1006,13 @@ export class DocEngine {
     return buf === undefined ? undefined : decodeBody(buf);
   }
 
+  /** The stored body of any revision: a leaf's through the cache, a kept non-leaf's from disk. */
+  async #revBody(db: string, docId: string, rec: DocRecord, rev: string): Promise<BodyRecord | undefined> {
+    if (isLeaf(rec.tree, rev)) return this.#leafBody(this.#state(db), db, docId, rev);
+    // Only while the record lists it: compaction deletes the body and the entry in one batch.
+    return rec.kept?.[rev] === undefined ? undefined : this.#body(db, docId, rev);
+  }
+
   /** The document as served: body + `_id`, `id`, `_rev` (+ `_deleted`, `_attachments` stubs, options). */
   async getDoc(db: string, docId: string, options: GetDocOptions = {}): Promise<Record<string, unknown>> {
     const rec = await this.getRecord(db, docId);
@@ -898,10 +1021,8 @@ export class DocEngine {
     const node = findRev(rec.tree, rev);
     if (node === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} not found`);
     if (options.rev === undefined && rec.deleted && options.deleted !== true) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} is deleted`);
-    const notKept = () => new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} is not kept (only leaf revisions keep a body)`);
-    if (!isLeaf(rec.tree, rev)) throw notKept();
-    const stored = await this.#leafBody(this.#state(db), db, docId, rev);
-    if (stored === undefined) throw notKept();
+    const stored = await this.#revBody(db, docId, rec, rev);
+    if (stored === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} is not kept (its body was compacted away or never arrived)`);
     const out = this.#render(docId, rev, node.deleted, stored);
     if (options.revs) out._revisions = revisions(rec.tree, rev);
     if (options.conflicts) {

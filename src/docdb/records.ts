@@ -1,7 +1,7 @@
 // Storage layout of the document database and the codecs of its records (CBOR, cbor-x).
 //
 //   docs    [db, docId]                   -> DocRecord (tree, winner, seq, leaf attachments)
-//   revs    [db, docId, rev]              -> BodyRecord (body of a leaf revision)
+//   revs    [db, docId, rev]              -> BodyRecord (body of a leaf, or of a non-leaf kept until compaction)
 //   seq     [db, wallMs, logical]         -> SeqRecord [docId, winner rev, deleted]; one per doc
 //   att     [db, docId, digest, chunk]    -> attachment bytes, in ATT_CHUNK_BYTES chunks
 //   system  ['docdb.db', db]              -> DbRecord (catalogue + counters, same batch as docs)
@@ -41,6 +41,11 @@ export interface DocRecord {
   readonly seq: Hlc;
   /** Per leaf: its body's stored size and the attachment digests (with lengths) it references. */
   readonly leaves: Readonly<Record<string, LeafInfo>>;
+  /**
+   * Non-leaf revisions whose body is still stored (CouchDB keeps them until compaction), in
+   * the same form as `leaves`. Stemming drops them with their node; compaction drops them all.
+   */
+  readonly kept?: Readonly<Record<string, LeafInfo>>;
 }
 
 export interface LeafInfo {
@@ -65,7 +70,7 @@ export interface DbRecord {
   readonly docCount: number;
   readonly delCount: number;
   readonly updateSeq: Hlc | undefined;
-  /** Bytes of stored leaf bodies and attachments (the disk_size reported). */
+  /** Bytes of stored bodies (leaves and kept non-leaves) and attachments (the disk_size reported). */
   readonly dataBytes: number;
 }
 
@@ -91,13 +96,15 @@ export function encodeDocRecord(rec: DocRecord): Buffer {
   assert.equal(rec.winner, winner?.rev, 'stored winner must be the tree winner');
   assert.equal(rec.deleted, winner?.deleted, 'stored deleted flag must be the winner flag');
   const t: WireNode[] = rec.tree.map((n) => [n.rev, n.parent ?? null, n.deleted ? 1 : 0]);
-  return encoder.encode({ t, w: rec.winner, d: rec.deleted, s: [rec.seq.wallMs, rec.seq.logical], l: rec.leaves });
+  const wire = { t, w: rec.winner, d: rec.deleted, s: [rec.seq.wallMs, rec.seq.logical], l: rec.leaves };
+  return encoder.encode(rec.kept === undefined || Object.keys(rec.kept).length === 0 ? wire : { ...wire, k: rec.kept });
 }
 
 export function decodeDocRecord(buf: Buffer): DocRecord {
-  const raw = decoder.decode(buf) as { t: WireNode[]; w: string; d: boolean; s: [number, number]; l: DocRecord['leaves'] };
+  const raw = decoder.decode(buf) as { t: WireNode[]; w: string; d: boolean; s: [number, number]; l: DocRecord['leaves']; k?: DocRecord['kept'] };
   const tree: RevTree = raw.t.map(([rev, parent, deleted]) => ({ rev, parent: parent ?? undefined, deleted: deleted === 1 }));
-  const rec: DocRecord = { tree, winner: raw.w, deleted: raw.d, seq: { wallMs: raw.s[0], logical: raw.s[1] }, leaves: raw.l };
+  const base: DocRecord = { tree, winner: raw.w, deleted: raw.d, seq: { wallMs: raw.s[0], logical: raw.s[1] }, leaves: raw.l };
+  const rec: DocRecord = raw.k === undefined ? base : { ...base, kept: raw.k };
   assert.equal(rec.winner, winningRev(tree)?.rev, 'stored winner must be the tree winner');
   return rec;
 }

@@ -2,6 +2,7 @@
 // tombstones, replicated branches, and every error with its body.
 import { decode, encode } from 'cbor-x';
 import t from 'tap';
+import { compactAndWait } from '../support/compact.js';
 import { startTestNode } from '../support/node.js';
 
 const REV = /^\d+-[0-9a-f]{64}$/;
@@ -136,8 +137,11 @@ t.test('documents and revisions', async (t) => {
   t.notOk('_conflicts' in full.body, 'updating four times leaves no phantom conflict');
 
   const oldRev = await node.request('GET', `/db/d/doc1?rev=${rev1}`);
-  t.equal(oldRev.status, 404, 'only leaf bodies are kept');
-  t.match(oldRev.body.message, /not kept/);
+  t.match(oldRev.body, { _rev: rev1, n: 1 }, 'an older body is kept until compaction');
+  await compactAndWait(node, 'd');
+  const compacted = await node.request('GET', `/db/d/doc1?rev=${rev1}`);
+  t.equal(compacted.status, 404, 'after compaction only leaf bodies are kept');
+  t.match(compacted.body.message, /not kept/);
   const unknownRev = await node.request('GET', `/db/d/doc1?rev=9-${'a'.repeat(64)}`);
   t.equal(unknownRev.status, 404);
 

@@ -6,7 +6,7 @@ import { type HybridClock, hlcToBase64, hlcToText, parseHlc } from '../../core/h
 import { parseDoc } from '../../docdb/doc-input.js';
 import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.js';
 import { LIMITS, checkDbName, checkDocId } from '../../docdb/names.js';
-import { conflicts, pathFromRevisions } from '../../docdb/revtree.js';
+import { conflicts, isRev, leaves, pathFromRevisions } from '../../docdb/revtree.js';
 import { wantsCbor } from '../codec.js';
 import { dbParams, docParams, existingDb, expectedRev } from './docdb-shared.js';
 
@@ -27,8 +27,20 @@ const getDocQuery = {
     conflicts: { type: 'boolean' },
     deleted_conflicts: { type: 'boolean' },
     deleted: { type: 'boolean' },
+    open_revs: { type: 'string' },
   },
 } as const;
+
+/** `open_revs=all`, or a JSON array of revs (CouchDB); undefined for anything else. */
+function parseOpenRevs(text: string): 'all' | string[] | undefined {
+  if (text === 'all') return 'all';
+  try {
+    const revs: unknown = JSON.parse(text);
+    return Array.isArray(revs) && revs.length <= LIMITS.bulkDocsMax && revs.every(isRev) ? revs : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 const writeQuery = {
   type: 'object',
@@ -167,6 +179,14 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
 
   app.get<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request) => docs.dbInfo(existingDb(docs, request.params.db)));
 
+  // CouchDB's answer: 202 at once, the pass runs in the background (`compact_running` in GET /db/:db).
+  app.post<{ Params: { db: string } }>('/db/:db/_compact', { schema: { params: dbParams }, config: { permission: 'admin' } }, async (request, reply) => {
+    const db = existingDb(docs, request.params.db);
+    void docs.compact(db).catch((err: unknown) => request.log.error({ db, err }, 'compaction failed'));
+    reply.code(202);
+    return { ok: true };
+  });
+
   app.delete<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request) => {
     checkDbName(request.params.db);
     await docs.deleteDb(request.params.db);
@@ -189,13 +209,34 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
   });
 
   // ---- documents
-  app.get<{ Params: { db: string; docid: string }; Querystring: { rev?: string; revs?: boolean; conflicts?: boolean; deleted_conflicts?: boolean; deleted?: boolean } }>(
+  app.get<{ Params: { db: string; docid: string }; Querystring: { rev?: string; revs?: boolean; conflicts?: boolean; deleted_conflicts?: boolean; deleted?: boolean; open_revs?: string } }>(
     '/db/:db/:docid',
     { schema: { params: docParams, querystring: getDocQuery } },
     async (request, reply) => {
       const docId = checkDocId(request.params.docid);
       const db = await locate(existingDb(docs, request.params.db), docId);
       const q = request.query;
+      if (q.open_revs !== undefined) {
+        // CouchDB's JSON form: one `{ok: doc}` or `{missing: rev}` per revision asked for.
+        const wanted = parseOpenRevs(q.open_revs);
+        if (wanted === undefined) throw new FirkinError('bad_request', 'open_revs must be "all" or a JSON array of revisions');
+        let revs: string[];
+        if (wanted === 'all') {
+          const rec = await docs.getRecord(db, docId);
+          if (rec === undefined) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} not found`);
+          revs = leaves(rec.tree).map((n) => n.rev);
+        } else revs = wanted;
+        const out: ({ ok: Record<string, unknown> } | { missing: string })[] = [];
+        for (const r of revs) {
+          try {
+            out.push({ ok: await docs.getDoc(db, docId, { rev: r, revs: q.revs }) });
+          } catch (err) {
+            if (!(err instanceof FirkinError) || err.code !== 'not_found') throw err;
+            out.push({ missing: r });
+          }
+        }
+        return out;
+      }
       const rev = q.rev === undefined ? undefined : expectedRev({ query: q.rev });
       const doc = await docs.getDoc(db, docId, { rev, revs: q.revs, conflicts: q.conflicts, deletedConflicts: q.deleted_conflicts, deleted: q.deleted });
       reply.header('etag', `"${doc._rev as string}"`);

@@ -17,7 +17,7 @@ t.test('equality totals on a VDB come from the per-value counts, and are exact',
   const store = await Store.open(dir, { writeWorker: true });
   const log = pino({ level: 'silent' });
   const hlc = new HybridClock(systemClock);
-  const docs = await DocEngine.open({ store, hlc, log, nowMs: () => Date.now(), revsLimit: 1000 });
+  const docs = await DocEngine.open({ store, hlc, log, nowMs: () => Date.now(), revsLimit: 1000, compactAfterWrites: 0 });
   const counts = new ValueCounts(store, docs);
   docs.addIndexer(counts.indexer);
   docs.onCommitted(counts.committed);
