@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
 import { type IdRouting, rangeRouting, routeId } from '../core/shard-hash.js';
+import { SerialQueue } from '../core/serial.js';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from './ann/ann-index.js';
 import { type ScoredId, byScoreThenId } from './bm25.js';
@@ -101,7 +102,7 @@ export class VectorEngine {
   readonly #o: VectorEngineOptions;
   readonly #collections = new Map<string, Collection>();
   /** Catalogue changes (create, delete) one at a time. */
-  #catalogueTail: Promise<unknown> = Promise.resolve();
+  readonly #catalogueQueue = new SerialQueue();
   #saveTimer: NodeJS.Timeout | undefined;
   /** Set when close starts: requests from then on are 503 (the node is stopping). */
   #stopping = false;
@@ -154,9 +155,7 @@ export class VectorEngine {
   }
 
   #catalogue<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#catalogueTail.then(fn);
-    this.#catalogueTail = run.catch(() => undefined);
-    return run;
+    return this.#catalogueQueue.run(fn);
   }
 
   #collection(name: string): Collection {

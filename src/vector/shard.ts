@@ -31,6 +31,7 @@ import { Decoder, Encoder } from 'cbor-x';
 import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
+import { SerialQueue } from '../core/serial.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
 import { type ScoredId, topK } from './bm25.js';
@@ -186,7 +187,7 @@ export class Shard {
   #nextLabel = 1;
   /** Write sequence the index file on disk covers (-1: no usable file). */
   #savedSeq = -1;
-  #tail: Promise<unknown> = Promise.resolve();
+  readonly #writes = new SerialQueue();
   /** Upserts not yet written, taking new members (see `upsert`). */
   #openGroup: UpsertGroup | undefined;
   /** Removed vectors still in the live index's graph (updates and deletes since it was built). */
@@ -392,9 +393,7 @@ export class Shard {
     // Anything queued after the open upsert group closes it: a later upsert must not jump
     // ahead of this job by joining the earlier group.
     this.#openGroup = undefined;
-    const run = this.#tail.then(fn);
-    this.#tail = run.catch(() => undefined);
-    return run;
+    return this.#writes.run(fn);
   }
 
   async #oldTexts(ids: readonly string[]): Promise<Map<string, string>> {
@@ -673,7 +672,7 @@ export class Shard {
   async close(options: { save: boolean; reason?: 'stopping' | 'dropped' }): Promise<void> {
     this.#closing ??= options.reason ?? 'stopping';
     this.#stopBuild.abort(new FirkinError('unavailable', 'the shard is closing'));
-    await this.#tail;
+    await this.#writes.idle();
     // A checkpoint stopped by the abort leaves the previous file in place: fine, it is replaced next.
     await this.#saving?.catch(() => undefined);
     if (options.save) await this.#saveIfDirty();

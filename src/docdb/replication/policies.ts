@@ -8,6 +8,7 @@ import type { Store } from '../../storage/db.js';
 import type { ReplicationManager, TaskView } from './manager.js';
 import { type Policy, type TaskSpec, checkPolicyName, expandPolicy, parsePolicy, publicPolicy } from './policy.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
+import { SerialQueue } from '../../core/serial.js';
 import { checkOutbound } from './endpoint-spec.js';
 
 const policyKey = (name: string) => encodeKey(['repl.policy', name]);
@@ -27,7 +28,7 @@ export class PolicyManager {
   readonly #outbound: OutboundPolicy;
   readonly #policies = new Map<string, Policy>();
   /** Policy operations run one at a time: enable/disable/delete of one name never interleave. */
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #queue = new SerialQueue();
 
   private constructor(store: Store, tasks: ReplicationManager, outbound: OutboundPolicy) {
     this.#store = store;
@@ -47,9 +48,7 @@ export class PolicyManager {
   }
 
   #serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(fn, fn);
-    this.#queue = run.catch(() => undefined);
-    return run;
+    return this.#queue.run(fn);
   }
 
   #get(name: string): Policy {
