@@ -8,14 +8,13 @@ import { ApiKeys } from './auth/api-keys.js';
 import { ClusterMember } from './cluster/member.js';
 import { MetaGatewayStore } from './cluster/gateway-store.js';
 import type { RocksGatewayStore } from './gateway/rocks-store.js';
-import { mathRand } from './raft/group.js';
+import { mathRand } from './core/rand.js';
 import { clusterAdminRoutes } from './http/routes/cluster.js';
 import type { Config } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
 import { DocEngine } from './docdb/engine.js';
 import { ValueCounts } from './docdb/query/counts.js';
 import { registerReplicationMetrics } from './docdb/replication/metrics.js';
-import { mathRandom } from './docdb/replication/backoff.js';
 import { ReplicationManager } from './docdb/replication/manager.js';
 import { PolicyManager } from './docdb/replication/policies.js';
 import { REPLICATION_DEFAULTS } from './docdb/replication/replicator.js';
@@ -142,7 +141,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       hlc,
       log: log.child({ mod: 'replication' }),
       nowMs: () => clock.nowMs(),
-      rand: mathRandom,
+      rand: mathRand,
       settings: { ...config.replication, waitMs: REPLICATION_DEFAULTS.waitMs },
     });
     registerReplicationMetrics(metrics.registry, replication);

@@ -9,7 +9,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
-import type { Rand } from '../raft/types.js';
+import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';

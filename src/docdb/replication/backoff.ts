@@ -2,10 +2,7 @@
 // (half the delay fixed, half random) so a fleet of tasks that failed together does not
 // retry together, while a retry never comes sooner than half the nominal delay. Pure.
 
-export interface Rand {
-  /** An integer in [0, maxExclusive). */
-  int(maxExclusive: number): number;
-}
+import type { Rand } from '../../core/rand.js';
 
 export const BACKOFF = { baseMs: 1_000, capMs: 60_000 } as const;
 
@@ -20,5 +17,3 @@ export function backoffDelayMs(attempt: number, rand: Rand, baseMs: number = BAC
   const half = Math.floor(nominal / 2);
   return nominal - half + rand.int(half + 1);
 }
-
-export const mathRandom: Rand = { int: (n) => Math.floor(Math.random() * n) };

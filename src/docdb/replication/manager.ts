@@ -12,7 +12,7 @@ import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
-import type { Rand } from './backoff.js';
+import type { Rand } from '../../core/rand.js';
 import { replicationId } from './checkpoint.js';
 import {
   type EndpointSpec,

@@ -5,7 +5,8 @@
 //     │  └──── success ───────┘ (attempt counter resets on the next successful batch)
 //     ├──one-shot done──▶ completed
 //     └──stop (any state)──▶ stopped ──start──▶ active
-import { BACKOFF, type Rand, backoffDelayMs } from './backoff.js';
+import type { Rand } from '../../core/rand.js';
+import { BACKOFF, backoffDelayMs } from './backoff.js';
 
 export const TASK_STATUSES = ['active', 'error', 'stopped', 'completed'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
