@@ -24,7 +24,7 @@ import type {
   Role,
   SoftState,
 } from './types.js';
-import { unreachable } from './types.js';
+import { unreachable } from '../core/unreachable.js';
 
 export interface RaftOptions {
   readonly id: NodeId;

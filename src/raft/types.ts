@@ -102,7 +102,3 @@ export interface Ready {
   readonly readStates: readonly ReadState[];
   readonly mustSync: boolean;
 }
-
-export function unreachable(value: never): never {
-  throw new Error(`unhandled variant: ${JSON.stringify(value)}`);
-}
