@@ -12,6 +12,7 @@ import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
+import type { Backoff } from '../../core/backoff.js';
 import type { Rand } from '../../core/rand.js';
 import { replicationId } from './checkpoint.js';
 import {
@@ -28,7 +29,7 @@ import { type Endpoint, type EndpointDeps, openEndpoint } from './endpoints.js';
 import { type ReplicationFilter, parseFilter } from './filter.js';
 import { LocalDocs } from './local-docs.js';
 import { type Progress, type ReplicationResult, replicate } from './replicator.js';
-import { type BackoffOptions, INITIAL, type TaskMachine, type TaskStatus, lastError, step } from './task-state.js';
+import { INITIAL, type TaskMachine, type TaskStatus, lastError, step } from './task-state.js';
 
 export interface ReplicationSettings {
   readonly allow: readonly string[];
@@ -135,7 +136,7 @@ export class ReplicationManager {
   readonly #tasks = new Map<string, Task>();
   readonly #endpointDeps: EndpointDeps;
   readonly #outbound: OutboundPolicy;
-  readonly #backoff: BackoffOptions;
+  readonly #backoff: Backoff;
   readonly localDocs: LocalDocs;
   /** One-shot `_replicate` runs in flight: aborted at shutdown. */
   /** `_replicate` runs without `continuous`: listed while they run, and a while after. */
