@@ -9,12 +9,13 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
 import { type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
-import { type Applied, META_GROUP, MetaFsm, decodeMeta, encodeMeta } from './metadata.js';
+import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { Transport, wasNotSent } from './transport.js';
 import { planVoters } from './voters.js';
 
@@ -225,7 +226,7 @@ export class ClusterMember implements VectorCluster {
 
   /** SHA-256 of the canonical metadata state with the index it reflects: replicas compare these. */
   digest(): { applied: number; digest: string } {
-    return { applied: this.#fsm.applied, digest: createHash('sha256').update(encodeMeta(canonicalMeta(this.#fsm.state))).digest('hex') };
+    return { applied: this.#fsm.applied, digest: createHash('sha256').update(encodeCbor(canonicalMeta(this.#fsm.state))).digest('hex') };
   }
 
   jobs(): MetaState['jobs'][string][] {
@@ -298,7 +299,7 @@ export class ClusterMember implements VectorCluster {
   async #proposeApplied(cmd: MetaCommand): Promise<Applied> {
     if (this.#left) throw new FirkinError('not_member', `node ${this.#o.nodeName} left the cluster`);
     const deadline = this.#o.nowMs() + this.#o.timings.proposalTimeoutMs;
-    const bytes = encodeMeta(cmd);
+    const bytes = encodeCbor(cmd);
     let waitMs = 20;
     for (;;) {
       const remaining = deadline - this.#o.nowMs();
@@ -314,7 +315,7 @@ export class ClusterMember implements VectorCluster {
             // Sent, then no answer: the leader may have committed it, or lost its majority.
             throw new FirkinError('no_quorum', `the metadata leader ${leader} did not confirm the write (${(err as Error).message}); it may still commit`);
           });
-          const applied = decodeMeta(reply) as Applied;
+          const applied = decodeCbor(reply) as Applied;
           await this.#waitApplied(applied.index, deadline);
           return applied;
         }
@@ -394,8 +395,8 @@ export class ClusterMember implements VectorCluster {
     while (!this.#closed) {
       for (const seed of seeds) {
         try {
-          const reply = await this.#transport.callAddress(seed, 'meta.join', encodeMeta(this.#address()), 5_000);
-          const { nodes } = decodeMeta(reply.body) as { nodes: { name: string; grpc: string }[] };
+          const reply = await this.#transport.callAddress(seed, 'meta.join', encodeCbor(this.#address()), 5_000);
+          const { nodes } = decodeCbor(reply.body) as { nodes: { name: string; grpc: string }[] };
           this.#transport.setPeer(reply.node, this.#dialAddress(reply.node, seed));
           for (const n of nodes) this.#transport.setPeer(n.name, this.#dialAddress(n.name, n.grpc));
           o.log.info({ seed, via: reply.node }, `joined the cluster through seed ${seed} (${reply.node}); catching up`);
@@ -451,10 +452,10 @@ export class ClusterMember implements VectorCluster {
     switch (method) {
       case 'meta.propose': {
         if (!this.isLeader()) throw new FirkinError('not_leader', `${this.#o.nodeName} does not lead the metadata group`, { details: { leader: this.leader() } });
-        return encodeMeta(await this.#group.propose(body).catch(noQuorum));
+        return encodeCbor(await this.#group.propose(body).catch(noQuorum));
       }
       case 'meta.join': {
-        const node = decodeMeta(body) as Partial<NodeAddress> | null;
+        const node = decodeCbor(body) as Partial<NodeAddress> | null;
         if (typeof node?.name !== 'string' || node.name !== from || typeof node.grpc !== 'string' || typeof node.incarnation !== 'string') {
           throw new FirkinError('bad_request', 'malformed join request');
         }
@@ -464,11 +465,11 @@ export class ClusterMember implements VectorCluster {
         if (me === undefined || me.grpc !== this.#o.grpcAdvertise) await this.propose({ type: 'node.join', node: this.#address(), atMs: this.#o.nowMs() });
         await this.propose({ type: 'node.join', node: { name: node.name, incarnation: node.incarnation, http: String(node.http), grpc: node.grpc, zone: String(node.zone) }, atMs: this.#o.nowMs() });
         const nodes = this.liveNodes().map((n) => ({ name: n.name, grpc: n.grpc }));
-        return encodeMeta({ nodes });
+        return encodeCbor({ nodes });
       }
       case 'meta.node': {
-        const { name } = decodeMeta(body) as { name: string };
-        return encodeMeta({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
+        const { name } = decodeCbor(body) as { name: string };
+        return encodeCbor({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
       }
       default:
         throw new FirkinError('not_found', `unknown cluster call ${method}`);
@@ -591,7 +592,7 @@ export class ClusterMember implements VectorCluster {
   async #checkLeft(): Promise<void> {
     const leader = this.leader();
     if (leader === null || leader === this.#o.nodeName) return;
-    const reply = decodeMeta(await this.#transport.call(leader, 'meta.node', encodeMeta({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
+    const reply = decodeCbor(await this.#transport.call(leader, 'meta.node', encodeCbor({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
     if (reply.node?.status === 'left') await this.#stopAfterLeaving();
   }
 

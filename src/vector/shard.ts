@@ -27,8 +27,8 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Decoder, Encoder } from 'cbor-x';
 import type { Logger } from 'pino';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
@@ -41,8 +41,6 @@ import { type Filter, matchesFilter } from './filter.js';
 import { decodeTrailingString } from './key-parts.js';
 import { exactScore, scoreFromDistance } from './metric.js';
 
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
 /** Records read per chunk when rebuilding or replaying. */
 const SCAN_CHUNK = 1024;
@@ -148,7 +146,7 @@ function addMany(index: AnnIndex, dimensions: number, keys: bigint[], vectors: F
 }
 
 function decodeRecord(id: string, raw: Buffer): StoredDoc & { label: number; seq: number } {
-  const r = decoder.decode(raw) as RecordValue;
+  const r = decodeCbor(raw) as RecordValue;
   return { id, text: r.t, metadata: r.m, vector: bytesVector(r.v), label: r.l, seq: r.s };
 }
 
@@ -252,12 +250,12 @@ export class Shard {
     const { store } = this.#deps;
     const meta = await store.get('vec', this.#key('m'));
     if (meta !== undefined) {
-      const m = decoder.decode(meta) as { seq: number; label: number };
+      const m = decodeCbor(meta) as { seq: number; label: number };
       this.#seq = m.seq;
       this.#nextLabel = m.label;
     }
     for await (const [key, value] of store.entries('vec', prefixRange([this.id, 's']))) {
-      const e = decoder.decode(value) as SeqValue;
+      const e = decodeCbor(value) as SeqValue;
       this.#docs.set(e.id, { label: e.l, seq: decodeKey(key)[2] as number });
       this.#labels.set(e.l, e.id);
     }
@@ -326,7 +324,7 @@ export class Shard {
     let removed = 0;
     const after = (kind: 's' | 't') => ({ gt: this.#key(kind, fromSeq), lt: prefixRange([this.id, kind]).lt });
     for await (const [, value] of store.entries('vec', after('t'))) {
-      const e = decoder.decode(value) as SeqValue;
+      const e = decodeCbor(value) as SeqValue;
       if (index.remove(BigInt(e.l))) removed++;
       replayed++;
     }
@@ -348,7 +346,7 @@ export class Shard {
       chunk = [];
     };
     for await (const [, value] of store.entries('vec', after('s'))) {
-      chunk.push(decoder.decode(value) as SeqValue);
+      chunk.push(decodeCbor(value) as SeqValue);
       if (chunk.length >= SCAN_CHUNK) await flush();
     }
     if (chunk.length > 0) await flush();
@@ -362,7 +360,7 @@ export class Shard {
     const range = prefixRange([this.id, 'd']);
     const prefixLength = range.gte.length;
     for await (const [key, value] of this.#deps.store.entries('vec', range)) {
-      const r = decoder.decode(value) as RecordValue;
+      const r = decodeCbor(value) as RecordValue;
       if (what.index) {
         keys.push(BigInt(r.l));
         vectors.push(bytesVector(r.v));
@@ -404,7 +402,7 @@ export class Shard {
     present.forEach((id, i) => {
       const raw = raws[i];
       assert.ok(raw !== undefined, `live doc ${id} without its record`);
-      out.set(id, (decoder.decode(raw) as RecordValue).t);
+      out.set(id, (decodeCbor(raw) as RecordValue).t);
     });
     return out;
   }
@@ -444,14 +442,14 @@ export class Shard {
       const label = prev?.label ?? nextLabel++;
       seq += 1;
       const record: RecordValue = { t: doc.text, m: doc.metadata, l: label, s: seq, v: vectorBytes(doc.vector) };
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('d', doc.id), value: encoder.encode(record) });
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('d', doc.id), value: encodeCbor(record) });
       if (prev !== undefined) ops.push({ type: 'del', cf: 'vec', key: this.#key('s', prev.seq) });
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('s', seq), value: encoder.encode({ id: doc.id, l: label } satisfies SeqValue) });
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('s', seq), value: encodeCbor({ id: doc.id, l: label } satisfies SeqValue) });
       return { doc, label, seq, prev };
     });
     const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTexts.get(d.id), newText: d.text })));
     if (bm25 !== undefined) ops.push(...bm25.ops);
-    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: nextLabel }) });
+    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: nextLabel }) });
     await this.#deps.store.batch(ops, { sync: true });
     // Committed: bring memory and the index up to it, with no await in between.
     for (const p of planned) {
@@ -474,10 +472,10 @@ export class Shard {
       const seq = this.#seq + 1;
       const ops: BatchOp[] = [{ type: 'del', cf: 'vec', key: this.#key('d', id) }];
       ops.push({ type: 'del', cf: 'vec', key: this.#key('s', prev.seq) });
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('t', seq), value: encoder.encode({ id, l: prev.label } satisfies SeqValue) });
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('t', seq), value: encodeCbor({ id, l: prev.label } satisfies SeqValue) });
       const bm25 = this.#bm25?.prepare([{ id, oldText: oldTexts.get(id), newText: undefined }]);
       if (bm25 !== undefined) ops.push(...bm25.ops);
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: this.#nextLabel }) });
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: this.#nextLabel }) });
       await this.#deps.store.batch(ops, { sync: true });
       this.#removeLabel(prev.label);
       this.#docs.delete(id);
@@ -532,7 +530,7 @@ export class Shard {
     const prefixLength = range.gte.length;
     const hits: VectorHit[] = [];
     for await (const [key, value] of this.#deps.store.entries('vec', range)) {
-      const r = decoder.decode(value) as RecordValue;
+      const r = decodeCbor(value) as RecordValue;
       if (!matchesFilter(filter, r.m)) continue;
       const id = decodeTrailingString(key, prefixLength);
       hits.push({ id, text: r.t, metadata: r.m, score: exactScore(this.config.metric, query, bytesVector(r.v)) });
@@ -586,7 +584,7 @@ export class Shard {
       let keys: bigint[] = [];
       let vectors: Float32Array[] = [];
       const take = (value: Buffer) => {
-        const r = decoder.decode(value) as RecordValue;
+        const r = decodeCbor(value) as RecordValue;
         keys.push(BigInt(r.l));
         vectors.push(bytesVector(r.v));
         count++;
