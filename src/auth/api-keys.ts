@@ -2,6 +2,7 @@
 // only its SHA-256 is stored (system CF), so a copy of the data dir reveals no key. Lookup
 // is by digest and the final comparison is constant-time.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { NUMBER, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 import { encodeKey, prefixRange } from '../core/keys.js';
 import type { Store } from '../storage/db.js';
@@ -21,6 +22,14 @@ export interface ApiKeyRecord {
   readonly label: string | undefined;
   readonly createdAt: number;
 }
+
+const apiKeyCodec = jsonRecordCodec<ApiKeyRecord>(
+  'API key record',
+  objectSchema(
+    { id: STRING, digest: STRING, keyPrefix: STRING, permissions: STRING_ARRAY, databases: { anyOf: [{ const: 'all' }, STRING_ARRAY] }, createdAt: NUMBER },
+    { label: STRING },
+  ),
+);
 
 export interface PublicKeyInfo {
   id: string;
@@ -89,7 +98,7 @@ export class ApiKeys {
   static async load(store: Store): Promise<ApiKeys> {
     const keys = new ApiKeys(store);
     for await (const [, value] of store.entries('system', prefixRange([KIND]))) {
-      const record = JSON.parse(value.toString('utf8')) as ApiKeyRecord;
+      const record = apiKeyCodec.decode(value);
       keys.#byDigest.set(record.digest, record);
     }
     return keys;
@@ -119,7 +128,7 @@ export class ApiKeys {
       await this.#cluster.put(record);
       return { key, record };
     }
-    await this.#store.put('system', encodeKey([KIND, record.id]), Buffer.from(JSON.stringify(record)), { sync: true });
+    await this.#store.put('system', encodeKey([KIND, record.id]), apiKeyCodec.encode(record), { sync: true });
     this.#byDigest.set(digest, record);
     return { key, record };
   }

@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { NUMBER, OBJECT, STRING, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
 import { type IdRouting, rangeRouting, routeId } from '../core/shard-hash.js';
@@ -49,6 +50,13 @@ interface CatalogueEntry {
   /** Absent in entries written before hash ranges. */
   routing?: IdRouting;
 }
+
+const catalogueCodec = jsonRecordCodec<CatalogueEntry & { name: string }>(
+  'vector collection record',
+  objectSchema({ name: STRING, config: OBJECT, shards: { type: 'array', items: NUMBER } }, { routing: OBJECT }),
+);
+/** The id the next new shard gets. */
+const nextShardCodec = jsonRecordCodec<number>('next shard id', { type: 'integer', minimum: 1 });
 
 class Collection {
   readonly #byId: Map<number, Shard>;
@@ -139,7 +147,7 @@ export class VectorEngine {
       await store.del('system', key, { sync: true });
     }
     for await (const [, value] of store.entries('system', prefixRange(['vector', 'collection']))) {
-      const entry = JSON.parse(value.toString('utf8')) as CatalogueEntry & { name: string };
+      const entry = catalogueCodec.decode(value);
       this.#collections.set(entry.name, await this.#openCollection(entry.name, entry));
     }
   }
@@ -174,13 +182,13 @@ export class VectorEngine {
       if (this.#collections.has(name)) throw new FirkinError('already_exists', `collection ${JSON.stringify(name)} already exists`);
       const { store } = this.#o;
       const raw = await store.get('system', NEXT_SHARD_KEY);
-      const shardId = raw === undefined ? 1 : (JSON.parse(raw.toString('utf8')) as number);
+      const shardId = raw === undefined ? 1 : nextShardCodec.decode(raw);
       // Standalone: one local shard holds the collection; num_shards is kept for placement.
       const entry: CatalogueEntry & { name: string } = { name, config, shards: [shardId], routing: rangeRouting([shardId]) };
       await store.batch(
         [
-          { type: 'put', cf: 'system', key: NEXT_SHARD_KEY, value: Buffer.from(JSON.stringify(shardId + 1)) },
-          { type: 'put', cf: 'system', key: collectionKey(name), value: Buffer.from(JSON.stringify(entry)) },
+          { type: 'put', cf: 'system', key: NEXT_SHARD_KEY, value: nextShardCodec.encode(shardId + 1) },
+          { type: 'put', cf: 'system', key: collectionKey(name), value: catalogueCodec.encode(entry) },
         ],
         { sync: true },
       );

@@ -4,6 +4,7 @@
 // earlier member, local ones first); one global order and offset/limit apply to the merge.
 // A member that fails is reported in `meta.errors`, never silently dropped.
 import type { Logger } from 'pino';
+import { NUMBER, OBJECT, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
 import type { HybridClock } from '../../core/hlc.js';
 import { encodeKey, prefixRange } from '../../core/keys.js';
@@ -32,6 +33,11 @@ export interface FederationRecord {
   readonly query: Record<string, unknown> | undefined;
   readonly createdMs: number;
 }
+
+const federationCodec = jsonRecordCodec<FederationRecord>(
+  'federation record',
+  objectSchema({ name: STRING, members: STRING_ARRAY, createdMs: NUMBER }, { query: OBJECT }),
+);
 
 export interface FederationDeps {
   store: Store;
@@ -107,7 +113,7 @@ export class Federations {
   static async open(deps: FederationDeps): Promise<Federations> {
     const f = new Federations(deps);
     for await (const [, value] of deps.store.entries('system', prefixRange([KIND]))) {
-      const rec = JSON.parse(value.toString('utf8')) as FederationRecord;
+      const rec = federationCodec.decode(value);
       f.#byName.set(rec.name, rec);
     }
     return f;
@@ -120,7 +126,7 @@ export class Federations {
   }
 
   async #save(rec: FederationRecord): Promise<void> {
-    await this.#d.store.put('system', encodeKey([KIND, rec.name]), Buffer.from(JSON.stringify(rec)), { sync: true });
+    await this.#d.store.put('system', encodeKey([KIND, rec.name]), federationCodec.encode(rec), { sync: true });
     this.#byName.set(rec.name, rec);
   }
 

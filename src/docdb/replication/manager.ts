@@ -12,6 +12,7 @@ import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
+import { BOOLEAN, NUMBER, OBJECT, STRING, jsonRecordCodec, nullable, objectSchema } from '../../core/codec.js';
 import type { Backoff } from '../../core/backoff.js';
 import type { Rand } from '../../core/rand.js';
 import { replicationId } from './checkpoint.js';
@@ -78,6 +79,25 @@ interface TaskRecord {
   last_seq: string | null;
   last_error: string | null;
 }
+
+const taskCodec = jsonRecordCodec<TaskRecord>(
+  'replication task record',
+  objectSchema({
+    id: STRING,
+    source: OBJECT,
+    target: OBJECT,
+    continuous: BOOLEAN,
+    create_target: BOOLEAN,
+    policy: nullable(STRING),
+    created_at: NUMBER,
+    status: { enum: ['run', 'stopped', 'completed'] },
+    docs_read: NUMBER,
+    docs_written: NUMBER,
+    doc_write_failures: NUMBER,
+    last_seq: nullable(STRING),
+    last_error: nullable(STRING),
+  }),
+);
 
 interface Task {
   record: TaskRecord;
@@ -163,7 +183,7 @@ export class ReplicationManager {
     const m = new ReplicationManager(options);
     options.docs.onDrop((db) => m.localDocs.dropDb(db));
     for await (const [, value] of options.store.entries('system', prefixRange(['repl.task']))) {
-      const record = JSON.parse(value.toString('utf8')) as TaskRecord;
+      const record = taskCodec.decode(value);
       try {
         m.#tasks.set(record.id, m.#newTask(record, m.#requestOf(record)));
       } catch (err) {
@@ -417,7 +437,7 @@ export class ReplicationManager {
   async #persist(task: Task, sync: boolean): Promise<void> {
     task.updatedAtMs = this.#o.nowMs();
     if (this.#o.store.state !== 'open') return;
-    await this.#o.store.put('system', taskKey(task.record.id), Buffer.from(JSON.stringify(task.record)), { sync });
+    await this.#o.store.put('system', taskKey(task.record.id), taskCodec.encode(task.record), { sync });
   }
 
   async #halt(task: Task): Promise<void> {
