@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { NUMBER, OBJECT, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
 import type { HybridClock } from '../../core/hlc.js';
-import { encodeKey, prefixRange } from '../../core/keys.js';
+import { Catalog } from '../../core/catalog.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import type { Json } from '../query/ast.js';
@@ -104,19 +104,15 @@ export function mergeAnswers(answers: readonly MemberAnswer[], q: { orderBy: Par
 
 export class Federations {
   readonly #d: FederationDeps;
-  readonly #byName = new Map<string, FederationRecord>();
+  readonly #byName: Catalog<FederationRecord>;
 
-  private constructor(deps: FederationDeps) {
+  private constructor(deps: FederationDeps, byName: Catalog<FederationRecord>) {
     this.#d = deps;
+    this.#byName = byName;
   }
 
   static async open(deps: FederationDeps): Promise<Federations> {
-    const f = new Federations(deps);
-    for await (const [, value] of deps.store.entries('system', prefixRange([KIND]))) {
-      const rec = federationCodec.decode(value);
-      f.#byName.set(rec.name, rec);
-    }
-    return f;
+    return new Federations(deps, await Catalog.open(deps.store, { prefix: KIND, codec: federationCodec, keyOf: (r) => r.name }));
   }
 
   #get(name: string): FederationRecord {
@@ -126,8 +122,7 @@ export class Federations {
   }
 
   async #save(rec: FederationRecord): Promise<void> {
-    await this.#d.store.put('system', encodeKey([KIND, rec.name]), federationCodec.encode(rec), { sync: true });
-    this.#byName.set(rec.name, rec);
+    await this.#byName.put(rec);
   }
 
   /** A member as stored: a local database that exists, or a normalised remote URL we may call. */
@@ -185,8 +180,7 @@ export class Federations {
 
   async delete(name: string): Promise<void> {
     this.#get(name);
-    await this.#d.store.del('system', encodeKey([KIND, name]), { sync: true });
-    this.#byName.delete(name);
+    await this.#byName.delete(name);
   }
 
   async addMember(name: string, member: string) {

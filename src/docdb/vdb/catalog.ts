@@ -1,9 +1,9 @@
 // Virtual-database metadata: config, hash ranges, shard assignments and the one rebalance
 // job that may be in progress. One JSON record per VDB in the `system` column family,
 // written with sync: a rebalance changes ranges in one atomic write.
+import { Catalog } from '../../core/catalog.js';
 import { ARRAY, NUMBER, OBJECT, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
-import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import { LIMITS } from '../names.js';
 import { type HashFunction, type HashRange, hashId, shardFor } from '../../core/shard-hash.js';
@@ -68,16 +68,7 @@ const vdbCodec = jsonRecordCodec<VdbRecord>(
   ),
 );
 
-export async function loadVdbs(store: Store): Promise<VdbRecord[]> {
-  const out: VdbRecord[] = [];
-  for await (const [, value] of store.entries('system', prefixRange([KIND]))) out.push(vdbCodec.decode(value));
-  return out;
-}
-
-export async function saveVdb(store: Store, record: VdbRecord): Promise<void> {
-  await store.put('system', encodeKey([KIND, record.name]), vdbCodec.encode(record), { sync: true });
-}
-
-export async function removeVdb(store: Store, name: string): Promise<void> {
-  await store.del('system', encodeKey([KIND, name]), { sync: true });
+/** Every VDB record, by name (system: ["vdb", name]). */
+export function openVdbCatalog(store: Store): Promise<Catalog<VdbRecord>> {
+  return Catalog.open(store, { prefix: KIND, codec: vdbCodec, keyOf: (r) => r.name });
 }

@@ -13,6 +13,7 @@
 // one; every shard read filters ids by the current ranges, so a copy waiting for removal is
 // invisible. A crash in `copy` rolls back; a crash in `cleanup` finishes the job.
 import type { Logger } from 'pino';
+import type { Catalog } from '../../core/catalog.js';
 import { FirkinError } from '../../core/errors.js';
 import { HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Store } from '../../storage/db.js';
@@ -24,7 +25,7 @@ import type { ValueCounts } from '../query/counts.js';
 import { executeFind } from '../query/execute.js';
 import { compareForOrder, matches } from '../query/match.js';
 import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from '../../core/shard-hash.js';
-import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, loadVdbs, removeVdb, routeId, saveVdb, shardDb } from './catalog.js';
+import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, openVdbCatalog, routeId, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
 import { copyDocs } from '../move.js';
 
@@ -61,15 +62,18 @@ const notFoundVdb = (name: string) => new FirkinError('not_found', `virtual data
 
 export class VdbEngine {
   readonly #o: VdbEngineOptions;
+  /** The durable records; #vdbs adds each one's in-memory write gate. */
+  readonly #records: Catalog<VdbRecord>;
   readonly #vdbs = new Map<string, VdbState>();
 
-  private constructor(options: VdbEngineOptions) {
+  private constructor(options: VdbEngineOptions, records: Catalog<VdbRecord>) {
     this.#o = options;
+    this.#records = records;
   }
 
   static async open(options: VdbEngineOptions): Promise<VdbEngine> {
-    const engine = new VdbEngine(options);
-    for (const record of await loadVdbs(options.store)) engine.#vdbs.set(record.name, { record, gate: new WriteGate(), busy: false });
+    const engine = new VdbEngine(options, await openVdbCatalog(options.store));
+    for (const record of engine.#records.values()) engine.#vdbs.set(record.name, { record, gate: new WriteGate(), busy: false });
     // Finish or roll back a rebalance a crash interrupted.
     for (const state of engine.#vdbs.values()) if (state.record.job !== undefined) await engine.#recover(state);
     return engine;
@@ -111,7 +115,7 @@ export class VdbEngine {
     this.#vdbs.set(spec.name, state);
     try {
       for (let i = 0; i < spec.shardCount; i++) await this.#o.docs.createDb(shardDb(spec.name, i));
-      await saveVdb(this.#o.store, record);
+      await this.#records.put(record);
     } catch (err) {
       this.#vdbs.delete(spec.name);
       for (let i = 0; i < spec.shardCount; i++) if (this.#o.docs.has(shardDb(spec.name, i))) await this.#o.docs.deleteDb(shardDb(spec.name, i));
@@ -134,7 +138,7 @@ export class VdbEngine {
     state.busy = true;
     await state.gate.close();
     this.#vdbs.delete(name);
-    await removeVdb(this.#o.store, name);
+    await this.#records.delete(name);
     for (const shard of state.record.shards) {
       const db = shardDb(name, shard.shardId);
       if (this.#o.docs.has(db)) await this.#o.docs.deleteDb(db);
@@ -508,7 +512,7 @@ export class VdbEngine {
   }
 
   async #save(state: VdbState, record: VdbRecord): Promise<void> {
-    await saveVdb(this.#o.store, record);
+    await this.#records.put(record);
     state.record = record;
   }
 
