@@ -6,11 +6,10 @@
 //             [shard, 'n']              -> JSON {docCount, totalLength}
 // A change is prepared (ops to write + an in-memory apply) and applied only after its batch
 // commits, so memory never runs ahead of disk.
-import { encodeKey, prefixRange } from '../core/keys.js';
+import { decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import { type Bm25Params, type CorpusStats, type Posting, type ScoredId, rankBm25, termFrequencies } from './bm25.js';
 import type { CollectionConfig } from './collection-config.js';
-import { decodeTrailingString } from './key-parts.js';
 import { ENGLISH_STOPWORDS, tokenize } from './tokenize.js';
 
 export interface TextChange {

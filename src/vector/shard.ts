@@ -30,7 +30,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
-import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
+import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
@@ -38,7 +38,6 @@ import { type ScoredId, topK } from './bm25.js';
 import { type Bm25Index, type TextChange, bm25ShardRange, openBm25 } from './bm25-index.js';
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
-import { decodeTrailingString } from './key-parts.js';
 import { exactScore, scoreFromDistance } from './metric.js';
 
 
