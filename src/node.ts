@@ -124,7 +124,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const keys = await ApiKeys.load(store);
     const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
     if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
-    const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), nowMs: () => clock.nowMs(), revsLimit: config.docdb.revsLimit });
+    const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), clock, revsLimit: config.docdb.revsLimit });
     // Before storage closes: refuse new writes and let queued groups commit.
     closers.unshift(() => docs.close());
     // The automatic path index commits in the same batch as every winner change; exact
@@ -140,7 +140,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       docs,
       hlc,
       log: log.child({ mod: 'replication' }),
-      nowMs: () => clock.nowMs(),
+      clock,
       rand: mathRand,
       settings: { ...config.replication, waitMs: REPLICATION_DEFAULTS.waitMs },
     });
@@ -153,7 +153,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       hlc,
       log: log.child({ mod: 'vdb' }),
       nodeName: config.nodeName,
-      nowMs: () => clock.nowMs(),
+      clock,
       newId,
     });
     docs.addIndexer(creationIndexer);
@@ -174,7 +174,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       log: log.child({ mod: 'federation' }),
       outbound: { allow: config.replication.allow, allowLoopback: config.replication.allowLoopback },
       timeoutMs: config.replication.timeoutMs,
-      nowMs: () => clock.nowMs(),
+      clock,
     });
 
     let vectors: VectorEngine | undefined;
@@ -224,7 +224,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       member = await ClusterMember.start({
         store,
         log: log.child({ mod: 'cluster' }),
-        nowMs: () => clock.nowMs(),
+        clock,
         rand: mathRand,
         registry: metrics.registry,
         nodeName: config.nodeName,

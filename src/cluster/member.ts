@@ -6,6 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Clock } from '../core/hlc.js';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
@@ -38,7 +39,7 @@ export type ClusterTimings = Pick<
 export interface ClusterOptions {
   store: Store;
   log: Logger;
-  nowMs: () => number;
+  clock: Clock;
   rand: Rand;
   registry: Registry;
   nodeName: string;
@@ -239,7 +240,7 @@ export class ClusterMember implements VectorCluster {
 
   nodeViews(): NodeView[] {
     const conf = this.#group.core.confState();
-    const now = this.#o.nowMs();
+    const now = this.#o.clock.nowMs();
     return Object.values(this.#fsm.state.nodes)
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .map((n) => {
@@ -298,11 +299,11 @@ export class ClusterMember implements VectorCluster {
 
   async #proposeApplied(cmd: MetaCommand): Promise<Applied> {
     if (this.#left) throw new FirkinError('not_member', `node ${this.#o.nodeName} left the cluster`);
-    const deadline = this.#o.nowMs() + this.#o.timings.proposalTimeoutMs;
+    const deadline = this.#o.clock.nowMs() + this.#o.timings.proposalTimeoutMs;
     const bytes = encodeCbor(cmd);
     let waitMs = 20;
     for (;;) {
-      const remaining = deadline - this.#o.nowMs();
+      const remaining = deadline - this.#o.clock.nowMs();
       if (remaining <= 0) {
         throw new FirkinError('no_quorum', `no metadata leader accepted the write within ${this.#o.timings.proposalTimeoutMs} ms (no quorum reachable from ${this.#o.nodeName}?)`);
       }
@@ -331,7 +332,7 @@ export class ClusterMember implements VectorCluster {
 
   async #waitApplied(index: number, deadline: number): Promise<void> {
     while (this.#fsm.applied < index) {
-      if (this.#o.nowMs() > deadline) throw new FirkinError('timeout', `the write committed at ${index} but this node has not applied it yet`);
+      if (this.#o.clock.nowMs() > deadline) throw new FirkinError('timeout', `the write committed at ${index} but this node has not applied it yet`);
       await new Promise((r) => setTimeout(r, 5));
     }
   }
@@ -389,7 +390,7 @@ export class ClusterMember implements VectorCluster {
 
   async #joinSeeds(seeds: readonly string[]): Promise<void> {
     const o = this.#o;
-    const deadline = o.nowMs() + o.timings.joinTimeoutMs;
+    const deadline = o.clock.nowMs() + o.timings.joinTimeoutMs;
     const reasons = new Map<string, string>();
     let attempt = 0;
     while (!this.#closed) {
@@ -412,7 +413,7 @@ export class ClusterMember implements VectorCluster {
           }
         }
       }
-      if (o.nowMs() > deadline) {
+      if (o.clock.nowMs() > deadline) {
         const summary = [...reasons].map(([s, why]) => `${s}: ${why}`).join('; ');
         o.onFatal(`cannot join any seed within ${o.timings.joinTimeoutMs} ms (${summary})`);
         return;
@@ -429,7 +430,7 @@ export class ClusterMember implements VectorCluster {
     if (others.length === 0 || (conf.voters.length === 1 && conf.voters[0] === name && conf.learners.length === 0)) {
       throw new FirkinError('conflict', `node ${name} is the last member: a cluster cannot lose its last node`);
     }
-    await this.propose({ type: 'node.leave', name, jobId: randomBytes(8).toString('hex'), atMs: this.#o.nowMs() });
+    await this.propose({ type: 'node.leave', name, jobId: randomBytes(8).toString('hex'), atMs: this.#o.clock.nowMs() });
     this.#o.log.info({ node: name }, 'leaving the cluster: handing over, then leaving the voter set');
     return { status: 'leaving', node: name };
   }
@@ -438,7 +439,7 @@ export class ClusterMember implements VectorCluster {
   async remove(name: string): Promise<{ node: string; status: 'removed' }> {
     const node = this.#fsm.state.nodes[name];
     if (node === undefined) throw new FirkinError('not_found', `no node ${JSON.stringify(name)} in this cluster`);
-    await this.propose({ type: 'node.remove', name, atMs: this.#o.nowMs() });
+    await this.propose({ type: 'node.remove', name, atMs: this.#o.clock.nowMs() });
     return { node: name, status: 'removed' };
   }
 
@@ -462,8 +463,8 @@ export class ClusterMember implements VectorCluster {
         this.#o.log.info({ node: node.name, grpc: node.grpc }, `node ${node.name} asks to join`);
         // The joiner learns every address from the answer, ours included: register first.
         const me = this.#fsm.state.nodes[this.#o.nodeName];
-        if (me === undefined || me.grpc !== this.#o.grpcAdvertise) await this.propose({ type: 'node.join', node: this.#address(), atMs: this.#o.nowMs() });
-        await this.propose({ type: 'node.join', node: { name: node.name, incarnation: node.incarnation, http: String(node.http), grpc: node.grpc, zone: String(node.zone) }, atMs: this.#o.nowMs() });
+        if (me === undefined || me.grpc !== this.#o.grpcAdvertise) await this.propose({ type: 'node.join', node: this.#address(), atMs: this.#o.clock.nowMs() });
+        await this.propose({ type: 'node.join', node: { name: node.name, incarnation: node.incarnation, http: String(node.http), grpc: node.grpc, zone: String(node.zone) }, atMs: this.#o.clock.nowMs() });
         const nodes = this.liveNodes().map((n) => ({ name: n.name, grpc: n.grpc }));
         return encodeCbor({ nodes });
       }
@@ -510,7 +511,7 @@ export class ClusterMember implements VectorCluster {
   async #round(): Promise<void> {
     if (this.#closed || this.#group.failure !== undefined) return;
     const o = this.#o;
-    const now = o.nowMs();
+    const now = o.clock.nowMs();
     const me = this.#fsm.state.nodes[o.nodeName];
     const conf = this.#group.core.confState();
     const inGroup = conf.voters.includes(o.nodeName) || conf.learners.includes(o.nodeName);
@@ -545,7 +546,7 @@ export class ClusterMember implements VectorCluster {
     }
     for (const change of statusChanges(nodes, this.#observations, o.nodeName, now, this.#watchingSinceMs, o.timings.detector)) {
       this.#once(`status:${change.name}`, async () => {
-        await this.propose({ type: 'node.status', name: change.name, status: change.status, atMs: o.nowMs() });
+        await this.propose({ type: 'node.status', name: change.name, status: change.status, atMs: o.clock.nowMs() });
         o.log.warn({ node: change.name, status: change.status }, `node ${change.name} is ${change.status}`);
       });
     }
@@ -563,7 +564,7 @@ export class ClusterMember implements VectorCluster {
     // Leaving nodes that are out of the group: done.
     for (const n of nodes) {
       if (n.status === 'leaving' && !conf.voters.includes(n.name) && !conf.learners.includes(n.name)) {
-        this.#once(`left:${n.name}`, () => this.propose({ type: 'node.left', name: n.name, atMs: o.nowMs() }));
+        this.#once(`left:${n.name}`, () => this.propose({ type: 'node.left', name: n.name, atMs: o.clock.nowMs() }));
       }
     }
     const core = this.#group.core;
@@ -617,8 +618,8 @@ export class ClusterMember implements VectorCluster {
     if (this.isLeader()) {
       const to = this.#group.core.confState().voters.find((v) => v !== this.#o.nodeName && this.#fsm.state.nodes[v]?.status === 'up');
       if (to !== undefined && this.#group.transferLeadership(to)) {
-        const until = this.#o.nowMs() + 1_000;
-        while (this.isLeader() && this.#o.nowMs() < until) await new Promise((r) => setTimeout(r, 10));
+        const until = this.#o.clock.nowMs() + 1_000;
+        while (this.isLeader() && this.#o.clock.nowMs() < until) await new Promise((r) => setTimeout(r, 10));
       }
     }
     await this.#shutdown();

@@ -10,7 +10,7 @@
 // (they are never split across groups), and concurrent writers share one fsync.
 import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
-import { type Hlc, type HybridClock, HLC_ZERO, hlcToText } from '../core/hlc.js';
+import { type Clock, type Hlc, type HybridClock, HLC_ZERO, hlcToText } from '../core/hlc.js';
 import { decodeKey } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
 import type { BatchOp, Store } from '../storage/db.js';
@@ -212,7 +212,7 @@ export interface DocEngineOptions {
   store: Store;
   hlc: HybridClock;
   log: Logger;
-  nowMs: () => number;
+  clock: Clock;
   revsLimit: number;
 }
 
@@ -257,7 +257,7 @@ export class DocEngine {
   readonly #store: Store;
   readonly #hlc: HybridClock;
   readonly #log: Logger;
-  readonly #nowMs: () => number;
+  readonly #clock: Clock;
   readonly #revsLimit: number;
   readonly #dbs = new Map<string, DbState>();
   readonly #indexers: WinnerIndexer[] = [];
@@ -273,7 +273,7 @@ export class DocEngine {
     this.#store = options.store;
     this.#hlc = options.hlc;
     this.#log = options.log;
-    this.#nowMs = options.nowMs;
+    this.#clock = options.clock;
     this.#revsLimit = options.revsLimit;
   }
 
@@ -368,7 +368,7 @@ export class DocEngine {
     return this.#serialCatalogue(async () => {
       this.#checkOpen();
       if (this.#dbs.has(db)) throw new FirkinError('conflict', `database ${JSON.stringify(db)} already exists`);
-      const nowMs = this.#nowMs();
+      const nowMs = this.#clock.nowMs();
       const record: DbRecord = {
         name: db,
         createdMs: nowMs,

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { NUMBER, OBJECT, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
-import type { HybridClock } from '../../core/hlc.js';
+import type { Clock, HybridClock } from '../../core/hlc.js';
 import { Catalog } from '../../core/catalog.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
@@ -48,7 +48,7 @@ export interface FederationDeps {
   log: Logger;
   outbound: OutboundPolicy;
   timeoutMs: number;
-  nowMs: () => number;
+  clock: Clock;
 }
 
 const bad = (message: string) => new FirkinError('bad_request', message);
@@ -166,7 +166,7 @@ export class Federations {
     if (this.#byName.has(name)) throw new FirkinError('conflict', `federation ${JSON.stringify(name)} already exists`);
     const parsedAuth = parseAuth(auth);
     const normal = [...new Set(members.map((m) => this.#member(m, parsedAuth)))];
-    const rec: FederationRecord = { name, members: normal, auth: auth ?? undefined, query: this.#query(query), createdMs: this.#d.nowMs() };
+    const rec: FederationRecord = { name, members: normal, auth: auth ?? undefined, query: this.#query(query), createdMs: this.#d.clock.nowMs() };
     await this.#save(rec);
     return this.view(rec);
   }

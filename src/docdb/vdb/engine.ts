@@ -15,7 +15,7 @@
 import type { Logger } from 'pino';
 import type { Catalog } from '../../core/catalog.js';
 import { FirkinError } from '../../core/errors.js';
-import { HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
+import { type Clock, HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Store } from '../../storage/db.js';
 import { decodeKey } from '../../core/keys.js';
 import { keys as docKeys } from '../records.js';
@@ -39,7 +39,7 @@ export interface VdbEngineOptions {
   hlc: HybridClock;
   log: Logger;
   nodeName: string;
-  nowMs: () => number;
+  clock: Clock;
   newId: () => string;
 }
 
@@ -106,7 +106,7 @@ export class VdbEngine {
       hashFunction: spec.hashFunction,
       replicaFactor: spec.replicaFactor,
       zones: spec.zones,
-      createdMs: this.#o.nowMs(),
+      createdMs: this.#o.clock.nowMs(),
       ranges: initialRanges(spec.shardCount),
       shards: Array.from({ length: spec.shardCount }, (_, i) => this.#assignment(i, 'active')),
       job: undefined,
@@ -321,7 +321,7 @@ export class VdbEngine {
   async import(name: string, spec: { sourceDb: string; filter: FindQuery | undefined; batchSize: number; onConflict: 'skip' | 'overwrite' | 'merge' }) {
     this.#state(name);
     this.#o.docs.assertDb(spec.sourceDb);
-    const startedAt = this.#o.nowMs();
+    const startedAt = this.#o.clock.nowMs();
     const counts = { docs_read: 0, docs_written: 0, docs_skipped: 0, errors: 0 };
     let batch: Record<string, unknown>[] = [];
     const flush = async () => {
@@ -349,7 +349,7 @@ export class VdbEngine {
       status = 'failed';
       this.#o.log.error({ err, vdb: name }, 'import failed');
     }
-    return { ...counts, started_at: startedAt, finished_at: this.#o.nowMs(), status };
+    return { ...counts, started_at: startedAt, finished_at: this.#o.clock.nowMs(), status };
   }
 
   async #importBatch(name: string, docs: Record<string, unknown>[], onConflict: 'skip' | 'overwrite' | 'merge', counts: { docs_written: number; docs_skipped: number; errors: number }): Promise<void> {
