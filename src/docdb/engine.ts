@@ -442,14 +442,15 @@ export class DocEngine {
     if (this.#closed) throw new FirkinError('unavailable', 'the document engine is shutting down');
   }
 
-  #exclusive(state: DbState, run: () => Promise<void>): Promise<void> {
+  // Async so a refusal is a rejection, as before; the job is still queued synchronously.
+  async #exclusive(state: DbState, run: () => Promise<void>): Promise<void> {
     this.#checkOpen();
     // Edits queued after this job must not jump ahead of it by joining an earlier group.
     state.openGroup = undefined;
     return state.writes.run(run);
   }
 
-  #submit(db: string, edits: readonly (Edit | EditResult)[]): Promise<EditResult[]> {
+  async #submit(db: string, edits: readonly (Edit | EditResult)[]): Promise<EditResult[]> {
     const state = this.#state(db);
     this.#checkOpen();
     let group = state.openGroup;
