@@ -11,7 +11,8 @@ import { findLeader, freePorts, put, spawnKv, status, type KvProc } from '../tes
 import { waitFor } from '../test/support/wait.js';
 import { Store } from '../src/storage/db.js';
 import { RocksLog } from '../src/raft/rocks-log.js';
-import { RaftGroup, mathRand } from '../src/raft/group.js';
+import { mathRand } from '../src/core/rand.js';
+import { RaftGroup } from '../src/raft/group.js';
 import type { Message } from '../src/raft/types.js';
 import { percentile, report, selected, type BenchResult } from './support.js';
 

@@ -12,7 +12,7 @@
 import { rmSync } from 'node:fs';
 import http from 'node:http';
 import usearch from 'usearch';
-import { encodeCbor } from '../src/http/codec.js';
+import { encodeCbor } from '../src/core/codec.js';
 import { usearchEngine } from '../src/vector/ann/usearch.js';
 import { tempDir } from '../test/support/node.js';
 import { spawnNode } from '../test/support/process.js';

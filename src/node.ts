@@ -9,14 +9,13 @@ import { ClusterMember } from './cluster/member.js';
 import { FirkinError } from './core/errors.js';
 import { MetaGatewayStore } from './cluster/gateway-store.js';
 import type { RocksGatewayStore } from './gateway/rocks-store.js';
-import { mathRand } from './raft/group.js';
+import { mathRand } from './core/rand.js';
 import { clusterAdminRoutes } from './http/routes/cluster.js';
 import type { Config } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
 import { DocEngine } from './docdb/engine.js';
 import { ValueCounts } from './docdb/query/counts.js';
 import { registerReplicationMetrics } from './docdb/replication/metrics.js';
-import { mathRandom } from './docdb/replication/backoff.js';
 import { ReplicationManager } from './docdb/replication/manager.js';
 import { PolicyManager } from './docdb/replication/policies.js';
 import { REPLICATION_DEFAULTS } from './docdb/replication/replicator.js';
@@ -133,7 +132,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const keys = await ApiKeys.load(store);
     const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
     if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
-    const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), nowMs: () => clock.nowMs(), revsLimit: config.docdb.revsLimit, compactAfterWrites: config.docdb.compactAfterWrites });
+    const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), clock, revsLimit: config.docdb.revsLimit, compactAfterWrites: config.docdb.compactAfterWrites });
     // Before storage closes: refuse new writes and let queued groups commit.
     closers.unshift(() => docs.close());
     // The automatic path index commits in the same batch as every winner change; exact
@@ -149,8 +148,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       docs,
       hlc,
       log: log.child({ mod: 'replication' }),
-      nowMs: () => clock.nowMs(),
-      rand: mathRandom,
+      clock,
+      rand: mathRand,
       settings: { ...config.replication, waitMs: REPLICATION_DEFAULTS.waitMs },
     });
     registerReplicationMetrics(metrics.registry, replication);
@@ -162,7 +161,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       hlc,
       log: log.child({ mod: 'vdb' }),
       nodeName: config.nodeName,
-      nowMs: () => clock.nowMs(),
+      clock,
       newId,
     });
     docs.addIndexer(creationIndexer);
@@ -183,7 +182,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       log: log.child({ mod: 'federation' }),
       outbound: { allow: config.replication.allow, allowLoopback: config.replication.allowLoopback },
       timeoutMs: config.replication.timeoutMs,
-      nowMs: () => clock.nowMs(),
+      clock,
     });
 
     let vectors: VectorEngine | undefined;
@@ -243,7 +242,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       member = await ClusterMember.start({
         store,
         log: log.child({ mod: 'cluster' }),
-        nowMs: () => clock.nowMs(),
+        clock,
         rand: mathRand,
         registry: metrics.registry,
         nodeName: config.nodeName,

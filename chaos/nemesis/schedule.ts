@@ -7,7 +7,7 @@
 // paused plus the nodes a network nemesis cuts from the majority never exceed ⌊(N−1)/2⌋, so a
 // majority of live, connected nodes exists at every instant.
 import type { Nemesis } from '../proxy/plan.js';
-import type { Rand } from '../../src/raft/types.js';
+import type { Rand } from '../../src/core/rand.js';
 
 export const NEMESIS_KINDS = ['kill', 'restart', 'pause', 'kill-during-startup', 'partition', 'isolate', 'bridge', 'one-way', 'delay', 'throttle'] as const;
 export type NemesisKind = (typeof NEMESIS_KINDS)[number];

@@ -15,7 +15,7 @@
 // `cut()` resets every connection now (RST) and resets new ones as soon as they arrive (the
 // dialler sees ECONNRESET rather than ECONNREFUSED: the listening port stays ours).
 import net from 'node:net';
-import type { Rand } from '../../src/raft/types.js';
+import type { Rand } from '../../src/core/rand.js';
 import { type DirFaults, type LinkFaults, PASS, PASS_LINK } from './plan.js';
 
 export const LINK_LIMITS = {

@@ -4,7 +4,7 @@
 //
 // Wiring: node A starts with SERVICE_CLUSTER_DIAL_MAP=dialMap('A') and joins through
 // seedFor('A', seed). Client HTTP traffic never passes through here.
-import type { Rand } from '../../src/raft/types.js';
+import type { Rand } from '../../src/core/rand.js';
 import { Link, type LinkStats } from './link.js';
 import { type Nemesis, type NetworkPlan, linkKey, orderedPairs, planNetwork } from './plan.js';
 

@@ -7,7 +7,7 @@
 //
 // The plan is a function of the node list and the descriptions only (no time, no randomness):
 // the runner draws descriptions from its seed, the plan is replayable by construction.
-import { unreachable } from '../../src/raft/types.js';
+import { unreachable } from '../../src/core/unreachable.js';
 
 export interface DirFaults {
   /** Hold every byte (and the FIN or reset behind it) until healed; the connection stays open. */

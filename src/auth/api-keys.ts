@@ -2,8 +2,9 @@
 // only its SHA-256 is stored (system CF), so a copy of the data dir reveals no key. Lookup
 // is by digest and the final comparison is constant-time.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { NUMBER, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
-import { encodeKey, prefixRange } from '../core/keys.js';
+import { Catalog } from '../core/catalog.js';
 import type { Store } from '../storage/db.js';
 
 export const KEY_PREFIX = 'fk';
@@ -21,6 +22,14 @@ export interface ApiKeyRecord {
   readonly label: string | undefined;
   readonly createdAt: number;
 }
+
+const apiKeyCodec = jsonRecordCodec<ApiKeyRecord>(
+  'API key record',
+  objectSchema(
+    { id: STRING, digest: STRING, keyPrefix: STRING, permissions: STRING_ARRAY, databases: { anyOf: [{ const: 'all' }, STRING_ARRAY] }, createdAt: NUMBER },
+    { label: STRING },
+  ),
+);
 
 export interface PublicKeyInfo {
   id: string;
@@ -75,24 +84,18 @@ export interface ClusterKeyStore {
 }
 
 export class ApiKeys {
-  readonly #store: Store;
   /** digest -> record; the whole set is small and read on every authenticated request. */
-  readonly #byDigest = new Map<string, ApiKeyRecord>();
+  readonly #byDigest: Catalog<ApiKeyRecord>;
   /** Cluster mode: the metadata group's keys (node-local ones, like SERVICE_ADMIN_KEY, stay in #byDigest). */
   #cluster: ClusterKeyStore | undefined;
   #clusterByDigest = new Map<string, ApiKeyRecord>();
 
-  private constructor(store: Store) {
-    this.#store = store;
+  private constructor(byDigest: Catalog<ApiKeyRecord>) {
+    this.#byDigest = byDigest;
   }
 
   static async load(store: Store): Promise<ApiKeys> {
-    const keys = new ApiKeys(store);
-    for await (const [, value] of store.entries('system', prefixRange([KIND]))) {
-      const record = JSON.parse(value.toString('utf8')) as ApiKeyRecord;
-      keys.#byDigest.set(record.digest, record);
-    }
-    return keys;
+    return new ApiKeys(await Catalog.open(store, { prefix: KIND, codec: apiKeyCodec, keyOf: (r) => r.digest, storedIdOf: (r) => r.id }));
   }
 
   async create(options: {
@@ -119,8 +122,7 @@ export class ApiKeys {
       await this.#cluster.put(record);
       return { key, record };
     }
-    await this.#store.put('system', encodeKey([KIND, record.id]), Buffer.from(JSON.stringify(record)), { sync: true });
-    this.#byDigest.set(digest, record);
+    await this.#byDigest.put(record);
     return { key, record };
   }
 
@@ -151,8 +153,7 @@ export class ApiKeys {
       await this.#cluster.revoke(id);
       return;
     }
-    await this.#store.del('system', encodeKey([KIND, id]), { sync: true });
-    this.#byDigest.delete(record.digest);
+    await this.#byDigest.delete(record.digest);
   }
 
   /** The key's record, if valid; in cluster mode throws 503 when cluster keys cannot be checked here. */

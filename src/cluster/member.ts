@@ -6,15 +6,18 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Clock } from '../core/hlc.js';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
-import type { Message, Rand } from '../raft/types.js';
+import type { Message } from '../raft/types.js';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
+import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
 import { type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
-import { type Applied, META_GROUP, MetaFsm, decodeMeta, encodeMeta } from './metadata.js';
+import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { Transport, wasNotSent } from './transport.js';
 import { planRepairs } from './shard-repair.js';
 import { planVoters } from './voters.js';
@@ -39,7 +42,7 @@ export type ClusterTimings = Pick<
 export interface ClusterOptions {
   store: Store;
   log: Logger;
-  nowMs: () => number;
+  clock: Clock;
   rand: Rand;
   registry: Registry;
   nodeName: string;
@@ -266,7 +269,7 @@ export class ClusterMember implements VectorCluster {
 
   /** SHA-256 of the canonical metadata state with the index it reflects: replicas compare these. */
   digest(): { applied: number; digest: string } {
-    return { applied: this.#fsm.applied, digest: createHash('sha256').update(encodeMeta(canonicalMeta(this.#fsm.state))).digest('hex') };
+    return { applied: this.#fsm.applied, digest: createHash('sha256').update(encodeCbor(canonicalMeta(this.#fsm.state))).digest('hex') };
   }
 
   jobs(): MetaState['jobs'][string][] {
@@ -279,7 +282,7 @@ export class ClusterMember implements VectorCluster {
 
   nodeViews(): NodeView[] {
     const conf = this.#group.core.confState();
-    const now = this.#o.nowMs();
+    const now = this.#o.clock.nowMs();
     return Object.values(this.#fsm.state.nodes)
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .map((n) => {
@@ -338,11 +341,11 @@ export class ClusterMember implements VectorCluster {
 
   async #proposeApplied(cmd: MetaCommand): Promise<Applied> {
     if (this.#left) throw new FirkinError('not_member', `node ${this.#o.nodeName} left the cluster`);
-    const deadline = this.#o.nowMs() + this.#o.timings.proposalTimeoutMs;
-    const bytes = encodeMeta(cmd);
+    const deadline = this.#o.clock.nowMs() + this.#o.timings.proposalTimeoutMs;
+    const bytes = encodeCbor(cmd);
     let waitMs = 20;
     for (;;) {
-      const remaining = deadline - this.#o.nowMs();
+      const remaining = deadline - this.#o.clock.nowMs();
       if (remaining <= 0) {
         throw new FirkinError('no_quorum', `no metadata leader accepted the write within ${this.#o.timings.proposalTimeoutMs} ms (no quorum reachable from ${this.#o.nodeName}?)`);
       }
@@ -355,7 +358,7 @@ export class ClusterMember implements VectorCluster {
             // Sent, then no answer: the leader may have committed it, or lost its majority.
             throw new FirkinError('no_quorum', `the metadata leader ${leader} did not confirm the write (${(err as Error).message}); it may still commit`);
           });
-          const applied = decodeMeta(reply) as Applied;
+          const applied = decodeCbor(reply) as Applied;
           await this.#waitApplied(applied.index, deadline);
           return applied;
         }
@@ -371,7 +374,7 @@ export class ClusterMember implements VectorCluster {
 
   async #waitApplied(index: number, deadline: number): Promise<void> {
     while (this.#fsm.applied < index) {
-      if (this.#o.nowMs() > deadline) throw new FirkinError('timeout', `the write committed at ${index} but this node has not applied it yet`);
+      if (this.#o.clock.nowMs() > deadline) throw new FirkinError('timeout', `the write committed at ${index} but this node has not applied it yet`);
       await new Promise((r) => setTimeout(r, 5));
     }
   }
@@ -429,14 +432,14 @@ export class ClusterMember implements VectorCluster {
 
   async #joinSeeds(seeds: readonly string[]): Promise<void> {
     const o = this.#o;
-    const deadline = o.nowMs() + o.timings.joinTimeoutMs;
+    const deadline = o.clock.nowMs() + o.timings.joinTimeoutMs;
     const reasons = new Map<string, string>();
     let attempt = 0;
     while (!this.#closed) {
       for (const seed of seeds) {
         try {
-          const reply = await this.#transport.callAddress(seed, 'meta.join', encodeMeta(this.#address()), 5_000);
-          const { nodes } = decodeMeta(reply.body) as { nodes: { name: string; grpc: string }[] };
+          const reply = await this.#transport.callAddress(seed, 'meta.join', encodeCbor(this.#address()), 5_000);
+          const { nodes } = decodeCbor(reply.body) as { nodes: { name: string; grpc: string }[] };
           this.#transport.setPeer(reply.node, this.#dialAddress(reply.node, seed));
           for (const n of nodes) this.#transport.setPeer(n.name, this.#dialAddress(n.name, n.grpc));
           o.log.info({ seed, via: reply.node }, `joined the cluster through seed ${seed} (${reply.node}); catching up`);
@@ -452,7 +455,7 @@ export class ClusterMember implements VectorCluster {
           }
         }
       }
-      if (o.nowMs() > deadline) {
+      if (o.clock.nowMs() > deadline) {
         const summary = [...reasons].map(([s, why]) => `${s}: ${why}`).join('; ');
         o.onFatal(`cannot join any seed within ${o.timings.joinTimeoutMs} ms (${summary})`);
         return;
@@ -469,7 +472,7 @@ export class ClusterMember implements VectorCluster {
     if (others.length === 0 || (conf.voters.length === 1 && conf.voters[0] === name && conf.learners.length === 0)) {
       throw new FirkinError('conflict', `node ${name} is the last member: a cluster cannot lose its last node`);
     }
-    await this.propose({ type: 'node.leave', name, jobId: randomBytes(8).toString('hex'), atMs: this.#o.nowMs() });
+    await this.propose({ type: 'node.leave', name, jobId: randomBytes(8).toString('hex'), atMs: this.#o.clock.nowMs() });
     this.#o.log.info({ node: name }, 'leaving the cluster: handing over, then leaving the voter set');
     return { status: 'leaving', node: name };
   }
@@ -478,7 +481,7 @@ export class ClusterMember implements VectorCluster {
   async remove(name: string): Promise<{ node: string; status: 'removed' }> {
     const node = this.#fsm.state.nodes[name];
     if (node === undefined) throw new FirkinError('not_found', `no node ${JSON.stringify(name)} in this cluster`);
-    await this.propose({ type: 'node.remove', name, atMs: this.#o.nowMs() });
+    await this.propose({ type: 'node.remove', name, atMs: this.#o.clock.nowMs() });
     return { node: name, status: 'removed' };
   }
 
@@ -492,24 +495,24 @@ export class ClusterMember implements VectorCluster {
     switch (method) {
       case 'meta.propose': {
         if (!this.isLeader()) throw new FirkinError('not_leader', `${this.#o.nodeName} does not lead the metadata group`, { details: { leader: this.leader() } });
-        return encodeMeta(await this.#group.propose(body).catch(noQuorum));
+        return encodeCbor(await this.#group.propose(body).catch(noQuorum));
       }
       case 'meta.join': {
-        const node = decodeMeta(body) as Partial<NodeAddress> | null;
+        const node = decodeCbor(body) as Partial<NodeAddress> | null;
         if (typeof node?.name !== 'string' || node.name !== from || typeof node.grpc !== 'string' || typeof node.incarnation !== 'string') {
           throw new FirkinError('bad_request', 'malformed join request');
         }
         this.#o.log.info({ node: node.name, grpc: node.grpc }, `node ${node.name} asks to join`);
         // The joiner learns every address from the answer, ours included: register first.
         const me = this.#fsm.state.nodes[this.#o.nodeName];
-        if (me === undefined || me.grpc !== this.#o.grpcAdvertise) await this.propose({ type: 'node.join', node: this.#address(), atMs: this.#o.nowMs() });
-        await this.propose({ type: 'node.join', node: { name: node.name, incarnation: node.incarnation, http: String(node.http), grpc: node.grpc, zone: String(node.zone) }, atMs: this.#o.nowMs() });
+        if (me === undefined || me.grpc !== this.#o.grpcAdvertise) await this.propose({ type: 'node.join', node: this.#address(), atMs: this.#o.clock.nowMs() });
+        await this.propose({ type: 'node.join', node: { name: node.name, incarnation: node.incarnation, http: String(node.http), grpc: node.grpc, zone: String(node.zone) }, atMs: this.#o.clock.nowMs() });
         const nodes = this.liveNodes().map((n) => ({ name: n.name, grpc: n.grpc }));
-        return encodeMeta({ nodes });
+        return encodeCbor({ nodes });
       }
       case 'meta.node': {
-        const { name } = decodeMeta(body) as { name: string };
-        return encodeMeta({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
+        const { name } = decodeCbor(body) as { name: string };
+        return encodeCbor({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
       }
       default:
         if (this.#groups !== undefined && method.startsWith(`${this.#groups.prefix}.`)) return this.#groups.answer(from, method, body);
@@ -551,7 +554,7 @@ export class ClusterMember implements VectorCluster {
   async #round(): Promise<void> {
     if (this.#closed || this.#group.failure !== undefined) return;
     const o = this.#o;
-    const now = o.nowMs();
+    const now = o.clock.nowMs();
     const me = this.#fsm.state.nodes[o.nodeName];
     const conf = this.#group.core.confState();
     const inGroup = conf.voters.includes(o.nodeName) || conf.learners.includes(o.nodeName);
@@ -594,7 +597,7 @@ export class ClusterMember implements VectorCluster {
     }
     for (const change of statusChanges(nodes, this.#observations, o.nodeName, now, this.#watchingSinceMs, o.timings.detector)) {
       this.#once(`status:${change.name}`, async () => {
-        await this.propose({ type: 'node.status', name: change.name, status: change.status, atMs: o.nowMs() });
+        await this.propose({ type: 'node.status', name: change.name, status: change.status, atMs: o.clock.nowMs() });
         o.log.warn({ node: change.name, status: change.status }, `node ${change.name} is ${change.status}`);
       });
     }
@@ -623,7 +626,7 @@ export class ClusterMember implements VectorCluster {
       const job = Object.values(this.#fsm.state.jobs).find((j) => j.kind === 'leave' && j.target === n.name);
       const drained = job === undefined || job.step === REPLICAS_MOVED;
       if (n.status === 'leaving' && drained && !conf.voters.includes(n.name) && !conf.learners.includes(n.name)) {
-        this.#once(`left:${n.name}`, () => this.propose({ type: 'node.left', name: n.name, atMs: o.nowMs() }));
+        this.#once(`left:${n.name}`, () => this.propose({ type: 'node.left', name: n.name, atMs: o.clock.nowMs() }));
       }
     }
     const core = this.#group.core;
@@ -656,7 +659,7 @@ export class ClusterMember implements VectorCluster {
     const leader = this.leader();
     const ask = leader !== null && leader !== this.#o.nodeName ? leader : others[this.#leftProbe++ % Math.max(1, others.length)];
     if (ask === undefined) return;
-    const reply = decodeMeta(await this.#transport.call(ask, 'meta.node', encodeMeta({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
+    const reply = decodeCbor(await this.#transport.call(ask, 'meta.node', encodeCbor({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
     if (reply.node?.status === 'left') await this.#stopAfterLeaving();
   }
 
@@ -681,8 +684,8 @@ export class ClusterMember implements VectorCluster {
     if (this.isLeader()) {
       const to = this.#group.core.confState().voters.find((v) => v !== this.#o.nodeName && this.#fsm.state.nodes[v]?.status === 'up');
       if (to !== undefined && this.#group.transferLeadership(to)) {
-        const until = this.#o.nowMs() + 1_000;
-        while (this.isLeader() && this.#o.nowMs() < until) await new Promise((r) => setTimeout(r, 10));
+        const until = this.#o.clock.nowMs() + 1_000;
+        while (this.isLeader() && this.#o.clock.nowMs() < until) await new Promise((r) => setTimeout(r, 10));
       }
     }
     await this.#shutdown();

@@ -2,23 +2,12 @@
 // them with the pure `applyMeta`, snapshots and restores the state, and tells listeners what
 // changed (transport peers, API keys, gateway tenants). The state lives in memory: a restart
 // rebuilds it from the Raft snapshot plus the log tail, which is the only durable copy.
-import { Decoder, Encoder } from 'cbor-x';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { StateMachine } from '../raft/group.js';
 import type { Entry } from '../raft/types.js';
 import { EMPTY_META, type MetaCommand, type MetaResult, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState } from './meta-state.js';
 
 export const META_GROUP = 'meta';
-
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
-
-export function encodeMeta(value: unknown): Uint8Array {
-  return encoder.encode(value);
-}
-
-export function decodeMeta(bytes: Uint8Array): unknown {
-  return decoder.decode(bytes);
-}
 
 /** What a proposer gets back: the command's result and the log index it was applied at. */
 export interface Applied {
@@ -48,7 +37,7 @@ export class MetaFsm implements StateMachine {
     if (entry.kind !== 'normal') return undefined;
     let cmd: MetaCommand;
     try {
-      cmd = checkMetaCommand(decodeMeta(entry.data));
+      cmd = checkMetaCommand(decodeCbor(entry.data));
     } catch (err) {
       // Only our code proposes; an undecodable entry is a bug. Skipping it on every replica
       // keeps them equal, where throwing would stop the group everywhere.
@@ -62,11 +51,11 @@ export class MetaFsm implements StateMachine {
   }
 
   snapshot(): Uint8Array {
-    return encodeMeta({ applied: this.applied, state: canonicalMeta(this.state) });
+    return encodeCbor({ applied: this.applied, state: canonicalMeta(this.state) });
   }
 
   restore(data: Uint8Array): void {
-    const snap = decodeMeta(data) as { applied?: unknown; state?: unknown };
+    const snap = decodeCbor(data) as { applied?: unknown; state?: unknown };
     this.state = checkMetaState(snap.state);
     this.applied = typeof snap.applied === 'number' ? snap.applied : this.applied;
     for (const l of this.#listeners) l(this.state, undefined);

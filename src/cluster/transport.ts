@@ -15,6 +15,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { type Backoff, nominalDelayMs } from '../core/backoff.js';
 import { FirkinError, isFirkinError, ERROR_CODES, type ErrorCode } from '../core/errors.js';
 import { decodeMessage, encodeValue } from '../raft/codec.js';
 import type { Message, NodeId } from '../raft/types.js';
@@ -31,6 +32,12 @@ export const TRANSPORT_LIMITS = {
   handshakeTimeoutMs: 5_000,
   callsInFlightMax: 10_000,
 } as const;
+
+/**
+ * Redials of a broken link: 50 ms doubling to 2 s, no jitter (one dialler per peer pair, and
+ * the same bounds as gRPC's own reconnect backoff configured below).
+ */
+const REDIAL_BACKOFF: Backoff = { baseMs: TRANSPORT_LIMITS.backoffMsMin, capMs: TRANSPORT_LIMITS.backoffMsMax };
 
 /** Answers a call from an authenticated peer; a thrown FirkinError travels back as one. */
 export type RequestHandler = (from: NodeId, method: string, body: Buffer) => Promise<Uint8Array>;
@@ -110,7 +117,8 @@ class PeerLink {
   queue: { group: string; payload: Buffer }[] = [];
   stream: Duplex | undefined;
   ready = false;
-  backoffMs: number = TRANSPORT_LIMITS.backoffMsMin;
+  /** Dials that failed since the link was last up: the next redial waits longer. */
+  failedDials = 0;
   retryTimer: NodeJS.Timeout | undefined;
   client: grpc.Client;
   chunkId = 0;
@@ -346,12 +354,12 @@ export class Transport {
       stream.cancel();
       this.#failCalls(link, why);
       if (this.#closed || link.closed) return;
-      this.#o.log?.(`link to ${link.peer} down: ${why}; retry in ${link.backoffMs} ms`);
+      const retryMs = nominalDelayMs(++link.failedDials, REDIAL_BACKOFF);
+      this.#o.log?.(`link to ${link.peer} down: ${why}; retry in ${retryMs} ms`);
       link.retryTimer = setTimeout(() => {
         this.stats.reconnects++;
         this.#dial(link);
-      }, link.backoffMs);
-      link.backoffMs = Math.min(link.backoffMs * 2, TRANSPORT_LIMITS.backoffMsMax);
+      }, retryMs);
     };
     const handshakeTimer = setTimeout(() => fail('handshake timeout'), TRANSPORT_LIMITS.handshakeTimeoutMs);
     stream.on('data', (f: Frame) => {
@@ -367,7 +375,7 @@ export class Transport {
         stream.write({ proof: { mac: cookieMac(this.#o.cookie, 'dialler', f.challenge.nonce, nonce, this.#o.nodeId) } });
         clearTimeout(handshakeTimer);
         link.ready = true;
-        link.backoffMs = TRANSPORT_LIMITS.backoffMsMin;
+        link.failedDials = 0;
         this.#lastSeen.set(link.peer, Date.now());
         this.#flushLink(link);
         this.#flushCalls(link);

@@ -14,13 +14,14 @@
 //   ReadIndex barrier (`readBarrier`), then answers from its applied state.
 // Not yet (see docs/cluster.md): stale reads, replica repair and moves, one shared ticker for
 // all groups, snapshots streamed in chunks.
-import { Decoder, Encoder } from 'cbor-x';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Logger } from 'pino';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { type IdRouting, initialRanges } from '../core/shard-hash.js';
 import { RaftGroup } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
-import type { Message, Rand } from '../raft/types.js';
+import type { Message } from '../raft/types.js';
+import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from '../vector/ann/ann-index.js';
 import type { ScoredId } from '../vector/bm25.js';
@@ -41,8 +42,6 @@ export const CLUSTER_SHARD_BASE = 2 ** 40;
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;
 
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
 export interface VectorShardsOptions {
   member: ClusterMember;
@@ -344,7 +343,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
   }
 
   async answer(_from: string, method: string, body: Buffer | Uint8Array): Promise<Uint8Array> {
-    const req = decoder.decode(body) as { g?: unknown };
+    const req = decodeCbor(body) as { g?: unknown };
     if (typeof req.g !== 'string') throw new FirkinError('bad_request', 'shard call without a group');
     switch (method) {
       case 'vshard.propose': {
@@ -357,7 +356,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
         // (it assumes the nodes' clocks agree to well within the deadline).
         if (typeof dl === 'number' && Date.now() > dl) throw new FirkinError('timeout', `the write reached ${this.#me} after its deadline`);
         const outcome = (await r.group.propose(c)) as ApplyOutcome | undefined;
-        return encoder.encode({ o: outcome ?? null });
+        return encodeCbor({ o: outcome ?? null });
       }
       case 'vshard.status': {
         const r = this.#leading(req.g);
@@ -365,11 +364,11 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
         const conf = core.confState();
         const matches: Record<string, number | null> = {};
         for (const n of [...conf.voters, ...conf.learners]) matches[n] = n === this.#me ? core.log.lastIndex() : (core.progress.get(n)?.match ?? null);
-        return encoder.encode({ leader: this.#me, term: core.term, last: core.log.lastIndex(), commit: core.log.committed, voters: conf.voters, learners: conf.learners, matches });
+        return encodeCbor({ leader: this.#me, term: core.term, last: core.log.lastIndex(), commit: core.log.committed, voters: conf.voters, learners: conf.learners, matches });
       }
       case 'vshard.conf': {
         const conf = this.#leading(req.g).group.core.confState();
-        return encoder.encode({ voters: conf.voters, learners: conf.learners });
+        return encodeCbor({ voters: conf.voters, learners: conf.learners });
       }
       case 'vshard.read': {
         // Stale: whatever this replica applied, with no leader and no quorum needed.
@@ -381,14 +380,14 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
         switch (q.op) {
           case 'get': {
             const doc = await shard.get(q.id);
-            return encoder.encode({ d: doc === undefined ? null : { id: doc.id, text: doc.text, metadata: doc.metadata, vector: f32(doc.vector) } });
+            return encodeCbor({ d: doc === undefined ? null : { id: doc.id, text: doc.text, metadata: doc.metadata, vector: f32(doc.vector) } });
           }
           case 'search':
-            return encoder.encode({ h: await shard.search(fromF32(q.v), q.k, q.ef, q.f ?? undefined) });
+            return encodeCbor({ h: await shard.search(fromF32(q.v), q.k, q.ef, q.f ?? undefined) });
           case 'bm25':
-            return encoder.encode({ h: await shard.searchBm25(q.q, q.k) });
+            return encodeCbor({ h: await shard.searchBm25(q.q, q.k) });
           case 'count':
-            return encoder.encode({ n: shard.count });
+            return encodeCbor({ n: shard.count });
           default:
             throw new FirkinError('bad_request', 'unknown shard read');
         }
@@ -414,7 +413,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     const timeoutMs = member.timings.proposalTimeoutMs;
     const attemptMs = Math.max(200, Math.floor(timeoutMs / 3));
     const deadline = Date.now() + timeoutMs;
-    const body = encoder.encode({ g: shard.group, dl: deadline, ...payload });
+    const body = encodeCbor({ g: shard.group, dl: deadline, ...payload });
     const replicas = shard.replicas;
     const stale = payload.s === true;
     const known = () => this.#replicas.get(shard.group)?.group.core.leader ?? undefined;
@@ -431,7 +430,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
       try {
         const reply = target === this.#me ? await this.answer(this.#me, method, body) : await member.callPeer(target, method, body, Math.min(remaining, attemptMs));
         if (!stale) this.#leaderHints.set(shard.group, target);
-        return decoder.decode(reply) as Record<string, unknown>;
+        return decodeCbor(reply) as Record<string, unknown>;
       } catch (err) {
         last = `${target}: ${(err as Error).message}`;
         const code = isFirkinError(err) ? err.code : undefined;

@@ -155,10 +155,45 @@ export function extendKey(prefix: Uint8Array, tuple: KeyTuple): Buffer {
   return out;
 }
 
-/** Range covering every key whose tuple starts with `prefix` (the prefix itself included). */
-export function prefixRange(prefix: KeyTuple): { gte: Buffer; lt: Buffer } {
-  const gte = encodeKey(prefix);
+/** A scan range: gte <= key < lt. */
+export interface KeyRange {
+  readonly gte: Buffer;
+  readonly lt: Buffer;
+}
+
+/** Range covering every key that starts with these bytes (no tag is 0xFF, so P ++ 0xFF bounds them). */
+export function bytesPrefixRange(prefix: Uint8Array): KeyRange {
+  const gte = Buffer.from(prefix);
   return { gte, lt: Buffer.concat([gte, Buffer.from([0xff])]) };
+}
+
+/** Range covering every key whose tuple starts with `prefix` (the prefix itself included). */
+export function prefixRange(prefix: KeyTuple): KeyRange {
+  return bytesPrefixRange(encodeKey(prefix));
+}
+
+/**
+ * Range covering every key `tuple ++ [s, ...]` where the string `s` starts with `prefix`:
+ * the prefix is encoded without its terminator, so any continuation of the string matches.
+ */
+export function stringPrefixRange(tuple: KeyTuple, prefix: string): KeyRange {
+  const full = encodeKey([...tuple, prefix]);
+  return bytesPrefixRange(full.subarray(0, full.length - 1));
+}
+
+/**
+ * The string that is a key's last part, its tag at `offset`: a fast path for scans that
+ * read many keys of one prefix (no escaped NUL in the body: a plain UTF-8 view).
+ */
+export function decodeTrailingString(key: Buffer, offset: number): string {
+  const body = key.subarray(offset + 1, key.length - 1);
+  if (!body.includes(0)) return body.toString('utf8');
+  const out: number[] = [];
+  for (let i = 0; i < body.length; i++) {
+    out.push(body[i]!);
+    if (body[i] === 0) i++; // skip the 0xFF that escapes a NUL
+  }
+  return Buffer.from(out).toString('utf8');
 }
 
 /** Smallest key strictly greater than every key starting with `prefix` tuple. */

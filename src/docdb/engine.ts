@@ -10,8 +10,9 @@
 // (they are never split across groups), and concurrent writers share one fsync.
 import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
-import { type Hlc, type HybridClock, HLC_ZERO, hlcToText } from '../core/hlc.js';
+import { type Clock, type Hlc, type HybridClock, HLC_ZERO, hlcToText } from '../core/hlc.js';
 import { decodeKey } from '../core/keys.js';
+import { SerialQueue } from '../core/serial.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import { type AttachmentInput, type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
 import { LIMITS, checkAttachmentName, checkDbName, checkDocId } from './names.js';
@@ -95,14 +96,19 @@ type Edit =
       readonly path: RevPath;
     };
 
-type Job =
-  | { readonly kind: 'edits'; readonly edits: readonly (Edit | EditResult)[]; resolve(results: EditResult[]): void; reject(err: unknown): void }
-  | { readonly kind: 'exclusive'; run(): Promise<void>; resolve(): void; reject(err: unknown): void };
+/** Requests' edits committed as one batch; `done` holds each request's results, in order. */
+interface EditGroup {
+  readonly requests: (readonly (Edit | EditResult)[])[];
+  edits: number;
+  readonly done: Promise<EditResult[][]>;
+}
 
 interface DbState {
   record: DbRecord;
-  readonly queue: Job[];
-  running: boolean;
+  /** Every write of this database runs here, one at a time. */
+  readonly writes: SerialQueue;
+  /** The queued group that has not started yet: a new request joins it (group commit). */
+  openGroup: EditGroup | undefined;
   dropped: boolean;
   readonly listeners: Set<() => void>;
   /** Recently used document records (LRU by Map order); see #cachedRecord. */
@@ -132,7 +138,7 @@ const BODY_CACHE_ENTRY_BYTES_MAX = 256 * 1024;
 const RECORD_CACHE_MAX = 20_000;
 
 function newState(record: DbRecord): DbState {
-  return { record, queue: [], running: false, dropped: false, listeners: new Set(), cache: new Map(), version: 0, bodies: new Map(), bodyBytes: 0, writesSinceCompact: 0, compaction: undefined };
+  return { record, writes: new SerialQueue(), openGroup: undefined, dropped: false, listeners: new Set(), cache: new Map(), version: 0, bodies: new Map(), bodyBytes: 0, writesSinceCompact: 0, compaction: undefined };
 }
 
 function remember(state: DbState, docId: string, rec: DocRecord): void {
@@ -214,7 +220,7 @@ export interface DocEngineOptions {
   store: Store;
   hlc: HybridClock;
   log: Logger;
-  nowMs: () => number;
+  clock: Clock;
   revsLimit: number;
   /** Start a compaction of a database after this many document writes to it; 0 = never. */
   compactAfterWrites: number;
@@ -271,7 +277,7 @@ export class DocEngine {
   readonly #store: Store;
   readonly #hlc: HybridClock;
   readonly #log: Logger;
-  readonly #nowMs: () => number;
+  readonly #clock: Clock;
   readonly #revsLimit: number;
   readonly #compactAfterWrites: number;
   readonly #dbs = new Map<string, DbState>();
@@ -280,7 +286,7 @@ export class DocEngine {
   readonly #commitHooks: ((db: string, ops: readonly BatchOp[]) => void)[] = [];
   readonly #closeListeners = new Set<() => void>();
   /** Create and drop run one at a time (a name cannot be created while it is being dropped). */
-  #catalogue: Promise<unknown> = Promise.resolve();
+  readonly #catalogue = new SerialQueue();
   #closed = false;
   #stopping = false;
 
@@ -288,7 +294,7 @@ export class DocEngine {
     this.#store = options.store;
     this.#hlc = options.hlc;
     this.#log = options.log;
-    this.#nowMs = options.nowMs;
+    this.#clock = options.clock;
     this.#revsLimit = options.revsLimit;
     this.#compactAfterWrites = options.compactAfterWrites;
   }
@@ -376,9 +382,7 @@ export class DocEngine {
   }
 
   #serialCatalogue<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#catalogue.then(fn, fn);
-    this.#catalogue = run.catch(() => undefined);
-    return run;
+    return this.#catalogue.run(fn);
   }
 
   createDb(db: string): Promise<DbInfo> {
@@ -386,7 +390,7 @@ export class DocEngine {
     return this.#serialCatalogue(async () => {
       this.#checkOpen();
       if (this.#dbs.has(db)) throw new FirkinError('conflict', `database ${JSON.stringify(db)} already exists`);
-      const nowMs = this.#nowMs();
+      const nowMs = this.#clock.nowMs();
       const record: DbRecord = {
         name: db,
         createdMs: nowMs,
@@ -462,53 +466,35 @@ export class DocEngine {
     if (this.#closed) throw new FirkinError('unavailable', 'the document engine is shutting down');
   }
 
-  #enqueue(state: DbState, job: Job): void {
+  // Async so a refusal is a rejection, as before; the job is still queued synchronously.
+  async #exclusive(state: DbState, run: () => Promise<void>): Promise<void> {
     this.#checkOpen();
-    state.queue.push(job);
-    if (!state.running) void this.#drain(state);
+    // Edits queued after this job must not jump ahead of it by joining an earlier group.
+    state.openGroup = undefined;
+    return state.writes.run(run);
   }
 
-  #exclusive(state: DbState, run: () => Promise<void>): Promise<void> {
-    return new Promise((resolve, reject) => this.#enqueue(state, { kind: 'exclusive', run, resolve, reject }));
-  }
-
-  #submit(db: string, edits: readonly (Edit | EditResult)[]): Promise<EditResult[]> {
+  async #submit(db: string, edits: readonly (Edit | EditResult)[]): Promise<EditResult[]> {
     const state = this.#state(db);
-    return new Promise((resolve, reject) => this.#enqueue(state, { kind: 'edits', edits, resolve, reject }));
-  }
-
-  async #drain(state: DbState): Promise<void> {
-    state.running = true;
-    try {
-      while (state.queue.length > 0) {
-        const head = state.queue[0]!;
-        if (head.kind === 'exclusive') {
-          state.queue.shift();
-          await head.run().then(head.resolve, head.reject);
-          continue;
-        }
-        const jobs: Extract<Job, { kind: 'edits' }>[] = [];
-        let edits = 0;
-        for (let next = state.queue[0]; next?.kind === 'edits'; next = state.queue[0]) {
-          if (jobs.length > 0 && edits + next.edits.length > LIMITS.groupEditsMax) break;
-          state.queue.shift();
-          jobs.push(next);
-          edits += next.edits.length;
-        }
-        if (state.dropped) {
-          for (const job of jobs) job.reject(notFoundDb(state.record.name));
-          continue;
-        }
-        try {
-          const results = await this.#commitGroup(state, jobs.map((j) => j.edits));
-          jobs.forEach((job, i) => job.resolve(results[i]!));
-        } catch (err) {
-          for (const job of jobs) job.reject(err);
-        }
-      }
-    } finally {
-      state.running = false;
+    this.#checkOpen();
+    let group = state.openGroup;
+    // A request is never split, so a group may exceed the cap only by its first request.
+    if (group === undefined || group.edits + edits.length > LIMITS.groupEditsMax) {
+      const requests: (readonly (Edit | EditResult)[])[] = [];
+      const created: EditGroup = {
+        requests,
+        edits: 0,
+        done: state.writes.run(async () => {
+          if (state.openGroup === created) state.openGroup = undefined; // started: later requests start another
+          if (state.dropped) throw notFoundDb(state.record.name);
+          return this.#commitGroup(state, requests);
+        }),
+      };
+      state.openGroup = group = created;
     }
+    const index = group.requests.push(edits) - 1;
+    group.edits += edits.length;
+    return group.done.then((results) => results[index]!);
   }
 
   async #commitGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[]): Promise<EditResult[][]> {
@@ -889,22 +875,23 @@ export class DocEngine {
     if (state.compaction !== undefined) return state.compaction;
     state.writesSinceCompact = 0;
     const run = (async () => {
-      const startedMs = this.#nowMs();
+      const startedMs = this.#clock.nowMs();
       this.#log.info({ db }, 'compaction started');
       let after: Buffer | undefined;
       let docsCompacted = 0;
       let bytesFreed = 0;
       for (;;) {
         if (state.dropped || this.#closed) break;
-        const slice = await new Promise<{ next: Buffer | undefined; docs: number; bytes: number }>((resolve, reject) => {
-          this.#enqueue(state, { kind: 'exclusive', run: async () => resolve(await this.#compactSlice(state, after)), resolve: () => undefined, reject });
+        let slice: { next: Buffer | undefined; docs: number; bytes: number } = { next: undefined, docs: 0, bytes: 0 };
+        await this.#exclusive(state, async () => {
+          slice = await this.#compactSlice(state, after);
         });
         docsCompacted += slice.docs;
         bytesFreed += slice.bytes;
         if (slice.next === undefined) break;
         after = slice.next;
       }
-      this.#log.info({ db, docsCompacted, bytesFreed, tookMs: this.#nowMs() - startedMs }, 'compaction finished');
+      this.#log.info({ db, docsCompacted, bytesFreed, tookMs: this.#clock.nowMs() - startedMs }, 'compaction finished');
     })().finally(() => {
       state.compaction = undefined;
     });
@@ -1312,10 +1299,6 @@ export class DocEngine {
     this.stopStreams();
     if (this.#closed) return;
     this.#closed = true;
-    // A marker job at the end of each busy queue resolves once everything before it ran.
-    const idle = [...this.#dbs.values()]
-      .filter((state) => state.running)
-      .map((state) => new Promise<void>((resolve) => state.queue.push({ kind: 'exclusive', run: async () => undefined, resolve, reject: resolve })));
-    await Promise.all(idle);
+    await Promise.all([...this.#dbs.values()].map((state) => state.writes.idle()));
   }
 }

@@ -9,15 +9,13 @@
 //
 // Pair checks (STYLE 9): the winner stored must be the tree's winner, on write and on read.
 import assert from 'node:assert/strict';
-import { Decoder, Encoder } from 'cbor-x';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { type Hlc } from '../core/hlc.js';
 import { encodeKey, prefixRange } from '../core/keys.js';
 import type { ColumnFamily } from '../storage/db.js';
 import type { Json } from './rev-hash.js';
 import { type RevTree, winningRev } from './revtree.js';
 
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
 /** Attachments are stored in chunks so reads can stream and no value grows unbounded. */
 export const ATT_CHUNK_BYTES = 256 * 1024;
@@ -97,11 +95,11 @@ export function encodeDocRecord(rec: DocRecord): Buffer {
   assert.equal(rec.deleted, winner?.deleted, 'stored deleted flag must be the winner flag');
   const t: WireNode[] = rec.tree.map((n) => [n.rev, n.parent ?? null, n.deleted ? 1 : 0]);
   const wire = { t, w: rec.winner, d: rec.deleted, s: [rec.seq.wallMs, rec.seq.logical], l: rec.leaves };
-  return encoder.encode(rec.kept === undefined || Object.keys(rec.kept).length === 0 ? wire : { ...wire, k: rec.kept });
+  return encodeCbor(rec.kept === undefined || Object.keys(rec.kept).length === 0 ? wire : { ...wire, k: rec.kept });
 }
 
 export function decodeDocRecord(buf: Buffer): DocRecord {
-  const raw = decoder.decode(buf) as { t: WireNode[]; w: string; d: boolean; s: [number, number]; l: DocRecord['leaves']; k?: DocRecord['kept'] };
+  const raw = decodeCbor(buf) as { t: WireNode[]; w: string; d: boolean; s: [number, number]; l: DocRecord['leaves']; k?: DocRecord['kept'] };
   const tree: RevTree = raw.t.map(([rev, parent, deleted]) => ({ rev, parent: parent ?? undefined, deleted: deleted === 1 }));
   const base: DocRecord = { tree, winner: raw.w, deleted: raw.d, seq: { wallMs: raw.s[0], logical: raw.s[1] }, leaves: raw.l };
   const rec: DocRecord = raw.k === undefined ? base : { ...base, kept: raw.k };
@@ -110,32 +108,32 @@ export function decodeDocRecord(buf: Buffer): DocRecord {
 }
 
 export function encodeBody(rec: BodyRecord): Buffer {
-  return encoder.encode(rec.attachments === undefined ? { b: rec.body } : { b: rec.body, a: rec.attachments });
+  return encodeCbor(rec.attachments === undefined ? { b: rec.body } : { b: rec.body, a: rec.attachments });
 }
 
 export function decodeBody(buf: Buffer): BodyRecord {
-  const raw = decoder.decode(buf) as { b: Record<string, Json>; a?: Attachments };
+  const raw = decodeCbor(buf) as { b: Record<string, Json>; a?: Attachments };
   return raw.a === undefined ? { body: raw.b } : { body: raw.b, attachments: raw.a };
 }
 
 export type SeqRecord = readonly [docId: string, rev: string, deleted: boolean];
 
 export function encodeSeq(rec: SeqRecord): Buffer {
-  return encoder.encode(rec);
+  return encodeCbor(rec);
 }
 
 export function decodeSeq(buf: Buffer): SeqRecord {
-  const raw = decoder.decode(buf) as [string, string, boolean];
+  const raw = decodeCbor(buf) as [string, string, boolean];
   assert.ok(Array.isArray(raw) && raw.length === 3, 'seq record is [docId, rev, deleted]');
   return raw;
 }
 
 export function encodeDbRecord(rec: DbRecord): Buffer {
-  return encoder.encode({ ...rec, updateSeq: rec.updateSeq === undefined ? null : [rec.updateSeq.wallMs, rec.updateSeq.logical] });
+  return encodeCbor({ ...rec, updateSeq: rec.updateSeq === undefined ? null : [rec.updateSeq.wallMs, rec.updateSeq.logical] });
 }
 
 export function decodeDbRecord(buf: Buffer): DbRecord {
-  const raw = decoder.decode(buf) as Omit<DbRecord, 'updateSeq'> & { updateSeq: [number, number] | null };
+  const raw = decodeCbor(buf) as Omit<DbRecord, 'updateSeq'> & { updateSeq: [number, number] | null };
   return { ...raw, updateSeq: raw.updateSeq === null ? undefined : { wallMs: raw.updateSeq[0], logical: raw.updateSeq[1] } };
 }
 

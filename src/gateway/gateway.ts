@@ -6,7 +6,7 @@ import { FirkinError } from '../core/errors.js';
 import type { Clock } from '../core/hlc.js';
 import { digestsEqual, generateGatewayKey, generateKeyId, keyDigest, secretsEqual, shownPrefix } from './keys.js';
 import { embedderUrlAllowed } from './embedder-urls.js';
-import { KeyedMutex } from './mutex.js';
+import { KeyedSerialQueue } from '../core/serial.js';
 import { internalName, isTenantId, parseInternalName, TENANT_ID_RULE } from './names.js';
 import { collectionQuotaError, documentBytes, writeQuotaError } from './quota.js';
 import { type Admission, RateLimiter } from './rate-limiter.js';
@@ -89,7 +89,7 @@ export class Gateway {
   readonly #embedderUrls: readonly string[];
   readonly #rpmShare: () => number;
   readonly #limiter = new RateLimiter();
-  readonly #locks = new KeyedMutex();
+  readonly #locks = new KeyedSerialQueue<string>();
 
   constructor(options: GatewayOptions) {
     this.#store = options.store;

@@ -7,6 +7,7 @@
 //
 // Every write is one synced batch, applied to memory only after it is durable.
 import assert from 'node:assert/strict';
+import { NUMBER, OBJECT, STRING, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import { encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import type { GatewayStore } from './store.js';
@@ -16,8 +17,15 @@ const TENANT = 'gateway.tenant';
 const KEY = 'gateway.key';
 const COLLECTION = 'gateway.collection';
 
-const encode = (value: unknown): Buffer => Buffer.from(JSON.stringify(value), 'utf8');
-const decode = <T>(buf: Buffer): T => JSON.parse(buf.toString('utf8')) as T;
+const tenantCodec = jsonRecordCodec<Tenant>('gateway tenant record', objectSchema({ tenant_id: STRING, limits: OBJECT, created_at: NUMBER }));
+const keyCodec = jsonRecordCodec<KeyRecord>(
+  'gateway key record',
+  objectSchema({ key_id: STRING, tenant_id: STRING, digest: STRING, key_prefix: STRING, created_at: NUMBER }, { rpm_limit: NUMBER }),
+);
+const collectionCodec = jsonRecordCodec<CollectionRecord>(
+  'gateway collection record',
+  objectSchema({ tenant_id: STRING, name: STRING, internal: STRING, dimension: NUMBER, vector_count: NUMBER, storage_bytes: NUMBER, created_at: NUMBER }, { embedder: OBJECT }),
+);
 
 const tenantKey = (id: string) => encodeKey([TENANT, id]);
 const keyKey = (id: string) => encodeKey([KEY, id]);
@@ -38,11 +46,11 @@ export class RocksGatewayStore implements GatewayStore {
   static async load(store: Store, options: { ownersElsewhere?: boolean } = {}): Promise<RocksGatewayStore> {
     const self = new RocksGatewayStore(store);
     for await (const [, v] of store.entries('system', prefixRange([TENANT]))) {
-      const t = decode<Tenant>(v);
+      const t = tenantCodec.decode(v);
       self.#tenants.set(t.tenant_id, t);
     }
-    for await (const [, v] of store.entries('system', prefixRange([KEY]))) self.#remember(decode<KeyRecord>(v));
-    for await (const [, v] of store.entries('system', prefixRange([COLLECTION]))) self.#rememberCollection(decode<CollectionRecord>(v));
+    for await (const [, v] of store.entries('system', prefixRange([KEY]))) self.#remember(keyCodec.decode(v));
+    for await (const [, v] of store.entries('system', prefixRange([COLLECTION]))) self.#rememberCollection(collectionCodec.decode(v));
     if (options.ownersElsewhere === true) return self;
     for (const k of self.#keys.values()) assert.ok(self.#tenants.has(k.tenant_id), `gateway key ${k.key_id} belongs to no tenant`);
     for (const t of self.#collections.keys()) assert.ok(self.#tenants.has(t), `gateway collections of unknown tenant ${t}`);
@@ -94,8 +102,8 @@ export class RocksGatewayStore implements GatewayStore {
     assert.equal(firstKey.tenant_id, tenant.tenant_id);
     await this.#store.batch(
       [
-        { type: 'put', cf: 'system', key: tenantKey(tenant.tenant_id), value: encode(tenant) },
-        { type: 'put', cf: 'system', key: keyKey(firstKey.key_id), value: encode(firstKey) },
+        { type: 'put', cf: 'system', key: tenantKey(tenant.tenant_id), value: tenantCodec.encode(tenant) },
+        { type: 'put', cf: 'system', key: keyKey(firstKey.key_id), value: keyCodec.encode(firstKey) },
       ],
       { sync: true },
     );
@@ -104,7 +112,7 @@ export class RocksGatewayStore implements GatewayStore {
   }
 
   async putTenant(tenant: Tenant): Promise<void> {
-    await this.#store.put('system', tenantKey(tenant.tenant_id), encode(tenant), { sync: true });
+    await this.#store.put('system', tenantKey(tenant.tenant_id), tenantCodec.encode(tenant), { sync: true });
     this.#tenants.set(tenant.tenant_id, tenant);
   }
 
@@ -127,7 +135,7 @@ export class RocksGatewayStore implements GatewayStore {
 
   async putKey(key: KeyRecord): Promise<void> {
     assert.ok(this.#tenants.has(key.tenant_id), 'a key needs its tenant');
-    await this.#store.put('system', keyKey(key.key_id), encode(key), { sync: true });
+    await this.#store.put('system', keyKey(key.key_id), keyCodec.encode(key), { sync: true });
     this.#remember(key);
   }
 
@@ -141,7 +149,7 @@ export class RocksGatewayStore implements GatewayStore {
 
   async putCollection(record: CollectionRecord, options: { ownerChecked?: boolean } = {}): Promise<void> {
     assert.ok(options.ownerChecked === true || this.#tenants.has(record.tenant_id), 'a collection needs its tenant');
-    await this.#store.put('system', collectionKey(record.tenant_id, record.name), encode(record), { sync: true });
+    await this.#store.put('system', collectionKey(record.tenant_id, record.name), collectionCodec.encode(record), { sync: true });
     this.#rememberCollection(record);
   }
 

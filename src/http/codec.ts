@@ -1,21 +1,10 @@
 // JSON by default; CBOR (cbor-x) for request bodies by Content-Type and for responses by
 // Accept, on every route. One codec layer: routes only ever see and return plain values.
-import { Decoder, Encoder } from 'cbor-x';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 
 export const CBOR_TYPE = 'application/cbor';
-// useRecords: false keeps the output plain RFC 8949 maps that any CBOR client can read.
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
-
-export function encodeCbor(value: unknown): Buffer {
-  return encoder.encode(value);
-}
-
-export function decodeCbor(bytes: Buffer): unknown {
-  return decoder.decode(bytes);
-}
 
 /** True when the client lists CBOR before (or without) JSON in Accept. */
 export function wantsCbor(accept: string | undefined): boolean {

@@ -1,21 +1,18 @@
 // CBOR encoding of Raft values for the raft column family and the wire. Decoding checks the
 // shape of what it returns (pair assertion: checked on write by the types, on read here).
-import { Decoder, Encoder } from 'cbor-x';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Entry, HardState, Message, Snapshot } from './types.js';
-
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
 const MESSAGE_KINDS = new Set<Message['kind']>([
   'preVote', 'vote', 'preVoteResp', 'voteResp', 'append', 'appendResp', 'heartbeat', 'heartbeatResp', 'snapshot', 'timeoutNow', 'readIndex', 'readIndexResp',
 ]);
 
 export function encodeValue(value: Message | Entry | HardState | Snapshot | Record<string, unknown>): Buffer {
-  return encoder.encode(value);
+  return encodeCbor(value);
 }
 
 function decodeObject(buf: Uint8Array, what: string): Record<string, unknown> {
-  const v = decoder.decode(buf) as unknown;
+  const v = decodeCbor(buf) as unknown;
   if (typeof v !== 'object' || v === null) throw new Error(`raft codec: ${what} is not an object`);
   return v as Record<string, unknown>;
 }

@@ -5,6 +5,7 @@
 // Membership: one change at a time. A change takes effect on a node when the node learns it
 // is committed; a leader accepts a new change only once the previous one is committed, and a
 // new leader only after committing an entry of its own term (Ongaro, single-server changes).
+import type { Rand } from '../core/rand.js';
 import { committedIndex, hasQuorum, voteResult } from './quorum.js';
 import { Progress } from './progress.js';
 import { RaftLog } from './log.js';
@@ -18,13 +19,12 @@ import type {
   HardState,
   Message,
   NodeId,
-  Rand,
   ReadState,
   Ready,
   Role,
   SoftState,
 } from './types.js';
-import { unreachable } from './types.js';
+import { unreachable } from '../core/unreachable.js';
 
 export interface RaftOptions {
   readonly id: NodeId;

@@ -1,10 +1,11 @@
 // The driver of one Raft group: the only code that does I/O around the pure core. It ticks
 // on a timer, and drains Ready in the contract's order: persist (synced) -> send -> restore /
 // apply -> advance. Proposals resolve when applied here, or reject (not_leader / timeout).
+import type { Rand } from '../core/rand.js';
 import { FirkinError } from '../core/errors.js';
 import { DEFAULT_RAFT_OPTIONS, RaftCore, type ProposeResult } from './core.js';
 import type { RocksLog } from './rocks-log.js';
-import type { ConfChange, Entry, GroupId, Message, NodeId, Rand, Ready, SoftState } from './types.js';
+import type { ConfChange, Entry, GroupId, Message, NodeId, Ready, SoftState } from './types.js';
 
 export interface StateMachine {
   /** Apply one committed entry (noop and conf entries included, in log order). */
@@ -37,8 +38,6 @@ interface Waiter {
   reject(err: unknown): void;
   timer: NodeJS.Timeout;
 }
-
-export const mathRand: Rand = { int: (n) => Math.floor(Math.random() * n) };
 
 export class RaftGroup {
   readonly core: RaftCore;

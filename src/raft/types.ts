@@ -4,12 +4,6 @@
 export type NodeId = string;
 export type GroupId = string;
 
-/** Injected randomness: the core never calls Math.random. */
-export interface Rand {
-  /** Uniform integer in [0, maxExclusive). */
-  int(maxExclusive: number): number;
-}
-
 export const CONF_CHANGE_TYPES = ['addVoter', 'addLearner', 'removeNode'] as const;
 export type ConfChangeType = (typeof CONF_CHANGE_TYPES)[number];
 /** One-at-a-time membership change. `addVoter` on a learner promotes it. */
@@ -107,8 +101,4 @@ export interface Ready {
   readonly committed: readonly Entry[];
   readonly readStates: readonly ReadState[];
   readonly mustSync: boolean;
-}
-
-export function unreachable(value: never): never {
-  throw new Error(`unhandled variant: ${JSON.stringify(value)}`);
 }

@@ -6,12 +6,14 @@
 //             [shard, 'n']              -> JSON {docCount, totalLength}
 // A change is prepared (ops to write + an in-memory apply) and applied only after its batch
 // commits, so memory never runs ahead of disk.
-import { encodeKey, prefixRange } from '../core/keys.js';
+import { NUMBER, jsonRecordCodec, objectSchema } from '../core/codec.js';
+import { decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import { type Bm25Params, type CorpusStats, type Posting, type ScoredId, rankBm25, termFrequencies } from './bm25.js';
 import type { CollectionConfig } from './collection-config.js';
-import { decodeTrailingString } from './key-parts.js';
 import { ENGLISH_STOPWORDS, tokenize } from './tokenize.js';
+
+const corpusStatsCodec = jsonRecordCodec<CorpusStats>('BM25 corpus stats', objectSchema({ docCount: NUMBER, totalLength: NUMBER }));
 
 export interface TextChange {
   readonly id: string;
@@ -156,7 +158,7 @@ class DiskBm25 implements Bm25Index {
 
   static async open(config: CollectionConfig['bm25'], store: Store, shard: number): Promise<DiskBm25> {
     const raw = await store.get('bm25', DiskBm25.statsKey(shard));
-    const stats = raw === undefined ? { docCount: 0, totalLength: 0 } : (JSON.parse(raw.toString('utf8')) as CorpusStats);
+    const stats = raw === undefined ? { docCount: 0, totalLength: 0 } : corpusStatsCodec.decode(raw);
     return new DiskBm25(config, store, shard, stats);
   }
 
@@ -184,7 +186,7 @@ class DiskBm25 implements Bm25Index {
       }
     }
     const next = { docCount, totalLength };
-    ops.push({ type: 'put', cf: 'bm25', key: DiskBm25.statsKey(this.#shard), value: Buffer.from(JSON.stringify(next)) });
+    ops.push({ type: 'put', cf: 'bm25', key: DiskBm25.statsKey(this.#shard), value: corpusStatsCodec.encode(next) });
     return {
       ops,
       apply: () => {

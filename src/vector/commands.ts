@@ -5,7 +5,7 @@
 //
 // The codec is CBOR (vectors as float32 little-endian bytes) with a shape check on decode: a
 // log entry from another node is input like any other.
-import { Decoder, Encoder } from 'cbor-x';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 import type { DocInput } from './shard.js';
 
@@ -16,8 +16,6 @@ export type ShardCommand =
 /** What applying a command did: for a delete, which ids were there to delete. */
 export type ApplyOutcome = { readonly kind: 'upsert'; readonly written: number } | { readonly kind: 'delete'; readonly deleted: readonly boolean[] };
 
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
 interface WireDoc {
   i: string;
@@ -27,9 +25,9 @@ interface WireDoc {
 }
 
 export function encodeShardCommand(command: ShardCommand): Buffer {
-  if (command.kind === 'delete') return encoder.encode({ k: 'd', ids: command.ids });
+  if (command.kind === 'delete') return encodeCbor({ k: 'd', ids: command.ids });
   const docs: WireDoc[] = command.docs.map((d) => ({ i: d.id, t: d.text, m: d.metadata, v: new Uint8Array(d.vector.buffer, d.vector.byteOffset, d.vector.byteLength) }));
-  return encoder.encode({ k: 'u', docs });
+  return encodeCbor({ k: 'u', docs });
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
@@ -41,7 +39,7 @@ function corrupt(why: string): FirkinError {
 export function decodeShardCommand(bytes: Uint8Array): ShardCommand {
   let raw: unknown;
   try {
-    raw = decoder.decode(bytes);
+    raw = decodeCbor(bytes);
   } catch (err) {
     throw corrupt((err as Error).message);
   }

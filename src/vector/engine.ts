@@ -14,9 +14,11 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { NUMBER, OBJECT, STRING, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
 import { type IdRouting, rangeRouting, routeId } from '../core/shard-hash.js';
+import { SerialQueue } from '../core/serial.js';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from './ann/ann-index.js';
 import { type ScoredId, byScoreThenId } from './bm25.js';
@@ -51,6 +53,13 @@ interface CatalogueEntry {
   /** Absent in entries written before hash ranges. */
   routing?: IdRouting;
 }
+
+const catalogueCodec = jsonRecordCodec<CatalogueEntry & { name: string }>(
+  'vector collection record',
+  objectSchema({ name: STRING, config: OBJECT, shards: { type: 'array', items: NUMBER } }, { routing: OBJECT }),
+);
+/** The id the next new shard gets. */
+const nextShardCodec = jsonRecordCodec<number>('next shard id', { type: 'integer', minimum: 1 });
 
 class Collection {
   readonly #byId: Map<number, ShardHandle>;
@@ -119,7 +128,7 @@ export class VectorEngine {
   readonly #o: VectorEngineOptions;
   readonly #collections = new Map<string, Collection>();
   /** Catalogue changes (create, delete) one at a time. */
-  #catalogueTail: Promise<unknown> = Promise.resolve();
+  readonly #catalogueQueue = new SerialQueue();
   #saveTimer: NodeJS.Timeout | undefined;
   /** Set when close starts: requests from then on are 503 (the node is stopping). */
   #stopping = false;
@@ -156,7 +165,7 @@ export class VectorEngine {
       await store.del('system', key, { sync: true });
     }
     for await (const [, value] of store.entries('system', prefixRange(['vector', 'collection']))) {
-      const entry = JSON.parse(value.toString('utf8')) as CatalogueEntry & { name: string };
+      const entry = catalogueCodec.decode(value);
       this.#collections.set(entry.name, await this.#openCollection(entry.name, entry));
     }
   }
@@ -191,9 +200,7 @@ export class VectorEngine {
   }
 
   #catalogue<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#catalogueTail.then(fn);
-    this.#catalogueTail = run.catch(() => undefined);
-    return run;
+    return this.#catalogueQueue.run(fn);
   }
 
   #collection(name: string): Collection {
@@ -214,13 +221,13 @@ export class VectorEngine {
       if (this.#o.cluster !== undefined) return this.#o.cluster.create(name, config);
       const { store } = this.#o;
       const raw = await store.get('system', NEXT_SHARD_KEY);
-      const shardId = raw === undefined ? 1 : (JSON.parse(raw.toString('utf8')) as number);
+      const shardId = raw === undefined ? 1 : nextShardCodec.decode(raw);
       // Standalone: one local shard holds the collection; num_shards is kept for placement.
       const entry: CatalogueEntry & { name: string } = { name, config, shards: [shardId], routing: rangeRouting([shardId]) };
       await store.batch(
         [
-          { type: 'put', cf: 'system', key: NEXT_SHARD_KEY, value: Buffer.from(JSON.stringify(shardId + 1)) },
-          { type: 'put', cf: 'system', key: collectionKey(name), value: Buffer.from(JSON.stringify(entry)) },
+          { type: 'put', cf: 'system', key: NEXT_SHARD_KEY, value: nextShardCodec.encode(shardId + 1) },
+          { type: 'put', cf: 'system', key: collectionKey(name), value: catalogueCodec.encode(entry) },
         ],
         { sync: true },
       );

@@ -8,15 +8,13 @@
 // start); one behind drops its data and loads the snapshot.
 // Limitation, for now: a snapshot is built and held whole in memory (fine for the shard sizes
 // the tests and benches use; streaming it in chunks is the multi-Raft work's next step).
-import { Decoder, Encoder } from 'cbor-x';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 import type { StateMachine } from '../raft/group.js';
 import type { Entry } from '../raft/types.js';
 import { decodeShardCommand, encodeShardCommand } from './commands.js';
 import type { DocInput, Shard } from './shard.js';
 
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
 export class ShardFsm implements StateMachine {
   #shard: Shard;
@@ -47,11 +45,11 @@ export class ShardFsm implements StateMachine {
     // Each document as an encoded upsert, so the one checked codec decodes them again.
     const parts: Uint8Array[] = [];
     for await (const docs of this.#shard.exportDocs()) parts.push(encodeShardCommand({ kind: 'upsert', docs }));
-    return encoder.encode({ index: this.#lastIndex, parts });
+    return encodeCbor({ index: this.#lastIndex, parts });
   }
 
   async restore(data: Uint8Array): Promise<void> {
-    const snap = decoder.decode(data) as { index?: unknown; parts?: unknown };
+    const snap = decodeCbor(data) as { index?: unknown; parts?: unknown };
     if (typeof snap.index !== 'number' || !Array.isArray(snap.parts) || !snap.parts.every((p) => p instanceof Uint8Array)) {
       throw new FirkinError('error', 'shard snapshot does not decode');
     }

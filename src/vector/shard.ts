@@ -30,10 +30,11 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Decoder, Encoder } from 'cbor-x';
 import type { Logger } from 'pino';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
-import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
+import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
+import { SerialQueue } from '../core/serial.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
 import { type ScoredId, topK } from './bm25.js';
@@ -42,11 +43,8 @@ import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
 import type { ApplyOutcome, ShardCommand } from './commands.js';
 import type { ShardHandle } from './shard-handle.js';
-import { decodeTrailingString } from './key-parts.js';
 import { exactScore, scoreFromDistance } from './metric.js';
 
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
 /** Records read per chunk when rebuilding or replaying. */
 const SCAN_CHUNK = 1024;
@@ -152,7 +150,7 @@ function addMany(index: AnnIndex, dimensions: number, keys: bigint[], vectors: F
 }
 
 function decodeRecord(id: string, raw: Buffer): StoredDoc & { label: number; seq: number } {
-  const r = decoder.decode(raw) as RecordValue;
+  const r = decodeCbor(raw) as RecordValue;
   return { id, text: r.t, metadata: r.m, vector: bytesVector(r.v), label: r.l, seq: r.s };
 }
 
@@ -193,7 +191,7 @@ export class Shard implements ShardHandle {
   #nextLabel = 1;
   /** Write sequence the index file on disk covers (-1: no usable file). */
   #savedSeq = -1;
-  #tail: Promise<unknown> = Promise.resolve();
+  readonly #writes = new SerialQueue();
   /** Upserts not yet written, taking new members (see `upsert`). */
   #openGroup: UpsertGroup | undefined;
   /** Removed vectors still in the live index's graph (updates and deletes since it was built). */
@@ -267,13 +265,13 @@ export class Shard implements ShardHandle {
     const { store } = this.#deps;
     const meta = await store.get('vec', this.#key('m'));
     if (meta !== undefined) {
-      const m = decoder.decode(meta) as { seq: number; label: number; a?: number };
+      const m = decodeCbor(meta) as { seq: number; label: number; a?: number };
       this.#seq = m.seq;
       this.#nextLabel = m.label;
       this.#applied = m.a ?? 0; // shards written before commands had no applied index
     }
     for await (const [key, value] of store.entries('vec', prefixRange([this.id, 's']))) {
-      const e = decoder.decode(value) as SeqValue;
+      const e = decodeCbor(value) as SeqValue;
       this.#docs.set(e.id, { label: e.l, seq: decodeKey(key)[2] as number });
       this.#labels.set(e.l, e.id);
     }
@@ -342,7 +340,7 @@ export class Shard implements ShardHandle {
     let removed = 0;
     const after = (kind: 's' | 't') => ({ gt: this.#key(kind, fromSeq), lt: prefixRange([this.id, kind]).lt });
     for await (const [, value] of store.entries('vec', after('t'))) {
-      const e = decoder.decode(value) as SeqValue;
+      const e = decodeCbor(value) as SeqValue;
       if (index.remove(BigInt(e.l))) removed++;
       replayed++;
     }
@@ -364,7 +362,7 @@ export class Shard implements ShardHandle {
       chunk = [];
     };
     for await (const [, value] of store.entries('vec', after('s'))) {
-      chunk.push(decoder.decode(value) as SeqValue);
+      chunk.push(decodeCbor(value) as SeqValue);
       if (chunk.length >= SCAN_CHUNK) await flush();
     }
     if (chunk.length > 0) await flush();
@@ -378,7 +376,7 @@ export class Shard implements ShardHandle {
     const range = prefixRange([this.id, 'd']);
     const prefixLength = range.gte.length;
     for await (const [key, value] of this.#deps.store.entries('vec', range)) {
-      const r = decoder.decode(value) as RecordValue;
+      const r = decodeCbor(value) as RecordValue;
       if (what.index) {
         keys.push(BigInt(r.l));
         vectors.push(bytesVector(r.v));
@@ -409,9 +407,7 @@ export class Shard implements ShardHandle {
     // Anything queued after the open upsert group closes it: a later upsert must not jump
     // ahead of this job by joining the earlier group.
     this.#openGroup = undefined;
-    const run = this.#tail.then(fn);
-    this.#tail = run.catch(() => undefined);
-    return run;
+    return this.#writes.run(fn);
   }
 
   async #oldTexts(ids: readonly string[]): Promise<Map<string, string>> {
@@ -422,7 +418,7 @@ export class Shard implements ShardHandle {
     present.forEach((id, i) => {
       const raw = raws[i];
       assert.ok(raw !== undefined, `live doc ${id} without its record`);
-      out.set(id, (decoder.decode(raw) as RecordValue).t);
+      out.set(id, (decodeCbor(raw) as RecordValue).t);
     });
     return out;
   }
@@ -490,14 +486,14 @@ export class Shard implements ShardHandle {
       const label = prev?.label ?? nextLabel++;
       seq += 1;
       const record: RecordValue = { t: doc.text, m: doc.metadata, l: label, s: seq, v: vectorBytes(doc.vector) };
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('d', doc.id), value: encoder.encode(record) });
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('d', doc.id), value: encodeCbor(record) });
       if (prev !== undefined) ops.push({ type: 'del', cf: 'vec', key: this.#key('s', prev.seq) });
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('s', seq), value: encoder.encode({ id: doc.id, l: label } satisfies SeqValue) });
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('s', seq), value: encodeCbor({ id: doc.id, l: label } satisfies SeqValue) });
       return { doc, label, seq, prev };
     });
     const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTexts.get(d.id), newText: d.text })));
     if (bm25 !== undefined) ops.push(...bm25.ops);
-    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: nextLabel, a: index }) });
+    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: nextLabel, a: index }) });
     await this.#deps.store.batch(ops, { sync: true });
     this.#applied = index;
     // Committed: bring memory and the index up to it, with no await in between.
@@ -530,12 +526,12 @@ export class Shard implements ShardHandle {
       seq += 1;
       ops.push({ type: 'del', cf: 'vec', key: this.#key('d', id) });
       ops.push({ type: 'del', cf: 'vec', key: this.#key('s', prev.seq) });
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('t', seq), value: encoder.encode({ id, l: prev.label } satisfies SeqValue) });
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('t', seq), value: encodeCbor({ id, l: prev.label } satisfies SeqValue) });
       return { id, label: prev.label };
     });
     const bm25 = this.#bm25?.prepare(present.map((id) => ({ id, oldText: oldTexts.get(id), newText: undefined })));
     if (bm25 !== undefined) ops.push(...bm25.ops);
-    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encoder.encode({ seq, label: this.#nextLabel, a: index }) });
+    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: this.#nextLabel, a: index }) });
     await this.#deps.store.batch(ops, { sync: true });
     this.#applied = index;
     for (const g of gone) {
@@ -572,7 +568,7 @@ export class Shard implements ShardHandle {
     return this.#exclusive(async () => {
       if (this.#applied !== 0 || this.#docs.size !== 0) throw new FirkinError('error', `shard ${this.id}: a snapshot loads only into an empty shard`);
       for (const chunk of chunks) await this.#commitUpserts(lastOfEachId(chunk), 0);
-      await this.#deps.store.put('vec', this.#key('m'), encoder.encode({ seq: this.#seq, label: this.#nextLabel, a: index }), { sync: true });
+      await this.#deps.store.put('vec', this.#key('m'), encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }), { sync: true });
       this.#applied = index;
     });
   }
@@ -587,7 +583,7 @@ export class Shard implements ShardHandle {
       const hash = createHash('sha256');
       let docs = 0;
       for await (const [key, value] of this.#deps.store.entries('vec', prefixRange([this.id, 'd']))) {
-        const r = decoder.decode(value) as RecordValue;
+        const r = decodeCbor(value) as RecordValue;
         hash.update(JSON.stringify([decodeKey(key)[2], r.t, r.m])).update(r.v);
         docs++;
       }
@@ -639,7 +635,7 @@ export class Shard implements ShardHandle {
     const prefixLength = range.gte.length;
     const hits: VectorHit[] = [];
     for await (const [key, value] of this.#deps.store.entries('vec', range)) {
-      const r = decoder.decode(value) as RecordValue;
+      const r = decodeCbor(value) as RecordValue;
       if (!matchesFilter(filter, r.m)) continue;
       const id = decodeTrailingString(key, prefixLength);
       hits.push({ id, text: r.t, metadata: r.m, score: exactScore(this.config.metric, query, bytesVector(r.v)) });
@@ -693,7 +689,7 @@ export class Shard implements ShardHandle {
       let keys: bigint[] = [];
       let vectors: Float32Array[] = [];
       const take = (value: Buffer) => {
-        const r = decoder.decode(value) as RecordValue;
+        const r = decodeCbor(value) as RecordValue;
         keys.push(BigInt(r.l));
         vectors.push(bytesVector(r.v));
         count++;
@@ -779,7 +775,7 @@ export class Shard implements ShardHandle {
   async close(options: { save: boolean; reason?: 'stopping' | 'dropped' }): Promise<void> {
     this.#closing ??= options.reason ?? 'stopping';
     this.#stopBuild.abort(new FirkinError('unavailable', 'the shard is closing'));
-    await this.#tail;
+    await this.#writes.idle();
     // A checkpoint stopped by the abort leaves the previous file in place: fine, it is replaced next.
     await this.#saving?.catch(() => undefined);
     if (options.save) await this.#saveIfDirty();

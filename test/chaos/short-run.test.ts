@@ -31,7 +31,7 @@ t.test('chaos: seed 1, kill and partition, no anomalies, everything stopped', as
 
 t.test('chaos: a deliberately broken build (stale keys) fails the checker', async (t) => {
   const { code, out, last } = await chaos(t, ['--seed', '3', '--minutes', '0.5', '--nemesis', 'partition', '--broken', 'stale-keys']);
-  t.match(out, /ANOMALY revoked-accepted/, out.slice(-3000));
+  t.match(out, /ANOMALY keys revoked-accepted/, out.slice(-3000));
   t.match(last, /^chaos: \d+ ops, \d+ faults, [1-9]\d* anomalies$/);
   t.equal(code, 1, 'exit status 1 on anomalies');
 });

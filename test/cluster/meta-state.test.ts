@@ -4,7 +4,8 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState } from '../../src/cluster/meta-state.js';
-import { MetaFsm, encodeMeta } from '../../src/cluster/metadata.js';
+import { encodeCbor } from '../../src/core/codec.js';
+import { MetaFsm } from '../../src/cluster/metadata.js';
 import type { Entry } from '../../src/raft/types.js';
 import { fcParams } from '../support/fc.js';
 
@@ -39,7 +40,7 @@ function replay(cmds: readonly MetaCommand[], from: MetaState = EMPTY_META): Met
 }
 
 function entries(cmds: readonly MetaCommand[], first = 1): Entry[] {
-  return cmds.map((c, i) => ({ index: first + i, term: 1, kind: 'normal', data: encodeMeta(c) }));
+  return cmds.map((c, i) => ({ index: first + i, term: 1, kind: 'normal', data: encodeCbor(c) }));
 }
 
 t.test('apply is deterministic and never mutates its input', (t) => {

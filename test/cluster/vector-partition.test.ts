@@ -4,7 +4,7 @@
 // own replica; after healing it catches up and every replica holds the same data.
 import t from 'tap';
 import { FaultNetwork } from '../../chaos/proxy/network.js';
-import { mathRand } from '../../src/raft/group.js';
+import { mathRand } from '../../src/core/rand.js';
 import { freePorts } from '../raft/kv-cluster.js';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';

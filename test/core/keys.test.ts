@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { type KeyPart, compareTuples, decodeKey, encodeKey, extendKey, prefixRange } from '../../src/core/keys.js';
+import { type KeyPart, compareTuples, decodeKey, decodeTrailingString, encodeKey, extendKey, prefixRange, stringPrefixRange } from '../../src/core/keys.js';
 import { fcParams } from '../support/fc.js';
 
 const arbString = fc.string({ unit: 'binary', maxLength: 12 });
@@ -115,6 +115,29 @@ t.test('extendKey(encodeKey(a), b) == encodeKey([...a, ...b])', (t) => {
   fc.assert(
     fc.property(arbTuple, arbTuple, (a, b) => extendKey(encodeKey(a), b).equals(encodeKey([...a, ...b]))),
     fcParams(500),
+  );
+  t.end();
+});
+
+t.test('stringPrefixRange holds exactly the keys whose last string starts with the prefix', (t) => {
+  const inRange = (key: Buffer, r: { gte: Buffer; lt: Buffer }) => Buffer.compare(key, r.gte) >= 0 && Buffer.compare(key, r.lt) < 0;
+  fc.assert(
+    fc.property(fc.array(arbPart, { maxLength: 3 }), arbString, arbString, (tuple, prefix, s) => {
+      const range = stringPrefixRange(tuple, prefix);
+      return inRange(encodeKey([...tuple, prefix + s]), range) && inRange(encodeKey([...tuple, s]), range) === s.startsWith(prefix);
+    }),
+    fcParams(),
+  );
+  t.end();
+});
+
+t.test('decodeTrailingString reads the last part as decodeKey does', (t) => {
+  fc.assert(
+    fc.property(fc.array(arbPart, { maxLength: 3 }), fc.oneof(arbString, fc.constantFrom('a\u0000b', '\u0000', '')), (tuple, s) => {
+      const key = encodeKey([...tuple, s]);
+      return decodeTrailingString(key, encodeKey(tuple).length) === s && decodeKey(key).at(-1) === s;
+    }),
+    fcParams(),
   );
   t.end();
 });

@@ -3,7 +3,6 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { embedderUrlAllowed } from '../../src/gateway/embedder-urls.js';
-import { KeyedMutex } from '../../src/gateway/mutex.js';
 import { collectionQuotaError, documentBytes, writeQuotaError } from '../../src/gateway/quota.js';
 import { fcParams } from '../support/fc.js';
 
@@ -36,35 +35,6 @@ t.test('documentBytes: id, text, metadata JSON in UTF-8, 4 bytes per dimension',
   t.equal(documentBytes({ id: 'ab' }, 3), 2 + 12);
   t.equal(documentBytes({ id: 'é', text: 'héllo', metadata: { a: 1 } }, 0), 2 + 6 + 7);
   t.end();
-});
-
-t.test('KeyedMutex: exclusive and in order per name, names independent', async (t) => {
-  await fc.assert(
-    fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.nat(3)), { minLength: 1, maxLength: 30 }), async (jobs) => {
-      const mutex = new KeyedMutex();
-      const inside = new Map<string, number>();
-      const order: Record<string, number[]> = { a: [], b: [], c: [] };
-      let overlap = false;
-      await Promise.all(
-        jobs.map(([name, ticks], i) =>
-          mutex.run(name, async () => {
-            if ((inside.get(name) ?? 0) > 0) overlap = true;
-            inside.set(name, (inside.get(name) ?? 0) + 1);
-            for (let k = 0; k < ticks; k++) await Promise.resolve();
-            order[name]!.push(i);
-            inside.set(name, inside.get(name)! - 1);
-          }),
-        ),
-      );
-      const inArrival = Object.values(order).every((xs) => xs.every((x, j) => j === 0 || xs[j - 1]! < x));
-      return !overlap && inArrival;
-    }),
-    fcParams(),
-  );
-  // A failing job releases the lock.
-  const mutex = new KeyedMutex();
-  await t.rejects(mutex.run('x', async () => Promise.reject(new Error('boom'))));
-  t.equal(await mutex.run('x', async () => 1), 1);
 });
 
 t.test('embedder URLs: only under a listed prefix, whole path segments, http(s), no credentials', (t) => {

@@ -2,7 +2,8 @@
 import t from 'tap';
 import { Store } from '../../src/storage/db.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
-import { RaftGroup, mathRand, type StateMachine } from '../../src/raft/group.js';
+import { mathRand } from '../../src/core/rand.js';
+import { RaftGroup, type StateMachine } from '../../src/raft/group.js';
 import type { Entry, Message } from '../../src/raft/types.js';
 import { isFirkinError } from '../../src/core/errors.js';
 import { tempDir } from '../support/node.js';

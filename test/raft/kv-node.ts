@@ -6,7 +6,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Store } from '../../src/storage/db.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
-import { RaftGroup, mathRand, type StateMachine } from '../../src/raft/group.js';
+import { mathRand } from '../../src/core/rand.js';
+import { RaftGroup, type StateMachine } from '../../src/raft/group.js';
 import { Transport } from '../../src/cluster/transport.js';
 import { isFirkinError } from '../../src/core/errors.js';
 import type { Entry } from '../../src/raft/types.js';

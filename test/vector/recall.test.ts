@@ -2,7 +2,7 @@
 // seed. The size is VECTOR_RECALL_N=20000 (about 30 s on the shared 2-core machine, so
 // the default suite runs 5000); VECTOR_RECALL_QUERIES (default 200) sets the query count.
 import t from 'tap';
-import { encodeCbor } from '../../src/http/codec.js';
+import { encodeCbor } from '../../src/core/codec.js';
 import { startTestNode } from '../support/node.js';
 import { bruteForceCosine, clusteredVectors } from './clustered.js';
 

@@ -5,7 +5,8 @@
 import path from 'node:path';
 import pino from 'pino';
 import t from 'tap';
-import { RaftGroup, mathRand } from '../../src/raft/group.js';
+import { RaftGroup } from '../../src/raft/group.js';
+import { mathRand } from '../../src/core/rand.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
 import type { Message } from '../../src/raft/types.js';
 import { Store } from '../../src/storage/db.js';

@@ -4,9 +4,10 @@
 // earlier member, local ones first); one global order and offset/limit apply to the merge.
 // A member that fails is reported in `meta.errors`, never silently dropped.
 import type { Logger } from 'pino';
+import { NUMBER, OBJECT, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
-import type { HybridClock } from '../../core/hlc.js';
-import { encodeKey, prefixRange } from '../../core/keys.js';
+import type { Clock, HybridClock } from '../../core/hlc.js';
+import { Catalog } from '../../core/catalog.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import type { Json } from '../query/ast.js';
@@ -38,6 +39,11 @@ export interface FederationRecord {
   readonly createdMs: number;
 }
 
+const federationCodec = jsonRecordCodec<FederationRecord>(
+  'federation record',
+  objectSchema({ name: STRING, members: STRING_ARRAY, createdMs: NUMBER }, { query: OBJECT }),
+);
+
 export interface FederationDeps {
   store: Store;
   /** Exact per-value counts for `_find` totals (optional: without, totals walk the index). */
@@ -47,7 +53,7 @@ export interface FederationDeps {
   log: Logger;
   outbound: OutboundPolicy;
   timeoutMs: number;
-  nowMs: () => number;
+  clock: Clock;
 }
 
 const bad = (message: string) => new FirkinError('bad_request', message);
@@ -112,19 +118,15 @@ export function mergeAnswers(answers: readonly MemberAnswer[], q: { orderBy: Par
 
 export class Federations {
   readonly #d: FederationDeps;
-  readonly #byName = new Map<string, FederationRecord>();
+  readonly #byName: Catalog<FederationRecord>;
 
-  private constructor(deps: FederationDeps) {
+  private constructor(deps: FederationDeps, byName: Catalog<FederationRecord>) {
     this.#d = deps;
+    this.#byName = byName;
   }
 
   static async open(deps: FederationDeps): Promise<Federations> {
-    const f = new Federations(deps);
-    for await (const [, value] of deps.store.entries('system', prefixRange([KIND]))) {
-      const rec = JSON.parse(value.toString('utf8')) as FederationRecord;
-      f.#byName.set(rec.name, rec);
-    }
-    return f;
+    return new Federations(deps, await Catalog.open(deps.store, { prefix: KIND, codec: federationCodec, keyOf: (r) => r.name }));
   }
 
   #get(name: string): FederationRecord {
@@ -134,8 +136,7 @@ export class Federations {
   }
 
   async #save(rec: FederationRecord): Promise<void> {
-    await this.#d.store.put('system', encodeKey([KIND, rec.name]), Buffer.from(JSON.stringify(rec)), { sync: true });
-    this.#byName.set(rec.name, rec);
+    await this.#byName.put(rec);
   }
 
   /** A member as stored: a local database that exists, or a normalised remote URL we may call. */
@@ -179,7 +180,7 @@ export class Federations {
     if (this.#byName.has(name)) throw new FirkinError('conflict', `federation ${JSON.stringify(name)} already exists`);
     const parsedAuth = parseAuth(auth);
     const normal = [...new Set(members.map((m) => this.#member(m, parsedAuth)))];
-    const rec: FederationRecord = { name, members: normal, auth: auth ?? undefined, query: this.#query(query), createdMs: this.#d.nowMs() };
+    const rec: FederationRecord = { name, members: normal, auth: auth ?? undefined, query: this.#query(query), createdMs: this.#d.clock.nowMs() };
     await this.#save(rec);
     return this.view(rec);
   }
@@ -193,8 +194,7 @@ export class Federations {
 
   async delete(name: string): Promise<void> {
     this.#get(name);
-    await this.#d.store.del('system', encodeKey([KIND, name]), { sync: true });
-    this.#byName.delete(name);
+    await this.#byName.delete(name);
   }
 
   async addMember(name: string, member: string) {

@@ -41,7 +41,3 @@ export interface FindQuery {
   readonly orderBy: readonly OrderKey[]; // empty = `_id` ascending
   readonly includeDocs: boolean;
 }
-
-export function unreachable(value: never): never {
-  throw new Error(`unhandled variant: ${JSON.stringify(value)}`);
-}

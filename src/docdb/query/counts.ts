@@ -9,7 +9,7 @@
 // holds exactly the batches committed so far, and every later batch's delta is collected
 // while the walk runs, so nothing is counted twice or missed. A bounded number of counts is
 // kept (least recently used out); a restart starts empty, as nothing here is on disk.
-import { encodeKey } from '../../core/keys.js';
+import { bytesPrefixRange, encodeKey } from '../../core/keys.js';
 import type { BatchOp, Store } from '../../storage/db.js';
 import type { DocEngine, WinnerChange } from '../engine.js';
 import { postingsDiff } from './postings.js';
@@ -109,7 +109,7 @@ export class ValueCounts {
     const generation = this.#generation.get(db) ?? 0;
     const collector = { delta: 0 };
     const walk = await this.#engine.atCommitBoundary(db, () => {
-      const batches = this.#store.keyBatches('paths', rangeOf(valuePrefix), this.#walkBatch);
+      const batches = this.#store.keyBatches('paths', bytesPrefixRange(valuePrefix), this.#walkBatch);
       const list = this.#collecting.get(prefix) ?? [];
       list.push(collector);
       this.#collecting.set(prefix, list);
@@ -130,8 +130,4 @@ export class ValueCounts {
     }
     return count;
   }
-}
-
-function rangeOf(valuePrefix: Buffer): { gte: Buffer; lt: Buffer } {
-  return { gte: valuePrefix, lt: Buffer.concat([valuePrefix, Buffer.from([0xff])]) };
 }

@@ -5,14 +5,14 @@
 // for the returned page alone; for one value (equality) the count comes from `ValueCounts`
 // and only the page's keys are read.
 import { FirkinError } from '../../core/errors.js';
-import { decodeKey } from '../../core/keys.js';
+import { type KeyRange, decodeKey } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
 import type { FindQuery, Json } from './ast.js';
 import type { ValueCounts } from './counts.js';
 import { compareForOrder, matches } from './match.js';
 import { QUERY_LIMITS } from './parse.js';
-import { type KeyRange, type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
+import { type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
 import { docIdOfPosting } from './postings.js';
 
 /** Counting a scan's postings stops here: past it, the scan is "big" and its exact size is irrelevant. */

@@ -1,5 +1,6 @@
 // Body-level evaluation of a condition tree: the ground truth every plan is checked against.
-import { type Condition, type Json, type Path, unreachable } from './ast.js';
+import { unreachable } from '../../core/unreachable.js';
+import type { Condition, Json, Path } from './ast.js';
 import { MISSING, type MaybeJson, collate, compareStrings, jsonEqual } from './collate.js';
 
 /** The value at `path`, or MISSING. A number segment only indexes arrays, a string only objects. */

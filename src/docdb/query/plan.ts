@@ -2,14 +2,9 @@
 // which one to scan. The executor measures each candidate scan (posting counts, capped) and
 // `choosePlan` picks the smallest; every candidate is then checked against the body, so a
 // scan only has to return a superset of the matches.
-import { afterPrefix, encodeKey, type KeyPart, prefixRange } from '../../core/keys.js';
+import { type KeyPart, type KeyRange, afterPrefix, encodeKey, prefixRange, stringPrefixRange } from '../../core/keys.js';
 import type { Condition, Json, Path } from './ast.js';
 import { ARRAY_SEGMENT, STRING_CHARS_MAX, TYPE_TAG, generalPath, leafKey } from './postings.js';
-
-export interface KeyRange {
-  readonly gte: Buffer;
-  readonly lt: Buffer;
-}
 
 export interface Scan {
   /** Union of these ranges holds every match of the condition (maybe more). */
@@ -111,12 +106,6 @@ export function anchoredLiteral(source: string): string {
     i += width - 1;
   }
   return out;
-}
-
-function stringPrefixRange(parts: KeyPart[], prefix: string): KeyRange {
-  const full = encodeKey([...parts, prefix]);
-  const open = full.subarray(0, full.length - 1); // drop the string terminator: any continuation matches
-  return { gte: Buffer.from(open), lt: Buffer.concat([open, Buffer.from([0xff])]) };
 }
 
 function comparisonScan(db: string, path: Path, op: '>' | '>=' | '<' | '<=', value: number | string): Scan {

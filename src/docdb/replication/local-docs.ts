@@ -2,13 +2,11 @@
 // hold replication checkpoints (ours and CouchDB clients'). Stored in the `system` column
 // family under ['repl.local', db, id] as CBOR {r: revision number, b: body}; revisions are
 // CouchDB's `0-<n>` form and a write must name the current one (409 otherwise).
-import { Decoder, Encoder } from 'cbor-x';
+import { decodeCbor, encodeCbor } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
 import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 
-const encoder = new Encoder({ useRecords: false, mapsAsObjects: true });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
 const LOCAL_LIMITS = { idBytesMax: 512, bodyBytesMax: 1024 * 1024 } as const;
 
@@ -43,7 +41,7 @@ export class LocalDocs {
   async get(db: string, id: string): Promise<Record<string, unknown> | undefined> {
     const buf = await this.#store.get('system', key(db, checkLocalId(id)));
     if (buf === undefined) return undefined;
-    const s = decoder.decode(buf) as Stored;
+    const s = decodeCbor(buf) as Stored;
     return { ...s.b, _id: `_local/${id}`, _rev: `0-${s.r}` };
   }
 
@@ -57,7 +55,7 @@ export class LocalDocs {
     const raw = body as Record<string, unknown>;
     const given = parseLocalRev(options.rev ?? raw._rev);
     const current = await this.#store.get('system', key(db, id));
-    const currentRev = current === undefined ? undefined : (decoder.decode(current) as Stored).r;
+    const currentRev = current === undefined ? undefined : (decodeCbor(current) as Stored).r;
     if (options.force !== true && currentRev !== given) {
       if (!(currentRev === undefined && given === 0)) {
         throw new FirkinError('conflict', `local document update conflict: _local/${id} is at ${currentRev === undefined ? 'no revision' : `0-${currentRev}`}`);
@@ -65,7 +63,7 @@ export class LocalDocs {
     }
     const stored: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(raw)) if (!k.startsWith('_')) stored[k] = v;
-    const value = encoder.encode({ r: (currentRev ?? 0) + 1, b: stored });
+    const value = encodeCbor({ r: (currentRev ?? 0) + 1, b: stored });
     if (value.length > LOCAL_LIMITS.bodyBytesMax) throw new FirkinError('too_large', `a local document may hold at most ${LOCAL_LIMITS.bodyBytesMax} bytes`);
     // Not synced: a lost checkpoint only makes the next run start earlier, and `_revs_diff`
     // keeps that from writing anything twice. A process crash loses nothing (the WAL is written).
@@ -78,7 +76,7 @@ export class LocalDocs {
     const current = await this.#store.get('system', key(db, id));
     if (current === undefined) throw new FirkinError('not_found', `local document _local/${id} not found`);
     const given = parseLocalRev(rev);
-    const currentRev = (decoder.decode(current) as Stored).r;
+    const currentRev = (decodeCbor(current) as Stored).r;
     if (given !== undefined && given !== currentRev) throw new FirkinError('conflict', `local document update conflict: _local/${id} is at 0-${currentRev}`);
     await this.#store.del('system', key(db, id), { sync: true });
     return { ok: true, id: `_local/${id}`, rev: '0-0' };

@@ -7,12 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { FirkinError } from '../../core/errors.js';
-import type { HybridClock } from '../../core/hlc.js';
+import type { Clock, HybridClock } from '../../core/hlc.js';
 import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
-import type { Rand } from './backoff.js';
+import { BOOLEAN, NUMBER, OBJECT, STRING, jsonRecordCodec, nullable, objectSchema } from '../../core/codec.js';
+import type { Backoff } from '../../core/backoff.js';
+import type { Rand } from '../../core/rand.js';
 import { replicationId } from './checkpoint.js';
 import {
   type EndpointSpec,
@@ -28,7 +30,7 @@ import { type Endpoint, type EndpointDeps, openEndpoint } from './endpoints.js';
 import { type ReplicationFilter, parseFilter } from './filter.js';
 import { LocalDocs } from './local-docs.js';
 import { type Progress, type ReplicationResult, replicate } from './replicator.js';
-import { type BackoffOptions, INITIAL, type TaskMachine, type TaskStatus, lastError, step } from './task-state.js';
+import { INITIAL, type TaskMachine, type TaskStatus, lastError, step } from './task-state.js';
 
 export interface ReplicationSettings {
   readonly allow: readonly string[];
@@ -46,7 +48,7 @@ export interface ManagerOptions {
   readonly store: Store;
   readonly hlc: HybridClock;
   readonly log: Logger;
-  readonly nowMs: () => number;
+  readonly clock: Clock;
   readonly rand: Rand;
   readonly settings: ReplicationSettings;
 }
@@ -77,6 +79,25 @@ interface TaskRecord {
   last_seq: string | null;
   last_error: string | null;
 }
+
+const taskCodec = jsonRecordCodec<TaskRecord>(
+  'replication task record',
+  objectSchema({
+    id: STRING,
+    source: OBJECT,
+    target: OBJECT,
+    continuous: BOOLEAN,
+    create_target: BOOLEAN,
+    policy: nullable(STRING),
+    created_at: NUMBER,
+    status: { enum: ['run', 'stopped', 'completed'] },
+    docs_read: NUMBER,
+    docs_written: NUMBER,
+    doc_write_failures: NUMBER,
+    last_seq: nullable(STRING),
+    last_error: nullable(STRING),
+  }),
+);
 
 interface Task {
   record: TaskRecord;
@@ -135,7 +156,7 @@ export class ReplicationManager {
   readonly #tasks = new Map<string, Task>();
   readonly #endpointDeps: EndpointDeps;
   readonly #outbound: OutboundPolicy;
-  readonly #backoff: BackoffOptions;
+  readonly #backoff: Backoff;
   readonly localDocs: LocalDocs;
   /** One-shot `_replicate` runs in flight: aborted at shutdown. */
   /** `_replicate` runs without `continuous`: listed while they run, and a while after. */
@@ -162,7 +183,7 @@ export class ReplicationManager {
     const m = new ReplicationManager(options);
     options.docs.onDrop((db) => m.localDocs.dropDb(db));
     for await (const [, value] of options.store.entries('system', prefixRange(['repl.task']))) {
-      const record = JSON.parse(value.toString('utf8')) as TaskRecord;
+      const record = taskCodec.decode(value);
       try {
         m.#tasks.set(record.id, m.#newTask(record, m.#requestOf(record)));
       } catch (err) {
@@ -206,7 +227,7 @@ export class ReplicationManager {
   async runOnce(request: ReplicationRequest): Promise<ReplicationResult> {
     this.#checkOpen();
     const abort = new AbortController();
-    const startedAt = new Date(this.#o.nowMs()).toISOString();
+    const startedAt = new Date(this.#o.clock.nowMs()).toISOString();
     const view: TaskView = {
       task_id: this.replicationId(request),
       policy: null,
@@ -228,7 +249,7 @@ export class ReplicationManager {
     this.#oneShots.set(abort, view);
     const onBatch = (p: Progress) => {
       Object.assign(view, { docs_read: p.docs_read, docs_written: p.docs_written, doc_write_failures: p.doc_write_failures, last_seq: p.last_seq });
-      view.updated_at = new Date(this.#o.nowMs()).toISOString();
+      view.updated_at = new Date(this.#o.clock.nowMs()).toISOString();
     };
     try {
       const { source, target } = await this.#prepare(request, abort.signal);
@@ -242,7 +263,7 @@ export class ReplicationManager {
       view.consecutive_failures = 1;
       throw err;
     } finally {
-      view.updated_at = new Date(this.#o.nowMs()).toISOString();
+      view.updated_at = new Date(this.#o.clock.nowMs()).toISOString();
       this.#oneShots.delete(abort);
       this.#recentOneShots.push(view);
       if (this.#recentOneShots.length > RECENT_ONE_SHOTS) this.#recentOneShots.shift();
@@ -288,7 +309,7 @@ export class ReplicationManager {
       sessionId: randomBytes(16).toString('hex'),
       batchSize: this.#o.settings.batchSize,
       waitMs: this.#o.settings.waitMs,
-      nowMs: this.#o.nowMs,
+      clock: this.#o.clock,
       signal,
       onBatch,
     };
@@ -313,7 +334,7 @@ export class ReplicationManager {
         : record.status === 'completed'
           ? { state: { kind: 'completed' }, failures: 0 }
           : INITIAL;
-    return { record, request, machine, abort: undefined, running: undefined, updatedAtMs: this.#o.nowMs() };
+    return { record, request, machine, abort: undefined, running: undefined, updatedAtMs: this.#o.clock.nowMs() };
   }
 
   /**
@@ -332,7 +353,7 @@ export class ReplicationManager {
       continuous: request.continuous,
       create_target: request.createTarget,
       policy: options.policy,
-      created_at: existing?.record.created_at ?? this.#o.nowMs(),
+      created_at: existing?.record.created_at ?? this.#o.clock.nowMs(),
       status: 'run',
       docs_read: existing?.record.docs_read ?? 0,
       docs_written: existing?.record.docs_written ?? 0,
@@ -414,9 +435,9 @@ export class ReplicationManager {
   }
 
   async #persist(task: Task, sync: boolean): Promise<void> {
-    task.updatedAtMs = this.#o.nowMs();
+    task.updatedAtMs = this.#o.clock.nowMs();
     if (this.#o.store.state !== 'open') return;
-    await this.#o.store.put('system', taskKey(task.record.id), Buffer.from(JSON.stringify(task.record)), { sync });
+    await this.#o.store.put('system', taskKey(task.record.id), taskCodec.encode(task.record), { sync });
   }
 
   async #halt(task: Task): Promise<void> {
@@ -443,10 +464,10 @@ export class ReplicationManager {
     while (!signal.aborted) {
       const state = task.machine.state;
       if (state.kind === 'error') {
-        await delay(state.retryAtMs - this.#o.nowMs(), signal);
+        await delay(state.retryAtMs - this.#o.clock.nowMs(), signal);
         if (signal.aborted) break;
         task.machine = step(task.machine, { kind: 'retry' }, this.#o.rand, this.#backoff);
-        task.updatedAtMs = this.#o.nowMs();
+        task.updatedAtMs = this.#o.clock.nowMs();
         log.info({ attempt: task.machine.failures + 1 }, 'replication task retrying');
       }
       const base = { docs_read: task.record.docs_read, docs_written: task.record.docs_written, doc_write_failures: task.record.doc_write_failures };
@@ -472,7 +493,7 @@ export class ReplicationManager {
       } catch (err) {
         if (signal.aborted) break;
         const error = errorText(err);
-        task.machine = step(task.machine, { kind: 'failure', error, nowMs: this.#o.nowMs() }, this.#o.rand, this.#backoff);
+        task.machine = step(task.machine, { kind: 'failure', error, nowMs: this.#o.clock.nowMs() }, this.#o.rand, this.#backoff);
         task.record.last_error = error;
         await this.#persist(task, true).catch(() => undefined);
         const s = task.machine.state;

@@ -2,12 +2,14 @@
 // JSON with credentials, never returned) that own their replication tasks. A new policy is
 // disabled unless its body says `enabled: true`; enable starts its tasks, disable stops them
 // (they stay listed as `stopped`), delete removes them. Enabled policies resume at boot.
+import { BOOLEAN, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
 import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { ReplicationManager, TaskView } from './manager.js';
-import { type Policy, type TaskSpec, checkPolicyName, expandPolicy, parsePolicy, publicPolicy } from './policy.js';
+import { MODES, PATTERNS, type Policy, type TaskSpec, checkPolicyName, expandPolicy, parsePolicy, publicPolicy } from './policy.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
+import { SerialQueue } from '../../core/serial.js';
 import { checkOutbound } from './endpoint-spec.js';
 
 const policyKey = (name: string) => encodeKey(['repl.policy', name]);
@@ -21,13 +23,18 @@ export interface PolicyStatus {
   tasks: Pick<TaskView, 'task_id' | 'source' | 'target' | 'status' | 'docs_read' | 'docs_written' | 'doc_write_failures' | 'last_seq' | 'last_error' | 'retry_at'>[];
 }
 
+const policyCodec = jsonRecordCodec<Policy>(
+  'replication policy record',
+  objectSchema({ name: STRING, pattern: { enum: PATTERNS }, mode: { enum: MODES }, enabled: BOOLEAN }, { nodes: STRING_ARRAY, database: STRING, members: STRING_ARRAY, source: STRING, targets: STRING_ARRAY }),
+);
+
 export class PolicyManager {
   readonly #store: Store;
   readonly #tasks: ReplicationManager;
   readonly #outbound: OutboundPolicy;
   readonly #policies = new Map<string, Policy>();
   /** Policy operations run one at a time: enable/disable/delete of one name never interleave. */
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #queue = new SerialQueue();
 
   private constructor(store: Store, tasks: ReplicationManager, outbound: OutboundPolicy) {
     this.#store = store;
@@ -39,7 +46,7 @@ export class PolicyManager {
   static async open(store: Store, tasks: ReplicationManager, outbound: OutboundPolicy): Promise<PolicyManager> {
     const pm = new PolicyManager(store, tasks, outbound);
     for await (const [, value] of store.entries('system', prefixRange(['repl.policy']))) {
-      const policy = JSON.parse(value.toString('utf8')) as Policy;
+      const policy = policyCodec.decode(value);
       pm.#policies.set(policy.name, policy);
     }
     for (const policy of pm.#policies.values()) if (policy.enabled) await pm.#apply(policy, false);
@@ -47,9 +54,7 @@ export class PolicyManager {
   }
 
   #serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(fn, fn);
-    this.#queue = run.catch(() => undefined);
-    return run;
+    return this.#queue.run(fn);
   }
 
   #get(name: string): Policy {
@@ -69,7 +74,7 @@ export class PolicyManager {
   }
 
   async #save(policy: Policy): Promise<void> {
-    await this.#store.put('system', policyKey(policy.name), Buffer.from(JSON.stringify(policy)), { sync: true });
+    await this.#store.put('system', policyKey(policy.name), policyCodec.encode(policy), { sync: true });
     this.#policies.set(policy.name, policy);
   }
 

@@ -11,9 +11,9 @@ import { isDbName } from '../names.js';
 import { type EndpointSpec, type RemoteAuth, displayEndpoint, parseAuth, parseEndpoint } from './endpoint-spec.js';
 import { type ReplicationFilter, parseFilter } from './filter.js';
 
-const PATTERNS = ['chain', 'group', 'fanout'] as const;
+export const PATTERNS = ['chain', 'group', 'fanout'] as const;
 export type Pattern = (typeof PATTERNS)[number];
-const MODES = ['continuous', 'one_shot'] as const;
+export const MODES = ['continuous', 'one_shot'] as const;
 export type Mode = (typeof MODES)[number];
 
 const POLICY_LIMITS = { endpointsMax: 64, nameChars: 128 } as const;

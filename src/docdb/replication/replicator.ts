@@ -3,7 +3,7 @@
 // -> `_bulk_docs` with new_edits: false on the target -> checkpoint on both sides. One-shot
 // runs stop when caught up; continuous runs wait for the next change until aborted.
 import { FirkinError } from '../../core/errors.js';
-import { type Hlc, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
+import { type Clock, type Hlc, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Json } from '../query/ast.js';
 import { type CheckpointDoc, checkpointDocId, nextCheckpoint, readCheckpoint, startSeq } from './checkpoint.js';
 import type { ChangeRow, Endpoint, Wanted } from './endpoints.js';
@@ -38,7 +38,7 @@ export interface RunOptions {
   readonly sessionId: string;
   readonly batchSize: number;
   readonly waitMs: number;
-  readonly nowMs: () => number;
+  readonly clock: Clock;
   readonly signal?: AbortSignal;
   /** Called after every batch that was checkpointed (progress counters, logs). */
   readonly onBatch?: (progress: Progress, batch: { rows: number; written: number }) => void;
@@ -114,7 +114,7 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
       session_id: o.sessionId,
       source_last_seq: since,
       start_seq: progress.start_seq,
-      end_time: new Date(o.nowMs()).toISOString(),
+      end_time: new Date(o.clock.nowMs()).toISOString(),
       docs_read: progress.docs_read,
       docs_written: progress.docs_written,
       doc_write_failures: progress.doc_write_failures,

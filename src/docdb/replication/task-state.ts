@@ -5,7 +5,8 @@
 //     │  └──── success ───────┘ (attempt counter resets on the next successful batch)
 //     ├──one-shot done──▶ completed
 //     └──stop (any state)──▶ stopped ──start──▶ active
-import { BACKOFF, type Rand, backoffDelayMs } from './backoff.js';
+import type { Rand } from '../../core/rand.js';
+import { type Backoff, jitteredDelayMs } from '../../core/backoff.js';
 
 export const TASK_STATUSES = ['active', 'error', 'stopped', 'completed'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -32,18 +33,19 @@ export interface TaskMachine {
 
 export const INITIAL: TaskMachine = { state: { kind: 'active' }, failures: 0 };
 
-export interface BackoffOptions {
-  readonly baseMs: number;
-  readonly capMs: number;
-}
+/**
+ * Retry delays of a failing task: 1 s doubling to 60 s, equal jitter (tasks that failed
+ * together, e.g. when a remote went down, do not retry together). Settings may override.
+ */
+export const REPLICATION_BACKOFF: Backoff = { baseMs: 1_000, capMs: 60_000 };
 
-export function step(m: TaskMachine, event: TaskEvent, rand: Rand, backoff: BackoffOptions = BACKOFF): TaskMachine {
+export function step(m: TaskMachine, event: TaskEvent, rand: Rand, backoff: Backoff = REPLICATION_BACKOFF): TaskMachine {
   const s = m.state;
   switch (event.kind) {
     case 'failure': {
       if (s.kind !== 'active') return m;
       const attempt = m.failures + 1;
-      return { state: { kind: 'error', attempt, error: event.error, retryAtMs: event.nowMs + backoffDelayMs(attempt, rand, backoff.baseMs, backoff.capMs) }, failures: attempt };
+      return { state: { kind: 'error', attempt, error: event.error, retryAtMs: event.nowMs + jitteredDelayMs(attempt, backoff, rand) }, failures: attempt };
     }
     case 'retry':
       return s.kind === 'error' ? { state: { kind: 'active' }, failures: m.failures } : m;

@@ -15,6 +15,7 @@
 //   one synced write; 4. tombstone the source (a feed entry there); 5. clear `cleanup`.
 //   Restart: `moving` set -> undo the copy; `cleanup` set -> finish step 4.
 import type { Logger } from 'pino';
+import { BOOLEAN, NUMBER, STRING, jsonRecordCodec, nullable, objectSchema } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
 import { type Clock } from '../../core/hlc.js';
 import { decodeKey, encodeKey, prefixRange } from '../../core/keys.js';
@@ -55,12 +56,32 @@ const k = {
   exp: (ms: number, db: string, id: string) => encodeKey(['tier.exp', ms, db, id]),
   expAll: () => prefixRange(['tier.exp']),
 };
-const json = (v: unknown) => Buffer.from(JSON.stringify(v));
+const tierConfigCodec = jsonRecordCodec<TierConfig>(
+  'tier config record',
+  objectSchema({
+    enabled: BOOLEAN,
+    warm_db: nullable(STRING),
+    cold_db: nullable(STRING),
+    hot_threshold: NUMBER,
+    warm_threshold: NUMBER,
+    capacity_limit: nullable(NUMBER),
+    capacity_docs: nullable(NUMBER),
+  }),
+);
+const docTierCodec = jsonRecordCodec<DocTier>(
+  'document tier record',
+  objectSchema(
+    { tier: { enum: TIERS }, location: STRING, createdMs: NUMBER, expiresMs: nullable(NUMBER), ttl: nullable(NUMBER) },
+    { moving: objectSchema({ to: STRING, toTier: { enum: TIERS } }), cleanup: STRING },
+  ),
+);
+/** A document's creation time (unix ms), kept so its age survives moves between tiers. */
+const createdMsCodec = jsonRecordCodec<number>('document creation time', NUMBER);
 
 /** Records each document's creation time in the same batch as its first write. */
 export function creationIndexer(change: WinnerChange, ops: BatchOp[]): void {
   if (change.before === undefined && change.after !== undefined) {
-    ops.push({ type: 'put', cf: 'system', key: k.created(change.db, change.docId), value: json(change.seq.wallMs) });
+    ops.push({ type: 'put', cf: 'system', key: k.created(change.db, change.docId), value: createdMsCodec.encode(change.seq.wallMs) });
   }
 }
 
@@ -79,12 +100,12 @@ export class Tiers {
   static async open(options: TiersOptions): Promise<Tiers> {
     const tiers = new Tiers(options);
     for await (const [key, value] of options.store.entries('system', prefixRange(['tier.cfg']))) {
-      tiers.#configs.set(decodeKey(key)[1] as string, JSON.parse(value.toString('utf8')) as TierConfig);
+      tiers.#configs.set(decodeKey(key)[1] as string, tierConfigCodec.decode(value));
     }
     // Finish or undo moves a crash interrupted.
     for await (const [key, value] of options.store.entries('system', k.allDocs())) {
       const [, db, id] = decodeKey(key) as [string, string, string];
-      const rec = JSON.parse(value.toString('utf8')) as DocTier;
+      const rec = docTierCodec.decode(value);
       if (rec.moving !== undefined || rec.cleanup !== undefined) await tiers.#recover(db, id, rec);
     }
     options.docs.onDrop((db) => tiers.#dropped(db));
@@ -119,7 +140,7 @@ export class Tiers {
       if (tierDb === db) throw new FirkinError('bad_request', 'a tier database must differ from the hot database');
       if (!this.#o.docs.has(tierDb)) throw new FirkinError('bad_request', `tier database ${JSON.stringify(tierDb)} does not exist`);
     }
-    await this.#o.store.put('system', k.cfg(db), json(next), { sync: true });
+    await this.#o.store.put('system', k.cfg(db), tierConfigCodec.encode(next), { sync: true });
     this.#configs.set(db, next);
     return next;
   }
@@ -141,12 +162,12 @@ export class Tiers {
 
   async #record(db: string, id: string): Promise<DocTier | undefined> {
     const buf = await this.#o.store.get('system', k.doc(db, id));
-    return buf === undefined ? undefined : (JSON.parse(buf.toString('utf8')) as DocTier);
+    return buf === undefined ? undefined : docTierCodec.decode(buf);
   }
 
   async #createdMs(db: string, id: string): Promise<number> {
     const buf = await this.#o.store.get('system', k.created(db, id));
-    if (buf !== undefined) return Number(buf.toString('utf8'));
+    if (buf !== undefined) return createdMsCodec.decode(buf);
     // Written before creation times were recorded: the last change is the best we know.
     const rec = await this.#o.docs.getRecord(db, id);
     return rec?.seq.wallMs ?? this.#o.clock.nowMs();
@@ -175,7 +196,7 @@ export class Tiers {
   }
 
   async #save(db: string, id: string, rec: DocTier, extra: BatchOp[] = []): Promise<void> {
-    await this.#o.store.batch([{ type: 'put', cf: 'system', key: k.doc(db, id), value: json(rec) }, ...extra], { sync: true });
+    await this.#o.store.batch([{ type: 'put', cf: 'system', key: k.doc(db, id), value: docTierCodec.encode(rec) }, ...extra], { sync: true });
   }
 
   async docTier(db: string, id: string) {
@@ -303,7 +324,7 @@ export class Tiers {
     const sizeBytes = hot.reduce((n, d) => n + d.bytes, 0);
     const tiers: Record<string, { db: string; doc_count: number }> = { hot: { db, doc_count: hot.length } };
     const counts: Record<Tier, number> = { hot: 0, warm: 0, cold: 0 };
-    for await (const [, value] of this.#o.store.entries('system', k.docsOf(db))) counts[(JSON.parse(value.toString('utf8')) as DocTier).tier]++;
+    for await (const [, value] of this.#o.store.entries('system', k.docsOf(db))) counts[docTierCodec.decode(value).tier]++;
     tiers.warm = { db: c.warm_db ?? db, doc_count: counts.warm };
     tiers.cold = { db: c.cold_db ?? c.warm_db ?? db, doc_count: counts.cold };
     const exceeded = (c.capacity_limit !== null && sizeBytes > c.capacity_limit) || (c.capacity_docs !== null && hot.length > c.capacity_docs);

@@ -1,8 +1,9 @@
 // Virtual-database metadata: config, hash ranges, shard assignments and the one rebalance
 // job that may be in progress. One JSON record per VDB in the `system` column family,
 // written with sync: a rebalance changes ranges in one atomic write.
+import { Catalog } from '../../core/catalog.js';
+import { ARRAY, NUMBER, OBJECT, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
-import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import { LIMITS } from '../names.js';
 import { type HashFunction, type HashRange, hashId, shardFor } from '../../core/shard-hash.js';
@@ -59,17 +60,15 @@ export function routeId(record: VdbRecord, id: string): number {
 }
 
 const KIND = 'vdb';
+const vdbCodec = jsonRecordCodec<VdbRecord>(
+  'VDB record',
+  objectSchema(
+    { name: STRING, hashFunction: STRING, replicaFactor: NUMBER, zones: STRING_ARRAY, createdMs: NUMBER, ranges: ARRAY, shards: ARRAY },
+    { job: OBJECT },
+  ),
+);
 
-export async function loadVdbs(store: Store): Promise<VdbRecord[]> {
-  const out: VdbRecord[] = [];
-  for await (const [, value] of store.entries('system', prefixRange([KIND]))) out.push(JSON.parse(value.toString('utf8')) as VdbRecord);
-  return out;
-}
-
-export async function saveVdb(store: Store, record: VdbRecord): Promise<void> {
-  await store.put('system', encodeKey([KIND, record.name]), Buffer.from(JSON.stringify(record)), { sync: true });
-}
-
-export async function removeVdb(store: Store, name: string): Promise<void> {
-  await store.del('system', encodeKey([KIND, name]), { sync: true });
+/** Every VDB record, by name (system: ["vdb", name]). */
+export function openVdbCatalog(store: Store): Promise<Catalog<VdbRecord>> {
+  return Catalog.open(store, { prefix: KIND, codec: vdbCodec, keyOf: (r) => r.name });
 }

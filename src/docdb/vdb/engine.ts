@@ -13,8 +13,9 @@
 // one; every shard read filters ids by the current ranges, so a copy waiting for removal is
 // invisible. A crash in `copy` rolls back; a crash in `cleanup` finishes the job.
 import type { Logger } from 'pino';
+import type { Catalog } from '../../core/catalog.js';
 import { FirkinError } from '../../core/errors.js';
-import { HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
+import { type Clock, HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Store } from '../../storage/db.js';
 import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
@@ -22,7 +23,7 @@ import type { ValueCounts } from '../query/counts.js';
 import { executeFind } from '../query/execute.js';
 import { compareForOrder, matches } from '../query/match.js';
 import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from '../../core/shard-hash.js';
-import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, loadVdbs, removeVdb, routeId, saveVdb, shardDb } from './catalog.js';
+import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, openVdbCatalog, routeId, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
 import { copyDocs } from '../move.js';
 
@@ -36,7 +37,7 @@ export interface VdbEngineOptions {
   hlc: HybridClock;
   log: Logger;
   nodeName: string;
-  nowMs: () => number;
+  clock: Clock;
   newId: () => string;
 }
 
@@ -59,15 +60,18 @@ const notFoundVdb = (name: string) => new FirkinError('not_found', `virtual data
 
 export class VdbEngine {
   readonly #o: VdbEngineOptions;
+  /** The durable records; #vdbs adds each one's in-memory write gate. */
+  readonly #records: Catalog<VdbRecord>;
   readonly #vdbs = new Map<string, VdbState>();
 
-  private constructor(options: VdbEngineOptions) {
+  private constructor(options: VdbEngineOptions, records: Catalog<VdbRecord>) {
     this.#o = options;
+    this.#records = records;
   }
 
   static async open(options: VdbEngineOptions): Promise<VdbEngine> {
-    const engine = new VdbEngine(options);
-    for (const record of await loadVdbs(options.store)) engine.#vdbs.set(record.name, { record, gate: new WriteGate(), busy: false });
+    const engine = new VdbEngine(options, await openVdbCatalog(options.store));
+    for (const record of engine.#records.values()) engine.#vdbs.set(record.name, { record, gate: new WriteGate(), busy: false });
     // Finish or roll back a rebalance a crash interrupted.
     for (const state of engine.#vdbs.values()) if (state.record.job !== undefined) await engine.#recover(state);
     return engine;
@@ -100,7 +104,7 @@ export class VdbEngine {
       hashFunction: spec.hashFunction,
       replicaFactor: spec.replicaFactor,
       zones: spec.zones,
-      createdMs: this.#o.nowMs(),
+      createdMs: this.#o.clock.nowMs(),
       ranges: initialRanges(spec.shardCount),
       shards: Array.from({ length: spec.shardCount }, (_, i) => this.#assignment(i, 'active')),
       job: undefined,
@@ -109,7 +113,7 @@ export class VdbEngine {
     this.#vdbs.set(spec.name, state);
     try {
       for (let i = 0; i < spec.shardCount; i++) await this.#o.docs.createDb(shardDb(spec.name, i));
-      await saveVdb(this.#o.store, record);
+      await this.#records.put(record);
     } catch (err) {
       this.#vdbs.delete(spec.name);
       for (let i = 0; i < spec.shardCount; i++) if (this.#o.docs.has(shardDb(spec.name, i))) await this.#o.docs.deleteDb(shardDb(spec.name, i));
@@ -132,7 +136,7 @@ export class VdbEngine {
     state.busy = true;
     await state.gate.close();
     this.#vdbs.delete(name);
-    await removeVdb(this.#o.store, name);
+    await this.#records.delete(name);
     for (const shard of state.record.shards) {
       const db = shardDb(name, shard.shardId);
       if (this.#o.docs.has(db)) await this.#o.docs.deleteDb(db);
@@ -328,7 +332,7 @@ export class VdbEngine {
   async import(name: string, spec: { sourceDb: string; filter: FindQuery | undefined; batchSize: number; onConflict: 'skip' | 'overwrite' | 'merge' }) {
     this.#state(name);
     this.#o.docs.assertDb(spec.sourceDb);
-    const startedAt = this.#o.nowMs();
+    const startedAt = this.#o.clock.nowMs();
     const counts = { docs_read: 0, docs_written: 0, docs_skipped: 0, errors: 0 };
     let batch: Record<string, unknown>[] = [];
     const flush = async () => {
@@ -356,7 +360,7 @@ export class VdbEngine {
       status = 'failed';
       this.#o.log.error({ err, vdb: name }, 'import failed');
     }
-    return { ...counts, started_at: startedAt, finished_at: this.#o.nowMs(), status };
+    return { ...counts, started_at: startedAt, finished_at: this.#o.clock.nowMs(), status };
   }
 
   async #importBatch(name: string, docs: Record<string, unknown>[], onConflict: 'skip' | 'overwrite' | 'merge', counts: { docs_written: number; docs_skipped: number; errors: number }): Promise<void> {
@@ -519,7 +523,7 @@ export class VdbEngine {
   }
 
   async #save(state: VdbState, record: VdbRecord): Promise<void> {
-    await saveVdb(this.#o.store, record);
+    await this.#records.put(record);
     state.record = record;
   }
 

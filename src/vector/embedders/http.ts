@@ -2,6 +2,7 @@
 // (`POST {url}/v1/embeddings`). Texts go in chunks of `batch_size`; each request has a
 // timeout; timeouts, network errors, 429 and 5xx are retried with exponential backoff; any
 // final failure is a `bad_gateway` naming the embedder and the cause.
+import { type Backoff, nominalDelayMs } from '../../core/backoff.js';
 import { FirkinError } from '../../core/errors.js';
 import { type OutboundPolicy, outboundAllowed } from '../../core/outbound.js';
 import type { EmbedderConfig } from '../collection-config.js';
@@ -32,12 +33,11 @@ export function checkEmbedderUrl(url: string, policy: OutboundPolicy): void {
   }
 }
 
-const BACKOFF_BASE_MS = 100;
-const BACKOFF_MAX_MS = 5_000;
-
-export function backoffMs(attempt: number): number {
-  return Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** attempt);
-}
+/**
+ * Retries of one embedding request: 100 ms doubling to 5 s, no jitter (one caller waits on
+ * one request; there is no fleet to spread out, and tests pin the delays).
+ */
+const EMBEDDER_BACKOFF: Backoff = { baseMs: 100, capMs: 5_000 };
 
 class Retryable extends Error {}
 
@@ -113,7 +113,7 @@ export function httpEmbedder(config: HttpEmbedderConfig, deps: HttpEmbedderDeps)
         return await once(texts);
       } catch (err) {
         if (err instanceof Retryable && attempt < config.retries) {
-          await deps.sleep(backoffMs(attempt));
+          await deps.sleep(nominalDelayMs(attempt + 1, EMBEDDER_BACKOFF));
           continue;
         }
         const tries = attempt + 1;

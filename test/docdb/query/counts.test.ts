@@ -21,7 +21,7 @@ type Value = (typeof VALUES)[number];
 async function open(t: { teardown(fn: () => Promise<void>): void }, options: { max?: number; walkBatch?: number } = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'firkin-counts-'));
   const store = await Store.open(dir, { writeWorker: true });
-  const docs = await DocEngine.open({ store, hlc: new HybridClock(systemClock), log: pino({ level: 'silent' }), nowMs: () => Date.now(), revsLimit: 1000, compactAfterWrites: 0 });
+  const docs = await DocEngine.open({ store, hlc: new HybridClock(systemClock), log: pino({ level: 'silent' }), clock: systemClock, revsLimit: 1000, compactAfterWrites: 0 });
   const counts = new ValueCounts(store, docs, options);
   docs.addIndexer(counts.indexer);
   docs.onCommitted(counts.committed);

@@ -4,12 +4,12 @@ import fc from 'fast-check';
 import t from 'tap';
 import { FirkinError } from '../../../src/core/errors.js';
 import { compareHlc, hlcToText } from '../../../src/core/hlc.js';
-import { BACKOFF, backoffDelayMs, nominalDelayMs } from '../../../src/docdb/replication/backoff.js';
+import { nominalDelayMs } from '../../../src/core/backoff.js';
 import { CHECKPOINT, type CheckpointEntry, nextCheckpoint, readCheckpoint, replicationId, startSeq } from '../../../src/docdb/replication/checkpoint.js';
 import { authHeader, checkOutbound, displayEndpoint, parseAuth, parseEndpoint, storeEndpoint, loadEndpoint } from '../../../src/docdb/replication/endpoint-spec.js';
 import { matchesPath, parseFilter, passesFilter } from '../../../src/docdb/replication/filter.js';
 import { expandPolicy, parsePolicy, publicPolicy } from '../../../src/docdb/replication/policy.js';
-import { INITIAL, type TaskEvent, type TaskMachine, step } from '../../../src/docdb/replication/task-state.js';
+import { INITIAL, REPLICATION_BACKOFF, type TaskEvent, type TaskMachine, step } from '../../../src/docdb/replication/task-state.js';
 import { fcParams } from '../../support/fc.js';
 
 const seededRand = (seed: number) => {
@@ -119,23 +119,6 @@ t.test('checkpoints: start from the older side; missing or foreign ones mean the
   t.end();
 });
 
-t.test('backoff: exponential, capped, jitter within [nominal/2, nominal]', (t) => {
-  fc.assert(
-    fc.property(fc.integer({ min: 1, max: 100 }), fc.integer(), (attempt, seed) => {
-      const d = backoffDelayMs(attempt, seededRand(seed));
-      const n = nominalDelayMs(attempt);
-      return d >= n / 2 && d <= n && n <= BACKOFF.capMs && nominalDelayMs(attempt + 1) >= n;
-    }),
-    fcParams(),
-  );
-  t.equal(nominalDelayMs(1), 1_000);
-  t.equal(nominalDelayMs(2), 2_000);
-  t.equal(nominalDelayMs(50), 60_000);
-  t.equal(backoffDelayMs(3, { int: () => 0 }), 2_000);
-  t.equal(backoffDelayMs(3, { int: (n) => n - 1 }), 4_000);
-  t.end();
-});
-
 t.test('task state machine: invariants over random event sequences', (t) => {
   const event: fc.Arbitrary<TaskEvent> = fc.oneof(
     fc.record({ kind: fc.constant('failure' as const), error: fc.constantFrom('x', 'y'), nowMs: fc.integer({ min: 0, max: 1e9 }) }),
@@ -151,7 +134,7 @@ t.test('task state machine: invariants over random event sequences', (t) => {
         if (e.kind === 'stop' && m.state.kind !== 'stopped') return false;
         if (e.kind === 'failure' && before.state.kind === 'active') {
           if (m.state.kind !== 'error' || m.failures !== before.failures + 1) return false;
-          const nominal = nominalDelayMs(m.failures);
+          const nominal = nominalDelayMs(m.failures, REPLICATION_BACKOFF);
           if (m.state.retryAtMs < e.nowMs + nominal / 2 || m.state.retryAtMs > e.nowMs + nominal) return false;
         }
         if (e.kind === 'progress' && before.state.kind === 'active' && m.failures !== 0) return false;

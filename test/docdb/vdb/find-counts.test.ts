@@ -17,7 +17,7 @@ t.test('equality totals on a VDB come from the per-value counts, and are exact',
   const store = await Store.open(dir, { writeWorker: true });
   const log = pino({ level: 'silent' });
   const hlc = new HybridClock(systemClock);
-  const docs = await DocEngine.open({ store, hlc, log, nowMs: () => Date.now(), revsLimit: 1000, compactAfterWrites: 0 });
+  const docs = await DocEngine.open({ store, hlc, log, clock: systemClock, revsLimit: 1000, compactAfterWrites: 0 });
   const counts = new ValueCounts(store, docs);
   docs.addIndexer(counts.indexer);
   docs.onCommitted(counts.committed);
@@ -33,7 +33,7 @@ t.test('equality totals on a VDB come from the per-value counts, and are exact',
     }
   } as typeof store.keyBatches;
   let n = 0;
-  const vdbs = await VdbEngine.open({ store, counts, docs, hlc, log, nodeName: 'n1', nowMs: () => Date.now(), newId: () => `gen${n++}` });
+  const vdbs = await VdbEngine.open({ store, counts, docs, hlc, log, nodeName: 'n1', clock: systemClock, newId: () => `gen${n++}` });
   t.teardown(async () => {
     await docs.close();
     await store.close();

@@ -1,5 +1,5 @@
 // A small seeded PRNG (mulberry32): the simulation's only source of randomness.
-import type { Rand } from '../../../src/raft/types.js';
+import type { Rand } from '../../../src/core/rand.js';
 
 export class SeededRand implements Rand {
   #state: number;

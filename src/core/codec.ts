@@ -1,0 +1,69 @@
+// Value codecs, one of each. CBOR (cbor-x) for records, Raft values and HTTP bodies; a checked
+// JSON codec for records kept in the `system` column family.
+//
+// CBOR options are part of the on-disk format: every record written so far was encoded with
+// exactly these, so they must not change. `useRecords: false` keeps the output plain RFC 8949
+// maps that any CBOR client can read; `mapsAsObjects` decodes maps to plain objects.
+import { Ajv } from 'ajv';
+import { Decoder, Encoder } from 'cbor-x';
+import { FirkinError } from './errors.js';
+
+const cborOptions = { useRecords: false, mapsAsObjects: true } as const;
+const cborEncoder = new Encoder(cborOptions);
+const cborDecoder = new Decoder(cborOptions);
+
+export function encodeCbor(value: unknown): Buffer {
+  return cborEncoder.encode(value);
+}
+
+/** Unchecked: callers that read their own records check the shape they need. */
+export function decodeCbor(bytes: Uint8Array): unknown {
+  return cborDecoder.decode(bytes);
+}
+
+// ---- checked JSON records ------------------------------------------------------------------
+// Catalogue records in the `system` column family are JSON. Reading one back checks its shape
+// against a JSON schema (ajv) instead of trusting a cast: a record damaged on disk or written
+// by an incompatible version fails loudly, naming the record, rather than deep in a caller.
+
+/** A JSON schema for one stored record (the subset ajv accepts without strict-mode noise). */
+export type RecordSchema = Readonly<Record<string, unknown>>;
+
+export interface JsonRecordCodec<T> {
+  encode(value: T): Buffer;
+  /** Throws FirkinError('error') when the bytes are not JSON of the expected shape. */
+  decode(bytes: Uint8Array): T;
+}
+
+const recordAjv = new Ajv({ allErrors: false, strict: false });
+
+/** `what` names the record in errors ("API key record"). */
+export function jsonRecordCodec<T>(what: string, schema: RecordSchema): JsonRecordCodec<T> {
+  const isShaped = recordAjv.compile<T>(schema);
+  return {
+    encode: (value) => Buffer.from(JSON.stringify(value), 'utf8'),
+    decode: (bytes) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+      } catch (err) {
+        throw new FirkinError('error', `stored ${what} is not JSON: ${(err as Error).message}`);
+      }
+      if (!isShaped(value)) throw new FirkinError('error', `stored ${what} has a bad shape: ${recordAjv.errorsText(isShaped.errors)}`);
+      return value;
+    },
+  };
+}
+
+/** Schema shorthand: an object with these required properties (others allowed, unchecked). */
+export function objectSchema(required: Readonly<Record<string, RecordSchema>>, optional: Readonly<Record<string, RecordSchema>> = {}): RecordSchema {
+  return { type: 'object', required: Object.keys(required), properties: { ...optional, ...required } };
+}
+
+export const STRING: RecordSchema = { type: 'string' };
+export const NUMBER: RecordSchema = { type: 'number' };
+export const BOOLEAN: RecordSchema = { type: 'boolean' };
+export const OBJECT: RecordSchema = { type: 'object' };
+export const ARRAY: RecordSchema = { type: 'array' };
+export const STRING_ARRAY: RecordSchema = { type: 'array', items: STRING };
+export const nullable = (schema: RecordSchema): RecordSchema => ({ anyOf: [schema, { type: 'null' }] });
