@@ -76,8 +76,7 @@ export interface GroupHost {
   hosted(): number;
 }
 
-/** The step a leave job reaches once the leaving node hosts no shard replica any more. */
-export const REPLICAS_MOVED = 'replicas_moved';
+
 
 /** The admin view of one node. */
 export interface NodeView {
@@ -510,6 +509,8 @@ export class ClusterMember implements VectorCluster {
         const nodes = this.liveNodes().map((n) => ({ name: n.name, grpc: n.grpc }));
         return encodeCbor({ nodes });
       }
+      case 'meta.hosted':
+        return encodeCbor({ hosted: this.#groups?.hosted() ?? 0 });
       case 'meta.node': {
         const { name } = decodeCbor(body) as { name: string };
         return encodeCbor({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
@@ -565,14 +566,6 @@ export class ClusterMember implements VectorCluster {
       return;
     }
     if (me?.status === 'leaving' && !this.isLeader()) this.#once('left?', () => this.#checkLeft());
-    // Leaving: once every replica this node hosted has moved (its groups removed it), say so.
-    if (me?.status === 'leaving' && me.incarnation === this.#incarnation && (this.#groups?.hosted() ?? 0) === 0) {
-      const placed = Object.values(this.#fsm.state.collections).some((c) => c.shards.some((sh) => sh.replicas.includes(o.nodeName)));
-      const job = Object.values(this.#fsm.state.jobs).find((j) => j.kind === 'leave' && j.target === o.nodeName);
-      if (!placed && job !== undefined && job.step !== REPLICAS_MOVED) {
-        this.#once('drained', () => this.propose({ type: 'job.put', job: { ...job, step: REPLICAS_MOVED, updatedAtMs: now } }));
-      }
-    }
     this.#refreshFreshness();
 
     // Our own record: written when missing or stale (first start of a bootstrap node, a restart
@@ -623,11 +616,21 @@ export class ClusterMember implements VectorCluster {
     }
     // Leaving nodes that are out of the group and hold no shard replica any more: done.
     for (const n of nodes) {
-      const job = Object.values(this.#fsm.state.jobs).find((j) => j.kind === 'leave' && j.target === n.name);
-      const drained = job === undefined || job.step === REPLICAS_MOVED;
-      if (n.status === 'leaving' && drained && !conf.voters.includes(n.name) && !conf.learners.includes(n.name)) {
-        this.#once(`left:${n.name}`, () => this.propose({ type: 'node.left', name: n.name, atMs: o.clock.nowMs() }));
-      }
+      if (n.status !== 'leaving' || conf.voters.includes(n.name) || conf.learners.includes(n.name)) continue;
+      // Done when no placement holds it and it hosts no replica any more (its shard groups
+      // removed it): asked of the node itself, since only it knows. Unreachable: it is gone.
+      const placed = Object.values(this.#fsm.state.collections).some((c) => c.shards.some((sh) => sh.replicas.includes(n.name)));
+      if (placed) continue;
+      this.#once(`left:${n.name}`, async () => {
+        const hosted = await this.#transport.call(n.name, 'meta.hosted', encodeCbor({}), 2_000).then(
+          (reply) => (decodeCbor(reply) as { hosted?: number }).hosted ?? 0,
+          (err: unknown) => {
+            if (wasNotSent(err)) return 0;
+            throw err;
+          },
+        );
+        if (hosted === 0) await this.propose({ type: 'node.left', name: n.name, atMs: o.clock.nowMs() });
+      });
     }
     const core = this.#group.core;
     const lastIndex = core.log.lastIndex();

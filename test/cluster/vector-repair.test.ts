@@ -97,12 +97,19 @@ t.test('leave with data, then repair after a node is gone for good', async (t) =
   const write = await cluster.request('n5', 'POST', '/vectordb/collections/r/docs', { body: { id: 'after', text: 'x', metadata: {}, vector: vec(500) } });
   t.equal(write.status, 201, 'writes work on the repaired shards');
 
-  // The operator's view: firkin cluster shards r (shard, replicas, leader, lag).
-  let out = '';
-  const code = await runCli(['cluster', 'shards', 'r', '--url', cluster.url('n1'), '--key', TEST_ADMIN_KEY], {}, { out: (x) => (out += x), err: (x) => (out += x), fetch });
-  t.equal(code, 0, out);
-  t.match(out, /^r: replication factor 3\n/);
-  t.match(out, /SHARD +GROUP +REPLICAS +LEADER +LAG/);
-  t.equal(out.match(/\(term \d+\)/g)?.length, 2, 'both shards show a leader and term');
-  t.notMatch(out, new RegExp(`${victim}[+]?:`), 'the dead node is no longer a member of either group');
+  // The operator's view: firkin cluster shards r (shard, replicas, leader, lag). The leaders
+  // finish the membership change (promote the new replica, remove the dead one) shortly after
+  // the data is in place.
+  const shardsView = async () => {
+    let out = '';
+    const code = await runCli(['cluster', 'shards', 'r', '--url', cluster.url('n1'), '--key', TEST_ADMIN_KEY], {}, { out: (x) => (out += x), err: (x) => (out += x), fetch });
+    return { code, out };
+  };
+  const view = await waitFor(async () => {
+    const v = await shardsView();
+    return v.code === 0 && !new RegExp(`${victim}[+]?:`).test(v.out) && !/\+:/.test(v.out) ? v : undefined;
+  }, { timeoutMs: 20_000, what: 'both groups to drop the dead node and promote the new one' });
+  t.match(view.out, /^r: replication factor 3\n/);
+  t.match(view.out, /SHARD +GROUP +REPLICAS +LEADER +LAG/);
+  t.equal(view.out.match(/\(term \d+\)/g)?.length, 2, 'both shards show a leader and term');
 });
