@@ -13,6 +13,7 @@ import { Store } from '../src/storage/db.js';
 import { RocksLog } from '../src/raft/rocks-log.js';
 import { mathRand } from '../src/core/rand.js';
 import { RaftGroup } from '../src/raft/group.js';
+import { RaftTicker } from '../src/raft/ticker.js';
 import type { Message } from '../src/raft/types.js';
 import { percentile, report, selected, type BenchResult } from './support.js';
 
@@ -98,7 +99,7 @@ async function inProcess(proposersList: number[]): Promise<BenchResult[]> {
     const log = await RocksLog.open(store, 'g', { voters: ids, learners: [] });
     const group = new RaftGroup({
       id, group: 'g', log, fsm: { apply: (e) => e.index, snapshot: () => new Uint8Array(0), restore: () => undefined },
-      rand: mathRand, tickMs: 50, electionTicks: 10, heartbeatTicks: 1, proposalTimeoutMs: 10_000,
+      rand: mathRand, ticker: new RaftTicker(50), electionTicks: 10, heartbeatTicks: 1, proposalTimeoutMs: 10_000,
       snapshotEveryEntries: 100_000, retainEntries: 0, send: route,
     });
     groups.set(id, group);

@@ -109,6 +109,7 @@ const SETTINGS = {
   SERVICE_RAFT_TICK_MS: { parse: int(5, 10_000), default: 50 },
   SERVICE_RAFT_ELECTION_TICKS: { parse: int(2, 1_000), default: 10 },
   SERVICE_RAFT_HEARTBEAT_TICKS: { parse: int(1, 1_000), default: 1 },
+  SERVICE_RAFT_QUIESCE_TICKS: { parse: int(0, 100_000), default: 20 },
   SERVICE_RAFT_SNAPSHOT_ENTRIES: { parse: int(2, 10_000_000), default: 1_000 },
   SERVICE_RAFT_RETAIN_ENTRIES: { parse: int(0, 10_000_000), default: 200 },
   SERVICE_CLUSTER_HEARTBEAT_MS: { parse: int(10, 60_000), default: 250 },
@@ -199,6 +200,8 @@ export interface Config {
     tickMs: number;
     electionTicks: number;
     heartbeatTicks: number;
+    /** Idle ticks before a shard group goes silent (0: never); the metadata group never does. */
+    quiesceTicks: number;
     /** Snapshot the metadata and compact the log every this many applied entries… */
     snapshotEntries: number;
     /** …keeping this many entries behind the snapshot for followers slightly behind. */
@@ -374,6 +377,7 @@ function assemble(v: Values): Config {
       tickMs: v.SERVICE_RAFT_TICK_MS,
       electionTicks: v.SERVICE_RAFT_ELECTION_TICKS,
       heartbeatTicks: v.SERVICE_RAFT_HEARTBEAT_TICKS,
+      quiesceTicks: v.SERVICE_RAFT_QUIESCE_TICKS,
       snapshotEntries: v.SERVICE_RAFT_SNAPSHOT_ENTRIES,
       retainEntries: v.SERVICE_RAFT_RETAIN_ENTRIES,
       nodeHeartbeatMs: v.SERVICE_CLUSTER_HEARTBEAT_MS,

@@ -275,7 +275,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         if (cmd === undefined || cmd.type.startsWith('apikey.')) keys.clusterChanged(Object.values(state.apiKeys));
       });
       if (vectors !== undefined) {
-        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand });
+        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry });
       }
       const hosted = vectorShards;
       // After HTTP stops taking requests (closers run front to back), before storage closes:

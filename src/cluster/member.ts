@@ -10,6 +10,7 @@ import type { Clock } from '../core/hlc.js';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
+import { RaftTicker } from '../raft/ticker.js';
 import type { Message } from '../raft/types.js';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Rand } from '../core/rand.js';
@@ -28,6 +29,7 @@ export type ClusterTimings = Pick<
   | 'tickMs'
   | 'electionTicks'
   | 'heartbeatTicks'
+  | 'quiesceTicks'
   | 'snapshotEntries'
   | 'retainEntries'
   | 'nodeHeartbeatMs'
@@ -119,10 +121,13 @@ export class ClusterMember implements VectorCluster {
   readonly #metrics: ReturnType<typeof clusterMetrics>;
   /** Data groups (replicated shards) hosted on this node: their messages and calls go there. */
   #groups: GroupHost | undefined;
+  /** The one clock of every Raft group on this node (metadata and shards). */
+  readonly ticker: RaftTicker;
 
   private constructor(o: ClusterOptions) {
     this.#o = o;
     this.#httpUrl = o.httpUrl;
+    this.ticker = new RaftTicker(o.timings.tickMs);
     this.#fsm = new MetaFsm((index, err) => o.log.error({ index, err }, 'undecodable metadata entry skipped'));
     this.#fsm.listen((state, cmd) => {
       this.#syncPeers(state);
@@ -184,7 +189,7 @@ export class ClusterMember implements VectorCluster {
       fsm: this.#fsm,
       send: (ms) => this.#transport.send(ms),
       rand: o.rand,
-      tickMs: o.timings.tickMs,
+      ticker: this.ticker,
       electionTicks: o.timings.electionTicks,
       heartbeatTicks: o.timings.heartbeatTicks,
       proposalTimeoutMs: o.timings.proposalTimeoutMs,
@@ -213,6 +218,17 @@ export class ClusterMember implements VectorCluster {
   /** A call to a peer over the authenticated cluster link. */
   callPeer(peer: string, method: string, body: Uint8Array, timeoutMs: number): Promise<Buffer> {
     return this.#transport.call(peer, method, body, timeoutMs);
+  }
+
+  /**
+   * Node-level liveness for quiesced groups: the cluster link to `node` is up and carried a
+   * frame (its link heartbeats included) within one election timeout.
+   */
+  peerAlive(node: string): boolean {
+    if (!this.#transport.isConnected(node)) return false;
+    const seen = this.#transport.lastSeenMs(node);
+    const t = this.#o.timings;
+    return seen !== undefined && Date.now() - seen < Math.max(t.electionTicks * t.tickMs, 3 * t.nodeHeartbeatMs);
   }
 
   get timings(): ClusterTimings {

@@ -12,8 +12,11 @@
 //   `not_leader`; the router tries the next replica until its deadline, then 503 `no_quorum`.
 // - Reads (get, search, count): linearizable. The leader confirms its leadership with a
 //   ReadIndex barrier (`readBarrier`), then answers from its applied state.
-// Not yet (see docs/cluster.md): stale reads, replica repair and moves, one shared ticker for
-// all groups, snapshots streamed in chunks.
+// - Stale reads (`consistency: stale`) are answered by any replica, the local one first.
+// - Repair and leave: the metadata moves replicas (`shard.replace`); `#confRound` walks each
+//   led group's membership toward its placement one step at a time (shard-repair.ts).
+// - Every group ticks on the member's one ticker, and idle groups quiesce: a quiesced
+//   follower wakes when the cluster link to its leader's node goes quiet (`peerAlive`).
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Logger } from 'pino';
 import { FirkinError, isFirkinError } from '../core/errors.js';
@@ -22,6 +25,7 @@ import { RaftGroup } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
 import type { Message } from '../raft/types.js';
 import type { Rand } from '../core/rand.js';
+import { Gauge, type Registry } from 'prom-client';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from '../vector/ann/ann-index.js';
 import type { ScoredId } from '../vector/bm25.js';
@@ -50,6 +54,7 @@ export interface VectorShardsOptions {
   indexDir: string;
   log: Logger;
   rand: Rand;
+  registry?: Registry;
 }
 
 interface Replica {
@@ -87,6 +92,19 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
 
   private constructor(o: VectorShardsOptions) {
     this.#o = o;
+    if (o.registry !== undefined) {
+      const replicas = this.#replicas;
+      new Gauge({
+        name: 'firkin_shard_replicas',
+        help: 'Shard replicas hosted on this node, by Raft role and whether the group is quiesced (idle and silent)',
+        labelNames: ['role', 'quiesced'] as const,
+        registers: [o.registry],
+        collect() {
+          this.reset();
+          for (const r of replicas.values()) this.inc({ role: r.group.core.role, quiesced: String(r.group.core.quiesced) });
+        },
+      });
+    }
   }
 
   static async start(o: VectorShardsOptions): Promise<VectorShards> {
@@ -271,9 +289,11 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
       fsm,
       send: (ms) => member.sendRaft(ms),
       rand: this.#o.rand,
-      tickMs: t.tickMs,
+      ticker: member.ticker,
       electionTicks: t.electionTicks,
       heartbeatTicks: t.heartbeatTicks,
+      quiesceAfterTicks: t.quiesceTicks,
+      peerAlive: (node) => member.peerAlive(node),
       proposalTimeoutMs: t.proposalTimeoutMs,
       snapshotEveryEntries: t.snapshotEntries,
       retainEntries: t.retainEntries,
@@ -316,10 +336,10 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
   }
 
   /** Status of the replicas hosted here, for the admin view and tests. */
-  replicaStatus(): { group: string; role: string; leader: string | null; term: number; applied: number; docs: number }[] {
+  replicaStatus(): { group: string; role: string; leader: string | null; term: number; applied: number; docs: number; quiesced: boolean }[] {
     return [...this.#replicas].map(([group, r]) => {
       const s = r.group.status();
-      return { group, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.shard.appliedIndex, docs: r.fsm.shard.count };
+      return { group, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.shard.appliedIndex, docs: r.fsm.shard.count, quiesced: s.quiesced };
     });
   }
 

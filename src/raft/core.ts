@@ -40,6 +40,13 @@ export interface RaftOptions {
   readonly inflightMax: number;
   /** Bound on entries per append message. */
   readonly appendEntriesMax: number;
+  /**
+   * Quiescence: a leader whose group has been idle (everything committed and replicated to
+   * every member, nothing pending) for this many ticks tells its followers so and goes silent:
+   * no heartbeats, no election ticks. 0 = never. The driver must then watch the leader's node
+   * by other means (a node-level heartbeat) and call `wake()` when it looks dead.
+   */
+  readonly quiesceAfterTicks: number;
 }
 
 export const DEFAULT_RAFT_OPTIONS = {
@@ -49,6 +56,7 @@ export const DEFAULT_RAFT_OPTIONS = {
   checkQuorum: true,
   inflightMax: 64,
   appendEntriesMax: 256,
+  quiesceAfterTicks: 0,
 } as const;
 
 export type ProposeResult = { readonly ok: true; readonly index: number; readonly term: number } | { readonly ok: false; readonly reason: 'not_leader' | 'transferring' | 'conf_pending' | 'invalid'; readonly leader: NodeId | null };
@@ -89,6 +97,9 @@ export class RaftCore {
   /** Leader: index of the last conf change appended; a new one waits until it is committed. */
   #pendingConfIndex = 0;
   leadTransferee: NodeId | null = null;
+  /** The group is idle and silent; any message (or `wake()`) brings it back. */
+  quiesced = false;
+  #idleTicks = 0;
 
   #msgs: Message[] = [];
   #readStates: ReadState[] = [];
@@ -152,8 +163,18 @@ export class RaftCore {
   }
 
   tick(): void {
+    if (this.quiesced) return;
     if (this.role === 'leader') this.#tickLeader();
     else this.#tickElection();
+  }
+
+  /**
+   * Leave quiescence (the driver's failure detector suspects the leader, or a local request
+   * needs the group). A follower asks the leader to resume heartbeats and starts counting its
+   * election timeout again, so a dead leader is replaced within one timeout.
+   */
+  wake(): void {
+    if (this.quiesced) this.#unquiesce(null);
   }
 
   /** Start an election now (tests, operator). */
@@ -193,6 +214,7 @@ export class RaftCore {
   /** Ask the leader to hand leadership to `to`. Returns false if this node cannot do it. */
   transferLeadership(to: NodeId): boolean {
     if (this.role !== 'leader' || to === this.id || !this.voters.has(to)) return false;
+    this.wake();
     if (this.leadTransferee === to) return true;
     this.leadTransferee = to;
     this.electionElapsed = 0; // the transfer must finish within one election timeout
@@ -282,6 +304,7 @@ export class RaftCore {
   step(m: Message): void {
     if (m.group !== this.group) throw new Error(`raft: message for group ${m.group} stepped into ${this.group}`);
     if (m.to !== this.id) return;
+    if (this.quiesced && !(m.kind === 'heartbeat' && m.quiesce === true && m.from === this.leader)) this.#unquiesce(m.from);
     if (m.term > this.term) {
       if (m.kind === 'preVote' || m.kind === 'vote') {
         // Check-quorum lease: while we hear from a leader, ignore would-be disruptors.
@@ -381,6 +404,8 @@ export class RaftCore {
   }
 
   #reset(): void {
+    this.quiesced = false;
+    this.#idleTicks = 0;
     this.electionElapsed = 0;
     this.#heartbeatElapsed = 0;
     this.#resetRandomizedElectionTicks();
@@ -426,10 +451,51 @@ export class RaftCore {
       }
       if (this.leadTransferee !== null) this.leadTransferee = null; // transfer timed out
     }
+    if (this.#opts.quiesceAfterTicks > 0 && this.#isIdle()) {
+      if (++this.#idleTicks >= this.#opts.quiesceAfterTicks) {
+        this.#quiesce();
+        return;
+      }
+    } else {
+      this.#idleTicks = 0;
+    }
     if (this.#heartbeatElapsed >= this.#opts.heartbeatTicks) {
       this.#heartbeatElapsed = 0;
       this.#bcastHeartbeat();
     }
+  }
+
+  /** Leader: nothing to replicate, commit, read, transfer or change, and every member caught up. */
+  #isIdle(): boolean {
+    const last = this.log.lastIndex();
+    if (this.log.committed !== last || this.leadTransferee !== null || this.#pendingConfIndex > this.log.committed) return false;
+    if (this.#pendingReads.length > 0 || this.#deferredReads.length > 0 || this.#bcastPending) return false;
+    for (const pr of this.progress.values()) if (pr.match !== last) return false;
+    return true;
+  }
+
+  #quiesce(): void {
+    this.quiesced = true;
+    this.#idleTicks = 0;
+    for (const [id, pr] of this.progress) {
+      if (id === this.id) continue;
+      this.#send(id, { kind: 'heartbeat', commit: Math.min(pr.match, this.log.committed), readSeq: this.#readSeq, quiesce: true });
+    }
+  }
+
+  #unquiesce(from: NodeId | null): void {
+    this.quiesced = false;
+    this.#idleTicks = 0;
+    if (this.role === 'leader') {
+      // Heartbeat at once: woken followers reset their election timers before they time out.
+      this.electionElapsed = 0;
+      for (const pr of this.progress.values()) pr.recentActive = true;
+      this.#heartbeatElapsed = 0;
+      this.#bcastHeartbeat();
+      return;
+    }
+    this.electionElapsed = 0;
+    if (this.leader !== null && from !== this.leader) this.#send(this.leader, { kind: 'heartbeatResp', readSeq: 0, wake: true });
   }
 
   #campaign(kind: 'preVote' | 'vote', force: boolean): void {
@@ -494,6 +560,12 @@ export class RaftCore {
         this.leader = m.from;
         // The leader sends min(match, commit), so this never passes our matched prefix.
         if (m.commit > this.log.committed) this.#commitTo(Math.min(m.commit, this.log.lastIndex()));
+        if (m.quiesce === true) {
+          // No answer: an answer would wake the leader. A follower that is not caught up stays
+          // awake, times out and wakes the group through its election messages.
+          if (this.log.committed >= m.commit) this.quiesced = true;
+          return;
+        }
         this.#send(m.from, { kind: 'heartbeatResp', readSeq: m.readSeq });
         return;
       case 'snapshot':
@@ -670,6 +742,7 @@ export class RaftCore {
   #proposeEntry(payload: EntryPayload): ProposeResult {
     if (this.role !== 'leader') return { ok: false, reason: 'not_leader', leader: this.leader };
     if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leader: this.leader };
+    this.wake();
     const { index, term } = this.#appendEntries([payload]);
     this.#bcastPending = true;
     return { ok: true, index, term };
@@ -749,6 +822,7 @@ export class RaftCore {
   // ---- reads -------------------------------------------------------------------------------
 
   #leaderReadIndex(ctx: string, from: NodeId): void {
+    this.wake();
     if (this.log.term(this.log.committed) !== this.term) {
       this.#deferredReads.push({ ctx, from });
       return;

@@ -5,6 +5,7 @@ import type { Rand } from '../core/rand.js';
 import { FirkinError } from '../core/errors.js';
 import { DEFAULT_RAFT_OPTIONS, RaftCore, type ProposeResult } from './core.js';
 import type { RocksLog } from './rocks-log.js';
+import type { Ticker } from './ticker.js';
 import type { ConfChange, Entry, GroupId, Message, NodeId, Ready, SoftState } from './types.js';
 
 export interface StateMachine {
@@ -22,9 +23,14 @@ export interface RaftGroupOptions {
   /** Hands messages to the transport (called only after they are safe to send). */
   send(messages: readonly Message[]): void;
   rand: Rand;
-  tickMs: number;
+  /** The node's one clock for all its groups. */
+  ticker: Ticker;
   electionTicks: number;
   heartbeatTicks: number;
+  /** Idle ticks before the leader quiesces the group (0 or absent: never; needs `peerAlive`). */
+  quiesceAfterTicks?: number;
+  /** A node-level liveness signal: a quiesced follower wakes when its leader's node looks dead. */
+  peerAlive?(node: NodeId): boolean;
   proposalTimeoutMs: number;
   /** Take a snapshot and compact once this many entries were applied since the last one. */
   snapshotEveryEntries: number;
@@ -42,7 +48,7 @@ interface Waiter {
 export class RaftGroup {
   readonly core: RaftCore;
   readonly #o: RaftGroupOptions;
-  #timer: NodeJS.Timeout | undefined;
+  #untick: (() => void) | undefined;
   #draining = false;
   #again = false;
   #closed = false;
@@ -63,6 +69,7 @@ export class RaftGroup {
       rand: o.rand,
       electionTicks: o.electionTicks,
       heartbeatTicks: o.heartbeatTicks,
+      quiesceAfterTicks: o.peerAlive === undefined ? 0 : (o.quiesceAfterTicks ?? 0),
     });
   }
 
@@ -70,10 +77,25 @@ export class RaftGroup {
   async start(): Promise<void> {
     const snap = this.#o.log.mem.snapshot();
     if (snap.meta.index > 0) await this.#o.fsm.restore(snap.data);
-    this.#timer = setInterval(() => {
-      this.core.tick();
-      this.#kick();
-    }, this.#o.tickMs);
+    this.#untick = this.#o.ticker.register(() => this.#tick());
+    this.#kick();
+  }
+
+  #tick(): void {
+    const core = this.core;
+    if (core.quiesced) {
+      // Silent and idle: nothing to do unless the leader's node stopped answering.
+      if (core.role === 'leader' || core.leader === null || this.#o.peerAlive?.(core.leader) !== false) return;
+      core.wake();
+    }
+    core.tick();
+    this.#kick();
+  }
+
+  /** Leave quiescence now (a caller about to need the group). */
+  wake(): void {
+    if (!this.core.quiesced) return;
+    this.core.wake();
     this.#kick();
   }
 
@@ -83,9 +105,9 @@ export class RaftGroup {
     this.#kick();
   }
 
-  status(): { role: string; term: number; leader: NodeId | null; commit: number; applied: number; lastIndex: number } {
+  status(): { role: string; term: number; leader: NodeId | null; commit: number; applied: number; lastIndex: number; quiesced: boolean } {
     const c = this.core;
-    return { role: c.role, term: c.term, leader: c.leader, commit: c.log.committed, applied: c.log.applied, lastIndex: c.log.lastIndex() };
+    return { role: c.role, term: c.term, leader: c.leader, commit: c.log.committed, applied: c.log.applied, lastIndex: c.log.lastIndex(), quiesced: c.quiesced };
   }
 
   /** Resolves with the state machine's result for this entry once applied on this node. */
@@ -119,7 +141,7 @@ export class RaftGroup {
 
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#untick?.();
     if (this.#draining) await new Promise<void>((r) => this.#idle.push(r));
     const err = new FirkinError('unavailable', 'raft group closed');
     for (const w of this.#waiters.values()) {
@@ -174,7 +196,7 @@ export class RaftGroup {
       // A failed synced write leaves us unsure what is durable: stop rather than guess.
       this.failure = err as Error;
       this.#closed = true;
-      if (this.#timer !== undefined) clearInterval(this.#timer);
+      this.#untick?.();
     } finally {
       this.#draining = false;
       for (const r of this.#idle.splice(0)) r();

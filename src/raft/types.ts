@@ -62,8 +62,10 @@ export type Message = MsgBase &
       }
     // index: the follower's last matching index (accept) or the rejected prevIndex (reject)
     | { readonly kind: 'appendResp'; readonly index: number; readonly reject: boolean; readonly rejectHint: number }
-    | { readonly kind: 'heartbeat'; readonly commit: number; readonly readSeq: number }
-    | { readonly kind: 'heartbeatResp'; readonly readSeq: number }
+    // quiesce: the leader's last heartbeat before an idle group goes silent (RaftOptions.quiesceAfterTicks)
+    | { readonly kind: 'heartbeat'; readonly commit: number; readonly readSeq: number; readonly quiesce?: true }
+    // wake: a follower that left quiescence asks a silent leader to resume heartbeats
+    | { readonly kind: 'heartbeatResp'; readonly readSeq: number; readonly wake?: true }
     | { readonly kind: 'snapshot'; readonly snapshot: Snapshot }
     | { readonly kind: 'timeoutNow' }
     | { readonly kind: 'readIndex'; readonly ctx: string }

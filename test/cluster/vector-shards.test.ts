@@ -1,7 +1,8 @@
 // Replicated vector shards on three real node processes (gRPC, RocksDB): a collection of 3
 // shards with replication factor 3, writes and reads through every node, search equal to an
 // exact oracle, kill -9 of a shard leader during a stream of writes with nothing acknowledged
-// lost, and every replica of every shard at one digest after the killed node returns.
+// lost, and every replica of every shard at one digest after the killed node returns; then
+// the idle groups quiesce, and killing their leader's node still fails them over.
 import t from 'tap';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
@@ -24,6 +25,7 @@ interface ReplicaView {
   docs: number;
   digest: string | null;
   digest_applied: number | null;
+  quiesced: boolean;
 }
 
 t.test('replicated vector shards across three processes', async (t) => {
@@ -121,4 +123,22 @@ t.test('replicated vector shards across three processes', async (t) => {
   const del = await cluster.request(victim, 'DELETE', '/vectordb/collections/c/docs/d0');
   t.equal(del.status, 200, 'a delete through the returned node');
   t.equal((await cluster.request('n1' === victim ? 'n2' : 'n1', 'GET', '/vectordb/collections/c/docs/d0')).status, 404, 'gone everywhere');
+
+  // Left idle, every group goes silent; a silent group whose leader is killed still fails
+  // over (its followers watch the leader's node on the cluster link).
+  await waitFor(async () => (await Promise.all(nodes.map(shards))).flat().every((r) => r.quiesced), { timeoutMs: 30_000, intervalMs: 200, what: 'every replica quiesced' });
+  t.pass('every replica of every shard quiesced once idle');
+  const quietLeaders = new Map<string, number>();
+  for (const n of nodes) for (const r of await shards(n)) if (r.role === 'leader') quietLeaders.set(n, (quietLeaders.get(n) ?? 0) + 1);
+  const quietVictim = [...quietLeaders].sort((a, b) => b[1] - a[1])[0]![0];
+  const rest = nodes.filter((n) => n !== quietVictim);
+  await cluster.kill9(quietVictim);
+  const ids = Array.from({ length: 30 }, (_, i) => `q${i}`); // enough ids to land on every shard
+  for (const id of ids) {
+    await waitFor(async () => (await cluster.request(rest[0]!, 'POST', '/vectordb/collections/c/docs', { body: { id, text: id, metadata: {}, vector: vec(2000) } })).status === 201, {
+      timeoutMs: 30_000,
+      what: `write ${id} after the quiesced leader died`,
+    });
+  }
+  for (const id of ids) t.equal((await cluster.request(rest[1]!, 'GET', `/vectordb/collections/c/docs/${id}`)).status, 200, `${id} reads back linearizably through ${rest[1]}`);
 });

@@ -4,6 +4,7 @@ import { Store } from '../../src/storage/db.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
 import { mathRand } from '../../src/core/rand.js';
 import { RaftGroup, type StateMachine } from '../../src/raft/group.js';
+import { RaftTicker } from '../../src/raft/ticker.js';
 import type { Entry, Message } from '../../src/raft/types.js';
 import { isFirkinError } from '../../src/core/errors.js';
 import { tempDir } from '../support/node.js';
@@ -42,7 +43,7 @@ async function startMember(id: string, dir: string, route: (ms: readonly Message
   const log = await RocksLog.open(store, 'meta', { voters: ids, learners: [] });
   const fsm = new ListFsm();
   const group = new RaftGroup({
-    id, group: 'meta', log, fsm, rand: mathRand, tickMs: 10, electionTicks: 10, heartbeatTicks: 1,
+    id, group: 'meta', log, fsm, rand: mathRand, ticker: new RaftTicker(10), electionTicks: 10, heartbeatTicks: 1,
     proposalTimeoutMs: 3_000, snapshotEveryEntries: 20, retainEntries: 2,
     send: (ms) => {
       // Persist-before-send: whatever a message depends on is already in the durable mirror.
@@ -117,7 +118,7 @@ t.test('independent groups share a node, a store and the message stream', async 
       const fsm = new ListFsm();
       fsms.set(`${id}/${g}`, fsm);
       const group = new RaftGroup({
-        id, group: g, log, fsm, rand: mathRand, tickMs: 10, electionTicks: 10, heartbeatTicks: 1,
+        id, group: g, log, fsm, rand: mathRand, ticker: new RaftTicker(10), electionTicks: 10, heartbeatTicks: 1,
         proposalTimeoutMs: 3_000, snapshotEveryEntries: 1_000, retainEntries: 0, send: route,
       });
       mine.set(g, group);

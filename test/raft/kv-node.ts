@@ -8,6 +8,7 @@ import { Store } from '../../src/storage/db.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
 import { mathRand } from '../../src/core/rand.js';
 import { RaftGroup, type StateMachine } from '../../src/raft/group.js';
+import { RaftTicker } from '../../src/raft/ticker.js';
 import { Transport } from '../../src/cluster/transport.js';
 import { isFirkinError } from '../../src/core/errors.js';
 import type { Entry } from '../../src/raft/types.js';
@@ -60,7 +61,7 @@ const transport = new Transport({
   },
 });
 group = new RaftGroup({
-  id, group: 'kv', log, fsm, rand: mathRand, tickMs, electionTicks: 10, heartbeatTicks: 1,
+  id, group: 'kv', log, fsm, rand: mathRand, ticker: new RaftTicker(tickMs), electionTicks: 10, heartbeatTicks: 1,
   proposalTimeoutMs: 2_000, snapshotEveryEntries: 1_000, retainEntries: 100,
   send: (ms) => transport.send(ms),
 });

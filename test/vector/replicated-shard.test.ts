@@ -6,6 +6,7 @@ import path from 'node:path';
 import pino from 'pino';
 import t from 'tap';
 import { RaftGroup } from '../../src/raft/group.js';
+import { RaftTicker } from '../../src/raft/ticker.js';
 import { mathRand } from '../../src/core/rand.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
 import type { Message } from '../../src/raft/types.js';
@@ -58,7 +59,7 @@ async function startReplica(id: string, dir: string, route: (ms: readonly Messag
   });
   const raftLog = await RocksLog.open(store, GROUP, { voters: IDS, learners: [] });
   const group = new RaftGroup({
-    id, group: GROUP, log: raftLog, fsm, rand: mathRand, tickMs: 10, electionTicks: 10, heartbeatTicks: 1,
+    id, group: GROUP, log: raftLog, fsm, rand: mathRand, ticker: new RaftTicker(10), electionTicks: 10, heartbeatTicks: 1,
     proposalTimeoutMs: 5_000, snapshotEveryEntries: 10, retainEntries: 2, send: route,
   });
   await group.start();

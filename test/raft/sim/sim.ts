@@ -30,6 +30,8 @@ export interface SimOptions {
   electionTicks: number;
   appendEntriesMax: number;
   inflightMax: number;
+  /** 0: never quiesce; else idle ticks before the leader silences the group (woken by node liveness). */
+  quiesceAfterTicks: number;
 }
 
 const GROUP = 'g1';
@@ -48,7 +50,7 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
     partitionRate: rand.pick([0, 0.005, 0.02]),
     crashRate: rand.pick([0, 0.002, 0.01]),
     downTicksMax: rand.pick([5, 30, 100]),
-    proposeRate: rand.pick([0.1, 0.5, 1]),
+    proposeRate: rand.pick([0.02, 0.1, 0.5, 1]),
     confChangeRate: rand.pick([0, 0, 0.01]),
     transferRate: rand.pick([0, 0, 0.005]),
     tickRates: Array.from({ length: nodeCount + 1 }, () => rand.pick([1, 1, 0.8, 0.5])),
@@ -58,6 +60,7 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
     // Small appends let an old-term entry reach a majority before the new leader's noop.
     appendEntriesMax: rand.pick([2, 8]),
     inflightMax: rand.pick([2, 4]),
+    quiesceAfterTicks: rand.pick([0, 0, 3, 10]),
   };
 }
 
@@ -152,6 +155,7 @@ export class RaftSim {
       electionTicks: this.opts.electionTicks,
       inflightMax: this.opts.inflightMax,
       appendEntriesMax: this.opts.appendEntriesMax,
+      quiesceAfterTicks: this.opts.quiesceAfterTicks,
     });
     const snap = node.storage.snapshot();
     node.values = snap.meta.index === 0 ? [] : (JSON.parse(utf8d.decode(snap.data)) as string[]);
@@ -186,7 +190,11 @@ export class RaftSim {
         }
         continue;
       }
-      if (this.healed || this.rand.chance(o.tickRates[i]!)) n.core.tick();
+      const core = n.core;
+      // The node-level liveness signal a real node has (link heartbeats): a quiesced follower
+      // wakes when its leader's process is down or the link from it is cut.
+      if (core.quiesced && core.role !== 'leader' && core.leader !== null && !this.#linkAlive(core.leader, n.id)) core.wake();
+      if (this.healed || this.rand.chance(o.tickRates[i]!)) core.tick();
     }
     this.#deliver();
     if (!this.healed) {
@@ -214,6 +222,10 @@ export class RaftSim {
     }
     for (const n of this.up()) this.drain(n);
     this.checkSafety();
+  }
+
+  #linkAlive(from: NodeId, to: NodeId): boolean {
+    return this.node(from)?.core !== undefined && !this.#blocked.has(`${from}>${to}`);
   }
 
   crash(n: SimNode, downTicks: number): void {
