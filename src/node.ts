@@ -8,7 +8,6 @@ import { ApiKeys } from './auth/api-keys.js';
 import { ClusterMember } from './cluster/member.js';
 import { FirkinError } from './core/errors.js';
 import { MetaGatewayStore } from './cluster/gateway-store.js';
-import type { RocksGatewayStore } from './gateway/rocks-store.js';
 import { mathRand } from './core/rand.js';
 import { clusterAdminRoutes } from './http/routes/cluster.js';
 import type { Config } from './config.js';
@@ -109,11 +108,7 @@ function hostsOf(urls: readonly string[]): string[] {
 /** The gateway over the metadata group: tenants and keys cluster-wide, rpm shared by the up nodes. */
 function clusterGateway(member: ClusterMember) {
   return {
-    clusterStore(local: RocksGatewayStore) {
-      const store = new MetaGatewayStore(member, local);
-      member.fsm.listen((_state, cmd) => void store.applied(cmd));
-      return store;
-    },
+    clusterStore: () => new MetaGatewayStore(member),
     rpmShare: () => Math.max(1, member.liveNodes().filter((n) => n.status === 'up').length),
   };
 }

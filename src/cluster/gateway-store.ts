@@ -1,12 +1,13 @@
-// The gateway's store in cluster mode: tenants and tenant keys are the metadata group's
-// (created, changed and revoked through consensus, read from this node's applied copy, so a
-// key made on one node authenticates on every node), while tenant collections and their usage
-// stay with the node that holds the collection (vector data is node-local until collections
-// are replicated; see docs/cluster.md).
-import type { RocksGatewayStore } from '../gateway/rocks-store.js';
+// The gateway's store in cluster mode: everything is the metadata group's. Tenants, tenant
+// keys and tenant collections are created, changed and revoked through consensus and read
+// from this node's applied copy, so a key made on one node authenticates on every node and a
+// collection made on one node (a replicated collection underneath) is used from every node.
+// Usage travels as deltas (`tenantcoll.usage`) so writes through different nodes add up; the
+// collection count is checked by the state machine itself, so max_collections is exact.
+import { FirkinError, isFirkinError } from '../core/errors.js';
 import type { GatewayStore } from '../gateway/store.js';
 import type { CollectionRecord, KeyRecord, Tenant } from '../gateway/types.js';
-import type { MetaCommand, MetaState } from './meta-state.js';
+import { type MetaCommand, type MetaState, tenantCollectionKey } from './meta-state.js';
 
 export interface MetaAccess {
   readonly state: MetaState;
@@ -17,19 +18,11 @@ export interface MetaAccess {
 
 export class MetaGatewayStore implements GatewayStore {
   readonly #meta: MetaAccess;
-  readonly #local: RocksGatewayStore;
   #byDigest = new Map<string, KeyRecord>();
   #indexedFrom: MetaState['tenantKeys'] | undefined;
 
-  constructor(meta: MetaAccess, local: RocksGatewayStore) {
+  constructor(meta: MetaAccess) {
     this.#meta = meta;
-    this.#local = local;
-  }
-
-  /** Applied on every node: a deleted tenant's collection records go here too. */
-  async applied(cmd: MetaCommand | undefined): Promise<void> {
-    if (cmd?.type !== 'tenant.delete') return;
-    for (const c of this.#local.collectionsOf(cmd.tenantId)) await this.#local.deleteCollection(c.tenant_id, c.name);
   }
 
   tenant(tenantId: string): Tenant | undefined {
@@ -62,11 +55,13 @@ export class MetaGatewayStore implements GatewayStore {
   }
 
   collection(tenantId: string, name: string): CollectionRecord | undefined {
-    return this.#local.collection(tenantId, name);
+    return this.#meta.state.tenantCollections[tenantCollectionKey(tenantId, name)];
   }
 
   collectionsOf(tenantId: string): readonly CollectionRecord[] {
-    return this.#local.collectionsOf(tenantId);
+    return Object.values(this.#meta.state.tenantCollections)
+      .filter((c) => c.tenant_id === tenantId)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   createTenant(tenant: Tenant, firstKey: KeyRecord): Promise<void> {
@@ -90,11 +85,33 @@ export class MetaGatewayStore implements GatewayStore {
     await this.#meta.proposeRevocation({ type: 'tenantkey.delete', keyId });
   }
 
-  putCollection(record: CollectionRecord): Promise<void> {
-    return this.#local.putCollection(record, { ownerChecked: this.tenant(record.tenant_id) !== undefined });
+  async createCollection(record: CollectionRecord): Promise<void> {
+    try {
+      await this.#meta.propose({ type: 'tenantcoll.create', record });
+    } catch (err) {
+      if (isFirkinError(err) && err.code === 'already_exists') throw new FirkinError('collection_already_exists', err.message);
+      throw err;
+    }
+  }
+
+  addUsage(tenantId: string, name: string, change: { vectors: number; bytes: number }): Promise<void> {
+    return this.#ignoreGone(this.#meta.propose({ type: 'tenantcoll.usage', tenantId, name, vectors: change.vectors, bytes: change.bytes }));
+  }
+
+  recount(tenantId: string, name: string, vectors: number): Promise<void> {
+    return this.#ignoreGone(this.#meta.propose({ type: 'tenantcoll.recount', tenantId, name, vectors }));
   }
 
   deleteCollection(tenantId: string, name: string): Promise<void> {
-    return this.#local.deleteCollection(tenantId, name);
+    return this.#ignoreGone(this.#meta.propose({ type: 'tenantcoll.delete', tenantId, name }));
+  }
+
+  /** The collection was deleted meanwhile (through another node): nothing to count or delete. */
+  async #ignoreGone(p: Promise<void>): Promise<void> {
+    try {
+      await p;
+    } catch (err) {
+      if (!(isFirkinError(err) && err.code === 'not_found')) throw err;
+    }
   }
 }

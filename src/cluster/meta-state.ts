@@ -8,7 +8,8 @@
 // cluster-wide that is not data: API keys, gateway tenants and keys, and (for the shard
 // issues) collection and VDB placements and jobs.
 import type { ApiKeyRecord } from '../auth/api-keys.js';
-import type { KeyRecord, Tenant } from '../gateway/types.js';
+import type { CollectionRecord, KeyRecord, Tenant } from '../gateway/types.js';
+import { collectionQuotaError } from '../gateway/quota.js';
 
 export const NODE_STATUSES = ['up', 'suspect', 'down', 'leaving', 'left'] as const;
 export type NodeStatus = (typeof NODE_STATUSES)[number];
@@ -74,6 +75,8 @@ export interface MetaState {
   readonly tenants: Readonly<Record<string, Tenant>>;
   /** Gateway keys by key id. */
   readonly tenantKeys: Readonly<Record<string, KeyRecord>>;
+  /** Gateway tenant collections with their usage, by `tenantCollectionKey` (absent in older snapshots: empty). */
+  readonly tenantCollections: Readonly<Record<string, CollectionRecord>>;
   readonly collections: Readonly<Record<string, CollectionPlacement>>;
   readonly vdbs: Readonly<Record<string, VdbPlacement>>;
   readonly jobs: Readonly<Record<string, Job>>;
@@ -81,7 +84,10 @@ export interface MetaState {
   readonly nextShard: number;
 }
 
-export const EMPTY_META: MetaState = { nodes: {}, apiKeys: {}, tenants: {}, tenantKeys: {}, collections: {}, vdbs: {}, jobs: {}, nextShard: 0 };
+export const EMPTY_META: MetaState = { nodes: {}, apiKeys: {}, tenants: {}, tenantKeys: {}, tenantCollections: {}, collections: {}, vdbs: {}, jobs: {}, nextShard: 0 };
+
+/** The key of a tenant collection in `tenantCollections` (tenant ids hold no NUL). */
+export const tenantCollectionKey = (tenantId: string, name: string): string => `${tenantId}\u0000${name}`;
 
 /** The group name of shard number `n`. */
 export const shardGroupName = (n: number): string => `vs${n}`;
@@ -102,6 +108,13 @@ export type MetaCommand =
   | { readonly type: 'tenant.delete'; readonly tenantId: string }
   | { readonly type: 'tenantkey.put'; readonly key: KeyRecord }
   | { readonly type: 'tenantkey.delete'; readonly keyId: string }
+  /** Refused past the tenant's max_collections: the collection count is exact cluster-wide. */
+  | { readonly type: 'tenantcoll.create'; readonly record: CollectionRecord }
+  /** Usage after a write, as deltas: concurrent writes through different nodes add up. */
+  | { readonly type: 'tenantcoll.usage'; readonly tenantId: string; readonly name: string; readonly vectors: number; readonly bytes: number }
+  /** Usage as counted again from the engine (after a write that failed half way). */
+  | { readonly type: 'tenantcoll.recount'; readonly tenantId: string; readonly name: string; readonly vectors: number }
+  | { readonly type: 'tenantcoll.delete'; readonly tenantId: string; readonly name: string }
   /** Replicas and hash ranges are decided by the proposer (`placement.ts`); shard numbers by the log. */
   | { readonly type: 'collection.create'; readonly name: string; readonly config: Readonly<Record<string, unknown>>; readonly replicationFactor: number; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
   | { readonly type: 'collection.delete'; readonly name: string }
@@ -112,14 +125,16 @@ export type MetaCommand =
 
 export const META_COMMAND_TYPES: readonly MetaCommand['type'][] = [
   'node.join', 'node.status', 'node.leave', 'node.left', 'node.remove', 'apikey.put', 'apikey.revoke',
-  'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete', 'collection.create', 'collection.delete', 'shard.replace', 'job.put', 'job.delete',
+  'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete',
+  'tenantcoll.create', 'tenantcoll.usage', 'tenantcoll.recount', 'tenantcoll.delete', 'collection.create', 'collection.delete', 'shard.replace', 'job.put', 'job.delete',
 ];
 
 /** What applying a command answers its proposer. Errors are data: the log must not throw. */
-export type MetaResult = { readonly ok: true } | { readonly ok: false; readonly code: 'conflict' | 'not_found' | 'already_exists'; readonly message: string };
+export type MetaRefusal = 'conflict' | 'not_found' | 'already_exists' | 'quota_exceeded';
+export type MetaResult = { readonly ok: true } | { readonly ok: false; readonly code: MetaRefusal; readonly message: string };
 
 const OK: MetaResult = { ok: true };
-const refuse = (code: 'conflict' | 'not_found' | 'already_exists', message: string): MetaResult => ({ ok: false, code, message });
+const refuse = (code: MetaRefusal, message: string): MetaResult => ({ ok: false, code, message });
 
 function withEntry<T>(map: Readonly<Record<string, T>>, key: string, value: T): Record<string, T> {
   return { ...map, [key]: value };
@@ -201,7 +216,9 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       if (state.tenants[cmd.tenantId] === undefined) return same(refuse('not_found', `no tenant ${cmd.tenantId}`));
       const tenantKeys: Record<string, KeyRecord> = {};
       for (const [id, k] of Object.entries(state.tenantKeys)) if (k.tenant_id !== cmd.tenantId) tenantKeys[id] = k;
-      return { state: { ...state, tenants: without(state.tenants, cmd.tenantId), tenantKeys }, result: OK };
+      const tenantCollections: Record<string, CollectionRecord> = {};
+      for (const [key, c] of Object.entries(state.tenantCollections)) if (c.tenant_id !== cmd.tenantId) tenantCollections[key] = c;
+      return { state: { ...state, tenants: without(state.tenants, cmd.tenantId), tenantKeys, tenantCollections }, result: OK };
     }
     case 'tenantkey.put':
       if (state.tenants[cmd.key.tenant_id] === undefined) return same(refuse('not_found', `no tenant ${cmd.key.tenant_id}`));
@@ -209,6 +226,33 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
     case 'tenantkey.delete':
       if (state.tenantKeys[cmd.keyId] === undefined) return same(refuse('not_found', `no key ${cmd.keyId}`));
       return { state: { ...state, tenantKeys: without(state.tenantKeys, cmd.keyId) }, result: OK };
+    case 'tenantcoll.create': {
+      const r = cmd.record;
+      const tenant = state.tenants[r.tenant_id];
+      if (tenant === undefined) return same(refuse('not_found', `no tenant ${r.tenant_id}`));
+      const key = tenantCollectionKey(r.tenant_id, r.name);
+      if (state.tenantCollections[key] !== undefined) return same(refuse('already_exists', `collection ${JSON.stringify(r.name)} already exists`));
+      const held = Object.values(state.tenantCollections).filter((c) => c.tenant_id === r.tenant_id).length;
+      const refused = collectionQuotaError({ collection_count: held }, tenant.limits);
+      if (refused !== undefined) return same(refuse('quota_exceeded', refused));
+      return { state: { ...state, tenantCollections: withEntry(state.tenantCollections, key, r) }, result: OK };
+    }
+    case 'tenantcoll.usage':
+    case 'tenantcoll.recount': {
+      const key = tenantCollectionKey(cmd.tenantId, cmd.name);
+      const old = state.tenantCollections[key];
+      if (old === undefined) return same(refuse('not_found', `collection ${JSON.stringify(cmd.name)} not found`));
+      const record: CollectionRecord =
+        cmd.type === 'tenantcoll.usage'
+          ? { ...old, vector_count: Math.max(0, old.vector_count + cmd.vectors), storage_bytes: Math.max(0, old.storage_bytes + cmd.bytes) }
+          : { ...old, vector_count: Math.max(0, cmd.vectors) };
+      return { state: { ...state, tenantCollections: withEntry(state.tenantCollections, key, record) }, result: OK };
+    }
+    case 'tenantcoll.delete': {
+      const key = tenantCollectionKey(cmd.tenantId, cmd.name);
+      if (state.tenantCollections[key] === undefined) return same(refuse('not_found', `collection ${JSON.stringify(cmd.name)} not found`));
+      return { state: { ...state, tenantCollections: without(state.tenantCollections, key) }, result: OK };
+    }
     case 'collection.create': {
       if (state.collections[cmd.name] !== undefined) return same(refuse('already_exists', `collection ${JSON.stringify(cmd.name)} already exists`));
       const shards: ShardPlacement[] = cmd.shards.map((sh, i) => ({ number: state.nextShard + i, group: shardGroupName(state.nextShard + i), range: sh.range, replicas: sh.replicas, initial: sh.replicas }));
@@ -243,6 +287,7 @@ export function canonicalMeta(state: MetaState): MetaState {
     apiKeys: sorted(state.apiKeys),
     tenants: sorted(state.tenants),
     tenantKeys: sorted(state.tenantKeys),
+    tenantCollections: sorted(state.tenantCollections),
     collections: sorted(state.collections),
     vdbs: sorted(state.vdbs),
     jobs: sorted(state.jobs),
@@ -257,7 +302,8 @@ export function checkMetaState(value: unknown): MetaState {
   if (typeof v !== 'object' || v === null || maps.some((m) => typeof v[m] !== 'object' || v[m] === null || Array.isArray(v[m]))) {
     throw new Error('metadata snapshot: not a metadata state');
   }
-  return { ...(v as unknown as MetaState), nextShard: typeof v.nextShard === 'number' ? v.nextShard : 0 };
+  const tenantCollections = typeof v.tenantCollections === 'object' && v.tenantCollections !== null && !Array.isArray(v.tenantCollections) ? (v.tenantCollections as MetaState['tenantCollections']) : {};
+  return { ...(v as unknown as MetaState), tenantCollections, nextShard: typeof v.nextShard === 'number' ? v.nextShard : 0 };
 }
 
 export function checkMetaCommand(value: unknown): MetaCommand {

@@ -118,7 +118,7 @@ export class Gateway {
             await this.#store.deleteCollection(c.tenant_id, c.name);
             dropped++;
           } else if (info.count !== c.vector_count) {
-            await this.#store.putCollection({ ...c, vector_count: info.count });
+            await this.#store.recount(c.tenant_id, c.name, info.count);
             recounted++;
           }
         }
@@ -325,7 +325,13 @@ export class Gateway {
         storage_bytes: 0,
         created_at: this.#clock.nowMs(),
       };
-      await this.#store.putCollection(record);
+      try {
+        await this.#store.createCollection(record);
+      } catch (err) {
+        // Another node took the last collection of the quota meanwhile (the metadata decides).
+        await vectors.deleteCollection(internal).catch(() => false);
+        throw err;
+      }
       return view(record);
     });
   }
@@ -372,10 +378,10 @@ export class Gateway {
         // The engine may have written part of the batch before failing (an I/O error, an
         // embedder failing half way): take the count from it so usage stays exact.
         const info = await vectors.collectionInfo(c.internal);
-        if (info !== undefined && info.count !== c.vector_count) await this.#store.putCollection({ ...c, vector_count: info.count });
+        if (info !== undefined && info.count !== c.vector_count) await this.#store.recount(c.tenant_id, c.name, info.count);
         throw err;
       }
-      await this.#store.putCollection({ ...c, vector_count: c.vector_count + newVectors, storage_bytes: Math.max(0, c.storage_bytes + deltaBytes) });
+      await this.#store.addUsage(c.tenant_id, c.name, { vectors: newVectors, bytes: deltaBytes });
       return withIds.map((d) => ({ id: d.id, status: existed.has(d.id) ? 'updated' : 'created' }));
     });
   }
@@ -396,11 +402,7 @@ export class Gateway {
       if (old === undefined || !(await vectors.deleteDocument(c.internal, id))) {
         throw new FirkinError('document_not_found', `no document ${JSON.stringify(id)} in collection ${JSON.stringify(name)}`);
       }
-      await this.#store.putCollection({
-        ...c,
-        vector_count: c.vector_count - 1,
-        storage_bytes: Math.max(0, c.storage_bytes - documentBytes(old, c.dimension)),
-      });
+      await this.#store.addUsage(c.tenant_id, c.name, { vectors: -1, bytes: -documentBytes(old, c.dimension) });
     });
   }
 

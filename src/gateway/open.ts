@@ -29,8 +29,8 @@ export async function openGateway(deps: {
   registry: Registry;
   /** The vector engine with its bounds; undefined: admin routes only, no /v1. */
   vectors: { engine: GatewayVectors; bounds: V1Bounds } | undefined;
-  /** Cluster mode: tenants and keys through the metadata group, over the node's collections. */
-  clusterStore?(local: RocksGatewayStore): GatewayStore;
+  /** Cluster mode: tenants, keys and tenant collections through the metadata group. */
+  clusterStore?(): GatewayStore;
   rpmShare?: () => number;
 }): Promise<OpenedGateway> {
   const { config, log } = deps;
@@ -38,8 +38,7 @@ export async function openGateway(deps: {
   if (config.systemDbPath !== undefined) {
     log.warn({ systemDbPath: config.systemDbPath }, 'SERVICE_GATEWAY_SYSTEM_DB_PATH is ignored: gateway state lives in the node RocksDB (system column family)');
   }
-  const local = await RocksGatewayStore.load(deps.store, { ownersElsewhere: deps.clusterStore !== undefined });
-  const store: GatewayStore = deps.clusterStore?.(local) ?? local;
+  const store: GatewayStore = deps.clusterStore?.() ?? (await RocksGatewayStore.load(deps.store));
   const gateway = new Gateway({
     store,
     vectors: deps.vectors?.engine,
@@ -54,7 +53,9 @@ export async function openGateway(deps: {
       max_storage_mb: config.maxStorageMb,
     },
   });
-  const fixed = await gateway.reconcile();
+  // On a cluster the records and the collections are both in the metadata log, and a
+  // start-up pass would need a quorum to write: it runs on standalone nodes only.
+  const fixed = deps.clusterStore === undefined ? await gateway.reconcile() : { dropped: 0, recounted: 0, unclaimed: [] };
   if (fixed.dropped + fixed.recounted > 0) log.warn({ dropped: fixed.dropped, recounted: fixed.recounted }, 'gateway registry reconciled with the vector engine');
   if (fixed.unclaimed.length > 0) log.warn({ collections: fixed.unclaimed }, 'vector collections named like tenant collections have no gateway record');
   if (deps.vectors === undefined) log.warn('gateway: no vector engine on this node, so only /admin routes are served (no /v1)');

@@ -7,7 +7,7 @@ const BYTES_PER_MB = 1024 * 1024;
 const BYTES_PER_DIMENSION = 4;
 
 /** Why creating one more collection is refused, or undefined when it is allowed. */
-export function collectionQuotaError(usage: Usage, limits: Limits): string | undefined {
+export function collectionQuotaError(usage: Pick<Usage, 'collection_count'>, limits: Limits): string | undefined {
   if (usage.collection_count + 1 > limits.max_collections) {
     return `collection quota exceeded: ${usage.collection_count} of max_collections ${limits.max_collections} in use`;
   }

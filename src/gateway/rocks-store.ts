@@ -10,6 +10,8 @@ import assert from 'node:assert/strict';
 import { NUMBER, OBJECT, STRING, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import { encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
+import { FirkinError } from '../core/errors.js';
+import { collectionQuotaError } from './quota.js';
 import type { GatewayStore } from './store.js';
 import type { CollectionRecord, KeyRecord, Tenant } from './types.js';
 
@@ -42,8 +44,7 @@ export class RocksGatewayStore implements GatewayStore {
     this.#store = store;
   }
 
-  /** `ownersElsewhere`: tenants and keys live in the cluster's metadata, only collections here. */
-  static async load(store: Store, options: { ownersElsewhere?: boolean } = {}): Promise<RocksGatewayStore> {
+  static async load(store: Store): Promise<RocksGatewayStore> {
     const self = new RocksGatewayStore(store);
     for await (const [, v] of store.entries('system', prefixRange([TENANT]))) {
       const t = tenantCodec.decode(v);
@@ -51,7 +52,6 @@ export class RocksGatewayStore implements GatewayStore {
     }
     for await (const [, v] of store.entries('system', prefixRange([KEY]))) self.#remember(keyCodec.decode(v));
     for await (const [, v] of store.entries('system', prefixRange([COLLECTION]))) self.#rememberCollection(collectionCodec.decode(v));
-    if (options.ownersElsewhere === true) return self;
     for (const k of self.#keys.values()) assert.ok(self.#tenants.has(k.tenant_id), `gateway key ${k.key_id} belongs to no tenant`);
     for (const t of self.#collections.keys()) assert.ok(self.#tenants.has(t), `gateway collections of unknown tenant ${t}`);
     return self;
@@ -147,8 +147,28 @@ export class RocksGatewayStore implements GatewayStore {
     this.#keysByDigest.delete(key.digest);
   }
 
-  async putCollection(record: CollectionRecord, options: { ownerChecked?: boolean } = {}): Promise<void> {
-    assert.ok(options.ownerChecked === true || this.#tenants.has(record.tenant_id), 'a collection needs its tenant');
+  /** The gateway calls this under the tenant's lock, so the checks and the write do not race. */
+  async createCollection(record: CollectionRecord): Promise<void> {
+    const tenant = this.#tenants.get(record.tenant_id);
+    assert.ok(tenant !== undefined, 'a collection needs its tenant');
+    if (this.collection(record.tenant_id, record.name) !== undefined) throw new FirkinError('collection_already_exists', `collection ${JSON.stringify(record.name)} already exists`);
+    const refused = collectionQuotaError({ collection_count: this.collectionsOf(record.tenant_id).length }, tenant.limits);
+    if (refused !== undefined) throw new FirkinError('quota_exceeded', refused);
+    await this.#putCollection(record);
+  }
+
+  async addUsage(tenantId: string, name: string, change: { vectors: number; bytes: number }): Promise<void> {
+    const c = this.collection(tenantId, name);
+    if (c === undefined) return;
+    await this.#putCollection({ ...c, vector_count: Math.max(0, c.vector_count + change.vectors), storage_bytes: Math.max(0, c.storage_bytes + change.bytes) });
+  }
+
+  async recount(tenantId: string, name: string, vectors: number): Promise<void> {
+    const c = this.collection(tenantId, name);
+    if (c !== undefined) await this.#putCollection({ ...c, vector_count: Math.max(0, vectors) });
+  }
+
+  async #putCollection(record: CollectionRecord): Promise<void> {
     await this.#store.put('system', collectionKey(record.tenant_id, record.name), collectionCodec.encode(record), { sync: true });
     this.#rememberCollection(record);
   }

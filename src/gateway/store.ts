@@ -24,6 +24,11 @@ export interface GatewayStore {
   deleteTenant(tenantId: string): Promise<void>;
   putKey(key: KeyRecord): Promise<void>;
   deleteKey(keyId: string): Promise<void>;
-  putCollection(record: CollectionRecord): Promise<void>;
+  /** A new record; refused with a FirkinError when the name is taken or max_collections is reached. */
+  createCollection(record: CollectionRecord): Promise<void>;
+  /** Add a write's change of usage (a delta, so writes through different nodes add up). */
+  addUsage(tenantId: string, name: string, change: { vectors: number; bytes: number }): Promise<void>;
+  /** The document count as counted again from the engine. */
+  recount(tenantId: string, name: string, vectors: number): Promise<void>;
   deleteCollection(tenantId: string, name: string): Promise<void>;
 }

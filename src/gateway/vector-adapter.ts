@@ -39,19 +39,25 @@ export class EngineGatewayVectors implements GatewayVectors {
     }
   }
 
-  #config(internal: string): { dimension: number; count: number; metric: Metric; hasEmbedder: boolean } | undefined {
+  #config(internal: string): { dimension: number; metric: Metric; hasEmbedder: boolean } | undefined {
     try {
       const c = this.#engine.getCollection(internal);
-      return { dimension: c.dimension as number, count: c.count as number, metric: c.metric as Metric, hasEmbedder: c.embedder !== null };
+      return { dimension: c.dimension as number, metric: c.metric as Metric, hasEmbedder: c.embedder !== null };
     } catch (err) {
       if (isCode(err, 'not_found')) return undefined;
       throw err;
     }
   }
 
+  /** The count is exact on a cluster too (counted through every shard's leader). */
   async collectionInfo(internal: string): Promise<{ dimension: number; count: number } | undefined> {
-    const c = this.#config(internal);
-    return c === undefined ? undefined : { dimension: c.dimension, count: c.count };
+    try {
+      const c = await this.#engine.describeCollection(internal);
+      return { dimension: c.dimension as number, count: c.count as number };
+    } catch (err) {
+      if (isCode(err, 'not_found')) return undefined;
+      throw err;
+    }
   }
 
   async listCollections(): Promise<string[]> {

@@ -36,6 +36,32 @@ t.test('a tenant made on n2 authenticates and hits its quota on n3; a key revoke
   t.equal((await admin('n1', 'DELETE', '/admin/tenants/acme')).status, 200);
   t.equal((await call('n3', 'GET', '/v1/collections', key)).status, 401);
 
+  // Tenant collections are replicated collections: made on one node, used from every node,
+  // with usage counted cluster-wide (writes through different nodes add up).
+  const wide = await admin('n1', 'POST', '/admin/tenants', { tenant_id: 'wide', max_vectors: 5, rpm_limit: 6000 });
+  const wk = wide.body.api_key as string;
+  await waitFor(async () => (await call('n3', 'GET', '/v1/collections', wk)).status === 200, { what: 'tenant wide on n3' });
+  t.equal((await call('n1', 'POST', '/v1/collections', wk, { name: 'shared', dimension: 2 })).status, 201, 'a collection made through n1');
+  await waitFor(async () => (await call('n2', 'GET', '/v1/collections/shared', wk)).status === 200, { what: 'the collection on n2' });
+  t.equal((await call('n2', 'POST', '/v1/collections/shared/documents', wk, { documents: [{ id: 'a', vector: [1, 0] }, { id: 'b', vector: [0, 1] }] })).status, 201, 'two documents through n2');
+  t.equal((await call('n3', 'POST', '/v1/collections/shared/documents', wk, { documents: [{ id: 'c', vector: [1, 1] }, { id: 'd', vector: [1, -1] }] })).status, 201, 'two more through n3');
+  for (const id of ['a', 'b', 'c', 'd']) t.equal((await call('n1', 'GET', `/v1/collections/shared/documents/${id}`, wk)).status, 200, `${id} reads through n1`);
+  const counted = await waitFor(async () => {
+    const u = (await admin('n1', 'GET', '/admin/tenants/wide/usage')).body.usage;
+    return u.vector_count === 4 ? u : undefined;
+  }, { what: 'usage of writes through n2 and n3, seen on n1' });
+  t.equal(counted.collection_count, 1);
+  const over2 = await call('n1', 'POST', '/v1/collections/shared/documents', wk, { documents: [{ id: 'e', vector: [1, 0] }, { id: 'f', vector: [0, 1] }] });
+  t.same([over2.status, over2.body.error], [403, 'quota_exceeded'], 'max_vectors counts what other nodes wrote');
+  t.equal((await call('n3', 'POST', '/v1/collections/shared/documents', wk, { id: 'e', vector: [1, 0] })).status, 201, 'the fifth fits');
+  const hits = await call('n2', 'POST', '/v1/collections/shared/search', wk, { vector: [1, 0], k: 5 });
+  t.same(hits.body.hits.map((h: { id: string }) => h.id).sort(), ['a', 'b', 'c', 'd', 'e'], 'search through n2 sees every shard');
+  t.equal((await call('n2', 'DELETE', '/v1/collections/shared/documents/a', wk)).status, 200);
+  await waitFor(async () => (await admin('n3', 'GET', '/admin/tenants/wide/usage')).body.usage.vector_count === 4, { what: 'the delete counted on n3' });
+  t.equal((await call('n3', 'DELETE', '/v1/collections/shared', wk)).status, 200, 'deleted through n3');
+  await waitFor(async () => (await call('n1', 'GET', '/v1/collections/shared', wk)).status === 404, { what: 'gone on n1' });
+  t.equal((await admin('n1', 'GET', '/admin/tenants/wide/usage')).body.usage.collection_count, 0);
+
   // n1 cut off from the others (both paused): it can no longer vouch for cluster keys (503),
   // while its node-local admin key still works.
   const other = await admin('n2', 'POST', '/admin/tenants', { tenant_id: 'other' });

@@ -14,6 +14,7 @@ const incarnation = fc.constantFrom('a', 'b');
 const atMs = fc.nat(1_000_000);
 const keyId = fc.constantFrom('k1', 'k2', 'k3');
 const tenantId = fc.constantFrom('t1', 't2');
+const collName = fc.constantFrom('c1', 'c2', 'c3');
 
 const command: fc.Arbitrary<MetaCommand> = fc.oneof(
   fc.record({ type: fc.constant('node.join' as const), node: fc.record({ name: names, incarnation, http: fc.constant('http://x'), grpc: fc.constantFrom('h:1', 'h:2'), zone: fc.constantFrom('z1', 'z2') }), atMs }),
@@ -28,11 +29,18 @@ const command: fc.Arbitrary<MetaCommand> = fc.oneof(
   fc.record({ type: fc.constant('apikey.revoke' as const), id: keyId }),
   fc.record({
     type: fc.constant('tenant.create' as const),
-    tenant: fc.record({ tenant_id: tenantId, limits: fc.constant({ rpm_limit: 10, max_vectors: 10, max_collections: 1, max_storage_mb: 1 }), created_at: atMs }),
+    tenant: fc.record({ tenant_id: tenantId, limits: fc.record({ rpm_limit: fc.constant(10), max_vectors: fc.constant(10), max_collections: fc.constantFrom(1, 2), max_storage_mb: fc.constant(1) }), created_at: atMs }),
     key: fc.record({ key_id: keyId, tenant_id: tenantId, digest: fc.constant('g'), key_prefix: fc.constant('p'), created_at: atMs }),
   }),
   fc.record({ type: fc.constant('tenant.delete' as const), tenantId }),
   fc.record({ type: fc.constant('tenantkey.delete' as const), keyId }),
+  fc.record({
+    type: fc.constant('tenantcoll.create' as const),
+    record: fc.record({ tenant_id: tenantId, name: collName, internal: fc.constant('i'), dimension: fc.constant(3), vector_count: fc.constant(0), storage_bytes: fc.constant(0), created_at: atMs }),
+  }),
+  fc.record({ type: fc.constant('tenantcoll.usage' as const), tenantId, name: collName, vectors: fc.integer({ min: -3, max: 5 }), bytes: fc.integer({ min: -300, max: 500 }) }),
+  fc.record({ type: fc.constant('tenantcoll.recount' as const), tenantId, name: collName, vectors: fc.nat(20) }),
+  fc.record({ type: fc.constant('tenantcoll.delete' as const), tenantId, name: collName }),
 );
 
 function replay(cmds: readonly MetaCommand[], from: MetaState = EMPTY_META): MetaState {
@@ -129,5 +137,42 @@ t.test('collections: the log numbers the shards, never reusing a number; a secon
   t.match(applyMeta(s, { type: 'collection.delete', name: 'nope' }).result, { ok: false, code: 'not_found' });
   t.throws(() => checkMetaCommand({ type: 'collection.create', name: 'y', config: {}, replicationFactor: 1, shards: [{ range: [0], replicas: [] }] }), /malformed/);
   t.equal(checkMetaState({ ...EMPTY_META, nextShard: undefined }).nextShard, 0, 'snapshots from before placements read as 0');
+  t.end();
+});
+
+t.test('tenant collections: max_collections holds cluster-wide, and usage deltas add up in any order', (t) => {
+  fc.assert(
+    fc.property(fc.array(command, { maxLength: 80 }), (cmds) => {
+      let state = EMPTY_META;
+      for (const c of cmds) {
+        state = applyMeta(state, c).state;
+        for (const tenant of Object.values(state.tenants)) {
+          const held = Object.values(state.tenantCollections).filter((r) => r.tenant_id === tenant.tenant_id).length;
+          if (held > tenant.limits.max_collections) throw new Error(`tenant ${tenant.tenant_id} holds ${held} > ${tenant.limits.max_collections}`);
+        }
+        for (const r of Object.values(state.tenantCollections)) {
+          if (state.tenants[r.tenant_id] === undefined) throw new Error(`collection ${r.name} outlived its tenant`);
+          if (r.vector_count < 0 || r.storage_bytes < 0) throw new Error('negative usage');
+        }
+      }
+    }),
+    fcParams(300),
+  );
+  const tenant = { tenant_id: 't1', limits: { rpm_limit: 10, max_vectors: 10, max_collections: 1, max_storage_mb: 1 }, created_at: 0 };
+  const start = [
+    { type: 'tenant.create', tenant, key: { key_id: 'k1', tenant_id: 't1', digest: 'g', key_prefix: 'p', created_at: 0 } },
+    { type: 'tenantcoll.create', record: { tenant_id: 't1', name: 'c1', internal: 'i', dimension: 3, vector_count: 0, storage_bytes: 0, created_at: 0 } },
+  ] as MetaCommand[];
+  fc.assert(
+    fc.property(fc.array(fc.record({ vectors: fc.nat(5), bytes: fc.nat(500) }), { maxLength: 20 }).chain((ds) => fc.tuple(fc.constant(ds), fc.shuffledSubarray(ds, { minLength: ds.length, maxLength: ds.length }))), ([deltas, shuffled]) => {
+      const usage = (ds: { vectors: number; bytes: number }[]) => replay([...start, ...ds.map((d) => ({ type: 'tenantcoll.usage' as const, tenantId: 't1', name: 'c1', ...d }))]).tenantCollections;
+      t.same(usage(shuffled), usage(deltas));
+      const c = Object.values(usage(deltas))[0]!;
+      t.equal(c.vector_count, deltas.reduce((n, d) => n + d.vectors, 0));
+    }),
+    fcParams(100),
+  );
+  const second = applyMeta(replay(start), { type: 'tenantcoll.create', record: { tenant_id: 't1', name: 'c2', internal: 'j', dimension: 3, vector_count: 0, storage_bytes: 0, created_at: 0 } });
+  t.match(second.result, { ok: false, code: 'quota_exceeded' }, 'the state machine refuses a collection past max_collections');
   t.end();
 });
