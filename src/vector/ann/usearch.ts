@@ -23,6 +23,7 @@ const METRIC_KIND: Record<Metric, (typeof MetricKind)[keyof typeof MetricKind]> 
 
 /** Batch adds of this size or more use every core; a single add stays on this thread. */
 const PARALLEL_ADD_MIN = 256;
+const CORES = availableParallelism();
 
 function nativeOptions(options: AnnOptions) {
   return {
@@ -98,6 +99,13 @@ async function buildInWorker(options: AnnOptions, chunks: AsyncIterable<AnnChunk
 
 class UsearchIndex implements AnnIndex {
   readonly #native: NativeIndex;
+  /**
+   * Threads the index holds contexts for. The binding reserves (capacity and thread contexts,
+   * for the threads of that call) only when an add would not fit; an add on more threads than
+   * the last reservation covered fails half way with "Reserve capacity ahead of insertions!".
+   * 1 until an add of ours reserved for more.
+   */
+  #contexts = 1;
 
   constructor(native: NativeIndex) {
     this.#native = native;
@@ -109,7 +117,11 @@ class UsearchIndex implements AnnIndex {
 
   add(keys: BigUint64Array, vectors: Float32Array): void {
     if (keys.length === 0) return;
-    this.#native.add(keys, vectors, keys.length >= PARALLEL_ADD_MIN ? 0 : 1);
+    const reserves = this.#native.size() + keys.length >= this.#native.capacity();
+    let threads = keys.length >= PARALLEL_ADD_MIN ? CORES : 1;
+    if (!reserves && threads > this.#contexts) threads = 1;
+    this.#native.add(keys, vectors, threads);
+    if (reserves) this.#contexts = threads;
   }
 
   remove(key: bigint): boolean {
