@@ -1,13 +1,24 @@
-// The cluster foundation: metadata writes through consensus and metadata leader failover on
-// three real node processes (src/main.ts, gRPC, RocksDB), and how the metadata group's cost
-// grows with learners (pure Raft cores in this process, no I/O: the CPU and messages of
-// consensus alone).
-//   npx tsx bench/cluster.ts [filter]      (BENCH_MS: length of each throughput case)
+// The cluster on real node processes (src/main.ts, gRPC, RocksDB):
+// - metadata writes through consensus and metadata leader failover (3 nodes);
+// - how the metadata group's cost grows with learners (pure Raft cores in this process, no
+//   I/O: the CPU and messages of consensus alone);
+// - replicated vector collections (`vector-*`): a collection of 3 shards with replication
+//   factor 3 on 3 nodes against one standalone node on the same machine: batch insert
+//   docs/s, single writes, search QPS at 1 and 8 clients (linearizable, and stale), p50/p99,
+//   and shard leader failover after kill -9. Cluster requests go round-robin over the nodes.
+//   Both sides run with the default settings.
+//   npx tsx bench/cluster.ts [filter]      (BENCH_MS: length of each throughput case;
+//   VECTOR_DOCS, VECTOR_DIMS: the loaded collection, default 5000 x 128)
 import { MemoryStorage } from '../src/raft/storage.js';
 import { DEFAULT_RAFT_OPTIONS, RaftCore } from '../src/raft/core.js';
 import type { Message } from '../src/raft/types.js';
 import { TestCluster } from '../test/cluster/harness.js';
 import { waitFor } from '../test/support/wait.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnNode } from '../test/support/process.js';
+import { TEST_ADMIN_KEY, request } from '../test/support/node.js';
 import { percentile, report, selected, type BenchResult } from './support.js';
 
 const durationMs = Number(process.env.BENCH_MS ?? 5_000);
@@ -117,6 +128,119 @@ function fanOut(learners: number, proposals: number): BenchResult {
   return { bench: `meta-fanout-5v-${learners}l`, members: 5 + learners, messagesPerProposal: messages / proposals, leaderUsPerProposal: (leaderMs * 1000) / proposals, committedOnLastMember: committed };
 }
 
+// ---- replicated vector collections ---------------------------------------------------------
+
+const vectorDocs = Number(process.env.VECTOR_DOCS ?? 5_000);
+const dims = Number(process.env.VECTOR_DIMS ?? 128);
+/** The node defaults (the test harness shortens the failure detector; a bench should not). */
+const DEFAULT_TIMINGS = { SERVICE_FD_SUSPECT_MS: '1500', SERVICE_FD_DOWN_MS: '4000', SERVICE_FD_MIN_DWELL_MS: '3000', SERVICE_CLUSTER_HEARTBEAT_MS: '250', SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS: '5000' };
+let seed = 42;
+const rnd = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+const randomVector = () => Array.from({ length: dims }, rnd);
+
+/** A target: the URLs requests go to (round-robin). */
+interface Target {
+  name: 'standalone' | 'cluster';
+  urls: () => string[];
+}
+
+async function call(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const r = await request(url, method, path, { key: TEST_ADMIN_KEY, body }).catch(() => ({ status: 0, body: undefined }));
+  return { status: r.status, body: r.body };
+}
+
+async function timed(clients: number, op: (client: number, i: number) => Promise<boolean>): Promise<{ perSec: number; p50Ms: number; p99Ms: number; ops: number; errors: number }> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let i = 0;
+  const start = performance.now();
+  const until = start + durationMs;
+  await Promise.all(
+    Array.from({ length: clients }, async (_, client) => {
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        if (await op(client, i++)) latencies.push(performance.now() - t0);
+        else errors++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - start) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { perSec: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), ops: latencies.length, errors };
+}
+
+async function vectorCases(t: Target): Promise<BenchResult[]> {
+  const out: BenchResult[] = [];
+  const pick = (i: number) => t.urls()[i % t.urls().length]!;
+  const created = await call(pick(0), 'PUT', '/vectordb/collections/bench', { dimensions: dims, num_shards: 3, replication_factor: t.name === 'cluster' ? 3 : 1 });
+  if (created.status !== 200 && created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
+  // Batch insert: 100 documents a request, 4 clients, until the collection holds vectorDocs.
+  seed = 42;
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 4 }, async (_, client) => {
+      while (next < vectorDocs) {
+        const from = next;
+        next += 100;
+        const documents = Array.from({ length: Math.min(100, vectorDocs - from) }, (_, j) => ({ id: `d${from + j}`, text: `doc ${from + j}`, metadata: { n: from + j }, vector: randomVector() }));
+        const r = await call(pick(client + from / 100), 'POST', '/vectordb/collections/bench/docs', { documents });
+        if (r.status !== 200) throw new Error(`insert: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+      }
+    }),
+  );
+  out.push({ bench: `vector-insert-batch100-c4-${t.name}`, docsPerSec: vectorDocs / ((performance.now() - t0) / 1000), docs: vectorDocs, dims });
+  if (selected(`vector-write-c1-${t.name}`)) {
+    const r = await timed(1, async (_c, i) => (await call(pick(i), 'POST', '/vectordb/collections/bench/docs', { id: `w${i}`, text: 'w', metadata: {}, vector: randomVector() })).status === 201);
+    out.push({ bench: `vector-write-c1-${t.name}`, writesPerSec: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, errors: r.errors });
+  }
+  const queries = Array.from({ length: 200 }, randomVector);
+  for (const [clients, consistency] of [[1, 'linearizable'], [8, 'linearizable'], [8, 'stale']] as const) {
+    if (t.name === 'standalone' && consistency === 'stale') continue;
+    const name = `vector-search-c${clients}${consistency === 'stale' ? '-stale' : ''}-${t.name}`;
+    if (!selected(name)) continue;
+    for (let i = 0; i < 50; i++) await call(pick(i), 'POST', '/vectordb/collections/bench/search', { vector: queries[i % queries.length], k: 10 }); // warm up
+    const r = await timed(clients, async (c, i) => {
+      const body = { vector: queries[i % queries.length], k: 10, ...(consistency === 'stale' ? { consistency } : {}) };
+      const res = await call(pick(c + i), 'POST', '/vectordb/collections/bench/search', body);
+      return res.status === 200 && res.body.partial !== true && res.body.results.length === 10;
+    });
+    out.push({ bench: name, qps: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, errors: r.errors });
+  }
+  return out;
+}
+
+/** kill -9 the node leading the most shards; time until a batch touching every shard is written through a survivor. */
+async function shardFailover(c: TestCluster): Promise<BenchResult> {
+  const times: number[] = [];
+  const probe = (run: number, attempt: number) => Array.from({ length: 30 }, (_, j) => ({ id: `f${run}-${attempt}-${j}`, text: 'f', metadata: {}, vector: randomVector() }));
+  for (let run = 0; run < failoverRuns; run++) {
+    await c.waitMembers();
+    await c.waitVoters(3);
+    const shards = await waitFor(async () => {
+      const r = await c.request(c.running()[0]!, 'GET', '/_cluster/collections/bench/shards');
+      const list = r.body?.shards as { leader?: string | null; lag?: Record<string, number | null> }[] | undefined;
+      // Every shard led, every replica caught up (the restarted node included).
+      return list !== undefined && list.every((s) => typeof s.leader === 'string' && Object.values(s.lag ?? {}).length === 3 && Object.values(s.lag ?? {}).every((l) => l === 0)) ? list : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 200, what: 'every shard led and caught up' });
+    const led = new Map<string, number>();
+    for (const s of shards) led.set(s.leader!, (led.get(s.leader!) ?? 0) + 1);
+    const victim = [...led].sort((a, b) => b[1] - a[1])[0]![0];
+    const survivor = c.running().find((n) => n !== victim)!;
+    const t0 = performance.now();
+    await c.kill9(victim);
+    let attempt = 0;
+    await waitFor(async () => {
+      const r = await c.request(survivor, 'POST', '/vectordb/collections/bench/docs', { body: { documents: probe(run, attempt++) } }).catch(() => undefined);
+      return r?.status === 200 && (r.body.results as { status?: string }[]).every((x) => x.status === 'created');
+    }, { timeoutMs: 60_000, intervalMs: 10, what: 'a batch on every shard after the kill' });
+    times.push(performance.now() - t0);
+    await c.startNode(victim);
+  }
+  const sorted = [...times].sort((a, b) => a - b);
+  return { bench: 'vector-shard-failover', runs: times.length, medianMs: percentile(sorted, 50), maxMs: sorted[sorted.length - 1]!, allMs: times.map((x) => Math.round(x)).join(' ') };
+}
+
 const results: BenchResult[] = [];
 for (const learners of [0, 10, 50]) if (selected(`meta-fanout-5v-${learners}l`)) results.push(fanOut(learners, 2_000));
 if (selected('meta-write') || selected('meta-failover')) {
@@ -129,6 +253,33 @@ if (selected('meta-write') || selected('meta-failover')) {
     if (selected('meta-failover')) results.push(await failover(c));
   } finally {
     await c.close();
+  }
+}
+const vectorCaseNames = (target: Target['name']) =>
+  ['vector-insert-batch100-c4', 'vector-write-c1', 'vector-search-c1', 'vector-search-c8', ...(target === 'cluster' ? ['vector-search-c8-stale'] : [])].map((n) => `${n}-${target}`);
+{
+  if (vectorCaseNames('standalone').some(selected)) {
+    const dir = mkdtempSync(join(tmpdir(), 'firkin-bench-vector-'));
+    const node = await spawnNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
+    try {
+      results.push(...(await vectorCases({ name: 'standalone', urls: () => [node.url] })));
+      console.error(JSON.stringify(results));
+    } finally {
+      await node.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const clusterCases = vectorCaseNames('cluster').some(selected);
+  if (clusterCases || selected('vector-shard-failover')) {
+    const c = await TestCluster.start(3, DEFAULT_TIMINGS);
+    try {
+      await c.waitVoters(3);
+      if (clusterCases) results.push(...(await vectorCases({ name: 'cluster', urls: () => c.running().map((n) => c.url(n)) })));
+      else await call(c.url('n1'), 'PUT', '/vectordb/collections/bench', { dimensions: dims, num_shards: 3, replication_factor: 3 });
+      if (selected('vector-shard-failover')) results.push(await shardFailover(c));
+    } finally {
+      await c.close();
+    }
   }
 }
 report(results);
