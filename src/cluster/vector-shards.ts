@@ -17,6 +17,7 @@
 //   led group's membership toward its placement one step at a time (shard-repair.ts).
 // - Every group ticks on the member's one ticker, and idle groups quiesce: a quiesced
 //   follower wakes when the cluster link to its leader's node goes quiet (`peerAlive`).
+import { randomBytes } from 'node:crypto';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Logger } from 'pino';
 import { FirkinError, isFirkinError } from '../core/errors.js';
@@ -490,7 +491,10 @@ class RoutedShard implements ShardHandle {
   }
 
   async #propose(command: ShardCommand): Promise<ApplyOutcome | undefined> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.propose', { c: encodeShardCommand(command) });
+    // One request id for every attempt: the router retries through other leaders, and the
+    // shard applies an id once (a retry of a write that already committed changes nothing).
+    const rid = randomBytes(12).toString('base64url');
+    const reply = await this.host.leaderCall(this.placement, 'vshard.propose', { c: encodeShardCommand({ ...command, rid }) });
     return (reply.o ?? undefined) as ApplyOutcome | undefined;
   }
 

@@ -9,9 +9,17 @@ import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 import type { DocInput } from './shard.js';
 
+/**
+ * `rid`: a request id chosen once by the router of a replicated write, the same on every retry
+ * of it. A retry may reach a new leader after the first attempt already committed; the shard
+ * applies a request id once (`Shard.apply`), so a retry can never undo a later write.
+ */
 export type ShardCommand =
-  | { readonly kind: 'upsert'; readonly docs: readonly DocInput[] }
-  | { readonly kind: 'delete'; readonly ids: readonly string[] };
+  | { readonly kind: 'upsert'; readonly docs: readonly DocInput[]; readonly rid?: string }
+  | { readonly kind: 'delete'; readonly ids: readonly string[]; readonly rid?: string };
+
+/** Longest request id a command may carry. */
+export const REQUEST_ID_CHARS_MAX = 64;
 
 /** What applying a command did: for a delete, which ids were there to delete. */
 export type ApplyOutcome = { readonly kind: 'upsert'; readonly written: number } | { readonly kind: 'delete'; readonly deleted: readonly boolean[] };
@@ -25,9 +33,10 @@ interface WireDoc {
 }
 
 export function encodeShardCommand(command: ShardCommand): Buffer {
-  if (command.kind === 'delete') return encodeCbor({ k: 'd', ids: command.ids });
+  const r = command.rid === undefined ? {} : { r: command.rid };
+  if (command.kind === 'delete') return encodeCbor({ k: 'd', ids: command.ids, ...r });
   const docs: WireDoc[] = command.docs.map((d) => ({ i: d.id, t: d.text, m: d.metadata, v: new Uint8Array(d.vector.buffer, d.vector.byteOffset, d.vector.byteLength) }));
-  return encodeCbor({ k: 'u', docs });
+  return encodeCbor({ k: 'u', docs, ...r });
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
@@ -44,9 +53,11 @@ export function decodeShardCommand(bytes: Uint8Array): ShardCommand {
     throw corrupt((err as Error).message);
   }
   if (!isObject(raw)) throw corrupt('not a map');
+  if (raw.r !== undefined && (typeof raw.r !== 'string' || raw.r.length === 0 || raw.r.length > REQUEST_ID_CHARS_MAX)) throw corrupt('bad request id');
+  const r = raw.r === undefined ? {} : { rid: raw.r };
   if (raw.k === 'd') {
     if (!Array.isArray(raw.ids) || !raw.ids.every((id) => typeof id === 'string')) throw corrupt('delete without a list of ids');
-    return { kind: 'delete', ids: raw.ids as string[] };
+    return { kind: 'delete', ids: raw.ids as string[], ...r };
   }
   if (raw.k !== 'u' || !Array.isArray(raw.docs)) throw corrupt(`unknown kind ${JSON.stringify(raw.k)}`);
   const docs = raw.docs.map((d: unknown, n: number): DocInput => {
@@ -58,5 +69,5 @@ export function decodeShardCommand(bytes: Uint8Array): ShardCommand {
     copy.set(d.v);
     return { id: d.i, text: d.t, metadata: d.m, vector: new Float32Array(copy.buffer) };
   });
-  return { kind: 'upsert', docs };
+  return { kind: 'upsert', docs, ...r };
 }

@@ -12,9 +12,24 @@ import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 import type { StateMachine } from '../raft/group.js';
 import type { Entry } from '../raft/types.js';
-import { decodeShardCommand, encodeShardCommand } from './commands.js';
+import { type ApplyOutcome, decodeShardCommand, encodeShardCommand } from './commands.js';
 import type { DocInput, Shard } from './shard.js';
 
+
+interface SnapshotRequest {
+  r: string;
+  i: number;
+  o: ApplyOutcome;
+}
+
+function isRequest(v: unknown): v is SnapshotRequest {
+  const r = v as Partial<SnapshotRequest> | null;
+  const o = r?.o as { kind?: unknown; written?: unknown; deleted?: unknown } | undefined;
+  return (
+    typeof r === 'object' && r !== null && typeof r.r === 'string' && Number.isSafeInteger(r.i) &&
+    typeof o === 'object' && o !== null && ((o.kind === 'upsert' && typeof o.written === 'number') || (o.kind === 'delete' && Array.isArray(o.deleted)))
+  );
+}
 
 export class ShardFsm implements StateMachine {
   #shard: Shard;
@@ -45,14 +60,19 @@ export class ShardFsm implements StateMachine {
     // Each document as an encoded upsert, so the one checked codec decodes them again.
     const parts: Uint8Array[] = [];
     for await (const docs of this.#shard.exportDocs()) parts.push(encodeShardCommand({ kind: 'upsert', docs }));
-    return encodeCbor({ index: this.#lastIndex, parts });
+    // The request ids are state too: a replica loaded from this snapshot must refuse the same
+    // retries as the others.
+    const requests = this.#shard.exportRequests().map((r) => ({ r: r.rid, i: r.index, o: r.outcome }));
+    return encodeCbor({ index: this.#lastIndex, parts, requests });
   }
 
   async restore(data: Uint8Array): Promise<void> {
-    const snap = decodeCbor(data) as { index?: unknown; parts?: unknown };
+    const snap = decodeCbor(data) as { index?: unknown; parts?: unknown; requests?: unknown };
     if (typeof snap.index !== 'number' || !Array.isArray(snap.parts) || !snap.parts.every((p) => p instanceof Uint8Array)) {
       throw new FirkinError('error', 'shard snapshot does not decode');
     }
+    const requests = snap.requests === undefined ? [] : snap.requests;
+    if (!Array.isArray(requests) || !requests.every(isRequest)) throw new FirkinError('error', 'shard snapshot: bad request ids');
     this.#lastIndex = Math.max(this.#lastIndex, snap.index);
     if (snap.index <= this.#shard.appliedIndex) return; // this replica already holds it
     const chunks: DocInput[][] = (snap.parts as Uint8Array[]).map((p) => {
@@ -61,6 +81,6 @@ export class ShardFsm implements StateMachine {
       return [...c.docs];
     });
     this.#shard = await this.reopenEmpty(this.#shard);
-    await this.#shard.restore(chunks, snap.index);
+    await this.#shard.restore(chunks, snap.index, (requests as SnapshotRequest[]).map((r) => ({ rid: r.r, index: r.i, outcome: r.o })));
   }
 }

@@ -8,6 +8,10 @@
 //                                                  file covers it
 //   [shard, 'm']        -> CBOR {seq, label, a}    last write sequence, next label, and the
 //                                                  index of the last command applied
+//   [shard, 'r', rid]   -> CBOR {i, o}             a replicated command's request id: the
+//                                                  index it applied at and its outcome, kept
+//                                                  for REQUEST_ID_WINDOW entries (a retry of it
+//                                                  within them changes nothing)
 // Every write is a command (`commands.ts`) applied at a log index (`apply`): one synced batch
 // touching the records, their seq entries, the meta key (with that index) and the BM25
 // postings. A command at or below the applied index is skipped, so a log replayed after a
@@ -48,6 +52,12 @@ import { exactScore, scoreFromDistance } from './metric.js';
 
 /** Records read per chunk when rebuilding or replaying. */
 const SCAN_CHUNK = 1024;
+/**
+ * Log entries a request id is remembered for. A router retries a write only within its
+ * deadline (seconds), so the window needs to cover the entries committed meanwhile; 10,000 is
+ * minutes of a busy shard.
+ */
+export const REQUEST_ID_WINDOW = 10_000;
 /** Filtered ANN search widens its candidate list by this factor per round... */
 const FILTER_WIDEN = 4;
 /** ...up to this many candidates; then it scans every record exactly. */
@@ -124,6 +134,8 @@ export interface ShardDeps {
   indexDir: string;
   log: Logger;
   maintenance?: MaintenancePolicy;
+  /** Entries a request id is remembered for (tests shorten it); default REQUEST_ID_WINDOW. */
+  requestWindow?: number;
 }
 
 function vectorBytes(v: Float32Array): Uint8Array {
@@ -182,6 +194,8 @@ export class Shard implements ShardHandle {
   #bm25: Bm25Index | undefined;
   /** doc id -> its label and the seq of its live version. */
   readonly #docs = new Map<string, { label: number; seq: number }>();
+  /** Request ids applied within the window, in index order. */
+  readonly #requests = new Map<string, { index: number; outcome: ApplyOutcome }>();
   /** label -> doc id, for the live docs. */
   readonly #labels = new Map<number, string>();
   /** Last committed write sequence; every committed write is in the index. */
@@ -270,6 +284,12 @@ export class Shard implements ShardHandle {
       this.#nextLabel = m.label;
       this.#applied = m.a ?? 0; // shards written before commands had no applied index
     }
+    const requests: { rid: string; index: number; outcome: ApplyOutcome }[] = [];
+    for await (const [key, value] of store.entries('vec', prefixRange([this.id, 'r']))) {
+      const r = decodeCbor(value) as { i: number; o: ApplyOutcome };
+      requests.push({ rid: decodeKey(key)[2] as string, index: r.i, outcome: r.o });
+    }
+    for (const r of requests.sort((a, b) => a.index - b.index)) this.#requests.set(r.rid, { index: r.index, outcome: r.outcome });
     for await (const [key, value] of store.entries('vec', prefixRange([this.id, 's']))) {
       const e = decodeCbor(value) as SeqValue;
       this.#docs.set(e.id, { label: e.l, seq: decodeKey(key)[2] as number });
@@ -468,15 +488,62 @@ export class Shard implements ShardHandle {
   async #applyAt(command: ShardCommand, index: number): Promise<ApplyOutcome | undefined> {
     if (!Number.isSafeInteger(index) || index <= 0) throw new FirkinError('error', `shard ${this.id}: bad log index ${index}`);
     if (index <= this.#applied) return undefined;
+    const rid = command.rid;
+    const seen = rid === undefined ? undefined : this.#requests.get(rid);
+    if (seen !== undefined && index - seen.index < (this.#deps.requestWindow ?? REQUEST_ID_WINDOW)) {
+      // A retry of a command that already applied (through an earlier leader): applying it
+      // again could undo writes made since. Only the applied index moves.
+      const ops: BatchOp[] = [...this.#requestOps(undefined, index, seen.outcome), { type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }) }];
+      await this.#deps.store.batch(ops, { sync: true });
+      this.#applied = index;
+      this.#noteRequest(undefined, index, seen.outcome);
+      return seen.outcome;
+    }
     if (command.kind === 'upsert') {
       const docs = lastOfEachId(command.docs);
-      await this.#commitUpserts(docs, index);
-      return { kind: 'upsert', written: docs.length };
+      const outcome: ApplyOutcome = { kind: 'upsert', written: docs.length };
+      await this.#commitUpserts(docs, index, this.#requestOps(rid, index, outcome));
+      this.#noteRequest(rid, index, outcome);
+      return outcome;
     }
-    return { kind: 'delete', deleted: await this.#commitDeletes(command.ids, index) };
+    const deleted = this.#deletedOf(command.ids);
+    const outcome: ApplyOutcome = { kind: 'delete', deleted };
+    await this.#commitDeletes(command.ids, index, this.#requestOps(rid, index, outcome));
+    this.#noteRequest(rid, index, outcome);
+    return outcome;
   }
 
-  async #commitUpserts(docs: DocInput[], index: number): Promise<void> {
+  /** Writes for the request table at `index`: the new id (if any), and ids past the window. */
+  #requestOps(rid: string | undefined, index: number, outcome: ApplyOutcome): BatchOp[] {
+    const ops: BatchOp[] = [];
+    for (const [old, e] of this.#requests) {
+      if (e.index > index - (this.#deps.requestWindow ?? REQUEST_ID_WINDOW)) break;
+      ops.push({ type: 'del', cf: 'vec', key: this.#key('r', old) });
+    }
+    if (rid !== undefined) ops.push({ type: 'put', cf: 'vec', key: this.#key('r', rid), value: encodeCbor({ i: index, o: outcome }) });
+    return ops;
+  }
+
+  /** After the batch: the same changes in memory (the map stays in index order). */
+  #noteRequest(rid: string | undefined, index: number, outcome: ApplyOutcome): void {
+    for (const [old, e] of this.#requests) {
+      if (e.index > index - (this.#deps.requestWindow ?? REQUEST_ID_WINDOW)) break;
+      this.#requests.delete(old);
+    }
+    if (rid !== undefined) this.#requests.set(rid, { index, outcome });
+  }
+
+  /** Request ids still remembered, oldest first: part of a snapshot. */
+  exportRequests(): { rid: string; index: number; outcome: ApplyOutcome }[] {
+    return [...this.#requests].map(([rid, e]) => ({ rid, index: e.index, outcome: e.outcome }));
+  }
+
+  /** Which of `ids` a delete removes: the first occurrence of each present id. */
+  #deletedOf(ids: readonly string[]): boolean[] {
+    return ids.map((id, i) => this.#docs.has(id) && ids.indexOf(id) === i);
+  }
+
+  async #commitUpserts(docs: DocInput[], index: number, extra: readonly BatchOp[] = []): Promise<void> {
     const oldTexts = await this.#oldTexts(docs.map((d) => d.id));
     let seq = this.#seq;
     let nextLabel = this.#nextLabel;
@@ -493,6 +560,7 @@ export class Shard implements ShardHandle {
     });
     const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTexts.get(d.id), newText: d.text })));
     if (bm25 !== undefined) ops.push(...bm25.ops);
+    ops.push(...extra);
     ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: nextLabel, a: index }) });
     await this.#deps.store.batch(ops, { sync: true });
     this.#applied = index;
@@ -516,7 +584,7 @@ export class Shard implements ShardHandle {
   }
 
   /** Deletes the ids that exist (each once); says per id whether it was there. */
-  async #commitDeletes(ids: readonly string[], index: number): Promise<boolean[]> {
+  async #commitDeletes(ids: readonly string[], index: number, extra: readonly BatchOp[] = []): Promise<boolean[]> {
     const present = [...new Set(ids)].filter((id) => this.#docs.has(id));
     const oldTexts = await this.#oldTexts(present);
     let seq = this.#seq;
@@ -531,6 +599,7 @@ export class Shard implements ShardHandle {
     });
     const bm25 = this.#bm25?.prepare(present.map((id) => ({ id, oldText: oldTexts.get(id), newText: undefined })));
     if (bm25 !== undefined) ops.push(...bm25.ops);
+    ops.push(...extra);
     ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: this.#nextLabel, a: index }) });
     await this.#deps.store.batch(ops, { sync: true });
     this.#applied = index;
@@ -564,11 +633,14 @@ export class Shard implements ShardHandle {
    * with the applied index left at 0, and only the last batch records `index`, so a crash
    * midway leaves a shard that asks for the snapshot again rather than one that claims it.
    */
-  restore(chunks: Iterable<readonly DocInput[]>, index: number): Promise<void> {
+  restore(chunks: Iterable<readonly DocInput[]>, index: number, requests: readonly { rid: string; index: number; outcome: ApplyOutcome }[] = []): Promise<void> {
     return this.#exclusive(async () => {
       if (this.#applied !== 0 || this.#docs.size !== 0) throw new FirkinError('error', `shard ${this.id}: a snapshot loads only into an empty shard`);
       for (const chunk of chunks) await this.#commitUpserts(lastOfEachId(chunk), 0);
-      await this.#deps.store.put('vec', this.#key('m'), encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }), { sync: true });
+      const ops: BatchOp[] = requests.map((r) => ({ type: 'put', cf: 'vec', key: this.#key('r', r.rid), value: encodeCbor({ i: r.index, o: r.outcome }) }));
+      ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }) });
+      await this.#deps.store.batch(ops, { sync: true });
+      for (const r of [...requests].sort((a, b) => a.index - b.index)) this.#requests.set(r.rid, { index: r.index, outcome: r.outcome });
       this.#applied = index;
     });
   }

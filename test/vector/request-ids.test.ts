@@ -1,0 +1,98 @@
+// Request ids: a replicated write retried through a new leader after its first attempt already
+// committed must not apply again (it would undo the writes made in between). The shard applies
+// an id once within its window, keeps the ids across a restart and in its snapshots.
+import path from 'node:path';
+import pino from 'pino';
+import t from 'tap';
+import { Store } from '../../src/storage/db.js';
+import { usearchEngine } from '../../src/vector/ann/usearch.js';
+import type { CollectionConfig } from '../../src/vector/collection-config.js';
+import { type ShardCommand, decodeShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
+import { Shard, dropShardData } from '../../src/vector/shard.js';
+import { ShardFsm } from '../../src/vector/shard-fsm.js';
+import { tempDir } from '../support/node.js';
+
+const CONFIG: CollectionConfig = {
+  dimensions: 2,
+  num_shards: 1,
+  replication_factor: 3,
+  metric: 'l2',
+  index: { m: 8, ef_construction: 40, ef_search: 64 },
+  embedder: null,
+  bm25_backend: 'disk',
+  bm25: { k1: 1.2, b: 0.75, stopwords: [] },
+};
+const log = pino({ level: 'silent' });
+const put = (id: string, v: number, rid?: string): ShardCommand => ({ kind: 'upsert', docs: [{ id, text: `t${v}`, metadata: { v }, vector: Float32Array.from([v, 1]) }], ...(rid === undefined ? {} : { rid }) });
+const del = (id: string, rid?: string): ShardCommand => ({ kind: 'delete', ids: [id], ...(rid === undefined ? {} : { rid }) });
+
+async function open(dir: string, requestWindow?: number) {
+  const store = await Store.open(path.join(dir, 'db'));
+  const deps = { store, ann: usearchEngine, indexDir: dir, log, ...(requestWindow === undefined ? {} : { requestWindow }) };
+  const shard = await Shard.open(1, CONFIG, deps);
+  return { store, shard, deps };
+}
+
+t.test('the codec carries the request id and refuses a bad one', (t) => {
+  t.same(decodeShardCommand(encodeShardCommand(put('x', 1, 'abc'))).rid, 'abc');
+  t.equal(decodeShardCommand(encodeShardCommand(put('x', 1))).rid, undefined);
+  t.same(decodeShardCommand(encodeShardCommand(del('x', 'r2'))), { kind: 'delete', ids: ['x'], rid: 'r2' });
+  t.throws(() => decodeShardCommand(encodeShardCommand({ ...put('x', 1), rid: 'x'.repeat(65) })), /bad request id/);
+  t.end();
+});
+
+t.test('a retried command applies once, across restarts and snapshots', async (t) => {
+  const dir = tempDir('firkin-rid-');
+  let { store, shard } = await open(dir);
+  t.same(await shard.apply(put('x', 1, 'A'), 1), { kind: 'upsert', written: 1 });
+  await shard.apply(put('x', 2), 2);
+  t.same(await shard.apply(put('x', 1, 'A'), 3), { kind: 'upsert', written: 1 }, 'the retry answers as the first attempt did');
+  t.same((await shard.get('x'))?.metadata, { v: 2 }, 'and does not undo the write in between');
+  t.equal(shard.appliedIndex, 3, 'the applied index moves past it');
+
+  t.same(await shard.apply(del('x', 'B'), 4), { kind: 'delete', deleted: [true] });
+  await shard.apply(put('x', 3), 5);
+  t.same(await shard.apply(del('x', 'B'), 6), { kind: 'delete', deleted: [true] }, 'a retried delete answers as it did');
+  t.same((await shard.get('x'))?.metadata, { v: 3 }, 'and does not delete the newer write');
+
+  await shard.close({ save: true });
+  await store.close();
+  ({ store, shard } = await open(dir));
+  await shard.apply(put('x', 1, 'A'), 7);
+  t.same((await shard.get('x'))?.metadata, { v: 3 }, 'the ids survive a restart');
+
+  // A replica loaded from a snapshot refuses the same retries.
+  const fsm = new ShardFsm(shard, async () => shard);
+  const snapshot = await fsm.snapshot();
+  const other = await open(tempDir('firkin-rid-snap-'));
+  const otherFsm = new ShardFsm(other.shard, async (old) => {
+    await old.close({ save: false, reason: 'dropped' });
+    await dropShardData(other.store, 1, other.deps.indexDir);
+    return Shard.open(1, CONFIG, other.deps);
+  });
+  await otherFsm.restore(snapshot);
+  t.same(otherFsm.shard.exportRequests().map((r) => r.rid), ['A', 'B']);
+  await otherFsm.shard.apply(del('x', 'B'), 8);
+  t.same((await otherFsm.shard.get('x'))?.metadata, { v: 3 }, 'the snapshot carried the ids');
+  await otherFsm.shard.close({ save: false });
+  await other.store.close();
+  await shard.close({ save: false });
+  await store.close();
+});
+
+t.test('ids are forgotten past the window, on disk too', async (t) => {
+  const dir = tempDir('firkin-rid-window-');
+  let { store, shard } = await open(dir, 3);
+  await shard.apply(put('y', 1, 'C'), 1);
+  await shard.apply(put('y', 2, 'D'), 2);
+  await shard.apply(put('z', 1), 3);
+  await shard.apply(put('y', 1, 'C'), 4); // index 4: C (applied at 1) is past the window of 3
+  t.same((await shard.get('y'))?.metadata, { v: 1 }, 'an id older than the window applies again');
+  t.same(shard.exportRequests().map((r) => r.rid), ['D', 'C']);
+  await shard.close({ save: true });
+  await store.close();
+  ({ store, shard } = await open(dir, 3));
+  t.same(shard.exportRequests().map((r) => [r.rid, r.index]), [['D', 2], ['C', 4]], 'what is on disk matches');
+  await shard.close({ save: false });
+  await store.close();
+});
