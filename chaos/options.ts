@@ -2,7 +2,12 @@
 // the option on a bad value.
 import { NEMESIS_KINDS, type NemesisKind, isNemesisKind } from './nemesis/schedule.js';
 
-export const WORKLOADS = ['keys'] as const;
+/**
+ * keys: API keys through the metadata group. register: a few documents of a replicated vector
+ * collection written and read as registers (linearizability). set: documents added and
+ * deleted, then every node's view of the whole set after healing.
+ */
+export const WORKLOADS = ['keys', 'register', 'set'] as const;
 export type Workload = (typeof WORKLOADS)[number];
 
 export interface ChaosOptions {

@@ -16,7 +16,7 @@ import { freePorts } from '../test/raft/kv-cluster.js';
 import { FAST_CLUSTER_ENV } from '../test/cluster/harness.js';
 import type { FaultWindow } from './checker/availability.js';
 import { type PollVerdict, type ReplicaReport, checkConvergence, pollVerdict } from './checker/convergence.js';
-import type { KeyOp } from './checker/history.js';
+import type { KeyOp, Outcome, RegisterOp, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
 import { runCheckers } from './checker/report.js';
 import { OptionError, type ChaosOptions, parseChaosArgs } from './options.js';
@@ -77,6 +77,8 @@ async function killNode(n: NodeProc): Promise<void> {
 
 class Recorder {
   readonly ops: KeyOp[] = [];
+  readonly registers: RegisterOp[] = [];
+  readonly set: SetOp[] = [];
   readonly t0 = performance.now();
   now(): number {
     return Math.round(performance.now() - this.t0);
@@ -101,8 +103,10 @@ async function call(url: string | undefined, method: string, p: string, options:
     }
     return { status: res.status, body };
   } catch (err) {
-    // Refused: it never reached the node (a definite failure). Timed out: unknown.
-    return ac.signal.aborted ? undefined : { status: 0, body: String((err as Error).message) };
+    // Refused: it never reached the node (a definite failure). Timed out, or the connection
+    // broke after the request was sent (the node died mid-request): unknown.
+    const code = ((err as Error & { cause?: { code?: string } }).cause?.code ?? '') as string;
+    return ac.signal.aborted || code !== 'ECONNREFUSED' ? undefined : { status: 0, body: String((err as Error).message) };
   } finally {
     clearTimeout(timer);
   }
@@ -154,6 +158,129 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
   return keys;
 }
 
+// ---- data workloads: a replicated vector collection (3 shards, replication factor 3) ----------
+
+const DATA = 'chaos';
+const REGISTER_KEYS = 5;
+const DOC_VECTOR = [1, 0, 0, 0];
+
+async function createDataCollection(nodes: NodeProc[]): Promise<void> {
+  const r = await call(nodes[0]!.url, 'PUT', `/vectordb/collections/${DATA}`, { body: { dimensions: DOC_VECTOR.length, num_shards: 3, replication_factor: 3 } });
+  if (r?.status !== 200 && r?.status !== 201) throw new Error(`chaos: could not create the data collection: ${r?.status} ${JSON.stringify(r?.body).slice(0, 300)}`);
+}
+
+/** A write's outcome: acknowledged, refused before it could take effect (4xx, refused connection), or unknown. */
+function writeOutcome(r: Awaited<ReturnType<typeof call>>, okStatus: number): Outcome {
+  if (r === undefined) return 'unknown';
+  if (r.status === okStatus) return 'ok';
+  if (r.status === 0 || (r.status >= 400 && r.status < 500)) return 'fail';
+  return 'unknown'; // 5xx: no_quorum and timeouts may still commit
+}
+
+async function pauseAfterRefusal(r: Awaited<ReturnType<typeof call>>): Promise<void> {
+  if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
+}
+
+/** Registers: documents r0..r4; writes set metadata.v to a unique value, reads are linearizable GETs. */
+async function registerWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, untilMs: number, rand: SeededRand): Promise<void> {
+  let seq = 0;
+  const client = async (clientId: string) => {
+    while (rec.now() < untilMs) {
+      const n = nodes[rand.int(nodes.length)]!;
+      if (n.url === undefined) {
+        await new Promise((r) => setTimeout(r, 20));
+        continue;
+      }
+      const key = `r${rand.int(REGISTER_KEYS)}`;
+      const invokeMs = rec.now();
+      if (rand.int(2) === 0) {
+        const value = `${clientId}-${++seq}`;
+        const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/docs`, { body: { id: key, vector: DOC_VECTOR, metadata: { v: value } } });
+        rec.registers.push({ kind: 'write', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: writeOutcome(r, 201), key, value });
+        await pauseAfterRefusal(r);
+      } else {
+        const r = await call(n.url, 'GET', `/vectordb/collections/${DATA}/docs/${key}`);
+        const ok = r?.status === 200 || (r?.status === 404 && r.body?.error === 'not_found');
+        const value = r?.status === 200 ? ((r.body?.metadata?.v as string | undefined) ?? null) : null;
+        rec.registers.push({ kind: 'read', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: ok ? 'ok' : r?.status === 0 ? 'fail' : 'unknown', key, ...(ok ? { value } : {}) });
+        await pauseAfterRefusal(r);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)));
+}
+
+/** A set: new documents added, earlier ones deleted; returns every element someone tried to add. */
+async function setWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, untilMs: number, rand: SeededRand): Promise<string[]> {
+  const attempted: string[] = [];
+  let seq = 0;
+  const client = async (clientId: string) => {
+    while (rec.now() < untilMs) {
+      const n = nodes[rand.int(nodes.length)]!;
+      if (n.url === undefined) {
+        await new Promise((r) => setTimeout(r, 20));
+        continue;
+      }
+      const invokeMs = rec.now();
+      if (rand.int(10) < 7 || attempted.length === 0) {
+        const element = `e${++seq}`;
+        attempted.push(element);
+        const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/docs`, { body: { id: element, vector: DOC_VECTOR, metadata: {} } });
+        rec.set.push({ kind: 'add', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: writeOutcome(r, 201), element });
+        await pauseAfterRefusal(r);
+      } else {
+        const element = attempted[rand.int(attempted.length)]!;
+        const r = await call(n.url, 'DELETE', `/vectordb/collections/${DATA}/docs/${element}`);
+        // 404: nothing was there to delete, so the delete had no effect.
+        rec.set.push({ kind: 'delete', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: r?.status === 404 ? 'fail' : writeOutcome(r, 200), element });
+        await pauseAfterRefusal(r);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)));
+  return attempted;
+}
+
+/** After healing: each node's own view of the whole set (stale reads answer from its replicas). */
+async function finalSetReads(nodes: NodeProc[], rec: Recorder, attempted: readonly string[]): Promise<void> {
+  for (const n of nodes) {
+    const invokeMs = rec.now();
+    const present: string[] = [];
+    let answered = true;
+    for (let i = 0; i < attempted.length && answered; i += 16) {
+      await Promise.all(
+        attempted.slice(i, i + 16).map(async (element) => {
+          const until = performance.now() + 15_000;
+          for (;;) {
+            const r = await call(n.url, 'GET', `/vectordb/collections/${DATA}/docs/${element}?consistency=stale`);
+            if (r?.status === 200) present.push(element);
+            if (r?.status === 200 || r?.status === 404) return;
+            if (performance.now() > until) {
+              answered = false;
+              return;
+            }
+            await new Promise((res) => setTimeout(res, 100));
+          }
+        }),
+      );
+    }
+    rec.set.push({ kind: 'read', node: n.name, invokeMs, completeMs: rec.now(), outcome: answered ? 'ok' : 'unknown', final: true, ...(answered ? { elements: present } : {}) });
+  }
+}
+
+/** Final linearizable reads of every register through every node (they join the history). */
+async function finalRegisterReads(nodes: NodeProc[], rec: Recorder): Promise<void> {
+  for (const n of nodes) {
+    for (let k = 0; k < REGISTER_KEYS; k++) {
+      const key = `r${k}`;
+      const invokeMs = rec.now();
+      const r = await call(n.url, 'GET', `/vectordb/collections/${DATA}/docs/${key}`);
+      const ok = r?.status === 200 || (r?.status === 404 && r.body?.error === 'not_found');
+      rec.registers.push({ kind: 'read', process: `final-${n.name}`, node: n.name, invokeMs, completeMs: rec.now(), outcome: ok ? 'ok' : 'unknown', key, ...(ok ? { value: r?.status === 200 ? ((r.body?.metadata?.v as string | undefined) ?? null) : null } : {}) });
+    }
+  }
+}
+
 async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
   if (e.action === 'net') {
     net.apply(e.target);
@@ -199,18 +326,34 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
  * same digest at the same applied index (chaos/checker/convergence.ts), or diverge (stop at
  * once: waiting will not mend it), or the deadline passes. Returns the last poll's reports.
  */
-async function converge(nodes: NodeProc[], deadlineMs: number): Promise<{ ok: boolean; verdict: PollVerdict; reports: ReplicaReport[]; detail: unknown }> {
+async function converge(nodes: NodeProc[], deadlineMs: number, withShards: boolean): Promise<{ ok: boolean; verdict: PollVerdict; reports: ReplicaReport[]; expected: Record<string, string[]>; detail: unknown }> {
   let last: unknown;
   let reports: ReplicaReport[] = [];
   let verdict = 'wait' as PollVerdict; // set by the probe (a closure: `as` keeps TS from narrowing it to 'wait')
   const startedMs = performance.now();
-  const expected = { metadata: nodes.map((n) => n.name) };
+  const expected: Record<string, string[]> = { metadata: nodes.map((n) => n.name) };
   try {
     await waitFor(
       async () => {
-        const views = await Promise.all(nodes.map(async (n) => ({ node: n.name, status: (await call(n.url, 'GET', '/vectordb/cluster/status'))?.body, meta: (await call(n.url, 'GET', '/_cluster/nodes'))?.body?.metadata })));
+        const views = await Promise.all(
+          nodes.map(async (n) => ({
+            node: n.name,
+            status: (await call(n.url, 'GET', '/vectordb/cluster/status'))?.body,
+            meta: (await call(n.url, 'GET', '/_cluster/nodes'))?.body?.metadata,
+            shards: withShards ? ((await call(n.url, 'GET', '/_cluster/shards'))?.body?.replicas as { group: string; digest: string | null; digest_applied: number | null }[] | undefined) : undefined,
+          })),
+        );
         last = views;
         reports = views.filter((v) => typeof v.meta?.applied === 'number' && typeof v.meta?.digest === 'string').map((v) => ({ node: v.node, shard: 'metadata', applied_index: v.meta.applied as number, digest: v.meta.digest as string }));
+        if (withShards) {
+          // Which nodes should hold each shard: the placement as the metadata has it.
+          const placement = (await call(nodes[0]!.url, 'GET', `/_cluster/collections/${DATA}/shards`))?.body?.shards as { group: string; replicas: string[] }[] | undefined;
+          for (const s of placement ?? []) expected[s.group] = [...s.replicas];
+          for (const v of views) {
+            for (const r of v.shards ?? []) if (r.digest !== null && r.digest_applied !== null) reports.push({ node: v.node, shard: r.group, applied_index: r.digest_applied, digest: r.digest });
+          }
+          if (placement === undefined) return false;
+        }
         verdict = pollVerdict(checkConvergence(reports, expected), performance.now() - startedMs, deadlineMs);
         if (verdict === 'diverged') return true;
         const leader = views[0]?.status?.leader;
@@ -220,9 +363,9 @@ async function converge(nodes: NodeProc[], deadlineMs: number): Promise<{ ok: bo
       },
       { timeoutMs: deadlineMs, intervalMs: 250, what: 'convergence' },
     );
-    return { ok: verdict === 'converged', verdict, reports, detail: last };
+    return { ok: verdict === 'converged', verdict, reports, expected, detail: last };
   } catch {
-    return { ok: false, verdict: 'timeout', reports, detail: last };
+    return { ok: false, verdict: 'timeout', reports, expected, detail: last };
   }
 }
 
@@ -264,6 +407,8 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
   try {
     for (const n of nodes) await startNode(n);
     await waitFor(async () => (await Promise.all(nodes.map((n) => call(n.url, 'GET', '/_cluster/nodes')))).every((r) => (r?.body?.nodes as { role: string }[] | undefined)?.filter((x) => x.role === 'voter').length === Math.min(o.nodes % 2 === 1 ? o.nodes : o.nodes - 1, 5)), { timeoutMs: 60_000, what: 'the cluster to form' });
+    const data = o.workload !== 'keys';
+    if (data) await createDataCollection(nodes);
     log('chaos: cluster formed; workload and faults start');
     const rec = new Recorder();
     const nemesis = (async () => {
@@ -277,7 +422,11 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
         if (e.action === 'start' || e.action === 'resume' || e.action === 'net-heal') windows.push({ kind: e.kind, startMs: open.get(e.fault)!, endMs: rec.now() });
       }
     })();
-    const keys = await keysWorkload(nodes, o, rec, durationMs, rand);
+    let keys = new Map<string, string>();
+    let attempted: string[] = [];
+    if (o.workload === 'keys') keys = await keysWorkload(nodes, o, rec, durationMs, rand);
+    else if (o.workload === 'register') await registerWorkload(nodes, o, rec, durationMs, rand);
+    else attempted = await setWorkload(nodes, o, rec, durationMs, rand);
     await nemesis;
 
     // Heal everything, then require convergence: same leader, same metadata at the same index.
@@ -288,7 +437,9 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       if (n.proc === undefined) await startNode(n);
     }
     log('chaos: healed; waiting for convergence');
-    const converged = await converge(nodes, o.convergeSeconds * 1000);
+    const converged = await converge(nodes, o.convergeSeconds * 1000, data);
+    if (o.workload === 'register') await finalRegisterReads(nodes, rec);
+    if (o.workload === 'set') await finalSetReads(nodes, rec, attempted);
     // Final reads: every key, on every node.
     // A node may still be catching up or renewing its key lease: 'unavailable' is retried
     // within a bound, and is an anomaly only if it lasts.
@@ -304,11 +455,11 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
         rec.ops.push({ kind: 'final', node: n.name, keyId, result });
       }
     }
-    // The keys workload fills `keys`; the register and set workloads (with the replicated
-    // shards) will fill `registers` and `set`, and per-shard replica reports.
     const { checkers, anomalies } = runCheckers({
-      keys: rec.ops,
-      convergence: { reports: converged.reports, expected: { metadata: names }, timedOut: converged.verdict === 'timeout' },
+      ...(o.workload === 'keys' ? { keys: rec.ops } : {}),
+      ...(o.workload === 'register' ? { registers: rec.registers } : {}),
+      ...(o.workload === 'set' ? { set: rec.set } : {}),
+      convergence: { reports: converged.reports, expected: converged.expected, timedOut: converged.verdict === 'timeout' },
       windows,
       startMs: 0,
       endMs: durationMs,
@@ -319,7 +470,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     if (!converged.ok && !anomalies.some((a) => a.checker === 'convergence')) {
       anomalies.push({ checker: 'convergence', type: 'no-convergence', key: 'cluster', node: '', detail: JSON.stringify(converged.detail).slice(0, 2000) });
     }
-    const ops = rec.ops.filter((op) => op.kind !== 'final').length;
+    const ops = o.workload === 'keys' ? rec.ops.filter((op) => op.kind !== 'final').length : o.workload === 'register' ? rec.registers.filter((op) => op.process?.startsWith('final-') !== true).length : rec.set.filter((op) => !(op.kind === 'read' && op.final === true)).length;
     const report = {
       options: o,
       faults,
@@ -328,6 +479,8 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       converged: converged.ok,
       checkers,
       anomalies,
+      // The recorded operations, to read an anomaly back against what happened around it.
+      history: o.workload === 'keys' ? rec.ops : o.workload === 'register' ? rec.registers : rec.set,
     };
     mkdirSync(o.out, { recursive: true });
     const file = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}.json`);
