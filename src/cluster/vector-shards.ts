@@ -116,8 +116,31 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     });
     host.#reconcile(o.member.state);
     await host.#reconciling;
+    await host.#sweep();
     host.#confLoop = setInterval(() => host.#confRound(), Math.max(50, o.member.timings.nodeHeartbeatMs));
     return host;
+  }
+
+  /**
+   * Leftovers are judged against the metadata this node had applied before it stopped: wait
+   * (bounded) until it applied up to its stored commit index, so a collection it had already
+   * created is not taken for a deleted one.
+   */
+  async #sweep(): Promise<void> {
+    const { member, store, indexDir, log } = this.#o;
+    const commit = member.groupStatus().commit;
+    const until = Date.now() + 30_000;
+    while (member.groupStatus().applied < commit) {
+      if (Date.now() > until || this.#closed) {
+        log.warn({ commit }, 'leftover shard data not swept: the metadata did not catch up with its commit index in time');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await this.#reconciling;
+    const hosted = new Set(this.#replicas.keys());
+    for (const c of Object.values(member.state.collections)) for (const sh of c.shards) if (sh.replicas.includes(this.#me)) hosted.add(sh.group);
+    await sweepLeftovers(store, hosted, indexDir, log);
   }
 
   get #me(): string {
@@ -477,6 +500,24 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     }
     this.#replicas.clear();
   }
+}
+
+/**
+ * Remove shard replica data this node no longer hosts: a removal (collection deleted, replica
+ * moved away) that a crash interrupted. `#drop` clears the Raft log last, so any leftover
+ * still has its log, and the groups with a log are cheap to list.
+ */
+export async function sweepLeftovers(store: Store, hosted: ReadonlySet<string>, indexDir: string, log: Logger): Promise<string[]> {
+  const removed: string[] = [];
+  for (const group of await RocksLog.groups(store)) {
+    const n = /^vs(\d+)$/.exec(group)?.[1];
+    if (n === undefined || hosted.has(group)) continue;
+    await dropShardData(store, CLUSTER_SHARD_BASE + Number(n), indexDir);
+    await store.clearRange('raft', RocksLog.groupRange(group));
+    log.warn({ group }, `removed leftover data of shard replica ${group}: this node no longer hosts it, and a crash had interrupted its removal`);
+    removed.push(group);
+  }
+  return removed;
 }
 
 /** A shard of a clustered collection, reached through its leader. */

@@ -6,7 +6,7 @@
 // Reads are served by an in-memory MemoryStorage mirror (the uncompacted tail, bounded by
 // compaction); every write goes to RocksDB first, in one atomic batch, then to the mirror.
 import assert from 'node:assert/strict';
-import { encodeKey, prefixRange } from '../core/keys.js';
+import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import { decodeEntry, decodeHardState, decodeOffset, decodeSnapshot, encodeValue } from './codec.js';
 import { MemoryStorage } from './storage.js';
@@ -25,6 +25,22 @@ export class RocksLog {
   /** Every key of one group's log, hard state and snapshot (to remove a group for good). */
   static groupRange(group: GroupId): { gte: Buffer; lt: Buffer } {
     return prefixRange([group]);
+  }
+
+  /** The groups with anything stored (one seek per group, not a walk over their entries). */
+  static async groups(store: Store): Promise<GroupId[]> {
+    const out: GroupId[] = [];
+    let from: Buffer | undefined;
+    for (;;) {
+      let group: GroupId | undefined;
+      for await (const k of store.keys(CF, from === undefined ? {} : { gte: from })) {
+        group = String(decodeKey(k)[0]);
+        break;
+      }
+      if (group === undefined) return out;
+      out.push(group);
+      from = RocksLog.groupRange(group).lt;
+    }
   }
 
   /**
