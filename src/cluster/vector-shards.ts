@@ -318,6 +318,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
       heartbeatTicks: t.heartbeatTicks,
       quiesceAfterTicks: t.quiesceTicks,
       peerAlive: (node) => member.peerAlive(node),
+      appliedIndex: () => fsm.shard.appliedIndex,
       proposalTimeoutMs: t.proposalTimeoutMs,
       snapshotEveryEntries: t.snapshotEntries,
       retainEntries: t.retainEntries,

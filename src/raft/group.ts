@@ -32,6 +32,12 @@ export interface RaftGroupOptions {
   /** A node-level liveness signal: a quiesced follower wakes when its leader's node looks dead. */
   peerAlive?(node: NodeId): boolean;
   proposalTimeoutMs: number;
+  /**
+   * The state machine's durable applied index (read after the stored snapshot is restored):
+   * committed entries up to it are not handed to `apply` again after a restart. Only for a
+   * state machine that persists its data with the index; an in-memory one replays.
+   */
+  appliedIndex?(): number;
   /** Take a snapshot and compact once this many entries were applied since the last one. */
   snapshotEveryEntries: number;
   retainEntries: number;
@@ -77,6 +83,8 @@ export class RaftGroup {
   async start(): Promise<void> {
     const snap = this.#o.log.mem.snapshot();
     if (snap.meta.index > 0) await this.#o.fsm.restore(snap.data);
+    const durable = Math.min(this.#o.appliedIndex?.() ?? 0, this.core.log.committed);
+    if (durable > this.core.log.applied) this.core.log.applied = this.core.log.applying = durable;
     this.#untick = this.#o.ticker.register(() => this.#tick());
     this.#kick();
   }

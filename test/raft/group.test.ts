@@ -140,3 +140,44 @@ t.test('independent groups share a node, a store and the message stream', async 
     t.same(fsms.get(`${id}/g2`)!.values, ['g2-0', 'g2-1', 'g2-2', 'g2-3', 'g2-4']);
   }
 });
+
+t.test('a state machine that keeps its applied index durably is not handed those entries again', async (t) => {
+  const dir = tempDir();
+  const applied: number[] = [];
+  let durable = 0;
+  const fsm: StateMachine = {
+    apply: (e) => {
+      applied.push(e.index);
+      durable = e.index; // this state machine "persists" every entry with its index
+      return e.index;
+    },
+    snapshot: () => new Uint8Array(0),
+    restore: () => undefined,
+  };
+  const open = async () => {
+    const store = await Store.open(dir);
+    const log = await RocksLog.open(store, 'g', { voters: ['solo'], learners: [] });
+    const group = new RaftGroup({
+      id: 'solo', group: 'g', log, fsm, rand: mathRand, ticker: new RaftTicker(10), electionTicks: 10, heartbeatTicks: 1,
+      proposalTimeoutMs: 3_000, snapshotEveryEntries: 1_000, retainEntries: 0, send: () => undefined, appliedIndex: () => durable,
+    });
+    await group.start();
+    return { store, group };
+  };
+  let node = await open();
+  await waitFor(() => node.group.core.role === 'leader', { what: 'the single voter to lead' });
+  for (let i = 0; i < 10; i++) await node.group.propose(utf8.encode(`v${i}`));
+  const before = durable;
+  await node.group.close();
+  await node.store.close();
+  applied.length = 0;
+  node = await open();
+  t.teardown(async () => {
+    await node.group.close();
+    await node.store.close();
+  });
+  await waitFor(() => node.group.core.role === 'leader', { what: 'leader again' });
+  const index = await node.group.propose(utf8.encode('after'));
+  t.ok(applied.every((i) => i > before), `nothing at or below the durable index ${before} was applied again (${applied.join(',')})`);
+  t.ok(applied.includes(index as number), 'the new entry was applied');
+});
