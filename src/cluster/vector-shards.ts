@@ -31,10 +31,11 @@ import type { Store } from '../storage/db.js';
 import type { AnnEngine } from '../vector/ann/ann-index.js';
 import type { ScoredId } from '../vector/bm25.js';
 import type { CollectionConfig } from '../vector/collection-config.js';
-import { type ApplyOutcome, type ShardCommand, encodeShardCommand } from '../vector/commands.js';
+import { type ApplyOutcome, type ShardCommand, decodeShardCommand, encodeShardCommand } from '../vector/commands.js';
 import type { Filter } from '../vector/filter.js';
 import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from '../vector/shard.js';
-import { ShardFsm } from '../vector/shard-fsm.js';
+import { ShardFsm, isRequestRecord } from '../vector/shard-fsm.js';
+import type { RequestRecord, ShardStateChunk } from '../vector/shard.js';
 import type { ClusterCatalogue, ClusteredCollection, ReadOptions, ShardHandle } from '../vector/shard-handle.js';
 import type { ClusterMember, GroupHost } from './member.js';
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
@@ -46,6 +47,17 @@ import { wasNotSent } from './transport.js';
 export const CLUSTER_SHARD_BASE = 2 ** 40;
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;
+/** An export (snapshot transfer) whose reader stopped asking for this long is closed. */
+const EXPORT_IDLE_MS = 60_000;
+/** Each call of a snapshot transfer waits at most this long for its chunk. */
+const EXPORT_CALL_MS = 30_000;
+
+/** One snapshot transfer being read by another node: an open iterator over the shard's state. */
+interface ExportSession {
+  readonly group: string;
+  readonly stream: AsyncGenerator<ShardStateChunk>;
+  lastUsedMs: number;
+}
 
 
 export interface VectorShardsOptions {
@@ -90,6 +102,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
   #confLoop: NodeJS.Timeout | undefined;
   /** Groups with a membership step or a removal check under way. */
   readonly #busy = new Set<string>();
+  readonly #exports = new Map<string, ExportSession>();
 
   private constructor(o: VectorShardsOptions) {
     this.#o = o;
@@ -230,6 +243,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
 
   async #drop(group: string, replica: Replica, why: string): Promise<void> {
     this.#replicas.delete(group);
+    replica.fsm.stop();
     await replica.group.close();
     await replica.fsm.shard.drop();
     await this.#o.store.clearRange('raft', RocksLog.groupRange(group));
@@ -243,6 +257,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
    */
   #confRound(): void {
     if (this.#closed) return;
+    this.#expireExports();
     for (const [group, r] of this.#replicas) {
       if (this.#busy.has(group)) continue;
       const core = r.group.core;
@@ -296,10 +311,15 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     const storageId = CLUSTER_SHARD_BASE + placement.number;
     const deps = { store, ann, indexDir, log: log.child({ group: placement.group }) };
     const shard = await Shard.open(storageId, config, deps);
-    const fsm = new ShardFsm(shard, async (old) => {
-      await old.close({ save: false, reason: 'dropped' });
-      await dropShardData(store, storageId, indexDir);
-      return Shard.open(storageId, config, deps);
+    const fsm = new ShardFsm(shard, {
+      reopenEmpty: async (old) => {
+        await old.close({ save: false, reason: 'dropped' });
+        await dropShardData(store, storageId, indexDir);
+        return Shard.open(storageId, config, deps);
+      },
+      source: (index) => this.#pull(placement.group, index),
+      rand: this.#o.rand,
+      onRetry: (err, attempt, delayMs) => log.warn({ group: placement.group, attempt, delayMs, err: (err as Error).message }, `loading shard replica ${placement.group} from a snapshot failed; retrying`),
     });
     // The replicas it was created on bootstrap the same initial membership (themselves as
     // voters); a replica placed later (repair, leave) starts empty and is added by the leader.
@@ -403,6 +423,8 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
         const outcome = (await r.group.propose(c)) as ApplyOutcome | undefined;
         return encodeCbor({ o: outcome ?? null });
       }
+      case 'vshard.export':
+        return this.#export(req.g, (req as { s?: unknown }).s);
       case 'vshard.status': {
         const r = this.#leading(req.g);
         const core = r.group.core;
@@ -439,6 +461,74 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
       }
       default:
         throw new FirkinError('not_found', `unknown shard call ${method}`);
+    }
+  }
+
+  /**
+   * One chunk of a snapshot transfer: the first call opens an iterator over the shard's state
+   * (any replica that holds it can serve; the puller asks the leader), later calls continue it.
+   */
+  async #export(group: string, session: unknown): Promise<Uint8Array> {
+    let s: ExportSession | undefined;
+    let id: string;
+    if (session === undefined) {
+      const r = this.#hosted(group);
+      id = randomBytes(9).toString('base64url');
+      s = { group, stream: r.fsm.shard.exportState(), lastUsedMs: Date.now() };
+      this.#exports.set(id, s);
+    } else {
+      id = String(session);
+      s = this.#exports.get(id);
+      if (s === undefined || s.group !== group) throw new FirkinError('not_found', `no snapshot transfer ${id} of ${group} (it expired or the node restarted)`);
+    }
+    s.lastUsedMs = Date.now();
+    const next = await s.stream.next();
+    if (next.done === true || !('docs' in next.value)) {
+      this.#exports.delete(id);
+      await s.stream.return(undefined);
+      if (next.done === true || 'docs' in next.value) throw new FirkinError('error', `snapshot transfer ${id} ended without its applied index`);
+      return encodeCbor({ s: id, applied: next.value.applied, requests: next.value.requests });
+    }
+    // Documents travel in the one checked command codec.
+    return encodeCbor({ s: id, c: encodeShardCommand({ kind: 'upsert', docs: next.value.docs }) });
+  }
+
+  /** Close transfers whose reader went away. */
+  #expireExports(): void {
+    const now = Date.now();
+    for (const [id, s] of this.#exports) {
+      if (now - s.lastUsedMs < EXPORT_IDLE_MS) continue;
+      this.#exports.delete(id);
+      void s.stream.return(undefined);
+    }
+  }
+
+  /** The state of `group` at or past `index`, pulled in chunks from its leader. */
+  async *#pull(group: string, index: number): AsyncGenerator<ShardStateChunk> {
+    const replica = this.#replicas.get(group);
+    const source = replica?.group.core.leader;
+    if (source === undefined || source === null || source === this.#me) throw new FirkinError('unavailable', `no leader of ${group} to stream a snapshot from`);
+    this.#o.log.info({ group, source, index }, `loading shard replica ${group} from ${source} (snapshot at ${index})`);
+    let session: string | undefined;
+    let docs = 0;
+    {
+      for (;;) {
+        const reply = decodeCbor(await this.#o.member.callPeer(source, 'vshard.export', encodeCbor({ g: group, ...(session === undefined ? {} : { s: session }) }), EXPORT_CALL_MS)) as Record<string, unknown>;
+        if (typeof reply.s !== 'string') throw new FirkinError('error', 'snapshot transfer: bad reply');
+        session = reply.s;
+        if (reply.c instanceof Uint8Array) {
+          const command = decodeShardCommand(reply.c);
+          if (command.kind !== 'upsert') throw new FirkinError('error', 'snapshot transfer: a chunk holds a delete');
+          docs += command.docs.length;
+          yield { docs: command.docs };
+          continue;
+        }
+        const requests = reply.requests as unknown;
+        if (typeof reply.applied !== 'number' || !Array.isArray(requests) || !requests.every(isRequestRecord)) throw new FirkinError('error', 'snapshot transfer: bad tail');
+        this.#o.log.info({ group, source, docs, applied: reply.applied }, `loaded shard replica ${group}: ${docs} documents at applied index ${reply.applied}`);
+        yield { applied: reply.applied, requests: requests as RequestRecord[] };
+        return;
+      }
     }
   }
 
@@ -495,6 +585,9 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     this.#closed = true;
     clearInterval(this.#confLoop);
     await this.#reconciling;
+    for (const r of this.#replicas.values()) r.fsm.stop();
+    for (const s of this.#exports.values()) await s.stream.return(undefined);
+    this.#exports.clear();
     for (const r of this.#replicas.values()) {
       await r.group.close();
       await r.fsm.shard.close({ save: true });

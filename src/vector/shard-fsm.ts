@@ -3,45 +3,67 @@
 // data, so entries re-delivered after a restart are skipped. Noop and membership entries
 // change no data.
 //
-// Snapshots hold every live document with the Raft index they were taken at. A replica that
-// already applied that far keeps its data (the group restores the stored snapshot at every
-// start); one behind drops its data and loads the snapshot.
-// Limitation, for now: a snapshot is built and held whole in memory (fine for the shard sizes
-// the tests and benches use; streaming it in chunks is the multi-Raft work's next step).
+// Snapshots are streamed, never held whole. The Raft snapshot itself is a small descriptor
+// (the index it was taken at). A replica that already applied that far keeps its data (the
+// group restores the stored snapshot at every start). One behind drops its data and pulls
+// the state from a replica that has it (`StateSource`: the leader, over the cluster link, in
+// chunks of about a megabyte), loading chunk by chunk. What arrives is the source's state at
+// the moment it was read, at an applied index A at or past the snapshot's index I: the
+// entries between I and A then reach this replica through its log and are skipped, as at or
+// below its applied index. A transfer that fails is retried (with backoff) until it succeeds
+// or the replica is stopped.
+//
+// Snapshots written before streaming (the documents inline, `parts`) still load.
 import { decodeCbor, encodeCbor } from '../core/codec.js';
+import { jitteredDelayMs } from '../core/backoff.js';
 import { FirkinError } from '../core/errors.js';
+import type { Rand } from '../core/rand.js';
 import type { StateMachine } from '../raft/group.js';
 import type { Entry } from '../raft/types.js';
-import { type ApplyOutcome, decodeShardCommand, encodeShardCommand } from './commands.js';
-import type { DocInput, Shard } from './shard.js';
+import { type ApplyOutcome, decodeShardCommand } from './commands.js';
+import type { DocInput, RequestRecord, Shard, ShardStateChunk } from './shard.js';
 
+/** Streams a replica's state at or past `index` (throws if the source cannot). */
+export type StateSource = (index: number) => AsyncIterable<ShardStateChunk>;
 
-interface SnapshotRequest {
+export interface ShardFsmOptions {
+  /** Drops the shard's data and opens it empty (before loading a snapshot). */
+  reopenEmpty(old: Shard): Promise<Shard>;
+  source?: StateSource;
+  rand?: Rand;
+  /** A failed transfer, before its retry. */
+  onRetry?(err: unknown, attempt: number, delayMs: number): void;
+}
+
+const RETRY = { baseMs: 100, capMs: 5_000 };
+
+interface InlineRequest {
   r: string;
   i: number;
   o: ApplyOutcome;
 }
 
-function isRequest(v: unknown): v is SnapshotRequest {
-  const r = v as Partial<SnapshotRequest> | null;
-  const o = r?.o as { kind?: unknown; written?: unknown; deleted?: unknown } | undefined;
-  return (
-    typeof r === 'object' && r !== null && typeof r.r === 'string' && Number.isSafeInteger(r.i) &&
-    typeof o === 'object' && o !== null && ((o.kind === 'upsert' && typeof o.written === 'number') || (o.kind === 'delete' && Array.isArray(o.deleted)))
-  );
+/** Shape check of a request id record from a snapshot or a transfer (input from another node). */
+export function isRequestRecord(v: unknown): v is RequestRecord {
+  const r = v as Partial<RequestRecord> | null;
+  return typeof r === 'object' && r !== null && typeof r.rid === 'string' && Number.isSafeInteger(r.index) && isOutcome(r.outcome);
+}
+
+function isOutcome(v: unknown): v is ApplyOutcome {
+  const o = v as { kind?: unknown; written?: unknown; deleted?: unknown } | null;
+  return typeof o === 'object' && o !== null && ((o.kind === 'upsert' && typeof o.written === 'number') || (o.kind === 'delete' && Array.isArray(o.deleted)));
 }
 
 export class ShardFsm implements StateMachine {
   #shard: Shard;
+  readonly #o: ShardFsmOptions;
   /** Raft index of the last entry applied here (any kind): what a snapshot taken now covers. */
   #lastIndex = 0;
+  #stopped = false;
 
-  /** `reopen` drops the shard's data and opens it empty (for loading a snapshot). */
-  constructor(
-    shard: Shard,
-    private readonly reopenEmpty: (old: Shard) => Promise<Shard>,
-  ) {
+  constructor(shard: Shard, options: ShardFsmOptions) {
     this.#shard = shard;
+    this.#o = options;
     this.#lastIndex = shard.appliedIndex;
   }
 
@@ -50,37 +72,65 @@ export class ShardFsm implements StateMachine {
     return this.#shard;
   }
 
+  /** A transfer under way gives up (the replica is being closed or dropped). */
+  stop(): void {
+    this.#stopped = true;
+  }
+
   async apply(entry: Entry): Promise<unknown> {
     this.#lastIndex = entry.index;
     if (entry.kind !== 'normal' || entry.data.length === 0) return undefined;
     return this.#shard.apply(decodeShardCommand(entry.data), entry.index);
   }
 
-  async snapshot(): Promise<Uint8Array> {
-    // Each document as an encoded upsert, so the one checked codec decodes them again.
-    const parts: Uint8Array[] = [];
-    for await (const docs of this.#shard.exportDocs()) parts.push(encodeShardCommand({ kind: 'upsert', docs }));
-    // The request ids are state too: a replica loaded from this snapshot must refuse the same
-    // retries as the others.
-    const requests = this.#shard.exportRequests().map((r) => ({ r: r.rid, i: r.index, o: r.outcome }));
-    return encodeCbor({ index: this.#lastIndex, parts, requests });
+  snapshot(): Uint8Array {
+    return encodeCbor({ index: this.#lastIndex, v: 2 });
   }
 
   async restore(data: Uint8Array): Promise<void> {
-    const snap = decodeCbor(data) as { index?: unknown; parts?: unknown; requests?: unknown };
-    if (typeof snap.index !== 'number' || !Array.isArray(snap.parts) || !snap.parts.every((p) => p instanceof Uint8Array)) {
-      throw new FirkinError('error', 'shard snapshot does not decode');
+    const snap = decodeCbor(data) as { index?: unknown; parts?: unknown; requests?: unknown; v?: unknown };
+    if (typeof snap.index !== 'number') throw new FirkinError('error', 'shard snapshot does not decode');
+    const index = snap.index;
+    this.#lastIndex = Math.max(this.#lastIndex, index);
+    if (index <= this.#shard.appliedIndex) return; // this replica already holds it
+    if (snap.parts !== undefined) {
+      await this.#load(() => inlineState(snap.parts, snap.requests, index), index);
+      return;
     }
-    const requests = snap.requests === undefined ? [] : snap.requests;
-    if (!Array.isArray(requests) || !requests.every(isRequest)) throw new FirkinError('error', 'shard snapshot: bad request ids');
-    this.#lastIndex = Math.max(this.#lastIndex, snap.index);
-    if (snap.index <= this.#shard.appliedIndex) return; // this replica already holds it
-    const chunks: DocInput[][] = (snap.parts as Uint8Array[]).map((p) => {
-      const c = decodeShardCommand(p);
-      if (c.kind !== 'upsert') throw new FirkinError('error', 'shard snapshot holds a delete');
-      return [...c.docs];
-    });
-    this.#shard = await this.reopenEmpty(this.#shard);
-    await this.#shard.restore(chunks, snap.index, (requests as SnapshotRequest[]).map((r) => ({ rid: r.r, index: r.i, outcome: r.o })));
+    const source = this.#o.source;
+    if (source === undefined) throw new FirkinError('error', 'shard snapshot: no replica to stream the state from');
+    await this.#load(() => source(index), index);
   }
+
+  async #load(stream: () => AsyncIterable<ShardStateChunk> | Iterable<ShardStateChunk>, index: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      if (this.#stopped) throw new FirkinError('unavailable', 'the replica stopped while loading a snapshot');
+      try {
+        this.#shard = await this.#o.reopenEmpty(this.#shard);
+        const applied = await this.#shard.load(stream());
+        if (applied < index) throw new FirkinError('unavailable', `the source had applied only ${applied}, the snapshot is at ${index}`);
+        return;
+      } catch (err) {
+        if (this.#stopped) throw err;
+        const delayMs = this.#o.rand === undefined ? RETRY.baseMs * attempt : jitteredDelayMs(attempt, RETRY, this.#o.rand);
+        this.#o.onRetry?.(err, attempt, delayMs);
+        await new Promise((r) => setTimeout(r, delayMs));
+      }
+    }
+  }
+}
+
+/** The documents of a snapshot written before streaming, as a state stream. */
+function* inlineState(parts: unknown, requests: unknown, index: number): Generator<ShardStateChunk> {
+  if (!Array.isArray(parts) || !parts.every((p) => p instanceof Uint8Array)) throw new FirkinError('error', 'shard snapshot does not decode');
+  const inline = requests === undefined ? [] : requests;
+  if (!Array.isArray(inline) || !inline.every((r: InlineRequest) => typeof r?.r === 'string' && Number.isSafeInteger(r.i) && isOutcome(r.o))) {
+    throw new FirkinError('error', 'shard snapshot: bad request ids');
+  }
+  for (const p of parts as Uint8Array[]) {
+    const c = decodeShardCommand(p);
+    if (c.kind !== 'upsert') throw new FirkinError('error', 'shard snapshot holds a delete');
+    yield { docs: c.docs as DocInput[] };
+  }
+  yield { applied: index, requests: (inline as InlineRequest[]).map((r) => ({ rid: r.r, index: r.i, outcome: r.o })) };
 }

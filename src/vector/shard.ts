@@ -127,6 +127,19 @@ export interface MaintenancePolicy {
 
 const MAINTENANCE_DEFAULTS: MaintenancePolicy = { removedRatio: 0.2, removedMin: 1_000, unsavedRatio: 0.2 };
 
+/** A request id the shard remembers: where it applied and what it answered. */
+export interface RequestRecord {
+  readonly rid: string;
+  readonly index: number;
+  readonly outcome: ApplyOutcome;
+}
+
+/** A piece of a shard's state as a snapshot transfer streams it: documents, then the tail. */
+export type ShardStateChunk = { readonly docs: readonly DocInput[] } | { readonly applied: number; readonly requests: readonly RequestRecord[] };
+
+/** A snapshot transfer sends documents in chunks of about this many bytes. */
+export const STATE_CHUNK_BYTES = 1 << 20;
+
 export interface ShardDeps {
   store: Store;
   ann: AnnEngine;
@@ -534,7 +547,7 @@ export class Shard implements ShardHandle {
   }
 
   /** Request ids still remembered, oldest first: part of a snapshot. */
-  exportRequests(): { rid: string; index: number; outcome: ApplyOutcome }[] {
+  exportRequests(): RequestRecord[] {
     return [...this.#requests].map(([rid, e]) => ({ rid, index: e.index, outcome: e.outcome }));
   }
 
@@ -629,19 +642,59 @@ export class Shard implements ShardHandle {
   }
 
   /**
-   * Loads a snapshot into an empty shard (just opened over dropped data): the documents go in
-   * with the applied index left at 0, and only the last batch records `index`, so a crash
-   * midway leaves a shard that asks for the snapshot again rather than one that claims it.
+   * The shard's state at one instant (one RocksDB iterator, so one point between two applied
+   * commands): its documents in chunks of about `chunkBytes`, then its applied index and
+   * request ids. What a snapshot transfer streams; nothing is held whole.
    */
-  restore(chunks: Iterable<readonly DocInput[]>, index: number, requests: readonly { rid: string; index: number; outcome: ApplyOutcome }[] = []): Promise<void> {
+  async *exportState(chunkBytes = STATE_CHUNK_BYTES): AsyncGenerator<ShardStateChunk> {
+    let docs: DocInput[] = [];
+    let bytes = 0;
+    let applied = 0;
+    const requests: RequestRecord[] = [];
+    for await (const [key, value] of this.#deps.store.entries('vec', prefixRange([this.id]))) {
+      const [, kind, part] = decodeKey(key);
+      if (kind === 'd') {
+        const { label: _l, seq: _s, ...doc } = decodeRecord(part as string, value);
+        docs.push(doc);
+        bytes += value.length;
+        if (bytes >= chunkBytes || docs.length >= SCAN_CHUNK) {
+          yield { docs };
+          docs = [];
+          bytes = 0;
+        }
+      } else if (kind === 'm') {
+        applied = (decodeCbor(value) as { a?: number }).a ?? 0;
+      } else if (kind === 'r') {
+        const r = decodeCbor(value) as { i: number; o: ApplyOutcome };
+        requests.push({ rid: part as string, index: r.i, outcome: r.o });
+      }
+    }
+    if (docs.length > 0) yield { docs };
+    yield { applied, requests };
+  }
+
+  /**
+   * Loads a streamed state into an empty shard (just opened over dropped data): documents
+   * chunk by chunk with the applied index left at 0, and only the last batch records the
+   * applied index and request ids, so a crash midway leaves a shard that asks for the snapshot
+   * again rather than one that claims it. Returns the applied index loaded.
+   */
+  load(stream: AsyncIterable<ShardStateChunk> | Iterable<ShardStateChunk>): Promise<number> {
     return this.#exclusive(async () => {
       if (this.#applied !== 0 || this.#docs.size !== 0) throw new FirkinError('error', `shard ${this.id}: a snapshot loads only into an empty shard`);
-      for (const chunk of chunks) await this.#commitUpserts(lastOfEachId(chunk), 0);
-      const ops: BatchOp[] = requests.map((r) => ({ type: 'put', cf: 'vec', key: this.#key('r', r.rid), value: encodeCbor({ i: r.index, o: r.outcome }) }));
-      ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }) });
-      await this.#deps.store.batch(ops, { sync: true });
-      for (const r of [...requests].sort((a, b) => a.index - b.index)) this.#requests.set(r.rid, { index: r.index, outcome: r.outcome });
-      this.#applied = index;
+      for await (const chunk of stream) {
+        if ('docs' in chunk) {
+          await this.#commitUpserts(lastOfEachId(chunk.docs), 0);
+          continue;
+        }
+        const ops: BatchOp[] = chunk.requests.map((r) => ({ type: 'put', cf: 'vec', key: this.#key('r', r.rid), value: encodeCbor({ i: r.index, o: r.outcome }) }));
+        ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: chunk.applied }) });
+        await this.#deps.store.batch(ops, { sync: true });
+        for (const r of [...chunk.requests].sort((a, b) => a.index - b.index)) this.#requests.set(r.rid, { index: r.index, outcome: r.outcome });
+        this.#applied = chunk.applied;
+        return chunk.applied;
+      }
+      throw new FirkinError('unavailable', `shard ${this.id}: the state stream ended before its applied index`);
     });
   }
 

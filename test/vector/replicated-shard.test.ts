@@ -14,7 +14,7 @@ import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { type ShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
-import { Shard, dropShardData } from '../../src/vector/shard.js';
+import { Shard, type ShardStateChunk, dropShardData } from '../../src/vector/shard.js';
 import { ShardFsm } from '../../src/vector/shard-fsm.js';
 import { tempDir } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
@@ -48,14 +48,28 @@ const upsert = (from: number, n: number): ShardCommand => ({
   docs: Array.from({ length: n }, (_, k) => ({ id: `d${from + k}`, text: `doc number ${from + k}`, metadata: { n: from + k }, vector: vec(from + k) })),
 });
 
+/** Snapshot transfers stream the state of the replica that leads (what the cluster asks over gRPC). */
+let leaderState: (() => AsyncIterable<ShardStateChunk>) | undefined;
+/** Every chunk a transfer delivered: a transfer streams in pieces, never the whole state at once. */
+const transferred: number[] = [];
+
 async function startReplica(id: string, dir: string, route: (ms: readonly Message[]) => void): Promise<Replica> {
   const store = await Store.open(path.join(dir, 'db'));
   const deps = { store, ann: usearchEngine, indexDir: dir, log };
   const shard = await Shard.open(SHARD_ID, CONFIG, deps);
-  const fsm = new ShardFsm(shard, async (old) => {
-    await old.close({ save: false, reason: 'dropped' });
-    await dropShardData(store, SHARD_ID, dir);
-    return Shard.open(SHARD_ID, CONFIG, deps);
+  const fsm = new ShardFsm(shard, {
+    reopenEmpty: async (old) => {
+      await old.close({ save: false, reason: 'dropped' });
+      await dropShardData(store, SHARD_ID, dir);
+      return Shard.open(SHARD_ID, CONFIG, deps);
+    },
+    source: async function* () {
+      if (leaderState === undefined) throw new Error('no leader to stream from');
+      for await (const chunk of leaderState()) {
+        if ('docs' in chunk) transferred.push(chunk.docs.length);
+        yield chunk;
+      }
+    },
   });
   const raftLog = await RocksLog.open(store, GROUP, { voters: IDS, learners: [] });
   const group = new RaftGroup({
@@ -96,6 +110,8 @@ t.test('a replicated shard: acknowledged writes everywhere, snapshot catch-up, r
   };
 
   let l = await leader();
+  // Small chunks, so the transfer below takes several.
+  leaderState = () => [...replicas.values()].find((r) => r.group.core.role === 'leader')!.fsm.shard.exportState(2_000);
   for (let i = 0; i < 10; i++) await write(l, upsert(i * 5, 5));
   await write(l, { kind: 'delete', ids: ['d3', 'd4'] });
   let same = await waitFor(converged, { what: 'three replicas with one digest' });
@@ -111,6 +127,7 @@ t.test('a replicated shard: acknowledged writes everywhere, snapshot catch-up, r
   cut.delete(lagging.id);
   same = await waitFor(converged, { timeoutMs: 20_000, what: 'the lagging replica to catch up' });
   t.not(lagging.fsm.shard, shardBefore, 'it caught up by loading a snapshot');
+  t.ok(transferred.length > 1 && transferred.every((n) => n < same.docs), `streamed in ${transferred.length} chunks (${transferred.join(', ')} documents), none of them the whole shard`);
   t.equal(same.docs, acknowledged.size);
 
   // Restart a follower from its RocksDB: same data, nothing applied twice.

@@ -62,13 +62,17 @@ t.test('a retried command applies once, across restarts and snapshots', async (t
   t.same((await shard.get('x'))?.metadata, { v: 3 }, 'the ids survive a restart');
 
   // A replica loaded from a snapshot refuses the same retries.
-  const fsm = new ShardFsm(shard, async () => shard);
-  const snapshot = await fsm.snapshot();
+  const fsm = new ShardFsm(shard, { reopenEmpty: async () => shard });
+  const snapshot = fsm.snapshot();
   const other = await open(tempDir('firkin-rid-snap-'));
-  const otherFsm = new ShardFsm(other.shard, async (old) => {
-    await old.close({ save: false, reason: 'dropped' });
-    await dropShardData(other.store, 1, other.deps.indexDir);
-    return Shard.open(1, CONFIG, other.deps);
+  const source = shard;
+  const otherFsm = new ShardFsm(other.shard, {
+    reopenEmpty: async (old) => {
+      await old.close({ save: false, reason: 'dropped' });
+      await dropShardData(other.store, 1, other.deps.indexDir);
+      return Shard.open(1, CONFIG, other.deps);
+    },
+    source: () => source.exportState(),
   });
   await otherFsm.restore(snapshot);
   t.same(otherFsm.shard.exportRequests().map((r) => r.rid), ['A', 'B']);
@@ -95,4 +99,24 @@ t.test('ids are forgotten past the window, on disk too', async (t) => {
   t.same(shard.exportRequests().map((r) => [r.rid, r.index]), [['D', 2], ['C', 4]], 'what is on disk matches');
   await shard.close({ save: false });
   await store.close();
+});
+
+t.test('a snapshot written before streaming (documents inline) still loads, request ids included', async (t) => {
+  const { encodeCbor } = await import('../../src/core/codec.js');
+  const target = await open(tempDir('firkin-inline-snap-'));
+  const fsm = new ShardFsm(target.shard, {
+    reopenEmpty: async (old) => {
+      await old.close({ save: false, reason: 'dropped' });
+      await dropShardData(target.store, 1, target.deps.indexDir);
+      return Shard.open(1, CONFIG, target.deps);
+    },
+  });
+  const parts = [encodeShardCommand(put('a', 1)), encodeShardCommand(put('b', 2))];
+  await fsm.restore(encodeCbor({ index: 9, parts, requests: [{ r: 'Q', i: 8, o: { kind: 'upsert', written: 1 } }] }));
+  t.equal(fsm.shard.appliedIndex, 9);
+  t.same((await fsm.shard.get('b'))?.metadata, { v: 2 });
+  t.same(fsm.shard.exportRequests(), [{ rid: 'Q', index: 8, outcome: { kind: 'upsert', written: 1 } }]);
+  await t.rejects(new ShardFsm(fsm.shard, { reopenEmpty: async (s) => s }).restore(encodeCbor({ index: 20, v: 2 })), /no replica to stream the state from/);
+  await fsm.shard.close({ save: false });
+  await target.store.close();
 });
