@@ -27,8 +27,11 @@ export interface ChaosOptions {
   broken?: BrokenFixture;
 }
 
-/** stale-keys: nodes accept cluster keys from a stale copy and acknowledge revokes at commit. */
-export const BROKEN_FIXTURES = ['stale-keys'] as const;
+/**
+ * stale-keys: nodes accept cluster keys from a stale copy and acknowledge revokes at commit.
+ * stale-reads: shard reads are served by any replica without a ReadIndex round.
+ */
+export const BROKEN_FIXTURES = ['stale-keys', 'stale-reads'] as const;
 export type BrokenFixture = (typeof BROKEN_FIXTURES)[number];
 
 export const DEFAULT_CHAOS: ChaosOptions = {

@@ -270,7 +270,11 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         if (cmd === undefined || cmd.type.startsWith('apikey.')) keys.clusterChanged(Object.values(state.apiKeys));
       });
       if (vectors !== undefined) {
-        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry });
+        // FIRKIN_UNSAFE_FIXTURE=stale-reads: the chaos suite's other broken build (reads without
+        // ReadIndex, from any replica). Never set outside that test.
+        const unsafeStaleReads = process.env.FIRKIN_UNSAFE_FIXTURE === 'stale-reads';
+        if (unsafeStaleReads) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-reads: shard reads are deliberately not linearizable (chaos checker fixture)');
+        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads });
       }
       const hosted = vectorShards;
       // After HTTP stops taking requests (closers run front to back), before storage closes:

@@ -68,6 +68,12 @@ export interface VectorShardsOptions {
   log: Logger;
   rand: Rand;
   registry?: Registry;
+  /**
+   * The chaos suite's deliberately broken build (FIRKIN_UNSAFE_FIXTURE=stale-reads): every
+   * read is served like a stale one, by any replica without a ReadIndex round. Its checker
+   * must catch it. Never set outside that test.
+   */
+  unsafeStaleReads?: boolean;
 }
 
 interface Replica {
@@ -154,6 +160,11 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     const hosted = new Set(this.#replicas.keys());
     for (const c of Object.values(member.state.collections)) for (const sh of c.shards) if (sh.replicas.includes(this.#me)) hosted.add(sh.group);
     await sweepLeftovers(store, hosted, indexDir, log);
+  }
+
+  /** Whether a read goes to any replica (asked for, or the broken fixture) or to the leader. */
+  staleRead(options: ReadOptions): boolean {
+    return options.stale === true || this.#o.unsafeStaleReads === true;
   }
 
   get #me(): string {
@@ -643,23 +654,23 @@ class RoutedShard implements ShardHandle {
   }
 
   async get(id: string, options: ReadOptions = {}): Promise<StoredDoc | undefined> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'get', id, s: options.stale === true });
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'get', id, s: this.host.staleRead(options) });
     const d = reply.d as { id: string; text: string; metadata: Record<string, unknown>; vector: Uint8Array } | null;
     return d === null ? undefined : { id: d.id, text: d.text, metadata: d.metadata, vector: fromF32(d.vector) };
   }
 
   async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options: ReadOptions = {}): Promise<VectorHit[]> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'search', v: f32(query), k, ef, f: filter ?? null, s: options.stale === true });
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'search', v: f32(query), k, ef, f: filter ?? null, s: this.host.staleRead(options) });
     return reply.h as VectorHit[];
   }
 
   async searchBm25(query: string, k: number, options: ReadOptions = {}): Promise<ScoredId[]> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'bm25', q: query, k, s: options.stale === true });
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'bm25', q: query, k, s: this.host.staleRead(options) });
     return reply.h as ScoredId[];
   }
 
   async countDocs(options: ReadOptions = {}): Promise<number> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'count', s: options.stale === true });
+    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'count', s: this.host.staleRead(options) });
     return reply.n as number;
   }
 }

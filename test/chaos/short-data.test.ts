@@ -5,15 +5,13 @@
 // Longer runs: `npm run chaos -- --workload register|set --minutes 30 --nemesis …`.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import t from 'tap';
+import t, { type Test } from 'tap';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-t.test('chaos: register workload, seed 5, kill and partition: linearizable, converged, everything stopped', async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/run.ts', '--seed', '5', '--minutes', '0.75', '--nodes', '3', '--workload', 'register', '--nemesis', 'kill,partition', '--out', `${root}data/chaos-ci`], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** Run the chaos runner as a child process; resolves with its exit status and output. */
+async function chaos(t: Test, args: string[]): Promise<{ code: number | null; out: string; last: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/run.ts', ...args, '--out', `${root}data/chaos-ci`], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -21,10 +19,21 @@ t.test('chaos: register workload, seed 5, kill and partition: linearizable, conv
     if (child.exitCode === null) child.kill('SIGKILL');
   });
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  const last = out.trim().split('\n').at(-1) ?? '';
+  return { code, out, last: out.trim().split('\n').at(-1) ?? '' };
+}
+
+t.test('chaos: register workload, seed 5, kill and partition: linearizable, converged, everything stopped', async (t) => {
+  const { code, out, last } = await chaos(t, ['--seed', '5', '--minutes', '0.75', '--nodes', '3', '--workload', 'register', '--nemesis', 'kill,partition']);
   t.match(last, /^chaos: \d+ ops, \d+ faults, 0 anomalies$/, out.slice(-3000));
   t.equal(code, 0);
   const [, ops, faults] = /^chaos: (\d+) ops, (\d+) faults/.exec(last) ?? [];
   t.ok(Number(ops) > 100, 'the workload ran');
   t.ok(Number(faults) >= 3, 'faults were injected');
+});
+
+t.test('chaos: a deliberately broken build (reads without ReadIndex) fails the linearizability checker', async (t) => {
+  const { code, out, last } = await chaos(t, ['--seed', '3', '--minutes', '0.3', '--workload', 'register', '--nemesis', 'partition', '--broken', 'stale-reads']);
+  t.match(out, /ANOMALY linearizable not-linearizable/, out.slice(-3000));
+  t.match(last, /^chaos: \d+ ops, \d+ faults, [1-9]\d* anomalies$/);
+  t.equal(code, 1, 'exit status 1 on anomalies');
 });
