@@ -36,6 +36,8 @@ interface NodeProc {
   url: string | undefined;
   paused: boolean;
   output: string;
+  /** Output of this node's earlier processes (bounded), kept for the report. */
+  logs: string[];
 }
 
 function log(line: string): void {
@@ -49,6 +51,7 @@ function startNode(n: NodeProc, waitReady = true): Promise<void> {
   n.proc = fromChild(child);
   n.url = undefined;
   n.paused = false;
+  if (n.output !== '') n.logs = [...n.logs, n.output].slice(-5);
   n.output = ''; // this process's output only: an old "listening on" line names an old port
   const onData = (d: Buffer) => {
     n.output = (n.output + d.toString()).slice(-200_000);
@@ -161,7 +164,12 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
 // ---- data workloads: a replicated vector collection (3 shards, replication factor 3) ----------
 
 const DATA = 'chaos';
-const REGISTER_KEYS = 5;
+/**
+ * Registers in a run: 5, and two more per minute past that, so each key's history stays small
+ * enough for the linearizability search (its cost grows fast with the ops of one key,
+ * unknown writes most: they stay open to the end).
+ */
+const registerKeys = (minutes: number) => Math.max(5, Math.round(minutes * 2));
 const DOC_VECTOR = [1, 0, 0, 0];
 
 async function createDataCollection(nodes: NodeProc[]): Promise<void> {
@@ -191,7 +199,7 @@ async function registerWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorde
         await new Promise((r) => setTimeout(r, 20));
         continue;
       }
-      const key = `r${rand.int(REGISTER_KEYS)}`;
+      const key = `r${rand.int(registerKeys(o.minutes))}`;
       const invokeMs = rec.now();
       if (rand.int(2) === 0) {
         const value = `${clientId}-${++seq}`;
@@ -269,9 +277,9 @@ async function finalSetReads(nodes: NodeProc[], rec: Recorder, attempted: readon
 }
 
 /** Final linearizable reads of every register through every node (they join the history). */
-async function finalRegisterReads(nodes: NodeProc[], rec: Recorder): Promise<void> {
+async function finalRegisterReads(nodes: NodeProc[], rec: Recorder, minutes: number): Promise<void> {
   for (const n of nodes) {
-    for (let k = 0; k < REGISTER_KEYS; k++) {
+    for (let k = 0; k < registerKeys(minutes); k++) {
       const key = `r${k}`;
       const invokeMs = rec.now();
       const r = await call(n.url, 'GET', `/vectordb/collections/${DATA}/docs/${key}`);
@@ -396,6 +404,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     url: undefined,
     paused: false,
     output: '',
+    logs: [],
   }));
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const durationMs = Math.round(o.minutes * 60_000);
@@ -438,7 +447,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     }
     log('chaos: healed; waiting for convergence');
     const converged = await converge(nodes, o.convergeSeconds * 1000, data);
-    if (o.workload === 'register') await finalRegisterReads(nodes, rec);
+    if (o.workload === 'register') await finalRegisterReads(nodes, rec, o.minutes);
     if (o.workload === 'set') await finalSetReads(nodes, rec, attempted);
     // Final reads: every key, on every node.
     // A node may still be catching up or renewing its key lease: 'unavailable' is retried
@@ -486,6 +495,11 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const file = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}.json`);
     writeFileSync(file, JSON.stringify(report, null, 2));
     log(`chaos: report ${file}`);
+    if (anomalies.length > 0) {
+      // The nodes' own logs (the last 200 kB of each process), to read an anomaly against.
+      for (const n of nodes) writeFileSync(file.replace(/\.json$/, `-${n.name}.log`), n.logs.join('') + n.output);
+      log(`chaos: node logs beside the report (${nodes.map((n) => n.name).join(', ')})`);
+    }
     const avail = checkers.availability;
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
