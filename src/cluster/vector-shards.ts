@@ -109,6 +109,8 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
   /** Groups with a membership step or a removal check under way. */
   readonly #busy = new Set<string>();
   readonly #exports = new Map<string, ExportSession>();
+  /** Snapshot transfers tried per group: each retry asks the next replica. */
+  readonly #pullAttempts = new Map<string, number>();
 
   private constructor(o: VectorShardsOptions) {
     this.#o = o;
@@ -514,11 +516,20 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
     }
   }
 
-  /** The state of `group` at or past `index`, pulled in chunks from its leader. */
+  /**
+   * The state of `group` at or past `index`, pulled in chunks from a replica: the leader
+   * first, then (on each retry) the next replica of the placement. A replica that waits on a
+   * transfer cannot vote, so it must not depend on one source staying up.
+   */
   async *#pull(group: string, index: number): AsyncGenerator<ShardStateChunk> {
     const replica = this.#replicas.get(group);
-    const source = replica?.group.core.leader;
-    if (source === undefined || source === null || source === this.#me) throw new FirkinError('unavailable', `no leader of ${group} to stream a snapshot from`);
+    const leader = replica?.group.core.leader ?? null;
+    const others = (replica?.placement.replicas ?? []).filter((n) => n !== this.#me && n !== leader);
+    const candidates = [...(leader === null || leader === this.#me ? [] : [leader]), ...others];
+    const attempt = this.#pullAttempts.get(group) ?? 0;
+    this.#pullAttempts.set(group, attempt + 1);
+    const source = candidates[attempt % Math.max(1, candidates.length)];
+    if (source === undefined) throw new FirkinError('unavailable', `no replica of ${group} to stream a snapshot from`);
     this.#o.log.info({ group, source, index }, `loading shard replica ${group} from ${source} (snapshot at ${index})`);
     let session: string | undefined;
     let docs = 0;
@@ -537,6 +548,7 @@ export class VectorShards implements ClusterCatalogue, GroupHost {
         const requests = reply.requests as unknown;
         if (typeof reply.applied !== 'number' || !Array.isArray(requests) || !requests.every(isRequestRecord)) throw new FirkinError('error', 'snapshot transfer: bad tail');
         this.#o.log.info({ group, source, docs, applied: reply.applied }, `loaded shard replica ${group}: ${docs} documents at applied index ${reply.applied}`);
+        this.#pullAttempts.delete(group);
         yield { applied: reply.applied, requests: requests as RequestRecord[] };
         return;
       }
