@@ -33,9 +33,8 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     setError(null);
     storeKey(key.trim());
     try {
-      // Any route under /db checks the key before anything else: 401 means refused;
-      // 404 (no such database) or 403 (not this database) mean the key is known.
-      await api('GET', '/db/console-sign-in-check');
+      // The cheapest protected read every valid key may make: 401 means refused.
+      await api('GET', '/_replications');
       onSignedIn();
     } catch (err) {
       if (err instanceof ApiError && err.status !== 401) onSignedIn();

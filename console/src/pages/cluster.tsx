@@ -1,4 +1,4 @@
-import { ApiError, api, enc } from '../api.js';
+import { api, enc } from '../api.js';
 import { usePoll } from '../hooks.js';
 import { Loaded, StatusDot } from '../ui.js';
 
@@ -30,13 +30,11 @@ interface ClusterView {
 }
 
 async function fetchCluster(): Promise<ClusterView | { standalone: true }> {
-  let nodes: { leader: string | null; term: number; nodes: NodeView[] };
-  try {
-    nodes = await api('GET', '/_cluster/nodes');
-  } catch (err) {
-    if (err instanceof ApiError && err.code === 'not_clustered') return { standalone: true };
-    throw err;
-  }
+  // /health says whether the node is clustered, so a standalone node is not asked for
+  // /_cluster/* only to answer not_clustered.
+  const health = (await (await fetch('/health', { headers: { accept: 'application/json' } })).json()) as { cluster?: { state?: string } };
+  if (health.cluster?.state === 'standalone') return { standalone: true };
+  const nodes = await api<{ leader: string | null; term: number; nodes: NodeView[] }>('GET', '/_cluster/nodes');
   const names = Object.keys(await api<Record<string, unknown>>('GET', '/vectordb/collections').catch(() => ({})));
   const collections = await Promise.all(
     names.map((name) =>

@@ -116,6 +116,11 @@ interface Hit {
   vector_score?: number | null;
 }
 
+/** Hybrid answers carry each list's raw score, null when the document was not among its candidates. */
+function formatScore(score: number | null): string {
+  return score === null ? '–' : score.toFixed(4);
+}
+
 function parseJson(label: string, text: string): unknown {
   try {
     return JSON.parse(text);
@@ -214,7 +219,7 @@ function SearchPlayground({ collection }: { collection: string }) {
         <>
           <p class="muted" aria-label="Search latency">{result.hits.length} results in {result.latencyMs.toFixed(1)} ms</p>
           <table aria-label="Search results">
-            <thead><tr><th>id</th><th>score</th><th>text</th><th>metadata</th></tr></thead>
+            <thead><tr><th>id</th><th>score</th><th>text</th><th>metadata</th><th>bm25 / vector score</th></tr></thead>
             <tbody>
               {result.hits.map((h) => (
                 <tr data-id={h.id}>
@@ -222,6 +227,7 @@ function SearchPlayground({ collection }: { collection: string }) {
                   <td>{h.score.toFixed(4)}</td>
                   <td>{h.text ?? ''}</td>
                   <td><code>{h.metadata === undefined ? '' : JSON.stringify(h.metadata)}</code></td>
+                  <td>{h.bm25_score === undefined ? '' : `${formatScore(h.bm25_score)} / ${formatScore(h.vector_score ?? null)}`}</td>
                 </tr>
               ))}
             </tbody>

@@ -93,7 +93,7 @@ function RevTreeSvg({ nodes }: { nodes: RevNode[] }) {
   const y = (n: RevNode) => 24 + n.row * STEP_Y;
   const byRev = new Map(nodes.map((n) => [n.rev, n]));
   const width = 80 + (Math.max(...nodes.map((n) => n.generation)) - minGen) * STEP_X;
-  const height = 40 + Math.max(...nodes.map((n) => n.row)) * STEP_Y;
+  const height = 50 + Math.max(...nodes.map((n) => n.row)) * STEP_Y;
   const leaves = nodes.filter((n) => n.kind !== 'inner');
   return (
     <svg class="revtree" width={width} height={height} role="img" aria-label={`Revision tree: ${leaves.length} leaves (${leaves.map((l) => `${l.kind} ${l.rev.slice(0, 8)}`).join(', ')})`}>

@@ -18,6 +18,27 @@ interface HealthBody {
   [part: string]: unknown;
 }
 
+function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
+}
+
+function StorageCard({ storage }: { storage: unknown }) {
+  const s = storage as { liveDataBytes?: number; sstFilesBytes?: number; memtableBytes?: number } | undefined;
+  if (s === undefined) return null;
+  return (
+    <div class="card" aria-label="Storage sizes">
+      Storage: live data {formatBytes(s.liveDataBytes ?? 0)}, SST files {formatBytes(s.sstFilesBytes ?? 0)}, memtables {formatBytes(s.memtableBytes ?? 0)}
+    </div>
+  );
+}
+
 function formatUptime(seconds: number): string {
   const h = Math.floor(seconds / 3600);
   const m = Math.floor((seconds % 3600) / 60);
@@ -70,6 +91,7 @@ export function OverviewPage() {
               </div>
               <div class="card">Version {h.version}</div>
               <div class="card">Uptime {formatUptime(h.uptime_s)}</div>
+              <StorageCard storage={h.storage} />
             </div>
             <h2>Health checks</h2>
             <ul aria-label="Health checks">
