@@ -9,6 +9,7 @@ import t, { type Test } from 'tap';
 import { ensureConsoleBuilt } from '../support/console.js';
 import { TEST_ADMIN_KEY, request, startTestNode } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
+import { TestCluster } from '../cluster/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/console');
@@ -33,8 +34,8 @@ if (!existsSync(CHROMIUM)) {
   t.teardown(() => browser.close());
 
   /** A fresh tab (fresh sessionStorage) that records every console error and page error. */
-  async function openTab(t: Test): Promise<{ page: Page; errors: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL: node.url });
+  async function openTab(t: Test, baseURL = node.url): Promise<{ page: Page; errors: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL });
     t.teardown(() => context.close());
     const page = await context.newPage();
     page.setDefaultTimeout(WAIT_MS);
@@ -163,6 +164,42 @@ if (!existsSync(CHROMIUM)) {
     });
 
     t.same(errors, [], 'no console errors on any page');
+  });
+
+  t.test('3-node cluster: a killed node turns down and its shard leadership moves', async (t) => {
+    const cluster = await TestCluster.start(3);
+    t.teardown(() => cluster.close());
+    t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/c', { body: { dimensions: 3, num_shards: 3, replication_factor: 3 } })).status, 201);
+    type Report = { shards: { shard: number; leader: string | null }[] };
+    const report = await waitFor(
+      async () => {
+        const r = await cluster.request<Report>('n1', 'GET', '/_cluster/collections/c/shards');
+        return r.status === 200 && r.body.shards.every((s) => s.leader !== null) ? r.body : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 200, what: 'a leader for every shard of c' },
+    );
+    // The browser talks to n1, so the victim is another node, one leading a shard if any does.
+    const led = report.shards.find((s) => s.leader !== 'n1');
+    const victim = led?.leader ?? 'n3';
+
+    const { page, errors } = await openTab(t, cluster.url('n1'));
+    await signIn(page, TEST_ADMIN_KEY);
+    await page.getByRole('link', { name: 'Cluster' }).click();
+    for (const name of ['n1', 'n2', 'n3']) await page.locator(`tr[data-node="${name}"] td.node-status`).getByText('up').waitFor();
+    await page.locator('section[aria-label="Shards of c"] td.leader').first().waitFor();
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'cluster.png'), fullPage: true });
+
+    await cluster.kill9(victim);
+    await page.locator(`tr[data-node="${victim}"] td.node-status`).getByText('down').waitFor({ timeout: 30_000 });
+    t.pass(`${victim} shown down`);
+    if (led !== undefined) {
+      const shardRow = page.locator(`section[aria-label="Shards of c"] tr[data-shard="${led.shard}"]`);
+      await shardRow.locator(`td.leader:not([data-node="${victim}"])`).waitFor({ timeout: 30_000 });
+      t.pass(`shard ${led.shard}'s leader moved off ${victim}`);
+    }
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'cluster-node-down.png'), fullPage: true });
+    // Requests may fail while the cluster fails over (the browser logs those); scripts must not.
+    t.same(errors.filter((e) => !e.startsWith('Failed to load resource')), [], 'no script errors');
   });
 }
 

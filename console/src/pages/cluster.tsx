@@ -95,12 +95,12 @@ export function ClusterPage() {
                   </thead>
                   <tbody>
                     {c.shards.map((row) => (
-                      <tr>
+                      <tr data-shard={row.shard}>
                         <td>{row.shard}{row.message !== undefined && <span class="muted"> ({row.message})</span>}</td>
                         {view.nodes.map((n) => {
                           const r = role(row, n.name);
                           const lag = row.lag?.[n.name];
-                          return <td class={r}>{r}{r !== '' && r !== 'leader' && lag !== undefined ? ` lag ${lag ?? '?'}` : ''}</td>;
+                          return <td class={r} data-node={n.name}>{r}{r !== '' && r !== 'leader' && lag !== undefined ? ` lag ${lag ?? '?'}` : ''}</td>;
                         })}
                       </tr>
                     ))}
