@@ -1,18 +1,22 @@
 // The console in a real browser (Debian's chromium driven by playwright-core) against a
 // real node: sign-in, each page, the search playground, a conflicted revision tree, the
 // live changes feed. One browser for the whole file; screenshots go to docs/console/.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { ensureConsoleBuilt } from '../support/console.js';
-import { TEST_ADMIN_KEY, request, startTestNode } from '../support/node.js';
+import { TEST_ADMIN_KEY, request, startTestNode, tempDir } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from '../cluster/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/console');
+// The PNGs in docs/console are refreshed with CONSOLE_SCREENSHOTS=1; otherwise they go to a
+// temp dir (still taken, so the step is exercised) and a test run leaves the tree clean.
+const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS === '1'
+  ? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/console')
+  : tempDir('firkin-console-screenshots-');
 const WAIT_MS = 10_000;
 const HEX_ROOT = '0'.repeat(64);
 const HEX_A = 'a'.repeat(64);
@@ -24,6 +28,7 @@ if (!existsSync(CHROMIUM)) {
 } else {
   ensureConsoleBuilt();
   mkdirSync(SCREENSHOTS, { recursive: true });
+  if (process.env.CONSOLE_SCREENSHOTS !== '1') t.teardown(() => rmSync(SCREENSHOTS, { recursive: true, force: true }));
   const node = await startTestNode();
   t.teardown(() => node.close());
   const browser: Browser = await chromium.launch({
