@@ -6,6 +6,8 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY proto ./proto
+COPY console ./console
+COPY scripts/build-console.mjs ./scripts/
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-slim

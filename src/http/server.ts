@@ -7,6 +7,7 @@ import type { ApiKeys } from '../auth/api-keys.js';
 import type { Clock, HybridClock } from '../core/hlc.js';
 import type { Metrics } from '../metrics.js';
 import { installCodec } from './codec.js';
+import { defaultConsoleDir, installConsole } from './console.js';
 import { makeErrorHandler } from './errors.js';
 import { installAuth } from './hooks/auth.js';
 import { installObserve } from './hooks/observe.js';
@@ -26,6 +27,8 @@ export interface HttpDeps {
   version: string;
   startedAtMs: number;
   checks: Record<string, HealthCheck>;
+  /** Where the built console lives (dist/console of the package by default). */
+  consoleDir?: string;
   /** Feature route plugins, registered after the platform hooks. */
   features?: ((app: FastifyInstance) => Promise<void>)[];
 }
@@ -71,6 +74,7 @@ export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
   installCodec(app);
   installObserve(app, deps);
   installAuth(app, { keys: deps.keys, disabled: deps.authDisabled });
+  installConsole(app, { assetsDir: deps.consoleDir ?? defaultConsoleDir() });
   await app.register(systemRoutes, {
     nodeName: deps.nodeName,
     version: deps.version,

@@ -1,0 +1,67 @@
+// The console's only door to the node: every call carries the signed-in key, and every
+// failure becomes an ApiError with the node's own {error, message}.
+const KEY_STORAGE = 'firkin.apiKey';
+
+export function storedKey(): string | null {
+  return sessionStorage.getItem(KEY_STORAGE);
+}
+
+export function storeKey(key: string | null): void {
+  if (key === null) sessionStorage.removeItem(KEY_STORAGE);
+  else sessionStorage.setItem(KEY_STORAGE, key);
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+
+  /** What to tell the user: refused keys get a sentence of their own. */
+  describe(): string {
+    if (this.status === 401) return `The API key was refused (401): ${this.message}. Sign out and paste a valid key.`;
+    if (this.status === 403) return `This API key may not read this (403): ${this.message}.`;
+    return `${this.status} ${this.code}: ${this.message}`;
+  }
+}
+
+export interface Timed<T> {
+  body: T;
+  latencyMs: number;
+}
+
+export function headers(extra: Record<string, string> = {}): Record<string, string> {
+  const key = storedKey();
+  return key === null ? extra : { ...extra, authorization: `Bearer ${key}` };
+}
+
+export async function timedApi<T>(method: string, path: string, body?: unknown): Promise<Timed<T>> {
+  const started = performance.now();
+  const init: RequestInit = { method, headers: headers({ accept: 'application/json' }) };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = headers({ accept: 'application/json', 'content-type': 'application/json' });
+  }
+  const res = await fetch(path, init);
+  const text = await res.text();
+  const latencyMs = performance.now() - started;
+  const parsed: unknown = text === '' ? null : res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
+  if (!res.ok) {
+    const err = (parsed ?? {}) as { error?: string; message?: string };
+    throw new ApiError(res.status, err.error ?? 'error', err.message ?? res.statusText);
+  }
+  return { body: parsed as T, latencyMs };
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  return (await timedApi<T>(method, path, body)).body;
+}
+
+export function describeError(err: unknown): string {
+  return err instanceof ApiError ? err.describe() : String((err as Error).message ?? err);
+}
+
+export const enc = encodeURIComponent;

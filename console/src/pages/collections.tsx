@@ -1,0 +1,287 @@
+import { useState } from 'preact/hooks';
+import { api, describeError, enc, timedApi } from '../api.js';
+import { usePoll } from '../hooks.js';
+import { ErrorBox, Json, Loaded } from '../ui.js';
+
+// The standard vector API lives under /vectordb (SERVICE_VECTORDB_PREFIX).
+const BASE = '/vectordb/collections';
+
+type CollectionList = Record<string, { dimension?: number; dimensions?: number; shards?: number; replication_factor?: number }>;
+
+function OpenApiNote() {
+  return (
+    <p class="note" role="note">
+      The standard vector API is open by its spec: these calls need no API key, and anyone who can reach the node can read and write collections
+      (switch it off with <code>SERVICE_VECTORDB_ENABLED=false</code>).
+    </p>
+  );
+}
+
+function CreateCollection({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState('');
+  const [dimensions, setDimensions] = useState('3');
+  const [shards, setShards] = useState('1');
+  const [replication, setReplication] = useState('1');
+  const [bm25, setBm25] = useState('memory');
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setError(null);
+    try {
+      await api('PUT', `${BASE}/${enc(name)}`, {
+        dimensions: Number(dimensions),
+        num_shards: Number(shards),
+        replication_factor: Number(replication),
+        bm25_backend: bm25,
+      });
+      setName('');
+      onCreated();
+    } catch (err) {
+      setError(describeError(err));
+    }
+  };
+  return (
+    <form class="row" onSubmit={submit} aria-label="Create a collection">
+      <label>Name<input name="collection-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} /></label>
+      <label>Dimensions<input name="dimensions" type="number" min="1" max="4096" value={dimensions} onInput={(e) => setDimensions(e.currentTarget.value)} /></label>
+      <label>Shards<input name="shards" type="number" min="1" max="1024" value={shards} onInput={(e) => setShards(e.currentTarget.value)} /></label>
+      <label>Replication factor<input name="replication" type="number" min="1" max="9" value={replication} onInput={(e) => setReplication(e.currentTarget.value)} /></label>
+      <label>BM25 backend
+        <select name="bm25" value={bm25} onChange={(e) => setBm25(e.currentTarget.value)}>
+          <option value="none">none</option><option value="memory">memory</option><option value="disk">disk</option>
+        </select>
+      </label>
+      <button type="submit">Create collection</button>
+      {error !== null && <ErrorBox message={error} />}
+    </form>
+  );
+}
+
+function DeleteButton({ name, onDeleted }: { name: string; onDeleted: () => void }) {
+  const [confirming, setConfirming] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  if (!confirming) return <button type="button" onClick={() => setConfirming(true)} aria-label={`Delete collection ${name}`}>Delete</button>;
+  return (
+    <span>
+      Delete {name} and all its documents?{' '}
+      <button
+        type="button"
+        class="danger"
+        onClick={() => api('DELETE', `${BASE}/${enc(name)}`).then(onDeleted, (err: unknown) => setError(describeError(err)))}
+      >
+        Yes, delete
+      </button>{' '}
+      <button type="button" onClick={() => setConfirming(false)}>Cancel</button>
+      {error !== null && <ErrorBox message={error} />}
+    </span>
+  );
+}
+
+function DocumentById({ collection }: { collection: string }) {
+  const [id, setId] = useState('');
+  const [doc, setDoc] = useState<unknown>(undefined);
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setError(null);
+    setDoc(undefined);
+    try {
+      setDoc(await api('GET', `${BASE}/${enc(collection)}/docs/${enc(id)}`));
+    } catch (err) {
+      setError(describeError(err));
+    }
+  };
+  return (
+    <>
+      <form class="row" onSubmit={submit} aria-label="Get a document">
+        <label>Document id<input name="doc-id" required value={id} onInput={(e) => setId(e.currentTarget.value)} /></label>
+        <button type="submit">Get document</button>
+      </form>
+      {error !== null && <ErrorBox message={error} />}
+      {doc !== undefined && <Json value={doc} />}
+    </>
+  );
+}
+
+const MODES = ['vector', 'similar', 'bm25', 'hybrid'] as const;
+type Mode = (typeof MODES)[number];
+const MODE_LABELS: Record<Mode, string> = { vector: 'Vector (JSON)', similar: 'Similar to document id', bm25: 'Keyword (BM25)', hybrid: 'Hybrid' };
+
+interface Hit {
+  id: string;
+  score: number;
+  text?: string;
+  metadata?: unknown;
+  bm25_score?: number | null;
+  vector_score?: number | null;
+}
+
+/** Hybrid answers carry each list's raw score, null when the document was not among its candidates. */
+function formatScore(score: number | null): string {
+  return score === null ? '–' : score.toFixed(4);
+}
+
+function parseJson(label: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`${label} is not valid JSON`);
+  }
+}
+
+function SearchPlayground({ collection }: { collection: string }) {
+  const [mode, setMode] = useState<Mode>('vector');
+  const [vector, setVector] = useState('[1, 0, 0]');
+  const [similarId, setSimilarId] = useState('');
+  const [query, setQuery] = useState('');
+  const [fusion, setFusion] = useState<'rrf' | 'linear'>('rrf');
+  const [bm25Weight, setBm25Weight] = useState('0.5');
+  const [vectorWeight, setVectorWeight] = useState('0.5');
+  const [filter, setFilter] = useState('');
+  const [k, setK] = useState('10');
+  const [ef, setEf] = useState('');
+  const [result, setResult] = useState<{ hits: Hit[]; latencyMs: number } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const search = async (event: Event) => {
+    event.preventDefault();
+    setError(null);
+    setBusy(true);
+    try {
+      const common: Record<string, unknown> = { k: Number(k) };
+      if (ef !== '') common.ef = Number(ef);
+      let path = `${BASE}/${enc(collection)}/search`;
+      let body: Record<string, unknown>;
+      if (mode === 'bm25') {
+        path += '/bm25';
+        body = { query, k: Number(k) };
+      } else if (mode === 'hybrid') {
+        path += '/hybrid';
+        body = { ...common, query, fusion, bm25_weight: Number(bm25Weight), vector_weight: Number(vectorWeight) };
+        if (vector.trim() !== '') body.vector = parseJson('Vector', vector);
+      } else {
+        // "Similar to": the document's own vector becomes the query.
+        const v = mode === 'similar'
+          ? (await api<{ vector: number[] }>('GET', `${BASE}/${enc(collection)}/docs/${enc(similarId)}?include_vector=true`)).vector
+          : parseJson('Vector', vector);
+        body = { ...common, vector: v };
+        if (filter.trim() !== '') body.filter = parseJson('Filter', filter);
+      }
+      const { body: answer, latencyMs } = await timedApi<{ results: Hit[] }>('POST', path, body);
+      setResult({ hits: answer.results, latencyMs });
+    } catch (err) {
+      setError(describeError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section aria-label="Search playground">
+      <h2>Search playground</h2>
+      <form onSubmit={search}>
+        <fieldset class="row">
+          <legend>Mode</legend>
+          {MODES.map((m) => (
+            <label class="inline">
+              <input type="radio" name="mode" value={m} checked={mode === m} onChange={() => setMode(m)} /> {MODE_LABELS[m]}
+            </label>
+          ))}
+        </fieldset>
+        {(mode === 'vector' || mode === 'hybrid') && (
+          <label>Vector (JSON array{mode === 'hybrid' ? ', optional with an embedder' : ''})<textarea name="vector" value={vector} onInput={(e) => setVector(e.currentTarget.value)} /></label>
+        )}
+        {mode === 'similar' && <label>Similar to document id<input name="similar-id" value={similarId} onInput={(e) => setSimilarId(e.currentTarget.value)} /></label>}
+        {(mode === 'bm25' || mode === 'hybrid') && <label>Keywords<input name="query" value={query} onInput={(e) => setQuery(e.currentTarget.value)} /></label>}
+        <div class="row">
+          {mode === 'hybrid' && (
+            <>
+              <label>Fusion
+                <select name="fusion" value={fusion} onChange={(e) => setFusion(e.currentTarget.value as 'rrf' | 'linear')}>
+                  <option value="rrf">rrf</option><option value="linear">linear</option>
+                </select>
+              </label>
+              <label>BM25 weight<input name="bm25-weight" type="number" min="0" max="1" step="0.05" value={bm25Weight} onInput={(e) => setBm25Weight(e.currentTarget.value)} /></label>
+              <label>Vector weight<input name="vector-weight" type="number" min="0" max="1" step="0.05" value={vectorWeight} onInput={(e) => setVectorWeight(e.currentTarget.value)} /></label>
+            </>
+          )}
+          {(mode === 'vector' || mode === 'similar') && (
+            <label>Metadata filter (JSON)<input name="filter" placeholder='{"lang": "en"}' value={filter} onInput={(e) => setFilter(e.currentTarget.value)} /></label>
+          )}
+          <label>k<input name="k" type="number" min="1" max="1000" value={k} onInput={(e) => setK(e.currentTarget.value)} /></label>
+          {mode !== 'bm25' && <label>ef<input name="ef" type="number" min="1" max="4096" placeholder="default" value={ef} onInput={(e) => setEf(e.currentTarget.value)} /></label>}
+          <button type="submit" disabled={busy}>Search</button>
+        </div>
+      </form>
+      {error !== null && <ErrorBox message={error} />}
+      {result !== null && (
+        <>
+          <p class="muted" aria-label="Search latency">{result.hits.length} results in {result.latencyMs.toFixed(1)} ms</p>
+          <table aria-label="Search results">
+            <thead><tr><th>id</th><th>score</th><th>text</th><th>metadata</th><th>bm25 / vector score</th></tr></thead>
+            <tbody>
+              {result.hits.map((h) => (
+                <tr data-id={h.id}>
+                  <td class="hit-id">{h.id}</td>
+                  <td>{h.score.toFixed(4)}</td>
+                  <td>{h.text ?? ''}</td>
+                  <td><code>{h.metadata === undefined ? '' : JSON.stringify(h.metadata)}</code></td>
+                  <td>{h.bm25_score === undefined ? '' : `${formatScore(h.bm25_score)} / ${formatScore(h.vector_score ?? null)}`}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+    </section>
+  );
+}
+
+function CollectionDetail({ name }: { name: string }) {
+  const [info] = usePoll(() => api<Record<string, unknown>>('GET', `${BASE}/${enc(name)}`), [name]);
+  return (
+    <>
+      <h2>Collection {name}</h2>
+      <Loaded load={info}>
+        {(i) => <p class="muted">{String(i.count)} documents, {String(i.dimensions)} dimensions, metric {String(i.metric)}, BM25 {String(i.bm25_backend)}</p>}
+      </Loaded>
+      <DocumentById collection={name} />
+      <SearchPlayground collection={name} />
+    </>
+  );
+}
+
+export function CollectionsPage() {
+  const [list, reload] = usePoll(() => api<CollectionList>('GET', BASE), []);
+  const [selected, setSelected] = useState<string | null>(null);
+  return (
+    <>
+      <OpenApiNote />
+      <CreateCollection onCreated={reload} />
+      <Loaded load={list}>
+        {(collections) =>
+          Object.keys(collections).length === 0 ? (
+            <p class="muted">No collections yet.</p>
+          ) : (
+            <table aria-label="Collections">
+              <thead><tr><th>name</th><th>dimensions</th><th>shards</th><th>replication</th><th></th></tr></thead>
+              <tbody>
+                {Object.entries(collections).map(([name, c]) => (
+                  <tr>
+                    <td><button type="button" onClick={() => setSelected(name)} aria-pressed={selected === name}>{name}</button></td>
+                    <td>{c.dimension ?? c.dimensions}</td>
+                    <td>{c.shards}</td>
+                    <td>{c.replication_factor}</td>
+                    <td><DeleteButton name={name} onDeleted={() => { if (selected === name) setSelected(null); reload(); }} /></td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </Loaded>
+      {selected !== null && <CollectionDetail key={selected} name={selected} />}
+    </>
+  );
+}
