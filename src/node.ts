@@ -47,6 +47,7 @@ import { type VectorCluster, standaloneCluster } from './vector/cluster.js';
 import { VectorEngine } from './vector/engine.js';
 import type { ClusterCatalogue } from './vector/shard-handle.js';
 import { VectorShards } from './cluster/vector-shards.js';
+import { DocShards } from './cluster/doc-shards.js';
 
 export interface FirkinNode {
   readonly config: Config;
@@ -184,6 +185,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     // Cluster mode: collections are the cluster's (replicated shards). The host starts with the
     // member, after HTTP listens; until then the catalogue has nothing and creates are 503.
     let vectorShards: VectorShards | undefined;
+    // Cluster mode: VDBs are the cluster's (each shard a Raft group); plain databases stay local.
+    let docShards: DocShards | undefined;
     const clusterCatalogue: ClusterCatalogue = {
       get: (name) => vectorShards?.get(name),
       names: () => vectorShards?.names() ?? [],
@@ -276,11 +279,14 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         if (unsafeStaleReads) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-reads: shard reads are deliberately not linearizable (chaos checker fixture)');
         vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads });
       }
+      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry });
       const hosted = vectorShards;
+      const hostedDocs = docShards;
       // After HTTP stops taking requests (closers run front to back), before storage closes:
       // the shard groups first (they send through the member's transport), then the member.
       closers.splice(closers.length - 1, 0, async () => {
         await hosted?.close();
+        await hostedDocs.close();
         await m.close();
       });
       log.info({ grpc: cluster.grpcAdvertise, seeds: cluster.seedNodes, zone: cluster.zone }, `cluster mode: node ${config.nodeName} on gRPC ${cluster.grpcAdvertise}`);
@@ -348,8 +354,11 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await app.register(federationRoutes, { federations });
       await app.register(tierRoutes, { tiers });
       await app.register(vdbRoutes, {
-        vdbs,
-        docs,
+        vdbs: () => {
+          if (!config.cluster.enabled) return vdbs;
+          if (docShards === undefined) throw new FirkinError('unavailable', 'this node has not joined its cluster yet: virtual databases are the cluster\'s; retry shortly');
+          return docShards;
+        },
         defaults: { shardCount: config.docdb.vdbShardCount, replicaFactor: config.docdb.vdbReplicaFactor, batchSize: config.docdb.importBatchSize },
       });
     };
@@ -365,7 +374,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
               }),
           ];
     const clusterFeature = async (app: FastifyInstance) => {
-      await app.register(clusterAdminRoutes, { member: () => member, shards: () => vectorShards });
+      await app.register(clusterAdminRoutes, { member: () => member, shards: () => vectorShards, docShards: () => docShards });
     };
     const { app, handler, routes } = await buildHttp({
       ...httpDeps,

@@ -120,7 +120,7 @@ export class ClusterMember implements VectorCluster {
   #leftProbe = 0;
   readonly #metrics: ReturnType<typeof clusterMetrics>;
   /** Data groups (replicated shards) hosted on this node: their messages and calls go there. */
-  #groups: GroupHost | undefined;
+  readonly #hosts: GroupHost[] = [];
   /** The one clock of every Raft group on this node (metadata and shards). */
   readonly ticker: RaftTicker;
 
@@ -142,7 +142,7 @@ export class ClusterMember implements VectorCluster {
       onMessages: (ms) => {
         for (const m of ms) {
           if (m.group === META_GROUP) this.#group?.step(m);
-          else this.#groups?.step(m);
+          else for (const h of this.#hosts) h.step(m);
         }
       },
       onRequest: (from, method, body) => this.#answer(from, method, body),
@@ -205,9 +205,9 @@ export class ClusterMember implements VectorCluster {
     if (empty && !bootstrap && o.seeds.length > 0) this.#joining = this.#joinSeeds(o.seeds);
   }
 
-  /** Route the messages of every other Raft group, and calls whose method starts with `prefix.`, to `host`. */
+  /** Route the messages of every other Raft group, and calls whose method starts with `prefix.`, to `host` (one host per data kind). */
   attachGroups(host: GroupHost): void {
-    this.#groups = host;
+    this.#hosts.push(host);
   }
 
   /** Hand Raft messages of a data group to the transport (after they are safe to send). */
@@ -526,13 +526,13 @@ export class ClusterMember implements VectorCluster {
         return encodeCbor({ nodes });
       }
       case 'meta.hosted':
-        return encodeCbor({ hosted: this.#groups?.hosted() ?? 0 });
+        return encodeCbor({ hosted: this.#hosts.reduce((n, h) => n + h.hosted(), 0) });
       case 'meta.node': {
         const { name } = decodeCbor(body) as { name: string };
         return encodeCbor({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
       }
       default:
-        if (this.#groups !== undefined && method.startsWith(`${this.#groups.prefix}.`)) return this.#groups.answer(from, method, body);
+        for (const h of this.#hosts) if (method.startsWith(`${h.prefix}.`)) return h.answer(from, method, body);
         throw new FirkinError('not_found', `unknown cluster call ${method}`);
     }
   }
@@ -615,7 +615,7 @@ export class ClusterMember implements VectorCluster {
     // shard's leader then adds the new replica, lets it catch up, and removes the old one).
     for (const move of planRepairs(this.#fsm.state, now, o.timings.replicaRepairGraceMs)) {
       this.#once(`repair:${move.group}`, async () => {
-        await this.propose({ type: 'shard.replace', collection: move.collection, group: move.group, from: move.from, to: move.to });
+        await this.propose({ type: 'shard.replace', ...(move.kind === 'vdb' ? { kind: 'vdb' as const } : {}), collection: move.collection, group: move.group, from: move.from, to: move.to });
         o.log.warn({ ...move }, `moving the replica of ${move.group} (${move.collection}) from ${move.from} to ${move.to}: ${move.why}`);
       });
     }

@@ -40,6 +40,8 @@ export interface ShardPlacement {
   readonly replicas: readonly string[];
   /** The replicas it was created on: they bootstrap the group; later ones join it empty. */
   readonly initial?: readonly string[];
+  /** A VDB shard an operator made read-only: writes are refused, reads go on. */
+  readonly readonly?: boolean;
 }
 
 export interface CollectionPlacement {
@@ -51,9 +53,18 @@ export interface CollectionPlacement {
   readonly shards: readonly ShardPlacement[];
 }
 
+/** What a clustered VDB is made with (decided by the proposer). */
+export interface VdbConfig {
+  readonly hashFunction: 'phash2' | 'xxhash';
+  readonly replicaFactor: number;
+  readonly zones: readonly string[];
+  readonly createdMs: number;
+}
+
+/** A clustered VDB: shard i (its `shard_id`) is `shards[i]`, a Raft group `ds<n>`; `range` is [start, end] inclusive. */
 export interface VdbPlacement {
   readonly name: string;
-  readonly config: Readonly<Record<string, unknown>>;
+  readonly config: VdbConfig;
   readonly epoch: number;
   readonly shards: readonly ShardPlacement[];
 }
@@ -89,8 +100,19 @@ export const EMPTY_META: MetaState = { nodes: {}, apiKeys: {}, tenants: {}, tena
 /** The key of a tenant collection in `tenantCollections` (tenant ids hold no NUL). */
 export const tenantCollectionKey = (tenantId: string, name: string): string => `${tenantId}\u0000${name}`;
 
-/** The group name of shard number `n`. */
+/** The group name of shard number `n`: a vector shard, or a document (VDB) shard. */
 export const shardGroupName = (n: number): string => `vs${n}`;
+export const docShardGroupName = (n: number): string => `ds${n}`;
+
+export type ShardOwnerKind = 'collection' | 'vdb';
+
+/** Every placed shard group with its owner: collections, then VDBs. */
+export function shardOwners(state: MetaState): { kind: ShardOwnerKind; name: string; shards: readonly ShardPlacement[] }[] {
+  return [
+    ...Object.values(state.collections).map((c) => ({ kind: 'collection' as const, name: c.name, shards: c.shards })),
+    ...Object.values(state.vdbs).map((v) => ({ kind: 'vdb' as const, name: v.name, shards: v.shards })),
+  ];
+}
 
 export type NodeAddress = Pick<NodeRecord, 'name' | 'incarnation' | 'http' | 'grpc' | 'zone'>;
 
@@ -118,15 +140,19 @@ export type MetaCommand =
   /** Replicas and hash ranges are decided by the proposer (`placement.ts`); shard numbers by the log. */
   | { readonly type: 'collection.create'; readonly name: string; readonly config: Readonly<Record<string, unknown>>; readonly replicationFactor: number; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
   | { readonly type: 'collection.delete'; readonly name: string }
-  /** Repair or leave: the replica on `from` is to live on `to` (the shard's leader moves it). */
-  | { readonly type: 'shard.replace'; readonly collection: string; readonly group: string; readonly from: string; readonly to: string }
+  /** Repair or leave: the replica on `from` is to live on `to` (the shard's leader moves it). `kind` absent: a collection's. */
+  | { readonly type: 'shard.replace'; readonly kind?: ShardOwnerKind; readonly collection: string; readonly group: string; readonly from: string; readonly to: string }
+  | { readonly type: 'vdb.create'; readonly name: string; readonly config: VdbConfig; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
+  | { readonly type: 'vdb.delete'; readonly name: string }
+  /** A shard made read-only or active again (by its index, the VDB's `shard_id`). */
+  | { readonly type: 'vdb.status'; readonly name: string; readonly shard: number; readonly readonly: boolean }
   | { readonly type: 'job.put'; readonly job: Job }
   | { readonly type: 'job.delete'; readonly id: string };
 
 export const META_COMMAND_TYPES: readonly MetaCommand['type'][] = [
   'node.join', 'node.status', 'node.leave', 'node.left', 'node.remove', 'apikey.put', 'apikey.revoke',
   'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete',
-  'tenantcoll.create', 'tenantcoll.usage', 'tenantcoll.recount', 'tenantcoll.delete', 'collection.create', 'collection.delete', 'shard.replace', 'job.put', 'job.delete',
+  'tenantcoll.create', 'tenantcoll.usage', 'tenantcoll.recount', 'tenantcoll.delete', 'collection.create', 'collection.delete', 'shard.replace', 'vdb.create', 'vdb.delete', 'vdb.status', 'job.put', 'job.delete',
 ];
 
 /** What applying a command answers its proposer. Errors are data: the log must not throw. */
@@ -263,14 +289,38 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       if (state.collections[cmd.name] === undefined) return same(refuse('not_found', `collection ${JSON.stringify(cmd.name)} not found`));
       return { state: { ...state, collections: without(state.collections, cmd.name) }, result: OK };
     case 'shard.replace': {
-      const c = state.collections[cmd.collection];
-      const shard = c?.shards.find((s) => s.group === cmd.group);
-      if (c === undefined || shard === undefined) return same(refuse('not_found', `no shard ${cmd.group} in ${JSON.stringify(cmd.collection)}`));
+      const owner = cmd.kind === 'vdb' ? state.vdbs[cmd.collection] : state.collections[cmd.collection];
+      const shard = owner?.shards.find((s) => s.group === cmd.group);
+      if (owner === undefined || shard === undefined) return same(refuse('not_found', `no shard ${cmd.group} in ${JSON.stringify(cmd.collection)}`));
       if (!shard.replicas.includes(cmd.from)) return same(refuse('conflict', `${cmd.from} holds no replica of ${cmd.group}`));
       if (shard.replicas.includes(cmd.to)) return same(refuse('conflict', `${cmd.to} already holds a replica of ${cmd.group}`));
       const moved: ShardPlacement = { ...shard, initial: shard.initial ?? shard.replicas, replicas: shard.replicas.map((r) => (r === cmd.from ? cmd.to : r)) };
-      const placement: CollectionPlacement = { ...c, epoch: c.epoch + 1, shards: c.shards.map((s) => (s.group === cmd.group ? moved : s)) };
-      return { state: { ...state, collections: withEntry(state.collections, cmd.collection, placement) }, result: OK };
+      const shards = owner.shards.map((s) => (s.group === cmd.group ? moved : s));
+      if (cmd.kind === 'vdb') {
+        const v = state.vdbs[cmd.collection]!;
+        return { state: { ...state, vdbs: withEntry(state.vdbs, v.name, { ...v, epoch: v.epoch + 1, shards }) }, result: OK };
+      }
+      const c = state.collections[cmd.collection]!;
+      return { state: { ...state, collections: withEntry(state.collections, c.name, { ...c, epoch: c.epoch + 1, shards }) }, result: OK };
+    }
+    case 'vdb.create': {
+      if (state.vdbs[cmd.name] !== undefined) return same(refuse('already_exists', `virtual database ${JSON.stringify(cmd.name)} already exists`));
+      const shards: ShardPlacement[] = cmd.shards.map((sh, i) => ({ number: state.nextShard + i, group: docShardGroupName(state.nextShard + i), range: sh.range, replicas: sh.replicas, initial: sh.replicas }));
+      const placement: VdbPlacement = { name: cmd.name, config: cmd.config, epoch: 1, shards };
+      return { state: { ...state, vdbs: withEntry(state.vdbs, cmd.name, placement), nextShard: state.nextShard + shards.length }, result: OK };
+    }
+    case 'vdb.delete':
+      if (state.vdbs[cmd.name] === undefined) return same(refuse('not_found', `virtual database ${JSON.stringify(cmd.name)} does not exist`));
+      return { state: { ...state, vdbs: without(state.vdbs, cmd.name) }, result: OK };
+    case 'vdb.status': {
+      const v = state.vdbs[cmd.name];
+      if (v === undefined) return same(refuse('not_found', `virtual database ${JSON.stringify(cmd.name)} does not exist`));
+      const shard = v.shards[cmd.shard];
+      if (shard === undefined) return same(refuse('not_found', `shard ${cmd.shard} does not exist`));
+      if ((shard.readonly === true) === cmd.readonly) return same(OK);
+      const { readonly: _was, ...rest } = shard;
+      const changed: ShardPlacement = cmd.readonly ? { ...rest, readonly: true } : rest;
+      return { state: { ...state, vdbs: withEntry(state.vdbs, v.name, { ...v, epoch: v.epoch + 1, shards: v.shards.map((s, i) => (i === cmd.shard ? changed : s)) }) }, result: OK };
     }
     case 'job.put':
       return { state: { ...state, jobs: withEntry(state.jobs, cmd.job.id, cmd.job) }, result: OK };
@@ -320,6 +370,16 @@ export function checkMetaCommand(value: unknown): MetaCommand {
       Array.isArray(shards) && shards.length > 0 &&
       shards.every((sh: { range?: unknown; replicas?: unknown }) => Array.isArray(sh?.range) && sh.range.length === 2 && sh.range.every((x) => typeof x === 'number') && Array.isArray(sh.replicas) && sh.replicas.every((r) => typeof r === 'string'));
     if (!ok) throw new Error('metadata command: malformed collection.create');
+  }
+  if (v.type === 'vdb.create') {
+    const shards = v.shards as unknown;
+    const c = v.config as Partial<VdbConfig> | null;
+    const ok =
+      typeof v.name === 'string' &&
+      typeof c === 'object' && c !== null && (c.hashFunction === 'phash2' || c.hashFunction === 'xxhash') && typeof c.replicaFactor === 'number' && Array.isArray(c.zones) && typeof c.createdMs === 'number' &&
+      Array.isArray(shards) && shards.length > 0 &&
+      shards.every((sh: { range?: unknown; replicas?: unknown }) => Array.isArray(sh?.range) && sh.range.length === 2 && sh.range.every((x) => typeof x === 'number') && Array.isArray(sh.replicas) && sh.replicas.every((r) => typeof r === 'string'));
+    if (!ok) throw new Error('metadata command: malformed vdb.create');
   }
   return v as unknown as MetaCommand;
 }

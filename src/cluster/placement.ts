@@ -4,6 +4,7 @@
 // inputs. Existing shards never move when nodes join (the spec): placement runs once, at
 // create; repair and leave move single replicas (`replaceReplica`).
 import { FirkinError } from '../core/errors.js';
+import type { MetaState } from './meta-state.js';
 
 export interface PlacementNode {
   readonly name: string;
@@ -64,4 +65,19 @@ function pickReplica(nodes: readonly PlacementNode[], chosen: readonly Placement
     if (la !== lb) return la < lb;
     return a.name < b.name;
   }
+}
+
+/** Replicas each node holds, over every collection and VDB. */
+export function replicaLoad(state: MetaState): Map<string, number> {
+  const held = new Map<string, number>();
+  for (const owner of [...Object.values(state.collections), ...Object.values(state.vdbs)]) for (const s of owner.shards) for (const r of s.replicas) held.set(r, (held.get(r) ?? 0) + 1);
+  return held;
+}
+
+/** The healthy nodes a new placement may use (only those in `zones`, when given), with their load. */
+export function placementCandidates(state: MetaState, zones: readonly string[] = []): PlacementNode[] {
+  const held = replicaLoad(state);
+  return Object.values(state.nodes)
+    .filter((n) => n.status === 'up' && (zones.length === 0 || zones.includes(n.zone)))
+    .map((n) => ({ name: n.name, zone: n.zone, replicas: held.get(n.name) ?? 0 }));
 }

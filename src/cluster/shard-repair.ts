@@ -8,10 +8,12 @@
 //   leadership over first if it is the leader). One change at a time, so the group never
 //   loses its majority, and every step is idempotent: a crash anywhere resumes from the state.
 import type { ConfChange, ConfState } from '../raft/types.js';
-import type { MetaState, NodeRecord } from './meta-state.js';
-import { type PlacementNode, replaceReplica } from './placement.js';
+import { type MetaState, type NodeRecord, type ShardOwnerKind, shardOwners } from './meta-state.js';
+import { type PlacementNode, replaceReplica, replicaLoad } from './placement.js';
 
 export interface ReplicaMove {
+  readonly kind: ShardOwnerKind;
+  /** The collection's or VDB's name. */
   readonly collection: string;
   readonly group: string;
   readonly from: string;
@@ -31,10 +33,10 @@ function mustMove(node: NodeRecord | undefined, nowMs: number, graceMs: number):
 /** At most one move per shard; none where no healthy node outside the shard can take it. */
 export function planRepairs(state: MetaState, nowMs: number, graceMs: number): ReplicaMove[] {
   const up = Object.values(state.nodes).filter((n) => n.status === 'up');
-  const held = new Map<string, number>();
-  for (const c of Object.values(state.collections)) for (const s of c.shards) for (const r of s.replicas) held.set(r, (held.get(r) ?? 0) + 1);
+  const held = replicaLoad(state);
   const moves: ReplicaMove[] = [];
-  for (const c of Object.values(state.collections).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+  const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  for (const c of shardOwners(state).sort((a, b) => (a.kind === b.kind ? byName(a, b) : a.kind === 'collection' ? -1 : 1))) {
     for (const s of c.shards) {
       for (const r of s.replicas) {
         const why = mustMove(state.nodes[r], nowMs, graceMs);
@@ -47,7 +49,7 @@ export function planRepairs(state: MetaState, nowMs: number, graceMs: number): R
           break; // nowhere to go now; a node that joins later can take it
         }
         held.set(to, (held.get(to) ?? 0) + 1);
-        moves.push({ collection: c.name, group: s.group, from: r, to, why });
+        moves.push({ kind: c.kind, collection: c.name, group: s.group, from: r, to, why });
         break;
       }
     }

@@ -10,7 +10,7 @@
 // (they are never split across groups), and concurrent writers share one fsync.
 import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
-import { type Clock, type Hlc, type HybridClock, HLC_ZERO, hlcToText } from '../core/hlc.js';
+import { type Clock, type Hlc, type HybridClock, HLC_ZERO, compareHlc, hlcToText, tickHlc } from '../core/hlc.js';
 import { decodeKey } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
 import type { BatchOp, Store } from '../storage/db.js';
@@ -77,6 +77,9 @@ export type WinnerIndexer = (change: WinnerChange, ops: BatchOp[]) => void;
 export type EditResult =
   | { readonly ok: true; readonly id: string; readonly rev: string }
   | { readonly ok: false; readonly id: string | null; readonly error: string; readonly message: string };
+
+/** One document edit as the write queue applies it (and as a replicated shard's log carries it). */
+export type DocEdit = Edit;
 
 type Edit =
   | {
@@ -247,7 +250,32 @@ interface Group {
   delCount: number;
   dataBytes: number;
   updateSeq: Hlc | undefined;
+  /** The sequence of the next document change. */
+  nextSeq(): Hlc;
 }
+
+/** A write decided by a replicated shard's leader and applied from its log. */
+export interface LoggedWrite {
+  /** The leader's clock when it proposed: changes get sequences from here, above the last one. */
+  readonly at: Hlc;
+  /** Committed in the same batch (the shard's applied index, request ids), given the edits' results. */
+  ops(results: readonly EditResult[]): readonly BatchOp[];
+}
+
+/** Sequences of a logged write: `at` or just above the database's last one, whichever is later, then one apart. */
+function loggedSeqs(last: Hlc | undefined, at: Hlc): () => Hlc {
+  let prev = last ?? HLC_ZERO;
+  let first = true;
+  return () => {
+    const next = tickHlc(prev, 0);
+    prev = first && compareHlc(at, next) > 0 ? at : next;
+    first = false;
+    return prev;
+  };
+}
+
+const replicaOnly = (db: string, owner: string) =>
+  new FirkinError('forbidden', `database ${JSON.stringify(db)} is a replica of the cluster's shard ${owner}: it changes only through its virtual database (/vdb)`);
 
 function deepFreeze(value: unknown): void {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
@@ -268,6 +296,35 @@ function digestsOfAll(...infos: (Readonly<Record<string, LeafInfo>> | undefined)
   const out: Record<string, number> = {};
   for (const group of infos) for (const info of Object.values(group ?? {})) Object.assign(out, digestsOf(info));
   return out;
+}
+
+
+/**
+ * The entries of a `_bulk_docs` request as edits (ids generated where missing), or as the
+ * error result of an entry that is bad on its own. With `newEdits: false` each entry is a
+ * foreign revision with its history.
+ */
+export function bulkEdits(docs: readonly unknown[], newEdits: boolean, generateId: () => string): (DocEdit | EditResult)[] {
+  return docs.map((raw): Edit | EditResult => {
+    let id: string | null = null;
+    try {
+      const doc = parseDoc(raw);
+      id = doc.id ?? null;
+      if (!newEdits) {
+        if (doc.id === undefined) throw new FirkinError('bad_request', 'with new_edits: false every document needs _id');
+        const docId = checkDocId(doc.id);
+        if (doc.rev === undefined) throw new FirkinError('bad_request', 'with new_edits: false every document needs _rev');
+        const path = doc.revisions === undefined ? { revs: [doc.rev], deleted: doc.deleted } : pathFromRevisions(doc.revisions, doc.deleted);
+        if (path.revs[0] !== doc.rev || !isValidPath(path)) throw new FirkinError('bad_request', `_revisions of ${JSON.stringify(docId)} do not end in its _rev ${doc.rev}`);
+        return { kind: 'replicate', docId, body: doc.body, attachments: doc.attachments, path };
+      }
+      const docId = doc.id === undefined ? generateId() : checkDocId(doc.id);
+      id = docId;
+      return { kind: 'update', docId, body: doc.body, attachments: doc.attachments, deleted: doc.deleted, rev: doc.rev };
+    } catch (err) {
+      return errorResult(id, err);
+    }
+  });
 }
 
 /** The engine's read door, as the modules that only read documents see it. */
@@ -385,12 +442,16 @@ export class DocEngine {
     return this.#catalogue.run(fn);
   }
 
-  createDb(db: string): Promise<DbInfo> {
+  /**
+   * A new database. `owner` makes it a replica of a cluster shard (only its log writes it, and
+   * its creation time is the shard's, the same on every replica).
+   */
+  createDb(db: string, replica?: { owner: string; createdMs: number }): Promise<DbInfo> {
     checkDbName(db);
     return this.#serialCatalogue(async () => {
       this.#checkOpen();
       if (this.#dbs.has(db)) throw new FirkinError('conflict', `database ${JSON.stringify(db)} already exists`);
-      const nowMs = this.#clock.nowMs();
+      const nowMs = replica?.createdMs ?? this.#clock.nowMs();
       const record: DbRecord = {
         name: db,
         createdMs: nowMs,
@@ -400,6 +461,7 @@ export class DocEngine {
         delCount: 0,
         updateSeq: undefined,
         dataBytes: 0,
+        ...(replica === undefined ? {} : { owner: replica.owner }),
       };
       await this.#store.put('system', keys.dbRecord(db), encodeDbRecord(record), { sync: true });
       this.#dbs.set(db, newState(record));
@@ -407,10 +469,12 @@ export class DocEngine {
     });
   }
 
-  deleteDb(db: string): Promise<void> {
+  /** Drop a database; a shard replica's only with its owner's name. */
+  deleteDb(db: string, owner?: string): Promise<void> {
     return this.#serialCatalogue(async () => {
       this.#checkOpen();
       const state = this.#state(db);
+      if (state.record.owner !== undefined && state.record.owner !== owner) throw replicaOnly(db, state.record.owner);
       // Let queued writes finish, then refuse new ones: the drop is the last thing the queue runs.
       await this.#exclusive(state, async () => {
         state.dropped = true;
@@ -474,9 +538,15 @@ export class DocEngine {
     return state.writes.run(run);
   }
 
+  /** The shard group owning a replica database, if it is one. */
+  ownerOf(db: string): string | undefined {
+    return this.#state(db).record.owner;
+  }
+
   async #submit(db: string, edits: readonly (Edit | EditResult)[]): Promise<EditResult[]> {
     const state = this.#state(db);
     this.#checkOpen();
+    if (state.record.owner !== undefined) throw replicaOnly(db, state.record.owner);
     let group = state.openGroup;
     // A request is never split, so a group may exceed the cap only by its first request.
     if (group === undefined || group.edits + edits.length > LIMITS.groupEditsMax) {
@@ -497,7 +567,23 @@ export class DocEngine {
     return group.done.then((results) => results[index]!);
   }
 
-  async #commitGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[]): Promise<EditResult[][]> {
+  /**
+   * Apply the edits of one committed log entry of a shard replica: the same edits on the same
+   * state give every replica the same tree, winner, conflicts and sequences. One synced batch
+   * with `logged.ops`, even when no edit changed anything.
+   */
+  async applyLogged(db: string, edits: readonly Edit[], logged: LoggedWrite): Promise<EditResult[]> {
+    const state = this.#state(db);
+    this.#checkOpen();
+    state.openGroup = undefined;
+    const [results] = await state.writes.run(() => {
+      if (state.dropped) throw notFoundDb(state.record.name);
+      return this.#commitGroup(state, [edits], logged);
+    });
+    return results!;
+  }
+
+  async #commitGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[], logged?: LoggedWrite): Promise<EditResult[][]> {
     const db = state.record.name;
     const docIds = [...new Set(jobs.flatMap((edits) => edits.flatMap((e) => ('kind' in e ? [e.docId] : []))))];
     // The writer is the only one changing records, so its cache entries are current.
@@ -517,6 +603,7 @@ export class DocEngine {
       delCount: state.record.delCount,
       dataBytes: state.record.dataBytes,
       updateSeq: state.record.updateSeq,
+      nextSeq: logged === undefined ? () => this.#hlc.now() : loggedSeqs(state.record.updateSeq, logged.at),
     };
     const results: EditResult[][] = [];
     for (const edits of jobs) {
@@ -534,9 +621,12 @@ export class DocEngine {
       }
       results.push(out);
     }
-    if (g.ops.length > 0) {
+    if (g.ops.length === 0 && logged !== undefined) {
+      await this.#store.batch([...logged.ops(results[0] ?? [])], { sync: true });
+    } else if (g.ops.length > 0) {
       const record: DbRecord = { ...state.record, docCount: g.docCount, delCount: g.delCount, dataBytes: g.dataBytes, updateSeq: g.updateSeq };
       g.ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
+      if (logged !== undefined) g.ops.push(...logged.ops(results[0] ?? []));
       await this.#store.batch(g.ops, { sync: true });
       for (const hook of this.#commitHooks) hook(db, g.ops);
       state.record = record;
@@ -544,7 +634,8 @@ export class DocEngine {
       for (const id of changed) remember(state, id, g.records.get(id)!);
       for (const listener of state.listeners) listener();
       state.writesSinceCompact += changed.size;
-      if (this.#compactAfterWrites > 0 && state.writesSinceCompact >= this.#compactAfterWrites && state.compaction === undefined) {
+      // A replica compacts when its log says so, never on a local count.
+      if (state.record.owner === undefined && this.#compactAfterWrites > 0 && state.writesSinceCompact >= this.#compactAfterWrites && state.compaction === undefined) {
         // Not awaited: the pass queues its slices behind this group and runs on its own.
         void this.compact(db).catch((err: unknown) => this.#log.error({ db, err }, 'automatic compaction failed'));
       }
@@ -675,7 +766,7 @@ export class DocEngine {
     const indexing = this.#indexers.length > 0 && before?.winner !== winner.rev;
     const beforeBody = indexing && before !== undefined && !before.deleted ? (await this.#loadBody(g, docId, before.winner))?.body : undefined;
 
-    const seq = this.#hlc.now();
+    const seq = g.nextSeq();
     const encodedBody = encodeBody(leaf.body);
     if (encodedBody.length > LIMITS.docBytesMax) throw new FirkinError('too_large', `document ${JSON.stringify(docId)} is larger than ${LIMITS.docBytesMax} bytes`);
     const newLeaves = new Set(leaves(tree).map((n) => n.rev));
@@ -777,26 +868,7 @@ export class DocEngine {
    */
   async bulkDocs(db: string, docs: readonly unknown[], newEdits: boolean, generateId: () => string): Promise<EditResult[]> {
     this.#state(db);
-    const edits = docs.map((raw): Edit | EditResult => {
-      let id: string | null = null;
-      try {
-        const doc = parseDoc(raw);
-        id = doc.id ?? null;
-        if (!newEdits) {
-          if (doc.id === undefined) throw new FirkinError('bad_request', 'with new_edits: false every document needs _id');
-          const docId = checkDocId(doc.id);
-          if (doc.rev === undefined) throw new FirkinError('bad_request', 'with new_edits: false every document needs _rev');
-          const path = doc.revisions === undefined ? { revs: [doc.rev], deleted: doc.deleted } : pathFromRevisions(doc.revisions, doc.deleted);
-          if (path.revs[0] !== doc.rev || !isValidPath(path)) throw new FirkinError('bad_request', `_revisions of ${JSON.stringify(docId)} do not end in its _rev ${doc.rev}`);
-          return { kind: 'replicate', docId, body: doc.body, attachments: doc.attachments, path };
-        }
-        const docId = doc.id === undefined ? generateId() : checkDocId(doc.id);
-        id = docId;
-        return { kind: 'update', docId, body: doc.body, attachments: doc.attachments, deleted: doc.deleted, rev: doc.rev };
-      } catch (err) {
-        return errorResult(id, err);
-      }
-    });
+    const edits = bulkEdits(docs, newEdits, generateId);
     return this.#submit(db, edits);
   }
 
@@ -816,6 +888,7 @@ export class DocEngine {
    */
   async purge(db: string, docIds: readonly string[]): Promise<number> {
     const state = this.#state(db);
+    if (state.record.owner !== undefined) throw replicaOnly(db, state.record.owner);
     let purged = 0;
     await this.#exclusive(state, async () => {
       const raw = await this.#store.getMany('docs', docIds.map((id) => keys.doc(db, id)));
@@ -872,6 +945,17 @@ export class DocEngine {
    */
   compact(db: string): Promise<void> {
     const state = this.#state(db);
+    if (state.record.owner !== undefined) throw replicaOnly(db, state.record.owner);
+    return this.#compact(state);
+  }
+
+  /** A shard replica's compaction, applied from its log at the same index on every replica. */
+  compactLogged(db: string): Promise<void> {
+    return this.#compact(this.#state(db));
+  }
+
+  #compact(state: DbState): Promise<void> {
+    const db = state.record.name;
     if (state.compaction !== undefined) return state.compaction;
     state.writesSinceCompact = 0;
     const run = (async () => {

@@ -70,6 +70,8 @@ export interface DbRecord {
   readonly updateSeq: Hlc | undefined;
   /** Bytes of stored bodies (leaves and kept non-leaves) and attachments (the disk_size reported). */
   readonly dataBytes: number;
+  /** Set on a replica of a cluster shard (its group name): only the shard's log writes it. */
+  readonly owner?: string;
 }
 
 export const keys = {

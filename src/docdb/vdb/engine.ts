@@ -26,6 +26,10 @@ import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, 
 import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, openVdbCatalog, routeId, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
 import { copyDocs } from '../move.js';
+import type { ParsedDoc } from '../doc-input.js';
+import { parseFind } from '../query/parse.js';
+import { mergeFind } from './merge.js';
+import type { CreateVdb, ImportSpec, VdbChangesOptions, VdbService } from './service.js';
 
 export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
 
@@ -41,13 +45,7 @@ export interface VdbEngineOptions {
   newId: () => string;
 }
 
-export interface CreateVdb {
-  name: string;
-  shardCount: number;
-  hashFunction: HashFunction;
-  replicaFactor: number;
-  zones: readonly string[];
-}
+export type { CreateVdb } from './service.js';
 
 interface VdbState {
   record: VdbRecord;
@@ -58,7 +56,7 @@ interface VdbState {
 
 const notFoundVdb = (name: string) => new FirkinError('not_found', `virtual database ${JSON.stringify(name)} does not exist`);
 
-export class VdbEngine {
+export class VdbEngine implements VdbService {
   readonly #o: VdbEngineOptions;
   /** The durable records; #vdbs adds each one's in-memory write gate. */
   readonly #records: Catalog<VdbRecord>;
@@ -205,7 +203,7 @@ export class VdbEngine {
     }
   }
 
-  async bulkDocs(name: string, docs: readonly unknown[]): Promise<EditResult[]> {
+  async bulkDocs(name: string, docs: readonly unknown[], newEdits = true): Promise<EditResult[]> {
     const state = this.#state(name);
     const leave = await state.gate.enter();
     try {
@@ -214,8 +212,9 @@ export class VdbEngine {
         if (d === null || typeof d !== 'object' || Array.isArray(d)) return { doc: d, id: undefined as string | undefined };
         const o = d as Record<string, unknown>;
         const given = typeof o._id === 'string' ? o._id : typeof o.id === 'string' ? o.id : undefined;
-        const id = given ?? this.#o.newId();
-        return { doc: given === undefined ? { ...o, _id: id } : o, id };
+        // A foreign revision without an id is refused by the engine, not given one.
+        const id = given ?? (newEdits ? this.#o.newId() : undefined);
+        return { doc: given === undefined && id !== undefined ? { ...o, _id: id } : o, id };
       });
       const groups = new Map<string, number[]>();
       const results: EditResult[] = new Array(docs.length);
@@ -231,7 +230,7 @@ export class VdbEngine {
       });
       await Promise.all(
         [...groups].map(async ([db, idx]) => {
-          const out = await this.#o.docs.bulkDocs(db, idx.map((i) => withIds[i]!.doc), true, this.#o.newId);
+          const out = await this.#o.docs.bulkDocs(db, idx.map((i) => withIds[i]!.doc), newEdits, this.#o.newId);
           out.forEach((r, j) => (results[idx[j]!] = r));
         }),
       );
@@ -250,7 +249,8 @@ export class VdbEngine {
   }
 
   /** `_find` on every shard in parallel, merged in the query's order; `total` counts every match. */
-  async find(name: string, q: FindQuery) {
+  async find(name: string, raw: unknown) {
+    const q = parseFind(raw);
     const record = this.record(name);
     const answer = await this.#find(name, record, q, record.job !== undefined);
     // A rebalance that started meanwhile may have copied documents into a live shard: ask
@@ -277,16 +277,19 @@ export class VdbEngine {
         }
       }),
     );
-    const total = results.reduce((n, r) => n + r.meta.total, 0);
-    const merged = results
-      .flatMap((r) => r.docs)
-      .map((d) => ({ id: d._id as string, body: d as never, doc: d }))
-      .sort((a, b) => compareForOrder(a, b, q.orderBy));
-    const page = merged.slice(q.offset, q.limit === undefined ? undefined : q.offset + q.limit);
-    return {
-      docs: page.map((m) => (q.includeDocs ? m.doc : { _id: m.doc._id, _rev: m.doc._rev })),
-      meta: { total, offset: q.offset, limit: q.limit ?? null },
-    };
+    return mergeFind(q, results.map((r) => ({ docs: r.docs, total: r.meta.total })));
+  }
+
+  async getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>> {
+    return this.#o.docs.getDoc(this.dbFor(name, id), id, options);
+  }
+
+  putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined) {
+    return this.write(name, id, (db) => this.#o.docs.putDoc(db, id, doc, rev));
+  }
+
+  deleteDoc(name: string, id: string, rev: string) {
+    return this.write(name, id, (db) => this.#o.docs.deleteDoc(db, id, rev));
   }
 
   /** `since` of a VDB feed: `now` is the newest sequence of any shard. */
@@ -303,7 +306,19 @@ export class VdbEngine {
    * sequence: entries are returned only up to the smallest such bound, so resuming from
    * `last_seq` never skips or repeats.
    */
-  async changes(name: string, options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean }) {
+  async changes(name: string, options: VdbChangesOptions) {
+    this.record(name);
+    const raw = options.since;
+    let since: Hlc | undefined;
+    if (raw === 'now') since = this.nowSeq(name);
+    else if (raw !== undefined && raw !== '' && raw !== '0' && raw !== 'first') {
+      since = parseHlc(raw);
+      if (since === undefined) throw new FirkinError('bad_request', `since must be first, 0, now or a sequence like {timestamp,W,L}, got ${JSON.stringify(raw)}`);
+    }
+    return this.#changes(name, { since, limit: options.limit, includeDocs: options.includeDocs });
+  }
+
+  async #changes(name: string, options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean }) {
     const record = this.record(name);
     const limit = options.limit ?? 1_000;
     const pages = await Promise.all(
@@ -329,7 +344,7 @@ export class VdbEngine {
   }
 
   /** Import every live document of a database (optionally filtered) into the VDB, in batches. */
-  async import(name: string, spec: { sourceDb: string; filter: FindQuery | undefined; batchSize: number; onConflict: 'skip' | 'overwrite' | 'merge' }) {
+  async import(name: string, spec: ImportSpec) {
     this.#state(name);
     this.#o.docs.assertDb(spec.sourceDb);
     const startedAt = this.#o.clock.nowMs();

@@ -4,6 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ClusterMember } from '../../cluster/member.js';
 import type { VectorShards } from '../../cluster/vector-shards.js';
+import type { DocShards } from '../../cluster/doc-shards.js';
 import { FirkinError } from '../../core/errors.js';
 
 export interface ClusterRouteDeps {
@@ -11,6 +12,8 @@ export interface ClusterRouteDeps {
   member(): ClusterMember | undefined;
   /** The replicated vector shards hosted here (undefined until the member started). */
   shards?(): VectorShards | undefined;
+  /** The replicated VDB shards hosted here (undefined until the member started). */
+  docShards?(): DocShards | undefined;
 }
 
 const joinBody = {
@@ -61,6 +64,16 @@ export const clusterAdminRoutes: FastifyPluginAsync<ClusterRouteDeps> = async (a
     if (host === undefined) return { node: m.name, replicas: [] };
     const digests = new Map((await host.digests()).map((d) => [d.group, d]));
     return { node: m.name, replicas: host.replicaStatus().map((r) => ({ ...r, digest: digests.get(r.group)?.sha256 ?? null, digest_applied: digests.get(r.group)?.applied ?? null })) };
+  });
+
+  // The VDB shard replicas this node hosts, each with a digest of its documents at its applied
+  // index (taken between two commits): replicas of one shard at one index must agree.
+  app.get('/_cluster/vdb-shards', { config: admin }, async () => {
+    const m = member();
+    const host = deps.docShards?.();
+    if (host === undefined) return { node: m.name, replicas: [] };
+    const digests = new Map((await host.digests()).map((d) => [d.group, d]));
+    return { node: m.name, replicas: host.replicaStatus().map((r) => ({ ...r, docs: digests.get(r.group)?.docs ?? null, digest: digests.get(r.group)?.sha256 ?? null, digest_applied: digests.get(r.group)?.applied ?? null })) };
   });
 
   app.post<{ Body: { seed: string } }>('/_cluster/join', { config: admin, schema: { body: joinBody } }, async (req, reply) => {

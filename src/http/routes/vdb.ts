@@ -2,16 +2,16 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';
 import { parseDoc } from '../../docdb/doc-input.js';
-import type { DocEngine } from '../../docdb/engine.js';
 import { checkDocId } from '../../docdb/names.js';
 import { parseFind } from '../../docdb/query/parse.js';
 import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
-import { VDB_LIMITS, type VdbEngine } from '../../docdb/vdb/engine.js';
-import { expectedRev, parseSince } from './docdb-shared.js';
+import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
+import type { VdbService } from '../../docdb/vdb/service.js';
+import { expectedRev } from './docdb-shared.js';
 
 export interface VdbRouteDeps {
-  vdbs: VdbEngine;
-  docs: DocEngine;
+  /** The node-local engine, or the cluster's replicated shards (per request: the cluster side starts after HTTP). */
+  vdbs: () => VdbService;
   defaults: { shardCount: number; replicaFactor: number; batchSize: number };
 }
 
@@ -56,10 +56,11 @@ interface CreateBody {
   placement?: { replica_factor?: number; zones?: string[] };
 }
 
-export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, docs, defaults }) => {
+export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults }) => {
+  const vdbs = () => service();
   app.post<{ Body: CreateBody }>('/vdb', { schema: { body: createBody }, config: { permission: 'admin' } }, async (request, reply) => {
     const b = request.body;
-    await vdbs.create({
+    await vdbs().create({
       name: b.name,
       shardCount: b.shard_count ?? defaults.shardCount,
       hashFunction: b.hash_function ?? 'phash2',
@@ -67,24 +68,24 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, d
       zones: b.placement?.zones ?? [],
     });
     reply.code(201);
-    return { ok: true, ...vdbs.info(b.name) };
+    return { ok: true, ...(await vdbs().info(b.name)) };
   });
 
-  app.get('/vdb', async () => ({ vdbs: vdbs.list().map((name) => vdbs.info(name)) }));
-  app.get<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs.info(r.params.vdb));
+  app.get('/vdb', async () => ({ vdbs: await Promise.all(vdbs().list().map((name) => vdbs().info(name))) }));
+  app.get<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().info(r.params.vdb));
   app.delete<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: admin }, async (r) => {
-    await vdbs.delete(r.params.vdb);
+    await vdbs().delete(r.params.vdb);
     return { ok: true };
   });
-  app.get<{ Params: { vdb: string } }>('/vdb/:vdb/_shards', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs.shards(r.params.vdb));
-  app.get<{ Params: { vdb: string } }>('/vdb/:vdb/_replication', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs.replication(r.params.vdb));
+  app.get<{ Params: { vdb: string } }>('/vdb/:vdb/_shards', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().shards(r.params.vdb));
+  app.get<{ Params: { vdb: string } }>('/vdb/:vdb/_replication', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().replication(r.params.vdb));
 
   app.post<{ Params: { vdb: string }; Body: { source_db: string; filter?: unknown; batch_size?: number; on_conflict?: 'skip' | 'overwrite' | 'merge' } }>(
     '/vdb/:vdb/_import',
     { schema: { params: vdbParams, body: importBody }, config: scoped },
     async (r) => {
       const b = r.body;
-      return vdbs.import(r.params.vdb, {
+      return vdbs().import(r.params.vdb, {
         sourceDb: b.source_db,
         filter: b.filter === undefined ? undefined : parseFind(b.filter),
         batchSize: b.batch_size ?? defaults.batchSize,
@@ -96,7 +97,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, d
   app.post<{ Params: { vdb: string; shard: number }; Body: { batch_size?: number } | undefined }>(
     '/vdb/:vdb/_shards/:shard/_split',
     { schema: { params: shardParams, body: { type: ['object', 'null'], additionalProperties: false, properties: { batch_size: batchSize } } }, config: admin },
-    async (r) => vdbs.split(r.params.vdb, r.params.shard, r.body?.batch_size ?? defaults.batchSize),
+    async (r) => vdbs().split(r.params.vdb, r.params.shard, r.body?.batch_size ?? defaults.batchSize),
   );
 
   app.post<{ Params: { vdb: string; shard: number }; Body: { target_shard: number; batch_size?: number } }>(
@@ -108,7 +109,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, d
       },
       config: admin,
     },
-    async (r) => vdbs.merge(r.params.vdb, r.params.shard, r.body.target_shard, r.body.batch_size ?? defaults.batchSize),
+    async (r) => vdbs().merge(r.params.vdb, r.params.shard, r.body.target_shard, r.body.batch_size ?? defaults.batchSize),
   );
 
   app.put<{ Params: { vdb: string; shard: number }; Body: { status: 'readonly' | 'active' } }>(
@@ -120,20 +121,20 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, d
       },
       config: admin,
     },
-    async (r) => vdbs.setShardStatus(r.params.vdb, r.params.shard, r.body.status),
+    async (r) => vdbs().setShardStatus(r.params.vdb, r.params.shard, r.body.status),
   );
 
-  app.post<{ Params: { vdb: string }; Body: { docs: unknown[] } }>(
+  app.post<{ Params: { vdb: string }; Body: { docs: unknown[]; new_edits?: boolean } }>(
     '/vdb/:vdb/_bulk_docs',
-    { schema: { params: vdbParams, body: { type: 'object', required: ['docs'], properties: { docs: { type: 'array', maxItems: 10_000 } } } }, config: scoped },
+    { schema: { params: vdbParams, body: { type: 'object', required: ['docs'], properties: { docs: { type: 'array', maxItems: 10_000 }, new_edits: { type: 'boolean' } } } }, config: scoped },
     async (r, reply) => {
-      const results = await vdbs.bulkDocs(r.params.vdb, r.body.docs);
+      const results = await vdbs().bulkDocs(r.params.vdb, r.body.docs, r.body.new_edits !== false);
       reply.code(201);
       return { results };
     },
   );
 
-  app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_find', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs.find(r.params.vdb, parseFind(r.body)));
+  app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_find', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().find(r.params.vdb, r.body));
 
   app.get<{ Params: { vdb: string }; Querystring: { since?: string; limit?: number; include_docs?: boolean } }>(
     '/vdb/:vdb/_changes',
@@ -145,10 +146,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, d
       config: scoped,
     },
     async (r) => {
-      const name = r.params.vdb;
-      vdbs.record(name);
-      const since = r.query.since === 'now' ? vdbs.nowSeq(name) : parseSince(docs, vdbs.dbFor(name, ''), r.query.since === 'now' ? undefined : r.query.since);
-      return vdbs.changes(name, { since, limit: r.query.limit, includeDocs: r.query.include_docs === true });
+      return vdbs().changes(r.params.vdb, { since: r.query.since, limit: r.query.limit, includeDocs: r.query.include_docs === true });
     },
   );
 
@@ -159,7 +157,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, d
     async (r, reply) => {
       const id = checkDocId(r.params.docid);
       const rev = r.query.rev === undefined ? undefined : expectedRev({ query: r.query.rev });
-      const doc = await docs.getDoc(vdbs.dbFor(r.params.vdb, id), id, { rev, revs: r.query.revs, conflicts: r.query.conflicts });
+      const doc = await vdbs().getDoc(r.params.vdb, id, { rev, revs: r.query.revs, conflicts: r.query.conflicts });
       reply.header('etag', `"${doc._rev as string}"`);
       return doc;
     },
@@ -173,7 +171,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, d
       const doc = parseDoc(r.body);
       if (doc.id !== undefined && doc.id !== id) throw new FirkinError('bad_request', `body id ${JSON.stringify(doc.id)} differs from the path id ${JSON.stringify(id)}`);
       const rev = expectedRev({ ifMatch: r.headers['if-match'], query: r.query.rev, body: doc.rev });
-      const result = await vdbs.write(r.params.vdb, id, (db) => docs.putDoc(db, id, doc, rev));
+      const result = await vdbs().putDoc(r.params.vdb, id, doc, rev);
       reply.code(201).header('etag', `"${result.rev}"`);
       return result;
     },
@@ -186,7 +184,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs, d
       const id = checkDocId(r.params.docid);
       const rev = expectedRev({ ifMatch: r.headers['if-match'], query: r.query.rev });
       if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting needs the current revision (If-Match or ?rev=)');
-      const result = await vdbs.write(r.params.vdb, id, (db) => docs.deleteDoc(db, id, rev));
+      const result = await vdbs().deleteDoc(r.params.vdb, id, rev);
       reply.header('etag', `"${result.rev}"`);
       return result;
     },

@@ -1,0 +1,408 @@
+// The shard-group framework both replicated data kinds share (vector collections, VDBs): a
+// node hosts the replicas the metadata places on it as Raft groups, walks the membership of
+// the groups it leads toward their placement, and routes calls to any shard's leader from
+// any node. A kind supplies what differs: which placements it reads from the metadata, the
+// state machine behind each replica, and the calls it answers.
+//
+// - Hosting: `#reconcile` opens the replicas placed here and drops the ones whose owner
+//   (collection or VDB) was deleted. A replica moved to another node keeps serving until its
+//   group has removed it (`#checkRemoved`), then it is dropped.
+// - Membership: `#confRound` takes, for each led group, the next single step of
+//   `planShardConf` (add a learner, promote it once caught up, remove the replaced voter,
+//   hand leadership over first if the leader itself is replaced).
+// - Routing: `leaderCall` sends a call to the shard's leader (or, for a stale read, to any
+//   replica, this node's first), following hints, until a deadline, then 503 `no_quorum`.
+import { decodeCbor, encodeCbor } from '../core/codec.js';
+import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
+import { FirkinError, isFirkinError } from '../core/errors.js';
+import type { Rand } from '../core/rand.js';
+import { RaftGroup, type StateMachine } from '../raft/group.js';
+import { RocksLog } from '../raft/rocks-log.js';
+import type { Message } from '../raft/types.js';
+import type { Store } from '../storage/db.js';
+import type { ClusterMember, GroupHost } from './member.js';
+import type { MetaState, ShardPlacement } from './meta-state.js';
+import { planShardConf } from './shard-repair.js';
+import { wasNotSent } from './transport.js';
+
+/** A learner within this many entries of the leader's last index may vote. */
+const CAUGHT_UP_LAG = 16;
+
+/** One replica hosted here: its placement as the metadata says now, and its Raft group. */
+export interface HostedReplica {
+  placement: ShardPlacement;
+  readonly group: RaftGroup;
+}
+
+/** A placement this node should host, with whatever the kind needs to open it. */
+export interface WantedReplica<O> {
+  readonly owner: O;
+  readonly shard: ShardPlacement;
+}
+
+export interface ShardHostOptions {
+  member: ClusterMember;
+  store: Store;
+  log: Logger;
+  rand: Rand;
+  registry?: Registry;
+}
+
+/** Every host of one registry reports into one gauge (a metric name registers once). */
+const gauges = new WeakMap<Registry, Set<ShardHost<HostedReplica, unknown>>>();
+
+function registerGauge(registry: Registry, host: ShardHost<HostedReplica, unknown>): void {
+  let hosts = gauges.get(registry);
+  if (hosts === undefined) {
+    const all = new Set<ShardHost<HostedReplica, unknown>>();
+    hosts = all;
+    gauges.set(registry, all);
+    new Gauge({
+      name: 'firkin_shard_replicas',
+      help: 'Shard replicas hosted on this node, by kind, Raft role and whether the group is quiesced (idle and silent)',
+      labelNames: ['kind', 'role', 'quiesced'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const h of all) for (const r of h.hostedReplicas()) this.inc({ kind: h.prefix, role: r.group.core.role, quiesced: String(r.group.core.quiesced) });
+      },
+    });
+  }
+  hosts.add(host);
+}
+
+export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost {
+  abstract readonly prefix: string;
+  protected readonly o: ShardHostOptions;
+  protected readonly replicas = new Map<string, R>();
+  /** The last node that answered as leader, per group. */
+  readonly #leaderHints = new Map<string, string>();
+  #reconciling: Promise<void> = Promise.resolve();
+  #closed = false;
+  #confLoop: NodeJS.Timeout | undefined;
+  /** Groups with a membership step or a removal check under way. */
+  readonly #busy = new Set<string>();
+
+  protected constructor(o: ShardHostOptions) {
+    this.o = o;
+    if (o.registry !== undefined) registerGauge(o.registry, this as unknown as ShardHost<HostedReplica, unknown>);
+  }
+
+  /** The placements of this kind in the metadata: every shard group, with its owner. */
+  protected abstract placements(state: MetaState): WantedReplica<O>[];
+  /** Whether a metadata command may change this kind's placements. */
+  protected abstract concerns(type: string): boolean;
+  /** Open the replica of `shard` placed on this node (its state machine and Raft group). */
+  protected abstract open(owner: O, shard: ShardPlacement): Promise<R>;
+  /** Close a replica and remove its data (its Raft log last, so a crash leaves it findable). */
+  protected abstract dropData(group: string, replica: R): Promise<void>;
+  /** Stop a replica's background work before its group closes. */
+  protected abstract stopReplica(replica: R): void;
+  /** Close a replica at shutdown, keeping its data. */
+  protected abstract closeReplica(replica: R): Promise<void>;
+  /** The kind's own calls (`<prefix>.<method>`, other than `status` and `conf`). */
+  protected abstract answerOwn(from: string, method: string, req: Record<string, unknown> & { g: string }): Promise<Uint8Array>;
+  /** Periodic housekeeping of the kind (the membership loop's tick). */
+  protected housekeeping(): void {}
+
+  /** Attach to the member and open what is placed here; call once from the subclass's start. */
+  protected async begin(): Promise<void> {
+    const { member } = this.o;
+    member.attachGroups(this);
+    member.fsm.listen((state, cmd) => {
+      if (cmd === undefined || this.concerns(cmd.type)) this.#reconcile(state);
+    });
+    this.#reconcile(member.state);
+    await this.#reconciling;
+    this.#confLoop = setInterval(() => this.#confRound(), Math.max(50, member.timings.nodeHeartbeatMs));
+  }
+
+  /** Resolves once the hosting passes queued so far ran. */
+  protected settled(): Promise<void> {
+    return this.#reconciling;
+  }
+
+  protected get me(): string {
+    return this.o.member.name;
+  }
+
+  protected get closed(): boolean {
+    return this.#closed;
+  }
+
+  hostedReplicas(): Iterable<R> {
+    return this.replicas.values();
+  }
+
+  hosted(): number {
+    return this.replicas.size;
+  }
+
+  /** The groups of this kind the metadata places on this node now. */
+  protected placedHere(state: MetaState): Set<string> {
+    const out = new Set<string>();
+    for (const w of this.placements(state)) if (w.shard.replicas.includes(this.me)) out.add(w.shard.group);
+    return out;
+  }
+
+  step(m: Message): void {
+    // A group not opened yet (its placement is not applied here yet): Raft resends.
+    this.replicas.get(m.group)?.group.step(m);
+  }
+
+  // ---- hosting -------------------------------------------------------------------------------
+
+  #reconcile(state: MetaState): void {
+    this.#reconciling = this.#reconciling
+      .then(() => this.#reconcileNow(state))
+      .catch((err: unknown) => this.o.log.error({ err }, 'opening or closing shard replicas failed; the next metadata change retries'));
+  }
+
+  async #reconcileNow(state: MetaState): Promise<void> {
+    if (this.#closed) return;
+    const all = this.placements(state);
+    const wanted = new Map<string, WantedReplica<O>>();
+    for (const w of all) if (w.shard.replicas.includes(this.me)) wanted.set(w.shard.group, w);
+    const existing = new Map(all.map((w) => [w.shard.group, w.shard]));
+    for (const [group, replica] of this.replicas) {
+      if (wanted.has(group)) continue;
+      // Moved off this node: it keeps serving until its group has removed it (#confRound).
+      if (existing.has(group)) continue;
+      await this.#drop(group, replica, 'its owner was deleted');
+    }
+    for (const [group, r] of this.replicas) {
+      const placement = existing.get(group);
+      if (placement !== undefined) r.placement = placement;
+    }
+    for (const [group, w] of wanted) {
+      if (this.replicas.has(group)) continue;
+      this.replicas.set(group, await this.open(w.owner, w.shard));
+      this.o.log.info({ group, replicas: w.shard.replicas }, `hosting shard replica ${group}`);
+    }
+  }
+
+  async #drop(group: string, replica: R, why: string): Promise<void> {
+    this.replicas.delete(group);
+    this.stopReplica(replica);
+    await replica.group.close();
+    await this.dropData(group, replica);
+    await this.o.store.clearRange('raft', RocksLog.groupRange(group));
+    this.o.log.info({ group }, `shard replica ${group} closed and its data removed (${why})`);
+  }
+
+  /** A Raft group for a replica of `placement` with `fsm` as its state machine. */
+  protected async raftGroup(placement: ShardPlacement, fsm: StateMachine, appliedIndex: () => number, snapshotEveryEntries?: number): Promise<RaftGroup> {
+    const { store, member } = this.o;
+    // The replicas it was created on bootstrap the same initial membership (themselves as
+    // voters); a replica placed later (repair, leave) starts empty and is added by the leader.
+    const initial = placement.initial ?? placement.replicas;
+    const raftLog = initial.includes(this.me) ? await RocksLog.open(store, placement.group, { voters: [...initial], learners: [] }) : await RocksLog.open(store, placement.group);
+    const t = member.timings;
+    const group = new RaftGroup({
+      id: this.me,
+      group: placement.group,
+      log: raftLog,
+      fsm,
+      send: (ms) => member.sendRaft(ms),
+      rand: this.o.rand,
+      ticker: member.ticker,
+      electionTicks: t.electionTicks,
+      heartbeatTicks: t.heartbeatTicks,
+      quiesceAfterTicks: t.quiesceTicks,
+      peerAlive: (node) => member.peerAlive(node),
+      appliedIndex,
+      proposalTimeoutMs: t.proposalTimeoutMs,
+      snapshotEveryEntries: snapshotEveryEntries ?? t.snapshotEntries,
+      retainEntries: t.retainEntries,
+    });
+    await group.start();
+    return group;
+  }
+
+  // ---- membership ----------------------------------------------------------------------------
+
+  #confRound(): void {
+    if (this.#closed) return;
+    this.housekeeping();
+    for (const [group, r] of this.replicas) {
+      if (this.#busy.has(group)) continue;
+      const core = r.group.core;
+      const desired = r.placement.replicas;
+      // Moved off this node: a follower waits to be removed; a leader still drives the move
+      // (and hands leadership over before it removes itself).
+      if (!desired.includes(this.me) && core.role !== 'leader') {
+        this.#busy.add(group);
+        void this.#checkRemoved(group, r).finally(() => this.#busy.delete(group));
+        continue;
+      }
+      if (core.role !== 'leader') continue;
+      const last = core.log.lastIndex();
+      const caughtUp = new Set<string>();
+      for (const l of core.confState().learners) {
+        const p = core.progress.get(l);
+        if (p !== undefined && p.match > 0 && last - p.match <= CAUGHT_UP_LAG) caughtUp.add(l);
+      }
+      const step = planShardConf({ conf: core.confState(), desired, caughtUp, leader: this.me });
+      if (step === undefined) continue;
+      this.#busy.add(group);
+      const run = async () => {
+        this.o.log.info({ group, step }, step.kind === 'transfer' ? `${group}: handing leadership to ${step.to} (${step.why})` : `${group}: ${step.change.type} ${step.change.node} (${step.why})`);
+        if (step.kind === 'transfer') r.group.transferLeadership(step.to);
+        else await r.group.proposeConfChange(step.change);
+      };
+      void run()
+        .catch((err: unknown) => this.o.log.warn({ group, err: (err as Error).message }, 'shard membership step failed; retrying'))
+        .finally(() => this.#busy.delete(group));
+    }
+  }
+
+  /** A replica the metadata moved away: drop it once its group's conf (as its leader says) no longer has this node. */
+  async #checkRemoved(group: string, r: R): Promise<void> {
+    const own = r.group.core.confState();
+    let members: string[] = [...own.voters, ...own.learners];
+    if (members.includes(this.me)) {
+      try {
+        const reply = await this.leaderCall(r.placement, `${this.prefix}.conf`, {});
+        members = [...(reply.voters as string[]), ...(reply.learners as string[])];
+      } catch {
+        return; // no leader reachable now: ask again next round
+      }
+    }
+    if (!members.includes(this.me) && this.replicas.get(group) === r) await this.#drop(group, r, 'it moved to another node');
+  }
+
+  // ---- answering -----------------------------------------------------------------------------
+
+  protected hostedReplica(group: string): R {
+    const r = this.replicas.get(group);
+    if (r === undefined) throw new FirkinError('not_leader', `${this.me} holds no replica of ${group}`, { details: { leader: null } });
+    return r;
+  }
+
+  protected leading(group: string): R {
+    const r = this.hostedReplica(group);
+    if (r.group.core.role !== 'leader') throw new FirkinError('not_leader', `${this.me} does not lead ${group}`, { details: { leader: r.group.core.leader } });
+    return r;
+  }
+
+  /**
+   * A write held up on a broken link arrives after its caller gave up (and answered 503):
+   * refuse it rather than commit a write the client was told failed. This narrows, but cannot
+   * close, the window of a timed-out write that still commits (it assumes the nodes' clocks
+   * agree to well within the deadline).
+   */
+  protected checkDeadline(req: Record<string, unknown>): void {
+    if (typeof req.dl === 'number' && Date.now() > req.dl) throw new FirkinError('timeout', `the write reached ${this.me} after its deadline`);
+  }
+
+  async answer(from: string, method: string, body: Buffer | Uint8Array): Promise<Uint8Array> {
+    const req = decodeCbor(body) as Record<string, unknown> & { g?: unknown };
+    if (typeof req.g !== 'string') throw new FirkinError('bad_request', 'shard call without a group');
+    const g = req as Record<string, unknown> & { g: string };
+    switch (method.slice(this.prefix.length + 1)) {
+      case 'status': {
+        const r = this.leading(g.g);
+        const core = r.group.core;
+        const conf = core.confState();
+        const matches: Record<string, number | null> = {};
+        for (const n of [...conf.voters, ...conf.learners]) matches[n] = n === this.me ? core.log.lastIndex() : (core.progress.get(n)?.match ?? null);
+        return encodeCbor({ leader: this.me, term: core.term, last: core.log.lastIndex(), commit: core.log.committed, voters: conf.voters, learners: conf.learners, matches });
+      }
+      case 'conf': {
+        const conf = this.leading(g.g).group.core.confState();
+        return encodeCbor({ voters: conf.voters, learners: conf.learners });
+      }
+      default:
+        return this.answerOwn(from, method, g);
+    }
+  }
+
+  /**
+   * Each shard as its leader sees it: desired replicas, the group's voters and learners, and
+   * each member's lag in log entries (null: not known to the leader yet). A shard with no
+   * reachable leader says so instead.
+   */
+  protected shardStatuses(shards: readonly ShardPlacement[]): Promise<Record<string, unknown>[]> {
+    return Promise.all(
+      shards.map(async (s, i) => {
+        const base = { shard: i, group: s.group, replicas: s.replicas };
+        try {
+          const st = await this.leaderCall(s, `${this.prefix}.status`, {});
+          const last = st.last as number;
+          const lag = Object.fromEntries(Object.entries(st.matches as Record<string, number | null>).map(([n, m]) => [n, m === null ? null : last - m]));
+          return { ...base, leader: st.leader, term: st.term, commit: st.commit, voters: st.voters, learners: st.learners, lag };
+        } catch (err) {
+          return { ...base, leader: null, error: isFirkinError(err) ? err.code : 'error', message: (err as Error).message };
+        }
+      }),
+    );
+  }
+
+  // ---- routing (from any node) ---------------------------------------------------------------
+
+  /** The leader this node knows for a group: its own replica's view, then the last that answered. */
+  knownLeader(group: string): string | undefined {
+    return this.replicas.get(group)?.group.core.leader ?? this.#leaderHints.get(group) ?? undefined;
+  }
+
+  /**
+   * Send a call to the shard's leader (or, for a stale read, `s: true`, to any replica, this
+   * node's first), following what this node's own replica knows, then the last leader that
+   * answered, then each replica in turn, until the deadline. Each attempt waits at most a
+   * third of the deadline, so a leader cut off from its majority (still believing it leads)
+   * does not use up the whole budget. A write retried after an attempt timed out carries the
+   * same request id, and a shard applies a request id once.
+   */
+  async leaderCall(shard: ShardPlacement, method: string, payload: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const { member } = this.o;
+    const timeoutMs = member.timings.proposalTimeoutMs;
+    const attemptMs = Math.max(200, Math.floor(timeoutMs / 3));
+    const deadline = Date.now() + timeoutMs;
+    const body = encodeCbor({ g: shard.group, dl: deadline, ...payload });
+    const replicas = shard.replicas;
+    const stale = payload.s === true;
+    const known = () => this.replicas.get(shard.group)?.group.core.leader ?? undefined;
+    let target = stale && this.replicas.has(shard.group) ? this.me : (known() ?? this.#leaderHints.get(shard.group) ?? replicas[0]!);
+    let waitMs = 10;
+    let last = 'no replica answered';
+    let maybeCommitted = false;
+    const isWrite = method.endsWith('.propose');
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || this.#closed) {
+        const tail = maybeCommitted && isWrite ? '; an attempt timed out after it was sent, so the write may still commit' : '';
+        throw new FirkinError('no_quorum', `shard ${shard.group} (replicas ${replicas.join(', ')}) has no ${stale ? 'replica' : 'leader'} reachable from ${this.me} within ${timeoutMs} ms (${last})${tail}`);
+      }
+      try {
+        const reply = target === this.me ? await this.answer(this.me, method, body) : await member.callPeer(target, method, body, Math.min(remaining, attemptMs));
+        if (!stale) this.#leaderHints.set(shard.group, target);
+        return decodeCbor(reply) as Record<string, unknown>;
+      } catch (err) {
+        last = `${target}: ${(err as Error).message}`;
+        const code = isFirkinError(err) ? err.code : undefined;
+        if (!(wasNotSent(err) || code === 'not_leader' || code === 'unavailable' || code === 'timeout' || code === 'no_quorum')) throw err;
+        if (code === 'timeout' && !wasNotSent(err)) maybeCommitted = true;
+        this.#leaderHints.delete(shard.group);
+        const hinted = !stale && isFirkinError(err) && typeof err.details?.leader === 'string' && replicas.includes(err.details.leader) && err.details.leader !== target ? err.details.leader : undefined;
+        const fresh = stale ? undefined : known();
+        target = hinted ?? (fresh !== undefined && fresh !== target ? fresh : replicas[(replicas.indexOf(target) + 1) % replicas.length]!);
+        await new Promise((r) => setTimeout(r, Math.min(waitMs, Math.max(1, deadline - Date.now()))));
+        waitMs = Math.min(waitMs * 2, 200);
+      }
+    }
+  }
+
+  /** Stop hosting: close every replica, keeping its data. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#confLoop);
+    await this.#reconciling;
+    for (const r of this.replicas.values()) this.stopReplica(r);
+    for (const r of this.replicas.values()) {
+      await r.group.close();
+      await this.closeReplica(r);
+    }
+    this.replicas.clear();
+  }
+}

@@ -1,0 +1,21 @@
+// Merging the shards' answers of a VDB read (pure): the same for node-local shards and for
+// shards that are Raft groups on other nodes.
+import type { FindQuery } from '../query/ast.js';
+import { compareForOrder } from '../query/match.js';
+
+/** Shard pages of one `_find` (each the first offset+limit of its matches), merged in the query's order and cut to its window. */
+export function mergeFind(
+  q: FindQuery,
+  results: readonly { readonly docs: readonly Record<string, unknown>[]; readonly total: number }[],
+): { docs: Record<string, unknown>[]; meta: { total: number; offset: number; limit: number | null } } {
+  const total = results.reduce((n, r) => n + r.total, 0);
+  const merged = results
+    .flatMap((r) => r.docs)
+    .map((d) => ({ id: d._id as string, body: d as never, doc: d }))
+    .sort((a, b) => compareForOrder(a, b, q.orderBy));
+  const page = merged.slice(q.offset, q.limit === undefined ? undefined : q.offset + q.limit);
+  return {
+    docs: page.map((m) => (q.includeDocs ? m.doc : { _id: m.doc._id, _rev: m.doc._rev })),
+    meta: { total, offset: q.offset, limit: q.limit ?? null },
+  };
+}

@@ -1,0 +1,51 @@
+// What the VDB routes need, served by the node-local engine (`engine.ts`, standalone) or by
+// the cluster's Raft-replicated shards (`cluster/doc-shards.ts`).
+import type { HashFunction } from '../../core/shard-hash.js';
+import type { ParsedDoc } from '../doc-input.js';
+import type { EditResult } from '../engine.js';
+import type { FindQuery } from '../query/ast.js';
+
+type Awaitable<T> = T | Promise<T>;
+
+export interface CreateVdb {
+  name: string;
+  shardCount: number;
+  hashFunction: HashFunction;
+  replicaFactor: number;
+  zones: readonly string[];
+}
+
+export interface VdbChangesOptions {
+  /** As the client sent it: first, 0, now, or a `last_seq` of this feed. */
+  since: string | undefined;
+  limit: number | undefined;
+  includeDocs: boolean;
+}
+
+export interface ImportSpec {
+  sourceDb: string;
+  filter: FindQuery | undefined;
+  batchSize: number;
+  onConflict: 'skip' | 'overwrite' | 'merge';
+}
+
+export interface VdbService {
+  create(spec: CreateVdb): Promise<unknown>;
+  list(): string[];
+  info(name: string): Awaitable<Record<string, unknown>>;
+  delete(name: string): Promise<void>;
+  shards(name: string): Awaitable<Record<string, unknown>>;
+  replication(name: string): Awaitable<Record<string, unknown>>;
+  import(name: string, spec: ImportSpec): Promise<Record<string, unknown>>;
+  split(name: string, shardId: number, batchSize: number): Promise<Record<string, unknown>>;
+  merge(name: string, shardId: number, targetShard: number, batchSize: number): Promise<Record<string, unknown>>;
+  setShardStatus(name: string, shardId: number, status: 'readonly' | 'active'): Promise<{ shard_id: number; status: string }>;
+  /** `newEdits: false`: foreign revisions with their history (the replicator's write). */
+  bulkDocs(name: string, docs: readonly unknown[], newEdits: boolean): Promise<EditResult[]>;
+  /** `_find` from its request body. */
+  find(name: string, raw: unknown): Promise<Record<string, unknown>>;
+  changes(name: string, options: VdbChangesOptions): Promise<Record<string, unknown>>;
+  getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>>;
+  putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }>;
+  deleteDoc(name: string, id: string, rev: string): Promise<EditResult & { ok: true }>;
+}

@@ -1,0 +1,85 @@
+// The log entries of a replicated VDB shard. Everything a replica could decide differently is
+// decided by the proposer and carried here: document ids (generated before proposing), the
+// expected revisions, the leader's clock (`at`, the floor of the sequences the changes get),
+// attachment content by digest with its bytes, and a request id that makes a retried
+// proposal apply once. Applying an entry is then a function of the shard's state alone:
+// revisions are content hashes, and conflicts follow from the tree.
+import { decodeCbor, encodeCbor } from '../../core/codec.js';
+import type { Hlc } from '../../core/hlc.js';
+import type { AttachmentInput, Blob } from '../doc-input.js';
+import type { DocEdit, EditResult } from '../engine.js';
+
+export type DocShardCommand =
+  | { readonly kind: 'edits'; readonly rid: string; readonly at: Hlc; readonly edits: readonly DocEdit[] }
+  /** Drop kept non-leaf bodies: at the same log index on every replica. */
+  | { readonly kind: 'compact'; readonly rid: string };
+
+export type DocShardOutcome = { readonly kind: 'edits'; readonly results: readonly EditResult[] } | { readonly kind: 'compact' };
+
+export function encodeDocShardCommand(c: DocShardCommand): Uint8Array {
+  return encodeCbor(c);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isString = (v: unknown): v is string => typeof v === 'string';
+const bad = (what: string): never => {
+  throw new Error(`VDB shard command: ${what}`);
+};
+
+function checkBlob(v: unknown): Blob {
+  if (!isObject(v) || !isString(v.digest) || !isString(v.content_type) || typeof v.length !== 'number' || !(v.data instanceof Uint8Array)) return bad('malformed attachment');
+  const data = Buffer.isBuffer(v.data) ? v.data : Buffer.from(v.data.buffer, v.data.byteOffset, v.data.byteLength);
+  if (data.length !== v.length) return bad('attachment length differs from its bytes');
+  return { digest: v.digest, content_type: v.content_type, length: v.length, data };
+}
+
+function checkAttachments(v: unknown): Record<string, AttachmentInput> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!isObject(v)) return bad('malformed attachments');
+  const out: Record<string, AttachmentInput> = {};
+  for (const [name, a] of Object.entries(v)) {
+    if (!isObject(a)) return bad('malformed attachment');
+    if (a.kind === 'data') out[name] = { kind: 'data', blob: checkBlob(a.blob) };
+    else if (a.kind === 'stub') {
+      out[name] = {
+        kind: 'stub',
+        ...(isString(a.digest) ? { digest: a.digest } : {}),
+        ...(isString(a.content_type) ? { content_type: a.content_type } : {}),
+        ...(typeof a.length === 'number' ? { length: a.length } : {}),
+      };
+    } else return bad('unknown attachment kind');
+  }
+  return out;
+}
+
+function checkEdit(v: unknown): DocEdit {
+  if (!isObject(v) || !isString(v.docId)) return bad('edit without a document id');
+  const rev = v.rev === undefined || v.rev === null ? undefined : isString(v.rev) ? v.rev : bad('malformed rev');
+  switch (v.kind) {
+    case 'update':
+      if (!isObject(v.body) || typeof v.deleted !== 'boolean') return bad('malformed update');
+      return { kind: 'update', docId: v.docId, body: v.body as never, attachments: checkAttachments(v.attachments), deleted: v.deleted, rev };
+    case 'attach':
+      if (!isString(v.name)) return bad('malformed attachment edit');
+      return { kind: 'attach', docId: v.docId, rev, name: v.name, blob: v.blob === undefined || v.blob === null ? undefined : checkBlob(v.blob) };
+    case 'replicate': {
+      const path = v.path as { revs?: unknown; deleted?: unknown } | undefined;
+      if (!isObject(v.body) || !isObject(path) || !Array.isArray(path.revs) || !path.revs.every(isString) || typeof path.deleted !== 'boolean') return bad('malformed replicated revision');
+      return { kind: 'replicate', docId: v.docId, body: v.body as never, attachments: checkAttachments(v.attachments), path: { revs: path.revs as string[], deleted: path.deleted } };
+    }
+    default:
+      return bad(`unknown edit kind ${JSON.stringify(v.kind)}`);
+  }
+}
+
+/** Decode and check an entry (it came from disk or another node). */
+export function decodeDocShardCommand(data: Uint8Array): DocShardCommand {
+  const v = decodeCbor(data) as unknown;
+  if (!isObject(v) || !isString(v.rid)) return bad('not a command');
+  if (v.kind === 'compact') return { kind: 'compact', rid: v.rid };
+  if (v.kind !== 'edits') return bad(`unknown kind ${JSON.stringify(v.kind)}`);
+  const at = v.at as { wallMs?: unknown; logical?: unknown } | undefined;
+  if (!isObject(at) || !Number.isSafeInteger(at.wallMs) || !Number.isSafeInteger(at.logical)) return bad('malformed clock');
+  if (!Array.isArray(v.edits)) return bad('edits are not a list');
+  return { kind: 'edits', rid: v.rid, at: { wallMs: at.wallMs as number, logical: at.logical as number }, edits: v.edits.map(checkEdit) };
+}

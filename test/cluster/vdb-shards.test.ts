@@ -1,0 +1,165 @@
+// Virtual databases across three real node processes: a VDB of 4 shards, replica_factor 3,
+// each shard a Raft group. Writes through one node, reads, `_find` and `_changes` through the
+// others; conflicting foreign revisions through different nodes reach one winner everywhere;
+// kill -9 of a shard's primary during writes loses nothing acknowledged, writes resume, and
+// the restarted node catches up to the same digest as the other replicas.
+import t from 'tap';
+import { waitFor } from '../support/wait.js';
+import { TestCluster } from './harness.js';
+
+interface ReplicaView {
+  group: string;
+  db: string;
+  role: string;
+  leader: string | null;
+  applied: number;
+  docs: number | null;
+  digest: string | null;
+  digest_applied: number | null;
+}
+
+t.test('VDB shards as Raft groups across three processes', async (t) => {
+  const cluster = await TestCluster.start(3);
+  t.teardown(() => cluster.close());
+  await cluster.waitVoters(3);
+  const nodes = ['n1', 'n2', 'n3'];
+
+  const tooMany = await cluster.request('n1', 'POST', '/vdb', { body: { name: 'wide', shard_count: 2, placement: { replica_factor: 4 } } });
+  t.equal(tooMany.status, 400, `replica_factor above the healthy nodes is a 400 (${tooMany.body.message})`);
+  t.match(tooMany.body.message, /needs 4 healthy nodes; 3 are up/);
+
+  const created = await cluster.request('n1', 'POST', '/vdb', { body: { name: 'v', shard_count: 4, placement: { replica_factor: 3 } } });
+  t.equal(created.status, 201, `created through n1 (${JSON.stringify(created.body)})`);
+  t.match(created.body, { ok: true, name: 'v', shard_count: 4, placement: { replica_factor: 3 } });
+  const again = await cluster.request('n3', 'POST', '/vdb', { body: { name: 'v' } });
+  t.equal(again.status, 409, 'a second create anywhere is a conflict');
+
+  for (const n of nodes) {
+    const info = await waitFor(async () => {
+      const r = await cluster.request(n, 'GET', '/vdb/v');
+      return r.status === 200 ? r.body : undefined;
+    }, { what: `${n} to answer for the VDB` });
+    t.match(info, { name: 'v', shard_count: 4, total_docs: 0 }, `${n} answers its info`);
+  }
+  const assignments = (await cluster.request('n2', 'GET', '/vdb/v/_shards')).body;
+  t.equal(assignments.shards.length, 4, 'four assignments');
+  for (const s of assignments.shards) {
+    t.equal(s.replicas.length, 3, `shard ${s.shard_id} has three replicas`);
+    t.ok(nodes.includes(s.primary), `shard ${s.shard_id}'s primary is its Raft leader (${s.primary})`);
+    t.equal(s.status, 'active');
+  }
+
+  // _bulk_docs through n1; reads and _find through n3; _changes through n2.
+  const docs = Array.from({ length: 120 }, (_, i) => ({ _id: `d${String(i).padStart(3, '0')}`, i, colour: ['red', 'green', 'blue'][i % 3] }));
+  const bulk = await cluster.request('n1', 'POST', '/vdb/v/_bulk_docs', { body: { docs } });
+  t.equal(bulk.status, 201);
+  t.same(bulk.body.results.map((r: { id: string }) => r.id), docs.map((d) => d._id), 'results in request order');
+  t.ok(bulk.body.results.every((r: { ok: boolean }) => r.ok), 'every document written');
+  const revs = new Map<string, string>(bulk.body.results.map((r: { id: string; rev: string }) => [r.id, r.rev]));
+
+  for (const id of ['d000', 'd057', 'd119']) {
+    const r = await cluster.request('n3', 'GET', `/vdb/v/${id}`);
+    t.equal(r.status, 200, `${id} read through n3`);
+    t.equal(r.body._rev, revs.get(id));
+  }
+  const missing = await cluster.request('n3', 'GET', '/vdb/v/nope');
+  t.equal(missing.status, 404, 'a missing document is a 404 through any node');
+  const found = await cluster.request('n3', 'POST', '/vdb/v/_find', { body: { where: [{ path: ['colour'], value: 'green' }], limit: 10, offset: 5 } });
+  t.equal(found.status, 200, JSON.stringify(found.body).slice(0, 200));
+  t.equal(found.body.meta.total, 40, '_find counts every match over the shards');
+  t.same(found.body.docs.map((d: { _id: string }) => d._id), docs.filter((d) => d.colour === 'green').slice(5, 15).map((d) => d._id), '_find pages in _id order');
+
+  const feed = async (via: string, since?: string) => {
+    const seen: string[] = [];
+    let cursor = since;
+    for (;;) {
+      const r = await cluster.request(via, 'GET', `/vdb/v/_changes?limit=25${cursor === undefined ? '' : `&since=${encodeURIComponent(cursor)}`}`);
+      if (r.status !== 200) throw new Error(`_changes: ${r.status} ${JSON.stringify(r.body)}`);
+      seen.push(...r.body.changes.map((c: { id: string }) => c.id));
+      cursor = r.body.last_seq;
+      if (r.body.changes.length === 0) return { seen, cursor: cursor! };
+    }
+  };
+  const first = await feed('n2');
+  t.equal(first.seen.length, 120, '_changes through n2 lists every document');
+  t.equal(new Set(first.seen).size, 120, '... exactly once');
+
+  // Conflicting foreign revisions through different nodes: one winner everywhere.
+  const a = await cluster.request('n1', 'POST', '/vdb/v/_bulk_docs', { body: { new_edits: false, docs: [{ _id: 'c1', _rev: '1-aaaa', side: 'a' }] } });
+  const b = await cluster.request('n2', 'POST', '/vdb/v/_bulk_docs', { body: { new_edits: false, docs: [{ _id: 'c1', _rev: '1-bbbb', side: 'b' }] } });
+  t.ok(a.body.results[0].ok && b.body.results[0].ok, 'both revisions merged');
+  for (const n of nodes) {
+    const r = await cluster.request(n, 'GET', '/vdb/v/c1?conflicts=true');
+    t.equal(r.body._rev, '1-bbbb', `${n}: the same winner`);
+    t.same(r.body._conflicts, ['1-aaaa'], `${n}: the same conflicts`);
+  }
+  const tail = await feed('n3', first.cursor);
+  t.same(tail.seen, ['c1'], 'the feed resumes from its cursor on another node');
+
+  // kill -9 the primary of a shard while writes go on.
+  const shards = (await cluster.request('n1', 'GET', '/vdb/v/_shards')).body.shards as { shard_id: number; primary: string }[];
+  const victim = shards[0]!.primary;
+  const writer = nodes.find((n) => n !== victim)!;
+  const reader = nodes.find((n) => n !== victim && n !== writer)!;
+  const acked = new Map<string, string>();
+  let stop = false;
+  let failed = 0;
+  let ackedAfterKill = 0;
+  let killed = false;
+  const writing = (async () => {
+    for (let i = 0; !stop; i++) {
+      const id = `w${i}`;
+      const r = await cluster.request(writer, 'PUT', `/vdb/v/${id}`, { body: { i } }).catch(() => undefined);
+      if (r?.status === 201) {
+        acked.set(id, r.body.rev);
+        if (killed) ackedAfterKill++;
+      } else failed++;
+    }
+  })();
+  await waitFor(async () => acked.size >= 30, { what: 'writes before the kill' });
+  await cluster.kill9(victim);
+  killed = true;
+  await waitFor(async () => ackedAfterKill >= 40, { timeoutMs: 30_000, what: 'writes to resume after the kill' });
+  stop = true;
+  await writing;
+  t.ok(ackedAfterKill >= 40, `writes resumed after ${victim} was killed (${failed} failed during the election)`);
+  const moved = (await cluster.request(reader, 'GET', '/vdb/v/_shards')).body.shards as { primary: string | null }[];
+  t.ok(moved.every((s) => s.primary !== null && s.primary !== victim), 'every shard has a new primary');
+
+  for (const [id, rev] of acked) {
+    const r = await cluster.request(reader, 'GET', `/vdb/v/${id}`);
+    if (r.status !== 200 || r.body._rev !== rev) t.fail(`acknowledged write ${id} is gone or changed (${r.status} ${r.body._rev})`);
+  }
+  t.pass(`all ${acked.size} acknowledged writes readable through ${reader}`);
+
+  await cluster.startNode(victim);
+  const converged = await waitFor(
+    async () => {
+      const views = await Promise.all(nodes.map(async (n) => (await cluster.request(n, 'GET', '/_cluster/vdb-shards')).body.replicas as ReplicaView[]));
+      const byGroup = new Map<string, ReplicaView[]>();
+      for (const v of views.flat()) byGroup.set(v.group, [...(byGroup.get(v.group) ?? []), v]);
+      if (byGroup.size !== 4) return undefined;
+      for (const replicas of byGroup.values()) {
+        if (replicas.length !== 3) return undefined;
+        if (new Set(replicas.map((r) => `${r.digest_applied}/${r.digest}`)).size !== 1) return undefined;
+      }
+      return byGroup;
+    },
+    { timeoutMs: 30_000, intervalMs: 200, what: 'every replica of every shard at one digest' },
+  );
+  t.equal(converged.size, 4, `the restarted ${victim} caught up: every shard's three replicas agree on digest and applied index`);
+  const total = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
+  t.equal(total, 120 + 1 + acked.size, 'the replicas hold every document: the bulk, the conflict and the acknowledged writes');
+
+  // Plain databases stay node-local: a shard's replica database refuses direct writes.
+  const replicaDb = [...converged.values()][0]![0]!.db;
+  const direct = await cluster.request(victim, 'PUT', `/db/${replicaDb}/x`, { body: {} });
+  t.equal(direct.status, 403, `a replica database refuses a direct write (${direct.body.message})`);
+
+  const deleted = await cluster.request('n3', 'DELETE', '/vdb/v');
+  t.equal(deleted.status, 200);
+  for (const n of nodes) {
+    await waitFor(async () => ((await cluster.request(n, 'GET', '/_cluster/vdb-shards')).body.replicas.length === 0 ? true : undefined), { what: `${n} to drop its replicas` });
+    t.equal((await cluster.request(n, 'GET', '/vdb/v')).status, 404, `${n}: gone`);
+  }
+});
