@@ -1,0 +1,154 @@
+// A VDB shard replica applies its log deterministically: replicas on separate stores, with
+// wall clocks a day apart, applying the same committed entries (random creates, updates,
+// deletes, stale revisions, foreign revisions with conflicts, attachments, retried request
+// ids) answer the same results and hold byte-identical documents, trees, bodies,
+// attachments and changes feeds. A replica that restarts and is handed its log again from
+// the start skips what it applied and ends in the same state.
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import pino from 'pino';
+import t from 'tap';
+import { HybridClock } from '../../../src/core/hlc.js';
+import { prefixRange } from '../../../src/core/keys.js';
+import { type DocEdit, DocEngine } from '../../../src/docdb/engine.js';
+import { DocShardFsm } from '../../../src/docdb/vdb/shard-fsm.js';
+import { type DocShardCommand, encodeDocShardCommand } from '../../../src/docdb/vdb/shard-commands.js';
+import type { Entry } from '../../../src/raft/types.js';
+import { Store } from '../../../src/storage/db.js';
+import { fcParams } from '../../support/fc.js';
+
+const log = pino({ level: 'silent' });
+const GROUP = 'ds7';
+const DB = 'v_s0';
+
+interface Replica {
+  dir: string;
+  store: Store;
+  docs: DocEngine;
+  fsm: DocShardFsm;
+}
+
+async function openReplica(dir: string, offsetMs: number): Promise<Replica> {
+  const clock = { nowMs: () => Date.now() + offsetMs };
+  const store = await Store.open(dir, { writeWorker: false });
+  // Automatic compaction on: a replica must ignore it (its log decides).
+  const docs = await DocEngine.open({ store, hlc: new HybridClock(clock), log, clock, revsLimit: 5, compactAfterWrites: 3 });
+  const fsm = await DocShardFsm.open(docs, store, GROUP, DB, 1_700_000_000_000);
+  return { dir, store, docs, fsm };
+}
+
+async function closeReplica(r: Replica): Promise<void> {
+  await r.docs.close();
+  await r.store.close();
+}
+
+async function digest(r: Replica): Promise<string> {
+  const hash = createHash('sha256');
+  for (const cf of ['docs', 'revs', 'att', 'seq'] as const) {
+    hash.update(cf);
+    for await (const [k, v] of r.store.entries(cf, prefixRange([DB]))) hash.update(k).update(v);
+  }
+  const info = r.docs.dbInfo(DB);
+  hash.update(JSON.stringify([info.doc_count, info.doc_del_count, info.update_seq, info.disk_size]));
+  return hash.digest('hex');
+}
+
+const ids = ['a', 'b', 'c', 'd'];
+const attachment = (text: string) => {
+  const data = Buffer.from(text);
+  return { kind: 'data' as const, blob: { digest: `md5-${createHash('md5').update(data).digest('base64')}`, content_type: 'text/plain', length: data.length, data } };
+};
+
+/** An edit as a router would build it; `rev` picks one of the revisions the test has seen (or none). */
+const editArb = fc.record({
+  id: fc.constantFrom(...ids),
+  op: fc.constantFrom('put', 'put', 'delete', 'foreign', 'attach'),
+  value: fc.integer({ min: 0, max: 5 }),
+  revPick: fc.option(fc.nat(), { nil: undefined }),
+});
+const commandArb = fc.record({
+  edits: fc.array(editArb, { minLength: 1, maxLength: 4 }),
+  compact: fc.boolean(),
+  retry: fc.boolean(),
+  wallMs: fc.integer({ min: 1_700_000_000_000, max: 1_700_000_100_000 }),
+});
+
+t.test('replicas applying the same log reach the same state', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(commandArb, { minLength: 1, maxLength: 12 }), async (plan) => {
+      run++;
+      const a = await openReplica(join(root, `a${run}`), 0);
+      const b = await openReplica(join(root, `b${run}`), 86_400_000);
+      try {
+        // The log: revisions named by earlier results feed later edits, as clients would.
+        const seenRevs: string[] = [];
+        const entries: Entry[] = [];
+        const outcomes: unknown[] = [];
+        let rid = 0;
+        for (const step of plan) {
+          const edits = step.edits.map((e): DocEdit => {
+            const rev = e.revPick === undefined || seenRevs.length === 0 ? undefined : seenRevs[e.revPick % seenRevs.length];
+            switch (e.op) {
+              case 'put':
+                return { kind: 'update' as const, docId: e.id, body: { v: e.value }, attachments: undefined, deleted: false, rev };
+              case 'delete':
+                return { kind: 'update' as const, docId: e.id, body: {}, attachments: undefined, deleted: true, rev: rev ?? 'none' };
+              case 'attach':
+                return { kind: 'attach' as const, docId: e.id, rev, name: 'f.txt', blob: attachment(`x${e.value}`).blob };
+              default:
+                return { kind: 'replicate' as const, docId: e.id, body: { foreign: e.value }, attachments: { 'g.txt': attachment(`g${e.value}`) }, path: { revs: [`2-f${e.value}`, `1-r${e.value}`], deleted: false } };
+            }
+          });
+          const command: DocShardCommand = { kind: 'edits', rid: `r${rid++}`, at: { wallMs: step.wallMs, logical: 0 }, edits };
+          const commands = [command, ...(step.retry ? [command] : []), ...(step.compact ? [{ kind: 'compact' as const, rid: `r${rid++}` }] : [])];
+          for (const c of commands) {
+            const entry: Entry = { index: entries.length + 1, term: 1, kind: 'normal', data: encodeDocShardCommand(c) };
+            entries.push(entry);
+            const [ra, rb] = [await a.fsm.apply(entry), await b.fsm.apply(entry)];
+            t.same(rb, ra, 'both replicas answer the same');
+            outcomes.push(ra);
+            const results = (ra as { results?: { ok: boolean; rev?: string }[] }).results ?? [];
+            for (const r of results) if (r.ok && r.rev !== undefined) seenRevs.push(r.rev);
+          }
+          if (step.retry) t.same(outcomes.at(step.compact ? -2 : -1), outcomes.at(step.compact ? -3 : -2), 'a retried request id answers what it answered first');
+        }
+        const [da, db] = [await digest(a), await digest(b)];
+        if (da !== db) return false;
+        // Restart b and hand it the whole log again (a follower's redelivery after a crash).
+        await closeReplica(b);
+        const b2 = await openReplica(b.dir, 86_400_000);
+        try {
+          t.equal(b2.fsm.appliedIndex, entries.length, 'the applied index survived the restart');
+          for (const e of entries) await b2.fsm.apply(e);
+          return (await digest(b2)) === da;
+        } finally {
+          await closeReplica(b2);
+        }
+      } finally {
+        await closeReplica(a);
+        if (b.store.state === 'open') await closeReplica(b).catch(() => undefined);
+      }
+    }),
+    fcParams(15),
+  );
+});
+
+t.test('a replica database is written only by its log', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
+  const r = await openReplica(join(root, 'r'), 0);
+  t.teardown(async () => {
+    await closeReplica(r);
+    await rm(root, { recursive: true, force: true });
+  });
+  await t.rejects(r.docs.putDoc(DB, 'x', { id: undefined, rev: undefined, deleted: false, body: {}, attachments: undefined, revisions: undefined }, undefined), { code: 'forbidden' });
+  await t.rejects(r.docs.bulkDocs(DB, [{ _id: 'x' }], true, () => 'g'), { code: 'forbidden' });
+  await t.rejects(r.docs.deleteDb(DB), { code: 'forbidden' });
+  t.throws(() => r.docs.compact(DB), { code: 'forbidden' });
+  await t.rejects(DocShardFsm.open(r.docs, r.store, 'ds8', DB, 0), { code: 'conflict' }, 'another group cannot take the database');
+});
