@@ -279,7 +279,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         if (unsafeStaleReads) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-reads: shard reads are deliberately not linearizable (chaos checker fixture)');
         vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads });
       }
-      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry });
+      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry });
       const hosted = vectorShards;
       const hostedDocs = docShards;
       // After HTTP stops taking requests (closers run front to back), before storage closes:

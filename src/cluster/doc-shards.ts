@@ -41,6 +41,8 @@ export interface DocShardsOptions extends ShardHostOptions {
   hlc: HybridClock;
   clock: Clock;
   newId: () => string;
+  /** A shard leader proposes a compaction after this many written documents (0: never). */
+  compactAfterWrites: number;
 }
 
 interface DocReplica extends HostedReplica {
@@ -88,6 +90,8 @@ export function decodeSince(raw: string | undefined, shardCount: number): (Hlc |
 export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements VdbService {
   readonly prefix = 'dshard';
   readonly #o: DocShardsOptions;
+  /** Documents written through this leader per group since its last compaction entry. */
+  readonly #writesSinceCompact = new Map<string, number>();
 
   private constructor(o: DocShardsOptions) {
     super(o);
@@ -133,7 +137,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         if (!(req.c instanceof Uint8Array)) throw new FirkinError('bad_request', 'shard proposal without a command');
         const r = this.leading(req.g);
         this.checkDeadline(req);
-        return encodeCbor({ o: (await r.group.propose(req.c)) ?? null });
+        const outcome = ((await r.group.propose(req.c)) ?? null) as DocShardOutcome | null;
+        if (outcome?.kind === 'edits') this.#countWrites(r, outcome.results.length);
+        return encodeCbor({ o: outcome });
       }
       case 'dshard.read': {
         const stale = req.s === true;
@@ -144,6 +150,23 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       default:
         throw new FirkinError('not_found', `unknown shard call ${method}`);
     }
+  }
+
+  /**
+   * Compaction is a log entry: the leader proposes one after enough writes, and every replica
+   * compacts at that index (a local timer would make the replicas' bodies differ).
+   */
+  #countWrites(r: DocReplica, n: number): void {
+    const every = this.#o.compactAfterWrites;
+    if (every <= 0) return;
+    const count = (this.#writesSinceCompact.get(r.placement.group) ?? 0) + n;
+    if (count < every) {
+      this.#writesSinceCompact.set(r.placement.group, count);
+      return;
+    }
+    this.#writesSinceCompact.set(r.placement.group, 0);
+    const compact = encodeDocShardCommand({ kind: 'compact', rid: randomBytes(12).toString('base64url') });
+    void r.group.propose(compact).catch((err: unknown) => this.#o.log.warn({ group: r.placement.group, err: (err as Error).message }, 'proposing a compaction failed; the next writes try again'));
   }
 
   async #read(fsm: DocShardFsm, q: ReadRequest): Promise<Record<string, unknown>> {
@@ -485,6 +508,11 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     await this.#o.member.propose({ type: 'vdb.status', name, shard: shardId, readonly: status === 'readonly' });
     this.#o.log.info({ vdb: name, shard: shardId, status }, 'shard status changed');
     return { shard_id: shardId, status };
+  }
+
+  async compact(name: string): Promise<void> {
+    const v = this.#vdb(name);
+    await Promise.all(v.shards.map((s) => this.#propose(s, { kind: 'compact', rid: randomBytes(12).toString('base64url') })));
   }
 
   async split(name: string): Promise<never> {

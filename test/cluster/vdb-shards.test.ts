@@ -96,6 +96,12 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const tail = await feed('n3', first.cursor);
   t.same(tail.seen, ['c1'], 'the feed resumes from its cursor on another node');
 
+  // An updated document keeps its older body until compaction.
+  const old = revs.get('d000')!;
+  const up = await cluster.request('n1', 'PUT', '/vdb/v/d000', { body: { _rev: old, i: 0, colour: 'red', updated: true } });
+  t.equal(up.status, 201, 'd000 updated');
+  t.equal((await cluster.request('n2', 'GET', `/vdb/v/d000?rev=${old}`)).status, 200, 'its older revision is readable before compaction');
+
   // kill -9 the primary of a shard while writes go on.
   const shards = (await cluster.request('n1', 'GET', '/vdb/v/_shards')).body.shards as { shard_id: number; primary: string }[];
   const victim = shards[0]!.primary;
@@ -133,6 +139,10 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   t.pass(`all ${acked.size} acknowledged writes readable through ${reader}`);
 
   await cluster.startNode(victim);
+  // Compaction is a log entry: every replica drops the older body at the same index.
+  t.equal((await cluster.request(reader, 'POST', '/vdb/v/_compact')).status, 202, 'compaction accepted');
+  await waitFor(async () => ((await cluster.request(writer, 'GET', `/vdb/v/d000?rev=${old}`)).status === 404 ? true : undefined), { what: 'the older body to be compacted away' });
+  t.pass('the older revision is gone after compaction');
   const converged = await waitFor(
     async () => {
       const views = await Promise.all(nodes.map(async (n) => (await cluster.request(n, 'GET', '/_cluster/vdb-shards')).body.replicas as ReplicaView[]));

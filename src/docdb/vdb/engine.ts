@@ -292,6 +292,11 @@ export class VdbEngine implements VdbService {
     return this.write(name, id, (db) => this.#o.docs.deleteDoc(db, id, rev));
   }
 
+  async compact(name: string): Promise<void> {
+    const record = this.record(name);
+    await Promise.all(this.#liveShards(record).map((id) => this.#o.docs.compact(shardDb(name, id))));
+  }
+
   /** `since` of a VDB feed: `now` is the newest sequence of any shard. */
   nowSeq(name: string): Hlc {
     const record = this.record(name);

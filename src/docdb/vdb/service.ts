@@ -48,4 +48,6 @@ export interface VdbService {
   getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>>;
   putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }>;
   deleteDoc(name: string, id: string, rev: string): Promise<EditResult & { ok: true }>;
+  /** Drop kept non-leaf bodies on every shard (resolves when every shard finished). */
+  compact(name: string): Promise<void>;
 }

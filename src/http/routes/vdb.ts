@@ -134,6 +134,16 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     },
   );
 
+  // As for a database: 202 at once, the pass runs in the background (on a cluster, one log
+  // entry per shard, applied at the same index by every replica).
+  app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_compact', { schema: { params: vdbParams }, config: admin }, async (r, reply) => {
+    const service = vdbs();
+    await service.info(r.params.vdb);
+    void service.compact(r.params.vdb).catch((err: unknown) => r.log.error({ vdb: r.params.vdb, err }, 'VDB compaction failed'));
+    reply.code(202);
+    return { ok: true };
+  });
+
   app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_find', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().find(r.params.vdb, r.body));
 
   app.get<{ Params: { vdb: string }; Querystring: { since?: string; limit?: number; include_docs?: boolean } }>(
