@@ -12,7 +12,7 @@ import { TestCluster } from './harness.js';
 const DIMS = 4;
 const vec = (i: number) => [Math.sin(i), Math.cos(i), (i % 5) / 5, 1];
 
-t.test('minority partition: no writes, stale reads only; healing converges', async (t) => {
+t.test('minority partition: no writes, stale reads only; healing converges (vector shards and VDB shards)', async (t) => {
   const names = ['n1', 'n2', 'n3'];
   const ports = await freePorts(3);
   const grpcPorts = new Map(names.map((n, i) => [n, ports[i]!]));
@@ -39,7 +39,15 @@ t.test('minority partition: no writes, stale reads only; healing converges', asy
   // n3 has applied them (a stale read there sees them) before the cut.
   await waitFor(async () => (await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/d19?consistency=stale')).status === 200, { what: 'n3 to apply the writes' });
 
+  // A VDB beside the collection: its shards are Raft groups too.
+  t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'pv', shard_count: 2, placement: { replica_factor: 3 } } })).status, 201, 'VDB created');
+  t.equal((await cluster.request('n2', 'POST', '/vdb/pv/_bulk_docs', { body: { docs: Array.from({ length: 10 }, (_, i) => ({ _id: `v${i}` })) } })).status, 201);
+
   net.isolate('n3');
+  const vdbRefused = await cluster.request('n3', 'PUT', '/vdb/pv/minority', { body: {} });
+  t.equal(vdbRefused.status, 503, 'a VDB write on the minority side is refused');
+  t.equal(vdbRefused.body.error, 'no_quorum');
+  t.equal((await cluster.request('n3', 'GET', '/vdb/pv/v1')).status, 503, 'a VDB read there is refused too (reads are linearizable)');
   const refused = await cluster.request('n3', 'POST', '/vectordb/collections/p/docs', { body: { id: 'minority', text: 'x', metadata: {}, vector: vec(99) } });
   t.equal(refused.status, 503, 'a write on the minority side is refused');
   t.equal(refused.body.error, 'no_quorum');
@@ -59,6 +67,11 @@ t.test('minority partition: no writes, stale reads only; healing converges', asy
     return r.status === 201 ? r : undefined;
   }, { timeoutMs: 15_000, what: 'a write on the majority side' });
   t.equal(during.status, 201, 'the majority writes');
+  const vdbDuring = await waitFor(async () => {
+    const r = await cluster.request('n2', 'PUT', '/vdb/pv/majority', { body: {} });
+    return r.status === 201 ? r : undefined;
+  }, { timeoutMs: 15_000, what: 'a VDB write on the majority side' });
+  t.equal(vdbDuring.status, 201, 'the majority writes to the VDB');
   t.equal((await cluster.request('n2', 'GET', '/vectordb/collections/p/docs/majority')).status, 200, 'and reads');
   t.equal((await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/majority?consistency=stale')).status, 404, 'the minority has not seen it (stale)');
 
@@ -73,5 +86,16 @@ t.test('minority partition: no writes, stale reads only; healing converges', asy
     { timeoutMs: 20_000, intervalMs: 200, what: 'every replica of both shards at one digest and applied index' },
   );
   t.pass('after healing every replica of every shard holds identical data');
+  await waitFor(
+    async () => {
+      const all = (await Promise.all(names.map(async (n) => (await cluster.request(n, 'GET', '/_cluster/vdb-shards')).body.replicas as { group: string; digest: string; digest_applied: number }[]))).flat();
+      const groups = new Set(all.map((r) => r.group));
+      return all.length === 6 && [...groups].every((g) => new Set(all.filter((r) => r.group === g).map((r) => `${r.digest}@${r.digest_applied}`)).size === 1);
+    },
+    { timeoutMs: 20_000, intervalMs: 200, what: 'every replica of both VDB shards at one digest and applied index' },
+  );
+  t.pass('and every replica of every VDB shard too');
+  t.equal((await cluster.request('n3', 'GET', '/vdb/pv/majority')).status, 200, 'n3 reads the VDB write made while it was cut off');
+  t.equal((await cluster.request('n3', 'GET', '/vdb/pv/minority')).status, 404, 'the refused VDB write never happened');
   t.equal((await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/minority')).status, 404, 'the refused write never happened');
 });
