@@ -17,7 +17,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { type Clock, type Hlc, type HybridClock, compareHlc, parseHlc } from '../core/hlc.js';
-import { prefixRange } from '../core/keys.js';
 import { type HashRange, hashId, initialRanges, shardFor } from '../core/shard-hash.js';
 import type { ParsedDoc } from '../docdb/doc-input.js';
 import { type DocEdit, type DocEngine, type EditResult, bulkEdits } from '../docdb/engine.js';
@@ -28,7 +27,8 @@ import { mergeFind } from '../docdb/vdb/merge.js';
 import { parseFind } from '../docdb/query/parse.js';
 import type { FindQuery } from '../docdb/query/ast.js';
 import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
-import { DocShardFsm, docShardKeys } from '../docdb/vdb/shard-fsm.js';
+import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, isRequestRecord } from '../docdb/vdb/shard-fsm.js';
+import type { ColumnFamily } from '../storage/db.js';
 import { type DocShardCommand, type DocShardOutcome, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
 import type { CreateVdb, VdbChangesOptions, VdbService } from '../docdb/vdb/service.js';
 import type { MetaState, ShardPlacement, VdbPlacement } from './meta-state.js';
@@ -55,6 +55,20 @@ type ReadRequest =
   | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean }
   | { op: 'info' }
   | { op: 'digest' };
+
+/** A snapshot transfer whose reader stopped asking for this long is closed. */
+const EXPORT_IDLE_MS = 60_000;
+/** Each call of a snapshot transfer waits at most this long for its chunk. */
+const EXPORT_CALL_MS = 30_000;
+/** A transfer chunk carries about this many bytes of keys and values. */
+const EXPORT_CHUNK_BYTES = 1 << 20;
+
+interface ExportSession {
+  readonly group: string;
+  readonly state: DocShardState;
+  readonly chunks: AsyncIterator<{ cf: ColumnFamily; entries: readonly [Buffer, Buffer][] }>;
+  lastUsedMs: number;
+}
 
 const notFoundVdb = (name: string) => new FirkinError('not_found', `virtual database ${JSON.stringify(name)} does not exist`);
 
@@ -92,6 +106,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   readonly #o: DocShardsOptions;
   /** Documents written through this leader per group since its last compaction entry. */
   readonly #writesSinceCompact = new Map<string, number>();
+  readonly #exports = new Map<string, ExportSession>();
+  /** Snapshot transfers tried per group: each retry asks the next replica. */
+  readonly #pullAttempts = new Map<string, number>();
 
   private constructor(o: DocShardsOptions) {
     super(o);
@@ -114,9 +131,13 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   protected async open(vdb: VdbPlacement, placement: ShardPlacement): Promise<DocReplica> {
     const index = vdb.shards.findIndex((s) => s.group === placement.group);
-    const fsm = await DocShardFsm.open(this.#o.docs, this.#o.store, placement.group, shardDb(vdb.name, index), vdb.config.createdMs);
-    // The log is never compacted (see shard-fsm.ts): no snapshot is ever taken.
-    const group = await this.raftGroup(placement, fsm, () => fsm.appliedIndex, Number.MAX_SAFE_INTEGER);
+    const log = this.#o.log;
+    const fsm = await DocShardFsm.open(this.#o.docs, this.#o.store, placement.group, shardDb(vdb.name, index), vdb.config.createdMs, {
+      source: (at) => this.#pull(placement.group, at),
+      rand: this.#o.rand,
+      onRetry: (err, attempt, delayMs) => log.warn({ group: placement.group, attempt, delayMs, err: (err as Error).message }, `loading VDB shard replica ${placement.group} from a snapshot failed; retrying`),
+    });
+    const group = await this.raftGroup(placement, fsm, () => fsm.appliedIndex);
     return { placement, fsm, group };
   }
 
@@ -125,7 +146,24 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     await this.#o.store.clearRange('system', docShardKeys(group));
   }
 
-  protected stopReplica(): void {}
+  protected stopReplica(replica: DocReplica): void {
+    replica.fsm.stop();
+  }
+
+  protected override housekeeping(): void {
+    const now = Date.now();
+    for (const [id, s] of this.#exports) {
+      if (now - s.lastUsedMs < EXPORT_IDLE_MS) continue;
+      this.#exports.delete(id);
+      void s.state.close();
+    }
+  }
+
+  override async close(): Promise<void> {
+    for (const s of this.#exports.values()) await s.state.close();
+    this.#exports.clear();
+    await super.close();
+  }
 
   protected async closeReplica(): Promise<void> {}
 
@@ -147,9 +185,84 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         if (!stale) await r.group.readBarrier();
         return encodeCbor(await this.#read(r.fsm, req as unknown as ReadRequest));
       }
+      case 'dshard.export':
+        return this.#export(req.g, req.s);
       default:
         throw new FirkinError('not_found', `unknown shard call ${method}`);
     }
+  }
+
+  /**
+   * One call of a snapshot transfer: the first opens a consistent view of the replica's state
+   * and answers its header (record, applied index, request ids); later ones answer the keys
+   * in chunks of about a megabyte, then `done`.
+   */
+  async #export(group: string, session: unknown): Promise<Uint8Array> {
+    if (session === undefined) {
+      const state = await this.hostedReplica(group).fsm.exportState();
+      const id = randomBytes(9).toString('base64url');
+      this.#exports.set(id, { group, state, chunks: state.chunks[Symbol.asyncIterator](), lastUsedMs: Date.now() });
+      return encodeCbor({ s: id, record: state.record, applied: state.applied, requests: state.requests });
+    }
+    const id = String(session);
+    const s = this.#exports.get(id);
+    if (s === undefined || s.group !== group) throw new FirkinError('not_found', `no snapshot transfer ${id} of ${group} (it expired or the node restarted)`);
+    s.lastUsedMs = Date.now();
+    const out: { cf: ColumnFamily; e: readonly [Buffer, Buffer][] }[] = [];
+    let bytes = 0;
+    while (bytes < EXPORT_CHUNK_BYTES) {
+      const next = await s.chunks.next();
+      if (next.done === true) break;
+      out.push({ cf: next.value.cf, e: next.value.entries });
+      for (const [k, v] of next.value.entries) bytes += k.length + v.length;
+    }
+    if (out.length === 0) {
+      this.#exports.delete(id);
+      await s.state.close();
+      return encodeCbor({ s: id, done: true });
+    }
+    return encodeCbor({ s: id, c: out });
+  }
+
+  /**
+   * The state of `group` at or past `index`, from a replica: the leader first, then (on each
+   * retry) the next replica of the placement.
+   */
+  async #pull(group: string, index: number): Promise<DocShardState> {
+    const replica = this.replicas.get(group);
+    const leader = replica?.group.core.leader ?? null;
+    const others = (replica?.placement.replicas ?? []).filter((n) => n !== this.me && n !== leader);
+    const candidates = [...(leader === null || leader === this.me ? [] : [leader]), ...others];
+    const attempt = this.#pullAttempts.get(group) ?? 0;
+    this.#pullAttempts.set(group, attempt + 1);
+    const source = candidates[attempt % Math.max(1, candidates.length)];
+    if (source === undefined) throw new FirkinError('unavailable', `no replica of ${group} to stream a snapshot from`);
+    this.#o.log.info({ group, source, index }, `loading VDB shard replica ${group} from ${source} (snapshot at ${index})`);
+    const call = async (s?: string) => decodeCbor(await this.#o.member.callPeer(source, 'dshard.export', encodeCbor({ g: group, ...(s === undefined ? {} : { s }) }), EXPORT_CALL_MS)) as Record<string, unknown>;
+    const head = await call();
+    const requests = head.requests as unknown;
+    if (typeof head.s !== 'string' || !(head.record instanceof Uint8Array) || typeof head.applied !== 'number' || !Array.isArray(requests) || !requests.every(isRequestRecord)) {
+      throw new FirkinError('error', 'snapshot transfer: bad header');
+    }
+    const session = head.s;
+    const log = this.#o.log;
+    const attempts = this.#pullAttempts;
+    async function* chunks(): AsyncGenerator<{ cf: ColumnFamily; entries: [Buffer, Buffer][] }> {
+      let keys = 0;
+      for (;;) {
+        const reply = await call(session);
+        if (reply.done === true) break;
+        if (!Array.isArray(reply.c)) throw new FirkinError('error', 'snapshot transfer: bad chunk');
+        for (const c of reply.c as { cf: ColumnFamily; e: [Uint8Array, Uint8Array][] }[]) {
+          const entries = c.e.map(([k, v]) => [Buffer.from(k), Buffer.from(v)] as [Buffer, Buffer]);
+          keys += entries.length;
+          yield { cf: c.cf, entries };
+        }
+      }
+      log.info({ group, source, keys, applied: head.applied }, `loaded VDB shard replica ${group}: ${keys} keys at applied index ${String(head.applied)}`);
+      attempts.delete(group);
+    }
+    return { record: Buffer.from(head.record), applied: head.applied, requests: requests as RequestRecord[], chunks: chunks(), close: async () => undefined };
   }
 
   /**
@@ -196,40 +309,38 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   /**
-   * A digest of a replica's documents (records with their trees, stored bodies, attachments,
-   * the changes feed) and the applied index it is at, taken between two commits.
+   * A digest of a replica's database (every key and value of its document column families)
+   * and the applied index it is at: one consistent view, taken between two commits.
    */
   async #digest(fsm: DocShardFsm): Promise<Record<string, unknown>> {
-    const { docs, store } = this.#o;
-    return docs.atCommitBoundary(fsm.db, async () => {
-      const hash = createHash('sha256');
-      let entries = 0;
-      for (const cf of ['docs', 'revs', 'att', 'seq'] as const) {
-        hash.update(cf);
-        for await (const [k, v] of store.entries(cf, prefixRange([fsm.db]))) {
-          hash.update(k);
-          hash.update(v);
-          entries++;
-        }
+    const state = await fsm.exportState();
+    const hash = createHash('sha256');
+    let entries = 0;
+    for await (const chunk of state.chunks) {
+      hash.update(chunk.cf);
+      for (const [k, v] of chunk.entries) {
+        hash.update(k).update(v);
+        entries++;
       }
-      return { sha256: hash.digest('hex'), entries, applied: await fsm.storedAppliedIndex(), docs: docs.dbInfo(fsm.db).doc_count };
-    });
+    }
+    return { sha256: hash.digest('hex'), entries, applied: state.applied, docs: this.#o.docs.dbInfo(fsm.db).doc_count };
   }
 
   /** Digests of the VDB shard replicas hosted here (tests and the admin view compare them). */
   async digests(): Promise<{ group: string; db: string; applied: number; sha256: string; docs: number }[]> {
     const out: { group: string; db: string; applied: number; sha256: string; docs: number }[] = [];
     for (const [group, r] of this.replicas) {
+      if (!this.#o.docs.has(r.fsm.db)) continue; // loading a copy just now
       const d = await this.#digest(r.fsm);
       out.push({ group, db: r.fsm.db, applied: d.applied as number, sha256: d.sha256 as string, docs: d.docs as number });
     }
     return out;
   }
 
-  replicaStatus(): { group: string; db: string; role: string; leader: string | null; term: number; applied: number }[] {
+  replicaStatus(): { group: string; db: string; role: string; leader: string | null; term: number; applied: number; snapshots_loaded: number }[] {
     return [...this.replicas].map(([group, r]) => {
       const s = r.group.status();
-      return { group, db: r.fsm.db, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.appliedIndex };
+      return { group, db: r.fsm.db, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.appliedIndex, snapshots_loaded: r.fsm.snapshotsLoaded };
     });
   }
 

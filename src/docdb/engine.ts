@@ -13,7 +13,7 @@ import { FirkinError } from '../core/errors.js';
 import { type Clock, type Hlc, type HybridClock, HLC_ZERO, compareHlc, hlcToText, tickHlc } from '../core/hlc.js';
 import { decodeKey } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
-import type { BatchOp, Store } from '../storage/db.js';
+import type { BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
 import { type AttachmentInput, type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
 import { LIMITS, checkAttachmentName, checkDbName, checkDocId } from './names.js';
 import {
@@ -327,6 +327,12 @@ export function bulkEdits(docs: readonly unknown[], newEdits: boolean, generateI
   });
 }
 
+/** See `DocEngine.exportDb`. */
+export interface DbExport {
+  readonly record: Buffer;
+  readonly ranges: readonly { readonly cf: ColumnFamily; readonly cursor: EntryCursor }[];
+}
+
 /** The engine's read door, as the modules that only read documents see it. */
 export type DocReader = Pick<DocEngine, 'has' | 'dbInfo' | 'getRecords' | 'getBodies' | 'scanRecords'>;
 
@@ -399,6 +405,45 @@ export class DocEngine {
     return this.#exclusive(state, async () => {
       value = fn();
     }).then(() => value);
+  }
+
+  /**
+   * A consistent view of one database for a snapshot transfer or a digest: its record and
+   * cursors over its ranges in every document column family (and `system` ranges given by
+   * the caller), all opened between two commits. Read them at leisure, then close them.
+   */
+  exportDb(db: string, systemRanges: readonly { gte: Buffer; lt: Buffer }[] = []): Promise<DbExport> {
+    const state = this.#state(db);
+    return this.atCommitBoundary(db, () => ({
+      record: encodeDbRecord(state.record),
+      ranges: [
+        ...DOC_CFS.map((cf) => ({ cf, cursor: this.#store.cursor(cf, keys.dbPrefix(db)) })),
+        ...systemRanges.map((r) => ({ cf: 'system' as const, cursor: this.#store.cursor('system', r) })),
+      ],
+    }));
+  }
+
+  /**
+   * Install a database from an export of another node's replica (its keys as they were
+   * there): drop marker first, entries in batches, then the record and `finalOps` in one
+   * synced batch. A crash half way leaves the marker, and the next start clears the rest.
+   */
+  async importDb(db: string, record: Buffer, entries: AsyncIterable<{ cf: ColumnFamily; entries: readonly [Buffer, Buffer][] }>, finalOps: readonly BatchOp[]): Promise<void> {
+    this.#checkOpen();
+    if (this.#dbs.has(db)) throw new FirkinError('conflict', `database ${JSON.stringify(db)} exists: drop it before loading a copy`);
+    const decoded = decodeDbRecord(record);
+    if (decoded.name !== db) throw new FirkinError('bad_request', `the copy is of ${JSON.stringify(decoded.name)}, not ${JSON.stringify(db)}`);
+    await this.#store.put('system', keys.dropMarker(db), Buffer.alloc(0), { sync: true });
+    for (const cf of DOC_CFS) await this.#store.clearRange(cf, keys.dbPrefix(db));
+    const range = keys.dbPrefix(db);
+    for await (const chunk of entries) {
+      if (!DOC_CFS.includes(chunk.cf)) throw new FirkinError('bad_request', `a database copy holds no ${chunk.cf} entries`);
+      if (chunk.entries.some(([key]) => Buffer.compare(key, range.gte) < 0 || Buffer.compare(key, range.lt) >= 0)) throw new FirkinError('bad_request', `a copy of ${JSON.stringify(db)} holds a key of another database`);
+      await this.#store.batch(chunk.entries.map(([key, value]) => ({ type: 'put', cf: chunk.cf, key, value })), { sync: false });
+    }
+    await this.#store.batch([{ type: 'put', cf: 'system', key: keys.dbRecord(db), value: record }, { type: 'del', cf: 'system', key: keys.dropMarker(db) }, ...finalOps], { sync: true });
+    this.#dbs.set(db, newState(decoded));
+    if (decoded.updateSeq !== undefined) this.#hlc.update(decoded.updateSeq);
   }
 
   /** Register cleanup run when a database is dropped (after its ranges are cleared). */

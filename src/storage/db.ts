@@ -22,6 +22,13 @@ export interface RangeOptions {
   limit?: number;
 }
 
+/** See `Store.cursor`. */
+export interface EntryCursor {
+  /** Up to `batchSize` entries; empty at the end. */
+  next(batchSize?: number): Promise<[Buffer, Buffer][]>;
+  close(): Promise<void>;
+}
+
 export interface WriteOptions {
   /** fsync the WAL before resolving: the durable write. Passed explicitly at every call site. */
   sync: boolean;
@@ -138,6 +145,23 @@ export class Store {
     // a caller can pin the view to a point between two writes.
     const it = this.#db.iterator({ ...range, limit: range.limit ?? -1, values: false, column: this.#column(cf) });
     return Store.#walkKeys(it, batchSize);
+  }
+
+  /**
+   * An iterator over a range, created now (with its implicit snapshot): cursors opened
+   * together between two writes see one consistent state. The caller closes it.
+   */
+  cursor(cf: ColumnFamily, range: RangeOptions = {}): EntryCursor {
+    const it = this.#db.iterator({ ...range, limit: range.limit ?? -1, column: this.#column(cf) });
+    let closed = false;
+    return {
+      next: async (batchSize = 256) => (closed ? [] : ((await it.nextv(batchSize)) as [Buffer, Buffer][])),
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await it.close();
+      },
+    };
   }
 
   static async *#walkKeys(it: ReturnType<RocksLevel['iterator']>, batchSize: number): AsyncGenerator<Buffer[]> {

@@ -14,12 +14,15 @@ interface ReplicaView {
   leader: string | null;
   applied: number;
   docs: number | null;
+  snapshots_loaded: number;
   digest: string | null;
   digest_applied: number | null;
 }
 
 t.test('VDB shards as Raft groups across three processes', async (t) => {
-  const cluster = await TestCluster.start(3);
+  // Logs compacted every 8 entries: the killed node comes back behind the compaction point
+  // and loads its replicas by a streamed snapshot transfer.
+  const cluster = await TestCluster.start(3, { SERVICE_RAFT_SNAPSHOT_ENTRIES: '8', SERVICE_RAFT_RETAIN_ENTRIES: '2' });
   t.teardown(() => cluster.close());
   await cluster.waitVoters(3);
   const nodes = ['n1', 'n2', 'n3'];
@@ -158,6 +161,8 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
     { timeoutMs: 30_000, intervalMs: 200, what: 'every replica of every shard at one digest' },
   );
   t.equal(converged.size, 4, `the restarted ${victim} caught up: every shard's three replicas agree on digest and applied index`);
+  const loaded = [...converged.values()].flat().filter((r) => r.snapshots_loaded > 0);
+  t.ok(loaded.length > 0, `the restarted node loaded ${loaded.length} replica(s) from another replica's snapshot`);
   const total = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
   t.equal(total, 120 + 1 + acked.size, 'the replicas hold every document: the bulk, the conflict and the acknowledged writes');
 

@@ -7,14 +7,19 @@
 // - A request id seen before answers what it answered then: a proposal the router retried
 //   after a timeout applies once. The last REQUEST_WINDOW ids are kept (dropped oldest first,
 //   by log order, so every replica keeps the same ones).
-// - Log compaction: the group keeps its whole log (no snapshot is taken); a replica added
-//   later replays it from the start. See docs/vdb.md.
+// - Snapshots are streamed, as for vector shards: the Raft snapshot is a descriptor (the index
+//   it was taken at). A replica behind it drops its database and loads a copy from a replica
+//   that has it (`DocStateSource`: the database's keys as they are there, read from iterators
+//   opened between two commits, at an applied index at or past the snapshot's), then its log
+//   continues from there. A transfer that fails is retried with backoff.
 import { FirkinError } from '../../core/errors.js';
+import { jitteredDelayMs } from '../../core/backoff.js';
+import type { Rand } from '../../core/rand.js';
 import { decodeCbor, encodeCbor } from '../../core/codec.js';
 import { decodeKey, encodeKey, prefixRange } from '../../core/keys.js';
 import type { StateMachine } from '../../raft/group.js';
 import type { Entry } from '../../raft/types.js';
-import type { BatchOp, Store } from '../../storage/db.js';
+import type { BatchOp, ColumnFamily, Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import { type DocShardOutcome, decodeDocShardCommand } from './shard-commands.js';
 
@@ -28,16 +33,58 @@ const requestRange = (group: string) => prefixRange(['dshard', group, 'req']);
 /** Every key of the shard's own bookkeeping (dropped with the replica). */
 export const docShardKeys = (group: string) => prefixRange(['dshard', group]);
 
+/** Shape check of a request record from a transfer (input from another node). */
+export function isRequestRecord(v: unknown): v is RequestRecord {
+  const r = v as Partial<RequestRecord> | null;
+  const o = r?.outcome as { kind?: unknown; results?: unknown } | undefined;
+  return typeof r === 'object' && r !== null && typeof r.rid === 'string' && Number.isSafeInteger(r.index) && typeof o === 'object' && o !== null && (o.kind === 'compact' || (o.kind === 'edits' && Array.isArray(o.results)));
+}
+
+export interface RequestRecord {
+  readonly rid: string;
+  readonly index: number;
+  readonly outcome: DocShardOutcome;
+}
+
+/** A replica's state as a transfer carries it: the database record, its bookkeeping, then its keys in chunks. */
+export interface DocShardState {
+  readonly record: Buffer;
+  readonly applied: number;
+  readonly requests: readonly RequestRecord[];
+  readonly chunks: AsyncIterable<{ cf: ColumnFamily; entries: readonly [Buffer, Buffer][] }>;
+  /** Release what the chunks hold (an abandoned transfer). */
+  close(): Promise<void>;
+}
+
+/** Streams a replica's state at or past `index` (throws if the source cannot). */
+export type DocStateSource = (index: number) => Promise<DocShardState>;
+
+export interface DocShardFsmOptions {
+  source?: DocStateSource;
+  rand?: Rand;
+  /** A failed transfer, before its retry. */
+  onRetry?(err: unknown, attempt: number, delayMs: number): void;
+}
+
+const RETRY = { baseMs: 100, capMs: 5_000 };
+
 export class DocShardFsm implements StateMachine {
   readonly #docs: DocEngine;
   readonly #store: Store;
   readonly group: string;
   readonly db: string;
   #applied = 0;
+  /** Index of the last entry applied (any kind): what a snapshot taken now covers. */
+  #lastIndex = 0;
+  #stopped = false;
+  readonly #o: DocShardFsmOptions;
+  /** Copies loaded from another replica since this process started. */
+  snapshotsLoaded = 0;
   /** Request ids by log order (oldest first), and what each answered. */
   readonly #requests = new Map<string, { index: number; outcome: DocShardOutcome }>();
 
-  private constructor(docs: DocEngine, store: Store, group: string, db: string) {
+  private constructor(docs: DocEngine, store: Store, group: string, db: string, options: DocShardFsmOptions) {
+    this.#o = options;
     this.#docs = docs;
     this.#store = store;
     this.group = group;
@@ -45,7 +92,7 @@ export class DocShardFsm implements StateMachine {
   }
 
   /** Open the replica: its database (created on first open) and its bookkeeping. */
-  static async open(docs: DocEngine, store: Store, group: string, db: string, createdMs: number): Promise<DocShardFsm> {
+  static async open(docs: DocEngine, store: Store, group: string, db: string, createdMs: number, options: DocShardFsmOptions = {}): Promise<DocShardFsm> {
     if (docs.has(db)) {
       const owner = docs.ownerOf(db);
       if (owner !== group) {
@@ -54,9 +101,10 @@ export class DocShardFsm implements StateMachine {
     } else {
       await docs.createDb(db, { owner: group, createdMs });
     }
-    const fsm = new DocShardFsm(docs, store, group, db);
+    const fsm = new DocShardFsm(docs, store, group, db, options);
     const applied = await store.get('system', appliedKey(group));
     fsm.#applied = applied === undefined ? 0 : (decodeCbor(applied) as number);
+    fsm.#lastIndex = fsm.#applied;
     const loaded: [string, { index: number; outcome: DocShardOutcome }][] = [];
     for await (const [key, value] of store.entries('system', requestRange(group))) {
       const rid = decodeKey(key).at(-1) as string;
@@ -79,7 +127,13 @@ export class DocShardFsm implements StateMachine {
     return raw === undefined ? 0 : (decodeCbor(raw) as number);
   }
 
+  /** A transfer under way gives up (the replica is being closed or dropped). */
+  stop(): void {
+    this.#stopped = true;
+  }
+
   async apply(entry: Entry): Promise<unknown> {
+    this.#lastIndex = Math.max(this.#lastIndex, entry.index);
     if (entry.index <= this.#applied) return undefined; // applied before a restart
     if (entry.kind !== 'normal' || entry.data.length === 0) return undefined; // no data: replayed harmlessly after a restart
     const cmd = decodeDocShardCommand(entry.data);
@@ -119,13 +173,84 @@ export class DocShardFsm implements StateMachine {
   }
 
   snapshot(): Uint8Array {
-    return encodeCbor({ index: this.#applied, v: 1 });
+    return encodeCbor({ index: this.#lastIndex, v: 2 });
   }
 
   async restore(data: Uint8Array): Promise<void> {
     const snap = decodeCbor(data) as { index?: unknown };
     if (typeof snap.index !== 'number') throw new FirkinError('error', 'VDB shard snapshot does not decode');
-    // This group never compacts its log, so a snapshot comes only from this replica itself.
-    if (snap.index > this.#applied) throw new FirkinError('error', `VDB shard ${this.group}: a snapshot at ${snap.index} is ahead of this replica (${this.#applied}) and cannot be loaded`);
+    const index = snap.index;
+    this.#lastIndex = Math.max(this.#lastIndex, index);
+    if (index <= this.#applied) return; // this replica already holds it
+    const source = this.#o.source;
+    if (source === undefined) throw new FirkinError('error', `VDB shard ${this.group}: no replica to load the snapshot at ${index} from`);
+    for (let attempt = 1; ; attempt++) {
+      if (this.#stopped) throw new FirkinError('unavailable', 'the replica stopped while loading a snapshot');
+      try {
+        await this.#load(source, index);
+        return;
+      } catch (err) {
+        if (this.#stopped) throw err;
+        const delayMs = this.#o.rand === undefined ? RETRY.baseMs * attempt : jitteredDelayMs(attempt, RETRY, this.#o.rand);
+        this.#o.onRetry?.(err, attempt, delayMs);
+        await new Promise((r) => setTimeout(r, delayMs));
+      }
+    }
+  }
+
+  /** Drop this replica's database and bookkeeping, then install a copy of another replica's at or past `index`. */
+  async #load(source: DocStateSource, index: number): Promise<void> {
+    if (this.#docs.has(this.db)) await this.#docs.deleteDb(this.db, this.group);
+    await this.#store.clearRange('system', docShardKeys(this.group));
+    this.#requests.clear();
+    this.#applied = 0;
+    const state = await source(index);
+    if (state.applied < index) throw new FirkinError('unavailable', `the source had applied only ${state.applied}, the snapshot is at ${index}`);
+    const requests = [...state.requests].sort((a, b) => a.index - b.index).slice(-REQUEST_WINDOW);
+    const ops: BatchOp[] = [
+      { type: 'put', cf: 'system', key: appliedKey(this.group), value: encodeCbor(state.applied) },
+      ...requests.map((r): BatchOp => ({ type: 'put', cf: 'system', key: requestKey(this.group, r.rid), value: encodeCbor({ i: r.index, o: r.outcome }) })),
+    ];
+    await this.#docs.importDb(this.db, state.record, state.chunks, ops);
+    for (const r of requests) this.#requests.set(r.rid, { index: r.index, outcome: r.outcome });
+    this.#applied = state.applied;
+    this.snapshotsLoaded++;
+  }
+
+  /**
+   * This replica's state for a transfer or a digest: iterators opened between two commits,
+   * with the applied index and request ids of that same moment.
+   */
+  async exportState(): Promise<DocShardState> {
+    const view = await this.#docs.exportDb(this.db, [docShardKeys(this.group)]);
+    const own = view.ranges.at(-1)!;
+    let applied = 0;
+    const requests: RequestRecord[] = [];
+    for (let batch = await own.cursor.next(); batch.length > 0; batch = await own.cursor.next()) {
+      for (const [key, value] of batch) {
+        const parts = decodeKey(key);
+        if (parts[2] === 'applied') applied = decodeCbor(value) as number;
+        else if (parts[2] === 'req') {
+          const r = decodeCbor(value) as { i: number; o: DocShardOutcome };
+          requests.push({ rid: parts[3] as string, index: r.i, outcome: r.o });
+        }
+      }
+    }
+    await own.cursor.close();
+    const ranges = view.ranges.slice(0, -1);
+    const close = async () => {
+      for (const r of ranges) await r.cursor.close();
+    };
+    async function* chunks(): AsyncGenerator<{ cf: ColumnFamily; entries: [Buffer, Buffer][] }> {
+      try {
+        for (const range of ranges) {
+          for (let batch = await range.cursor.next(); batch.length > 0; batch = await range.cursor.next()) yield { cf: range.cf, entries: batch };
+          await range.cursor.close();
+        }
+      } finally {
+        await close();
+      }
+    }
+    return { record: view.record, applied, requests, chunks: chunks(), close };
   }
 }
