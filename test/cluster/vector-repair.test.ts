@@ -1,6 +1,7 @@
 // Replica moves on real processes: a node leaves with data while reads go on through
 // another node (none fails), then a node is killed for good and its replicas are rebuilt on
 // a node that joined since, restoring the replication factor with every document there.
+// A VDB's shards (Raft groups of documents) move and are repaired by the same reconciler.
 import t from 'tap';
 import { runCli } from '../../src/cli/firkin.js';
 import { TEST_ADMIN_KEY } from '../support/node.js';
@@ -25,6 +26,29 @@ t.test('leave with data, then repair after a node is gone for good', async (t) =
   t.equal(put.status, 201, JSON.stringify(put.body));
   const documents = Array.from({ length: 60 }, (_, i) => ({ id: `d${i}`, text: `t${i}`, metadata: {}, vector: vec(i) }));
   t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/r/docs', { body: { documents } })).status, 200);
+  t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'rv', shard_count: 2, placement: { replica_factor: 3 } } })).status, 201, 'VDB created');
+  const vdbDocs = Array.from({ length: 30 }, (_, i) => ({ _id: `v${i}`, i }));
+  t.equal((await cluster.request('n1', 'POST', '/vdb/rv/_bulk_docs', { body: { docs: vdbDocs } })).status, 201);
+  /** Both VDB shards on exactly `nodes`, three replicas each at one digest, every document there. */
+  const vdbSettledOn = (nodes: string[], what: string) =>
+    waitFor(
+      async () => {
+        const byGroup = new Map<string, { node: string; digest: string | null; applied: number | null; docs: number | null }[]>();
+        for (const n of nodes) {
+          for (const r of (await cluster.request(n, 'GET', '/_cluster/vdb-shards')).body.replicas as { group: string; digest: string | null; digest_applied: number | null; docs: number | null }[]) {
+            byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), { node: n, digest: r.digest, applied: r.digest_applied, docs: r.docs }]);
+          }
+        }
+        if (byGroup.size !== 2) return undefined;
+        let docs = 0;
+        for (const rs of byGroup.values()) {
+          if (rs.length !== 3 || rs[0]!.digest === null || new Set(rs.map((x) => `${x.digest}@${x.applied}`)).size !== 1) return undefined;
+          docs += rs[0]!.docs ?? 0;
+        }
+        return docs === 30 ? byGroup : undefined;
+      },
+      { timeoutMs: 45_000, intervalMs: 250, what },
+    );
 
   /** DEBUG_REPAIR=1: what each node hosts and its move-related log lines, then fail. */
   const dump = async (err: unknown): Promise<never> => {
@@ -80,6 +104,8 @@ t.test('leave with data, then repair after a node is gone for good', async (t) =
   reading = false;
   await readLoop;
   t.same(readFailures, [], `no read failed during the move (${reads} reads)`);
+  await vdbSettledOn(staying, `the VDB replicas of ${leaver} to move to the others`).catch(dump);
+  t.pass(`the VDB's replicas moved off ${leaver}`);
   await cluster.stop(leaver);
 
   // A new node joins; then a node holding replicas dies for good: they are rebuilt on the new one.
@@ -96,6 +122,10 @@ t.test('leave with data, then repair after a node is gone for good', async (t) =
   }
   const write = await cluster.request('n5', 'POST', '/vectordb/collections/r/docs', { body: { id: 'after', text: 'x', metadata: {}, vector: vec(500) } });
   t.equal(write.status, 201, 'writes work on the repaired shards');
+  const vdbRepaired = await vdbSettledOn(survivors, `the VDB replicas of ${victim} to be rebuilt on the survivors`);
+  t.ok([...vdbRepaired.values()].every((rs) => rs.some((x) => x.node === 'n5')), 'the new node took the dead one’s VDB replicas');
+  t.equal((await cluster.request('n5', 'GET', '/vdb/rv/v7')).status, 200, 'the VDB reads through the repaired shards');
+  t.equal((await cluster.request('n5', 'PUT', '/vdb/rv/after', { body: {} })).status, 201, 'and writes');
 
   // The operator's view: firkin cluster shards r (shard, replicas, leader, lag). The leaders
   // finish the membership change (promote the new replica, remove the dead one) shortly after
