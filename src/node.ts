@@ -360,6 +360,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           return docShards;
         },
         defaults: { shardCount: config.docdb.vdbShardCount, replicaFactor: config.docdb.vdbReplicaFactor, batchSize: config.docdb.importBatchSize },
+        heartbeatMs: config.docdb.streamHeartbeatMs,
       });
     };
     const vectorFeatures =

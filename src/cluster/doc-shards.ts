@@ -52,7 +52,7 @@ interface DocReplica extends HostedReplica {
 type ReadRequest =
   | { op: 'get'; id: string; rev?: string; revs?: boolean; conflicts?: boolean }
   | { op: 'find'; q: unknown; limit: number | null; owns?: undefined }
-  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean }
+  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number }
   | { op: 'info' }
   | { op: 'digest' };
 
@@ -107,6 +107,10 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   /** Documents written through this leader per group since its last compaction entry. */
   readonly #writesSinceCompact = new Map<string, number>();
   readonly #exports = new Map<string, ExportSession>();
+  /** A long-poll waits on a shard leader at most this long per call (well inside one routing attempt). */
+  get #longpollSliceMs(): number {
+    return Math.max(50, Math.min(1_000, Math.floor(this.o.member.timings.proposalTimeoutMs / 6)));
+  }
   /** Snapshot transfers tried per group: each retry asks the next replica. */
   readonly #pullAttempts = new Map<string, number>();
 
@@ -293,7 +297,15 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         return { docs: result.docs, total: result.meta.total };
       }
       case 'changes': {
-        const page = await docs.changes(fsm.db, { since: q.since === null ? undefined : { wallMs: q.since[0], logical: q.since[1] }, limit: q.limit, descending: false, docIds: undefined, includeDocs: q.docs });
+        const options = { since: q.since === null ? undefined : { wallMs: q.since[0], logical: q.since[1] }, limit: q.limit, descending: false, docIds: undefined, includeDocs: q.docs };
+        // Long-poll slice: with nothing new, wait (bounded by the caller) for the next commit.
+        const waitMs = typeof q.w === 'number' ? Math.min(Math.max(0, q.w), this.#longpollSliceMs) : 0;
+        const woken = waitMs > 0 ? docs.waitForChange(fsm.db, waitMs) : undefined;
+        let page = await docs.changes(fsm.db, options);
+        if (page.results.length === 0 && woken !== undefined) {
+          await woken;
+          page = await docs.changes(fsm.db, options);
+        }
         return { results: page.results.map((e) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(q.docs ? { doc: e.doc ?? null } : {}) })), last: page.lastSeq === undefined ? null : [page.lastSeq.wallMs, page.lastSeq.logical] };
       }
       case 'info': {
@@ -526,13 +538,29 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     const v = this.#vdb(name);
     const limit = options.limit ?? 1_000;
     const since = options.since === 'now' ? await this.#nowCursor(v) : decodeSince(options.since, v.shards.length);
-    const pages = await Promise.all(
-      v.shards.map(async (s, i) => {
+    type Entry = { id: string; seq: string; rev: string; deleted: boolean; doc?: unknown; shard: number; hlc: Hlc };
+    const round = (waitMs: number) =>
+      v.shards.map(async (s, i): Promise<Entry[]> => {
         const from = since[i] ?? null;
-        const reply = await this.#readShard(s, { op: 'changes', since: from === null ? null : [from.wallMs, from.logical], limit, docs: options.includeDocs });
-        return (reply.results as { id: string; seq: string; rev: string; deleted: boolean; doc?: unknown }[]).map((e) => ({ ...e, shard: i, hlc: parseHlc(e.seq)! }));
-      }),
-    );
+        const reply = await this.#readShard(s, { op: 'changes', since: from === null ? null : [from.wallMs, from.logical], limit, docs: options.includeDocs, ...(waitMs > 0 ? { w: waitMs } : {}) });
+        return (reply.results as Omit<Entry, 'shard' | 'hlc'>[]).map((e) => ({ ...e, shard: i, hlc: parseHlc(e.seq)! }));
+      });
+    let pages = await Promise.all(round(0));
+    const wait = options.longpoll;
+    if (wait !== undefined && pages.every((p) => p.length === 0)) {
+      // Long-poll: each shard's leader waits a slice for its next commit; the first shard
+      // with news ends the wait, and one more plain round collects every shard's page.
+      const deadline = Date.now() + wait.timeoutMs;
+      while (Date.now() < deadline && wait.signal?.aborted !== true && !this.closed) {
+        const calls = round(Math.min(this.#longpollSliceMs, deadline - Date.now()));
+        const news = await Promise.race([Promise.all(calls).then((ps) => ps.some((p) => p.length > 0)), ...calls.map((c) => c.then((p) => (p.length > 0 ? true : new Promise<boolean>(() => undefined))))]);
+        for (const c of calls) c.catch(() => undefined);
+        if (news) {
+          pages = await Promise.all(round(0));
+          break;
+        }
+      }
+    }
     const merged = pages
       .flat()
       .sort((a, b) => compareHlc(a.hlc, b.hlc) || a.shard - b.shard)

@@ -6,6 +6,8 @@
 import t from 'tap';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
+import { checkVdbFeeds } from '../support/vdb-feeds.js';
+import { TEST_ADMIN_KEY } from '../support/node.js';
 
 interface ReplicaView {
   group: string;
@@ -98,6 +100,8 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   }
   const tail = await feed('n3', first.cursor);
   t.same(tail.seen, ['c1'], 'the feed resumes from its cursor on another node');
+  // Long-poll and an event stream through n2 while n1 writes.
+  await checkVdbFeeds(t, 'v', { call: (m, p, o) => cluster.request('n2', m, p, o), url: cluster.url('n2'), key: TEST_ADMIN_KEY }, (m, p, o) => cluster.request('n1', m, p, o));
 
   // An updated document keeps its older body until compaction.
   const old = revs.get('d000')!;
@@ -164,7 +168,7 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const loaded = [...converged.values()].flat().filter((r) => r.snapshots_loaded > 0);
   t.ok(loaded.length > 0, `the restarted node loaded ${loaded.length} replica(s) from another replica's snapshot`);
   const total = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
-  t.equal(total, 120 + 1 + acked.size, 'the replicas hold every document: the bulk, the conflict and the acknowledged writes');
+  t.equal(total, 120 + 1 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones and the acknowledged writes');
 
   // Plain databases stay node-local: a shard's replica database refuses direct writes.
   const replicaDb = [...converged.values()][0]![0]!.db;

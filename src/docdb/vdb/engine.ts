@@ -320,7 +320,26 @@ export class VdbEngine implements VdbService {
       since = parseHlc(raw);
       if (since === undefined) throw new FirkinError('bad_request', `since must be first, 0, now or a sequence like {timestamp,W,L}, got ${JSON.stringify(raw)}`);
     }
-    return this.#changes(name, { since, limit: options.limit, includeDocs: options.includeDocs });
+    const read = () => this.#changes(name, { since, limit: options.limit, includeDocs: options.includeDocs });
+    const wait = options.longpoll;
+    if (wait === undefined) return read();
+    const deadline = Date.now() + wait.timeoutMs;
+    for (;;) {
+      // Subscribe before reading, so a write between the read and the wait still wakes us.
+      const waiter = new AbortController();
+      const stop = () => waiter.abort();
+      wait.signal?.addEventListener('abort', stop, { once: true });
+      const record = this.record(name);
+      const woken = Promise.race(this.#liveShards(record).map((id) => this.#o.docs.waitForChange(shardDb(name, id), Math.max(0, deadline - Date.now()), waiter.signal)));
+      try {
+        const page = await read();
+        if (page.changes.length > 0 || Date.now() >= deadline || wait.signal?.aborted === true || this.#o.docs.stopping) return page;
+        await woken;
+      } finally {
+        waiter.abort();
+        wait.signal?.removeEventListener('abort', stop);
+      }
+    }
   }
 
   async #changes(name: string, options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean }) {

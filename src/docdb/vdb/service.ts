@@ -20,6 +20,8 @@ export interface VdbChangesOptions {
   since: string | undefined;
   limit: number | undefined;
   includeDocs: boolean;
+  /** Long-poll: with nothing new, wait up to `timeoutMs` for a change (or until `signal`). */
+  longpoll?: { readonly timeoutMs: number; readonly signal?: AbortSignal };
 }
 
 export interface ImportSpec {

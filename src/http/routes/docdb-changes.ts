@@ -115,7 +115,7 @@ async function allLeaves<T extends { results: ChangeEntry[] }>(docs: DocEngine, 
 }
 
 /** Abort when the client goes away (the response closes before we end it). */
-function clientGone(request: FastifyRequest, reply: FastifyReply): AbortController {
+export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortController {
   const ac = new AbortController();
   reply.raw.once('close', () => ac.abort());
   request.raw.once('aborted', () => ac.abort());

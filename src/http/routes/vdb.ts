@@ -1,5 +1,9 @@
 // Virtual databases: /vdb and /vdb/:vdb/...
 import type { FastifyPluginAsync } from 'fastify';
+import { once } from 'node:events';
+import { LIMITS } from '../../docdb/names.js';
+import { errorInStream } from '../errors.js';
+import { clientGone } from './docdb-changes.js';
 import { FirkinError } from '../../core/errors.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import { checkDocId } from '../../docdb/names.js';
@@ -13,6 +17,8 @@ export interface VdbRouteDeps {
   /** The node-local engine, or the cluster's replicated shards (per request: the cluster side starts after HTTP). */
   vdbs: () => VdbService;
   defaults: { shardCount: number; replicaFactor: number; batchSize: number };
+  /** Default SSE heartbeat (SERVICE_STREAM_HEARTBEAT_MS). */
+  heartbeatMs: number;
 }
 
 const vdbParams = { type: 'object', required: ['vdb'], properties: { vdb: { type: 'string', maxLength: 200 } } } as const;
@@ -56,7 +62,7 @@ interface CreateBody {
   placement?: { replica_factor?: number; zones?: string[] };
 }
 
-export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults }) => {
+export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults, heartbeatMs }) => {
   const vdbs = () => service();
   app.post<{ Body: CreateBody }>('/vdb', { schema: { body: createBody }, config: { permission: 'admin' } }, async (request, reply) => {
     const b = request.body;
@@ -146,17 +152,62 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
 
   app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_find', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().find(r.params.vdb, r.body));
 
-  app.get<{ Params: { vdb: string }; Querystring: { since?: string; limit?: number; include_docs?: boolean } }>(
+  // Poll, long-poll (`feed=longpoll`, `timeout` ms) and server-sent events (`feed=eventsource`:
+  // each page's last event carries the feed's cursor as its `id`, so EventSource resumes).
+  app.get<{ Params: { vdb: string }; Querystring: { since?: string; limit?: number; include_docs?: boolean; feed?: 'normal' | 'longpoll' | 'eventsource'; timeout?: number; heartbeat?: number } }>(
     '/vdb/:vdb/_changes',
     {
       schema: {
         params: vdbParams,
-        querystring: { type: 'object', properties: { since: { type: 'string' }, limit: { type: 'integer', minimum: 0, maximum: 100_000 }, include_docs: { type: 'boolean' } } },
+        querystring: {
+          type: 'object',
+          properties: {
+            since: { type: 'string' },
+            limit: { type: 'integer', minimum: 0, maximum: 100_000 },
+            include_docs: { type: 'boolean' },
+            feed: { enum: ['normal', 'longpoll', 'eventsource'] },
+            timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
+            heartbeat: { type: 'integer', minimum: 10, maximum: 3_600_000 },
+          },
+        },
       },
       config: scoped,
     },
-    async (r) => {
-      return vdbs().changes(r.params.vdb, { since: r.query.since, limit: r.query.limit, includeDocs: r.query.include_docs === true });
+    async (r, reply) => {
+      const q = r.query;
+      const name = r.params.vdb;
+      if (q.feed !== 'eventsource') {
+        const gone = clientGone(r, reply);
+        const longpoll = q.feed === 'longpoll' ? { timeoutMs: q.timeout ?? LIMITS.longPollTimeoutMsDefault, signal: gone.signal } : undefined;
+        return vdbs().changes(name, { since: q.since, limit: q.limit, includeDocs: q.include_docs === true, longpoll });
+      }
+      const feed = vdbs();
+      // The first page answers errors (unknown VDB, bad since) as a plain HTTP error.
+      let page = await feed.changes(name, { since: q.since, limit: LIMITS.streamPageSize, includeDocs: q.include_docs === true });
+      const gone = clientGone(r, reply);
+      const raw = reply.raw;
+      reply.hijack();
+      raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...(r.raw.httpVersionMajor < 2 ? { connection: 'keep-alive' } : {}) });
+      const write = async (text: string) => {
+        if (gone.signal.aborted) return;
+        if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
+      };
+      await write(': stream open\n\n');
+      const heartbeat = setInterval(() => void write(': heartbeat\n\n'), q.heartbeat ?? heartbeatMs);
+      let cursor = page.last_seq as string;
+      try {
+        while (!gone.signal.aborted) {
+          const changes = page.changes as unknown[];
+          for (const [i, c] of changes.entries()) await write(`${i === changes.length - 1 ? `id: ${cursor}\n` : ''}event: change\ndata: ${JSON.stringify(c)}\n\n`);
+          page = await feed.changes(name, { since: cursor, limit: LIMITS.streamPageSize, includeDocs: q.include_docs === true, longpoll: { timeoutMs: 30_000, signal: gone.signal } });
+          cursor = page.last_seq as string;
+        }
+      } catch (err) {
+        await write(`event: error\ndata: ${JSON.stringify({ ...errorInStream(err, r), last_seq: cursor })}\n\n`);
+      } finally {
+        clearInterval(heartbeat);
+        if (!raw.writableEnded) raw.end();
+      }
     },
   );
 

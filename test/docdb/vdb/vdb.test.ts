@@ -1,6 +1,7 @@
 // Virtual databases over real HTTP: routing, scatter-gather, changes, import, split, merge.
 import t from 'tap';
 import { type TestNode, startTestNode } from '../../support/node.js';
+import { checkVdbFeeds } from '../../support/vdb-feeds.js';
 
 async function mkVdb(node: TestNode, body: Record<string, unknown>) {
   return node.request('POST', '/vdb', { body });
@@ -239,4 +240,12 @@ t.test('a node restarted during a split rolls back or finishes it', async (t) =>
   t.equal(new Set(found.body.docs.map((d: { _id: string }) => d._id)).size, 2000);
   t.equal((await call('POST', '/vdb/crash/_shards/0/_split', {})).status, 200, 'a new split works after recovery');
   t.equal((await call('POST', '/vdb/crash/_find', { where: [], limit: 0 })).body.meta.total, 2000);
+});
+
+t.test('VDB long-poll and event-stream feeds', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await mkVdb(node, { name: 'fed' })).status, 201);
+  const call = (m: string, p: string, o?: Parameters<TestNode['request']>[2]) => node.request(m, p, o);
+  await checkVdbFeeds(t, 'fed', { call, url: node.url, key: node.adminKey }, call);
 });
