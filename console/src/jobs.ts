@@ -38,7 +38,8 @@ export interface CollectionShards {
 }
 
 export interface JobStep {
-  readonly label: string;
+  /** What the step is while it runs ("moving shard replicas (2 left)"). */
+  readonly doing: string;
   readonly done: boolean;
 }
 
@@ -46,7 +47,7 @@ export interface JobProgress {
   readonly steps: readonly JobStep[];
   /** Steps done out of `steps.length`; null when the steps of this kind are not known here. */
   readonly fraction: number | null;
-  /** The first step not done, or the server's own step name. */
+  /** The first step not done ("step 3 of 4: …"), "done", or the server's own step name. */
   readonly current: string;
 }
 
@@ -68,13 +69,15 @@ export function jobProgress(job: JobRecord, nodes: readonly NodeState[], collect
   const left = node?.status === 'left';
   const held = shardsHolding(job.target, collections);
   const steps: JobStep[] = [
-    { label: 'marked leaving', done: true },
-    { label: 'out of the metadata group', done: left || node?.role === 'none' },
-    { label: held === 0 ? 'shard replicas moved' : `shard replicas moved (${held} left)`, done: left || held === 0 },
-    { label: 'left', done: left },
+    { doing: 'marking the node leaving', done: true },
+    { doing: 'leaving the metadata group', done: left || node?.role === 'none' },
+    { doing: `moving shard replicas (${held} left)`, done: left || held === 0 },
+    { doing: 'waiting for the node to stop', done: left },
   ];
   const done = steps.filter((s) => s.done).length;
-  return { steps, fraction: done / steps.length, current: steps.find((s) => !s.done)?.label ?? 'done' };
+  const next = steps.findIndex((s) => !s.done);
+  const current = next === -1 ? 'done' : `step ${next + 1} of ${steps.length}: ${steps[next]!.doing}`;
+  return { steps, fraction: done / steps.length, current };
 }
 
 export interface ReplicaMove {

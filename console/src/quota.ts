@@ -35,14 +35,22 @@ export function quotaBar(label: string, used: number, limit: number, format: (n:
   return { label, used, limit, fraction, tone, text: `${format(used)} of ${format(limit)}` };
 }
 
-export function formatMiB(bytes: number): string {
-  return `${(bytes / BYTES_PER_MB).toFixed(bytes === 0 ? 0 : 2)} MiB`;
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'] as const;
+
+export function formatBytes(bytes: number): string {
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${BYTE_UNITS[unit]}`;
 }
 
 export function quotaBars(usage: TenantUsage, limits: TenantLimits): QuotaBar[] {
   return [
     quotaBar('Vectors', usage.vector_count, limits.max_vectors),
     quotaBar('Collections', usage.collection_count, limits.max_collections),
-    quotaBar('Storage', usage.storage_bytes, limits.max_storage_mb * BYTES_PER_MB, formatMiB),
+    quotaBar('Storage', usage.storage_bytes, limits.max_storage_mb * BYTES_PER_MB, formatBytes),
   ];
 }

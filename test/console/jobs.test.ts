@@ -16,15 +16,15 @@ const shards = (replicas: string[], voters: string[], learners: string[] = [], l
 t.test('a leave advances through its steps', (t) => {
   const inGroup = jobProgress(leave, nodes('voter'), shards(['n1', 'n3'], ['n1', 'n3']));
   t.equal(inGroup.fraction, 1 / 4);
-  t.equal(inGroup.current, 'out of the metadata group');
+  t.equal(inGroup.current, 'step 2 of 4: leaving the metadata group');
 
   const outOfMeta = jobProgress(leave, nodes('none'), shards(['n1', 'n2'], ['n1', 'n3'], ['n2']));
   t.equal(outOfMeta.fraction, 2 / 4);
-  t.equal(outOfMeta.current, 'shard replicas moved (1 left)', 'the shard group still holds n3 though the placement moved it');
+  t.equal(outOfMeta.current, 'step 3 of 4: moving shard replicas (1 left)', 'the shard group still holds n3 though the placement moved it');
 
   const moved = jobProgress(leave, nodes('none'), shards(['n1', 'n2'], ['n1', 'n2']));
   t.equal(moved.fraction, 3 / 4);
-  t.equal(moved.current, 'left');
+  t.equal(moved.current, 'step 4 of 4: waiting for the node to stop');
 
   const left = jobProgress(leave, nodes('none', 'left'), shards(['n1', 'n2'], ['n1', 'n2']));
   t.equal(left.fraction, 1);

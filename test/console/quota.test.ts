@@ -1,7 +1,7 @@
 // Gateway usage bars: fractions in [0, 1], amber near the quota, red at it.
 import fc from 'fast-check';
 import t from 'tap';
-import { quotaBar, quotaBars } from '../../console/src/quota.js';
+import { formatBytes, quotaBar, quotaBars } from '../../console/src/quota.js';
 import { fcParams } from '../support/fc.js';
 
 t.test('the fraction stays in [0, 1] and the tone follows it', (t) => {
@@ -23,9 +23,10 @@ t.test('a tenant usage becomes three bars', (t) => {
     [
       ['Vectors', 0.3, 'ok', '3 of 10'],
       ['Collections', 1, 'full', '1 of 1'],
-      ['Storage', 0.25, 'ok', '1.00 MiB of 4.00 MiB'],
+      ['Storage', 0.25, 'ok', '1.0 MiB of 4.0 MiB'],
     ],
   );
   t.equal(quotaBar('zero', 0, 0).tone, 'full', 'a zero quota admits nothing');
+  t.same([formatBytes(0), formatBytes(1023), formatBytes(1536), formatBytes(1024 ** 3)], ['0 B', '1023 B', '1.5 KiB', '1.0 GiB']);
   t.end();
 });

@@ -81,8 +81,7 @@ function Jobs({ view }: { view: ClusterView }) {
           <tbody>
             {view.jobs.map((job) => {
               const p = jobProgress(job, view.nodes, view.collections);
-              const done = p.steps.filter((s) => s.done).length;
-              const text = p.fraction === null ? job.step : `${p.current} (${done} of ${p.steps.length} steps)`;
+              const text = p.fraction === null ? `${job.step} (its progress is not reported)` : p.current;
               return (
                 <tr key={job.id} data-job={job.id}>
                   <td><code>{job.id}</code></td>
