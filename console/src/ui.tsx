@@ -63,7 +63,9 @@ export function usePaged<T>(items: readonly T[], pageSize = PAGE_ROWS_DEFAULT): 
   return [pageOf(items, requested, pageSize), setRequested];
 }
 
+/** Nothing for a list that fits one page. */
 export function Pager<T>({ view, total, onPage, label }: { view: PageView<T>; total: number; onPage: (page: number) => void; label: string }) {
+  if (view.pageCount <= 1) return null;
   const first = total === 0 ? 0 : view.offset + 1;
   return (
     <nav class="row pager" aria-label={`${label} pages`}>

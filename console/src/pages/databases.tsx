@@ -11,6 +11,7 @@ const FEED_ROW_PX = 24;
 const FEED_HEIGHT_PX = 260;
 const TABLE_ROW_PX = 30;
 const TABLE_HEIGHT_PX = 420;
+const DATABASES_POLL_MS = 5_000;
 
 interface DbSummary {
   name: string;
@@ -60,9 +61,10 @@ function AllDocsTable({ db, onOpen }: { db: string; onOpen: (id: string) => void
   const [starts, setStarts] = useState<string[]>([]);
   const [pageRows, setPageRows] = useState<number>(PAGE_SIZES[0]);
   const start = starts[starts.length - 1];
-  const [page] = usePoll(
+  const [page, reload] = usePoll(
     () => api<AllDocs>('GET', `/db/${enc(db)}/_all_docs?limit=${pageRows + 1}${start === undefined ? '' : `&startkey=${enc(JSON.stringify(start))}`}`),
     [db, start, pageRows],
+    DATABASES_POLL_MS,
   );
   return (
     <section aria-label="All documents">
@@ -80,6 +82,7 @@ function AllDocsTable({ db, onOpen }: { db: string; onOpen: (id: string) => void
             <nav class="row pager" aria-label="Documents pages">
               <button type="button" disabled={starts.length === 0} onClick={() => setStarts((s) => s.slice(0, -1))}>Previous page</button>
               <button type="button" disabled={p.rows.length <= pageRows} onClick={() => setStarts((s) => [...s, p.rows[pageRows]!.id])}>Next page</button>
+              <button type="button" onClick={reload}>Reload</button>
               <span class="muted" role="status">page {starts.length + 1}, {p.total_rows} documents</span>
               <label class="inline">Rows per page{' '}
                 <select name="page-rows" value={String(pageRows)} onChange={(e) => { setStarts([]); setPageRows(Number(e.currentTarget.value)); }}>
@@ -324,7 +327,8 @@ function FindPanel({ db, onOpen }: { db: string; onOpen: (id: string) => void })
     <section aria-label="Query">
       <h2>Query (<code>_find</code>)</h2>
       <form onSubmit={(e) => { e.preventDefault(); void run('find'); }} aria-label="Find documents">
-        <label>Query (JSON: <code>selector</code> and/or <code>where</code>, <code>order_by</code>, <code>limit</code>, <code>offset</code>, <code>include_docs</code>)
+        <label>
+          <span>Query (JSON: <code>selector</code> and/or <code>where</code>, <code>order_by</code>, <code>limit</code>, <code>offset</code>, <code>include_docs</code>)</span>
           <textarea name="find-query" rows={6} value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
         </label>
         <div class="row">
@@ -420,7 +424,7 @@ function DatabaseTable({ dbs, selected, onSelect }: { dbs: DbSummary[]; selected
 }
 
 export function DatabasesPage() {
-  const [list, reload] = usePoll(fetchDatabases, []);
+  const [list, reload] = usePoll(fetchDatabases, [], DATABASES_POLL_MS);
   const [selected, setSelected] = useState<string | null>(null);
   return (
     <>
