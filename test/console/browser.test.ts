@@ -206,7 +206,28 @@ if (!existsSync(CHROMIUM)) {
       t.equal(download.suggestedFilename(), 'note.txt');
       const saved = await download.path();
       t.equal(readFileSync(saved, 'utf8'), 'paid in full', 'the downloaded bytes are the attachment');
+      await query.getByRole('button', { name: 'Find' }).click();
+      await waitForTexts(page.locator('button.find-id'), ['f-kiwi', 'f-plum', 'f-apple']);
       await page.screenshot({ path: path.join(SCREENSHOTS, 'databases-find.png'), fullPage: true });
+    });
+
+    await t.test('a long _all_docs page is virtualised and scrolls by keyboard', async (t) => {
+      t.equal((await node.request('PUT', '/db/many')).status, 201);
+      const docs = Array.from({ length: 300 }, (_, i) => ({ _id: `d${String(i).padStart(3, '0')}`, i }));
+      t.equal((await node.request('POST', '/db/many/_bulk_docs', { body: { docs } })).status, 201);
+      await page.getByRole('link', { name: 'Overview' }).click();
+      await page.getByRole('link', { name: 'Databases' }).click();
+      await page.getByRole('button', { name: 'many', exact: true }).click();
+      await page.getByLabel('Rows per page').selectOption('500');
+      await page.getByText('page 1, 300 documents').waitFor();
+      const rendered = page.getByRole('table', { name: 'Documents' }).locator('tbody tr:not(.spacer)');
+      await rendered.first().getByRole('button', { name: 'd000' }).waitFor();
+      t.ok((await rendered.count()) < 60, `only the rows in view are in the page (${await rendered.count()} of 300)`);
+      await page.getByRole('region', { name: 'Documents (scrolls)' }).focus();
+      await page.keyboard.press('End');
+      await rendered.getByRole('button', { name: 'd299' }).waitFor();
+      t.ok((await rendered.count()) < 60, 'still only the rows in view after scrolling to the end');
+      t.equal(await rendered.getByRole('button', { name: 'd000' }).count(), 0, 'the first row is no longer rendered');
     });
 
     await t.test('replication: a task made through the API is shown, its policy disabled, a task deleted', async (t) => {
@@ -310,7 +331,7 @@ if (!existsSync(CHROMIUM)) {
     await page.getByRole('link', { name: 'Cluster' }).click();
     const bar = page.getByRole('progressbar', { name: 'leave n3' });
     // Out of the metadata group (2 of 4 steps); the replica stays, as said above.
-    await bar.and(page.locator('[aria-valuetext="shard replicas moved (1 left) (2 of 4 steps)"]')).waitFor({ timeout: 30_000 });
+    await bar.and(page.locator('[aria-valuetext="step 3 of 4: moving shard replicas (1 left)"]')).waitFor({ timeout: 30_000 });
     t.equal(await bar.getAttribute('aria-valuenow'), '50');
     await page.screenshot({ path: path.join(SCREENSHOTS, 'cluster-jobs.png'), fullPage: true });
     t.same(errors.filter((e) => !e.startsWith('Failed to load resource')), [], 'no script errors');
