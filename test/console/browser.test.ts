@@ -113,6 +113,12 @@ if (!existsSync(CHROMIUM)) {
       t.equal(added.status, 200);
 
       await page.getByRole('button', { name: 'fruit', exact: true }).click();
+      const browser = page.getByRole('region', { name: 'Document browser' });
+      await browser.getByLabel('Document id').fill('lime');
+      await browser.getByRole('button', { name: 'Get document' }).click();
+      await browser.getByText('"a green lime"').waitFor();
+      await browser.getByRole('group', { name: 'Recent documents' }).getByRole('button', { name: 'lime' }).waitFor();
+      t.pass('an opened document is listed among the recent ones');
       const playground = page.getByRole('region', { name: 'Search playground' });
       await playground.locator('textarea[name="vector"]').fill('[1, 0, 0]');
       await playground.getByLabel('k', { exact: true }).fill('2');
@@ -272,9 +278,29 @@ if (!existsSync(CHROMIUM)) {
         const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
         t.equal(overflow, 0, `${name}: no horizontal scrolling`);
       }
+      await page.emulateMedia({ colorScheme: 'dark' });
+      t.equal(await page.evaluate('getComputedStyle(document.body).backgroundColor'), 'rgb(17, 20, 24)', 'dark background when the OS prefers dark');
+      await page.getByRole('link', { name: 'Replication' }).click();
+      await page.getByRole('table', { name: 'Replication policies' }).waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'replication-dark-1024.png'), fullPage: true });
+      await page.emulateMedia({ colorScheme: 'light' });
+      t.equal(await page.evaluate('getComputedStyle(document.body).backgroundColor'), 'rgb(255, 255, 255)', 'light background when it prefers light');
     });
 
     t.same(errors, [], 'no console errors on any page');
+  });
+
+  t.test('a read-only key sees the node\'s 403 in place of admin data, never the data', async (t) => {
+    const made = await node.request('POST', '/_keys', { body: { permissions: ['read'], label: 'console reader' } });
+    t.equal(made.status, 201, made.text);
+    t.equal((await node.request('POST', '/_policies', { body: { name: 'secret-policy', pattern: 'fanout', source: 'shop', targets: ['shop-copy'] } })).status, 201);
+    const { page, errors } = await openTab(t);
+    await signIn(page, made.body.key as string);
+    await page.getByRole('link', { name: 'Replication' }).click();
+    await page.getByRole('region', { name: 'Policies' }).getByRole('alert').filter({ hasText: 'This API key may not read this (403)' }).waitFor();
+    await page.getByRole('region', { name: 'Tasks' }).getByRole('table', { name: 'Replication tasks' }).waitFor();
+    t.notOk((await page.content()).includes('secret-policy'), 'the policy is not on the page');
+    t.same(errors.filter((e) => !e.includes('403')), [], 'only the refused request is logged');
   });
 
   t.test('gateway: the master key is asked for, a tenant shows its usage against its quotas', async (t) => {
