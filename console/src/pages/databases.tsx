@@ -263,7 +263,7 @@ function ChangesFeed({ db }: { db: string }) {
         heightPx={FEED_HEIGHT_PX}
         row={(c) => ({ key: c.seq, attrs: { 'data-id': c.id }, content: `${c.id} ${c.rev.slice(0, 10)}…${c.deleted ? ' (deleted)' : ''}` })}
       />
-      <p class="muted">{changes.length === 0 ? 'No change since the feed opened.' : `${changes.length} changes shown, newest first (at most ${FEED_ROWS_MAX}).`}</p>
+      <p class="muted">{changes.length === 0 ? 'No change since the feed opened.' : `${changes.length} ${changes.length === 1 ? 'change' : 'changes'} shown, newest first (at most ${FEED_ROWS_MAX}).`}</p>
     </section>
   );
 }
