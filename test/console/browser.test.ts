@@ -405,7 +405,7 @@ if (!existsSync(CHROMIUM)) {
 
 /** The playground's result ids, in order, become `expected`. */
 async function waitForIds(page: Page, expected: string[]): Promise<void> {
-  await waitForTexts(page.locator('td.hit-id'), expected);
+  await waitForTexts(page.locator('.hit-id'), expected);
 }
 
 /**

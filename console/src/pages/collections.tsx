@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, describeError, enc, timedApi } from '../api.js';
 import { usePoll } from '../hooks.js';
-import { ErrorBox, Json, Loaded, Pager, usePaged } from '../ui.js';
+import { ErrorBox, Json, Loaded, Pager, VirtualTable, usePaged } from '../ui.js';
 
 // The standard vector API lives under /vectordb (SERVICE_VECTORDB_PREFIX).
 const BASE = '/vectordb/collections';
@@ -125,6 +125,10 @@ function DocumentBrowser({ collection }: { collection: string }) {
   );
 }
 
+// k may be up to 1,000: the results are a virtual table of one-line rows.
+const RESULT_ROW_PX = 30;
+const RESULTS_HEIGHT_PX = 420;
+
 const MODES = ['vector', 'similar', 'bm25', 'hybrid'] as const;
 type Mode = (typeof MODES)[number];
 const MODE_LABELS: Record<Mode, string> = { vector: 'Vector (JSON)', similar: 'Similar to document id', bm25: 'Keyword (BM25)', hybrid: 'Hybrid' };
@@ -240,20 +244,23 @@ function SearchPlayground({ collection }: { collection: string }) {
       {result !== null && (
         <>
           <p class="muted" aria-label="Search latency">{result.hits.length} results in {result.latencyMs.toFixed(1)} ms</p>
-          <table aria-label="Search results">
-            <thead><tr><th>id</th><th>score</th><th>text</th><th>metadata</th><th>bm25 / vector score</th></tr></thead>
-            <tbody>
-              {result.hits.map((h) => (
-                <tr data-id={h.id}>
-                  <td class="hit-id">{h.id}</td>
-                  <td>{h.score.toFixed(4)}</td>
-                  <td>{h.text ?? ''}</td>
-                  <td><code>{h.metadata === undefined ? '' : JSON.stringify(h.metadata)}</code></td>
-                  <td>{h.bm25_score === undefined ? '' : `${formatScore(h.bm25_score)} / ${formatScore(h.vector_score ?? null)}`}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <VirtualTable
+            label="Search results"
+            items={result.hits}
+            rowPx={RESULT_ROW_PX}
+            heightPx={RESULTS_HEIGHT_PX}
+            head={['id', 'score', 'text', 'metadata', 'bm25 / vector score']}
+            row={(h, i) => ({
+              key: `${i}:${h.id}`,
+              cells: [
+                <span class="hit-id">{h.id}</span>,
+                h.score.toFixed(4),
+                <span title={h.text ?? ''}>{h.text ?? ''}</span>,
+                <code>{h.metadata === undefined ? '' : JSON.stringify(h.metadata)}</code>,
+                h.bm25_score === undefined ? '' : `${formatScore(h.bm25_score)} / ${formatScore(h.vector_score ?? null)}`,
+              ],
+            })}
+          />
         </>
       )}
     </section>
