@@ -166,7 +166,7 @@ function SearchPlayground({ collection }: { collection: string }) {
   const [filter, setFilter] = useState('');
   const [k, setK] = useState('10');
   const [ef, setEf] = useState('');
-  const [result, setResult] = useState<{ hits: Hit[]; latencyMs: number } | null>(null);
+  const [result, setResult] = useState<{ hits: Hit[]; latencyMs: number; mode: Mode } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -195,7 +195,7 @@ function SearchPlayground({ collection }: { collection: string }) {
         if (filter.trim() !== '') body.filter = parseJson('Filter', filter);
       }
       const { body: answer, latencyMs } = await timedApi<{ results: Hit[] }>('POST', path, body);
-      setResult({ hits: answer.results, latencyMs });
+      setResult({ hits: answer.results, latencyMs, mode });
     } catch (err) {
       setError(describeError(err));
     } finally {
@@ -243,7 +243,10 @@ function SearchPlayground({ collection }: { collection: string }) {
       {error !== null && <ErrorBox message={error} />}
       {result !== null && (
         <>
-          <p class="muted" aria-label="Search latency">{result.hits.length} results in {result.latencyMs.toFixed(1)} ms</p>
+          <p class="muted" aria-label="Search latency">
+            {result.hits.length} results in {result.latencyMs.toFixed(1)} ms
+            {(result.mode === 'bm25' || result.mode === 'hybrid') && ' (keyword and hybrid answers carry ids and scores only, by the API spec: no text or metadata)'}
+          </p>
           <VirtualTable
             label="Search results"
             items={result.hits}
