@@ -1,6 +1,8 @@
 // The console's only door to the node: every call carries the signed-in key, and every
 // failure becomes an ApiError with the node's own {error, message}.
 const KEY_STORAGE = 'firkin.apiKey';
+// The gateway's admin secret: asked for on the Gateway page, kept like the API key (this tab only).
+const MASTER_KEY_STORAGE = 'firkin.gatewayMasterKey';
 
 export function storedKey(): string | null {
   return sessionStorage.getItem(KEY_STORAGE);
@@ -9,6 +11,15 @@ export function storedKey(): string | null {
 export function storeKey(key: string | null): void {
   if (key === null) sessionStorage.removeItem(KEY_STORAGE);
   else sessionStorage.setItem(KEY_STORAGE, key);
+}
+
+export function storedMasterKey(): string | null {
+  return sessionStorage.getItem(MASTER_KEY_STORAGE);
+}
+
+export function storeMasterKey(key: string | null): void {
+  if (key === null) sessionStorage.removeItem(MASTER_KEY_STORAGE);
+  else sessionStorage.setItem(MASTER_KEY_STORAGE, key);
 }
 
 export class ApiError extends Error {
@@ -22,6 +33,7 @@ export class ApiError extends Error {
 
   /** What to tell the user: refused keys get a sentence of their own. */
   describe(): string {
+    if (this.status === 401 && this.code === 'invalid_master_key') return `The gateway master key was refused (401): ${this.message}.`;
     if (this.status === 401) return `The API key was refused (401): ${this.message}. Sign out and paste a valid key.`;
     if (this.status === 403) return `This API key may not read this (403): ${this.message}.`;
     return `${this.status} ${this.code}: ${this.message}`;
@@ -38,13 +50,19 @@ export function headers(extra: Record<string, string> = {}): Record<string, stri
   return key === null ? extra : { ...extra, authorization: `Bearer ${key}` };
 }
 
-export async function timedApi<T>(method: string, path: string, body?: unknown): Promise<Timed<T>> {
+/** Headers a call sends: the signed-in key (as Bearer) unless `auth` says otherwise. */
+export interface CallOptions {
+  /** The gateway's /admin routes take the master key in X-Api-Key, not the API key. */
+  auth?: { kind: 'bearer' } | { kind: 'gateway-master'; key: string };
+}
+
+export async function timedApi<T>(method: string, path: string, body?: unknown, options: CallOptions = {}): Promise<Timed<T>> {
   const started = performance.now();
-  const init: RequestInit = { method, headers: headers({ accept: 'application/json' }) };
-  if (body !== undefined) {
-    init.body = JSON.stringify(body);
-    init.headers = headers({ accept: 'application/json', 'content-type': 'application/json' });
-  }
+  const extra: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) extra['content-type'] = 'application/json';
+  const auth = options.auth ?? { kind: 'bearer' };
+  const init: RequestInit = { method, headers: auth.kind === 'bearer' ? headers(extra) : { ...extra, 'x-api-key': auth.key } };
+  if (body !== undefined) init.body = JSON.stringify(body);
   const res = await fetch(path, init);
   const text = await res.text();
   const latencyMs = performance.now() - started;
@@ -56,8 +74,8 @@ export async function timedApi<T>(method: string, path: string, body?: unknown):
   return { body: parsed as T, latencyMs };
 }
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  return (await timedApi<T>(method, path, body)).body;
+export async function api<T>(method: string, path: string, body?: unknown, options: CallOptions = {}): Promise<T> {
+  return (await timedApi<T>(method, path, body, options)).body;
 }
 
 export function describeError(err: unknown): string {

@@ -3,11 +3,13 @@ import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api, describeError, storeKey, storedKey } from './api.js';
+import { ApiError, api, describeError, storeKey, storeMasterKey, storedKey } from './api.js';
 import { ClusterPage } from './pages/cluster.js';
 import { CollectionsPage } from './pages/collections.js';
 import { DatabasesPage } from './pages/databases.js';
+import { GatewayPage } from './pages/gateway.js';
 import { OverviewPage } from './pages/overview.js';
+import { ReplicationPage } from './pages/replication.js';
 import { ErrorBox } from './ui.js';
 
 const PAGES = [
@@ -15,6 +17,8 @@ const PAGES = [
   { id: 'cluster', title: 'Cluster', view: ClusterPage },
   { id: 'collections', title: 'Collections', view: CollectionsPage },
   { id: 'databases', title: 'Databases', view: DatabasesPage },
+  { id: 'replication', title: 'Replication', view: ReplicationPage },
+  { id: 'gateway', title: 'Gateway', view: GatewayPage },
 ] as const;
 type PageId = (typeof PAGES)[number]['id'];
 
@@ -88,6 +92,7 @@ function App() {
           type="button"
           onClick={() => {
             storeKey(null);
+            storeMasterKey(null);
             setSignedIn(false);
           }}
         >

@@ -1,10 +1,10 @@
 // The console in a real browser (Debian's chromium driven by playwright-core) against a
 // real node: sign-in, each page, the search playground, a conflicted revision tree, the
 // live changes feed. One browser for the whole file; screenshots go to docs/console/.
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type Page, chromium } from 'playwright-core';
+import { type Browser, type Locator, type Page, chromium } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { ensureConsoleBuilt } from '../support/console.js';
 import { TEST_ADMIN_KEY, request, startTestNode, tempDir } from '../support/node.js';
@@ -21,6 +21,7 @@ const WAIT_MS = 10_000;
 const HEX_ROOT = '0'.repeat(64);
 const HEX_A = 'a'.repeat(64);
 const HEX_B = 'b'.repeat(64);
+const GATEWAY_MASTER_KEY = 'gateway-master-key-for-the-console-test';
 
 if (!existsSync(CHROMIUM)) {
   // Fail loudly: a skipped browser test would hide that the console went untested.
@@ -29,7 +30,8 @@ if (!existsSync(CHROMIUM)) {
   ensureConsoleBuilt();
   mkdirSync(SCREENSHOTS, { recursive: true });
   if (process.env.CONSOLE_SCREENSHOTS !== '1') t.teardown(() => rmSync(SCREENSHOTS, { recursive: true, force: true }));
-  const node = await startTestNode();
+  // The gateway shares the HTTP port (both 0: the same ephemeral listener).
+  const node = await startTestNode({ SERVICE_GATEWAY_ENABLED: 'true', SERVICE_GATEWAY_PORT: '0', SERVICE_GATEWAY_MASTER_KEY: GATEWAY_MASTER_KEY });
   t.teardown(() => node.close());
   const browser: Browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -85,6 +87,8 @@ if (!existsSync(CHROMIUM)) {
       await page.getByText('This node runs standalone').waitFor();
       await page.screenshot({ path: path.join(SCREENSHOTS, 'cluster-standalone.png') });
       t.pass('standalone says so');
+      const jobs = await node.request('GET', '/_cluster/jobs');
+      t.same([jobs.status, jobs.body.error], [400, 'not_clustered'], 'the jobs route says a standalone node has none');
     });
 
     await t.test('collections: create, then search in the playground', async (t) => {
@@ -109,6 +113,12 @@ if (!existsSync(CHROMIUM)) {
       t.equal(added.status, 200);
 
       await page.getByRole('button', { name: 'fruit', exact: true }).click();
+      const browser = page.getByRole('region', { name: 'Document browser' });
+      await browser.getByLabel('Document id').fill('lime');
+      await browser.getByRole('button', { name: 'Get document' }).click();
+      await browser.getByText('"a green lime"').waitFor();
+      await browser.getByRole('group', { name: 'Recent documents' }).getByRole('button', { name: 'lime' }).waitFor();
+      t.pass('an opened document is listed among the recent ones');
       const playground = page.getByRole('region', { name: 'Search playground' });
       await playground.locator('textarea[name="vector"]').fill('[1, 0, 0]');
       await playground.getByLabel('k', { exact: true }).fill('2');
@@ -168,7 +178,189 @@ if (!existsSync(CHROMIUM)) {
       await page.screenshot({ path: path.join(SCREENSHOTS, 'databases.png'), fullPage: true });
     });
 
+    await t.test('databases: _find returns the expected documents, with its plan and count; attachments download', async (t) => {
+      const fruit = [
+        { _id: 'f-apple', kind: 'fruit', colour: 'red' },
+        { _id: 'f-kiwi', kind: 'fruit', colour: 'green' },
+        { _id: 'v-leek', kind: 'vegetable', colour: 'green' },
+        { _id: 'f-plum', kind: 'fruit', colour: 'purple' },
+      ];
+      t.equal((await node.request('POST', '/db/shop/_bulk_docs', { body: { docs: fruit } })).status, 201);
+      const query = page.getByRole('region', { name: 'Query', exact: true });
+      await query.getByLabel(/^Query \(JSON/).fill(JSON.stringify({ selector: { kind: 'fruit' }, order_by: [{ path: ['colour'], dir: 'asc' }] }));
+      await query.getByRole('button', { name: 'Find' }).click();
+      // By colour: green kiwi, purple plum, red apple.
+      await waitForTexts(page.locator('button.find-id'), ['f-kiwi', 'f-plum', 'f-apple']);
+      await query.getByText('3 of 3 matching documents from offset 0').waitFor();
+      t.pass('_find: the three fruit, ordered by colour');
+      await query.getByRole('button', { name: 'Count' }).click();
+      await query.getByText(/^3 matching documents \(/).waitFor();
+      await query.getByRole('button', { name: 'Explain' }).click();
+      await query.getByText(/^Plan: index scan/).waitFor();
+      t.pass('count and plan shown');
+
+      const put = await node.request('PUT', '/db/shop/invoice', {
+        body: { total: 12, _attachments: { 'note.txt': { content_type: 'text/plain', data: Buffer.from('paid in full').toString('base64') } } },
+      });
+      t.equal(put.status, 201, put.text);
+      await page.getByLabel('Document id').fill('invoice');
+      await page.getByRole('button', { name: 'Open document' }).click();
+      const row = page.getByRole('table', { name: 'Attachments' }).locator('tr[data-attachment="note.txt"]');
+      await row.getByText('text/plain').waitFor();
+      t.equal(await row.locator('td').nth(2).textContent(), '12 B', 'its length');
+      const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('button', { name: 'Download note.txt' }).click()]);
+      t.equal(download.suggestedFilename(), 'note.txt');
+      const saved = await download.path();
+      t.equal(readFileSync(saved, 'utf8'), 'paid in full', 'the downloaded bytes are the attachment');
+      await query.getByRole('button', { name: 'Find' }).click();
+      await waitForTexts(page.locator('button.find-id'), ['f-kiwi', 'f-plum', 'f-apple']);
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'databases-find.png'), fullPage: true });
+    });
+
+    await t.test('a long _all_docs page is virtualised and scrolls by keyboard', async (t) => {
+      t.equal((await node.request('PUT', '/db/many')).status, 201);
+      const docs = Array.from({ length: 300 }, (_, i) => ({ _id: `d${String(i).padStart(3, '0')}`, i }));
+      t.equal((await node.request('POST', '/db/many/_bulk_docs', { body: { docs } })).status, 201);
+      await page.getByRole('link', { name: 'Overview' }).click();
+      await page.getByRole('link', { name: 'Databases' }).click();
+      await page.getByRole('button', { name: 'many', exact: true }).click();
+      await page.getByLabel('Rows per page').selectOption('500');
+      await page.getByText('page 1, 300 documents').waitFor();
+      const rendered = page.getByRole('table', { name: 'Documents' }).locator('tbody tr:not(.spacer)');
+      await rendered.first().getByRole('button', { name: 'd000' }).waitFor();
+      t.ok((await rendered.count()) < 60, `only the rows in view are in the page (${await rendered.count()} of 300)`);
+      await page.getByRole('region', { name: 'Documents (scrolls)' }).focus();
+      await page.keyboard.press('End');
+      await rendered.getByRole('button', { name: 'd299' }).waitFor();
+      t.ok((await rendered.count()) < 60, 'still only the rows in view after scrolling to the end');
+      t.equal(await rendered.getByRole('button', { name: 'd000' }).count(), 0, 'the first row is no longer rendered');
+    });
+
+    await t.test('replication: a task made through the API is shown, its policy disabled, a task deleted', async (t) => {
+      for (const db of ['src', 'dst', 'copies']) t.equal((await node.request('PUT', `/db/${db}`)).status, 201);
+      t.equal((await node.request('PUT', '/db/src/hello', { body: { n: 1 } })).status, 201);
+      const started = await node.request('POST', '/db/src/_replicate', { body: { target: 'dst', continuous: true } });
+      t.equal(started.status, 202, started.text);
+      const taskId = started.body.task_id as string;
+      const policy = await node.request('POST', '/_policies', { body: { name: 'copy', pattern: 'fanout', source: 'src', targets: ['copies'], enabled: true } });
+      t.equal(policy.status, 201, policy.text);
+
+      await page.getByRole('link', { name: 'Replication' }).click();
+      const task = page.locator(`tr[data-task="${taskId}"]`);
+      await task.locator('td.task-status').getByText('active').waitFor();
+      // One document read and written once the first batch went through.
+      await waitForTexts(task.locator('td:nth-child(5), td:nth-child(6)'), ['1', '1']);
+      t.pass('the API-made task is active with 1 doc read and written');
+      const policyRow = page.locator('tr[data-policy="copy"]');
+      await policyRow.getByText('enabled', { exact: true }).waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'replication.png'), fullPage: true });
+
+      // Keyboard only: focus the action, Enter asks, Enter on the confirmation does it.
+      await policyRow.getByRole('button', { name: 'Disable policy copy' }).focus();
+      await page.keyboard.press('Enter');
+      await policyRow.getByRole('button', { name: 'Yes, disable' }).focus();
+      await page.keyboard.press('Enter');
+      await policyRow.getByText('disabled', { exact: true }).waitFor();
+      await page.locator('tr[data-task="copy:0"] td.task-status').getByText('stopped').waitFor();
+      t.equal((await node.request('GET', '/_policies/copy')).body.enabled, false, 'the policy is disabled in the node');
+
+      await task.getByRole('button', { name: `Delete replication ${taskId}` }).click();
+      await task.getByRole('button', { name: 'Yes, delete' }).click();
+      await task.waitFor({ state: 'detached' });
+      t.equal((await node.request('GET', `/_replications/${taskId}`)).status, 404, 'the task is gone from the node');
+    });
+
+    await t.test('every page fits a 1024 px wide window', async (t) => {
+      await page.setViewportSize({ width: 1024, height: 768 });
+      for (const name of ['Overview', 'Cluster', 'Collections', 'Databases', 'Replication', 'Gateway']) {
+        await page.getByRole('link', { name }).click();
+        await page.getByRole('heading', { level: 1, name }).waitFor();
+        const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+        t.equal(overflow, 0, `${name}: no horizontal scrolling`);
+      }
+      await page.emulateMedia({ colorScheme: 'dark' });
+      t.equal(await page.evaluate('getComputedStyle(document.body).backgroundColor'), 'rgb(17, 20, 24)', 'dark background when the OS prefers dark');
+      await page.getByRole('link', { name: 'Replication' }).click();
+      await page.getByRole('table', { name: 'Replication policies' }).waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'replication-dark-1024.png'), fullPage: true });
+      await page.emulateMedia({ colorScheme: 'light' });
+      t.equal(await page.evaluate('getComputedStyle(document.body).backgroundColor'), 'rgb(255, 255, 255)', 'light background when it prefers light');
+    });
+
     t.same(errors, [], 'no console errors on any page');
+  });
+
+  t.test('a read-only key sees the node\'s 403 in place of admin data, never the data', async (t) => {
+    const made = await node.request('POST', '/_keys', { body: { permissions: ['read'], label: 'console reader' } });
+    t.equal(made.status, 201, made.text);
+    t.equal((await node.request('POST', '/_policies', { body: { name: 'secret-policy', pattern: 'fanout', source: 'shop', targets: ['shop-copy'] } })).status, 201);
+    const { page, errors } = await openTab(t);
+    await signIn(page, made.body.key as string);
+    await page.getByRole('link', { name: 'Replication' }).click();
+    await page.getByRole('region', { name: 'Policies' }).getByRole('alert').filter({ hasText: 'This API key may not read this (403)' }).waitFor();
+    await page.getByRole('region', { name: 'Tasks' }).getByRole('table', { name: 'Replication tasks' }).waitFor();
+    t.notOk((await page.content()).includes('secret-policy'), 'the policy is not on the page');
+    t.same(errors.filter((e) => !e.includes('403')), [], 'only the refused request is logged');
+  });
+
+  t.test('gateway: the master key is asked for, a tenant shows its usage against its quotas', async (t) => {
+    const tenant = await node.request('POST', '/admin/tenants', { key: false, headers: { 'x-api-key': GATEWAY_MASTER_KEY }, body: { tenant_id: 'acme', max_vectors: 10, max_collections: 2 } });
+    t.equal(tenant.status, 201, tenant.text);
+    const tenantKey = tenant.body.api_key as string;
+    const v1 = (method: string, urlPath: string, body: unknown) => node.request(method, urlPath, { key: false, headers: { 'x-api-key': tenantKey }, body });
+    t.equal((await v1('POST', '/v1/collections', { name: 'notes', dimension: 3 })).status, 201);
+    const docs = [1, 2, 3].map((i) => ({ id: `n${i}`, vector: [i, 1, 0], text: `note ${i}` }));
+    t.equal((await v1('POST', '/v1/collections/notes/documents', { documents: docs })).status, 201);
+
+    const { page, errors } = await openTab(t);
+    await signIn(page, TEST_ADMIN_KEY);
+    await page.getByRole('link', { name: 'Gateway' }).click();
+    await page.getByLabel('Gateway master key').fill('not-the-master-key');
+    await page.getByRole('button', { name: 'Use master key' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The gateway master key was refused (401)' }).waitFor();
+    t.equal(await page.evaluate("sessionStorage.getItem('firkin.gatewayMasterKey')"), null, 'a refused master key is not kept');
+
+    await page.getByLabel('Gateway master key').fill(GATEWAY_MASTER_KEY);
+    await page.getByRole('button', { name: 'Use master key' }).click();
+    await page.locator('tr[data-tenant="acme"]').getByRole('button', { name: 'acme' }).click();
+    const vectors = page.getByRole('progressbar', { name: 'Vectors used by acme' });
+    await vectors.and(page.locator('[aria-valuetext="3 of 10"]')).waitFor();
+    t.equal(await vectors.getAttribute('aria-valuenow'), '30', 'three of ten vectors: 30 %');
+    t.equal(await page.getByRole('progressbar', { name: 'Collections used by acme' }).getAttribute('aria-valuetext'), '1 of 2');
+    const keys = page.getByRole('table', { name: 'Keys of acme' });
+    await keys.getByText(`${tenant.body.key_prefix as string}…`).waitFor();
+    t.notOk((await page.content()).includes(tenantKey), 'the page never holds a whole tenant key');
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'gateway.png'), fullPage: true });
+    // The refused master key is the one request Chromium logs as failed.
+    t.same(errors.filter((e) => !e.includes('401')), [], 'no other console errors');
+  });
+
+  t.test('3-node cluster: a leave job shows its steps as a progress bar', async (t) => {
+    const cluster = await TestCluster.start(3);
+    t.teardown(() => cluster.close());
+    // Three replicas on three nodes: a leaving node's replica has nowhere to go, so the job
+    // stays at its replica step, where the page can be looked at.
+    t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/kept', { body: { dimensions: 3, num_shards: 1, replication_factor: 3 } })).status, 201);
+    const leave = await cluster.request('n3', 'POST', '/vectordb/cluster/leave');
+    t.same([leave.status, leave.body], [200, { status: 'leaving', node: 'n3' }]);
+    const jobs = await waitFor(
+      async () => {
+        const r = await cluster.request<{ jobs: { kind: string; target: string; step: string }[] }>('n1', 'GET', '/_cluster/jobs');
+        return r.status === 200 && r.body.jobs.length > 0 ? r.body.jobs : undefined;
+      },
+      { timeoutMs: WAIT_MS, what: 'the leave job in the metadata on n1' },
+    );
+    t.same(jobs.map((j) => [j.kind, j.target, j.step]), [['leave', 'n3', 'leave_voters']], 'GET /_cluster/jobs: the leave job');
+
+    const { page, errors } = await openTab(t, cluster.url('n1'));
+    await signIn(page, TEST_ADMIN_KEY);
+    await page.getByRole('link', { name: 'Cluster' }).click();
+    const bar = page.getByRole('progressbar', { name: 'leave n3' });
+    // Out of the metadata group (2 of 4 steps); the replica stays, as said above.
+    await bar.and(page.locator('[aria-valuetext="step 3 of 4: moving shard replicas (1 left)"]')).waitFor({ timeout: 30_000 });
+    t.equal(await bar.getAttribute('aria-valuenow'), '50');
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'cluster-jobs.png'), fullPage: true });
+    t.same(errors.filter((e) => !e.startsWith('Failed to load resource')), [], 'no script errors');
   });
 
   t.test('3-node cluster: a killed node turns down and its shard leadership moves', async (t) => {
@@ -203,16 +395,27 @@ if (!existsSync(CHROMIUM)) {
       t.pass(`shard ${led.shard}'s leader moved off ${victim}`);
     }
     await page.screenshot({ path: path.join(SCREENSHOTS, 'cluster-node-down.png'), fullPage: true });
+    await page.getByRole('link', { name: 'Gateway' }).click();
+    await page.getByText('The gateway is off on this node').waitFor();
+    t.pass('a node without the gateway says so');
     // Requests may fail while the cluster fails over (the browser logs those); scripts must not.
     t.same(errors.filter((e) => !e.startsWith('Failed to load resource')), [], 'no script errors');
   });
 }
 
-/** The playground's result ids, in order, become `expected` (checked in the page). */
+/** The playground's result ids, in order, become `expected`. */
 async function waitForIds(page: Page, expected: string[]): Promise<void> {
-  // A string, evaluated in the page: the test's own tsconfig has no DOM types.
-  const shown = "[...document.querySelectorAll('td.hit-id')].map((cell) => cell.textContent).join(',')";
-  await page.waitForFunction(`${shown} === ${JSON.stringify(expected.join(','))}`, undefined, { timeout: WAIT_MS });
+  await waitForTexts(page.locator('.hit-id'), expected);
+}
+
+/**
+ * The texts of `locator`'s elements become `expected`, in order. Polled from the test, not
+ * with page.waitForFunction: that re-evaluates a string in the page, which the console's
+ * CSP (no 'unsafe-eval') refuses.
+ */
+async function waitForTexts(locator: Locator, expected: string[]): Promise<void> {
+  const want = JSON.stringify(expected);
+  await waitFor(async () => JSON.stringify(await locator.allTextContents()) === want, { timeoutMs: WAIT_MS, intervalMs: 50, what: `texts ${want}` });
 }
 
 /** The node counts open SSE streams per database in /health. */

@@ -1,6 +1,7 @@
 import { api, enc } from '../api.js';
 import { usePoll } from '../hooks.js';
-import { Loaded, StatusDot } from '../ui.js';
+import { type JobRecord, jobProgress, replicaMoves } from '../jobs.js';
+import { Loaded, ProgressBar, StatusDot } from '../ui.js';
 
 const CLUSTER_POLL_MS = 2_000;
 
@@ -19,6 +20,7 @@ interface ShardRow {
   voters?: string[];
   learners?: string[];
   lag?: Record<string, number | null>;
+  commit?: number;
   message?: string;
 }
 interface ClusterView {
@@ -26,6 +28,7 @@ interface ClusterView {
   leader: string | null;
   term: number;
   nodes: NodeView[];
+  jobs: JobRecord[];
   collections: { name: string; shards: ShardRow[]; error?: string }[];
 }
 
@@ -34,7 +37,10 @@ async function fetchCluster(): Promise<ClusterView | { standalone: true }> {
   // /_cluster/* only to answer not_clustered.
   const health = (await (await fetch('/health', { headers: { accept: 'application/json' } })).json()) as { cluster?: { state?: string } };
   if (health.cluster?.state === 'standalone') return { standalone: true };
-  const nodes = await api<{ leader: string | null; term: number; nodes: NodeView[] }>('GET', '/_cluster/nodes');
+  const [nodes, jobs] = await Promise.all([
+    api<{ leader: string | null; term: number; nodes: NodeView[] }>('GET', '/_cluster/nodes'),
+    api<{ jobs: JobRecord[] }>('GET', '/_cluster/jobs'),
+  ]);
   const names = Object.keys(await api<Record<string, unknown>>('GET', '/vectordb/collections').catch(() => ({})));
   const collections = await Promise.all(
     names.map((name) =>
@@ -44,7 +50,7 @@ async function fetchCluster(): Promise<ClusterView | { standalone: true }> {
       ),
     ),
   );
-  return { standalone: false, leader: nodes.leader, term: nodes.term, nodes: nodes.nodes, collections };
+  return { standalone: false, leader: nodes.leader, term: nodes.term, nodes: nodes.nodes, jobs: jobs.jobs, collections };
 }
 
 function role(row: ShardRow, node: string): string {
@@ -52,6 +58,64 @@ function role(row: ShardRow, node: string): string {
   if (row.leader === node) return 'leader';
   if (row.learners?.includes(node)) return 'learner';
   return 'follower';
+}
+
+function formatAge(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  return s < 120 ? `${s} s ago` : `${Math.round(s / 60)} min ago`;
+}
+
+const MOVE_TEXT = { adding: 'placed here, waiting to join the shard group', catching_up: 'catching up (learner)', removing: 'leaving the shard group' } as const;
+
+function Jobs({ view }: { view: ClusterView }) {
+  const moves = replicaMoves(view.collections);
+  const nowMs = Date.now();
+  return (
+    <section aria-label="Jobs">
+      <h2>Jobs</h2>
+      {view.jobs.length === 0 ? (
+        <p class="muted">No leave, repair or reshard job in the metadata.</p>
+      ) : (
+        <table aria-label="Cluster jobs">
+          <thead><tr><th>job</th><th>kind</th><th>target</th><th>step (leader)</th><th>started</th><th>progress</th></tr></thead>
+          <tbody>
+            {view.jobs.map((job) => {
+              const p = jobProgress(job, view.nodes, view.collections);
+              const text = p.fraction === null ? `${job.step} (its progress is not reported)` : p.current;
+              return (
+                <tr key={job.id} data-job={job.id}>
+                  <td><code>{job.id}</code></td>
+                  <td>{job.kind}</td>
+                  <td>{job.target}</td>
+                  <td>{job.step}</td>
+                  <td>{formatAge(nowMs - job.createdAtMs)}</td>
+                  <td><ProgressBar label={`${job.kind} ${job.target}`} fraction={p.fraction} text={text} /></td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      {moves.length > 0 && (
+        <table aria-label="Replica moves">
+          <thead><tr><th>collection</th><th>shard</th><th>node</th><th>progress</th></tr></thead>
+          <tbody>
+            {moves.map((m) => (
+              <tr key={`${m.collection}/${m.shard}/${m.node}`}>
+                <td>{m.collection}</td>
+                <td>{m.shard}</td>
+                <td>{m.node}</td>
+                <td>
+                  <ProgressBar label={`replica of ${m.collection} shard ${m.shard} on ${m.node}`} fraction={m.fraction}
+                    text={m.fraction === null ? MOVE_TEXT[m.state] : `${MOVE_TEXT[m.state]}: ${Math.round(m.fraction * 100)}% of the log`} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
 }
 
 export function ClusterPage() {
@@ -85,6 +149,7 @@ export function ClusterPage() {
                 ))}
               </tbody>
             </table>
+            <Jobs view={view} />
             {view.collections.map((c) => (
               <section aria-label={`Shards of ${c.name}`}>
                 <h2>Collection {c.name}</h2>

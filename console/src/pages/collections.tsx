@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, describeError, enc, timedApi } from '../api.js';
 import { usePoll } from '../hooks.js';
-import { ErrorBox, Json, Loaded } from '../ui.js';
+import { ErrorBox, Json, Loaded, Pager, VirtualTable, usePaged } from '../ui.js';
 
 // The standard vector API lives under /vectordb (SERVICE_VECTORDB_PREFIX).
 const BASE = '/vectordb/collections';
@@ -77,31 +77,57 @@ function DeleteButton({ name, onDeleted }: { name: string; onDeleted: () => void
   );
 }
 
-function DocumentById({ collection }: { collection: string }) {
+// The vector API has no route that lists a collection's documents (only get by id and
+// search), so "recent documents" are the ones opened here, kept per collection for this tab.
+const RECENT_DOCS_MAX = 20;
+const recentKey = (collection: string) => `firkin.recentDocs.${collection}`;
+
+function readRecent(collection: string): string[] {
+  try {
+    const stored: unknown = JSON.parse(sessionStorage.getItem(recentKey(collection)) ?? '[]');
+    return Array.isArray(stored) ? stored.filter((v): v is string => typeof v === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+function DocumentBrowser({ collection }: { collection: string }) {
   const [id, setId] = useState('');
   const [doc, setDoc] = useState<unknown>(undefined);
   const [error, setError] = useState<string | null>(null);
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const [recent, setRecent] = useState<string[]>(() => readRecent(collection));
+  const open = async (docId: string) => {
     setError(null);
     setDoc(undefined);
     try {
-      setDoc(await api('GET', `${BASE}/${enc(collection)}/docs/${enc(id)}`));
+      setDoc(await api('GET', `${BASE}/${enc(collection)}/docs/${enc(docId)}`));
+      const next = [docId, ...recent.filter((r) => r !== docId)].slice(0, RECENT_DOCS_MAX);
+      sessionStorage.setItem(recentKey(collection), JSON.stringify(next));
+      setRecent(next);
     } catch (err) {
       setError(describeError(err));
     }
   };
   return (
-    <>
-      <form class="row" onSubmit={submit} aria-label="Get a document">
+    <section aria-label="Document browser">
+      <h2>Documents</h2>
+      <form class="row" onSubmit={(e) => { e.preventDefault(); void open(id); }} aria-label="Get a document">
         <label>Document id<input name="doc-id" required value={id} onInput={(e) => setId(e.currentTarget.value)} /></label>
         <button type="submit">Get document</button>
       </form>
+      <div class="row" aria-label="Recent documents" role="group">
+        <span class="muted">Recent (opened in this tab; the vector API has no route that lists documents):</span>
+        {recent.length === 0 ? <span class="muted">none yet</span> : recent.map((r) => <button type="button" class="recent-doc" onClick={() => void open(r)}>{r}</button>)}
+      </div>
       {error !== null && <ErrorBox message={error} />}
       {doc !== undefined && <Json value={doc} />}
-    </>
+    </section>
   );
 }
+
+// k may be up to 1,000: the results are a virtual table of one-line rows.
+const RESULT_ROW_PX = 30;
+const RESULTS_HEIGHT_PX = 420;
 
 const MODES = ['vector', 'similar', 'bm25', 'hybrid'] as const;
 type Mode = (typeof MODES)[number];
@@ -140,7 +166,7 @@ function SearchPlayground({ collection }: { collection: string }) {
   const [filter, setFilter] = useState('');
   const [k, setK] = useState('10');
   const [ef, setEf] = useState('');
-  const [result, setResult] = useState<{ hits: Hit[]; latencyMs: number } | null>(null);
+  const [result, setResult] = useState<{ hits: Hit[]; latencyMs: number; mode: Mode } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -169,7 +195,7 @@ function SearchPlayground({ collection }: { collection: string }) {
         if (filter.trim() !== '') body.filter = parseJson('Filter', filter);
       }
       const { body: answer, latencyMs } = await timedApi<{ results: Hit[] }>('POST', path, body);
-      setResult({ hits: answer.results, latencyMs });
+      setResult({ hits: answer.results, latencyMs, mode });
     } catch (err) {
       setError(describeError(err));
     } finally {
@@ -217,21 +243,27 @@ function SearchPlayground({ collection }: { collection: string }) {
       {error !== null && <ErrorBox message={error} />}
       {result !== null && (
         <>
-          <p class="muted" aria-label="Search latency">{result.hits.length} results in {result.latencyMs.toFixed(1)} ms</p>
-          <table aria-label="Search results">
-            <thead><tr><th>id</th><th>score</th><th>text</th><th>metadata</th><th>bm25 / vector score</th></tr></thead>
-            <tbody>
-              {result.hits.map((h) => (
-                <tr data-id={h.id}>
-                  <td class="hit-id">{h.id}</td>
-                  <td>{h.score.toFixed(4)}</td>
-                  <td>{h.text ?? ''}</td>
-                  <td><code>{h.metadata === undefined ? '' : JSON.stringify(h.metadata)}</code></td>
-                  <td>{h.bm25_score === undefined ? '' : `${formatScore(h.bm25_score)} / ${formatScore(h.vector_score ?? null)}`}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <p class="muted" aria-label="Search latency">
+            {result.hits.length} results in {result.latencyMs.toFixed(1)} ms
+            {(result.mode === 'bm25' || result.mode === 'hybrid') && ' (keyword and hybrid answers carry ids and scores only, by the API spec: no text or metadata)'}
+          </p>
+          <VirtualTable
+            label="Search results"
+            items={result.hits}
+            rowPx={RESULT_ROW_PX}
+            heightPx={RESULTS_HEIGHT_PX}
+            head={['id', 'score', 'text', 'metadata', 'bm25 / vector score']}
+            row={(h, i) => ({
+              key: `${i}:${h.id}`,
+              cells: [
+                <span class="hit-id">{h.id}</span>,
+                h.score.toFixed(4),
+                <span title={h.text ?? ''}>{h.text ?? ''}</span>,
+                <code>{h.metadata === undefined ? '' : JSON.stringify(h.metadata)}</code>,
+                h.bm25_score === undefined ? '' : `${formatScore(h.bm25_score)} / ${formatScore(h.vector_score ?? null)}`,
+              ],
+            })}
+          />
         </>
       )}
     </section>
@@ -246,8 +278,33 @@ function CollectionDetail({ name }: { name: string }) {
       <Loaded load={info}>
         {(i) => <p class="muted">{String(i.count)} documents, {String(i.dimensions)} dimensions, metric {String(i.metric)}, BM25 {String(i.bm25_backend)}</p>}
       </Loaded>
-      <DocumentById collection={name} />
+      <DocumentBrowser collection={name} />
       <SearchPlayground collection={name} />
+    </>
+  );
+}
+
+function CollectionTable({ collections, selected, onSelect, reload }: { collections: CollectionList; selected: string | null; onSelect: (name: string | null) => void; reload: () => void }) {
+  const entries = Object.entries(collections);
+  const [view, setPage] = usePaged(entries);
+  if (entries.length === 0) return <p class="muted">No collections yet.</p>;
+  return (
+    <>
+      <table aria-label="Collections">
+        <thead><tr><th>name</th><th>dimensions</th><th>shards</th><th>replication</th><th></th></tr></thead>
+        <tbody>
+          {view.rows.map(([name, c]) => (
+            <tr key={name}>
+              <td><button type="button" onClick={() => onSelect(name)} aria-pressed={selected === name}>{name}</button></td>
+              <td>{c.dimension ?? c.dimensions}</td>
+              <td>{c.shards}</td>
+              <td>{c.replication_factor}</td>
+              <td><DeleteButton name={name} onDeleted={() => { if (selected === name) onSelect(null); reload(); }} /></td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <Pager view={view} total={entries.length} onPage={setPage} label="Collections" />
     </>
   );
 }
@@ -260,26 +317,7 @@ export function CollectionsPage() {
       <OpenApiNote />
       <CreateCollection onCreated={reload} />
       <Loaded load={list}>
-        {(collections) =>
-          Object.keys(collections).length === 0 ? (
-            <p class="muted">No collections yet.</p>
-          ) : (
-            <table aria-label="Collections">
-              <thead><tr><th>name</th><th>dimensions</th><th>shards</th><th>replication</th><th></th></tr></thead>
-              <tbody>
-                {Object.entries(collections).map(([name, c]) => (
-                  <tr>
-                    <td><button type="button" onClick={() => setSelected(name)} aria-pressed={selected === name}>{name}</button></td>
-                    <td>{c.dimension ?? c.dimensions}</td>
-                    <td>{c.shards}</td>
-                    <td>{c.replication_factor}</td>
-                    <td><DeleteButton name={name} onDeleted={() => { if (selected === name) setSelected(null); reload(); }} /></td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {(collections) => <CollectionTable collections={collections} selected={selected} onSelect={setSelected} reload={reload} />}
       </Loaded>
       {selected !== null && <CollectionDetail key={selected} name={selected} />}
     </>

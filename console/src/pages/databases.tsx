@@ -1,11 +1,17 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, describeError, enc, headers } from '../api.js';
+import { ApiError, api, describeError, enc, headers, timedApi } from '../api.js';
 import { usePoll } from '../hooks.js';
 import { type LeafAnswer, type RevNode, buildRevTree } from '../revtree.js';
-import { ErrorBox, Json, Loaded } from '../ui.js';
+import { ErrorBox, Json, Loaded, Pager, VirtualList, VirtualTable, usePaged } from '../ui.js';
 
-const PAGE_ROWS = 20;
-const FEED_ROWS_MAX = 200;
+const PAGE_SIZES = [20, 100, 500] as const;
+// The live tail keeps this many changes (newest first); older ones fall off the end.
+const FEED_ROWS_MAX = 2_000;
+const FEED_ROW_PX = 24;
+const FEED_HEIGHT_PX = 260;
+const TABLE_ROW_PX = 30;
+const TABLE_HEIGHT_PX = 420;
+const DATABASES_POLL_MS = 5_000;
 
 interface DbSummary {
   name: string;
@@ -51,36 +57,43 @@ interface AllDocs {
 }
 
 function AllDocsTable({ db, onOpen }: { db: string; onOpen: (id: string) => void }) {
-  // Keyset paging: each page starts after the last id of the previous one.
+  // Keyset paging: each page starts at the first id the previous page did not show.
   const [starts, setStarts] = useState<string[]>([]);
+  const [pageRows, setPageRows] = useState<number>(PAGE_SIZES[0]);
   const start = starts[starts.length - 1];
-  const [page] = usePoll(
-    () => api<AllDocs>('GET', `/db/${enc(db)}/_all_docs?limit=${PAGE_ROWS + 1}${start === undefined ? '' : `&startkey=${enc(JSON.stringify(start))}`}`),
-    [db, start],
+  const [page, reload] = usePoll(
+    () => api<AllDocs>('GET', `/db/${enc(db)}/_all_docs?limit=${pageRows + 1}${start === undefined ? '' : `&startkey=${enc(JSON.stringify(start))}`}`),
+    [db, start, pageRows],
+    DATABASES_POLL_MS,
   );
   return (
-    <Loaded load={page}>
-      {(p) => (
-        <>
-          <table aria-label="Documents">
-            <thead><tr><th>id</th><th>winning rev</th></tr></thead>
-            <tbody>
-              {p.rows.slice(0, PAGE_ROWS).map((r) => (
-                <tr>
-                  <td><button type="button" onClick={() => onOpen(r.id)}>{r.id}</button></td>
-                  <td><code>{r.value.rev.slice(0, 12)}…</code></td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <div class="row">
-            <button type="button" disabled={starts.length === 0} onClick={() => setStarts((s) => s.slice(0, -1))}>Previous page</button>
-            <button type="button" disabled={p.rows.length <= PAGE_ROWS} onClick={() => setStarts((s) => [...s, p.rows[PAGE_ROWS]!.id])}>Next page</button>
-            <span class="muted">{p.total_rows} documents</span>
-          </div>
-        </>
-      )}
-    </Loaded>
+    <section aria-label="All documents">
+      <Loaded load={page}>
+        {(p) => (
+          <>
+            <VirtualTable
+              label="Documents"
+              items={p.rows.slice(0, pageRows)}
+              rowPx={TABLE_ROW_PX}
+              heightPx={TABLE_HEIGHT_PX}
+              head={['id', 'winning rev']}
+              row={(r) => ({ key: r.id, cells: [<button type="button" onClick={() => onOpen(r.id)}>{r.id}</button>, <code>{r.value.rev.slice(0, 12)}…</code>] })}
+            />
+            <nav class="row pager" aria-label="Documents pages">
+              <button type="button" disabled={starts.length === 0} onClick={() => setStarts((s) => s.slice(0, -1))}>Previous page</button>
+              <button type="button" disabled={p.rows.length <= pageRows} onClick={() => setStarts((s) => [...s, p.rows[pageRows]!.id])}>Next page</button>
+              <button type="button" onClick={reload}>Reload</button>
+              <span class="muted" role="status">page {starts.length + 1}, {p.total_rows} documents</span>
+              <label class="inline">Rows per page{' '}
+                <select name="page-rows" value={String(pageRows)} onChange={(e) => { setStarts([]); setPageRows(Number(e.currentTarget.value)); }}>
+                  {PAGE_SIZES.map((n) => <option value={String(n)}>{n}</option>)}
+                </select>
+              </label>
+            </nav>
+          </>
+        )}
+      </Loaded>
+    </section>
   );
 }
 
@@ -112,9 +125,62 @@ function RevTreeSvg({ nodes }: { nodes: RevNode[] }) {
   );
 }
 
+interface AttachmentStub {
+  content_type: string;
+  length: number;
+  digest?: string;
+}
+
+/** The Authorization header cannot ride on a plain link: fetch the bytes, then save them from a blob URL. */
+async function download(db: string, id: string, name: string, contentType: string): Promise<void> {
+  const res = await fetch(`/db/${enc(db)}/${enc(id)}/_attachments/${enc(name)}`, { headers: headers() });
+  if (!res.ok) {
+    const err = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
+    throw new ApiError(res.status, err.error ?? 'error', err.message ?? res.statusText);
+  }
+  const url = URL.createObjectURL(new Blob([await res.arrayBuffer()], { type: contentType }));
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name;
+  link.click();
+  // The click has started the download; the URL is only needed until then.
+  setTimeout(() => URL.revokeObjectURL(url), 0);
+}
+
+function Attachments({ db, id, attachments }: { db: string; id: string; attachments: Record<string, AttachmentStub> | undefined }) {
+  const [error, setError] = useState<string | null>(null);
+  const names = Object.keys(attachments ?? {}).sort();
+  if (attachments === undefined || names.length === 0) return <p class="muted">No attachments.</p>;
+  return (
+    <>
+      <table aria-label="Attachments">
+        <thead><tr><th>name</th><th>type</th><th>length</th><th></th></tr></thead>
+        <tbody>
+          {names.map((name) => {
+            const a = attachments[name]!;
+            return (
+              <tr key={name} data-attachment={name}>
+                <td>{name}</td>
+                <td>{a.content_type}</td>
+                <td>{a.length} B</td>
+                <td>
+                  <button type="button" aria-label={`Download ${name}`} onClick={() => download(db, id, name, a.content_type).catch((err: unknown) => setError(describeError(err)))}>
+                    Download
+                  </button>
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {error !== null && <ErrorBox message={error} />}
+    </>
+  );
+}
+
 function DocumentView({ db, id }: { db: string; id: string }) {
   const [load] = usePoll(async () => {
-    const doc = await api<{ _rev: string }>('GET', `/db/${enc(db)}/${enc(id)}?deleted=true&conflicts=true&deleted_conflicts=true`);
+    const doc = await api<{ _rev: string; _attachments?: Record<string, AttachmentStub> }>('GET', `/db/${enc(db)}/${enc(id)}?deleted=true&conflicts=true&deleted_conflicts=true`);
     const leaves = await api<LeafAnswer[]>('GET', `/db/${enc(db)}/${enc(id)}?open_revs=all&revs=true`);
     return { doc, tree: buildRevTree(leaves, doc._rev) };
   }, [db, id]);
@@ -126,6 +192,8 @@ function DocumentView({ db, id }: { db: string; id: string }) {
           <div class="columns">
             <Json value={doc} />
             <div>
+              <h3>Attachments</h3>
+              <Attachments db={db} id={id} attachments={doc._attachments} />
               <h3>Revision tree</h3>
               <p class="muted">green: winner · amber: conflict · red: deleted leaf</p>
               <RevTreeSvg nodes={tree} />
@@ -188,13 +256,128 @@ function ChangesFeed({ db }: { db: string }) {
         <span class="muted" role="status">{paused ? 'paused' : 'following'}</span>
       </div>
       {error !== null && <ErrorBox message={error} />}
-      <ol class="feed" aria-label="Changes feed">
-        {changes.map((c) => (
-          <li data-id={c.id}>{c.id} {c.rev.slice(0, 10)}…{c.deleted ? ' (deleted)' : ''}</li>
-        ))}
-      </ol>
+      <VirtualList
+        label="Changes feed"
+        items={changes}
+        rowPx={FEED_ROW_PX}
+        heightPx={FEED_HEIGHT_PX}
+        row={(c) => ({ key: c.seq, attrs: { 'data-id': c.id }, content: `${c.id} ${c.rev.slice(0, 10)}…${c.deleted ? ' (deleted)' : ''}` })}
+      />
+      <p class="muted">{changes.length === 0 ? 'No change since the feed opened.' : `${changes.length} ${changes.length === 1 ? 'change' : 'changes'} shown, newest first (at most ${FEED_ROWS_MAX}).`}</p>
     </section>
   );
+}
+
+interface FindAnswer {
+  docs: Record<string, unknown>[];
+  meta: { total: number; offset: number; limit: number | null };
+}
+
+type FindResult =
+  | { kind: 'find'; answer: FindAnswer; latencyMs: number }
+  | { kind: 'count'; total: number; latencyMs: number }
+  | { kind: 'explain'; plan: ExplainAnswer; latencyMs: number };
+
+interface ExplainAnswer {
+  plan: { kind: 'index'; scan: unknown; estimated_postings: number } | { kind: 'full_scan'; reason: string };
+  exact: boolean;
+  [more: string]: unknown;
+}
+
+const FIND_EXAMPLE = '{\n  "selector": {},\n  "limit": 25\n}';
+
+function planSummary(e: ExplainAnswer): string {
+  if (e.plan.kind === 'full_scan') return `full scan: ${e.plan.reason}`;
+  return `index scan ${JSON.stringify(e.plan.scan)}, about ${e.plan.estimated_postings} postings${e.exact ? ', exact (answered by the index alone)' : ', each candidate checked against its body'}`;
+}
+
+function FindPanel({ db, onOpen }: { db: string; onOpen: (id: string) => void }) {
+  const [query, setQuery] = useState(FIND_EXAMPLE);
+  const [result, setResult] = useState<FindResult | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (kind: FindResult['kind']) => {
+    setError(null);
+    setBusy(true);
+    try {
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(query) as Record<string, unknown>;
+      } catch {
+        throw new Error('The query is not valid JSON');
+      }
+      if (kind === 'explain') {
+        const { body: plan, latencyMs } = await timedApi<ExplainAnswer>('POST', `/db/${enc(db)}/_explain`, body);
+        setResult({ kind, plan, latencyMs });
+      } else if (kind === 'count') {
+        // limit 0 answers the exact total alone.
+        const { body: answer, latencyMs } = await timedApi<FindAnswer>('POST', `/db/${enc(db)}/_find`, { ...body, limit: 0 });
+        setResult({ kind, total: answer.meta.total, latencyMs });
+      } else {
+        const { body: answer, latencyMs } = await timedApi<FindAnswer>('POST', `/db/${enc(db)}/_find`, body);
+        setResult({ kind, answer, latencyMs });
+      }
+    } catch (err) {
+      setError(describeError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section aria-label="Query">
+      <h2>Query (<code>_find</code>)</h2>
+      <form onSubmit={(e) => { e.preventDefault(); void run('find'); }} aria-label="Find documents">
+        <label>
+          <span>Query (JSON: <code>selector</code> and/or <code>where</code>, <code>order_by</code>, <code>limit</code>, <code>offset</code>, <code>include_docs</code>)</span>
+          <textarea name="find-query" rows={6} value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
+        </label>
+        <div class="row">
+          <button type="submit" disabled={busy}>Find</button>
+          <button type="button" disabled={busy} onClick={() => void run('explain')}>Explain</button>
+          <button type="button" disabled={busy} onClick={() => void run('count')}>Count</button>
+        </div>
+      </form>
+      {error !== null && <ErrorBox message={error} />}
+      {result !== null && <FindOutput result={result} onOpen={onOpen} />}
+    </section>
+  );
+}
+
+function FindOutput({ result, onOpen }: { result: FindResult; onOpen: (id: string) => void }) {
+  const took = `${result.latencyMs.toFixed(1)} ms`;
+  switch (result.kind) {
+    case 'count':
+      return <p role="status" aria-label="Query count">{result.total} matching documents ({took})</p>;
+    case 'explain':
+      return (
+        <div aria-label="Query plan" role="group">
+          <p role="status">Plan: {planSummary(result.plan)} ({took})</p>
+          <Json value={result.plan} />
+        </div>
+      );
+    case 'find': {
+      const { docs, meta } = result.answer;
+      return (
+        <>
+          <p role="status" aria-label="Query summary">{docs.length} of {meta.total} matching documents from offset {meta.offset} ({took})</p>
+          <VirtualTable
+            label="Query results"
+            items={docs}
+            rowPx={TABLE_ROW_PX}
+            heightPx={TABLE_HEIGHT_PX}
+            head={['id', 'rev', 'body']}
+            row={(d) => {
+              const { _id, _rev, ...body } = d as { _id: string; _rev: string };
+              return {
+                key: _id,
+                cells: [<button type="button" class="find-id" onClick={() => onOpen(_id)}>{_id}</button>, <code>{_rev.slice(0, 12)}…</code>, <code>{JSON.stringify(body)}</code>],
+              };
+            }}
+          />
+        </>
+      );
+    }
+  }
 }
 
 function DatabaseDetail({ db }: { db: string }) {
@@ -212,37 +395,41 @@ function DatabaseDetail({ db }: { db: string }) {
         <ChangesFeed key={db} db={db} />
       </div>
       {open !== null && <DocumentView key={open} db={db} id={open} />}
+      <FindPanel db={db} onOpen={setOpen} />
+    </>
+  );
+}
+
+function DatabaseTable({ dbs, selected, onSelect }: { dbs: DbSummary[]; selected: string | null; onSelect: (name: string) => void }) {
+  const [view, setPage] = usePaged(dbs);
+  if (dbs.length === 0) return <p class="muted">No databases yet.</p>;
+  return (
+    <>
+      <table aria-label="Databases">
+        <thead><tr><th>name</th><th>documents</th><th>deleted</th><th>size</th></tr></thead>
+        <tbody>
+          {view.rows.map((d) => (
+            <tr key={d.name}>
+              <td><button type="button" onClick={() => onSelect(d.name)} aria-pressed={selected === d.name}>{d.name}</button></td>
+              <td>{d.doc_count}</td>
+              <td>{d.doc_del_count}</td>
+              <td>{d.disk_size} B</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <Pager view={view} total={dbs.length} onPage={setPage} label="Databases" />
     </>
   );
 }
 
 export function DatabasesPage() {
-  const [list, reload] = usePoll(fetchDatabases, []);
+  const [list, reload] = usePoll(fetchDatabases, [], DATABASES_POLL_MS);
   const [selected, setSelected] = useState<string | null>(null);
   return (
     <>
       <CreateDatabase onCreated={reload} />
-      <Loaded load={list}>
-        {(dbs) =>
-          dbs.length === 0 ? (
-            <p class="muted">No databases yet.</p>
-          ) : (
-            <table aria-label="Databases">
-              <thead><tr><th>name</th><th>documents</th><th>deleted</th><th>size</th></tr></thead>
-              <tbody>
-                {dbs.map((d) => (
-                  <tr>
-                    <td><button type="button" onClick={() => setSelected(d.name)} aria-pressed={selected === d.name}>{d.name}</button></td>
-                    <td>{d.doc_count}</td>
-                    <td>{d.doc_del_count}</td>
-                    <td>{d.disk_size} B</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
-      </Loaded>
+      <Loaded load={list}>{(dbs) => <DatabaseTable dbs={dbs} selected={selected} onSelect={setSelected} />}</Loaded>
       {selected !== null && <DatabaseDetail key={selected} db={selected} />}
     </>
   );

@@ -1,0 +1,54 @@
+// Cluster job progress as the Cluster page shows it: a leave's steps read off the nodes and
+// shard groups; replica moves where a shard group differs from its placement.
+import t from 'tap';
+import { type CollectionShards, type JobRecord, type NodeState, jobProgress, replicaMoves } from '../../console/src/jobs.js';
+
+const leave: JobRecord = { id: 'j1', kind: 'leave', target: 'n3', step: 'leave_voters', createdAtMs: 0, updatedAtMs: 0 };
+const nodes = (role: NodeState['role'], status = 'leaving'): NodeState[] => [
+  { name: 'n1', status: 'up', role: 'voter' },
+  { name: 'n2', status: 'up', role: 'voter' },
+  { name: 'n3', status, role },
+];
+const shards = (replicas: string[], voters: string[], learners: string[] = [], lag: Record<string, number | null> = {}, commit = 100): CollectionShards[] => [
+  { name: 'c', shards: [{ shard: 0, replicas, leader: voters[0] ?? null, voters, learners, lag, commit }] },
+];
+
+t.test('a leave advances through its steps', (t) => {
+  const inGroup = jobProgress(leave, nodes('voter'), shards(['n1', 'n3'], ['n1', 'n3']));
+  t.equal(inGroup.fraction, 1 / 4);
+  t.equal(inGroup.current, 'step 2 of 4: leaving the metadata group');
+
+  const outOfMeta = jobProgress(leave, nodes('none'), shards(['n1', 'n2'], ['n1', 'n3'], ['n2']));
+  t.equal(outOfMeta.fraction, 2 / 4);
+  t.equal(outOfMeta.current, 'step 3 of 4: moving shard replicas (1 left)', 'the shard group still holds n3 though the placement moved it');
+
+  const moved = jobProgress(leave, nodes('none'), shards(['n1', 'n2'], ['n1', 'n2']));
+  t.equal(moved.fraction, 3 / 4);
+  t.equal(moved.current, 'step 4 of 4: waiting for the node to stop');
+
+  const left = jobProgress(leave, nodes('none', 'left'), shards(['n1', 'n2'], ['n1', 'n2']));
+  t.equal(left.fraction, 1);
+  t.equal(left.current, 'done');
+  t.end();
+});
+
+t.test('kinds whose steps are not known here show the server step and no fraction', (t) => {
+  const p = jobProgress({ ...leave, kind: 'reshard', step: 'copy' }, nodes('voter'), []);
+  t.same(p, { steps: [], fraction: null, current: 'copy' });
+  t.end();
+});
+
+t.test('replica moves: adding, catching up (share of the log), removing', (t) => {
+  t.same(replicaMoves(shards(['n1', 'n2'], ['n1', 'n2'])), [], 'a settled shard has no move');
+  t.same(replicaMoves(shards(['n1', 'n2'], ['n1', 'n3'])), [
+    { collection: 'c', shard: 0, node: 'n2', state: 'adding', fraction: null },
+    { collection: 'c', shard: 0, node: 'n3', state: 'removing', fraction: null },
+  ]);
+  t.same(replicaMoves(shards(['n1', 'n2'], ['n1', 'n3'], ['n2'], { n2: 25 }, 100)), [
+    { collection: 'c', shard: 0, node: 'n2', state: 'catching_up', fraction: 0.75 },
+    { collection: 'c', shard: 0, node: 'n3', state: 'removing', fraction: null },
+  ]);
+  t.equal(replicaMoves(shards(['n1', 'n2'], ['n1'], ['n2'], { n2: null }))[0]?.fraction, 0, 'an unknown match is no progress yet');
+  t.same(replicaMoves([{ name: 'c', shards: [{ shard: 0, replicas: ['n1'], leader: null }] }]), [], 'an unreachable shard shows nothing');
+  t.end();
+});
