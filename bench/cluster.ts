@@ -7,6 +7,10 @@
 //   docs/s, single writes, search QPS at 1 and 8 clients (linearizable, and stale), p50/p99,
 //   and shard leader failover after kill -9. Cluster requests go round-robin over the nodes.
 //   Both sides run with the default settings.
+// - VDBs (`doc-*`): a VDB of 4 shards, replica_factor 3 on 3 nodes (each shard a Raft group)
+//   against a 4-shard VDB on one standalone node: `_bulk_docs` docs/s (batches of 500, 2
+//   clients), single PUT/s and GET/s at 16 clients, and shard primary failover after kill -9.
+//   DOC_COUNT: documents loaded (default 50,000).
 //   npx tsx bench/cluster.ts [filter]      (BENCH_MS: length of each throughput case;
 //   VECTOR_DOCS, VECTOR_DIMS: the loaded collection, default 5000 x 128)
 import { MemoryStorage } from '../src/raft/storage.js';
@@ -241,6 +245,71 @@ async function shardFailover(c: TestCluster): Promise<BenchResult> {
   return { bench: 'vector-shard-failover', runs: times.length, medianMs: percentile(sorted, 50), maxMs: sorted[sorted.length - 1]!, allMs: times.map((x) => Math.round(x)).join(' ') };
 }
 
+// ---- VDBs --------------------------------------------------------------------------------------
+
+const docCount = Number(process.env.DOC_COUNT ?? 50_000);
+
+async function docCases(t: Target): Promise<BenchResult[]> {
+  const out: BenchResult[] = [];
+  const pick = (i: number) => t.urls()[i % t.urls().length]!;
+  const created = await call(pick(0), 'POST', '/vdb', { name: 'bench', shard_count: 4, placement: { replica_factor: t.name === 'cluster' ? 3 : 1 } });
+  if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 2 }, async (_, client) => {
+      while (next < docCount) {
+        const from = next;
+        next += 500;
+        const docs = Array.from({ length: Math.min(500, docCount - from) }, (_, j) => ({ _id: `d${from + j}`, n: from + j, name: `user ${from + j}`, tags: ['a', 'b'], active: (from + j) % 2 === 0 }));
+        const r = await call(pick(client + from / 500), 'POST', '/vdb/bench/_bulk_docs', { docs });
+        if (r.status !== 201 || !(r.body.results as { ok: boolean }[]).every((x) => x.ok)) throw new Error(`bulk: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+      }
+    }),
+  );
+  out.push({ bench: `doc-bulk500-c2-${t.name}`, docsPerSec: docCount / ((performance.now() - t0) / 1000), docs: docCount });
+  if (selected(`doc-put-c16-${t.name}`)) {
+    const r = await timed(16, async (c, i) => (await call(pick(c + i), 'PUT', `/vdb/bench/p${i}`, { n: i })).status === 201);
+    out.push({ bench: `doc-put-c16-${t.name}`, writesPerSec: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, errors: r.errors });
+  }
+  if (selected(`doc-get-c16-${t.name}`)) {
+    const r = await timed(16, async (c, i) => (await call(pick(c + i), 'GET', `/vdb/bench/d${(i * 7919) % docCount}`)).status === 200);
+    out.push({ bench: `doc-get-c16-${t.name}`, readsPerSec: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, errors: r.errors });
+  }
+  return out;
+}
+
+/** kill -9 the node that is primary of the most VDB shards; time until a write to every shard succeeds through a survivor. */
+async function docFailover(c: TestCluster): Promise<BenchResult> {
+  const times: number[] = [];
+  for (let run = 0; run < failoverRuns; run++) {
+    await c.waitMembers();
+    await c.waitVoters(3);
+    const shards = await waitFor(async () => {
+      const r = await c.request(c.running()[0]!, 'GET', '/vdb/bench/_shards');
+      const list = r.body?.shards as { primary: string | null; lag?: Record<string, number | null> }[] | undefined;
+      return list !== undefined && list.every((s) => typeof s.primary === 'string' && Object.values(s.lag ?? {}).length === 3 && Object.values(s.lag ?? {}).every((l) => l === 0)) ? list : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 200, what: 'every VDB shard led and caught up' });
+    const led = new Map<string, number>();
+    for (const s of shards) led.set(s.primary!, (led.get(s.primary!) ?? 0) + 1);
+    const victim = [...led].sort((a, b) => b[1] - a[1])[0]![0];
+    const survivor = c.running().find((n) => n !== victim)!;
+    let attempt = 0;
+    const t0 = performance.now();
+    await c.kill9(victim);
+    await waitFor(async () => {
+      const docs = Array.from({ length: 40 }, (_, j) => ({ _id: `f${run}-${attempt}-${j}` }));
+      attempt++;
+      const r = await c.request(survivor, 'POST', '/vdb/bench/_bulk_docs', { body: { docs } }).catch(() => undefined);
+      return r?.status === 201 && (r.body.results as { ok: boolean }[]).every((x) => x.ok);
+    }, { timeoutMs: 60_000, intervalMs: 10, what: 'a batch on every VDB shard after the kill' });
+    times.push(performance.now() - t0);
+    await c.startNode(victim);
+  }
+  const sorted = [...times].sort((a, b) => a - b);
+  return { bench: 'doc-primary-failover', runs: times.length, medianMs: percentile(sorted, 50), maxMs: sorted[sorted.length - 1]!, allMs: times.map((x) => Math.round(x)).join(' ') };
+}
+
 const results: BenchResult[] = [];
 for (const learners of [0, 10, 50]) if (selected(`meta-fanout-5v-${learners}l`)) results.push(fanOut(learners, 2_000));
 if (selected('meta-write') || selected('meta-failover')) {
@@ -277,6 +346,31 @@ const vectorCaseNames = (target: Target['name']) =>
       if (clusterCases) results.push(...(await vectorCases({ name: 'cluster', urls: () => c.running().map((n) => c.url(n)) })));
       else await call(c.url('n1'), 'PUT', '/vectordb/collections/bench', { dimensions: dims, num_shards: 3, replication_factor: 3 });
       if (selected('vector-shard-failover')) results.push(await shardFailover(c));
+    } finally {
+      await c.close();
+    }
+  }
+}
+{
+  const docCaseNames = (target: Target['name']) => ['doc-bulk500-c2', 'doc-put-c16', 'doc-get-c16'].map((n) => `${n}-${target}`);
+  if (docCaseNames('standalone').some(selected)) {
+    const dir = mkdtempSync(join(tmpdir(), 'firkin-bench-doc-'));
+    const node = await spawnNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
+    try {
+      results.push(...(await docCases({ name: 'standalone', urls: () => [node.url] })));
+    } finally {
+      await node.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const clusterCases = docCaseNames('cluster').some(selected);
+  if (clusterCases || selected('doc-primary-failover')) {
+    const c = await TestCluster.start(3, DEFAULT_TIMINGS);
+    try {
+      await c.waitVoters(3);
+      if (clusterCases) results.push(...(await docCases({ name: 'cluster', urls: () => c.running().map((n) => c.url(n)) })));
+      else await call(c.url('n1'), 'POST', '/vdb', { name: 'bench', shard_count: 4, placement: { replica_factor: 3 } });
+      if (selected('doc-primary-failover')) results.push(await docFailover(c));
     } finally {
       await c.close();
     }
