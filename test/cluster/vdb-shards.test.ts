@@ -103,6 +103,30 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   // Long-poll and an event stream through n2 while n1 writes.
   await checkVdbFeeds(t, 'v', { call: (m, p, o) => cluster.request('n2', m, p, o), url: cluster.url('n2'), key: TEST_ADMIN_KEY }, (m, p, o) => cluster.request('n1', m, p, o));
 
+  // Read-only shards go through the metadata: refused writes on every node, reads go on.
+  const shard0 = (await cluster.request('n2', 'PUT', '/vdb/v/_shards/0/_status', { body: { status: 'readonly' } }));
+  t.same(shard0.body, { shard_id: 0, status: 'readonly' }, 'shard 0 made read-only through n2');
+  const ro = await waitFor(async () => {
+    for (const d of docs) {
+      const r = await cluster.request('n3', 'PUT', `/vdb/v/${d._id}`, { body: { _rev: revs.get(d._id), ro: true } });
+      if (r.status === 403) return { id: d._id, r };
+      if (r.status === 201) revs.set(d._id, r.body.rev);
+    }
+    return undefined;
+  }, { what: 'a write to the read-only shard to be refused' });
+  t.equal(ro.r.body.error, 'forbidden', `a write to the read-only shard is refused through n3 (${ro.id})`);
+  t.equal((await cluster.request('n1', 'GET', `/vdb/v/${ro.id}`)).status, 200, 'reads go on');
+  t.equal((await cluster.request('n1', 'GET', '/vdb/v/_shards')).body.shards[0].status, 'readonly');
+  t.same((await cluster.request('n3', 'PUT', '/vdb/v/_shards/0/_status', { body: { status: 'active' } })).body, { shard_id: 0, status: 'active' }, 'active again');
+
+  // Import from a plain (node-local) database of the node taking the request.
+  t.equal((await cluster.request('n3', 'PUT', '/db/plain')).status, 201);
+  t.equal((await cluster.request('n3', 'POST', '/db/plain/_bulk_docs', { body: { docs: [{ _id: 'imp1', x: 1 }, { _id: 'imp2', x: 2 }, { _id: 'd001', x: 3 }] } })).status, 201);
+  const imported = await cluster.request('n3', 'POST', '/vdb/v/_import', { body: { source_db: 'plain' } });
+  t.match(imported.body, { docs_read: 3, docs_written: 2, docs_skipped: 1, errors: 0, status: 'completed' }, 'import through n3: an existing id is skipped');
+  t.equal((await cluster.request('n1', 'GET', '/vdb/v/imp2')).body.x, 2, 'an imported document reads through n1');
+  t.equal((await cluster.request('n2', 'POST', '/vdb/v/_shards/1/_split')).status, 409, 'split of a clustered VDB is refused for now (409)');
+
   // An updated document keeps its older body until compaction.
   const old = revs.get('d000')!;
   const up = await cluster.request('n1', 'PUT', '/vdb/v/d000', { body: { _rev: old, i: 0, colour: 'red', updated: true } });
@@ -168,7 +192,7 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const loaded = [...converged.values()].flat().filter((r) => r.snapshots_loaded > 0);
   t.ok(loaded.length > 0, `the restarted node loaded ${loaded.length} replica(s) from another replica's snapshot`);
   const total = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
-  t.equal(total, 120 + 1 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones and the acknowledged writes');
+  t.equal(total, 120 + 1 + 2 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones, the imported ones and the acknowledged writes');
 
   // Plain databases stay node-local: a shard's replica database refuses direct writes.
   const replicaDb = [...converged.values()][0]![0]!.db;
