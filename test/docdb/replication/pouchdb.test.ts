@@ -1,9 +1,12 @@
 // Interoperability: PouchDB 9 (memory adapter, HTTP adapter, its own replicator) replicates
 // with a Firkin database both ways, one-shot and live, with a bearer key; after concurrent
-// edits on both sides both report the same winners and conflicts.
+// edits on both sides both report the same winners and conflicts. The same on a node in
+// cluster mode: plain databases stay node-local there and speak the same protocol.
 import { createRequire } from 'node:module';
 import t from 'tap';
-import { startTestNode } from '../../support/node.js';
+import type { Test } from 'tap';
+import { type TestNode, startTestNode } from '../../support/node.js';
+import { freePorts } from '../../raft/kv-cluster.js';
 import { waitFor } from '../../support/wait.js';
 
 const require = createRequire(import.meta.url);
@@ -30,7 +33,18 @@ async function state(db: Pouch): Promise<Record<string, { rev: string; conflicts
 t.test('PouchDB replicates with Firkin both ways', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
-  t.equal((await node.request('PUT', '/db/shared')).status, 201);
+  await pouchSync(t, node);
+});
+
+t.test('PouchDB replicates both ways with a plain database on a cluster node', async (t) => {
+  const [grpc] = await freePorts(1);
+  const node = await startTestNode({ SERVICE_ENABLE_CLUSTER: 'true', SERVICE_GRPC_PORT: String(grpc), RELEASE_COOKIE: 'pouch-cookie-1234', SERVICE_NODE_NAME: 'c1' });
+  t.teardown(() => node.close());
+  await waitFor(async () => ((await node.request('GET', '/vectordb/cluster/status')).body.state === 'member' ? true : undefined), { what: 'the node to form its cluster' });
+  await pouchSync(t, node);
+});
+
+async function pouchSync(t: Test, node: TestNode): Promise<void> {  t.equal((await node.request('PUT', '/db/shared')).status, 201);
   // Count PouchDB's requests in flight: cancelling a live sync returns at once while a
   // checkpoint write may still be on the wire, and the node must outlive it.
   let inFlight = 0;
@@ -89,4 +103,4 @@ t.test('PouchDB replicates with Firkin both ways', async (t) => {
     await waitFor(async () => (await local.get('live-from-firkin').catch(() => undefined))?.v === 2, { what: 'a live pull' });
     t.pass('live replication carried both writes');
   });
-});
+}
