@@ -106,7 +106,7 @@ function fanOut(learners: number, proposals: number): BenchResult {
         if (rd.hardState !== undefined) storage.setHardState(rd.hardState);
         core.advance(rd);
         if (id === 'v1') leaderMs += performance.now() - t0;
-        for (const m of rd.messages as Message[]) {
+        for (const m of [...rd.earlyMessages, ...rd.messages] as Message[]) {
           messages++;
           const to = cores.get(m.to)!;
           const t1 = m.to === 'v1' ? performance.now() : 0;

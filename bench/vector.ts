@@ -1,79 +1,34 @@
-// Vector service throughput and recall. The node runs in its own process; the load generator
-// here. Cases (filter by name with the first argument):
-//   insert          batched inserts (CBOR, 1000 docs per request), docs/s
-//   search ef=E     HTTP vector search, 1 client, QPS, p50/p99, recall@10 vs exact search
-//   search c=8      the same with 8 concurrent clients
-//   raw ef=E        the same queries on an in-process usearch index with the same settings
-//                   (the ceiling: no HTTP, no JSON, no RocksDB reads)
-//   bm25 / hybrid   keyword and hybrid search QPS over a synthetic text corpus (disk backend)
-// Sizes: VECTOR_BENCH_N (default 20000; the issue's size is 100000), VECTOR_BENCH_TEXT_N
-// (default 20000), VECTOR_BENCH_QUERIES (default 1000).
-// Usage: npx tsx bench/vector.ts [filter]
+// Vector search against in-process usearch, on the issue's data, in one run. The data is
+// generated deterministically: VECTOR_BENCH_N vectors (default 100000) of 128 dimensions from
+// a Gaussian mixture of 100 clusters (seed 42), VECTOR_BENCH_QUERIES queries (default 1000)
+// from the same mixture, L2, exact top-10 ground truth (usearch's exact search).
+// The node runs in its own process; the load generator and the baseline here. Cases (filter
+// by name with the first argument):
+//   raw insert / raw ef=E   usearch in this process (M 16, ef_construction 200): add() in
+//                           batches, then searches one at a time for every ef of the sweep
+//   insert                  HTTP batched inserts (CBOR, 1000 docs per request), docs/s
+//   search ef=E c=C         HTTP search at the smallest swept ef reaching recall 0.95 and
+//                           0.99 on the raw index, with 1 and 8 clients; `vs_raw` is the
+//                           QPS ratio to the raw index at the same ef (the figure to report)
+// Usage: npx tsx bench/vector.ts [filter]   (VECTOR_BENCH_N=2000 for a quick check)
 import { rmSync } from 'node:fs';
-import http from 'node:http';
 import usearch from 'usearch';
-import { encodeCbor } from '../src/core/codec.js';
 import { usearchEngine } from '../src/vector/ann/usearch.js';
 import { tempDir } from '../test/support/node.js';
 import { spawnNode } from '../test/support/process.js';
-import { clusteredVectors, mulberry32 } from '../test/vector/clustered.js';
-import { type BenchResult, percentile, report, selected } from './support.js';
+import { clusteredVectors } from '../test/vector/clustered.js';
+import { agent, call, drive } from './http-client.js';
+import { type BenchResult, report, selected } from './support.js';
 
-const N = Number(process.env.VECTOR_BENCH_N ?? 20_000);
-const TEXT_N = Number(process.env.VECTOR_BENCH_TEXT_N ?? 20_000);
+const N = Number(process.env.VECTOR_BENCH_N ?? 100_000);
 const QUERIES = Number(process.env.VECTOR_BENCH_QUERIES ?? 1_000);
 const DIMS = 128;
+const CLUSTERS = 100;
+const SEED = 42;
 const K = 10;
 const BATCH = 1_000;
-const EFS = [16, 64];
-
-// node:http with keep-alive rather than fetch: on this 2-core machine the client shares the
-// CPU with the node, and fetch (undici's WHATWG layer) costs about as much per request as
-// the server's whole search, which made the HTTP figures mostly a client measurement.
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-
-function call(url: string, method: string, path: string, body?: unknown, cbor = false): Promise<any> {
-  const headers: Record<string, string | number> = {};
-  let payload: string | Buffer | undefined;
-  if (body !== undefined) {
-    headers['content-type'] = cbor ? 'application/cbor' : 'application/json';
-    payload = cbor ? encodeCbor(body) : JSON.stringify(body);
-    headers['content-length'] = Buffer.byteLength(payload);
-  }
-  return new Promise((resolve, reject) => {
-    const req = http.request(url + path, { method, headers, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        if (res.statusCode! >= 300) reject(new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 200)}`));
-        else resolve(JSON.parse(text));
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-/** Runs `queries` through `run` with `clients` concurrent workers; QPS and latency percentiles. */
-async function drive<Q>(queries: readonly Q[], clients: number, run: (q: Q, i: number) => Promise<void>): Promise<{ qps: number; p50: number; p99: number }> {
-  const latencies: number[] = [];
-  let next = 0;
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      for (let i = next++; i < queries.length; i = next++) {
-        const t0 = performance.now();
-        await run(queries[i]!, i);
-        latencies.push(performance.now() - t0);
-      }
-    }),
-  );
-  const seconds = (performance.now() - start) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { qps: queries.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
+const EF_SWEEP = [10, 16, 24, 32, 48, 64, 96, 128, 192, 256];
+const RECALL_TARGETS = [0.95, 0.99];
 
 function recallOf(found: readonly (readonly number[])[], truth: readonly Set<number>[]): number {
   let hits = 0;
@@ -81,97 +36,61 @@ function recallOf(found: readonly (readonly number[])[], truth: readonly Set<num
   return hits / (K * found.length);
 }
 
-/** A Zipf-ish vocabulary of 5000 words; each document 8 to 40 words. */
-function textCorpus(count: number, seed: number): string[] {
-  const rand = mulberry32(seed);
-  const vocab = Array.from({ length: 5_000 }, (_, i) => `w${i.toString(36)}`);
-  const word = () => vocab[Math.min(vocab.length - 1, Math.floor(vocab.length * rand() ** 3))]!;
-  return Array.from({ length: count }, () => Array.from({ length: 8 + Math.floor(rand() * 33) }, word).join(' '));
-}
-
 const results: BenchResult[] = [];
 const dataDir = tempDir('firkin-bench-vector-');
 const node = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
 try {
-  const all = clusteredVectors({ seed: 7, count: N + QUERIES, dims: DIMS, clusters: 100, noise: 0.25 });
+  const all = clusteredVectors({ seed: SEED, count: N + QUERIES, dims: DIMS, clusters: CLUSTERS, noise: 0.25 });
   const data = all.slice(0, N);
   const queries = all.slice(N);
   const flat = new Float32Array(N * DIMS);
   data.forEach((v, i) => flat.set(v, i * DIMS));
   const qflat = new Float32Array(QUERIES * DIMS);
   queries.forEach((v, i) => qflat.set(v, i * DIMS));
-  const exact = usearch.exactSearch(flat, qflat, DIMS, K, usearch.MetricKind.Cos, 0) as InstanceType<typeof usearch.BatchMatches>;
+  const exact = usearch.exactSearch(flat, qflat, DIMS, K, usearch.MetricKind.L2sq, 0) as InstanceType<typeof usearch.BatchMatches>;
   const truth = queries.map((_, i) => new Set(Array.from(exact.get(i).keys, Number)));
 
-  // In-process first: its synchronous inserts block this event loop, and a keep-alive socket
-  // whose close went unnoticed meanwhile would fail the next HTTP request.
-  if (selected('raw')) {
-    const index = usearchEngine.create({ dimensions: DIMS, metric: 'cosine', m: 16, efConstruction: 200 });
-    const start = performance.now();
-    for (let i = 0; i < N; i += BATCH) {
-      index.add(BigUint64Array.from({ length: Math.min(BATCH, N - i) }, (_, j) => BigInt(i + j)), flat.subarray(i * DIMS, Math.min(N, i + BATCH) * DIMS));
-    }
-    results.push({ bench: `raw insert n=${N}`, 'docs/s': N / ((performance.now() - start) / 1000) });
-    for (const ef of EFS) {
-      const found: number[][] = [];
-      const r = await drive(queries, 1, async (q, i) => {
-        found[i] = Array.from(index.search(q, K, Math.max(K, ef)).keys, Number);
-      });
-      results.push({ bench: `raw ef=${ef}`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99, recall: recallOf(found, truth) });
-    }
+  // The baseline first: its synchronous inserts block this event loop, and a keep-alive
+  // socket whose close went unnoticed meanwhile would fail the next HTTP request.
+  const index = usearchEngine.create({ dimensions: DIMS, metric: 'l2', m: 16, efConstruction: 200 });
+  const start = performance.now();
+  for (let i = 0; i < N; i += BATCH) {
+    index.add(BigUint64Array.from({ length: Math.min(BATCH, N - i) }, (_, j) => BigInt(i + j)), flat.subarray(i * DIMS, Math.min(N, i + BATCH) * DIMS));
+  }
+  results.push({ bench: `raw insert n=${N}`, 'docs/s': N / ((performance.now() - start) / 1000) });
+  const rawQps = new Map<number, number>();
+  const chosen = new Map<number, number>(); // recall target -> smallest ef reaching it
+  for (const ef of EF_SWEEP) {
+    const found: number[][] = [];
+    const r = await drive(queries, 1, async (q, i) => {
+      found[i] = Array.from(index.search(q, K, Math.max(K, ef)).keys, Number);
+    });
+    const recall = recallOf(found, truth);
+    rawQps.set(ef, r.qps);
+    if (selected('raw')) results.push({ bench: `raw ef=${ef}`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99, recall });
+    for (const target of RECALL_TARGETS) if (recall >= target && !chosen.has(target)) chosen.set(target, ef);
   }
 
   if (selected('insert') || selected('search')) {
-    await call(node.url, 'PUT', '/vectordb/collections/bench', { dimensions: DIMS });
-    const start = performance.now();
+    await call(node.url, 'PUT', '/vectordb/collections/bench', { dimensions: DIMS, metric: 'l2' });
+    const insertStart = performance.now();
     for (let i = 0; i < N; i += BATCH) {
       const documents = data.slice(i, i + BATCH).map((v, j) => ({ id: String(i + j), vector: Array.from(v) }));
       await call(node.url, 'POST', '/vectordb/collections/bench/docs', { documents }, true);
     }
-    const seconds = (performance.now() - start) / 1000;
+    const seconds = (performance.now() - insertStart) / 1000;
     results.push({ bench: `insert n=${N} batch=${BATCH}`, 'docs/s': N / seconds, seconds });
 
-    for (const ef of EFS) {
-      const found: number[][] = [];
-      const r = await drive(queries, 1, async (q, i) => {
-        const res = await call(node.url, 'POST', '/vectordb/collections/bench/search', { vector: Array.from(q), k: K, ef });
-        found[i] = res.results.map((h: { id: string }) => Number(h.id));
-      });
-      results.push({ bench: `search ef=${ef} c=1`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99, recall: recallOf(found, truth) });
-    }
-    const found: number[][] = [];
-    const r8 = await drive(queries, 8, async (q, i) => {
-      const res = await call(node.url, 'POST', '/vectordb/collections/bench/search', { vector: Array.from(q), k: K });
-      found[i] = res.results.map((h: { id: string }) => Number(h.id));
-    });
-    results.push({ bench: 'search ef=64 c=8', qps: r8.qps, p50_ms: r8.p50, p99_ms: r8.p99, recall: recallOf(found, truth) });
-  }
-
-  if (selected('bm25') || selected('hybrid')) {
-    const texts = textCorpus(TEXT_N, 11);
-    await call(node.url, 'PUT', '/vectordb/collections/text', { dimensions: 64, embedder: { type: 'hash' }, bm25_backend: 'disk' });
-    await call(node.url, 'PUT', '/vectordb/collections/textmem', { dimensions: 64, embedder: { type: 'hash' }, bm25_backend: 'memory' });
-    for (const c of ['text', 'textmem']) {
-      const start = performance.now();
-      for (let i = 0; i < TEXT_N; i += BATCH) {
-        const documents = texts.slice(i, i + BATCH).map((text, j) => ({ id: String(i + j), text }));
-        await call(node.url, 'POST', `/vectordb/collections/${c}/docs`, { documents }, true);
-      }
-      results.push({ bench: `text insert ${c} n=${TEXT_N}`, 'docs/s': TEXT_N / ((performance.now() - start) / 1000) });
-    }
-    const rand = mulberry32(99);
-    const textQueries = Array.from({ length: Math.min(QUERIES, 500) }, () => {
-      const words = texts[Math.floor(rand() * texts.length)]!.split(' ');
-      return [words[Math.floor(rand() * words.length)], words[Math.floor(rand() * words.length)]].join(' ');
-    });
-    for (const [name, c, path] of [
-      ['bm25 disk', 'text', 'search/bm25'],
-      ['bm25 memory', 'textmem', 'search/bm25'],
-      ['hybrid rrf disk', 'text', 'search/hybrid'],
-    ] as const) {
+    const targetsByEf = new Map<number, number[]>();
+    for (const [target, ef] of chosen) targetsByEf.set(ef, [...(targetsByEf.get(ef) ?? []), target]);
+    for (const [ef, targets] of targetsByEf) {
       for (const clients of [1, 8]) {
-        const r = await drive(textQueries, clients, async (query) => void (await call(node.url, 'POST', `/vectordb/collections/${c}/${path}`, { query, k: K })));
-        results.push({ bench: `${name} c=${clients}`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99 });
+        const found: number[][] = [];
+        const r = await drive(queries, clients, async (q, i) => {
+          const res = await call(node.url, 'POST', '/vectordb/collections/bench/search', { vector: Array.from(q), k: K, ef });
+          found[i] = res.results.map((h: { id: string }) => Number(h.id));
+        });
+        results.push({ bench: `search ef=${ef} c=${clients} (recall >= ${targets.join(', ')})`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99, recall: recallOf(found, truth), vs_raw: r.qps / rawQps.get(ef)! });
       }
     }
   }

@@ -139,7 +139,7 @@ const SETTINGS = {
   SERVICE_REPLICATION_ALLOW: { parse: list, default: [] as string[] },
   SERVICE_REPLICATION_ALLOW_LOOPBACK: { parse: bool, default: true },
   SERVICE_REPLICATION_TIMEOUT_MS: { parse: int(100, 600_000), default: 30_000 },
-  SERVICE_REPLICATION_BATCH_SIZE: { parse: int(1, 10_000), default: 100 },
+  SERVICE_REPLICATION_BATCH_SIZE: { parse: int(1, 10_000), default: 500 },
   SERVICE_REPLICATION_RETRY_BASE_MS: { parse: int(1, 3_600_000), default: 1_000 },
   SERVICE_REPLICATION_RETRY_MAX_MS: { parse: int(1, 86_400_000), default: 60_000 },
   SERVICE_REPLICATION_KEEPALIVE_MS: { parse: int(10, 600_000), default: 10_000 },

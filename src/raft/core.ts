@@ -269,14 +269,21 @@ export class RaftCore {
       this.log.applying = this.log.committed;
     }
     const entries = [...this.log.unstable];
-    const mustSync =
-      entries.length > 0 || snapshot !== undefined || (hardState !== undefined && (hardState.term !== this.#prevHardState.term || hardState.vote !== this.#prevHardState.vote));
+    const termChanged = hardState !== undefined && (hardState.term !== this.#prevHardState.term || hardState.vote !== this.#prevHardState.vote);
+    const mustSync = entries.length > 0 || snapshot !== undefined || termChanged;
+    // A leader's appends need none of this Ready's state on its disk (thesis §10.2.1): it
+    // counts itself only once its entries are persisted (`advance`), and its term is durable
+    // unless this very Ready changes it (a leader elected alone, in one step, may not send
+    // entries of a term it could forget).
+    const sendEarly = this.role === 'leader' && !termChanged;
+    const earlyMessages = sendEarly ? this.#msgs.filter((m) => m.kind === 'append') : [];
     const rd: Ready = {
       softState: this.softState(),
       hardState,
       entries,
       snapshot,
-      messages: this.#msgs,
+      earlyMessages,
+      messages: sendEarly ? this.#msgs.filter((m) => m.kind !== 'append') : this.#msgs,
       committed,
       readStates: this.#readStates,
       mustSync,
@@ -299,6 +306,8 @@ export class RaftCore {
     }
     const lastCommitted = rd.committed[rd.committed.length - 1];
     if (lastCommitted !== undefined) this.log.applied = Math.max(this.log.applied, lastCommitted.index);
+    // The leader's own acknowledgement (etcd's self MsgAppResp): what is now on its disk.
+    if (this.role === 'leader' && this.#ackSelf()) this.#bcastAppend();
   }
 
   step(m: Message): void {
@@ -398,6 +407,7 @@ export class RaftCore {
       this.progress.set(id, new Progress(next, this.#opts.inflightMax, this.learners.has(id)));
     }
     this.progress.get(this.id)?.becomeReplicate();
+    this.#ackSelf();
     this.#appendEntries([{ kind: 'noop' }]);
     this.#pendingConfIndex = this.log.lastIndex();
     this.#bcastAppend();
@@ -733,10 +743,20 @@ export class RaftCore {
   #appendEntries(payloads: readonly EntryPayload[]): { index: number; term: number } {
     let index = this.log.lastIndex();
     const entries = payloads.map((p) => ({ ...p, index: ++index, term: this.term }) as Entry);
+    // Not counted for our own match yet: only once persisted (`advance`).
     this.log.append(entries);
-    this.progress.get(this.id)?.maybeUpdate(index);
-    this.#maybeCommit();
     return { index, term: this.term };
+  }
+
+  /**
+   * Leader: raise our own match to the end of the persisted prefix of our log (every index
+   * below the unstable tail is on disk and matches it; nothing is while a received snapshot
+   * is unpersisted). True when that committed something.
+   */
+  #ackSelf(): boolean {
+    const pr = this.progress.get(this.id);
+    if (pr === undefined || this.log.unstableSnapshot !== undefined) return false;
+    return pr.maybeUpdate(this.log.offset - 1) && this.#maybeCommit();
   }
 
   #proposeEntry(payload: EntryPayload): ProposeResult {

@@ -1,6 +1,6 @@
 // The driver of one Raft group: the only code that does I/O around the pure core. It ticks
-// on a timer, and drains Ready in the contract's order: persist (synced) -> send -> restore /
-// apply -> advance. Proposals resolve when applied here, or reject (not_leader / timeout).
+// on a timer, and drains Ready in the contract's order: send the early messages -> persist
+// (synced) -> send -> restore / apply -> advance. Proposals resolve when applied here, or reject (not_leader / timeout).
 import type { Rand } from '../core/rand.js';
 import { FirkinError } from '../core/errors.js';
 import { DEFAULT_RAFT_OPTIONS, RaftCore, type ProposeResult } from './core.js';
@@ -213,6 +213,7 @@ export class RaftGroup {
 
   async #handle(rd: Ready): Promise<void> {
     const o = this.#o;
+    if (rd.earlyMessages.length > 0) o.send(rd.earlyMessages); // a leader's appends overlap its fsync
     await o.log.save(rd); // durable first
     if (rd.messages.length > 0) o.send(rd.messages); // then talk
     if (rd.snapshot !== undefined) await o.fsm.restore(rd.snapshot.data);

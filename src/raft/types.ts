@@ -89,16 +89,22 @@ export interface ReadState {
 
 /**
  * What the core wants done. Contract (written once, in the driver):
+ * 0. `earlyMessages` may be sent at once, before or while step 1 runs (a leader's appends:
+ *    one round trip overlaps its own fsync);
  * 1. persist `snapshot`, `entries` and `hardState` atomically, fsynced when `mustSync`;
  * 2. only then send `messages`;
  * 3. restore `snapshot` into the state machine (if any), then apply `committed` in order;
- * 4. call `advance(rd)`. At most one Ready is outstanding.
+ * 4. call `advance(rd)`: only then does a leader count its own entries toward the commit.
+ *    At most one Ready is outstanding.
  */
 export interface Ready {
   readonly softState: SoftState;
   readonly hardState: HardState | undefined;
   readonly entries: readonly Entry[];
   readonly snapshot: Snapshot | undefined;
+  /** Safe to send before this Ready is persisted. */
+  readonly earlyMessages: readonly Message[];
+  /** To send only after this Ready is persisted. */
   readonly messages: readonly Message[];
   readonly committed: readonly Entry[];
   readonly readStates: readonly ReadState[];

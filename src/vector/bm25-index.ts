@@ -3,13 +3,24 @@
 //   disk    postings and corpus stats in the `bm25` column family, written in the same atomic
 //           batch as the records they describe:
 //             [shard, 'p', term, docId] -> u32 tf, u32 doc length   (big-endian, 8 bytes)
+//             [shard, 'f', term]        -> u32 df, u32 tf max, u32 doc length min (the term's bound)
 //             [shard, 'n']              -> JSON {docCount, totalLength}
+//             [shard, 'v']              -> u32 layout version (2); absent: version 1, which had
+//                                          no 'f' entries: `open` derives them from the postings
+//           Every term's bound is also kept in memory (loaded at open), so a write computes the
+//           new bounds without reading and a query knows each term's df before reading it.
 // A change is prepared (ops to write + an in-memory apply) and applied only after its batch
 // commits, so memory never runs ahead of disk.
+// Both backends rank with MaxScore (`bm25-maxscore.ts`): a term's postings are read whole only
+// while the documents left unread could still enter the top k; otherwise the candidates already
+// found are looked up in it one by one. Bounds widen on writes and are never narrowed by a
+// delete (still valid, only looser); reading a term's whole list tightens them in memory.
 import { NUMBER, jsonRecordCodec, objectSchema } from '../core/codec.js';
-import { decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
+import assert from 'node:assert/strict';
+import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
-import { type Bm25Params, type CorpusStats, type Posting, type ScoredId, rankBm25, termFrequencies } from './bm25.js';
+import { type Bm25Params, type CorpusStats, type Posting, type ScoredId, termFrequencies } from './bm25.js';
+import { type PostingAnswer, type PostingRead, type QueryTerm, type TermBound, driveSync, exactBound, rankBm25MaxScore, widenBound } from './bm25-maxscore.js';
 import type { CollectionConfig } from './collection-config.js';
 import { ENGLISH_STOPWORDS, tokenize } from './tokenize.js';
 
@@ -56,10 +67,28 @@ class Analyzer {
   }
 }
 
+/** A term's bound after one of its postings is removed (undefined: none left). */
+function shrinkDf(bound: TermBound | undefined, term: string): TermBound | undefined {
+  assert.ok(bound !== undefined && bound.df > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
+  return bound.df === 1 ? undefined : { ...bound, df: bound.df - 1 };
+}
+
+/** The index's query terms that occur in the shard, in query order, with their bounds. */
+function queryTerms(analyzer: Analyzer, bounds: ReadonlyMap<string, TermBound>, query: string): QueryTerm[] {
+  const out: QueryTerm[] = [];
+  for (const term of analyzer.queryTerms(query)) {
+    const bound = bounds.get(term);
+    if (bound !== undefined) out.push({ term, bound });
+  }
+  return out;
+}
+
 class MemoryBm25 implements Bm25Index {
   readonly backend = 'memory' as const;
   readonly #analyzer: Analyzer;
   readonly #postings = new Map<string, Map<string, number>>();
+  /** Per term, kept with `#postings`: df === its map's size. */
+  readonly #bounds = new Map<string, TermBound>();
   readonly #lengths = new Map<string, number>();
   #totalLength = 0;
 
@@ -88,8 +117,14 @@ class MemoryBm25 implements Bm25Index {
     if (len === undefined) return;
     for (const term of new Set(this.#analyzer.tokens(text))) {
       const docs = this.#postings.get(term);
-      docs?.delete(id);
-      if (docs?.size === 0) this.#postings.delete(term);
+      if (docs?.delete(id) !== true) continue;
+      const bound = shrinkDf(this.#bounds.get(term), term);
+      if (bound === undefined) {
+        this.#postings.delete(term);
+        this.#bounds.delete(term);
+      } else {
+        this.#bounds.set(term, bound);
+      }
     }
     this.#lengths.delete(id);
     this.#totalLength -= len;
@@ -100,22 +135,34 @@ class MemoryBm25 implements Bm25Index {
     for (const [term, tf] of termFrequencies(tokens)) {
       let docs = this.#postings.get(term);
       if (docs === undefined) this.#postings.set(term, (docs = new Map()));
+      const had = docs.has(id);
       docs.set(id, tf);
+      const bound = this.#bounds.get(term);
+      // Replacing a posting (an add without the remove) keeps df; the bound only widens.
+      this.#bounds.set(term, had && bound !== undefined ? { ...widenBound(bound, tf, tokens.length), df: bound.df } : widenBound(bound, tf, tokens.length));
     }
     this.#lengths.set(id, tokens.length);
     this.#totalLength += tokens.length;
   }
 
   async search(query: string, k: number): Promise<ScoredId[]> {
-    const byTerm = new Map<string, Posting[]>();
-    for (const term of this.#analyzer.queryTerms(query)) {
-      const docs = this.#postings.get(term);
-      if (docs === undefined) continue;
-      const list: Posting[] = [];
-      for (const [docId, tf] of docs) list.push({ docId, tf, docLength: this.#lengths.get(docId) ?? 0 });
-      byTerm.set(term, list);
+    const terms = queryTerms(this.#analyzer, this.#bounds, query);
+    return driveSync(rankBm25MaxScore(terms, this.stats(), this.#analyzer.params, k), (read) => this.#read(read));
+  }
+
+  #read(read: PostingRead): PostingAnswer {
+    const docs = this.#postings.get(read.term);
+    assert.ok(docs !== undefined, 'a query term has postings');
+    if (read.kind === 'lookup') {
+      return read.docIds.map((docId) => {
+        const tf = docs.get(docId);
+        return tf === undefined ? undefined : { docId, tf, docLength: this.#lengths.get(docId)! };
+      });
     }
-    return rankBm25(byTerm, this.stats(), this.#analyzer.params, k);
+    const list: Posting[] = [];
+    for (const [docId, tf] of docs) list.push({ docId, tf, docLength: this.#lengths.get(docId)! });
+    this.#bounds.set(read.term, exactBound(list)); // the whole list was read: the tightest bound
+    return list;
   }
 }
 
@@ -126,6 +173,25 @@ function postingValue(tf: number, docLength: number): Buffer {
   return b;
 }
 
+function boundValue(bound: TermBound): Buffer {
+  const b = Buffer.allocUnsafe(12);
+  b.writeUInt32BE(bound.df, 0);
+  b.writeUInt32BE(bound.tfMax, 4);
+  b.writeUInt32BE(bound.docLengthMin, 8);
+  return b;
+}
+
+function decodeBound(value: Buffer): TermBound {
+  assert.equal(value.length, 12, 'a BM25 term bound is 12 bytes');
+  return { df: value.readUInt32BE(0), tfMax: value.readUInt32BE(4), docLengthMin: value.readUInt32BE(8) };
+}
+
+/** The `bm25` layout this code writes; see the top of the file. */
+const LAYOUT_VERSION = 2;
+
+/** Term bounds written per batch when a version-1 shard is migrated at open. */
+const MIGRATION_BATCH_TERMS = 10_000;
+
 /**
  * The disk backend keeps the decoded postings of recently queried terms, up to this many
  * postings in all (a few tens of MB): common terms have long lists, and reading them back from
@@ -133,23 +199,38 @@ function postingValue(tf: number, docLength: number): Buffer {
  */
 const CACHED_POSTINGS_MAX = 500_000;
 
+/**
+ * A lookup of n ids in a term that is not cached reads n postings by key when n * this is
+ * below the term's df, else the whole list (a point read costs a few sequential ones).
+ */
+const POINT_READ_COST = 4;
+
+interface CachedList {
+  readonly list: Posting[];
+  /** Built on the first lookup. */
+  byId: Map<string, Posting> | undefined;
+}
+
 class DiskBm25 implements Bm25Index {
   readonly backend = 'disk' as const;
   readonly #analyzer: Analyzer;
   readonly #store: Store;
   readonly #shard: number;
   #stats: CorpusStats;
+  /** Every term of the shard: the committed bounds (tightened by whole-list reads). */
+  readonly #bounds: Map<string, TermBound>;
   /** term -> postings, least recently used first. */
-  readonly #cache = new Map<string, Posting[]>();
+  readonly #cache = new Map<string, CachedList>();
   #cachedPostings = 0;
   /** Bumped by every applied change: a read that spans one is not cached. */
   #applied = 0;
 
-  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats) {
+  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>) {
     this.#analyzer = new Analyzer(config);
     this.#store = store;
     this.#shard = shard;
     this.#stats = stats;
+    this.#bounds = bounds;
   }
 
   static statsKey(shard: number): Buffer {
@@ -159,7 +240,10 @@ class DiskBm25 implements Bm25Index {
   static async open(config: CollectionConfig['bm25'], store: Store, shard: number): Promise<DiskBm25> {
     const raw = await store.get('bm25', DiskBm25.statsKey(shard));
     const stats = raw === undefined ? { docCount: 0, totalLength: 0 } : corpusStatsCodec.decode(raw);
-    return new DiskBm25(config, store, shard, stats);
+    const version = await store.get('bm25', encodeKey([shard, 'v']));
+    const bounds = version === undefined ? await migrateToBounds(store, shard) : await loadBounds(store, shard);
+    if (version !== undefined) assert.equal(version.readUInt32BE(0), LAYOUT_VERSION, `BM25 layout of shard ${shard}`);
+    return new DiskBm25(config, store, shard, stats, bounds);
   }
 
   stats(): CorpusStats {
@@ -169,10 +253,16 @@ class DiskBm25 implements Bm25Index {
   prepare(changes: readonly TextChange[]): PreparedChange {
     const ops: BatchOp[] = [];
     let { docCount, totalLength } = this.#stats;
+    // Bounds this change sets (undefined: the term's last posting goes).
+    const changed = new Map<string, TermBound | undefined>();
+    const boundOf = (term: string) => (changed.has(term) ? changed.get(term) : this.#bounds.get(term));
     for (const c of changes) {
       if (c.oldText !== undefined) {
         const tokens = this.#analyzer.tokens(c.oldText);
-        for (const term of new Set(tokens)) ops.push({ type: 'del', cf: 'bm25', key: encodeKey([this.#shard, 'p', term, c.id]) });
+        for (const term of new Set(tokens)) {
+          ops.push({ type: 'del', cf: 'bm25', key: encodeKey([this.#shard, 'p', term, c.id]) });
+          changed.set(term, shrinkDf(boundOf(term), term));
+        }
         docCount -= 1;
         totalLength -= tokens.length;
       }
@@ -180,10 +270,15 @@ class DiskBm25 implements Bm25Index {
         const tokens = this.#analyzer.tokens(c.newText);
         for (const [term, tf] of termFrequencies(tokens)) {
           ops.push({ type: 'put', cf: 'bm25', key: encodeKey([this.#shard, 'p', term, c.id]), value: postingValue(tf, tokens.length) });
+          changed.set(term, widenBound(boundOf(term), tf, tokens.length));
         }
         docCount += 1;
         totalLength += tokens.length;
       }
+    }
+    for (const [term, bound] of changed) {
+      const key = encodeKey([this.#shard, 'f', term]);
+      ops.push(bound === undefined ? { type: 'del', cf: 'bm25', key } : { type: 'put', cf: 'bm25', key, value: boundValue(bound) });
     }
     const next = { docCount, totalLength };
     ops.push({ type: 'put', cf: 'bm25', key: DiskBm25.statsKey(this.#shard), value: corpusStatsCodec.encode(next) });
@@ -193,21 +288,23 @@ class DiskBm25 implements Bm25Index {
         this.#stats = next;
         this.#applied++;
         // Committed: drop every cached list the change touched.
-        for (const c of changes) {
-          for (const text of [c.oldText, c.newText]) if (text !== undefined) for (const term of this.#analyzer.tokens(text)) this.#uncache(term);
+        for (const [term, bound] of changed) {
+          if (bound === undefined) this.#bounds.delete(term);
+          else this.#bounds.set(term, bound);
+          this.#uncache(term);
         }
       },
     };
   }
 
   #uncache(term: string): void {
-    const list = this.#cache.get(term);
-    if (list === undefined) return;
+    const entry = this.#cache.get(term);
+    if (entry === undefined) return;
     this.#cache.delete(term);
-    this.#cachedPostings -= list.length;
+    this.#cachedPostings -= entry.list.length;
   }
 
-  async #postings(term: string): Promise<Posting[]> {
+  async #postings(term: string): Promise<CachedList> {
     const cached = this.#cache.get(term);
     if (cached !== undefined) {
       this.#cache.delete(term); // move to the most recently used end
@@ -221,27 +318,80 @@ class DiskBm25 implements Bm25Index {
     for await (const [key, value] of this.#store.entries('bm25', range)) {
       list.push({ docId: decodeTrailingString(key, prefixLength), tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) });
     }
-    // Cache only what no change overtook while we read (apply() could not invalidate it).
-    if (applied === this.#applied && list.length <= CACHED_POSTINGS_MAX && !this.#cache.has(term)) {
-      this.#cache.set(term, list);
-      this.#cachedPostings += list.length;
-      for (const [old, oldList] of this.#cache) {
-        if (this.#cachedPostings <= CACHED_POSTINGS_MAX) break;
-        this.#cache.delete(old);
-        this.#cachedPostings -= oldList.length;
+    const entry: CachedList = { list, byId: undefined };
+    // Only what no applied change overtook while we read is cached or tightens the bound. (A
+    // batch that committed during the read but is not applied yet is fine either way: its
+    // apply() sets the bound it prepared, wider than both states, and drops the cached list.)
+    if (applied === this.#applied && list.length > 0) {
+      this.#bounds.set(term, exactBound(list));
+      if (list.length <= CACHED_POSTINGS_MAX && !this.#cache.has(term)) {
+        this.#cache.set(term, entry);
+        this.#cachedPostings += list.length;
+        for (const [old, oldEntry] of this.#cache) {
+          if (this.#cachedPostings <= CACHED_POSTINGS_MAX) break;
+          this.#cache.delete(old);
+          this.#cachedPostings -= oldEntry.list.length;
+        }
       }
     }
-    return list;
+    return entry;
+  }
+
+  async #read(read: PostingRead): Promise<PostingAnswer> {
+    if (read.kind === 'list') return (await this.#postings(read.term)).list;
+    const df = this.#bounds.get(read.term)?.df ?? 0;
+    if (this.#cache.has(read.term) || read.docIds.length * POINT_READ_COST >= df) {
+      const entry = await this.#postings(read.term);
+      entry.byId ??= new Map(entry.list.map((p) => [p.docId, p]));
+      const byId = entry.byId;
+      return read.docIds.map((id) => byId.get(id));
+    }
+    const values = await this.#store.getMany('bm25', read.docIds.map((id) => encodeKey([this.#shard, 'p', read.term, id])));
+    return values.map((value, i) => (value === undefined ? undefined : { docId: read.docIds[i]!, tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) }));
   }
 
   async search(query: string, k: number): Promise<ScoredId[]> {
-    const byTerm = new Map<string, Posting[]>();
-    for (const term of this.#analyzer.queryTerms(query)) {
-      const list = await this.#postings(term);
-      if (list.length > 0) byTerm.set(term, list);
+    const run = rankBm25MaxScore(queryTerms(this.#analyzer, this.#bounds, query), this.#stats, this.#analyzer.params, k);
+    for (let step = run.next(); ; ) {
+      if (step.done === true) return step.value;
+      step = run.next(await this.#read(step.value));
     }
-    return rankBm25(byTerm, this.#stats, this.#analyzer.params, k);
   }
+}
+
+async function loadBounds(store: Store, shard: number): Promise<Map<string, TermBound>> {
+  const bounds = new Map<string, TermBound>();
+  const range = prefixRange([shard, 'f']);
+  const prefixLength = range.gte.length;
+  for await (const [key, value] of store.entries('bm25', range)) bounds.set(decodeTrailingString(key, prefixLength), decodeBound(value));
+  return bounds;
+}
+
+/**
+ * Brings a version-1 shard (postings only) to version 2: derives every term's bound from its
+ * postings and writes them, the version last, so a crash midway migrates again at next open.
+ */
+async function migrateToBounds(store: Store, shard: number): Promise<Map<string, TermBound>> {
+  const bounds = new Map<string, TermBound>();
+  for await (const [key, value] of store.entries('bm25', prefixRange([shard, 'p']))) {
+    const term = decodeKey(key)[2];
+    assert.ok(typeof term === 'string', 'a BM25 posting key names its term');
+    bounds.set(term, widenBound(bounds.get(term), value.readUInt32BE(0), value.readUInt32BE(4)));
+  }
+  let ops: BatchOp[] = [];
+  for (const [term, bound] of bounds) {
+    ops.push({ type: 'put', cf: 'bm25', key: encodeKey([shard, 'f', term]), value: boundValue(bound) });
+    if (ops.length >= MIGRATION_BATCH_TERMS) {
+      await store.batch(ops, { sync: false });
+      ops = [];
+    }
+  }
+  const version = Buffer.allocUnsafe(4);
+  version.writeUInt32BE(LAYOUT_VERSION, 0);
+  ops.push({ type: 'put', cf: 'bm25', key: encodeKey([shard, 'v']), value: version });
+  // Synced: the version vouches for every bound written before it.
+  await store.batch(ops, { sync: true });
+  return bounds;
 }
 
 export async function openBm25(config: CollectionConfig, store: Store, shard: number): Promise<Bm25Index | undefined> {

@@ -328,9 +328,76 @@ t.test('messages carry the group id; a foreign group is refused', (t) => {
   const c = elected();
   c.c('n1').propose(new Uint8Array([1]));
   const rd = c.c('n1').ready()!;
-  t.ok(rd.messages.length > 0);
-  t.ok(rd.messages.every((m) => m.group === 'g'));
+  const sent = [...rd.earlyMessages, ...rd.messages];
+  t.ok(sent.length > 0);
+  t.ok(sent.every((m) => m.group === 'g'));
   c.c('n1').advance(rd);
-  t.throws(() => c.c('n2').step({ ...rd.messages[0]!, group: 'other' }));
+  t.throws(() => c.c('n2').step({ ...sent[0]!, group: 'other' }));
+  t.end();
+});
+
+t.test('a leader sends its appends before persisting them and counts itself only after (thesis §10.2.1)', (t) => {
+  const c = elected();
+  const leader = c.c('n1');
+  const r = leader.propose(new Uint8Array([7]));
+  t.ok(r.ok);
+  const index = r.ok ? r.index : 0;
+  const rd = leader.ready()!;
+  t.same(rd.entries.map((e) => e.index), [index], 'the entry is to be persisted');
+  t.same(rd.earlyMessages.map((m) => `${m.kind}>${m.to}`).sort(), ['append>n2', 'append>n3'], 'its appends may go out at once');
+  t.notOk(rd.messages.some((m) => m.kind === 'append'), 'no append waits for the fsync');
+  // n2 persists and acknowledges while the leader's own write is still running.
+  c.n('n2').core.step(rd.earlyMessages.find((m) => m.to === 'n2')!);
+  const rd2 = c.c('n2').ready()!;
+  c.n('n2').storage.append(rd2.entries);
+  c.c('n2').advance(rd2);
+  for (const m of rd2.messages) leader.step(m);
+  t.equal(leader.progress.get('n1')!.match, index - 1, 'the leader has not counted its unpersisted entry');
+  t.equal(leader.log.committed, index - 1, 'one follower alone is not a majority of three');
+  c.n('n1').storage.append(rd.entries);
+  leader.advance(rd);
+  t.equal(leader.progress.get('n1')!.match, index, 'persisted: the leader counts itself');
+  t.equal(leader.log.committed, index, 'and commits with n2');
+  t.end();
+});
+
+t.test('a majority of followers commits an entry the leader has not persisted yet', (t) => {
+  const c = elected();
+  const leader = c.c('n1');
+  const r = leader.propose(new Uint8Array([8]));
+  const index = r.ok ? r.index : 0;
+  const rd = leader.ready()!;
+  for (const id of ['n2', 'n3']) {
+    c.c(id).step(rd.earlyMessages.find((m) => m.to === id)!);
+    const frd = c.c(id).ready()!;
+    c.n(id).storage.append(frd.entries);
+    c.c(id).advance(frd);
+    for (const m of frd.messages) leader.step(m);
+  }
+  t.equal(leader.log.committed, index, 'n2 and n3 hold it durably: committed');
+  c.n('n1').storage.append(rd.entries);
+  leader.advance(rd);
+  const next = leader.ready()!;
+  t.same(next.committed.map((e) => e.index), [index], 'applied only after the leader persisted it (the next Ready)');
+  leader.advance(next);
+  t.end();
+});
+
+t.test('a node elected alone in one step sends nothing of its new term before persisting it', (t) => {
+  const c = new Cluster(['solo']);
+  c.addEmptyNode('l1');
+  c.campaign('solo');
+  c.propose('solo', 'x');
+  t.ok(c.c('solo').proposeConfChange({ type: 'addLearner', node: 'l1' }).ok);
+  c.stabilize();
+  t.same(c.n('l1').values, ['x'], 'the learner caught up');
+  c.c('solo').becomeFollower(c.c('solo').term, null);
+  c.c('solo').campaign();
+  const rd = c.c('solo').ready()!;
+  t.equal(rd.softState.role, 'leader', 'elected in the same step it campaigned');
+  t.ok(rd.hardState !== undefined && rd.mustSync, 'its new term is in this Ready');
+  t.same(rd.earlyMessages, [], 'so its appends wait for the fsync');
+  t.ok(rd.messages.some((m) => m.kind === 'append' && m.to === 'l1'));
+  c.c('solo').advance(rd);
   t.end();
 });

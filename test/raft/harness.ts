@@ -81,7 +81,9 @@ export class Cluster {
         if (rd.snapshot !== undefined) node.storage.applySnapshot(rd.snapshot);
         node.storage.append(rd.entries);
         if (rd.hardState !== undefined) node.storage.setHardState(rd.hardState);
-        for (const m of rd.messages) {
+        // Early messages are queued before persisting, the others after; the harness persists
+        // at once, so only the order of the queue tells them apart.
+        for (const m of [...rd.earlyMessages, ...rd.messages]) {
           if (this.isolated.has(m.from) || this.isolated.has(m.to) || this.dropIf?.(m) === true) continue;
           this.queue.push(m);
         }

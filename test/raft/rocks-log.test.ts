@@ -13,6 +13,7 @@ const rd = (p: Partial<Ready>): Ready => ({
   hardState: undefined,
   entries: [],
   snapshot: undefined,
+  earlyMessages: [],
   messages: [],
   committed: [],
   readStates: [],

@@ -2,11 +2,23 @@
 // the target -> `_bulk_get` of the missing revisions (history + attachments) from the source
 // -> `_bulk_docs` with new_edits: false on the target -> checkpoint on both sides. One-shot
 // runs stop when caught up; continuous runs wait for the next change until aborted.
+//
+// Pipelined, one batch deep: batch N+1 is read (changes, `_revs_diff`, `_bulk_get`) while
+// batch N is written (`_bulk_docs`, then maybe a checkpoint):
+//
+//   read:   [changes₁ diff₁ get₁]  [changes₂ diff₂ get₂]  [changes₃ …
+//   write:                         [bulk_docs₁ (cp)]       [bulk_docs₂ (cp)]
+//
+// Batch N+1's `_revs_diff` may run before batch N landed. A revision it calls missing that
+// N writes is written again, a no-op under new_edits: false. The one decision that depends on
+// what the target holds, a filtered tombstone (sent only where the document is), is made
+// after N's write, counting the documents N wrote as held: exactly what a sequential run
+// would have seen.
 import { FirkinError } from '../../core/errors.js';
 import { type Clock, type Hlc, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Json } from '../query/ast.js';
 import { type CheckpointDoc, checkpointDocId, nextCheckpoint, readCheckpoint, startSeq } from './checkpoint.js';
-import type { ChangeRow, Endpoint, Wanted } from './endpoints.js';
+import type { ChangeRow, ChangesPage, Endpoint, Wanted } from './endpoints.js';
 import { type ReplicationFilter, isFiltered, passesFilter } from './filter.js';
 
 export const REPLICATION_DEFAULTS = {
@@ -40,13 +52,20 @@ export interface RunOptions {
   readonly waitMs: number;
   readonly clock: Clock;
   readonly signal?: AbortSignal;
-  /** Called after every batch that was checkpointed (progress counters, logs). */
+  /** Called after every batch that was written (progress counters, logs). */
   readonly onBatch?: (progress: Progress, batch: { rows: number; written: number }) => void;
 }
 
 const FIRST = 'first';
 /** Revisions fetched and written per request pair. */
 const FETCH_SLICE = 500;
+/**
+ * A checkpoint is written after a batch when this long passed since the last one, and always
+ * when the run catches up or ends (CouchDB's checkpoint_interval is 5 s). Losing the
+ * checkpoints of a few batches only makes the next run re-read their changes: `_revs_diff`
+ * then finds nothing missing.
+ */
+const CHECKPOINT_INTERVAL_MS = 1_000;
 
 function maxSeq(rows: readonly ChangeRow[]): Hlc | undefined {
   let best: Hlc | undefined;
@@ -55,6 +74,23 @@ function maxSeq(rows: readonly ChangeRow[]): Hlc | undefined {
     if (h !== undefined && (best === undefined || compareHlc(h, best) > 0)) best = h;
   }
   return best;
+}
+
+/** One batch read from the source, ready to be written. */
+interface ReadBatch {
+  readonly rows: number;
+  readonly lastSeq: string;
+  readonly seq: Hlc | undefined;
+  /** Fetched revisions, in slices of at most FETCH_SLICE. */
+  readonly slices: Record<string, unknown>[][];
+  /** Documents the target held a revision of at `_revs_diff` time. */
+  readonly heldByTarget: ReadonlySet<string>;
+}
+
+/** What a written batch leaves for the next one. */
+interface Written {
+  /** Ids of the documents the target accepted a revision of. */
+  readonly ids: ReadonlySet<string>;
 }
 
 export async function replicate(o: RunOptions): Promise<ReplicationResult> {
@@ -66,53 +102,17 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
   let since: string | undefined = start === undefined ? undefined : hlcToText(start);
   const progress: Progress = { docs_read: 0, docs_written: 0, doc_write_failures: 0, start_seq: since ?? FIRST, last_seq: since ?? FIRST };
   let checkpoint = sourceCp ?? targetCp;
+  /** The sequence the stored checkpoints name. */
+  let checkpointed = since;
+  let checkpointedAtMs = o.clock.nowMs();
   const filtered = isFiltered(o.filter);
 
-  for (;;) {
-    if (o.signal?.aborted) throw new FirkinError('unavailable', 'replication stopped');
-    const page = await o.source.changes(since, o.batchSize, { includeDocs: filtered, waitMs: o.continuous ? o.waitMs : 0 });
-    if (page.rows.length === 0) {
-      if (!o.continuous) break;
-      continue;
-    }
-    // A filter applies to each leaf revision (CouchDB's style=all_docs): a conflict that
-    // matches replicates even when the winner does not. The winner's body (in the change
-    // row) settles documents without conflicts here; the others are checked per revision
-    // once fetched.
-    const rows = filtered ? page.rows.filter((r) => r.deleted || r.revs.length > 1 || (r.doc !== undefined && passesFilter(o.filter, r.doc as Json))) : page.rows;
-    const request: Record<string, string[]> = {};
-    for (const r of rows) request[r.id] = [...(request[r.id] ?? []), ...r.revs];
-    const diff = await o.target.revsDiff(request);
-    const wanted: Wanted[] = [];
-    const heldByTarget = new Set<string>();
-    for (const [id, d] of Object.entries(diff)) {
-      const held = d.possible_ancestors ?? [];
-      if (held.length > 0) heldByTarget.add(id);
-      for (const rev of d.missing) wanted.push(held.length === 0 ? { id, rev } : { id, rev, atts_since: held });
-    }
-    // A tombstone goes only where the document already is; a live revision, if it matches.
-    const passes = (doc: Record<string, unknown>) =>
-      doc._deleted === true ? heldByTarget.has(doc._id as string) : passesFilter(o.filter, doc as Json);
-    let written = 0;
-    const seq = maxSeq(page.rows);
-    // Fetch and write in slices: a peer's `_bulk_get` takes at most 1000 entries, and a
-    // smaller request body keeps revisions with attachments under the peer's body limit.
-    for (let i = 0; i < wanted.length; i += FETCH_SLICE) {
-      const fetched = await o.source.bulkGet(wanted.slice(i, i + FETCH_SLICE));
-      progress.docs_read += fetched.length;
-      const docs = filtered ? fetched.filter(passes) : fetched;
-      const outcome = await o.target.bulkDocs(docs, seq);
-      written += outcome.written;
-      progress.docs_written += outcome.written;
-      // A revision the source no longer serves was superseded after the changes read; its
-      // successor has a later change entry, so it is not a failure.
-      progress.doc_write_failures += outcome.failures.length;
-    }
-    since = page.lastSeq;
-    progress.last_seq = since;
+  const writeCheckpoint = async (): Promise<void> => {
+    if (progress.last_seq === FIRST || progress.last_seq === checkpointed) return;
+    const lastSeq = progress.last_seq;
     checkpoint = nextCheckpoint(checkpoint, o.repId, {
       session_id: o.sessionId,
-      source_last_seq: since,
+      source_last_seq: lastSeq,
       start_seq: progress.start_seq,
       end_time: new Date(o.clock.nowMs()).toISOString(),
       docs_read: progress.docs_read,
@@ -123,9 +123,85 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
     // from the older of the two, so nothing is ever skipped.
     await o.target.putLocal(cpId, { ...checkpoint });
     await o.source.putLocal(cpId, { ...checkpoint });
-    o.onBatch?.(progress, { rows: page.rows.length, written });
-    // A short page means caught up: a one-shot run ends there even if writes keep coming.
-    if (!o.continuous && page.rows.length < o.batchSize) break;
+    checkpointed = lastSeq;
+    checkpointedAtMs = o.clock.nowMs();
+  };
+
+  const read = async (page: ChangesPage): Promise<ReadBatch> => {
+    // A filter applies to each leaf revision (CouchDB's style=all_docs): a conflict that
+    // matches replicates even when the winner does not. The winner's body (in the change
+    // row) settles documents without conflicts here; the others are checked per revision
+    // once fetched.
+    const rows = filtered ? page.rows.filter((r) => r.deleted || r.revs.length > 1 || (r.doc !== undefined && passesFilter(o.filter, r.doc as Json))) : page.rows;
+    const request: Record<string, string[]> = {};
+    for (const r of rows) request[r.id] = [...(request[r.id] ?? []), ...r.revs];
+    const diff = rows.length === 0 ? {} : await o.target.revsDiff(request);
+    const wanted: Wanted[] = [];
+    const heldByTarget = new Set<string>();
+    for (const [id, d] of Object.entries(diff)) {
+      const held = d.possible_ancestors ?? [];
+      if (held.length > 0) heldByTarget.add(id);
+      for (const rev of d.missing) wanted.push(held.length === 0 ? { id, rev } : { id, rev, atts_since: held });
+    }
+    // Fetch in slices: a peer's `_bulk_get` takes at most 1000 entries, and a smaller
+    // request body keeps revisions with attachments under the peer's body limit.
+    const slices: Record<string, unknown>[][] = [];
+    for (let i = 0; i < wanted.length; i += FETCH_SLICE) slices.push(await o.source.bulkGet(wanted.slice(i, i + FETCH_SLICE)));
+    return { rows: page.rows.length, lastSeq: page.lastSeq, seq: maxSeq(page.rows), slices, heldByTarget };
+  };
+
+  const write = async (batch: ReadBatch, before: Written): Promise<Written> => {
+    // A tombstone goes only where the document already is (now: after the previous batch
+    // landed); a live revision, if it matches.
+    const passes = (doc: Record<string, unknown>) =>
+      doc._deleted === true ? batch.heldByTarget.has(doc._id as string) || before.ids.has(doc._id as string) : passesFilter(o.filter, doc as Json);
+    const ids = new Set<string>();
+    let written = 0;
+    for (const fetched of batch.slices) {
+      progress.docs_read += fetched.length;
+      const docs = filtered ? fetched.filter(passes) : fetched;
+      if (docs.length === 0) continue;
+      const outcome = await o.target.bulkDocs(docs, batch.seq);
+      written += outcome.written;
+      progress.docs_written += outcome.written;
+      // A revision the source no longer serves was superseded after the changes read; its
+      // successor has a later change entry, so it is not a failure.
+      progress.doc_write_failures += outcome.failures.length;
+      const failed = new Set(outcome.failures.map((f) => f.id));
+      for (const d of docs) if (!failed.has(d._id as string)) ids.add(d._id as string);
+    }
+    progress.last_seq = batch.lastSeq;
+    // A short page means caught up: checkpoint now, the next read may wait a long time.
+    if (batch.rows < o.batchSize || o.clock.nowMs() - checkpointedAtMs >= CHECKPOINT_INTERVAL_MS) await writeCheckpoint();
+    o.onBatch?.(progress, { rows: batch.rows, written });
+    return { ids };
+  };
+
+  let writing: Promise<Written> = Promise.resolve({ ids: new Set() });
+  try {
+    for (;;) {
+      if (o.signal?.aborted) throw new FirkinError('unavailable', 'replication stopped');
+      const page = await o.source.changes(since, o.batchSize, { includeDocs: filtered, waitMs: o.continuous ? o.waitMs : 0 });
+      if (page.rows.length === 0) {
+        await writing;
+        await writeCheckpoint(); // before a continuous run's next wait
+        if (!o.continuous) break;
+        continue;
+      }
+      const batch = await read(page);
+      const before = await writing;
+      since = page.lastSeq;
+      writing = write(batch, before);
+      // Handled when awaited (next turn, or below); a failure must not go unobserved meanwhile.
+      writing.catch(() => undefined);
+      // A short page means caught up: a one-shot run ends there even if writes keep coming.
+      if (!o.continuous && page.rows.length < o.batchSize) break;
+    }
+    await writing;
+  } finally {
+    // Whatever happened, never leave a write running behind the caller's back.
+    await writing.catch(() => undefined);
   }
+  await writeCheckpoint();
   return { ok: true, session_id: o.sessionId, replication_id: o.repId, ...progress, history: checkpoint?.history ?? [] };
 }

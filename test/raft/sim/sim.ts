@@ -32,6 +32,12 @@ export interface SimOptions {
   inflightMax: number;
   /** 0: never quiesce; else idle ticks before the leader silences the group (woken by node liveness). */
   quiesceAfterTicks: number;
+  /**
+   * A synced Ready reaches the disk 0..this many ticks after it is handed out; its early
+   * messages (a leader's appends) go at once, the rest once it is on disk, and a crash meanwhile
+   * loses it. Models `RaftGroup`, whose steps interleave with a running fsync.
+   */
+  persistDelayTicksMax: number;
 }
 
 const GROUP = 'g1';
@@ -61,6 +67,7 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
     appendEntriesMax: rand.pick([2, 8]),
     inflightMax: rand.pick([2, 4]),
     quiesceAfterTicks: rand.pick([0, 0, 3, 10]),
+    persistDelayTicksMax: rand.pick([0, 1, 3]),
   };
 }
 
@@ -78,6 +85,10 @@ interface SimNode {
   checkedEntry: Entry | undefined;
   /** Term in which leader completeness was last checked for this node. */
   checkedLeaderTerm: number;
+  /** A Ready whose write is running: on disk at `doneAt` (lost by a crash before). */
+  persisting: { rd: Ready; doneAt: number } | undefined;
+  /** Commit index up to which durability on a quorum was checked (or learned as a follower). */
+  checkedDurableCommit: number;
 }
 
 interface Flight {
@@ -139,7 +150,19 @@ export class RaftSim {
         storage.append(initial.map((v, i) => ({ index: i + 1, term: 1, kind: 'conf', change: { type: 'addVoter', node: v } }) as Entry));
         storage.setHardState({ term: 1, vote: null, commit: initial.length });
       }
-      const node: SimNode = { id, storage, core: undefined, downUntil: 0, values: [], appliedIndex: 0, checkedCommit: 0, checkedEntry: undefined, checkedLeaderTerm: 0 };
+      const node: SimNode = {
+        id,
+        storage,
+        core: undefined,
+        downUntil: 0,
+        values: [],
+        appliedIndex: 0,
+        checkedCommit: 0,
+        checkedEntry: undefined,
+        checkedLeaderTerm: 0,
+        persisting: undefined,
+        checkedDurableCommit: 0,
+      };
       this.nodes.push(node);
       this.#start(node);
     }
@@ -161,6 +184,7 @@ export class RaftSim {
     node.values = snap.meta.index === 0 ? [] : (JSON.parse(utf8d.decode(snap.data)) as string[]);
     node.appliedIndex = snap.meta.index;
     node.checkedCommit = Math.max(node.checkedCommit, 0);
+    node.checkedDurableCommit = node.core.log.committed;
   }
 
   node(id: NodeId): SimNode {
@@ -230,6 +254,7 @@ export class RaftSim {
 
   crash(n: SimNode, downTicks: number): void {
     n.core = undefined;
+    n.persisting = undefined; // the write had not reached the disk
     n.downUntil = this.now + downTicks;
     this.log.push(`${this.now} crash ${n.id} for ${downTicks}`);
   }
@@ -312,33 +337,56 @@ export class RaftSim {
     if (r.ok) this.log.push(`${this.now} conf ${change.type} ${change.node} at ${r.index} by ${n.id}`);
   }
 
-  /** The driver loop: persist, send, apply, advance (the Ready contract). */
+  /**
+   * The driver loop (the Ready contract): send the early messages, persist (maybe over a few
+   * ticks, while the core keeps stepping), send, apply, advance.
+   */
   drain(n: SimNode): void {
     const core = n.core!;
+    if (n.persisting !== undefined) {
+      if (this.now < n.persisting.doneAt) return;
+      const rd = n.persisting.rd;
+      n.persisting = undefined;
+      this.#persisted(n, rd);
+    }
     for (let rd: Ready | undefined = core.ready(); rd !== undefined; rd = core.ready()) {
-      if (rd.snapshot !== undefined) n.storage.applySnapshot(rd.snapshot);
-      n.storage.append(rd.entries);
-      if (rd.hardState !== undefined) n.storage.setHardState(rd.hardState);
-      this.#send(rd.messages);
-      if (rd.snapshot !== undefined) {
-        n.values = JSON.parse(utf8d.decode(rd.snapshot.data)) as string[];
-        n.appliedIndex = rd.snapshot.meta.index;
+      this.#send(rd.earlyMessages);
+      const delayTicks = rd.mustSync && this.opts.persistDelayTicksMax > 0 ? this.rand.int(this.opts.persistDelayTicksMax + 1) : 0;
+      if (delayTicks > 0) {
+        n.persisting = { rd, doneAt: this.now + delayTicks };
+        return;
       }
-      for (const e of rd.committed) this.#apply(n, e);
-      for (const rs of rd.readStates) {
-        const floor = this.#reads.get(rs.ctx);
-        if (floor === undefined) continue;
-        this.#reads.delete(rs.ctx);
-        this.readsConfirmed++;
-        if (rs.index < floor) this.fail(`stale read on ${n.id}: read index ${rs.index} < acknowledged ${floor}`);
-      }
-      core.advance(rd);
+      this.#persisted(n, rd);
     }
     const applied = core.log.applied;
     if (applied - n.storage.snapshot().meta.index >= this.opts.compactEvery) {
+      // Before compaction drops the membership history the check needs.
+      if (core.role === 'leader') this.#checkDurable(n);
       n.storage.createSnapshot({ index: applied, conf: core.confStateAt(applied) }, utf8.encode(JSON.stringify(n.values)), this.opts.retainEntries);
       core.compactConfHistory(applied);
     }
+  }
+
+  /** The rest of a Ready once its write is on disk. */
+  #persisted(n: SimNode, rd: Ready): void {
+    const core = n.core!;
+    if (rd.snapshot !== undefined) n.storage.applySnapshot(rd.snapshot);
+    n.storage.append(rd.entries);
+    if (rd.hardState !== undefined) n.storage.setHardState(rd.hardState);
+    this.#send(rd.messages);
+    if (rd.snapshot !== undefined) {
+      n.values = JSON.parse(utf8d.decode(rd.snapshot.data)) as string[];
+      n.appliedIndex = rd.snapshot.meta.index;
+    }
+    for (const e of rd.committed) this.#apply(n, e);
+    for (const rs of rd.readStates) {
+      const floor = this.#reads.get(rs.ctx);
+      if (floor === undefined) continue;
+      this.#reads.delete(rs.ctx);
+      this.readsConfirmed++;
+      if (rs.index < floor) this.fail(`stale read on ${n.id}: read index ${rs.index} < acknowledged ${floor}`);
+    }
+    core.advance(rd);
   }
 
   #apply(n: SimNode, e: Entry): void {
@@ -413,6 +461,8 @@ export class RaftSim {
         this.#recordCommitted(n, e);
       }
       n.checkedCommit = Math.max(n.checkedCommit, log.committed);
+      if (core.role === 'leader') this.#checkDurable(n);
+      n.checkedDurableCommit = Math.max(n.checkedDurableCommit, log.committed);
       // Leader completeness: a leader of term T holds every entry committed before T.
       if (core.role === 'leader' && (n.checkedLeaderTerm !== core.term || this.now % 100 === 0)) {
         n.checkedLeaderTerm = core.term;
@@ -424,6 +474,37 @@ export class RaftSim {
         }
       }
     }
+  }
+
+  /** Does `node`'s disk (log or snapshot) hold the entry (index, term)? */
+  #onDisk(node: SimNode, index: number, term: number | undefined): boolean {
+    return node.storage.snapshot().meta.index >= index || (term !== undefined && node.storage.term(index) === term);
+  }
+
+  /**
+   * What sending appends before the leader's own write relies on: the leader counts only what
+   * is on its disk, so (1) its own match never runs ahead of its disk, and (2) an index it
+   * commits is on the disks of a majority of the voters that decided it (the membership in
+   * force somewhere between its previous commit and this one: one change at a time).
+   */
+  #checkDurable(n: SimNode): void {
+    const core = n.core!;
+    const log = core.log;
+    const own = core.progress.get(n.id)?.match ?? 0;
+    if (own > 0 && !this.#onDisk(n, own, log.term(own))) this.fail(`leader ${n.id} counts its own match ${own}, which is not on its disk`);
+    const c = log.committed;
+    if (c <= n.checkedDurableCommit) return;
+    const term = log.term(c);
+    const holders = new Set(this.nodes.filter((m) => this.#onDisk(m, c, term)).map((m) => m.id));
+    const from = Math.max(n.checkedDurableCommit, log.firstIndex() - 1, n.storage.snapshot().meta.index);
+    const confs = new Map<string, readonly NodeId[]>();
+    for (let i = from; i <= c; i++) {
+      const voters = core.confStateAt(i).voters;
+      confs.set(voters.join(','), voters);
+    }
+    const decided = [...confs.values()].some((voters) => voters.filter((id) => holders.has(id)).length * 2 > voters.length);
+    if (!decided) this.fail(`leader ${n.id} committed ${c} (term ${term}), on the disks of only ${[...holders].join(',') || 'none'}; voters ${[...confs.keys()].join(' / ')}`);
+    n.checkedDurableCommit = c;
   }
 
   /** Heal everything and require a leader that commits and applies a fresh proposal everywhere. */

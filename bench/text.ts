@@ -1,0 +1,127 @@
+// BM25 keyword search on the issue's corpus, generated deterministically: TEXT_BENCH_N
+// documents (default 100000) of 8 to 40 words drawn from a Zipf distribution (vocabulary
+// 50,000, s = 1.07), and TEXT_BENCH_QUERIES queries (default 1000) of 1 to 3 distinct words
+// from the same distribution, the 20 most common words excluded. Queries are OR, top-10.
+// The node runs in its own process. Cases (filter by name with the first argument):
+//   insert disk / insert memory   batched inserts (CBOR, 1000 docs per request), docs/s
+//   bm25 disk c=N / bm25 memory c=N  QPS, p50/p99 with 1 and 8 clients; `exact` is the share
+//                                 of queries whose top-10 ids equal an exact client-side BM25
+// Usage: npx tsx bench/text.ts [filter]   (TEXT_BENCH_N=2000 for a quick check)
+import { rmSync } from 'node:fs';
+import { type Posting, rankBm25, termFrequencies } from '../src/vector/bm25.js';
+import { tokenize } from '../src/vector/tokenize.js';
+import { tempDir } from '../test/support/node.js';
+import { spawnNode } from '../test/support/process.js';
+import { mulberry32 } from '../test/vector/clustered.js';
+import { agent, call, drive } from './http-client.js';
+import { type BenchResult, report, selected } from './support.js';
+
+const N = Number(process.env.TEXT_BENCH_N ?? 100_000);
+const QUERIES = Number(process.env.TEXT_BENCH_QUERIES ?? 1_000);
+const VOCABULARY = 50_000;
+const ZIPF_S = 1.07;
+const WORDS_MIN = 8;
+const WORDS_MAX = 40;
+const QUERY_TERMS_MAX = 3;
+const COMMON_EXCLUDED = 20;
+const K = 10;
+const BATCH = 1_000;
+const SEED = 42;
+
+/** Draws word ranks (0 = most common) with P(r) proportional to 1 / (r + 1)^s. */
+function zipfSampler(rand: () => number): () => number {
+  const cdf = new Float64Array(VOCABULARY);
+  let sum = 0;
+  for (let r = 0; r < VOCABULARY; r++) cdf[r] = sum += 1 / (r + 1) ** ZIPF_S;
+  return () => {
+    const x = rand() * sum;
+    let lo = 0;
+    let hi = VOCABULARY - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (cdf[mid]! < x) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+}
+
+const word = (rank: number) => `w${rank.toString(36)}`;
+
+function textCorpus(count: number, seed: number): string[] {
+  const rand = mulberry32(seed);
+  const rank = zipfSampler(rand);
+  return Array.from({ length: count }, () => Array.from({ length: WORDS_MIN + Math.floor(rand() * (WORDS_MAX - WORDS_MIN + 1)) }, () => word(rank())).join(' '));
+}
+
+function textQueries(count: number, seed: number): string[] {
+  const rand = mulberry32(seed);
+  const rank = zipfSampler(rand);
+  return Array.from({ length: count }, () => {
+    const terms = new Set<string>();
+    const want = 1 + Math.floor(rand() * QUERY_TERMS_MAX);
+    while (terms.size < want) {
+      const r = rank();
+      if (r >= COMMON_EXCLUDED) terms.add(word(r));
+    }
+    return [...terms].join(' ');
+  });
+}
+
+/** Exact top-k per query, computed here from the corpus (Firkin's formula, k1 1.2, b 0.75). */
+function exactTopK(texts: readonly string[], queries: readonly string[]): string[][] {
+  const postings = new Map<string, Posting[]>();
+  let totalLength = 0;
+  texts.forEach((text, i) => {
+    const tokens = tokenize(text);
+    totalLength += tokens.length;
+    for (const [term, tf] of termFrequencies(tokens)) {
+      let list = postings.get(term);
+      if (list === undefined) postings.set(term, (list = []));
+      list.push({ docId: String(i), tf, docLength: tokens.length });
+    }
+  });
+  return queries.map((q) => {
+    const byTerm = new Map<string, Posting[]>();
+    for (const term of new Set(tokenize(q))) {
+      const list = postings.get(term);
+      if (list !== undefined) byTerm.set(term, list);
+    }
+    return rankBm25(byTerm, { docCount: texts.length, totalLength }, { k1: 1.2, b: 0.75 }, K).map((h) => h.id);
+  });
+}
+
+const results: BenchResult[] = [];
+const dataDir = tempDir('firkin-bench-text-');
+const node = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
+try {
+  const texts = textCorpus(N, SEED);
+  const queries = textQueries(QUERIES, SEED + 1);
+  const truth = exactTopK(texts, queries);
+  for (const backend of ['disk', 'memory'] as const) {
+    if (!selected(`insert ${backend}`) && !selected(`bm25 ${backend}`)) continue;
+    const c = `text_${backend}`;
+    // The hash embedder: a collection needs vectors; it is the cheapest one.
+    await call(node.url, 'PUT', `/vectordb/collections/${c}`, { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: backend });
+    const start = performance.now();
+    for (let i = 0; i < N; i += BATCH) {
+      const documents = texts.slice(i, i + BATCH).map((text, j) => ({ id: String(i + j), text }));
+      await call(node.url, 'POST', `/vectordb/collections/${c}/docs`, { documents }, true);
+    }
+    results.push({ bench: `insert ${backend} n=${N}`, 'docs/s': N / ((performance.now() - start) / 1000) });
+    for (const clients of [1, 8]) {
+      let same = 0;
+      const r = await drive(queries, clients, async (query, i) => {
+        const res = await call(node.url, 'POST', `/vectordb/collections/${c}/search/bm25`, { query, k: K });
+        const ids = (res.results as { id: string }[]).map((h) => h.id);
+        if (ids.length === truth[i]!.length && ids.every((id, j) => id === truth[i]![j])) same++;
+      });
+      results.push({ bench: `bm25 ${backend} c=${clients}`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99, exact: same / queries.length });
+    }
+  }
+} finally {
+  agent.destroy();
+  await node.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+report(results);

@@ -1,0 +1,153 @@
+// Exact BM25 top-k with MaxScore pruning (Turtle & Flood 1995; the term-ordered form Lucene's
+// MaxScoreBulkScorer and Tantivy use). Pure: the algorithm is a generator that yields the
+// posting reads it needs and receives their answers, so it holds no I/O and never awaits;
+// the backend drives it (`driveSync` here for memory, an async loop for RocksDB).
+//
+//   ub(t)  = termScore(idf(t), tfMax(t), docLengthMin(t)) >= the score t gives any document
+//            (termScore grows with tf and shrinks with |d|; the bounds are kept by the index)
+//   terms in order of ub, largest first: t0, t1, ..., tn-1; rest(i) = ub(ti) + ... + ub(tn-1)
+//   round i: read ti's postings; a document not met in rounds < i holds none of t0..ti-1, so
+//            its score <= rest(i). Once the k-th best score so far exceeds rest(i), no
+//            document left unread can enter the top k: stop. Otherwise each new document is
+//            scored completely by looking its id up in ti+1..tn-1, dropping it as soon as
+//            its partial score + rest of its unlooked terms falls below the k-th best.
+//
+// Exactness: a document is dropped only when its bound is strictly below the k-th best score
+// (an equal score could still win on the id), with a relative slack far above the rounding
+// error of a sum of a few float64 terms. Every kept document's score is summed in query-term
+// order from 0, exactly as `rankBm25` does, so both return identical ids and scores, ordered
+// by `byScoreThenId` (score descending, then id ascending by UTF-16 code units).
+import { type Bm25Params, type CorpusStats, type Posting, type ScoredId, byScoreThenId, idf, termScore } from './bm25.js';
+
+/** What the index keeps per term: the exact df, and bounds valid for every posting of it. */
+export interface TermBound {
+  readonly df: number;
+  /** >= the largest tf among the term's postings (may be looser after deletes). */
+  readonly tfMax: number;
+  /** <= the smallest document length among them (same). */
+  readonly docLengthMin: number;
+}
+
+export interface QueryTerm {
+  readonly term: string;
+  readonly bound: TermBound;
+}
+
+/**
+ * A read the algorithm needs. `list`: every posting of the term (the answer's order does not
+ * matter). `lookup`: the term's posting for each id, undefined where the document lacks it
+ * (the answer is aligned with `docIds`).
+ */
+export type PostingRead =
+  | { readonly kind: 'list'; readonly term: string }
+  | { readonly kind: 'lookup'; readonly term: string; readonly docIds: readonly string[] };
+
+export type PostingAnswer = readonly (Posting | undefined)[];
+
+export type MaxScoreRun = Generator<PostingRead, ScoredId[], PostingAnswer>;
+
+/** Relative slack on every bound: rounding can move a sum of n terms by ~n ulps (1e-16 each). */
+const BOUND_SLACK = 1 + 1e-9;
+
+/**
+ * New documents of a round are scored in chunks of this many, so the k-th best score rises
+ * within a long first list and later chunks already skip lookups.
+ */
+const CHUNK_DOCS = 256;
+
+/**
+ * The best `k` documents holding at least one of `terms` (distinct, in query order, df > 0),
+ * as `rankBm25` would rank them from the full posting lists.
+ */
+export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStats, params: Bm25Params, k: number): MaxScoreRun {
+  const n = terms.length;
+  if (stats.docCount === 0 || n === 0 || k <= 0) return [];
+  const avgdl = stats.totalLength / stats.docCount;
+  const idfs = terms.map((t) => idf(stats.docCount, t.bound.df));
+  const ub = terms.map((t, i) => termScore(idfs[i]!, t.bound.tfMax, t.bound.docLengthMin, avgdl, params));
+  const order = terms.map((_, i) => i).sort((a, b) => ub[b]! - ub[a]! || a - b);
+  // rest[p] = ub of order[p..], so rest[n] = 0.
+  const rest = new Array<number>(n + 1).fill(0);
+  for (let p = n - 1; p >= 0; p--) rest[p] = rest[p + 1]! + ub[order[p]!]!;
+
+  const best: ScoredId[] = [];
+  /** Could a document whose score is at most `bound` still enter the top k? */
+  const canEnter = (bound: number): boolean => best.length < k || bound * BOUND_SLACK >= best[k - 1]!.score;
+  const seen = new Set<string>();
+
+  for (let p = 0; p < n; p++) {
+    if (!canEnter(rest[p]!)) break;
+    const ti = order[p]!;
+    const list = yield { kind: 'list', term: terms[ti]!.term };
+    const fresh: Posting[] = [];
+    for (const posting of list) {
+      if (posting === undefined || seen.has(posting.docId)) continue;
+      seen.add(posting.docId);
+      fresh.push(posting);
+    }
+    for (let from = 0; from < fresh.length; from += CHUNK_DOCS) {
+      const chunk = fresh.slice(from, from + CHUNK_DOCS);
+      // contributions[j * n + i]: what query term i adds to chunk[j] (0: absent).
+      const contributions = new Float64Array(chunk.length * n);
+      const partial = chunk.map((d, j) => (contributions[j * n + ti] = termScore(idfs[ti]!, d.tf, d.docLength, avgdl, params)));
+      let alive = chunk.map((_, j) => j);
+      for (let q = p + 1; q < n && alive.length > 0; q++) {
+        alive = alive.filter((j) => canEnter(partial[j]! + rest[q]!));
+        if (alive.length === 0) break;
+        const tq = order[q]!;
+        const found = yield { kind: 'lookup', term: terms[tq]!.term, docIds: alive.map((j) => chunk[j]!.docId) };
+        alive.forEach((j, a) => {
+          const hit = found[a];
+          if (hit === undefined) return;
+          const c = termScore(idfs[tq]!, hit.tf, hit.docLength, avgdl, params);
+          contributions[j * n + tq] = c;
+          partial[j] = partial[j]! + c;
+        });
+      }
+      for (const j of alive) {
+        let score = 0;
+        for (let i = 0; i < n; i++) score += contributions[j * n + i]!;
+        if (score > 0) insertBest(best, { id: chunk[j]!.docId, score }, k);
+      }
+    }
+  }
+  return best;
+}
+
+/** Adds `item` to the sorted window `best` of at most k items (the `topK` insertion). */
+function insertBest(best: ScoredId[], item: ScoredId, k: number): void {
+  if (best.length === k && byScoreThenId(item, best[k - 1]!) >= 0) return;
+  let lo = 0;
+  let hi = best.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (byScoreThenId(best[mid]!, item) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  best.splice(lo, 0, item);
+  if (best.length > k) best.pop();
+}
+
+/** Runs a MaxScore run against a synchronous reader (the memory backend, tests). */
+export function driveSync(run: MaxScoreRun, read: (request: PostingRead) => PostingAnswer): ScoredId[] {
+  let step = run.next();
+  while (step.done !== true) step = run.next(read(step.value));
+  return step.value;
+}
+
+/** Widens a bound by one posting (a write adding it). */
+export function widenBound(bound: TermBound | undefined, tf: number, docLength: number): TermBound {
+  if (bound === undefined) return { df: 1, tfMax: tf, docLengthMin: docLength };
+  return { df: bound.df + 1, tfMax: Math.max(bound.tfMax, tf), docLengthMin: Math.min(bound.docLengthMin, docLength) };
+}
+
+/** The exact bound of a full posting list. */
+export function exactBound(list: readonly Posting[]): TermBound {
+  let tfMax = 0;
+  let docLengthMin = Number.POSITIVE_INFINITY;
+  for (const p of list) {
+    if (p.tf > tfMax) tfMax = p.tf;
+    if (p.docLength < docLengthMin) docLengthMin = p.docLength;
+  }
+  return { df: list.length, tfMax, docLengthMin };
+}

@@ -1,0 +1,186 @@
+// MaxScore-pruned BM25 against the exhaustive scorer (`rankBm25`, the oracle): the same ids and
+// the same scores (===) in the same order, for the pure algorithm with exact and loose bounds,
+// and for both backends after random writes, a reopen, and a migration from the version-1
+// disk layout (postings without term bounds).
+import fc from 'fast-check';
+import path from 'node:path';
+import { rmSync } from 'node:fs';
+import t, { type Test } from 'tap';
+import { decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
+import { Store } from '../../src/storage/db.js';
+import { type Posting, type ScoredId, rankBm25, termFrequencies } from '../../src/vector/bm25.js';
+import { type PostingRead, type QueryTerm, driveSync, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
+import { type Bm25Index, openBm25 } from '../../src/vector/bm25-index.js';
+import type { CollectionConfig } from '../../src/vector/collection-config.js';
+import { tokenize } from '../../src/vector/tokenize.js';
+import { fcParams } from '../support/fc.js';
+import { tempDir } from '../support/node.js';
+
+const params = { k1: 1.2, b: 0.75 };
+const VOCABULARY = Array.from({ length: 14 }, (_, i) => `w${i}`);
+
+/** A word, skewed towards the first ones (Zipf-like), so lists differ in length a lot. */
+const arbWord = fc.integer({ min: 0, max: 999 }).map((x) => VOCABULARY[Math.floor(VOCABULARY.length * (x / 1000) ** 3)]!);
+const arbText = fc.array(arbWord, { maxLength: 14 }).map((w) => w.join(' '));
+/** Ids that sort differently by code unit and code point, and repeat texts (equal scores). */
+const arbId = fc.string({ minLength: 1, maxLength: 3, unit: fc.constantFrom('a', 'b', 'Z', 'é', '\u{1F600}', '\uFB01') });
+const arbQuery = fc.array(fc.oneof(arbWord, fc.constant('absent')), { minLength: 1, maxLength: 4 }).map((w) => w.join(' '));
+
+function fullPostings(corpus: ReadonlyMap<string, string>, query: string) {
+  const byTerm = new Map<string, Posting[]>();
+  let totalLength = 0;
+  const docs = [...corpus].map(([id, text]) => {
+    const tokens = tokenize(text);
+    totalLength += tokens.length;
+    return { id, length: tokens.length, tf: termFrequencies(tokens) };
+  });
+  for (const term of new Set(tokenize(query))) {
+    const list = docs.filter((d) => d.tf.has(term)).map((d) => ({ docId: d.id, tf: d.tf.get(term)!, docLength: d.length }));
+    if (list.length > 0) byTerm.set(term, list);
+  }
+  return { byTerm, stats: { docCount: corpus.size, totalLength } };
+}
+
+function oracle(corpus: ReadonlyMap<string, string>, query: string, k: number): ScoredId[] {
+  const { byTerm, stats } = fullPostings(corpus, query);
+  return rankBm25(byTerm, stats, params, k);
+}
+
+/** A reader over full lists that counts the postings it hands out. */
+function memoryReader(byTerm: ReadonlyMap<string, readonly Posting[]>) {
+  const counter = { postings: 0 };
+  const read = (r: PostingRead) => {
+    const list = byTerm.get(r.term)!;
+    if (r.kind === 'list') {
+      counter.postings += list.length;
+      return list;
+    }
+    counter.postings += r.docIds.length;
+    return r.docIds.map((id) => list.find((p) => p.docId === id));
+  };
+  return { read, counter };
+}
+
+t.test('pure: pruned top-k equals exhaustive top-k, with exact and loosened bounds', async (t) => {
+  const arbCorpus = fc.array(fc.tuple(arbId, arbText), { maxLength: 40 }).map((pairs) => new Map(pairs));
+  fc.assert(
+    fc.property(arbCorpus, arbQuery, fc.integer({ min: 1, max: 12 }), fc.nat(3), fc.nat(5), (corpus, query, k, tfSlack, lengthSlack) => {
+      const { byTerm, stats } = fullPostings(corpus, query);
+      const terms: QueryTerm[] = [...byTerm].map(([term, list]) => {
+        const exact = exactBound(list);
+        return { term, bound: { df: exact.df, tfMax: exact.tfMax + tfSlack, docLengthMin: Math.max(0, exact.docLengthMin - lengthSlack) } };
+      });
+      const pruned = driveSync(rankBm25MaxScore(terms, stats, params, k), memoryReader(byTerm).read);
+      t.strictSame(pruned, rankBm25(byTerm, stats, params, k));
+    }),
+    fcParams(500),
+  );
+});
+
+t.test('pure: a rare term makes a common one a lookup, not a scan', async (t) => {
+  const corpus = new Map<string, string>();
+  for (let i = 0; i < 2000; i++) corpus.set(`c${i}`, `common filler filler ${i % 7 === 0 ? 'common' : 'filler'}`);
+  for (let i = 0; i < 3; i++) corpus.set(`r${i}`, 'rare rare common');
+  const { byTerm, stats } = fullPostings(corpus, 'rare common');
+  const terms = [...byTerm].map(([term, list]) => ({ term, bound: exactBound(list) }));
+  const { read, counter } = memoryReader(byTerm);
+  const pruned = driveSync(rankBm25MaxScore(terms, stats, params, 2), read);
+  t.strictSame(pruned, rankBm25(byTerm, stats, params, 2));
+  t.strictSame(pruned.map((h) => h.id), ['r0', 'r1']);
+  t.equal(counter.postings, 3 + 3, 'the 3 postings of "rare", then "common" looked up for those 3 only');
+});
+
+t.test('pure: a document whose bound only equals the k-th score still wins on its id', async (t) => {
+  // "a" and "b" have equal bounds; "a" (first in the query) is read first, so z is scored,
+  // then y's best possible score equals z's exactly, and y sorts first on the id.
+  const corpus = new Map([
+    ['z', 'a x'],
+    ['y', 'b x'],
+  ]);
+  const { byTerm, stats } = fullPostings(corpus, 'a b');
+  const terms = [...byTerm].map(([term, list]) => ({ term, bound: exactBound(list) }));
+  const pruned = driveSync(rankBm25MaxScore(terms, stats, params, 1), memoryReader(byTerm).read);
+  t.strictSame(pruned.map((h) => h.id), ['y']);
+  t.strictSame(pruned, rankBm25(byTerm, stats, params, 1));
+});
+
+function bm25Config(backend: 'memory' | 'disk'): CollectionConfig {
+  return { bm25_backend: backend, bm25: { k1: params.k1, b: params.b, stopwords: 'none' } } as CollectionConfig;
+}
+
+type Op = { kind: 'put'; id: string; text: string } | { kind: 'del'; id: string };
+const arbOp: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('put' as const), id: arbId, text: arbText }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('del' as const), id: arbId }) },
+);
+/** Batches of writes, each id once per batch (as a shard's group commit guarantees). */
+const arbBatches = fc.array(fc.array(arbOp, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 8 }).map((batches) =>
+  batches.map((ops) => [...new Map(ops.map((op) => [op.id, op])).values()]),
+);
+
+async function applyBatches(index: Bm25Index, store: Store, model: Map<string, string>, batches: readonly Op[][]): Promise<void> {
+  for (const ops of batches) {
+    const changes = ops
+      .filter((op) => op.kind === 'put' || model.has(op.id))
+      .map((op) => ({ id: op.id, oldText: model.get(op.id), newText: op.kind === 'put' ? op.text : undefined }));
+    const prepared = index.prepare(changes);
+    if (prepared.ops.length > 0) await store.batch(prepared.ops, { sync: false });
+    prepared.apply();
+    for (const op of ops) {
+      if (op.kind === 'put') model.set(op.id, op.text);
+      else model.delete(op.id);
+    }
+  }
+}
+
+async function expectOracle(t: Test, index: Bm25Index, model: ReadonlyMap<string, string>, queries: readonly [string, number][], label: string): Promise<void> {
+  for (const [query, k] of queries) {
+    const got = await index.search(query, k);
+    const want = oracle(model, query, k);
+    if (JSON.stringify(got) !== JSON.stringify(want) || got.some((h, i) => h.score !== want[i]!.score)) {
+      t.strictSame(got, want, `${label}: ${JSON.stringify(query)} k=${k}`);
+      throw new Error('pruned search differs from the exhaustive oracle');
+    }
+  }
+}
+
+const arbQueries = fc.array(fc.tuple(arbQuery, fc.integer({ min: 1, max: 10 })), { minLength: 1, maxLength: 6 });
+
+t.test('both backends: search equals the oracle after random writes; disk also after a reopen and a migration', async (t) => {
+  const dir = tempDir('firkin-bm25-');
+  const store = await Store.open(path.join(dir, 'db'));
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  let shard = 1;
+  await fc.assert(
+    fc.asyncProperty(arbBatches, arbQueries, async (batches, queries) => {
+      const memoryModel = new Map<string, string>();
+      const memory = (await openBm25(bm25Config('memory'), store, 0))!;
+      await applyBatches(memory, store, memoryModel, batches);
+      await expectOracle(t, memory, memoryModel, queries, 'memory');
+
+      const id = shard++;
+      const model = new Map<string, string>();
+      const disk = (await openBm25(bm25Config('disk'), store, id))!;
+      await applyBatches(disk, store, model, batches);
+      await expectOracle(t, disk, model, queries, 'disk');
+      // The same queries again: now answered from cached lists and tightened bounds.
+      await expectOracle(t, disk, model, queries, 'disk, cached');
+      await expectOracle(t, (await openBm25(bm25Config('disk'), store, id))!, model, queries, 'disk, reopened');
+
+      // Version 1 had exactly these keys minus the term bounds and the version.
+      const v2Keys: Buffer[] = [];
+      for await (const key of store.keys('bm25', prefixRange([id]))) if (['f', 'v'].includes(decodeKey(key)[1] as string)) v2Keys.push(key);
+      await store.batch(v2Keys.map((key) => ({ type: 'del' as const, cf: 'bm25' as const, key })), { sync: false });
+      const migrated = (await openBm25(bm25Config('disk'), store, id))!;
+      t.ok(await store.get('bm25', encodeKey([id, 'v'])), 'the migration writes the layout version');
+      await expectOracle(t, migrated, model, queries, 'disk, migrated from version 1');
+      // A migrated shard keeps taking writes.
+      await applyBatches(migrated, store, model, batches.slice(0, 2));
+      await expectOracle(t, migrated, model, queries, 'disk, migrated then written');
+    }),
+    fcParams(60),
+  );
+});
