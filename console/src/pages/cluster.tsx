@@ -61,8 +61,11 @@ function vdbInHash(): string | null {
   return m === null ? null : decodeURIComponent(m[1]!);
 }
 
-/** Shards × nodes, for a collection or a VDB: what each node is to each shard's group. */
-function ShardGrid({ label, nodes, rows }: { label: string; nodes: readonly string[]; rows: readonly GridRow[] }) {
+/**
+ * Shards × nodes, for a collection or a VDB: what each node is to each shard's group. A down
+ * node's cells say so: the leader still counts its lag from the last entry the node took.
+ */
+function ShardGrid({ label, nodes, down, rows }: { label: string; nodes: readonly string[]; down: ReadonlySet<string>; rows: readonly GridRow[] }) {
   const columns = gridColumns(nodes, rows);
   return (
     <table class="grid" aria-label={label}>
@@ -79,7 +82,8 @@ function ShardGrid({ label, nodes, rows }: { label: string; nodes: readonly stri
             </td>
             {columns.map((n) => {
               const cell = gridCell(row, n);
-              return <td class={cell.role} data-node={n}>{cell.text}</td>;
+              const isDown = cell.role !== '' && down.has(n);
+              return <td class={isDown ? `${cell.role} down` : cell.role} data-node={n}>{cell.text}{isDown && <span class="muted"> (node down)</span>}</td>;
             })}
           </tr>
         ))}
@@ -99,7 +103,7 @@ interface VdbGrid {
  * shard has none the listing waits for one: the grids are drawn for the names listed last,
  * and a VDB created since appears once the listing answers.
  */
-function VdbShards({ nodes, standalone }: { nodes: readonly string[]; standalone: boolean }) {
+function VdbShards({ nodes, down, standalone }: { nodes: readonly string[]; down: ReadonlySet<string>; standalone: boolean }) {
   const listed = useRef<string[] | null>(null);
   const [load] = usePoll(async (): Promise<VdbGrid[]> => {
     const listing = api<{ vdbs: { name: string }[] }>('GET', '/vdb').then((r) => (listed.current = r.vdbs.map((v) => v.name)));
@@ -134,12 +138,16 @@ function VdbShards({ nodes, standalone }: { nodes: readonly string[]; standalone
         <section aria-label={`Shards of VDB ${v.name}`} data-vdb={v.name} class={v.name === focus ? 'focused' : undefined}>
           <h2>Virtual database {v.name}</h2>
           {v.error !== undefined && <ErrorBox message={v.error} />}
-          <ShardGrid label={`Shards of VDB ${v.name} by node`} nodes={nodes} rows={v.rows} />
+          <ShardGrid label={`Shards of VDB ${v.name} by node`} nodes={nodes} down={down} rows={v.rows} />
         </section>
       ))}
       {!standalone && <p class="muted">VDB shards: leader is the shard's Raft leader; replica is any other member (the VDB API does not tell followers from learners); lag in log entries behind the leader.</p>}
     </>
   );
+}
+
+function downNodes(view: ClusterView): Set<string> {
+  return new Set(view.nodes.filter((n) => n.status === 'down').map((n) => n.name));
 }
 
 function formatAge(ms: number): string {
@@ -208,7 +216,7 @@ export function ClusterPage() {
         view.standalone ? (
           <>
             <p>This node runs standalone (no cluster): there are no other nodes, no metadata group and no shard replicas.</p>
-            <VdbShards nodes={[]} standalone={true} />
+            <VdbShards nodes={[]} down={new Set()} standalone={true} />
           </>
         ) : (
           <>
@@ -239,10 +247,10 @@ export function ClusterPage() {
               <section aria-label={`Shards of ${c.name}`}>
                 <h2>Collection {c.name}</h2>
                 {c.error !== undefined && <p class="error">{c.error}</p>}
-                <ShardGrid label={`Shards of ${c.name} by node`} nodes={view.nodes.map((n) => n.name)} rows={c.shards.map(fromCollectionShard)} />
+                <ShardGrid label={`Shards of ${c.name} by node`} nodes={view.nodes.map((n) => n.name)} down={downNodes(view)} rows={c.shards.map(fromCollectionShard)} />
               </section>
             ))}
-            <VdbShards nodes={view.nodes.map((n) => n.name)} standalone={false} />
+            <VdbShards nodes={view.nodes.map((n) => n.name)} down={downNodes(view)} standalone={false} />
           </>
         )
       }
