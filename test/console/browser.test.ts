@@ -270,6 +270,21 @@ if (!existsSync(CHROMIUM)) {
       t.equal((await node.request('GET', `/_replications/${taskId}`)).status, 404, 'the task is gone from the node');
     });
 
+    await t.test('a standalone VDB: listed on Databases, its shards local on Cluster', async (t) => {
+      t.equal((await node.request('POST', '/vdb', { body: { name: 'ledger', shard_count: 2, placement: { replica_factor: 1 } } })).status, 201);
+      t.equal((await node.request('PUT', '/vdb/ledger/_shards/1/_status', { body: { status: 'readonly' } })).status, 200);
+      await page.getByRole('link', { name: 'Databases' }).click();
+      const row = page.getByRole('table', { name: 'Virtual databases' }).locator('tr[data-vdb="ledger"]');
+      await waitForTexts(row.locator('td:nth-child(-n+4)'), ['ledger', '2', '0', '1']);
+      t.pass('name, shards, documents, replica factor');
+      await row.getByRole('link', { name: 'Shards of ledger' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Cluster' }).waitFor();
+      const grid = page.locator('section[aria-label="Shards of VDB ledger"]');
+      await waitForTexts(grid.locator('tr[data-shard] td.local'), ['local', 'local']);
+      t.equal(await grid.locator('tr[data-shard="1"] .tag').textContent(), ' read-only', 'the read-only shard is marked');
+      t.equal(await grid.locator('tr[data-shard="0"] .tag').count(), 0, 'the other is not');
+    });
+
     await t.test('every page fits a 1024 px wide window', async (t) => {
       await page.setViewportSize({ width: 1024, height: 768 });
       for (const name of ['Overview', 'Cluster', 'Collections', 'Databases', 'Replication', 'Gateway']) {
@@ -367,6 +382,9 @@ if (!existsSync(CHROMIUM)) {
     const cluster = await TestCluster.start(3);
     t.teardown(() => cluster.close());
     t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/c', { body: { dimensions: 3, num_shards: 3, replication_factor: 3 } })).status, 201);
+    // POST /vdb answers once every shard has a leader.
+    const vdb = await cluster.request('n1', 'POST', '/vdb', { body: { name: 'v', shard_count: 4, placement: { replica_factor: 3 } } });
+    t.equal(vdb.status, 201, `VDB v created (4 shards, replica_factor 3)${vdb.status === 201 ? '' : `: ${vdb.text}`}`);
     type Report = { shards: { shard: number; leader: string | null }[] };
     const report = await waitFor(
       async () => {
@@ -375,16 +393,27 @@ if (!existsSync(CHROMIUM)) {
       },
       { timeoutMs: 30_000, intervalMs: 200, what: 'a leader for every shard of c' },
     );
-    // The browser talks to n1, so the victim is another node, one leading a shard if any does.
-    const led = report.shards.find((s) => s.leader !== 'n1');
-    const victim = led?.leader ?? 'n3';
+    const vdbLeaders = ((await cluster.request<{ shards: { primary: string | null }[] }>('n1', 'GET', '/vdb/v/_shards')).body.shards).map((s) => s.primary);
+    // The browser talks to n1, so the victim is another node: one leading a shard of c and of
+    // v if one does, else one leading a shard of either.
+    const leads = (n: string) => [report.shards.some((s) => s.leader === n), vdbLeaders.includes(n)];
+    const victim = ['n2', 'n3'].find((n) => leads(n).every(Boolean)) ?? ['n2', 'n3'].find((n) => leads(n).some(Boolean)) ?? 'n3';
+    const led = report.shards.find((s) => s.leader === victim);
 
     const { page, errors } = await openTab(t, cluster.url('n1'));
     await signIn(page, TEST_ADMIN_KEY);
     await page.getByRole('link', { name: 'Cluster' }).click();
     for (const name of ['n1', 'n2', 'n3']) await page.locator(`tr[data-node="${name}"] td.node-status`).getByText('up').waitFor();
     await page.locator('section[aria-label="Shards of c"] td.leader').first().waitFor();
+    const vdbGrid = page.locator('section[aria-label="Shards of VDB v"]');
+    const vdbRows = vdbGrid.locator('tr[data-shard]');
+    // Four rows, each with one leader: what the grid shows is what the API said.
+    await waitFor(async () => (await vdbRows.count()) === 4 && (await vdbGrid.locator('td.leader').count()) === 4, { timeoutMs: WAIT_MS, what: 'four VDB shards, each with a leader' });
+    for (let i = 0; i < 4; i++) t.equal(await vdbRows.nth(i).locator('td.leader').count(), 1, `VDB shard ${i}: one leader`);
+    const vdbLedByVictim: number[] = [];
+    for (let i = 0; i < 4; i++) if ((await vdbRows.nth(i).locator('td.leader').getAttribute('data-node')) === victim) vdbLedByVictim.push(i);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'cluster.png'), fullPage: true });
+    await vdbGrid.screenshot({ path: path.join(SCREENSHOTS, 'cluster-vdb.png') });
 
     await cluster.kill9(victim);
     await page.locator(`tr[data-node="${victim}"] td.node-status`).getByText('down').waitFor({ timeout: 30_000 });
@@ -394,6 +423,9 @@ if (!existsSync(CHROMIUM)) {
       await shardRow.locator(`td.leader:not([data-node="${victim}"])`).waitFor({ timeout: 30_000 });
       t.pass(`shard ${led.shard}'s leader moved off ${victim}`);
     }
+    // Every VDB shard ends up with a leader that is not the killed node: a new one for those it led.
+    for (let i = 0; i < 4; i++) await vdbRows.nth(i).locator(`td.leader:not([data-node="${victim}"])`).waitFor({ timeout: 30_000 });
+    t.pass(`VDB shards ${victim} led (${vdbLedByVictim.join(', ') || 'none'}) show a new leader; the others keep one`);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'cluster-node-down.png'), fullPage: true });
     await page.getByRole('link', { name: 'Gateway' }).click();
     await page.getByText('The gateway is off on this node').waitFor();

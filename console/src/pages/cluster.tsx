@@ -1,7 +1,9 @@
+import { useEffect, useRef } from 'preact/hooks';
 import { api, enc } from '../api.js';
 import { usePoll } from '../hooks.js';
 import { type JobRecord, jobProgress, replicaMoves } from '../jobs.js';
-import { Loaded, ProgressBar, StatusDot } from '../ui.js';
+import { type GridRow, type VdbShardRow, fromCollectionShard, fromVdbShard, gridCell, gridColumns } from '../shard-grid.js';
+import { ErrorBox, Loaded, ProgressBar, StatusDot } from '../ui.js';
 
 const CLUSTER_POLL_MS = 2_000;
 
@@ -53,11 +55,99 @@ async function fetchCluster(): Promise<ClusterView | { standalone: true }> {
   return { standalone: false, leader: nodes.leader, term: nodes.term, nodes: nodes.nodes, jobs: jobs.jobs, collections };
 }
 
-function role(row: ShardRow, node: string): string {
-  if (!row.replicas.includes(node)) return '';
-  if (row.leader === node) return 'leader';
-  if (row.learners?.includes(node)) return 'learner';
-  return 'follower';
+/** `#/cluster/vdb/<name>` (the Databases page links there): that VDB's grid is scrolled into view. */
+function vdbInHash(): string | null {
+  const m = /^#\/cluster\/vdb\/(.+)$/.exec(location.hash);
+  return m === null ? null : decodeURIComponent(m[1]!);
+}
+
+/**
+ * Shards × nodes, for a collection or a VDB: what each node is to each shard's group. A down
+ * node's cells say so: the leader still counts its lag from the last entry the node took.
+ */
+function ShardGrid({ label, nodes, down, rows }: { label: string; nodes: readonly string[]; down: ReadonlySet<string>; rows: readonly GridRow[] }) {
+  const columns = gridColumns(nodes, rows);
+  return (
+    <table class="grid" aria-label={label}>
+      <thead>
+        <tr><th>shard</th>{columns.map((n) => <th>{n}</th>)}</tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr data-shard={row.shard} class={row.leader === null ? 'no-leader' : undefined}>
+            <td>
+              {row.shard}
+              {row.readonly && <span class="tag"> read-only</span>}
+              {row.note !== undefined && <span class={row.leader === null ? 'no-leader-note' : 'muted'}> ({row.note})</span>}
+            </td>
+            {columns.map((n) => {
+              const cell = gridCell(row, n);
+              const isDown = cell.role !== '' && down.has(n);
+              return <td class={isDown ? `${cell.role} down` : cell.role} data-node={n}>{cell.text}{isDown && <span class="muted"> (node down)</span>}</td>;
+            })}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+interface VdbGrid {
+  name: string;
+  rows: GridRow[];
+  error?: string;
+}
+
+/**
+ * Every VDB's shards. `GET /vdb` reads each shard's counts through its leader, so while a
+ * shard has none the listing waits for one: the grids are drawn for the names listed last,
+ * and a VDB created since appears once the listing answers.
+ */
+function VdbShards({ nodes, down, standalone }: { nodes: readonly string[]; down: ReadonlySet<string>; standalone: boolean }) {
+  const listed = useRef<string[] | null>(null);
+  const [load] = usePoll(async (): Promise<VdbGrid[]> => {
+    const listing = api<{ vdbs: { name: string }[] }>('GET', '/vdb').then((r) => (listed.current = r.vdbs.map((v) => v.name)));
+    let names: string[];
+    if (listed.current === null) names = await listing;
+    else {
+      names = listed.current;
+      listing.catch(() => undefined);
+    }
+    return Promise.all(
+      names.map((name) =>
+        api<{ shards: VdbShardRow[] }>('GET', `/vdb/${enc(name)}/_shards`).then(
+          (r) => ({ name, rows: r.shards.map(fromVdbShard) }),
+          (err: unknown) => ({ name, rows: [], error: (err as Error).message }),
+        ),
+      ),
+    );
+  }, [], CLUSTER_POLL_MS);
+  const focus = vdbInHash();
+  const scrolled = useRef(false);
+  useEffect(() => {
+    if (load.state !== 'ready' || focus === null || scrolled.current) return;
+    scrolled.current = true;
+    document.querySelector(`section[data-vdb="${CSS.escape(focus)}"]`)?.scrollIntoView();
+  }, [load.state, focus]);
+  if (load.state === 'error') return <section aria-label="Virtual databases"><ErrorBox message={load.message} /></section>;
+  if (load.state === 'loading' || load.value.length === 0) return null;
+  return (
+    <>
+      {standalone && <p>Virtual databases are node-local here: each shard is a database on this node (<code>&lt;vdb&gt;_s&lt;shard&gt;</code>).</p>}
+      {load.value.map((v) => (
+        <section aria-label={`Shards of VDB ${v.name}`} data-vdb={v.name} class={v.name === focus ? 'focused' : undefined}>
+          <h2>Virtual database {v.name}</h2>
+          {v.error !== undefined && <ErrorBox message={v.error} />}
+          <ShardGrid label={`Shards of VDB ${v.name} by node`} nodes={nodes} down={down} rows={v.rows} />
+        </section>
+      ))}
+      {!standalone && <p class="muted">VDB shards: leader is the shard's Raft leader; replica is any other member (the VDB API does not tell followers from learners); lag in log entries behind the leader.</p>}
+    </>
+  );
+}
+
+function downNodes(view: ClusterView): Set<string> {
+  return new Set(view.nodes.filter((n) => n.status === 'down').map((n) => n.name));
 }
 
 function formatAge(ms: number): string {
@@ -124,7 +214,10 @@ export function ClusterPage() {
     <Loaded load={load}>
       {(view) =>
         view.standalone ? (
-          <p>This node runs standalone (no cluster): there are no other nodes, no metadata group and no shard replicas.</p>
+          <>
+            <p>This node runs standalone (no cluster): there are no other nodes, no metadata group and no shard replicas.</p>
+            <VdbShards nodes={[]} down={new Set()} standalone={true} />
+          </>
         ) : (
           <>
             <p>
@@ -154,25 +247,10 @@ export function ClusterPage() {
               <section aria-label={`Shards of ${c.name}`}>
                 <h2>Collection {c.name}</h2>
                 {c.error !== undefined && <p class="error">{c.error}</p>}
-                <table class="grid">
-                  <thead>
-                    <tr><th>shard</th>{view.nodes.map((n) => <th>{n.name}</th>)}</tr>
-                  </thead>
-                  <tbody>
-                    {c.shards.map((row) => (
-                      <tr data-shard={row.shard}>
-                        <td>{row.shard}{row.message !== undefined && <span class="muted"> ({row.message})</span>}</td>
-                        {view.nodes.map((n) => {
-                          const r = role(row, n.name);
-                          const lag = row.lag?.[n.name];
-                          return <td class={r} data-node={n.name}>{r}{r !== '' && r !== 'leader' && lag !== undefined ? ` lag ${lag ?? '?'}` : ''}</td>;
-                        })}
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                <ShardGrid label={`Shards of ${c.name} by node`} nodes={view.nodes.map((n) => n.name)} down={downNodes(view)} rows={c.shards.map(fromCollectionShard)} />
               </section>
             ))}
+            <VdbShards nodes={view.nodes.map((n) => n.name)} down={downNodes(view)} standalone={false} />
           </>
         )
       }

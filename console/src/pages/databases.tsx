@@ -423,6 +423,42 @@ function DatabaseTable({ dbs, selected, onSelect }: { dbs: DbSummary[]; selected
   );
 }
 
+interface VdbInfo {
+  name: string;
+  shard_count: number;
+  total_docs: number;
+  placement: { replica_factor: number };
+}
+
+/** Virtual databases, when there are any: their shards are drawn on the Cluster page. */
+function VdbTable() {
+  const [list] = usePoll(() => api<{ vdbs: VdbInfo[] }>('GET', '/vdb'), [], DATABASES_POLL_MS);
+  if (list.state === 'loading' || (list.state === 'ready' && list.value.vdbs.length === 0)) return null;
+  return (
+    <section aria-label="Virtual databases">
+      <h2>Virtual databases</h2>
+      <Loaded load={list}>
+        {({ vdbs }) => (
+          <table aria-label="Virtual databases">
+            <thead><tr><th>name</th><th>shards</th><th>documents</th><th>replica factor</th><th></th></tr></thead>
+            <tbody>
+              {vdbs.map((v) => (
+                <tr key={v.name} data-vdb={v.name}>
+                  <td>{v.name}</td>
+                  <td>{v.shard_count}</td>
+                  <td>{v.total_docs}</td>
+                  <td>{v.placement.replica_factor}</td>
+                  <td><a href={`#/cluster/vdb/${enc(v.name)}`} aria-label={`Shards of ${v.name}`}>Shards by node</a></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Loaded>
+    </section>
+  );
+}
+
 export function DatabasesPage() {
   const [list, reload] = usePoll(fetchDatabases, [], DATABASES_POLL_MS);
   const [selected, setSelected] = useState<string | null>(null);
@@ -430,6 +466,7 @@ export function DatabasesPage() {
     <>
       <CreateDatabase onCreated={reload} />
       <Loaded load={list}>{(dbs) => <DatabaseTable dbs={dbs} selected={selected} onSelect={setSelected} />}</Loaded>
+      <VdbTable />
       {selected !== null && <DatabaseDetail key={selected} db={selected} />}
     </>
   );
