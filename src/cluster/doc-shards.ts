@@ -475,7 +475,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       shards: v.shards.map((s, i) => {
         const st = statuses[i]!;
         const leader = typeof st.leader === 'string' ? st.leader : null;
-        return { shard_id: i, primary: leader, replicas: s.replicas, status: s.readonly === true ? 'readonly' : leader === null ? 'unavailable' : 'active', group: s.group, ...(st.lag === undefined ? {} : { lag: st.lag }) };
+        return { shard_id: i, primary: leader, replicas: s.replicas, status: s.readonly === true ? 'readonly' : leader === null ? 'unavailable' : 'active', group: s.group, ...(st.lag === undefined ? {} : { lag: st.lag, voters: st.voters, learners: st.learners }) };
       }),
       ranges: v.shards.map((s, i) => ({ shard_id: i, start_hash: s.range[0], end_hash: s.range[1] })),
     };

@@ -51,6 +51,33 @@ export interface CollectionPlacement {
   /** Bumped on every change of the shard map (reshard, replica moves). */
   readonly epoch: number;
   readonly shards: readonly ShardPlacement[];
+  /** A reshard's new shard groups, hosted and filled but not routed to until its switch. */
+  readonly pending?: readonly ShardPlacement[];
+}
+
+/** Where a reshard stands; every transition is a metadata entry. */
+export const RESHARD_STEPS = ['copying', 'catching_up', 'switching', 'cleaning', 'done', 'failed', 'cancelled'] as const;
+export type ReshardStep = (typeof RESHARD_STEPS)[number];
+
+/** One old shard's part of a reshard: the log index its copy started from, and how far its log was replayed. */
+export interface ReshardSource {
+  /** The source replica's applied index when its copy began: the tail starts after it. */
+  readonly from: number | null;
+  /** The copy finished. */
+  readonly copied: boolean;
+  readonly docs: number;
+  /** Entries up to here were replayed into the new shards. */
+  readonly tailed: number;
+}
+
+export interface ReshardDetail {
+  readonly oldShards: number;
+  readonly newShards: number;
+  /** By old shard group. */
+  readonly sources: Readonly<Record<string, ReshardSource>>;
+  readonly migrated: number;
+  readonly endedAtMs?: number;
+  readonly error?: string;
 }
 
 /** What a clustered VDB is made with (decided by the proposer). */
@@ -77,6 +104,8 @@ export interface Job {
   readonly step: string;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
+  /** A reshard's progress. */
+  readonly reshard?: ReshardDetail;
 }
 
 export interface MetaState {
@@ -146,17 +175,25 @@ export type MetaCommand =
   | { readonly type: 'vdb.delete'; readonly name: string }
   /** A shard made read-only or active again (by its index, the VDB's `shard_id`). */
   | { readonly type: 'vdb.status'; readonly name: string; readonly shard: number; readonly readonly: boolean }
+  /** A reshard starts: the new groups are placed (pending) and the job recorded. Refused while one runs. */
+  | { readonly type: 'reshard.begin'; readonly collection: string; readonly jobId: string; readonly atMs: number; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
+  /** Progress of one source (merged monotonically: a late report from a stale coordinator cannot undo a newer one). */
+  | { readonly type: 'reshard.progress'; readonly jobId: string; readonly atMs: number; readonly step?: ReshardStep; readonly group?: string; readonly source?: Partial<ReshardSource>; readonly error?: string }
+  /** The switch: the collection routes to the new groups (the old ones are fenced and drained). */
+  | { readonly type: 'reshard.switch'; readonly jobId: string; readonly atMs: number }
+  /** Cancel (before the switch) or fail: the pending groups go, the old ones stay authoritative. */
+  | { readonly type: 'reshard.abort'; readonly jobId: string; readonly atMs: number; readonly step: 'cancelled' | 'failed'; readonly error?: string }
   | { readonly type: 'job.put'; readonly job: Job }
   | { readonly type: 'job.delete'; readonly id: string };
 
 export const META_COMMAND_TYPES: readonly MetaCommand['type'][] = [
   'node.join', 'node.status', 'node.leave', 'node.left', 'node.remove', 'apikey.put', 'apikey.revoke',
   'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete',
-  'tenantcoll.create', 'tenantcoll.usage', 'tenantcoll.recount', 'tenantcoll.delete', 'collection.create', 'collection.delete', 'shard.replace', 'vdb.create', 'vdb.delete', 'vdb.status', 'job.put', 'job.delete',
+  'tenantcoll.create', 'tenantcoll.usage', 'tenantcoll.recount', 'tenantcoll.delete', 'collection.create', 'collection.delete', 'shard.replace', 'vdb.create', 'vdb.delete', 'vdb.status', 'reshard.begin', 'reshard.progress', 'reshard.switch', 'reshard.abort', 'job.put', 'job.delete',
 ];
 
 /** What applying a command answers its proposer. Errors are data: the log must not throw. */
-export type MetaRefusal = 'conflict' | 'not_found' | 'already_exists' | 'quota_exceeded';
+export type MetaRefusal = 'conflict' | 'not_found' | 'already_exists' | 'quota_exceeded' | 'reshard_in_progress';
 export type MetaResult = { readonly ok: true } | { readonly ok: false; readonly code: MetaRefusal; readonly message: string };
 
 const OK: MetaResult = { ok: true };
@@ -285,9 +322,15 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       const placement: CollectionPlacement = { name: cmd.name, config: cmd.config, replicationFactor: cmd.replicationFactor, epoch: 1, shards };
       return { state: { ...state, collections: withEntry(state.collections, cmd.name, placement), nextShard: state.nextShard + shards.length }, result: OK };
     }
-    case 'collection.delete':
+    case 'collection.delete': {
       if (state.collections[cmd.name] === undefined) return same(refuse('not_found', `collection ${JSON.stringify(cmd.name)} not found`));
-      return { state: { ...state, collections: without(state.collections, cmd.name) }, result: OK };
+      // A reshard of it ends with it (its pending groups go with the placement).
+      let jobs = state.jobs;
+      for (const j of Object.values(jobs)) {
+        if (j.kind === 'reshard' && j.target === cmd.name && !isReshardEnded(j.step) && j.reshard !== undefined) jobs = withEntry(jobs, j.id, { ...j, step: 'failed', reshard: { ...j.reshard, error: 'the collection was deleted' } });
+      }
+      return { state: { ...state, collections: without(state.collections, cmd.name), jobs }, result: OK };
+    }
     case 'shard.replace': {
       const owner = cmd.kind === 'vdb' ? state.vdbs[cmd.collection] : state.collections[cmd.collection];
       const shard = owner?.shards.find((s) => s.group === cmd.group);
@@ -322,11 +365,85 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       const changed: ShardPlacement = cmd.readonly ? { ...rest, readonly: true } : rest;
       return { state: { ...state, vdbs: withEntry(state.vdbs, v.name, { ...v, epoch: v.epoch + 1, shards: v.shards.map((s, i) => (i === cmd.shard ? changed : s)) }) }, result: OK };
     }
+    case 'reshard.begin': {
+      const c = state.collections[cmd.collection];
+      if (c === undefined) return same(refuse('not_found', `collection ${JSON.stringify(cmd.collection)} not found`));
+      const running = Object.values(state.jobs).find((j) => j.kind === 'reshard' && j.target === cmd.collection && !isReshardEnded(j.step));
+      if (running !== undefined || c.pending !== undefined) return same(refuse('reshard_in_progress', `collection ${JSON.stringify(cmd.collection)} is being resharded (job ${running?.id ?? '?'}, ${running?.step ?? 'pending'})`));
+      if (cmd.shards.length === c.shards.length) return same(refuse('conflict', `collection ${JSON.stringify(cmd.collection)} already has ${c.shards.length} shards`));
+      const pending: ShardPlacement[] = cmd.shards.map((sh, i) => ({ number: state.nextShard + i, group: shardGroupName(state.nextShard + i), range: sh.range, replicas: sh.replicas, initial: sh.replicas }));
+      const sources: Record<string, ReshardSource> = {};
+      for (const s of c.shards) sources[s.group] = { from: null, copied: false, docs: 0, tailed: 0 };
+      // Finished reshard jobs of this collection give way to the new one.
+      let jobs = state.jobs;
+      for (const j of Object.values(jobs)) if (j.kind === 'reshard' && j.target === cmd.collection) jobs = without(jobs, j.id);
+      const job: Job = { id: cmd.jobId, kind: 'reshard', target: cmd.collection, step: 'copying', createdAtMs: cmd.atMs, updatedAtMs: cmd.atMs, reshard: { oldShards: c.shards.length, newShards: pending.length, sources, migrated: 0 } };
+      return {
+        state: { ...state, collections: withEntry(state.collections, c.name, { ...c, pending }), jobs: withEntry(jobs, job.id, job), nextShard: state.nextShard + pending.length },
+        result: OK,
+      };
+    }
+    case 'reshard.progress': {
+      const job = state.jobs[cmd.jobId];
+      if (job?.reshard === undefined) return same(refuse('not_found', `no reshard job ${cmd.jobId}`));
+      if (isReshardEnded(job.step)) return same(refuse('conflict', `reshard job ${cmd.jobId} is ${job.step}`));
+      let detail = job.reshard;
+      if (cmd.group !== undefined && cmd.source !== undefined) {
+        const old = detail.sources[cmd.group];
+        if (old === undefined) return same(refuse('not_found', `${cmd.group} is not a source of reshard job ${cmd.jobId}`));
+        const next: ReshardSource = {
+          from: old.from ?? cmd.source.from ?? null,
+          copied: old.copied || cmd.source.copied === true,
+          docs: Math.max(old.docs, cmd.source.docs ?? 0),
+          tailed: Math.max(old.tailed, cmd.source.tailed ?? 0),
+        };
+        const sources = { ...detail.sources, [cmd.group]: next };
+        detail = { ...detail, sources, migrated: Object.values(sources).reduce((n, s) => n + s.docs, 0) };
+      }
+      if (cmd.error !== undefined) detail = { ...detail, error: cmd.error };
+      const order = (s: string) => RESHARD_STEPS.indexOf(s as ReshardStep);
+      // Steps only move forward (switch and abort have their own commands).
+      const step = cmd.step !== undefined && order(cmd.step) > order(job.step) && order(cmd.step) < order('cleaning') ? cmd.step : job.step;
+      return { state: { ...state, jobs: withEntry(state.jobs, job.id, { ...job, step, updatedAtMs: cmd.atMs, reshard: detail }) }, result: OK };
+    }
+    case 'reshard.switch': {
+      const job = state.jobs[cmd.jobId];
+      if (job?.reshard === undefined) return same(refuse('not_found', `no reshard job ${cmd.jobId}`));
+      if (job.step === 'cleaning' || job.step === 'done') return same(OK);
+      if (isReshardEnded(job.step)) return same(refuse('conflict', `reshard job ${cmd.jobId} is ${job.step}`));
+      const c = state.collections[job.target];
+      if (c?.pending === undefined) return same(refuse('conflict', `collection ${JSON.stringify(job.target)} has no pending shards`));
+      const { pending, ...rest } = c;
+      const config = { ...c.config, num_shards: pending.length };
+      const switched: CollectionPlacement = { ...rest, config, epoch: c.epoch + 1, shards: pending };
+      return {
+        state: { ...state, collections: withEntry(state.collections, c.name, switched), jobs: withEntry(state.jobs, job.id, { ...job, step: 'cleaning', updatedAtMs: cmd.atMs }) },
+        result: OK,
+      };
+    }
+    case 'reshard.abort': {
+      const job = state.jobs[cmd.jobId];
+      if (job?.reshard === undefined) return same(refuse('not_found', `no reshard job ${cmd.jobId}`));
+      if (job.step === 'cleaning' || job.step === 'done') {
+        if (cmd.step === 'cancelled') return same(refuse('conflict', `reshard job ${cmd.jobId} already switched the collection; it cannot be cancelled`));
+        return same(OK);
+      }
+      if (isReshardEnded(job.step)) return same(OK);
+      const c = state.collections[job.target];
+      const collections = c?.pending === undefined ? state.collections : withEntry(state.collections, c.name, (({ pending: _p, ...rest }) => rest)(c));
+      const ended: Job = { ...job, step: cmd.step, updatedAtMs: cmd.atMs, reshard: { ...job.reshard, endedAtMs: cmd.atMs, ...(cmd.error === undefined ? {} : { error: cmd.error }) } };
+      return { state: { ...state, collections, jobs: withEntry(state.jobs, job.id, ended) }, result: OK };
+    }
     case 'job.put':
       return { state: { ...state, jobs: withEntry(state.jobs, cmd.job.id, cmd.job) }, result: OK };
     case 'job.delete':
       return { state: { ...state, jobs: without(state.jobs, cmd.id) }, result: OK };
   }
+}
+
+/** A reshard that stopped (the collection is not being changed any more). */
+export function isReshardEnded(step: string): boolean {
+  return step === 'done' || step === 'failed' || step === 'cancelled';
 }
 
 /** Canonical form for snapshots and digests: every map with its keys sorted. */

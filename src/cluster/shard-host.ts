@@ -307,7 +307,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         const conf = core.confState();
         const matches: Record<string, number | null> = {};
         for (const n of [...conf.voters, ...conf.learners]) matches[n] = n === this.me ? core.log.lastIndex() : (core.progress.get(n)?.match ?? null);
-        return encodeCbor({ leader: this.me, term: core.term, last: core.log.lastIndex(), commit: core.log.committed, voters: conf.voters, learners: conf.learners, matches });
+        return encodeCbor({ leader: this.me, term: core.term, last: core.log.lastIndex(), commit: core.log.committed, applied: core.log.applied, voters: conf.voters, learners: conf.learners, matches });
       }
       case 'conf': {
         const conf = this.leading(g.g).group.core.confState();

@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Logger } from 'pino';
-import { FirkinError } from '../core/errors.js';
+import { FirkinError, isFirkinError } from '../core/errors.js';
 import { type IdRouting, initialRanges } from '../core/shard-hash.js';
 import type { RaftGroup } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
@@ -28,7 +28,8 @@ import type { Store } from '../storage/db.js';
 import type { AnnEngine } from '../vector/ann/ann-index.js';
 import type { ScoredId } from '../vector/bm25.js';
 import type { CollectionConfig } from '../vector/collection-config.js';
-import { type ApplyOutcome, type ShardCommand, decodeShardCommand, encodeShardCommand } from '../vector/commands.js';
+import { type ApplyOutcome, type FenceOutcome, type ShardCommand, decodeShardCommand, encodeShardCommand } from '../vector/commands.js';
+import { encodeKey } from '../core/keys.js';
 import type { Filter } from '../vector/filter.js';
 import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from '../vector/shard.js';
 import { ShardFsm, isRequestRecord } from '../vector/shard-fsm.js';
@@ -37,6 +38,9 @@ import type { ClusterCatalogue, ClusteredCollection, ReadOptions, ShardHandle } 
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
+
+/** Where a replica keeps the index of its reshard fence (`system` column family). */
+const fenceKey = (group: string) => encodeKey(['vshard.fence', group]);
 
 /** Local storage ids of replicated shards start here, far above any standalone shard id. */
 export const CLUSTER_SHARD_BASE = 2 ** 40;
@@ -50,6 +54,8 @@ interface ExportSession {
   readonly group: string;
   readonly stream: AsyncGenerator<ShardStateChunk>;
   lastUsedMs: number;
+  /** The replica's applied index when the transfer began: the state read covers at least it. */
+  readonly appliedAtStart: number;
 }
 
 
@@ -105,7 +111,18 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   }
 
   protected placements(state: MetaState): WantedReplica<CollectionPlacement>[] {
-    return Object.values(state.collections).flatMap((c) => c.shards.map((shard) => ({ owner: c, shard })));
+    // A reshard's pending groups are hosted (and filled) before the collection routes to them.
+    return Object.values(state.collections).flatMap((c) => [...c.shards, ...(c.pending ?? [])].map((shard) => ({ owner: c, shard })));
+  }
+
+  /** Resolves once this node's metadata holds a newer shard map of `name` than `epoch` (or the deadline passed). */
+  async awaitNewer(name: string, epoch: number, timeoutMs?: number): Promise<void> {
+    const until = Date.now() + (timeoutMs ?? this.o.member.timings.proposalTimeoutMs);
+    while (Date.now() < until && !this.closed) {
+      const c = this.#o.member.state.collections[name];
+      if (c === undefined || c.epoch > epoch) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   protected concerns(type: string): boolean {
@@ -151,7 +168,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     const view: ClusteredCollection = {
       config: placement.config as unknown as CollectionConfig,
       routing,
-      shards: placement.shards.map((s) => new RoutedShard(this, s)),
+      shards: placement.shards.map((s) => new RoutedShard(this, s, name, placement.epoch)),
       epoch: placement.epoch,
     };
     this.#views.set(name, { placement, view });
@@ -185,8 +202,9 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
 
   // ---- hosting -------------------------------------------------------------------------------
 
-  protected async dropData(_group: string, replica: Replica): Promise<void> {
+  protected async dropData(group: string, replica: Replica): Promise<void> {
     await replica.fsm.shard.drop();
+    await this.o.store.del('system', fenceKey(group), { sync: true });
   }
 
   protected stopReplica(replica: Replica): void {
@@ -216,7 +234,15 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       source: (index) => this.#pull(placement.group, index),
       rand: this.#o.rand,
       onRetry: (err, attempt, delayMs) => log.warn({ group: placement.group, attempt, delayMs, err: (err as Error).message }, `loading shard replica ${placement.group} from a snapshot failed; retrying`),
+      fence: {
+        load: async () => {
+          const raw = await store.get('system', fenceKey(placement.group));
+          return raw === undefined ? undefined : (decodeCbor(raw) as number);
+        },
+        save: (index) => store.put('system', fenceKey(placement.group), encodeCbor(index), { sync: true }),
+      },
     });
+    await fsm.loadFence();
     const group = await this.raftGroup(placement, fsm, () => fsm.shard.appliedIndex);
     return { placement, fsm, group };
   }
@@ -256,11 +282,15 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       }
       case 'vshard.export':
         return this.#export(req.g, req.s);
+      case 'vshard.tail':
+        return this.#tail(req.g, req.after, req.max);
       case 'vshard.read': {
         // Stale: whatever this replica applied, with no leader and no quorum needed.
         const stale = req.s === true;
         const r = stale ? this.hostedReplica(req.g) : this.leading(req.g);
         if (!stale) await r.group.readBarrier();
+        // A fenced shard is being switched away from: the router waits for the new map.
+        if (r.fsm.fencedAt !== undefined) throw new FirkinError('stale_epoch', `shard ${req.g} was fenced by a reshard: the collection is switching to new shards`);
         const shard = r.fsm.shard;
         const q = req as unknown as ReadRequest;
         switch (q.op) {
@@ -284,6 +314,24 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   }
 
   /**
+   * The committed and applied entries of a led group after index `after` (at most `max`): what
+   * a reshard replays into the new shards. `compacted` when the log no longer holds them.
+   */
+  async #tail(group: string, after: unknown, max: unknown): Promise<Uint8Array> {
+    if (typeof after !== 'number' || typeof max !== 'number') throw new FirkinError('bad_request', 'tail needs after and max');
+    const r = this.leading(group);
+    const log = r.group.core.log;
+    const applied = log.applied;
+    const hi = Math.min(applied, after + Math.max(1, max));
+    if (hi <= after) return encodeCbor({ e: [], applied, fenced: r.fsm.fencedAt ?? null });
+    if (after + 1 < log.firstIndex()) return encodeCbor({ compacted: true, first: log.firstIndex(), applied });
+    const entries = log.slice(after + 1, hi + 1);
+    if (entries === undefined) return encodeCbor({ compacted: true, first: log.firstIndex(), applied });
+    const e = entries.filter((x) => x.kind === 'normal' && x.data.length > 0).map((x) => ({ i: x.index, d: (x as { data: Uint8Array }).data }));
+    return encodeCbor({ e, to: hi, applied, fenced: r.fsm.fencedAt ?? null });
+  }
+
+  /**
    * One chunk of a snapshot transfer: the first call opens an iterator over the shard's state
    * (any replica that holds it can serve; the puller asks the leader), later calls continue it.
    */
@@ -293,7 +341,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     if (session === undefined) {
       const r = this.hostedReplica(group);
       id = randomBytes(9).toString('base64url');
-      s = { group, stream: r.fsm.shard.exportState(), lastUsedMs: Date.now() };
+      s = { group, stream: r.fsm.shard.exportState(), lastUsedMs: Date.now(), appliedAtStart: r.fsm.shard.appliedIndex };
       this.#exports.set(id, s);
     } else {
       id = String(session);
@@ -309,7 +357,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       return encodeCbor({ s: id, applied: next.value.applied, requests: next.value.requests });
     }
     // Documents travel in the one checked command codec.
-    return encodeCbor({ s: id, c: encodeShardCommand({ kind: 'upsert', docs: next.value.docs }) });
+    return encodeCbor({ s: id, a0: s.appliedAtStart, c: encodeShardCommand({ kind: 'upsert', docs: next.value.docs }) });
   }
 
   /** Close transfers whose reader went away. */
@@ -393,6 +441,8 @@ class RoutedShard implements ShardHandle {
   constructor(
     readonly host: VectorShards,
     readonly placement: ShardPlacement,
+    readonly collection: string,
+    readonly epoch: number,
   ) {
     this.id = placement.number;
   }
@@ -402,7 +452,14 @@ class RoutedShard implements ShardHandle {
     // shard applies an id once (a retry of a write that already committed changes nothing).
     const rid = randomBytes(12).toString('base64url');
     const reply = await this.host.leaderCall(this.placement, 'vshard.propose', { c: encodeShardCommand({ ...command, rid }) });
-    return (reply.o ?? undefined) as ApplyOutcome | undefined;
+    const outcome = (reply.o ?? undefined) as ApplyOutcome | FenceOutcome | undefined;
+    if (outcome?.kind === 'fenced') {
+      // Refused (no effect) by a shard a reshard is leaving: wait for the new map, and let the
+      // engine route the write again.
+      await this.host.awaitNewer(this.collection, this.epoch);
+      throw new FirkinError('stale_epoch', `shard ${this.placement.group} of ${JSON.stringify(this.collection)} was fenced by a reshard; the write was not applied`);
+    }
+    return outcome;
   }
 
   async upsert(docs: readonly DocInput[]): Promise<void> {
@@ -414,24 +471,34 @@ class RoutedShard implements ShardHandle {
     return outcome?.kind === 'delete' && outcome.deleted[0] === true;
   }
 
+  /** A read; a fenced shard's `stale_epoch` comes back once this node has the new map. */
+  async #read(payload: Record<string, unknown>): Promise<Record<string, unknown>> {
+    try {
+      return await this.host.leaderCall(this.placement, 'vshard.read', payload);
+    } catch (err) {
+      if (isFirkinError(err) && err.code === 'stale_epoch') await this.host.awaitNewer(this.collection, this.epoch);
+      throw err;
+    }
+  }
+
   async get(id: string, options: ReadOptions = {}): Promise<StoredDoc | undefined> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'get', id, s: this.host.staleRead(options) });
+    const reply = await this.#read({ op: 'get', id, s: this.host.staleRead(options) });
     const d = reply.d as { id: string; text: string; metadata: Record<string, unknown>; vector: Uint8Array } | null;
     return d === null ? undefined : { id: d.id, text: d.text, metadata: d.metadata, vector: fromF32(d.vector) };
   }
 
   async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options: ReadOptions = {}): Promise<VectorHit[]> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'search', v: f32(query), k, ef, f: filter ?? null, s: this.host.staleRead(options) });
+    const reply = await this.#read({ op: 'search', v: f32(query), k, ef, f: filter ?? null, s: this.host.staleRead(options) });
     return reply.h as VectorHit[];
   }
 
   async searchBm25(query: string, k: number, options: ReadOptions = {}): Promise<ScoredId[]> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'bm25', q: query, k, s: this.host.staleRead(options) });
+    const reply = await this.#read({ op: 'bm25', q: query, k, s: this.host.staleRead(options) });
     return reply.h as ScoredId[];
   }
 
   async countDocs(options: ReadOptions = {}): Promise<number> {
-    const reply = await this.host.leaderCall(this.placement, 'vshard.read', { op: 'count', s: this.host.staleRead(options) });
+    const reply = await this.#read({ op: 'count', s: this.host.staleRead(options) });
     return reply.n as number;
   }
 }

@@ -25,6 +25,10 @@ export const ERROR_CODES = [
   // cluster codes
   'already_member',
   'no_quorum',
+  /** A shard map changed under a request (a reshard switched it): retry with the new one. */
+  'stale_epoch',
+  /** One reshard per collection at a time. */
+  'reshard_in_progress',
   // gateway codes named by its spec
   'missing_api_key',
   'invalid_api_key',

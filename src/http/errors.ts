@@ -25,6 +25,8 @@ const STATUS: Record<ErrorCode, number> = {
   not_leader: 503,
   already_member: 409,
   no_quorum: 503,
+  stale_epoch: 503,
+  reshard_in_progress: 409,
   missing_api_key: 401,
   invalid_api_key: 401,
   invalid_master_key: 401,

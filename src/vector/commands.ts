@@ -24,6 +24,20 @@ export const REQUEST_ID_CHARS_MAX = 64;
 /** What applying a command did: for a delete, which ids were there to delete. */
 export type ApplyOutcome = { readonly kind: 'upsert'; readonly written: number } | { readonly kind: 'delete'; readonly deleted: readonly boolean[] };
 
+/**
+ * The other entry a shard's log carries: the fence a reshard puts in each old shard before
+ * it switches the collection to the new ones. Every write after it is refused (`fenced`), on
+ * every replica alike, so nothing lands in a shard the collection is leaving.
+ */
+export const FENCE_ENTRY = encodeCbor({ k: 'f' });
+export type FenceOutcome = { readonly kind: 'fenced'; readonly at: number };
+
+/** A log entry of a vector shard: a command, or the fence. */
+export function decodeShardEntry(bytes: Uint8Array): ShardCommand | { readonly kind: 'fence' } {
+  if (bytes.length === FENCE_ENTRY.length && Buffer.compare(Buffer.from(bytes), FENCE_ENTRY) === 0) return { kind: 'fence' };
+  return decodeShardCommand(bytes);
+}
+
 
 interface WireDoc {
   i: string;

@@ -61,6 +61,9 @@ const catalogueCodec = jsonRecordCodec<CatalogueEntry & { name: string }>(
 /** The id the next new shard gets. */
 const nextShardCodec = jsonRecordCodec<number>('next shard id', { type: 'integer', minimum: 1 });
 
+/** Attempts of an operation whose shard map a reshard switched under it. */
+const STALE_EPOCH_RETRIES = 5;
+
 class Collection {
   readonly #byId: Map<number, ShardHandle>;
 
@@ -278,8 +281,7 @@ export class VectorEngine {
 
   /** GET /collections/:c: the config and the exact document count, asked of every shard. */
   async describeCollection(name: string): Promise<Record<string, unknown>> {
-    const c = this.#collection(name);
-    const counts = await Promise.all(c.shards.map((s) => s.countDocs()));
+    const { c, counts } = await this.#onCurrentMap(name, async (c) => ({ c, counts: await Promise.all(c.shards.map((s) => s.countDocs())) }));
     const { dimensions, ...rest } = c.config;
     return { name, dimension: dimensions, count: counts.reduce((a, b) => a + b, 0), dimensions, ...rest };
   }
@@ -323,6 +325,19 @@ export class VectorEngine {
    * Returns the error of each document whose shard failed.
    */
   async #writeDocs(c: Collection, docs: DocInput[]): Promise<Map<string, FirkinError>> {
+    let failed = await this.#writeOnce(c, docs);
+    // Documents a fenced shard refused (a reshard switching the map) go again on the new map.
+    for (let attempt = 1; attempt < STALE_EPOCH_RETRIES; attempt++) {
+      const stale = docs.filter((d) => failed.get(d.id)?.code === 'stale_epoch');
+      if (stale.length === 0) break;
+      const again = await this.#writeOnce(this.#collection(c.name), stale);
+      for (const d of stale) failed.delete(d.id);
+      failed = new Map([...failed, ...again]);
+    }
+    return failed;
+  }
+
+  async #writeOnce(c: Collection, docs: DocInput[]): Promise<Map<string, FirkinError>> {
     const byShard = new Map<ShardHandle, DocInput[]>();
     for (const d of docs) {
       const shard = c.shardFor(d.id);
@@ -398,16 +413,28 @@ export class VectorEngine {
     return results;
   }
 
+  /**
+   * Run `op` on the collection's current view; a reshard that switched the shard map under it
+   * (`stale_epoch`: the old shard refused, nothing was applied) runs it again on the new one.
+   */
+  async #onCurrentMap<T>(name: string, op: (c: Collection) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await op(this.#collection(name));
+      } catch (err) {
+        if (!(isFirkinError(err) && err.code === 'stale_epoch') || attempt >= STALE_EPOCH_RETRIES) throw err;
+      }
+    }
+  }
+
   async getDoc(name: string, id: string, consistency: Consistency = 'linearizable'): Promise<StoredDoc> {
-    const c = this.#collection(name);
-    const doc = await c.shardFor(id).get(id, { stale: consistency === 'stale' });
+    const doc = await this.#onCurrentMap(name, (c) => c.shardFor(id).get(id, { stale: consistency === 'stale' }));
     if (doc === undefined) throw new FirkinError('not_found', `document ${JSON.stringify(id)} not found in ${JSON.stringify(name)}`);
     return doc;
   }
 
   async deleteDoc(name: string, id: string): Promise<void> {
-    const c = this.#collection(name);
-    if (!(await c.shardFor(id).remove(id))) throw new FirkinError('not_found', `document ${JSON.stringify(id)} not found in ${JSON.stringify(name)}`);
+    if (!(await this.#onCurrentMap(name, (c) => c.shardFor(id).remove(id)))) throw new FirkinError('not_found', `document ${JSON.stringify(id)} not found in ${JSON.stringify(name)}`);
   }
 
   // ---- search ----
@@ -427,6 +454,9 @@ export class VectorEngine {
    */
   async #fanOut<T extends { id: string; score: number }>(c: Collection, k: number, ask: (s: ShardHandle) => Promise<T[]>): Promise<SearchAnswer<T>> {
     const settled = await Promise.allSettled(c.shards.map(ask));
+    // The shard map changed under the search: it runs again on the new one (#onCurrentMap).
+    const stale = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && isFirkinError(r.reason) && r.reason.code === 'stale_epoch');
+    if (stale !== undefined) throw stale.reason;
     const failed: FailedShard[] = [];
     const hits: T[] = [];
     settled.forEach((r, i) => {
@@ -446,10 +476,12 @@ export class VectorEngine {
   }
 
   async search(request: SearchRequest): Promise<SearchAnswer<VectorHit>> {
-    const c = this.#collection(request.collection);
-    const ef = Math.max(request.k, request.ef ?? c.config.index.ef_search);
-    const query = await this.#queryVector(c, request.vector, request.query, 'search');
-    return this.#vectorSearch(c, query, request.k, ef, request.filter, request.consistency);
+    const first = this.#collection(request.collection);
+    const query = await this.#queryVector(first, request.vector, request.query, 'search');
+    return this.#onCurrentMap(request.collection, (c) => {
+      const ef = Math.max(request.k, request.ef ?? c.config.index.ef_search);
+      return this.#vectorSearch(c, query, request.k, ef, request.filter, request.consistency);
+    });
   }
 
   #requireBm25(c: Collection): void {
@@ -463,18 +495,23 @@ export class VectorEngine {
   }
 
   async searchBm25(request: Bm25SearchRequest): Promise<SearchAnswer<ScoredId>> {
-    const c = this.#collection(request.collection);
-    this.#requireBm25(c);
-    return this.#bm25Search(c, request.query, request.k, request.consistency);
+    return this.#onCurrentMap(request.collection, (c) => {
+      this.#requireBm25(c);
+      return this.#bm25Search(c, request.query, request.k, request.consistency);
+    });
   }
 
   /** BM25 and vector search of the same query, fused; the vector side uses the client's vector when given. */
   async searchHybrid(request: HybridSearchRequest): Promise<SearchAnswer<FusedHit>> {
-    const c = this.#collection(request.collection);
-    this.#requireBm25(c);
+    const first = this.#collection(request.collection);
+    this.#requireBm25(first);
+    const vector = await this.#queryVector(first, request.vector, request.query, 'hybrid search');
+    return this.#onCurrentMap(request.collection, (c) => this.#hybrid(c, request, vector));
+  }
+
+  async #hybrid(c: Collection, request: HybridSearchRequest, vector: Float32Array): Promise<SearchAnswer<FusedHit>> {
     const depth = hybridDepth(request.k);
     const ef = Math.max(depth, request.ef ?? c.config.index.ef_search);
-    const vector = await this.#queryVector(c, request.vector, request.query, 'hybrid search');
     const [bm25, hits] = await Promise.all([this.#bm25Search(c, request.query, depth, request.consistency), this.#vectorSearch(c, vector, depth, ef, undefined, request.consistency)]);
     const results = fuse(request.fusion, {
       bm25: bm25.results,

@@ -20,7 +20,7 @@ import { FirkinError } from '../core/errors.js';
 import type { Rand } from '../core/rand.js';
 import type { StateMachine } from '../raft/group.js';
 import type { Entry } from '../raft/types.js';
-import { type ApplyOutcome, decodeShardCommand } from './commands.js';
+import { type ApplyOutcome, type FenceOutcome, decodeShardCommand, decodeShardEntry } from './commands.js';
 import type { DocInput, RequestRecord, Shard, ShardStateChunk } from './shard.js';
 
 /** Streams a replica's state at or past `index` (throws if the source cannot). */
@@ -33,6 +33,8 @@ export interface ShardFsmOptions {
   rand?: Rand;
   /** A failed transfer, before its retry. */
   onRetry?(err: unknown, attempt: number, delayMs: number): void;
+  /** Where the fence index (reshard) is kept: the shard's own records do not hold it. */
+  fence?: { load(): Promise<number | undefined>; save(index: number): Promise<void> };
 }
 
 const RETRY = { baseMs: 100, capMs: 5_000 };
@@ -60,11 +62,23 @@ export class ShardFsm implements StateMachine {
   /** Raft index of the last entry applied here (any kind): what a snapshot taken now covers. */
   #lastIndex = 0;
   #stopped = false;
+  /** The index of the fence entry, once one applied: writes after it are refused. */
+  #fencedAt: number | undefined;
 
   constructor(shard: Shard, options: ShardFsmOptions) {
     this.#shard = shard;
     this.#o = options;
     this.#lastIndex = shard.appliedIndex;
+  }
+
+  /** Load the fence this replica applied before a restart. */
+  async loadFence(): Promise<void> {
+    this.#fencedAt = await this.#o.fence?.load();
+  }
+
+  /** Whether a reshard fenced this shard (it takes no more writes). */
+  get fencedAt(): number | undefined {
+    return this.#fencedAt;
   }
 
   /** The shard as it is now (a restore replaces it). */
@@ -80,17 +94,32 @@ export class ShardFsm implements StateMachine {
   async apply(entry: Entry): Promise<unknown> {
     this.#lastIndex = entry.index;
     if (entry.kind !== 'normal' || entry.data.length === 0) return undefined;
-    return this.#shard.apply(decodeShardCommand(entry.data), entry.index);
+    const command = decodeShardEntry(entry.data);
+    if (command.kind === 'fence') {
+      if (this.#fencedAt === undefined) {
+        await this.#o.fence?.save(entry.index);
+        this.#fencedAt = entry.index;
+      }
+      return { kind: 'fenced', at: this.#fencedAt } satisfies FenceOutcome;
+    }
+    // Refused alike on every replica; the shard's data and applied index do not move (a
+    // restart replays the entry and refuses it again).
+    if (this.#fencedAt !== undefined && entry.index > this.#fencedAt) return { kind: 'fenced', at: this.#fencedAt } satisfies FenceOutcome;
+    return this.#shard.apply(command, entry.index);
   }
 
   snapshot(): Uint8Array {
-    return encodeCbor({ index: this.#lastIndex, v: 2 });
+    return encodeCbor({ index: this.#lastIndex, v: 2, ...(this.#fencedAt === undefined ? {} : { fenced: this.#fencedAt }) });
   }
 
   async restore(data: Uint8Array): Promise<void> {
-    const snap = decodeCbor(data) as { index?: unknown; parts?: unknown; requests?: unknown; v?: unknown };
+    const snap = decodeCbor(data) as { index?: unknown; parts?: unknown; requests?: unknown; v?: unknown; fenced?: unknown };
     if (typeof snap.index !== 'number') throw new FirkinError('error', 'shard snapshot does not decode');
     const index = snap.index;
+    if (typeof snap.fenced === 'number' && this.#fencedAt === undefined) {
+      await this.#o.fence?.save(snap.fenced);
+      this.#fencedAt = snap.fenced;
+    }
     this.#lastIndex = Math.max(this.#lastIndex, index);
     if (index <= this.#shard.appliedIndex) return; // this replica already holds it
     if (snap.parts !== undefined) {
