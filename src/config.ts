@@ -119,6 +119,7 @@ const SETTINGS = {
   SERVICE_FD_MIN_DWELL_MS: { parse: int(0, 600_000), default: 3_000 },
   SERVICE_DEAD_VOTER_GRACE_MS: { parse: int(0, 86_400_000), default: 10_000 },
   SERVICE_REPLICA_REPAIR_GRACE_MS: { parse: int(0, 86_400_000), default: 60_000 },
+  SERVICE_RESHARD_DOCS_PER_SEC: { parse: int(1, 10_000_000), default: 20_000 },
   SERVICE_JOIN_TIMEOUT_MS: { parse: int(100, 3_600_000), default: 30_000 },
   SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS: { parse: int(100, 600_000), default: 5_000 },
   SERVICE_CLUSTER_KEY_FRESHNESS_MS: { parse: int(50, 600_000), default: 2_000 },
@@ -213,6 +214,8 @@ export interface Config {
     deadVoterGraceMs: number;
     /** A shard replica on a node `down` this long is replaced on a healthy node. */
     replicaRepairGraceMs: number;
+    /** A reshard copies at most this many documents per second (foreground traffic keeps its latency). */
+    reshardDocsPerSec: number;
     /** Give up joining (exit 1) when no seed accepted us within this time. */
     joinTimeoutMs: number;
     /** Bound on a metadata write, forwarding included; past it: 503 no_quorum. */
@@ -384,6 +387,7 @@ function assemble(v: Values): Config {
       detector: { suspectAfterMs: v.SERVICE_FD_SUSPECT_MS, downAfterMs: v.SERVICE_FD_DOWN_MS, recoverAfterMs: v.SERVICE_FD_RECOVER_MS, minDwellMs: v.SERVICE_FD_MIN_DWELL_MS },
       deadVoterGraceMs: v.SERVICE_DEAD_VOTER_GRACE_MS,
       replicaRepairGraceMs: v.SERVICE_REPLICA_REPAIR_GRACE_MS,
+      reshardDocsPerSec: v.SERVICE_RESHARD_DOCS_PER_SEC,
       joinTimeoutMs: v.SERVICE_JOIN_TIMEOUT_MS,
       proposalTimeoutMs: v.SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS,
       keyFreshnessMs: v.SERVICE_CLUSTER_KEY_FRESHNESS_MS,

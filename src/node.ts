@@ -92,6 +92,12 @@ async function bootstrapAdminKey(keys: ApiKeys, config: Config, clock: Clock, lo
 
 /** `host:port` of each URL (unparseable entries are skipped: config validated them). */
 /** A collection change in cluster mode before the node has joined its cluster. */
+/** FIRKIN_TEST_RESHARD_SWITCH_DELAY_MS: a test widens the reshard's switch to kill its coordinator inside it. */
+function testReshardSwitchDelay(): number | undefined {
+  const raw = process.env.FIRKIN_TEST_RESHARD_SWITCH_DELAY_MS;
+  return raw === undefined ? undefined : Number(raw);
+}
+
 function notClusteredYet(): FirkinError {
   return new FirkinError('unavailable', 'this node has not joined its cluster yet: collections are placed through the cluster; retry shortly');
 }
@@ -225,7 +231,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           status: () => member?.status() ?? { ...standalone.status(), state: 'joining', healthy_nodes: [] },
           nodes: () => member?.nodes() ?? [],
           leave: () => (member === undefined ? standalone.leave() : member.leave()),
-          reshard: (collection, n) => (member === undefined ? standalone.reshard(collection, n) : member.reshard()),
+          reshard: (collection, n) => (member === undefined || vectorShards === undefined ? standalone.reshard(collection, n) : vectorShards.startReshard(collection, n)),
+          reshardStatus: async (collection) => (vectorShards === undefined ? standalone.reshardStatus(collection) : vectorShards.reshardStatus(collection)),
+          cancelReshard: (collection) => (vectorShards === undefined ? standalone.cancelReshard(collection) : vectorShards.cancelReshard(collection)),
         };
 
     if (config.cluster.enabled) {
@@ -277,7 +285,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         // ReadIndex, from any replica). Never set outside that test.
         const unsafeStaleReads = process.env.FIRKIN_UNSAFE_FIXTURE === 'stale-reads';
         if (unsafeStaleReads) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-reads: shard reads are deliberately not linearizable (chaos checker fixture)');
-        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads });
+        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchDelayMs: testReshardSwitchDelay() });
       }
       docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry });
       const hosted = vectorShards;

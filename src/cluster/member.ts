@@ -96,7 +96,8 @@ const INCARNATION_KEY = Buffer.from('cluster\u0000incarnation');
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;
 
-export class ClusterMember implements VectorCluster {
+/** The vector API's cluster view (reshard is the vector shards' own: `VectorShards.startReshard`). */
+export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardStatus' | 'cancelReshard'> {
   readonly #o: ClusterOptions;
   readonly #fsm: MetaFsm;
   readonly #transport: Transport;
@@ -498,10 +499,6 @@ export class ClusterMember implements VectorCluster {
     if (node === undefined) throw new FirkinError('not_found', `no node ${JSON.stringify(name)} in this cluster`);
     await this.propose({ type: 'node.remove', name, atMs: this.#o.clock.nowMs() });
     return { node: name, status: 'removed' };
-  }
-
-  async reshard(): Promise<never> {
-    throw new FirkinError('conflict', 'online reshard is not available yet: vector collections are not replicated across the cluster in this version');
   }
 
   // ---- answering peers -----------------------------------------------------------------------

@@ -402,8 +402,11 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       }
       if (cmd.error !== undefined) detail = { ...detail, error: cmd.error };
       const order = (s: string) => RESHARD_STEPS.indexOf(s as ReshardStep);
-      // Steps only move forward (switch and abort have their own commands).
-      const step = cmd.step !== undefined && order(cmd.step) > order(job.step) && order(cmd.step) < order('cleaning') ? cmd.step : job.step;
+      // Steps only move forward: copying -> catching_up -> switching (the switch and abort
+      // have their own commands), and cleaning -> done.
+      const forward = cmd.step !== undefined && ((order(cmd.step) > order(job.step) && order(cmd.step) <= order('switching')) || (job.step === 'cleaning' && cmd.step === 'done'));
+      const step = forward ? cmd.step! : job.step;
+      if (step === 'done') detail = { ...detail, endedAtMs: cmd.atMs };
       return { state: { ...state, jobs: withEntry(state.jobs, job.id, { ...job, step, updatedAtMs: cmd.atMs, reshard: detail }) }, result: OK };
     }
     case 'reshard.switch': {

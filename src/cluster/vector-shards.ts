@@ -28,7 +28,7 @@ import type { Store } from '../storage/db.js';
 import type { AnnEngine } from '../vector/ann/ann-index.js';
 import type { ScoredId } from '../vector/bm25.js';
 import type { CollectionConfig } from '../vector/collection-config.js';
-import { type ApplyOutcome, type FenceOutcome, type ShardCommand, decodeShardCommand, encodeShardCommand } from '../vector/commands.js';
+import { type ApplyOutcome, type FenceOutcome, type ShardCommand, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
 import { encodeKey } from '../core/keys.js';
 import type { Filter } from '../vector/filter.js';
 import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from '../vector/shard.js';
@@ -37,6 +37,10 @@ import type { RequestRecord, ShardStateChunk } from '../vector/shard.js';
 import type { ClusterCatalogue, ClusteredCollection, ReadOptions, ShardHandle } from '../vector/shard-handle.js';
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
+import { ReshardCoordinator, reshardView } from './reshard.js';
+import { isReshardEnded } from './meta-state.js';
+import { statfs } from 'node:fs/promises';
+import type { ReshardInfo } from '../vector/cluster.js';
 import { ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
 /** Where a replica keeps the index of its reshard fence (`system` column family). */
@@ -62,6 +66,10 @@ interface ExportSession {
 export interface VectorShardsOptions extends ShardHostOptions {
   ann: AnnEngine;
   indexDir: string;
+  /** A reshard copies at most this many documents per second. */
+  reshardDocsPerSecond?: number;
+  /** Tests only: see `ReshardOptions.switchDelayMs`. */
+  reshardSwitchDelayMs?: number;
   /**
    * The chaos suite's deliberately broken build (FIRKIN_UNSAFE_FIXTURE=stale-reads): every
    * read is served like a stale one, by any replica without a ReadIndex round. Its checker
@@ -97,10 +105,77 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   readonly #exports = new Map<string, ExportSession>();
   /** Snapshot transfers tried per group: each retry asks the next replica. */
   readonly #pullAttempts = new Map<string, number>();
+  readonly #reshards: ReshardCoordinator;
 
   private constructor(o: VectorShardsOptions) {
     super(o);
     this.#o = o;
+    this.#reshards = new ReshardCoordinator({ member: o.member, shards: this, log: o.log.child({ mod: 'reshard' }), docsPerSecond: o.reshardDocsPerSecond ?? 20_000, switchDelayMs: o.reshardSwitchDelayMs });
+  }
+
+  /** A call to one given node (this one answers itself). */
+  async callOn(node: string, method: string, payload: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const body = encodeCbor(payload);
+    const reply = node === this.me ? await this.answer(this.me, method, body) : await this.o.member.callPeer(node, method, body, EXPORT_CALL_MS);
+    return decodeCbor(reply) as Record<string, unknown>;
+  }
+
+  // ---- reshard -------------------------------------------------------------------------------
+
+  /**
+   * Start an online reshard (any node): the new groups are placed like a new collection's and
+   * the job is recorded; the metadata leader runs it. Refused while one runs (409
+   * reshard_in_progress), or when the disk holds less than about twice the collection.
+   */
+  async startReshard(name: string, numShards: number): Promise<ReshardInfo> {
+    const state = this.#o.member.state;
+    const c = state.collections[name];
+    if (c === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} not found`);
+    if (c.shards.length === numShards) throw new FirkinError('same_shard_count', `collection ${JSON.stringify(name)} already has ${numShards} shards`);
+    const running = this.#runningJob(name);
+    if (running !== undefined) throw new FirkinError('reshard_in_progress', `collection ${JSON.stringify(name)} is being resharded (job ${running.id}, ${running.step})`);
+    const view = this.get(name)!;
+    const docs = (await Promise.all(view.shards.map((s) => s.countDocs()))).reduce((a, b) => a + b, 0);
+    const config = c.config as unknown as CollectionConfig;
+    // Vector, index links, text and metadata: a generous estimate of a document's bytes.
+    const bytes = docs * (config.dimensions * 4 * 2 + 1024);
+    const fs = await statfs(this.#o.indexDir);
+    const free = fs.bavail * fs.bsize;
+    if (free < 2 * bytes) throw new FirkinError('too_large', `a reshard needs about twice the collection's size on disk (${Math.round((2 * bytes) / 2 ** 20)} MiB); ${Math.round(free / 2 ** 20)} MiB are free on ${this.me}`);
+    const replicas = placeShards(numShards, c.replicationFactor, placementCandidates(state));
+    const ranges = initialRanges(numShards);
+    const jobId = randomBytes(9).toString('base64url');
+    await this.#o.member.propose({
+      type: 'reshard.begin',
+      collection: name,
+      jobId,
+      atMs: Date.now(),
+      shards: replicas.map((r, i) => ({ range: [ranges[i]!.start, ranges[i]!.end] as const, replicas: r })),
+    });
+    this.#o.log.info({ collection: name, job: jobId, from: c.shards.length, to: numShards, docs }, `reshard of ${name} started: ${c.shards.length} -> ${numShards} shards (${docs} documents)`);
+    return { old_shards: c.shards.length, new_shards: numShards, documents_migrated: 0 };
+  }
+
+  #runningJob(name: string) {
+    return Object.values(this.#o.member.state.jobs).find((j) => j.kind === 'reshard' && j.target === name && !isReshardEnded(j.step));
+  }
+
+  /** The collection's current (or last) reshard job. */
+  reshardStatus(name: string): Record<string, unknown> {
+    if (this.#o.member.state.collections[name] === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} not found`);
+    const jobs = Object.values(this.#o.member.state.jobs).filter((j) => j.kind === 'reshard' && j.target === name && j.reshard !== undefined);
+    const job = jobs.sort((a, b) => b.createdAtMs - a.createdAtMs)[0];
+    if (job === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} has no reshard job`);
+    return reshardView(job);
+  }
+
+  /** Cancel a reshard before its switch: the new groups go, the old ones stay authoritative. */
+  async cancelReshard(name: string): Promise<Record<string, unknown>> {
+    const job = this.#runningJob(name);
+    if (job === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} has no reshard running`);
+    if (job.step === 'switching') throw new FirkinError('conflict', `the reshard of ${JSON.stringify(name)} is switching; it can no longer be cancelled`);
+    await this.#o.member.propose({ type: 'reshard.abort', jobId: job.id, atMs: Date.now(), step: 'cancelled' });
+    return this.reshardStatus(name);
   }
 
   static async start(o: VectorShardsOptions): Promise<VectorShards> {
@@ -126,7 +201,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   }
 
   protected concerns(type: string): boolean {
-    return type.startsWith('collection.') || type.startsWith('shard.');
+    return type.startsWith('collection.') || type.startsWith('shard.') || type === 'reshard.begin' || type === 'reshard.switch' || type === 'reshard.abort';
   }
 
   /**
@@ -217,6 +292,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
 
   protected override housekeeping(): void {
     this.#expireExports();
+    this.#reshards.tick();
   }
 
   protected async open(collection: CollectionPlacement, placement: ShardPlacement): Promise<Replica> {
@@ -327,7 +403,20 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     if (after + 1 < log.firstIndex()) return encodeCbor({ compacted: true, first: log.firstIndex(), applied });
     const entries = log.slice(after + 1, hi + 1);
     if (entries === undefined) return encodeCbor({ compacted: true, first: log.firstIndex(), applied });
-    const e = entries.filter((x) => x.kind === 'normal' && x.data.length > 0).map((x) => ({ i: x.index, d: (x as { data: Uint8Array }).data }));
+    const shard = r.fsm.shard;
+    const fenced = r.fsm.fencedAt;
+    const e: { i: number; d: Uint8Array }[] = [];
+    for (const x of entries) {
+      if (x.kind !== 'normal' || x.data.length === 0) continue;
+      // Not applied here, so not replayed: writes refused after the fence, and retries of a
+      // request that had applied earlier (replaying one could undo a later write).
+      if (fenced !== undefined && x.index > fenced) continue;
+      const command = decodeShardEntry(x.data);
+      if (command.kind === 'fence') continue;
+      const first = command.rid === undefined ? undefined : shard.requestIndex(command.rid);
+      if (first !== undefined && first < x.index) continue;
+      e.push({ i: x.index, d: x.data });
+    }
     return encodeCbor({ e, to: hi, applied, fenced: r.fsm.fencedAt ?? null });
   }
 
@@ -410,6 +499,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   }
 
   override async close(): Promise<void> {
+    this.#reshards.close();
     for (const s of this.#exports.values()) await s.stream.return(undefined);
     this.#exports.clear();
     await super.close();

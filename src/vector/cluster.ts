@@ -25,6 +25,10 @@ export interface VectorCluster {
   leave(): Promise<{ status: 'leaving'; node: string }>;
   /** Called after the request is validated, the collection exists and the count differs. */
   reshard(collection: string, numShards: number): Promise<ReshardInfo>;
+  /** The collection's current (or last) reshard job. */
+  reshardStatus(collection: string): Promise<Record<string, unknown>>;
+  /** Cancel a reshard before its switch. */
+  cancelReshard(collection: string): Promise<Record<string, unknown>>;
 }
 
 /**
@@ -42,6 +46,12 @@ export function standaloneCluster(options: { nodeName: string; clusterEnabled: b
       throw notClustered('leaving a cluster');
     },
     async reshard() {
+      throw notClustered('resharding');
+    },
+    async reshardStatus() {
+      throw notClustered('resharding');
+    },
+    async cancelReshard() {
       throw notClustered('resharding');
     },
   };

@@ -486,6 +486,11 @@ export class Shard implements ShardHandle {
    * and the index in one synced batch, then memory and the indexes. At or below the applied
    * index it is skipped (a replayed entry). Commands apply one at a time, in order.
    */
+  /** The log index at which request `rid` first applied, while it is in the request window. */
+  requestIndex(rid: string): number | undefined {
+    return this.#requests.get(rid)?.index;
+  }
+
   apply(command: ShardCommand, index: number): Promise<ApplyOutcome | undefined> {
     if (this.#closing !== undefined) return Promise.reject(this.#closedError());
     return this.#exclusive(() => this.#applyAt(command, index));

@@ -236,6 +236,18 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
     if (current === n) throw new FirkinError('same_shard_count', `collection ${JSON.stringify(req.params.collection)} already has ${n} shards`);
     return { status: 'resharding', info: await cluster.reshard(req.params.collection, n) };
   });
+
+  // The job: state, counts, start and end times, rate, the last error (404 when there was none).
+  app.get<CollectionReq>('/collections/:collection/reshard', { schema: { params: collectionParams } }, async (req) => {
+    engine.getCollection(req.params.collection);
+    return cluster.reshardStatus(req.params.collection);
+  });
+
+  // Cancel before the switch: the old shards stay authoritative.
+  app.delete<CollectionReq>('/collections/:collection/reshard', { schema: { params: collectionParams } }, async (req) => {
+    engine.getCollection(req.params.collection);
+    return cluster.cancelReshard(req.params.collection);
+  });
 };
 
 export const clusterRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, { cluster }) => {

@@ -1,0 +1,349 @@
+// Online reshard of a replicated vector collection, driven by the metadata log. The job lives
+// in the metadata group (`reshard.*` commands); the metadata leader runs it, and a new leader
+// resumes it from the recorded state.
+//
+//   copying      new shard groups exist (pending: hosted, not routed). Each old shard is read
+//                from its leader through a snapshot transfer; the index its state covers (`from`)
+//                is recorded BEFORE any document is written, then every document goes to its
+//                new shard by the shared hash ranges, in bounded, rate-limited batches.
+//   catching_up  each old group's committed log after `from` is replayed into the new groups,
+//                in order, with the original request ids (a retried write applies once), until
+//                every source is within a few entries.
+//   switching    a fence entry in each old group (writes after it are refused, on every replica
+//                alike); the tail is drained up to the fence; one `reshard.switch` entry flips the
+//                collection to the new groups and bumps its epoch. Routers that hit a fenced shard
+//                get `stale_epoch`, wait for the new map and route again.
+//   cleaning     the old groups are no longer placed: every node drops its replicas of them.
+//   done | failed | cancelled
+//
+// Copy and replay are idempotent (upserts of whole documents, deletes), so a step interrupted
+// by a crash is simply run again. Only one coordinator may write into the new groups: a new
+// metadata leader waits `takeoverMs` (longer than an old leader can go on believing it leads
+// and finish a write) before it runs a job. That is the usual lease assumption: clocks that run
+// at nearly the same rate.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { FirkinError, isFirkinError } from '../core/errors.js';
+import { hashId, shardFor } from '../core/shard-hash.js';
+import { type ShardCommand, FENCE_ENTRY, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
+import type { DocInput } from '../vector/shard.js';
+import type { CollectionPlacement, Job, ReshardSource, ShardPlacement } from './meta-state.js';
+import { isReshardEnded } from './meta-state.js';
+import type { ClusterMember } from './member.js';
+
+/** What the coordinator needs of the vector shard host. */
+export interface ReshardShards {
+  leaderCall(shard: ShardPlacement, method: string, payload: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** A call to one given node (a snapshot transfer stays on the node that opened it). */
+  callOn(node: string, method: string, payload: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+export interface ReshardOptions {
+  member: ClusterMember;
+  shards: ReshardShards;
+  log: Logger;
+  /** Documents copied per second at most (foreground traffic keeps its latency). */
+  docsPerSecond: number;
+  /**
+   * Tests only (FIRKIN_TEST_RESHARD_SWITCH_DELAY_MS): wait this long between fencing and the
+   * switch entry, so a test can kill the coordinator in the middle of a switch.
+   */
+  switchDelayMs?: number;
+}
+
+/** Replay is done when every source is within this many entries of its leader. */
+const CAUGHT_UP_ENTRIES = 20;
+/** Entries per tail call. */
+const TAIL_BATCH = 256;
+/** Progress is logged (and recorded) at most this often. */
+const PROGRESS_EVERY_MS = 3_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** An error that ends the job (`failed`), as opposed to one a retry can get past. */
+class FatalReshard extends Error {}
+
+export class ReshardCoordinator {
+  readonly #o: ReshardOptions;
+  readonly #running = new Set<string>();
+  #leaderSinceMs: number | undefined;
+  #closed = false;
+
+  constructor(o: ReshardOptions) {
+    this.#o = o;
+  }
+
+  get #takeoverMs(): number {
+    const t = this.#o.member.timings;
+    return 2 * t.electionTicks * t.tickMs + t.proposalTimeoutMs;
+  }
+
+  /** Called periodically: on the metadata leader, run the jobs nobody runs here yet. */
+  tick(): void {
+    const { member } = this.#o;
+    if (this.#closed || !member.isLeader()) {
+      this.#leaderSinceMs = undefined;
+      return;
+    }
+    this.#leaderSinceMs ??= Date.now();
+    if (Date.now() - this.#leaderSinceMs < this.#takeoverMs) return;
+    for (const job of Object.values(member.state.jobs)) {
+      if (job.kind !== 'reshard' || isReshardEnded(job.step) || this.#running.has(job.id)) continue;
+      this.#running.add(job.id);
+      void this.#run(job.id).finally(() => this.#running.delete(job.id));
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+  }
+
+  #job(id: string): Job {
+    const job = this.#o.member.state.jobs[id];
+    if (job?.reshard === undefined) throw new FatalReshard(`reshard job ${id} is gone`);
+    return job;
+  }
+
+  #collection(job: Job): CollectionPlacement {
+    const c = this.#o.member.state.collections[job.target];
+    if (c === undefined) throw new FatalReshard(`collection ${job.target} was deleted`);
+    return c;
+  }
+
+  /** Still the one to run jobs: the metadata leader, not closing. */
+  #check(): void {
+    if (this.#closed) throw new FirkinError('unavailable', 'the node is closing');
+    if (!this.#o.member.isLeader()) throw new FirkinError('not_leader', 'this node no longer leads the metadata group');
+  }
+
+  async #run(jobId: string): Promise<void> {
+    const { log } = this.#o;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.#check();
+        const job = this.#job(jobId);
+        if (isReshardEnded(job.step)) return;
+        log.info({ job: jobId, collection: job.target, step: job.step }, `reshard of ${job.target}: ${job.step}`);
+        switch (job.step) {
+          case 'copying':
+            await this.#copyAll(job);
+            await this.#progress(jobId, { step: 'catching_up' });
+            break;
+          case 'catching_up':
+            await this.#catchUp(job);
+            await this.#progress(jobId, { step: 'switching' });
+            break;
+          case 'switching':
+            await this.#switch(job);
+            break;
+          case 'cleaning':
+            await this.#progress(jobId, { step: 'done' });
+            log.info({ job: jobId, collection: job.target, migrated: job.reshard!.migrated }, `reshard of ${job.target} done: ${job.reshard!.oldShards} -> ${job.reshard!.newShards} shards`);
+            return;
+        }
+        attempt = 0;
+      } catch (err) {
+        if (err instanceof FatalReshard) {
+          log.error({ job: jobId, err: err.message }, 'reshard failed');
+          await this.#o.member.propose({ type: 'reshard.abort', jobId, atMs: Date.now(), step: 'failed', error: err.message }).catch(() => undefined);
+          return;
+        }
+        if (isFirkinError(err) && err.code === 'not_leader') return; // the new leader resumes it
+        if (this.#closed) return;
+        const delay = Math.min(5_000, 100 * 2 ** Math.min(attempt, 6));
+        log.warn({ job: jobId, attempt, delayMs: delay, err: (err as Error).message }, 'reshard step failed; retrying');
+        await this.#progress(jobId, { error: (err as Error).message }).catch(() => undefined);
+        await sleep(delay);
+      }
+    }
+  }
+
+  async #progress(jobId: string, p: { step?: 'catching_up' | 'switching' | 'done'; group?: string; source?: Partial<ReshardSource>; error?: string }): Promise<void> {
+    this.#check();
+    await this.#o.member.propose({ type: 'reshard.progress', jobId, atMs: Date.now(), ...p });
+  }
+
+  // ---- copy --------------------------------------------------------------------------------
+
+  async #copyAll(job: Job): Promise<void> {
+    const c = this.#collection(job);
+    await Promise.all(
+      c.shards.map(async (old) => {
+        if (this.#job(job.id).reshard!.sources[old.group]?.copied === true) return;
+        await this.#copy(job.id, old);
+      }),
+    );
+  }
+
+  /** Copy one old shard into the new ones, from a snapshot transfer on its leader. */
+  async #copy(jobId: string, old: ShardPlacement): Promise<void> {
+    const { shards, log } = this.#o;
+    const status = await shards.leaderCall(old, 'vshard.status', {});
+    const leader = String(status.leader);
+    const call = (s?: string) => shards.callOn(leader, 'vshard.export', { g: old.group, ...(s === undefined ? {} : { s }) });
+    let reply = await call();
+    const a0 = reply.a0;
+    const recorded = this.#job(jobId).reshard!.sources[old.group]!.from;
+    if (recorded === null) {
+      // Recorded before any document is written: a later attempt must replay from here.
+      if (typeof a0 !== 'number') throw new FirkinError('error', 'snapshot transfer without its start index');
+      await this.#progress(jobId, { group: old.group, source: { from: a0 } });
+    } else if (typeof a0 === 'number' && a0 < recorded) {
+      throw new FirkinError('unavailable', `${leader}'s copy of ${old.group} is at ${a0}, behind the recorded start ${recorded}`);
+    }
+    let docs = 0;
+    let lastReport = Date.now();
+    const started = Date.now();
+    for (;;) {
+      this.#check();
+      if (reply.c instanceof Uint8Array) {
+        const command = decodeShardCommand(reply.c);
+        if (command.kind !== 'upsert') throw new FirkinError('error', 'snapshot transfer: a chunk holds a delete');
+        await this.#forward(jobId, { kind: 'upsert', docs: command.docs, rid: randomBytes(12).toString('base64url') });
+        docs += command.docs.length;
+        // Rate limit: never ahead of docsPerSecond on average.
+        const ahead = (docs / this.#o.docsPerSecond) * 1000 - (Date.now() - started);
+        if (ahead > 0) await sleep(ahead);
+        if (Date.now() - lastReport > PROGRESS_EVERY_MS) {
+          lastReport = Date.now();
+          log.info({ job: jobId, source: old.group, docs }, `reshard: copied ${docs} documents of ${old.group}`);
+          await this.#progress(jobId, { group: old.group, source: { docs } });
+        }
+      } else if (typeof reply.applied === 'number') {
+        break; // the transfer's tail: done
+      } else {
+        throw new FirkinError('error', 'snapshot transfer: bad reply');
+      }
+      reply = await call(String(reply.s));
+    }
+    const from = this.#job(jobId).reshard!.sources[old.group]!.from!;
+    await this.#progress(jobId, { group: old.group, source: { copied: true, docs, tailed: from } });
+    log.info({ job: jobId, source: old.group, docs, from }, `reshard: copied ${old.group} (${docs} documents, state at index ${from})`);
+  }
+
+  /** Send a command's documents (or ids) to the new shards that own them now, each part in parallel. */
+  async #forward(jobId: string, command: ShardCommand): Promise<void> {
+    const c = this.#collection(this.#job(jobId));
+    const pending = c.pending;
+    if (pending === undefined) throw new FatalReshard(`collection ${c.name} has no pending shards`);
+    const ranges = pending.map((s, i) => ({ shardId: i, start: s.range[0], end: s.range[1] }));
+    const target = (id: string) => shardFor(ranges, hashId(id, 'xxhash'));
+    const rid = command.rid ?? randomBytes(12).toString('base64url');
+    const parts = new Map<number, DocInput[] | string[]>();
+    if (command.kind === 'upsert') {
+      for (const d of command.docs) {
+        const t = target(d.id);
+        parts.set(t, [...((parts.get(t) as DocInput[] | undefined) ?? []), d]);
+      }
+    } else {
+      for (const id of command.ids) {
+        const t = target(id);
+        parts.set(t, [...((parts.get(t) as string[] | undefined) ?? []), id]);
+      }
+    }
+    await Promise.all(
+      [...parts].map(([t, part]) => {
+        const sub: ShardCommand = command.kind === 'upsert' ? { kind: 'upsert', docs: part as DocInput[], rid } : { kind: 'delete', ids: part as string[], rid };
+        return this.#o.shards.leaderCall(pending[t]!, 'vshard.propose', { c: encodeShardCommand(sub) });
+      }),
+    );
+  }
+
+  // ---- replay ------------------------------------------------------------------------------
+
+  /**
+   * Replay one old shard's log after where it stands: up to `until` (the fence, when
+   * switching), or until it is within CAUGHT_UP_ENTRIES of the leader. Returns the lag left.
+   */
+  async #tail(jobId: string, old: ShardPlacement, until?: number): Promise<number> {
+    const start = this.#job(jobId).reshard!.sources[old.group]!.tailed;
+    let tailed = start;
+    let reported = start;
+    let lastReport = Date.now();
+    const report = async () => {
+      if (tailed === reported) return;
+      reported = tailed;
+      lastReport = Date.now();
+      await this.#progress(jobId, { group: old.group, source: { tailed } });
+    };
+    for (;;) {
+      this.#check();
+      const max = until === undefined ? TAIL_BATCH : Math.min(TAIL_BATCH, until - tailed);
+      if (max <= 0) {
+        await report();
+        return 0;
+      }
+      const reply = await this.#o.shards.leaderCall(old, 'vshard.tail', { after: tailed, max });
+      if (reply.compacted === true) {
+        throw new FatalReshard(`the log of ${old.group} was compacted past index ${tailed} before the reshard replayed it (first kept entry ${String(reply.first)}); start the reshard again`);
+      }
+      // Entries in log order, each whole before the next: a document's writes keep their order.
+      for (const e of reply.e as { i: number; d: Uint8Array }[]) {
+        const command = decodeShardEntry(e.d);
+        if (command.kind !== 'fence') await this.#forward(jobId, command);
+      }
+      const before = tailed;
+      if (typeof reply.to === 'number' && reply.to > tailed) tailed = reply.to;
+      if (Date.now() - lastReport > PROGRESS_EVERY_MS) await report();
+      const lag = (until ?? (reply.applied as number)) - tailed;
+      if (lag <= 0 || (until === undefined && lag <= CAUGHT_UP_ENTRIES)) {
+        await report();
+        return Math.max(0, lag);
+      }
+      // Nothing new on this leader yet (a new leader still applying): wait a moment.
+      if (tailed === before) await sleep(20);
+    }
+  }
+
+  async #catchUp(job: Job): Promise<void> {
+    const c = this.#collection(job);
+    for (let round = 1; ; round++) {
+      const lags = await Promise.all(c.shards.map((old) => this.#tail(job.id, old)));
+      const worst = Math.max(...lags);
+      if (worst <= CAUGHT_UP_ENTRIES) return;
+      if (round % 5 === 0) this.#o.log.info({ job: job.id, lags }, `reshard of ${job.target}: catching up (${worst} entries behind)`);
+    }
+  }
+
+  // ---- switch ------------------------------------------------------------------------------
+
+  async #switch(job: Job): Promise<void> {
+    const c = this.#collection(job);
+    const started = Date.now();
+    // Fence every old group (idempotent: a second fence answers the first's index), then
+    // drain each up to its fence.
+    await Promise.all(
+      c.shards.map(async (old) => {
+        const reply = await this.#o.shards.leaderCall(old, 'vshard.propose', { c: FENCE_ENTRY });
+        const o = reply.o as { kind?: string; at?: number } | null;
+        if (o?.kind !== 'fenced' || typeof o.at !== 'number') throw new FirkinError('error', `${old.group} did not take the fence`);
+        await this.#tail(job.id, old, o.at);
+      }),
+    );
+    if (this.#o.switchDelayMs !== undefined) await sleep(this.#o.switchDelayMs);
+    this.#check();
+    await this.#o.member.propose({ type: 'reshard.switch', jobId: job.id, atMs: Date.now() });
+    this.#o.log.info({ job: job.id, collection: job.target, fenceToSwitchMs: Date.now() - started }, `reshard of ${job.target}: switched to ${job.reshard!.newShards} shards (writes waited at most ${Date.now() - started} ms)`);
+  }
+}
+
+/** The job as `GET /vectordb/collections/:c/reshard` shows it. */
+export function reshardView(job: Job): Record<string, unknown> {
+  const r = job.reshard!;
+  const ended = r.endedAtMs ?? (isReshardEnded(job.step) ? job.updatedAtMs : undefined);
+  const seconds = ((ended ?? Date.now()) - job.createdAtMs) / 1000;
+  return {
+    id: job.id,
+    collection: job.target,
+    state: job.step,
+    old_shards: r.oldShards,
+    new_shards: r.newShards,
+    documents_migrated: r.migrated,
+    started_at: job.createdAtMs,
+    ended_at: ended ?? null,
+    rate_docs_per_sec: seconds > 0 ? Math.round(r.migrated / seconds) : 0,
+    last_error: r.error ?? null,
+    sources: Object.entries(r.sources).map(([group, s]) => ({ group, from: s.from, copied: s.copied, docs: s.docs, tailed: s.tailed })),
+  };
+}
+
