@@ -89,13 +89,14 @@ class Recorder {
 }
 
 /** One HTTP call with a bound: status and body, or undefined (a timeout or a refused connection). */
-async function call(url: string | undefined, method: string, p: string, options: { body?: unknown; key?: string } = {}) {
+async function call(url: string | undefined, method: string, p: string, options: { body?: unknown; key?: string; ifMatch?: string } = {}) {
   if (url === undefined) return undefined;
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), REQUEST_TIMEOUT_MS);
   try {
     const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? TEST_ADMIN_KEY}` };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.ifMatch !== undefined) headers['if-match'] = `"${options.ifMatch}"`;
     const res = await fetch(url + p, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: ac.signal });
     const text = await res.text();
     let body: any = text;
@@ -289,6 +290,92 @@ async function finalRegisterReads(nodes: NodeProc[], rec: Recorder, minutes: num
   }
 }
 
+// ---- cas: documents of a clustered VDB (2 shards, replica_factor 3) as registers --------------
+
+/**
+ * Each document `k<i>` is a register whose value is its body's `v`; every write puts a value
+ * unique to the run, so a revision names exactly one value and "the rev I hold is current" is
+ * "the value I read is current". A PUT naming a rev is therefore cas(value read -> new value):
+ * 201 it found it (result true), 409 it did not and changed nothing (result false: the shard
+ * decides conflicts when it applies the entry, in log order). A PUT without a rev (the client
+ * saw no document) is cas(null -> new): 409 when the document exists.
+ */
+async function createCasVdb(nodes: NodeProc[]): Promise<void> {
+  const r = await call(nodes[0]!.url, 'POST', '/vdb', { body: { name: DATA, shard_count: 2, placement: { replica_factor: 3 } } });
+  if (r?.status !== 201) throw new Error(`chaos: could not create the VDB: ${r?.status} ${JSON.stringify(r?.body).slice(0, 300)}`);
+}
+
+interface CasRead {
+  readonly outcome: Outcome;
+  readonly value?: string | null;
+  readonly rev?: string;
+}
+
+/** A linearizable GET of a cas document: 404 "document … not found" is the register at null. */
+async function casRead(url: string | undefined, key: string): Promise<CasRead> {
+  const r = await call(url, 'GET', `/vdb/${DATA}/${key}`);
+  if (r?.status === 200) return { outcome: 'ok', value: (r.body?.v as string | undefined) ?? null, rev: r.body?._rev as string };
+  if (r?.status === 404 && /^document .* not found$/.test(String(r.body?.message))) return { outcome: 'ok', value: null };
+  return { outcome: r?.status === 0 ? 'fail' : 'unknown' };
+}
+
+/**
+ * read (40%): GET. write (30%): PUT naming the rev this client last read of the key, however
+ * old (often a 409 under contention). cas (30%): GET, then PUT naming the rev it returned. The
+ * reads are recorded as reads, the PUTs as cas ops over the PUT's own interval.
+ */
+async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, untilMs: number, rand: SeededRand): Promise<void> {
+  let seq = 0;
+  const pickNode = () => nodes[rand.int(nodes.length)]!;
+  const client = async (clientId: string) => {
+    const lastRead = new Map<string, { value: string | null; rev?: string }>();
+    const read = async (n: NodeProc, key: string): Promise<CasRead> => {
+      const invokeMs = rec.now();
+      const r = await casRead(n.url, key);
+      rec.registers.push({ kind: 'read', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: r.outcome, key, ...(r.outcome === 'ok' ? { value: r.value! } : {}) });
+      if (r.outcome === 'ok') lastRead.set(key, { value: r.value!, ...(r.rev === undefined ? {} : { rev: r.rev }) });
+      if (r.outcome === 'fail') await new Promise((res) => setTimeout(res, 20));
+      return r;
+    };
+    while (rec.now() < untilMs) {
+      const n = pickNode();
+      if (n.url === undefined) {
+        await new Promise((r) => setTimeout(r, 20));
+        continue;
+      }
+      const key = `k${rand.int(registerKeys(o.minutes))}`;
+      const roll = rand.int(10);
+      if (roll < 4) {
+        await read(n, key);
+        continue;
+      }
+      if (roll >= 7 && (await read(n, key)).outcome !== 'ok') continue;
+      const from = lastRead.get(key) ?? { value: null };
+      const value = `${clientId}-${++seq}`;
+      const invokeMs = rec.now();
+      const r = await call(n.url, 'PUT', `/vdb/${DATA}/${key}`, { body: { v: value }, ...(from.rev === undefined ? {} : { ifMatch: from.rev }) });
+      const conflict = r?.status === 409 && r.body?.error === 'conflict';
+      const outcome: Outcome = r?.status === 201 || conflict ? 'ok' : writeOutcome(r, 201);
+      rec.registers.push({ kind: 'cas', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, key, expected: from.value, value, ...(outcome === 'ok' ? { result: !conflict } : {}) });
+      if (r?.status === 201) lastRead.set(key, { value, rev: r.body?.rev as string });
+      await pauseAfterRefusal(r);
+    }
+  };
+  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)));
+}
+
+/** Final linearizable reads of every cas document through every node. */
+async function finalCasReads(nodes: NodeProc[], rec: Recorder, minutes: number): Promise<void> {
+  for (const n of nodes) {
+    for (let k = 0; k < registerKeys(minutes); k++) {
+      const key = `k${k}`;
+      const invokeMs = rec.now();
+      const r = await casRead(n.url, key);
+      rec.registers.push({ kind: 'read', process: `final-${n.name}`, node: n.name, invokeMs, completeMs: rec.now(), outcome: r.outcome === 'ok' ? 'ok' : 'unknown', key, ...(r.outcome === 'ok' ? { value: r.value! } : {}) });
+    }
+  }
+}
+
 async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
   if (e.action === 'net') {
     net.apply(e.target);
@@ -334,12 +421,15 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
  * same digest at the same applied index (chaos/checker/convergence.ts), or diverge (stop at
  * once: waiting will not mend it), or the deadline passes. Returns the last poll's reports.
  */
-async function converge(nodes: NodeProc[], deadlineMs: number, withShards: boolean): Promise<{ ok: boolean; verdict: PollVerdict; reports: ReplicaReport[]; expected: Record<string, string[]>; detail: unknown }> {
+async function converge(nodes: NodeProc[], deadlineMs: number, shardsOf: 'none' | 'collection' | 'vdb'): Promise<{ ok: boolean; verdict: PollVerdict; reports: ReplicaReport[]; expected: Record<string, string[]>; detail: unknown }> {
   let last: unknown;
   let reports: ReplicaReport[] = [];
   let verdict = 'wait' as PollVerdict; // set by the probe (a closure: `as` keeps TS from narrowing it to 'wait')
   const startedMs = performance.now();
   const expected: Record<string, string[]> = { metadata: nodes.map((n) => n.name) };
+  const withShards = shardsOf !== 'none';
+  const replicasPath = shardsOf === 'vdb' ? '/_cluster/vdb-shards' : '/_cluster/shards';
+  const placementPath = shardsOf === 'vdb' ? `/vdb/${DATA}/_shards` : `/_cluster/collections/${DATA}/shards`;
   try {
     await waitFor(
       async () => {
@@ -348,14 +438,14 @@ async function converge(nodes: NodeProc[], deadlineMs: number, withShards: boole
             node: n.name,
             status: (await call(n.url, 'GET', '/vectordb/cluster/status'))?.body,
             meta: (await call(n.url, 'GET', '/_cluster/nodes'))?.body?.metadata,
-            shards: withShards ? ((await call(n.url, 'GET', '/_cluster/shards'))?.body?.replicas as { group: string; digest: string | null; digest_applied: number | null }[] | undefined) : undefined,
+            shards: withShards ? ((await call(n.url, 'GET', replicasPath))?.body?.replicas as { group: string; digest: string | null; digest_applied: number | null }[] | undefined) : undefined,
           })),
         );
         last = views;
         reports = views.filter((v) => typeof v.meta?.applied === 'number' && typeof v.meta?.digest === 'string').map((v) => ({ node: v.node, shard: 'metadata', applied_index: v.meta.applied as number, digest: v.meta.digest as string }));
         if (withShards) {
           // Which nodes should hold each shard: the placement as the metadata has it.
-          const placement = (await call(nodes[0]!.url, 'GET', `/_cluster/collections/${DATA}/shards`))?.body?.shards as { group: string; replicas: string[] }[] | undefined;
+          const placement = (await call(nodes[0]!.url, 'GET', placementPath))?.body?.shards as { group: string; replicas: string[] }[] | undefined;
           for (const s of placement ?? []) expected[s.group] = [...s.replicas];
           for (const v of views) {
             for (const r of v.shards ?? []) if (r.digest !== null && r.digest_applied !== null) reports.push({ node: v.node, shard: r.group, applied_index: r.digest_applied, digest: r.digest });
@@ -416,8 +506,8 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
   try {
     for (const n of nodes) await startNode(n);
     await waitFor(async () => (await Promise.all(nodes.map((n) => call(n.url, 'GET', '/_cluster/nodes')))).every((r) => (r?.body?.nodes as { role: string }[] | undefined)?.filter((x) => x.role === 'voter').length === Math.min(o.nodes % 2 === 1 ? o.nodes : o.nodes - 1, 5)), { timeoutMs: 60_000, what: 'the cluster to form' });
-    const data = o.workload !== 'keys';
-    if (data) await createDataCollection(nodes);
+    if (o.workload === 'register' || o.workload === 'set') await createDataCollection(nodes);
+    if (o.workload === 'cas') await createCasVdb(nodes);
     log('chaos: cluster formed; workload and faults start');
     const rec = new Recorder();
     const nemesis = (async () => {
@@ -435,6 +525,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     let attempted: string[] = [];
     if (o.workload === 'keys') keys = await keysWorkload(nodes, o, rec, durationMs, rand);
     else if (o.workload === 'register') await registerWorkload(nodes, o, rec, durationMs, rand);
+    else if (o.workload === 'cas') await casWorkload(nodes, o, rec, durationMs, rand);
     else attempted = await setWorkload(nodes, o, rec, durationMs, rand);
     await nemesis;
 
@@ -446,8 +537,9 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       if (n.proc === undefined) await startNode(n);
     }
     log('chaos: healed; waiting for convergence');
-    const converged = await converge(nodes, o.convergeSeconds * 1000, data);
+    const converged = await converge(nodes, o.convergeSeconds * 1000, o.workload === 'keys' ? 'none' : o.workload === 'cas' ? 'vdb' : 'collection');
     if (o.workload === 'register') await finalRegisterReads(nodes, rec, o.minutes);
+    if (o.workload === 'cas') await finalCasReads(nodes, rec, o.minutes);
     if (o.workload === 'set') await finalSetReads(nodes, rec, attempted);
     // Final reads: every key, on every node.
     // A node may still be catching up or renewing its key lease: 'unavailable' is retried
@@ -466,7 +558,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     }
     const { checkers, anomalies } = runCheckers({
       ...(o.workload === 'keys' ? { keys: rec.ops } : {}),
-      ...(o.workload === 'register' ? { registers: rec.registers } : {}),
+      ...(o.workload === 'register' || o.workload === 'cas' ? { registers: rec.registers } : {}),
       ...(o.workload === 'set' ? { set: rec.set } : {}),
       convergence: { reports: converged.reports, expected: converged.expected, timedOut: converged.verdict === 'timeout' },
       windows,
@@ -479,7 +571,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     if (!converged.ok && !anomalies.some((a) => a.checker === 'convergence')) {
       anomalies.push({ checker: 'convergence', type: 'no-convergence', key: 'cluster', node: '', detail: JSON.stringify(converged.detail).slice(0, 2000) });
     }
-    const ops = o.workload === 'keys' ? rec.ops.filter((op) => op.kind !== 'final').length : o.workload === 'register' ? rec.registers.filter((op) => op.process?.startsWith('final-') !== true).length : rec.set.filter((op) => !(op.kind === 'read' && op.final === true)).length;
+    const ops = o.workload === 'keys' ? rec.ops.filter((op) => op.kind !== 'final').length : o.workload === 'register' || o.workload === 'cas' ? rec.registers.filter((op) => op.process?.startsWith('final-') !== true).length : rec.set.filter((op) => !(op.kind === 'read' && op.final === true)).length;
     const report = {
       options: o,
       faults,
@@ -489,7 +581,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       checkers,
       anomalies,
       // The recorded operations, to read an anomaly back against what happened around it.
-      history: o.workload === 'keys' ? rec.ops : o.workload === 'register' ? rec.registers : rec.set,
+      history: o.workload === 'keys' ? rec.ops : o.workload === 'register' || o.workload === 'cas' ? rec.registers : rec.set,
     };
     mkdirSync(o.out, { recursive: true });
     const file = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}.json`);
