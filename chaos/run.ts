@@ -82,9 +82,15 @@ class Recorder {
   readonly ops: KeyOp[] = [];
   readonly registers: RegisterOp[] = [];
   readonly set: SetOp[] = [];
+  /** Why operations were not acknowledged: `<op> <status> <error>` -> count (the cas workload's). */
+  readonly refusals = new Map<string, number>();
   readonly t0 = performance.now();
   now(): number {
     return Math.round(performance.now() - this.t0);
+  }
+  refused(op: string, r: Awaited<ReturnType<typeof call>>): void {
+    const why = r === undefined ? 'no answer (timeout or reset)' : `${r.status} ${r.status === 0 ? 'refused' : String(r.body?.error)}`;
+    this.refusals.set(`${op} ${why}`, (this.refusals.get(`${op} ${why}`) ?? 0) + 1);
   }
 }
 
@@ -312,10 +318,11 @@ interface CasRead {
 }
 
 /** A linearizable GET of a cas document: 404 "document … not found" is the register at null. */
-async function casRead(url: string | undefined, key: string): Promise<CasRead> {
+async function casRead(url: string | undefined, key: string, rec: Recorder): Promise<CasRead> {
   const r = await call(url, 'GET', `/vdb/${DATA}/${key}`);
   if (r?.status === 200) return { outcome: 'ok', value: (r.body?.v as string | undefined) ?? null, rev: r.body?._rev as string };
   if (r?.status === 404 && /^document .* not found$/.test(String(r.body?.message))) return { outcome: 'ok', value: null };
+  rec.refused('read', r);
   return { outcome: r?.status === 0 ? 'fail' : 'unknown' };
 }
 
@@ -331,7 +338,7 @@ async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
     const lastRead = new Map<string, { value: string | null; rev?: string }>();
     const read = async (n: NodeProc, key: string): Promise<CasRead> => {
       const invokeMs = rec.now();
-      const r = await casRead(n.url, key);
+      const r = await casRead(n.url, key, rec);
       rec.registers.push({ kind: 'read', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: r.outcome, key, ...(r.outcome === 'ok' ? { value: r.value! } : {}) });
       if (r.outcome === 'ok') lastRead.set(key, { value: r.value!, ...(r.rev === undefined ? {} : { rev: r.rev }) });
       if (r.outcome === 'fail') await new Promise((res) => setTimeout(res, 20));
@@ -356,6 +363,7 @@ async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
       const r = await call(n.url, 'PUT', `/vdb/${DATA}/${key}`, { body: { v: value }, ...(from.rev === undefined ? {} : { ifMatch: from.rev }) });
       const conflict = r?.status === 409 && r.body?.error === 'conflict';
       const outcome: Outcome = r?.status === 201 || conflict ? 'ok' : writeOutcome(r, 201);
+      if (outcome !== 'ok') rec.refused('cas', r);
       rec.registers.push({ kind: 'cas', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, key, expected: from.value, value, ...(outcome === 'ok' ? { result: !conflict } : {}) });
       if (r?.status === 201) lastRead.set(key, { value, rev: r.body?.rev as string });
       await pauseAfterRefusal(r);
@@ -370,7 +378,7 @@ async function finalCasReads(nodes: NodeProc[], rec: Recorder, minutes: number):
     for (let k = 0; k < registerKeys(minutes); k++) {
       const key = `k${k}`;
       const invokeMs = rec.now();
-      const r = await casRead(n.url, key);
+      const r = await casRead(n.url, key, rec);
       rec.registers.push({ kind: 'read', process: `final-${n.name}`, node: n.name, invokeMs, completeMs: rec.now(), outcome: r.outcome === 'ok' ? 'ok' : 'unknown', key, ...(r.outcome === 'ok' ? { value: r.value! } : {}) });
     }
   }
@@ -595,6 +603,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const avail = checkers.availability;
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
+    if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
     for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key} on ${a.node}: ${a.detail}`);
     log(`chaos: ${ops} ops, ${faults} faults, ${anomalies.length} anomalies`);
     return { anomalies: anomalies.length, ops, faults };
