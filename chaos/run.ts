@@ -26,6 +26,10 @@ import { FaultNetwork } from './proxy/network.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const COOKIE = 'chaos-cookie';
+/** The gateway's master key (the keys workload runs the gateway on each node's HTTP port). */
+const GATEWAY_MASTER_KEY = 'chaos-gateway-master-key';
+/** Tenant keys appear in the keys history under this prefix and the tenant's id. */
+const TENANT_PREFIX = 'tenant-';
 const REQUEST_TIMEOUT_MS = 5_000;
 
 interface NodeProc {
@@ -82,7 +86,7 @@ class Recorder {
   readonly ops: KeyOp[] = [];
   readonly registers: RegisterOp[] = [];
   readonly set: SetOp[] = [];
-  /** Why operations were not acknowledged: `<op> <status> <error>` -> count (the cas workload's). */
+  /** Why writes and cas reads were not acknowledged: `<op> <status> <error>` -> count. */
   readonly refusals = new Map<string, number>();
   readonly t0 = performance.now();
   now(): number {
@@ -95,7 +99,7 @@ class Recorder {
 }
 
 /** One HTTP call with a bound: status and body, or undefined (a timeout or a refused connection). */
-async function call(url: string | undefined, method: string, p: string, options: { body?: unknown; key?: string; ifMatch?: string } = {}) {
+async function call(url: string | undefined, method: string, p: string, options: { body?: unknown; key?: string; apiKey?: string; ifMatch?: string } = {}) {
   if (url === undefined) return undefined;
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), REQUEST_TIMEOUT_MS);
@@ -103,6 +107,7 @@ async function call(url: string | undefined, method: string, p: string, options:
     const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? TEST_ADMIN_KEY}` };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.ifMatch !== undefined) headers['if-match'] = `"${options.ifMatch}"`;
+    if (options.apiKey !== undefined) headers['x-api-key'] = options.apiKey;
     const res = await fetch(url + p, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: ac.signal });
     const text = await res.text();
     let body: any = text;
@@ -122,10 +127,27 @@ async function call(url: string | undefined, method: string, p: string, options:
   }
 }
 
-/** The keys workload: create, revoke and use API keys on random nodes. */
+/**
+ * Use a key: a node key on `GET /db/…` (404 = authenticated, 401 = refused), a tenant key on the
+ * gateway's `GET /v1/collections` (200 = authenticated, 401 = refused); 503 from either: the
+ * node cannot vouch for cluster keys now.
+ */
+async function useKey(url: string | undefined, keyId: string, key: string): Promise<{ r: Awaited<ReturnType<typeof call>>; result?: 'valid' | 'invalid' | 'unavailable' }> {
+  const tenant = keyId.startsWith(TENANT_PREFIX);
+  const r = tenant ? await call(url, 'GET', '/v1/collections', { apiKey: key }) : await call(url, 'GET', '/db/chaos-nothing-here', { key });
+  const result = r?.status === (tenant ? 200 : 404) ? 'valid' : r?.status === 401 ? 'invalid' : r?.status === 503 ? 'unavailable' : undefined;
+  return result === undefined ? { r } : { r, result };
+}
+
+/**
+ * The keys workload: create, revoke and use API keys on random nodes; and a quarter of the
+ * time the same with gateway tenants (create a tenant: its first key; delete it: every key of
+ * it revoked), checked alike under the key id `tenant-<id>`.
+ */
 async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, untilMs: number, rand: SeededRand): Promise<Map<string, string>> {
   const keys = new Map<string, string>(); // id -> key, for acknowledged (and answered) creates
   const revoked: string[] = [];
+  let tenantSeq = 0;
   const pick = <T>(xs: readonly T[]): T => xs[rand.int(xs.length)]!;
   const client = async (clientId: string) => {
     while (rec.now() < untilMs) {
@@ -135,29 +157,36 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
         await new Promise((r) => setTimeout(r, 20));
         continue;
       }
+      const tenants = rand.int(4) === 0;
+      const ours = [...keys.keys()].filter((id) => id.startsWith(TENANT_PREFIX) === tenants);
       const roll = rand.int(10);
       const invokeMs = rec.now();
-      if (roll < 3 || keys.size === 0) {
-        const r = await call(n.url, 'POST', '/_keys', { body: { permissions: ['read'], label: 'chaos' } });
+      if (roll < 3 || ours.length === 0) {
+        const tenantId = `c${tenantSeq++}`;
+        const r = tenants
+          ? await call(n.url, 'POST', '/admin/tenants', { apiKey: GATEWAY_MASTER_KEY, body: { tenant_id: tenantId, rpm_limit: 10_000_000 } })
+          : await call(n.url, 'POST', '/_keys', { body: { permissions: ['read'], label: 'chaos' } });
         const outcome = r?.status === 201 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
-        if (r?.status === 201) keys.set(r.body.id as string, r.body.key as string);
-        rec.ops.push({ kind: 'create', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, ...(r?.status === 201 ? { keyId: r.body.id as string } : {}) });
+        const keyId = r?.status !== 201 ? undefined : tenants ? `${TENANT_PREFIX}${tenantId}` : (r.body.id as string);
+        if (keyId !== undefined) keys.set(keyId, (tenants ? r!.body.api_key : r!.body.key) as string);
+        else rec.refused(tenants ? 'tenant create' : 'key create', r);
+        rec.ops.push({ kind: 'create', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, ...(keyId === undefined ? {} : { keyId }) });
       } else if (roll < 4) {
-        const keyId = pick([...keys.keys()]);
-        const r = await call(n.url, 'DELETE', `/_keys/${keyId}`);
+        const keyId = pick(ours);
+        const r = tenants ? await call(n.url, 'DELETE', `/admin/tenants/${keyId.slice(TENANT_PREFIX.length)}`, { apiKey: GATEWAY_MASTER_KEY }) : await call(n.url, 'DELETE', `/_keys/${keyId}`);
         const outcome = r?.status === 200 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
         rec.ops.push({ kind: 'revoke', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId });
         if (outcome === 'ok') revoked.push(keyId);
+        else rec.refused(tenants ? 'tenant delete' : 'key revoke', r);
       } else {
         const phantom = roll === 9;
         // Half the uses go to recently revoked keys: where a stale node would betray itself.
-        const recent = revoked.slice(-8).filter((id) => keys.has(id));
-        const keyId = phantom ? `phantom-${rand.int(1e9)}` : recent.length > 0 && roll < 7 ? pick(recent) : pick([...keys.keys()]);
-        const key = phantom ? `fk_${'p'.repeat(43)}` : keys.get(keyId)!;
-        const r = await call(n.url, 'GET', '/db/chaos-nothing-here', { key });
-        const result = r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : r?.status === 503 ? 'unavailable' : undefined;
+        const recent = revoked.slice(-8).filter((id) => keys.has(id) && id.startsWith(TENANT_PREFIX) === tenants);
+        const keyId = phantom ? `${tenants ? TENANT_PREFIX : ''}phantom-${rand.int(1e9)}` : recent.length > 0 && roll < 7 ? pick(recent) : pick(ours);
+        const key = phantom ? (tenants ? `fgw_${'p'.repeat(40)}` : `fk_${'p'.repeat(43)}`) : keys.get(keyId)!;
+        const { r, result } = await useKey(n.url, keyId, key);
         const outcome = result === 'valid' || result === 'invalid' ? 'ok' : r === undefined ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
         rec.ops.push({ kind: 'check', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId, phantom, ...(result === undefined ? {} : { result }) });
@@ -495,6 +524,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       SERVICE_SEED_NODES: name === 'n1' ? '' : net.seedFor(name, 'n1'),
       RELEASE_COOKIE: COOKIE,
       SERVICE_DATA_DIR: path.join(dir, name),
+      ...(o.workload === 'keys' ? { SERVICE_GATEWAY_ENABLED: 'true', SERVICE_GATEWAY_PORT: '0', SERVICE_GATEWAY_MASTER_KEY: GATEWAY_MASTER_KEY } : {}),
       ...(o.broken === undefined ? {} : { FIRKIN_UNSAFE_FIXTURE: o.broken }),
     },
     child: undefined,
@@ -557,8 +587,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
         let result: 'valid' | 'invalid' | 'unavailable' = 'unavailable';
         const until = performance.now() + 15_000;
         while (result === 'unavailable' && performance.now() < until) {
-          const r = await call(n.url, 'GET', '/db/chaos-nothing-here', { key });
-          result = r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : 'unavailable';
+          result = (await useKey(n.url, keyId, key)).result ?? 'unavailable';
           if (result === 'unavailable') await new Promise((res) => setTimeout(res, 100));
         }
         rec.ops.push({ kind: 'final', node: n.name, keyId, result });
