@@ -5,9 +5,10 @@ import { NEMESIS_KINDS, type NemesisKind, isNemesisKind } from './nemesis/schedu
 /**
  * keys: API keys through the metadata group. register: a few documents of a replicated vector
  * collection written and read as registers (linearizability). set: documents added and
- * deleted, then every node's view of the whole set after healing.
+ * deleted, then every node's view of the whole set after healing. cas: a few documents of a
+ * clustered VDB read and updated by compare-and-set on their revision (linearizability).
  */
-export const WORKLOADS = ['keys', 'register', 'set'] as const;
+export const WORKLOADS = ['keys', 'register', 'set', 'cas'] as const;
 export type Workload = (typeof WORKLOADS)[number];
 
 export interface ChaosOptions {
@@ -29,7 +30,8 @@ export interface ChaosOptions {
 
 /**
  * stale-keys: nodes accept cluster keys from a stale copy and acknowledge revokes at commit.
- * stale-reads: shard reads are served by any replica without a ReadIndex round.
+ * stale-reads: vector shard reads and VDB document reads are served by any replica without a
+ * ReadIndex round.
  */
 export const BROKEN_FIXTURES = ['stale-keys', 'stale-reads'] as const;
 export type BrokenFixture = (typeof BROKEN_FIXTURES)[number];

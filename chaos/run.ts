@@ -26,6 +26,10 @@ import { FaultNetwork } from './proxy/network.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const COOKIE = 'chaos-cookie';
+/** The gateway's master key (the keys workload runs the gateway on each node's HTTP port). */
+const GATEWAY_MASTER_KEY = 'chaos-gateway-master-key';
+/** Tenant keys appear in the keys history under this prefix and the tenant's id. */
+const TENANT_PREFIX = 'tenant-';
 const REQUEST_TIMEOUT_MS = 5_000;
 
 interface NodeProc {
@@ -82,20 +86,28 @@ class Recorder {
   readonly ops: KeyOp[] = [];
   readonly registers: RegisterOp[] = [];
   readonly set: SetOp[] = [];
+  /** Why writes and cas reads were not acknowledged: `<op> <status> <error>` -> count. */
+  readonly refusals = new Map<string, number>();
   readonly t0 = performance.now();
   now(): number {
     return Math.round(performance.now() - this.t0);
   }
+  refused(op: string, r: Awaited<ReturnType<typeof call>>): void {
+    const why = r === undefined ? 'no answer (timeout or reset)' : `${r.status} ${r.status === 0 ? 'refused' : String(r.body?.error)}`;
+    this.refusals.set(`${op} ${why}`, (this.refusals.get(`${op} ${why}`) ?? 0) + 1);
+  }
 }
 
 /** One HTTP call with a bound: status and body, or undefined (a timeout or a refused connection). */
-async function call(url: string | undefined, method: string, p: string, options: { body?: unknown; key?: string } = {}) {
+async function call(url: string | undefined, method: string, p: string, options: { body?: unknown; key?: string; apiKey?: string; ifMatch?: string } = {}) {
   if (url === undefined) return undefined;
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), REQUEST_TIMEOUT_MS);
   try {
     const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? TEST_ADMIN_KEY}` };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.ifMatch !== undefined) headers['if-match'] = `"${options.ifMatch}"`;
+    if (options.apiKey !== undefined) headers['x-api-key'] = options.apiKey;
     const res = await fetch(url + p, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: ac.signal });
     const text = await res.text();
     let body: any = text;
@@ -115,10 +127,27 @@ async function call(url: string | undefined, method: string, p: string, options:
   }
 }
 
-/** The keys workload: create, revoke and use API keys on random nodes. */
+/**
+ * Use a key: a node key on `GET /db/…` (404 = authenticated, 401 = refused), a tenant key on the
+ * gateway's `GET /v1/collections` (200 = authenticated, 401 = refused); 503 from either: the
+ * node cannot vouch for cluster keys now.
+ */
+async function useKey(url: string | undefined, keyId: string, key: string): Promise<{ r: Awaited<ReturnType<typeof call>>; result?: 'valid' | 'invalid' | 'unavailable' }> {
+  const tenant = keyId.startsWith(TENANT_PREFIX);
+  const r = tenant ? await call(url, 'GET', '/v1/collections', { apiKey: key }) : await call(url, 'GET', '/db/chaos-nothing-here', { key });
+  const result = r?.status === (tenant ? 200 : 404) ? 'valid' : r?.status === 401 ? 'invalid' : r?.status === 503 ? 'unavailable' : undefined;
+  return result === undefined ? { r } : { r, result };
+}
+
+/**
+ * The keys workload: create, revoke and use API keys on random nodes; and a quarter of the
+ * time the same with gateway tenants (create a tenant: its first key; delete it: every key of
+ * it revoked), checked alike under the key id `tenant-<id>`.
+ */
 async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, untilMs: number, rand: SeededRand): Promise<Map<string, string>> {
   const keys = new Map<string, string>(); // id -> key, for acknowledged (and answered) creates
   const revoked: string[] = [];
+  let tenantSeq = 0;
   const pick = <T>(xs: readonly T[]): T => xs[rand.int(xs.length)]!;
   const client = async (clientId: string) => {
     while (rec.now() < untilMs) {
@@ -128,29 +157,37 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
         await new Promise((r) => setTimeout(r, 20));
         continue;
       }
+      // The stale-keys fixture breaks node keys only: tenants there would just dilute its checks.
+      const tenants = o.broken !== 'stale-keys' && rand.int(4) === 0;
+      const ours = [...keys.keys()].filter((id) => id.startsWith(TENANT_PREFIX) === tenants);
       const roll = rand.int(10);
       const invokeMs = rec.now();
-      if (roll < 3 || keys.size === 0) {
-        const r = await call(n.url, 'POST', '/_keys', { body: { permissions: ['read'], label: 'chaos' } });
+      if (roll < 3 || ours.length === 0) {
+        const tenantId = `c${tenantSeq++}`;
+        const r = tenants
+          ? await call(n.url, 'POST', '/admin/tenants', { apiKey: GATEWAY_MASTER_KEY, body: { tenant_id: tenantId, rpm_limit: 10_000_000 } })
+          : await call(n.url, 'POST', '/_keys', { body: { permissions: ['read'], label: 'chaos' } });
         const outcome = r?.status === 201 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
-        if (r?.status === 201) keys.set(r.body.id as string, r.body.key as string);
-        rec.ops.push({ kind: 'create', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, ...(r?.status === 201 ? { keyId: r.body.id as string } : {}) });
+        const keyId = r?.status !== 201 ? undefined : tenants ? `${TENANT_PREFIX}${tenantId}` : (r.body.id as string);
+        if (keyId !== undefined) keys.set(keyId, (tenants ? r!.body.api_key : r!.body.key) as string);
+        else rec.refused(tenants ? 'tenant create' : 'key create', r);
+        rec.ops.push({ kind: 'create', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, ...(keyId === undefined ? {} : { keyId }) });
       } else if (roll < 4) {
-        const keyId = pick([...keys.keys()]);
-        const r = await call(n.url, 'DELETE', `/_keys/${keyId}`);
+        const keyId = pick(ours);
+        const r = tenants ? await call(n.url, 'DELETE', `/admin/tenants/${keyId.slice(TENANT_PREFIX.length)}`, { apiKey: GATEWAY_MASTER_KEY }) : await call(n.url, 'DELETE', `/_keys/${keyId}`);
         const outcome = r?.status === 200 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
         rec.ops.push({ kind: 'revoke', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId });
         if (outcome === 'ok') revoked.push(keyId);
+        else rec.refused(tenants ? 'tenant delete' : 'key revoke', r);
       } else {
         const phantom = roll === 9;
         // Half the uses go to recently revoked keys: where a stale node would betray itself.
-        const recent = revoked.slice(-8).filter((id) => keys.has(id));
-        const keyId = phantom ? `phantom-${rand.int(1e9)}` : recent.length > 0 && roll < 7 ? pick(recent) : pick([...keys.keys()]);
-        const key = phantom ? `fk_${'p'.repeat(43)}` : keys.get(keyId)!;
-        const r = await call(n.url, 'GET', '/db/chaos-nothing-here', { key });
-        const result = r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : r?.status === 503 ? 'unavailable' : undefined;
+        const recent = revoked.slice(-8).filter((id) => keys.has(id) && id.startsWith(TENANT_PREFIX) === tenants);
+        const keyId = phantom ? `${tenants ? TENANT_PREFIX : ''}phantom-${rand.int(1e9)}` : recent.length > 0 && roll < 7 ? pick(recent) : pick(ours);
+        const key = phantom ? (tenants ? `fgw_${'p'.repeat(40)}` : `fk_${'p'.repeat(43)}`) : keys.get(keyId)!;
+        const { r, result } = await useKey(n.url, keyId, key);
         const outcome = result === 'valid' || result === 'invalid' ? 'ok' : r === undefined ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
         rec.ops.push({ kind: 'check', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId, phantom, ...(result === undefined ? {} : { result }) });
@@ -289,6 +326,94 @@ async function finalRegisterReads(nodes: NodeProc[], rec: Recorder, minutes: num
   }
 }
 
+// ---- cas: documents of a clustered VDB (2 shards, replica_factor 3) as registers --------------
+
+/**
+ * Each document `k<i>` is a register whose value is its body's `v`; every write puts a value
+ * unique to the run, so a revision names exactly one value and "the rev I hold is current" is
+ * "the value I read is current". A PUT naming a rev is therefore cas(value read -> new value):
+ * 201 it found it (result true), 409 it did not and changed nothing (result false: the shard
+ * decides conflicts when it applies the entry, in log order). A PUT without a rev (the client
+ * saw no document) is cas(null -> new): 409 when the document exists.
+ */
+async function createCasVdb(nodes: NodeProc[]): Promise<void> {
+  const r = await call(nodes[0]!.url, 'POST', '/vdb', { body: { name: DATA, shard_count: 2, placement: { replica_factor: 3 } } });
+  if (r?.status !== 201) throw new Error(`chaos: could not create the VDB: ${r?.status} ${JSON.stringify(r?.body).slice(0, 300)}`);
+}
+
+interface CasRead {
+  readonly outcome: Outcome;
+  readonly value?: string | null;
+  readonly rev?: string;
+}
+
+/** A linearizable GET of a cas document: 404 "document … not found" is the register at null. */
+async function casRead(url: string | undefined, key: string, rec: Recorder): Promise<CasRead> {
+  const r = await call(url, 'GET', `/vdb/${DATA}/${key}`);
+  if (r?.status === 200) return { outcome: 'ok', value: (r.body?.v as string | undefined) ?? null, rev: r.body?._rev as string };
+  if (r?.status === 404 && /^document .* not found$/.test(String(r.body?.message))) return { outcome: 'ok', value: null };
+  rec.refused('read', r);
+  return { outcome: r?.status === 0 ? 'fail' : 'unknown' };
+}
+
+/**
+ * read (40%): GET. write (30%): PUT naming the rev this client last read of the key, however
+ * old (often a 409 under contention). cas (30%): GET, then PUT naming the rev it returned. The
+ * reads are recorded as reads, the PUTs as cas ops over the PUT's own interval.
+ */
+async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, untilMs: number, rand: SeededRand): Promise<void> {
+  let seq = 0;
+  const pickNode = () => nodes[rand.int(nodes.length)]!;
+  const client = async (clientId: string) => {
+    const lastRead = new Map<string, { value: string | null; rev?: string }>();
+    const read = async (n: NodeProc, key: string): Promise<CasRead> => {
+      const invokeMs = rec.now();
+      const r = await casRead(n.url, key, rec);
+      rec.registers.push({ kind: 'read', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: r.outcome, key, ...(r.outcome === 'ok' ? { value: r.value! } : {}) });
+      if (r.outcome === 'ok') lastRead.set(key, { value: r.value!, ...(r.rev === undefined ? {} : { rev: r.rev }) });
+      if (r.outcome === 'fail') await new Promise((res) => setTimeout(res, 20));
+      return r;
+    };
+    while (rec.now() < untilMs) {
+      const n = pickNode();
+      if (n.url === undefined) {
+        await new Promise((r) => setTimeout(r, 20));
+        continue;
+      }
+      const key = `k${rand.int(registerKeys(o.minutes))}`;
+      const roll = rand.int(10);
+      if (roll < 4) {
+        await read(n, key);
+        continue;
+      }
+      if (roll >= 7 && (await read(n, key)).outcome !== 'ok') continue;
+      const from = lastRead.get(key) ?? { value: null };
+      const value = `${clientId}-${++seq}`;
+      const invokeMs = rec.now();
+      const r = await call(n.url, 'PUT', `/vdb/${DATA}/${key}`, { body: { v: value }, ...(from.rev === undefined ? {} : { ifMatch: from.rev }) });
+      const conflict = r?.status === 409 && r.body?.error === 'conflict';
+      const outcome: Outcome = r?.status === 201 || conflict ? 'ok' : writeOutcome(r, 201);
+      if (outcome !== 'ok') rec.refused('cas', r);
+      rec.registers.push({ kind: 'cas', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, key, expected: from.value, value, ...(outcome === 'ok' ? { result: !conflict } : {}) });
+      if (r?.status === 201) lastRead.set(key, { value, rev: r.body?.rev as string });
+      await pauseAfterRefusal(r);
+    }
+  };
+  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)));
+}
+
+/** Final linearizable reads of every cas document through every node. */
+async function finalCasReads(nodes: NodeProc[], rec: Recorder, minutes: number): Promise<void> {
+  for (const n of nodes) {
+    for (let k = 0; k < registerKeys(minutes); k++) {
+      const key = `k${k}`;
+      const invokeMs = rec.now();
+      const r = await casRead(n.url, key, rec);
+      rec.registers.push({ kind: 'read', process: `final-${n.name}`, node: n.name, invokeMs, completeMs: rec.now(), outcome: r.outcome === 'ok' ? 'ok' : 'unknown', key, ...(r.outcome === 'ok' ? { value: r.value! } : {}) });
+    }
+  }
+}
+
 async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
   if (e.action === 'net') {
     net.apply(e.target);
@@ -334,12 +459,15 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
  * same digest at the same applied index (chaos/checker/convergence.ts), or diverge (stop at
  * once: waiting will not mend it), or the deadline passes. Returns the last poll's reports.
  */
-async function converge(nodes: NodeProc[], deadlineMs: number, withShards: boolean): Promise<{ ok: boolean; verdict: PollVerdict; reports: ReplicaReport[]; expected: Record<string, string[]>; detail: unknown }> {
+async function converge(nodes: NodeProc[], deadlineMs: number, shardsOf: 'none' | 'collection' | 'vdb'): Promise<{ ok: boolean; verdict: PollVerdict; reports: ReplicaReport[]; expected: Record<string, string[]>; detail: unknown }> {
   let last: unknown;
   let reports: ReplicaReport[] = [];
   let verdict = 'wait' as PollVerdict; // set by the probe (a closure: `as` keeps TS from narrowing it to 'wait')
   const startedMs = performance.now();
   const expected: Record<string, string[]> = { metadata: nodes.map((n) => n.name) };
+  const withShards = shardsOf !== 'none';
+  const replicasPath = shardsOf === 'vdb' ? '/_cluster/vdb-shards' : '/_cluster/shards';
+  const placementPath = shardsOf === 'vdb' ? `/vdb/${DATA}/_shards` : `/_cluster/collections/${DATA}/shards`;
   try {
     await waitFor(
       async () => {
@@ -348,14 +476,14 @@ async function converge(nodes: NodeProc[], deadlineMs: number, withShards: boole
             node: n.name,
             status: (await call(n.url, 'GET', '/vectordb/cluster/status'))?.body,
             meta: (await call(n.url, 'GET', '/_cluster/nodes'))?.body?.metadata,
-            shards: withShards ? ((await call(n.url, 'GET', '/_cluster/shards'))?.body?.replicas as { group: string; digest: string | null; digest_applied: number | null }[] | undefined) : undefined,
+            shards: withShards ? ((await call(n.url, 'GET', replicasPath))?.body?.replicas as { group: string; digest: string | null; digest_applied: number | null }[] | undefined) : undefined,
           })),
         );
         last = views;
         reports = views.filter((v) => typeof v.meta?.applied === 'number' && typeof v.meta?.digest === 'string').map((v) => ({ node: v.node, shard: 'metadata', applied_index: v.meta.applied as number, digest: v.meta.digest as string }));
         if (withShards) {
           // Which nodes should hold each shard: the placement as the metadata has it.
-          const placement = (await call(nodes[0]!.url, 'GET', `/_cluster/collections/${DATA}/shards`))?.body?.shards as { group: string; replicas: string[] }[] | undefined;
+          const placement = (await call(nodes[0]!.url, 'GET', placementPath))?.body?.shards as { group: string; replicas: string[] }[] | undefined;
           for (const s of placement ?? []) expected[s.group] = [...s.replicas];
           for (const v of views) {
             for (const r of v.shards ?? []) if (r.digest !== null && r.digest_applied !== null) reports.push({ node: v.node, shard: r.group, applied_index: r.digest_applied, digest: r.digest });
@@ -397,6 +525,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       SERVICE_SEED_NODES: name === 'n1' ? '' : net.seedFor(name, 'n1'),
       RELEASE_COOKIE: COOKIE,
       SERVICE_DATA_DIR: path.join(dir, name),
+      ...(o.workload === 'keys' ? { SERVICE_GATEWAY_ENABLED: 'true', SERVICE_GATEWAY_PORT: '0', SERVICE_GATEWAY_MASTER_KEY: GATEWAY_MASTER_KEY } : {}),
       ...(o.broken === undefined ? {} : { FIRKIN_UNSAFE_FIXTURE: o.broken }),
     },
     child: undefined,
@@ -416,8 +545,8 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
   try {
     for (const n of nodes) await startNode(n);
     await waitFor(async () => (await Promise.all(nodes.map((n) => call(n.url, 'GET', '/_cluster/nodes')))).every((r) => (r?.body?.nodes as { role: string }[] | undefined)?.filter((x) => x.role === 'voter').length === Math.min(o.nodes % 2 === 1 ? o.nodes : o.nodes - 1, 5)), { timeoutMs: 60_000, what: 'the cluster to form' });
-    const data = o.workload !== 'keys';
-    if (data) await createDataCollection(nodes);
+    if (o.workload === 'register' || o.workload === 'set') await createDataCollection(nodes);
+    if (o.workload === 'cas') await createCasVdb(nodes);
     log('chaos: cluster formed; workload and faults start');
     const rec = new Recorder();
     const nemesis = (async () => {
@@ -435,6 +564,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     let attempted: string[] = [];
     if (o.workload === 'keys') keys = await keysWorkload(nodes, o, rec, durationMs, rand);
     else if (o.workload === 'register') await registerWorkload(nodes, o, rec, durationMs, rand);
+    else if (o.workload === 'cas') await casWorkload(nodes, o, rec, durationMs, rand);
     else attempted = await setWorkload(nodes, o, rec, durationMs, rand);
     await nemesis;
 
@@ -446,8 +576,9 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       if (n.proc === undefined) await startNode(n);
     }
     log('chaos: healed; waiting for convergence');
-    const converged = await converge(nodes, o.convergeSeconds * 1000, data);
+    const converged = await converge(nodes, o.convergeSeconds * 1000, o.workload === 'keys' ? 'none' : o.workload === 'cas' ? 'vdb' : 'collection');
     if (o.workload === 'register') await finalRegisterReads(nodes, rec, o.minutes);
+    if (o.workload === 'cas') await finalCasReads(nodes, rec, o.minutes);
     if (o.workload === 'set') await finalSetReads(nodes, rec, attempted);
     // Final reads: every key, on every node.
     // A node may still be catching up or renewing its key lease: 'unavailable' is retried
@@ -457,8 +588,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
         let result: 'valid' | 'invalid' | 'unavailable' = 'unavailable';
         const until = performance.now() + 15_000;
         while (result === 'unavailable' && performance.now() < until) {
-          const r = await call(n.url, 'GET', '/db/chaos-nothing-here', { key });
-          result = r?.status === 404 ? 'valid' : r?.status === 401 ? 'invalid' : 'unavailable';
+          result = (await useKey(n.url, keyId, key)).result ?? 'unavailable';
           if (result === 'unavailable') await new Promise((res) => setTimeout(res, 100));
         }
         rec.ops.push({ kind: 'final', node: n.name, keyId, result });
@@ -466,7 +596,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     }
     const { checkers, anomalies } = runCheckers({
       ...(o.workload === 'keys' ? { keys: rec.ops } : {}),
-      ...(o.workload === 'register' ? { registers: rec.registers } : {}),
+      ...(o.workload === 'register' || o.workload === 'cas' ? { registers: rec.registers } : {}),
       ...(o.workload === 'set' ? { set: rec.set } : {}),
       convergence: { reports: converged.reports, expected: converged.expected, timedOut: converged.verdict === 'timeout' },
       windows,
@@ -479,7 +609,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     if (!converged.ok && !anomalies.some((a) => a.checker === 'convergence')) {
       anomalies.push({ checker: 'convergence', type: 'no-convergence', key: 'cluster', node: '', detail: JSON.stringify(converged.detail).slice(0, 2000) });
     }
-    const ops = o.workload === 'keys' ? rec.ops.filter((op) => op.kind !== 'final').length : o.workload === 'register' ? rec.registers.filter((op) => op.process?.startsWith('final-') !== true).length : rec.set.filter((op) => !(op.kind === 'read' && op.final === true)).length;
+    const ops = o.workload === 'keys' ? rec.ops.filter((op) => op.kind !== 'final').length : o.workload === 'register' || o.workload === 'cas' ? rec.registers.filter((op) => op.process?.startsWith('final-') !== true).length : rec.set.filter((op) => !(op.kind === 'read' && op.final === true)).length;
     const report = {
       options: o,
       faults,
@@ -489,7 +619,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       checkers,
       anomalies,
       // The recorded operations, to read an anomaly back against what happened around it.
-      history: o.workload === 'keys' ? rec.ops : o.workload === 'register' ? rec.registers : rec.set,
+      history: o.workload === 'keys' ? rec.ops : o.workload === 'register' || o.workload === 'cas' ? rec.registers : rec.set,
     };
     mkdirSync(o.out, { recursive: true });
     const file = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}.json`);
@@ -503,6 +633,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const avail = checkers.availability;
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
+    if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
     for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key} on ${a.node}: ${a.detail}`);
     log(`chaos: ${ops} ops, ${faults} faults, ${anomalies.length} anomalies`);
     return { anomalies: anomalies.length, ops, faults };

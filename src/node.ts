@@ -280,14 +280,14 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       m.fsm.listen((state, cmd) => {
         if (cmd === undefined || cmd.type.startsWith('apikey.')) keys.clusterChanged(Object.values(state.apiKeys));
       });
+      // FIRKIN_UNSAFE_FIXTURE=stale-reads: the chaos suite's other broken build (vector shard
+      // reads and VDB document reads without ReadIndex, from any replica). Never set outside that test.
+      const unsafeStaleReads = process.env.FIRKIN_UNSAFE_FIXTURE === 'stale-reads';
+      if (unsafeStaleReads) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-reads: shard reads are deliberately not linearizable (chaos checker fixture)');
       if (vectors !== undefined) {
-        // FIRKIN_UNSAFE_FIXTURE=stale-reads: the chaos suite's other broken build (reads without
-        // ReadIndex, from any replica). Never set outside that test.
-        const unsafeStaleReads = process.env.FIRKIN_UNSAFE_FIXTURE === 'stale-reads';
-        if (unsafeStaleReads) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-reads: shard reads are deliberately not linearizable (chaos checker fixture)');
         vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchDelayMs: testReshardSwitchDelay() });
       }
-      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry });
+      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads });
       const hosted = vectorShards;
       const hostedDocs = docShards;
       // After HTTP stops taking requests (closers run front to back), before storage closes:

@@ -43,6 +43,12 @@ export interface DocShardsOptions extends ShardHostOptions {
   newId: () => string;
   /** A shard leader proposes a compaction after this many written documents (0: never). */
   compactAfterWrites: number;
+  /**
+   * The chaos suite's deliberately broken build (FIRKIN_UNSAFE_FIXTURE=stale-reads): document
+   * reads (GET) are served like stale ones, by any replica without a ReadIndex round. Its
+   * checker must catch it. Never set outside that test.
+   */
+  unsafeStaleReads?: boolean;
 }
 
 interface DocReplica extends HostedReplica {
@@ -369,7 +375,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   async #readShard(shard: ShardPlacement, q: ReadRequest, stale = false): Promise<Record<string, unknown>> {
-    return this.leaderCall(shard, 'dshard.read', { ...q, ...(stale ? { s: true } : {}) });
+    const s = stale || (q.op === 'get' && this.#o.unsafeStaleReads === true);
+    return this.leaderCall(shard, 'dshard.read', { ...q, ...(s ? { s: true } : {}) });
   }
 
   async #propose(shard: ShardPlacement, command: DocShardCommand): Promise<DocShardOutcome> {

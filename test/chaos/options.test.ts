@@ -4,9 +4,9 @@ import { DEFAULT_CHAOS, OptionError, parseChaosArgs } from '../../chaos/options.
 
 t.test('workloads and bad values', (t) => {
   t.same(parseChaosArgs([]), DEFAULT_CHAOS);
-  for (const w of ['keys', 'register', 'set']) t.equal(parseChaosArgs(['--workload', w]).workload, w);
+  for (const w of ['keys', 'register', 'set', 'cas']) t.equal(parseChaosArgs(['--workload', w]).workload, w);
   t.equal(parseChaosArgs(['--workload=set', '--seed', '9']).seed, 9);
-  t.throws(() => parseChaosArgs(['--workload', 'bank']), new OptionError('--workload must be one of keys, register, set, got "bank"'));
+  t.throws(() => parseChaosArgs(['--workload', 'bank']), new OptionError('--workload must be one of keys, register, set, cas, got "bank"'));
   t.throws(() => parseChaosArgs(['--nodes', '2']), /--nodes must be an integer from 3 to 9/);
   t.throws(() => parseChaosArgs(['--nemesis', 'kill,flood']), /--nemesis takes a comma list/);
   t.end();
