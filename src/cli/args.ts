@@ -11,7 +11,8 @@ export type Command =
   | { readonly kind: 'join'; readonly seed: string }
   | { readonly kind: 'leave' }
   | { readonly kind: 'remove'; readonly node: string }
-  | { readonly kind: 'shards'; readonly collection: string };
+  | { readonly kind: 'shards'; readonly collection: string }
+  | { readonly kind: 'reshard'; readonly collection: string; readonly shards: number; readonly wait: boolean };
 
 /** Which node to talk to and how to print. */
 export interface Target {
@@ -66,6 +67,7 @@ export function normaliseUrl(value: string): string | undefined {
 const usage = (message: string): Parsed => ({ kind: 'usage_error', message });
 
 function helpTopic(words: readonly string[]): HelpTopic {
+  if (words[0] === 'collection') return 'reshard';
   if (words[0] !== 'cluster') return 'firkin';
   return isClusterCommand(words[1]) ? words[1] : 'cluster';
 }
@@ -76,6 +78,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   const values: Partial<Record<ValueOption, string>> = {};
   let json = false;
   let help = false;
+  let wait = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--') {
@@ -88,6 +91,10 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     }
     if (arg === '--json') {
       json = true;
+      continue;
+    }
+    if (arg === '--wait') {
+      wait = true;
       continue;
     }
     if (!arg.startsWith('-') || arg === '-') {
@@ -104,6 +111,8 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   if (help) return { kind: 'help', text: HELP[helpTopic(words)] };
 
   if (words.length === 0) return usage('missing command (try firkin --help)');
+  if (words[0] === 'collection') return parseCollection(words.slice(1), values, env, json, wait);
+  if (wait) return usage('--wait only applies to collection reshard');
   if (words[0] !== 'cluster') return usage(`unknown command ${JSON.stringify(words[0])} (try firkin --help)`);
   const name = words[1];
   if (name === undefined) return usage(`missing cluster command: one of ${CLUSTER_COMMANDS.join(', ')}`);
@@ -136,6 +145,21 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   const key = nonEmpty(values.key) ?? nonEmpty(env.FIRKIN_KEY);
   if (key === undefined && NEEDS_KEY.has(name)) return usage(`cluster ${name} needs the admin key: --key KEY or FIRKIN_KEY`);
   return { kind: 'run', command, target: { url, key, json } };
+}
+
+/** `collection reshard COLLECTION N [--wait]` (the vector API is open: no key needed). */
+function parseCollection(words: readonly string[], values: Partial<Record<ValueOption, string>>, env: Readonly<Record<string, string | undefined>>, json: boolean, wait: boolean): Parsed {
+  const [sub, collection, count, ...rest] = words;
+  if (sub !== 'reshard') return usage(`unknown collection command ${JSON.stringify(sub ?? '')}: reshard`);
+  if (collection === undefined || collection === '') return usage('collection reshard needs a COLLECTION name');
+  if (count === undefined || !/^[1-9][0-9]{0,3}$/.test(count)) return usage(`collection reshard needs a shard count from 1 to 9999, got ${JSON.stringify(count ?? '')}`);
+  if (rest.length > 0) return usage(`unexpected argument ${JSON.stringify(rest[0])} for collection reshard`);
+  if (values.seed !== undefined) return usage('--seed only applies to cluster join');
+  const rawUrl = values.url ?? nonEmpty(env.FIRKIN_URL) ?? DEFAULT_URL;
+  const url = normaliseUrl(rawUrl);
+  if (url === undefined) return usage(`the node URL must be an http(s) URL like ${DEFAULT_URL}, got ${JSON.stringify(rawUrl)}`);
+  const key = nonEmpty(values.key) ?? nonEmpty(env.FIRKIN_KEY);
+  return { kind: 'run', command: { kind: 'reshard', collection, shards: Number(count), wait }, target: { url, key, json } };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -157,3 +157,39 @@ export function asShards(value: unknown): ShardsBody {
     }),
   };
 }
+
+/** A reshard job as GET /vectordb/collections/C/reshard answers it. */
+export interface ReshardJobBody {
+  collection: string;
+  state: string;
+  old_shards: number;
+  new_shards: number;
+  documents_migrated: number;
+  documents_expected: number | null;
+  last_error: string | null;
+}
+
+export function asReshardJob(raw: unknown): ReshardJobBody {
+  const what = 'reshard job';
+  const b = object(raw, what);
+  const expected = b.documents_expected;
+  const error = b.last_error;
+  return {
+    collection: field(b, 'collection', what, isString, 'a string'),
+    state: field(b, 'state', what, isString, 'a string'),
+    old_shards: field(b, 'old_shards', what, isNumber, 'a number'),
+    new_shards: field(b, 'new_shards', what, isNumber, 'a number'),
+    documents_migrated: field(b, 'documents_migrated', what, isNumber, 'a number'),
+    documents_expected: isNumber(expected) ? expected : null,
+    last_error: isString(error) ? error : null,
+  };
+}
+
+/** The answer of POST .../reshard. */
+export function asReshardStarted(raw: unknown): { old_shards: number; new_shards: number } {
+  const what = 'reshard answer';
+  const b = object(raw, what);
+  if (b.status !== 'resharding') throw bad(`${what}: status must be "resharding", got ${JSON.stringify(b.status)}`);
+  const info = object(b.info, `${what} info`);
+  return { old_shards: field(info, 'old_shards', what, isNumber, 'a number'), new_shards: field(info, 'new_shards', what, isNumber, 'a number') };
+}

@@ -2,9 +2,9 @@
 // API, checks the answer (contract.ts) and prints it (render.ts), or prints the JSON as the
 // node sent it with --json. bin/firkin.js runs it.
 import { type Command, type Target, parseArgs } from './args.js';
-import { asNodeDetails, asNodeStatus, asNodes, asShards, asStatus } from './contract.js';
+import { asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus } from './contract.js';
 import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
-import { renderNodeDetails, renderNodeNames, renderNodeStatus, renderShards, renderStatus } from './render.js';
+import { renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus } from './render.js';
 
 export interface CliIo {
   out(text: string): void;
@@ -28,7 +28,7 @@ export async function runCli(argv: readonly string[], env: Readonly<Record<strin
       return EXIT_USAGE;
     case 'run':
       try {
-        io.out(await run(parsed.command, parsed.target, io.fetch));
+        io.out(await run(parsed.command, parsed.target, io.fetch, (line) => io.err(line)));
         return 0;
       } catch (err) {
         if (!(err instanceof CliFailure)) throw err;
@@ -38,7 +38,10 @@ export async function runCli(argv: readonly string[], env: Readonly<Record<strin
   }
 }
 
-async function run(command: Command, target: Target, fetchFn: typeof fetch): Promise<string> {
+/** How often `collection reshard --wait` asks for the job. */
+const RESHARD_POLL_MS = 1_000;
+
+async function run(command: Command, target: Target, fetchFn: typeof fetch, progress: (line: string) => void): Promise<string> {
   const call = (method: string, path: string, body?: unknown) => callNode(fetchFn, target, method, path, body);
   const print = <T>(raw: unknown, check: (raw: unknown) => T, render: (body: T) => string) =>
     target.json ? `${JSON.stringify(raw)}\n` : render(check(raw));
@@ -72,6 +75,25 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch): Pro
         (raw) => asNodeStatus(raw, 'remove answer'),
         (body) => renderNodeStatus(body),
       );
+    case 'reshard': {
+      const path = `/vectordb/collections/${encodeURIComponent(command.collection)}/reshard`;
+      const started = await call('POST', path, { num_shards: command.shards });
+      if (!command.wait) return print(started, asReshardStarted, (b) => `reshard of ${command.collection} started: ${b.old_shards} -> ${b.new_shards} shards (follow it with --wait, or GET ${path})\n`);
+      // Follow the job: a line on stderr whenever it moves, the last one on stdout.
+      let last = '';
+      for (;;) {
+        const raw = await call('GET', path);
+        const job = asReshardJob(raw);
+        const line = renderReshardProgress(job);
+        if (job.state === 'done' || job.state === 'failed' || job.state === 'cancelled') {
+          if (job.state !== 'done') throw new CliFailure(`reshard_${job.state}`, `the reshard of ${command.collection} ${job.state}${job.last_error === null ? '' : `: ${job.last_error}`}`);
+          return target.json ? `${JSON.stringify(raw)}\n` : line;
+        }
+        if (line !== last) progress(line);
+        last = line;
+        await new Promise((r) => setTimeout(r, RESHARD_POLL_MS));
+      }
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 // The --help texts of `firkin`, one per command (docs/cli.md shows the same with examples).
-export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'join' | 'leave' | 'remove' | 'shards';
+export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'join' | 'leave' | 'remove' | 'shards' | 'reshard';
 
 const TARGET = `Options:
   --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
@@ -22,6 +22,7 @@ Commands:
   cluster leave               make this node leave its cluster
   cluster remove NODE         remove a dead node from the cluster
   cluster shards COLLECTION   a replicated collection's shards: replicas, leader, lag
+  collection reshard C N      reshard collection C to N shards online (--wait: show progress)
 
 ${TARGET}
 
@@ -76,6 +77,15 @@ Shows each shard of a replicated collection as its leader sees it: the replicas 
 have, the leader and term, and how many log entries each member is behind (a replica being
 added shows as a learner until it catches up). Needs the admin key. Calls
 GET /_cluster/collections/COLLECTION/shards.
+
+${TARGET}`,
+
+  reshard: `Usage: firkin collection reshard COLLECTION N [--wait] [--url URL] [--json]
+
+Reshards a replicated collection to N shards while it keeps serving reads and writes (POST
+/vectordb/collections/COLLECTION/reshard). The cluster's metadata leader runs the job: copy,
+catch up, switch, clean. With --wait, follows GET .../reshard and shows a progress bar on
+stderr until the job ends; exits 1 if it failed or was cancelled.
 
 ${TARGET}`,
 };

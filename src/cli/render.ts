@@ -1,6 +1,6 @@
 // What each command prints by default: the node's answer as aligned text. Pure; every
 // function returns the whole output, lines joined, ending with a newline.
-import type { NodeDetailsBody, NodeStatusBody, NodesBody, ShardsBody, StatusBody } from './contract.js';
+import type { NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody } from './contract.js';
 import { cleanCell, formatTable } from './table.js';
 
 const NONE = '-';
@@ -75,4 +75,21 @@ export function renderShards(body: ShardsBody): string {
     return [String(s.shard), cleanCell(s.group), list(s.replicas), leader, lag];
   });
   return lines([`${cleanCell(body.collection)}: replication factor ${body.replication_factor}`, ...formatTable([header, ...rows])]);
+}
+
+/** A text progress bar: `[########------------]  40%` (fraction clamped to 0..1). */
+export function progressBar(fraction: number, width = 20): string {
+  const f = Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : 0;
+  const filled = Math.round(f * width);
+  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(Math.floor(f * 100)).padStart(3)}%`;
+}
+
+/** One line of a reshard's progress: state, bar (toward the documents it began with), counts. */
+export function renderReshardProgress(job: ReshardJobBody): string {
+  const expected = job.documents_expected;
+  const done = job.state === 'done' || job.state === 'cleaning';
+  const fraction = done ? 1 : expected === null || expected === 0 ? 0 : job.documents_migrated / expected;
+  const counts = expected === null ? `${job.documents_migrated} documents` : `${job.documents_migrated}/${expected} documents`;
+  const error = job.last_error === null || done ? '' : ` (last error: ${cleanCell(job.last_error)})`;
+  return `reshard ${cleanCell(job.collection)} ${job.old_shards} -> ${job.new_shards}: ${job.state.padEnd(11)} ${progressBar(fraction)} ${counts}${error}\n`;
 }

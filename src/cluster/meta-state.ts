@@ -76,6 +76,8 @@ export interface ReshardDetail {
   /** By old shard group. */
   readonly sources: Readonly<Record<string, ReshardSource>>;
   readonly migrated: number;
+  /** Documents in the collection when the job began (what the progress counts toward). */
+  readonly expected?: number;
   readonly endedAtMs?: number;
   readonly error?: string;
 }
@@ -176,7 +178,7 @@ export type MetaCommand =
   /** A shard made read-only or active again (by its index, the VDB's `shard_id`). */
   | { readonly type: 'vdb.status'; readonly name: string; readonly shard: number; readonly readonly: boolean }
   /** A reshard starts: the new groups are placed (pending) and the job recorded. Refused while one runs. */
-  | { readonly type: 'reshard.begin'; readonly collection: string; readonly jobId: string; readonly atMs: number; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
+  | { readonly type: 'reshard.begin'; readonly collection: string; readonly jobId: string; readonly atMs: number; readonly docs?: number; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
   /** Progress of one source (merged monotonically: a late report from a stale coordinator cannot undo a newer one). */
   | { readonly type: 'reshard.progress'; readonly jobId: string; readonly atMs: number; readonly step?: ReshardStep; readonly group?: string; readonly source?: Partial<ReshardSource>; readonly error?: string }
   /** The switch: the collection routes to the new groups (the old ones are fenced and drained). */
@@ -377,7 +379,7 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       // Finished reshard jobs of this collection give way to the new one.
       let jobs = state.jobs;
       for (const j of Object.values(jobs)) if (j.kind === 'reshard' && j.target === cmd.collection) jobs = without(jobs, j.id);
-      const job: Job = { id: cmd.jobId, kind: 'reshard', target: cmd.collection, step: 'copying', createdAtMs: cmd.atMs, updatedAtMs: cmd.atMs, reshard: { oldShards: c.shards.length, newShards: pending.length, sources, migrated: 0 } };
+      const job: Job = { id: cmd.jobId, kind: 'reshard', target: cmd.collection, step: 'copying', createdAtMs: cmd.atMs, updatedAtMs: cmd.atMs, reshard: { oldShards: c.shards.length, newShards: pending.length, sources, migrated: 0, ...(cmd.docs === undefined ? {} : { expected: cmd.docs }) } };
       return {
         state: { ...state, collections: withEntry(state.collections, c.name, { ...c, pending }), jobs: withEntry(jobs, job.id, job), nextShard: state.nextShard + pending.length },
         result: OK,

@@ -339,6 +339,7 @@ export function reshardView(job: Job): Record<string, unknown> {
     old_shards: r.oldShards,
     new_shards: r.newShards,
     documents_migrated: r.migrated,
+    documents_expected: r.expected ?? null,
     started_at: job.createdAtMs,
     ended_at: ended ?? null,
     rate_docs_per_sec: seconds > 0 ? Math.round(r.migrated / seconds) : 0,

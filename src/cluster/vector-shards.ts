@@ -150,6 +150,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       collection: name,
       jobId,
       atMs: Date.now(),
+      docs,
       shards: replicas.map((r, i) => ({ range: [ranges[i]!.start, ranges[i]!.end] as const, replicas: r })),
     });
     this.#o.log.info({ collection: name, job: jobId, from: c.shards.length, to: numShards, docs }, `reshard of ${name} started: ${c.shards.length} -> ${numShards} shards (${docs} documents)`);

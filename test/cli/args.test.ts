@@ -157,3 +157,24 @@ t.test('seeds and URLs', (t) => {
   for (const bad of ['h:8081', 'ftp://h', 'http://h/?q=1', 'http://h/#x', 'http://u:p@h/']) t.equal(normaliseUrl(bad), undefined, bad);
   t.end();
 });
+
+t.test('collection reshard', async (t) => {
+  t.same(parseArgs(['collection', 'reshard', 'docs', '5'], {}), { kind: 'run', command: { kind: 'reshard', collection: 'docs', shards: 5, wait: false }, target: { url: DEFAULT_URL, key: undefined, json: false } });
+  t.same(parseArgs(['collection', 'reshard', 'docs', '3', '--wait', '--url', 'http://n2:8080/'], {}), { kind: 'run', command: { kind: 'reshard', collection: 'docs', shards: 3, wait: true }, target: { url: 'http://n2:8080', key: undefined, json: false } });
+  for (const [argv, message] of [
+    [['collection'], /unknown collection command ""/],
+    [['collection', 'shrink', 'c', '2'], /unknown collection command "shrink"/],
+    [['collection', 'reshard'], /needs a COLLECTION name/],
+    [['collection', 'reshard', 'c'], /shard count from 1 to 9999, got ""/],
+    [['collection', 'reshard', 'c', '0'], /got "0"/],
+    [['collection', 'reshard', 'c', 'x'], /got "x"/],
+    [['collection', 'reshard', 'c', '2', 'extra'], /unexpected argument "extra"/],
+    [['cluster', 'status', '--wait'], /--wait only applies to collection reshard/],
+  ] as const) {
+    const parsed = parseArgs(argv, {});
+    t.equal(parsed.kind, 'usage_error', argv.join(' '));
+    if (parsed.kind === 'usage_error') t.match(parsed.message, message);
+  }
+  const help = parseArgs(['collection', 'reshard', '--help'], {});
+  t.match(help.kind === 'help' ? help.text : '', /^Usage: firkin collection reshard COLLECTION N/);
+});

@@ -3,7 +3,7 @@ import t from 'tap';
 import { asNodeDetails, asNodeStatus, asNodes, asStatus } from '../../src/cli/contract.js';
 import { failureLine } from '../../src/cli/failure.js';
 import { DETAILS, DETAILS_TABLE } from './fixtures.js';
-import { formatAgo, renderNodeDetails, renderNodeNames, renderNodeStatus, renderShards, renderStatus } from '../../src/cli/render.js';
+import { formatAgo, progressBar, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus } from '../../src/cli/render.js';
 
 t.test('status: this node, the leader, members and the unhealthy ones', (t) => {
   t.equal(
@@ -85,4 +85,15 @@ t.test('answers of the wrong shape are one-line bad_response failures', (t) => {
   t.throws(() => asNodeStatus({ node: 'n1' }, 'leave answer'), { code: 'bad_response', message: 'leave answer: status must be a string, got nothing' });
   t.equal(failureLine('not_found', 'no node\nnamed "x"\r\n'), 'firkin: not_found: no node named "x"');
   t.end();
+});
+
+t.test('reshard progress', async (t) => {
+  t.equal(progressBar(0), '[--------------------]   0%');
+  t.equal(progressBar(0.4), '[########------------]  40%');
+  t.equal(progressBar(1.7), '[####################] 100%', 'clamped');
+  t.equal(progressBar(Number.NaN), '[--------------------]   0%');
+  const job = { collection: 'c', state: 'copying', old_shards: 2, new_shards: 5, documents_migrated: 500, documents_expected: 2000, last_error: null };
+  t.equal(renderReshardProgress(job), 'reshard c 2 -> 5: copying     [#####---------------]  25% 500/2000 documents\n');
+  t.match(renderReshardProgress({ ...job, last_error: 'no leader\nyet' }), /\(last error: no leader\uFFFDyet\)\n$/, 'errors shown on one line');
+  t.match(renderReshardProgress({ ...job, state: 'done', documents_expected: null }), /done        \[#{20}\] 100% 500 documents\n$/);
 });

@@ -8,6 +8,7 @@
 import t from 'tap';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
+import { runCli } from '../../src/cli/firkin.js';
 
 const DIMS = 8;
 const DOCS = Number(process.env.RESHARD_DOCS ?? 4_000);
@@ -200,4 +201,17 @@ t.test('reshard errors', async (t) => {
   t.equal((await cluster.request('n1', 'GET', '/vectordb/collections/e/reshard')).status, 404, 'no job yet');
   t.equal((await cluster.request('n1', 'DELETE', '/vectordb/collections/e/reshard')).status, 404, 'nothing to cancel');
   t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/nope/reshard', { body: { num_shards: 3 } })).status, 404);
+
+  // The CLI: firkin collection reshard e 3 --wait follows the job to its end.
+  const documents = Array.from({ length: 60 }, (_, i) => ({ id: `e${i}`, text: 'e', metadata: {}, vector: [i, 1, 0, 1] }));
+  t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/e/docs', { body: { documents } })).status, 200);
+  let out = '';
+  let err = '';
+  const code = await runCli(['collection', 'reshard', 'e', '3', '--wait', '--url', cluster.url('n1')], {}, { out: (x) => (out += x), err: (x) => (err += x), fetch });
+  t.equal(code, 0, `the CLI waited for the job (${err.trim().split('\n').at(-1) ?? ''})`);
+  t.match(out, /^reshard e 2 -> 3: done +\[#{20}\] 100% 60\/60 documents\n$/, 'and printed its end');
+  const described = await cluster.request('n1', 'GET', '/vectordb/collections/e');
+  t.match(described.body, { num_shards: 3, count: 60 }, 'three shards, every document');
+  const again = await cluster.request('n1', 'GET', '/vectordb/collections/e/reshard');
+  t.match(again.body, { state: 'done', old_shards: 2, new_shards: 3, documents_migrated: 60, documents_expected: 60, last_error: null });
 });
