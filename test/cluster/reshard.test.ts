@@ -190,8 +190,9 @@ t.test('online reshard 2 -> 5 -> 3 under writes and searches, coordinator killed
   t.ok(recallAfter >= recallBefore - 0.03, `recall@10 ${recallAfter.toFixed(3)} after, ${recallBefore.toFixed(3)} before`);
 });
 
-t.test('reshard errors', async (t) => {
-  const cluster = await TestCluster.start(1);
+t.test('reshard errors, cancel, and the CLI', async (t) => {
+  // A slow copy, so a reshard can be cancelled while it copies.
+  const cluster = await TestCluster.start(1, { SERVICE_RESHARD_DOCS_PER_SEC: '40' });
   t.teardown(() => cluster.close());
   t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/e', { body: { dimensions: 4, num_shards: 2, replication_factor: 1 } })).status, 201);
   const same = await cluster.request('n1', 'POST', '/vectordb/collections/e/reshard', { body: { num_shards: 2 } });
@@ -202,9 +203,18 @@ t.test('reshard errors', async (t) => {
   t.equal((await cluster.request('n1', 'DELETE', '/vectordb/collections/e/reshard')).status, 404, 'nothing to cancel');
   t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/nope/reshard', { body: { num_shards: 3 } })).status, 404);
 
-  // The CLI: firkin collection reshard e 3 --wait follows the job to its end.
   const documents = Array.from({ length: 60 }, (_, i) => ({ id: `e${i}`, text: 'e', metadata: {}, vector: [i, 1, 0, 1] }));
   t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/e/docs', { body: { documents } })).status, 200);
+
+  // Cancel before the switch: the old shards stay authoritative, the new groups go.
+  t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/e/reshard', { body: { num_shards: 4 } })).status, 200);
+  const cancelled = await cluster.request('n1', 'DELETE', '/vectordb/collections/e/reshard');
+  t.match(cancelled.body, { state: 'cancelled', old_shards: 2, new_shards: 4 }, 'cancelled while copying');
+  t.equal((await cluster.request('n1', 'DELETE', '/vectordb/collections/e/reshard')).status, 404, 'nothing left to cancel');
+  await waitFor(async () => (((await cluster.request('n1', 'GET', '/_cluster/shards')).body.replicas as unknown[]).length === 2 ? true : undefined), { what: 'the pending groups to go' });
+  t.match((await cluster.request('n1', 'GET', '/vectordb/collections/e')).body, { num_shards: 2, count: 60 }, 'still two shards with every document');
+
+  // The CLI: firkin collection reshard e 3 --wait follows the job to its end.
   let out = '';
   let err = '';
   const code = await runCli(['collection', 'reshard', 'e', '3', '--wait', '--url', cluster.url('n1')], {}, { out: (x) => (out += x), err: (x) => (err += x), fetch });

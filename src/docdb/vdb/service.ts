@@ -44,8 +44,8 @@ export interface VdbService {
   setShardStatus(name: string, shardId: number, status: 'readonly' | 'active'): Promise<{ shard_id: number; status: string }>;
   /** `newEdits: false`: foreign revisions with their history (the replicator's write). */
   bulkDocs(name: string, docs: readonly unknown[], newEdits: boolean): Promise<EditResult[]>;
-  /** `_find` from its request body. */
-  find(name: string, raw: unknown): Promise<Record<string, unknown>>;
+  /** `_find` from its request body; `stale`: any replica may answer from what it applied (cluster). */
+  find(name: string, raw: unknown, options?: { stale?: boolean }): Promise<Record<string, unknown>>;
   changes(name: string, options: VdbChangesOptions): Promise<Record<string, unknown>>;
   getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>>;
   putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }>;

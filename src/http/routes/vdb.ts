@@ -150,7 +150,13 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     return { ok: true };
   });
 
-  app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_find', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().find(r.params.vdb, r.body));
+  // `?consistency=stale`: on a cluster, each shard answers from a local replica when there is
+  // one (no leader round trip, may miss the latest writes); the default reads every leader.
+  app.post<{ Params: { vdb: string }; Querystring: { consistency?: 'linearizable' | 'stale' } }>(
+    '/vdb/:vdb/_find',
+    { schema: { params: vdbParams, querystring: { type: 'object', properties: { consistency: { enum: ['linearizable', 'stale'] } } } }, config: scoped },
+    async (r) => vdbs().find(r.params.vdb, r.body, { stale: r.query.consistency === 'stale' }),
+  );
 
   // Poll, long-poll (`feed=longpoll`, `timeout` ms) and server-sent events (`feed=eventsource`:
   // each page's last event carries the feed's cursor as its `id`, so EventSource resumes).
