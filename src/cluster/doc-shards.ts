@@ -22,7 +22,6 @@ import type { ParsedDoc } from '../docdb/doc-input.js';
 import { type DocEdit, type DocEngine, type EditResult, bulkEdits } from '../docdb/engine.js';
 import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind } from '../docdb/query/execute.js';
-import { matches } from '../docdb/query/match.js';
 import { mergeFind } from '../docdb/vdb/merge.js';
 import { parseFind } from '../docdb/query/parse.js';
 import type { FindQuery } from '../docdb/query/ast.js';
@@ -30,7 +29,8 @@ import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
 import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, isRequestRecord } from '../docdb/vdb/shard-fsm.js';
 import type { ColumnFamily } from '../storage/db.js';
 import { type DocShardCommand, type DocShardOutcome, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
-import type { CreateVdb, VdbChangesOptions, VdbService } from '../docdb/vdb/service.js';
+import type { CreateVdb, ImportSpec, VdbChangesOptions, VdbService } from '../docdb/vdb/service.js';
+import { runImport } from '../docdb/vdb/import.js';
 import type { MetaState, ShardPlacement, VdbPlacement } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { type HostedReplica, ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
@@ -589,15 +589,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   /** Import every live document of a local database (optionally filtered) in batches. */
-  async import(name: string, spec: { sourceDb: string; filter: FindQuery | undefined; batchSize: number; onConflict: 'skip' | 'overwrite' | 'merge' }) {
+  async import(name: string, spec: ImportSpec) {
     const v = this.#vdb(name);
-    const { docs } = this.#o;
-    docs.assertDb(spec.sourceDb);
-    const startedAt = this.#o.clock.nowMs();
-    const counts = { docs_read: 0, docs_written: 0, docs_skipped: 0, errors: 0 };
-    let batch: Record<string, unknown>[] = [];
-    const flush = async () => {
-      if (batch.length === 0) return;
+    return runImport({ docs: this.#o.docs, log: this.#o.log, clock: this.#o.clock, vdb: name, spec }, async (batch, counts) => {
       const writes: Record<string, unknown>[] = [];
       for (const doc of batch) {
         const { _rev, _revisions, _attachments, _conflicts, id: _plainId, ...body } = doc;
@@ -618,34 +612,14 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
           writes.push({ ...kept, ...body, _rev: rev });
         }
       }
-      batch = [];
+      // Without a rev, a document that exists is a conflict: `skip` counts it as skipped.
       const results = await this.#write(v, bulkEdits(writes, true, this.#o.newId));
       for (const r of results) {
         if (r.ok) counts.docs_written++;
         else if (spec.onConflict === 'skip' && r.error === 'conflict') counts.docs_skipped++;
         else counts.errors++;
       }
-      this.#o.log.info({ vdb: name, source: spec.sourceDb, ...counts }, 'import progress');
-    };
-    let status: 'completed' | 'failed' = 'completed';
-    try {
-      for await (const row of docs.allDocs(spec.sourceDb, { inclusiveEnd: true, skip: 0, descending: false, includeDocs: true })) {
-        counts.docs_read++;
-        const doc = row.doc as Record<string, unknown> | undefined;
-        if (doc === undefined || doc === null) continue;
-        if (spec.filter !== undefined && !matches({ ...doc, _id: row.key } as never, spec.filter.where)) {
-          counts.docs_skipped++;
-          continue;
-        }
-        batch.push(doc);
-        if (batch.length >= spec.batchSize) await flush();
-      }
-      await flush();
-    } catch (err) {
-      status = 'failed';
-      this.#o.log.error({ err, vdb: name }, 'import failed');
-    }
-    return { ...counts, started_at: startedAt, finished_at: this.#o.clock.nowMs(), status };
+    });
   }
 
   async setShardStatus(name: string, shardId: number, status: 'readonly' | 'active'): Promise<{ shard_id: number; status: string }> {

@@ -25,7 +25,7 @@ async function chaos(t: Test, args: string[]): Promise<{ code: number | null; ou
 // Seed 10 starts with two partitions, then kills: a restart under load can take 10 s, and the
 // nemesis applies events in order, so a schedule that starts with kills may see its partitions late.
 t.test('chaos: cas workload on a VDB, seed 10, partition and kill: linearizable, converged, everything stopped', async (t) => {
-  const { code, out, last } = await chaos(t, ['--seed', '10', '--minutes', '0.5', '--nodes', '3', '--workload', 'cas', '--nemesis', 'kill,partition']);
+  const { code, out, last } = await chaos(t, ['--seed', '10', '--minutes', '0.35', '--nodes', '3', '--workload', 'cas', '--nemesis', 'kill,partition']);
   t.match(last, /^chaos: \d+ ops, \d+ faults, 0 anomalies$/, out.slice(-3000));
   t.equal(code, 0);
   const [, ops, faults] = /^chaos: (\d+) ops, (\d+) faults/.exec(last) ?? [];

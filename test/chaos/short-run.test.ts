@@ -21,7 +21,7 @@ async function chaos(t: Test, args: string[]): Promise<{ code: number | null; ou
 }
 
 t.test('chaos: seed 1, kill and partition, no anomalies, everything stopped', async (t) => {
-  const { code, out, last } = await chaos(t, ['--seed', '1', '--minutes', '1', '--nodes', '3', '--nemesis', 'kill,partition']);
+  const { code, out, last } = await chaos(t, ['--seed', '1', '--minutes', '0.75', '--nodes', '3', '--nemesis', 'kill,partition']);
   t.match(last, /^chaos: \d+ ops, \d+ faults, 0 anomalies$/, out.slice(-3000));
   t.equal(code, 0);
   const [, ops, faults] = /^chaos: (\d+) ops, (\d+) faults/.exec(last) ?? [];

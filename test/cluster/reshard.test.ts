@@ -4,14 +4,14 @@
 // switch of the second; a new leader resumes each. Afterwards every acknowledged document is
 // there exactly once with its last acknowledged vector, no deleted one is back, no search ever
 // returned an id twice, recall@10 against an exact oracle holds, and the old shard groups are
-// gone from every node. RESHARD_DOCS sets the loaded size (the 20,000; CI: 4,000).
+// gone from every node. RESHARD_DOCS sets the loaded size (the 20,000; CI: 2,500).
 import t from 'tap';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 import { runCli } from '../../src/cli/firkin.js';
 
 const DIMS = 8;
-const DOCS = Number(process.env.RESHARD_DOCS ?? 4_000);
+const DOCS = Number(process.env.RESHARD_DOCS ?? 2_500);
 let seed = 7;
 const rnd = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31) * 2 - 1;
 const vector = () => Array.from({ length: DIMS }, rnd);

@@ -14,17 +14,32 @@ export interface KvProc {
 }
 
 /** Free loopback ports for the gRPC listeners (peers must know them before start). */
+/**
+ * Ports for test nodes to bind later. Picked at random BELOW the kernel's ephemeral range
+ * (32768+ on Linux): a port the OS handed out for port 0 and we released could be taken by any
+ * outgoing connection's local port before the node binds it (EADDRINUSE, seen under load).
+ * Each pick is checked free by binding it; a process never hands out the same port twice.
+ */
 export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve) => {
+  const ports: number[] = [];
+  while (ports.length < n) {
+    const port = PORT_LOW + Math.floor(Math.random() * (PORT_HIGH - PORT_LOW));
+    if (handedOut.has(port) || ports.includes(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
       const s = createServer();
-      s.listen(0, '127.0.0.1', () => resolve(s));
-    })),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (!free) continue;
+    handedOut.add(port);
+    ports.push(port);
+  }
   return ports;
 }
+
+const PORT_LOW = 20_000;
+const PORT_HIGH = 32_000;
+const handedOut = new Set<number>();
 
 export async function spawnKv(id: string, dir: string, peers: string, env: Record<string, string> = {}): Promise<KvProc> {
   const child = await spawnScript({

@@ -21,8 +21,7 @@ import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind } from '../query/execute.js';
-import { compareForOrder, matches } from '../query/match.js';
-import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from '../../core/shard-hash.js';
+import { type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from '../../core/shard-hash.js';
 import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, openVdbCatalog, routeId, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
 import { copyDocs } from '../move.js';
@@ -30,6 +29,7 @@ import type { ParsedDoc } from '../doc-input.js';
 import { parseFind } from '../query/parse.js';
 import { mergeFind } from './merge.js';
 import type { CreateVdb, ImportSpec, VdbChangesOptions, VdbService } from './service.js';
+import { runImport } from './import.js';
 
 export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
 
@@ -370,36 +370,7 @@ export class VdbEngine implements VdbService {
   /** Import every live document of a database (optionally filtered) into the VDB, in batches. */
   async import(name: string, spec: ImportSpec) {
     this.#state(name);
-    this.#o.docs.assertDb(spec.sourceDb);
-    const startedAt = this.#o.clock.nowMs();
-    const counts = { docs_read: 0, docs_written: 0, docs_skipped: 0, errors: 0 };
-    let batch: Record<string, unknown>[] = [];
-    const flush = async () => {
-      if (batch.length === 0) return;
-      const docs = batch;
-      batch = [];
-      await this.#importBatch(name, docs, spec.onConflict, counts);
-      this.#o.log.info({ vdb: name, source: spec.sourceDb, ...counts }, 'import progress');
-    };
-    let status: 'completed' | 'failed' = 'completed';
-    try {
-      for await (const row of this.#o.docs.allDocs(spec.sourceDb, { inclusiveEnd: true, skip: 0, descending: false, includeDocs: true })) {
-        counts.docs_read++;
-        const doc = row.doc as Record<string, unknown> | undefined;
-        if (doc === undefined || doc === null) continue;
-        if (spec.filter !== undefined && !matches({ ...doc, _id: row.key } as never, spec.filter.where)) {
-          counts.docs_skipped++;
-          continue;
-        }
-        batch.push(doc);
-        if (batch.length >= spec.batchSize) await flush();
-      }
-      await flush();
-    } catch (err) {
-      status = 'failed';
-      this.#o.log.error({ err, vdb: name }, 'import failed');
-    }
-    return { ...counts, started_at: startedAt, finished_at: this.#o.clock.nowMs(), status };
+    return runImport({ docs: this.#o.docs, log: this.#o.log, clock: this.#o.clock, vdb: name, spec }, (docs, counts) => this.#importBatch(name, docs, spec.onConflict, counts));
   }
 
   async #importBatch(name: string, docs: Record<string, unknown>[], onConflict: 'skip' | 'overwrite' | 'merge', counts: { docs_written: number; docs_skipped: number; errors: number }): Promise<void> {

@@ -31,6 +31,17 @@ export interface ImportSpec {
   onConflict: 'skip' | 'overwrite' | 'merge';
 }
 
+/** What `_import` answers. */
+export interface ImportResult {
+  docs_read: number;
+  docs_written: number;
+  docs_skipped: number;
+  errors: number;
+  started_at: number;
+  finished_at: number;
+  status: 'completed' | 'failed';
+}
+
 export interface VdbService {
   create(spec: CreateVdb): Promise<unknown>;
   list(): string[];
@@ -38,7 +49,7 @@ export interface VdbService {
   delete(name: string): Promise<void>;
   shards(name: string): Awaitable<Record<string, unknown>>;
   replication(name: string): Awaitable<Record<string, unknown>>;
-  import(name: string, spec: ImportSpec): Promise<Record<string, unknown>>;
+  import(name: string, spec: ImportSpec): Promise<ImportResult>;
   split(name: string, shardId: number, batchSize: number): Promise<Record<string, unknown>>;
   merge(name: string, shardId: number, targetShard: number, batchSize: number): Promise<Record<string, unknown>>;
   setShardStatus(name: string, shardId: number, status: 'readonly' | 'active'): Promise<{ shard_id: number; status: string }>;

@@ -1,0 +1,52 @@
+// `_import` of a VDB, whichever serves it (node-local shards or the cluster's): the live
+// documents of a local database, filtered, in batches handed to `writeBatch`, with counts and
+// progress logs. How a batch is written (and what a conflict means) is the caller's.
+import type { Logger } from 'pino';
+import type { Clock } from '../../core/hlc.js';
+import type { DocEngine } from '../engine.js';
+import { matches } from '../query/match.js';
+import type { ImportSpec } from './service.js';
+
+export interface ImportCounts {
+  docs_read: number;
+  docs_written: number;
+  docs_skipped: number;
+  errors: number;
+}
+
+export async function runImport(
+  o: { docs: Pick<DocEngine, 'allDocs' | 'assertDb'>; log: Logger; clock: Clock; vdb: string; spec: ImportSpec },
+  writeBatch: (docs: Record<string, unknown>[], counts: ImportCounts) => Promise<void>,
+): Promise<ImportCounts & { started_at: number; finished_at: number; status: 'completed' | 'failed' }> {
+  const { docs, log, clock, vdb, spec } = o;
+  docs.assertDb(spec.sourceDb);
+  const startedAt = clock.nowMs();
+  const counts: ImportCounts = { docs_read: 0, docs_written: 0, docs_skipped: 0, errors: 0 };
+  let batch: Record<string, unknown>[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const next = batch;
+    batch = [];
+    await writeBatch(next, counts);
+    log.info({ vdb, source: spec.sourceDb, ...counts }, 'import progress');
+  };
+  let status: 'completed' | 'failed' = 'completed';
+  try {
+    for await (const row of docs.allDocs(spec.sourceDb, { inclusiveEnd: true, skip: 0, descending: false, includeDocs: true })) {
+      counts.docs_read++;
+      const doc = row.doc as Record<string, unknown> | undefined;
+      if (doc === undefined || doc === null) continue;
+      if (spec.filter !== undefined && !matches({ ...doc, _id: row.key } as never, spec.filter.where)) {
+        counts.docs_skipped++;
+        continue;
+      }
+      batch.push(doc);
+      if (batch.length >= spec.batchSize) await flush();
+    }
+    await flush();
+  } catch (err) {
+    status = 'failed';
+    log.error({ err, vdb }, 'import failed');
+  }
+  return { ...counts, started_at: startedAt, finished_at: clock.nowMs(), status };
+}
