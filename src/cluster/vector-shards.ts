@@ -34,7 +34,7 @@ import type { Filter } from '../vector/filter.js';
 import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from '../vector/shard.js';
 import { ShardFsm, isRequestRecord } from '../vector/shard-fsm.js';
 import type { RequestRecord, ShardStateChunk } from '../vector/shard.js';
-import type { ClusterCatalogue, ClusteredCollection, ReadOptions, ShardHandle } from '../vector/shard-handle.js';
+import type { ClusterCatalogue, ClusteredCollection, ReadOptions, SearchOptions, ShardHandle } from '../vector/shard-handle.js';
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { ReshardCoordinator, reshardView } from './reshard.js';
@@ -87,7 +87,7 @@ interface Replica {
 
 type ReadRequest =
   | { op: 'get'; id: string }
-  | { op: 'search'; v: Uint8Array; k: number; ef: number; f: Filter | null }
+  | { op: 'search'; v: Uint8Array; k: number; ef: number; f: Filter | null; p?: boolean }
   | { op: 'bm25'; q: string; k: number }
   | { op: 'count' };
 
@@ -376,7 +376,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
             return encodeCbor({ d: doc === undefined ? null : { id: doc.id, text: doc.text, metadata: doc.metadata, vector: f32(doc.vector) } });
           }
           case 'search':
-            return encodeCbor({ h: await shard.search(fromF32(q.v), q.k, q.ef, q.f ?? undefined) });
+            return encodeCbor({ h: await shard.search(fromF32(q.v), q.k, q.ef, q.f ?? undefined, { payload: q.p !== false }) });
           case 'bm25':
             return encodeCbor({ h: await shard.searchBm25(q.q, q.k) });
           case 'count':
@@ -578,8 +578,8 @@ class RoutedShard implements ShardHandle {
     return d === null ? undefined : { id: d.id, text: d.text, metadata: d.metadata, vector: fromF32(d.vector) };
   }
 
-  async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options: ReadOptions = {}): Promise<VectorHit[]> {
-    const reply = await this.#read({ op: 'search', v: f32(query), k, ef, f: filter ?? null, s: this.host.staleRead(options) });
+  async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options: SearchOptions = {}): Promise<VectorHit[]> {
+    const reply = await this.#read({ op: 'search', v: f32(query), k, ef, f: filter ?? null, p: options.payload !== false, s: this.host.staleRead(options) });
     return reply.h as VectorHit[];
   }
 

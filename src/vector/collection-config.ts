@@ -23,6 +23,8 @@ export const LIMITS = {
   nameLengthMax: 200,
   docIdLengthMax: 1024,
   batchDocsMax: 10_000,
+  /** Searches in one `search/batch` request. */
+  searchBatchMax: 100,
   stopwordsMax: 10_000,
   stopwordCharsMax: 100,
   k1Max: 100,

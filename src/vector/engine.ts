@@ -471,17 +471,27 @@ export class VectorEngine {
     return { results: hits.sort(byScoreThenId).slice(0, k), failed };
   }
 
-  #vectorSearch(c: Collection, query: Float32Array, k: number, ef: number, filter: Filter | undefined, consistency: Consistency): Promise<SearchAnswer<VectorHit>> {
-    return this.#fanOut(c, k, (s) => s.search(query, k, ef, filter, { stale: consistency === 'stale' }));
+  #vectorSearch(c: Collection, query: Float32Array, k: number, ef: number, filter: Filter | undefined, consistency: Consistency, payload: boolean): Promise<SearchAnswer<VectorHit>> {
+    return this.#fanOut(c, k, (s) => s.search(query, k, ef, filter, { stale: consistency === 'stale', payload }));
   }
 
   async search(request: SearchRequest): Promise<SearchAnswer<VectorHit>> {
     const first = this.#collection(request.collection);
     const query = await this.#queryVector(first, request.vector, request.query, 'search');
-    return this.#onCurrentMap(request.collection, (c) => {
+    return this.#onCurrentMap(request.collection, async (c) => {
       const ef = Math.max(request.k, request.ef ?? c.config.index.ef_search);
-      return this.#vectorSearch(c, query, request.k, ef, request.filter, request.consistency);
+      const answer = await this.#vectorSearch(c, query, request.k, ef, request.filter, request.consistency, request.withPayload);
+      // A filtered search read the records anyway; without payload it answers alike.
+      return request.withPayload ? answer : { ...answer, results: answer.results.map((h) => ({ id: h.id, score: h.score })) };
     });
+  }
+
+  /**
+   * Several searches of one collection in one call (Qdrant's `search/batch`): one HTTP
+   * request's parsing and answer instead of many; each search runs as `search` would.
+   */
+  searchBatch(requests: readonly SearchRequest[]): Promise<SearchAnswer<VectorHit>[]> {
+    return Promise.all(requests.map((r) => this.search(r)));
   }
 
   #requireBm25(c: Collection): void {
@@ -512,7 +522,7 @@ export class VectorEngine {
   async #hybrid(c: Collection, request: HybridSearchRequest, vector: Float32Array): Promise<SearchAnswer<FusedHit>> {
     const depth = hybridDepth(request.k);
     const ef = Math.max(depth, request.ef ?? c.config.index.ef_search);
-    const [bm25, hits] = await Promise.all([this.#bm25Search(c, request.query, depth, request.consistency), this.#vectorSearch(c, vector, depth, ef, undefined, request.consistency)]);
+    const [bm25, hits] = await Promise.all([this.#bm25Search(c, request.query, depth, request.consistency), this.#vectorSearch(c, vector, depth, ef, undefined, request.consistency, false)]);
     const results = fuse(request.fusion, {
       bm25: bm25.results,
       vector: hits.results.map((h) => ({ id: h.id, score: h.score })),

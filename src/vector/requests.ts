@@ -61,6 +61,7 @@ export interface SearchBody {
   readonly k?: number;
   readonly ef?: number;
   readonly filter?: Record<string, unknown> | null;
+  readonly with_payload?: boolean;
 }
 
 export interface Bm25SearchBody {
@@ -110,6 +111,8 @@ export interface SearchRequest {
   readonly ef: number | undefined;
   readonly filter: Filter | undefined;
   readonly consistency: Consistency;
+  /** false: hits are `{id, score}` only (Qdrant's `with_payload: false`); default true. */
+  readonly withPayload: boolean;
 }
 
 export interface Bm25SearchRequest {
@@ -199,6 +202,7 @@ export function searchRequest(collection: string, body: SearchBody): SearchReque
     ef: body.ef,
     filter: parseFilter(body.filter),
     consistency: body.consistency ?? 'linearizable',
+    withPayload: body.with_payload ?? true,
   };
 }
 

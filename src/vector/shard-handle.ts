@@ -13,12 +13,17 @@ export interface ReadOptions {
   readonly stale?: boolean;
 }
 
+/** `payload: false`: hits carry id and score only (no record is read for them). */
+export interface SearchOptions extends ReadOptions {
+  readonly payload?: boolean;
+}
+
 export interface ShardHandle {
   readonly id: number;
   upsert(docs: readonly DocInput[]): Promise<void>;
   get(id: string, options?: ReadOptions): Promise<StoredDoc | undefined>;
   remove(id: string): Promise<boolean>;
-  search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options?: ReadOptions): Promise<VectorHit[]>;
+  search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options?: SearchOptions): Promise<VectorHit[]>;
   searchBm25(query: string, k: number, options?: ReadOptions): Promise<ScoredId[]>;
   countDocs(options?: ReadOptions): Promise<number>;
 }

@@ -46,7 +46,7 @@ import { type Bm25Index, type TextChange, bm25ShardRange, openBm25 } from './bm2
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
 import type { ApplyOutcome, ShardCommand } from './commands.js';
-import type { ShardHandle } from './shard-handle.js';
+import type { SearchOptions, ShardHandle } from './shard-handle.js';
 import { exactScore, scoreFromDistance } from './metric.js';
 
 
@@ -58,6 +58,8 @@ const SCAN_CHUNK = 1024;
  * minutes of a busy shard.
  */
 export const REQUEST_ID_WINDOW = 10_000;
+/** At most this many records are read on the event loop's thread; more go through the pool. */
+const SYNC_READ_KEYS_MAX = 100;
 /** Filtered ANN search widens its candidate list by this factor per round... */
 const FILTER_WIDEN = 4;
 /** ...up to this many candidates; then it scans every record exactly. */
@@ -72,11 +74,12 @@ export interface DocInput {
 
 export type StoredDoc = DocInput;
 
+/** A search hit; `text` and `metadata` are left out when the search asked for no payload. */
 export interface VectorHit {
   readonly id: string;
-  readonly text: string;
   readonly score: number;
-  readonly metadata: Record<string, unknown>;
+  readonly text?: string;
+  readonly metadata?: Record<string, unknown>;
 }
 
 export interface Recovery {
@@ -727,14 +730,30 @@ export class Shard implements ShardHandle {
   }
 
   async #records(ids: readonly string[]): Promise<(StoredDoc | undefined)[]> {
-    const raws = await this.#deps.store.getMany('vec', ids.map((id) => this.#key('d', id)));
+    // A search's hits are a few keys, read on this thread (Store.getManySync says why); a
+    // widened filtered search's candidates go through the thread pool.
+    const keys = ids.map((id) => this.#key('d', id));
+    const raws = keys.length <= SYNC_READ_KEYS_MAX ? this.#deps.store.getManySync('vec', keys) : await this.#deps.store.getMany('vec', keys);
     return raws.map((raw, i) => (raw === undefined ? undefined : decodeRecord(ids[i]!, raw)));
   }
 
-  /** The `k` most similar docs (by this collection's metric), optionally filtered. */
-  async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined): Promise<VectorHit[]> {
+  /**
+   * The `k` most similar docs (by this collection's metric), optionally filtered. Without
+   * `payload` (and without a filter, which needs the metadata) no record is read: ids and
+   * scores come straight from the index, whose labels are exactly the live documents.
+   */
+  async search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options: SearchOptions = {}): Promise<VectorHit[]> {
     const size = this.#ann.size;
     if (size === 0) return [];
+    if (options.payload === false && filter === undefined) {
+      const m = this.#ann.search(query, k, Math.max(ef, k));
+      const hits: VectorHit[] = [];
+      m.keys.forEach((key, i) => {
+        const id = this.#labels.get(Number(key));
+        if (id !== undefined) hits.push({ id, score: scoreFromDistance(this.config.metric, m.distances[i]!) });
+      });
+      return hits;
+    }
     let count = filter === undefined ? k : Math.min(size, k * FILTER_WIDEN);
     for (;;) {
       const m = this.#ann.search(query, count, Math.max(ef, count));

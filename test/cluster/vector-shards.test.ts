@@ -70,6 +70,9 @@ t.test('replicated vector shards across three processes', async (t) => {
     const r = await cluster.request(n, 'POST', '/vectordb/collections/c/search', { body: { vector: query, k: 10, ef: 500 } });
     t.same(r.body.results.map((h: { id: string }) => h.id), exact, `${n}: the same top 10 as exact search`);
   }
+  const bare = await cluster.request('n3', 'POST', '/vectordb/collections/c/search', { body: { vector: query, k: 10, ef: 500, with_payload: false } });
+  t.same(bare.body.results.map((h: { id: string }) => h.id), exact, 'with_payload: false through the shard leaders: the same top 10');
+  t.ok(bare.body.results.every((h: object) => Object.keys(h).sort().join() === 'id,score'), '...with id and score only');
 
   // Kill -9 the node leading the most shards while writes stream through the others.
   const shards = async (n: string) => (await cluster.request(n, 'GET', '/_cluster/shards')).body.replicas as ReplicaView[];

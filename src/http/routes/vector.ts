@@ -117,7 +117,13 @@ const docsBodySchema = { if: { type: 'object', required: ['documents'] }, then: 
 export const searchSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: { vector: optionalVectorSchema, query: queryTextSchema, k: kSchema, ef: int(1, LIMITS.efMax), filter: filterSchema, consistency: { enum: CONSISTENCIES } },
+  properties: { vector: optionalVectorSchema, query: queryTextSchema, k: kSchema, ef: int(1, LIMITS.efMax), filter: filterSchema, consistency: { enum: CONSISTENCIES }, with_payload: { type: 'boolean' } },
+} as const;
+const searchBatchSchema = {
+  type: 'object',
+  required: ['searches'],
+  additionalProperties: false,
+  properties: { searches: { type: 'array', minItems: 1, maxItems: LIMITS.searchBatchMax, items: searchSchema } },
 } as const;
 const bm25SearchSchema = {
   type: 'object',
@@ -219,6 +225,13 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
   app.post<CollectionReq<SearchBody>>('/collections/:collection/search', { schema: { params: collectionParams, body: searchSchema } }, async (req) =>
     searchReply(await engine.search(searchRequest(req.params.collection, req.body))),
   );
+
+  app.post<CollectionReq<{ searches: SearchBody[] }>>('/collections/:collection/search/batch', { schema: { params: collectionParams, body: searchBatchSchema } }, async (req) => {
+    const answers = await engine.searchBatch(req.body.searches.map((s) => searchRequest(req.params.collection, s)));
+    const failed = new Map(answers.flatMap((a) => a.failed).map((f) => [f.shard, f]));
+    const results = answers.map((a) => a.results);
+    return failed.size === 0 ? { results } : { results, partial: true, failed_shards: [...failed.values()] };
+  });
 
   app.post<CollectionReq<Bm25SearchBody>>('/collections/:collection/search/bm25', { schema: { params: collectionParams, body: bm25SearchSchema } }, async (req) =>
     searchReply(await engine.searchBm25(bm25SearchRequest(req.params.collection, req.body))),
