@@ -29,6 +29,7 @@ import type { RouteInfo } from './http/not-found.js';
 import { docdbRoutes } from './http/routes/docdb.js';
 import { docdbQueryRoutes } from './http/routes/docdb-query.js';
 import { vdbRoutes } from './http/routes/vdb.js';
+import { vdbAttachmentRoutes } from './http/routes/vdb-attachments.js';
 import { federationRoutes } from './http/routes/federation.js';
 import { tierRoutes } from './http/routes/tier.js';
 import { docdbAttachmentRoutes } from './http/routes/docdb-attachments.js';
@@ -361,15 +362,17 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await app.register(docdbQueryRoutes, { finder });
       await app.register(federationRoutes, { federations });
       await app.register(tierRoutes, { tiers });
+      const vdbService = () => {
+        if (!config.cluster.enabled) return vdbs;
+        if (docShards === undefined) throw new FirkinError('unavailable', 'this node has not joined its cluster yet: virtual databases are the cluster\'s; retry shortly');
+        return docShards;
+      };
       await app.register(vdbRoutes, {
-        vdbs: () => {
-          if (!config.cluster.enabled) return vdbs;
-          if (docShards === undefined) throw new FirkinError('unavailable', 'this node has not joined its cluster yet: virtual databases are the cluster\'s; retry shortly');
-          return docShards;
-        },
+        vdbs: vdbService,
         defaults: { shardCount: config.docdb.vdbShardCount, replicaFactor: config.docdb.vdbReplicaFactor, batchSize: config.docdb.importBatchSize },
         heartbeatMs: config.docdb.streamHeartbeatMs,
       });
+      await app.register(vdbAttachmentRoutes, { vdbs: vdbService, attachmentMaxBytes: config.docdb.attachmentMaxBytes });
     };
     const vectorFeatures =
       vectors === undefined || !config.vectordb.enabled

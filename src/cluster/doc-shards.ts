@@ -18,7 +18,8 @@ import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { type Clock, type Hlc, type HybridClock, compareHlc, parseHlc } from '../core/hlc.js';
 import { type HashRange, hashId, initialRanges, shardFor } from '../core/shard-hash.js';
-import type { ParsedDoc } from '../docdb/doc-input.js';
+import type { Blob, ParsedDoc } from '../docdb/doc-input.js';
+import type { AttachmentMeta } from '../docdb/records.js';
 import { type DocEdit, type DocEngine, type EditResult, bulkEdits } from '../docdb/engine.js';
 import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind } from '../docdb/query/execute.js';
@@ -29,7 +30,7 @@ import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
 import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, isRequestRecord } from '../docdb/vdb/shard-fsm.js';
 import type { ColumnFamily } from '../storage/db.js';
 import { type DocShardCommand, type DocShardOutcome, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
-import type { CreateVdb, ImportSpec, VdbChangesOptions, VdbService } from '../docdb/vdb/service.js';
+import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbService } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
 import type { MetaState, ShardPlacement, VdbPlacement } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
@@ -57,6 +58,7 @@ interface DocReplica extends HostedReplica {
 
 type ReadRequest =
   | { op: 'get'; id: string; rev?: string; revs?: boolean; conflicts?: boolean }
+  | { op: 'att'; id: string; name: string; rev?: string }
   | { op: 'find'; q: unknown; limit: number | null; owns?: undefined }
   | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number }
   | { op: 'info' }
@@ -297,6 +299,13 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     switch (q.op) {
       case 'get':
         return { d: await docs.getDoc(fsm.db, q.id, { rev: q.rev, revs: q.revs, conflicts: q.conflicts }) };
+      case 'att': {
+        // The bytes travel whole in the reply (bounded by SERVICE_ATTACHMENT_MAX_BYTES, as in a log entry).
+        const att = await docs.getAttachment(fsm.db, q.id, q.name, q.rev);
+        const parts: Buffer[] = [];
+        for await (const chunk of att.chunks()) parts.push(chunk);
+        return { meta: att.meta, rev: att.rev, data: Buffer.concat(parts) };
+      }
       case 'find': {
         const parsed = parseFind(q.q);
         const result = await executeFind({ docs, store, counts }, fsm.db, { ...parsed, offset: 0, limit: q.limit ?? undefined, includeDocs: true });
@@ -526,6 +535,25 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   deleteDoc(name: string, id: string, rev: string): Promise<EditResult & { ok: true }> {
     return this.#writeOne(name, { kind: 'update', docId: id, body: {}, attachments: undefined, deleted: true, rev });
+  }
+
+  putAttachment(name: string, id: string, attName: string, rev: string | undefined, blob: Blob | undefined): Promise<EditResult & { ok: true }> {
+    return this.#writeOne(name, { kind: 'attach', docId: id, name: attName, rev, blob });
+  }
+
+  /** Read on the shard's leader after its ReadIndex barrier, like a document GET. */
+  async getAttachment(name: string, id: string, attName: string, rev: string | undefined): Promise<VdbAttachment> {
+    const v = this.#vdb(name);
+    const reply = await this.#readShard(v.shards[this.#route(v, id)]!, { op: 'att', id, name: attName, ...(rev === undefined ? {} : { rev }) });
+    const raw = reply.data as Uint8Array;
+    const data = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    return {
+      meta: reply.meta as AttachmentMeta,
+      rev: reply.rev as string,
+      async *chunks() {
+        yield data;
+      },
+    };
   }
 
   /** Every shard's `_find` in parallel, merged in the query's order; `total` counts every match. */

@@ -125,6 +125,21 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const imported = await cluster.request('n3', 'POST', '/vdb/v/_import', { body: { source_db: 'plain' } });
   t.match(imported.body, { docs_read: 3, docs_written: 2, docs_skipped: 1, errors: 0, status: 'completed' }, 'import through n3: an existing id is skipped');
   t.equal((await cluster.request('n1', 'GET', '/vdb/v/imp2')).body.x, 2, 'an imported document reads through n1');
+
+  // An attachment written through n1 (one log entry carrying its bytes), read through n2 and n3 (their leaders), then removed.
+  const blob = Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7) % 251));
+  const imp1 = await cluster.request('n1', 'GET', '/vdb/v/imp1');
+  const attached = await cluster.request('n1', 'PUT', `/vdb/v/imp1/scan.bin?rev=${imp1.body._rev}`, { body: blob, raw: true, headers: { 'content-type': 'application/x-scan' } });
+  t.same([attached.status, attached.body.length], [201, blob.length], 'attachment written through n1');
+  t.equal((await cluster.request('n1', 'PUT', `/vdb/v/imp1/scan.bin?rev=${imp1.body._rev}`, { body: blob, raw: true })).status, 409, 'a stale rev is a 409');
+  for (const n of ['n2', 'n3']) {
+    const r = await fetch(`${cluster.url(n)}/vdb/v/imp1/scan.bin`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+    t.same([r.status, r.headers.get('content-type'), r.headers.get('content-length')], [200, 'application/x-scan', String(blob.length)], `${n}: status and headers`);
+    t.ok(Buffer.from(await r.arrayBuffer()).equals(blob), `${n}: the same bytes`);
+  }
+  const detached = await cluster.request('n3', 'DELETE', `/vdb/v/imp1/scan.bin?rev=${attached.body.rev}`);
+  t.match([detached.status, detached.body], [200, { ok: true, id: 'imp1', rev: /^3-/ }], 'attachment removed through n3');
+  t.equal((await cluster.request('n2', 'GET', '/vdb/v/imp1/scan.bin')).status, 404, 'gone through n2');
   t.equal((await cluster.request('n2', 'POST', '/vdb/v/_shards/1/_split')).status, 409, 'split of a clustered VDB is refused for now (409)');
 
   // An updated document keeps its older body until compaction.

@@ -25,10 +25,10 @@ import { type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitR
 import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, openVdbCatalog, routeId, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
 import { copyDocs } from '../move.js';
-import type { ParsedDoc } from '../doc-input.js';
+import type { Blob, ParsedDoc } from '../doc-input.js';
 import { parseFind } from '../query/parse.js';
 import { mergeFind } from './merge.js';
-import type { CreateVdb, ImportSpec, VdbChangesOptions, VdbService } from './service.js';
+import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbService } from './service.js';
 import { runImport } from './import.js';
 
 export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
@@ -290,6 +290,14 @@ export class VdbEngine implements VdbService {
 
   deleteDoc(name: string, id: string, rev: string) {
     return this.write(name, id, (db) => this.#o.docs.deleteDoc(db, id, rev));
+  }
+
+  putAttachment(name: string, id: string, attName: string, rev: string | undefined, blob: Blob | undefined) {
+    return this.write(name, id, (db) => this.#o.docs.putAttachment(db, id, attName, rev, blob));
+  }
+
+  getAttachment(name: string, id: string, attName: string, rev: string | undefined): Promise<VdbAttachment> {
+    return this.#o.docs.getAttachment(this.dbFor(name, id), id, attName, rev);
   }
 
   async compact(name: string): Promise<void> {

@@ -1,9 +1,10 @@
 // What the VDB routes need, served by the node-local engine (`engine.ts`, standalone) or by
 // the cluster's Raft-replicated shards (`cluster/doc-shards.ts`).
 import type { HashFunction } from '../../core/shard-hash.js';
-import type { ParsedDoc } from '../doc-input.js';
+import type { Blob, ParsedDoc } from '../doc-input.js';
 import type { EditResult } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
+import type { AttachmentMeta } from '../records.js';
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -29,6 +30,13 @@ export interface ImportSpec {
   filter: FindQuery | undefined;
   batchSize: number;
   onConflict: 'skip' | 'overwrite' | 'merge';
+}
+
+/** An attachment of a revision: its metadata and its bytes in chunks. */
+export interface VdbAttachment {
+  meta: AttachmentMeta;
+  rev: string;
+  chunks: () => AsyncIterable<Buffer>;
 }
 
 /** What `_import` answers. */
@@ -61,6 +69,10 @@ export interface VdbService {
   getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>>;
   putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }>;
   deleteDoc(name: string, id: string, rev: string): Promise<EditResult & { ok: true }>;
+  /** Add or replace (`blob`) or remove (`undefined`) one attachment: a document update. */
+  putAttachment(name: string, id: string, attName: string, rev: string | undefined, blob: Blob | undefined): Promise<EditResult & { ok: true }>;
+  /** An attachment of the winner (or of `rev`). */
+  getAttachment(name: string, id: string, attName: string, rev: string | undefined): Promise<VdbAttachment>;
   /** Drop kept non-leaf bodies on every shard (resolves when every shard finished). */
   compact(name: string): Promise<void>;
 }

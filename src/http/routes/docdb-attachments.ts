@@ -30,12 +30,12 @@ const query = {
 
 type Params = { db: string; docid: string; name: string };
 
-const tooLarge = (max: number) => new FirkinError('too_large', `attachment is larger than the limit of ${max} bytes (SERVICE_ATTACHMENT_MAX_BYTES)`);
+export const tooLarge = (max: number) => new FirkinError('too_large', `attachment is larger than the limit of ${max} bytes (SERVICE_ATTACHMENT_MAX_BYTES)`);
 
 /** Past the limit the rest is read and dropped (so the client gets its 413), up to this much; then the socket is cut. */
 const DISCARD_BYTES_MAX = 16 * 1024 * 1024;
 
-async function readLimited(stream: NodeJS.ReadableStream | undefined, max: number): Promise<Buffer> {
+export async function readLimited(stream: NodeJS.ReadableStream | undefined, max: number): Promise<Buffer> {
   if (stream === undefined) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   let size = 0;

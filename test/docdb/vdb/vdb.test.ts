@@ -1,4 +1,5 @@
 // Virtual databases over real HTTP: routing, scatter-gather, changes, import, split, merge.
+import { createHash } from 'node:crypto';
 import t from 'tap';
 import { type TestNode, startTestNode } from '../../support/node.js';
 import { checkVdbFeeds } from '../../support/vdb-feeds.js';
@@ -126,6 +127,70 @@ t.test('VDB lifecycle, routing and reads', async (t) => {
     t.equal((await node.request('GET', '/db/tmp_s1')).status, 404);
     t.equal((await node.request('GET', '/vdb/tmp')).status, 404);
   });
+});
+
+t.test('attachments of VDB documents: the routes of /db, routed by the id', async (t) => {
+  const node = await startTestNode({ SERVICE_ATTACHMENT_MAX_BYTES: String(1024 * 1024) });
+  t.teardown(() => node.close());
+  await mkVdb(node, { name: 'files' });
+  const put = (path: string, body: Buffer | string, headers: Record<string, string> = {}) => node.request('PUT', path, { body, raw: true, headers });
+  const bytes = async (path: string) => {
+    const r = await fetch(`${node.url}${path}`, { headers: { authorization: `Bearer ${node.adminKey}` } });
+    return { status: r.status, headers: r.headers, data: Buffer.from(await r.arrayBuffer()) };
+  };
+  const sha = (b: Buffer) => `sha256-${createHash('sha256').update(b).digest('hex')}`;
+
+  // On a missing document: creates it, in the shard its id routes to (mydoc -> shard 0).
+  const png = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 31) % 256));
+  const created = await put('/vdb/files/mydoc/pic.png', png, { 'content-type': 'image/png' });
+  t.equal(created.status, 201);
+  t.equal(created.headers.get('etag'), `"${created.body.rev}"`);
+  t.match(created.body, { ok: true, id: 'mydoc', rev: /^1-/, name: 'pic.png', content_type: 'image/png', length: png.length, digest: sha(png) });
+  const got = await bytes('/vdb/files/mydoc/pic.png');
+  t.equal(got.status, 200);
+  t.ok(got.data.equals(png), 'content round-trips (several chunks)');
+  t.equal(got.headers.get('content-type'), 'image/png');
+  t.equal(got.headers.get('content-length'), String(png.length));
+  t.equal(got.headers.get('etag'), `"${sha(png)}"`);
+  t.ok((await bytes('/db/files_s0/mydoc/_attachments/pic.png')).data.equals(png), 'stored in the owning shard database');
+  const head = await fetch(`${node.url}/vdb/files/mydoc/pic.png`, { method: 'HEAD', headers: { authorization: `Bearer ${node.adminKey}` } });
+  t.same([head.status, head.headers.get('content-length')], [200, String(png.length)], 'HEAD answers the headers');
+  const doc = await node.request('GET', '/vdb/files/mydoc');
+  t.same(doc.body._attachments, { 'pic.png': { content_type: 'image/png', digest: sha(png), length: png.length, revpos: 1, stub: true } });
+
+  // On an existing document: needs its current rev (If-Match or ?rev=); the /_attachments/ form works too.
+  t.same([(await put('/vdb/files/mydoc/notes.txt', 'hi')).status, (await put('/vdb/files/mydoc/notes.txt', 'hi')).body.error], [409, 'conflict']);
+  t.equal((await put('/vdb/files/mydoc/notes.txt', 'hi', { 'if-match': `1-${'0'.repeat(64)}` })).status, 409, 'a stale rev conflicts');
+  const second = await put(`/vdb/files/mydoc/_attachments/notes.txt?rev=${created.body.rev}`, 'hello', { 'content-type': 'text/plain; charset=utf-8' });
+  t.equal(second.status, 201);
+  t.match(second.body.rev, /^2-/);
+  const txt = await node.request('GET', '/vdb/files/mydoc/notes.txt');
+  t.same([txt.text, txt.headers.get('content-type')], ['hello', 'text/plain; charset=utf-8']);
+  t.equal((await node.request('GET', `/vdb/files/mydoc/_attachments/notes.txt?rev=${created.body.rev}`)).status, 404, 'not in the older revision');
+  t.equal((await bytes(`/vdb/files/mydoc/pic.png?rev=${created.body.rev}`)).status, 200, '?rev= reads an older revision');
+
+  // Delete: needs the rev, 404 for an unknown name, makes a new revision.
+  t.equal((await node.request('DELETE', '/vdb/files/mydoc/notes.txt')).status, 409);
+  const missing = await node.request('DELETE', `/vdb/files/mydoc/nope.txt?rev=${second.body.rev}`);
+  t.same([missing.status, missing.body], [404, { error: 'not_found', message: 'attachment "nope.txt" of "mydoc" not found' }]);
+  const del = await node.request('DELETE', '/vdb/files/mydoc/notes.txt', { headers: { 'if-match': second.body.rev } });
+  t.equal(del.status, 200);
+  t.match(del.body, { ok: true, id: 'mydoc', rev: /^3-/ });
+  t.equal(del.headers.get('etag'), `"${del.body.rev}"`);
+  t.equal((await node.request('GET', '/vdb/files/mydoc/notes.txt')).status, 404);
+  t.equal((await node.request('GET', '/vdb/files/nodoc/pic.png')).status, 404, 'an unknown document is a 404');
+  t.equal((await node.request('GET', '/vdb/nope/mydoc/pic.png')).status, 404, 'an unknown VDB is a 404');
+
+  // Too large: 413, nothing stored; bad names and ids: 400.
+  const tooBig = await put('/vdb/files/big/b.bin', Buffer.alloc(1024 * 1024 + 1, 1));
+  t.match([tooBig.status, tooBig.body], [413, { error: 'too_large', message: /SERVICE_ATTACHMENT_MAX_BYTES/ }]);
+  t.equal((await node.request('GET', '/vdb/files/big')).status, 404);
+  t.equal((await put('/vdb/files/mydoc/a%5Cb', 'x')).status, 400);
+  t.equal((await put('/vdb/files/_hidden/a', 'x')).status, 400);
+
+  // A read-only shard refuses attachment writes too.
+  await node.request('PUT', '/vdb/files/_shards/0/_status', { body: { status: 'readonly' } });
+  t.equal((await put(`/vdb/files/mydoc/more.txt?rev=${del.body.rev}`, 'x')).status, 403);
 });
 
 t.test('a read-only shard refuses writes and keeps serving reads', async (t) => {
