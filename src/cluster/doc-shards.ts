@@ -17,22 +17,24 @@ import { createHash, randomBytes } from 'node:crypto';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import { type Clock, type Hlc, type HybridClock, compareHlc, parseHlc } from '../core/hlc.js';
-import { type HashRange, hashId, initialRanges, shardFor } from '../core/shard-hash.js';
+import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, shardFor, splitRanges } from '../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../docdb/doc-input.js';
 import type { AttachmentMeta } from '../docdb/records.js';
-import { type DocEdit, type DocEngine, type EditResult, bulkEdits } from '../docdb/engine.js';
+import { type ChangeEntry, type DocEdit, type DocEngine, type EditResult, bulkEdits } from '../docdb/engine.js';
 import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind } from '../docdb/query/execute.js';
 import { mergeFind } from '../docdb/vdb/merge.js';
+import { inlineAttachments } from '../docdb/move.js';
 import { parseFind } from '../docdb/query/parse.js';
 import type { FindQuery } from '../docdb/query/ast.js';
 import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
-import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, isRequestRecord } from '../docdb/vdb/shard-fsm.js';
+import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, isRequestRecord, ownsId } from '../docdb/vdb/shard-fsm.js';
+import { VdbRebalanceCoordinator, rebalanceView } from './vdb-rebalance.js';
 import type { ColumnFamily } from '../storage/db.js';
-import { type DocShardCommand, type DocShardOutcome, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
+import { type DocShardCommand, type DocShardOutcome, checkOwned, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
 import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbService } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
-import type { MetaState, ShardPlacement, VdbPlacement } from './meta-state.js';
+import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { type HostedReplica, ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
@@ -50,6 +52,8 @@ export interface DocShardsOptions extends ShardHostOptions {
    * checker must catch it. Never set outside that test.
    */
   unsafeStaleReads?: boolean;
+  /** Documents a split or merge copies per log entry (default 100). */
+  rebalanceBatchSize?: number;
 }
 
 interface DocReplica extends HostedReplica {
@@ -59,8 +63,14 @@ interface DocReplica extends HostedReplica {
 type ReadRequest =
   | { op: 'get'; id: string; rev?: string; revs?: boolean; conflicts?: boolean }
   | { op: 'att'; id: string; name: string; rev?: string }
-  | { op: 'find'; q: unknown; limit: number | null; owns?: undefined }
-  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number }
+  | { op: 'find'; q: unknown; limit: number | null; m?: [number, number]; h?: HashFunction }
+  /**
+   * `m`/`h`: only ids hashing into `m` (the router's range for the shard; the coordinator's
+   * moving range); `x`: the rebalance coordinator's read, whatever the shard owns.
+   */
+  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number; m?: [number, number]; h?: HashFunction; x?: boolean }
+  /** Every leaf revision of each id with its history and attachment bytes (a rebalance's copy). */
+  | { op: 'revs'; ids: string[] }
   | { op: 'info' }
   | { op: 'digest' };
 
@@ -80,10 +90,58 @@ interface ExportSession {
 
 const notFoundVdb = (name: string) => new FirkinError('not_found', `virtual database ${JSON.stringify(name)} does not exist`);
 
-/** The hash ranges of a clustered VDB, in the shape the routing functions take. */
+/** The hash ranges of a clustered VDB, in the shape the routing functions take (retired shards own none). */
 function rangesOf(v: VdbPlacement): HashRange[] {
-  return v.shards.map((s, i) => ({ shardId: i, start: s.range[0], end: s.range[1] }));
+  return live(v).map(({ id, shard }) => ({ shardId: id, start: shard.range[0], end: shard.range[1] }));
 }
+
+/** The shards of a VDB that are routed to, with their ids (positions: a merged shard keeps its place, retired). */
+function live(v: VdbPlacement): { id: number; shard: ShardPlacement }[] {
+  return v.shards.flatMap((shard, id) => (shard.retired === true ? [] : [{ id, shard }]));
+}
+
+/** Merged shards, with where they went. */
+function retired(v: VdbPlacement): { id: number; shard: ShardPlacement }[] {
+  return v.shards.flatMap((shard, id) => (shard.retired === true ? [{ id, shard }] : []));
+}
+
+/** A cursor's position for a retired shard once the cursor is past its merge. */
+const MERGED: Hlc = { wallMs: 0, logical: 0 };
+
+/**
+ * A cursor from before a merge (its position for the retired shard is not MERGED) reads the
+ * target from where the target was when the copy began, so the copied documents (later
+ * sequences there) are not skipped: duplicates, never losses. Along a chain of merges the
+ * earliest such position applies to the shard at its end (sequences are hybrid clock values,
+ * so an earlier position only repeats more).
+ */
+function afterMerges(v: VdbPlacement, since: (Hlc | null)[]): (Hlc | null)[] {
+  const out = [...since];
+  const pos = (x: readonly [number, number]): Hlc | null => (x[0] === 0 && x[1] === 0 ? null : { wallMs: x[0], logical: x[1] });
+  const earlier = (a: Hlc | null, b: Hlc | null) => (a === null || b === null ? null : compareHlc(a, b) < 0 ? a : b);
+  for (const { id, shard } of retired(v)) {
+    const at = since[id];
+    if (at !== null && at !== undefined && at.wallMs === MERGED.wallMs && at.logical === MERGED.logical) continue;
+    let into = shard.mergedInto;
+    let from: Hlc | null | undefined;
+    for (let hops = 0; into !== undefined && hops < v.shards.length; hops++) {
+      from = from === undefined ? pos(into.from) : earlier(from, pos(into.from));
+      const next = v.shards[into.shard];
+      if (next?.retired !== true) {
+        out[into.shard] = earlier(out[into.shard] ?? null, from);
+        break;
+      }
+      into = next.mergedInto;
+    }
+  }
+  for (const { id } of retired(v)) out[id] = MERGED;
+  return out;
+}
+
+/** A split or merge may take this long before its HTTP request answers (the job goes on regardless). */
+const REBALANCE_WAIT_MS = 30 * 60_000;
+/** A router waits at most this long for a newer map after a fenced shard refused it (each time). */
+const STALE_RETRIES_MAX = 20;
 
 /** A `_changes` cursor: one sequence per shard (null: from the start). */
 export function encodeSinceToken(seqs: readonly (Hlc | null)[]): string {
@@ -100,9 +158,12 @@ export function decodeSince(raw: string | undefined, shardCount: number): (Hlc |
     } catch {
       seqs = undefined;
     }
-    const ok = Array.isArray(seqs) && seqs.length === shardCount && seqs.every((s) => s === null || (Array.isArray(s) && s.length === 2 && s.every((x) => Number.isSafeInteger(x) && x >= 0)));
+    // A cursor from before a split is shorter: the new shard's feed starts from its beginning.
+    const ok = Array.isArray(seqs) && seqs.length <= shardCount && seqs.every((s) => s === null || (Array.isArray(s) && s.length === 2 && s.every((x) => Number.isSafeInteger(x) && x >= 0)));
     if (!ok) throw new FirkinError('bad_request', `since ${JSON.stringify(raw)} is not a cursor of this virtual database (it has ${shardCount} shards)`);
-    return (seqs as ([number, number] | null)[]).map((s) => (s === null ? null : { wallMs: s[0], logical: s[1] }));
+    const out = (seqs as ([number, number] | null)[]).map((s): Hlc | null => (s === null ? null : { wallMs: s[0], logical: s[1] }));
+    while (out.length < shardCount) out.push(null);
+    return out;
   }
   const h = parseHlc(raw);
   if (h === undefined) throw new FirkinError('bad_request', `since must be first, 0, now, a last_seq of this feed or a sequence like {timestamp,W,L}, got ${JSON.stringify(raw)}`);
@@ -122,9 +183,19 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   /** Snapshot transfers tried per group: each retry asks the next replica. */
   readonly #pullAttempts = new Map<string, number>();
 
+  readonly #rebalance: VdbRebalanceCoordinator;
+
   private constructor(o: DocShardsOptions) {
     super(o);
     this.#o = o;
+    this.#rebalance = new VdbRebalanceCoordinator({
+      member: o.member,
+      hlc: o.hlc,
+      newId: o.newId,
+      log: o.log,
+      batchSize: o.rebalanceBatchSize ?? 100,
+      shards: { read: (shard, q) => this.leaderCall(shard, 'dshard.read', q), propose: (shard, c) => this.#propose(shard, c) },
+    });
   }
 
   static async start(o: DocShardsOptions): Promise<DocShards> {
@@ -134,7 +205,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   protected placements(state: MetaState): WantedReplica<VdbPlacement>[] {
-    return Object.values(state.vdbs).flatMap((v) => v.shards.map((shard) => ({ owner: v, shard })));
+    // A merged (retired) shard stays hosted, fenced, until its job ends: a write routed on the
+    // map before the switch is refused there and routed again, rather than lost in the dark.
+    return Object.values(state.vdbs).flatMap((v) => [...v.shards.filter((s) => s.replicas.length > 0), ...(v.pending === undefined ? [] : [v.pending])].map((shard) => ({ owner: v, shard })));
   }
 
   protected concerns(type: string): boolean {
@@ -142,7 +215,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   protected async open(vdb: VdbPlacement, placement: ShardPlacement): Promise<DocReplica> {
-    const index = vdb.shards.findIndex((s) => s.group === placement.group);
+    // A split's pending shard takes the next position at its switch.
+    const at = vdb.shards.findIndex((s) => s.group === placement.group);
+    const index = at === -1 ? vdb.shards.length : at;
     const log = this.#o.log;
     const fsm = await DocShardFsm.open(this.#o.docs, this.#o.store, placement.group, shardDb(vdb.name, index), vdb.config.createdMs, {
       source: (at) => this.#pull(placement.group, at),
@@ -163,6 +238,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   protected override housekeeping(): void {
+    this.#rebalance.tick();
     const now = Date.now();
     for (const [id, s] of this.#exports) {
       if (now - s.lastUsedMs < EXPORT_IDLE_MS) continue;
@@ -172,6 +248,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   override async close(): Promise<void> {
+    this.#rebalance.close();
     for (const s of this.#exports.values()) await s.state.close();
     this.#exports.clear();
     await super.close();
@@ -214,7 +291,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       const state = await this.hostedReplica(group).fsm.exportState();
       const id = randomBytes(9).toString('base64url');
       this.#exports.set(id, { group, state, chunks: state.chunks[Symbol.asyncIterator](), lastUsedMs: Date.now() });
-      return encodeCbor({ s: id, record: state.record, applied: state.applied, requests: state.requests });
+      return encodeCbor({ s: id, record: state.record, applied: state.applied, requests: state.requests, ...(state.owned === undefined ? {} : { owned: state.owned }) });
     }
     const id = String(session);
     const s = this.#exports.get(id);
@@ -274,7 +351,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       log.info({ group, source, keys, applied: head.applied }, `loaded VDB shard replica ${group}: ${keys} keys at applied index ${String(head.applied)}`);
       attempts.delete(group);
     }
-    return { record: Buffer.from(head.record), applied: head.applied, requests: requests as RequestRecord[], chunks: chunks(), close: async () => undefined };
+    const owned = head.owned === undefined ? undefined : checkOwned(head.owned);
+    return { record: Buffer.from(head.record), applied: head.applied, requests: requests as RequestRecord[], ...(owned === undefined ? {} : { owned }), chunks: chunks(), close: async () => undefined };
   }
 
   /**
@@ -296,10 +374,19 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   async #read(fsm: DocShardFsm, q: ReadRequest): Promise<Record<string, unknown>> {
     const { docs, store, counts } = this.#o;
+    // A fenced range is being switched away from: the router waits for the new map.
+    const fenced = () => new FirkinError('stale_epoch', `shard ${fsm.group} no longer owns what was asked (a split or merge switched it): route again on the new map`);
     switch (q.op) {
       case 'get':
+        if (!fsm.owns(q.id)) throw fenced();
         return { d: await docs.getDoc(fsm.db, q.id, { rev: q.rev, revs: q.revs, conflicts: q.conflicts }) };
+      case 'revs': {
+        const out: Record<string, unknown>[] = [];
+        for (const id of q.ids) for (const leaf of await docs.openRevs(fsm.db, id)) out.push(await inlineAttachments(docs, fsm.db, id, leaf));
+        return { docs: out };
+      }
       case 'att': {
+        if (!fsm.owns(q.id)) throw fenced();
         // The bytes travel whole in the reply (bounded by SERVICE_ATTACHMENT_MAX_BYTES, as in a log entry).
         const att = await docs.getAttachment(fsm.db, q.id, q.name, q.rev);
         const parts: Buffer[] = [];
@@ -308,21 +395,15 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       }
       case 'find': {
         const parsed = parseFind(q.q);
-        const result = await executeFind({ docs, store, counts }, fsm.db, { ...parsed, offset: 0, limit: q.limit ?? undefined, includeDocs: true });
+        const m = q.m;
+        if (m !== undefined && q.h !== undefined && !fsm.ownsRange(q.h, m)) throw fenced();
+        // Only the ids of the router's range: a rebalance's copies are never counted twice.
+        const owns = m === undefined || q.h === undefined ? undefined : (id: string) => ownsId({ hash: q.h!, ranges: [m] }, id);
+        const result = await executeFind({ docs, store, counts }, fsm.db, { ...parsed, offset: 0, limit: q.limit ?? undefined, includeDocs: true }, owns);
         return { docs: result.docs, total: result.meta.total };
       }
-      case 'changes': {
-        const options = { since: q.since === null ? undefined : { wallMs: q.since[0], logical: q.since[1] }, limit: q.limit, descending: false, docIds: undefined, includeDocs: q.docs };
-        // Long-poll slice: with nothing new, wait (bounded by the caller) for the next commit.
-        const waitMs = typeof q.w === 'number' ? Math.min(Math.max(0, q.w), this.#longpollSliceMs) : 0;
-        const woken = waitMs > 0 ? docs.waitForChange(fsm.db, waitMs) : undefined;
-        let page = await docs.changes(fsm.db, options);
-        if (page.results.length === 0 && woken !== undefined) {
-          await woken;
-          page = await docs.changes(fsm.db, options);
-        }
-        return { results: page.results.map((e) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(q.docs ? { doc: e.doc ?? null } : {}) })), last: page.lastSeq === undefined ? null : [page.lastSeq.wallMs, page.lastSeq.logical] };
-      }
+      case 'changes':
+        return this.#changesPage(fsm, q, fenced);
       case 'info': {
         const info = docs.dbInfo(fsm.db);
         const last = docs.lastSeq(fsm.db);
@@ -333,6 +414,51 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       default:
         throw new FirkinError('bad_request', 'unknown shard read');
     }
+  }
+
+  /**
+   * A page of a shard's feed. With a range (`m`), only its ids, and pages are read until
+   * `limit` of them are found or the feed ends, so what is returned has no gap: `scanned` is
+   * where the next page starts, `more` whether the feed goes on.
+   */
+  async #changesPage(fsm: DocShardFsm, q: Extract<ReadRequest, { op: 'changes' }>, fenced: () => FirkinError): Promise<Record<string, unknown>> {
+    const docs = this.#o.docs;
+    const m = q.m;
+    if (q.x !== true && m !== undefined && q.h !== undefined && !fsm.ownsRange(q.h, m)) throw fenced();
+    const keep = m === undefined || q.h === undefined ? () => true : (id: string) => ownsId({ hash: q.h!, ranges: [m] }, id);
+    let since: Hlc | undefined = q.since === null ? undefined : { wallMs: q.since[0], logical: q.since[1] };
+    const read = () => docs.changes(fsm.db, { since, limit: q.limit, descending: false, docIds: undefined, includeDocs: q.docs });
+    // Long-poll slice: with nothing new, wait (bounded by the caller) for the next commit.
+    const waitMs = typeof q.w === 'number' ? Math.min(Math.max(0, q.w), this.#longpollSliceMs) : 0;
+    const woken = waitMs > 0 ? docs.waitForChange(fsm.db, waitMs) : undefined;
+    let page = await read();
+    if (page.results.length === 0 && woken !== undefined) {
+      await woken;
+      page = await read();
+    }
+    const results: ChangeEntry[] = [];
+    let scanned: Hlc | undefined = since;
+    let more = false;
+    for (;;) {
+      for (const e of page.results) {
+        if (results.length >= q.limit) {
+          more = true;
+          break;
+        }
+        scanned = parseHlc(e.seq);
+        if (keep(e.id)) results.push(e);
+      }
+      if (more || page.results.length < q.limit) break;
+      since = page.lastSeq;
+      page = await read();
+      if (page.results.length === 0) break;
+    }
+    return {
+      results: results.map((e) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(q.docs ? { doc: e.doc ?? null } : {}) })),
+      last: page.lastSeq === undefined ? null : [page.lastSeq.wallMs, page.lastSeq.logical],
+      scanned: scanned === undefined ? null : [scanned.wallMs, scanned.logical],
+      more,
+    };
   }
 
   /**
@@ -400,37 +526,91 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return new FirkinError('forbidden', `shard ${shardId} of virtual database ${JSON.stringify(v.name)} is read-only`);
   }
 
-  /** Propose edits grouped by shard, in parallel; results in the order of `edits`. */
-  async #write(v: VdbPlacement, edits: readonly (DocEdit | EditResult)[]): Promise<EditResult[]> {
+  /**
+   * Propose edits grouped by shard, in parallel; results in the order of `edits`. A shard a
+   * split or merge fenced refuses its part with no effect: that part waits for the new map and
+   * is routed again (clients see a short delay, never an error).
+   */
+  async #write(name: string, edits: readonly (DocEdit | EditResult)[]): Promise<EditResult[]> {
     const results: EditResult[] = new Array(edits.length);
-    const groups = new Map<number, number[]>();
+    let todo: number[] = [];
     edits.forEach((e, i) => {
-      if (!('kind' in e)) {
-        results[i] = e;
-        return;
-      }
-      const shardId = this.#route(v, e.docId);
-      const refused = this.#readonlyError(v, shardId);
-      if (refused !== undefined) {
-        results[i] = { ok: false, id: e.docId, error: refused.code, message: refused.message };
-        return;
-      }
-      groups.set(shardId, [...(groups.get(shardId) ?? []), i]);
+      if ('kind' in e) todo.push(i);
+      else results[i] = e;
     });
-    const at = this.#o.hlc.now();
-    await Promise.all(
-      [...groups].map(async ([shardId, idx]) => {
-        const rid = randomBytes(12).toString('base64url');
-        const outcome = await this.#propose(v.shards[shardId]!, { kind: 'edits', rid, at, edits: idx.map((i) => edits[i] as DocEdit) });
-        if (outcome.kind !== 'edits' || outcome.results.length !== idx.length) throw new FirkinError('error', `shard ${shardId} answered a write with the wrong outcome`);
-        outcome.results.forEach((r, j) => (results[idx[j]!] = r));
-      }),
-    );
+    for (let attempt = 0; todo.length > 0; attempt++) {
+      const v = this.#vdb(name);
+      const groups = new Map<number, number[]>();
+      for (const i of todo) {
+        const e = edits[i] as DocEdit;
+        const shardId = this.#route(v, e.docId);
+        const refused = this.#readonlyError(v, shardId);
+        if (refused !== undefined) results[i] = { ok: false, id: e.docId, error: refused.code, message: refused.message };
+        else groups.set(shardId, [...(groups.get(shardId) ?? []), i]);
+      }
+      const at = this.#o.hlc.now();
+      const again: number[] = [];
+      await Promise.all(
+        [...groups].map(async ([shardId, idx]) => {
+          const rid = randomBytes(12).toString('base64url');
+          let outcome: DocShardOutcome;
+          try {
+            outcome = await this.#propose(v.shards[shardId]!, { kind: 'edits', rid, at, edits: idx.map((i) => edits[i] as DocEdit) });
+          } catch (err) {
+            // The shard was switched away from while the write was under way (a merged shard's
+            // replicas are gone): route again on the newer map.
+            if (!this.#mapMoved(name, v.epoch)) throw err;
+            outcome = { kind: 'fenced' };
+          }
+          if (outcome.kind === 'fenced') {
+            again.push(...idx);
+            return;
+          }
+          if (outcome.kind !== 'edits' || outcome.results.length !== idx.length) throw new FirkinError('error', `shard ${shardId} answered a write with the wrong outcome`);
+          outcome.results.forEach((r, j) => (results[idx[j]!] = r));
+        }),
+      );
+      if (again.length === 0) break;
+      if (attempt >= STALE_RETRIES_MAX) throw new FirkinError('unavailable', `virtual database ${JSON.stringify(name)} is switching shards and the new map did not arrive; retry`);
+      await this.#awaitNewer(name, v.epoch);
+      todo = again.sort((a, b) => a - b);
+    }
     return results;
   }
 
+  /** Wait (bounded) until this node applied a newer map of the VDB than `epoch`. */
+  async #awaitNewer(name: string, epoch: number): Promise<void> {
+    const until = Date.now() + this.#o.member.timings.proposalTimeoutMs;
+    while (Date.now() < until && !this.closed) {
+      const v = this.#o.member.state.vdbs[name];
+      if (v === undefined || v.epoch > epoch) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** This node applied a newer map of the VDB than `epoch` (a split or merge switched meanwhile). */
+  #mapMoved(name: string, epoch: number): boolean {
+    const now = this.#o.member.state.vdbs[name];
+    return now !== undefined && now.epoch > epoch;
+  }
+
+  /** A read that a split or merge answered `stale_epoch`: run again on the newer map. */
+  async #onMap<T>(name: string, run: (v: VdbPlacement) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const v = this.#vdb(name);
+      try {
+        return await run(v);
+      } catch (err) {
+        const stale = isFirkinError(err) && (err.code === 'stale_epoch' || this.#mapMoved(name, v.epoch));
+        if (!stale || attempt >= STALE_RETRIES_MAX) throw err;
+        await this.#awaitNewer(name, v.epoch);
+      }
+    }
+  }
+
   async #writeOne(name: string, edit: DocEdit): Promise<EditResult & { ok: true }> {
-    const [result] = await this.#write(this.#vdb(name), [edit]);
+    this.#vdb(name);
+    const [result] = await this.#write(name, [edit]);
     if (result!.ok) return result!;
     throw new FirkinError(result!.error as FirkinError['code'], result!.message);
   }
@@ -470,47 +650,59 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   async info(name: string): Promise<Record<string, unknown>> {
     const v = this.#vdb(name);
-    const shards = await Promise.all(v.shards.map(async (s, i) => ({ db: shardDb(name, i), ...((await this.#readShard(s, { op: 'info' })) as { doc_count: number; disk_size: number }) })));
+    const shards = await Promise.all(live(v).map(async ({ id, shard }) => ({ db: shardDb(name, id), ...((await this.#readShard(shard, { op: 'info' })) as { doc_count: number; disk_size: number }) })));
+    const job = this.#jobOf(name);
+    // During a split or merge a copy sits in two shards until the switch: the counts show both.
     return {
       name,
-      shard_count: v.shards.length,
+      shard_count: shards.length,
       hash_function: v.config.hashFunction,
       placement: { replica_factor: v.config.replicaFactor, zones: v.config.zones },
       created_at: v.config.createdMs,
       total_docs: shards.reduce((n, s) => n + s.doc_count, 0),
       total_disk_size: shards.reduce((n, s) => n + s.disk_size, 0),
       shards: shards.map((s) => ({ db: s.db, doc_count: s.doc_count, disk_size: s.disk_size })),
+      ...(job === undefined ? {} : { rebalance: rebalanceView(job) }),
     };
+  }
+
+  /** The split or merge running on a VDB, if any. */
+  #jobOf(name: string): Job | undefined {
+    return Object.values(this.#o.member.state.jobs).find((j) => j.kind === 'vdb-rebalance' && j.target === name && !isReshardEnded(j.step));
   }
 
   /** Assignments: `primary` is the shard's Raft leader now (null while it has none). */
   async shards(name: string): Promise<Record<string, unknown>> {
     const v = this.#vdb(name);
-    const statuses = await this.shardStatuses(v.shards);
+    const shards = live(v);
+    const job = this.#jobOf(name)?.vdb;
+    const statuses = await this.shardStatuses(shards.map((s) => s.shard));
+    const moving = (id: number) => (job === undefined ? undefined : job.source === id ? (job.op === 'split' ? 'splitting' : 'merging') : job.target === id && job.op === 'merge' ? 'merging' : undefined);
     return {
-      shards: v.shards.map((s, i) => {
+      shards: shards.map(({ id, shard: s }, i) => {
         const st = statuses[i]!;
         const leader = typeof st.leader === 'string' ? st.leader : null;
-        return { shard_id: i, primary: leader, replicas: s.replicas, status: s.readonly === true ? 'readonly' : leader === null ? 'unavailable' : 'active', group: s.group, ...(st.lag === undefined ? {} : { lag: st.lag, voters: st.voters, learners: st.learners }) };
+        return { shard_id: id, primary: leader, replicas: s.replicas, status: s.readonly === true ? 'readonly' : leader === null ? 'unavailable' : (moving(id) ?? 'active'), group: s.group, ...(st.lag === undefined ? {} : { lag: st.lag, voters: st.voters, learners: st.learners }) };
       }),
-      ranges: v.shards.map((s, i) => ({ shard_id: i, start_hash: s.range[0], end_hash: s.range[1] })),
+      ranges: shards.map(({ id, shard: s }) => ({ shard_id: id, start_hash: s.range[0], end_hash: s.range[1] })),
     };
   }
 
   /** Replication is Raft's: each replica's lag behind its leader stands in for a task. */
   async replication(name: string): Promise<Record<string, unknown>> {
     const v = this.#vdb(name);
-    const statuses = await this.shardStatuses(v.shards);
+    const shards = live(v);
+    const statuses = await this.shardStatuses(shards.map((s) => s.shard));
     return {
       vdb_name: name,
       replica_factor: v.config.replicaFactor,
-      shard_count: v.shards.length,
-      shards: v.shards.map((s, i) => {
+      shard_count: shards.length,
+      shards: shards.map(({ id, shard: s }, i) => {
         const st = statuses[i]!;
         const leader = typeof st.leader === 'string' ? st.leader : null;
         const lag = (st.lag ?? {}) as Record<string, number | null>;
         return {
-          shard_id: i,
+          shard_id: id,
           replication_tasks: s.replicas
             .filter((r) => r !== leader)
             .map((r) => ({ source: leader ?? 'none', target: r, status: leader === null ? 'no_leader' : lag[r] === 0 ? 'in_sync' : lag[r] === null || lag[r] === undefined ? 'unknown' : 'catching_up', lag: lag[r] ?? null })),
@@ -520,13 +712,15 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   async bulkDocs(name: string, docs: readonly unknown[], newEdits = true): Promise<EditResult[]> {
-    return this.#write(this.#vdb(name), bulkEdits(docs, newEdits, this.#o.newId));
+    this.#vdb(name);
+    return this.#write(name, bulkEdits(docs, newEdits, this.#o.newId));
   }
 
   async getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>> {
-    const v = this.#vdb(name);
-    const reply = await this.#readShard(v.shards[this.#route(v, id)]!, { op: 'get', id, ...options });
-    return reply.d as Record<string, unknown>;
+    return this.#onMap(name, async (v) => {
+      const reply = await this.#readShard(v.shards[this.#route(v, id)]!, { op: 'get', id, ...options });
+      return reply.d as Record<string, unknown>;
+    });
   }
 
   putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }> {
@@ -543,8 +737,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   /** Read on the shard's leader after its ReadIndex barrier, like a document GET. */
   async getAttachment(name: string, id: string, attName: string, rev: string | undefined): Promise<VdbAttachment> {
-    const v = this.#vdb(name);
-    const reply = await this.#readShard(v.shards[this.#route(v, id)]!, { op: 'att', id, name: attName, ...(rev === undefined ? {} : { rev }) });
+    const reply = await this.#onMap(name, (v) => this.#readShard(v.shards[this.#route(v, id)]!, { op: 'att', id, name: attName, ...(rev === undefined ? {} : { rev }) }));
     const raw = reply.data as Uint8Array;
     const data = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
     return {
@@ -556,28 +749,42 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     };
   }
 
-  /** Every shard's `_find` in parallel, merged in the query's order; `total` counts every match. */
+  /**
+   * Every shard's `_find` in parallel, merged in the query's order; `total` counts every match.
+   * Each shard keeps only the ids of its range in this node's map (a split's or merge's copies
+   * are never counted twice); a shard the map is stale for answers `stale_epoch`, and the
+   * query runs again on the new map.
+   */
   async find(name: string, raw: unknown, options: { stale?: boolean } = {}): Promise<Record<string, unknown>> {
-    const v = this.#vdb(name);
     const q = parseFind(raw);
     const perShard = q.limit === undefined ? null : q.offset + q.limit;
-    const results = await Promise.all(v.shards.map((s) => this.#readShard(s, { op: 'find', q: raw, limit: perShard }, options.stale === true)));
-    return mergeFind(q, results.map((r) => ({ docs: r.docs as Record<string, unknown>[], total: r.total as number })));
+    return this.#onMap(name, async (v) => {
+      const results = await Promise.all(live(v).map(({ shard: s }) => this.#readShard(s, { op: 'find', q: raw, limit: perShard, m: [s.range[0], s.range[1]], h: v.config.hashFunction }, options.stale === true)));
+      return mergeFind(q, results.map((r) => ({ docs: r.docs as Record<string, unknown>[], total: r.total as number })));
+    });
   }
 
   /**
    * The merged feed: each shard's page from its own cursor, merged by sequence, cut at
-   * `limit`; each shard's cursor moves to the last of its entries that made the cut.
+   * `limit`; each shard's cursor moves to the last of its entries that made the cut. A cursor
+   * holds one position per shard id; one from before a split lacks the new shard, which is
+   * read from its beginning (its copies come again: duplicates, never losses); a merged
+   * shard's position is ignored (the target's copies have later sequences than any cursor
+   * into it held).
    */
   async changes(name: string, options: VdbChangesOptions): Promise<Record<string, unknown>> {
-    const v = this.#vdb(name);
+    return this.#onMap(name, (v) => this.#changes(v, options));
+  }
+
+  async #changes(v: VdbPlacement, options: VdbChangesOptions): Promise<Record<string, unknown>> {
     const limit = options.limit ?? 1_000;
-    const since = options.since === 'now' ? await this.#nowCursor(v) : decodeSince(options.since, v.shards.length);
+    const since = options.since === 'now' ? await this.#nowCursor(v) : afterMerges(v, decodeSince(options.since, v.shards.length));
     type Entry = { id: string; seq: string; rev: string; deleted: boolean; doc?: unknown; shard: number; hlc: Hlc };
+    const shards = live(v);
     const round = (waitMs: number) =>
-      v.shards.map(async (s, i): Promise<Entry[]> => {
+      shards.map(async ({ id: i, shard: s }): Promise<Entry[]> => {
         const from = since[i] ?? null;
-        const reply = await this.#readShard(s, { op: 'changes', since: from === null ? null : [from.wallMs, from.logical], limit, docs: options.includeDocs, ...(waitMs > 0 ? { w: waitMs } : {}) });
+        const reply = await this.#readShard(s, { op: 'changes', since: from === null ? null : [from.wallMs, from.logical], limit, docs: options.includeDocs, m: [s.range[0], s.range[1]], h: v.config.hashFunction, ...(waitMs > 0 ? { w: waitMs } : {}) });
         return (reply.results as Omit<Entry, 'shard' | 'hlc'>[]).map((e) => ({ ...e, shard: i, hlc: parseHlc(e.seq)! }));
       });
     let pages = await Promise.all(round(0));
@@ -602,6 +809,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       .slice(0, limit);
     const cursor = [...since];
     for (const e of merged) cursor[e.shard] = e.hlc;
+    for (const { id } of retired(v)) cursor[id] = MERGED;
     return {
       changes: merged.map((e) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(options.includeDocs ? { doc: e.doc ?? null } : {}) })),
       last_seq: encodeSinceToken(cursor),
@@ -609,11 +817,15 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   async #nowCursor(v: VdbPlacement): Promise<(Hlc | null)[]> {
-    const infos = await Promise.all(v.shards.map((s) => this.#readShard(s, { op: 'info' })));
-    return infos.map((i) => {
-      const [w, l] = i.last as [number, number];
-      return w === 0 && l === 0 ? null : { wallMs: w, logical: l };
-    });
+    const cursor = new Array<Hlc | null>(v.shards.length).fill(null);
+    for (const { id } of retired(v)) cursor[id] = MERGED;
+    await Promise.all(
+      live(v).map(async ({ id, shard }) => {
+        const [w, l] = (await this.#readShard(shard, { op: 'info' })).last as [number, number];
+        cursor[id] = w === 0 && l === 0 ? null : { wallMs: w, logical: l };
+      }),
+    );
+    return cursor;
   }
 
   /** Import every live document of a local database (optionally filtered) in batches. */
@@ -641,7 +853,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         }
       }
       // Without a rev, a document that exists is a conflict: `skip` counts it as skipped.
-      const results = await this.#write(v, bulkEdits(writes, true, this.#o.newId));
+      const results = await this.#write(name, bulkEdits(writes, true, this.#o.newId));
       for (const r of results) {
         if (r.ok) counts.docs_written++;
         else if (spec.onConflict === 'skip' && r.error === 'conflict') counts.docs_skipped++;
@@ -652,7 +864,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   async setShardStatus(name: string, shardId: number, status: 'readonly' | 'active'): Promise<{ shard_id: number; status: string }> {
     const v = this.#vdb(name);
-    if (v.shards[shardId] === undefined) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
+    if (v.shards[shardId] === undefined || v.shards[shardId]!.retired === true) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
+    const job = this.#jobOf(name)?.vdb;
+    if (job !== undefined && (job.source === shardId || job.target === shardId)) throw new FirkinError('conflict', `shard ${shardId} is being ${job.op === 'split' ? 'split' : 'merged'}`);
     await this.#o.member.propose({ type: 'vdb.status', name, shard: shardId, readonly: status === 'readonly' });
     this.#o.log.info({ vdb: name, shard: shardId, status }, 'shard status changed');
     return { shard_id: shardId, status };
@@ -660,17 +874,67 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   async compact(name: string): Promise<void> {
     const v = this.#vdb(name);
-    await Promise.all(v.shards.map((s) => this.#propose(s, { kind: 'compact', rid: randomBytes(12).toString('base64url') })));
+    await Promise.all(live(v).map(({ shard }) => this.#propose(shard, { kind: 'compact', rid: randomBytes(12).toString('base64url') })));
   }
 
-  async split(name: string): Promise<never> {
-    this.#vdb(name);
-    throw new FirkinError('conflict', 'split of a clustered virtual database is not available yet: it will run as a job of the metadata group (see docs/vdb.md)');
+  /**
+   * Split: a job of the metadata group (`vdb-rebalance.ts`); the new shard (id = highest + 1,
+   * the next position) is placed now with the VDB's replica factor and zones. Answers when the
+   * job is done, in the standalone route's shape.
+   */
+  async split(name: string, shardId: number): Promise<Record<string, unknown>> {
+    const v = this.#vdb(name);
+    const shard = v.shards[shardId];
+    if (shard === undefined || shard.retired === true) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
+    if (shard.readonly === true) throw new FirkinError('conflict', `shard ${shardId} is readonly, not active`);
+    const ranges = rangesOf(v);
+    const r = ranges.find((x) => x.shardId === shardId)!;
+    if (r.start === r.end) throw new FirkinError('conflict', `shard ${shardId} holds a single hash and cannot split`);
+    const target = v.shards.length;
+    const upper = splitRanges(ranges, shardId, target).find((x) => x.shardId === target)!;
+    const state = this.#o.member.state;
+    const nodes = placementCandidates(state, v.config.zones);
+    if (nodes.length < v.config.replicaFactor) throw new FirkinError('unavailable', `replica_factor ${v.config.replicaFactor} needs ${v.config.replicaFactor} healthy nodes; ${nodes.length} are up`);
+    const [replicas] = placeShards(1, v.config.replicaFactor, nodes);
+    const docs = ((await this.#readShard(shard, { op: 'info' })).doc_count as number) ?? 0;
+    const jobId = `vdb-split-${randomBytes(6).toString('hex')}`;
+    await this.#o.member.propose({ type: 'vdb.rebalance.begin', name, jobId, atMs: this.#o.clock.nowMs(), op: 'split', source: shardId, target, moving: [upper.start, upper.end], docs, replicas: replicas! });
+    this.#o.log.info({ vdb: name, shard: shardId, newShard: target, replicas, job: jobId }, `split of ${name} shard ${shardId} started: shard ${target} on ${replicas!.join('+')} takes [${upper.start}, ${upper.end}]`);
+    const job = await this.#awaitJob(jobId);
+    return { ok: true, shard_id: shardId, new_shard_id: target, docs_moved: job.vdb!.copied, message: `shard ${shardId} split: shard ${target} took the upper half of its range`, job: jobId };
   }
 
-  async merge(name: string): Promise<never> {
-    this.#vdb(name);
-    throw new FirkinError('conflict', 'merge of a clustered virtual database is not available yet: it will run as a job of the metadata group (see docs/vdb.md)');
+  /** Merge: the path shard's documents move into `targetShard` (adjacent), as a job; answers when it is done. */
+  async merge(name: string, shardId: number, targetShard: number): Promise<Record<string, unknown>> {
+    const v = this.#vdb(name);
+    if (shardId === targetShard) throw new FirkinError('bad_request', 'a shard cannot merge into itself');
+    const ranges = rangesOf(v);
+    const a = ranges.find((x) => x.shardId === shardId);
+    const b = ranges.find((x) => x.shardId === targetShard);
+    if (a === undefined) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
+    if (b === undefined) throw new FirkinError('not_found', `target shard ${targetShard} does not exist`);
+    for (const id of [shardId, targetShard]) if (v.shards[id]!.readonly === true) throw new FirkinError('conflict', `shard ${id} is readonly, not active`);
+    if (!areAdjacent(a, b)) throw new FirkinError('conflict', `shards ${shardId} [${a.start}, ${a.end}] and ${targetShard} [${b.start}, ${b.end}] are not adjacent in hash space`);
+    const docs = ((await this.#readShard(v.shards[shardId]!, { op: 'info' })).doc_count as number) ?? 0;
+    const jobId = `vdb-merge-${randomBytes(6).toString('hex')}`;
+    await this.#o.member.propose({ type: 'vdb.rebalance.begin', name, jobId, atMs: this.#o.clock.nowMs(), op: 'merge', source: shardId, target: targetShard, moving: [a.start, a.end], docs });
+    this.#o.log.info({ vdb: name, shard: shardId, into: targetShard, job: jobId }, `merge of ${name} shard ${shardId} into shard ${targetShard} started`);
+    const job = await this.#awaitJob(jobId);
+    return { ok: true, shard_id: shardId, target_shard: targetShard, docs_moved: job.vdb!.copied, message: `shard ${shardId} merged into shard ${targetShard}`, job: jobId };
+  }
+
+  /** Wait until a rebalance job ended, as this node's metadata says; a failed one is an error. */
+  async #awaitJob(jobId: string): Promise<Job> {
+    const until = Date.now() + REBALANCE_WAIT_MS;
+    for (;;) {
+      const job = this.#o.member.state.jobs[jobId];
+      if (job === undefined) throw new FirkinError('error', `job ${jobId} is gone`);
+      if (job.step === 'done') return job;
+      if (job.step === 'failed' || job.step === 'cancelled') throw new FirkinError('error', `job ${jobId} ${job.step}: ${job.vdb?.error ?? 'no reason recorded'}`);
+      if (this.closed) throw new FirkinError('unavailable', 'the node is closing; the job goes on (GET /_cluster/jobs)');
+      if (Date.now() > until) throw new FirkinError('timeout', `job ${jobId} is still ${job.step}; it goes on (GET /_cluster/jobs)`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   /** The shard that owns `id` and its group (tests and the admin view). */

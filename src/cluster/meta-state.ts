@@ -42,6 +42,17 @@ export interface ShardPlacement {
   readonly initial?: readonly string[];
   /** A VDB shard an operator made read-only: writes are refused, reads go on. */
   readonly readonly?: boolean;
+  /**
+   * A VDB shard merged into another: kept in the list so shard ids (positions) and `_changes`
+   * cursors stay stable, but neither routed nor hosted (no replicas).
+   */
+  readonly retired?: boolean;
+  /**
+   * A retired shard's merge: the shard that took its range, and that shard's feed position
+   * when the copy began ([0, 0]: its start). A `_changes` cursor from before the merge reads
+   * the target from there, so the copies (later sequences) are not skipped.
+   */
+  readonly mergedInto?: { readonly shard: number; readonly from: readonly [number, number] };
 }
 
 export interface CollectionPlacement {
@@ -96,18 +107,45 @@ export interface VdbPlacement {
   readonly config: VdbConfig;
   readonly epoch: number;
   readonly shards: readonly ShardPlacement[];
+  /** A split's new shard group: hosted and filled, not routed to until the switch appends it. */
+  readonly pending?: ShardPlacement;
+}
+
+/** A split or merge of a clustered VDB shard (`Job.kind` `vdb-rebalance`); steps as a reshard's. */
+export interface VdbRebalanceDetail {
+  readonly op: 'split' | 'merge';
+  /** The shard (id) giving up `moving`. */
+  readonly source: number;
+  /** The shard (id) taking it: the new one of a split, the merge target. */
+  readonly target: number;
+  /** The hash range [start, end] that moves. */
+  readonly moving: readonly [number, number];
+  /** The source's feed position (its sequence) the copy began after: catch-up reads from here. */
+  readonly from: readonly [number, number] | null;
+  /** A merge target's feed position when the copy began (see `ShardPlacement.mergedInto`). */
+  readonly targetFrom?: readonly [number, number];
+  /** Catch-up copied the source's changes up to here (the drain after the fence starts after it). */
+  readonly caught?: readonly [number, number];
+  /** Documents copied so far (a document copied again in catch-up counts again). */
+  readonly copied: number;
+  /** Documents the source held when the job began. */
+  readonly expected?: number;
+  readonly endedAtMs?: number;
+  readonly error?: string;
 }
 
 /** A long operation driven step by step by the metadata leader (leave now; reshard, repair later). */
 export interface Job {
   readonly id: string;
-  readonly kind: 'leave' | 'repair' | 'reshard';
+  readonly kind: 'leave' | 'repair' | 'reshard' | 'vdb-rebalance';
   readonly target: string;
   readonly step: string;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
   /** A reshard's progress. */
   readonly reshard?: ReshardDetail;
+  /** A VDB split's or merge's progress. */
+  readonly vdb?: VdbRebalanceDetail;
 }
 
 export interface MetaState {
@@ -185,13 +223,25 @@ export type MetaCommand =
   | { readonly type: 'reshard.switch'; readonly jobId: string; readonly atMs: number }
   /** Cancel (before the switch) or fail: the pending groups go, the old ones stay authoritative. */
   | { readonly type: 'reshard.abort'; readonly jobId: string; readonly atMs: number; readonly step: 'cancelled' | 'failed'; readonly error?: string }
+  /**
+   * A VDB split or merge starts (refused while another runs on that VDB): the job is recorded
+   * and a split's new shard group placed (pending). Ids, ranges and replicas are the proposer's.
+   */
+  | { readonly type: 'vdb.rebalance.begin'; readonly name: string; readonly jobId: string; readonly atMs: number; readonly op: 'split' | 'merge'; readonly source: number; readonly target: number; readonly moving: readonly [number, number]; readonly docs?: number; readonly replicas?: readonly string[] }
+  /** Progress (monotonic: a stale coordinator's late report cannot undo a newer one). */
+  | { readonly type: 'vdb.rebalance.progress'; readonly jobId: string; readonly atMs: number; readonly step?: 'catching_up' | 'switching'; readonly from?: readonly [number, number]; readonly targetFrom?: readonly [number, number]; readonly caught?: readonly [number, number]; readonly copied?: number; readonly error?: string }
+  /** The one switch entry: new ranges (a split appends its shard, a merge retires the source), epoch + 1. */
+  | { readonly type: 'vdb.rebalance.switch'; readonly jobId: string; readonly atMs: number }
+  /** Done after cleanup, or failed before the switch (the pending group goes, the ranges stay). */
+  | { readonly type: 'vdb.rebalance.end'; readonly jobId: string; readonly atMs: number; readonly step: 'done' | 'failed'; readonly error?: string }
   | { readonly type: 'job.put'; readonly job: Job }
   | { readonly type: 'job.delete'; readonly id: string };
 
 export const META_COMMAND_TYPES: readonly MetaCommand['type'][] = [
   'node.join', 'node.status', 'node.leave', 'node.left', 'node.remove', 'apikey.put', 'apikey.revoke',
   'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete',
-  'tenantcoll.create', 'tenantcoll.usage', 'tenantcoll.recount', 'tenantcoll.delete', 'collection.create', 'collection.delete', 'shard.replace', 'vdb.create', 'vdb.delete', 'vdb.status', 'reshard.begin', 'reshard.progress', 'reshard.switch', 'reshard.abort', 'job.put', 'job.delete',
+  'tenantcoll.create', 'tenantcoll.usage', 'tenantcoll.recount', 'tenantcoll.delete', 'collection.create', 'collection.delete', 'shard.replace', 'vdb.create', 'vdb.delete', 'vdb.status', 'reshard.begin', 'reshard.progress', 'reshard.switch', 'reshard.abort',
+  'vdb.rebalance.begin', 'vdb.rebalance.progress', 'vdb.rebalance.switch', 'vdb.rebalance.end', 'job.put', 'job.delete',
 ];
 
 /** What applying a command answers its proposer. Errors are data: the log must not throw. */
@@ -354,9 +404,20 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       const placement: VdbPlacement = { name: cmd.name, config: cmd.config, epoch: 1, shards };
       return { state: { ...state, vdbs: withEntry(state.vdbs, cmd.name, placement), nextShard: state.nextShard + shards.length }, result: OK };
     }
-    case 'vdb.delete':
+    case 'vdb.delete': {
       if (state.vdbs[cmd.name] === undefined) return same(refuse('not_found', `virtual database ${JSON.stringify(cmd.name)} does not exist`));
-      return { state: { ...state, vdbs: without(state.vdbs, cmd.name) }, result: OK };
+      // A split or merge of it ends with it (a pending group goes with the placement).
+      let jobs = state.jobs;
+      for (const j of Object.values(jobs)) {
+        if (j.kind === 'vdb-rebalance' && j.target === cmd.name && !isReshardEnded(j.step) && j.vdb !== undefined) jobs = withEntry(jobs, j.id, { ...j, step: 'failed', vdb: { ...j.vdb, error: 'the virtual database was deleted' } });
+      }
+      return { state: { ...state, vdbs: without(state.vdbs, cmd.name), jobs }, result: OK };
+    }
+    case 'vdb.rebalance.begin':
+    case 'vdb.rebalance.progress':
+    case 'vdb.rebalance.switch':
+    case 'vdb.rebalance.end':
+      return applyVdbRebalance(state, cmd);
     case 'vdb.status': {
       const v = state.vdbs[cmd.name];
       if (v === undefined) return same(refuse('not_found', `virtual database ${JSON.stringify(cmd.name)} does not exist`));
@@ -443,6 +504,107 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       return { state: { ...state, jobs: withEntry(state.jobs, cmd.job.id, cmd.job) }, result: OK };
     case 'job.delete':
       return { state: { ...state, jobs: without(state.jobs, cmd.id) }, result: OK };
+  }
+}
+
+/** `a` is a sequence after `b` (or `b` is none). */
+function laterSeq(a: readonly [number, number] | undefined, b: readonly [number, number] | undefined): a is readonly [number, number] {
+  if (a === undefined) return false;
+  return b === undefined || a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
+}
+
+type VdbRebalanceCommand = Extract<MetaCommand, { type: `vdb.rebalance.${string}` }>;
+
+/** The job of a VDB split or merge (see `cluster/vdb-rebalance.ts`). */
+function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state: MetaState; result: MetaResult } {
+  const same = (result: MetaResult) => ({ state, result });
+  const putVdb = (s: MetaState, v: VdbPlacement): Record<string, VdbPlacement> => withEntry(s.vdbs, v.name, v);
+  if (cmd.type === 'vdb.rebalance.begin') {
+    const v = state.vdbs[cmd.name];
+    if (v === undefined) return same(refuse('not_found', `virtual database ${JSON.stringify(cmd.name)} does not exist`));
+    const running = Object.values(state.jobs).find((j) => j.kind === 'vdb-rebalance' && j.target === cmd.name && !isReshardEnded(j.step));
+    if (running !== undefined || v.pending !== undefined) return same(refuse('conflict', `virtual database ${JSON.stringify(cmd.name)} is already being rebalanced (job ${running?.id ?? '?'}, ${running?.step ?? 'pending'})`));
+    const source = v.shards[cmd.source];
+    if (source === undefined || source.retired === true) return same(refuse('not_found', `shard ${cmd.source} does not exist`));
+    if (source.readonly === true) return same(refuse('conflict', `shard ${cmd.source} is readonly, not active`));
+    if (cmd.op === 'merge') {
+      const target = v.shards[cmd.target];
+      if (target === undefined || target.retired === true) return same(refuse('not_found', `target shard ${cmd.target} does not exist`));
+      if (target.readonly === true) return same(refuse('conflict', `shard ${cmd.target} is readonly, not active`));
+    } else if (cmd.target !== v.shards.length || cmd.replicas === undefined) {
+      return same(refuse('conflict', `a split's new shard must be shard ${v.shards.length} with its replicas`));
+    }
+    const pending: ShardPlacement | undefined =
+      cmd.op === 'split' ? { number: state.nextShard, group: docShardGroupName(state.nextShard), range: cmd.moving, replicas: cmd.replicas!, initial: cmd.replicas! } : undefined;
+    // Ended rebalance jobs of this VDB give way to the new one.
+    let jobs = state.jobs;
+    for (const j of Object.values(jobs)) if (j.kind === 'vdb-rebalance' && j.target === cmd.name) jobs = without(jobs, j.id);
+    const job: Job = {
+      id: cmd.jobId,
+      kind: 'vdb-rebalance',
+      target: cmd.name,
+      step: 'copying',
+      createdAtMs: cmd.atMs,
+      updatedAtMs: cmd.atMs,
+      vdb: { op: cmd.op, source: cmd.source, target: cmd.target, moving: cmd.moving, from: null, copied: 0, ...(cmd.docs === undefined ? {} : { expected: cmd.docs }) },
+    };
+    return {
+      state: { ...state, vdbs: putVdb(state, pending === undefined ? v : { ...v, pending }), jobs: withEntry(jobs, job.id, job), nextShard: state.nextShard + (pending === undefined ? 0 : 1) },
+      result: OK,
+    };
+  }
+  const job = state.jobs[cmd.jobId];
+  const detail = job?.vdb;
+  if (job === undefined || detail === undefined) return same(refuse('not_found', `no VDB rebalance job ${cmd.jobId}`));
+  const v = state.vdbs[job.target];
+  switch (cmd.type) {
+    case 'vdb.rebalance.progress': {
+      if (isReshardEnded(job.step) || job.step === 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}`));
+      const order = (s: string) => RESHARD_STEPS.indexOf(s as ReshardStep);
+      const step = cmd.step !== undefined && order(cmd.step) > order(job.step) ? cmd.step : job.step;
+      const next: VdbRebalanceDetail = {
+        ...detail,
+        from: detail.from ?? cmd.from ?? null,
+        ...(detail.targetFrom === undefined && cmd.targetFrom !== undefined ? { targetFrom: cmd.targetFrom } : {}),
+        ...(laterSeq(cmd.caught, detail.caught) ? { caught: cmd.caught } : {}),
+        copied: Math.max(detail.copied, cmd.copied ?? 0),
+        ...(cmd.error === undefined ? {} : { error: cmd.error }),
+      };
+      return { state: { ...state, jobs: withEntry(state.jobs, job.id, { ...job, step, updatedAtMs: cmd.atMs, vdb: next }) }, result: OK };
+    }
+    case 'vdb.rebalance.switch': {
+      if (job.step === 'cleaning' || job.step === 'done') return same(OK);
+      if (job.step !== 'switching') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}, not switching`));
+      if (v === undefined) return same(refuse('not_found', `virtual database ${JSON.stringify(job.target)} does not exist`));
+      const source = v.shards[detail.source]!;
+      let shards: ShardPlacement[];
+      if (detail.op === 'split') {
+        if (v.pending === undefined) return same(refuse('conflict', `virtual database ${JSON.stringify(v.name)} has no pending shard`));
+        shards = [...v.shards.map((s, i) => (i === detail.source ? { ...s, range: [source.range[0], detail.moving[0] - 1] as const } : s)), v.pending];
+      } else {
+        const target = v.shards[detail.target]!;
+        const range = [Math.min(source.range[0], target.range[0]), Math.max(source.range[1], target.range[1])] as const;
+        shards = v.shards.map((s, i) => (i === detail.target ? { ...s, range } : i === detail.source ? { ...s, retired: true, mergedInto: { shard: detail.target, from: detail.targetFrom ?? ([0, 0] as const) } } : s));
+      }
+      const { pending: _p, ...rest } = v;
+      return {
+        state: { ...state, vdbs: putVdb(state, { ...rest, epoch: v.epoch + 1, shards }), jobs: withEntry(state.jobs, job.id, { ...job, step: 'cleaning', updatedAtMs: cmd.atMs }) },
+        result: OK,
+      };
+    }
+    case 'vdb.rebalance.end': {
+      if (isReshardEnded(job.step)) return same(OK);
+      if (cmd.step === 'done' && job.step !== 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}: it is done only after its switch`));
+      if (cmd.step === 'failed' && job.step === 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} already switched; it can only finish`));
+      let vdbs = v?.pending === undefined ? state.vdbs : putVdb(state, (({ pending: _p, ...rest }) => rest)(v));
+      // A merge's cleanup: the retired source leaves the placement (every node drops its replica).
+      const merged = vdbs[job.target];
+      if (cmd.step === 'done' && detail.op === 'merge' && merged !== undefined) {
+        vdbs = putVdb({ ...state, vdbs }, { ...merged, shards: merged.shards.map((s, i) => (i === detail.source ? { ...s, replicas: [] } : s)) });
+      }
+      const ended: Job = { ...job, step: cmd.step, updatedAtMs: cmd.atMs, vdb: { ...detail, endedAtMs: cmd.atMs, ...(cmd.error === undefined ? {} : { error: cmd.error }) } };
+      return { state: { ...state, vdbs, jobs: withEntry(state.jobs, job.id, ended) }, result: OK };
+    }
   }
 }
 

@@ -931,9 +931,10 @@ export class DocEngine {
    * between shard databases with this (a tombstone left behind would shadow a document that
    * later moves back). Returns how many documents were purged.
    */
-  async purge(db: string, docIds: readonly string[]): Promise<number> {
+  async purge(db: string, docIds: readonly string[], owner?: string): Promise<number> {
     const state = this.#state(db);
-    if (state.record.owner !== undefined) throw replicaOnly(db, state.record.owner);
+    // A replica's database is purged only by its group (a split's cleanup entry).
+    if (state.record.owner !== undefined && state.record.owner !== owner) throw replicaOnly(db, state.record.owner);
     let purged = 0;
     await this.#exclusive(state, async () => {
       const raw = await this.#store.getMany('docs', docIds.map((id) => keys.doc(db, id)));

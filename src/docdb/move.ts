@@ -4,7 +4,7 @@
 import { FirkinError } from '../core/errors.js';
 import type { DocEngine } from './engine.js';
 
-async function inlineAttachments(docs: DocEngine, db: string, id: string, leaf: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function inlineAttachments(docs: DocEngine, db: string, id: string, leaf: Record<string, unknown>): Promise<Record<string, unknown>> {
   const stubs = leaf._attachments as Record<string, { content_type: string }> | undefined;
   if (stubs === undefined) return leaf;
   const inline: Record<string, { content_type: string; data: string }> = {};

@@ -6,15 +6,40 @@
 // revisions are content hashes, and conflicts follow from the tree.
 import { decodeCbor, encodeCbor } from '../../core/codec.js';
 import type { Hlc } from '../../core/hlc.js';
+import { HASH_FUNCTIONS, type HashFunction } from '../../core/shard-hash.js';
 import type { AttachmentInput, Blob } from '../doc-input.js';
 import type { DocEdit, EditResult } from '../engine.js';
 
-export type DocShardCommand =
-  | { readonly kind: 'edits'; readonly rid: string; readonly at: Hlc; readonly edits: readonly DocEdit[] }
-  /** Drop kept non-leaf bodies: at the same log index on every replica. */
-  | { readonly kind: 'compact'; readonly rid: string };
+/** Hash ranges [start, end] (inclusive) of document ids, by a VDB's hash function. */
+export interface OwnedRanges {
+  readonly hash: HashFunction;
+  readonly ranges: readonly (readonly [number, number])[];
+}
 
-export type DocShardOutcome = { readonly kind: 'edits'; readonly results: readonly EditResult[] } | { readonly kind: 'compact' };
+export type DocShardCommand =
+  /**
+   * `copy`: a split's or merge's copy into this shard (foreign revisions of documents it may
+   * not own yet), taken whatever the shard owns.
+   */
+  | { readonly kind: 'edits'; readonly rid: string; readonly at: Hlc; readonly edits: readonly DocEdit[]; readonly copy?: boolean }
+  /** Drop kept non-leaf bodies: at the same log index on every replica. */
+  | { readonly kind: 'compact'; readonly rid: string }
+  /**
+   * The ids this shard takes writes for and answers reads of from now on (none set: every id).
+   * A split's or merge's fence is one (the source gives up the moving range), and so is the
+   * target's widening before the switch.
+   */
+  | { readonly kind: 'own'; readonly rid: string; readonly owned: OwnedRanges }
+  /** A split's cleanup: remove, as if never written, every document whose id hashes into `range`. */
+  | { readonly kind: 'purge'; readonly rid: string; readonly hash: HashFunction; readonly range: readonly [number, number] };
+
+export type DocShardOutcome =
+  | { readonly kind: 'edits'; readonly results: readonly EditResult[] }
+  | { readonly kind: 'compact' }
+  | { readonly kind: 'own' }
+  | { readonly kind: 'purge'; readonly purged: number }
+  /** Edits refused whole, with no effect: an id is outside what the shard owns (a router with an older map). */
+  | { readonly kind: 'fenced' };
 
 export function encodeDocShardCommand(c: DocShardCommand): Uint8Array {
   return encodeCbor(c);
@@ -72,14 +97,28 @@ function checkEdit(v: unknown): DocEdit {
   }
 }
 
+export function checkOwned(v: unknown): OwnedRanges {
+  if (!isObject(v) || !(HASH_FUNCTIONS as readonly unknown[]).includes(v.hash) || !Array.isArray(v.ranges)) return bad('malformed owned ranges');
+  const ranges = v.ranges.map((r: unknown) => {
+    if (!Array.isArray(r) || r.length !== 2 || !r.every((x) => Number.isSafeInteger(x) && x >= 0 && x <= 0xffff_ffff) || r[0] > r[1]) return bad('malformed hash range');
+    return [r[0] as number, r[1] as number] as const;
+  });
+  return { hash: v.hash as HashFunction, ranges };
+}
+
 /** Decode and check an entry (it came from disk or another node). */
 export function decodeDocShardCommand(data: Uint8Array): DocShardCommand {
   const v = decodeCbor(data) as unknown;
   if (!isObject(v) || !isString(v.rid)) return bad('not a command');
   if (v.kind === 'compact') return { kind: 'compact', rid: v.rid };
+  if (v.kind === 'own') return { kind: 'own', rid: v.rid, owned: checkOwned(v.owned) };
+  if (v.kind === 'purge') {
+    const owned = checkOwned({ hash: v.hash, ranges: [v.range] });
+    return { kind: 'purge', rid: v.rid, hash: owned.hash, range: owned.ranges[0]! };
+  }
   if (v.kind !== 'edits') return bad(`unknown kind ${JSON.stringify(v.kind)}`);
   const at = v.at as { wallMs?: unknown; logical?: unknown } | undefined;
   if (!isObject(at) || !Number.isSafeInteger(at.wallMs) || !Number.isSafeInteger(at.logical)) return bad('malformed clock');
   if (!Array.isArray(v.edits)) return bad('edits are not a list');
-  return { kind: 'edits', rid: v.rid, at: { wallMs: at.wallMs as number, logical: at.logical as number }, edits: v.edits.map(checkEdit) };
+  return { kind: 'edits', rid: v.rid, at: { wallMs: at.wallMs as number, logical: at.logical as number }, edits: v.edits.map(checkEdit), ...(v.copy === true ? { copy: true } : {}) };
 }

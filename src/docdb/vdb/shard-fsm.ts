@@ -21,7 +21,8 @@ import type { StateMachine } from '../../raft/group.js';
 import type { Entry } from '../../raft/types.js';
 import type { BatchOp, ColumnFamily, Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
-import { type DocShardOutcome, decodeDocShardCommand } from './shard-commands.js';
+import { hashId } from '../../core/shard-hash.js';
+import { type DocShardOutcome, type OwnedRanges, checkOwned, decodeDocShardCommand } from './shard-commands.js';
 
 /** Request ids remembered per shard. */
 export const REQUEST_WINDOW = 10_000;
@@ -29,6 +30,15 @@ export const REQUEST_WINDOW = 10_000;
 const appliedKey = (group: string) => encodeKey(['dshard', group, 'applied']);
 const requestKey = (group: string, rid: string) => encodeKey(['dshard', group, 'req', rid]);
 const requestRange = (group: string) => prefixRange(['dshard', group, 'req']);
+const ownedKey = (group: string) => encodeKey(['dshard', group, 'owned']);
+/** Documents purged per batch by a split's cleanup entry. */
+const PURGE_BATCH = 500;
+
+/** Whether `id` hashes into one of `owned`'s ranges. */
+export function ownsId(owned: OwnedRanges, id: string): boolean {
+  const h = hashId(id, owned.hash);
+  return owned.ranges.some(([start, end]) => h >= start && h <= end);
+}
 
 /** Every key of the shard's own bookkeeping (dropped with the replica). */
 export const docShardKeys = (group: string) => prefixRange(['dshard', group]);
@@ -37,7 +47,7 @@ export const docShardKeys = (group: string) => prefixRange(['dshard', group]);
 export function isRequestRecord(v: unknown): v is RequestRecord {
   const r = v as Partial<RequestRecord> | null;
   const o = r?.outcome as { kind?: unknown; results?: unknown } | undefined;
-  return typeof r === 'object' && r !== null && typeof r.rid === 'string' && Number.isSafeInteger(r.index) && typeof o === 'object' && o !== null && (o.kind === 'compact' || (o.kind === 'edits' && Array.isArray(o.results)));
+  return typeof r === 'object' && r !== null && typeof r.rid === 'string' && Number.isSafeInteger(r.index) && typeof o === 'object' && o !== null && (o.kind === 'compact' || o.kind === 'own' || o.kind === 'purge' || o.kind === 'fenced' || (o.kind === 'edits' && Array.isArray(o.results)));
 }
 
 export interface RequestRecord {
@@ -51,6 +61,8 @@ export interface DocShardState {
   readonly record: Buffer;
   readonly applied: number;
   readonly requests: readonly RequestRecord[];
+  /** What the replica owned (absent: every id). */
+  readonly owned?: OwnedRanges;
   readonly chunks: AsyncIterable<{ cf: ColumnFamily; entries: readonly [Buffer, Buffer][] }>;
   /** Release what the chunks hold (an abandoned transfer). */
   close(): Promise<void>;
@@ -80,6 +92,8 @@ export class DocShardFsm implements StateMachine {
   readonly #o: DocShardFsmOptions;
   /** Copies loaded from another replica since this process started. */
   snapshotsLoaded = 0;
+  /** The ids this replica takes writes for and answers reads of (undefined: every id), set by `own` entries. */
+  #owned: OwnedRanges | undefined;
   /** Request ids by log order (oldest first), and what each answered. */
   readonly #requests = new Map<string, { index: number; outcome: DocShardOutcome }>();
 
@@ -105,6 +119,8 @@ export class DocShardFsm implements StateMachine {
     const applied = await store.get('system', appliedKey(group));
     fsm.#applied = applied === undefined ? 0 : (decodeCbor(applied) as number);
     fsm.#lastIndex = fsm.#applied;
+    const owned = await store.get('system', ownedKey(group));
+    fsm.#owned = owned === undefined ? undefined : checkOwned(decodeCbor(owned));
     const loaded: [string, { index: number; outcome: DocShardOutcome }][] = [];
     for await (const [key, value] of store.entries('system', requestRange(group))) {
       const rid = decodeKey(key).at(-1) as string;
@@ -114,6 +130,23 @@ export class DocShardFsm implements StateMachine {
     loaded.sort((a, b) => a[1].index - b[1].index);
     for (const [rid, r] of loaded) fsm.#requests.set(rid, r);
     return fsm;
+  }
+
+  /** What the replica owns now (undefined: every id). */
+  get owned(): OwnedRanges | undefined {
+    return this.#owned;
+  }
+
+  /** Whether this replica takes writes for and answers reads of `id`. */
+  owns(id: string): boolean {
+    return this.#owned === undefined || ownsId(this.#owned, id);
+  }
+
+  /** Whether every hash of `range` (by `hash`) is this replica's. */
+  ownsRange(hash: string, range: readonly [number, number]): boolean {
+    if (this.#owned === undefined) return true;
+    if (hash !== this.#owned.hash) return false;
+    return this.#owned.ranges.some(([start, end]) => range[0] >= start && range[1] <= end);
   }
 
   /** The last entry whose effects are durable. */
@@ -145,9 +178,28 @@ export class DocShardFsm implements StateMachine {
       return seen.outcome;
     }
     let outcome: DocShardOutcome;
-    if (cmd.kind === 'edits') {
+    const owned = this.#owned;
+    if (cmd.kind === 'edits' && cmd.copy !== true && owned !== undefined && cmd.edits.some((e) => !ownsId(owned, e.docId))) {
+      // A router with an older map: refused whole, with no effect (it routes again on the new map).
+      outcome = { kind: 'fenced' };
+      await this.#store.batch(this.#remember(cmd.rid, entry.index, outcome, ops), { sync: true });
+    } else if (cmd.kind === 'edits') {
       const results = await this.#docs.applyLogged(this.db, cmd.edits, { at: cmd.at, ops: (r) => this.#remember(cmd.rid, entry.index, { kind: 'edits', results: r }, ops) });
       outcome = { kind: 'edits', results };
+    } else if (cmd.kind === 'own') {
+      outcome = { kind: 'own' };
+      await this.#store.batch([...this.#remember(cmd.rid, entry.index, outcome, ops), { type: 'put', cf: 'system', key: ownedKey(this.group), value: encodeCbor(cmd.owned) }], { sync: true });
+      this.#owned = cmd.owned;
+    } else if (cmd.kind === 'purge') {
+      // Every replica holds the same documents here, so purges the same ones. A crash half way
+      // re-applies the entry after the restart and purges the rest.
+      const moving = { hash: cmd.hash, ranges: [cmd.range] };
+      const ids: string[] = [];
+      for await (const batch of this.#docs.scanRecords(this.db)) for (const d of batch) if (ownsId(moving, d.id)) ids.push(d.id);
+      let purged = 0;
+      for (let i = 0; i < ids.length; i += PURGE_BATCH) purged += await this.#docs.purge(this.db, ids.slice(i, i + PURGE_BATCH), this.group);
+      outcome = { kind: 'purge', purged };
+      await this.#store.batch(this.#remember(cmd.rid, entry.index, outcome, ops), { sync: true });
     } else {
       await this.#docs.compactLogged(this.db);
       outcome = { kind: 'compact' };
@@ -209,11 +261,13 @@ export class DocShardFsm implements StateMachine {
     const requests = [...state.requests].sort((a, b) => a.index - b.index).slice(-REQUEST_WINDOW);
     const ops: BatchOp[] = [
       { type: 'put', cf: 'system', key: appliedKey(this.group), value: encodeCbor(state.applied) },
+      ...(state.owned === undefined ? [] : [{ type: 'put', cf: 'system', key: ownedKey(this.group), value: encodeCbor(state.owned) } as BatchOp]),
       ...requests.map((r): BatchOp => ({ type: 'put', cf: 'system', key: requestKey(this.group, r.rid), value: encodeCbor({ i: r.index, o: r.outcome }) })),
     ];
     await this.#docs.importDb(this.db, state.record, state.chunks, ops);
     for (const r of requests) this.#requests.set(r.rid, { index: r.index, outcome: r.outcome });
     this.#applied = state.applied;
+    this.#owned = state.owned;
     this.snapshotsLoaded++;
   }
 
@@ -225,11 +279,13 @@ export class DocShardFsm implements StateMachine {
     const view = await this.#docs.exportDb(this.db, [docShardKeys(this.group)]);
     const own = view.ranges.at(-1)!;
     let applied = 0;
+    let owned: OwnedRanges | undefined;
     const requests: RequestRecord[] = [];
     for (let batch = await own.cursor.next(); batch.length > 0; batch = await own.cursor.next()) {
       for (const [key, value] of batch) {
         const parts = decodeKey(key);
         if (parts[2] === 'applied') applied = decodeCbor(value) as number;
+        else if (parts[2] === 'owned') owned = checkOwned(decodeCbor(value));
         else if (parts[2] === 'req') {
           const r = decodeCbor(value) as { i: number; o: DocShardOutcome };
           requests.push({ rid: parts[3] as string, index: r.i, outcome: r.o });
@@ -251,6 +307,6 @@ export class DocShardFsm implements StateMachine {
         await close();
       }
     }
-    return { record: view.record, applied, requests, chunks: chunks(), close };
+    return { record: view.record, applied, requests, ...(owned === undefined ? {} : { owned }), chunks: chunks(), close };
   }
 }

@@ -152,3 +152,38 @@ t.test('a replica database is written only by its log', async (t) => {
   t.throws(() => r.docs.compact(DB), { code: 'forbidden' });
   await t.rejects(DocShardFsm.open(r.docs, r.store, 'ds8', DB, 0), { code: 'conflict' }, 'another group cannot take the database');
 });
+
+t.test('a fence (own entry) refuses writes outside the range with no effect; copies pass; purge and reopen', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
+  let r = await openReplica(join(root, 'r'), 0);
+  t.teardown(async () => {
+    await closeReplica(r);
+    await rm(root, { recursive: true, force: true });
+  });
+  let index = 0;
+  const apply = (c: DocShardCommand) => r.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry);
+  const at = { wallMs: 1_700_000_000_000, logical: 0 };
+  const put = (id: string): DocEdit => ({ kind: 'update', docId: id, body: { id }, attachments: undefined, deleted: false, rev: undefined });
+  const docIds = Array.from({ length: 40 }, (_, i) => `doc${i}`);
+  await apply({ kind: 'edits', rid: 'r1', at, edits: docIds.map(put) });
+  const upper: [number, number] = [2147483648, 4294967295];
+  const owned = { hash: 'phash2' as const, ranges: [[0, 2147483647] as [number, number]] };
+  t.same(await apply({ kind: 'own', rid: 'r2', owned }), { kind: 'own' });
+  const inUpper = docIds.filter((id) => !r.fsm.owns(id));
+  const inLower = docIds.filter((id) => r.fsm.owns(id));
+  t.ok(inUpper.length > 0 && inLower.length > 0, `the fence splits the ids (${inLower.length} kept, ${inUpper.length} fenced)`);
+  const before = r.docs.dbInfo(DB).update_seq;
+  t.same(await apply({ kind: 'edits', rid: 'r3', at, edits: [put('new-a'), put(inUpper[0]!)] }), { kind: 'fenced' }, 'an entry touching a fenced id is refused whole');
+  t.equal(r.docs.dbInfo(DB).update_seq, before, '... with no effect');
+  t.match(await apply({ kind: 'edits', rid: 'r3', at, edits: [put(inLower[0]!)] }), { kind: 'fenced' }, 'its request id answers the same again');
+  t.match(await apply({ kind: 'edits', rid: 'r4', at, edits: [{ kind: 'replicate', docId: inUpper[0]!, body: { copied: true }, attachments: undefined, path: { revs: ['2-bbbb', '1-aaaa'], deleted: false } }], copy: true }), { kind: 'edits', results: [{ ok: true }] }, 'a copy passes the fence');
+  t.ok(r.fsm.ownsRange('phash2', [0, 100]) && !r.fsm.ownsRange('phash2', upper), 'ownsRange');
+  // The fence survives a restart.
+  await closeReplica(r);
+  r = await openReplica(join(root, 'r'), 0);
+  t.notOk(r.fsm.owns(inUpper[0]!), 'the fence is durable');
+  const purged = await apply({ kind: 'purge', rid: 'r5', hash: 'phash2', range: upper });
+  t.same(purged, { kind: 'purge', purged: inUpper.length }, 'the purge removes every document of the range');
+  t.equal(r.docs.dbInfo(DB).doc_count, inLower.length, 'the kept ones stay');
+  t.equal(await r.docs.getRecord(DB, inUpper[1]!), undefined, 'as if never written');
+});

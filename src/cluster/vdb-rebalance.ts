@@ -1,0 +1,276 @@
+// Split and merge of a clustered VDB shard, as a job of the metadata group (`vdb.rebalance.*`
+// commands, `Job.kind` `vdb-rebalance`), run by the metadata leader and resumed by a new one
+// from the recorded step, like a vector reshard (`reshard.ts`).
+//
+//   copying      a split's new shard group is placed (pending: hosted, not routed). The source's
+//                feed position is recorded first (`from`); then every document of the moving
+//                range (tombstones included) is copied into the target group, in the source's
+//                sequence order, with every leaf revision, its history and its attachment bytes
+//                (`copy` edits of foreign revisions: `new_edits: false`). Writes to the source go on.
+//   catching_up  the documents the source changed after `from` are copied again (their whole
+//                state: a merge of revision trees converges whatever the target held), until a
+//                pass finds nothing new.
+//   switching    an `own` entry in the source's log fences the moving range (every later write
+//                of it is refused with no effect, on every replica alike: routers get
+//                `stale_epoch`, wait for the new map and route again); the changes up to the
+//                fence are copied; an `own` entry gives the target its new range; ONE
+//                `vdb.rebalance.switch` metadata entry changes the ranges and bumps the epoch.
+//   cleaning     a split's source purges the moved documents through a log entry (every replica
+//                alike); a merged source, retired (not routed) by the switch but still hosted and
+//                fenced, leaves the placement with the end entry (every node drops its copy).
+//   done | failed
+//
+// Every step is idempotent (a copy merges revision trees; own, purge and the switch are no-ops
+// the second time), so a step a crash interrupted is run again. As for a reshard, a new
+// metadata leader waits `takeoverMs` before it runs a job, so an old leader's writes are over.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { FirkinError, isFirkinError } from '../core/errors.js';
+import type { HybridClock } from '../core/hlc.js';
+import { type DocEdit, bulkEdits } from '../docdb/engine.js';
+import type { DocShardCommand, DocShardOutcome } from '../docdb/vdb/shard-commands.js';
+import type { ClusterMember } from './member.js';
+import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
+
+/** What the coordinator needs of the VDB shard host. */
+export interface RebalanceShards {
+  /** A read on the shard's leader after its ReadIndex barrier (`dshard.read`). */
+  read(shard: ShardPlacement, q: Record<string, unknown>): Promise<Record<string, unknown>>;
+  propose(shard: ShardPlacement, command: DocShardCommand): Promise<DocShardOutcome>;
+}
+
+export interface RebalanceOptions {
+  member: ClusterMember;
+  shards: RebalanceShards;
+  hlc: HybridClock;
+  newId: () => string;
+  log: Logger;
+  /** Documents read and copied per batch. */
+  batchSize: number;
+}
+
+/** Progress is recorded at most this often. */
+const PROGRESS_EVERY_MS = 2_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** An error that ends the job (`failed`), as opposed to one a retry can get past. */
+class FatalRebalance extends Error {}
+
+type Seq = readonly [number, number];
+
+export class VdbRebalanceCoordinator {
+  readonly #o: RebalanceOptions;
+  readonly #running = new Set<string>();
+  #leaderSinceMs: number | undefined;
+  #closed = false;
+
+  constructor(o: RebalanceOptions) {
+    this.#o = o;
+  }
+
+  get #takeoverMs(): number {
+    const t = this.#o.member.timings;
+    return 2 * t.electionTicks * t.tickMs + t.proposalTimeoutMs;
+  }
+
+  /** Called periodically: on the metadata leader, run the jobs nobody runs here yet. */
+  tick(): void {
+    const { member } = this.#o;
+    if (this.#closed || !member.isLeader()) {
+      this.#leaderSinceMs = undefined;
+      return;
+    }
+    this.#leaderSinceMs ??= Date.now();
+    if (Date.now() - this.#leaderSinceMs < this.#takeoverMs) return;
+    for (const job of Object.values(member.state.jobs)) {
+      if (job.kind !== 'vdb-rebalance' || isReshardEnded(job.step) || this.#running.has(job.id)) continue;
+      this.#running.add(job.id);
+      void this.#run(job.id).finally(() => this.#running.delete(job.id));
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+  }
+
+  #job(id: string): Job & { vdb: NonNullable<Job['vdb']> } {
+    const job = this.#o.member.state.jobs[id];
+    if (job?.vdb === undefined) throw new FatalRebalance(`VDB rebalance job ${id} is gone`);
+    return job as Job & { vdb: NonNullable<Job['vdb']> };
+  }
+
+  #vdb(job: Job): VdbPlacement {
+    const v = this.#o.member.state.vdbs[job.target];
+    if (v === undefined) throw new FatalRebalance(`virtual database ${job.target} was deleted`);
+    return v;
+  }
+
+  /** The source and target groups of the job, as the metadata says now. */
+  #groups(job: Job & { vdb: NonNullable<Job['vdb']> }): { v: VdbPlacement; source: ShardPlacement; target: ShardPlacement } {
+    const v = this.#vdb(job);
+    const source = v.shards[job.vdb.source];
+    const target = job.vdb.op === 'split' ? (v.pending ?? v.shards[job.vdb.target]) : v.shards[job.vdb.target];
+    if (source === undefined || target === undefined) throw new FatalRebalance(`the shards of job ${job.id} are gone`);
+    return { v, source, target };
+  }
+
+  #check(): void {
+    if (this.#closed) throw new FirkinError('unavailable', 'the node is closing');
+    if (!this.#o.member.isLeader()) throw new FirkinError('not_leader', 'this node no longer leads the metadata group');
+  }
+
+  async #run(jobId: string): Promise<void> {
+    const { log } = this.#o;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.#check();
+        const job = this.#job(jobId);
+        if (isReshardEnded(job.step)) return;
+        log.info({ job: jobId, vdb: job.target, step: job.step }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: ${job.step}`);
+        switch (job.step) {
+          case 'copying':
+            await this.#copyAll(job);
+            await this.#progress(jobId, { step: 'catching_up' });
+            break;
+          case 'catching_up':
+            await this.#catchUp(job);
+            await this.#progress(jobId, { step: 'switching' });
+            break;
+          case 'switching':
+            await this.#switch(job);
+            break;
+          case 'cleaning':
+            await this.#cleanup(job);
+            await this.#o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'done' });
+            log.info({ job: jobId, vdb: job.target, copied: job.vdb.copied }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source} done`);
+            return;
+        }
+        attempt = 0;
+      } catch (err) {
+        if (err instanceof FatalRebalance) {
+          log.error({ job: jobId, err: err.message }, 'VDB rebalance failed');
+          await this.#o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'failed', error: err.message }).catch(() => undefined);
+          return;
+        }
+        if (isFirkinError(err) && err.code === 'not_leader' && !this.#o.member.isLeader()) return; // the new leader resumes it
+        if (this.#closed) return;
+        const delay = Math.min(5_000, 100 * 2 ** Math.min(attempt, 6));
+        log.warn({ job: jobId, attempt, delayMs: delay, err: (err as Error).message }, 'VDB rebalance step failed; retrying');
+        await this.#progress(jobId, { error: (err as Error).message }).catch(() => undefined);
+        await sleep(delay);
+      }
+    }
+  }
+
+  async #progress(jobId: string, p: { step?: 'catching_up' | 'switching'; from?: Seq; targetFrom?: Seq; caught?: Seq; copied?: number; error?: string }): Promise<void> {
+    this.#check();
+    await this.#o.member.propose({ type: 'vdb.rebalance.progress', jobId, atMs: Date.now(), ...p });
+  }
+
+  // ---- copy --------------------------------------------------------------------------------
+
+  async #copyAll(job: Job & { vdb: NonNullable<Job['vdb']> }): Promise<void> {
+    const { source, target } = this.#groups(job);
+    if (job.vdb.from === null) {
+      // Recorded before any document is copied: catch-up starts after it, whatever happens later.
+      const info = await this.#o.shards.read(source, { op: 'info' });
+      await this.#progress(job.id, { from: info.last as Seq });
+    }
+    if (job.vdb.op === 'merge' && job.vdb.targetFrom === undefined) {
+      // Before any copy lands in the target: old `_changes` cursors read the target from here.
+      const info = await this.#o.shards.read(target, { op: 'info' });
+      await this.#progress(job.id, { targetFrom: info.last as Seq });
+    }
+    await this.#copyChanges(job.id, null);
+  }
+
+  /**
+   * Copy every document of the moving range the source changed after `since` (null: all), in
+   * its sequence order, to the end of its feed as it is now. Returns the position reached.
+   */
+  async #copyChanges(jobId: string, since: Seq | null): Promise<Seq | null> {
+    const { shards, log } = this.#o;
+    let cursor = since;
+    let copied = this.#job(jobId).vdb.copied;
+    let reported = copied;
+    let lastReport = Date.now();
+    for (;;) {
+      this.#check();
+      const job = this.#job(jobId);
+      const { v, source, target } = this.#groups(job);
+      // `x`: the coordinator reads the moving range whatever the source owns now (after the fence too).
+      const page = await shards.read(source, { op: 'changes', since: cursor, limit: this.#o.batchSize, docs: false, x: true, m: job.vdb.moving, h: v.config.hashFunction });
+      const ids = [...new Set((page.results as { id: string }[]).map((e) => e.id))];
+      if (ids.length > 0) {
+        const reply = await shards.read(source, { op: 'revs', ids, x: true });
+        const edits = bulkEdits(reply.docs as Record<string, unknown>[], false, this.#o.newId);
+        const bad = edits.find((e) => !('kind' in e));
+        if (bad !== undefined) throw new FirkinError('error', `copying ${job.target} shard ${job.vdb.source}: a revision did not parse: ${JSON.stringify(bad)}`);
+        const outcome = await shards.propose(target, { kind: 'edits', rid: randomBytes(12).toString('base64url'), at: this.#o.hlc.now(), edits: edits as DocEdit[], copy: true });
+        if (outcome.kind !== 'edits') throw new FirkinError('error', `${target.group} answered a copy with ${outcome.kind}`);
+        const failed = outcome.results.filter((r) => !r.ok);
+        if (failed.length > 0) throw new FirkinError('error', `copying into ${target.group}: ${failed.length} revisions refused, the first ${JSON.stringify(failed[0])}`);
+        copied += ids.length;
+      }
+      const scanned = page.scanned as Seq | null;
+      if (scanned !== null) cursor = scanned;
+      const done = page.more !== true;
+      if (copied !== reported && (done || Date.now() - lastReport > PROGRESS_EVERY_MS)) {
+        lastReport = Date.now();
+        reported = copied;
+        log.info({ job: jobId, copied }, `${job.vdb.op} of ${job.target}: ${copied} documents copied`);
+        await this.#progress(jobId, { copied, ...(cursor !== null && job.vdb.from !== null && job.step !== 'copying' ? { caught: cursor } : {}) });
+      }
+      if (done) return cursor;
+    }
+  }
+
+  async #catchUp(job: Job & { vdb: NonNullable<Job['vdb']> }): Promise<void> {
+    // One pass to the end of the feed; what the source takes meanwhile is copied after the fence.
+    const reached = await this.#copyChanges(job.id, job.vdb.caught ?? job.vdb.from);
+    if (reached !== null) await this.#progress(job.id, { caught: reached });
+  }
+
+  // ---- switch ------------------------------------------------------------------------------
+
+  async #switch(job: Job & { vdb: NonNullable<Job['vdb']> }): Promise<void> {
+    const started = Date.now();
+    const { v, source, target } = this.#groups(job);
+    const hash = v.config.hashFunction;
+    const moving = job.vdb.moving;
+    const kept: [number, number][] = job.vdb.op === 'split' ? [[source.range[0], moving[0] - 1]] : [];
+    const fence = await this.#o.shards.propose(source, { kind: 'own', rid: randomBytes(12).toString('base64url'), owned: { hash, ranges: kept } });
+    if (fence.kind !== 'own') throw new FirkinError('error', `${source.group} did not take the fence (${fence.kind})`);
+    // The source takes no more writes of the moving range: copy what changed up to the fence.
+    await this.#copyChanges(job.id, job.vdb.caught ?? job.vdb.from);
+    const widened: [number, number] = job.vdb.op === 'split' ? [moving[0], moving[1]] : [Math.min(source.range[0], target.range[0]), Math.max(source.range[1], target.range[1])];
+    const own = await this.#o.shards.propose(target, { kind: 'own', rid: randomBytes(12).toString('base64url'), owned: { hash, ranges: [widened] } });
+    if (own.kind !== 'own') throw new FirkinError('error', `${target.group} did not take its new range (${own.kind})`);
+    this.#check();
+    await this.#o.member.propose({ type: 'vdb.rebalance.switch', jobId: job.id, atMs: Date.now() });
+    this.#o.log.info({ job: job.id, vdb: job.target, fenceToSwitchMs: Date.now() - started }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: switched (writes of the moving range waited at most ${Date.now() - started} ms)`);
+  }
+
+  /**
+   * A split's source purges the documents it gave away. A merged source stays hosted (fenced)
+   * for one proposal timeout, so a write a router sent on the map before the switch is refused
+   * there and routed again; the end entry then removes it from the placement.
+   */
+  async #cleanup(job: Job & { vdb: NonNullable<Job['vdb']> }): Promise<void> {
+    if (job.vdb.op !== 'split') {
+      await sleep(this.#o.member.timings.proposalTimeoutMs);
+      return;
+    }
+    const v = this.#vdb(job);
+    const source = v.shards[job.vdb.source]!;
+    const outcome = await this.#o.shards.propose(source, { kind: 'purge', rid: `purge-${job.id}`, hash: v.config.hashFunction, range: job.vdb.moving });
+    if (outcome.kind !== 'purge') throw new FirkinError('error', `${source.group} answered the purge with ${outcome.kind}`);
+  }
+}
+
+/** A VDB rebalance job as `GET /_cluster/jobs` and the split/merge routes show it. */
+export function rebalanceView(job: Job): Record<string, unknown> {
+  const d = job.vdb!;
+  return { id: job.id, vdb: job.target, op: d.op, state: job.step, source: d.source, target: d.target, moving: d.moving, documents_copied: d.copied, documents_expected: d.expected ?? null, last_error: d.error ?? null };
+}

@@ -1,0 +1,188 @@
+// Split and merge of a clustered VDB as jobs of the metadata group, across three real node
+// processes: a VDB of 2 shards, replica_factor 3, with documents that have revision
+// histories, a conflict, a deletion and attachments; two writers run through a split of
+// shard 1 (its coordinator, the metadata leader, killed -9 during the copy and the job resumed
+// by the next leader) and then a merge of shard 0 into shard 1. Afterwards every acknowledged write is
+// present exactly once with its history, attachments are byte-equal, every replica of every
+// shard has one digest, and `_changes` from a cursor taken before both still reaches every
+// document.
+import t from 'tap';
+import { TEST_ADMIN_KEY } from '../support/node.js';
+import { waitFor } from '../support/wait.js';
+import { TestCluster } from './harness.js';
+
+interface ReplicaView {
+  group: string;
+  digest: string | null;
+  digest_applied: number | null;
+  docs: number | null;
+}
+
+t.test('VDB split and merge under writes, across three processes', async (t) => {
+  const cluster = await TestCluster.start(3);
+  t.teardown(() => cluster.close());
+  await cluster.waitVoters(3);
+  const nodes = ['n1', 'n2', 'n3'];
+
+  const created = await cluster.request('n1', 'POST', '/vdb', { body: { name: 'rb', shard_count: 2, placement: { replica_factor: 3 } } });
+  t.equal(created.status, 201, JSON.stringify(created.body));
+
+  // Seed: 60 documents, every third updated once (a history of two), one conflict, one deletion, attachments.
+  const acked = new Map<string, { rev: string; gen: number }>();
+  const seed = Array.from({ length: 60 }, (_, i) => ({ _id: `s${String(i).padStart(2, '0')}`, i }));
+  const bulk = await cluster.request('n1', 'POST', '/vdb/rb/_bulk_docs', { body: { docs: seed } });
+  t.ok(bulk.body.results.every((r: { ok: boolean }) => r.ok), 'seeded');
+  for (const r of bulk.body.results as { id: string; rev: string }[]) acked.set(r.id, { rev: r.rev, gen: 1 });
+  for (const [i, d] of seed.entries()) {
+    if (i % 3 !== 0) continue;
+    const r = await cluster.request('n2', 'PUT', `/vdb/rb/${d._id}`, { body: { i, updated: true, _rev: acked.get(d._id)!.rev } });
+    t.equal(r.status, 201);
+    acked.set(d._id, { rev: r.body.rev, gen: 2 });
+  }
+  const blobs = new Map<string, Buffer>();
+  for (const id of ['s01', 's22', 's44', 's58']) {
+    const blob = Buffer.from(Array.from({ length: 50_000 }, (_, k) => (k * (id.charCodeAt(2) + 3)) % 256));
+    const r = await cluster.request('n3', 'PUT', `/vdb/rb/${id}/blob.bin?rev=${acked.get(id)!.rev}`, { body: blob, raw: true, headers: { 'content-type': 'application/x-test' } });
+    t.equal(r.status, 201, `attachment on ${id}`);
+    acked.set(id, { rev: r.body.rev, gen: acked.get(id)!.gen + 1 });
+    blobs.set(id, blob);
+  }
+  await cluster.request('n1', 'POST', '/vdb/rb/_bulk_docs', { body: { new_edits: false, docs: [{ _id: 'cf', _rev: '1-aaaa', side: 'a' }, { _id: 'cf', _rev: '1-bbbb', side: 'b' }] } });
+  const gone = await cluster.request('n1', 'PUT', '/vdb/rb/gone', { body: { x: 1 } });
+  t.equal((await cluster.request('n1', 'DELETE', `/vdb/rb/gone?rev=${gone.body.rev}`)).status, 200);
+
+  const feed = async (via: string, since?: string) => {
+    const seen: string[] = [];
+    let cursor = since;
+    for (;;) {
+      const r = await cluster.request(via, 'GET', `/vdb/rb/_changes?limit=50${cursor === undefined ? '' : `&since=${encodeURIComponent(cursor)}`}`);
+      if (r.status !== 200) throw new Error(`_changes: ${r.status} ${JSON.stringify(r.body)}`);
+      seen.push(...r.body.changes.map((c: { id: string }) => c.id));
+      cursor = r.body.last_seq;
+      if (r.body.changes.length === 0) return { seen, cursor: cursor! };
+    }
+  };
+  const before = await feed('n2');
+  t.equal(new Set(before.seen).size, 62, 'the feed lists the seeded documents, the conflict and the deletion');
+
+  // Errors first: unknown shard, not adjacent, read-only.
+  t.equal((await cluster.request('n2', 'POST', '/vdb/rb/_shards/7/_split')).status, 404, 'split of an unknown shard: 404');
+  t.equal((await cluster.request('n2', 'POST', '/vdb/rb/_shards/0/_merge', { body: { target_shard: 7 } })).status, 404, 'merge into an unknown shard: 404');
+  await cluster.request('n2', 'PUT', '/vdb/rb/_shards/0/_status', { body: { status: 'readonly' } });
+  const ro = await cluster.request('n3', 'POST', '/vdb/rb/_shards/0/_split');
+  t.same([ro.status, ro.body.error], [409, 'conflict'], 'a read-only shard does not split');
+  await cluster.request('n2', 'PUT', '/vdb/rb/_shards/0/_status', { body: { status: 'active' } });
+  for (const n of nodes) {
+    await waitFor(async () => ((await cluster.request(n, 'GET', '/vdb/rb/_shards')).body.shards[0].status === 'active' ? true : undefined), { what: `${n} to see shard 0 active again` });
+  }
+
+  // Two writers, through the nodes that do not lead the metadata group (it is killed during
+  // the split): new documents, every third updated right after (a history of two).
+  const metaLeader = await cluster.leader();
+  const [w1, w2] = nodes.filter((n) => n !== metaLeader) as [string, string];
+  let running = true;
+  const failures: string[] = [];
+  const writer = (via: string, prefix: string) =>
+    (async () => {
+      for (let i = 0; running; i++) {
+        const id = `${prefix}${i}`;
+        const r = await cluster.request(via, 'PUT', `/vdb/rb/${id}`, { body: { i } }).catch((e: Error) => ({ status: 0, body: { message: e.message } }) as never);
+        if (r.status !== 201) {
+          failures.push(`${id}: ${r.status} ${JSON.stringify(r.body)}`);
+          continue;
+        }
+        acked.set(id, { rev: r.body.rev, gen: 1 });
+        if (i % 3 !== 0) continue;
+        const u = await cluster.request(via, 'PUT', `/vdb/rb/${id}`, { body: { i, again: true, _rev: r.body.rev } }).catch((e: Error) => ({ status: 0, body: { message: e.message } }) as never);
+        if (u.status === 201) acked.set(id, { rev: u.body.rev, gen: 2 });
+        else failures.push(`${id} update: ${u.status} ${JSON.stringify(u.body)}`);
+      }
+    })();
+  const writers = [writer(w1, 'a'), writer(w2, 'b')];
+  const writes = () => [...acked.keys()].filter((k) => /^[ab]/.test(k)).length;
+  await waitFor(() => writes() >= 20, { timeoutMs: 20_000, what: 'writes before the split' });
+
+  // Split shard 1; while it runs, the job shows in /_cluster/jobs and a second job is refused;
+  // the metadata leader that runs it is killed -9, and the next one resumes it.
+  const split = cluster.request(w1, 'POST', '/vdb/rb/_shards/1/_split');
+  const shown = await waitFor(async () => {
+    const jobs = (await cluster.request(w2, 'GET', '/_cluster/jobs')).body.jobs as { kind: string; target: string; step: string; vdb?: { copied: number } }[];
+    return jobs.find((j) => j.kind === 'vdb-rebalance' && j.target === 'rb');
+  }, { timeoutMs: 20_000, intervalMs: 5, what: 'the split job in /_cluster/jobs' });
+  t.match(shown, { kind: 'vdb-rebalance', vdb: { op: 'split', source: 1, target: 2 } }, `the split shows in /_cluster/jobs (${shown.step})`);
+  const second = await cluster.request(w2, 'POST', '/vdb/rb/_shards/0/_split');
+  t.same([second.status, second.body.error], [409, 'conflict'], 'another job on the VDB is a 409 while one runs');
+  await cluster.kill9(metaLeader);
+  const killedAt = (await cluster.request(w2, 'GET', '/_cluster/jobs')).body.jobs.find((j: { kind: string }) => j.kind === 'vdb-rebalance');
+  t.pass(`killed the coordinating metadata leader ${metaLeader} (job at ${killedAt?.step ?? '?'})`);
+  const splitDone = await split;
+  await cluster.startNode(metaLeader);
+  await cluster.waitMembers();
+  await waitFor(async () => ((await cluster.request(metaLeader, 'GET', '/vdb/rb')).status === 200 ? true : undefined), { timeoutMs: 20_000, what: `${metaLeader} to serve the VDB again` });
+  t.equal(splitDone.status, 200, JSON.stringify(splitDone.body));
+  t.match(splitDone.body, { ok: true, shard_id: 1, new_shard_id: 2 });
+  t.ok(splitDone.body.docs_moved > 0, `the split copied ${splitDone.body.docs_moved} documents`);
+  const afterSplit = (await cluster.request('n3', 'GET', '/vdb/rb/_shards')).body;
+  t.same(afterSplit.ranges.map((r: { shard_id: number }) => r.shard_id), [0, 1, 2], 'three shards after the split');
+  const atSplit = writes();
+  await waitFor(() => writes() >= atSplit + 20, { timeoutMs: 20_000, what: 'writes between the split and the merge' });
+  t.equal((await cluster.request('n1', 'POST', '/vdb/rb/_shards/0/_merge', { body: { target_shard: 2 } })).status, 409, 'shards 0 and 2 are not adjacent: 409');
+
+  const merge = await cluster.request('n1', 'POST', '/vdb/rb/_shards/0/_merge', { body: { target_shard: 1 } });
+  t.equal(merge.status, 200, JSON.stringify(merge.body));
+  t.match(merge.body, { ok: true, shard_id: 0, target_shard: 1 });
+  const atMerge = writes();
+  await waitFor(() => writes() >= atMerge + 10, { timeoutMs: 20_000, what: 'writes after the merge' });
+  running = false;
+  await Promise.all(writers);
+  // Only the kill may fail a write (a shard whose leader it was elects a new one): 503s, no other error.
+  t.ok(failures.every((f) => / 503 /.test(f)), `no write failed during the split and the merge but for the kill's elections (${writes()} written, ${failures.length} refused with 503: ${failures.slice(0, 2).join('; ')})`);
+
+  const shards = (await cluster.request('n2', 'GET', '/vdb/rb/_shards')).body;
+  t.same(shards.ranges.map((r: { shard_id: number }) => r.shard_id), [1, 2], 'shards 1 and 2 remain');
+  t.same(shards.ranges.map((r: { start_hash: number; end_hash: number }) => [r.start_hash, r.end_hash]), [[0, 3221225471], [3221225472, 4294967295]], 'their ranges tile the hash space');
+
+  // Every acknowledged write, once, with its history; attachments byte-equal; the conflict and the deletion kept.
+  const missing: string[] = [];
+  for (const [id, want] of acked) {
+    const r = await cluster.request(nodes[id.length % 3]!, 'GET', `/vdb/rb/${id}?revs=true`);
+    if (r.status !== 200 || r.body._rev !== want.rev || r.body._revisions?.ids?.length !== want.gen) missing.push(`${id}: ${r.status} ${r.body._rev} (want ${want.rev}, ${want.gen} revisions; got ${r.body._revisions?.ids?.length})`);
+  }
+  t.same(missing, [], `all ${acked.size} acknowledged documents readable with their history`);
+  for (const [id, blob] of blobs) {
+    const r = await fetch(`${cluster.url('n1')}/vdb/rb/${id}/blob.bin`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+    t.ok(r.status === 200 && Buffer.from(await r.arrayBuffer()).equals(blob), `${id}'s attachment moved byte-equal`);
+  }
+  const cf = await cluster.request('n3', 'GET', '/vdb/rb/cf?conflicts=true');
+  t.same([cf.body._rev, cf.body._conflicts], ['1-bbbb', ['1-aaaa']], 'the conflict moved with both leaves');
+  t.equal((await cluster.request('n2', 'GET', '/vdb/rb/gone')).status, 404, 'the deletion moved');
+  const all = await cluster.request('n2', 'POST', '/vdb/rb/_find', { body: { where: [], limit: 100_000 } });
+  const ids = (all.body.docs as { _id: string }[]).map((d) => d._id);
+  t.equal(ids.length, new Set(ids).size, '_find lists each document once');
+  t.equal(all.body.meta.total, acked.size + 1, '_find counts every live document once (the acknowledged ones and the conflict)');
+
+  // The old cursor (two shards, before both jobs) still reaches every document written since.
+  const tail = await feed('n1', before.cursor);
+  const reached = new Set(tail.seen);
+  const lost = [...acked.keys()].filter((id) => /^[ab]/.test(id) && !reached.has(id));
+  t.same(lost, [], `_changes from the old cursor reaches every document written since (${tail.seen.length} entries, duplicates allowed)`);
+  const full = new Set((await feed('n3')).seen);
+  t.ok([...acked.keys(), 'cf', 'gone'].every((id) => full.has(id)), '_changes from the start lists every document');
+
+  // Every replica of every shard at one digest; the merged shard's replicas are gone.
+  const converged = await waitFor(
+    async () => {
+      const views = await Promise.all(nodes.map(async (n) => (await cluster.request(n, 'GET', '/_cluster/vdb-shards')).body.replicas as ReplicaView[]));
+      const byGroup = new Map<string, ReplicaView[]>();
+      for (const v of views.flat()) byGroup.set(v.group, [...(byGroup.get(v.group) ?? []), v]);
+      if (byGroup.size !== 2) return undefined;
+      for (const replicas of byGroup.values()) if (replicas.length !== 3 || new Set(replicas.map((r) => `${r.digest_applied}/${r.digest}`)).size !== 1) return undefined;
+      return byGroup;
+    },
+    { timeoutMs: 30_000, intervalMs: 200, what: 'every replica of the two remaining shards at one digest' },
+  );
+  const held = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
+  t.equal(held, acked.size + 1, 'the replicas hold each live document once (the split source purged what it gave away)');
+  const jobs = (await cluster.request('n2', 'GET', '/_cluster/jobs')).body.jobs as { kind: string; step: string }[];
+  t.ok(jobs.filter((j) => j.kind === 'vdb-rebalance').every((j) => j.step === 'done'), 'the jobs are done');
+});
