@@ -23,12 +23,13 @@
 // at nearly the same rate.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { FirkinError, isFirkinError } from '../core/errors.js';
+import { FirkinError } from '../core/errors.js';
 import { hashId, shardFor } from '../core/shard-hash.js';
 import { type ShardCommand, FENCE_ENTRY, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
 import type { DocInput } from '../vector/shard.js';
 import type { CollectionPlacement, Job, ReshardSource, ShardPlacement } from './meta-state.js';
 import { isReshardEnded } from './meta-state.js';
+import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
 
 /** What the coordinator needs of the vector shard host. */
@@ -60,102 +61,70 @@ const PROGRESS_EVERY_MS = 3_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** An error that ends the job (`failed`), as opposed to one a retry can get past. */
-class FatalReshard extends Error {}
-
 export class ReshardCoordinator {
   readonly #o: ReshardOptions;
-  readonly #running = new Set<string>();
-  #leaderSinceMs: number | undefined;
-  #closed = false;
+  readonly #runner: MetadataJobRunner;
 
   constructor(o: ReshardOptions) {
     this.#o = o;
+    this.#runner = new MetadataJobRunner({ member: o.member, log: o.log, kind: 'reshard', what: 'reshard' });
+    this.#runner.drive({
+      step: (jobId) => this.#step(jobId),
+      fail: (jobId, error) => o.member.propose({ type: 'reshard.abort', jobId, atMs: Date.now(), step: 'failed', error }).then(() => undefined),
+      noteError: (jobId, error) => this.#progress(jobId, { error }),
+    });
   }
 
-  get #takeoverMs(): number {
-    const t = this.#o.member.timings;
-    return 2 * t.electionTicks * t.tickMs + t.proposalTimeoutMs;
-  }
-
-  /** Called periodically: on the metadata leader, run the jobs nobody runs here yet. */
+  /** Called periodically: on the metadata leader, run the reshard jobs nobody runs here yet. */
   tick(): void {
-    const { member } = this.#o;
-    if (this.#closed || !member.isLeader()) {
-      this.#leaderSinceMs = undefined;
-      return;
-    }
-    this.#leaderSinceMs ??= Date.now();
-    if (Date.now() - this.#leaderSinceMs < this.#takeoverMs) return;
-    for (const job of Object.values(member.state.jobs)) {
-      if (job.kind !== 'reshard' || isReshardEnded(job.step) || this.#running.has(job.id)) continue;
-      this.#running.add(job.id);
-      void this.#run(job.id).finally(() => this.#running.delete(job.id));
-    }
+    this.#runner.tick();
   }
 
   close(): void {
-    this.#closed = true;
+    this.#runner.close();
   }
 
   #job(id: string): Job {
     const job = this.#o.member.state.jobs[id];
-    if (job?.reshard === undefined) throw new FatalReshard(`reshard job ${id} is gone`);
+    if (job?.reshard === undefined) throw new FatalJobError(`reshard job ${id} is gone`);
     return job;
   }
 
   #collection(job: Job): CollectionPlacement {
     const c = this.#o.member.state.collections[job.target];
-    if (c === undefined) throw new FatalReshard(`collection ${job.target} was deleted`);
+    if (c === undefined) throw new FatalJobError(`collection ${job.target} was deleted`);
     return c;
   }
 
   /** Still the one to run jobs: the metadata leader, not closing. */
   #check(): void {
-    if (this.#closed) throw new FirkinError('unavailable', 'the node is closing');
-    if (!this.#o.member.isLeader()) throw new FirkinError('not_leader', 'this node no longer leads the metadata group');
+    this.#runner.check();
   }
 
-  async #run(jobId: string): Promise<void> {
+  /** The job's current step; `ended` when it is done. */
+  async #step(jobId: string): Promise<'next' | 'ended'> {
     const { log } = this.#o;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        this.#check();
-        const job = this.#job(jobId);
-        if (isReshardEnded(job.step)) return;
-        log.info({ job: jobId, collection: job.target, step: job.step }, `reshard of ${job.target}: ${job.step}`);
-        switch (job.step) {
-          case 'copying':
-            await this.#copyAll(job);
-            await this.#progress(jobId, { step: 'catching_up' });
-            break;
-          case 'catching_up':
-            await this.#catchUp(job);
-            await this.#progress(jobId, { step: 'switching' });
-            break;
-          case 'switching':
-            await this.#switch(job);
-            break;
-          case 'cleaning':
-            await this.#progress(jobId, { step: 'done' });
-            log.info({ job: jobId, collection: job.target, migrated: job.reshard!.migrated }, `reshard of ${job.target} done: ${job.reshard!.oldShards} -> ${job.reshard!.newShards} shards`);
-            return;
-        }
-        attempt = 0;
-      } catch (err) {
-        if (err instanceof FatalReshard) {
-          log.error({ job: jobId, err: err.message }, 'reshard failed');
-          await this.#o.member.propose({ type: 'reshard.abort', jobId, atMs: Date.now(), step: 'failed', error: err.message }).catch(() => undefined);
-          return;
-        }
-        if (isFirkinError(err) && err.code === 'not_leader') return; // the new leader resumes it
-        if (this.#closed) return;
-        const delay = Math.min(5_000, 100 * 2 ** Math.min(attempt, 6));
-        log.warn({ job: jobId, attempt, delayMs: delay, err: (err as Error).message }, 'reshard step failed; retrying');
-        await this.#progress(jobId, { error: (err as Error).message }).catch(() => undefined);
-        await sleep(delay);
-      }
+    const job = this.#job(jobId);
+    if (isReshardEnded(job.step)) return 'ended';
+    log.info({ job: jobId, collection: job.target, step: job.step }, `reshard of ${job.target}: ${job.step}`);
+    switch (job.step) {
+      case 'copying':
+        await this.#copyAll(job);
+        await this.#progress(jobId, { step: 'catching_up' });
+        return 'next';
+      case 'catching_up':
+        await this.#catchUp(job);
+        await this.#progress(jobId, { step: 'switching' });
+        return 'next';
+      case 'switching':
+        await this.#switch(job);
+        return 'next';
+      case 'cleaning':
+        await this.#progress(jobId, { step: 'done' });
+        log.info({ job: jobId, collection: job.target, migrated: job.reshard!.migrated }, `reshard of ${job.target} done: ${job.reshard!.oldShards} -> ${job.reshard!.newShards} shards`);
+        return 'ended';
     }
+    return 'next';
   }
 
   async #progress(jobId: string, p: { step?: 'catching_up' | 'switching' | 'done'; group?: string; source?: Partial<ReshardSource>; error?: string }): Promise<void> {
@@ -225,7 +194,7 @@ export class ReshardCoordinator {
   async #forward(jobId: string, command: ShardCommand): Promise<void> {
     const c = this.#collection(this.#job(jobId));
     const pending = c.pending;
-    if (pending === undefined) throw new FatalReshard(`collection ${c.name} has no pending shards`);
+    if (pending === undefined) throw new FatalJobError(`collection ${c.name} has no pending shards`);
     const ranges = pending.map((s, i) => ({ shardId: i, start: s.range[0], end: s.range[1] }));
     const target = (id: string) => shardFor(ranges, hashId(id, 'xxhash'));
     const rid = command.rid ?? randomBytes(12).toString('base64url');
@@ -275,7 +244,7 @@ export class ReshardCoordinator {
       }
       const reply = await this.#o.shards.leaderCall(old, 'vshard.tail', { after: tailed, max });
       if (reply.compacted === true) {
-        throw new FatalReshard(`the log of ${old.group} was compacted past index ${tailed} before the reshard replayed it (first kept entry ${String(reply.first)}); start the reshard again`);
+        throw new FatalJobError(`the log of ${old.group} was compacted past index ${tailed} before the reshard replayed it (first kept entry ${String(reply.first)}); start the reshard again`);
       }
       // Entries in log order, each whole before the next: a document's writes keep their order.
       for (const e of reply.e as { i: number; d: Uint8Array }[]) {

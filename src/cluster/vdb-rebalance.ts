@@ -25,10 +25,11 @@
 // metadata leader waits `takeoverMs` before it runs a job, so an old leader's writes are over.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { FirkinError, isFirkinError } from '../core/errors.js';
+import { FirkinError } from '../core/errors.js';
 import type { HybridClock } from '../core/hlc.js';
 import { type DocEdit, bulkEdits } from '../docdb/engine.js';
 import type { DocShardCommand, DocShardOutcome } from '../docdb/vdb/shard-commands.js';
+import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
 import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 
@@ -54,55 +55,40 @@ const PROGRESS_EVERY_MS = 2_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** An error that ends the job (`failed`), as opposed to one a retry can get past. */
-class FatalRebalance extends Error {}
-
 type Seq = readonly [number, number];
 
 export class VdbRebalanceCoordinator {
   readonly #o: RebalanceOptions;
-  readonly #running = new Set<string>();
-  #leaderSinceMs: number | undefined;
-  #closed = false;
+  readonly #runner: MetadataJobRunner;
 
   constructor(o: RebalanceOptions) {
     this.#o = o;
+    this.#runner = new MetadataJobRunner({ member: o.member, log: o.log, kind: 'vdb-rebalance', what: 'VDB rebalance' });
+    this.#runner.drive({
+      step: (jobId) => this.#step(jobId),
+      fail: (jobId, error) => o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'failed', error }).then(() => undefined),
+      noteError: (jobId, error) => this.#progress(jobId, { error }),
+    });
   }
 
-  get #takeoverMs(): number {
-    const t = this.#o.member.timings;
-    return 2 * t.electionTicks * t.tickMs + t.proposalTimeoutMs;
-  }
-
-  /** Called periodically: on the metadata leader, run the jobs nobody runs here yet. */
+  /** Called periodically: on the metadata leader, run the rebalance jobs nobody runs here yet. */
   tick(): void {
-    const { member } = this.#o;
-    if (this.#closed || !member.isLeader()) {
-      this.#leaderSinceMs = undefined;
-      return;
-    }
-    this.#leaderSinceMs ??= Date.now();
-    if (Date.now() - this.#leaderSinceMs < this.#takeoverMs) return;
-    for (const job of Object.values(member.state.jobs)) {
-      if (job.kind !== 'vdb-rebalance' || isReshardEnded(job.step) || this.#running.has(job.id)) continue;
-      this.#running.add(job.id);
-      void this.#run(job.id).finally(() => this.#running.delete(job.id));
-    }
+    this.#runner.tick();
   }
 
   close(): void {
-    this.#closed = true;
+    this.#runner.close();
   }
 
   #job(id: string): Job & { vdb: NonNullable<Job['vdb']> } {
     const job = this.#o.member.state.jobs[id];
-    if (job?.vdb === undefined) throw new FatalRebalance(`VDB rebalance job ${id} is gone`);
+    if (job?.vdb === undefined) throw new FatalJobError(`VDB rebalance job ${id} is gone`);
     return job as Job & { vdb: NonNullable<Job['vdb']> };
   }
 
   #vdb(job: Job): VdbPlacement {
     const v = this.#o.member.state.vdbs[job.target];
-    if (v === undefined) throw new FatalRebalance(`virtual database ${job.target} was deleted`);
+    if (v === undefined) throw new FatalJobError(`virtual database ${job.target} was deleted`);
     return v;
   }
 
@@ -111,56 +97,39 @@ export class VdbRebalanceCoordinator {
     const v = this.#vdb(job);
     const source = v.shards[job.vdb.source];
     const target = job.vdb.op === 'split' ? (v.pending ?? v.shards[job.vdb.target]) : v.shards[job.vdb.target];
-    if (source === undefined || target === undefined) throw new FatalRebalance(`the shards of job ${job.id} are gone`);
+    if (source === undefined || target === undefined) throw new FatalJobError(`the shards of job ${job.id} are gone`);
     return { v, source, target };
   }
 
   #check(): void {
-    if (this.#closed) throw new FirkinError('unavailable', 'the node is closing');
-    if (!this.#o.member.isLeader()) throw new FirkinError('not_leader', 'this node no longer leads the metadata group');
+    this.#runner.check();
   }
 
-  async #run(jobId: string): Promise<void> {
+  /** The job's current step; `ended` when it is done. */
+  async #step(jobId: string): Promise<'next' | 'ended'> {
     const { log } = this.#o;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        this.#check();
-        const job = this.#job(jobId);
-        if (isReshardEnded(job.step)) return;
-        log.info({ job: jobId, vdb: job.target, step: job.step }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: ${job.step}`);
-        switch (job.step) {
-          case 'copying':
-            await this.#copyAll(job);
-            await this.#progress(jobId, { step: 'catching_up' });
-            break;
-          case 'catching_up':
-            await this.#catchUp(job);
-            await this.#progress(jobId, { step: 'switching' });
-            break;
-          case 'switching':
-            await this.#switch(job);
-            break;
-          case 'cleaning':
-            await this.#cleanup(job);
-            await this.#o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'done' });
-            log.info({ job: jobId, vdb: job.target, copied: job.vdb.copied }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source} done`);
-            return;
-        }
-        attempt = 0;
-      } catch (err) {
-        if (err instanceof FatalRebalance) {
-          log.error({ job: jobId, err: err.message }, 'VDB rebalance failed');
-          await this.#o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'failed', error: err.message }).catch(() => undefined);
-          return;
-        }
-        if (isFirkinError(err) && err.code === 'not_leader' && !this.#o.member.isLeader()) return; // the new leader resumes it
-        if (this.#closed) return;
-        const delay = Math.min(5_000, 100 * 2 ** Math.min(attempt, 6));
-        log.warn({ job: jobId, attempt, delayMs: delay, err: (err as Error).message }, 'VDB rebalance step failed; retrying');
-        await this.#progress(jobId, { error: (err as Error).message }).catch(() => undefined);
-        await sleep(delay);
-      }
+    const job = this.#job(jobId);
+    if (isReshardEnded(job.step)) return 'ended';
+    log.info({ job: jobId, vdb: job.target, step: job.step }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: ${job.step}`);
+    switch (job.step) {
+      case 'copying':
+        await this.#copyAll(job);
+        await this.#progress(jobId, { step: 'catching_up' });
+        return 'next';
+      case 'catching_up':
+        await this.#catchUp(job);
+        await this.#progress(jobId, { step: 'switching' });
+        return 'next';
+      case 'switching':
+        await this.#switch(job);
+        return 'next';
+      case 'cleaning':
+        await this.#cleanup(job);
+        await this.#o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'done' });
+        log.info({ job: jobId, vdb: job.target, copied: job.vdb.copied }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source} done`);
+        return 'ended';
     }
+    return 'next';
   }
 
   async #progress(jobId: string, p: { step?: 'catching_up' | 'switching'; from?: Seq; targetFrom?: Seq; caught?: Seq; copied?: number; error?: string }): Promise<void> {
