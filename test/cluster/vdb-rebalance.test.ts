@@ -126,9 +126,11 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   t.same(afterSplit.ranges.map((r: { shard_id: number }) => r.shard_id), [0, 1, 2], 'three shards after the split');
   const atSplit = writes();
   await waitFor(() => writes() >= atSplit + 20, { timeoutMs: 20_000, what: 'writes between the split and the merge' });
-  t.equal((await cluster.request('n1', 'POST', '/vdb/rb/_shards/0/_merge', { body: { target_shard: 2 } })).status, 409, 'shards 0 and 2 are not adjacent: 409');
+  // Through a node that stayed up: the restarted one may still be catching up its metadata
+  // under load (seen: a 504 "committed but not applied yet" there on a loaded machine).
+  t.equal((await cluster.request(w1, 'POST', '/vdb/rb/_shards/0/_merge', { body: { target_shard: 2 } })).status, 409, 'shards 0 and 2 are not adjacent: 409');
 
-  const merge = await cluster.request('n1', 'POST', '/vdb/rb/_shards/0/_merge', { body: { target_shard: 1 } });
+  const merge = await cluster.request(w1, 'POST', '/vdb/rb/_shards/0/_merge', { body: { target_shard: 1 } });
   t.equal(merge.status, 200, JSON.stringify(merge.body));
   t.match(merge.body, { ok: true, shard_id: 0, target_shard: 1 });
   const atMerge = writes();
