@@ -36,7 +36,7 @@ import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbServic
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
-import { type HostedReplica, ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
+import { CREATE_READY_ROUNDS, type HostedReplica, ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
 export interface DocShardsOptions extends ShardHostOptions {
   docs: DocEngine;
@@ -619,10 +619,10 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     checkVdbName(spec.name);
     const state = this.#o.member.state;
     if (state.vdbs[spec.name] !== undefined) throw new FirkinError('conflict', `virtual database ${JSON.stringify(spec.name)} already exists`);
-    const nodes = placementCandidates(state, spec.zones);
+    const nodes = placementCandidates(state, spec.replicaFactor, spec.zones);
     if (nodes.length < spec.replicaFactor) {
       const where = spec.zones.length === 0 ? '' : ` in zones ${spec.zones.join(', ')}`;
-      throw new FirkinError('bad_request', `replica_factor ${spec.replicaFactor} needs ${spec.replicaFactor} healthy nodes${where}; ${nodes.length} are up (${nodes.map((n) => n.name).join(', ') || 'none'})`);
+      throw new FirkinError('bad_request', `replica_factor ${spec.replicaFactor} needs ${spec.replicaFactor} live nodes${where}; ${nodes.length} are up or suspect (${nodes.map((n) => n.name).join(', ') || 'none'})`);
     }
     const replicas = placeShards(spec.shardCount, spec.replicaFactor, nodes);
     const ranges = initialRanges(spec.shardCount);
@@ -633,9 +633,18 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       shards: replicas.map((r, i) => ({ range: [ranges[i]!.start, ranges[i]!.end] as const, replicas: r })),
     });
     this.#o.log.info({ vdb: spec.name, shards: replicas }, `virtual database ${spec.name} placed: ${replicas.map((r, i) => `shard ${i} on ${r.join('+')}`).join(', ')}`);
-    // Usable when it answers: every shard has a leader that can confirm a read.
+    // Usable when it answers: every shard has a leader that can confirm a read. The create is
+    // committed, so a slow election (a loaded machine) gets a few rounds of the proposal timeout
+    // before the answer, rather than an error a client would retry into a 409.
     const v = this.#vdb(spec.name);
-    await Promise.all(v.shards.map((s) => this.#readShard(s, { op: 'info' })));
+    for (let round = 1; ; round++) {
+      try {
+        await Promise.all(v.shards.map((s) => this.#readShard(s, { op: 'info' })));
+        break;
+      } catch (err) {
+        if (!isFirkinError(err) || err.code !== 'no_quorum' || round === CREATE_READY_ROUNDS) throw err;
+      }
+    }
     return this.info(spec.name);
   }
 
@@ -893,8 +902,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     const target = v.shards.length;
     const upper = splitRanges(ranges, shardId, target).find((x) => x.shardId === target)!;
     const state = this.#o.member.state;
-    const nodes = placementCandidates(state, v.config.zones);
-    if (nodes.length < v.config.replicaFactor) throw new FirkinError('unavailable', `replica_factor ${v.config.replicaFactor} needs ${v.config.replicaFactor} healthy nodes; ${nodes.length} are up`);
+    const nodes = placementCandidates(state, v.config.replicaFactor, v.config.zones);
+    if (nodes.length < v.config.replicaFactor) throw new FirkinError('unavailable', `replica_factor ${v.config.replicaFactor} needs ${v.config.replicaFactor} live nodes; ${nodes.length} are up or suspect`);
     const [replicas] = placeShards(1, v.config.replicaFactor, nodes);
     const docs = ((await this.#readShard(shard, { op: 'info' })).doc_count as number) ?? 0;
     const jobId = `vdb-split-${randomBytes(6).toString('hex')}`;

@@ -22,7 +22,7 @@ export function placeShards(numShards: number, replicationFactor: number, nodes:
   if (!Number.isSafeInteger(numShards) || numShards < 1) throw new FirkinError('bad_request', `num_shards must be a positive integer, got ${numShards}`);
   if (!Number.isSafeInteger(replicationFactor) || replicationFactor < 1) throw new FirkinError('bad_request', `replication_factor must be a positive integer, got ${replicationFactor}`);
   if (nodes.length < replicationFactor) {
-    throw new FirkinError('unavailable', `replication_factor ${replicationFactor} needs ${replicationFactor} healthy nodes; ${nodes.length} are up (${nodes.map((n) => n.name).join(', ') || 'none'})`);
+    throw new FirkinError('unavailable', `replication_factor ${replicationFactor} needs ${replicationFactor} live nodes; ${nodes.length} are up or suspect (${nodes.map((n) => n.name).join(', ') || 'none'})`);
   }
   const load = new Map(nodes.map((n) => [n.name, n.replicas]));
   const shards: string[][] = [];
@@ -74,10 +74,16 @@ export function replicaLoad(state: MetaState): Map<string, number> {
   return held;
 }
 
-/** The healthy nodes a new placement may use (only those in `zones`, when given), with their load. */
-export function placementCandidates(state: MetaState, zones: readonly string[] = []): PlacementNode[] {
+/**
+ * The nodes a new placement of `needed` replicas may use (only those in `zones`, when given),
+ * with their load: the up ones, or, when fewer than `needed` are up, the suspect ones as well.
+ * A node is suspect after a short silence (a busy machine, a GC pause); refusing a create for
+ * that would fail users on a healthy cluster, and repair moves the replica if it goes down.
+ */
+export function placementCandidates(state: MetaState, needed: number, zones: readonly string[] = []): PlacementNode[] {
   const held = replicaLoad(state);
-  return Object.values(state.nodes)
-    .filter((n) => n.status === 'up' && (zones.length === 0 || zones.includes(n.zone)))
-    .map((n) => ({ name: n.name, zone: n.zone, replicas: held.get(n.name) ?? 0 }));
+  const inZone = Object.values(state.nodes).filter((n) => zones.length === 0 || zones.includes(n.zone));
+  const up = inZone.filter((n) => n.status === 'up');
+  const usable = up.length >= needed ? up : inZone.filter((n) => n.status === 'up' || n.status === 'suspect');
+  return usable.map((n) => ({ name: n.name, zone: n.zone, replicas: held.get(n.name) ?? 0 }));
 }

@@ -28,6 +28,8 @@ import { wasNotSent } from './transport.js';
 
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;
+/** Rounds of the proposal timeout a create waits for every new shard to elect a leader. */
+export const CREATE_READY_ROUNDS = 3;
 
 /** One replica hosted here: its placement as the metadata says now, and its Raft group. */
 export interface HostedReplica {

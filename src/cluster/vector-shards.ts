@@ -41,7 +41,7 @@ import { ReshardCoordinator, reshardView } from './reshard.js';
 import { isReshardEnded } from './meta-state.js';
 import { statfs } from 'node:fs/promises';
 import type { ReshardInfo } from '../vector/cluster.js';
-import { ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
+import { CREATE_READY_ROUNDS, ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
 /** Where a replica keeps the index of its reshard fence (`system` column family). */
 const fenceKey = (group: string) => encodeKey(['vshard.fence', group]);
@@ -142,7 +142,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     const fs = await statfs(this.#o.indexDir);
     const free = fs.bavail * fs.bsize;
     if (free < 2 * bytes) throw new FirkinError('too_large', `a reshard needs about twice the collection's size on disk (${Math.round((2 * bytes) / 2 ** 20)} MiB); ${Math.round(free / 2 ** 20)} MiB are free on ${this.me}`);
-    const replicas = placeShards(numShards, c.replicationFactor, placementCandidates(state));
+    const replicas = placeShards(numShards, c.replicationFactor, placementCandidates(state, c.replicationFactor));
     const ranges = initialRanges(numShards);
     const jobId = randomBytes(9).toString('base64url');
     await this.#o.member.propose({
@@ -257,7 +257,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
 
   async create(name: string, config: CollectionConfig): Promise<void> {
     const state = this.#o.member.state;
-    const replicas = placeShards(config.num_shards, config.replication_factor, placementCandidates(state));
+    const replicas = placeShards(config.num_shards, config.replication_factor, placementCandidates(state, config.replication_factor));
     const ranges = initialRanges(config.num_shards);
     await this.#o.member.propose({
       type: 'collection.create',
@@ -267,9 +267,23 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       shards: replicas.map((r, i) => ({ range: [ranges[i]!.start, ranges[i]!.end] as const, replicas: r })),
     });
     this.#o.log.info({ collection: name, shards: replicas }, `collection ${name} placed: ${replicas.map((r, i) => `shard ${i} on ${r.join('+')}`).join(', ')}`);
-    // Usable when it answers: every shard has a leader that can confirm a read.
+    // Usable when it answers: every shard has a leader that can confirm a read. The create is
+    // committed by now, so a slow election (a loaded machine) must not turn it into an error a
+    // client would retry into a 409: wait a few rounds, then answer and say so in the log.
     const view = this.get(name);
-    if (view !== undefined) await Promise.all(view.shards.map((s) => s.countDocs()));
+    if (view === undefined) return;
+    for (let round = 1; ; round++) {
+      try {
+        await Promise.all(view.shards.map((s) => s.countDocs()));
+        return;
+      } catch (err) {
+        if (!isFirkinError(err) || err.code !== 'no_quorum' || this.closed) throw err;
+        if (round === CREATE_READY_ROUNDS) {
+          this.#o.log.warn({ collection: name, err: err.message }, `collection ${name} is created but not every shard has a leader yet; writes answer 503 until they do`);
+          return;
+        }
+      }
+    }
   }
 
   async delete(name: string): Promise<void> {

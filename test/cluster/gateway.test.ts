@@ -16,7 +16,8 @@ t.test('a tenant made on n2 authenticates and hits its quota on n3; a key revoke
   const key = made.body.api_key as string;
   // Visible everywhere once applied (the write waited for n2 only).
   await waitFor(async () => (await admin('n3', 'GET', '/admin/tenants/acme')).status === 200, { what: 'the tenant on n3' });
-  t.equal((await call('n3', 'POST', '/v1/collections', key, { name: 'docs', dimension: 2 })).status, 201);
+  const first = await call('n3', 'POST', '/v1/collections', key, { name: 'docs', dimension: 2 });
+  t.equal(first.status, 201, `the first collection (${JSON.stringify(first.body)})`);
   const over = await call('n3', 'POST', '/v1/collections', key, { name: 'more', dimension: 2 });
   t.same([over.status, over.body.error], [403, 'quota_exceeded']);
 

@@ -3,7 +3,8 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { FirkinError } from '../../src/core/errors.js';
-import { type PlacementNode, placeShards, replaceReplica } from '../../src/cluster/placement.js';
+import { type PlacementNode, placeShards, placementCandidates, replaceReplica } from '../../src/cluster/placement.js';
+import { EMPTY_META, NODE_STATUSES, type NodeRecord } from '../../src/cluster/meta-state.js';
 import { fcParams } from '../support/fc.js';
 
 const nodesArb = fc
@@ -48,7 +49,7 @@ t.test('existing load steers new shards to the emptier nodes', (t) => {
     { name: 'c', zone: 'z', replicas: 0 },
   ];
   t.same(placeShards(1, 2, nodes), [['b', 'c']]);
-  t.throws(() => placeShards(1, 4, nodes), /replication_factor 4 needs 4 healthy nodes; 3 are up/);
+  t.throws(() => placeShards(1, 4, nodes), /replication_factor 4 needs 4 live nodes; 3 are up or suspect/);
   t.throws(() => placeShards(0, 1, nodes), /num_shards/);
   t.end();
 });
@@ -63,5 +64,23 @@ t.test('a replacement replica avoids the shard’s nodes and prefers a new zone'
   t.equal(replaceReplica(['a', 'b'], 'b', nodes), 'd', 'z3 is a zone the shard lacks once b goes');
   t.equal(replaceReplica(['a', 'b'], 'a', nodes), 'c', 'once a goes, z1 and z3 are both new to the shard: the node with fewer replicas wins');
   t.throws(() => replaceReplica(['a', 'b', 'c', 'd'], 'a', nodes), FirkinError);
+  t.end();
+});
+
+t.test('candidates: the up nodes when there are enough, the suspect ones too when not, never down or leaving', (t) => {
+  const statusesArb = fc.array(fc.constantFrom(...NODE_STATUSES), { minLength: 1, maxLength: 7 });
+  fc.assert(
+    fc.property(statusesArb, fc.integer({ min: 1, max: 5 }), (statuses, needed) => {
+      const nodes: Record<string, NodeRecord> = {};
+      statuses.forEach((status, i) => {
+        nodes[`n${i}`] = { name: `n${i}`, incarnation: 'x', http: '', grpc: '', zone: 'z', status, joinedAtMs: 0, statusSinceMs: 0 };
+      });
+      const names = placementCandidates({ ...EMPTY_META, nodes }, needed).map((n) => n.name).sort();
+      const named = (wanted: readonly string[]) => statuses.flatMap((s, i) => (wanted.includes(s) ? [`n${i}`] : [])).sort();
+      const up = named(['up']);
+      return JSON.stringify(names) === JSON.stringify(up.length >= needed ? up : named(['up', 'suspect']));
+    }),
+    fcParams(),
+  );
   t.end();
 });
