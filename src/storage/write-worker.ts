@@ -121,6 +121,11 @@ export class WriteWorker {
     this.#pending.clear();
   }
 
+  /** Writes handed to the thread whose answer has not been handled yet. */
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
   write(ops: readonly WireOp[], sync: boolean): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     const packed = packOps(ops, this.#columnIndex);

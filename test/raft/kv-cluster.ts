@@ -72,7 +72,8 @@ const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 export function put(p: KvProc, k: string, v: string): Promise<{ ok: boolean; status: number; body: Record<string, unknown> }> {
   const url = new URL(`${p.url}/put?k=${encodeURIComponent(k)}&v=${encodeURIComponent(v)}`);
   return new Promise((resolve) => {
-    const req = request(url, { method: 'POST', agent }, (res) => {
+    // content-length 0: without it a body-less POST goes chunked, headers and terminator apart.
+    const req = request(url, { method: 'POST', agent, headers: { 'content-length': '0' } }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (text += d));

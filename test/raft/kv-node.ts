@@ -46,7 +46,9 @@ class KvFsm implements StateMachine {
   }
 }
 
-const store = await Store.open(env('KV_DIR'));
+// As the node runs it (SERVICE_STORAGE_WRITE_WORKER defaults to true): synced writes on a
+// worker thread, so an fsync does not hold back the messages queued before it.
+const store = await Store.open(env('KV_DIR'), { writeWorker: true });
 const log = await RocksLog.open(store, 'kv', { voters: [...peers.keys()], learners: [] });
 const fsm = new KvFsm();
 let group: RaftGroup | undefined;
@@ -84,7 +86,8 @@ const http = createServer((req: IncomingMessage, res: ServerResponse) => {
   if (req.method === 'POST' && url.pathname === '/put') {
     const k = url.searchParams.get('k') ?? '';
     const v = url.searchParams.get('v') ?? '';
-    g.propose(utf8.encode(JSON.stringify({ k, v }))).then((index) => reply(res, 200, { index }), (err: unknown) => fail(res, err));
+    const t0 = performance.now();
+    g.propose(utf8.encode(JSON.stringify({ k, v }))).then((index) => reply(res, 200, { index, server_ms: performance.now() - t0 }), (err: unknown) => fail(res, err));
   } else if (url.pathname === '/get') {
     g.readBarrier().then(() => reply(res, 200, { value: fsm.map.get(url.searchParams.get('k') ?? '') ?? null }), (err: unknown) => fail(res, err));
   } else if (url.pathname === '/dump') {
