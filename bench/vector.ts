@@ -11,6 +11,7 @@
 //                           0.99 on the raw index, with 1 and 8 clients; `vs_raw` is the
 //                           QPS ratio to the raw index at the same ef (the figure to report);
 //                           each with payload (the default) and with `with_payload: false`
+//   raw batch ... threads=T usearch's batch search in this process, 100 queries a call on T threads
 //   search/batch ...        the same queries 100 per `search/batch` request (QPS in queries)
 // Usage: npx tsx bench/vector.ts [filter]   (VECTOR_BENCH_N=2000 for a quick check)
 import { rmSync } from 'node:fs';
@@ -73,6 +74,22 @@ try {
     rawQps.set(ef, r.qps);
     if (selected('raw')) results.push({ bench: `raw ef=${ef}`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99, recall });
     for (const target of RECALL_TARGETS) if (recall >= target && !chosen.has(target)) chosen.set(target, ef);
+  }
+
+  // usearch's own batch search: BATCH_SEARCHES queries per call on 1 and 2 threads (the
+  // calling thread waits), the in-process ceiling for `search/batch`.
+  for (const ef of new Set(chosen.values())) {
+    for (const threads of [1, 2]) {
+      if (!selected(`raw batch ef=${ef} threads=${threads}`)) continue;
+      const found: number[][] = [];
+      const t0 = performance.now();
+      for (let first = 0; first < QUERIES; first += BATCH_SEARCHES) {
+        const n = Math.min(BATCH_SEARCHES, QUERIES - first);
+        index.searchMany(qflat.subarray(first * DIMS, (first + n) * DIMS), K, Math.max(K, ef), threads).forEach((m, j) => (found[first + j] = Array.from(m.keys, Number)));
+      }
+      const qps = QUERIES / ((performance.now() - t0) / 1000);
+      results.push({ bench: `raw batch of ${BATCH_SEARCHES} ef=${ef} threads=${threads}`, qps, recall: recallOf(found, truth), vs_raw: qps / rawQps.get(ef)! });
+    }
   }
 
   if (selected('insert') || selected('search')) {

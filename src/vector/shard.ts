@@ -33,6 +33,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
@@ -41,6 +42,7 @@ import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core
 import { SerialQueue } from '../core/serial.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
+import { BatchedSearch } from './ann/batched-search.js';
 import { type ScoredId, topK } from './bm25.js';
 import { type Bm25Index, type TextChange, bm25ShardRange, openBm25 } from './bm25-index.js';
 import type { CollectionConfig } from './collection-config.js';
@@ -60,6 +62,8 @@ const SCAN_CHUNK = 1024;
 export const REQUEST_ID_WINDOW = 10_000;
 /** At most this many records are read on the event loop's thread; more go through the pool. */
 const SYNC_READ_KEYS_MAX = 100;
+/** Threads a batch of searches may use (usearch's own, while this thread waits). */
+const SEARCH_THREADS = availableParallelism();
 /** Filtered ANN search widens its candidate list by this factor per round... */
 const FILTER_WIDEN = 4;
 /** ...up to this many candidates; then it scans every record exactly. */
@@ -207,6 +211,8 @@ export class Shard implements ShardHandle {
   readonly #deps: ShardDeps;
   readonly #annOptions: AnnOptions;
   #ann: AnnIndex;
+  /** Searches arriving together run as one batch on the index's threads (labels are never reused, so a hit's label still names its document after the wait). */
+  readonly #batched = new BatchedSearch(() => this.#ann, SEARCH_THREADS);
   #bm25: Bm25Index | undefined;
   /** doc id -> its label and the seq of its live version. */
   readonly #docs = new Map<string, { label: number; seq: number }>();
@@ -746,7 +752,7 @@ export class Shard implements ShardHandle {
     const size = this.#ann.size;
     if (size === 0) return [];
     if (options.payload === false && filter === undefined) {
-      const m = this.#ann.search(query, k, Math.max(ef, k));
+      const m = await this.#batched.search(query, k, Math.max(ef, k));
       const hits: VectorHit[] = [];
       m.keys.forEach((key, i) => {
         const id = this.#labels.get(Number(key));
@@ -756,7 +762,7 @@ export class Shard implements ShardHandle {
     }
     let count = filter === undefined ? k : Math.min(size, k * FILTER_WIDEN);
     for (;;) {
-      const m = this.#ann.search(query, count, Math.max(ef, count));
+      const m = await this.#batched.search(query, count, Math.max(ef, count));
       const ids: string[] = [];
       const scores: number[] = [];
       m.keys.forEach((key, i) => {

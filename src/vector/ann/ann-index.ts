@@ -27,6 +27,11 @@ export interface AnnIndex {
   has(key: bigint): boolean;
   /** The `count` nearest, searched with a beam of width `ef` (>= count). */
   search(query: Float32Array, count: number, ef: number): AnnMatches;
+  /**
+   * Several queries (back to back in `queries`) on up to `threads` threads; the calling
+   * thread waits for all of them. One answer per query, as `search` gives it.
+   */
+  searchMany(queries: Float32Array, count: number, ef: number, threads: number): AnnMatches[];
   /** Write the whole index to `file` (synchronously). */
   save(file: string): void;
 }

@@ -103,12 +103,14 @@ class UsearchIndex implements AnnIndex {
    * Threads the index holds contexts for. The binding reserves (capacity and thread contexts,
    * for the threads of that call) only when an add would not fit; an add on more threads than
    * the last reservation covered fails half way with "Reserve capacity ahead of insertions!".
-   * 1 until an add of ours reserved for more.
+   * 1 until an add of ours reserved for more (a loaded index: every core, which the load reserved).
    */
-  #contexts = 1;
+  #contexts: number;
 
-  constructor(native: NativeIndex) {
+  /** `contexts`: what the binding reserved already (a load reserves for every core). */
+  constructor(native: NativeIndex, contexts = 1) {
     this.#native = native;
+    this.#contexts = contexts;
   }
 
   get size(): number {
@@ -138,6 +140,23 @@ class UsearchIndex implements AnnIndex {
     return { keys: m.keys.subarray(0, count), distances: m.distances.subarray(0, count) };
   }
 
+  searchMany(queries: Float32Array, count: number, ef: number, threads: number): AnnMatches[] {
+    const dims = this.#native.dimensions();
+    const n = queries.length / dims;
+    if (n === 0) return [];
+    if (this.#native.size() === 0) return Array.from({ length: n }, () => ({ keys: new BigUint64Array(0), distances: new Float32Array(0) }));
+    const wanted = Math.max(count, ef);
+    // One query comes back as Matches, more as BatchMatches (the wrapper decides by length).
+    if (n === 1) return [this.search(queries, count, ef)];
+    // More threads than reserved contexts fails ("Reserve capacity ahead of searches!").
+    const m = this.#native.search(queries, wanted, Math.max(1, Math.min(threads, this.#contexts))) as unknown as { keys: BigUint64Array; distances: Float32Array; counts: BigUint64Array };
+    return Array.from({ length: n }, (_, i) => {
+      const at = i * wanted;
+      const found = Math.min(count, Number(m.counts[i]));
+      return { keys: m.keys.subarray(at, at + found), distances: m.distances.subarray(at, at + found) };
+    });
+  }
+
   save(file: string): void {
     this.#native.save(file);
   }
@@ -152,6 +171,6 @@ export const usearchEngine: AnnEngine = {
     native.load(file);
     // usearch adopts the file's dimensions silently: a mismatch means the file is not ours.
     assert.equal(native.dimensions(), options.dimensions, `index file ${file} has other dimensions`);
-    return new UsearchIndex(native);
+    return new UsearchIndex(native, CORES);
   },
 };
