@@ -6,8 +6,16 @@
 //   insert disk / insert memory   batched inserts (CBOR, 1000 docs per request), docs/s
 //   bm25 disk c=N / bm25 memory c=N  QPS, p50/p99 with 1 and 8 clients; `exact` is the share
 //                                 of queries whose top-10 ids equal an exact client-side BM25
+//   lancedb index / lancedb c=N   the peer, LanceDB's full-text search (BM25 over Tantivy-style
+//                                 postings), in this process on the same corpus and queries,
+//                                 when it is installed: `npm install --prefix bench/lancedb`
+//                                 (kept out of the project's install). Its tokenizer is set to
+//                                 split and lowercase as Firkin's does (no stemming or stop
+//                                 words); `exact` compares its top-10 with the same exact BM25.
 // Usage: npx tsx bench/text.ts [filter]   (TEXT_BENCH_N=2000 for a quick check)
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { type Posting, rankBm25, termFrequencies } from '../src/vector/bm25.js';
 import { tokenize } from '../src/vector/tokenize.js';
 import { tempDir } from '../test/support/node.js';
@@ -91,6 +99,52 @@ function exactTopK(texts: readonly string[], queries: readonly string[]): string
   });
 }
 
+const LANCEDB_DIR = new URL('./lancedb/', import.meta.url);
+
+/** The little of LanceDB's API used here (its types are not installed with the project). */
+interface LanceDb {
+  connect(dir: string): Promise<{ createTable(name: string, rows: Record<string, unknown>[]): Promise<LanceTable>; close(): void }>;
+  Index: { fts(options: Record<string, unknown>): unknown };
+}
+interface LanceTable {
+  createIndex(column: string, options: { config: unknown }): Promise<void>;
+  query(): { fullTextSearch(query: string): { select(columns: string[]): { limit(k: number): { toArray(): Promise<unknown[]> } } } };
+  close(): void;
+}
+
+/** LanceDB's FTS on the same corpus: index build docs/s, then QPS at 1 and 8 concurrent searches. */
+async function lancedbPeer(texts: readonly string[], queries: readonly string[], truth: readonly string[][]): Promise<BenchResult[]> {
+  if (!existsSync(new URL('node_modules/@lancedb/lancedb', LANCEDB_DIR))) {
+    console.error('bench/text.ts: LanceDB is not installed (npm install --prefix bench/lancedb); its rows are skipped');
+    return [];
+  }
+  const lancedb = (await import(pathToFileURL(createRequire(new URL('package.json', LANCEDB_DIR)).resolve('@lancedb/lancedb')).href)) as LanceDb;
+  const dir = tempDir('firkin-bench-lancedb-');
+  const out: BenchResult[] = [];
+  try {
+    const db = await lancedb.connect(dir);
+    const start = performance.now();
+    const table = await db.createTable('docs', texts.map((text, i) => ({ id: String(i), text })));
+    await table.createIndex('text', { config: lancedb.Index.fts({ withPosition: false, stem: false, removeStopWords: false, asciiFolding: false, lowercase: true }) });
+    out.push({ bench: `lancedb index n=${texts.length}`, 'docs/s': texts.length / ((performance.now() - start) / 1000) });
+    const search = async (query: string) => (await table.query().fullTextSearch(query).select(['id']).limit(K).toArray()) as { id: string }[];
+    await drive(queries, 1, async (query) => void (await search(query))); // warm-up, as for the node
+    for (const clients of [1, 8]) {
+      let same = 0;
+      const r = await drive(queries, clients, async (query, i) => {
+        const ids = (await search(query)).map((h) => h.id);
+        if (ids.length === truth[i]!.length && ids.every((id, j) => id === truth[i]![j])) same++;
+      });
+      out.push({ bench: `lancedb c=${clients}`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99, exact: same / queries.length });
+    }
+    table.close();
+    db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return out;
+}
+
 const results: BenchResult[] = [];
 const dataDir = tempDir('firkin-bench-text-');
 const node = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
@@ -98,6 +152,7 @@ try {
   const texts = textCorpus(N, SEED);
   const queries = textQueries(QUERIES, SEED + 1);
   const truth = exactTopK(texts, queries);
+  if (selected('lancedb')) results.push(...(await lancedbPeer(texts, queries, truth)));
   for (const backend of ['disk', 'memory'] as const) {
     if (!selected(`insert ${backend}`) && !selected(`bm25 ${backend}`)) continue;
     const c = `text_${backend}`;
