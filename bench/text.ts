@@ -20,62 +20,14 @@ import { type Posting, rankBm25, termFrequencies } from '../src/vector/bm25.js';
 import { tokenize } from '../src/vector/tokenize.js';
 import { tempDir } from '../test/support/node.js';
 import { spawnNode } from '../test/support/process.js';
-import { mulberry32 } from '../test/vector/clustered.js';
 import { agent, call, drive } from './http-client.js';
+import { SEED, textCorpus, textQueries } from './text-corpus.js';
 import { type BenchResult, report, selected } from './support.js';
 
 const N = Number(process.env.TEXT_BENCH_N ?? 100_000);
 const QUERIES = Number(process.env.TEXT_BENCH_QUERIES ?? 1_000);
-const VOCABULARY = 50_000;
-const ZIPF_S = 1.07;
-const WORDS_MIN = 8;
-const WORDS_MAX = 40;
-const QUERY_TERMS_MAX = 3;
-const COMMON_EXCLUDED = 20;
 const K = 10;
 const BATCH = 1_000;
-const SEED = 42;
-
-/** Draws word ranks (0 = most common) with P(r) proportional to 1 / (r + 1)^s. */
-function zipfSampler(rand: () => number): () => number {
-  const cdf = new Float64Array(VOCABULARY);
-  let sum = 0;
-  for (let r = 0; r < VOCABULARY; r++) cdf[r] = sum += 1 / (r + 1) ** ZIPF_S;
-  return () => {
-    const x = rand() * sum;
-    let lo = 0;
-    let hi = VOCABULARY - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (cdf[mid]! < x) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-}
-
-const word = (rank: number) => `w${rank.toString(36)}`;
-
-function textCorpus(count: number, seed: number): string[] {
-  const rand = mulberry32(seed);
-  const rank = zipfSampler(rand);
-  return Array.from({ length: count }, () => Array.from({ length: WORDS_MIN + Math.floor(rand() * (WORDS_MAX - WORDS_MIN + 1)) }, () => word(rank())).join(' '));
-}
-
-function textQueries(count: number, seed: number): string[] {
-  const rand = mulberry32(seed);
-  const rank = zipfSampler(rand);
-  return Array.from({ length: count }, () => {
-    const terms = new Set<string>();
-    const want = 1 + Math.floor(rand() * QUERY_TERMS_MAX);
-    while (terms.size < want) {
-      const r = rank();
-      if (r >= COMMON_EXCLUDED) terms.add(word(r));
-    }
-    return [...terms].join(' ');
-  });
-}
-
 /** Exact top-k per query, computed here from the corpus (Firkin's formula, k1 1.2, b 0.75). */
 function exactTopK(texts: readonly string[], queries: readonly string[]): string[][] {
   const postings = new Map<string, Posting[]>();

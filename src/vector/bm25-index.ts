@@ -86,7 +86,8 @@ function queryTerms(analyzer: Analyzer, bounds: ReadonlyMap<string, TermBound>, 
 class MemoryBm25 implements Bm25Index {
   readonly backend = 'memory' as const;
   readonly #analyzer: Analyzer;
-  readonly #postings = new Map<string, Map<string, number>>();
+  /** term -> doc id -> its posting, kept as the object a query reads (no copy per query). */
+  readonly #postings = new Map<string, Map<string, Posting>>();
   /** Per term, kept with `#postings`: df === its map's size. */
   readonly #bounds = new Map<string, TermBound>();
   readonly #lengths = new Map<string, number>();
@@ -136,7 +137,7 @@ class MemoryBm25 implements Bm25Index {
       let docs = this.#postings.get(term);
       if (docs === undefined) this.#postings.set(term, (docs = new Map()));
       const had = docs.has(id);
-      docs.set(id, tf);
+      docs.set(id, { docId: id, tf, docLength: tokens.length });
       const bound = this.#bounds.get(term);
       // Replacing a posting (an add without the remove) keeps df; the bound only widens.
       this.#bounds.set(term, had && bound !== undefined ? { ...widenBound(bound, tf, tokens.length), df: bound.df } : widenBound(bound, tf, tokens.length));
@@ -153,14 +154,8 @@ class MemoryBm25 implements Bm25Index {
   #read(read: PostingRead): PostingAnswer {
     const docs = this.#postings.get(read.term);
     assert.ok(docs !== undefined, 'a query term has postings');
-    if (read.kind === 'lookup') {
-      return read.docIds.map((docId) => {
-        const tf = docs.get(docId);
-        return tf === undefined ? undefined : { docId, tf, docLength: this.#lengths.get(docId)! };
-      });
-    }
-    const list: Posting[] = [];
-    for (const [docId, tf] of docs) list.push({ docId, tf, docLength: this.#lengths.get(docId)! });
+    if (read.kind === 'lookup') return read.docIds.map((docId) => docs.get(docId));
+    const list = [...docs.values()];
     this.#bounds.set(read.term, exactBound(list)); // the whole list was read: the tightest bound
     return list;
   }

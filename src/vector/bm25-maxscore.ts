@@ -75,41 +75,69 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
   const canEnter = (bound: number): boolean => best.length < k || bound * BOUND_SLACK >= best[k - 1]!.score;
   const seen = new Set<string>();
 
+  /**
+   * Documents first met in list `p` (with that term's score), looked up in the later lists
+   * while they can still enter; the sum runs in query-term order, as the exhaustive scorer's.
+   */
+  function* scoreChunk(chunk: readonly Posting[], scores: readonly number[], p: number): Generator<PostingRead, void, PostingAnswer> {
+    const ti = order[p]!;
+    // contributions[j * n + i]: what query term i adds to chunk[j] (0: absent).
+    const contributions = new Float64Array(chunk.length * n);
+    const partial = scores.slice();
+    for (let j = 0; j < chunk.length; j++) contributions[j * n + ti] = scores[j]!;
+    let alive = chunk.map((_, j) => j);
+    for (let q = p + 1; q < n && alive.length > 0; q++) {
+      alive = alive.filter((j) => canEnter(partial[j]! + rest[q]!));
+      if (alive.length === 0) break;
+      const tq = order[q]!;
+      const found = yield { kind: 'lookup', term: terms[tq]!.term, docIds: alive.map((j) => chunk[j]!.docId) };
+      alive.forEach((j, a) => {
+        const hit = found[a];
+        if (hit === undefined) return;
+        const c = termScore(idfs[tq]!, hit.tf, hit.docLength, avgdl, params);
+        contributions[j * n + tq] = c;
+        partial[j] = partial[j]! + c;
+      });
+    }
+    for (const j of alive) {
+      let score = 0;
+      for (let i = 0; i < n; i++) score += contributions[j * n + i]!;
+      if (score > 0) insertBest(best, { id: chunk[j]!.docId, score }, k);
+    }
+  }
+
   for (let p = 0; p < n; p++) {
     if (!canEnter(rest[p]!)) break;
     const ti = order[p]!;
+    const idfT = idfs[ti]!;
     const list = yield { kind: 'list', term: terms[ti]!.term };
-    const fresh: Posting[] = [];
+    // A later list skips what this one scored; the last list needs no memory of it.
+    const remember = p + 1 < n;
+    const afterThis = rest[p + 1]!;
+    let chunk: Posting[] = [];
+    let scores: number[] = [];
     for (const posting of list) {
-      if (posting === undefined || seen.has(posting.docId)) continue;
-      seen.add(posting.docId);
-      fresh.push(posting);
-    }
-    for (let from = 0; from < fresh.length; from += CHUNK_DOCS) {
-      const chunk = fresh.slice(from, from + CHUNK_DOCS);
-      // contributions[j * n + i]: what query term i adds to chunk[j] (0: absent).
-      const contributions = new Float64Array(chunk.length * n);
-      const partial = chunk.map((d, j) => (contributions[j * n + ti] = termScore(idfs[ti]!, d.tf, d.docLength, avgdl, params)));
-      let alive = chunk.map((_, j) => j);
-      for (let q = p + 1; q < n && alive.length > 0; q++) {
-        alive = alive.filter((j) => canEnter(partial[j]! + rest[q]!));
-        if (alive.length === 0) break;
-        const tq = order[q]!;
-        const found = yield { kind: 'lookup', term: terms[tq]!.term, docIds: alive.map((j) => chunk[j]!.docId) };
-        alive.forEach((j, a) => {
-          const hit = found[a];
-          if (hit === undefined) return;
-          const c = termScore(idfs[tq]!, hit.tf, hit.docLength, avgdl, params);
-          contributions[j * n + tq] = c;
-          partial[j] = partial[j]! + c;
-        });
+      if (posting === undefined) continue;
+      if (p > 0 && seen.has(posting.docId)) continue;
+      if (remember) seen.add(posting.docId);
+      const score = termScore(idfT, posting.tf, posting.docLength, avgdl, params);
+      // Even with every later term at its bound it stays out (the k-th best only rises).
+      if (!canEnter(score + afterThis)) continue;
+      if (!remember) {
+        // The last list: a new document here holds none of the other terms (each earlier
+        // list marked its documents seen), so this term's score is its whole score.
+        if (score > 0) insertBest(best, { id: posting.docId, score }, k);
+        continue;
       }
-      for (const j of alive) {
-        let score = 0;
-        for (let i = 0; i < n; i++) score += contributions[j * n + i]!;
-        if (score > 0) insertBest(best, { id: chunk[j]!.docId, score }, k);
+      chunk.push(posting);
+      scores.push(score);
+      if (chunk.length === CHUNK_DOCS) {
+        yield* scoreChunk(chunk, scores, p);
+        chunk = [];
+        scores = [];
       }
     }
+    if (chunk.length > 0) yield* scoreChunk(chunk, scores, p);
   }
   return best;
 }

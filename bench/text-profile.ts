@@ -1,0 +1,65 @@
+// Where an HTTP BM25 search spends its time: a CPU profile of the node during one-client BM25
+// searches on bench/text.ts's corpus, summarised by place and function (bench/profile-summary.ts).
+// The node is filled by one process, stopped, and started again under bench/profiled-node.ts,
+// whose profiler is on only while the measured searches run.
+// Usage: npx tsx bench/text-profile.ts   (TEXT_PROFILE_N docs, default 100000;
+//        TEXT_PROFILE_SEARCHES, default 5000; TEXT_PROFILE_BACKEND memory | disk, default memory)
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { spawnNode, spawnScript } from '../test/support/process.js';
+import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
+import { waitFor } from '../test/support/wait.js';
+import { call, drive } from './http-client.js';
+import { summarise } from './profile-summary.js';
+import { SEED, textCorpus, textQueries } from './text-corpus.js';
+
+const N = Number(process.env.TEXT_PROFILE_N ?? 100_000);
+const SEARCHES = Number(process.env.TEXT_PROFILE_SEARCHES ?? 5_000);
+const BACKEND = process.env.TEXT_PROFILE_BACKEND ?? 'memory';
+
+function print(title: string, rows: Map<string, number>, totalMs: number, per: number, top = 18): void {
+  console.log(`\n${title}`);
+  for (const [name, ms] of [...rows].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    console.log(`${((100 * ms) / totalMs).toFixed(1).padStart(5)}%  ${((1000 * ms) / per).toFixed(1).padStart(7)} µs/req  ${name}`);
+  }
+}
+
+const dataDir = tempDir('firkin-bench-tprof-');
+const profDir = tempDir('firkin-bench-tprof-cpu-');
+mkdirSync(profDir, { recursive: true });
+const env = { SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'warn' };
+try {
+  const texts = textCorpus(N, SEED);
+  const queries = textQueries(1_000, SEED + 1);
+  const filler = await spawnNode({ ...env, SERVICE_LOG_LEVEL: 'info' });
+  await call(filler.url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: BACKEND });
+  for (let i = 0; i < N; i += 1_000) {
+    const documents = texts.slice(i, i + 1_000).map((text, j) => ({ id: String(i + j), text }));
+    await call(filler.url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
+  }
+  await filler.stop();
+
+  const serverProfile = path.join(profDir, 'server.cpuprofile');
+  const node = await spawnScript({
+    script: 'bench/profiled-node.ts',
+    env: { ...env, SERVICE_HTTP_PORT: '0', SERVICE_ADMIN_KEY: TEST_ADMIN_KEY, SERVICE_LOG_LEVEL: 'info', FIRKIN_PROFILE_OUT: serverProfile },
+    ready: /listening on (https?:\/\/[^\s]+) /,
+    what: 'profiled node',
+  });
+  const ask = async (query: string) => void (await call(node.url, 'POST', '/vectordb/collections/text/search/bm25', { query, k: 10 }));
+  await drive(queries, 1, ask);
+  const many = Array.from({ length: SEARCHES }, (_, i) => queries[i % queries.length]!);
+  node.proc.kill('SIGUSR2');
+  await waitFor(() => node.output().includes('profile started') || undefined, { timeoutMs: 10_000, what: 'the server profiler to start' });
+  const r = await drive(many, 1, ask);
+  node.proc.kill('SIGUSR2');
+  await waitFor(() => node.output().includes('profile written') || undefined, { timeoutMs: 30_000, what: 'the server profile' });
+  await node.stop();
+  console.log(`${SEARCHES} BM25 searches (${BACKEND}), 1 client, n ${N}: ${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
+  const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));
+  print(`server by place (${server.totalMs.toFixed(0)} ms sampled)`, server.byPlace, server.totalMs, SEARCHES);
+  print('server by function (self time)', server.byFunction, server.totalMs, SEARCHES, 30);
+} finally {
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(profDir, { recursive: true, force: true });
+}
