@@ -1,13 +1,14 @@
 // Replication throughput, one-shot: local -> local on one node, and node -> node between two
 // node processes over HTTP (bearer auth), then a no-op rerun that starts from the checkpoint.
-// Usage: npx tsx bench/replication.ts [filter]   (REPL_DOCS=100000, REPL_BATCH=100 by default)
+// Usage: npx tsx bench/replication.ts [filter]   (REPL_DOCS=100000, REPL_BATCH=500 by default, the node's)
 import { rmSync } from 'node:fs';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
 import { spawnNode } from '../test/support/process.js';
 import { type BenchResult, report, selected } from './support.js';
 
 const docs = Number(process.env.REPL_DOCS ?? 100_000);
-const batchSize = process.env.REPL_BATCH ?? '100';
+// The node's default (SERVICE_REPLICATION_BATCH_SIZE) unless REPL_BATCH says otherwise.
+const batchSize = process.env.REPL_BATCH ?? '500';
 const loadBatch = 1_000;
 const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
 

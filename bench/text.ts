@@ -79,7 +79,7 @@ async function lancedbPeer(texts: readonly string[], queries: readonly string[],
     const table = await db.createTable('docs', texts.map((text, i) => ({ id: String(i), text })));
     await table.createIndex('text', { config: lancedb.Index.fts({ withPosition: false, stem: false, removeStopWords: false, asciiFolding: false, lowercase: true }) });
     out.push({ bench: `lancedb index n=${texts.length}`, 'docs/s': texts.length / ((performance.now() - start) / 1000) });
-    const search = async (query: string) => (await table.query().fullTextSearch(query).select(['id']).limit(K).toArray()) as { id: string }[];
+    const search = async (query: string) => (await table.query().fullTextSearch(query).select(['id', '_score']).limit(K).toArray()) as { id: string }[];
     await drive(queries, 1, async (query) => void (await search(query))); // warm-up, as for the node
     for (const clients of [1, 8]) {
       let same = 0;
