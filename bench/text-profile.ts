@@ -3,7 +3,9 @@
 // The node is filled by one process, stopped, and started again under bench/profiled-node.ts,
 // whose profiler is on only while the measured searches run.
 // Usage: npx tsx bench/text-profile.ts   (TEXT_PROFILE_N docs, default 100000;
-//        TEXT_PROFILE_SEARCHES, default 5000; TEXT_PROFILE_BACKEND memory | disk, default memory)
+//        TEXT_PROFILE_SEARCHES, default 5000; TEXT_PROFILE_BACKEND memory | disk, default memory;
+//        TEXT_PROFILE_WHAT=insert profiles the inserts instead: TEXT_PROFILE_N documents in
+//        CBOR batches of 1000 into the profiled node, per document instead of per request)
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { spawnNode, spawnScript } from '../test/support/process.js';
@@ -16,6 +18,7 @@ import { SEED, textCorpus, textQueries } from './text-corpus.js';
 const N = Number(process.env.TEXT_PROFILE_N ?? 100_000);
 const SEARCHES = Number(process.env.TEXT_PROFILE_SEARCHES ?? 5_000);
 const BACKEND = process.env.TEXT_PROFILE_BACKEND ?? 'memory';
+const INSERTS = process.env.TEXT_PROFILE_WHAT === 'insert';
 
 function print(title: string, rows: Map<string, number>, totalMs: number, per: number, top = 18): void {
   console.log(`\n${title}`);
@@ -31,13 +34,18 @@ const env = { SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '864000
 try {
   const texts = textCorpus(N, SEED);
   const queries = textQueries(1_000, SEED + 1);
-  const filler = await spawnNode({ ...env, SERVICE_LOG_LEVEL: 'info' });
-  await call(filler.url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: BACKEND });
-  for (let i = 0; i < N; i += 1_000) {
-    const documents = texts.slice(i, i + 1_000).map((text, j) => ({ id: String(i + j), text }));
-    await call(filler.url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
+  const fill = async (url: string) => {
+    await call(url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: BACKEND });
+    for (let i = 0; i < N; i += 1_000) {
+      const documents = texts.slice(i, i + 1_000).map((text, j) => ({ id: String(i + j), text }));
+      await call(url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
+    }
+  };
+  if (!INSERTS) {
+    const filler = await spawnNode({ ...env, SERVICE_LOG_LEVEL: 'info' });
+    await fill(filler.url);
+    await filler.stop();
   }
-  await filler.stop();
 
   const serverProfile = path.join(profDir, 'server.cpuprofile');
   const node = await spawnScript({
@@ -46,19 +54,34 @@ try {
     ready: /listening on (https?:\/\/[^\s]+) /,
     what: 'profiled node',
   });
-  const ask = async (query: string) => void (await call(node.url, 'POST', '/vectordb/collections/text/search/bm25', { query, k: 10 }));
-  await drive(queries, 1, ask);
-  const many = Array.from({ length: SEARCHES }, (_, i) => queries[i % queries.length]!);
-  node.proc.kill('SIGUSR2');
-  await waitFor(() => node.output().includes('profile started') || undefined, { timeoutMs: 10_000, what: 'the server profiler to start' });
-  const r = await drive(many, 1, ask);
-  node.proc.kill('SIGUSR2');
-  await waitFor(() => node.output().includes('profile written') || undefined, { timeoutMs: 30_000, what: 'the server profile' });
-  await node.stop();
-  console.log(`${SEARCHES} BM25 searches (${BACKEND}), 1 client, n ${N}: ${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
-  const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));
-  print(`server by place (${server.totalMs.toFixed(0)} ms sampled)`, server.byPlace, server.totalMs, SEARCHES);
-  print('server by function (self time)', server.byFunction, server.totalMs, SEARCHES, 30);
+  if (INSERTS) {
+    node.proc.kill('SIGUSR2');
+    await waitFor(() => node.output().includes('profile started') || undefined, { timeoutMs: 10_000, what: 'the server profiler to start' });
+    const t0 = performance.now();
+    await fill(node.url);
+    const seconds = (performance.now() - t0) / 1000;
+    node.proc.kill('SIGUSR2');
+    await waitFor(() => node.output().includes('profile written') || undefined, { timeoutMs: 30_000, what: 'the server profile' });
+    await node.stop();
+    console.log(`${N} documents inserted (${BACKEND}) in batches of 1000: ${(N / seconds).toFixed(0)} docs/s`);
+    const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));
+    print(`server by place (${server.totalMs.toFixed(0)} ms sampled), per document`, server.byPlace, server.totalMs, N);
+    print('server by function (self time), per document', server.byFunction, server.totalMs, N, 30);
+  } else {
+    const ask = async (query: string) => void (await call(node.url, 'POST', '/vectordb/collections/text/search/bm25', { query, k: 10 }));
+    await drive(queries, 1, ask);
+    const many = Array.from({ length: SEARCHES }, (_, i) => queries[i % queries.length]!);
+    node.proc.kill('SIGUSR2');
+    await waitFor(() => node.output().includes('profile started') || undefined, { timeoutMs: 10_000, what: 'the server profiler to start' });
+    const r = await drive(many, 1, ask);
+    node.proc.kill('SIGUSR2');
+    await waitFor(() => node.output().includes('profile written') || undefined, { timeoutMs: 30_000, what: 'the server profile' });
+    await node.stop();
+    console.log(`${SEARCHES} BM25 searches (${BACKEND}), 1 client, n ${N}: ${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
+    const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));
+    print(`server by place (${server.totalMs.toFixed(0)} ms sampled)`, server.byPlace, server.totalMs, SEARCHES);
+    print('server by function (self time)', server.byFunction, server.totalMs, SEARCHES, 30);
+  }
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(profDir, { recursive: true, force: true });
