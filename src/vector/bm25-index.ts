@@ -67,6 +67,9 @@ class Analyzer {
   }
 }
 
+/** A bound the memory backend updates in place. */
+type MutableBound = { -readonly [K in keyof TermBound]: TermBound[K] };
+
 /** A term's bound after one of its postings is removed (undefined: none left). */
 function shrinkDf(bound: TermBound | undefined, term: string): TermBound | undefined {
   assert.ok(bound !== undefined && bound.df > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
@@ -88,8 +91,11 @@ class MemoryBm25 implements Bm25Index {
   readonly #analyzer: Analyzer;
   /** term -> doc id -> its posting, kept as the object a query reads (no copy per query). */
   readonly #postings = new Map<string, Map<string, Posting>>();
-  /** Per term, kept with `#postings`: df === its map's size. */
-  readonly #bounds = new Map<string, TermBound>();
+  /**
+   * Per term, kept with `#postings`: df === its map's size. Updated in place (a search here is
+   * synchronous, so none sees one half-changed): a new object per posting was most of an add.
+   */
+  readonly #bounds = new Map<string, MutableBound>();
   readonly #lengths = new Map<string, number>();
   #totalLength = 0;
 
@@ -119,12 +125,11 @@ class MemoryBm25 implements Bm25Index {
     for (const term of new Set(this.#analyzer.tokens(text))) {
       const docs = this.#postings.get(term);
       if (docs?.delete(id) !== true) continue;
-      const bound = shrinkDf(this.#bounds.get(term), term);
-      if (bound === undefined) {
+      const bound = this.#bounds.get(term);
+      assert.ok(bound !== undefined && bound.df > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
+      if (--bound.df === 0) {
         this.#postings.delete(term);
         this.#bounds.delete(term);
-      } else {
-        this.#bounds.set(term, bound);
       }
     }
     this.#lengths.delete(id);
@@ -133,14 +138,21 @@ class MemoryBm25 implements Bm25Index {
 
   #add(id: string, text: string): void {
     const tokens = this.#analyzer.tokens(text);
+    const docLength = tokens.length;
     for (const [term, tf] of termFrequencies(tokens)) {
       let docs = this.#postings.get(term);
       if (docs === undefined) this.#postings.set(term, (docs = new Map()));
-      const had = docs.has(id);
-      docs.set(id, { docId: id, tf, docLength: tokens.length });
+      const before = docs.size;
+      docs.set(id, { docId: id, tf, docLength });
       const bound = this.#bounds.get(term);
+      if (bound === undefined) {
+        this.#bounds.set(term, { df: 1, tfMax: tf, docLengthMin: docLength });
+        continue;
+      }
       // Replacing a posting (an add without the remove) keeps df; the bound only widens.
-      this.#bounds.set(term, had && bound !== undefined ? { ...widenBound(bound, tf, tokens.length), df: bound.df } : widenBound(bound, tf, tokens.length));
+      if (docs.size > before) bound.df++;
+      if (tf > bound.tfMax) bound.tfMax = tf;
+      if (docLength < bound.docLengthMin) bound.docLengthMin = docLength;
     }
     this.#lengths.set(id, tokens.length);
     this.#totalLength += tokens.length;
