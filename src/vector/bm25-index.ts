@@ -97,6 +97,8 @@ class MemoryBm25 implements Bm25Index {
    */
   readonly #bounds = new Map<string, MutableBound>();
   readonly #lengths = new Map<string, number>();
+  /** A term's postings as the array a full read answers, until a write touches the term. */
+  readonly #lists = new Map<string, Posting[]>();
   #totalLength = 0;
 
   constructor(config: CollectionConfig['bm25']) {
@@ -125,6 +127,7 @@ class MemoryBm25 implements Bm25Index {
     for (const term of new Set(this.#analyzer.tokens(text))) {
       const docs = this.#postings.get(term);
       if (docs?.delete(id) !== true) continue;
+      this.#lists.delete(term);
       const bound = this.#bounds.get(term);
       assert.ok(bound !== undefined && bound.df > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
       if (--bound.df === 0) {
@@ -144,6 +147,7 @@ class MemoryBm25 implements Bm25Index {
       if (docs === undefined) this.#postings.set(term, (docs = new Map()));
       const before = docs.size;
       docs.set(id, { docId: id, tf, docLength });
+      this.#lists.delete(term);
       const bound = this.#bounds.get(term);
       if (bound === undefined) {
         this.#bounds.set(term, { df: 1, tfMax: tf, docLengthMin: docLength });
@@ -167,8 +171,12 @@ class MemoryBm25 implements Bm25Index {
     const docs = this.#postings.get(read.term);
     assert.ok(docs !== undefined, 'a query term has postings');
     if (read.kind === 'lookup') return read.docIds.map((docId) => docs.get(docId));
-    const list = [...docs.values()];
-    this.#bounds.set(read.term, exactBound(list)); // the whole list was read: the tightest bound
+    let list = this.#lists.get(read.term);
+    if (list === undefined) {
+      list = [...docs.values()];
+      this.#lists.set(read.term, list);
+      this.#bounds.set(read.term, exactBound(list)); // the whole list was read: the tightest bound
+    }
     return list;
   }
 }

@@ -160,6 +160,14 @@ t.test('both backends: search equals the oracle after random writes; disk also a
       const memory = (await openBm25(bm25Config('memory'), store, 0))!;
       await applyBatches(memory, store, memoryModel, batches);
       await expectOracle(t, memory, memoryModel, queries, 'memory');
+      // Written after the searches cached their lists (new documents, then the old ones
+      // rewritten): every touched term's list is rebuilt.
+      await applyBatches(memory, store, memoryModel, batches.map((ops) => ops.map((op) => ({ ...op, id: `${op.id}b` }))));
+      await expectOracle(t, memory, memoryModel, queries, 'memory, new documents after searches');
+      await applyBatches(memory, store, memoryModel, [[...memoryModel.keys()].filter((_, i) => i % 2 === 0).map((id) => ({ kind: 'del' as const, id }))]);
+      await expectOracle(t, memory, memoryModel, queries, 'memory, deletions after searches');
+      await applyBatches(memory, store, memoryModel, [...batches].reverse());
+      await expectOracle(t, memory, memoryModel, queries, 'memory, written after searches');
 
       const id = shard++;
       const model = new Map<string, string>();
