@@ -3,6 +3,8 @@
 // as "where does a request's time go" without opening DevTools.
 // Usage: npx tsx bench/profile-summary.ts FILE.cpuprofile [top=25] [per=N requests]
 import { readFileSync } from 'node:fs';
+import type { ChildNode } from '../test/support/process.js';
+import { waitFor } from '../test/support/wait.js';
 
 interface CallFrame {
   functionName: string;
@@ -60,7 +62,8 @@ export function summarise(profile: CpuProfile): { totalMs: number; byFunction: M
   return { totalMs: totalUs / 1000, byFunction, byPlace };
 }
 
-function table(title: string, rows: Map<string, number>, totalMs: number, top: number, per: number): void {
+/** Prints the `top` rows by share of `totalMs`, and per request when `per` requests were sampled. */
+export function table(title: string, rows: Map<string, number>, totalMs: number, top: number, per: number): void {
   console.log(`\n${title}`);
   const sorted = [...rows].sort((a, b) => b[1] - a[1]).slice(0, top);
   for (const [name, ms] of sorted) {
@@ -68,6 +71,20 @@ function table(title: string, rows: Map<string, number>, totalMs: number, top: n
     const each = per > 0 ? `${((1000 * ms) / per).toFixed(1).padStart(7)} µs/req` : '';
     console.log(`${share}%  ${ms.toFixed(0).padStart(7)} ms ${each}  ${name}`);
   }
+}
+
+/**
+ * Runs `measured` with the profiler of a node started by bench/profiled-node.ts switched on
+ * (SIGUSR2 starts it; the second one stops it and writes the profile), so the profile holds
+ * only that window.
+ */
+export async function profileWindow<T>(node: ChildNode, measured: () => Promise<T>): Promise<T> {
+  node.proc.kill('SIGUSR2');
+  await waitFor(() => node.output().includes('profile started') || undefined, { timeoutMs: 10_000, what: 'the server profiler to start' });
+  const result = await measured();
+  node.proc.kill('SIGUSR2');
+  await waitFor(() => node.output().includes('profile written') || undefined, { timeoutMs: 30_000, what: 'the server profile' });
+  return result;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

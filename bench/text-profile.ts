@@ -10,22 +10,14 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { spawnNode, spawnScript } from '../test/support/process.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
-import { waitFor } from '../test/support/wait.js';
 import { call, drive } from './http-client.js';
-import { summarise } from './profile-summary.js';
+import { profileWindow, summarise, table } from './profile-summary.js';
 import { SEED, textCorpus, textQueries } from './text-corpus.js';
 
 const N = Number(process.env.TEXT_PROFILE_N ?? 100_000);
 const SEARCHES = Number(process.env.TEXT_PROFILE_SEARCHES ?? 5_000);
 const BACKEND = process.env.TEXT_PROFILE_BACKEND ?? 'memory';
 const INSERTS = process.env.TEXT_PROFILE_WHAT === 'insert';
-
-function print(title: string, rows: Map<string, number>, totalMs: number, per: number, top = 18): void {
-  console.log(`\n${title}`);
-  for (const [name, ms] of [...rows].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-    console.log(`${((100 * ms) / totalMs).toFixed(1).padStart(5)}%  ${((1000 * ms) / per).toFixed(1).padStart(7)} µs/req  ${name}`);
-  }
-}
 
 const dataDir = tempDir('firkin-bench-tprof-');
 const profDir = tempDir('firkin-bench-tprof-cpu-');
@@ -55,32 +47,26 @@ try {
     what: 'profiled node',
   });
   if (INSERTS) {
-    node.proc.kill('SIGUSR2');
-    await waitFor(() => node.output().includes('profile started') || undefined, { timeoutMs: 10_000, what: 'the server profiler to start' });
-    const t0 = performance.now();
-    await fill(node.url);
-    const seconds = (performance.now() - t0) / 1000;
-    node.proc.kill('SIGUSR2');
-    await waitFor(() => node.output().includes('profile written') || undefined, { timeoutMs: 30_000, what: 'the server profile' });
+    const seconds = await profileWindow(node, async () => {
+      const t0 = performance.now();
+      await fill(node.url);
+      return (performance.now() - t0) / 1000;
+    });
     await node.stop();
     console.log(`${N} documents inserted (${BACKEND}) in batches of 1000: ${(N / seconds).toFixed(0)} docs/s`);
     const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));
-    print(`server by place (${server.totalMs.toFixed(0)} ms sampled), per document`, server.byPlace, server.totalMs, N);
-    print('server by function (self time), per document', server.byFunction, server.totalMs, N, 30);
+    table(`server by place (${server.totalMs.toFixed(0)} ms sampled), per document`, server.byPlace, server.totalMs, 18, N);
+    table('server by function (self time), per document', server.byFunction, server.totalMs, 30, N);
   } else {
     const ask = async (query: string) => void (await call(node.url, 'POST', '/vectordb/collections/text/search/bm25', { query, k: 10 }));
     await drive(queries, 1, ask);
     const many = Array.from({ length: SEARCHES }, (_, i) => queries[i % queries.length]!);
-    node.proc.kill('SIGUSR2');
-    await waitFor(() => node.output().includes('profile started') || undefined, { timeoutMs: 10_000, what: 'the server profiler to start' });
-    const r = await drive(many, 1, ask);
-    node.proc.kill('SIGUSR2');
-    await waitFor(() => node.output().includes('profile written') || undefined, { timeoutMs: 30_000, what: 'the server profile' });
+    const r = await profileWindow(node, () => drive(many, 1, ask));
     await node.stop();
     console.log(`${SEARCHES} BM25 searches (${BACKEND}), 1 client, n ${N}: ${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
     const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));
-    print(`server by place (${server.totalMs.toFixed(0)} ms sampled)`, server.byPlace, server.totalMs, SEARCHES);
-    print('server by function (self time)', server.byFunction, server.totalMs, SEARCHES, 30);
+    table(`server by place (${server.totalMs.toFixed(0)} ms sampled)`, server.byPlace, server.totalMs, 18, SEARCHES);
+    table('server by function (self time)', server.byFunction, server.totalMs, 30, SEARCHES);
   }
 } finally {
   rmSync(dataDir, { recursive: true, force: true });

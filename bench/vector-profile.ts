@@ -11,23 +11,15 @@ import { Session } from 'node:inspector/promises';
 import path from 'node:path';
 import { spawnNode, spawnScript } from '../test/support/process.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
-import { waitFor } from '../test/support/wait.js';
 import { clusteredVectors } from '../test/vector/clustered.js';
 import { call, drive } from './http-client.js';
-import { summarise } from './profile-summary.js';
+import { profileWindow, summarise, table } from './profile-summary.js';
 
 const N = Number(process.env.VECTOR_PROFILE_N ?? 100_000);
 const SEARCHES = Number(process.env.VECTOR_PROFILE_SEARCHES ?? 10_000);
 const EF = Number(process.env.VECTOR_PROFILE_EF ?? 48);
 const EXTRA = JSON.parse(process.env.VECTOR_PROFILE_BODY ?? '{}') as Record<string, unknown>;
 const DIMS = 128;
-
-function print(title: string, rows: Map<string, number>, totalMs: number, per: number, top = 18): void {
-  console.log(`\n${title}`);
-  for (const [name, ms] of [...rows].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-    console.log(`${((100 * ms) / totalMs).toFixed(1).padStart(5)}%  ${((1000 * ms) / per).toFixed(1).padStart(7)} µs/req  ${name}`);
-  }
-}
 
 const dataDir = tempDir('firkin-bench-vprof-');
 const profDir = tempDir('firkin-bench-vprof-cpu-');
@@ -59,23 +51,22 @@ try {
   session.connect();
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
-  node.proc.kill('SIGUSR2');
-  await waitFor(() => node.output().includes('profile started') || undefined, { timeoutMs: 10_000, what: 'the server profiler to start' });
-  const r = await drive(many, 1, async (q) => void (await call(node.url, 'POST', '/vectordb/collections/bench/search', q)));
-  const { profile } = await session.post('Profiler.stop');
-  session.disconnect();
-  node.proc.kill('SIGUSR2');
-  await waitFor(() => node.output().includes('profile written') || undefined, { timeoutMs: 30_000, what: 'the server profile' });
+  const { r, profile } = await profileWindow(node, async () => {
+    const r = await drive(many, 1, async (q) => void (await call(node.url, 'POST', '/vectordb/collections/bench/search', q)));
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    return { r, profile };
+  });
   await node.stop();
   console.log(`${SEARCHES} searches, 1 client, ef ${EF}, n ${N}: ${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
 
   const client = summarise(profile as never);
   const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));
   if (process.env.VECTOR_PROFILE_KEEP !== undefined) copyFileSync(serverProfile, process.env.VECTOR_PROFILE_KEEP);
-  print(`server by place (${server.totalMs.toFixed(0)} ms sampled)`, server.byPlace, server.totalMs, SEARCHES);
-  print('server by function (self time)', server.byFunction, server.totalMs, SEARCHES, 30);
-  print(`client by place (${client.totalMs.toFixed(0)} ms sampled)`, client.byPlace, client.totalMs, SEARCHES);
-  print('client by function (self time)', client.byFunction, client.totalMs, SEARCHES, 12);
+  table(`server by place (${server.totalMs.toFixed(0)} ms sampled)`, server.byPlace, server.totalMs, 18, SEARCHES);
+  table('server by function (self time)', server.byFunction, server.totalMs, 30, SEARCHES);
+  table(`client by place (${client.totalMs.toFixed(0)} ms sampled)`, client.byPlace, client.totalMs, 18, SEARCHES);
+  table('client by function (self time)', client.byFunction, client.totalMs, 12, SEARCHES);
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(profDir, { recursive: true, force: true });
