@@ -36,7 +36,7 @@ import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbServic
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
-import { CREATE_READY_ROUNDS, type HostedReplica, ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
+import { type HostedReplica, ShardHost, awaitNewShardLeaders, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
 export interface DocShardsOptions extends ShardHostOptions {
   docs: DocEngine;
@@ -633,18 +633,10 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       shards: replicas.map((r, i) => ({ range: [ranges[i]!.start, ranges[i]!.end] as const, replicas: r })),
     });
     this.#o.log.info({ vdb: spec.name, shards: replicas }, `virtual database ${spec.name} placed: ${replicas.map((r, i) => `shard ${i} on ${r.join('+')}`).join(', ')}`);
-    // Usable when it answers: every shard has a leader that can confirm a read. The create is
-    // committed, so a slow election (a loaded machine) gets a few rounds of the proposal timeout
-    // before the answer, rather than an error a client would retry into a 409.
+    // Usable when it answers: every shard has a leader that can confirm a read.
     const v = this.#vdb(spec.name);
-    for (let round = 1; ; round++) {
-      try {
-        await Promise.all(v.shards.map((s) => this.#readShard(s, { op: 'info' })));
-        break;
-      } catch (err) {
-        if (!isFirkinError(err) || err.code !== 'no_quorum' || round === CREATE_READY_ROUNDS) throw err;
-      }
-    }
+    const late = await awaitNewShardLeaders(() => Promise.all(v.shards.map((s) => this.#readShard(s, { op: 'info' }))));
+    if (late !== undefined) throw late;
     return this.info(spec.name);
   }
 

@@ -29,7 +29,26 @@ import { wasNotSent } from './transport.js';
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;
 /** Rounds of the proposal timeout a create waits for every new shard to elect a leader. */
-export const CREATE_READY_ROUNDS = 3;
+const CREATE_READY_ROUNDS = 3;
+
+/**
+ * After a committed create: `ask` (a read every new shard's leader confirms) until it answers,
+ * for up to CREATE_READY_ROUNDS rounds of the proposal timeout, since a slow election (a loaded
+ * machine) must not turn a committed create into an error a client would retry into a 409.
+ * Returns the last `no_quorum` when the rounds run out; any other error, or any error once
+ * `stopped()`, is thrown.
+ */
+export async function awaitNewShardLeaders(ask: () => Promise<unknown>, stopped: () => boolean = () => false): Promise<FirkinError | undefined> {
+  for (let round = 1; ; round++) {
+    try {
+      await ask();
+      return undefined;
+    } catch (err) {
+      if (!isFirkinError(err) || err.code !== 'no_quorum' || stopped()) throw err;
+      if (round === CREATE_READY_ROUNDS) return err;
+    }
+  }
+}
 
 /** One replica hosted here: its placement as the metadata says now, and its Raft group. */
 export interface HostedReplica {

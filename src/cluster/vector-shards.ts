@@ -41,7 +41,7 @@ import { ReshardCoordinator, reshardView } from './reshard.js';
 import { isReshardEnded } from './meta-state.js';
 import { statfs } from 'node:fs/promises';
 import type { ReshardInfo } from '../vector/cluster.js';
-import { CREATE_READY_ROUNDS, ShardHost, type ShardHostOptions, type WantedReplica } from './shard-host.js';
+import { ShardHost, awaitNewShardLeaders, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
 /** Where a replica keeps the index of its reshard fence (`system` column family). */
 const fenceKey = (group: string) => encodeKey(['vshard.fence', group]);
@@ -267,23 +267,12 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       shards: replicas.map((r, i) => ({ range: [ranges[i]!.start, ranges[i]!.end] as const, replicas: r })),
     });
     this.#o.log.info({ collection: name, shards: replicas }, `collection ${name} placed: ${replicas.map((r, i) => `shard ${i} on ${r.join('+')}`).join(', ')}`);
-    // Usable when it answers: every shard has a leader that can confirm a read. The create is
-    // committed by now, so a slow election (a loaded machine) must not turn it into an error a
-    // client would retry into a 409: wait a few rounds, then answer and say so in the log.
+    // Usable when it answers: every shard has a leader that can confirm a read; if the rounds
+    // run out, the create (committed) still answers, and the log says so.
     const view = this.get(name);
     if (view === undefined) return;
-    for (let round = 1; ; round++) {
-      try {
-        await Promise.all(view.shards.map((s) => s.countDocs()));
-        return;
-      } catch (err) {
-        if (!isFirkinError(err) || err.code !== 'no_quorum' || this.closed) throw err;
-        if (round === CREATE_READY_ROUNDS) {
-          this.#o.log.warn({ collection: name, err: err.message }, `collection ${name} is created but not every shard has a leader yet; writes answer 503 until they do`);
-          return;
-        }
-      }
-    }
+    const late = await awaitNewShardLeaders(() => Promise.all(view.shards.map((s) => s.countDocs())), () => this.closed);
+    if (late !== undefined) this.#o.log.warn({ collection: name, err: late.message }, `collection ${name} is created but not every shard has a leader yet; writes answer 503 until they do`);
   }
 
   async delete(name: string): Promise<void> {

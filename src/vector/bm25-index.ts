@@ -70,9 +70,14 @@ class Analyzer {
 /** A bound the memory backend updates in place. */
 type MutableBound = { -readonly [K in keyof TermBound]: TermBound[K] };
 
+/** A removed posting's term must have a bound counting it. */
+function assertCounted(bound: TermBound | undefined, term: string): asserts bound is TermBound {
+  assert.ok(bound !== undefined && bound.df > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
+}
+
 /** A term's bound after one of its postings is removed (undefined: none left). */
 function shrinkDf(bound: TermBound | undefined, term: string): TermBound | undefined {
-  assert.ok(bound !== undefined && bound.df > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
+  assertCounted(bound, term);
   return bound.df === 1 ? undefined : { ...bound, df: bound.df - 1 };
 }
 
@@ -129,7 +134,7 @@ class MemoryBm25 implements Bm25Index {
       if (docs?.delete(id) !== true) continue;
       this.#lists.delete(term);
       const bound = this.#bounds.get(term);
-      assert.ok(bound !== undefined && bound.df > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
+      assertCounted(bound, term);
       if (--bound.df === 0) {
         this.#postings.delete(term);
         this.#bounds.delete(term);
@@ -158,8 +163,8 @@ class MemoryBm25 implements Bm25Index {
       if (tf > bound.tfMax) bound.tfMax = tf;
       if (docLength < bound.docLengthMin) bound.docLengthMin = docLength;
     }
-    this.#lengths.set(id, tokens.length);
-    this.#totalLength += tokens.length;
+    this.#lengths.set(id, docLength);
+    this.#totalLength += docLength;
   }
 
   async search(query: string, k: number): Promise<ScoredId[]> {

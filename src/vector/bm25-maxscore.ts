@@ -79,12 +79,12 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
    * Documents first met in list `p` (with that term's score), looked up in the later lists
    * while they can still enter; the sum runs in query-term order, as the exhaustive scorer's.
    */
-  function* scoreChunk(chunk: readonly Posting[], scores: readonly number[], p: number): Generator<PostingRead, void, PostingAnswer> {
+  function* scoreChunk(chunk: readonly Posting[], partial: number[], p: number): Generator<PostingRead, void, PostingAnswer> {
     const ti = order[p]!;
-    // contributions[j * n + i]: what query term i adds to chunk[j] (0: absent).
+    // contributions[j * n + i]: what query term i adds to chunk[j] (0: absent); `partial`
+    // starts as list p's scores and gathers the later terms' (the caller hands it over).
     const contributions = new Float64Array(chunk.length * n);
-    const partial = scores.slice();
-    for (let j = 0; j < chunk.length; j++) contributions[j * n + ti] = scores[j]!;
+    for (let j = 0; j < chunk.length; j++) contributions[j * n + ti] = partial[j]!;
     let alive = chunk.map((_, j) => j);
     for (let q = p + 1; q < n && alive.length > 0; q++) {
       alive = alive.filter((j) => canEnter(partial[j]! + rest[q]!));
