@@ -196,6 +196,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       proposalTimeoutMs: o.timings.proposalTimeoutMs,
       snapshotEveryEntries: o.timings.snapshotEntries,
       retainEntries: o.timings.retainEntries,
+      linkLost: (node) => this.#transport.linkLost(node),
       onSoftState: (s) => this.#onSoftState(s.leader),
     };
     this.#group = new RaftGroup(groupOptions);
@@ -230,6 +231,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const seen = this.#transport.lastSeenMs(node);
     const t = this.#o.timings;
     return seen !== undefined && Date.now() - seen < Math.max(t.electionTicks * t.tickMs, 3 * t.nodeHeartbeatMs);
+  }
+
+  /** The cluster link to `node` was up and broke (its process is likely gone: see `RaftGroup`'s `linkLost`). */
+  peerLinkLost(node: string): boolean {
+    return this.#transport.linkLost(node);
   }
 
   get timings(): ClusterTimings {

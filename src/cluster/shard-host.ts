@@ -232,6 +232,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       heartbeatTicks: t.heartbeatTicks,
       quiesceAfterTicks: t.quiesceTicks,
       peerAlive: (node) => member.peerAlive(node),
+      linkLost: (node) => member.peerLinkLost(node),
       appliedIndex,
       proposalTimeoutMs: t.proposalTimeoutMs,
       snapshotEveryEntries: snapshotEveryEntries ?? t.snapshotEntries,

@@ -126,6 +126,8 @@ class PeerLink {
   closed = false;
   /** The stream's buffer is full: keep messages queued (bounded) until it drains. */
   blocked = false;
+  /** The link was up and broke, and no redial has succeeded since. */
+  lost = false;
   /** Calls by id: written once the link is ready, settled by the peer's Response. */
   calls = new Map<number, PendingCall>();
   unsent: number[] = [];
@@ -185,6 +187,14 @@ export class Transport {
 
   isConnected(peer: NodeId): boolean {
     return this.#links.get(peer)?.ready === true;
+  }
+
+  /**
+   * The link to `peer` was up and broke, and redialling has not brought it back (a killed
+   * process refuses connections at once). A link never up yet (startup) is not lost.
+   */
+  linkLost(peer: NodeId): boolean {
+    return this.#links.get(peer)?.lost === true;
   }
 
   /** Add a peer, or move it to a new address (its link is redialled). */
@@ -348,6 +358,7 @@ export class Transport {
     const fail = (why: string) => {
       if (done) return;
       done = true;
+      if (link.ready) link.lost = true;
       link.ready = false;
       link.blocked = false;
       link.stream = undefined;
@@ -375,6 +386,7 @@ export class Transport {
         stream.write({ proof: { mac: cookieMac(this.#o.cookie, 'dialler', f.challenge.nonce, nonce, this.#o.nodeId) } });
         clearTimeout(handshakeTimer);
         link.ready = true;
+        link.lost = false;
         link.failedDials = 0;
         this.#lastSeen.set(link.peer, Date.now());
         this.#flushLink(link);

@@ -177,6 +177,25 @@ export class RaftCore {
     if (this.quiesced) this.#unquiesce(null);
   }
 
+  /**
+   * The driver has strong evidence that the leader is gone: the link to its node broke and a
+   * heartbeat was missed since. Forget it, as etcd's ForgetLeader does: this follower no longer
+   * holds the check-quorum lease for it, so it grants (pre-)votes at once, and it campaigns
+   * within half an election timeout instead of one to two. Timing is not part of safety; a
+   * live leader's next message restores it here, and a pre-vote cannot unseat it while another
+   * voter of a quorum still hears from it.
+   */
+  forgetLeader(): void {
+    if (this.role !== 'follower' || this.leader === null) return;
+    if (this.quiesced) {
+      this.quiesced = false;
+      this.#idleTicks = 0;
+    }
+    this.leader = null;
+    const withinTicks = Math.max(1, Math.floor(this.#opts.electionTicks / 2));
+    this.#randomizedElectionTicks = this.electionElapsed + 1 + this.#opts.rand.int(withinTicks);
+  }
+
   /** Start an election now (tests, operator). */
   campaign(): void {
     if (!this.isPromotable() || this.role === 'leader') return;

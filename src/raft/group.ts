@@ -31,6 +31,11 @@ export interface RaftGroupOptions {
   quiesceAfterTicks?: number;
   /** A node-level liveness signal: a quiesced follower wakes when its leader's node looks dead. */
   peerAlive?(node: NodeId): boolean;
+  /**
+   * The transport's link to `node` was up and broke (a killed process refuses at once): a
+   * follower that has also missed a heartbeat forgets that leader and campaigns early.
+   */
+  linkLost?(node: NodeId): boolean;
   proposalTimeoutMs: number;
   /**
    * The state machine's durable applied index (read after the stored snapshot is restored):
@@ -97,6 +102,10 @@ export class RaftGroup {
       core.wake();
     }
     core.tick();
+    const leader = core.leader;
+    if (core.role === 'follower' && leader !== null && core.electionElapsed > this.#o.heartbeatTicks && this.#o.linkLost?.(leader) === true) {
+      core.forgetLeader();
+    }
     this.#kick();
   }
 

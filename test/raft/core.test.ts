@@ -87,6 +87,59 @@ t.test('check-quorum lease: followers ignore a vote request while they hear the 
   t.end();
 });
 
+t.test('forgetLeader: followers that lost the leader elect a new one within half an election timeout', (t) => {
+  const spans = new Set<number>();
+  for (let seed = 1; seed <= 30; seed++) {
+    const c = new Cluster(ids, { electionTicks: 10 }, seed);
+    c.campaign('n1');
+    c.isolated.add('n1');
+    c.tick(['n2', 'n3'], 2); // a missed heartbeat, as the driver requires
+    c.c('n2').forgetLeader();
+    c.c('n3').forgetLeader();
+    t.equal(c.c('n2').leader, null);
+    let ticks = 0;
+    while (c.leaders().filter((id) => id !== 'n1').length === 0 && ticks < 40) {
+      // One at a time, each round delivered before the next tick: nodes' clocks are not in
+      // step, and a round trip is much shorter than a tick.
+      c.tick(['n2']);
+      c.tick(['n3']);
+      ticks++;
+    }
+    spans.add(ticks);
+    t.ok(ticks >= 1 && ticks <= 5, `seed ${seed}: a new leader after ${ticks} ticks (the timeout alone: 8 to 17 more)`);
+    t.ok(c.c('n1').term < c.c(c.leaders().find((id) => id !== 'n1')!).term, 'in a later term');
+  }
+  t.ok(spans.size >= 3, `campaigns are spread out: ${[...spans].sort((a, b) => a - b).join(',')}`);
+  t.end();
+});
+
+t.test('forgetLeader: one follower alone cannot unseat a leader the others still hear', (t) => {
+  const c = elected();
+  c.c('n3').forgetLeader();
+  c.tick(['n3'], 6); // it campaigns: a pre-vote n2 ignores while in the lease
+  t.same(c.leaders(), ['n1']);
+  t.equal(c.c('n1').term, 2, 'no new term');
+  c.tick(['n1'], 1);
+  t.equal(c.c('n3').leader, 'n1', "the leader's next heartbeat restores it");
+  t.equal(c.c('n3').role, 'follower');
+  t.end();
+});
+
+t.test('forgetLeader: a no-op on a leader and on a follower with no leader', (t) => {
+  const c = elected();
+  c.c('n1').forgetLeader();
+  t.equal(c.c('n1').role, 'leader');
+  const fresh = new Cluster(ids);
+  fresh.c('n2').forgetLeader();
+  let ticks = 0;
+  while (fresh.c('n2').role === 'follower' && ticks < 40) {
+    fresh.c('n2').tick();
+    ticks++;
+  }
+  t.ok(ticks >= 10, `its election timeout is left as it was (${ticks} ticks)`);
+  t.end();
+});
+
 t.test('ReadIndex: the read state appears only after a quorum confirms leadership', (t) => {
   const c = elected();
   c.propose('n1', 'a');

@@ -181,3 +181,52 @@ t.test('a state machine that keeps its applied index durably is not handed those
   t.ok(applied.every((i) => i > before), `nothing at or below the durable index ${before} was applied again (${applied.join(',')})`);
   t.ok(applied.includes(index as number), 'the new entry was applied');
 });
+
+t.test('followers whose link to a dead leader is lost elect a new leader within half an election timeout', async (t) => {
+  // Election timeouts of 100 ticks: without the linkLost signal the first campaign cannot come
+  // before 100 ticks without a heartbeat; with it, a follower forgets the leader after a
+  // missed heartbeat and campaigns within 50 more. Ticks are counted, not time.
+  const electionTicks = 100;
+  const groups = new Map<string, RaftGroup>();
+  const stores: Store[] = [];
+  const dead = new Set<string>();
+  const tickers = new Map<string, RaftTicker>();
+  const route = (ms: readonly Message[]) => {
+    for (const m of ms) if (!dead.has(m.to) && !dead.has(m.from)) setImmediate(() => groups.get(m.to)?.step(m));
+  };
+  for (const id of ids) {
+    const store = await Store.open(tempDir());
+    stores.push(store);
+    const log = await RocksLog.open(store, 'g', { voters: ids, learners: [] });
+    const ticker = new RaftTicker(10);
+    tickers.set(id, ticker);
+    const group = new RaftGroup({
+      id, group: 'g', log, fsm: new ListFsm(), rand: mathRand, ticker, electionTicks, heartbeatTicks: 1,
+      proposalTimeoutMs: 3_000, snapshotEveryEntries: 1_000, retainEntries: 0, send: route,
+      linkLost: (node) => dead.has(node),
+    });
+    groups.set(id, group);
+    await group.start();
+  }
+  t.teardown(async () => {
+    for (const g of groups.values()) await g.close();
+    for (const s of stores) await s.close();
+  });
+  groups.get('a')!.core.campaign();
+  groups.get('a')!.wake();
+  const old = await waitFor(() => ids.map((id) => groups.get(id)!).find((g) => g.core.role === 'leader'), { timeoutMs: 20_000, what: 'a leader' });
+  const oldId = old.core.id;
+  const followers = ids.filter((id) => id !== oldId).map((id) => groups.get(id)!);
+  await waitFor(() => followers.every((f) => f.core.leader === oldId), { what: 'followers know the leader' });
+  await old.propose(utf8.encode('before'));
+
+  let ticks = 0;
+  const untick = tickers.get(followers[0]!.core.id)!.register(() => ticks++);
+  t.teardown(untick);
+  dead.add(oldId); // its process is gone: nothing in or out, links refused
+  await old.close();
+  const next = await waitFor(() => followers.find((f) => f.core.role === 'leader'), { timeoutMs: 20_000, what: 'a new leader' });
+  t.ok(ticks < electionTicks, `a new leader after ${ticks} ticks, before any election timeout (${electionTicks}) could fire`);
+  t.ok(next.core.term > old.core.term, 'in a later term');
+  await next.propose(utf8.encode('after'));
+});

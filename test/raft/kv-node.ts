@@ -66,6 +66,7 @@ group = new RaftGroup({
   id, group: 'kv', log, fsm, rand: mathRand, ticker: new RaftTicker(tickMs), electionTicks: 10, heartbeatTicks: 1,
   proposalTimeoutMs: 2_000, snapshotEveryEntries: 1_000, retainEntries: 100,
   send: (ms) => transport.send(ms),
+  linkLost: (node) => transport.linkLost(node),
 });
 await transport.start();
 await group.start();

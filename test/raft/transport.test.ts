@@ -70,10 +70,13 @@ t.test('a wrong cookie is refused on both sides and nothing is delivered', async
 
 t.test('the dialler reconnects with backoff after the peer restarts', async (t) => {
   const { a, b, gotB } = await pair('c', 'c');
+  t.notOk(b.linkLost('a'), 'no link to a peer: not lost');
   await waitFor(() => a.isConnected('b'));
+  t.notOk(a.linkLost('b'));
   const port = b.port;
   await b.close();
   await waitFor(() => !a.isConnected('b'), { what: 'link down' });
+  t.ok(a.linkLost('b'), 'an up link that broke is lost until a redial succeeds');
   const got2: Message[] = [];
   const b2 = new Transport({ nodeId: 'b', cookie: 'c', listen: `127.0.0.1:${port}`, peers: new Map(), onMessages: (m) => got2.push(...m), heartbeatIntervalMs: 50 });
   await b2.start();
@@ -82,6 +85,7 @@ t.test('the dialler reconnects with backoff after the peer restarts', async (t) 
     await b2.close();
   });
   await waitFor(() => a.isConnected('b'), { timeoutMs: 10_000, what: 'reconnect' });
+  t.notOk(a.linkLost('b'), 'found again');
   a.send([hb('a', 'b', 7)]);
   await waitFor(() => got2.length === 1, { what: 'delivery after reconnect' });
   t.equal(got2[0]!.term, 7);

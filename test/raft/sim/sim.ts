@@ -38,6 +38,11 @@ export interface SimOptions {
    * loses it. Models `RaftGroup`, whose steps interleave with a running fsync.
    */
   persistDelayTicksMax: number;
+  /**
+   * A follower forgets its leader once its own link to the leader is gone and a heartbeat was
+   * missed (`RaftGroup`'s `linkLost`), and so campaigns early: more elections, same safety.
+   */
+  forgetLostLeader: boolean;
 }
 
 const GROUP = 'g1';
@@ -68,6 +73,7 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
     inflightMax: rand.pick([2, 4]),
     quiesceAfterTicks: rand.pick([0, 0, 3, 10]),
     persistDelayTicksMax: rand.pick([0, 1, 3]),
+    forgetLostLeader: rand.chance(0.5),
   };
 }
 
@@ -219,6 +225,11 @@ export class RaftSim {
       // wakes when its leader's process is down or the link from it is cut.
       if (core.quiesced && core.role !== 'leader' && core.leader !== null && !this.#linkAlive(core.leader, n.id)) core.wake();
       if (this.healed || this.rand.chance(o.tickRates[i]!)) core.tick();
+      const leader = core.leader;
+      if (o.forgetLostLeader && core.role === 'follower' && leader !== null && core.electionElapsed > 1) {
+        const linkLost = this.node(leader)?.core === undefined || this.#blocked.has(`${n.id}>${leader}`);
+        if (linkLost) core.forgetLeader();
+      }
     }
     this.#deliver();
     if (!this.healed) {
