@@ -225,6 +225,21 @@ const CACHED_POSTINGS_MAX = 500_000;
  */
 const POINT_READ_COST = 4;
 
+/** The largest native batch one list read asks for (a longer list takes several). */
+const LIST_READ_BATCH_MAX = 65_536;
+
+/**
+ * Lists up to this long, and lookups of up to this many ids, are read on the event loop's
+ * thread (`Store.entriesSync`, `getManySync`): BM25 data is small and hot, and a thread-pool
+ * hop per term read cost more than the read (a query makes several). Longer ones go through
+ * the pool so that a read which does reach the disk cannot hold the loop for long.
+ */
+export interface DiskReadLimits {
+  readonly syncListPostingsMax: number;
+  readonly syncLookupsMax: number;
+}
+const DISK_READ_LIMITS: DiskReadLimits = { syncListPostingsMax: 4_096, syncLookupsMax: 256 };
+
 interface CachedList {
   readonly list: Posting[];
   /** Built on the first lookup. */
@@ -244,8 +259,10 @@ class DiskBm25 implements Bm25Index {
   #cachedPostings = 0;
   /** Bumped by every applied change: a read that spans one is not cached. */
   #applied = 0;
+  readonly #limits: DiskReadLimits;
 
-  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>) {
+  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskReadLimits) {
+    this.#limits = limits;
     this.#analyzer = new Analyzer(config);
     this.#store = store;
     this.#shard = shard;
@@ -257,13 +274,13 @@ class DiskBm25 implements Bm25Index {
     return encodeKey([shard, 'n']);
   }
 
-  static async open(config: CollectionConfig['bm25'], store: Store, shard: number): Promise<DiskBm25> {
+  static async open(config: CollectionConfig['bm25'], store: Store, shard: number, limits: DiskReadLimits): Promise<DiskBm25> {
     const raw = await store.get('bm25', DiskBm25.statsKey(shard));
     const stats = raw === undefined ? { docCount: 0, totalLength: 0 } : corpusStatsCodec.decode(raw);
     const version = await store.get('bm25', encodeKey([shard, 'v']));
     const bounds = version === undefined ? await migrateToBounds(store, shard) : await loadBounds(store, shard);
     if (version !== undefined) assert.equal(version.readUInt32BE(0), LAYOUT_VERSION, `BM25 layout of shard ${shard}`);
-    return new DiskBm25(config, store, shard, stats, bounds);
+    return new DiskBm25(config, store, shard, stats, bounds, limits);
   }
 
   stats(): CorpusStats {
@@ -335,8 +352,16 @@ class DiskBm25 implements Bm25Index {
     const range = prefixRange([this.#shard, 'p', term]);
     const prefixLength = range.gte.length;
     const list: Posting[] = [];
-    for await (const [key, value] of this.#store.entries('bm25', range)) {
-      list.push({ docId: decodeTrailingString(key, prefixLength), tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) });
+    // A short list is read on this thread; a long one through the pool, in batches its df sizes.
+    const df = this.#bounds.get(term)?.df ?? 0;
+    const max = this.#limits.syncListPostingsMax;
+    const synced = df <= max ? this.#store.entriesSync('bm25', range, max) : undefined;
+    if (synced?.complete === true) {
+      for (const [key, value] of synced.entries) {
+        list.push({ docId: decodeTrailingString(key, prefixLength), tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) });
+      }
+    } else {
+      await this.#readListAsync(range, prefixLength, df, list);
     }
     const entry: CachedList = { list, byId: undefined };
     // Only what no applied change overtook while we read is cached or tightens the bound. (A
@@ -357,6 +382,21 @@ class DiskBm25 implements Bm25Index {
     return entry;
   }
 
+  /** A long list through the thread pool, the bound's df sizing the native batches. */
+  async #readListAsync(range: { gte: Buffer; lt: Buffer }, prefixLength: number, df: number, list: Posting[]): Promise<void> {
+    const cursor = this.#store.cursor('bm25', range);
+    try {
+      const batchSize = Math.min(LIST_READ_BATCH_MAX, df + 1);
+      for (let batch = await cursor.next(batchSize); batch.length > 0; batch = await cursor.next(batchSize)) {
+        for (const [key, value] of batch) {
+          list.push({ docId: decodeTrailingString(key, prefixLength), tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) });
+        }
+      }
+    } finally {
+      await cursor.close();
+    }
+  }
+
   async #read(read: PostingRead): Promise<PostingAnswer> {
     if (read.kind === 'list') return (await this.#postings(read.term)).list;
     const df = this.#bounds.get(read.term)?.df ?? 0;
@@ -366,7 +406,8 @@ class DiskBm25 implements Bm25Index {
       const byId = entry.byId;
       return read.docIds.map((id) => byId.get(id));
     }
-    const values = await this.#store.getMany('bm25', read.docIds.map((id) => encodeKey([this.#shard, 'p', read.term, id])));
+    const keys = read.docIds.map((id) => encodeKey([this.#shard, 'p', read.term, id]));
+    const values = keys.length <= this.#limits.syncLookupsMax ? this.#store.getManySync('bm25', keys) : await this.#store.getMany('bm25', keys);
     return values.map((value, i) => (value === undefined ? undefined : { docId: read.docIds[i]!, tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) }));
   }
 
@@ -414,14 +455,15 @@ async function migrateToBounds(store: Store, shard: number): Promise<Map<string,
   return bounds;
 }
 
-export async function openBm25(config: CollectionConfig, store: Store, shard: number): Promise<Bm25Index | undefined> {
+/** `limits`: tests exercise both read paths with small ones. */
+export async function openBm25(config: CollectionConfig, store: Store, shard: number, limits = DISK_READ_LIMITS): Promise<Bm25Index | undefined> {
   switch (config.bm25_backend) {
     case 'none':
       return undefined;
     case 'memory':
       return new MemoryBm25(config.bm25);
     case 'disk':
-      return DiskBm25.open(config.bm25, store, shard);
+      return DiskBm25.open(config.bm25, store, shard, limits);
   }
 }
 

@@ -88,3 +88,24 @@ t.test('with the write worker: any mix of synced, unsynced, awaited and not leav
     fcParams(60),
   );
 });
+
+t.test('entriesSync reads what entries reads, up to its limit, and says whether that was all', async (t) => {
+  const store = await Store.open(tempDir());
+  t.teardown(() => store.close());
+  let round = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.uniqueArray(fc.integer({ min: 0, max: 50 }), { maxLength: 30 }), fc.integer({ min: 0, max: 40 }), async (ids, limit) => {
+      const prefix = `e${round++}`;
+      await store.batch(ids.map((id) => ({ type: 'put' as const, cf: 'docs' as const, key: encodeKey([prefix, id]), value: Buffer.from(String(id)) })), { sync: false });
+      // A neighbouring prefix must not leak into the range.
+      await store.batch([{ type: 'put', cf: 'docs', key: encodeKey([`${prefix}x`, 0]), value: Buffer.from('other') }], { sync: false });
+      const all: [Buffer, Buffer][] = [];
+      for await (const entry of store.entries('docs', prefixRange([prefix]))) all.push(entry);
+      const got = store.entriesSync('docs', prefixRange([prefix]), limit);
+      t.equal(all.length, ids.length);
+      t.strictSame(got.entries.map(([k, v]) => [k.toString('hex'), v.toString()]), all.slice(0, limit).map(([k, v]) => [k.toString('hex'), v.toString()]));
+      t.equal(got.complete, all.length <= limit, `${all.length} entries, limit ${limit}`);
+    }),
+    fcParams(60),
+  );
+});

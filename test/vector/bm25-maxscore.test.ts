@@ -144,6 +144,9 @@ async function expectOracle(t: Test, index: Bm25Index, model: ReadonlyMap<string
   }
 }
 
+/** Which reads go on the event loop's thread and which through the pool: all, none, a mix. */
+const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 4_096), syncLookupsMax: fc.constantFrom(0, 1, 256) });
+
 const arbQueries = fc.array(fc.tuple(arbQuery, fc.integer({ min: 1, max: 10 })), { minLength: 1, maxLength: 6 });
 
 t.test('both backends: search equals the oracle after random writes; disk also after a reopen and a migration', async (t) => {
@@ -155,7 +158,7 @@ t.test('both backends: search equals the oracle after random writes; disk also a
   });
   let shard = 1;
   await fc.assert(
-    fc.asyncProperty(arbBatches, arbQueries, async (batches, queries) => {
+    fc.asyncProperty(arbBatches, arbQueries, arbReadLimits, async (batches, queries, limits) => {
       const memoryModel = new Map<string, string>();
       const memory = (await openBm25(bm25Config('memory'), store, 0))!;
       await applyBatches(memory, store, memoryModel, batches);
@@ -171,18 +174,18 @@ t.test('both backends: search equals the oracle after random writes; disk also a
 
       const id = shard++;
       const model = new Map<string, string>();
-      const disk = (await openBm25(bm25Config('disk'), store, id))!;
+      const disk = (await openBm25(bm25Config('disk'), store, id, limits))!;
       await applyBatches(disk, store, model, batches);
       await expectOracle(t, disk, model, queries, 'disk');
       // The same queries again: now answered from cached lists and tightened bounds.
       await expectOracle(t, disk, model, queries, 'disk, cached');
-      await expectOracle(t, (await openBm25(bm25Config('disk'), store, id))!, model, queries, 'disk, reopened');
+      await expectOracle(t, (await openBm25(bm25Config('disk'), store, id, limits))!, model, queries, 'disk, reopened');
 
       // Version 1 had exactly these keys minus the term bounds and the version.
       const v2Keys: Buffer[] = [];
       for await (const key of store.keys('bm25', prefixRange([id]))) if (['f', 'v'].includes(decodeKey(key)[1] as string)) v2Keys.push(key);
       await store.batch(v2Keys.map((key) => ({ type: 'del' as const, cf: 'bm25' as const, key })), { sync: false });
-      const migrated = (await openBm25(bm25Config('disk'), store, id))!;
+      const migrated = (await openBm25(bm25Config('disk'), store, id, limits))!;
       t.ok(await store.get('bm25', encodeKey([id, 'v'])), 'the migration writes the layout version');
       await expectOracle(t, migrated, model, queries, 'disk, migrated from version 1');
       // A migrated shard keeps taking writes.
