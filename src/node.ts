@@ -113,11 +113,16 @@ function hostsOf(urls: readonly string[]): string[] {
   });
 }
 
-/** The gateway over the metadata group: tenants and keys cluster-wide, rpm shared by the up nodes. */
+/**
+ * The gateway over the metadata group: tenants and keys cluster-wide, rpm shared by the nodes
+ * that may be serving: all but `down` ones (a `suspect` node missing a few heartbeats under
+ * load, or a `leaving` one, still admits requests; leaving it out would let the others admit
+ * more than the limit).
+ */
 function clusterGateway(member: ClusterMember) {
   return {
     clusterStore: () => new MetaGatewayStore(member),
-    rpmShare: () => Math.max(1, member.liveNodes().filter((n) => n.status === 'up').length),
+    rpmShare: () => Math.max(1, member.liveNodes().filter((n) => n.status !== 'down').length),
   };
 }
 

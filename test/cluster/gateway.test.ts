@@ -63,6 +63,30 @@ t.test('a tenant made on n2 authenticates and hits its quota on n3; a key revoke
   await waitFor(async () => (await call('n1', 'GET', '/v1/collections/shared', wk)).status === 404, { what: 'gone on n1' });
   t.equal((await admin('n1', 'GET', '/admin/tenants/wide/usage')).body.usage.collection_count, 0);
 
+  // A suspect node (paused past the suspect time, not yet down) still shares the limit: it may
+  // be serving clients, so the others do not take its share.
+  const burst = await admin('n1', 'POST', '/admin/tenants', { tenant_id: 'burst', rpm_limit: 6 });
+  await waitFor(async () => (await admin('n2', 'GET', '/admin/tenants/burst')).status === 200, { what: 'tenant burst on n2' });
+  const leader = (await c.request('n1', 'GET', '/_cluster/nodes')).body.leader as string;
+  const paused = ['n2', 'n3'].find((n) => n !== leader)!;
+  const asker = ['n1', 'n2', 'n3'].find((n) => n !== paused && n !== leader)!;
+  c.node(paused).child!.proc.kill('SIGSTOP');
+  t.teardown(() => c.node(paused).child?.proc.kill('SIGCONT'));
+  await waitFor(async () => {
+    const nodes = (await c.request(asker, 'GET', '/_cluster/nodes')).body.nodes as { name: string; status: string }[];
+    return nodes.find((n) => n.name === paused)?.status === 'suspect';
+  }, { intervalMs: 20, what: `${paused} suspect on ${asker}` });
+  const burstStatuses: number[] = [];
+  for (let i = 0; i < 3; i++) burstStatuses.push((await call(asker, 'GET', '/v1/collections', burst.body.api_key)).status);
+  const stillSuspect = ((await c.request(asker, 'GET', '/_cluster/nodes')).body.nodes as { name: string; status: string }[]).find((n) => n.name === paused)?.status;
+  c.node(paused).child!.proc.kill('SIGCONT');
+  if (stillSuspect === 'suspect') t.same(burstStatuses, [200, 200, 429], `with ${paused} suspect, ${asker} still admits a third of the limit`);
+  else t.comment(`${paused} went ${stillSuspect} during the check: not conclusive`);
+  await waitFor(async () => {
+    const nodes = (await c.request(asker, 'GET', '/_cluster/nodes')).body.nodes as { name: string; status: string }[];
+    return nodes.find((n) => n.name === paused)?.status === 'up';
+  }, { timeoutMs: 15_000, what: `${paused} up again` });
+
   // n1 cut off from the others (both paused): it can no longer vouch for cluster keys (503),
   // while its node-local admin key still works.
   const other = await admin('n2', 'POST', '/admin/tenants', { tenant_id: 'other' });
