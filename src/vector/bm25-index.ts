@@ -193,6 +193,10 @@ function postingValue(tf: number, docLength: number): Buffer {
   return b;
 }
 
+function decodePosting(docId: string, value: Buffer): Posting {
+  return { docId, tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) };
+}
+
 function boundValue(bound: TermBound): Buffer {
   const b = Buffer.allocUnsafe(12);
   b.writeUInt32BE(bound.df, 0);
@@ -358,7 +362,7 @@ class DiskBm25 implements Bm25Index {
     const synced = df <= max ? this.#store.entriesSync('bm25', range, max) : undefined;
     if (synced?.complete === true) {
       for (const [key, value] of synced.entries) {
-        list.push({ docId: decodeTrailingString(key, prefixLength), tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) });
+        list.push(decodePosting(decodeTrailingString(key, prefixLength), value));
       }
     } else {
       await this.#readListAsync(range, prefixLength, df, list);
@@ -389,7 +393,7 @@ class DiskBm25 implements Bm25Index {
       const batchSize = Math.min(LIST_READ_BATCH_MAX, df + 1);
       for (let batch = await cursor.next(batchSize); batch.length > 0; batch = await cursor.next(batchSize)) {
         for (const [key, value] of batch) {
-          list.push({ docId: decodeTrailingString(key, prefixLength), tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) });
+          list.push(decodePosting(decodeTrailingString(key, prefixLength), value));
         }
       }
     } finally {
@@ -408,7 +412,7 @@ class DiskBm25 implements Bm25Index {
     }
     const keys = read.docIds.map((id) => encodeKey([this.#shard, 'p', read.term, id]));
     const values = keys.length <= this.#limits.syncLookupsMax ? this.#store.getManySync('bm25', keys) : await this.#store.getMany('bm25', keys);
-    return values.map((value, i) => (value === undefined ? undefined : { docId: read.docIds[i]!, tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) }));
+    return values.map((value, i) => (value === undefined ? undefined : decodePosting(read.docIds[i]!, value)));
   }
 
   async search(query: string, k: number): Promise<ScoredId[]> {
