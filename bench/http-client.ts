@@ -8,8 +8,8 @@ import { percentile } from './support.js';
 
 export const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-export function call(url: string, method: string, path: string, body?: unknown, cbor = false): Promise<any> {
-  const headers: Record<string, string | number> = {};
+export function call(url: string, method: string, path: string, body?: unknown, cbor = false, extraHeaders: Record<string, string> = {}): Promise<any> {
+  const headers: Record<string, string | number> = { ...extraHeaders };
   let payload: string | Buffer | undefined;
   if (body !== undefined) {
     headers['content-type'] = cbor ? 'application/cbor' : 'application/json';

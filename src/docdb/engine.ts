@@ -124,7 +124,11 @@ interface DbState {
    */
   readonly bodies: Map<string, { readonly body: BodyRecord; readonly bytes: number }>;
   bodyBytes: number;
-  /** Documents written since the last compaction started (drives the automatic pass). */
+  /**
+   * Writes since the last compaction started that left an older revision's body to drop
+   * (drives the automatic pass: a database only ever written with new documents has nothing
+   * to compact, and a pass walks every record).
+   */
   writesSinceCompact: number;
   /** The compaction in progress, if any: a second request joins it. */
   compaction: Promise<void> | undefined;
@@ -250,6 +254,8 @@ interface Group {
   delCount: number;
   dataBytes: number;
   updateSeq: Hlc | undefined;
+  /** Document writes in this group that left a body for compaction to drop. */
+  compactable: number;
   /** The sequence of the next document change. */
   nextSeq(): Hlc;
 }
@@ -648,6 +654,7 @@ export class DocEngine {
       delCount: state.record.delCount,
       dataBytes: state.record.dataBytes,
       updateSeq: state.record.updateSeq,
+      compactable: 0,
       nextSeq: logged === undefined ? () => this.#hlc.now() : loggedSeqs(state.record.updateSeq, logged.at),
     };
     const results: EditResult[][] = [];
@@ -678,7 +685,7 @@ export class DocEngine {
       state.version++;
       for (const id of changed) remember(state, id, g.records.get(id)!);
       for (const listener of state.listeners) listener();
-      state.writesSinceCompact += changed.size;
+      state.writesSinceCompact += g.compactable;
       // A replica compacts when its log says so, never on a local count.
       if (state.record.owner === undefined && this.#compactAfterWrites > 0 && state.writesSinceCompact >= this.#compactAfterWrites && state.compaction === undefined) {
         // Not awaited: the pass queues its slices behind this group and runs on its own.
@@ -837,6 +844,7 @@ export class DocEngine {
       ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
       g.bodies.set(`${docId}\u0000${rev}`, null);
     }
+    if (Object.keys(keptInfo).some((rev) => before?.kept?.[rev] === undefined)) g.compactable++;
     if (newLeaves.has(leaf.rev)) {
       ops.push({ type: 'put', cf: 'revs', key: keys.body(db, docId, leaf.rev), value: encodedBody });
       g.bodies.set(`${docId}\u0000${leaf.rev}`, leaf.body);

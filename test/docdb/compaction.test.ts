@@ -1,7 +1,14 @@
 // Older revision bodies: kept when a leaf gets a child, served by ?rev=, _bulk_get and after
 // a restart, carried by replication, and dropped by POST /db/:db/_compact or the automatic
 // pass (SERVICE_COMPACT_AFTER_WRITES). Leaf bodies (conflicts, tombstones) always stay.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
 import t from 'tap';
+import { HybridClock, systemClock } from '../../src/core/hlc.js';
+import { DocEngine } from '../../src/docdb/engine.js';
+import { Store } from '../../src/storage/db.js';
 import { compactAndWait as compacted, until } from '../support/compact.js';
 import { type TestNode, startTestNode } from '../support/node.js';
 
@@ -113,13 +120,13 @@ t.test('attachments referenced only by compacted bodies are released', async (t)
   t.ok((await node.request('GET', '/db/att')).body.disk_size <= sizeBefore - 'old attachment'.length, 'the attachment bytes are released');
 });
 
-t.test('the automatic pass fires after SERVICE_COMPACT_AFTER_WRITES writes', async (t) => {
+t.test('the automatic pass fires after SERVICE_COMPACT_AFTER_WRITES writes that left an old body', async (t) => {
   const node = await startTestNode({ SERVICE_COMPACT_AFTER_WRITES: '4' });
   t.teardown(() => node.close());
   await node.request('PUT', '/db/auto');
-  const revs = await threeRevisions(node, 'auto', 'doc');
+  const revs = await threeRevisions(node, 'auto', 'doc'); // two updates: two old bodies
   t.equal((await node.request('GET', `/db/auto/doc?rev=${revs[0]}`)).status, 200, 'kept below the threshold');
-  await node.request('PUT', '/db/auto/other', { body: {} });
+  await threeRevisions(node, 'auto', 'other'); // two more
   await until('the automatic compaction', async () => (await node.request('GET', `/db/auto/doc?rev=${revs[0]}`)).status === 404);
   t.match((await node.request('GET', '/db/auto/doc')).body, { n: 3 });
 });
@@ -136,4 +143,27 @@ t.test('_compact is for admins and needs the database', async (t) => {
   const missing = await node.request('POST', '/db/nope/_compact');
   t.equal(missing.status, 404);
   t.same(missing.body, { error: 'not_found', message: 'database "nope" does not exist' });
+});
+
+t.test('new documents alone never start the automatic pass (nothing to drop); updates do', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'firkin-autocompact-'));
+  const store = await Store.open(dir);
+  const started: string[] = [];
+  const log = pino({ level: 'info' }, { write: (line: string) => void (JSON.parse(line).msg === 'compaction started' && started.push(line)) });
+  const docs = await DocEngine.open({ store, hlc: new HybridClock(systemClock), log, clock: systemClock, revsLimit: 1000, compactAfterWrites: 4 });
+  t.teardown(async () => {
+    await docs.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  await docs.createDb('fresh');
+  const created = (await docs.bulkDocs('fresh', Array.from({ length: 20 }, (_, i) => ({ _id: `d${i}`, n: i })), true, () => 'unused')).map((r) => (r.ok ? r.rev : ''));
+  for (let i = 0; i < 10; i++) await docs.bulkDocs('fresh', [{ _id: `single${i}` }], true, () => 'unused');
+  // The pass logs its start synchronously when a write triggers it, before that write answers.
+  t.same(started, [], '30 new documents: no pass');
+  for (let i = 0; i < 3; i++) await docs.bulkDocs('fresh', [{ _id: `d${i}`, _rev: created[i]!, n: -i }], true, () => 'unused');
+  t.same(started, [], 'three updates: below the threshold');
+  await docs.bulkDocs('fresh', [{ _id: 'd3', _rev: created[3]!, n: -3 }], true, () => 'unused');
+  t.equal(started.length, 1, 'the fourth update starts it');
+  await docs.compact('fresh');
 });

@@ -1,0 +1,47 @@
+// Where a `_bulk_docs` write spends the node's main-thread time: a CPU profile of the node
+// while one client posts bench/docs.ts's documents in batches of 500 (new documents, durable),
+// summarised per document by place and function (bench/profile-summary.ts).
+// Usage: npx tsx bench/docs-profile.ts   (DOCS_PROFILE_N documents, default 100000)
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { spawnScript } from '../test/support/process.js';
+import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
+import { call } from './http-client.js';
+import { profileWindow, summarise, table } from './profile-summary.js';
+
+const N = Number(process.env.DOCS_PROFILE_N ?? 100_000);
+const BATCH = 500;
+
+function doc(i: number) {
+  return { _id: `d${String(i).padStart(8, '0')}`, type: 'bench', n: i, name: `user ${i}`, tags: ['a', 'b', String(i % 10)], nested: { score: i % 1000, ok: i % 2 === 0 } };
+}
+
+const dataDir = tempDir('firkin-bench-dprof-');
+const profDir = tempDir('firkin-bench-dprof-cpu-');
+mkdirSync(profDir, { recursive: true });
+try {
+  const serverProfile = path.join(profDir, 'server.cpuprofile');
+  const node = await spawnScript({
+    script: 'bench/profiled-node.ts',
+    env: { SERVICE_DATA_DIR: dataDir, SERVICE_HTTP_PORT: '0', SERVICE_ADMIN_KEY: TEST_ADMIN_KEY, SERVICE_LOG_LEVEL: 'info', FIRKIN_PROFILE_OUT: serverProfile },
+    ready: /listening on (https?:\/\/[^\s]+) /,
+    what: 'profiled node',
+  });
+  const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
+  await call(node.url, 'PUT', '/db/bulk', undefined, false, auth);
+  const seconds = await profileWindow(node, async () => {
+    const t0 = performance.now();
+    for (let start = 0; start < N; start += BATCH) {
+      await call(node.url, 'POST', '/db/bulk/_bulk_docs', { docs: Array.from({ length: Math.min(BATCH, N - start) }, (_, i) => doc(start + i)) }, false, auth);
+    }
+    return (performance.now() - t0) / 1000;
+  });
+  await node.stop();
+  console.log(`${N} documents through _bulk_docs in batches of ${BATCH}, 1 client: ${(N / seconds).toFixed(0)} docs/s`);
+  const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));
+  table(`server by place (${server.totalMs.toFixed(0)} ms sampled), per document`, server.byPlace, server.totalMs, 20, N);
+  table('server by function (self time), per document', server.byFunction, server.totalMs, 35, N);
+} finally {
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(profDir, { recursive: true, force: true });
+}
