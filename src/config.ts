@@ -95,6 +95,7 @@ const SETTINGS = {
   SERVICE_HTTP_BODY_LIMIT_BYTES: { parse: int(1024, 1024 ** 3), default: 16 * 1024 * 1024 },
   SERVICE_DATA_DIR: { parse: nonEmpty, default: 'data' },
   SERVICE_STORAGE_WRITE_WORKER: { parse: bool, default: true },
+  SERVICE_STORAGE_CACHE_MB: { parse: int(0, 4095), default: 128 },
   SERVICE_NODE_NAME: { parse: nonEmpty, default: `firkin@${hostname()}` },
   SERVICE_SEED_NODES: { parse: hostPortList, default: [] as string[] },
   SERVICE_ENABLE_CLUSTER: { parse: bool, default: false },
@@ -178,7 +179,7 @@ export interface Config {
   };
   dataDir: string;
   /** Synced writes on a worker thread, so fsync never stalls the event loop. */
-  storage: { writeWorker: boolean };
+  storage: { writeWorker: boolean; cacheMb: number };
   nodeName: string;
   logLevel: LogLevel;
   auth: { disabled: boolean; adminKey?: string };
@@ -360,7 +361,7 @@ function assemble(v: Values): Config {
       tls,
     },
     dataDir,
-    storage: { writeWorker: v.SERVICE_STORAGE_WRITE_WORKER },
+    storage: { writeWorker: v.SERVICE_STORAGE_WRITE_WORKER, cacheMb: v.SERVICE_STORAGE_CACHE_MB },
     nodeName: v.SERVICE_NODE_NAME,
     logLevel: v.SERVICE_LOG_LEVEL,
     auth: { disabled: v.SERVICE_AUTH_DISABLED, adminKey: v.SERVICE_ADMIN_KEY },

@@ -130,7 +130,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const clock = options.clock ?? systemClock;
   const log = options.log ?? createLogger(config);
   const startedAtMs = clock.nowMs();
-  const store = await Store.open(config.dataDir, { writeWorker: config.storage.writeWorker });
+  const store = await Store.open(config.dataDir, { writeWorker: config.storage.writeWorker, cacheMb: config.storage.cacheMb });
   const closers: (() => Promise<void>)[] = [() => store.close()];
   try {
     /** Ids for documents written without one. */

@@ -109,3 +109,14 @@ t.test('entriesSync reads what entries reads, up to its limit, and says whether 
     fcParams(60),
   );
 });
+
+t.test('the data columns take a block cache size, none (0) included', async (t) => {
+  for (const cacheMb of [0, 16]) {
+    const dir = tempDir();
+    const store = await Store.open(dir, { cacheMb });
+    await store.batch([{ type: 'put', cf: 'vec', key: encodeKey(['c', 1]), value: Buffer.from('v') }, { type: 'put', cf: 'seq', key: encodeKey(['c', 1]), value: Buffer.from('s') }], { sync: true });
+    t.same(store.getManySync('vec', [encodeKey(['c', 1])]).map(String), ['v'], `cache ${cacheMb} MB: data column`);
+    t.equal((await store.get('seq', encodeKey(['c', 1])))?.toString(), 's', `cache ${cacheMb} MB: other column`);
+    await store.close();
+  }
+});
