@@ -577,16 +577,21 @@ export class RaftCore {
     }
   }
 
+  /** A leader speaks in our term: after `forgetLeader` its short timeout is undone. */
+  #heardFromLeader(from: NodeId): void {
+    if (this.leader === null) this.#resetRandomizedElectionTicks();
+    this.electionElapsed = 0;
+    this.leader = from;
+  }
+
   #stepFollower(m: Message): void {
     switch (m.kind) {
       case 'append':
-        this.electionElapsed = 0;
-        this.leader = m.from;
+        this.#heardFromLeader(m.from);
         this.#handleAppend(m);
         return;
       case 'heartbeat':
-        this.electionElapsed = 0;
-        this.leader = m.from;
+        this.#heardFromLeader(m.from);
         // The leader sends min(match, commit), so this never passes our matched prefix.
         if (m.commit > this.log.committed) this.#commitTo(Math.min(m.commit, this.log.lastIndex()));
         if (m.quiesce === true) {
@@ -598,8 +603,7 @@ export class RaftCore {
         this.#send(m.from, { kind: 'heartbeatResp', readSeq: m.readSeq });
         return;
       case 'snapshot':
-        this.electionElapsed = 0;
-        this.leader = m.from;
+        this.#heardFromLeader(m.from);
         this.#handleSnapshot(m);
         return;
       case 'timeoutNow':

@@ -125,6 +125,24 @@ t.test('forgetLeader: one follower alone cannot unseat a leader the others still
   t.end();
 });
 
+t.test('forgetLeader: a heartbeat before the early campaign restores a whole election timeout', (t) => {
+  for (let seed = 1; seed <= 10; seed++) {
+    const c = new Cluster(ids, { electionTicks: 10 }, seed);
+    c.campaign('n1');
+    c.c('n3').forgetLeader();
+    c.tick(['n1'], 1); // the leader was alive after all
+    t.equal(c.c('n3').leader, 'n1');
+    c.isolated.add('n3');
+    let ticks = 0;
+    while (c.c('n3').role === 'follower' && ticks < 40) {
+      c.tick(['n3']);
+      ticks++;
+    }
+    t.ok(ticks >= 10, `seed ${seed}: cut off afterwards, it waits a whole timeout (${ticks} ticks)`);
+  }
+  t.end();
+});
+
 t.test('forgetLeader: a no-op on a leader and on a follower with no leader', (t) => {
   const c = elected();
   c.c('n1').forgetLeader();
