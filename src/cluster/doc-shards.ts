@@ -20,7 +20,7 @@ import { type Clock, type Hlc, type HybridClock, compareHlc, parseHlc } from '..
 import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, shardFor, splitRanges } from '../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../docdb/doc-input.js';
 import type { AttachmentMeta } from '../docdb/records.js';
-import { type ChangeEntry, type DocEdit, type DocEngine, type EditResult, bulkEdits } from '../docdb/engine.js';
+import { type ChangeEntry, type DocEdit, type DocEngine, type EditResult, bulkEdits, leftOlderBody } from '../docdb/engine.js';
 import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind } from '../docdb/query/execute.js';
 import { mergeFind } from '../docdb/vdb/merge.js';
@@ -265,7 +265,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         const r = this.leading(req.g);
         this.checkDeadline(req);
         const outcome = ((await r.group.propose(req.c)) ?? null) as DocShardOutcome | null;
-        if (outcome?.kind === 'edits') this.#countWrites(r, outcome.results.length);
+        // New documents leave nothing to compact (the standalone engine's rule too).
+        if (outcome?.kind === 'edits') this.#countWrites(r, outcome.results.filter(leftOlderBody).length);
         return encodeCbor({ o: outcome });
       }
       case 'dshard.read': {

@@ -78,6 +78,16 @@ export type EditResult =
   | { readonly ok: true; readonly id: string; readonly rev: string }
   | { readonly ok: false; readonly id: string | null; readonly error: string; readonly message: string };
 
+/**
+ * Whether a write's answer says it probably left an older body for compaction: it succeeded
+ * with a revision that has a parent (generation above 1). Exact for local edits; a replicated
+ * revision's parent may never have been here. What a shard leader counts towards proposing a
+ * compaction (the engine itself counts exactly, from the records).
+ */
+export function leftOlderBody(result: EditResult): boolean {
+  return result.ok && revGen(result.rev) > 1;
+}
+
 /** One document edit as the write queue applies it (and as a replicated shard's log carries it). */
 export type DocEdit = Edit;
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import t from 'tap';
 import { HybridClock, systemClock } from '../../src/core/hlc.js';
-import { DocEngine } from '../../src/docdb/engine.js';
+import { DocEngine, leftOlderBody } from '../../src/docdb/engine.js';
 import { Store } from '../../src/storage/db.js';
 import { compactAndWait as compacted, until } from '../support/compact.js';
 import { type TestNode, startTestNode } from '../support/node.js';
@@ -166,4 +166,12 @@ t.test('new documents alone never start the automatic pass (nothing to drop); up
   await docs.bulkDocs('fresh', [{ _id: 'd3', _rev: created[3]!, n: -3 }], true, () => 'unused');
   t.equal(started.length, 1, 'the fourth update starts it');
   await docs.compact('fresh');
+});
+
+t.test('what a shard leader counts towards a compaction: successful writes of a revision with a parent', (t) => {
+  t.notOk(leftOlderBody({ ok: true, id: 'a', rev: '1-abc' }), 'a first revision');
+  t.ok(leftOlderBody({ ok: true, id: 'a', rev: '2-abc' }), 'an update');
+  t.ok(leftOlderBody({ ok: true, id: 'a', rev: '12-abc' }));
+  t.notOk(leftOlderBody({ ok: false, id: 'a', error: 'conflict', message: 'x' }), 'a refused write');
+  t.end();
 });
