@@ -10,7 +10,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TEST_ADMIN_KEY, request, tempDir } from '../test/support/node.js';
+import { TEST_ADMIN_KEY, TEST_CACHE_ENV, request, tempDir } from '../test/support/node.js';
 import { waitFor } from '../test/support/wait.js';
 import { freePorts } from '../test/raft/kv-cluster.js';
 import { FAST_CLUSTER_ENV } from '../test/cluster/harness.js';
@@ -516,6 +516,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     name,
     env: {
       ...FAST_CLUSTER_ENV,
+      ...TEST_CACHE_ENV,
       SERVICE_ENABLE_CLUSTER: 'true',
       SERVICE_NODE_NAME: name,
       SERVICE_HTTP_PORT: '0',

@@ -3,7 +3,7 @@
 // ports. `close()` kills every process it started and deletes the data.
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { type ChildNode, spawnNode } from '../support/process.js';
+import { type ChildNode, spawnTestNode } from '../support/process.js';
 import { TEST_ADMIN_KEY, type Reply, type RequestOptions, request, tempDir } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
 import { freePorts } from '../raft/kv-cluster.js';
@@ -91,7 +91,7 @@ export class TestCluster {
 
   async startNode(name: string): Promise<void> {
     const n = this.node(name);
-    n.child = await spawnNode(n.env);
+    n.child = await spawnTestNode(n.env);
   }
 
   async kill9(name: string): Promise<void> {

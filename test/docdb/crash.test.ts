@@ -5,7 +5,7 @@
 import { rmSync } from 'node:fs';
 import t from 'tap';
 import { TEST_ADMIN_KEY, request, tempDir } from '../support/node.js';
-import { spawnNode } from '../support/process.js';
+import { spawnTestNode } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
 
 const WORKERS = 8;
@@ -21,7 +21,7 @@ t.test('kill -9 under concurrent writes loses nothing acknowledged', async (t) =
   const dataDir = tempDir('firkin-crash-');
   const env = { SERVICE_DATA_DIR: dataDir, SERVICE_LOG_LEVEL: 'info' };
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  let child = await spawnNode(env);
+  let child = await spawnTestNode(env);
   t.teardown(() => child.kill9());
   const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     request(child.url, method, path, { body, key: TEST_ADMIN_KEY, headers });
@@ -71,7 +71,7 @@ t.test('kill -9 under concurrent writes loses nothing acknowledged', async (t) =
   await Promise.all(running);
   t.ok(acks >= ACKS_BEFORE_KILL, `${acks} writes acknowledged before the kill`);
 
-  child = await spawnNode(env);
+  child = await spawnTestNode(env);
   let checked = 0;
   for (const [id, state] of docs) {
     if (state.acked === undefined) continue; // never acknowledged (a bulk in flight)

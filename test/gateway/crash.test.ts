@@ -4,7 +4,7 @@
 import { rmSync } from 'node:fs';
 import t from 'tap';
 import { request, tempDir } from '../support/node.js';
-import { runNodeExpectingExit, spawnNode } from '../support/process.js';
+import { runNodeExpectingExit, spawnTestNode } from '../support/process.js';
 import { MASTER_KEY } from './support.js';
 
 t.test('no master key: the node exits with the reason', async (t) => {
@@ -20,7 +20,7 @@ t.test('kill -9 loses nothing acknowledged', async (t) => {
   const call = (url: string, method: string, path: string, key: string, body?: unknown) =>
     request(url, method, path, { key: false, headers: { 'x-api-key': key }, body });
 
-  const first = await spawnNode(env);
+  const first = await spawnTestNode(env);
   const created = await call(first.url, 'POST', '/admin/tenants', MASTER_KEY, { tenant_id: 'acme', max_vectors: 50 });
   const key = created.body.api_key as string;
   const second = (await call(first.url, 'POST', '/admin/tenants/acme/keys', MASTER_KEY, { rpm_limit: 1000 })).body;
@@ -31,7 +31,7 @@ t.test('kill -9 loses nothing acknowledged', async (t) => {
   t.equal((await call(first.url, 'DELETE', `/admin/tenants/acme/keys/${created.body.key_id}`, MASTER_KEY)).status, 200);
   await first.kill9();
 
-  const again = await spawnNode(env);
+  const again = await spawnTestNode(env);
   t.teardown(() => again.stop());
   t.equal((await call(again.url, 'GET', '/v1/collections', key)).body.error, 'invalid_api_key', 'the revoked key stays revoked');
   const usage = (await call(again.url, 'GET', '/admin/tenants/acme/usage', MASTER_KEY)).body;

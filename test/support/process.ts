@@ -1,7 +1,7 @@
 // A node as a real child process, for crash (kill -9) and multi-node tests.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { TEST_ADMIN_KEY } from './node.js';
+import { TEST_ADMIN_KEY, TEST_CACHE_ENV } from './node.js';
 import { waitFor } from './wait.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -56,6 +56,11 @@ export async function spawnScript(options: { script: string; args?: string[]; en
       return exited;
     },
   };
+}
+
+/** `spawnNode` for tests: small block caches (`TEST_CACHE_ENV`); benches spawn the product's defaults. */
+export function spawnTestNode(env: Record<string, string>, args: string[] = []): Promise<ChildNode> {
+  return spawnNode({ ...TEST_CACHE_ENV, ...env }, args);
 }
 
 /** Start `src/main.ts` under tsx with the given env; resolves once it logs its URL (it must log at info). */

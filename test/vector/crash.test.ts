@@ -4,7 +4,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { request, startTestNode, tempDir } from '../support/node.js';
-import { spawnNode } from '../support/process.js';
+import { spawnTestNode } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
 
 const P = '/vectordb/collections';
@@ -43,7 +43,7 @@ t.test('kill -9 after a saved index and more writes: load the file, replay the r
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
 
   // Phase 1: writes, then wait until the background save covers them.
-  let child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '100' });
+  let child = await spawnTestNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '100' });
   t.teardown(() => child.proc.kill('SIGKILL'));
   let r = await request(child.url, 'PUT', `${P}/crash`, { body: { dimensions: DIMS, bm25_backend: 'disk' } });
   t.equal(r.status, 201);
@@ -58,7 +58,7 @@ t.test('kill -9 after a saved index and more writes: load the file, replay the r
   await child.kill9();
 
   // Phase 2: no background saves; more writes, an update and a delete, then kill -9.
-  child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
+  child = await spawnTestNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
   r = await request(child.url, 'POST', `${P}/crash/docs`, { body: { documents: docs(40, 60, 'beta') } });
   t.equal(r.status, 200);
   r = await request(child.url, 'POST', `${P}/crash/docs`, { body: { id: 'doc5', text: 'moved', vector: vec(1005) } });
@@ -68,7 +68,7 @@ t.test('kill -9 after a saved index and more writes: load the file, replay the r
   await child.kill9();
 
   // Phase 3: start again; the file is loaded and the 23 later writes replayed.
-  child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
+  child = await spawnTestNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
   const h = await shardHealth(child.url);
   t.equal(h.recovery.source, 'file');
   t.equal(h.recovery.replayed, 22, '20 inserts, 1 update, 1 delete replayed');
@@ -87,7 +87,7 @@ t.test('kill -9 after a saved index and more writes: load the file, replay the r
 t.test('kill -9 before any save: the index is rebuilt from the records', async (t) => {
   const dataDir = tempDir();
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  let child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
+  let child = await spawnTestNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
   t.teardown(() => child.proc.kill('SIGKILL'));
   await request(child.url, 'PUT', `${P}/crash`, { body: { dimensions: DIMS, embedder: { type: 'hash' }, bm25_backend: 'memory' } });
   for (let i = 0; i < 10; i++) {
@@ -95,7 +95,7 @@ t.test('kill -9 before any save: the index is rebuilt from the records', async (
     t.equal(r.status, 201);
   }
   await child.kill9();
-  child = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
+  child = await spawnTestNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' });
   const h = await shardHealth(child.url);
   t.equal(h.recovery.source, 'rebuilt');
   await expectAllFound(t, child.url, Array.from({ length: 10 }, (_, i) => i), 'after rebuild');

@@ -5,7 +5,7 @@ import t from 'tap';
 import { exactTotal, mergeAnswers, mergeQueries } from '../../../src/docdb/federation/federation.js';
 import { fcParams } from '../../support/fc.js';
 import { TEST_ADMIN_KEY, request, startTestNode, tempDir } from '../../support/node.js';
-import { spawnNode } from '../../support/process.js';
+import { spawnTestNode } from '../../support/process.js';
 
 t.test('merge is pure: dedupe by winning revision, one order, global paging', (t) => {
   fc.assert(
@@ -55,7 +55,7 @@ t.test('the exact total is the union of the id lists, unless a list is missing o
 t.test('federations over HTTP', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
-  const remote = await spawnNode({ SERVICE_DATA_DIR: tempDir() });
+  const remote = await spawnTestNode({ SERVICE_DATA_DIR: tempDir() });
   t.teardown(() => remote.stop());
   const callRemote = (method: string, path: string, body?: unknown) => request(remote.url, method, path, { body, key: TEST_ADMIN_KEY });
 

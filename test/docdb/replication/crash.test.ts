@@ -3,7 +3,7 @@
 // source from re-sending: after recovery one new document costs exactly one revision read.
 import { rmSync } from 'node:fs';
 import t from 'tap';
-import { spawnNode, type ChildNode } from '../../support/process.js';
+import { spawnTestNode, type ChildNode } from '../../support/process.js';
 import { request, tempDir, TEST_ADMIN_KEY } from '../../support/node.js';
 import { waitFor } from '../../support/wait.js';
 import { freePort } from './ports.js';
@@ -18,10 +18,10 @@ t.test('target killed mid-replication', async (t) => {
     rmSync(targetDir, { recursive: true, force: true });
   });
   const env = { SERVICE_REPLICATION_RETRY_BASE_MS: '50', SERVICE_REPLICATION_RETRY_MAX_MS: '500', SERVICE_REPLICATION_BATCH_SIZE: '50' };
-  const source = await spawnNode({ ...env, SERVICE_DATA_DIR: sourceDir });
+  const source = await spawnTestNode({ ...env, SERVICE_DATA_DIR: sourceDir });
   t.teardown(() => source.stop());
   const targetEnv = { SERVICE_DATA_DIR: targetDir, SERVICE_HTTP_PORT: String(await freePort()) };
-  let target: ChildNode = await spawnNode(targetEnv);
+  let target: ChildNode = await spawnTestNode(targetEnv);
   t.teardown(() => target.stop());
   const s = (method: string, path: string, body?: unknown) => request(source.url, method, path, { body, key: TEST_ADMIN_KEY });
   const d = (method: string, path: string, body?: unknown) => request(target.url, method, path, { body, key: TEST_ADMIN_KEY });
@@ -49,7 +49,7 @@ t.test('target killed mid-replication', async (t) => {
   const failing = await waitFor(async () => ((await task()).status === 'error' ? task() : undefined), { what: 'the task to see the target gone', timeoutMs: 30_000 });
   t.match(failing.last_error, /bad_gateway|timeout/);
 
-  target = await spawnNode(targetEnv);
+  target = await spawnTestNode(targetEnv);
   await waitFor(async () => (await targetCount()) === N, { what: `all ${N} documents on the restarted target`, timeoutMs: 60_000 });
   const done = await waitFor(async () => {
     const v = await task();

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { overCapacity, tierForAge, DEFAULT_TIER_CONFIG } from '../../../src/docdb/tier/policy.js';
 import { TEST_ADMIN_KEY, request, startTestNode, tempDir } from '../../support/node.js';
-import { spawnNode } from '../../support/process.js';
+import { spawnTestNode } from '../../support/process.js';
 import { waitFor } from '../../support/wait.js';
 
 const DAY_MS = 86_400_000;
@@ -112,7 +112,7 @@ t.test('tiering over HTTP', async (t) => {
 
 t.test('kill -9 in the middle of a migration run: every document in exactly one tier', async (t) => {
   const dataDir = tempDir();
-  let child = await spawnNode({ SERVICE_DATA_DIR: dataDir });
+  let child = await spawnTestNode({ SERVICE_DATA_DIR: dataDir });
   const call = (method: string, path: string, body?: unknown) => request(child.url, method, path, { body, key: TEST_ADMIN_KEY });
   await call('PUT', '/db/h');
   await call('PUT', '/db/w');
@@ -123,7 +123,7 @@ t.test('kill -9 in the middle of a migration run: every document in exactly one 
   await waitFor(() => child.output().includes('capacity migration progress'), { timeoutMs: 60_000, what: 'the migration to be under way' });
   await child.kill9();
   await running;
-  child = await spawnNode({ SERVICE_DATA_DIR: dataDir });
+  child = await spawnTestNode({ SERVICE_DATA_DIR: dataDir });
   t.teardown(() => child.stop());
   const hot = (await call('POST', '/db/h/_find', { where: [], include_docs: false, limit: 0 })).body.meta.total;
   const warm = (await call('POST', '/db/w/_find', { where: [], include_docs: false, limit: 0 })).body.meta.total;

@@ -283,10 +283,10 @@ t.test('split and merge under concurrent writes: every acknowledged write presen
 });
 
 t.test('a node restarted during a split rolls back or finishes it', async (t) => {
-  const { spawnNode } = await import('../../support/process.js');
+  const { spawnTestNode } = await import('../../support/process.js');
   const { request, tempDir, TEST_ADMIN_KEY } = await import('../../support/node.js');
   const dataDir = tempDir();
-  let child = await spawnNode({ SERVICE_DATA_DIR: dataDir });
+  let child = await spawnTestNode({ SERVICE_DATA_DIR: dataDir });
   const call = (method: string, path: string, body?: unknown) => request(child.url, method, path, { body, key: TEST_ADMIN_KEY });
   await call('POST', '/vdb', { name: 'crash', shard_count: 1 });
   const docs = Array.from({ length: 2000 }, (_, i) => ({ _id: `c${i}`, i }));
@@ -296,7 +296,7 @@ t.test('a node restarted during a split rolls back or finishes it', async (t) =>
   await waitFor(() => child.output().includes('rebalance progress'), { timeoutMs: 20_000, what: 'the split to start copying' });
   await child.kill9();
   await splitting;
-  child = await spawnNode({ SERVICE_DATA_DIR: dataDir });
+  child = await spawnTestNode({ SERVICE_DATA_DIR: dataDir });
   t.teardown(() => child.stop());
   const shards = (await call('GET', '/vdb/crash/_shards')).body;
   t.ok(shards.shards.every((s: { status: string }) => s.status === 'active'), 'no shard left mid-move');
