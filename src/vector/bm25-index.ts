@@ -197,6 +197,12 @@ function decodePosting(docId: string, value: Buffer): Posting {
   return { docId, tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) };
 }
 
+/** The postings of a term's key/value entries (keys end in the doc id after `prefixLength` bytes), appended to `into`. */
+function postingsOf(entries: readonly [Buffer, Buffer][], prefixLength: number, into: Posting[] = []): Posting[] {
+  for (const [key, value] of entries) into.push(decodePosting(decodeTrailingString(key, prefixLength), value));
+  return into;
+}
+
 function boundValue(bound: TermBound): Buffer {
   const b = Buffer.allocUnsafe(12);
   b.writeUInt32BE(bound.df, 0);
@@ -355,18 +361,11 @@ class DiskBm25 implements Bm25Index {
     const applied = this.#applied;
     const range = prefixRange([this.#shard, 'p', term]);
     const prefixLength = range.gte.length;
-    const list: Posting[] = [];
     // A short list is read on this thread; a long one through the pool, in batches its df sizes.
     const df = this.#bounds.get(term)?.df ?? 0;
     const max = this.#limits.syncListPostingsMax;
     const synced = df <= max ? this.#store.entriesSync('bm25', range, max) : undefined;
-    if (synced?.complete === true) {
-      for (const [key, value] of synced.entries) {
-        list.push(decodePosting(decodeTrailingString(key, prefixLength), value));
-      }
-    } else {
-      await this.#readListAsync(range, prefixLength, df, list);
-    }
+    const list = synced?.complete === true ? postingsOf(synced.entries, prefixLength) : await this.#readListAsync(range, prefixLength, df);
     const entry: CachedList = { list, byId: undefined };
     // Only what no applied change overtook while we read is cached or tightens the bound. (A
     // batch that committed during the read but is not applied yet is fine either way: its
@@ -387,18 +386,16 @@ class DiskBm25 implements Bm25Index {
   }
 
   /** A long list through the thread pool, the bound's df sizing the native batches. */
-  async #readListAsync(range: { gte: Buffer; lt: Buffer }, prefixLength: number, df: number, list: Posting[]): Promise<void> {
+  async #readListAsync(range: { gte: Buffer; lt: Buffer }, prefixLength: number, df: number): Promise<Posting[]> {
+    const list: Posting[] = [];
     const cursor = this.#store.cursor('bm25', range);
     try {
       const batchSize = Math.min(LIST_READ_BATCH_MAX, df + 1);
-      for (let batch = await cursor.next(batchSize); batch.length > 0; batch = await cursor.next(batchSize)) {
-        for (const [key, value] of batch) {
-          list.push(decodePosting(decodeTrailingString(key, prefixLength), value));
-        }
-      }
+      for (let batch = await cursor.next(batchSize); batch.length > 0; batch = await cursor.next(batchSize)) postingsOf(batch, prefixLength, list);
     } finally {
       await cursor.close();
     }
+    return list;
   }
 
   async #read(read: PostingRead): Promise<PostingAnswer> {
