@@ -187,10 +187,7 @@ export class RaftCore {
    */
   forgetLeader(): void {
     if (this.role !== 'follower' || this.leader === null) return;
-    if (this.quiesced) {
-      this.quiesced = false;
-      this.#idleTicks = 0;
-    }
+    this.wake(); // a silent group must tick to campaign
     this.leader = null;
     const withinTicks = Math.max(1, Math.floor(this.#opts.electionTicks / 2));
     this.#randomizedElectionTicks = this.electionElapsed + 1 + this.#opts.rand.int(withinTicks);
