@@ -8,12 +8,13 @@ import { spawnScript } from '../test/support/process.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
 import { call } from './http-client.js';
 import { profileWindow, summarise, table } from './profile-summary.js';
+import { benchDoc } from './support.js';
 
 const N = Number(process.env.DOCS_PROFILE_N ?? 100_000);
 const BATCH = 500;
 
 function doc(i: number) {
-  return { _id: `d${String(i).padStart(8, '0')}`, type: 'bench', n: i, name: `user ${i}`, tags: ['a', 'b', String(i % 10)], nested: { score: i % 1000, ok: i % 2 === 0 } };
+  return { _id: `d${String(i).padStart(8, '0')}`, ...benchDoc(i) };
 }
 
 const dataDir = tempDir('firkin-bench-dprof-');

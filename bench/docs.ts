@@ -5,7 +5,7 @@
 import autocannon from 'autocannon';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
 import { spawnNode } from '../test/support/process.js';
-import { type BenchResult, percentile, report, selected } from './support.js';
+import { type BenchResult, benchDoc, percentile, report, selected } from './support.js';
 
 const durationS = Number(process.env.DURATION_S ?? 10);
 const bulkDocs = Number(process.env.BULK_DOCS ?? 100_000);
@@ -18,10 +18,6 @@ async function call(url: string, method: string, path: string, body?: unknown): 
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 200)}`);
   return JSON.parse(text);
-}
-
-function doc(i: number) {
-  return { type: 'bench', n: i, name: `user ${i}`, tags: ['a', 'b', String(i % 10)], nested: { score: i % 1000, ok: i % 2 === 0 } };
 }
 
 async function cannon(name: string, url: string, connections: number, setup: (n: number) => { method: 'GET' | 'PUT'; path: string; body?: string }): Promise<BenchResult> {
@@ -51,7 +47,7 @@ async function bulk(url: string, db: string, clients: number): Promise<BenchResu
   const latencies: number[] = [];
   const worker = async () => {
     for (let b = next++; b < batches; b = next++) {
-      const docs = Array.from({ length: Math.min(batch, bulkDocs - b * batch) }, (_, k) => ({ _id: `d${String(b * batch + k).padStart(8, '0')}`, ...doc(b * batch + k) }));
+      const docs = Array.from({ length: Math.min(batch, bulkDocs - b * batch) }, (_, k) => ({ _id: `d${String(b * batch + k).padStart(8, '0')}`, ...benchDoc(b * batch + k) }));
       const start = performance.now();
       const results = await call(url, 'POST', `/db/${db}/_bulk_docs`, { docs });
       latencies.push(performance.now() - start);
@@ -88,7 +84,7 @@ try {
   const url = node.url;
   const results: BenchResult[] = [];
   await call(url, 'PUT', '/db/single');
-  const body = JSON.stringify(doc(1));
+  const body = JSON.stringify(benchDoc(1));
   let written = 0;
   for (const c of [1, 16]) {
     if (selected(`PUT c=${c}`)) {
@@ -99,7 +95,7 @@ try {
   }
   if (selected('GET')) {
     // GET needs documents: make sure some exist even when the PUT cases were filtered out.
-    await call(url, 'POST', '/db/single/_bulk_docs', { docs: Array.from({ length: 1000 }, (_, i) => ({ _id: `g${i}`, ...doc(i) })) });
+    await call(url, 'POST', '/db/single/_bulk_docs', { docs: Array.from({ length: 1000 }, (_, i) => ({ _id: `g${i}`, ...benchDoc(i) })) });
     for (const c of [1, 16]) {
       if (selected(`GET c=${c}`)) results.push(await cannon('GET /db/single/:id', url, c, (n) => ({ method: 'GET', path: `/db/single/g${(n * 7919) % 1000}` })));
     }

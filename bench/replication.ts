@@ -6,7 +6,7 @@ import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
 import { spawnNode } from '../test/support/process.js';
-import { type BenchResult, report, selected } from './support.js';
+import { type BenchResult, benchDoc, report, selected } from './support.js';
 
 const docs = Number(process.env.REPL_DOCS ?? 100_000);
 // The node's default (SERVICE_REPLICATION_BATCH_SIZE) unless REPL_BATCH says otherwise.
@@ -23,7 +23,7 @@ async function call(url: string, method: string, path: string, body?: unknown): 
 }
 
 function doc(i: number) {
-  return { _id: `doc${String(i).padStart(7, '0')}`, type: 'bench', n: i, name: `user ${i}`, tags: ['a', 'b', String(i % 10)], nested: { score: i % 1000, ok: i % 2 === 0 } };
+  return { _id: `doc${String(i).padStart(7, '0')}`, ...benchDoc(i) };
 }
 
 async function load(url: string, db: string): Promise<void> {

@@ -22,3 +22,8 @@ export function selected(name: string): boolean {
   const filter = process.argv[2] ?? '';
   return name.includes(filter);
 }
+
+/** The document body the document benches write (about 150 bytes as JSON); callers add the `_id`. */
+export function benchDoc(i: number) {
+  return { type: 'bench', n: i, name: `user ${i}`, tags: ['a', 'b', String(i % 10)], nested: { score: i % 1000, ok: i % 2 === 0 } };
+}
