@@ -78,7 +78,7 @@ export function createLogger(config: Config): Logger {
 async function bootstrapAdminKey(keys: ApiKeys, config: Config, clock: Clock, log: Logger): Promise<string | undefined> {
   const file = path.join(config.dataDir, 'admin.key');
   if (config.auth.adminKey !== undefined) {
-    if (keys.verify(config.auth.adminKey) === undefined) {
+    if ((await keys.verify(config.auth.adminKey)) === undefined) {
       await keys.create({ key: config.auth.adminKey, permissions: ['admin'], databases: 'all', label: 'SERVICE_ADMIN_KEY', nowMs: clock.nowMs() });
     }
     return undefined;
@@ -280,7 +280,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       keys.attachCluster({
         put: (record) => m.propose({ type: 'apikey.put', record }),
         revoke: (id) => (staleKeys ? m.propose({ type: 'apikey.revoke', id }) : m.proposeRevocation({ type: 'apikey.revoke', id })),
-        assertFresh: () => (staleKeys ? undefined : m.assertFresh()),
+        confirmFresh: () => (staleKeys ? Promise.resolve() : m.confirmFresh()),
       });
       keys.clusterChanged(Object.values(m.state.apiKeys));
       m.fsm.listen((state, cmd) => {

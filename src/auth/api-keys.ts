@@ -79,8 +79,8 @@ export interface ClusterKeyStore {
   put(record: ApiKeyRecord): Promise<void>;
   /** Resolves once no node can still accept the key. */
   revoke(id: string): Promise<void>;
-  /** Throws (503) when this node's copy of the cluster's keys may be stale. */
-  assertFresh(): void;
+  /** Resolves once this node's copy of the cluster's keys is confirmed fresh; throws (503) when it cannot be. */
+  confirmFresh(): Promise<void>;
 }
 
 export class ApiKeys {
@@ -157,10 +157,10 @@ export class ApiKeys {
   }
 
   /** The key's record, if valid; in cluster mode throws 503 when cluster keys cannot be checked here. */
-  verify(key: string): ApiKeyRecord | undefined {
+  async verify(key: string): Promise<ApiKeyRecord | undefined> {
     const digest = digestOf(key);
     const local = this.#byDigest.get(digest);
-    if (local === undefined && this.#cluster !== undefined) this.#cluster.assertFresh();
+    if (local === undefined && this.#cluster !== undefined) await this.#cluster.confirmFresh();
     const record = local ?? this.#clusterByDigest.get(digest);
     if (record === undefined) return undefined;
     // The map lookup already matched; the constant-time check guards against any future

@@ -13,7 +13,8 @@ export interface MetaAccess {
   readonly state: MetaState;
   propose(cmd: MetaCommand): Promise<void>;
   proposeRevocation(cmd: MetaCommand): Promise<void>;
-  assertFresh(): void;
+  /** Resolves once this node's copy is confirmed fresh; 503 no_quorum when it cannot be. */
+  confirmFresh(): Promise<void>;
 }
 
 export class MetaGatewayStore implements GatewayStore {
@@ -33,8 +34,8 @@ export class MetaGatewayStore implements GatewayStore {
     return Object.values(this.#meta.state.tenants).sort((a, b) => (a.tenant_id < b.tenant_id ? -1 : 1));
   }
 
-  keyByDigest(digest: string): KeyRecord | undefined {
-    this.#meta.assertFresh();
+  async keyByDigest(digest: string): Promise<KeyRecord | undefined> {
+    await this.#meta.confirmFresh();
     const keys = this.#meta.state.tenantKeys;
     // The map is rebuilt only when the applied key set changed (states are immutable).
     if (this.#indexedFrom !== keys) {

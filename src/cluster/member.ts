@@ -12,6 +12,7 @@ import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
 import { RaftTicker } from '../raft/ticker.js';
 import type { Message } from '../raft/types.js';
+import { nominalDelayMs } from '../core/backoff.js';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
@@ -97,6 +98,20 @@ const INCARNATION_KEY = Buffer.from('cluster\u0000incarnation');
 const CAUGHT_UP_LAG = 16;
 
 /** The vector API's cluster view (reshard is the vector shards' own: `VectorShards.startReshard`). */
+/** Pauses between on-demand freshness barriers that were refused at once (no leader known). */
+const FRESHNESS_RETRY = { baseMs: 10, capMs: 100 } as const;
+
+/** Waits for `p` up to `ms`: undefined when it resolved, the error's message when it failed, 'timed out' otherwise. */
+async function withinMs(p: Promise<void>, ms: number): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<string>((r) => (timer = setTimeout(() => r('timed out'), ms)));
+  try {
+    return await Promise.race([p.then(() => undefined, (err: unknown) => (err as Error).message), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardStatus' | 'cancelReshard'> {
   readonly #o: ClusterOptions;
   readonly #fsm: MetaFsm;
@@ -116,7 +131,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   #httpUrl: string;
   /** Monotonic start time of the last completed read barrier (freshness of the local copy). */
   #freshSinceMs = Number.NEGATIVE_INFINITY;
-  #barrierInFlight = false;
+  /** The freshness barrier under way, shared by the background refresh and waiting requests. */
+  #freshnessBarrier: Promise<void> | undefined;
   /** Which member a leaving node asks next whether it has left (when it knows no leader). */
   #leftProbe = 0;
   readonly #metrics: ReturnType<typeof clusterMetrics>;
@@ -413,11 +429,27 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     return performance.now() - this.#freshSinceMs <= this.#o.timings.keyFreshnessMs;
   }
 
-  /** Throws 503 no_quorum when cluster keys cannot be trusted here (cut off from the leader). */
-  assertFresh(): void {
-    if (!this.isFresh()) {
-      throw new FirkinError('no_quorum', `node ${this.#o.nodeName} has not confirmed the cluster's keys with a metadata majority in the last ${this.#o.timings.keyFreshnessMs} ms; cluster keys cannot be checked here (node-local keys still work)`);
+  /**
+   * Resolves once the local copy is fresh: at once when the background barrier is recent,
+   * otherwise after confirming it with a metadata majority on demand (a busy event loop can
+   * delay the background one past the window with nothing wrong). Tries for the freshness
+   * window, at least a second, then answers 503 no_quorum: this node is cut off.
+   */
+  async confirmFresh(): Promise<void> {
+    if (this.isFresh()) return;
+    const windowMs = this.#o.timings.keyFreshnessMs;
+    const deadline = performance.now() + Math.max(windowMs, 1_000);
+    let lastError = 'no leader is known';
+    for (let attempt = 1; this.memberState() === 'member' && !this.#closed; attempt++) {
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      const outcome = await withinMs(this.#sharedFreshnessBarrier(), left);
+      if (this.isFresh()) return;
+      if (outcome !== undefined) lastError = outcome;
+      // Refused at once (no leader known yet): a short pause before asking again.
+      if (outcome !== undefined) await new Promise((r) => setTimeout(r, Math.min(nominalDelayMs(attempt, FRESHNESS_RETRY), Math.max(0, deadline - performance.now()))));
     }
+    throw new FirkinError('no_quorum', `node ${this.#o.nodeName} could not confirm the cluster's keys with a metadata majority (${lastError}); cluster keys cannot be checked here (node-local keys still work)`);
   }
 
   /** Propose a revocation; acknowledge only once no node can still accept what it revokes. */
@@ -427,12 +459,16 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   }
 
   #refreshFreshness(): void {
-    if (this.#barrierInFlight || this.memberState() !== 'member') return;
+    if (this.memberState() !== 'member') return;
     if (performance.now() - this.#freshSinceMs < this.#o.timings.keyFreshnessMs / 4) return;
-    this.#barrierInFlight = true;
-    this.readBarrier()
-      .catch(() => undefined) // no leader or no quorum: freshness lapses, which is the point
-      .finally(() => (this.#barrierInFlight = false));
+    // No leader or no quorum: freshness lapses, which is the point.
+    this.#sharedFreshnessBarrier().catch(() => undefined);
+  }
+
+  /** One read barrier at a time for freshness, however many requests wait on it. */
+  #sharedFreshnessBarrier(): Promise<void> {
+    this.#freshnessBarrier ??= this.readBarrier().finally(() => (this.#freshnessBarrier = undefined));
+    return this.#freshnessBarrier;
   }
 
   // ---- join, leave, remove -------------------------------------------------------------------

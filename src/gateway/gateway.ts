@@ -143,10 +143,10 @@ export class Gateway {
   }
 
   /** The tenant and key a tenant key belongs to. */
-  authenticate(header: string | undefined): Caller {
+  async authenticate(header: string | undefined): Promise<Caller> {
     if (header === undefined || header === '') throw new FirkinError('missing_api_key', 'send your API key in X-Api-Key');
     const digest = keyDigest(header);
-    const key = this.#store.keyByDigest(digest);
+    const key = await this.#store.keyByDigest(digest);
     // The map lookup already matched; the constant-time check keeps it so if lookup changes.
     if (key === undefined || !digestsEqual(key.digest, digest)) throw new FirkinError('invalid_api_key', 'unknown or revoked API key');
     const tenant = this.#store.tenant(key.tenant_id);

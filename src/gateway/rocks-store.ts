@@ -76,7 +76,7 @@ export class RocksGatewayStore implements GatewayStore {
     return [...this.#tenants.values()].sort((a, b) => (a.tenant_id < b.tenant_id ? -1 : 1));
   }
 
-  keyByDigest(digest: string): KeyRecord | undefined {
+  async keyByDigest(digest: string): Promise<KeyRecord | undefined> {
     return this.#keysByDigest.get(digest);
   }
 

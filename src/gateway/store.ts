@@ -9,7 +9,8 @@ export interface GatewayStore {
   tenant(tenantId: string): Tenant | undefined;
   /** Ordered by tenant id. */
   tenants(): readonly Tenant[];
-  keyByDigest(digest: string): KeyRecord | undefined;
+  /** Async because a cluster's copy may first need confirming with a metadata majority. */
+  keyByDigest(digest: string): Promise<KeyRecord | undefined>;
   key(keyId: string): KeyRecord | undefined;
   /** Ordered by creation time, then id. */
   keysOf(tenantId: string): readonly KeyRecord[];

@@ -58,7 +58,7 @@ export function installAuth(app: FastifyInstance, options: { keys: ApiKeys; disa
         headers: { 'www-authenticate': 'Bearer' },
       });
     }
-    const record = options.keys.verify(key);
+    const record = await options.keys.verify(key);
     if (record === undefined) {
       throw new FirkinError('unauthorized', 'unknown or revoked API key', { headers: { 'www-authenticate': 'Bearer' } });
     }

@@ -93,7 +93,7 @@ export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds; 
   const s = schemas(bounds);
 
   app.addHook('onRequest', async (request, reply) => {
-    const caller = gateway.authenticate(request.headers['x-api-key'] as string | undefined);
+    const caller = await gateway.authenticate(request.headers['x-api-key'] as string | undefined);
     const admission = gateway.admit(caller);
     const headers = { 'x-ratelimit-limit': String(admission.limit), 'x-ratelimit-remaining': String(admission.remaining) };
     if (!admission.allowed) {
