@@ -259,6 +259,8 @@ interface Group {
   readonly changed: Set<string>;
   readonly records: Map<string, DocRecord | undefined>;
   readonly bodies: Map<string, BodyRecord | null>;
+  /** Stored bodies the edits will read (from before the group), read in one go. */
+  readonly leafBodies: Map<string, Buffer | undefined>;
   readonly ops: BatchOp[];
   docCount: number;
   delCount: number;
@@ -297,6 +299,11 @@ function deepFreeze(value: unknown): void {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
   Object.freeze(value);
   for (const v of Object.values(value)) deepFreeze(v);
+}
+
+/** A group's in-memory key of one document revision's body. */
+function bodyKey(docId: string, rev: string): string {
+  return `${docId}\u0000${rev}`;
 }
 
 function chunkCount(length: number): number {
@@ -652,6 +659,16 @@ export class DocEngine {
     const raw = await this.#store.getMany('docs', uncached.map((id) => keys.doc(db, id)));
     const records = new Map<string, DocRecord | undefined>(uncached.map((id, i) => [id, raw[i] === undefined ? undefined : decodeDocRecord(raw[i]!)]));
     for (const id of docIds) if (state.cache.has(id)) records.set(id, state.cache.get(id));
+    // The bodies edits read (a parent's, the old winner's for the indexes), read in one go so
+    // the edits below run without awaiting anything. Anything else (a conflict that becomes
+    // the winner) is read when needed.
+    const wanted = new Map<string, { id: string; rev: string }>();
+    const want = (id: string, rev: string) => wanted.set(bodyKey(id, rev), { id, rev });
+    for (const [id, rec] of records) if (rec !== undefined) want(id, rec.winner);
+    for (const edits of jobs) for (const e of edits) if ('kind' in e && e.kind !== 'replicate' && e.rev !== undefined && records.get(e.docId) !== undefined) want(e.docId, e.rev);
+    const wantedRevs = [...wanted.values()];
+    const leafRaw = await this.#store.getMany('revs', wantedRevs.map(({ id, rev }) => keys.body(db, id, rev)));
+    const leafBodies = new Map(wantedRevs.map(({ id, rev }, i) => [bodyKey(id, rev), leafRaw[i]]));
     const changed = new Set<string>();
     const g: Group = {
       db,
@@ -659,6 +676,7 @@ export class DocEngine {
       changed,
       records,
       bodies: new Map(),
+      leafBodies,
       ops: [],
       docCount: state.record.docCount,
       delCount: state.record.delCount,
@@ -676,7 +694,7 @@ export class DocEngine {
           continue;
         }
         try {
-          out.push(await this.#applyEdit(g, edit));
+          out.push(this.#applyEdit(g, edit));
         } catch (err) {
           out.push(errorResult(edit.docId, err));
         }
@@ -705,14 +723,16 @@ export class DocEngine {
     return results;
   }
 
-  async #loadBody(g: Group, docId: string, rev: string): Promise<BodyRecord | undefined> {
-    const overlay = g.bodies.get(`${docId}\u0000${rev}`);
+  #loadBody(g: Group, docId: string, rev: string): BodyRecord | undefined {
+    const key = bodyKey(docId, rev);
+    const overlay = g.bodies.get(key);
     if (overlay !== undefined) return overlay ?? undefined;
-    const buf = await this.#store.get('revs', keys.body(g.db, docId, rev));
+    // Not read ahead (rare: a conflict becoming the winner): read here, on this thread.
+    const buf = g.leafBodies.has(key) ? g.leafBodies.get(key) : this.#store.getManySync('revs', [keys.body(g.db, docId, rev)])[0];
     return buf === undefined ? undefined : decodeBody(buf);
   }
 
-  async #applyEdit(g: Group, edit: Edit): Promise<EditResult> {
+  #applyEdit(g: Group, edit: Edit): EditResult {
     switch (edit.kind) {
       case 'update':
       case 'attach':
@@ -723,7 +743,7 @@ export class DocEngine {
   }
 
   /** A local edit (new_edits: true): a child of the given leaf, or a first revision. */
-  async #applyLocal(g: Group, edit: Extract<Edit, { kind: 'update' | 'attach' }>): Promise<EditResult> {
+  #applyLocal(g: Group, edit: Extract<Edit, { kind: 'update' | 'attach' }>): EditResult {
     const { docId } = edit;
     const rec = g.records.get(docId);
     const deleting = edit.kind === 'update' && edit.deleted;
@@ -744,7 +764,7 @@ export class DocEngine {
       if (node.deleted && deleting) throw notFoundDoc(docId);
       parent = edit.rev;
     }
-    const parentBody = parent === undefined ? undefined : await this.#loadBody(g, docId, parent);
+    const parentBody = parent === undefined ? undefined : this.#loadBody(g, docId, parent);
     const parentAtts: Attachments = parentBody?.attachments ?? {};
     const blobs: Blob[] = [];
     let body: Body;
@@ -787,12 +807,12 @@ export class DocEngine {
     const path: RevPath = { revs: parent === undefined ? [rev] : [rev, parent], deleted: deleting };
     const tree = stem(mergePath(rec?.tree ?? [], path).tree, g.state.record.revsLimit);
     const bodyRecord: BodyRecord = Object.keys(final).length > 0 ? { body, attachments: final } : { body };
-    await this.#commitDoc(g, docId, rec, tree, { rev, body: bodyRecord, blobs });
+    this.#commitDoc(g, docId, rec, tree, { rev, body: bodyRecord, blobs });
     return { ok: true, id: docId, rev };
   }
 
   /** A replicated write (new_edits: false): merge a foreign revision with its history. */
-  async #applyReplicated(g: Group, edit: Extract<Edit, { kind: 'replicate' }>): Promise<EditResult> {
+  #applyReplicated(g: Group, edit: Extract<Edit, { kind: 'replicate' }>): EditResult {
     const { docId, path } = edit;
     const rev = path.revs[0]!;
     const rec = g.records.get(docId);
@@ -817,16 +837,16 @@ export class DocEngine {
     }
     const tree = stem(mergePath(rec?.tree ?? [], path).tree, g.state.record.revsLimit);
     const bodyRecord: BodyRecord = Object.keys(final).length > 0 ? { body: edit.body, attachments: final } : { body: edit.body };
-    await this.#commitDoc(g, docId, rec, tree, { rev, body: bodyRecord, blobs });
+    this.#commitDoc(g, docId, rec, tree, { rev, body: bodyRecord, blobs });
     return { ok: true, id: docId, rev };
   }
 
   /** Append every op of one document change to the group: record, bodies, blobs, seq, counters, indexes. */
-  async #commitDoc(g: Group, docId: string, before: DocRecord | undefined, tree: RevTree, leaf: { rev: string; body: BodyRecord; blobs: readonly Blob[] }): Promise<void> {
+  #commitDoc(g: Group, docId: string, before: DocRecord | undefined, tree: RevTree, leaf: { rev: string; body: BodyRecord; blobs: readonly Blob[] }): void {
     const { db, ops } = g;
     const winner = winningRev(tree)!;
     const indexing = this.#indexers.length > 0 && before?.winner !== winner.rev;
-    const beforeBody = indexing && before !== undefined && !before.deleted ? (await this.#loadBody(g, docId, before.winner))?.body : undefined;
+    const beforeBody = indexing && before !== undefined && !before.deleted ? this.#loadBody(g, docId, before.winner)?.body : undefined;
 
     const seq = g.nextSeq();
     const encodedBody = encodeBody(leaf.body);
@@ -852,12 +872,12 @@ export class DocEngine {
         continue;
       }
       ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
-      g.bodies.set(`${docId}\u0000${rev}`, null);
+      g.bodies.set(bodyKey(docId, rev), null);
     }
     if (Object.keys(keptInfo).some((rev) => before?.kept?.[rev] === undefined)) g.compactable++;
     if (newLeaves.has(leaf.rev)) {
       ops.push({ type: 'put', cf: 'revs', key: keys.body(db, docId, leaf.rev), value: encodedBody });
-      g.bodies.set(`${docId}\u0000${leaf.rev}`, leaf.body);
+      g.bodies.set(bodyKey(docId, leaf.rev), leaf.body);
     }
     // Attachment content is deduplicated per document by digest and dropped when no stored body refers to it.
     const beforeDigests = digestsOfAll(before?.leaves, before?.kept);
@@ -893,7 +913,7 @@ export class DocEngine {
     g.updateSeq = seq;
 
     if (indexing) {
-      const afterBody = winner.deleted ? undefined : winner.rev === leaf.rev ? leaf.body.body : (await this.#loadBody(g, docId, winner.rev))?.body;
+      const afterBody = winner.deleted ? undefined : winner.rev === leaf.rev ? leaf.body.body : this.#loadBody(g, docId, winner.rev)?.body;
       const change: WinnerChange = { db, docId, before: beforeBody, after: afterBody, seq };
       for (const indexer of this.#indexers) indexer(change, ops);
     }

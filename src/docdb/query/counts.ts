@@ -47,6 +47,14 @@ export class ValueCounts {
   readonly indexer = (change: WinnerChange, ops: BatchOp[]): void => {
     const { del, put } = postingsDiff(change.db, change.docId, change.before, change.after);
     if (del.length === 0 && put.length === 0) return;
+    // Deltas matter only to counts built or being built. Neither set can gain a value while
+    // this batch is being made (a walk starts only between commits), so with both empty (a
+    // bulk load nobody counts yet) there is nothing to note.
+    if (this.#counts.size === 0 && this.#collecting.size === 0) {
+      for (const key of del) ops.push({ type: 'del', cf: 'paths', key });
+      for (const key of put) ops.push({ type: 'put', cf: 'paths', key, value: EMPTY });
+      return;
+    }
     // A posting key is its value prefix followed by the encoded document id.
     const idBytes = encodeKey([change.docId]).length;
     let deltas = this.#pending.get(ops);
