@@ -1131,7 +1131,7 @@ export class DocEngine {
 
   /** A leaf's body through the per-database cache (the caller checked `rev` is a leaf). */
   async #leafBody(state: DbState, db: string, docId: string, rev: string): Promise<BodyRecord | undefined> {
-    const key = `${docId}\u0000${rev}`;
+    const key = bodyKey(docId, rev);
     const hit = state.bodies.get(key);
     if (hit !== undefined) {
       state.bodies.delete(key);
@@ -1189,6 +1189,41 @@ export class DocEngine {
       if (c.length > 0) out._deleted_conflicts = c;
     }
     return out;
+  }
+
+  /**
+   * Many revisions, each as `getDoc(db, id, { rev, revs: true })` serves it (undefined where
+   * the document, the revision or its stored body is not here), in two reads for all of them:
+   * the records, then the bodies. Replication's `_bulk_get` asks for hundreds at a time.
+   * Bodies read here do not enter the body cache (a replication would sweep it out).
+   */
+  async getRevisions(db: string, wanted: readonly { id: string; rev: string }[]): Promise<(Record<string, unknown> | undefined)[]> {
+    const state = this.#state(db);
+    const recs = await this.getRecords(db, wanted.map((w) => w.id));
+    const stored: (BodyRecord | undefined)[] = new Array<BodyRecord | undefined>(wanted.length).fill(undefined);
+    const reads: number[] = [];
+    wanted.forEach(({ id, rev }, i) => {
+      const rec = recs[i];
+      if (rec === undefined || findRev(rec.tree, rev) === undefined) return;
+      // A non-leaf's body only while the record lists it (compaction deletes both in one batch).
+      if (!isLeaf(rec.tree, rev) && rec.kept?.[rev] === undefined) return;
+      const hit = state.bodies.get(bodyKey(id, rev));
+      if (hit !== undefined) stored[i] = hit.body;
+      else reads.push(i);
+    });
+    const raw = await this.#store.getMany('revs', reads.map((i) => keys.body(db, wanted[i]!.id, wanted[i]!.rev)));
+    reads.forEach((i, j) => {
+      const buf = raw[j];
+      if (buf !== undefined) stored[i] = decodeBody(buf);
+    });
+    return wanted.map(({ id, rev }, i) => {
+      const rec = recs[i];
+      const body = stored[i];
+      if (rec === undefined || body === undefined) return undefined;
+      const out = this.#render(id, rev, findRev(rec.tree, rev)!.deleted, body);
+      out._revisions = revisions(rec.tree, rev);
+      return out;
+    });
   }
 
   #render(docId: string, rev: string, deleted: boolean, stored: BodyRecord): Record<string, unknown> {

@@ -136,12 +136,8 @@ class LocalEndpoint implements Endpoint {
   }
 
   async bulkGet(wanted: readonly Wanted[]): Promise<Record<string, unknown>[]> {
-    const out: Record<string, unknown>[] = [];
-    for (const { id, rev, atts_since } of wanted) {
-      const doc = await readRevision(this.#d.docs, this.#db, id, rev, { revs: true, attachments: true, attsSince: atts_since });
-      if (doc !== undefined) out.push(doc);
-    }
-    return out;
+    const docs = await readRevisions(this.#d.docs, this.#db, wanted.map(({ id, rev, atts_since }) => ({ id, rev, attsSince: atts_since })), { revs: true, attachments: true });
+    return docs.filter((d): d is Record<string, unknown> => d !== undefined);
   }
 
   async bulkDocs(docs: readonly Record<string, unknown>[], seq: Hlc | undefined): Promise<WriteOutcome> {
@@ -179,22 +175,44 @@ export async function readRevision(
   rev: string,
   options: { revs: boolean; attachments: boolean; attsSince?: readonly string[] } = { revs: true, attachments: true },
 ): Promise<Record<string, unknown> | undefined> {
-  let doc: Record<string, unknown>;
-  try {
-    doc = await docs.getDoc(db, id, { rev, revs: true });
-  } catch (err) {
-    if (err instanceof FirkinError && err.code === 'not_found') return undefined;
-    throw err;
+  const [doc] = await readRevisions(docs, db, [{ id, rev, attsSince: options.attsSince }], options);
+  return doc;
+}
+
+/** `readRevision` for many at once: the records and bodies in one read each. */
+export async function readRevisions(
+  docs: DocEngine,
+  db: string,
+  wanted: readonly { id: string; rev: string; attsSince?: readonly string[] | undefined }[],
+  options: { revs: boolean; attachments: boolean },
+): Promise<(Record<string, unknown> | undefined)[]> {
+  const found = await docs.getRevisions(db, wanted);
+  const out: (Record<string, unknown> | undefined)[] = [];
+  for (const [i, doc] of found.entries()) {
+    const { id, rev, attsSince } = wanted[i]!;
+    out.push(doc === undefined ? undefined : await withAttachments(docs, db, id, rev, doc, { ...options, attsSince }));
   }
+  return out;
+}
+
+/** One read revision as a peer wants it: `_revisions` if asked, attachments inline or stubs. */
+async function withAttachments(
+  docs: DocEngine,
+  db: string,
+  id: string,
+  rev: string,
+  doc: Record<string, unknown>,
+  options: { revs: boolean; attachments: boolean; attsSince?: readonly string[] | undefined },
+): Promise<Record<string, unknown>> {
   const stubs = doc._attachments as Record<string, { content_type: string; digest: string; length: number; revpos: number }> | undefined;
-  // CouchDB's atts_since: an attachment unchanged since a revision the reader holds (its
-  // revpos is at most that revision's generation, and that revision is an ancestor) is sent
-  // as a stub; the reader already has its content.
   const history = doc._revisions as { start: number; ids: string[] };
-  const ancestors = new Set(history.ids.map((hash, i) => `${history.start - i}-${hash}`));
-  const heldGen = Math.max(0, ...(options.attsSince ?? []).filter((r) => ancestors.has(r)).map((r) => Number(r.split('-', 1)[0])));
   if (!options.revs) delete doc._revisions;
   if (stubs !== undefined && options.attachments) {
+    // CouchDB's atts_since: an attachment unchanged since a revision the reader holds (its
+    // revpos is at most that revision's generation, and that revision is an ancestor) is sent
+    // as a stub; the reader already has its content.
+    const ancestors = new Set(history.ids.map((hash, i) => `${history.start - i}-${hash}`));
+    const heldGen = Math.max(0, ...(options.attsSince ?? []).filter((r) => ancestors.has(r)).map((r) => Number(r.split('-', 1)[0])));
     const inline: Record<string, unknown> = {};
     for (const [name, meta] of Object.entries(stubs)) {
       if (meta.revpos <= heldGen) {

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
 import { LIMITS, checkDbName } from '../../docdb/names.js';
-import { readRevision } from '../../docdb/replication/endpoints.js';
+import { readRevisions } from '../../docdb/replication/endpoints.js';
 import type { LocalDocs } from '../../docdb/replication/local-docs.js';
 import { isRev, leaves } from '../../docdb/revtree.js';
 
@@ -54,30 +54,32 @@ export const replicationProtocolRoutes: FastifyPluginAsync<ReplicationProtocolDe
     { schema: { params: dbParams, body: bulkGetBody, querystring: bulkGetQuery } },
     async (request) => {
       const db = existing(docs, request.params.db);
-      const results: { id: string; docs: BulkGetEntry[] }[] = [];
-      for (const { id, rev, atts_since } of request.body.docs) {
+      const entries = request.body.docs;
+      // Ids no document can have (reserved, too long) are read as missing, never looked up.
+      const readable = (id: string) => !id.startsWith('_') && Buffer.byteLength(id) <= LIMITS.docIdBytes;
+      // An entry without a rev asks for every leaf: their records in one read.
+      const unversioned = entries.filter((e) => e.rev === undefined && readable(e.id)).map((e) => e.id);
+      const records = await docs.getRecords(db, unversioned);
+      const leafRevs = new Map(unversioned.map((id, i) => [id, records[i] === undefined ? [] : leaves(records[i]!.tree).map((n) => n.rev)]));
+      const revsOf = entries.map(({ id, rev }) => (rev !== undefined ? [rev] : (leafRevs.get(id) ?? [])));
+      // Then every wanted revision's record and body in one read each.
+      const wanted = entries.flatMap(({ id, rev, atts_since }, i) => (readable(id) && (rev === undefined || isRev(rev)) ? revsOf[i]!.map((r) => ({ id, rev: r, attsSince: atts_since })) : []));
+      const found = await readRevisions(docs, db, wanted, { revs: request.query.revs === true, attachments: request.query.attachments === true });
+      let next = 0;
+      const results = entries.map(({ id, rev }, i): { id: string; docs: BulkGetEntry[] } => {
+        if (rev !== undefined && !isRev(rev)) return { id, docs: [{ error: { id, rev, error: 'bad_request', reason: 'invalid revision' } }] };
         const missing = (r: string): BulkGetEntry => ({ error: { id, rev: r, error: 'not_found', reason: 'missing' } });
-        if (rev !== undefined && !isRev(rev)) {
-          results.push({ id, docs: [{ error: { id, rev, error: 'bad_request', reason: 'invalid revision' } }] });
-          continue;
-        }
-        let revs: string[];
-        if (rev !== undefined) revs = [rev];
-        else {
-          const rec = id.startsWith('_') ? undefined : await docs.getRecord(db, id);
-          revs = rec === undefined ? [] : leaves(rec.tree).map((n) => n.rev);
-        }
-        if (revs.length === 0) {
-          results.push({ id, docs: [missing('undefined')] });
-          continue;
-        }
-        const out: BulkGetEntry[] = [];
-        for (const r of revs) {
-          const doc = id.startsWith('_') || Buffer.byteLength(id) > LIMITS.docIdBytes ? undefined : await readRevision(docs, db, id, r, { revs: request.query.revs === true, attachments: request.query.attachments === true, attsSince: atts_since });
-          out.push(doc === undefined ? missing(r) : { ok: doc });
-        }
-        results.push({ id, docs: out });
-      }
+        const revs = revsOf[i]!;
+        if (revs.length === 0) return { id, docs: [missing('undefined')] };
+        if (!readable(id)) return { id, docs: revs.map(missing) };
+        return {
+          id,
+          docs: revs.map((r) => {
+            const doc = found[next++];
+            return doc === undefined ? missing(r) : { ok: doc };
+          }),
+        };
+      });
       return { results };
     },
   );

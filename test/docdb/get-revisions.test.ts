@@ -1,0 +1,83 @@
+// `DocEngine.getRevisions` (the batched read behind `_bulk_get` and replication) serves
+// exactly what `getDoc(db, id, { rev, revs: true })` serves for each wanted revision, and
+// nothing where getDoc answers not_found: over random histories of local edits, conflicting
+// replicated branches, deletions (several edits of one document in one write group) and
+// compactions.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import pino from 'pino';
+import t from 'tap';
+import { HybridClock, systemClock } from '../../src/core/hlc.js';
+import { isFirkinError } from '../../src/core/errors.js';
+import { DocEngine } from '../../src/docdb/engine.js';
+import { Store } from '../../src/storage/db.js';
+
+const IDS = ['a', 'b', 'c'];
+
+type Step =
+  | { kind: 'edit'; id: number; n: number; deleted: boolean }
+  | { kind: 'branch'; id: number; gen: number; hash: string; n: number; deleted: boolean }
+  | { kind: 'compact' };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('edit' as const), id: fc.nat(IDS.length - 1), n: fc.nat(99), deleted: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('branch' as const), id: fc.nat(IDS.length - 1), gen: fc.integer({ min: 1, max: 4 }), hash: fc.stringMatching(/^[0-9a-f]{6}$/), n: fc.nat(99), deleted: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'compact' as const }) },
+);
+
+async function getDocOrUndefined(docs: DocEngine, db: string, id: string, rev: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    return await docs.getDoc(db, id, { rev, revs: true });
+  } catch (err) {
+    if (isFirkinError(err) && err.code === 'not_found') return undefined;
+    throw err;
+  }
+}
+
+t.test('getRevisions equals getDoc({ rev, revs: true }) for every wanted revision', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'firkin-getrevs-'));
+  const store = await Store.open(dir);
+  const docs = await DocEngine.open({ store, hlc: new HybridClock(systemClock), log: pino({ level: 'silent' }), clock: systemClock, revsLimit: 1000, compactAfterWrites: 0 });
+  t.teardown(async () => {
+    await docs.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.array(step, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 }), fc.array(fc.nat(), { maxLength: 12 }), async (groups, picks) => {
+      const db = `p${run++}`;
+      await docs.createDb(db);
+      const seen: { id: string; rev: string }[] = [{ id: 'a', rev: '1-0000' }, { id: 'zz', rev: '1-abc' }];
+      for (const group of groups) {
+        // One request's entries form one write group: several may touch the same document.
+        const local: Record<string, unknown>[] = [];
+        for (const s of group) {
+          if (s.kind === 'compact') {
+            await docs.compact(db);
+            continue;
+          }
+          const id = IDS[s.id]!;
+          if (s.kind === 'edit') {
+            const rec = await docs.getRecord(db, id);
+            local.push(rec === undefined ? { _id: id, n: s.n } : { _id: id, _rev: rec.winner, n: s.n, ...(s.deleted ? { _deleted: true } : {}) });
+          } else {
+            const revs = Array.from({ length: s.gen }, (_, i) => `${s.hash}${i}`).reverse();
+            const results = await docs.bulkDocs(db, [{ _id: id, _rev: `${s.gen}-${revs[0]}`, _revisions: { start: s.gen, ids: revs }, n: s.n, ...(s.deleted ? { _deleted: true } : {}) }], false, () => 'unused');
+            for (const r of results) if (r.ok) seen.push({ id, rev: r.rev });
+          }
+        }
+        if (local.length > 0) for (const r of await docs.bulkDocs(db, local, true, () => 'unused')) if (r.ok) seen.push({ id: r.id, rev: r.rev });
+      }
+      const wanted = picks.length === 0 ? seen : picks.map((p) => seen[p % seen.length]!);
+      const batched = await docs.getRevisions(db, wanted);
+      const single = await Promise.all(wanted.map(({ id, rev }) => getDocOrUndefined(docs, db, id, rev)));
+      assert.deepStrictEqual(batched, single);
+    }),
+    { numRuns: 60 },
+  );
+  t.pass('60 random histories');
+});
