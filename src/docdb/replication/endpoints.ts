@@ -190,7 +190,11 @@ export async function readRevisions(
   const out: (Record<string, unknown> | undefined)[] = [];
   for (const [i, doc] of found.entries()) {
     const { id, rev, attsSince } = wanted[i]!;
-    out.push(doc === undefined ? undefined : await withAttachments(docs, db, id, rev, doc, { ...options, attsSince }));
+    if (doc === undefined) out.push(undefined);
+    else if (doc._attachments === undefined || !options.attachments) {
+      if (!options.revs) delete doc._revisions;
+      out.push(cleanDoc(doc));
+    } else out.push(await withAttachments(docs, db, id, rev, doc, { ...options, attsSince }));
   }
   return out;
 }
