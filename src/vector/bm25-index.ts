@@ -17,6 +17,7 @@
 // delete (still valid, only looser); reading a term's whole list tightens them in memory.
 import { NUMBER, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import assert from 'node:assert/strict';
+import { LRUCache } from 'lru-cache';
 import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import { type Bm25Params, type CorpusStats, type Posting, type ScoredId, termFrequencies } from './bm25.js';
@@ -265,8 +266,8 @@ class DiskBm25 implements Bm25Index {
   /** Every term of the shard: the committed bounds (tightened by whole-list reads). */
   readonly #bounds: Map<string, TermBound>;
   /** term -> postings, least recently used first. */
-  readonly #cache = new Map<string, CachedList>();
-  #cachedPostings = 0;
+  /** Recently read lists, bounded by their postings in all. */
+  readonly #cache = new LRUCache<string, CachedList>({ maxSize: CACHED_POSTINGS_MAX });
   /** Bumped by every applied change: a read that spans one is not cached. */
   #applied = 0;
   readonly #limits: DiskReadLimits;
@@ -345,19 +346,12 @@ class DiskBm25 implements Bm25Index {
   }
 
   #uncache(term: string): void {
-    const entry = this.#cache.get(term);
-    if (entry === undefined) return;
     this.#cache.delete(term);
-    this.#cachedPostings -= entry.list.length;
   }
 
   async #postings(term: string): Promise<CachedList> {
     const cached = this.#cache.get(term);
-    if (cached !== undefined) {
-      this.#cache.delete(term); // move to the most recently used end
-      this.#cache.set(term, cached);
-      return cached;
-    }
+    if (cached !== undefined) return cached;
     const applied = this.#applied;
     const range = prefixRange([this.#shard, 'p', term]);
     const prefixLength = range.gte.length;
@@ -372,15 +366,7 @@ class DiskBm25 implements Bm25Index {
     // apply() sets the bound it prepared, wider than both states, and drops the cached list.)
     if (applied === this.#applied && list.length > 0) {
       this.#bounds.set(term, exactBound(list));
-      if (list.length <= CACHED_POSTINGS_MAX && !this.#cache.has(term)) {
-        this.#cache.set(term, entry);
-        this.#cachedPostings += list.length;
-        for (const [old, oldEntry] of this.#cache) {
-          if (this.#cachedPostings <= CACHED_POSTINGS_MAX) break;
-          this.#cache.delete(old);
-          this.#cachedPostings -= oldEntry.list.length;
-        }
-      }
+      if (list.length <= CACHED_POSTINGS_MAX && !this.#cache.has(term)) this.#cache.set(term, entry, { size: list.length });
     }
     return entry;
   }

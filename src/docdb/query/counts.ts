@@ -9,6 +9,7 @@
 // holds exactly the batches committed so far, and every later batch's delta is collected
 // while the walk runs, so nothing is counted twice or missed. A bounded number of counts is
 // kept (least recently used out); a restart starts empty, as nothing here is on disk.
+import { LRUCache } from 'lru-cache';
 import { bytesPrefixRange, encodeKey } from '../../core/keys.js';
 import type { BatchOp, Store } from '../../storage/db.js';
 import type { DocEngine, WinnerChange } from '../engine.js';
@@ -23,10 +24,9 @@ export type CountsEngine = Pick<DocEngine, 'atCommitBoundary'>;
 export class ValueCounts {
   readonly #store: Store;
   readonly #engine: CountsEngine;
-  readonly #max: number;
   readonly #walkBatch: number;
-  /** Value prefix (latin1 of its key bytes, which begin with the db) -> count, in LRU order. */
-  readonly #counts = new Map<string, number>();
+  /** Value prefix (latin1 of its key bytes, which begin with the db) -> count, least recently used out. */
+  readonly #counts: LRUCache<string, number>;
   /** Deltas of a batch being built, by its ops array; applied once the batch is durable. */
   readonly #pending = new WeakMap<readonly BatchOp[], Map<string, number>>();
   /** Walks in progress: the deltas committed since their snapshot. */
@@ -39,7 +39,7 @@ export class ValueCounts {
   constructor(store: Store, engine: CountsEngine, options: { max?: number; walkBatch?: number } = {}) {
     this.#store = store;
     this.#engine = engine;
-    this.#max = options.max ?? VALUE_COUNTS_MAX;
+    this.#counts = new LRUCache({ max: options.max ?? VALUE_COUNTS_MAX });
     this.#walkBatch = options.walkBatch ?? 4096;
   }
 
@@ -78,7 +78,7 @@ export class ValueCounts {
     this.#pending.delete(ops);
     for (const [prefix, delta] of deltas) {
       if (delta === 0) continue;
-      const count = this.#counts.get(prefix);
+      const count = this.#counts.peek(prefix);
       if (count !== undefined) this.#counts.set(prefix, count + delta);
       for (const c of this.#collecting.get(prefix) ?? []) c.delta += delta;
     }
@@ -88,23 +88,19 @@ export class ValueCounts {
   readonly dropped = async (db: string): Promise<void> => {
     this.#generation.set(db, (this.#generation.get(db) ?? 0) + 1);
     const dbPrefix = encodeKey([db]).toString('latin1');
-    for (const prefix of this.#counts.keys()) if (prefix.startsWith(dbPrefix)) this.#counts.delete(prefix);
+    for (const prefix of [...this.#counts.keys()]) if (prefix.startsWith(dbPrefix)) this.#counts.delete(prefix);
   };
 
   /** The count if it is built (no walk, no LRU touch); undefined otherwise. */
   peek(valuePrefix: Buffer): number | undefined {
-    return this.#counts.get(valuePrefix.toString('latin1'));
+    return this.#counts.peek(valuePrefix.toString('latin1'));
   }
 
   /** How many documents hold this value (`valuePrefix` = encodeKey([db, ...path, tag, value])). */
   async count(db: string, valuePrefix: Buffer): Promise<number> {
     const prefix = valuePrefix.toString('latin1');
     const known = this.#counts.get(prefix);
-    if (known !== undefined) {
-      this.#counts.delete(prefix); // most recently used goes last
-      this.#counts.set(prefix, known);
-      return known;
-    }
+    if (known !== undefined) return known;
     let loading = this.#loading.get(prefix);
     if (loading === undefined) {
       loading = this.#build(db, prefix, valuePrefix).finally(() => this.#loading.delete(prefix));
@@ -134,7 +130,6 @@ export class ValueCounts {
     const count = walked + collector.delta;
     if ((this.#generation.get(db) ?? 0) === generation) {
       this.#counts.set(prefix, count);
-      while (this.#counts.size > this.#max) this.#counts.delete(this.#counts.keys().next().value!);
     }
     return count;
   }
