@@ -14,7 +14,7 @@ import { type Clock, type Hlc, type HybridClock, HLC_ZERO, compareHlc, hlcToText
 import { decodeKey } from '../core/keys.js';
 import { LRUCache } from 'lru-cache';
 import { SerialQueue } from '../core/serial.js';
-import type { WriteTicket, BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
+import type { BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
 import { type AttachmentInput, type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
 import { LIMITS, checkAttachmentName, checkDbName, checkDocId } from './names.js';
 import {
@@ -111,19 +111,6 @@ type Edit =
     };
 
 /** Requests' edits committed as one batch; `done` holds each request's results, in order. */
-/** A group whose batch was handed to the write thread and has not settled yet. */
-interface InFlightGroup {
-  readonly g: Group;
-  /** The database record this group leaves (counters, update_seq). */
-  readonly record: DbRecord;
-  readonly ticket: WriteTicket;
-  /** Resolves, never rejects, once the group is durable and in the caches, or has failed. */
-  readonly settled: Promise<void>;
-}
-
-/** Groups written at once per database: one on its way to disk while the next is applied. */
-const IN_FLIGHT_GROUPS_MAX = 2;
-
 interface EditGroup {
   readonly requests: (readonly (Edit | EditResult)[])[];
   edits: number;
@@ -138,14 +125,8 @@ interface DbState {
   openGroup: EditGroup | undefined;
   dropped: boolean;
   readonly listeners: Set<() => void>;
-  /** Recently used document records (durable state only: written once a batch is durable). */
+  /** Recently used document records. */
   readonly cache: LRUCache<string, DocRecord>;
-  /**
-   * Groups whose batch is on its way to disk, oldest first. The next group is built on their
-   * records, bodies and counters and written after them (never if one of them failed), so
-   * applying a group overlaps the write of the one before (docs/docdb.md).
-   */
-  readonly inFlight: InFlightGroup[];
   /** Bumped after every commit: a read that raced a commit must not fill the cache. */
   version: number;
   /**
@@ -183,7 +164,6 @@ function newState(record: DbRecord): DbState {
     dropped: false,
     listeners: new Set(),
     cache: new LRUCache({ max: RECORD_CACHE_MAX }),
-    inFlight: [],
     version: 0,
     bodies: new LRUCache({ maxSize: BODY_CACHE_BYTES_MAX, maxEntrySize: BODY_CACHE_ENTRY_BYTES_MAX }),
     writesSinceCompact: 0,
@@ -285,14 +265,10 @@ function errorResult(id: string | null, err: unknown): EditResult {
 interface Group {
   readonly db: string;
   readonly state: DbState;
-  /** The database record the group starts from (the last in-flight group's, or the durable one). */
-  readonly base: DbRecord;
   /** Documents this group wrote: their records enter the cache once the batch is durable. */
   readonly changed: Set<string>;
   readonly records: Map<string, DocRecord | undefined>;
   readonly bodies: Map<string, BodyRecord | null>;
-  /** The in-flight groups this one is built on, oldest first (their overlays come before the store). */
-  readonly ahead: readonly InFlightGroup[];
   /** Stored bodies the edits will read (from before the group), read in one go. */
   readonly leafBodies: Map<string, Buffer | undefined>;
   readonly ops: BatchOp[];
@@ -333,11 +309,6 @@ function deepFreeze(value: unknown): void {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
   Object.freeze(value);
   for (const v of Object.values(value)) deepFreeze(v);
-}
-
-/** Resolves once no group of the database is in flight (none can start meanwhile from inside its queue). */
-async function settled(state: DbState): Promise<void> {
-  while (state.inFlight.length > 0) await state.inFlight.at(-1)!.settled;
 }
 
 /** A group's in-memory key of one document revision's body. */
@@ -642,10 +613,7 @@ export class DocEngine {
     this.#checkOpen();
     // Edits queued after this job must not jump ahead of it by joining an earlier group.
     state.openGroup = undefined;
-    return state.writes.run(async () => {
-      await settled(state); // it sees every group before it durable, and no later one
-      return run();
-    });
+    return state.writes.run(run);
   }
 
   /** The shard group owning a replica database, if it is one. */
@@ -664,16 +632,11 @@ export class DocEngine {
       const created: EditGroup = {
         requests,
         edits: 0,
-        done: state.writes
-          .run(async () => {
-            // Still taking requests while the write thread has its hands full.
-            while (state.inFlight.length >= IN_FLIGHT_GROUPS_MAX) await state.inFlight[0]!.settled;
-            if (state.openGroup === created) state.openGroup = undefined; // started: later requests start another
-            if (state.dropped) throw notFoundDb(state.record.name);
-            if (this.#store.pipelinesWrites) return this.#startGroup(state, requests);
-            return { results: await this.#commitGroup(state, requests), durable: Promise.resolve() };
-          })
-          .then(({ results, durable }) => durable.then(() => results)),
+        done: state.writes.run(async () => {
+          if (state.openGroup === created) state.openGroup = undefined; // started: later requests start another
+          if (state.dropped) throw notFoundDb(state.record.name);
+          return this.#commitGroup(state, requests);
+        }),
       };
       state.openGroup = group = created;
     }
@@ -691,96 +654,21 @@ export class DocEngine {
     const state = this.#state(db);
     this.#checkOpen();
     state.openGroup = undefined;
-    const [results] = await state.writes.run(async () => {
-      await settled(state);
+    const [results] = await state.writes.run(() => {
       if (state.dropped) throw notFoundDb(state.record.name);
       return this.#commitGroup(state, [edits], logged);
     });
     return results!;
   }
 
-  /** Read, apply and write one group, answering once it is durable (no group in flight). */
   async #commitGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[], logged?: LoggedWrite): Promise<EditResult[][]> {
-    const { g, results } = await this.#buildGroup(state, jobs, logged);
-    if (g.ops.length === 0 && logged !== undefined) {
-      await this.#store.batch([...logged.ops(results[0] ?? [])], { sync: true });
-    } else if (g.ops.length > 0) {
-      const record = this.#groupRecord(g);
-      if (logged !== undefined) g.ops.push(...logged.ops(results[0] ?? []));
-      await this.#store.batch(g.ops, { sync: true });
-      this.#committed(state, g, record);
-    }
-    return results;
-  }
-
-  /**
-   * Read and apply one group on top of the groups in flight, hand its batch to the write
-   * thread behind theirs, and return its results with the promise of its durability (which
-   * also rejects when a group it was built on failed: its batch is then never written).
-   */
-  async #startGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[]): Promise<{ results: EditResult[][]; durable: Promise<void> }> {
-    const { g, results } = await this.#buildGroup(state, jobs, undefined);
-    if (g.ops.length === 0) return { results, durable: Promise.resolve() };
-    const record = this.#groupRecord(g);
-    const before = g.ahead.at(-1);
-    const { ticket, durable: written } = this.#store.batchAfter(g.ops, before?.ticket);
-    let settle!: () => void;
-    const entry: InFlightGroup = { g, record, ticket, settled: new Promise<void>((resolve) => (settle = resolve)) };
-    state.inFlight.push(entry);
-    const durable = (async () => {
-      try {
-        await written;
-        await before?.settled; // the caches and the record take the groups in batch order
-        this.#committed(state, g, record);
-      } finally {
-        state.inFlight.splice(state.inFlight.indexOf(entry), 1);
-        settle();
-      }
-    })();
-    return { results, durable };
-  }
-
-  /** The group's database record, appended to its batch. */
-  #groupRecord(g: Group): DbRecord {
-    const record: DbRecord = { ...g.base, docCount: g.docCount, delCount: g.delCount, dataBytes: g.dataBytes, updateSeq: g.updateSeq };
-    g.ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(g.db), value: encodeDbRecord(record) });
-    return record;
-  }
-
-  /** A group's batch is durable: what it wrote becomes the database's state. */
-  #committed(state: DbState, g: Group, record: DbRecord): void {
-    for (const hook of this.#commitHooks) hook(g.db, g.ops);
-    state.record = record;
-    state.version++;
-    for (const id of g.changed) state.cache.set(id, g.records.get(id)!);
-    for (const listener of state.listeners) listener();
-    state.writesSinceCompact += g.compactable;
-    // A replica compacts when its log says so, never on a local count.
-    if (state.record.owner === undefined && this.#compactAfterWrites > 0 && state.writesSinceCompact >= this.#compactAfterWrites && state.compaction === undefined) {
-      // Not awaited: the pass queues its slices behind this group and runs on its own.
-      void this.compact(g.db).catch((err: unknown) => this.#log.error({ db: g.db, err }, 'automatic compaction failed'));
-    }
-  }
-
-  /** Read what a group's edits need and apply them, in memory; nothing is written yet. */
-  async #buildGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[], logged: LoggedWrite | undefined): Promise<{ g: Group; results: EditResult[][] }> {
     const db = state.record.name;
-    // Taken now: groups that settle while this one reads stay its base (their data is the same).
-    const ahead = [...state.inFlight];
-    const base = ahead.at(-1)?.record ?? state.record;
     const docIds = [...new Set(jobs.flatMap((edits) => edits.flatMap((e) => ('kind' in e ? [e.docId] : []))))];
-    const records = new Map<string, DocRecord | undefined>();
-    // Newest first: a group in flight, then the cache (the writer is the only one changing
-    // records, so its entries are current), then the store.
-    const unread: string[] = [];
-    for (const id of docIds) {
-      const inFlight = ahead.findLast((f) => f.g.changed.has(id));
-      if (inFlight !== undefined) records.set(id, inFlight.g.records.get(id));
-      else if (state.cache.has(id)) records.set(id, state.cache.get(id));
-      else unread.push(id);
-    }
-    const raw = await this.#store.getMany('docs', unread.map((id) => keys.doc(db, id)));
-    unread.forEach((id, i) => records.set(id, raw[i] === undefined ? undefined : decodeDocRecord(raw[i]!)));
+    // The writer is the only one changing records, so its cache entries are current.
+    const uncached = docIds.filter((id) => !state.cache.has(id));
+    const raw = await this.#store.getMany('docs', uncached.map((id) => keys.doc(db, id)));
+    const records = new Map<string, DocRecord | undefined>(uncached.map((id, i) => [id, raw[i] === undefined ? undefined : decodeDocRecord(raw[i]!)]));
+    for (const id of docIds) if (state.cache.has(id)) records.set(id, state.cache.get(id));
     // The bodies edits read (a parent's, the old winner's for the indexes), read in one go so
     // the edits below run without awaiting anything. Anything else (a conflict that becomes
     // the winner) is read when needed.
@@ -791,22 +679,21 @@ export class DocEngine {
     const wantedRevs = [...wanted.values()];
     const leafRaw = await this.#store.getMany('revs', wantedRevs.map(({ id, rev }) => keys.body(db, id, rev)));
     const leafBodies = new Map(wantedRevs.map(({ id, rev }, i) => [bodyKey(id, rev), leafRaw[i]]));
+    const changed = new Set<string>();
     const g: Group = {
       db,
       state,
-      base,
-      changed: new Set<string>(),
+      changed,
       records,
       bodies: new Map(),
-      ahead,
       leafBodies,
       ops: [],
-      docCount: base.docCount,
-      delCount: base.delCount,
-      dataBytes: base.dataBytes,
-      updateSeq: base.updateSeq,
+      docCount: state.record.docCount,
+      delCount: state.record.delCount,
+      dataBytes: state.record.dataBytes,
+      updateSeq: state.record.updateSeq,
       compactable: 0,
-      nextSeq: logged === undefined ? () => this.#hlc.now() : loggedSeqs(base.updateSeq, logged.at),
+      nextSeq: logged === undefined ? () => this.#hlc.now() : loggedSeqs(state.record.updateSeq, logged.at),
     };
     const results: EditResult[][] = [];
     for (const edits of jobs) {
@@ -824,12 +711,31 @@ export class DocEngine {
       }
       results.push(out);
     }
-    return { g, results };
+    if (g.ops.length === 0 && logged !== undefined) {
+      await this.#store.batch([...logged.ops(results[0] ?? [])], { sync: true });
+    } else if (g.ops.length > 0) {
+      const record: DbRecord = { ...state.record, docCount: g.docCount, delCount: g.delCount, dataBytes: g.dataBytes, updateSeq: g.updateSeq };
+      g.ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
+      if (logged !== undefined) g.ops.push(...logged.ops(results[0] ?? []));
+      await this.#store.batch(g.ops, { sync: true });
+      for (const hook of this.#commitHooks) hook(db, g.ops);
+      state.record = record;
+      state.version++;
+      for (const id of changed) state.cache.set(id, g.records.get(id)!);
+      for (const listener of state.listeners) listener();
+      state.writesSinceCompact += g.compactable;
+      // A replica compacts when its log says so, never on a local count.
+      if (state.record.owner === undefined && this.#compactAfterWrites > 0 && state.writesSinceCompact >= this.#compactAfterWrites && state.compaction === undefined) {
+        // Not awaited: the pass queues its slices behind this group and runs on its own.
+        void this.compact(db).catch((err: unknown) => this.#log.error({ db, err }, 'automatic compaction failed'));
+      }
+    }
+    return results;
   }
 
   #loadBody(g: Group, docId: string, rev: string): BodyRecord | undefined {
     const key = bodyKey(docId, rev);
-    const overlay = g.bodies.get(key) ?? g.ahead.findLast((f) => f.g.bodies.has(key))?.g.bodies.get(key);
+    const overlay = g.bodies.get(key);
     if (overlay !== undefined) return overlay ?? undefined;
     // Not read ahead (rare: a conflict becoming the winner): read here, on this thread.
     const buf = g.leafBodies.has(key) ? g.leafBodies.get(key) : this.#store.getManySync('revs', [keys.body(g.db, docId, rev)])[0];
@@ -1607,9 +1513,6 @@ export class DocEngine {
     this.stopStreams();
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.all([...this.#dbs.values()].map(async (state) => {
-      await state.writes.idle();
-      await settled(state);
-    }));
+    await Promise.all([...this.#dbs.values()].map((state) => state.writes.idle()));
   }
 }

@@ -19,15 +19,7 @@ db.open().then(() => {
   const columns = db.columns;
   parentPort.postMessage({ ready: true });
   const byIndex = workerData.columnNames.map((name) => columns[name]);
-  // Writes that failed or were refused: a write built on one of them (m.after) is refused too,
-  // so no batch lands without the batches it was built on.
-  const failed = new Set();
   parentPort.on('message', (m) => {
-    if (m.after !== undefined && failed.has(m.after)) {
-      failed.add(m.id);
-      parentPort.postMessage({ id: m.id, error: 'not written: a write it was built on failed' });
-      return;
-    }
     try {
       // Layout of m.packed (see packOps): per op [kind u8][column u8][key length u32][key]
       // and for a put [value length u32][value]; the buffers are views, no copy.
@@ -49,13 +41,9 @@ db.open().then(() => {
       }
       db.batch(ops, { sync: m.sync }).then(
         () => parentPort.postMessage({ id: m.id }),
-        (err) => {
-          failed.add(m.id);
-          parentPort.postMessage({ id: m.id, error: String(err && err.message) });
-        },
+        (err) => parentPort.postMessage({ id: m.id, error: String(err && err.message) }),
       );
     } catch (err) {
-      failed.add(m.id);
       parentPort.postMessage({ id: m.id, error: String(err && err.message) });
     }
   });
@@ -139,26 +127,13 @@ export class WriteWorker {
   }
 
   write(ops: readonly WireOp[], sync: boolean): Promise<void> {
-    return this.writeAfter(ops, sync, undefined).done;
-  }
-
-  /**
-   * A write that the thread refuses if the write `after` (an earlier id from here) failed or
-   * was refused: for a writer that builds each batch on the one before it without waiting.
-   */
-  writeAfter(ops: readonly WireOp[], sync: boolean, after: number | undefined): { id: number; done: Promise<void> } {
-    return this.writePacked(packOps(ops, this.#columnIndex), sync, after);
-  }
-
-  /** `writeAfter` of a batch already packed (`packOps`); the buffer is transferred. */
-  writePacked(packed: ArrayBuffer, sync: boolean, after: number | undefined): { id: number; done: Promise<void> } {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    const packed = packOps(ops, this.#columnIndex);
     const id = this.#nextId++;
-    if (this.#failure !== undefined) return { id, done: Promise.reject(this.#failure) };
-    const done = new Promise<void>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, packed, sync, after }, [packed]);
+      this.#worker.postMessage({ id, packed, sync }, [packed]);
     });
-    return { id, done };
   }
 
   /** Wait for writes in flight, then stop the thread (the database stays open). */
