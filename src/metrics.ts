@@ -39,5 +39,7 @@ export function createMetrics(store: Store): Metrics {
   rocks('firkin_rocksdb_live_data_bytes', 'Estimated live data size', (s) => s.liveDataBytes);
   rocks('firkin_rocksdb_sst_files_bytes', 'Total size of SST files', (s) => s.sstFilesBytes);
   rocks('firkin_rocksdb_memtable_bytes', 'Current size of all memtables', (s) => s.memtableBytes);
+  rocks('firkin_storage_thread_batches', 'Batches handed to the storage write thread since start', (s) => s.threadBatches);
+  rocks('firkin_storage_thread_writes', 'RocksDB writes the storage write thread made of them since start (fewer: batches that queued up share one write and fsync)', (s) => s.threadWrites);
   return { registry, httpRequests, httpDuration };
 }

@@ -238,12 +238,14 @@ export class Store {
   }
 
   /** Cheap whole-instance statistics for /metrics and /health. */
-  stats(): { estimateKeys: number; liveDataBytes: number; sstFilesBytes: number; memtableBytes: number } {
+  stats(): { estimateKeys: number; liveDataBytes: number; sstFilesBytes: number; memtableBytes: number; threadBatches: number; threadWrites: number } {
     return {
       estimateKeys: this.#property('rocksdb.estimate-num-keys'),
       liveDataBytes: this.#property('rocksdb.estimate-live-data-size'),
       sstFilesBytes: this.#property('rocksdb.total-sst-files-size'),
       memtableBytes: this.#property('rocksdb.cur-size-all-mem-tables'),
+      threadBatches: this.#writer?.stats.batches ?? 0,
+      threadWrites: this.#writer?.stats.writes ?? 0,
     };
   }
 

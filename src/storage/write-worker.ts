@@ -2,7 +2,8 @@
 // on the calling thread, fsync included, so a synced write on the main thread stalls every
 // request for the length of an fsync. A worker thread shares the open database through its
 // native handle (the binding supports exactly this) and performs the writes; the main thread
-// keeps reads and iterators. Messages are processed in order, so writes stay ordered.
+// keeps reads and iterators. Messages are processed in order, so writes stay ordered; those
+// that queue up while one is written share the next write and its fsync (group commit).
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
@@ -10,7 +11,7 @@ const require = createRequire(import.meta.url);
 
 // Plain JavaScript run with `eval`: no TypeScript loader is needed inside the worker.
 const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
+const { parentPort, workerData, receiveMessageOnPort } = require('node:worker_threads');
 const { RocksLevel } = require(workerData.modulePath);
 const db = new RocksLevel(workerData.handle, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
 // Opening a handle-based instance returns the live database's column families; it must never
@@ -19,12 +20,12 @@ db.open().then(() => {
   const columns = db.columns;
   parentPort.postMessage({ ready: true });
   const byIndex = workerData.columnNames.map((name) => columns[name]);
-  parentPort.on('message', (m) => {
+  // Layout of a packed batch (see packOps): per op [kind u8][column u8][key length u32][key]
+  // and for a put [value length u32][value]; the buffers are views, no copy.
+  const decode = (packed, ops) => {
+    const buf = Buffer.from(packed);
+    const start = ops.length;
     try {
-      // Layout of m.packed (see packOps): per op [kind u8][column u8][key length u32][key]
-      // and for a put [value length u32][value]; the buffers are views, no copy.
-      const buf = Buffer.from(m.packed);
-      const ops = [];
       for (let at = 0; at < buf.length; ) {
         const kind = buf[at];
         const column = byIndex[buf[at + 1]];
@@ -39,12 +40,42 @@ db.open().then(() => {
           ops.push({ type: 'del', key, column });
         }
       }
-      db.batch(ops, { sync: m.sync }).then(
-        () => parentPort.postMessage({ id: m.id }),
-        (err) => parentPort.postMessage({ id: m.id, error: String(err && err.message) }),
-      );
     } catch (err) {
-      parentPort.postMessage({ id: m.id, error: String(err && err.message) });
+      ops.length = start; // a batch that does not decode is refused whole
+      throw err;
+    }
+  };
+  let written = 0;
+  parentPort.on('message', (first) => {
+    // Group commit: the batches that queued up while the last write ran go to disk as one
+    // write with one fsync (synced if any of them asks), in the order they came. Each was
+    // atomic and stays so (they land together or not at all); none overtakes another.
+    const queued = [first];
+    for (let next = receiveMessageOnPort(parentPort); next !== undefined; next = receiveMessageOnPort(parentPort)) queued.push(next.message);
+    const ops = [];
+    const ids = [];
+    let sync = false;
+    for (const m of queued) {
+      try {
+        decode(m.packed, ops);
+      } catch (err) {
+        parentPort.postMessage({ id: m.id, error: String(err && err.message) });
+        continue;
+      }
+      ids.push(m.id);
+      sync = sync || m.sync;
+    }
+    if (ids.length === 0) return;
+    const write = ++written;
+    const failAll = (err) => {
+      for (const id of ids) parentPort.postMessage({ id, error: String(err && err.message) });
+    };
+    try {
+      db.batch(ops, { sync }).then(() => {
+        for (const id of ids) parentPort.postMessage({ id, write });
+      }, failAll);
+    } catch (err) {
+      failAll(err);
     }
   });
 }, (err) => parentPort.postMessage({ failed: String(err && err.message) }));
@@ -87,11 +118,18 @@ export class WriteWorker {
   readonly #pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
   #nextId = 0;
   #failure: Error | undefined;
+  #lastWrite = 0;
+  /** Since start: batches handed to the thread, and the RocksDB writes it made of them (fewer when batches queued up and went together). */
+  readonly stats = { batches: 0, writes: 0 };
 
   private constructor(worker: Worker, columnNames: readonly string[]) {
     this.#worker = worker;
     this.#columnIndex = new Map(columnNames.map((name, i) => [name, i]));
-    worker.on('message', (m: { id: number; error?: string }) => {
+    worker.on('message', (m: { id: number; error?: string; write?: number }) => {
+      if (m.write !== undefined && m.write !== this.#lastWrite) {
+        this.#lastWrite = m.write;
+        this.stats.writes++;
+      }
       const p = this.#pending.get(m.id);
       if (p === undefined) return;
       this.#pending.delete(m.id);
@@ -130,6 +168,7 @@ export class WriteWorker {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     const packed = packOps(ops, this.#columnIndex);
     const id = this.#nextId++;
+    this.stats.batches++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       this.#worker.postMessage({ id, packed, sync }, [packed]);

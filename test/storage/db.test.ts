@@ -120,3 +120,26 @@ t.test('the data columns take a block cache size, none (0) included', async (t) 
     await store.close();
   }
 });
+
+t.test('with the write worker: batches that queue up while one is written share one write, each still atomic and in order', async (t) => {
+  const store = await Store.open(tempDir(), { writeWorker: true });
+  t.teardown(() => store.close());
+  const before = store.stats();
+  // Handed over in one turn: the first is written alone, the rest queue behind it.
+  const writes = Array.from({ length: 50 }, (_, i) =>
+    store.batch(
+      [
+        { type: 'put', cf: 'docs', key: encodeKey(['g', 'last']), value: Buffer.from(String(i)) },
+        { type: 'put', cf: 'docs', key: encodeKey(['g', i]), value: Buffer.from('a') },
+        { type: 'put', cf: 'revs', key: encodeKey(['g', i]), value: Buffer.from('b') },
+      ],
+      { sync: i % 3 === 0 },
+    ),
+  );
+  await Promise.all(writes);
+  const after = store.stats();
+  t.equal(after.threadBatches - before.threadBatches, 50, 'every batch went to the thread');
+  t.ok(after.threadWrites - before.threadWrites < 50, `fewer writes than batches (${after.threadWrites - before.threadWrites})`);
+  t.equal((await store.get('docs', encodeKey(['g', 'last'])))?.toString(), '49', 'in order: the last batch wrote last');
+  for (let i = 0; i < 50; i++) t.same([(await store.get('docs', encodeKey(['g', i])))?.toString(), (await store.get('revs', encodeKey(['g', i])))?.toString()], ['a', 'b']);
+});
