@@ -1,5 +1,6 @@
-// Document database throughput at 1 and 16 concurrent clients: single-document PUT, GET by
-// id, _bulk_docs of 100k documents in batches of 500, and a full changes read of 100k.
+// Document database throughput at 1 and 16 concurrent clients: single-document PUT (into one
+// database, and spread over 16), GET by id, _bulk_docs of 100k documents in batches of 500,
+// and a full changes read of 100k.
 // The node runs in its own process. Usage: npx tsx bench/docs.ts [filter]
 // (DURATION_S=10 per PUT/GET case, BULK_DOCS=100000 by default)
 import autocannon from 'autocannon';
@@ -92,6 +93,12 @@ try {
       results.push(r);
       written = Math.max(written, 1);
     }
+  }
+  if (selected('PUT c=16 dbs=16')) {
+    // Many databases written at once (one per tenant, say): each commits its own groups, and
+    // the storage write thread merges what queues up into one write and fsync.
+    for (let i = 0; i < 16; i++) await call(url, 'PUT', `/db/many${i}`);
+    results.push(await cannon('PUT /db/many{0..15}/:id', url, 16, (n) => ({ method: 'PUT', path: `/db/many${n % 16}/d${n}`, body })));
   }
   if (selected('GET')) {
     // GET needs documents: make sure some exist even when the PUT cases were filtered out.
