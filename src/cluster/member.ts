@@ -97,7 +97,6 @@ const INCARNATION_KEY = Buffer.from('cluster\u0000incarnation');
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;
 
-/** The vector API's cluster view (reshard is the vector shards' own: `VectorShards.startReshard`). */
 /** Pauses between on-demand freshness barriers that were refused at once (no leader known). */
 const FRESHNESS_RETRY = { baseMs: 10, capMs: 100 } as const;
 
@@ -112,6 +111,7 @@ async function withinMs(p: Promise<void>, ms: number): Promise<string | undefine
   }
 }
 
+/** The vector API's cluster view (reshard is the vector shards' own: `VectorShards.startReshard`). */
 export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardStatus' | 'cancelReshard'> {
   readonly #o: ClusterOptions;
   readonly #fsm: MetaFsm;
