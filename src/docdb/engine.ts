@@ -4,15 +4,16 @@
 //
 // Write path. Every database has one queue. A writer drains it: it takes the waiting jobs
 // (one job = one request's edits) up to LIMITS.groupEditsMax edits, reads the document
-// records they touch, applies each edit in order against an in-memory overlay (so two
-// edits of one document in one group see each other), and commits the whole group with
+// records they touch and the bodies the edits will read, applies each edit in order and
+// synchronously against an in-memory overlay (so two edits of one document in one group see
+// each other), and commits the whole group with
 // ONE `store.batch(ops, {sync: true})`. A request's writes are therefore always atomic
 // (they are never split across groups), and concurrent writers share one fsync.
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
 import { type Clock, type Hlc, type HybridClock, HLC_ZERO, compareHlc, hlcToText, tickHlc } from '../core/hlc.js';
 import { decodeKey } from '../core/keys.js';
-import { LRUCache } from 'lru-cache';
 import { SerialQueue } from '../core/serial.js';
 import type { BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
 import { type AttachmentInput, type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
