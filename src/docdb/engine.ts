@@ -6,9 +6,9 @@
 // (one job = one request's edits) up to LIMITS.groupEditsMax edits, reads the document
 // records they touch and the bodies the edits will read, applies each edit in order and
 // synchronously against an in-memory overlay (so two edits of one document in one group see
-// each other), and commits the whole group with
-// ONE `store.batch(ops, {sync: true})`. A request's writes are therefore always atomic
-// (they are never split across groups), and concurrent writers share one fsync.
+// each other), and commits the whole group with ONE `store.batch(ops, {sync: true})`. A
+// request's writes are therefore always atomic (they are never split across groups), and
+// concurrent writers share one fsync.
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
