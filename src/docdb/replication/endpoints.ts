@@ -189,48 +189,40 @@ export async function readRevisions(
   const found = await docs.getRevisions(db, wanted);
   const out: (Record<string, unknown> | undefined)[] = [];
   for (const [i, doc] of found.entries()) {
+    if (doc === undefined) {
+      out.push(undefined);
+      continue;
+    }
     const { id, rev, attsSince } = wanted[i]!;
-    if (doc === undefined) out.push(undefined);
-    else if (doc._attachments === undefined || !options.attachments) {
-      if (!options.revs) delete doc._revisions;
-      out.push(cleanDoc(doc));
-    } else out.push(await withAttachments(docs, db, id, rev, doc, { ...options, attsSince }));
+    // Inlining reads `_revisions` (atts_since), so it goes first; most documents have none.
+    if (doc._attachments !== undefined && options.attachments) doc._attachments = await inlineAttachments(docs, db, id, rev, doc, attsSince);
+    if (!options.revs) delete doc._revisions;
+    out.push(cleanDoc(doc));
   }
   return out;
 }
 
-/** One read revision as a peer wants it: `_revisions` if asked, attachments inline or stubs. */
-async function withAttachments(
-  docs: DocEngine,
-  db: string,
-  id: string,
-  rev: string,
-  doc: Record<string, unknown>,
-  options: { revs: boolean; attachments: boolean; attsSince?: readonly string[] | undefined },
-): Promise<Record<string, unknown>> {
-  const stubs = doc._attachments as Record<string, { content_type: string; digest: string; length: number; revpos: number }> | undefined;
+/** A read revision's attachments as a peer wants them: content inline, or stubs it already holds. */
+async function inlineAttachments(docs: DocEngine, db: string, id: string, rev: string, doc: Record<string, unknown>, attsSince: readonly string[] | undefined): Promise<Record<string, unknown>> {
+  const stubs = doc._attachments as Record<string, { content_type: string; digest: string; length: number; revpos: number }>;
   const history = doc._revisions as { start: number; ids: string[] };
-  if (!options.revs) delete doc._revisions;
-  if (stubs !== undefined && options.attachments) {
-    // CouchDB's atts_since: an attachment unchanged since a revision the reader holds (its
-    // revpos is at most that revision's generation, and that revision is an ancestor) is sent
-    // as a stub; the reader already has its content.
-    const ancestors = new Set(history.ids.map((hash, i) => `${history.start - i}-${hash}`));
-    const heldGen = Math.max(0, ...(options.attsSince ?? []).filter((r) => ancestors.has(r)).map((r) => Number(r.split('-', 1)[0])));
-    const inline: Record<string, unknown> = {};
-    for (const [name, meta] of Object.entries(stubs)) {
-      if (meta.revpos <= heldGen) {
-        inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, stub: true };
-        continue;
-      }
-      const att = await docs.getAttachment(db, id, name, rev);
-      const chunks: Buffer[] = [];
-      for await (const chunk of att.chunks()) chunks.push(chunk);
-      inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, data: Buffer.concat(chunks).toString('base64') };
+  // CouchDB's atts_since: an attachment unchanged since a revision the reader holds (its
+  // revpos is at most that revision's generation, and that revision is an ancestor) is sent
+  // as a stub; the reader already has its content.
+  const ancestors = new Set(history.ids.map((hash, i) => `${history.start - i}-${hash}`));
+  const heldGen = Math.max(0, ...(attsSince ?? []).filter((r) => ancestors.has(r)).map((r) => Number(r.split('-', 1)[0])));
+  const inline: Record<string, unknown> = {};
+  for (const [name, meta] of Object.entries(stubs)) {
+    if (meta.revpos <= heldGen) {
+      inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, stub: true };
+      continue;
     }
-    doc._attachments = inline;
+    const att = await docs.getAttachment(db, id, name, rev);
+    const chunks: Buffer[] = [];
+    for await (const chunk of att.chunks()) chunks.push(chunk);
+    inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, data: Buffer.concat(chunks).toString('base64') };
   }
-  return cleanDoc(doc);
+  return inline;
 }
 
 interface RemoteChange {
