@@ -1199,27 +1199,15 @@ export class DocEngine {
    * Bodies read here do not enter the body cache (a replication would sweep it out).
    */
   async getRevisions(db: string, wanted: readonly { id: string; rev: string }[]): Promise<(Record<string, unknown> | undefined)[]> {
-    const state = this.#state(db);
     const recs = await this.getRecords(db, wanted.map((w) => w.id));
-    const stored: (BodyRecord | undefined)[] = new Array<BodyRecord | undefined>(wanted.length).fill(undefined);
-    const reads: number[] = [];
-    wanted.forEach(({ id, rev }, i) => {
-      const rec = recs[i];
-      if (rec === undefined || findRev(rec.tree, rev) === undefined) return;
-      // A non-leaf's body only while the record lists it (compaction deletes both in one batch).
-      if (!isLeaf(rec.tree, rev) && rec.kept?.[rev] === undefined) return;
-      const hit = state.bodies.get(bodyKey(id, rev));
-      if (hit !== undefined) stored[i] = hit;
-      else reads.push(i);
-    });
-    const raw = await this.#store.getMany('revs', reads.map((i) => keys.body(db, wanted[i]!.id, wanted[i]!.rev)));
-    reads.forEach((i, j) => {
-      const buf = raw[j];
-      if (buf !== undefined) stored[i] = decodeBody(buf);
-    });
+    // A non-leaf's body only while the record lists it (compaction deletes both in one batch).
+    const kept = wanted.map(({ rev }, i) => recs[i] !== undefined && findRev(recs[i]!.tree, rev) !== undefined && (isLeaf(recs[i]!.tree, rev) || recs[i]!.kept?.[rev] !== undefined));
+    const readable = wanted.filter((_, i) => kept[i]);
+    const found = await this.#storedBodies(this.#state(db), db, readable);
+    let next = 0;
     return wanted.map(({ id, rev }, i) => {
       const rec = recs[i];
-      const body = stored[i];
+      const body = kept[i] ? found[next++] : undefined;
       if (rec === undefined || body === undefined) return undefined;
       const out = this.#render(id, rev, findRev(rec.tree, rev)!.deleted, body);
       out._revisions = revisions(rec.tree, rev);
@@ -1471,14 +1459,18 @@ export class DocEngine {
 
   /** Stored bodies of these revisions (undefined where none is kept), cached ones first. */
   async getBodies(db: string, revs: readonly { id: string; rev: string }[]): Promise<(Body | undefined)[]> {
-    const state = this.#state(db);
-    const out: (Body | undefined)[] = revs.map((r) => state.bodies.get(bodyKey(r.id, r.rev))?.body);
+    return (await this.#storedBodies(this.#state(db), db, revs)).map((b) => b?.body);
+  }
+
+  /** Stored bodies of these revisions (undefined where none is), cached ones first, the rest in one multi-get. */
+  async #storedBodies(state: DbState, db: string, revs: readonly { id: string; rev: string }[]): Promise<(BodyRecord | undefined)[]> {
+    const out: (BodyRecord | undefined)[] = revs.map((r) => state.bodies.get(bodyKey(r.id, r.rev)));
     const missing = revs.flatMap((_, i) => (out[i] === undefined ? [i] : []));
     if (missing.length === 0) return out;
     const raw = await this.#store.getMany('revs', missing.map((i) => keys.body(db, revs[i]!.id, revs[i]!.rev)));
     missing.forEach((i, j) => {
       const buf = raw[j];
-      if (buf !== undefined) out[i] = decodeBody(buf).body;
+      if (buf !== undefined) out[i] = decodeBody(buf);
     });
     return out;
   }
