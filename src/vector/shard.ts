@@ -35,6 +35,7 @@ import { createReadStream } from 'node:fs';
 import { open, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
@@ -51,7 +52,6 @@ import type { ApplyOutcome, ShardCommand } from './commands.js';
 import type { SearchOptions, ShardHandle } from './shard-handle.js';
 import { exactScore, scoreFromDistance } from './metric.js';
 
-
 /** Records read per chunk when rebuilding or replaying. */
 const SCAN_CHUNK = 1024;
 /**
@@ -64,6 +64,8 @@ export const REQUEST_ID_WINDOW = 10_000;
 const SYNC_READ_KEYS_MAX = 100;
 /** Threads a batch of searches may use (usearch's own, while this thread waits). */
 const SEARCH_THREADS = availableParallelism();
+/** Bytes of decoded hit payloads a shard keeps (about the records' size without their vectors). */
+export const PAYLOAD_CACHE_BYTES = 8 * 1024 * 1024;
 /** Filtered ANN search widens its candidate list by this factor per round... */
 const FILTER_WIDEN = 4;
 /** ...up to this many candidates; then it scans every record exactly. */
@@ -156,6 +158,8 @@ export interface ShardDeps {
   maintenance?: MaintenancePolicy;
   /** Entries a request id is remembered for (tests shorten it); default REQUEST_ID_WINDOW. */
   requestWindow?: number;
+  /** Bytes of hit payloads kept decoded (tests shorten it); default PAYLOAD_CACHE_BYTES. */
+  payloadCacheBytes?: number;
 }
 
 function vectorBytes(v: Float32Array): Uint8Array {
@@ -185,6 +189,16 @@ function decodeRecord(id: string, raw: Buffer): StoredDoc & { label: number; seq
   const r = decodeCbor(raw) as RecordValue;
   return { id, text: r.t, metadata: r.m, vector: bytesVector(r.v), label: r.l, seq: r.s };
 }
+
+/** What a search hit shows of a record, and the write sequence of the version it comes from. */
+interface Payload {
+  readonly seq: number;
+  readonly text: string;
+  readonly metadata: Record<string, unknown>;
+}
+
+/** Entry overhead counted beside a payload's bytes in the cache. */
+const PAYLOAD_ENTRY_BYTES = 96;
 
 interface UpsertGroup {
   readonly members: (readonly DocInput[])[];
@@ -220,6 +234,12 @@ export class Shard implements ShardHandle {
   readonly #requests = new Map<string, { index: number; outcome: ApplyOutcome }>();
   /** label -> doc id, for the live docs. */
   readonly #labels = new Map<number, string>();
+  /**
+   * Recent hits' payloads by doc id. An entry serves only while `#docs` still names its seq:
+   * every write gives the doc a new seq (and a delete removes it), so nothing is invalidated by
+   * hand. Payloads are shared between answers and never modified.
+   */
+  readonly #payloads: LRUCache<string, Payload>;
   /** Last committed write sequence; every committed write is in the index. */
   #seq = 0;
   /** Log index of the last command applied (durable in the meta key with its data). */
@@ -248,6 +268,7 @@ export class Shard implements ShardHandle {
     this.#deps = deps;
     this.#annOptions = { dimensions: config.dimensions, metric: config.metric, m: config.index.m, efConstruction: config.index.ef_construction };
     this.#ann = deps.ann.create(this.#annOptions);
+    this.#payloads = new LRUCache({ maxSize: deps.payloadCacheBytes ?? PAYLOAD_CACHE_BYTES });
   }
 
   get count(): number {
@@ -735,12 +756,31 @@ export class Shard implements ShardHandle {
     return raw === undefined ? undefined : decodeRecord(id, raw);
   }
 
-  async #records(ids: readonly string[]): Promise<(StoredDoc | undefined)[]> {
-    // A search's hits are a few keys, read on this thread (Store.getManySync says why); a
-    // widened filtered search's candidates go through the thread pool.
-    const keys = ids.map((id) => this.#key('d', id));
-    const raws = keys.length <= SYNC_READ_KEYS_MAX ? this.#deps.store.getManySync('vec', keys) : await this.#deps.store.getMany('vec', keys);
-    return raws.map((raw, i) => (raw === undefined ? undefined : decodeRecord(ids[i]!, raw)));
+  /** The payloads of `ids`' stored versions (undefined: gone), from the cache where it holds the live one. */
+  async #payloadsOf(ids: readonly string[]): Promise<(Payload | undefined)[]> {
+    const payloads: (Payload | undefined)[] = new Array(ids.length);
+    const missed: number[] = [];
+    ids.forEach((id, i) => {
+      const cached = this.#payloads.get(id);
+      if (cached !== undefined && cached.seq === this.#docs.get(id)?.seq) payloads[i] = cached;
+      else missed.push(i);
+    });
+    if (missed.length === 0) return payloads;
+    // A search's hits are a few keys, read on this thread (Store.getManySync says why) and
+    // cached; a widened filtered search's candidates go through the thread pool and are not
+    // cached (most are not hits, and they would push the hot hits out).
+    const keys = missed.map((i) => this.#key('d', ids[i]!));
+    const onThread = keys.length <= SYNC_READ_KEYS_MAX;
+    const raws = onThread ? this.#deps.store.getManySync('vec', keys) : await this.#deps.store.getMany('vec', keys);
+    raws.forEach((raw, j) => {
+      if (raw === undefined) return;
+      const r = decodeCbor(raw) as RecordValue;
+      const id = ids[missed[j]!]!;
+      const payload: Payload = { seq: r.s, text: r.t, metadata: r.m };
+      payloads[missed[j]!] = payload;
+      if (onThread) this.#payloads.set(id, payload, { size: id.length + raw.length - r.v.byteLength + PAYLOAD_ENTRY_BYTES });
+    });
+    return payloads;
   }
 
   /**
@@ -771,12 +811,12 @@ export class Shard implements ShardHandle {
         ids.push(id);
         scores.push(scoreFromDistance(this.config.metric, m.distances[i]!));
       });
-      const records = await this.#records(ids);
+      const payloads = await this.#payloadsOf(ids);
       const hits: VectorHit[] = [];
-      records.forEach((r, i) => {
-        if (r === undefined) return; // deleted while we read
-        if (filter !== undefined && !matchesFilter(filter, r.metadata)) return;
-        hits.push({ id: r.id, text: r.text, score: scores[i]!, metadata: r.metadata });
+      payloads.forEach((p, i) => {
+        if (p === undefined) return; // deleted while we read
+        if (filter !== undefined && !matchesFilter(filter, p.metadata)) return;
+        hits.push({ id: ids[i]!, text: p.text, score: scores[i]!, metadata: p.metadata });
       });
       if (filter === undefined || hits.length >= k || count >= size) return hits.slice(0, k);
       if (count >= FILTER_CANDIDATES_MAX) return this.#exactSearch(query, k, filter);
