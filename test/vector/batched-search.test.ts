@@ -38,3 +38,13 @@ t.test('one batch per (count, ef), answers in order, errors kept to their batch'
   t.equal(Number((await b.search(q(7), 5, 10)).keys[0]), 7);
   t.same(calls, ['one 5:10'], 'a lone search later runs alone');
 });
+
+t.test('searches asked by different callbacks of one event-loop turn share a batch', async (t) => {
+  // Two requests read in one poll phase each run in their own callback, with microtasks
+  // drained between them: the batch must wait for the turn's end to see both.
+  const calls: string[] = [];
+  const b = new BatchedSearch(() => fakeIndex(calls), 2);
+  const answers = await Promise.all([1, 2, 3].map((x) => new Promise<AnnMatches>((resolve) => setImmediate(() => void b.search(Float32Array.of(x, 0), 5, 10).then(resolve)))));
+  t.same(calls, ['many 3x 5:10 on 2']);
+  t.same(answers.map((m) => Number(m.keys[0])), [1, 2, 3]);
+});

@@ -1,8 +1,9 @@
-// Searches of one index asked in the same turn of the microtask queue (the searches of one
-// `search/batch` request reach their shard together) run as one batch on the index's own
-// threads: usearch spreads a batch over `threads` threads while the calling thread waits, so
-// on 2 cores a batch of searches takes about half the time of one after another. A lone
-// search runs as before, one microtask later.
+// Searches of one index asked in the same turn of the event loop (the searches of one
+// `search/batch` request, and those of concurrent requests read in one poll phase) run as one
+// batch on the index's own threads: usearch spreads a batch over `threads` threads while the
+// calling thread waits, so on 2 cores a batch of searches takes about half the time of one
+// after another. The batch runs in the turn's check phase (setImmediate): a microtask would
+// run before the next request's callback and see one search. A lone search runs alone.
 import type { AnnIndex, AnnMatches } from './ann-index.js';
 
 interface Asked {
@@ -20,7 +21,7 @@ export class BatchedSearch {
   constructor(
     private readonly index: () => AnnIndex,
     private readonly threads: number,
-    private readonly schedule: (run: () => void) => void = queueMicrotask,
+    private readonly schedule: (run: () => void) => void = (run) => void setImmediate(run),
   ) {}
 
   search(query: Float32Array, count: number, ef: number): Promise<AnnMatches> {
