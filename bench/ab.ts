@@ -1,0 +1,169 @@
+// Before/after between two checkouts, interleaved: this machine's speed drifts by tens of
+// percent within minutes (the same code, runs a minute apart), so one node per checkout runs
+// over the same data, and short slices of one workload alternate between them (ABBA order)
+// until each has done AB_ROUNDS slices. Reported per node: throughput over its slices, and CPU
+// per unit (search, document) of its main thread (the event loop: steadier than throughput,
+// and free of RocksDB's background threads) and of the whole process.
+// Workloads:
+//   vector-search  HTTP searches, ef AB_EF (48), AB_CLIENTS (8) clients, slices of 1,000, on
+//                  bench/vector.ts's data (100k × 128, Gaussian mixture, seed 42), filled once
+//                  into AB_FILL (default /tmp/firkin-ab-vector-fill) by the first checkout's
+//                  node and copied for each; AB_PAYLOAD=false for `with_payload: false`
+//   bulk-docs      `_bulk_docs` of bench/docs.ts's documents, batches of 500, AB_CLIENTS (1)
+//                  clients, slices of 10,000 new documents into one database per node
+// Usage: npx tsx bench/ab.ts <workload> <before-checkout> <after-checkout>   (AB_ROUNDS, default 8)
+// A checkout is a directory with this repository and its node_modules (a `git worktree` of
+// another commit with a symlink to this one's node_modules will do).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
+import { waitFor } from '../test/support/wait.js';
+import { clusteredVectors } from '../test/vector/clustered.js';
+import { agent, call, drive } from './http-client.js';
+import { type BenchResult, benchDoc, report } from './support.js';
+
+const ROUNDS = Number(process.env.AB_ROUNDS ?? 8);
+const [workloadName, ...checkouts] = process.argv.slice(2);
+const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
+
+/** CPU time in µs of a process (`/proc/<pid>/stat`) or of one of its threads (`task/<tid>`). */
+function cpuMicros(statFile: string): number {
+  const fields = readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000; // utime + stime, in 10 ms ticks
+}
+
+interface Workload {
+  readonly label: string;
+  /** Fills the data every node starts from (then copied for each); none: empty nodes. */
+  fill?(url: string): Promise<void>;
+  /** Unmeasured: the first thousands of requests run slower (caches filling, code warming up). */
+  warm(url: string): Promise<void>;
+  /** One measured slice against a node (`slice` counts that node's slices); the units done. */
+  slice(url: string, slice: number): Promise<number>;
+}
+
+function vectorSearch(): Workload {
+  const n = 100_000;
+  const dims = 128;
+  const clients = Number(process.env.AB_CLIENTS ?? 8);
+  const ef = Number(process.env.AB_EF ?? 48);
+  const payload = process.env.AB_PAYLOAD !== 'false';
+  const all = clusteredVectors({ seed: 42, count: n + 1_000, dims, clusters: 100, noise: 0.25 });
+  const queries = all.slice(n).map((q) => Array.from(q));
+  const search = (url: string) => async (v: number[]) => void (await call(url, 'POST', '/vectordb/collections/bench/search', payload ? { vector: v, k: 10, ef } : { vector: v, k: 10, ef, with_payload: false }));
+  return {
+    label: `vector search c=${clients} ef=${ef}${payload ? '' : ' with_payload=false'} (per search)`,
+    async fill(url) {
+      await call(url, 'PUT', '/vectordb/collections/bench', { dimensions: dims, metric: 'l2' });
+      for (let i = 0; i < n; i += 1_000) {
+        const documents = all.slice(i, i + 1_000).map((v, j) => ({ id: String(i + j), vector: Array.from(v) }));
+        await call(url, 'POST', '/vectordb/collections/bench/docs', { documents }, true);
+      }
+    },
+    warm: (url) => drive([...queries, ...queries, ...queries], clients, search(url)).then(() => undefined),
+    async slice(url) {
+      await drive(queries, clients, search(url));
+      return queries.length;
+    },
+  };
+}
+
+function bulkDocs(): Workload {
+  const clients = Number(process.env.AB_CLIENTS ?? 1);
+  const batch = 500;
+  const perSlice = 10_000;
+  const load = async (url: string, first: number, count: number) => {
+    const starts = Array.from({ length: Math.ceil(count / batch) }, (_, b) => first + b * batch);
+    await drive(starts, clients, async (from) => {
+      const docs = Array.from({ length: batch }, (_, k) => ({ _id: `d${String(from + k).padStart(8, '0')}`, ...benchDoc(from + k) }));
+      const results = (await call(url, 'POST', '/db/bench/_bulk_docs', { docs }, false, auth)) as { ok?: boolean }[];
+      if (results.some((r) => r.ok !== true)) throw new Error('a bulk entry failed');
+    });
+  };
+  return {
+    label: `_bulk_docs x${batch} c=${clients} (per document)`,
+    async warm(url) {
+      await call(url, 'PUT', '/db/bench', undefined, false, auth);
+      await load(url, 0, perSlice);
+    },
+    async slice(url, slice) {
+      await load(url, (slice + 1) * perSlice, perSlice);
+      return perSlice;
+    },
+  };
+}
+
+const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bulk-docs': bulkDocs };
+if (workloadName === undefined || workloads[workloadName] === undefined || checkouts.length !== 2) {
+  throw new Error(`usage: npx tsx bench/ab.ts <${Object.keys(workloads).join('|')}> <before-checkout> <after-checkout>`);
+}
+const workload = workloads[workloadName]!();
+
+interface Node {
+  checkout: string;
+  proc: ChildProcess;
+  url: string;
+  dataDir: string;
+  ms: number;
+  mainMicros: number;
+  processMicros: number;
+  units: number;
+  slices: number;
+}
+
+async function start(checkout: string, dataDir: string): Promise<Node> {
+  const env = { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_HTTP_PORT: '0', SERVICE_ADMIN_KEY: TEST_ADMIN_KEY, SERVICE_LOG_LEVEL: 'info', SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' };
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: checkout, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-4096)));
+  const url = await waitFor(() => /listening on (https?:\/\/[^\s]+) /.exec(out)?.[1], { timeoutMs: 60_000, what: `the node of ${checkout} to listen` });
+  return { checkout, proc, url, dataDir, ms: 0, mainMicros: 0, processMicros: 0, units: 0, slices: 0 };
+}
+
+async function stop(node: Node): Promise<void> {
+  const exited = new Promise((resolve) => node.proc.once('exit', resolve));
+  node.proc.kill('SIGTERM');
+  await exited;
+}
+
+const fillDir = process.env.AB_FILL ?? `/tmp/firkin-ab-${workloadName}-fill`;
+if (workload.fill !== undefined && !existsSync(fillDir)) {
+  const filler = await start(checkouts[0]!, fillDir);
+  await workload.fill(filler.url);
+  await stop(filler);
+}
+
+const nodes: Node[] = [];
+try {
+  for (const checkout of checkouts) {
+    const dataDir = tempDir('firkin-bench-ab-');
+    if (workload.fill !== undefined) cpSync(fillDir, dataDir, { recursive: true });
+    nodes.push(await start(checkout, dataDir));
+  }
+  for (const node of nodes) await workload.warm(node.url);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const node of round % 2 === 0 ? nodes : [...nodes].reverse()) {
+      const pid = node.proc.pid!;
+      const main0 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
+      const process0 = cpuMicros(`/proc/${pid}/stat`);
+      const t0 = performance.now();
+      node.units += await workload.slice(node.url, node.slices++);
+      node.ms += performance.now() - t0;
+      node.mainMicros += cpuMicros(`/proc/${pid}/task/${pid}/stat`) - main0;
+      node.processMicros += cpuMicros(`/proc/${pid}/stat`) - process0;
+    }
+  }
+  const results: BenchResult[] = nodes.map((n, i) => ({
+    bench: `${i === 0 ? 'before' : 'after'} ${n.checkout}: ${workload.label}`,
+    per_s: (n.units / n.ms) * 1000,
+    main_us: n.mainMicros / n.units,
+    process_us: n.processMicros / n.units,
+  }));
+  report(results);
+} finally {
+  agent.destroy();
+  for (const node of nodes) {
+    await stop(node);
+    rmSync(node.dataDir, { recursive: true, force: true });
+  }
+}
