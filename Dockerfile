@@ -26,4 +26,5 @@ RUN ln -s /app/bin/firkin.js /usr/local/bin/firkin
 VOLUME ["/data"]
 EXPOSE 8080 9080
 USER node
-CMD ["node", "dist/src/main.js"]
+# V8 flags: src/core/node-flags.ts says why.
+CMD ["node", "--max-semi-space-size=32", "dist/src/main.js"]

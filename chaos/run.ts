@@ -10,6 +10,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../src/core/node-flags.js';
 import { TEST_ADMIN_KEY, TEST_CACHE_ENV, request, tempDir } from '../test/support/node.js';
 import { waitFor } from '../test/support/wait.js';
 import { freePorts } from '../test/raft/kv-cluster.js';
@@ -50,7 +51,7 @@ function log(line: string): void {
 
 /** Start a node process; resolves with its URL once it listens (or undefined if it was killed first). */
 function startNode(n: NodeProc, waitReady = true): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...n.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...n.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   n.child = child;
   n.proc = fromChild(child);
   n.url = undefined;

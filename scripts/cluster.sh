@@ -10,7 +10,7 @@ DIR=${FIRKIN_CLUSTER_DIR:-./data/cluster}
 DIR=${DIR#./}
 case $DIR in /*) ;; *) DIR=$PWD/$DIR ;; esac
 DIR=${DIR%/}
-NODE_CMD=${FIRKIN_NODE_CMD:-node --import tsx src/main.ts}
+NODE_CMD=${FIRKIN_NODE_CMD:-node --max-semi-space-size=32 --import tsx src/main.ts}  # flags: src/core/node-flags.ts
 WAIT_S=${FIRKIN_WAIT_S:-60}          # up/start/restart wait this long for members; 0: do not wait
 STOP_S=${FIRKIN_STOP_TIMEOUT_S:-10}  # stop/down: SIGTERM, then SIGKILL after this long
 NODES_MAX=50
@@ -39,7 +39,7 @@ NODE is n3 or 3. Settings (environment):
   FIRKIN_CLUSTER_DIR  ./data/cluster     FIRKIN_HTTP_BASE  8081 (n1; nI uses base+I-1)
   FIRKIN_GRPC_BASE    9081               FIRKIN_ZONES      zones given to n1, n2, ... in turn
   FIRKIN_WAIT_S       60 (0: no wait)    FIRKIN_STOP_TIMEOUT_S  10
-  FIRKIN_NODE_CMD     node --import tsx src/main.ts (run from the repository root)
+  FIRKIN_NODE_CMD     node --max-semi-space-size=32 --import tsx src/main.ts (run from the repository root)
 Any other SERVICE_* setting in the environment reaches every node."
 
 # --- the directory: ports, secrets, nodes -------------------------------------------------

@@ -1,6 +1,7 @@
 // A node as a real child process, for crash (kill -9) and multi-node tests.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../../src/core/node-flags.js';
 import { TEST_ADMIN_KEY, TEST_CACHE_ENV } from './node.js';
 import { waitFor } from './wait.js';
 
@@ -21,7 +22,7 @@ export interface ChildNode {
  * `ready` (the first capture group is the URL). A child that fails to start is killed.
  */
 export async function spawnScript(options: { script: string; args?: string[]; env: Record<string, string>; ready: RegExp; what: string }): Promise<ChildNode> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', options.script, ...(options.args ?? [])], {
+  const proc = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', options.script, ...(options.args ?? [])], {
     cwd: root,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -76,7 +77,7 @@ export function spawnNode(env: Record<string, string>, args: string[] = []): Pro
 
 /** Run `src/main.ts` expecting it to exit (config errors); returns code and output. */
 export async function runNodeExpectingExit(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; output: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+  const proc = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', 'src/main.ts', ...args], {
     cwd: root,
     env: { ...process.env, SERVICE_HTTP_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
