@@ -11,6 +11,8 @@
 //                  node and copied for each; AB_PAYLOAD=false for `with_payload: false`
 //   bulk-docs      `_bulk_docs` of bench/docs.ts's documents, batches of 500, AB_CLIENTS (1)
 //                  clients, slices of 10,000 new documents into one database per node
+//   put-docs       single-document PUTs of new documents, AB_CLIENTS (16) clients, slices of
+//                  2,000, into one database per node
 // Usage: npx tsx bench/ab.ts <workload> <before-checkout> <after-checkout>   (AB_ROUNDS, default 8)
 // A checkout is a directory with this repository and its node_modules (a `git worktree` of
 // another commit with a symlink to this one's node_modules will do).
@@ -94,7 +96,25 @@ function bulkDocs(): Workload {
   };
 }
 
-const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bulk-docs': bulkDocs };
+function putDocs(): Workload {
+  const clients = Number(process.env.AB_CLIENTS ?? 16);
+  const perSlice = 2_000;
+  const put = (url: string) => async (n: number) => void (await call(url, 'PUT', `/db/bench/p${n}`, benchDoc(n), false, auth));
+  const numbers = (first: number) => Array.from({ length: perSlice }, (_, i) => first + i);
+  return {
+    label: `PUT c=${clients} (per document)`,
+    async warm(url) {
+      await call(url, 'PUT', '/db/bench', undefined, false, auth);
+      await drive(numbers(0), clients, put(url));
+    },
+    async slice(url, slice) {
+      await drive(numbers((slice + 1) * perSlice), clients, put(url));
+      return perSlice;
+    },
+  };
+}
+
+const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bulk-docs': bulkDocs, 'put-docs': putDocs };
 if (workloadName === undefined || workloads[workloadName] === undefined || checkouts.length !== 2) {
   throw new Error(`usage: npx tsx bench/ab.ts <${Object.keys(workloads).join('|')}> <before-checkout> <after-checkout>`);
 }
