@@ -321,15 +321,27 @@ function chunkCount(length: number): number {
   return Math.max(1, Math.ceil(length / ATT_CHUNK_BYTES));
 }
 
-function digestsOf(info: LeafInfo | undefined): Record<string, number> {
-  return info?.a === undefined ? {} : { ...info.a };
-}
-
 /** Every attachment digest (with its length) the given stored bodies refer to. */
 function digestsOfAll(...infos: (Readonly<Record<string, LeafInfo>> | undefined)[]): Record<string, number> {
+  // Loops, not Object.values/assign: this runs for every written document.
   const out: Record<string, number> = {};
-  for (const group of infos) for (const info of Object.values(group ?? {})) Object.assign(out, digestsOf(info));
+  for (const group of infos) {
+    if (group === undefined) continue;
+    for (const rev in group) {
+      const a = group[rev]!.a;
+      if (a !== undefined) for (const digest in a) out[digest] = a[digest]!;
+    }
+  }
   return out;
+}
+
+/** Bytes of the bodies of `{...first, ...second}` and of the attachments `digests`, without building that object. */
+function storedBytes(first: Readonly<Record<string, LeafInfo>> | undefined, second: Readonly<Record<string, LeafInfo>> | undefined, digests: Readonly<Record<string, number>>): number {
+  let n = 0;
+  if (first !== undefined) for (const rev in first) if (second === undefined || !Object.hasOwn(second, rev)) n += first[rev]!.b;
+  if (second !== undefined) for (const rev in second) n += second[rev]!.b;
+  for (const digest in digests) n += digests[digest]!;
+  return n;
 }
 
 
@@ -864,34 +876,42 @@ export class DocEngine {
     if (encodedBody.length > LIMITS.docBytesMax) throw new FirkinError('too_large', `document ${JSON.stringify(docId)} is larger than ${LIMITS.docBytesMax} bytes`);
     const newLeaves = new Set(leaves(tree).map((n) => n.rev));
     const leafInfo: Record<string, LeafInfo> = {};
+    const attachments = leaf.body.attachments;
     for (const rev of newLeaves) {
-      if (rev === leaf.rev) {
-        const a = Object.fromEntries(Object.values(leaf.body.attachments ?? {}).map((m) => [m.digest, m.length]));
-        leafInfo[rev] = Object.keys(a).length > 0 ? { b: encodedBody.length, a } : { b: encodedBody.length };
-      } else {
+      if (rev !== leaf.rev) {
         leafInfo[rev] = before?.leaves[rev] ?? { b: 0 };
+      } else if (attachments === undefined) {
+        leafInfo[rev] = { b: encodedBody.length };
+      } else {
+        const a = Object.fromEntries(Object.values(attachments).map((m) => [m.digest, m.length]));
+        leafInfo[rev] = Object.keys(a).length > 0 ? { b: encodedBody.length, a } : { b: encodedBody.length };
       }
     }
     // A leaf that got a child keeps its body until compaction (CouchDB); a body whose
     // revision was stemmed out of the tree (revs_limit) goes now, in this batch.
-    const inTree = new Set(tree.map((n) => n.rev));
     const keptInfo: Record<string, LeafInfo> = {};
-    for (const [rev, info] of [...Object.entries(before?.kept ?? {}), ...Object.entries(before?.leaves ?? {})]) {
-      if (newLeaves.has(rev)) continue;
-      if (inTree.has(rev)) {
-        keptInfo[rev] = info;
-        continue;
+    if (before !== undefined) {
+      const inTree = new Set(tree.map((n) => n.rev));
+      for (const infos of [before.kept, before.leaves]) {
+        if (infos === undefined) continue;
+        for (const rev in infos) {
+          if (newLeaves.has(rev)) continue;
+          if (inTree.has(rev)) {
+            keptInfo[rev] = infos[rev]!;
+            continue;
+          }
+          ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
+          g.bodies.set(bodyKey(docId, rev), null);
+        }
       }
-      ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
-      g.bodies.set(bodyKey(docId, rev), null);
+      if (Object.keys(keptInfo).some((rev) => before.kept?.[rev] === undefined)) g.compactable++;
     }
-    if (Object.keys(keptInfo).some((rev) => before?.kept?.[rev] === undefined)) g.compactable++;
     if (newLeaves.has(leaf.rev)) {
       ops.push({ type: 'put', cf: 'revs', key: keys.body(db, docId, leaf.rev), value: encodedBody });
       g.bodies.set(bodyKey(docId, leaf.rev), leaf.body);
     }
     // Attachment content is deduplicated per document by digest and dropped when no stored body refers to it.
-    const beforeDigests = digestsOfAll(before?.leaves, before?.kept);
+    const beforeDigests = before === undefined ? {} : digestsOfAll(before.leaves, before.kept);
     const afterDigests = digestsOfAll(leafInfo, keptInfo);
     const written = new Set<string>();
     for (const blob of leaf.blobs) {
@@ -905,9 +925,7 @@ export class DocEngine {
       if (afterDigests[digest] !== undefined) continue;
       for (let i = 0; i < chunkCount(length); i++) ops.push({ type: 'del', cf: 'att', key: keys.att(db, docId, digest, i) });
     }
-    const bytes = (infos: Record<string, LeafInfo>, digests: Record<string, number>) =>
-      Object.values(infos).reduce((n, i) => n + i.b, 0) + Object.values(digests).reduce((n, l) => n + l, 0);
-    g.dataBytes += bytes({ ...leafInfo, ...keptInfo }, afterDigests) - bytes({ ...before?.leaves, ...before?.kept }, beforeDigests);
+    g.dataBytes += storedBytes(leafInfo, keptInfo, afterDigests) - storedBytes(before?.leaves, before?.kept, beforeDigests);
 
     // One changes entry per document: the old one goes in the same batch.
     if (before !== undefined) ops.push({ type: 'del', cf: 'seq', key: keys.seq(db, before.seq) });
@@ -995,11 +1013,10 @@ export class DocEngine {
         const docId = docIds[i]!;
         const rec = decodeDocRecord(buf);
         const winnerBody = !rec.deleted && this.#indexers.length > 0 ? (await this.#body(db, docId, rec.winner))?.body : undefined;
-        const digests: Record<string, number> = {};
+        const digests = digestsOfAll(rec.leaves, rec.kept);
         for (const [rev, info] of [...Object.entries(rec.leaves), ...Object.entries(rec.kept ?? {})]) {
           ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
           dataBytes -= info.b;
-          Object.assign(digests, digestsOf(info));
         }
         for (const [digest, length] of Object.entries(digests)) {
           dataBytes -= length;
