@@ -9,6 +9,9 @@
 //                  bench/vector.ts's data (100k × 128, Gaussian mixture, seed 42), filled once
 //                  into AB_FILL (default /tmp/firkin-ab-vector-fill) by the first checkout's
 //                  node and copied for each; AB_PAYLOAD=false for `with_payload: false`
+//   bm25-search    BM25 searches, AB_CLIENTS (8) clients, slices of 1,000 queries, on
+//                  bench/text.ts's corpus (100k documents) in a collection with the AB_BM25
+//                  backend (disk), filled once like vector-search's data
 //   bulk-docs      `_bulk_docs` of bench/docs.ts's documents, batches of 500, AB_CLIENTS (1)
 //                  clients, slices of 10,000 new documents into one database per node
 //   put-docs       single-document PUTs of new documents, AB_CLIENTS (16) clients, slices of
@@ -24,6 +27,7 @@ import { waitFor } from '../test/support/wait.js';
 import { clusteredVectors } from '../test/vector/clustered.js';
 import { agent, call, drive } from './http-client.js';
 import { type BenchResult, benchDoc, report } from './support.js';
+import { SEED, textCorpus, textQueries } from './text-corpus.js';
 
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 8);
 const [workloadName, ...checkouts] = process.argv.slice(2);
@@ -61,6 +65,29 @@ function vectorSearch(): Workload {
       for (let i = 0; i < n; i += 1_000) {
         const documents = all.slice(i, i + 1_000).map((v, j) => ({ id: String(i + j), vector: Array.from(v) }));
         await call(url, 'POST', '/vectordb/collections/bench/docs', { documents }, true);
+      }
+    },
+    warm: (url) => drive([...queries, ...queries, ...queries], clients, search(url)).then(() => undefined),
+    async slice(url) {
+      await drive(queries, clients, search(url));
+      return queries.length;
+    },
+  };
+}
+
+function bm25Search(): Workload {
+  const clients = Number(process.env.AB_CLIENTS ?? 8);
+  const backend = process.env.AB_BM25 ?? 'disk';
+  const queries = textQueries(1_000, SEED + 1);
+  const search = (url: string) => async (query: string) => void (await call(url, 'POST', '/vectordb/collections/text/search/bm25', { query, k: 10 }));
+  return {
+    label: `BM25 ${backend} c=${clients} (per search)`,
+    async fill(url) {
+      const texts = textCorpus(100_000, SEED);
+      await call(url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: backend });
+      for (let i = 0; i < texts.length; i += 1_000) {
+        const documents = texts.slice(i, i + 1_000).map((text, j) => ({ id: String(i + j), text }));
+        await call(url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
       }
     },
     warm: (url) => drive([...queries, ...queries, ...queries], clients, search(url)).then(() => undefined),
@@ -114,7 +141,7 @@ function putDocs(): Workload {
   };
 }
 
-const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bulk-docs': bulkDocs, 'put-docs': putDocs };
+const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bm25-search': bm25Search, 'bulk-docs': bulkDocs, 'put-docs': putDocs };
 if (workloadName === undefined || workloads[workloadName] === undefined || checkouts.length !== 2) {
   throw new Error(`usage: npx tsx bench/ab.ts <${Object.keys(workloads).join('|')}> <before-checkout> <after-checkout>`);
 }
@@ -147,7 +174,7 @@ async function stop(node: Node): Promise<void> {
   await exited;
 }
 
-const fillDir = process.env.AB_FILL ?? `/tmp/firkin-ab-${workloadName}-fill`;
+const fillDir = process.env.AB_FILL ?? `/tmp/firkin-ab-${workloadName}${workloadName === 'bm25-search' ? `-${process.env.AB_BM25 ?? 'disk'}` : ''}-fill`;
 if (workload.fill !== undefined && !existsSync(fillDir)) {
   const filler = await start(checkouts[0]!, fillDir);
   await workload.fill(filler.url);

@@ -31,7 +31,7 @@ import type { CollectionConfig } from '../vector/collection-config.js';
 import { type ApplyOutcome, type FenceOutcome, type ShardCommand, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
 import { encodeKey } from '../core/keys.js';
 import type { Filter } from '../vector/filter.js';
-import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData } from '../vector/shard.js';
+import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData, newPayloadCache } from '../vector/shard.js';
 import { ShardFsm, isRequestRecord } from '../vector/shard-fsm.js';
 import type { RequestRecord, ShardStateChunk } from '../vector/shard.js';
 import type { ClusterCatalogue, ClusteredCollection, ReadOptions, SearchOptions, ShardHandle } from '../vector/shard-handle.js';
@@ -101,6 +101,8 @@ function fromF32(b: Uint8Array): Float32Array {
 export class VectorShards extends ShardHost<Replica, CollectionPlacement> implements ClusterCatalogue {
   readonly prefix = 'vshard';
   readonly #o: VectorShardsOptions;
+  /** Recent hits' payloads of every replica here (one memory bound for the node's replicated collections). */
+  readonly #payloads = newPayloadCache();
   readonly #views = new Map<string, { placement: CollectionPlacement; view: ClusteredCollection }>();
   readonly #exports = new Map<string, ExportSession>();
   /** Snapshot transfers tried per group: each retry asks the next replica. */
@@ -303,7 +305,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     const { store, ann, indexDir, log } = this.#o;
     const config = collection.config as unknown as CollectionConfig;
     const storageId = CLUSTER_SHARD_BASE + placement.number;
-    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }) };
+    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), payloads: this.#payloads };
     const shard = await Shard.open(storageId, config, deps);
     const fsm = new ShardFsm(shard, {
       reopenEmpty: async (old) => {

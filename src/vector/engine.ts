@@ -30,7 +30,7 @@ import type { Filter } from './filter.js';
 import { type FusedHit, fuse } from './fusion.js';
 import { checkEmbedding, parseVector } from './metric.js';
 import type { Bm25SearchRequest, Consistency, CreateCollectionRequest, DocRequest, HybridSearchRequest, PutDocsRequest, SearchRequest } from './requests.js';
-import { type DocInput, type MaintenancePolicy, Shard, type StoredDoc, type VectorHit, dropShardData } from './shard.js';
+import { type DocInput, type MaintenancePolicy, Shard, type StoredDoc, type VectorHit, dropShardData, newPayloadCache } from './shard.js';
 import type { ClusterCatalogue, ClusteredCollection, ShardHandle } from './shard-handle.js';
 
 export interface VectorEngineOptions {
@@ -129,6 +129,8 @@ function hybridDepth(k: number): number {
 
 export class VectorEngine {
   readonly #o: VectorEngineOptions;
+  /** Recent hits' payloads of every local shard (one memory bound for the node's standalone collections). */
+  readonly #payloads = newPayloadCache();
   readonly #collections = new Map<string, Collection>();
   /** Catalogue changes (create, delete) one at a time. */
   readonly #catalogueQueue = new SerialQueue();
@@ -176,7 +178,7 @@ export class VectorEngine {
   async #openCollection(name: string, entry: CatalogueEntry): Promise<Collection> {
     const shards = [];
     for (const id of entry.shards) {
-      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance }));
+      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance, payloads: this.#payloads }));
     }
     const routing = entry.routing ?? { scheme: 'legacy_modulo', shards: entry.shards };
     return new Collection(name, entry.config, shards, shards, routing, this.#embedderFor(entry.config));

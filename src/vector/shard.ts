@@ -64,8 +64,8 @@ export const REQUEST_ID_WINDOW = 10_000;
 const SYNC_READ_KEYS_MAX = 100;
 /** Threads a batch of searches may use (usearch's own, while this thread waits). */
 const SEARCH_THREADS = availableParallelism();
-/** Bytes of decoded hit payloads a shard keeps (about the records' size without their vectors). */
-export const PAYLOAD_CACHE_BYTES = 8 * 1024 * 1024;
+/** Bytes of decoded hit payloads a node keeps for its shards (about the records' size without their vectors). */
+export const PAYLOAD_CACHE_BYTES = 32 * 1024 * 1024;
 /** Filtered ANN search widens its candidate list by this factor per round... */
 const FILTER_WIDEN = 4;
 /** ...up to this many candidates; then it scans every record exactly. */
@@ -158,8 +158,8 @@ export interface ShardDeps {
   maintenance?: MaintenancePolicy;
   /** Entries a request id is remembered for (tests shorten it); default REQUEST_ID_WINDOW. */
   requestWindow?: number;
-  /** Bytes of hit payloads kept decoded (tests shorten it); default PAYLOAD_CACHE_BYTES. */
-  payloadCacheBytes?: number;
+  /** Decoded hit payloads, shared by the node's shards (one memory bound); default: the shard's own. */
+  payloads?: PayloadCache;
 }
 
 function vectorBytes(v: Float32Array): Uint8Array {
@@ -191,7 +191,7 @@ function decodeRecord(id: string, raw: Buffer): StoredDoc & { label: number; seq
 }
 
 /** What a search hit shows of a record, and the write sequence of the version it comes from. */
-interface Payload {
+export interface Payload {
   readonly seq: number;
   readonly text: string;
   readonly metadata: Record<string, unknown>;
@@ -199,6 +199,20 @@ interface Payload {
 
 /** Entry overhead counted beside a payload's bytes in the cache. */
 const PAYLOAD_ENTRY_BYTES = 96;
+
+/** Recent search hits' payloads, keyed by a shard instance's tag and a doc id (see `Shard.#payloadsOf`). */
+export type PayloadCache = LRUCache<string, Payload>;
+
+export function newPayloadCache(maxBytes = PAYLOAD_CACHE_BYTES): PayloadCache {
+  return new LRUCache({ maxSize: maxBytes });
+}
+
+/**
+ * Each shard instance's own key prefix in a shared payload cache: a shard reopened over
+ * dropped data (a replica's snapshot install) numbers its writes from the start again, so its
+ * entries must never meet the old instance's.
+ */
+let nextPayloadTag = 0;
 
 interface UpsertGroup {
   readonly members: (readonly DocInput[])[];
@@ -235,11 +249,12 @@ export class Shard implements ShardHandle {
   /** label -> doc id, for the live docs. */
   readonly #labels = new Map<number, string>();
   /**
-   * Recent hits' payloads by doc id. An entry serves only while `#docs` still names its seq:
-   * every write gives the doc a new seq (and a delete removes it), so nothing is invalidated by
-   * hand. Payloads are shared between answers and never modified.
+   * Recent hits' payloads by `#payloadTag` + doc id. An entry serves only while `#docs` still
+   * names its seq: every write gives the doc a new seq (and a delete removes it), so nothing is
+   * invalidated by hand. Payloads are shared between answers and never modified.
    */
-  readonly #payloads: LRUCache<string, Payload>;
+  readonly #payloads: PayloadCache;
+  readonly #payloadTag = `${nextPayloadTag++}\u0000`;
   /** Last committed write sequence; every committed write is in the index. */
   #seq = 0;
   /** Log index of the last command applied (durable in the meta key with its data). */
@@ -268,7 +283,7 @@ export class Shard implements ShardHandle {
     this.#deps = deps;
     this.#annOptions = { dimensions: config.dimensions, metric: config.metric, m: config.index.m, efConstruction: config.index.ef_construction };
     this.#ann = deps.ann.create(this.#annOptions);
-    this.#payloads = new LRUCache({ maxSize: deps.payloadCacheBytes ?? PAYLOAD_CACHE_BYTES });
+    this.#payloads = deps.payloads ?? newPayloadCache();
   }
 
   get count(): number {
@@ -761,7 +776,7 @@ export class Shard implements ShardHandle {
     const payloads: (Payload | undefined)[] = new Array(ids.length);
     const missed: number[] = [];
     ids.forEach((id, i) => {
-      const cached = this.#payloads.get(id);
+      const cached = this.#payloads.get(this.#payloadTag + id);
       if (cached !== undefined && cached.seq === this.#docs.get(id)?.seq) payloads[i] = cached;
       else missed.push(i);
     });
@@ -778,7 +793,7 @@ export class Shard implements ShardHandle {
       const id = ids[missed[j]!]!;
       const payload: Payload = { seq: r.s, text: r.t, metadata: r.m };
       payloads[missed[j]!] = payload;
-      if (onThread) this.#payloads.set(id, payload, { size: id.length + raw.length - r.v.byteLength + PAYLOAD_ENTRY_BYTES });
+      if (onThread) this.#payloads.set(this.#payloadTag + id, payload, { size: id.length + raw.length - r.v.byteLength + PAYLOAD_ENTRY_BYTES });
     });
     return payloads;
   }

@@ -9,7 +9,7 @@ import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { parseFilter } from '../../src/vector/filter.js';
-import { Shard } from '../../src/vector/shard.js';
+import { Shard, dropShardData, newPayloadCache } from '../../src/vector/shard.js';
 import { fcParams } from '../support/fc.js';
 import { tempDir } from '../support/node.js';
 
@@ -46,7 +46,7 @@ t.test('every hit shows its document as last written, whatever the cache holds',
   await fc.assert(
     // 1 byte keeps nothing, 200 a couple of entries (evictions), undefined the default.
     fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 30 }), fc.constantFrom(1, 200, undefined), async (ops, payloadCacheBytes) => {
-      const shard = await Shard.open(run++, config, { store, ann: usearchEngine, indexDir: dir, log: pino({ level: 'silent' }), payloadCacheBytes });
+      const shard = await Shard.open(run++, config, { store, ann: usearchEngine, indexDir: dir, log: pino({ level: 'silent' }), payloads: newPayloadCache(payloadCacheBytes) });
       try {
         const live = new Map<string, { text: string; metadata: Record<string, unknown> }>();
         for (const o of ops) {
@@ -76,4 +76,23 @@ t.test('every hit shows its document as last written, whatever the cache holds',
     fcParams(60),
   );
   t.end();
+});
+
+t.test('a shard reopened over dropped data never sees its old instance\'s payloads in a shared cache', async (t) => {
+  // A replica installing a snapshot drops its data and reopens: its writes number from 1 again.
+  const dir = tempDir('firkin-payloads-reopen-');
+  const store = await Store.open(path.join(dir, 'db'), { writeWorker: false });
+  t.teardown(() => store.close());
+  const payloads = newPayloadCache();
+  const deps = { store, ann: usearchEngine, indexDir: dir, log: pino({ level: 'silent' }), payloads };
+  const v = Float32Array.of(1, 2, 3, 4);
+  const old = await Shard.open(7, config, deps);
+  await old.upsert([{ id: 'a', text: 'old', metadata: {}, vector: v }]);
+  t.equal((await old.search(v, 1, 64, undefined))[0]?.text, 'old');
+  await old.close({ save: false, reason: 'dropped' });
+  await dropShardData(store, 7, dir);
+  const fresh = await Shard.open(7, config, deps);
+  t.teardown(() => fresh.close({ save: false }));
+  await fresh.upsert([{ id: 'a', text: 'new', metadata: {}, vector: v }]);
+  t.equal((await fresh.search(v, 1, 64, undefined))[0]?.text, 'new');
 });
