@@ -49,6 +49,20 @@ interface Workload {
   slice(url: string, slice: number): Promise<number>;
 }
 
+/** Searches of a filled collection: slices of the query set, after three passes unmeasured. */
+function searchWorkload<Q>(label: string, queries: readonly Q[], clients: number, fill: (url: string) => Promise<void>, search: (url: string, q: Q) => Promise<unknown>): Workload {
+  const run = (url: string, qs: readonly Q[]) => drive(qs, clients, async (q) => void (await search(url, q)));
+  return {
+    label,
+    fill,
+    warm: (url) => run(url, [...queries, ...queries, ...queries]).then(() => undefined),
+    async slice(url) {
+      await run(url, queries);
+      return queries.length;
+    },
+  };
+}
+
 function vectorSearch(): Workload {
   const n = 100_000;
   const dims = 128;
@@ -57,32 +71,29 @@ function vectorSearch(): Workload {
   const payload = process.env.AB_PAYLOAD !== 'false';
   const all = clusteredVectors({ seed: 42, count: n + 1_000, dims, clusters: 100, noise: 0.25 });
   const queries = all.slice(n).map((q) => Array.from(q));
-  const search = (url: string) => async (v: number[]) => void (await call(url, 'POST', '/vectordb/collections/bench/search', payload ? { vector: v, k: 10, ef } : { vector: v, k: 10, ef, with_payload: false }));
-  return {
-    label: `vector search c=${clients} ef=${ef}${payload ? '' : ' with_payload=false'} (per search)`,
-    async fill(url) {
+  return searchWorkload(
+    `vector search c=${clients} ef=${ef}${payload ? '' : ' with_payload=false'} (per search)`,
+    queries,
+    clients,
+    async (url) => {
       await call(url, 'PUT', '/vectordb/collections/bench', { dimensions: dims, metric: 'l2' });
       for (let i = 0; i < n; i += 1_000) {
         const documents = all.slice(i, i + 1_000).map((v, j) => ({ id: String(i + j), vector: Array.from(v) }));
         await call(url, 'POST', '/vectordb/collections/bench/docs', { documents }, true);
       }
     },
-    warm: (url) => drive([...queries, ...queries, ...queries], clients, search(url)).then(() => undefined),
-    async slice(url) {
-      await drive(queries, clients, search(url));
-      return queries.length;
-    },
-  };
+    (url, v) => call(url, 'POST', '/vectordb/collections/bench/search', payload ? { vector: v, k: 10, ef } : { vector: v, k: 10, ef, with_payload: false }),
+  );
 }
 
 function bm25Search(): Workload {
   const clients = Number(process.env.AB_CLIENTS ?? 8);
   const backend = process.env.AB_BM25 ?? 'disk';
-  const queries = textQueries(1_000, SEED + 1);
-  const search = (url: string) => async (query: string) => void (await call(url, 'POST', '/vectordb/collections/text/search/bm25', { query, k: 10 }));
-  return {
-    label: `BM25 ${backend} c=${clients} (per search)`,
-    async fill(url) {
+  return searchWorkload(
+    `BM25 ${backend} c=${clients} (per search)`,
+    textQueries(1_000, SEED + 1),
+    clients,
+    async (url) => {
       const texts = textCorpus(100_000, SEED);
       await call(url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: backend });
       for (let i = 0; i < texts.length; i += 1_000) {
@@ -90,12 +101,8 @@ function bm25Search(): Workload {
         await call(url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
       }
     },
-    warm: (url) => drive([...queries, ...queries, ...queries], clients, search(url)).then(() => undefined),
-    async slice(url) {
-      await drive(queries, clients, search(url));
-      return queries.length;
-    },
-  };
+    (url, query) => call(url, 'POST', '/vectordb/collections/text/search/bm25', { query, k: 10 }),
+  );
 }
 
 function bulkDocs(): Workload {
