@@ -9,20 +9,11 @@ import { prefixRange } from '../../src/core/keys.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
-import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { Shard } from '../../src/vector/shard.js';
+import { smallShardConfig } from '../vector/engine-harness.js';
 import { tempDir } from '../support/node.js';
 
-const CONFIG: CollectionConfig = {
-  dimensions: 2,
-  num_shards: 1,
-  replication_factor: 3,
-  metric: 'l2',
-  index: { m: 8, ef_construction: 40, ef_search: 64 },
-  embedder: null,
-  bm25_backend: 'disk',
-  bm25: { k1: 1.2, b: 0.75, stopwords: [] },
-};
+const CONFIG = smallShardConfig({ dimensions: 2, replication_factor: 3 });
 const log = pino({ level: 'silent' });
 
 async function count(store: Store, cf: 'vec' | 'raft', prefix: (string | number)[]): Promise<number> {

@@ -8,9 +8,9 @@ import t from 'tap';
 import { FirkinError } from '../../src/core/errors.js';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
-import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { type ShardCommand, decodeShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
 import { Shard } from '../../src/vector/shard.js';
+import { smallShardConfig } from './engine-harness.js';
 import { fcParams } from '../support/fc.js';
 import { tempDir } from '../support/node.js';
 
@@ -48,16 +48,7 @@ t.test('the codec round-trips every command and refuses anything else with a Fir
 
 async function openShard(dir: string) {
   const store = await Store.open(path.join(dir, 'db'), { writeWorker: false });
-  const config: CollectionConfig = {
-    dimensions: DIMS,
-    num_shards: 1,
-    replication_factor: 1,
-    metric: 'l2',
-    index: { m: 8, ef_construction: 40, ef_search: 64 },
-    embedder: null,
-    bm25_backend: 'disk',
-    bm25: { k1: 1.2, b: 0.75, stopwords: [] },
-  };
+  const config = smallShardConfig({ dimensions: DIMS });
   const shard = await Shard.open(0, config, { store, ann: usearchEngine, indexDir: dir, log: pino({ level: 'silent' }) });
   return {
     shard,

@@ -6,8 +6,23 @@ import path from 'node:path';
 import pino from 'pino';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
+import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { VectorEngine, type VectorEngineOptions } from '../../src/vector/engine.js';
 import { tempDir } from '../support/node.js';
+
+/** A small shard's configuration for tests that open shards directly (L2, a light HNSW, disk BM25). */
+export function smallShardConfig(overrides: Partial<CollectionConfig> & Pick<CollectionConfig, 'dimensions'>): CollectionConfig {
+  return {
+    num_shards: 1,
+    replication_factor: 1,
+    metric: 'l2',
+    index: { m: 8, ef_construction: 40, ef_search: 64 },
+    embedder: null,
+    bm25_backend: 'disk',
+    bm25: { k1: 1.2, b: 0.75, stopwords: [] },
+    ...overrides,
+  };
+}
 
 export const testEmbedderDeps = { fetch, sleep: async () => undefined, openaiKeyOrigin: 'https://api.openai.com', outbound: { allow: [], allowLoopback: false } };
 

@@ -12,26 +12,17 @@ import { RocksLog } from '../../src/raft/rocks-log.js';
 import type { Message } from '../../src/raft/types.js';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
-import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { type ShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
 import { Shard, type ShardStateChunk, dropShardData } from '../../src/vector/shard.js';
 import { ShardFsm } from '../../src/vector/shard-fsm.js';
+import { smallShardConfig } from './engine-harness.js';
 import { tempDir } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
 
 const IDS = ['a', 'b', 'c'];
 const GROUP = 'shard-7';
 const SHARD_ID = 7;
-const CONFIG: CollectionConfig = {
-  dimensions: 4,
-  num_shards: 1,
-  replication_factor: 3,
-  metric: 'l2',
-  index: { m: 8, ef_construction: 40, ef_search: 64 },
-  embedder: null,
-  bm25_backend: 'disk',
-  bm25: { k1: 1.2, b: 0.75, stopwords: [] },
-};
+const CONFIG = smallShardConfig({ dimensions: 4, replication_factor: 3 });
 
 interface Replica {
   id: string;

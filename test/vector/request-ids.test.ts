@@ -6,22 +6,13 @@ import pino from 'pino';
 import t from 'tap';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
-import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { type ShardCommand, decodeShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
 import { Shard, dropShardData } from '../../src/vector/shard.js';
 import { ShardFsm } from '../../src/vector/shard-fsm.js';
+import { smallShardConfig } from './engine-harness.js';
 import { tempDir } from '../support/node.js';
 
-const CONFIG: CollectionConfig = {
-  dimensions: 2,
-  num_shards: 1,
-  replication_factor: 3,
-  metric: 'l2',
-  index: { m: 8, ef_construction: 40, ef_search: 64 },
-  embedder: null,
-  bm25_backend: 'disk',
-  bm25: { k1: 1.2, b: 0.75, stopwords: [] },
-};
+const CONFIG = smallShardConfig({ dimensions: 2, replication_factor: 3 });
 const log = pino({ level: 'silent' });
 const put = (id: string, v: number, rid?: string): ShardCommand => ({ kind: 'upsert', docs: [{ id, text: `t${v}`, metadata: { v }, vector: Float32Array.from([v, 1]) }], ...(rid === undefined ? {} : { rid }) });
 const del = (id: string, rid?: string): ShardCommand => ({ kind: 'delete', ids: [id], ...(rid === undefined ? {} : { rid }) });

@@ -7,9 +7,9 @@ import pino from 'pino';
 import t from 'tap';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
-import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { parseFilter } from '../../src/vector/filter.js';
 import { Shard, dropShardData, newPayloadCache } from '../../src/vector/shard.js';
+import { smallShardConfig } from './engine-harness.js';
 import { fcParams } from '../support/fc.js';
 import { tempDir } from '../support/node.js';
 
@@ -27,16 +27,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('search' as const), query: vector }),
 );
 
-const config: CollectionConfig = {
-  dimensions: DIMS,
-  num_shards: 1,
-  replication_factor: 1,
-  metric: 'l2',
-  index: { m: 8, ef_construction: 40, ef_search: 64 },
-  embedder: null,
-  bm25_backend: 'none',
-  bm25: { k1: 1.2, b: 0.75, stopwords: [] },
-};
+const config = smallShardConfig({ dimensions: DIMS, bm25_backend: 'none' });
 
 t.test('every hit shows its document as last written, whatever the cache holds', async (t) => {
   const dir = tempDir('firkin-payloads-');
