@@ -1,0 +1,56 @@
+// The suite's own configuration: tap runs two files at a time, except the files listed in
+// package.json's `tap.serial`, which run alone. A test that starts a cluster of node processes
+// (or a browser) must be on that list: two of them at once on 2 cores turn elections and
+// deadlines into flakes. Everything else runs in parallel, so the list names files, not
+// directories; this test keeps it exact.
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { tap: { serial: string[]; plugin?: string[]; 'node-arg'?: string[] } };
+const HARNESS = resolve(root, 'test/cluster/harness.ts');
+
+function testFiles(dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) => {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory()) return testFiles(path);
+    return e.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+/** Why a test file needs to run alone, or undefined. */
+function startsProcesses(file: string): string | undefined {
+  if (file === 'test/suite.test.ts') return undefined; // names the probes' strings itself
+  const source = readFileSync(join(root, file), 'utf8');
+  for (const [, spec] of source.matchAll(/from '(\.[^']+)\.js'/g)) {
+    if (resolve(root, dirname(file), `${spec}.ts`) === HARNESS) return 'starts a cluster (test/cluster/harness.ts)';
+  }
+  if (source.includes("'chaos/run.ts'")) return 'runs the chaos runner';
+  if (/URL\('[./]*scripts\/cluster\.sh'/.test(source)) return 'drives scripts/cluster.sh';
+  if (source.includes("from 'playwright-core'")) return 'drives a browser';
+  return undefined;
+}
+
+t.test('every test that starts a cluster, the chaos runner or a browser runs alone, and nothing else does', (t) => {
+  const wanted = testFiles('test')
+    .filter((f) => startsProcesses(f) !== undefined)
+    .sort();
+  t.ok(wanted.length >= 10, 'the cluster tests were found');
+  t.same([...pkg.tap.serial].sort(), wanted, 'package.json tap.serial lists exactly these files');
+  t.end();
+});
+
+t.test('test files are loaded by tsx, as the nodes the tests start are', (t) => {
+  t.same(pkg.tap.plugin, ['!@tapjs/typescript'], 'ts-node (tap\'s default) is off: it transpiled every module again in every test process');
+  t.same(pkg.tap['node-arg'], ['--import=tsx']);
+  t.end();
+});
+
+t.test('the probe itself: a harness import from another directory is seen', (t) => {
+  t.equal(relative(root, HARNESS), 'test/cluster/harness.ts');
+  t.match(startsProcesses('test/cli/cluster-cli.test.ts') ?? '', /cluster/);
+  t.equal(startsProcesses('test/cluster/placement.test.ts'), undefined);
+  t.end();
+});
