@@ -5,7 +5,8 @@
 // bench/profiled-node.ts, whose profiler is on only while the measured searches run.
 // Usage: npx tsx bench/vector-profile.ts   (VECTOR_PROFILE_N docs, default 100000;
 //        VECTOR_PROFILE_SEARCHES, default 10000; VECTOR_PROFILE_EF, default 48;
-//        VECTOR_PROFILE_BODY='{"include":[]}' merges extra fields into each search body)
+//        VECTOR_PROFILE_BODY='{"include":[]}' merges extra fields into each search body;
+//        VECTOR_PROFILE_CLIENTS, default 1)
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
@@ -18,6 +19,7 @@ import { profileWindow, summarise, table } from './profile-summary.js';
 const N = Number(process.env.VECTOR_PROFILE_N ?? 100_000);
 const SEARCHES = Number(process.env.VECTOR_PROFILE_SEARCHES ?? 10_000);
 const EF = Number(process.env.VECTOR_PROFILE_EF ?? 48);
+const CLIENTS = Number(process.env.VECTOR_PROFILE_CLIENTS ?? 1);
 const EXTRA = JSON.parse(process.env.VECTOR_PROFILE_BODY ?? '{}') as Record<string, unknown>;
 const DIMS = 128;
 
@@ -52,13 +54,13 @@ try {
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
   const { r, profile } = await profileWindow(node, async () => {
-    const r = await drive(many, 1, async (q) => void (await call(node.url, 'POST', '/vectordb/collections/bench/search', q)));
+    const r = await drive(many, CLIENTS, async (q) => void (await call(node.url, 'POST', '/vectordb/collections/bench/search', q)));
     const { profile } = await session.post('Profiler.stop');
     session.disconnect();
     return { r, profile };
   });
   await node.stop();
-  console.log(`${SEARCHES} searches, 1 client, ef ${EF}, n ${N}: ${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
+  console.log(`${SEARCHES} searches, ${CLIENTS} client(s), ef ${EF}, n ${N}: ${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
 
   const client = summarise(profile as never);
   const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));

@@ -2,7 +2,7 @@
 // reaches every search of its batch and no other.
 import t from 'tap';
 import type { AnnIndex, AnnMatches } from '../../src/vector/ann/ann-index.js';
-import { BatchedSearch } from '../../src/vector/ann/batched-search.js';
+import { BatchedSearch, PARALLEL_SEARCH_MIN } from '../../src/vector/ann/batched-search.js';
 
 function fakeIndex(calls: string[], failEf?: number): AnnIndex {
   const answer = (q: Float32Array): AnnMatches => ({ keys: BigUint64Array.of(BigInt(q[0]!)), distances: Float32Array.of(q[0]!) });
@@ -31,7 +31,7 @@ t.test('one batch per (count, ef), answers in order, errors kept to their batch'
   const q = (x: number) => Float32Array.of(x, 0);
   const asked = [b.search(q(1), 5, 10), b.search(q(2), 5, 10), b.search(q(3), 5, 20), b.search(q(4), 5, 10), b.search(q(5), 5, 99), b.search(q(6), 5, 99)];
   const settled = await Promise.allSettled(asked);
-  t.same(calls, ['many 3x 5:10 on 2', 'one 5:20', 'many 2x 5:99 on 2']);
+  t.same(calls, ['many 3x 5:10 on 1', 'one 5:20', 'many 2x 5:99 on 1']);
   t.same(settled.slice(0, 4).map((s) => (s.status === 'fulfilled' ? Number(s.value.keys[0]) : 'rejected')), [1, 2, 3, 4], 'each search gets its own answer');
   t.same(settled.slice(4).map((s) => s.status), ['rejected', 'rejected']);
   calls.length = 0;
@@ -45,6 +45,19 @@ t.test('searches asked by different callbacks of one event-loop turn share a bat
   const calls: string[] = [];
   const b = new BatchedSearch(() => fakeIndex(calls), 2);
   const answers = await Promise.all([1, 2, 3].map((x) => new Promise<AnnMatches>((resolve) => setImmediate(() => void b.search(Float32Array.of(x, 0), 5, 10).then(resolve)))));
-  t.same(calls, ['many 3x 5:10 on 2']);
+  t.same(calls, ['many 3x 5:10 on 1']);
   t.same(answers.map((m) => Number(m.keys[0])), [1, 2, 3]);
+});
+
+t.test('a small batch stays on the calling thread; a large one gets the index threads, never more threads than searches', async (t) => {
+  const calls: string[] = [];
+  const batch = (n: number, threads: number) => {
+    const b = new BatchedSearch(() => fakeIndex(calls), threads);
+    return Promise.all(Array.from({ length: n }, (_, i) => b.search(Float32Array.of(i, 0), 5, 10)));
+  };
+  await batch(PARALLEL_SEARCH_MIN - 1, 2);
+  await batch(PARALLEL_SEARCH_MIN, 2);
+  await batch(100, 8);
+  await batch(PARALLEL_SEARCH_MIN, 64);
+  t.same(calls, [`many ${PARALLEL_SEARCH_MIN - 1}x 5:10 on 1`, `many ${PARALLEL_SEARCH_MIN}x 5:10 on 2`, 'many 100x 5:10 on 8', `many ${PARALLEL_SEARCH_MIN}x 5:10 on ${PARALLEL_SEARCH_MIN}`]);
 });

@@ -1,10 +1,17 @@
 // Searches of one index asked in the same turn of the event loop (the searches of one
 // `search/batch` request, and those of concurrent requests read in one poll phase) run as one
-// batch on the index's own threads: usearch spreads a batch over `threads` threads while the
-// calling thread waits, so on 2 cores a batch of searches takes about half the time of one
-// after another. The batch runs in the turn's check phase (setImmediate): a microtask would
+// native batch. The batch runs in the turn's check phase (setImmediate): a microtask would
 // run before the next request's callback and see one search. A lone search runs alone.
+//
+// A large batch is spread over `threads` threads while the calling thread waits: on 2 cores
+// a `search/batch` of 100 takes about half the time. A small one stays on this thread:
+// usearch starts its helper threads afresh for every call, and for the 3-5 searches that
+// concurrent clients bring to one turn that start-up cost more CPU than the second core
+// saved (8 clients: 2,872 -> 3,357 searches/s on one thread, bench/ab.ts).
 import type { AnnIndex, AnnMatches } from './ann-index.js';
+
+/** Batches of at least this many searches use more than the calling thread. */
+export const PARALLEL_SEARCH_MIN = 32;
 
 interface Asked {
   readonly query: Float32Array;
@@ -53,7 +60,8 @@ export class BatchedSearch {
         const dims = group[0]!.query.length;
         const queries = new Float32Array(group.length * dims);
         group.forEach((a, i) => queries.set(a.query, i * dims));
-        const answers = index.searchMany(queries, group[0]!.count, group[0]!.ef, Math.min(this.threads, group.length));
+        const threads = group.length >= PARALLEL_SEARCH_MIN ? Math.min(this.threads, group.length) : 1;
+        const answers = index.searchMany(queries, group[0]!.count, group[0]!.ef, threads);
         group.forEach((a, i) => a.resolve(answers[i]!));
       } catch (err) {
         for (const a of group) a.reject(err);
