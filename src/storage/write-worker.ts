@@ -21,12 +21,12 @@ db.open().then(() => {
   parentPort.postMessage({ ready: true });
   // One options object per column, made once: the binding reads the column from it per op.
   const columnOptions = workerData.columnNames.map((name) => ({ column: columns[name] }));
-  // Layout of a packed batch (see packOps): per op [kind u8][column u8][key length u32][key]
+  // Layout of a packed batch (see packOps): per op [kind u8: 0 delete, 1 put][column u8][key length u32][key]
   // and for a put [value length u32][value]. Checked whole before any of it is used, so one
   // that does not fit is refused whole.
   const check = (buf) => {
     for (let at = 0; at < buf.length; ) {
-      if (at + 6 > buf.length || columnOptions[buf[at + 1]] === undefined) throw new Error('malformed packed batch');
+      if (at + 6 > buf.length || buf[at] > 1 || columnOptions[buf[at + 1]] === undefined) throw new Error('malformed packed batch');
       const put = buf[at] === 1;
       at += 6 + buf.readUInt32LE(at + 2);
       if (put) at = at + 4 > buf.length ? Infinity : at + 4 + buf.readUInt32LE(at);
@@ -175,7 +175,16 @@ export class WriteWorker {
 
   write(ops: readonly WireOp[], sync: boolean): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    const packed = packOps(ops, this.#columnIndex);
+    return this.writePacked(packOps(ops, this.#columnIndex), sync);
+  }
+
+  /**
+   * A batch already packed (`packOps`, with this writer's column order); the buffer is
+   * transferred. The thread checks the whole layout first and refuses a batch that does not
+   * fit it (an unknown kind or column, a length past the end) without writing any of it.
+   */
+  writePacked(packed: ArrayBuffer, sync: boolean): Promise<void> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
     const id = this.#nextId++;
     this.stats.batches++;
     return new Promise((resolve, reject) => {
