@@ -24,6 +24,9 @@ t.test('hash embedder: deterministic, unit length, shared words mean similarity'
     fcParams(200),
   );
   t.same(Array.from(hashEmbed('', 16)), new Array(16).fill(0), 'no words: all zeros');
+  // Found by the property above (seed 303769980): its signed features cancel out in 13 buckets.
+  t.ok(Math.abs(Math.sqrt(cos(hashEmbed('plum fig apple', 13), hashEmbed('plum fig apple', 13))) - 1) < 1e-5, 'words whose features cancel out still embed to unit length');
+  t.same(Array.from(hashEmbed('red apple pie', 8)).map((x) => Math.round(x * 1e4)), [4714, 0, 2357, 0, 7071, 0, -4714, 0], 'a text whose features do not cancel keeps its vector');
   t.same(hashEmbed('Hello, WORLD', 32), hashEmbed('hello world', 32), 'same tokens, same vector');
   const q = hashEmbed('red apple pie', 256);
   t.ok(cos(q, hashEmbed('apple pie with cream', 256)) > cos(q, hashEmbed('quantum field theory', 256)), 'shared words score higher');
