@@ -8,7 +8,8 @@
 //   vector-search  HTTP searches, ef AB_EF (48), AB_CLIENTS (8) clients, slices of 1,000, on
 //                  bench/vector.ts's data (100k × 128, Gaussian mixture, seed 42), filled once
 //                  into AB_FILL (default /tmp/firkin-ab-vector-fill) by the first checkout's
-//                  node and copied for each; AB_PAYLOAD=false for `with_payload: false`
+//                  node and copied for each; AB_PAYLOAD=false for `with_payload: false`;
+//                  AB_BATCH=N sends them N at a time in `search/batch` requests
 //   bm25-search    BM25 searches, AB_CLIENTS (8) clients, slices of 1,000 queries, on
 //                  bench/text.ts's corpus (100k documents) in a collection with the AB_BM25
 //                  backend (disk), filled once like vector-search's data
@@ -50,7 +51,7 @@ interface Workload {
 }
 
 /** Searches of a filled collection: slices of the query set, after three passes unmeasured. */
-function searchWorkload<Q>(label: string, queries: readonly Q[], clients: number, fill: (url: string) => Promise<void>, search: (url: string, q: Q) => Promise<unknown>): Workload {
+function searchWorkload<Q>(label: string, queries: readonly Q[], clients: number, fill: (url: string) => Promise<void>, search: (url: string, q: Q) => Promise<unknown>, searchesPerQuery = 1): Workload {
   const run = (url: string, qs: readonly Q[]) => drive(qs, clients, async (q) => void (await search(url, q)));
   return {
     label,
@@ -58,7 +59,7 @@ function searchWorkload<Q>(label: string, queries: readonly Q[], clients: number
     warm: (url) => run(url, [...queries, ...queries, ...queries]).then(() => undefined),
     async slice(url) {
       await run(url, queries);
-      return queries.length;
+      return queries.length * searchesPerQuery;
     },
   };
 }
@@ -69,10 +70,14 @@ function vectorSearch(): Workload {
   const clients = Number(process.env.AB_CLIENTS ?? 8);
   const ef = Number(process.env.AB_EF ?? 48);
   const payload = process.env.AB_PAYLOAD !== 'false';
+  // AB_BATCH > 1: the queries go AB_BATCH at a time in `search/batch` requests.
+  const batch = Number(process.env.AB_BATCH ?? 1);
   const all = clusteredVectors({ seed: 42, count: n + 1_000, dims, clusters: 100, noise: 0.25 });
-  const queries = all.slice(n).map((q) => Array.from(q));
+  const body = (v: number[]) => (payload ? { vector: v, k: 10, ef } : { vector: v, k: 10, ef, with_payload: false });
+  const vectors = all.slice(n).map((q) => Array.from(q));
+  const queries = Array.from({ length: Math.floor(vectors.length / batch) }, (_, i) => vectors.slice(i * batch, (i + 1) * batch));
   return searchWorkload(
-    `vector search c=${clients} ef=${ef}${payload ? '' : ' with_payload=false'} (per search)`,
+    `vector search${batch > 1 ? `/batch of ${batch}` : ''} c=${clients} ef=${ef}${payload ? '' : ' with_payload=false'} (per search)`,
     queries,
     clients,
     async (url) => {
@@ -82,7 +87,9 @@ function vectorSearch(): Workload {
         await call(url, 'POST', '/vectordb/collections/bench/docs', { documents }, true);
       }
     },
-    (url, v) => call(url, 'POST', '/vectordb/collections/bench/search', payload ? { vector: v, k: 10, ef } : { vector: v, k: 10, ef, with_payload: false }),
+    (url, vs) =>
+      batch > 1 ? call(url, 'POST', '/vectordb/collections/bench/search/batch', { searches: vs.map(body) }) : call(url, 'POST', '/vectordb/collections/bench/search', body(vs[0]!)),
+    batch,
   );
 }
 
