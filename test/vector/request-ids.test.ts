@@ -111,3 +111,34 @@ t.test('a snapshot written before streaming (documents inline) still loads, requ
   await fsm.shard.close({ save: false });
   await target.store.close();
 });
+
+t.test('property: the remembered ids are those a model keeps, in memory and on disk, through any window', async (t) => {
+  const { default: fc } = await import('fast-check');
+  const { fcParams } = await import('../support/fc.js');
+  await fc.assert(
+    fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.array(fc.option(fc.constantFrom('A', 'B', 'C', 'D', 'E', 'F'), { nil: undefined }), { minLength: 1, maxLength: 40 }), async (window, rids) => {
+      const dir = tempDir('firkin-rid-prop-');
+      let { store, shard } = await open(dir, window);
+      const model = new Map<string, number>();
+      try {
+        for (const [i, rid] of rids.entries()) {
+          const index = i + 1;
+          for (const [r, at] of model) if (at <= index - window) model.delete(r);
+          if (rid !== undefined && !model.has(rid)) model.set(rid, index);
+          await shard.apply(put('k', index, rid), index);
+        }
+        const expected = [...model].sort((a, b) => a[1] - b[1]);
+        const inMemory = shard.exportRequests().map((r) => [r.rid, r.index]);
+        await shard.close({ save: true });
+        await store.close();
+        ({ store, shard } = await open(dir, window));
+        const onDisk = shard.exportRequests().map((r) => [r.rid, r.index]);
+        return JSON.stringify(inMemory) === JSON.stringify(expected) && JSON.stringify(onDisk) === JSON.stringify(expected);
+      } finally {
+        await shard.close({ save: false });
+        await store.close();
+      }
+    }),
+    fcParams(25),
+  );
+});
