@@ -32,6 +32,7 @@ import { type ApplyOutcome, type FenceOutcome, type ShardCommand, decodeShardCom
 import { encodeKey } from '../core/keys.js';
 import type { Filter } from '../vector/filter.js';
 import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData, newPayloadCache } from '../vector/shard.js';
+import { newPostingCache } from '../vector/bm25-index.js';
 import { ShardFsm, isRequestRecord } from '../vector/shard-fsm.js';
 import type { RequestRecord, ShardStateChunk } from '../vector/shard.js';
 import type { ClusterCatalogue, ClusteredCollection, ReadOptions, SearchOptions, ShardHandle } from '../vector/shard-handle.js';
@@ -103,6 +104,8 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   readonly #o: VectorShardsOptions;
   /** Recent hits' payloads of every replica here (one memory bound for the node's replicated collections). */
   readonly #payloads = newPayloadCache();
+  /** Decoded BM25 term lists of the same replicas (disk backend). */
+  readonly #postings = newPostingCache();
   readonly #views = new Map<string, { placement: CollectionPlacement; view: ClusteredCollection }>();
   readonly #exports = new Map<string, ExportSession>();
   /** Snapshot transfers tried per group: each retry asks the next replica. */
@@ -305,7 +308,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     const { store, ann, indexDir, log } = this.#o;
     const config = collection.config as unknown as CollectionConfig;
     const storageId = CLUSTER_SHARD_BASE + placement.number;
-    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), payloads: this.#payloads };
+    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), payloads: this.#payloads, postings: this.#postings };
     const shard = await Shard.open(storageId, config, deps);
     const fsm = new ShardFsm(shard, {
       reopenEmpty: async (old) => {

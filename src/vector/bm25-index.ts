@@ -224,11 +224,19 @@ const LAYOUT_VERSION = 2;
 const MIGRATION_BATCH_TERMS = 10_000;
 
 /**
- * The disk backend keeps the decoded postings of recently queried terms, up to this many
- * postings in all (a few tens of MB): common terms have long lists, and reading them back from
- * RocksDB on every query dominated BM25 latency.
+ * Bytes of decoded postings the disk backend keeps for a node's shards: common terms have long
+ * lists, and reading them back from RocksDB on every query dominated BM25 latency. One bound
+ * for all shards (it was 500,000 postings per shard, ~40 MB each): a query set that cycles
+ * through more than the cache holds finds nothing in an LRU, so one large shared bound serves
+ * better than many small ones.
  */
-const CACHED_POSTINGS_MAX = 500_000;
+export const POSTING_CACHE_BYTES = 128 * 1024 * 1024;
+/** Heap bytes of a cached posting (object, doc id string, array slot: measured ~80 with short ids)... */
+const CACHED_POSTING_BYTES = 72;
+/** ...and of its entry in the by-id map a lookup builds (measured ~29). */
+const CACHED_BY_ID_BYTES = 32;
+/** A cached list's own overhead beside its postings. */
+const CACHED_LIST_BYTES = 96;
 
 /**
  * A lookup of n ids in a term that is not cached reads n postings by key when n * this is
@@ -257,6 +265,26 @@ interface CachedList {
   byId: Map<string, Posting> | undefined;
 }
 
+/** Decoded term lists of disk-backed shards, keyed by an index instance's tag and a term. */
+export type PostingCache = LRUCache<string, CachedList>;
+
+export function newPostingCache(maxBytes = POSTING_CACHE_BYTES): PostingCache {
+  return new LRUCache({ maxSize: maxBytes });
+}
+
+function cachedListBytes(term: string, entry: CachedList): number {
+  let bytes = CACHED_LIST_BYTES + term.length;
+  for (const p of entry.list) bytes += CACHED_POSTING_BYTES + p.docId.length;
+  if (entry.byId !== undefined) bytes += entry.list.length * CACHED_BY_ID_BYTES;
+  return bytes;
+}
+
+/**
+ * Each index instance's own key prefix in a shared posting cache: a shard reopened over
+ * dropped data (a replica's snapshot install) must never read the old instance's lists.
+ */
+let nextPostingTag = 0;
+
 class DiskBm25 implements Bm25Index {
   readonly backend = 'disk' as const;
   readonly #analyzer: Analyzer;
@@ -265,15 +293,16 @@ class DiskBm25 implements Bm25Index {
   #stats: CorpusStats;
   /** Every term of the shard: the committed bounds (tightened by whole-list reads). */
   readonly #bounds: Map<string, TermBound>;
-  /** term -> postings, least recently used first. */
-  /** Recently read lists, bounded by their postings in all. */
-  readonly #cache = new LRUCache<string, CachedList>({ maxSize: CACHED_POSTINGS_MAX });
+  /** Recently read lists, shared with the node's other shards: keys are `#tag` + term. */
+  readonly #cache: PostingCache;
+  readonly #tag = `${nextPostingTag++}:`;
   /** Bumped by every applied change: a read that spans one is not cached. */
   #applied = 0;
   readonly #limits: DiskReadLimits;
 
-  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskReadLimits) {
+  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskReadLimits, cache: PostingCache) {
     this.#limits = limits;
+    this.#cache = cache;
     this.#analyzer = new Analyzer(config);
     this.#store = store;
     this.#shard = shard;
@@ -285,13 +314,13 @@ class DiskBm25 implements Bm25Index {
     return encodeKey([shard, 'n']);
   }
 
-  static async open(config: CollectionConfig['bm25'], store: Store, shard: number, limits: DiskReadLimits): Promise<DiskBm25> {
+  static async open(config: CollectionConfig['bm25'], store: Store, shard: number, limits: DiskReadLimits, cache: PostingCache): Promise<DiskBm25> {
     const raw = await store.get('bm25', DiskBm25.statsKey(shard));
     const stats = raw === undefined ? { docCount: 0, totalLength: 0 } : corpusStatsCodec.decode(raw);
     const version = await store.get('bm25', encodeKey([shard, 'v']));
     const bounds = version === undefined ? await migrateToBounds(store, shard) : await loadBounds(store, shard);
     if (version !== undefined) assert.equal(version.readUInt32BE(0), LAYOUT_VERSION, `BM25 layout of shard ${shard}`);
-    return new DiskBm25(config, store, shard, stats, bounds, limits);
+    return new DiskBm25(config, store, shard, stats, bounds, limits, cache);
   }
 
   stats(): CorpusStats {
@@ -346,11 +375,11 @@ class DiskBm25 implements Bm25Index {
   }
 
   #uncache(term: string): void {
-    this.#cache.delete(term);
+    this.#cache.delete(this.#tag + term);
   }
 
   async #postings(term: string): Promise<CachedList> {
-    const cached = this.#cache.get(term);
+    const cached = this.#cache.get(this.#tag + term);
     if (cached !== undefined) return cached;
     const applied = this.#applied;
     const range = prefixRange([this.#shard, 'p', term]);
@@ -366,7 +395,10 @@ class DiskBm25 implements Bm25Index {
     // apply() sets the bound it prepared, wider than both states, and drops the cached list.)
     if (applied === this.#applied && list.length > 0) {
       this.#bounds.set(term, exactBound(list));
-      if (list.length <= CACHED_POSTINGS_MAX && !this.#cache.has(term)) this.#cache.set(term, entry, { size: list.length });
+      const key = this.#tag + term;
+      const size = cachedListBytes(term, entry);
+      // A list larger than the whole cache is not kept (`set` would refuse it anyway).
+      if (size <= this.#cache.maxSize && !this.#cache.has(key)) this.#cache.set(key, entry, { size });
     }
     return entry;
   }
@@ -384,13 +416,21 @@ class DiskBm25 implements Bm25Index {
     return list;
   }
 
+  /** Builds a list's by-id map, and counts it in the cache if the list is cached. */
+  #indexById(term: string, entry: CachedList): Map<string, Posting> {
+    const byId = new Map(entry.list.map((p) => [p.docId, p]));
+    entry.byId = byId;
+    const key = this.#tag + term;
+    if (this.#cache.peek(key) === entry) this.#cache.set(key, entry, { size: cachedListBytes(term, entry) });
+    return byId;
+  }
+
   async #read(read: PostingRead): Promise<PostingAnswer> {
     if (read.kind === 'list') return (await this.#postings(read.term)).list;
     const df = this.#bounds.get(read.term)?.df ?? 0;
-    if (this.#cache.has(read.term) || read.docIds.length * POINT_READ_COST >= df) {
+    if (this.#cache.has(this.#tag + read.term) || read.docIds.length * POINT_READ_COST >= df) {
       const entry = await this.#postings(read.term);
-      entry.byId ??= new Map(entry.list.map((p) => [p.docId, p]));
-      const byId = entry.byId;
+      const byId = entry.byId ?? this.#indexById(read.term, entry);
       return read.docIds.map((id) => byId.get(id));
     }
     const keys = read.docIds.map((id) => encodeKey([this.#shard, 'p', read.term, id]));
@@ -442,15 +482,15 @@ async function migrateToBounds(store: Store, shard: number): Promise<Map<string,
   return bounds;
 }
 
-/** `limits`: tests exercise both read paths with small ones. */
-export async function openBm25(config: CollectionConfig, store: Store, shard: number, limits = DISK_READ_LIMITS): Promise<Bm25Index | undefined> {
+/** `cache`: shared by the node's shards; `limits`: tests exercise both read paths with small ones. */
+export async function openBm25(config: CollectionConfig, store: Store, shard: number, cache: PostingCache, limits = DISK_READ_LIMITS): Promise<Bm25Index | undefined> {
   switch (config.bm25_backend) {
     case 'none':
       return undefined;
     case 'memory':
       return new MemoryBm25(config.bm25);
     case 'disk':
-      return DiskBm25.open(config.bm25, store, shard, limits);
+      return DiskBm25.open(config.bm25, store, shard, limits, cache);
   }
 }
 

@@ -22,6 +22,7 @@ import { SerialQueue } from '../core/serial.js';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from './ann/ann-index.js';
 import { type ScoredId, byScoreThenId } from './bm25.js';
+import { newPostingCache } from './bm25-index.js';
 import { type CollectionConfig, LIMITS } from './collection-config.js';
 import { type EmbedderDeps, createEmbedder } from './embedders/create.js';
 import { type Embedder, noEmbedder } from './embedders/embedder.js';
@@ -131,6 +132,8 @@ export class VectorEngine {
   readonly #o: VectorEngineOptions;
   /** Recent hits' payloads of every local shard (one memory bound for the node's standalone collections). */
   readonly #payloads = newPayloadCache();
+  /** Decoded BM25 term lists of the same shards (disk backend). */
+  readonly #postings = newPostingCache();
   readonly #collections = new Map<string, Collection>();
   /** Catalogue changes (create, delete) one at a time. */
   readonly #catalogueQueue = new SerialQueue();
@@ -178,7 +181,7 @@ export class VectorEngine {
   async #openCollection(name: string, entry: CatalogueEntry): Promise<Collection> {
     const shards = [];
     for (const id of entry.shards) {
-      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance, payloads: this.#payloads }));
+      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance, payloads: this.#payloads, postings: this.#postings }));
     }
     const routing = entry.routing ?? { scheme: 'legacy_modulo', shards: entry.shards };
     return new Collection(name, entry.config, shards, shards, routing, this.#embedderFor(entry.config));

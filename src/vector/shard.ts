@@ -45,7 +45,7 @@ import type { BatchOp, Store } from '../storage/db.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
 import { BatchedSearch } from './ann/batched-search.js';
 import { type ScoredId, topK } from './bm25.js';
-import { type Bm25Index, type TextChange, bm25ShardRange, openBm25 } from './bm25-index.js';
+import { type Bm25Index, type PostingCache, type TextChange, bm25ShardRange, newPostingCache, openBm25 } from './bm25-index.js';
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
 import type { ApplyOutcome, ShardCommand } from './commands.js';
@@ -160,6 +160,8 @@ export interface ShardDeps {
   requestWindow?: number;
   /** Decoded hit payloads, shared by the node's shards (one memory bound); default: the shard's own. */
   payloads?: PayloadCache;
+  /** Decoded BM25 term lists of disk-backed shards, shared the same way; default: the shard's own. */
+  postings?: PostingCache;
 }
 
 function vectorBytes(v: Float32Array): Uint8Array {
@@ -360,7 +362,7 @@ export class Shard implements ShardHandle {
       this.#docs.set(e.id, { label: e.l, seq: decodeKey(key)[2] as number });
       this.#labels.set(e.l, e.id);
     }
-    this.#bm25 = await openBm25(this.config, store, this.id);
+    this.#bm25 = await openBm25(this.config, store, this.id, this.#deps.postings ?? newPostingCache());
     const needsTextScan = this.#bm25?.backend === 'memory';
 
     const loaded = await this.#loadFile();

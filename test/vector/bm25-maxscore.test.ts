@@ -10,7 +10,7 @@ import { decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
 import { Store } from '../../src/storage/db.js';
 import { type Posting, type ScoredId, rankBm25, termFrequencies } from '../../src/vector/bm25.js';
 import { type PostingRead, type QueryTerm, driveSync, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
-import { type Bm25Index, openBm25 } from '../../src/vector/bm25-index.js';
+import { type Bm25Index, POSTING_CACHE_BYTES, bm25ShardRange, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { tokenize } from '../../src/vector/tokenize.js';
 import { fcParams } from '../support/fc.js';
@@ -147,6 +147,9 @@ async function expectOracle(t: Test, index: Bm25Index, model: ReadonlyMap<string
 /** Which reads go on the event loop's thread and which through the pool: all, none, a mix. */
 const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 4_096), syncLookupsMax: fc.constantFrom(0, 1, 256) });
 
+/** The shared list cache's bound: nothing fits, a few short lists fit (evictions), the default. */
+const arbCacheBytes = fc.constantFrom(1, 4_000, POSTING_CACHE_BYTES);
+
 const arbQueries = fc.array(fc.tuple(arbQuery, fc.integer({ min: 1, max: 10 })), { minLength: 1, maxLength: 6 });
 
 t.test('both backends: search equals the oracle after random writes; disk also after a reopen and a migration', async (t) => {
@@ -158,9 +161,11 @@ t.test('both backends: search equals the oracle after random writes; disk also a
   });
   let shard = 1;
   await fc.assert(
-    fc.asyncProperty(arbBatches, arbQueries, arbReadLimits, async (batches, queries, limits) => {
+    fc.asyncProperty(arbBatches, arbQueries, arbReadLimits, arbCacheBytes, async (batches, queries, limits, cacheBytes) => {
+      // One cache for every index of the run, as a node shares one between its shards.
+      const cache = newPostingCache(cacheBytes);
       const memoryModel = new Map<string, string>();
-      const memory = (await openBm25(bm25Config('memory'), store, 0))!;
+      const memory = (await openBm25(bm25Config('memory'), store, 0, cache))!;
       await applyBatches(memory, store, memoryModel, batches);
       await expectOracle(t, memory, memoryModel, queries, 'memory');
       // Written after the searches cached their lists (new documents, then the old ones
@@ -174,18 +179,18 @@ t.test('both backends: search equals the oracle after random writes; disk also a
 
       const id = shard++;
       const model = new Map<string, string>();
-      const disk = (await openBm25(bm25Config('disk'), store, id, limits))!;
+      const disk = (await openBm25(bm25Config('disk'), store, id, cache, limits))!;
       await applyBatches(disk, store, model, batches);
       await expectOracle(t, disk, model, queries, 'disk');
       // The same queries again: now answered from cached lists and tightened bounds.
       await expectOracle(t, disk, model, queries, 'disk, cached');
-      await expectOracle(t, (await openBm25(bm25Config('disk'), store, id, limits))!, model, queries, 'disk, reopened');
+      await expectOracle(t, (await openBm25(bm25Config('disk'), store, id, cache, limits))!, model, queries, 'disk, reopened');
 
       // Version 1 had exactly these keys minus the term bounds and the version.
       const v2Keys: Buffer[] = [];
       for await (const key of store.keys('bm25', prefixRange([id]))) if (['f', 'v'].includes(decodeKey(key)[1] as string)) v2Keys.push(key);
       await store.batch(v2Keys.map((key) => ({ type: 'del' as const, cf: 'bm25' as const, key })), { sync: false });
-      const migrated = (await openBm25(bm25Config('disk'), store, id, limits))!;
+      const migrated = (await openBm25(bm25Config('disk'), store, id, cache, limits))!;
       t.ok(await store.get('bm25', encodeKey([id, 'v'])), 'the migration writes the layout version');
       await expectOracle(t, migrated, model, queries, 'disk, migrated from version 1');
       // A migrated shard keeps taking writes.
@@ -194,4 +199,46 @@ t.test('both backends: search equals the oracle after random writes; disk also a
     }),
     fcParams(60),
   );
+});
+
+t.test('disk: a shard reopened over dropped data never reads the old instance’s lists from the shared cache', async (t) => {
+  const dir = tempDir('firkin-bm25-');
+  const store = await Store.open(path.join(dir, 'db'));
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const cache = newPostingCache();
+  const before = new Map<string, string>();
+  const old = (await openBm25(bm25Config('disk'), store, 7, cache))!;
+  await applyBatches(old, store, before, [[{ kind: 'put', id: 'a', text: 'w1 w2' }, { kind: 'put', id: 'b', text: 'w1' }]]);
+  await expectOracle(t, old, before, [['w1', 10]], 'old instance');
+  t.ok(cache.size > 0, "the old instance's list of w1 is cached");
+  // A replica's snapshot install: the shard's data dropped and written again from another
+  // replica's keys (here: by an index with its own cache), then the shard opened again.
+  await store.clearRange('bm25', bm25ShardRange(7));
+  const after = new Map<string, string>();
+  await applyBatches((await openBm25(bm25Config('disk'), store, 7, newPostingCache()))!, store, after, [[{ kind: 'put', id: 'c', text: 'w1 w3' }]]);
+  const fresh = (await openBm25(bm25Config('disk'), store, 7, cache))!;
+  await expectOracle(t, fresh, after, [['w1', 10], ['w1 w2', 10]], 'reopened over dropped data');
+  t.strictSame((await fresh.search('w1', 10)).map((h) => h.id), ['c']);
+});
+
+t.test('disk: the shared cache counts a list by its postings and holds no more than its bound', async (t) => {
+  const dir = tempDir('firkin-bm25-');
+  const store = await Store.open(path.join(dir, 'db'));
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const cache = newPostingCache(64 * 1024);
+  const model = new Map<string, string>();
+  const index = (await openBm25(bm25Config('disk'), store, 8, cache))!;
+  // w0 in every document, wi in one in i: lists of 400, 200, 133, ... postings.
+  const docs = Array.from({ length: 400 }, (_, n) => ({ kind: 'put' as const, id: `d${n}`, text: ['w0', ...[2, 3, 4, 5, 6].filter((i) => n % i === 0).map((i) => `w${i}`)].join(' ') }));
+  await applyBatches(index, store, model, [docs]);
+  await expectOracle(t, index, model, [['w0', 5], ['w2', 5], ['w3', 5]], 'first reads');
+  t.ok(cache.calculatedSize > 400 * 72, `a list of 400 postings counts at least 72 bytes each (${cache.calculatedSize})`);
+  for (let round = 0; round < 3; round++) await expectOracle(t, index, model, [['w4', 5], ['w5', 5], ['w6', 5], ['w0 w6', 5]], `round ${round}`);
+  t.ok(cache.calculatedSize <= 64 * 1024, `never above the bound (${cache.calculatedSize})`);
 });
