@@ -11,6 +11,11 @@
 //            document left unread can enter the top k: stop. Otherwise each new document is
 //            scored completely by looking its id up in ti+1..tn-1, dropping it as soon as
 //            its partial score + rest of its unlooked terms falls below the k-th best.
+//   Only kept documents are remembered as seen (a Set insert per posting was the scan's
+//   largest cost): a document dropped by its bound in an earlier round scores below the k-th
+//   best then, hence always; met again, it is scored from a part of its terms, lower still,
+//   and dropped again. So a list's posting is checked against the seen set only once its
+//   bound says it could enter.
 //
 // Exactness: a document is dropped only when its bound is strictly below the k-th best score
 // (an equal score could still win on the id), with a relative slack far above the rounding
@@ -118,11 +123,11 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
     let scores: number[] = [];
     for (const posting of list) {
       if (posting === undefined) continue;
-      if (p > 0 && seen.has(posting.docId)) continue;
-      if (remember) seen.add(posting.docId);
       const score = termScore(idfT, posting.tf, posting.docLength, avgdl, params);
       // Even with every later term at its bound it stays out (the k-th best only rises).
       if (!canEnter(score + afterThis)) continue;
+      if (p > 0 && seen.has(posting.docId)) continue;
+      if (remember) seen.add(posting.docId);
       if (!remember) {
         // The last list: a new document here holds none of the other terms (each earlier
         // list marked its documents seen), so this term's score is its whole score.
