@@ -21,7 +21,7 @@ import { LRUCache } from 'lru-cache';
 import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import { type Bm25Params, type CorpusStats, type Posting, type ScoredId, termFrequencies } from './bm25.js';
-import { type PostingAnswer, type PostingRead, type QueryTerm, type TermBound, driveSync, exactBound, rankBm25MaxScore, widenBound } from './bm25-maxscore.js';
+import { type PostingColumns, type PostingRead, type QueryTerm, type TermBound, columnsOf, driveSync, exactBound, listColumns, rankBm25MaxScore, widenBound } from './bm25-maxscore.js';
 import type { CollectionConfig } from './collection-config.js';
 import { ENGLISH_STOPWORDS, tokenize } from './tokenize.js';
 
@@ -103,8 +103,8 @@ class MemoryBm25 implements Bm25Index {
    */
   readonly #bounds = new Map<string, MutableBound>();
   readonly #lengths = new Map<string, number>();
-  /** A term's postings as the array a full read answers, until a write touches the term. */
-  readonly #lists = new Map<string, Posting[]>();
+  /** A term's postings as the columns a full read answers, until a write touches the term. */
+  readonly #lists = new Map<string, PostingColumns>();
   #totalLength = 0;
 
   constructor(config: CollectionConfig['bm25']) {
@@ -173,13 +173,17 @@ class MemoryBm25 implements Bm25Index {
     return driveSync(rankBm25MaxScore(terms, this.stats(), this.#analyzer.params, k), (read) => this.#read(read));
   }
 
-  #read(read: PostingRead): PostingAnswer {
+  #read(read: PostingRead): PostingColumns {
     const docs = this.#postings.get(read.term);
     assert.ok(docs !== undefined, 'a query term has postings');
-    if (read.kind === 'lookup') return read.docIds.map((docId) => docs.get(docId));
+    if (read.kind === 'lookup')
+      return columnsOf(
+        read.docIds,
+        read.docIds.map((docId) => docs.get(docId)),
+      );
     let list = this.#lists.get(read.term);
     if (list === undefined) {
-      list = [...docs.values()];
+      list = listColumns([...docs.values()]);
       this.#lists.set(read.term, list);
       this.#bounds.set(read.term, exactBound(list)); // the whole list was read: the tightest bound
     }
@@ -194,14 +198,23 @@ function postingValue(tf: number, docLength: number): Buffer {
   return b;
 }
 
-function decodePosting(docId: string, value: Buffer): Posting {
-  return { docId, tf: value.readUInt32BE(0), docLength: value.readUInt32BE(4) };
-}
-
-/** The postings of a term's key/value entries (keys end in the doc id after `prefixLength` bytes), appended to `into`. */
-function postingsOf(entries: readonly [Buffer, Buffer][], prefixLength: number, into: Posting[] = []): Posting[] {
-  for (const [key, value] of entries) into.push(decodePosting(decodeTrailingString(key, prefixLength), value));
-  return into;
+/** The columns of a term's key/value entries, read in batches (keys end in the doc id after `prefixLength` bytes). */
+function decodeList(batches: readonly (readonly [Buffer, Buffer][])[], prefixLength: number): PostingColumns {
+  let count = 0;
+  for (const batch of batches) count += batch.length;
+  const docIds = new Array<string>(count);
+  const tfs = new Uint32Array(count);
+  const docLengths = new Uint32Array(count);
+  let i = 0;
+  for (const batch of batches) {
+    for (const [key, value] of batch) {
+      docIds[i] = decodeTrailingString(key, prefixLength);
+      tfs[i] = value.readUInt32BE(0);
+      docLengths[i] = value.readUInt32BE(4);
+      i++;
+    }
+  }
+  return { docIds, tfs, docLengths };
 }
 
 function boundValue(bound: TermBound): Buffer {
@@ -231,8 +244,8 @@ const MIGRATION_BATCH_TERMS = 10_000;
  * better than many small ones.
  */
 export const POSTING_CACHE_BYTES = 128 * 1024 * 1024;
-/** Heap bytes of a cached posting (object, doc id string, array slot: measured ~80 with short ids)... */
-const CACHED_POSTING_BYTES = 72;
+/** Bytes of a cached posting (doc id string, its array slot, 8 bytes of numbers: measured ~40 with 5-character ids)... */
+const CACHED_POSTING_BYTES = 36;
 /** ...and of its entry in the by-id map a lookup builds (measured ~29). */
 const CACHED_BY_ID_BYTES = 32;
 /** A cached list's own overhead beside its postings. */
@@ -260,9 +273,9 @@ export interface DiskReadLimits {
 const DISK_READ_LIMITS: DiskReadLimits = { syncListPostingsMax: 4_096, syncLookupsMax: 256 };
 
 interface CachedList {
-  readonly list: Posting[];
-  /** Built on the first lookup. */
-  byId: Map<string, Posting> | undefined;
+  readonly list: PostingColumns;
+  /** Doc id -> its entry in the list; built on the first lookup. */
+  byId: Map<string, number> | undefined;
 }
 
 /** Decoded term lists of disk-backed shards, keyed by an index instance's tag and a term. */
@@ -274,8 +287,8 @@ export function newPostingCache(maxBytes = POSTING_CACHE_BYTES): PostingCache {
 
 function cachedListBytes(term: string, entry: CachedList): number {
   let bytes = CACHED_LIST_BYTES + term.length;
-  for (const p of entry.list) bytes += CACHED_POSTING_BYTES + p.docId.length;
-  if (entry.byId !== undefined) bytes += entry.list.length * CACHED_BY_ID_BYTES;
+  for (const docId of entry.list.docIds) bytes += CACHED_POSTING_BYTES + docId.length;
+  if (entry.byId !== undefined) bytes += entry.list.docIds.length * CACHED_BY_ID_BYTES;
   return bytes;
 }
 
@@ -388,12 +401,12 @@ class DiskBm25 implements Bm25Index {
     const df = this.#bounds.get(term)?.df ?? 0;
     const max = this.#limits.syncListPostingsMax;
     const synced = df <= max ? this.#store.entriesSync('bm25', range, max) : undefined;
-    const list = synced?.complete === true ? postingsOf(synced.entries, prefixLength) : await this.#readListAsync(range, prefixLength, df);
+    const list = synced?.complete === true ? decodeList([synced.entries], prefixLength) : await this.#readListAsync(range, prefixLength, df);
     const entry: CachedList = { list, byId: undefined };
     // Only what no applied change overtook while we read is cached or tightens the bound. (A
     // batch that committed during the read but is not applied yet is fine either way: its
     // apply() sets the bound it prepared, wider than both states, and drops the cached list.)
-    if (applied === this.#applied && list.length > 0) {
+    if (applied === this.#applied && list.docIds.length > 0) {
       this.#bounds.set(term, exactBound(list));
       const key = this.#tag + term;
       const size = cachedListBytes(term, entry);
@@ -404,38 +417,50 @@ class DiskBm25 implements Bm25Index {
   }
 
   /** A long list through the thread pool, the bound's df sizing the native batches. */
-  async #readListAsync(range: { gte: Buffer; lt: Buffer }, prefixLength: number, df: number): Promise<Posting[]> {
-    const list: Posting[] = [];
+  async #readListAsync(range: { gte: Buffer; lt: Buffer }, prefixLength: number, df: number): Promise<PostingColumns> {
+    const batches: [Buffer, Buffer][][] = [];
     const cursor = this.#store.cursor('bm25', range);
     try {
       const batchSize = Math.min(LIST_READ_BATCH_MAX, df + 1);
-      for (let batch = await cursor.next(batchSize); batch.length > 0; batch = await cursor.next(batchSize)) postingsOf(batch, prefixLength, list);
+      for (let batch = await cursor.next(batchSize); batch.length > 0; batch = await cursor.next(batchSize)) batches.push(batch);
     } finally {
       await cursor.close();
     }
-    return list;
+    return decodeList(batches, prefixLength);
   }
 
   /** Builds a list's by-id map, and counts it in the cache if the list is cached. */
-  #indexById(term: string, entry: CachedList): Map<string, Posting> {
-    const byId = new Map(entry.list.map((p) => [p.docId, p]));
+  #indexById(term: string, entry: CachedList): Map<string, number> {
+    const byId = new Map(entry.list.docIds.map((docId, i) => [docId, i]));
     entry.byId = byId;
     const key = this.#tag + term;
     if (this.#cache.peek(key) === entry) this.#cache.set(key, entry, { size: cachedListBytes(term, entry) });
     return byId;
   }
 
-  async #read(read: PostingRead): Promise<PostingAnswer> {
+  async #read(read: PostingRead): Promise<PostingColumns> {
     if (read.kind === 'list') return (await this.#postings(read.term)).list;
     const df = this.#bounds.get(read.term)?.df ?? 0;
+    const found: PostingColumns = { docIds: read.docIds, tfs: new Uint32Array(read.docIds.length), docLengths: new Uint32Array(read.docIds.length) };
     if (this.#cache.has(this.#tag + read.term) || read.docIds.length * POINT_READ_COST >= df) {
       const entry = await this.#postings(read.term);
       const byId = entry.byId ?? this.#indexById(read.term, entry);
-      return read.docIds.map((id) => byId.get(id));
+      read.docIds.forEach((id, i) => {
+        const at = byId.get(id);
+        if (at === undefined) return;
+        found.tfs[i] = entry.list.tfs[at]!;
+        found.docLengths[i] = entry.list.docLengths[at]!;
+      });
+      return found;
     }
     const keys = read.docIds.map((id) => encodeKey([this.#shard, 'p', read.term, id]));
     const values = keys.length <= this.#limits.syncLookupsMax ? this.#store.getManySync('bm25', keys) : await this.#store.getMany('bm25', keys);
-    return values.map((value, i) => (value === undefined ? undefined : decodePosting(read.docIds[i]!, value)));
+    values.forEach((value, i) => {
+      if (value === undefined) return;
+      found.tfs[i] = value.readUInt32BE(0);
+      found.docLengths[i] = value.readUInt32BE(4);
+    });
+    return found;
   }
 
   async search(query: string, k: number): Promise<ScoredId[]> {

@@ -40,16 +40,47 @@ export interface QueryTerm {
 
 /**
  * A read the algorithm needs. `list`: every posting of the term (the answer's order does not
- * matter). `lookup`: the term's posting for each id, undefined where the document lacks it
- * (the answer is aligned with `docIds`).
+ * matter). `lookup`: the term's posting for each id, tf 0 where the document lacks it (the
+ * answer is aligned with `docIds`).
  */
 export type PostingRead =
   | { readonly kind: 'list'; readonly term: string }
   | { readonly kind: 'lookup'; readonly term: string; readonly docIds: readonly string[] };
 
-export type PostingAnswer = readonly (Posting | undefined)[];
+/**
+ * Postings column by column: entry i is document `docIds[i]`'s, with `tfs[i]` (0: it lacks the
+ * term, in a lookup's answer) and `docLengths[i]`. A scan reads the two number columns in order
+ * and touches an id only for a document its bound lets in: one object per posting, scattered
+ * over the heap, made nearly every posting of a scan a cache miss.
+ */
+export interface PostingColumns {
+  readonly docIds: readonly string[];
+  readonly tfs: Uint32Array;
+  readonly docLengths: Uint32Array;
+}
 
-export type MaxScoreRun = Generator<PostingRead, ScoredId[], PostingAnswer>;
+/** The columns of `postings`, aligned with `docIds` (undefined: that document lacks the term). */
+export function columnsOf(docIds: readonly string[], postings: readonly (Posting | undefined)[]): PostingColumns {
+  const tfs = new Uint32Array(postings.length);
+  const docLengths = new Uint32Array(postings.length);
+  for (let i = 0; i < postings.length; i++) {
+    const p = postings[i];
+    if (p === undefined) continue;
+    tfs[i] = p.tf;
+    docLengths[i] = p.docLength;
+  }
+  return { docIds, tfs, docLengths };
+}
+
+/** A whole list's columns. */
+export function listColumns(list: readonly Posting[]): PostingColumns {
+  return columnsOf(
+    list.map((p) => p.docId),
+    list,
+  );
+}
+
+export type MaxScoreRun = Generator<PostingRead, ScoredId[], PostingColumns>;
 
 /** Relative slack on every bound: rounding can move a sum of n terms by ~n ulps (1e-16 each). */
 const BOUND_SLACK = 1 + 1e-9;
@@ -84,7 +115,7 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
    * Documents first met in list `p` (with that term's score), looked up in the later lists
    * while they can still enter; the sum runs in query-term order, as the exhaustive scorer's.
    */
-  function* scoreChunk(chunk: readonly Posting[], partial: number[], p: number): Generator<PostingRead, void, PostingAnswer> {
+  function* scoreChunk(chunk: readonly string[], partial: number[], p: number): Generator<PostingRead, void, PostingColumns> {
     const ti = order[p]!;
     // contributions[j * n + i]: what query term i adds to chunk[j] (0: absent); `partial`
     // starts as list p's scores and gathers the later terms' (the caller hands it over).
@@ -95,11 +126,11 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
       alive = alive.filter((j) => canEnter(partial[j]! + rest[q]!));
       if (alive.length === 0) break;
       const tq = order[q]!;
-      const found = yield { kind: 'lookup', term: terms[tq]!.term, docIds: alive.map((j) => chunk[j]!.docId) };
+      const found = yield { kind: 'lookup', term: terms[tq]!.term, docIds: alive.map((j) => chunk[j]!) };
       alive.forEach((j, a) => {
-        const hit = found[a];
-        if (hit === undefined) return;
-        const c = termScore(idfs[tq]!, hit.tf, hit.docLength, avgdl, params);
+        const tf = found.tfs[a]!;
+        if (tf === 0) return;
+        const c = termScore(idfs[tq]!, tf, found.docLengths[a]!, avgdl, params);
         contributions[j * n + tq] = c;
         partial[j] = partial[j]! + c;
       });
@@ -107,7 +138,7 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
     for (const j of alive) {
       let score = 0;
       for (let i = 0; i < n; i++) score += contributions[j * n + i]!;
-      if (score > 0) insertBest(best, { id: chunk[j]!.docId, score }, k);
+      if (score > 0) insertBest(best, { id: chunk[j]!, score }, k);
     }
   }
 
@@ -115,26 +146,28 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
     if (!canEnter(rest[p]!)) break;
     const ti = order[p]!;
     const idfT = idfs[ti]!;
-    const list = yield { kind: 'list', term: terms[ti]!.term };
+    const { docIds, tfs, docLengths } = yield { kind: 'list', term: terms[ti]!.term };
     // A later list skips what this one scored; the last list needs no memory of it.
     const remember = p + 1 < n;
     const afterThis = rest[p + 1]!;
-    let chunk: Posting[] = [];
+    let chunk: string[] = [];
     let scores: number[] = [];
-    for (const posting of list) {
-      if (posting === undefined) continue;
-      const score = termScore(idfT, posting.tf, posting.docLength, avgdl, params);
+    for (let i = 0; i < tfs.length; i++) {
+      const tf = tfs[i]!;
+      if (tf === 0) continue;
+      const score = termScore(idfT, tf, docLengths[i]!, avgdl, params);
       // Even with every later term at its bound it stays out (the k-th best only rises).
       if (!canEnter(score + afterThis)) continue;
-      if (p > 0 && seen.has(posting.docId)) continue;
-      if (remember) seen.add(posting.docId);
+      const docId = docIds[i]!;
+      if (p > 0 && seen.has(docId)) continue;
+      if (remember) seen.add(docId);
       if (!remember) {
         // The last list: a new document here holds none of the other terms (each earlier
         // list marked its documents seen), so this term's score is its whole score.
-        if (score > 0) insertBest(best, { id: posting.docId, score }, k);
+        if (score > 0) insertBest(best, { id: docId, score }, k);
         continue;
       }
-      chunk.push(posting);
+      chunk.push(docId);
       scores.push(score);
       if (chunk.length === CHUNK_DOCS) {
         yield* scoreChunk(chunk, scores, p);
@@ -162,7 +195,7 @@ function insertBest(best: ScoredId[], item: ScoredId, k: number): void {
 }
 
 /** Runs a MaxScore run against a synchronous reader (the memory backend, tests). */
-export function driveSync(run: MaxScoreRun, read: (request: PostingRead) => PostingAnswer): ScoredId[] {
+export function driveSync(run: MaxScoreRun, read: (request: PostingRead) => PostingColumns): ScoredId[] {
   let step = run.next();
   while (step.done !== true) step = run.next(read(step.value));
   return step.value;
@@ -175,12 +208,12 @@ export function widenBound(bound: TermBound | undefined, tf: number, docLength: 
 }
 
 /** The exact bound of a full posting list. */
-export function exactBound(list: readonly Posting[]): TermBound {
+export function exactBound(list: PostingColumns): TermBound {
   let tfMax = 0;
   let docLengthMin = Number.POSITIVE_INFINITY;
-  for (const p of list) {
-    if (p.tf > tfMax) tfMax = p.tf;
-    if (p.docLength < docLengthMin) docLengthMin = p.docLength;
+  for (let i = 0; i < list.tfs.length; i++) {
+    if (list.tfs[i]! > tfMax) tfMax = list.tfs[i]!;
+    if (list.docLengths[i]! < docLengthMin) docLengthMin = list.docLengths[i]!;
   }
-  return { df: list.length, tfMax, docLengthMin };
+  return { df: list.tfs.length, tfMax, docLengthMin };
 }
