@@ -5,7 +5,8 @@
 // Usage: npx tsx bench/text-profile.ts   (TEXT_PROFILE_N docs, default 100000;
 //        TEXT_PROFILE_SEARCHES, default 5000; TEXT_PROFILE_BACKEND memory | disk, default memory;
 //        TEXT_PROFILE_WHAT=insert profiles the inserts instead: TEXT_PROFILE_N documents in
-//        CBOR batches of 1000 into the profiled node, per document instead of per request)
+//        CBOR batches of 1000 into the profiled node, per document instead of per request;
+//        KEEP_PROF=1 keeps the server's .cpuprofile and prints its path)
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { spawnNode, spawnScript } from '../test/support/process.js';
@@ -70,5 +71,6 @@ try {
   }
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profDir, { recursive: true, force: true });
+  if (process.env.KEEP_PROF === undefined) rmSync(profDir, { recursive: true, force: true });
+  else console.log(`profile kept in ${profDir}`);
 }
