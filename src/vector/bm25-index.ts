@@ -252,10 +252,15 @@ const CACHED_BY_ID_BYTES = 32;
 const CACHED_LIST_BYTES = 96;
 
 /**
- * A lookup of n ids in a term that is not cached reads n postings by key when n * this is
- * below the term's df, else the whole list (a point read costs a few sequential ones).
+ * A lookup in a term that is not cached reads its ids' postings by key until the ids looked
+ * up in the term so far, times this, reach its df; then the whole list, which is cached (a
+ * point read costs a few sequential ones). Rent, then buy: a term only ever looked up costs
+ * at most about two whole reads before it is read once and kept, and one looked up rarely is
+ * never read whole.
  */
 const POINT_READ_COST = 4;
+/** Terms whose point-read ids are counted (least recently looked up forgotten). */
+const LOOKUP_COUNTS_MAX = 10_000;
 
 /** The largest native batch one list read asks for (a longer list takes several). */
 const LIST_READ_BATCH_MAX = 65_536;
@@ -311,6 +316,8 @@ class DiskBm25 implements Bm25Index {
   readonly #tag = `${nextPostingTag++}:`;
   /** Bumped by every applied change: a read that spans one is not cached. */
   #applied = 0;
+  /** Ids read by key per uncached term since its list was last read whole (see POINT_READ_COST). */
+  readonly #pointReads = new LRUCache<string, number>({ max: LOOKUP_COUNTS_MAX });
   readonly #limits: DiskReadLimits;
 
   constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskReadLimits, cache: PostingCache) {
@@ -442,7 +449,9 @@ class DiskBm25 implements Bm25Index {
     if (read.kind === 'list') return (await this.#postings(read.term)).list;
     const df = this.#bounds.get(read.term)?.df ?? 0;
     const found: PostingColumns = { docIds: read.docIds, tfs: new Uint32Array(read.docIds.length), docLengths: new Uint32Array(read.docIds.length) };
-    if (this.#cache.has(this.#tag + read.term) || read.docIds.length * POINT_READ_COST >= df) {
+    const pointReads = (this.#pointReads.get(read.term) ?? 0) + read.docIds.length;
+    if (this.#cache.has(this.#tag + read.term) || pointReads * POINT_READ_COST >= df) {
+      this.#pointReads.delete(read.term);
       const entry = await this.#postings(read.term);
       const byId = entry.byId ?? this.#indexById(read.term, entry);
       read.docIds.forEach((id, i) => {
@@ -453,6 +462,7 @@ class DiskBm25 implements Bm25Index {
       });
       return found;
     }
+    this.#pointReads.set(read.term, pointReads);
     const keys = read.docIds.map((id) => encodeKey([this.#shard, 'p', read.term, id]));
     const values = keys.length <= this.#limits.syncLookupsMax ? this.#store.getManySync('bm25', keys) : await this.#store.getMany('bm25', keys);
     values.forEach((value, i) => {

@@ -245,3 +245,25 @@ t.test('disk: the shared cache counts a list by its postings and holds no more t
   for (let round = 0; round < 3; round++) await expectOracle(t, index, model, [['w4', 5], ['w5', 5], ['w6', 5], ['w0 w6', 5]], `round ${round}`);
   t.ok(cache.calculatedSize <= 64 * 1024, `never above the bound (${cache.calculatedSize})`);
 });
+
+t.test('disk: a term only ever looked up is read whole and cached once its lookups add up to its length', async (t) => {
+  const dir = tempDir('firkin-bm25-');
+  const store = await Store.open(path.join(dir, 'db'));
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const cache = newPostingCache();
+  const model = new Map<string, string>();
+  const index = (await openBm25(bm25Config('disk'), store, 9, cache))!;
+  // "w1" in 400 documents; "w2" (rarer, so read first) in 3 of them: each query looks "w1" up for 3 ids.
+  const docs = Array.from({ length: 400 }, (_, n) => ({ kind: 'put' as const, id: `d${n}`, text: n < 3 ? 'w1 w2 w2' : 'w1 w3' }));
+  await applyBatches(index, store, model, [docs]);
+  await expectOracle(t, index, model, [['w2 w1', 2]], 'first query');
+  t.equal(cache.size, 1, 'only the rare list is cached: the common one was looked up by key');
+  // 3 ids a query, 4 per id: 400 postings' worth after 34 queries in all.
+  for (let q = 1; q < 33; q++) await expectOracle(t, index, model, [['w2 w1', 2]], `query ${q + 1}`);
+  t.equal(cache.size, 1, 'still looked up by key after 33 queries (99 ids)');
+  await expectOracle(t, index, model, [['w2 w1', 2]], 'query 34');
+  t.equal(cache.size, 2, 'the 34th query reads the common list whole and keeps it');
+});
