@@ -22,7 +22,7 @@
 // error of a sum of a few float64 terms. Every kept document's score is summed in query-term
 // order from 0, exactly as `rankBm25` does, so both return identical ids and scores, ordered
 // by `byScoreThenId` (score descending, then id ascending by UTF-16 code units).
-import { type Bm25Params, type CorpusStats, type Posting, type ScoredId, byScoreThenId, idf, termScore } from './bm25.js';
+import { type Bm25Params, type CorpusStats, type ScoredId, byScoreThenId, idf, termScore } from './bm25.js';
 
 /** What the index keeps per term: the exact df, and bounds valid for every posting of it. */
 export interface TermBound {
@@ -57,27 +57,6 @@ export interface PostingColumns {
   readonly docIds: readonly string[];
   readonly tfs: Uint32Array;
   readonly docLengths: Uint32Array;
-}
-
-/** The columns of `postings`, aligned with `docIds` (undefined: that document lacks the term). */
-export function columnsOf(docIds: readonly string[], postings: readonly (Posting | undefined)[]): PostingColumns {
-  const tfs = new Uint32Array(postings.length);
-  const docLengths = new Uint32Array(postings.length);
-  for (let i = 0; i < postings.length; i++) {
-    const p = postings[i];
-    if (p === undefined) continue;
-    tfs[i] = p.tf;
-    docLengths[i] = p.docLength;
-  }
-  return { docIds, tfs, docLengths };
-}
-
-/** A whole list's columns. */
-export function listColumns(list: readonly Posting[]): PostingColumns {
-  return columnsOf(
-    list.map((p) => p.docId),
-    list,
-  );
 }
 
 export type MaxScoreRun = Generator<PostingRead, ScoredId[], PostingColumns>;

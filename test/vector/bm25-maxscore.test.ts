@@ -9,7 +9,7 @@ import t, { type Test } from 'tap';
 import { decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
 import { Store } from '../../src/storage/db.js';
 import { type Posting, type ScoredId, rankBm25, termFrequencies } from '../../src/vector/bm25.js';
-import { type PostingRead, type QueryTerm, columnsOf, driveSync, exactBound, listColumns, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
+import { type PostingColumns, type PostingRead, type QueryTerm, driveSync, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
 import { type Bm25Index, POSTING_CACHE_BYTES, bm25ShardRange, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { tokenize } from '../../src/vector/tokenize.js';
@@ -25,6 +25,27 @@ const arbText = fc.array(arbWord, { maxLength: 14 }).map((w) => w.join(' '));
 /** Ids that sort differently by code unit and code point, and repeat texts (equal scores). */
 const arbId = fc.string({ minLength: 1, maxLength: 3, unit: fc.constantFrom('a', 'b', 'Z', 'é', '\u{1F600}', '\uFB01') });
 const arbQuery = fc.array(fc.oneof(arbWord, fc.constant('absent')), { minLength: 1, maxLength: 4 }).map((w) => w.join(' '));
+
+/** The columns of `postings`, aligned with `docIds` (undefined: that document lacks the term). */
+function columnsOf(docIds: readonly string[], postings: readonly (Posting | undefined)[]): PostingColumns {
+  const tfs = new Uint32Array(postings.length);
+  const docLengths = new Uint32Array(postings.length);
+  for (let i = 0; i < postings.length; i++) {
+    const p = postings[i];
+    if (p === undefined) continue;
+    tfs[i] = p.tf;
+    docLengths[i] = p.docLength;
+  }
+  return { docIds, tfs, docLengths };
+}
+
+/** A whole list's columns. */
+function listColumns(list: readonly Posting[]): PostingColumns {
+  return columnsOf(
+    list.map((p) => p.docId),
+    list,
+  );
+}
 
 function fullPostings(corpus: ReadonlyMap<string, string>, query: string) {
   const byTerm = new Map<string, Posting[]>();
@@ -266,4 +287,18 @@ t.test('disk: a term only ever looked up is read whole and cached once its looku
   t.equal(cache.size, 1, 'still looked up by key after 33 queries (99 ids)');
   await expectOracle(t, index, model, [['w2 w1', 2]], 'query 34');
   t.equal(cache.size, 2, 'the 34th query reads the common list whole and keeps it');
+});
+
+t.test('memory: postings too large to pack into a small integer score like the others', async (t) => {
+  // tf 1023 packs, 1024 and more do not (an object instead); both kinds in one list and one lookup.
+  const model = new Map([
+    ['a', Array(1023).fill('w1').join(' ')],
+    ['b', `${Array(1024).fill('w1').join(' ')} w2`],
+    ['c', `${Array(1500).fill('w1').join(' ')} w2 w2`],
+    ['d', 'w1 w2'],
+  ]);
+  const index = (await openBm25(bm25Config('memory'), undefined as unknown as Store, 0, newPostingCache()))!;
+  index.prepare([...model].map(([id, text]) => ({ id, oldText: undefined, newText: text }))).apply();
+  await expectOracle(t, index, model, [['w1', 4], ['w2', 4], ['w1 w2', 4], ['w2 w1', 2], ['w1', 1]], 'memory');
+  t.strictSame((await index.search('w1', 4)).map((h) => h.id).sort(), ['a', 'b', 'c', 'd']);
 });
