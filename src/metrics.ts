@@ -43,3 +43,31 @@ export function createMetrics(store: Store): Metrics {
   rocks('firkin_storage_thread_writes', 'RocksDB writes the storage write thread made of them since start (fewer: batches that queued up share one write and fsync)', (s) => s.threadWrites);
   return { registry, httpRequests, httpDuration };
 }
+
+/** What a bounded cache reports: its entries, and the size it counts them at (bytes here). */
+export interface SizedCache {
+  readonly size: number;
+  readonly calculatedSize: number;
+}
+
+/** The node's shared caches by name, read at scrape time. */
+export function registerCacheMetrics(registry: Registry, caches: Readonly<Record<string, SizedCache>>): void {
+  new Gauge({
+    name: 'firkin_cache_entries',
+    help: 'Entries in a node-wide cache (payloads: vector search hits; bm25_postings: decoded BM25 term lists of the disk backend)',
+    labelNames: ['cache'] as const,
+    registers: [registry],
+    collect() {
+      for (const [cache, c] of Object.entries(caches)) this.set({ cache }, c.size);
+    },
+  });
+  new Gauge({
+    name: 'firkin_cache_bytes',
+    help: 'Bytes a node-wide cache counts its entries at (bounded: see docs/vector.md)',
+    labelNames: ['cache'] as const,
+    registers: [registry],
+    collect() {
+      for (const [cache, c] of Object.entries(caches)) this.set({ cache }, c.calculatedSize);
+    },
+  });
+}

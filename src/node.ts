@@ -40,12 +40,13 @@ import { replicationProtocolRoutes } from './http/routes/replication-protocol.js
 import type { HealthCheck } from './core/health.js';
 import { vectorRoutes } from './http/routes/vector.js';
 import { buildHttp } from './http/server.js';
-import { createMetrics } from './metrics.js';
+import { createMetrics, registerCacheMetrics } from './metrics.js';
 import { Store } from './storage/db.js';
 import { VERSION } from './version.js';
 import { usearchEngine } from './vector/ann/usearch.js';
 import { type VectorCluster, standaloneCluster } from './vector/cluster.js';
 import { VectorEngine } from './vector/engine.js';
+import { newShardCaches } from './vector/shard.js';
 import type { ClusterCatalogue } from './vector/shard-handle.js';
 import { VectorShards } from './cluster/vector-shards.js';
 import { DocShards } from './cluster/doc-shards.js';
@@ -137,6 +138,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const newId = () => randomBytes(16).toString('hex');
     const hlc = new HybridClock(clock, { maxOffsetMs: config.docdb.hlcMaxOffsetMs });
     const metrics = createMetrics(store);
+    // One memory bound per cache for all of the node's vector shards, standalone and replicated.
+    const shardCaches = newShardCaches();
+    registerCacheMetrics(metrics.registry, { payloads: shardCaches.payloads, bm25_postings: shardCaches.postings });
     const keys = await ApiKeys.load(store);
     const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
     if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
@@ -222,6 +226,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           outbound: { allow: [...config.vectordb.embedderAllow, ...hostsOf(config.gateway.embedderUrls)], allowLoopback: config.vectordb.embedderAllowLoopback },
         },
         ...(config.cluster.enabled ? { cluster: clusterCatalogue } : {}),
+        caches: shardCaches,
       });
       // Before storage closes: finish writes and save the indexes.
       closers.unshift(() => vectors!.close());
@@ -291,7 +296,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       const unsafeStaleReads = process.env.FIRKIN_UNSAFE_FIXTURE === 'stale-reads';
       if (unsafeStaleReads) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-reads: shard reads are deliberately not linearizable (chaos checker fixture)');
       if (vectors !== undefined) {
-        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchDelayMs: testReshardSwitchDelay() });
+        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, caches: shardCaches, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchDelayMs: testReshardSwitchDelay() });
       }
       docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads });
       const hosted = vectorShards;

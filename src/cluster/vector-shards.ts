@@ -31,8 +31,7 @@ import type { CollectionConfig } from '../vector/collection-config.js';
 import { type ApplyOutcome, type FenceOutcome, type ShardCommand, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
 import { encodeKey } from '../core/keys.js';
 import type { Filter } from '../vector/filter.js';
-import { type DocInput, Shard, type StoredDoc, type VectorHit, dropShardData, newPayloadCache } from '../vector/shard.js';
-import { newPostingCache } from '../vector/bm25-index.js';
+import { type DocInput, Shard, type ShardCaches, type StoredDoc, type VectorHit, dropShardData, newShardCaches } from '../vector/shard.js';
 import { ShardFsm, isRequestRecord } from '../vector/shard-fsm.js';
 import type { RequestRecord, ShardStateChunk } from '../vector/shard.js';
 import type { ClusterCatalogue, ClusteredCollection, ReadOptions, SearchOptions, ShardHandle } from '../vector/shard-handle.js';
@@ -77,6 +76,8 @@ export interface VectorShardsOptions extends ShardHostOptions {
    * must catch it. Never set outside that test.
    */
   unsafeStaleReads?: boolean;
+  /** Shared with the node's standalone engine (default: the host's own). */
+  caches?: ShardCaches;
 }
 
 interface Replica {
@@ -102,10 +103,8 @@ function fromF32(b: Uint8Array): Float32Array {
 export class VectorShards extends ShardHost<Replica, CollectionPlacement> implements ClusterCatalogue {
   readonly prefix = 'vshard';
   readonly #o: VectorShardsOptions;
-  /** Recent hits' payloads of every replica here (one memory bound for the node's replicated collections). */
-  readonly #payloads = newPayloadCache();
-  /** Decoded BM25 term lists of the same replicas (disk backend). */
-  readonly #postings = newPostingCache();
+  /** Recent hits' payloads and decoded BM25 term lists of every replica here. */
+  readonly #caches: ShardCaches;
   readonly #views = new Map<string, { placement: CollectionPlacement; view: ClusteredCollection }>();
   readonly #exports = new Map<string, ExportSession>();
   /** Snapshot transfers tried per group: each retry asks the next replica. */
@@ -115,6 +114,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   private constructor(o: VectorShardsOptions) {
     super(o);
     this.#o = o;
+    this.#caches = o.caches ?? newShardCaches();
     this.#reshards = new ReshardCoordinator({ member: o.member, shards: this, log: o.log.child({ mod: 'reshard' }), docsPerSecond: o.reshardDocsPerSecond ?? 20_000, switchDelayMs: o.reshardSwitchDelayMs });
   }
 
@@ -308,7 +308,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     const { store, ann, indexDir, log } = this.#o;
     const config = collection.config as unknown as CollectionConfig;
     const storageId = CLUSTER_SHARD_BASE + placement.number;
-    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), payloads: this.#payloads, postings: this.#postings };
+    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), payloads: this.#caches.payloads, postings: this.#caches.postings };
     const shard = await Shard.open(storageId, config, deps);
     const fsm = new ShardFsm(shard, {
       reopenEmpty: async (old) => {

@@ -22,7 +22,6 @@ import { SerialQueue } from '../core/serial.js';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from './ann/ann-index.js';
 import { type ScoredId, byScoreThenId } from './bm25.js';
-import { newPostingCache } from './bm25-index.js';
 import { type CollectionConfig, LIMITS } from './collection-config.js';
 import { type EmbedderDeps, createEmbedder } from './embedders/create.js';
 import { type Embedder, noEmbedder } from './embedders/embedder.js';
@@ -31,7 +30,7 @@ import type { Filter } from './filter.js';
 import { type FusedHit, fuse } from './fusion.js';
 import { checkEmbedding, parseVector } from './metric.js';
 import type { Bm25SearchRequest, Consistency, CreateCollectionRequest, DocRequest, HybridSearchRequest, PutDocsRequest, SearchRequest } from './requests.js';
-import { type DocInput, type MaintenancePolicy, Shard, type StoredDoc, type VectorHit, dropShardData, newPayloadCache } from './shard.js';
+import { type DocInput, type MaintenancePolicy, Shard, type StoredDoc, type ShardCaches, type VectorHit, dropShardData, newShardCaches } from './shard.js';
 import type { ClusterCatalogue, ClusteredCollection, ShardHandle } from './shard-handle.js';
 
 export interface VectorEngineOptions {
@@ -46,6 +45,8 @@ export interface VectorEngineOptions {
   maintenance?: MaintenancePolicy;
   /** Cluster mode: new collections are the cluster's (replicated shards placed on nodes). */
   cluster?: ClusterCatalogue;
+  /** Shared with the node's replicated shards (default: the engine's own). */
+  caches?: ShardCaches;
 }
 
 interface CatalogueEntry {
@@ -130,10 +131,8 @@ function hybridDepth(k: number): number {
 
 export class VectorEngine {
   readonly #o: VectorEngineOptions;
-  /** Recent hits' payloads of every local shard (one memory bound for the node's standalone collections). */
-  readonly #payloads = newPayloadCache();
-  /** Decoded BM25 term lists of the same shards (disk backend). */
-  readonly #postings = newPostingCache();
+  /** Recent hits' payloads and decoded BM25 term lists of every local shard. */
+  readonly #caches: ShardCaches;
   readonly #collections = new Map<string, Collection>();
   /** Catalogue changes (create, delete) one at a time. */
   readonly #catalogueQueue = new SerialQueue();
@@ -145,6 +144,7 @@ export class VectorEngine {
 
   private constructor(options: VectorEngineOptions) {
     this.#o = options;
+    this.#caches = options.caches ?? newShardCaches();
     this.indexDir = path.join(options.dataDir, 'vector');
   }
 
@@ -181,7 +181,7 @@ export class VectorEngine {
   async #openCollection(name: string, entry: CatalogueEntry): Promise<Collection> {
     const shards = [];
     for (const id of entry.shards) {
-      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance, payloads: this.#payloads, postings: this.#postings }));
+      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance, payloads: this.#caches.payloads, postings: this.#caches.postings }));
     }
     const routing = entry.routing ?? { scheme: 'legacy_modulo', shards: entry.shards };
     return new Collection(name, entry.config, shards, shards, routing, this.#embedderFor(entry.config));

@@ -210,6 +210,19 @@ export function newPayloadCache(maxBytes = PAYLOAD_CACHE_BYTES): PayloadCache {
 }
 
 /**
+ * The decoded-data caches a node's shards share, standalone and replicated alike: one memory
+ * bound each for the whole node (`node.ts` makes them and reports their size in /metrics).
+ */
+export interface ShardCaches {
+  readonly payloads: PayloadCache;
+  readonly postings: PostingCache;
+}
+
+export function newShardCaches(): ShardCaches {
+  return { payloads: newPayloadCache(), postings: newPostingCache() };
+}
+
+/**
  * Each shard instance's own key prefix in a shared payload cache: a shard reopened over
  * dropped data (a replica's snapshot install) numbers its writes from the start again, so its
  * entries must never meet the old instance's.

@@ -153,3 +153,23 @@ t.test('hybrid search with a client vector: no embedder needed, ranks like the f
   t.same([noVector.status, noVector.body.error], [400, 'bad_request'], 'without a vector it still needs an embedder');
   t.match(noVector.body.message, /embedder/);
 });
+
+t.test('the node-wide caches report their size in /metrics', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  const gauge = async (cache: string, what: 'bytes' | 'entries') => {
+    const text = (await node.request('GET', '/metrics')).text;
+    const m = text.match(new RegExp(`^firkin_cache_${what}\\{cache="${cache}"\\} (\\d+)$`, 'm'));
+    t.ok(m, `firkin_cache_${what}{cache="${cache}"} is reported`);
+    return Number(m?.[1]);
+  };
+  t.equal(await gauge('bm25_postings', 'entries'), 0, 'nothing cached yet');
+  await node.request('PUT', `${P}/kw`, { body: { dimensions: 8, embedder: { type: 'hash' }, bm25_backend: 'disk' } });
+  await node.request('POST', `${P}/kw/docs`, { body: { documents: CORPUS } });
+  const r = await node.request('POST', `${P}/kw/search/bm25`, { body: { query: 'quick dog', k: 10 } });
+  t.equal(r.status, 200);
+  t.ok((await gauge('bm25_postings', 'entries')) > 0, 'the search cached the lists it read');
+  t.ok((await gauge('bm25_postings', 'bytes')) > 0);
+  await node.request('POST', `${P}/kw/search`, { body: { query: 'quick dog', k: 2 } });
+  t.ok((await gauge('payloads', 'entries')) > 0, "a vector search's hits are cached");
+});
