@@ -128,6 +128,17 @@ t.test('pure: a document whose bound only equals the k-th score still wins on it
   t.strictSame(pruned, rankBm25(byTerm, stats, params, 1));
 });
 
+/** A store in a temp dir, closed and removed when `t` ends. */
+async function openTestStore(t: Test): Promise<Store> {
+  const dir = tempDir('firkin-bm25-');
+  const store = await Store.open(path.join(dir, 'db'));
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return store;
+}
+
 function bm25Config(backend: 'memory' | 'disk'): CollectionConfig {
   return { bm25_backend: backend, bm25: { k1: params.k1, b: params.b, stopwords: 'none' } } as CollectionConfig;
 }
@@ -177,12 +188,7 @@ const arbCacheBytes = fc.constantFrom(1, 4_000, POSTING_CACHE_BYTES);
 const arbQueries = fc.array(fc.tuple(arbQuery, fc.integer({ min: 1, max: 10 })), { minLength: 1, maxLength: 6 });
 
 t.test('both backends: search equals the oracle after random writes; disk also after a reopen and a migration', async (t) => {
-  const dir = tempDir('firkin-bm25-');
-  const store = await Store.open(path.join(dir, 'db'));
-  t.teardown(async () => {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const store = await openTestStore(t);
   let shard = 1;
   await fc.assert(
     fc.asyncProperty(arbBatches, arbQueries, arbReadLimits, arbCacheBytes, async (batches, queries, limits, cacheBytes) => {
@@ -226,12 +232,7 @@ t.test('both backends: search equals the oracle after random writes; disk also a
 });
 
 t.test('disk: a shard reopened over dropped data never reads the old instance’s lists from the shared cache', async (t) => {
-  const dir = tempDir('firkin-bm25-');
-  const store = await Store.open(path.join(dir, 'db'));
-  t.teardown(async () => {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const store = await openTestStore(t);
   const cache = newPostingCache();
   const before = new Map<string, string>();
   const old = (await openBm25(bm25Config('disk'), store, 7, cache))!;
@@ -249,12 +250,7 @@ t.test('disk: a shard reopened over dropped data never reads the old instance’
 });
 
 t.test('disk: the shared cache counts a list by its postings and holds no more than its bound', async (t) => {
-  const dir = tempDir('firkin-bm25-');
-  const store = await Store.open(path.join(dir, 'db'));
-  t.teardown(async () => {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const store = await openTestStore(t);
   const cache = newPostingCache(64 * 1024);
   const model = new Map<string, string>();
   const index = (await openBm25(bm25Config('disk'), store, 8, cache))!;
@@ -268,12 +264,7 @@ t.test('disk: the shared cache counts a list by its postings and holds no more t
 });
 
 t.test('disk: a term only ever looked up is read whole and cached once its lookups add up to its length', async (t) => {
-  const dir = tempDir('firkin-bm25-');
-  const store = await Store.open(path.join(dir, 'db'));
-  t.teardown(async () => {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const store = await openTestStore(t);
   const cache = newPostingCache();
   const model = new Map<string, string>();
   const index = (await openBm25(bm25Config('disk'), store, 9, cache))!;
