@@ -52,22 +52,16 @@ export interface SizedCache {
 
 /** The node's shared caches by name, read at scrape time. */
 export function registerCacheMetrics(registry: Registry, caches: Readonly<Record<string, SizedCache>>): void {
-  new Gauge({
-    name: 'firkin_cache_entries',
-    help: 'Entries in a node-wide cache (payloads: vector search hits; bm25_postings: decoded BM25 term lists of the disk backend)',
-    labelNames: ['cache'] as const,
-    registers: [registry],
-    collect() {
-      for (const [cache, c] of Object.entries(caches)) this.set({ cache }, c.size);
-    },
-  });
-  new Gauge({
-    name: 'firkin_cache_bytes',
-    help: 'Bytes a node-wide cache counts its entries at (bounded: see docs/vector.md)',
-    labelNames: ['cache'] as const,
-    registers: [registry],
-    collect() {
-      for (const [cache, c] of Object.entries(caches)) this.set({ cache }, c.calculatedSize);
-    },
-  });
+  const gauge = (name: string, help: string, pick: (c: SizedCache) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['cache'] as const,
+      registers: [registry],
+      collect() {
+        for (const [cache, c] of Object.entries(caches)) this.set({ cache }, pick(c));
+      },
+    });
+  gauge('firkin_cache_entries', 'Entries in a node-wide cache (payloads: vector search hits; bm25_postings: decoded BM25 term lists of the disk backend)', (c) => c.size);
+  gauge('firkin_cache_bytes', 'Bytes a node-wide cache counts its entries at (bounded: see docs/vector.md)', (c) => c.calculatedSize);
 }

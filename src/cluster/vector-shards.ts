@@ -308,7 +308,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     const { store, ann, indexDir, log } = this.#o;
     const config = collection.config as unknown as CollectionConfig;
     const storageId = CLUSTER_SHARD_BASE + placement.number;
-    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), payloads: this.#caches.payloads, postings: this.#caches.postings };
+    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), caches: this.#caches };
     const shard = await Shard.open(storageId, config, deps);
     const fsm = new ShardFsm(shard, {
       reopenEmpty: async (old) => {

@@ -181,7 +181,7 @@ export class VectorEngine {
   async #openCollection(name: string, entry: CatalogueEntry): Promise<Collection> {
     const shards = [];
     for (const id of entry.shards) {
-      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance, payloads: this.#caches.payloads, postings: this.#caches.postings }));
+      shards.push(await Shard.open(id, entry.config, { store: this.#o.store, ann: this.#o.ann, indexDir: this.indexDir, log: this.#o.log, maintenance: this.#o.maintenance, caches: this.#caches }));
     }
     const routing = entry.routing ?? { scheme: 'legacy_modulo', shards: entry.shards };
     return new Collection(name, entry.config, shards, shards, routing, this.#embedderFor(entry.config));

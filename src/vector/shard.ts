@@ -158,10 +158,8 @@ export interface ShardDeps {
   maintenance?: MaintenancePolicy;
   /** Entries a request id is remembered for (tests shorten it); default REQUEST_ID_WINDOW. */
   requestWindow?: number;
-  /** Decoded hit payloads, shared by the node's shards (one memory bound); default: the shard's own. */
-  payloads?: PayloadCache;
-  /** Decoded BM25 term lists of disk-backed shards, shared the same way; default: the shard's own. */
-  postings?: PostingCache;
+  /** Decoded hit payloads and BM25 term lists, shared by the node's shards (one memory bound each); default: the shard's own. */
+  caches?: ShardCaches;
 }
 
 function vectorBytes(v: Float32Array): Uint8Array {
@@ -276,6 +274,7 @@ export class Shard implements ShardHandle {
    * invalidated by hand. Payloads are shared between answers and never modified.
    */
   readonly #payloads: PayloadCache;
+  readonly #postings: PostingCache;
   readonly #payloadTag = `${nextPayloadTag++}\u0000`;
   /** Last committed write sequence; every committed write is in the index. */
   #seq = 0;
@@ -305,7 +304,9 @@ export class Shard implements ShardHandle {
     this.#deps = deps;
     this.#annOptions = { dimensions: config.dimensions, metric: config.metric, m: config.index.m, efConstruction: config.index.ef_construction };
     this.#ann = deps.ann.create(this.#annOptions);
-    this.#payloads = deps.payloads ?? newPayloadCache();
+    const caches = deps.caches ?? newShardCaches();
+    this.#payloads = caches.payloads;
+    this.#postings = caches.postings;
   }
 
   get count(): number {
@@ -375,7 +376,7 @@ export class Shard implements ShardHandle {
       this.#docs.set(e.id, { label: e.l, seq: decodeKey(key)[2] as number });
       this.#labels.set(e.l, e.id);
     }
-    this.#bm25 = await openBm25(this.config, store, this.id, this.#deps.postings ?? newPostingCache());
+    this.#bm25 = await openBm25(this.config, store, this.id, this.#postings);
     const needsTextScan = this.#bm25?.backend === 'memory';
 
     const loaded = await this.#loadFile();

@@ -8,6 +8,7 @@ import t from 'tap';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
 import { parseFilter } from '../../src/vector/filter.js';
+import { newPostingCache } from '../../src/vector/bm25-index.js';
 import { Shard, dropShardData, newPayloadCache } from '../../src/vector/shard.js';
 import { smallShardConfig } from './engine-harness.js';
 import { fcParams } from '../support/fc.js';
@@ -37,7 +38,7 @@ t.test('every hit shows its document as last written, whatever the cache holds',
   await fc.assert(
     // 1 byte keeps nothing, 200 a couple of entries (evictions), undefined the default.
     fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 30 }), fc.constantFrom(1, 200, undefined), async (ops, payloadCacheBytes) => {
-      const shard = await Shard.open(run++, config, { store, ann: usearchEngine, indexDir: dir, log: pino({ level: 'silent' }), payloads: newPayloadCache(payloadCacheBytes) });
+      const shard = await Shard.open(run++, config, { store, ann: usearchEngine, indexDir: dir, log: pino({ level: 'silent' }), caches: { payloads: newPayloadCache(payloadCacheBytes), postings: newPostingCache() } });
       try {
         const live = new Map<string, { text: string; metadata: Record<string, unknown> }>();
         for (const o of ops) {
