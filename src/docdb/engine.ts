@@ -15,7 +15,7 @@ import { FirkinError } from '../core/errors.js';
 import { type Clock, type Hlc, type HybridClock, HLC_ZERO, compareHlc, hlcToText, tickHlc } from '../core/hlc.js';
 import { decodeKey } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
-import type { BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
+import type { WriteTicket, BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
 import { type AttachmentInput, type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
 import { LIMITS, checkAttachmentName, checkDbName, checkDocId } from './names.js';
 import {
@@ -111,6 +111,21 @@ type Edit =
       readonly path: RevPath;
     };
 
+/** A group whose batch was handed to the write thread and has not settled yet. */
+interface InFlightGroup {
+  readonly g: Group;
+  /** How many edits it applied (requests' entries refused before queueing aside). */
+  readonly edits: number;
+  /** The database record this group leaves (counters, update_seq). */
+  readonly record: DbRecord;
+  readonly ticket: WriteTicket;
+  /** Resolves, never rejects, once the group is durable and in the caches, or has failed. */
+  readonly settled: Promise<void>;
+}
+
+/** Groups written at once per database: one on its way to disk while the next is applied. */
+const IN_FLIGHT_GROUPS_MAX = 2;
+
 /** Requests' edits committed as one batch; `done` holds each request's results, in order. */
 interface EditGroup {
   readonly requests: (readonly (Edit | EditResult)[])[];
@@ -126,8 +141,14 @@ interface DbState {
   openGroup: EditGroup | undefined;
   dropped: boolean;
   readonly listeners: Set<() => void>;
-  /** Recently used document records. */
+  /** Recently used document records (durable state only: written once a batch is durable). */
   readonly cache: LRUCache<string, DocRecord>;
+  /**
+   * Groups whose batch is on its way to disk, oldest first. The next group is built on their
+   * records, bodies and counters and written after them (never if one of them failed), so
+   * applying a group overlaps the write of the one before (docs/docdb.md).
+   */
+  readonly inFlight: InFlightGroup[];
   /** Bumped after every commit: a read that raced a commit must not fill the cache. */
   version: number;
   /**
@@ -165,6 +186,7 @@ function newState(record: DbRecord): DbState {
     dropped: false,
     listeners: new Set(),
     cache: new LRUCache({ max: RECORD_CACHE_MAX }),
+    inFlight: [],
     version: 0,
     bodies: new LRUCache({ maxSize: BODY_CACHE_BYTES_MAX, maxEntrySize: BODY_CACHE_ENTRY_BYTES_MAX }),
     writesSinceCompact: 0,
@@ -252,7 +274,27 @@ export interface DocEngineOptions {
   revsLimit: number;
   /** Start a compaction of a database after this many document writes to it; 0 = never. */
   compactAfterWrites: number;
+  /** Tests: the write pipeline's sizes (default PIPELINE_DEFAULTS). */
+  pipeline?: PipelineSizes;
 }
+
+/**
+ * With the write thread, a database applies its next group while earlier groups' batches are
+ * written (at most IN_FLIGHT_GROUPS_MAX of them). Two sizes decide when that pays:
+ * - `partEdits`: a request of more edits is applied and written in parts of at most this
+ *   many (each its own group), so even one client's large `_bulk_docs` overlaps applying a
+ *   part with writing the one before; groups of small requests stop at this size too.
+ * - `minEditsAhead`: a group starts before the ones ahead of it are durable only if they
+ *   carry at least this many edits. Small groups (single PUTs) would gain little overlap and
+ *   lose by starting smaller: more batches and fsyncs, more main-thread work per write
+ *   (measured: -8 % PUTs with 16 clients when every group pipelined).
+ */
+export interface PipelineSizes {
+  readonly partEdits: number;
+  readonly minEditsAhead: number;
+}
+
+export const PIPELINE_DEFAULTS: PipelineSizes = { partEdits: 128, minEditsAhead: 64 };
 
 const notFoundDb = (db: string) => new FirkinError('not_found', `database ${JSON.stringify(db)} does not exist`);
 const notFoundDoc = (id: string) => new FirkinError('not_found', `document ${JSON.stringify(id)} not found`);
@@ -266,10 +308,14 @@ function errorResult(id: string | null, err: unknown): EditResult {
 interface Group {
   readonly db: string;
   readonly state: DbState;
+  /** The database record the group starts from (the last in-flight group's, or the durable one). */
+  readonly base: DbRecord;
   /** Documents this group wrote: their records enter the cache once the batch is durable. */
   readonly changed: Set<string>;
   readonly records: Map<string, DocRecord | undefined>;
   readonly bodies: Map<string, BodyRecord | null>;
+  /** The in-flight groups this one is built on, oldest first (their overlays come before the store). */
+  readonly ahead: readonly InFlightGroup[];
   /** Stored bodies the edits will read (from before the group), read in one go. */
   readonly leafBodies: Map<string, Buffer | undefined>;
   readonly ops: BatchOp[];
@@ -310,6 +356,17 @@ function deepFreeze(value: unknown): void {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
   Object.freeze(value);
   for (const v of Object.values(value)) deepFreeze(v);
+}
+
+function editsInFlight(state: DbState): number {
+  let edits = 0;
+  for (const f of state.inFlight) edits += f.edits;
+  return edits;
+}
+
+/** Resolves once no group of the database is in flight (none can start meanwhile from inside its queue). */
+async function settled(state: DbState): Promise<void> {
+  while (state.inFlight.length > 0) await state.inFlight.at(-1)!.settled;
 }
 
 /** A group's in-memory key of one document revision's body. */
@@ -389,6 +446,7 @@ export class DocEngine {
   readonly #clock: Clock;
   readonly #revsLimit: number;
   readonly #compactAfterWrites: number;
+  readonly #pipeline: PipelineSizes;
   readonly #dbs = new Map<string, DbState>();
   readonly #indexers: WinnerIndexer[] = [];
   readonly #dropHooks: ((db: string) => Promise<void>)[] = [];
@@ -406,6 +464,7 @@ export class DocEngine {
     this.#clock = options.clock;
     this.#revsLimit = options.revsLimit;
     this.#compactAfterWrites = options.compactAfterWrites;
+    this.#pipeline = options.pipeline ?? PIPELINE_DEFAULTS;
   }
 
   /** Load the catalogue, finish drops a crash interrupted, and move the clock past every stored seq. */
@@ -626,7 +685,10 @@ export class DocEngine {
     this.#checkOpen();
     // Edits queued after this job must not jump ahead of it by joining an earlier group.
     state.openGroup = undefined;
-    return state.writes.run(run);
+    return state.writes.run(async () => {
+      await settled(state); // it sees every group before it durable, and no later one
+      return run();
+    });
   }
 
   /** The shard group owning a replica database, if it is one. */
@@ -638,18 +700,39 @@ export class DocEngine {
     const state = this.#state(db);
     this.#checkOpen();
     if (state.record.owner !== undefined) throw replicaOnly(db, state.record.owner);
+    if (!this.#store.pipelinesWrites) return this.#enqueue(state, edits, LIMITS.groupEditsMax);
+    const { partEdits } = this.#pipeline;
+    if (edits.length <= partEdits) return this.#enqueue(state, edits, partEdits);
+    // In parts of near-equal size, each its own group, queued in order in this same turn.
+    const count = Math.ceil(edits.length / partEdits);
+    const size = Math.ceil(edits.length / count);
+    const parts: Promise<EditResult[]>[] = [];
+    for (let at = 0; at < edits.length; at += size) parts.push(this.#enqueue(state, edits.slice(at, at + size), partEdits));
+    return (await Promise.all(parts)).flat();
+  }
+
+  /** Queue one request's edits into the database's open group, or a new one past `cap` edits. */
+  #enqueue(state: DbState, edits: readonly (Edit | EditResult)[], cap: number): Promise<EditResult[]> {
     let group = state.openGroup;
-    // A request is never split, so a group may exceed the cap only by its first request.
-    if (group === undefined || group.edits + edits.length > LIMITS.groupEditsMax) {
+    // A request (or part) is never split here, so a group may exceed the cap only by its first.
+    if (group === undefined || group.edits + edits.length > cap) {
       const requests: (readonly (Edit | EditResult)[])[] = [];
       const created: EditGroup = {
         requests,
         edits: 0,
-        done: state.writes.run(async () => {
-          if (state.openGroup === created) state.openGroup = undefined; // started: later requests start another
-          if (state.dropped) throw notFoundDb(state.record.name);
-          return this.#commitGroup(state, requests);
-        }),
+        done: state.writes
+          .run(async () => {
+            // Still taking requests meanwhile: while the write thread has its hands full, or
+            // while what it holds is too small to be worth overlapping (PipelineSizes).
+            while (state.inFlight.length >= IN_FLIGHT_GROUPS_MAX || (state.inFlight.length > 0 && editsInFlight(state) < this.#pipeline.minEditsAhead)) {
+              await state.inFlight[0]!.settled;
+            }
+            if (state.openGroup === created) state.openGroup = undefined; // started: later requests start another
+            if (state.dropped) throw notFoundDb(state.record.name);
+            if (this.#store.pipelinesWrites) return this.#startGroup(state, requests, created.edits);
+            return { results: await this.#commitGroup(state, requests), durable: Promise.resolve() };
+          })
+          .then(({ results, durable }) => durable.then(() => results)),
       };
       state.openGroup = group = created;
     }
@@ -667,21 +750,96 @@ export class DocEngine {
     const state = this.#state(db);
     this.#checkOpen();
     state.openGroup = undefined;
-    const [results] = await state.writes.run(() => {
+    const [results] = await state.writes.run(async () => {
+      await settled(state);
       if (state.dropped) throw notFoundDb(state.record.name);
       return this.#commitGroup(state, [edits], logged);
     });
     return results!;
   }
 
+  /** Read, apply and write one group, answering once it is durable (no group in flight). */
   async #commitGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[], logged?: LoggedWrite): Promise<EditResult[][]> {
+    const { g, results } = await this.#buildGroup(state, jobs, logged);
+    if (g.ops.length === 0 && logged !== undefined) {
+      await this.#store.batch([...logged.ops(results[0] ?? [])], { sync: true });
+    } else if (g.ops.length > 0) {
+      const record = this.#groupRecord(g);
+      if (logged !== undefined) g.ops.push(...logged.ops(results[0] ?? []));
+      await this.#store.batch(g.ops, { sync: true });
+      this.#committed(state, g, record);
+    }
+    return results;
+  }
+
+  /**
+   * Read and apply one group on top of the groups in flight, hand its batch to the write
+   * thread behind theirs, and return its results with the promise of its durability (which
+   * also rejects when a group it was built on failed: its batch is then never written).
+   */
+  async #startGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[], edits: number): Promise<{ results: EditResult[][]; durable: Promise<void> }> {
+    const { g, results } = await this.#buildGroup(state, jobs, undefined);
+    if (g.ops.length === 0) return { results, durable: Promise.resolve() };
+    const record = this.#groupRecord(g);
+    const before = g.ahead.at(-1);
+    const { ticket, durable: written } = this.#store.batchAfter(g.ops, before?.ticket);
+    let settle!: () => void;
+    const entry: InFlightGroup = { g, edits, record, ticket, settled: new Promise<void>((resolve) => (settle = resolve)) };
+    state.inFlight.push(entry);
+    const durable = (async () => {
+      try {
+        await written;
+        await before?.settled; // the caches and the record take the groups in batch order
+        this.#committed(state, g, record);
+      } finally {
+        state.inFlight.splice(state.inFlight.indexOf(entry), 1);
+        settle();
+      }
+    })();
+    return { results, durable };
+  }
+
+  /** The group's database record, appended to its batch. */
+  #groupRecord(g: Group): DbRecord {
+    const record: DbRecord = { ...g.base, docCount: g.docCount, delCount: g.delCount, dataBytes: g.dataBytes, updateSeq: g.updateSeq };
+    g.ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(g.db), value: encodeDbRecord(record) });
+    return record;
+  }
+
+  /** A group's batch is durable: what it wrote becomes the database's state. */
+  #committed(state: DbState, g: Group, record: DbRecord): void {
+    for (const hook of this.#commitHooks) hook(g.db, g.ops);
+    state.record = record;
+    state.version++;
+    for (const id of g.changed) state.cache.set(id, g.records.get(id)!);
+    for (const listener of state.listeners) listener();
+    state.writesSinceCompact += g.compactable;
+    // A replica compacts when its log says so, never on a local count.
+    if (state.record.owner === undefined && this.#compactAfterWrites > 0 && state.writesSinceCompact >= this.#compactAfterWrites && state.compaction === undefined) {
+      // Not awaited: the pass queues its slices behind this group and runs on its own.
+      void this.compact(g.db).catch((err: unknown) => this.#log.error({ db: g.db, err }, 'automatic compaction failed'));
+    }
+  }
+
+  /** Read what a group's edits need and apply them, in memory; nothing is written yet. */
+  async #buildGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[], logged: LoggedWrite | undefined): Promise<{ g: Group; results: EditResult[][] }> {
     const db = state.record.name;
+    // Taken now: groups that settle while this one reads stay its base (their data is the same).
+    const ahead = [...state.inFlight];
+    const base = ahead.at(-1)?.record ?? state.record;
     const docIds = [...new Set(jobs.flatMap((edits) => edits.flatMap((e) => ('kind' in e ? [e.docId] : []))))];
-    // The writer is the only one changing records, so its cache entries are current.
-    const uncached = docIds.filter((id) => !state.cache.has(id));
-    const raw = await this.#store.getMany('docs', uncached.map((id) => keys.doc(db, id)));
-    const records = new Map<string, DocRecord | undefined>(uncached.map((id, i) => [id, raw[i] === undefined ? undefined : decodeDocRecord(raw[i]!)]));
-    for (const id of docIds) if (state.cache.has(id)) records.set(id, state.cache.get(id));
+    const records = new Map<string, DocRecord | undefined>();
+    // Newest first: a group in flight, then the cache (the writer is the only one changing
+    // records, so its entries are current), then the store.
+    const unread: string[] = [];
+    for (const id of docIds) {
+      const inFlight = ahead.findLast((f) => f.g.changed.has(id));
+      if (inFlight !== undefined) records.set(id, inFlight.g.records.get(id));
+      else if (state.cache.has(id)) records.set(id, state.cache.get(id));
+      else unread.push(id);
+    }
+    const raw = await this.#store.getMany('docs', unread.map((id) => keys.doc(db, id)));
+    unread.forEach((id, i) => records.set(id, raw[i] === undefined ? undefined : decodeDocRecord(raw[i]!)));
     // The bodies edits read (a parent's, the old winner's for the indexes), read in one go so
     // the edits below run without awaiting anything. Anything else (a conflict that becomes
     // the winner) is read when needed.
@@ -692,21 +850,22 @@ export class DocEngine {
     const wantedRevs = [...wanted.values()];
     const leafRaw = await this.#store.getMany('revs', wantedRevs.map(({ id, rev }) => keys.body(db, id, rev)));
     const leafBodies = new Map(wantedRevs.map(({ id, rev }, i) => [bodyKey(id, rev), leafRaw[i]]));
-    const changed = new Set<string>();
     const g: Group = {
       db,
       state,
-      changed,
+      base,
+      changed: new Set<string>(),
       records,
       bodies: new Map(),
+      ahead,
       leafBodies,
       ops: [],
-      docCount: state.record.docCount,
-      delCount: state.record.delCount,
-      dataBytes: state.record.dataBytes,
-      updateSeq: state.record.updateSeq,
+      docCount: base.docCount,
+      delCount: base.delCount,
+      dataBytes: base.dataBytes,
+      updateSeq: base.updateSeq,
       compactable: 0,
-      nextSeq: logged === undefined ? () => this.#hlc.now() : loggedSeqs(state.record.updateSeq, logged.at),
+      nextSeq: logged === undefined ? () => this.#hlc.now() : loggedSeqs(base.updateSeq, logged.at),
     };
     const results: EditResult[][] = [];
     for (const edits of jobs) {
@@ -724,31 +883,12 @@ export class DocEngine {
       }
       results.push(out);
     }
-    if (g.ops.length === 0 && logged !== undefined) {
-      await this.#store.batch([...logged.ops(results[0] ?? [])], { sync: true });
-    } else if (g.ops.length > 0) {
-      const record: DbRecord = { ...state.record, docCount: g.docCount, delCount: g.delCount, dataBytes: g.dataBytes, updateSeq: g.updateSeq };
-      g.ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
-      if (logged !== undefined) g.ops.push(...logged.ops(results[0] ?? []));
-      await this.#store.batch(g.ops, { sync: true });
-      for (const hook of this.#commitHooks) hook(db, g.ops);
-      state.record = record;
-      state.version++;
-      for (const id of changed) state.cache.set(id, g.records.get(id)!);
-      for (const listener of state.listeners) listener();
-      state.writesSinceCompact += g.compactable;
-      // A replica compacts when its log says so, never on a local count.
-      if (state.record.owner === undefined && this.#compactAfterWrites > 0 && state.writesSinceCompact >= this.#compactAfterWrites && state.compaction === undefined) {
-        // Not awaited: the pass queues its slices behind this group and runs on its own.
-        void this.compact(db).catch((err: unknown) => this.#log.error({ db, err }, 'automatic compaction failed'));
-      }
-    }
-    return results;
+    return { g, results };
   }
 
   #loadBody(g: Group, docId: string, rev: string): BodyRecord | undefined {
     const key = bodyKey(docId, rev);
-    const overlay = g.bodies.get(key);
+    const overlay = g.bodies.get(key) ?? g.ahead.findLast((f) => f.g.bodies.has(key))?.g.bodies.get(key);
     if (overlay !== undefined) return overlay ?? undefined;
     // Not read ahead (rare: a conflict becoming the winner): read here, on this thread.
     const buf = g.leafBodies.has(key) ? g.leafBodies.get(key) : this.#store.getManySync('revs', [keys.body(g.db, docId, rev)])[0];
@@ -1523,6 +1663,9 @@ export class DocEngine {
     this.stopStreams();
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.all([...this.#dbs.values()].map((state) => state.writes.idle()));
+    await Promise.all([...this.#dbs.values()].map(async (state) => {
+      await state.writes.idle();
+      await settled(state);
+    }));
   }
 }

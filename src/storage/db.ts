@@ -42,6 +42,11 @@ export interface WriteOptions {
 
 type StoreState = 'open' | 'closing' | 'closed';
 
+/** An issued `batchAfter` write, for a later one to depend on. */
+export interface WriteTicket {
+  readonly id: number;
+}
+
 export class Store {
   #db: RocksLevel;
   #state: StoreState = 'open';
@@ -169,6 +174,26 @@ export class Store {
         : { type: 'del' as const, key: op.key, column: this.#column(op.cf) },
     );
     await this.#db.batch(mapped, { sync: options.sync });
+  }
+
+  /** Whether `batchAfter` is available (writes go through the write thread). */
+  get pipelinesWrites(): boolean {
+    return this.#writer !== undefined;
+  }
+
+  /**
+   * A synced batch handed to the write thread without waiting for the ones before it, and
+   * never written if the batch `after` (an earlier ticket) failed: for a writer that builds
+   * each batch on the state the previous one leaves. `durable` resolves once it is on disk.
+   */
+  batchAfter(ops: readonly BatchOp[], after: WriteTicket | undefined): { ticket: WriteTicket; durable: Promise<void> } {
+    if (this.#writer === undefined) throw new Error('batchAfter needs the write thread (Store.open with writeWorker)');
+    if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
+    const { id, done } = this.#writer.writeAfter(ops, true, after?.id);
+    const durable = done.catch((err: unknown) => {
+      throw new FirkinError('unavailable', `storage write failed: ${(err as Error).message}`, { cause: err });
+    });
+    return { ticket: { id }, durable };
   }
 
   /** Ordered iteration over a key range, in batches from the native side. */

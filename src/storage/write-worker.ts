@@ -52,6 +52,9 @@ db.open().then(() => {
     }
   };
   let written = 0;
+  // Batches that failed or were refused: one built on one of them (m.after) is refused too,
+  // so no batch lands without the batches it was built on.
+  const failed = new Set();
   parentPort.on('message', (first) => {
     // Group commit: the batches that queued up while the last write ran go to disk as one
     // write with one fsync (synced if any of them asks), in the order they came. Each was
@@ -61,10 +64,16 @@ db.open().then(() => {
     const accepted = [];
     let sync = false;
     for (const m of queued) {
+      if (m.after !== undefined && failed.has(m.after)) {
+        failed.add(m.id);
+        parentPort.postMessage({ id: m.id, error: 'not written: a batch it was built on failed' });
+        continue;
+      }
       const buf = Buffer.from(m.packed);
       try {
         check(buf);
       } catch (err) {
+        failed.add(m.id);
         parentPort.postMessage({ id: m.id, error: String(err && err.message) });
         continue;
       }
@@ -82,7 +91,10 @@ db.open().then(() => {
         batch._closeSync();
       }
     } catch (err) {
-      for (const a of accepted) parentPort.postMessage({ id: a.id, error: String(err && err.message) });
+      for (const a of accepted) {
+        failed.add(a.id);
+        parentPort.postMessage({ id: a.id, error: String(err && err.message) });
+      }
       return;
     }
     for (const a of accepted) parentPort.postMessage({ id: a.id, write });
@@ -175,7 +187,7 @@ export class WriteWorker {
 
   write(ops: readonly WireOp[], sync: boolean): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    return this.writePacked(packOps(ops, this.#columnIndex), sync);
+    return this.writePackedAfter(packOps(ops, this.#columnIndex), sync, undefined).done;
   }
 
   /**
@@ -184,13 +196,28 @@ export class WriteWorker {
    * fit it (an unknown kind or column, a length past the end) without writing any of it.
    */
   writePacked(packed: ArrayBuffer, sync: boolean): Promise<void> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    return this.writePackedAfter(packed, sync, undefined).done;
+  }
+
+  /**
+   * A write the thread refuses unwritten if the write `after` (an earlier id from here) failed
+   * or was refused: for a writer that builds each batch on the one before it without waiting.
+   */
+  writeAfter(ops: readonly WireOp[], sync: boolean, after: number | undefined): { id: number; done: Promise<void> } {
+    if (this.#failure !== undefined) return { id: -1, done: Promise.reject(this.#failure) };
+    return this.writePackedAfter(packOps(ops, this.#columnIndex), sync, after);
+  }
+
+  /** `writePacked` with `writeAfter`'s dependency, and the id a later write can depend on. */
+  writePackedAfter(packed: ArrayBuffer, sync: boolean, after: number | undefined): { id: number; done: Promise<void> } {
+    if (this.#failure !== undefined) return { id: -1, done: Promise.reject(this.#failure) };
     const id = this.#nextId++;
     this.stats.batches++;
-    return new Promise((resolve, reject) => {
+    const done = new Promise<void>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, packed, sync }, [packed]);
+      this.#worker.postMessage({ id, packed, sync, after }, [packed]);
     });
+    return { id, done };
   }
 
   /** Wait for writes in flight, then stop the thread (the database stays open). */

@@ -1,7 +1,7 @@
 // Crash safety: a child-process node takes concurrent writes (single PUTs, updates, deletes,
-// bulk) and is killed with SIGKILL mid-flight; restarted on the same data dir, every
-// acknowledged write is readable, the changes feed lists each document once, and doc_count
-// matches what is there.
+// small and large bulks) and is killed with SIGKILL mid-flight; restarted on the same data
+// dir, every acknowledged write is readable, the changes feed lists each document once, and
+// doc_count matches what is there.
 import { rmSync } from 'node:fs';
 import t from 'tap';
 import { TEST_ADMIN_KEY, request, tempDir } from '../support/node.js';
@@ -38,8 +38,9 @@ t.test('kill -9 under concurrent writes loses nothing acknowledged', async (t) =
       docs.set(id, state);
       try {
         if (i % 10 === 9) {
-          // a bulk of fresh documents, acknowledged together
-          const bulkIds = [0, 1, 2, 3].map((k) => `b${w}-${i}-${k}`);
+          // A bulk of fresh documents, acknowledged together; every third one large enough
+          // to be applied and written in pipelined parts (docs/docdb.md).
+          const bulkIds = Array.from({ length: i % 30 === 29 ? 200 : 4 }, (_, k) => `b${w}-${i}-${k}`);
           for (const b of bulkIds) docs.set(b, { acked: undefined, inFlight: 'bulk', deleted: false });
           const r = await call('POST', '/db/crash/_bulk_docs', { docs: bulkIds.map((_id) => ({ _id, w, i })) });
           if (r.status !== 201) throw new Error(`bulk ${r.status}`);

@@ -100,3 +100,24 @@ t.test('property: a packed batch cut anywhere inside an op is refused and writes
     fcParams(100),
   );
 });
+
+// A pipelined writer hands the thread batch N+1, built on N's state, before N is on disk:
+// N+1 must never land without N.
+t.test('a batch built on a refused one is refused, transitively; others land', async (t) => {
+  const { writer, read } = await open(t);
+  const broken = packedWith([put('docs', 'x', 'x')], (b) => b.subarray(0, b.length - 1));
+  // Sent in one turn (one group on the thread), then a chain started after the refusal is known.
+  const first = writer.writePackedAfter(broken, true, undefined);
+  const second = writer.writeAfter([put('docs', 'on-refused', '1')], true, first.id);
+  const third = writer.writeAfter([put('docs', 'on-on-refused', '1')], true, second.id);
+  const independent = writer.writeAfter([put('docs', 'independent', '1')], true, undefined);
+  const onIndependent = writer.writeAfter([put('docs', 'on-independent', '1')], true, independent.id);
+  await t.rejects(first.done, /malformed packed batch/);
+  await t.rejects(second.done, /a batch it was built on failed/);
+  await t.rejects(third.done, /a batch it was built on failed/);
+  await independent.done;
+  await onIndependent.done;
+  const late = writer.writeAfter([put('docs', 'late-on-refused', '1')], true, third.id);
+  await t.rejects(late.done, /a batch it was built on failed/, 'also when sent after the refusal was answered');
+  t.same(await Promise.all(['on-refused', 'on-on-refused', 'independent', 'on-independent', 'late-on-refused'].map((k) => read('docs', k))), [undefined, undefined, '1', '1', undefined]);
+});
