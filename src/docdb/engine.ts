@@ -121,6 +121,8 @@ interface InFlightGroup {
   readonly ticket: WriteTicket;
   /** Resolves, never rejects, once the group is durable and in the caches, or has failed. */
   readonly settled: Promise<void>;
+  /** Resolves once the group is durable and in the caches; rejects if it (or its base) failed. */
+  readonly durable: Promise<void>;
 }
 
 /** Groups written at once per database: one on its way to disk while the next is applied. */
@@ -779,13 +781,16 @@ export class DocEngine {
    */
   async #startGroup(state: DbState, jobs: readonly (readonly (Edit | EditResult)[])[], edits: number): Promise<{ results: EditResult[][]; durable: Promise<void> }> {
     const { g, results } = await this.#buildGroup(state, jobs, undefined);
-    if (g.ops.length === 0) return { results, durable: Promise.resolve() };
-    const record = this.#groupRecord(g);
     const before = g.ahead.at(-1);
+    // Nothing to write, but the answers were read from the groups in flight: they hold only
+    // once those are durable (a conflict with a write that then failed was no conflict).
+    if (g.ops.length === 0) return { results, durable: before?.durable ?? Promise.resolve() };
+    const record = this.#groupRecord(g);
     const { ticket, durable: written } = this.#store.batchAfter(g.ops, before?.ticket);
     let settle!: () => void;
-    const entry: InFlightGroup = { g, edits, record, ticket, settled: new Promise<void>((resolve) => (settle = resolve)) };
-    state.inFlight.push(entry);
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    // Assigned below, before the write can answer (the function runs to its first await).
+    let entry!: InFlightGroup;
     const durable = (async () => {
       try {
         await written;
@@ -796,6 +801,8 @@ export class DocEngine {
         settle();
       }
     })();
+    entry = { g, edits, record, ticket, settled, durable };
+    state.inFlight.push(entry);
     return { results, durable };
   }
 

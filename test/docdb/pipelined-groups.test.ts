@@ -12,8 +12,9 @@ import fc from 'fast-check';
 import pino from 'pino';
 import t from 'tap';
 import { HybridClock, systemClock } from '../../src/core/hlc.js';
-import { DocEngine, type EditResult } from '../../src/docdb/engine.js';
-import { Store } from '../../src/storage/db.js';
+import { FirkinError } from '../../src/core/errors.js';
+import { DocEngine, type EditResult, type PipelineSizes } from '../../src/docdb/engine.js';
+import { Store, type WriteTicket } from '../../src/storage/db.js';
 
 const IDS = ['a', 'b', 'c', 'd'];
 
@@ -44,12 +45,11 @@ function toDocs(items: Item[]): { docs: Record<string, unknown>[]; newEdits: boo
   return { docs, newEdits: items[0]!.kind === 'create' };
 }
 
-async function open(worker: boolean): Promise<{ docs: DocEngine; store: Store; indexed: unknown[]; close(): Promise<void> }> {
+// Small pipeline sizes by default, so that the drawn requests are split into parts and
+// groups of one or two edits start (or wait) behind those in flight.
+async function open(worker: boolean, pipeline: PipelineSizes = { partEdits: 2, minEditsAhead: 2 }): Promise<{ docs: DocEngine; store: Store; indexed: unknown[]; close(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'firkin-pipelined-'));
   const store = await Store.open(dir, { writeWorker: worker });
-  // Small pipeline sizes, so that the drawn requests are split into parts and groups of one
-  // or two edits start (or wait) behind those in flight.
-  const pipeline = { partEdits: 2, minEditsAhead: 2 };
   const docs = await DocEngine.open({ store, hlc: new HybridClock(systemClock), log: pino({ level: 'silent' }), clock: systemClock, revsLimit: 1000, compactAfterWrites: 0, pipeline });
   // What indexers are told (the old and new winner's bodies): read from in-flight groups too.
   const indexed: unknown[] = [];
@@ -117,4 +117,80 @@ t.test('requests sent without waiting end as the same requests applied in order'
     { numRuns: 80 },
   );
   t.pass('80 random request sequences');
+});
+
+/**
+ * The write thread's contract (test/storage/write-worker.test.ts) played by a wrapper, so that
+ * a chosen batch fails: `fails()` says whether the batch being handed over fails (its answer
+ * comes a turn later, as the thread's would), and a batch built on a failed or refused one is
+ * refused without being written.
+ */
+function failingBatches(store: Store, fails: () => boolean): void {
+  const real = store.batchAfter.bind(store);
+  const refused = new WeakSet<WriteTicket>();
+  const realTicket = new WeakMap<WriteTicket, WriteTicket>();
+  store.batchAfter = (ops, after) => {
+    const ticket: WriteTicket = { id: -1 };
+    if ((after !== undefined && refused.has(after)) || fails()) {
+      refused.add(ticket);
+      const durable = new Promise<void>((_, reject) => setImmediate(() => reject(new FirkinError('unavailable', 'storage write failed: injected'))));
+      return { ticket, durable };
+    }
+    const written = real(ops, after === undefined ? undefined : realTicket.get(after));
+    realTicket.set(ticket, written.ticket);
+    return { ticket, durable: written.durable };
+  };
+}
+
+t.test('a failed batch fails the groups built on it; what was answered is what the engine holds', async (t) => {
+  // Requests are not split here (a split request's parts may land apart), so the requests
+  // that succeeded, applied in order without the thread, must give the same state.
+  const piped = await open(true, { partEdits: 1_000, minEditsAhead: 1 });
+  const serial = await open(false);
+  t.teardown(async () => {
+    await piped.close();
+    await serial.close();
+  });
+  let batches = 0;
+  let failAt = -1;
+  failingBatches(piped.store, () => batches++ === failAt);
+  let run = 0;
+  let failedRequests = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(request, { minLength: 1, maxLength: 12 }), fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), fc.nat(5), async (requests, yields, failing) => {
+      const db = `f${run++}`;
+      await piped.docs.createDb(db);
+      await serial.docs.createDb(db);
+      batches = 0;
+      failAt = failing;
+      // Settled as they come: a request may fail while later ones are still being sent.
+      const pending: Promise<PromiseSettledResult<EditResult[]>>[] = [];
+      for (const [i, r] of requests.entries()) {
+        const { docs, newEdits } = toDocs(r);
+        pending.push(Promise.allSettled([piped.docs.bulkDocs(db, docs, newEdits, () => 'unused')]).then(([outcome]) => outcome!));
+        if (yields[i]) await new Promise((resolve) => setImmediate(resolve));
+      }
+      const outcomes = await Promise.all(pending);
+      failAt = -1;
+      const expected: EditResult[][] = [];
+      for (const [i, r] of requests.entries()) {
+        const outcome = outcomes[i]!;
+        if (outcome.status === 'rejected') {
+          failedRequests++;
+          assert.equal((outcome.reason as FirkinError).code, 'unavailable');
+          continue;
+        }
+        const { docs, newEdits } = toDocs(r);
+        expected.push(await serial.docs.bulkDocs(db, docs, newEdits, () => 'unused'));
+      }
+      assert.deepStrictEqual(outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : [])), expected);
+      assert.deepStrictEqual(await observe(piped.docs, db), await observe(serial.docs, db));
+      // And the database goes on from there: one more request gets the same answer.
+      const next = toDocs(requests[0]!);
+      assert.deepStrictEqual(await piped.docs.bulkDocs(db, next.docs, next.newEdits, () => 'unused'), await serial.docs.bulkDocs(db, next.docs, next.newEdits, () => 'unused'));
+      assert.deepStrictEqual(await observe(piped.docs, db), await observe(serial.docs, db));
+    }),
+    { numRuns: 80 },
+  );
+  t.ok(failedRequests > 0, `${failedRequests} requests failed with their batch or one it was built on`);
 });
