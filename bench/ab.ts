@@ -17,6 +17,8 @@
 //                  clients, slices of 10,000 new documents into one database per node
 //   put-docs       single-document PUTs of new documents, AB_CLIENTS (16) clients, slices of
 //                  2,000, into one database per node
+//   replicate-local one-shot `_replicate` of a database of 10,000 of bench/docs.ts's documents
+//                  into a new database on the same node, one slice each
 // Usage: npx tsx bench/ab.ts <workload> <before-checkout> <after-checkout>   (AB_ROUNDS, default 8)
 // A checkout is a directory with this repository and its node_modules (a `git worktree` of
 // another commit with a symlink to this one's node_modules will do).
@@ -155,7 +157,28 @@ function putDocs(): Workload {
   };
 }
 
-const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bm25-search': bm25Search, 'bulk-docs': bulkDocs, 'put-docs': putDocs };
+/** One-shot local replication of the same 10,000 documents into a new database per slice. */
+function replicateLocal(): Workload {
+  const docs = 10_000;
+  return {
+    label: `local -> local replication of ${docs} (per document)`,
+    async warm(url) {
+      await call(url, 'PUT', '/db/src', undefined, false, auth);
+      for (let from = 0; from < docs; from += 500) {
+        const batch = Array.from({ length: 500 }, (_, k) => ({ _id: `d${String(from + k).padStart(8, '0')}`, ...benchDoc(from + k) }));
+        await call(url, 'POST', '/db/src/_bulk_docs', { docs: batch }, false, auth);
+      }
+      await call(url, 'POST', '/db/src/_replicate', { target: 'warm', create_target: true }, false, auth);
+    },
+    async slice(url, slice) {
+      const done = (await call(url, 'POST', '/db/src/_replicate', { target: `copy${slice}`, create_target: true }, false, auth)) as { docs_written?: number };
+      if (done.docs_written !== docs) throw new Error(`replication wrote ${done.docs_written} of ${docs}`);
+      return docs;
+    },
+  };
+}
+
+const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bm25-search': bm25Search, 'bulk-docs': bulkDocs, 'put-docs': putDocs, 'replicate-local': replicateLocal };
 if (workloadName === undefined || workloads[workloadName] === undefined || checkouts.length !== 2) {
   throw new Error(`usage: npx tsx bench/ab.ts <${Object.keys(workloads).join('|')}> <before-checkout> <after-checkout>`);
 }
