@@ -895,8 +895,10 @@ export class DocEngine {
 
   #loadBody(g: Group, docId: string, rev: string): BodyRecord | undefined {
     const key = bodyKey(docId, rev);
-    const overlay = g.bodies.get(key) ?? g.ahead.findLast((f) => f.g.bodies.has(key))?.g.bodies.get(key);
-    if (overlay !== undefined) return overlay ?? undefined;
+    // Newest overlay that knows the body first: this group's, then the groups in flight (null:
+    // that group removed it).
+    const overlay = g.bodies.has(key) ? g.bodies : g.ahead.findLast((f) => f.g.bodies.has(key))?.g.bodies;
+    if (overlay !== undefined) return overlay.get(key) ?? undefined;
     // Not read ahead (rare: a conflict becoming the winner): read here, on this thread.
     const buf = g.leafBodies.has(key) ? g.leafBodies.get(key) : this.#store.getManySync('revs', [keys.body(g.db, docId, rev)])[0];
     return buf === undefined ? undefined : decodeBody(buf);
