@@ -787,8 +787,6 @@ export class DocEngine {
     if (g.ops.length === 0) return { results, durable: before?.durable ?? Promise.resolve() };
     const record = this.#groupRecord(g);
     const { ticket, durable: written } = this.#store.batchAfter(g.ops, before?.ticket);
-    let settle!: () => void;
-    const settled = new Promise<void>((resolve) => (settle = resolve));
     // Assigned below, before the write can answer (the function runs to its first await).
     let entry!: InFlightGroup;
     const durable = (async () => {
@@ -798,9 +796,12 @@ export class DocEngine {
         this.#committed(state, g, record);
       } finally {
         state.inFlight.splice(state.inFlight.indexOf(entry), 1);
-        settle();
       }
     })();
+    const settled = durable.then(
+      () => undefined,
+      () => undefined,
+    );
     entry = { g, edits, record, ticket, settled, durable };
     state.inFlight.push(entry);
     return { results, durable };

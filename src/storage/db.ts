@@ -47,6 +47,11 @@ export interface WriteTicket {
   readonly id: number;
 }
 
+/** What a failed write on the write thread rejects with. */
+function writeFailed(err: unknown): never {
+  throw new FirkinError('unavailable', `storage write failed: ${(err as Error).message}`, { cause: err });
+}
+
 export class Store {
   #db: RocksLevel;
   #state: StoreState = 'open';
@@ -161,11 +166,7 @@ export class Store {
     // them, so it goes to the thread too.
     if (this.#writer !== undefined && (options.sync || this.#writer.inFlight > 0 || ops.length > INLINE_UNSYNCED_OPS_MAX)) {
       if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
-      try {
-        await this.#writer.write(ops, options.sync);
-      } catch (err) {
-        throw new FirkinError('unavailable', `storage write failed: ${(err as Error).message}`, { cause: err });
-      }
+      await this.#writer.write(ops, options.sync).catch(writeFailed);
       return;
     }
     const mapped = ops.map((op) =>
@@ -190,10 +191,7 @@ export class Store {
     if (this.#writer === undefined) throw new Error('batchAfter needs the write thread (Store.open with writeWorker)');
     if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
     const { id, done } = this.#writer.writeAfter(ops, true, after?.id);
-    const durable = done.catch((err: unknown) => {
-      throw new FirkinError('unavailable', `storage write failed: ${(err as Error).message}`, { cause: err });
-    });
-    return { ticket: { id }, durable };
+    return { ticket: { id }, durable: done.catch(writeFailed) };
   }
 
   /** Ordered iteration over a key range, in batches from the native side. */

@@ -186,8 +186,7 @@ export class WriteWorker {
   }
 
   write(ops: readonly WireOp[], sync: boolean): Promise<void> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    return this.writePackedAfter(packOps(ops, this.#columnIndex), sync, undefined).done;
+    return this.writeAfter(ops, sync, undefined).done;
   }
 
   /**
