@@ -1,9 +1,10 @@
 // Revision ids: every node must compute the same rev for the same edit, in every version of
 // Firkin, so the canonical form is pinned by golden values and held to a plain reference
 // implementation (the first one, kept here) on random JSON values.
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import t from 'tap';
-import { canonicalJson, nextRev } from '../../src/docdb/rev-hash.js';
+import { canonicalJson, nextRev, revHash } from '../../src/docdb/rev-hash.js';
 import { fcParams } from '../support/fc.js';
 
 function referenceCanonicalJson(value: unknown): string {
@@ -42,6 +43,27 @@ t.test('canonicalJson equals the reference, whatever the key order', (t) => {
       const reversed = JSON.parse(JSON.stringify(v), (_k, x: unknown) => (x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x));
       return canonicalJson(reversed) === referenceCanonicalJson(JSON.parse(JSON.stringify(v)));
     }),
+    fcParams(1000),
+  );
+  t.end();
+});
+
+// The first revHash, kept: the canonical form of body (+ _attachments) and the parent and
+// deleted flag hashed part by part.
+function referenceRevHash(body: Record<string, unknown>, attachments: Record<string, { content_type: string; digest: string; length: number }> | undefined, parentRev: string | undefined, deleted: boolean): string {
+  const content: Record<string, unknown> = { ...body };
+  if (attachments !== undefined && Object.keys(attachments).length > 0) content._attachments = attachments;
+  return createHash('sha256').update(referenceCanonicalJson(content)).update('\u0000').update(parentRev ?? '').update('\u0000').update(deleted ? '1' : '0').digest('hex');
+}
+
+t.test('revHash equals the reference, strings of any code units included', (t) => {
+  const text = fc.string({ unit: 'binary', maxLength: 8 }); // lone surrogates too
+  const body = fc.dictionary(fc.string({ maxLength: 6 }).filter((k) => !k.startsWith('_')), fc.oneof(value, text), { maxKeys: 5 });
+  const attachment = fc.record({ content_type: text, digest: fc.string({ maxLength: 10 }), length: fc.nat() });
+  const attachments = fc.option(fc.dictionary(text, attachment, { maxKeys: 3 }), { nil: undefined });
+  const parent = fc.option(fc.tuple(fc.integer({ min: 1, max: 1000 }), fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), maxLength: 8 })).map(([g, h]) => `${g}-${h}`), { nil: undefined });
+  fc.assert(
+    fc.property(body, attachments, parent, fc.boolean(), (b, a, p, d) => revHash(b, a, p, d) === referenceRevHash(b, a, p, d)),
     fcParams(1000),
   );
   t.end();
