@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { FirkinError } from '../core/errors.js';
 import { checkAttachmentName } from './names.js';
 import type { Json } from './rev-hash.js';
-import { isRev } from './revtree.js';
+import { isRev, isRevHash } from './revtree.js';
 
 export type AttachmentInput =
   | { readonly kind: 'stub'; readonly digest?: string; readonly content_type?: string; readonly length?: number }
@@ -67,7 +67,7 @@ function parseRevisions(raw: unknown): ParsedDoc['revisions'] {
   if (!isPlainObject(raw)) throw bad('_revisions must be {start, ids}');
   const { start, ids } = raw;
   if (typeof start !== 'number' || !Number.isSafeInteger(start) || start < 1) throw bad('_revisions.start must be a positive integer');
-  if (!Array.isArray(ids) || ids.length === 0 || ids.length > start || !ids.every((h) => typeof h === 'string' && /^[0-9a-z]{1,128}$/.test(h))) {
+  if (!Array.isArray(ids) || ids.length === 0 || ids.length > start || !ids.every(isRevHash)) {
     throw bad('_revisions.ids must be 1 to start hashes, newest first');
   }
   return { start, ids: ids as string[] };

@@ -1360,7 +1360,7 @@ export class DocEngine {
   }
 
   /**
-   * Many revisions, each as `getDoc(db, id, { rev, revs: true })` serves it (undefined where
+   * Many revisions, each as `getDoc(db, id, { rev, revs: true })` serves it less its `id` alias (undefined where
    * the document, the revision or its stored body is not here), in two reads for all of them:
    * the records, then the bodies. Replication's `_bulk_get` asks for hundreds at a time.
    * Bodies read here do not enter the body cache (a replication would sweep it out).
@@ -1376,14 +1376,15 @@ export class DocEngine {
       const rec = recs[i];
       const body = kept[i] ? found[next++] : undefined;
       if (rec === undefined || body === undefined) return undefined;
-      const out = this.#render(id, rev, findRev(rec.tree, rev)!.deleted, body);
+      // Replication's shape: `_id` alone (the single-document GET's `id` alias is not sent on).
+      const out = this.#render(id, rev, findRev(rec.tree, rev)!.deleted, body, false);
       out._revisions = revisions(rec.tree, rev);
       return out;
     });
   }
 
-  #render(docId: string, rev: string, deleted: boolean, stored: BodyRecord): Record<string, unknown> {
-    const out: Record<string, unknown> = { _id: docId, id: docId, _rev: rev, ...stored.body };
+  #render(docId: string, rev: string, deleted: boolean, stored: BodyRecord, withIdAlias = true): Record<string, unknown> {
+    const out: Record<string, unknown> = withIdAlias ? { _id: docId, id: docId, _rev: rev, ...stored.body } : { _id: docId, _rev: rev, ...stored.body };
     if (deleted) out._deleted = true;
     if (stored.attachments !== undefined) {
       out._attachments = Object.fromEntries(Object.entries(stored.attachments).map(([name, m]) => [name, { ...m, stub: true }]));

@@ -26,7 +26,39 @@ export interface RevPath {
   readonly deleted: boolean;
 }
 
-const REV_FORM = /^([1-9][0-9]{0,8})-([0-9a-z]{1,128})$/;
+/**
+ * `<generation>-<hash>`: the generation 1 to 999999999 without a leading zero, the hash 1 to
+ * 128 characters of [0-9a-z] (the regex /^([1-9][0-9]{0,8})-([0-9a-z]{1,128})$/, read by hand:
+ * every replicated revision and its history pass here). The dash's index, or -1.
+ */
+function revFormDash(rev: string): number {
+  const first = rev.charCodeAt(0);
+  if (!(first >= 0x31 && first <= 0x39)) return -1;
+  let dash = 1;
+  while (dash < rev.length && isDigit(rev.charCodeAt(dash))) dash++;
+  if (dash > 9 || rev.charCodeAt(dash) !== 0x2d) return -1;
+  return isRevHashFrom(rev, dash + 1) ? dash : -1;
+}
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
+/** `s` from `from` to its end is 1 to 128 characters of [0-9a-z]. */
+function isRevHashFrom(s: string, from: number): boolean {
+  const length = s.length - from;
+  if (length < 1 || length > 128) return false;
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (!(isDigit(c) || (c >= 0x61 && c <= 0x7a))) return false;
+  }
+  return true;
+}
+
+/** A revision's hash part (as in `_revisions.ids`): 1 to 128 characters of [0-9a-z]. */
+export function isRevHash(value: unknown): value is string {
+  return typeof value === 'string' && isRevHashFrom(value, 0);
+}
 
 export interface ParsedRev {
   readonly gen: number;
@@ -34,13 +66,13 @@ export interface ParsedRev {
 }
 
 export function parseRev(rev: string): ParsedRev | undefined {
-  const m = REV_FORM.exec(rev);
-  if (m === null) return undefined;
-  return { gen: Number(m[1]), hash: m[2]! };
+  const dash = revFormDash(rev);
+  if (dash < 0) return undefined;
+  return { gen: Number(rev.slice(0, dash)), hash: rev.slice(dash + 1) };
 }
 
 export function isRev(value: unknown): value is string {
-  return typeof value === 'string' && REV_FORM.test(value);
+  return typeof value === 'string' && revFormDash(value) > 0;
 }
 
 export function revGen(rev: string): number {

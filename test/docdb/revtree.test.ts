@@ -9,8 +9,11 @@ import {
   conflicts,
   history,
   isLeaf,
+  isRev,
+  isRevHash,
   leaves,
   mergePath,
+  parseRev,
   revGen,
   revisions,
   revsDiff,
@@ -171,5 +174,37 @@ t.test('revsDiff names missing revs and possible ancestors', (t) => {
   t.same(revsDiff(tree, ['2-b', '3-x', '1-a']), { missing: ['3-x'], possibleAncestors: ['2-b'] });
   t.same(revsDiff(tree, ['2-b']), { missing: [], possibleAncestors: [] });
   t.throws(() => mergePath(tree, { revs: ['3-x', '1-a'], deleted: false }), /invalid revision path/);
+  t.end();
+});
+
+t.test('revision forms are read as the regex reads them', (t) => {
+  const FORM = /^([1-9][0-9]{0,8})-([0-9a-z]{1,128})$/;
+  const HASH = /^[0-9a-z]{1,128}$/;
+  // Near misses are what matter: strings built from the characters the form is made of.
+  const char = fc.constantFrom(...'0123456789-az_AZ\n\u00e9');
+  const nearRev = fc.oneof(
+    fc.string({ unit: char, maxLength: 14 }),
+    fc.tuple(fc.string({ unit: fc.constantFrom(...'0123456789'), maxLength: 11 }), fc.string({ unit: char, minLength: 0, maxLength: 3 }), fc.integer({ min: 0, max: 130 })).map(([gen, mid, n]) => `${gen}${mid}${'a'.repeat(n)}`),
+    fc.string({ maxLength: 10 }),
+  );
+  fc.assert(
+    fc.property(nearRev, (s) => {
+      const m = FORM.exec(s);
+      const parsed = parseRev(s);
+      const hashPart = s.slice(s.indexOf('-') + 1);
+      return (
+        isRev(s) === (m !== null) &&
+        JSON.stringify(parsed) === JSON.stringify(m === null ? undefined : { gen: Number(m[1]), hash: m[2] }) &&
+        isRevHash(s) === HASH.test(s) &&
+        isRevHash(hashPart) === HASH.test(hashPart)
+      );
+    }),
+    fcParams(5000),
+  );
+  t.equal(isRev(42), false);
+  t.equal(isRevHash(null), false);
+  t.equal(isRev(`999999999-${'z'.repeat(128)}`), true);
+  t.equal(isRev(`1000000000-a`), false);
+  t.equal(isRev(`1-${'a'.repeat(129)}`), false);
   t.end();
 });

@@ -197,7 +197,7 @@ export async function readRevisions(
     // Inlining reads `_revisions` (atts_since), so it goes first; most documents have none.
     if (doc._attachments !== undefined && options.attachments) doc._attachments = await inlineAttachments(docs, db, id, rev, doc, attsSince);
     if (!options.revs) delete doc._revisions;
-    out.push(cleanDoc(doc));
+    out.push(doc); // getRevisions renders without the `id` alias
   }
   return out;
 }
