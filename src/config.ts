@@ -121,6 +121,7 @@ const SETTINGS = {
   SERVICE_DEAD_VOTER_GRACE_MS: { parse: int(0, 86_400_000), default: 10_000 },
   SERVICE_REPLICA_REPAIR_GRACE_MS: { parse: int(0, 86_400_000), default: 60_000 },
   SERVICE_RESHARD_DOCS_PER_SEC: { parse: int(1, 10_000_000), default: 20_000 },
+  SERVICE_VDB_REBALANCE_DOCS_PER_SEC: { parse: int(1, 10_000_000), default: 20_000 },
   SERVICE_JOIN_TIMEOUT_MS: { parse: int(100, 3_600_000), default: 30_000 },
   SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS: { parse: int(100, 600_000), default: 5_000 },
   SERVICE_CLUSTER_KEY_FRESHNESS_MS: { parse: int(50, 600_000), default: 2_000 },
@@ -217,6 +218,8 @@ export interface Config {
     replicaRepairGraceMs: number;
     /** A reshard copies at most this many documents per second (foreground traffic keeps its latency). */
     reshardDocsPerSec: number;
+    /** A clustered VDB split or merge copies at most this many documents a second. */
+    vdbRebalanceDocsPerSec: number;
     /** Give up joining (exit 1) when no seed accepted us within this time. */
     joinTimeoutMs: number;
     /** Bound on a metadata write, forwarding included; past it: 503 no_quorum. */
@@ -389,6 +392,7 @@ function assemble(v: Values): Config {
       deadVoterGraceMs: v.SERVICE_DEAD_VOTER_GRACE_MS,
       replicaRepairGraceMs: v.SERVICE_REPLICA_REPAIR_GRACE_MS,
       reshardDocsPerSec: v.SERVICE_RESHARD_DOCS_PER_SEC,
+      vdbRebalanceDocsPerSec: v.SERVICE_VDB_REBALANCE_DOCS_PER_SEC,
       joinTimeoutMs: v.SERVICE_JOIN_TIMEOUT_MS,
       proposalTimeoutMs: v.SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS,
       keyFreshnessMs: v.SERVICE_CLUSTER_KEY_FRESHNESS_MS,

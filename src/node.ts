@@ -298,7 +298,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       if (vectors !== undefined) {
         vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, caches: shardCaches, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchDelayMs: testReshardSwitchDelay() });
       }
-      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads });
+      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, rebalanceDocsPerSecond: cluster.vdbRebalanceDocsPerSec });
       const hosted = vectorShards;
       const hostedDocs = docShards;
       // After HTTP stops taking requests (closers run front to back), before storage closes:

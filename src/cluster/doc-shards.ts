@@ -54,6 +54,8 @@ export interface DocShardsOptions extends ShardHostOptions {
   unsafeStaleReads?: boolean;
   /** Documents a split or merge copies per log entry (default 100). */
   rebalanceBatchSize?: number;
+  /** A split or merge copies at most this many documents a second (default 20,000). */
+  rebalanceDocsPerSecond?: number;
 }
 
 interface DocReplica extends HostedReplica {
@@ -194,6 +196,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       newId: o.newId,
       log: o.log,
       batchSize: o.rebalanceBatchSize ?? 100,
+      docsPerSecond: o.rebalanceDocsPerSecond ?? 20_000,
       shards: { read: (shard, q) => this.leaderCall(shard, 'dshard.read', q), propose: (shard, c) => this.#propose(shard, c) },
     });
   }
@@ -925,6 +928,27 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return { ok: true, shard_id: shardId, target_shard: targetShard, docs_moved: job.vdb!.copied, message: `shard ${shardId} merged into shard ${targetShard}`, job: jobId };
   }
 
+  /**
+   * Cancel the split or merge running on a VDB (before its switching step), and wait until its
+   * coordinator has undone the copy and ended it. Answers the job as it ended (or as it stands
+   * when `waitMs` passed: the cancel is recorded and goes on).
+   */
+  async cancelRebalance(name: string, waitMs = 60_000): Promise<Record<string, unknown>> {
+    this.#vdb(name);
+    const job = this.#jobOf(name);
+    if (job === undefined) throw new FirkinError('not_found', `virtual database ${JSON.stringify(name)} has no split or merge running`);
+    if (job.step !== 'copying' && job.step !== 'catching_up') throw new FirkinError('conflict', `the ${job.vdb?.op ?? 'job'} of ${JSON.stringify(name)} is ${job.step}; it can no longer be cancelled`);
+    // The log decides a race with the coordinator's next step: this entry or the switching one.
+    await this.#o.member.propose({ type: 'vdb.rebalance.progress', jobId: job.id, atMs: this.#o.clock.nowMs(), cancel: true });
+    this.#o.log.info({ vdb: name, job: job.id }, `cancel of the ${job.vdb?.op} of ${name} taken`);
+    const until = Date.now() + waitMs;
+    for (;;) {
+      const now = this.#o.member.state.jobs[job.id];
+      if (now === undefined || isReshardEnded(now.step) || Date.now() > until || this.closed) return now === undefined ? rebalanceView(job) : rebalanceView(now);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** Wait until a rebalance job ended, as this node's metadata says; a failed one is an error. */
   async #awaitJob(jobId: string): Promise<Job> {
     const until = Date.now() + REBALANCE_WAIT_MS;
@@ -932,7 +956,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       const job = this.#o.member.state.jobs[jobId];
       if (job === undefined) throw new FirkinError('error', `job ${jobId} is gone`);
       if (job.step === 'done') return job;
-      if (job.step === 'failed' || job.step === 'cancelled') throw new FirkinError('error', `job ${jobId} ${job.step}: ${job.vdb?.error ?? 'no reason recorded'}`);
+      if (job.step === 'cancelled') throw new FirkinError('conflict', `job ${jobId} was cancelled (DELETE /vdb/${job.target}/_rebalance): the shards are as they were`);
+      if (job.step === 'failed') throw new FirkinError('error', `job ${jobId} failed: ${job.vdb?.error ?? 'no reason recorded'}`);
       if (this.closed) throw new FirkinError('unavailable', 'the node is closing; the job goes on (GET /_cluster/jobs)');
       if (Date.now() > until) throw new FirkinError('timeout', `job ${jobId} is still ${job.step}; it goes on (GET /_cluster/jobs)`);
       await new Promise((r) => setTimeout(r, 50));

@@ -130,6 +130,11 @@ export interface VdbRebalanceDetail {
   readonly copied: number;
   /** Documents the source held when the job began. */
   readonly expected?: number;
+  /**
+   * An operator asked to cancel (before the switch): from this entry the job takes no step
+   * forward; its coordinator stops copying, undoes what it copied and ends it `cancelled`.
+   */
+  readonly cancelRequested?: true;
   readonly endedAtMs?: number;
   readonly error?: string;
 }
@@ -228,12 +233,15 @@ export type MetaCommand =
    * and a split's new shard group placed (pending). Ids, ranges and replicas are the proposer's.
    */
   | { readonly type: 'vdb.rebalance.begin'; readonly name: string; readonly jobId: string; readonly atMs: number; readonly op: 'split' | 'merge'; readonly source: number; readonly target: number; readonly moving: readonly [number, number]; readonly docs?: number; readonly replicas?: readonly string[] }
-  /** Progress (monotonic: a stale coordinator's late report cannot undo a newer one). */
-  | { readonly type: 'vdb.rebalance.progress'; readonly jobId: string; readonly atMs: number; readonly step?: 'catching_up' | 'switching'; readonly from?: readonly [number, number]; readonly targetFrom?: readonly [number, number]; readonly caught?: readonly [number, number]; readonly copied?: number; readonly error?: string }
+  /**
+   * Progress (monotonic: a stale coordinator's late report cannot undo a newer one). `cancel`:
+   * an operator's cancel, taken only before the switching step; after it no step is taken.
+   */
+  | { readonly type: 'vdb.rebalance.progress'; readonly jobId: string; readonly atMs: number; readonly step?: 'catching_up' | 'switching'; readonly from?: readonly [number, number]; readonly targetFrom?: readonly [number, number]; readonly caught?: readonly [number, number]; readonly copied?: number; readonly error?: string; readonly cancel?: true }
   /** The one switch entry: new ranges (a split appends its shard, a merge retires the source), epoch + 1. */
   | { readonly type: 'vdb.rebalance.switch'; readonly jobId: string; readonly atMs: number }
-  /** Done after cleanup, or failed before the switch (the pending group goes, the ranges stay). */
-  | { readonly type: 'vdb.rebalance.end'; readonly jobId: string; readonly atMs: number; readonly step: 'done' | 'failed'; readonly error?: string }
+  /** Done after cleanup, or failed or cancelled (as asked) before the switch (the pending group goes, the ranges stay). */
+  | { readonly type: 'vdb.rebalance.end'; readonly jobId: string; readonly atMs: number; readonly step: 'done' | 'failed' | 'cancelled'; readonly error?: string }
   | { readonly type: 'job.put'; readonly job: Job }
   | { readonly type: 'job.delete'; readonly id: string };
 
@@ -494,6 +502,9 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
         if (cmd.step === 'cancelled') return same(refuse('conflict', `reshard job ${cmd.jobId} already switched the collection; it cannot be cancelled`));
         return same(OK);
       }
+      // Recorded as switching, its coordinator may have fenced the old groups (a fence is never
+      // lifted): a cancel that lost the race to this step would leave the collection unwritable.
+      if (cmd.step === 'cancelled' && job.step === 'switching') return same(refuse('conflict', `reshard job ${cmd.jobId} is switching; it can no longer be cancelled`));
       if (isReshardEnded(job.step)) return same(OK);
       const c = state.collections[job.target];
       const collections = c?.pending === undefined ? state.collections : withEntry(state.collections, c.name, (({ pending: _p, ...rest }) => rest)(c));
@@ -560,10 +571,15 @@ function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state:
   switch (cmd.type) {
     case 'vdb.rebalance.progress': {
       if (isReshardEnded(job.step) || job.step === 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}`));
+      // Once the switching step is recorded the source may be fenced: only the switch undoes that.
+      if (cmd.cancel === true && job.step !== 'copying' && job.step !== 'catching_up') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}: it can no longer be cancelled`));
       const order = (s: string) => RESHARD_STEPS.indexOf(s as ReshardStep);
-      const step = cmd.step !== undefined && order(cmd.step) > order(job.step) ? cmd.step : job.step;
+      const advances = cmd.step !== undefined && order(cmd.step) > order(job.step);
+      if (advances && detail.cancelRequested === true) return same(refuse('conflict', `job ${cmd.jobId} is being cancelled`));
+      const step = advances ? cmd.step! : job.step;
       const next: VdbRebalanceDetail = {
         ...detail,
+        ...(cmd.cancel === true ? { cancelRequested: true as const } : {}),
         from: detail.from ?? cmd.from ?? null,
         ...(detail.targetFrom === undefined && cmd.targetFrom !== undefined ? { targetFrom: cmd.targetFrom } : {}),
         ...(laterSeq(cmd.caught, detail.caught) ? { caught: cmd.caught } : {}),
@@ -595,7 +611,8 @@ function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state:
     case 'vdb.rebalance.end': {
       if (isReshardEnded(job.step)) return same(OK);
       if (cmd.step === 'done' && job.step !== 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}: it is done only after its switch`));
-      if (cmd.step === 'failed' && job.step === 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} already switched; it can only finish`));
+      if (cmd.step !== 'done' && job.step === 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} already switched; it can only finish`));
+      if (cmd.step === 'cancelled' && (detail.cancelRequested !== true || job.step === 'switching')) return same(refuse('conflict', `job ${cmd.jobId} is ${job.step} and no cancel was taken before its switch`));
       let vdbs = v?.pending === undefined ? state.vdbs : putVdb(state, (({ pending: _p, ...rest }) => rest)(v));
       // A merge's cleanup: the retired source leaves the placement (every node drops its replica).
       const merged = vdbs[job.target];

@@ -18,7 +18,13 @@
 //   cleaning     a split's source purges the moved documents through a log entry (every replica
 //                alike); a merged source, retired (not routed) by the switch but still hosted and
 //                fenced, leaves the placement with the end entry (every node drops its copy).
-//   done | failed
+//   done | failed | cancelled
+//
+// Cancel (`DELETE /vdb/:vdb/_rebalance`, before the switching step only: from there the source
+// may be fenced, and only the switch lifts that): the operator's `cancel` progress entry stops
+// every later step; the coordinator finishes the copy batch in hand, then, for a merge, purges
+// the moving range from the target (it owns none of it: what is there are this job's copies),
+// and ends the job `cancelled`; a split's pending group leaves the placement with that end.
 //
 // Every step is idempotent (a copy merges revision trees; own, purge and the switch are no-ops
 // the second time), so a step a crash interrupted is run again. As for a reshard, a new
@@ -48,6 +54,8 @@ export interface RebalanceOptions {
   log: Logger;
   /** Documents read and copied per batch. */
   batchSize: number;
+  /** The copy goes no faster than this on average (SERVICE_VDB_REBALANCE_DOCS_PER_SEC). */
+  docsPerSecond: number;
 }
 
 /** Progress is recorded at most this often. */
@@ -110,14 +118,18 @@ export class VdbRebalanceCoordinator {
     const { log } = this.#o;
     const job = this.#job(jobId);
     if (isReshardEnded(job.step)) return 'ended';
+    // The log refuses a step forward once a cancel landed: cancelling is all that is left.
+    if (job.vdb.cancelRequested === true) return this.#cancel(job);
     log.info({ job: jobId, vdb: job.target, step: job.step }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: ${job.step}`);
     switch (job.step) {
       case 'copying':
         await this.#copyAll(job);
+        if (this.#cancelRequested(jobId)) return 'next';
         await this.#progress(jobId, { step: 'catching_up' });
         return 'next';
       case 'catching_up':
         await this.#catchUp(job);
+        if (this.#cancelRequested(jobId)) return 'next';
         await this.#progress(jobId, { step: 'switching' });
         return 'next';
       case 'switching':
@@ -130,6 +142,27 @@ export class VdbRebalanceCoordinator {
         return 'ended';
     }
     return 'next';
+  }
+
+  #cancelRequested(jobId: string): boolean {
+    return this.#job(jobId).vdb.cancelRequested === true;
+  }
+
+  /** Undo what the copy did, then end the job `cancelled` (idempotent: the purge has a fixed request id). */
+  async #cancel(job: Job & { vdb: NonNullable<Job['vdb']> }): Promise<'ended'> {
+    const { log } = this.#o;
+    if (job.vdb.op === 'merge') {
+      const v = this.#vdb(job);
+      const target = v.shards[job.vdb.target];
+      if (target !== undefined && target.retired !== true) {
+        const outcome = await this.#o.shards.propose(target, { kind: 'purge', rid: `cancel-purge-${job.id}`, hash: v.config.hashFunction, range: job.vdb.moving });
+        if (outcome.kind !== 'purge') throw new FirkinError('error', `${target.group} answered the purge of a cancelled merge with ${outcome.kind}`);
+      }
+    }
+    this.#check();
+    await this.#o.member.propose({ type: 'vdb.rebalance.end', jobId: job.id, atMs: Date.now(), step: 'cancelled' });
+    log.info({ job: job.id, vdb: job.target, copied: job.vdb.copied }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source} cancelled (${job.vdb.copied} documents had been copied; the ranges never moved)`);
+    return 'ended';
   }
 
   async #progress(jobId: string, p: { step?: 'catching_up' | 'switching'; from?: Seq; targetFrom?: Seq; caught?: Seq; copied?: number; error?: string }): Promise<void> {
@@ -164,9 +197,13 @@ export class VdbRebalanceCoordinator {
     let copied = this.#job(jobId).vdb.copied;
     let reported = copied;
     let lastReport = Date.now();
+    const started = Date.now();
+    const startCopied = copied;
     for (;;) {
       this.#check();
       const job = this.#job(jobId);
+      // Stop between batches: the step that called sees the cancel and takes no step forward.
+      if (job.vdb.cancelRequested === true) return cursor;
       const { v, source, target } = this.#groups(job);
       // `x`: the coordinator reads the moving range whatever the source owns now (after the fence too).
       const page = await shards.read(source, { op: 'changes', since: cursor, limit: this.#o.batchSize, docs: false, x: true, m: job.vdb.moving, h: v.config.hashFunction });
@@ -181,6 +218,9 @@ export class VdbRebalanceCoordinator {
         const failed = outcome.results.filter((r) => !r.ok);
         if (failed.length > 0) throw new FirkinError('error', `copying into ${target.group}: ${failed.length} revisions refused, the first ${JSON.stringify(failed[0])}`);
         copied += ids.length;
+        // Rate limit: never ahead of docsPerSecond on average over this pass.
+        const ahead = ((copied - startCopied) / this.#o.docsPerSecond) * 1000 - (Date.now() - started);
+        if (ahead > 0) await sleep(ahead);
       }
       const scanned = page.scanned as Seq | null;
       if (scanned !== null) cursor = scanned;
@@ -241,5 +281,5 @@ export class VdbRebalanceCoordinator {
 /** A VDB rebalance job as `GET /_cluster/jobs` and the split/merge routes show it. */
 export function rebalanceView(job: Job): Record<string, unknown> {
   const d = job.vdb!;
-  return { id: job.id, vdb: job.target, op: d.op, state: job.step, source: d.source, target: d.target, moving: d.moving, documents_copied: d.copied, documents_expected: d.expected ?? null, last_error: d.error ?? null };
+  return { id: job.id, vdb: job.target, op: d.op, state: job.step, source: d.source, target: d.target, moving: d.moving, documents_copied: d.copied, documents_expected: d.expected ?? null, cancel_requested: d.cancelRequested === true, last_error: d.error ?? null };
 }

@@ -214,3 +214,50 @@ t.test('a VDB split then a merge: one switch entry each, refusals, stable shard 
   t.match(step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j3', atMs: 13, op: 'split', source: 0, target: 3, moving: [0, 1], replicas: ['n1'] }), { ok: false, code: 'not_found' }, 'a retired shard does not split');
   t.end();
 });
+
+t.test('a VDB split or merge is cancelled only before its switching step, and takes no step after the cancel', (t) => {
+  const config = { hashFunction: 'phash2' as const, replicaFactor: 2, zones: [], createdMs: 0 };
+  let state = replay([{ type: 'vdb.create', name: 'v', config, shards: [{ range: [0, 2147483647], replicas: ['n1', 'n2'] }, { range: [2147483648, 4294967295], replicas: ['n2', 'n3'] }] }]);
+  const step = (cmd: MetaCommand) => {
+    const next = applyMeta(state, cmd);
+    state = next.state;
+    return next.result;
+  };
+  step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j1', atMs: 1, op: 'split', source: 1, target: 2, moving: [3221225472, 4294967295], replicas: ['n1', 'n3'] });
+  t.match(step({ type: 'vdb.rebalance.end', jobId: 'j1', atMs: 2, step: 'cancelled' }), { ok: false, code: 'conflict' }, 'no cancelled end without a cancel taken first');
+  step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 3, from: [5, 0], copied: 10, step: 'catching_up' });
+  t.same(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 4, cancel: true }), { ok: true }, 'a cancel while catching up');
+  t.same(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 4, cancel: true }), { ok: true }, 'twice is once');
+  t.match(state.jobs.j1, { step: 'catching_up', vdb: { cancelRequested: true } });
+  t.match(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 5, step: 'switching' }), { ok: false, code: 'conflict' }, 'a coordinator that had not seen it cannot move to the switch');
+  t.same(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 6, copied: 20 }), { ok: true }, 'progress without a step still lands');
+  t.match(step({ type: 'vdb.rebalance.switch', jobId: 'j1', atMs: 7 }), { ok: false, code: 'conflict' });
+  t.same(step({ type: 'vdb.rebalance.end', jobId: 'j1', atMs: 8, step: 'cancelled' }), { ok: true });
+  t.match(state.jobs.j1, { step: 'cancelled', vdb: { endedAtMs: 8, copied: 20 } });
+  t.equal(state.vdbs.v!.pending, undefined, "the split's pending group leaves the placement");
+  t.same(state.vdbs.v!.shards.map((s) => s.range), [[0, 2147483647], [2147483648, 4294967295]], 'the ranges never moved');
+
+  // The other order: the switching step first, then the cancel is refused (the fence may be in place).
+  step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j2', atMs: 9, op: 'merge', source: 0, target: 1, moving: [0, 2147483647] });
+  step({ type: 'vdb.rebalance.progress', jobId: 'j2', atMs: 10, targetFrom: [4, 2], step: 'switching' });
+  t.match(step({ type: 'vdb.rebalance.progress', jobId: 'j2', atMs: 11, cancel: true }), { ok: false, code: 'conflict' }, 'no cancel once switching');
+  t.match(step({ type: 'vdb.rebalance.end', jobId: 'j2', atMs: 12, step: 'cancelled' }), { ok: false, code: 'conflict' });
+  t.same(step({ type: 'vdb.rebalance.switch', jobId: 'j2', atMs: 13 }), { ok: true }, 'the switch goes on');
+  t.end();
+});
+
+t.test('a reshard cancel that comes after its switching step is refused', (t) => {
+  let state = replay([{ type: 'collection.create', name: 'c', config: { dimensions: 3 }, replicationFactor: 1, shards: [{ range: [0, 4294967295], replicas: ['n1'] }] }]);
+  const step = (cmd: MetaCommand) => {
+    const next = applyMeta(state, cmd);
+    state = next.state;
+    return next.result;
+  };
+  const begun = step({ type: 'reshard.begin', collection: 'c', jobId: 'r1', atMs: 1, shards: [{ range: [0, 2147483647], replicas: ['n1'] }, { range: [2147483648, 4294967295], replicas: ['n1'] }] });
+  t.same(begun, { ok: true }, JSON.stringify(begun));
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 2, step: 'switching' });
+  t.match(state.jobs.r1, { step: 'switching' });
+  t.match(step({ type: 'reshard.abort', jobId: 'r1', atMs: 3, step: 'cancelled' }), { ok: false, code: 'conflict' });
+  t.match(state.jobs.r1, { step: 'switching' }, 'the job goes on to its switch');
+  t.end();
+});

@@ -465,6 +465,12 @@ export class VdbEngine implements VdbService {
 
   // ---- rebalance --------------------------------------------------------------------------
 
+  /** A standalone split or merge runs inside its request, start to end: there is no job to cancel. */
+  async cancelRebalance(name: string): Promise<Record<string, unknown>> {
+    this.#state(name);
+    throw new FirkinError('not_found', `virtual database ${JSON.stringify(name)} has no split or merge job: on a standalone node they run inside their request`);
+  }
+
   async split(name: string, shardId: number, batchSize: number) {
     const state = this.#begin(name);
     try {

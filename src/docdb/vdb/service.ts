@@ -60,6 +60,8 @@ export interface VdbService {
   import(name: string, spec: ImportSpec): Promise<ImportResult>;
   split(name: string, shardId: number, batchSize: number): Promise<Record<string, unknown>>;
   merge(name: string, shardId: number, targetShard: number, batchSize: number): Promise<Record<string, unknown>>;
+  /** Cancel the split or merge running (a cluster's job, before its switch); a standalone one runs inside its request: not_found. */
+  cancelRebalance(name: string): Promise<Record<string, unknown>>;
   setShardStatus(name: string, shardId: number, status: 'readonly' | 'active'): Promise<{ shard_id: number; status: string }>;
   /** `newEdits: false`: foreign revisions with their history (the replicator's write). */
   bulkDocs(name: string, docs: readonly unknown[], newEdits: boolean): Promise<EditResult[]>;

@@ -118,6 +118,9 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     async (r) => vdbs().merge(r.params.vdb, r.params.shard, r.body.target_shard, r.body.batch_size ?? defaults.batchSize),
   );
 
+  // Cancel the running split or merge (a cluster's job, before its switch): 200 with the job as it ended.
+  app.delete<{ Params: { vdb: string } }>('/vdb/:vdb/_rebalance', { schema: { params: vdbParams }, config: admin }, async (r) => vdbs().cancelRebalance(r.params.vdb));
+
   app.put<{ Params: { vdb: string; shard: number }; Body: { status: 'readonly' | 'active' } }>(
     '/vdb/:vdb/_shards/:shard/_status',
     {
