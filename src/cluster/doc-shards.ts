@@ -183,7 +183,6 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return Math.max(50, Math.min(1_000, Math.floor(this.o.member.timings.proposalTimeoutMs / 6)));
   }
   /** Snapshot transfers tried per group: each retry asks the next replica. */
-  readonly #pullAttempts = new Map<string, number>();
 
   readonly #rebalance: VdbRebalanceCoordinator;
 
@@ -223,7 +222,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     const index = at === -1 ? vdb.shards.length : at;
     const log = this.#o.log;
     const fsm = await DocShardFsm.open(this.#o.docs, this.#o.store, placement.group, shardDb(vdb.name, index), vdb.config.createdMs, {
-      source: (at) => this.#pull(placement.group, at),
+      source: (at) => this.#pull(placement, at),
       rand: this.#o.rand,
       onRetry: (err, attempt, delayMs) => log.warn({ group: placement.group, attempt, delayMs, err: (err as Error).message }, `loading VDB shard replica ${placement.group} from a snapshot failed; retrying`),
     });
@@ -321,15 +320,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    * The state of `group` at or past `index`, from a replica: the leader first, then (on each
    * retry) the next replica of the placement.
    */
-  async #pull(group: string, index: number): Promise<DocShardState> {
-    const replica = this.replicas.get(group);
-    const leader = replica?.group.core.leader ?? null;
-    const others = (replica?.placement.replicas ?? []).filter((n) => n !== this.me && n !== leader);
-    const candidates = [...(leader === null || leader === this.me ? [] : [leader]), ...others];
-    const attempt = this.#pullAttempts.get(group) ?? 0;
-    this.#pullAttempts.set(group, attempt + 1);
-    const source = candidates[attempt % Math.max(1, candidates.length)];
-    if (source === undefined) throw new FirkinError('unavailable', `no replica of ${group} to stream a snapshot from`);
+  async #pull(placement: ShardPlacement, index: number): Promise<DocShardState> {
+    const group = placement.group;
+    const source = this.snapshotSource(placement);
     this.#o.log.info({ group, source, index }, `loading VDB shard replica ${group} from ${source} (snapshot at ${index})`);
     const call = async (s?: string) => decodeCbor(await this.#o.member.callPeer(source, 'dshard.export', encodeCbor({ g: group, ...(s === undefined ? {} : { s }) }), EXPORT_CALL_MS)) as Record<string, unknown>;
     const head = await call();
@@ -339,7 +332,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     }
     const session = head.s;
     const log = this.#o.log;
-    const attempts = this.#pullAttempts;
+    const loaded = () => this.snapshotLoaded(group);
     async function* chunks(): AsyncGenerator<{ cf: ColumnFamily; entries: [Buffer, Buffer][] }> {
       let keys = 0;
       for (;;) {
@@ -353,7 +346,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         }
       }
       log.info({ group, source, keys, applied: head.applied }, `loaded VDB shard replica ${group}: ${keys} keys at applied index ${String(head.applied)}`);
-      attempts.delete(group);
+      loaded();
     }
     const owned = head.owned === undefined ? undefined : checkOwned(head.owned);
     return { record: Buffer.from(head.record), applied: head.applied, requests: requests as RequestRecord[], ...(owned === undefined ? {} : { owned }), chunks: chunks(), close: async () => undefined };

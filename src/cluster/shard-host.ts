@@ -99,6 +99,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   protected readonly replicas = new Map<string, R>();
   /** The last node that answered as leader, per group. */
   readonly #leaderHints = new Map<string, string>();
+  /** Snapshot transfers tried per group, to take the next source on a retry. */
+  readonly #pullAttempts = new Map<string, number>();
   #reconciling: Promise<void> = Promise.resolve();
   #closed = false;
   #confLoop: NodeJS.Timeout | undefined;
@@ -362,6 +364,31 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   }
 
   // ---- routing (from any node) ---------------------------------------------------------------
+
+  /**
+   * The replica to stream `group`'s state from for a snapshot: the leader first, then, on each
+   * retry, the next replica of the group's current placement. `opened` is the placement the
+   * replica was opened with: a replica restores its stored snapshot while it is being opened
+   * (a restart after a crash mid-transfer), before it is in `replicas`, and must still find a
+   * source then (it found none, and the node never finished starting).
+   */
+  protected snapshotSource(opened: ShardPlacement): string {
+    const group = opened.group;
+    const placement = this.placements(this.o.member.state).find((w) => w.shard.group === group)?.shard ?? this.replicas.get(group)?.placement ?? opened;
+    const leader = this.knownLeader(group) ?? null;
+    const others = placement.replicas.filter((n) => n !== this.me && n !== leader);
+    const candidates = [...(leader === null || leader === this.me ? [] : [leader]), ...others];
+    const attempt = this.#pullAttempts.get(group) ?? 0;
+    this.#pullAttempts.set(group, attempt + 1);
+    const source = candidates[attempt % Math.max(1, candidates.length)];
+    if (source === undefined) throw new FirkinError('unavailable', `no replica of ${group} to stream a snapshot from`);
+    return source;
+  }
+
+  /** A transfer of `group` succeeded: the next one starts from the leader again. */
+  protected snapshotLoaded(group: string): void {
+    this.#pullAttempts.delete(group);
+  }
 
   /** The leader this node knows for a group: its own replica's view, then the last that answered. */
   knownLeader(group: string): string | undefined {

@@ -71,6 +71,12 @@ export interface VectorShardsOptions extends ShardHostOptions {
   /** Tests only: see `ReshardOptions.switchDelayMs`. */
   reshardSwitchDelayMs?: number;
   /**
+   * Tests only (FIRKIN_UNSAFE_FIXTURE=exit-in-snapshot-load): the process exits (code 86) when
+   * a replica starts streaming a snapshot's state, its own data already dropped: the crash a
+   * restart must recover from. Never set outside tests.
+   */
+  exitInSnapshotLoad?: boolean;
+  /**
    * The chaos suite's deliberately broken build (FIRKIN_UNSAFE_FIXTURE=stale-reads): every
    * read is served like a stale one, by any replica without a ReadIndex round. Its checker
    * must catch it. Never set outside that test.
@@ -108,7 +114,6 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   readonly #views = new Map<string, { placement: CollectionPlacement; view: ClusteredCollection }>();
   readonly #exports = new Map<string, ExportSession>();
   /** Snapshot transfers tried per group: each retry asks the next replica. */
-  readonly #pullAttempts = new Map<string, number>();
   readonly #reshards: ReshardCoordinator;
 
   private constructor(o: VectorShardsOptions) {
@@ -316,7 +321,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
         await dropShardData(store, storageId, indexDir);
         return Shard.open(storageId, config, deps);
       },
-      source: (index) => this.#pull(placement.group, index),
+      source: (index) => this.#pull(placement, index),
       rand: this.#o.rand,
       onRetry: (err, attempt, delayMs) => log.warn({ group: placement.group, attempt, delayMs, err: (err as Error).message }, `loading shard replica ${placement.group} from a snapshot failed; retrying`),
       fence: {
@@ -473,15 +478,13 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
    * first, then (on each retry) the next replica of the placement. A replica that waits on a
    * transfer cannot vote, so it must not depend on one source staying up.
    */
-  async *#pull(group: string, index: number): AsyncGenerator<ShardStateChunk> {
-    const replica = this.replicas.get(group);
-    const leader = replica?.group.core.leader ?? null;
-    const others = (replica?.placement.replicas ?? []).filter((n) => n !== this.me && n !== leader);
-    const candidates = [...(leader === null || leader === this.me ? [] : [leader]), ...others];
-    const attempt = this.#pullAttempts.get(group) ?? 0;
-    this.#pullAttempts.set(group, attempt + 1);
-    const source = candidates[attempt % Math.max(1, candidates.length)];
-    if (source === undefined) throw new FirkinError('unavailable', `no replica of ${group} to stream a snapshot from`);
+  async *#pull(placement: ShardPlacement, index: number): AsyncGenerator<ShardStateChunk> {
+    const group = placement.group;
+    const source = this.snapshotSource(placement);
+    if (this.#o.exitInSnapshotLoad === true) {
+      this.#o.log.warn({ group, source, index }, 'FIRKIN_UNSAFE_FIXTURE=exit-in-snapshot-load: exiting in the middle of a snapshot transfer');
+      process.exit(86);
+    }
     this.#o.log.info({ group, source, index }, `loading shard replica ${group} from ${source} (snapshot at ${index})`);
     let session: string | undefined;
     let docs = 0;
@@ -500,7 +503,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
         const requests = reply.requests as unknown;
         if (typeof reply.applied !== 'number' || !Array.isArray(requests) || !requests.every(isRequestRecord)) throw new FirkinError('error', 'snapshot transfer: bad tail');
         this.#o.log.info({ group, source, docs, applied: reply.applied }, `loaded shard replica ${group}: ${docs} documents at applied index ${reply.applied}`);
-        this.#pullAttempts.delete(group);
+        this.snapshotLoaded(group);
         yield { applied: reply.applied, requests: requests as RequestRecord[] };
         return;
       }
