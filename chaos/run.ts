@@ -26,6 +26,16 @@ import { type ScheduledEvent, SeededRand, schedule } from './nemesis/schedule.js
 import { FaultNetwork } from './proxy/network.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/** Every node process started and not yet exited, and the runs' data dirs: what the hard bound cleans up. */
+const liveChildren = new Set<ChildProcess>();
+const liveDirs = new Set<string>();
+
+/** The run overran its bound: kill its node processes (paused ones too) and remove its data, now. */
+export function abandonRuns(): void {
+  for (const child of liveChildren) child.kill('SIGKILL');
+  for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
+}
 const COOKIE = 'chaos-cookie';
 /** The gateway's master key (the keys workload runs the gateway on each node's HTTP port). */
 const GATEWAY_MASTER_KEY = 'chaos-gateway-master-key';
@@ -53,6 +63,8 @@ function log(line: string): void {
 function startNode(n: NodeProc, waitReady = true): Promise<void> {
   const child = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...n.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   n.child = child;
+  liveChildren.add(child);
+  child.once('exit', () => liveChildren.delete(child));
   n.proc = fromChild(child);
   n.url = undefined;
   n.paused = false;
@@ -513,6 +525,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
   const rand = new SeededRand(o.seed);
   const net = await FaultNetwork.open({ grpcPorts, rand: new SeededRand(o.seed + 1) });
   const dir = tempDir('firkin-chaos-');
+  liveDirs.add(dir);
   const nodes: NodeProc[] = names.map((name) => ({
     name,
     env: {
@@ -554,6 +567,12 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const nemesis = (async () => {
       const open = new Map<number, number>();
       for (const e of events) {
+        // A stalled event (a start that took its full minute) delays the rest: past the run's
+        // length the remaining faults are dropped, and healing below ends the open ones.
+        if (rec.now() >= durationMs) {
+          log(`chaos: ${String(rec.now()).padStart(7)} ms  past the run's length: the schedule's remaining events are dropped`);
+          break;
+        }
         const wait = e.atMs - rec.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         log(`chaos: ${String(rec.now()).padStart(7)} ms  ${e.action.padEnd(14)} ${typeof e.target === 'string' ? e.target : JSON.stringify(e.target)}`);
@@ -643,6 +662,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     await Promise.all(nodes.map((n) => killNode(n)));
     await net.close();
     rmSync(dir, { recursive: true, force: true });
+    liveDirs.delete(dir);
   }
 }
 
@@ -661,7 +681,8 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.res
   }
   // A hard bound on the whole run: the schedule, healing, convergence and cleanup.
   const bound = setTimeout(() => {
-    process.stderr.write('chaos: the run overran its time bound; exiting\n');
+    process.stderr.write('chaos: the run overran its time bound; killing its nodes, removing its data, exiting\n');
+    abandonRuns();
     process.exit(3);
   }, options.minutes * 60_000 + options.convergeSeconds * 1000 + 180_000);
   bound.unref();
