@@ -218,9 +218,10 @@ export class VdbRebalanceCoordinator {
         const failed = outcome.results.filter((r) => !r.ok);
         if (failed.length > 0) throw new FirkinError('error', `copying into ${target.group}: ${failed.length} revisions refused, the first ${JSON.stringify(failed[0])}`);
         copied += ids.length;
-        // Rate limit: never ahead of docsPerSecond on average over this pass.
+        // Rate limit: never ahead of docsPerSecond on average over this pass; not after the
+        // fence (switching), where the moving range's writes wait for this drain.
         const ahead = ((copied - startCopied) / this.#o.docsPerSecond) * 1000 - (Date.now() - started);
-        if (ahead > 0) await sleep(ahead);
+        if (ahead > 0 && job.step !== 'switching') await sleep(ahead);
       }
       const scanned = page.scanned as Seq | null;
       if (scanned !== null) cursor = scanned;
