@@ -177,65 +177,69 @@ t.test('tenant collections: max_collections holds cluster-wide, and usage deltas
   t.end();
 });
 
-t.test('a VDB split then a merge: one switch entry each, refusals, stable shard ids', (t) => {
+/** A metadata state stepped one command at a time: a VDB `v` of two shards to start from. */
+function vdbStepper() {
   const config = { hashFunction: 'phash2' as const, replicaFactor: 2, zones: [], createdMs: 0 };
-  let state = replay([{ type: 'vdb.create', name: 'v', config, shards: [{ range: [0, 2147483647], replicas: ['n1', 'n2'] }, { range: [2147483648, 4294967295], replicas: ['n2', 'n3'] }] }]);
-  const step = (cmd: MetaCommand) => {
-    const next = applyMeta(state, cmd);
-    state = next.state;
-    return next.result;
+  const m = {
+    state: replay([{ type: 'vdb.create', name: 'v', config, shards: [{ range: [0, 2147483647], replicas: ['n1', 'n2'] }, { range: [2147483648, 4294967295], replicas: ['n2', 'n3'] }] }]),
+    step(cmd: MetaCommand) {
+      const next = applyMeta(m.state, cmd);
+      m.state = next.state;
+      return next.result;
+    },
   };
+  return m;
+}
+
+t.test('a VDB split then a merge: one switch entry each, refusals, stable shard ids', (t) => {
+  const m = vdbStepper();
+  const step = m.step;
   t.match(step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j1', atMs: 1, op: 'split', source: 1, target: 3, moving: [3221225472, 4294967295], replicas: ['n1', 'n3'] }), { ok: false, code: 'conflict' }, "a split's new shard is the next position");
   t.same(step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j1', atMs: 1, op: 'split', source: 1, target: 2, moving: [3221225472, 4294967295], replicas: ['n1', 'n3'] }), { ok: true });
-  t.match(state.vdbs.v!.pending, { group: 'ds2', range: [3221225472, 4294967295], replicas: ['n1', 'n3'] }, 'the new group is placed, pending');
+  t.match(m.state.vdbs.v!.pending, { group: 'ds2', range: [3221225472, 4294967295], replicas: ['n1', 'n3'] }, 'the new group is placed, pending');
   t.match(step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j2', atMs: 2, op: 'merge', source: 0, target: 1, moving: [0, 2147483647] }), { ok: false, code: 'conflict' }, 'one job per VDB');
   t.match(step({ type: 'vdb.rebalance.switch', jobId: 'j1', atMs: 3 }), { ok: false, code: 'conflict' }, 'no switch before the switching step');
   t.same(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 4, from: [5, 0], copied: 10 }), { ok: true });
   step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 5, from: [9, 0], copied: 3, step: 'switching' });
-  t.match(state.jobs.j1, { step: 'switching', vdb: { from: [5, 0], copied: 10 } }, 'progress is monotonic; the first `from` stays');
-  const epoch = state.vdbs.v!.epoch;
+  t.match(m.state.jobs.j1, { step: 'switching', vdb: { from: [5, 0], copied: 10 } }, 'progress is monotonic; the first `from` stays');
+  const epoch = m.state.vdbs.v!.epoch;
   t.same(step({ type: 'vdb.rebalance.switch', jobId: 'j1', atMs: 6 }), { ok: true });
-  t.same(state.vdbs.v!.shards.map((s) => s.range), [[0, 2147483647], [2147483648, 3221225471], [3221225472, 4294967295]], 'the switch appends the new shard and halves the source');
-  t.equal(state.vdbs.v!.pending, undefined);
-  t.equal(state.vdbs.v!.epoch, epoch + 1, 'the epoch moves');
+  t.same(m.state.vdbs.v!.shards.map((s) => s.range), [[0, 2147483647], [2147483648, 3221225471], [3221225472, 4294967295]], 'the switch appends the new shard and halves the source');
+  t.equal(m.state.vdbs.v!.pending, undefined);
+  t.equal(m.state.vdbs.v!.epoch, epoch + 1, 'the epoch moves');
   t.match(step({ type: 'vdb.rebalance.end', jobId: 'j1', atMs: 7, step: 'failed' }), { ok: false }, 'a switched job only finishes');
   t.same(step({ type: 'vdb.rebalance.end', jobId: 'j1', atMs: 7, step: 'done' }), { ok: true });
 
   t.same(step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j2', atMs: 8, op: 'merge', source: 0, target: 1, moving: [0, 2147483647] }), { ok: true });
-  t.equal(state.jobs.j1, undefined, 'an ended job gives way to the next');
+  t.equal(m.state.jobs.j1, undefined, 'an ended job gives way to the next');
   step({ type: 'vdb.rebalance.progress', jobId: 'j2', atMs: 9, targetFrom: [4, 2], step: 'switching' });
   t.same(step({ type: 'vdb.rebalance.switch', jobId: 'j2', atMs: 10 }), { ok: true });
-  const v = state.vdbs.v!;
+  const v = m.state.vdbs.v!;
   t.match(v.shards[0], { retired: true, replicas: ['n1', 'n2'], mergedInto: { shard: 1, from: [4, 2] } }, 'the merged shard keeps its position, retired (still hosted, fenced, until the job ends)');
   t.same(v.shards[1]!.range, [0, 3221225471], 'the target takes the union');
   t.match(step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j3', atMs: 11, op: 'split', source: 0, target: 3, moving: [0, 1], replicas: ['n1'] }), { ok: false }, 'a job is refused while one runs');
   step({ type: 'vdb.rebalance.end', jobId: 'j2', atMs: 12, step: 'done' });
-  t.same(state.vdbs.v!.shards[0]!.replicas, [], 'the end entry removes it from the placement');
+  t.same(m.state.vdbs.v!.shards[0]!.replicas, [], 'the end entry removes it from the placement');
   t.match(step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j3', atMs: 13, op: 'split', source: 0, target: 3, moving: [0, 1], replicas: ['n1'] }), { ok: false, code: 'not_found' }, 'a retired shard does not split');
   t.end();
 });
 
 t.test('a VDB split or merge is cancelled only before its switching step, and takes no step after the cancel', (t) => {
-  const config = { hashFunction: 'phash2' as const, replicaFactor: 2, zones: [], createdMs: 0 };
-  let state = replay([{ type: 'vdb.create', name: 'v', config, shards: [{ range: [0, 2147483647], replicas: ['n1', 'n2'] }, { range: [2147483648, 4294967295], replicas: ['n2', 'n3'] }] }]);
-  const step = (cmd: MetaCommand) => {
-    const next = applyMeta(state, cmd);
-    state = next.state;
-    return next.result;
-  };
+  const m = vdbStepper();
+  const step = m.step;
   step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j1', atMs: 1, op: 'split', source: 1, target: 2, moving: [3221225472, 4294967295], replicas: ['n1', 'n3'] });
   t.match(step({ type: 'vdb.rebalance.end', jobId: 'j1', atMs: 2, step: 'cancelled' }), { ok: false, code: 'conflict' }, 'no cancelled end without a cancel taken first');
   step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 3, from: [5, 0], copied: 10, step: 'catching_up' });
   t.same(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 4, cancel: true }), { ok: true }, 'a cancel while catching up');
   t.same(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 4, cancel: true }), { ok: true }, 'twice is once');
-  t.match(state.jobs.j1, { step: 'catching_up', vdb: { cancelRequested: true } });
+  t.match(m.state.jobs.j1, { step: 'catching_up', vdb: { cancelRequested: true } });
   t.match(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 5, step: 'switching' }), { ok: false, code: 'conflict' }, 'a coordinator that had not seen it cannot move to the switch');
   t.same(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 6, copied: 20 }), { ok: true }, 'progress without a step still lands');
   t.match(step({ type: 'vdb.rebalance.switch', jobId: 'j1', atMs: 7 }), { ok: false, code: 'conflict' });
   t.same(step({ type: 'vdb.rebalance.end', jobId: 'j1', atMs: 8, step: 'cancelled' }), { ok: true });
-  t.match(state.jobs.j1, { step: 'cancelled', vdb: { endedAtMs: 8, copied: 20 } });
-  t.equal(state.vdbs.v!.pending, undefined, "the split's pending group leaves the placement");
-  t.same(state.vdbs.v!.shards.map((s) => s.range), [[0, 2147483647], [2147483648, 4294967295]], 'the ranges never moved');
+  t.match(m.state.jobs.j1, { step: 'cancelled', vdb: { endedAtMs: 8, copied: 20 } });
+  t.equal(m.state.vdbs.v!.pending, undefined, "the split's pending group leaves the placement");
+  t.same(m.state.vdbs.v!.shards.map((s) => s.range), [[0, 2147483647], [2147483648, 4294967295]], 'the ranges never moved');
 
   // The other order: the switching step first, then the cancel is refused (the fence may be in place).
   step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j2', atMs: 9, op: 'merge', source: 0, target: 1, moving: [0, 2147483647] });
