@@ -182,7 +182,6 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   get #longpollSliceMs(): number {
     return Math.max(50, Math.min(1_000, Math.floor(this.o.member.timings.proposalTimeoutMs / 6)));
   }
-  /** Snapshot transfers tried per group: each retry asks the next replica. */
 
   readonly #rebalance: VdbRebalanceCoordinator;
 
@@ -934,27 +933,27 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     // The log decides a race with the coordinator's next step: this entry or the switching one.
     await this.#o.member.propose({ type: 'vdb.rebalance.progress', jobId: job.id, atMs: this.#o.clock.nowMs(), cancel: true });
     this.#o.log.info({ vdb: name, job: job.id }, `cancel of the ${job.vdb?.op} of ${name} taken`);
-    const until = Date.now() + waitMs;
+    return rebalanceView((await this.#jobWhenEnded(job.id, Date.now() + waitMs)) ?? job);
+  }
+
+  /** This node's copy of a job once it ended, or as it stands when `until` passed or the node closes (undefined: gone). */
+  async #jobWhenEnded(jobId: string, until: number): Promise<Job | undefined> {
     for (;;) {
-      const now = this.#o.member.state.jobs[job.id];
-      if (now === undefined || isReshardEnded(now.step) || Date.now() > until || this.closed) return now === undefined ? rebalanceView(job) : rebalanceView(now);
+      const job = this.#o.member.state.jobs[jobId];
+      if (job === undefined || isReshardEnded(job.step) || Date.now() > until || this.closed) return job;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
 
   /** Wait until a rebalance job ended, as this node's metadata says; a failed one is an error. */
   async #awaitJob(jobId: string): Promise<Job> {
-    const until = Date.now() + REBALANCE_WAIT_MS;
-    for (;;) {
-      const job = this.#o.member.state.jobs[jobId];
-      if (job === undefined) throw new FirkinError('error', `job ${jobId} is gone`);
-      if (job.step === 'done') return job;
-      if (job.step === 'cancelled') throw new FirkinError('conflict', `job ${jobId} was cancelled (DELETE /vdb/${job.target}/_rebalance): the shards are as they were`);
-      if (job.step === 'failed') throw new FirkinError('error', `job ${jobId} failed: ${job.vdb?.error ?? 'no reason recorded'}`);
-      if (this.closed) throw new FirkinError('unavailable', 'the node is closing; the job goes on (GET /_cluster/jobs)');
-      if (Date.now() > until) throw new FirkinError('timeout', `job ${jobId} is still ${job.step}; it goes on (GET /_cluster/jobs)`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const job = await this.#jobWhenEnded(jobId, Date.now() + REBALANCE_WAIT_MS);
+    if (job === undefined) throw new FirkinError('error', `job ${jobId} is gone`);
+    if (job.step === 'done') return job;
+    if (job.step === 'cancelled') throw new FirkinError('conflict', `job ${jobId} was cancelled (DELETE /vdb/${job.target}/_rebalance): the shards are as they were`);
+    if (job.step === 'failed') throw new FirkinError('error', `job ${jobId} failed: ${job.vdb?.error ?? 'no reason recorded'}`);
+    if (this.closed) throw new FirkinError('unavailable', 'the node is closing; the job goes on (GET /_cluster/jobs)');
+    throw new FirkinError('timeout', `job ${jobId} is still ${job.step}; it goes on (GET /_cluster/jobs)`);
   }
 
   /** The shard that owns `id` and its group (tests and the admin view). */

@@ -612,7 +612,8 @@ function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state:
       if (isReshardEnded(job.step)) return same(OK);
       if (cmd.step === 'done' && job.step !== 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}: it is done only after its switch`));
       if (cmd.step !== 'done' && job.step === 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} already switched; it can only finish`));
-      if (cmd.step === 'cancelled' && (detail.cancelRequested !== true || job.step === 'switching')) return same(refuse('conflict', `job ${cmd.jobId} is ${job.step} and no cancel was taken before its switch`));
+      // A cancel is only taken before switching, and no step is taken after it.
+      if (cmd.step === 'cancelled' && detail.cancelRequested !== true) return same(refuse('conflict', `job ${cmd.jobId} is ${job.step} and no cancel was taken before its switch`));
       let vdbs = v?.pending === undefined ? state.vdbs : putVdb(state, (({ pending: _p, ...rest }) => rest)(v));
       // A merge's cleanup: the retired source leaves the placement (every node drops its replica).
       const merged = vdbs[job.target];

@@ -113,7 +113,6 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   readonly #caches: ShardCaches;
   readonly #views = new Map<string, { placement: CollectionPlacement; view: ClusteredCollection }>();
   readonly #exports = new Map<string, ExportSession>();
-  /** Snapshot transfers tried per group: each retry asks the next replica. */
   readonly #reshards: ReshardCoordinator;
 
   private constructor(o: VectorShardsOptions) {
