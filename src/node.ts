@@ -37,7 +37,7 @@ import { docdbChangesRoutes } from './http/routes/docdb-changes.js';
 import { replicationRoutes } from './http/routes/replication.js';
 import { replicationPolicyRoutes } from './http/routes/replication-policies.js';
 import { replicationProtocolRoutes } from './http/routes/replication-protocol.js';
-import type { HealthCheck } from './core/health.js';
+import { type HealthCheck, mergeHealth } from './core/health.js';
 import { vectorRoutes } from './http/routes/vector.js';
 import { buildHttp } from './http/server.js';
 import { createMetrics, registerCacheMetrics } from './metrics.js';
@@ -319,6 +319,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         !config.cluster.enabled
           ? { status: 'ok', state: 'standalone' }
           : (member?.health() ?? { status: 'degraded', state: 'starting', problems: ['cluster side not started yet'] }),
+      ...(docShards === undefined ? {} : { shards: () => ({ ...mergeHealth([vectorShards?.health(), docShards?.health()]), vector: vectorShards?.hosted() ?? 0, vdb: docShards?.hosted() ?? 0 }) }),
       ...(vectors === undefined ? {} : { vector: () => ({ status: 'ok', ...vectors!.stats() }) }),
       docdb: () => ({
         status: docs.stopping ? 'degraded' : 'ok',

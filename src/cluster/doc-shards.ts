@@ -219,11 +219,10 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     // A split's pending shard takes the next position at its switch.
     const at = vdb.shards.findIndex((s) => s.group === placement.group);
     const index = at === -1 ? vdb.shards.length : at;
-    const log = this.#o.log;
     const fsm = await DocShardFsm.open(this.#o.docs, this.#o.store, placement.group, shardDb(vdb.name, index), vdb.config.createdMs, {
       source: (at) => this.#pull(placement, at),
       rand: this.#o.rand,
-      onRetry: (err, attempt, delayMs) => log.warn({ group: placement.group, attempt, delayMs, err: (err as Error).message }, `loading VDB shard replica ${placement.group} from a snapshot failed; retrying`),
+      onRetry: (err, attempt, delayMs) => this.snapshotLoadFailed(placement.group, err, attempt, delayMs),
     });
     const group = await this.raftGroup(placement, fsm, () => fsm.appliedIndex);
     return { placement, fsm, group };

@@ -6,7 +6,11 @@
 //
 // - Hosting: `#reconcile` opens the replicas placed here and drops the ones whose owner
 //   (collection or VDB) was deleted. A replica moved to another node keeps serving until its
-//   group has removed it (`#checkRemoved`), then it is dropped.
+//   group has removed it (`#checkRemoved`), then it is dropped. Opening reads local data only;
+//   starting the group (restoring its stored snapshot, which may stream the state from another
+//   replica after a crash mid-transfer) runs on its own, so one replica whose sources are all
+//   down holds up neither the node's start nor the hosting of any other replica (`/health`
+//   names it meanwhile).
 // - Membership: `#confRound` takes, for each led group, the next single step of
 //   `planShardConf` (add a learner, promote it once caught up, remove the replaced voter,
 //   hand leadership over first if the leader itself is replaced).
@@ -56,6 +60,19 @@ export interface HostedReplica {
   readonly group: RaftGroup;
 }
 
+/** A replica opened here whose group is still starting (restoring its stored snapshot). */
+interface StartingReplica<R> {
+  readonly replica: R;
+  readonly sinceMs: number;
+  /** Settles once the start ended and the replica was hosted, closed or dropped. */
+  done: Promise<void>;
+  /** Its owner was deleted meanwhile: drop it once the start ends. */
+  dropped: boolean;
+}
+
+/** How long a node's start waits for its replicas' groups to start before it serves anyway. */
+const STARTUP_WAIT_MS = 5_000;
+
 /** A placement this node should host, with whatever the kind needs to open it. */
 export interface WantedReplica<O> {
   readonly owner: O;
@@ -101,6 +118,10 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   readonly #leaderHints = new Map<string, string>();
   /** Snapshot transfers tried per group, to take the next source on a retry. */
   readonly #pullAttempts = new Map<string, number>();
+  /** Replicas opened whose group is still starting; not in `replicas` (not routed to) yet. */
+  readonly #starting = new Map<string, StartingReplica<R>>();
+  /** Snapshot transfers failing now (a success clears them), per group: for /health. */
+  readonly #loadFailures = new Map<string, { attempts: number; lastError: string }>();
   #reconciling: Promise<void> = Promise.resolve();
   #closed = false;
   #confLoop: NodeJS.Timeout | undefined;
@@ -138,12 +159,59 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     });
     this.#reconcile(member.state);
     await this.#reconciling;
+    await this.#awaitStarting(STARTUP_WAIT_MS);
     this.#confLoop = setInterval(() => this.#confRound(), Math.max(50, member.timings.nodeHeartbeatMs));
   }
 
   /** Resolves once the hosting passes queued so far ran. */
   protected settled(): Promise<void> {
     return this.#reconciling;
+  }
+
+  /** Waits (bounded) for the groups starting now; the ones still loading are logged. */
+  async #awaitStarting(maxMs: number): Promise<void> {
+    if (this.#starting.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((r) => (timer = setTimeout(r, maxMs)));
+    await Promise.race([Promise.all([...this.#starting.values()].map((s) => s.done)), timeout]);
+    clearTimeout(timer);
+    if (this.#starting.size > 0) {
+      this.o.log.warn({ groups: [...this.#starting.keys()] }, `serving while ${this.#starting.size} shard replica(s) still load their snapshot: ${[...this.#starting.keys()].join(', ')}`);
+    }
+  }
+
+  /** The groups whose data this node holds: hosted, or opened and still starting. */
+  protected heldGroups(): Set<string> {
+    return new Set([...this.replicas.keys(), ...this.#starting.keys()]);
+  }
+
+  /** For /health: replicas still loading a snapshot, and groups stopped by a storage failure. */
+  health(): { status: 'ok' | 'degraded' | 'failing'; hosted: number; starting: number; problems?: string[] } {
+    const problems: string[] = [];
+    let failing = false;
+    const now = Date.now();
+    const tried = (group: string) => {
+      const f = this.#loadFailures.get(group);
+      return f === undefined ? '' : `, ${f.attempts} failed attempt(s), last: ${f.lastError}`;
+    };
+    for (const [group, s] of this.#starting) {
+      problems.push(`shard replica ${group} is loading its snapshot from another replica (for ${Math.round((now - s.sinceMs) / 1000)} s${tried(group)}); it serves nothing until then`);
+    }
+    for (const [group, r] of this.replicas) {
+      if (r.group.failure !== undefined) {
+        failing = true;
+        problems.push(`shard replica ${group} stopped: ${r.group.failure.message}`);
+      } else if (this.#loadFailures.has(group)) {
+        problems.push(`shard replica ${group} is behind and cannot load a snapshot from another replica yet${tried(group)}`);
+      }
+    }
+    return { status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok', hosted: this.replicas.size, starting: this.#starting.size, ...(problems.length > 0 ? { problems } : {}) };
+  }
+
+  /** A replica's snapshot transfer failed and will be retried: logged, and kept for /health. */
+  protected snapshotLoadFailed(group: string, err: unknown, attempt: number, delayMs: number): void {
+    this.#loadFailures.set(group, { attempts: attempt, lastError: (err as Error).message });
+    this.o.log.warn({ group, attempt, delayMs, err: (err as Error).message }, `loading shard replica ${group} from a snapshot failed; retrying`);
   }
 
   protected get me(): string {
@@ -177,9 +245,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   // ---- hosting -------------------------------------------------------------------------------
 
   #reconcile(state: MetaState): void {
-    this.#reconciling = this.#reconciling
-      .then(() => this.#reconcileNow(state))
-      .catch((err: unknown) => this.o.log.error({ err }, 'opening or closing shard replicas failed; the next metadata change retries'));
+    void this.#queue(() => this.#reconcileNow(state));
   }
 
   async #reconcileNow(state: MetaState): Promise<void> {
@@ -194,19 +260,69 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       if (existing.has(group)) continue;
       await this.#drop(group, replica, 'its owner was deleted');
     }
-    for (const [group, r] of this.replicas) {
+    for (const [group, s] of this.#starting) {
+      if (existing.has(group) || s.dropped) continue;
+      // Its transfer gives up at its next attempt; the start's end drops the data.
+      s.dropped = true;
+      this.stopReplica(s.replica);
+    }
+    for (const [group, r] of [...this.replicas, ...[...this.#starting].map(([g, s]) => [g, s.replica] as const)]) {
       const placement = existing.get(group);
       if (placement !== undefined) r.placement = placement;
     }
     for (const [group, w] of wanted) {
-      if (this.replicas.has(group)) continue;
-      this.replicas.set(group, await this.open(w.owner, w.shard));
-      this.o.log.info({ group, replicas: w.shard.replicas }, `hosting shard replica ${group}`);
+      if (this.replicas.has(group) || this.#starting.has(group)) continue;
+      if (this.#closed) return;
+      const replica = await this.open(w.owner, w.shard);
+      if (this.#closed) {
+        await replica.group.close();
+        await this.closeReplica(replica);
+        return;
+      }
+      this.#start(group, replica);
     }
+  }
+
+  /** Start an opened replica's group on its own; it is hosted (routed to) once started. */
+  #start(group: string, replica: R): void {
+    const s: StartingReplica<R> = { replica, sinceMs: Date.now(), done: Promise.resolve(), dropped: false };
+    this.#starting.set(group, s);
+    s.done = replica.group.start().then(
+      () => this.#queue(() => this.#started(group, s, undefined)),
+      (err: unknown) => this.#queue(() => this.#started(group, s, err as Error)),
+    );
+  }
+
+  /** Runs `step` in the hosting queue (after the passes queued before it); never rejects. */
+  #queue(step: () => Promise<void>): Promise<void> {
+    this.#reconciling = this.#reconciling.then(step).catch((err: unknown) => this.o.log.error({ err }, 'opening or closing shard replicas failed; the next metadata change retries'));
+    return this.#reconciling;
+  }
+
+  async #started(group: string, s: StartingReplica<R>, err: Error | undefined): Promise<void> {
+    this.#starting.delete(group);
+    if (err !== undefined) this.#loadFailures.delete(group);
+    const r = s.replica;
+    if (err === undefined && !this.#closed && !s.dropped) {
+      this.replicas.set(group, r);
+      this.o.log.info({ group, replicas: r.placement.replicas, startMs: Date.now() - s.sinceMs }, `hosting shard replica ${group}`);
+      return;
+    }
+    await r.group.close();
+    if (s.dropped && !this.#closed) {
+      await this.dropData(group, r);
+      await this.o.store.clearRange('raft', RocksLog.groupRange(group));
+      this.o.log.info({ group }, `shard replica ${group} closed while it started and its data removed (its owner was deleted)`);
+      return;
+    }
+    await this.closeReplica(r);
+    // Not hosted: the next metadata change opens it again.
+    if (err !== undefined && !this.#closed) this.o.log.error({ group, err: err.message }, `shard replica ${group} did not start; the next metadata change retries`);
   }
 
   async #drop(group: string, replica: R, why: string): Promise<void> {
     this.replicas.delete(group);
+    this.#loadFailures.delete(group);
     this.stopReplica(replica);
     await replica.group.close();
     await this.dropData(group, replica);
@@ -214,7 +330,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     this.o.log.info({ group }, `shard replica ${group} closed and its data removed (${why})`);
   }
 
-  /** A Raft group for a replica of `placement` with `fsm` as its state machine. */
+  /** A Raft group for a replica of `placement` with `fsm` as its state machine (not started: the host starts it). */
   protected async raftGroup(placement: ShardPlacement, fsm: StateMachine, appliedIndex: () => number, snapshotEveryEntries?: number): Promise<RaftGroup> {
     const { store, member } = this.o;
     // The replicas it was created on bootstrap the same initial membership (themselves as
@@ -240,7 +356,6 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       snapshotEveryEntries: snapshotEveryEntries ?? t.snapshotEntries,
       retainEntries: t.retainEntries,
     });
-    await group.start();
     return group;
   }
 
@@ -388,6 +503,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   /** A transfer of `group` succeeded: the next one starts from the leader again. */
   protected snapshotLoaded(group: string): void {
     this.#pullAttempts.delete(group);
+    this.#loadFailures.delete(group);
   }
 
   /** The leader this node knows for a group: its own replica's view, then the last that answered. */
@@ -446,6 +562,10 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#confLoop);
+    // A transfer under way gives up; each start's end closes its replica, keeping its data.
+    const starting = [...this.#starting.values()];
+    for (const s of starting) this.stopReplica(s.replica);
+    await Promise.all(starting.map((s) => s.done));
     await this.#reconciling;
     for (const r of this.replicas.values()) this.stopReplica(r);
     for (const r of this.replicas.values()) {

@@ -231,7 +231,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       await new Promise((r) => setTimeout(r, 20));
     }
     await this.settled();
-    const hosted = new Set(this.replicas.keys());
+    const hosted = this.heldGroups();
     for (const g of this.placedHere(member.state)) hosted.add(g);
     await sweepLeftovers(store, hosted, indexDir, log);
   }
@@ -322,7 +322,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       },
       source: (index) => this.#pull(placement, index),
       rand: this.#o.rand,
-      onRetry: (err, attempt, delayMs) => log.warn({ group: placement.group, attempt, delayMs, err: (err as Error).message }, `loading shard replica ${placement.group} from a snapshot failed; retrying`),
+      onRetry: (err, attempt, delayMs) => this.snapshotLoadFailed(placement.group, err, attempt, delayMs),
       fence: {
         load: async () => {
           const raw = await store.get('system', fenceKey(placement.group));

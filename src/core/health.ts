@@ -12,3 +12,22 @@ export interface HealthReport {
 
 /** Each subsystem reports its own part of /health. */
 export type HealthCheck = () => HealthReport | Promise<HealthReport>;
+
+const SEVERITY: Record<HealthState, number> = { ok: 0, degraded: 1, failing: 2 };
+
+/** The worse of two states. */
+export function worseHealth(a: HealthState, b: HealthState): HealthState {
+  return SEVERITY[b] > SEVERITY[a] ? b : a;
+}
+
+/** One report for several parts of a subsystem: the worst status, the problems of each. */
+export function mergeHealth(parts: readonly (HealthReport | undefined)[]): HealthReport {
+  let status: HealthState = 'ok';
+  const problems: string[] = [];
+  for (const p of parts) {
+    if (p === undefined) continue;
+    status = worseHealth(status, p.status);
+    problems.push(...(p.problems ?? []));
+  }
+  return problems.length > 0 ? { status, problems } : { status };
+}

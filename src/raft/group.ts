@@ -88,6 +88,7 @@ export class RaftGroup {
   async start(): Promise<void> {
     const snap = this.#o.log.mem.snapshot();
     if (snap.meta.index > 0) await this.#o.fsm.restore(snap.data);
+    if (this.#closed) return; // closed while the snapshot loaded
     const durable = Math.min(this.#o.appliedIndex?.() ?? 0, this.core.log.committed);
     if (durable > this.core.log.applied) this.core.log.applied = this.core.log.applying = durable;
     this.#untick = this.#o.ticker.register(() => this.#tick());

@@ -5,7 +5,9 @@
 // replicas among the replicas it had already opened, found none, and retried forever before
 // its HTTP port opened. The transfer is a repair's (a replica moved to a node that holds
 // nothing, which always takes a snapshot); the crash is placed by
-// FIRKIN_UNSAFE_FIXTURE=exit-in-snapshot-load.
+// FIRKIN_UNSAFE_FIXTURE=exit-in-snapshot-load. The restart happens while every other replica
+// is down, so the snapshot has no source at first: the node must listen meanwhile (it did not:
+// opening the replica held up the node's start until a source answered).
 import t from 'tap';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
@@ -57,11 +59,28 @@ t.test('a node killed during a snapshot transfer starts again and converges', as
   t.pass(`${spare} exited in the middle of the transfer`);
   node.child = undefined;
 
-  // A plain restart: it restores the recorded snapshot while opening the replica, then serves.
+  // A plain restart while every other replica is down too (a whole cluster coming back, this
+  // node first): it restores the recorded snapshot, which has no source to stream from. It
+  // must listen anyway and say on /health which replica waits for what.
+  const sources = placed.filter((x) => x.r !== undefined && x.n !== victim).map((x) => x.n);
+  for (const n of sources) await cluster.stop(n);
   const { FIRKIN_UNSAFE_FIXTURE: _fixture, ...plain } = node.env;
   node.env = plain;
   await cluster.startNode(spare);
-  t.pass(`${spare} started again (it listens)`);
+  t.pass(`${spare} started again and listens while no replica can send it the snapshot`);
+  const group = placed.find((x) => x.r !== undefined)!.r!.group;
+  const health = await waitFor(
+    async () => {
+      const h = (await cluster.request(spare, 'GET', '/health')).body as { shards?: { status: string; problems?: string[] } };
+      return h.shards?.problems?.some((p) => p.includes(group) && p.includes('loading its snapshot')) ? h.shards : undefined;
+    },
+    { what: `${spare}'s /health to name ${group} as loading its snapshot` },
+  );
+  t.equal(health.status, 'degraded', '/health: the shards are degraded while the replica loads');
+  t.same((await hosted(spare)).length, 0, 'the loading replica is not hosted (nothing is routed to it)');
+
+  // The sources come back: the transfer completes and the replica joins its group.
+  for (const n of sources) await cluster.startNode(n);
   const live = nodes.filter((n) => n !== victim);
   await waitFor(
     async () => {

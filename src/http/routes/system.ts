@@ -1,12 +1,11 @@
 // /health, /metrics and API-key management.
 import type { FastifyPluginAsync } from 'fastify';
 import { type ApiKeys, PERMISSIONS, type Permission, publicInfo } from '../../auth/api-keys.js';
-import type { HealthCheck, HealthReport, HealthState } from '../../core/health.js';
+import { type HealthCheck, type HealthReport, type HealthState, worseHealth } from '../../core/health.js';
 import type { Clock } from '../../core/hlc.js';
 import type { Metrics } from '../../metrics.js';
 
 
-const RANK: Record<HealthState, number> = { ok: 0, degraded: 1, failing: 2 };
 
 export interface SystemRouteDeps {
   nodeName: string;
@@ -54,7 +53,7 @@ export const systemRoutes: FastifyPluginAsync<SystemRouteDeps> = async (app, dep
       }
       parts[name] = report;
       for (const p of report.problems ?? []) problems.push(`${name}: ${p}`);
-      if (RANK[report.status] > RANK[status]) status = report.status;
+      status = worseHealth(status, report.status);
     }
     reply.code(status === 'failing' ? 503 : 200);
     return {
