@@ -2,7 +2,7 @@
 // a help text or a usage error out. The shell (`firkin.ts`) does the talking.
 import { HELP, type HelpTopic } from './help.js';
 
-export const CLUSTER_COMMANDS = ['status', 'nodes', 'join', 'leave', 'remove', 'shards'] as const;
+export const CLUSTER_COMMANDS = ['status', 'nodes', 'join', 'leave', 'remove', 'shards', 'jobs'] as const;
 export type ClusterCommand = (typeof CLUSTER_COMMANDS)[number];
 
 export type Command =
@@ -12,7 +12,15 @@ export type Command =
   | { readonly kind: 'leave' }
   | { readonly kind: 'remove'; readonly node: string }
   | { readonly kind: 'shards'; readonly collection: string }
-  | { readonly kind: 'reshard'; readonly collection: string; readonly shards: number; readonly wait: boolean };
+  | { readonly kind: 'jobs' }
+  | { readonly kind: 'reshard'; readonly collection: string; readonly shards: number; readonly wait: boolean }
+  | { readonly kind: 'reshard-cancel'; readonly collection: string }
+  | { readonly kind: 'vdb-split'; readonly vdb: string; readonly shard: number }
+  | { readonly kind: 'vdb-merge'; readonly vdb: string; readonly shard: number; readonly into: number }
+  | { readonly kind: 'vdb-cancel'; readonly vdb: string };
+
+export const VDB_COMMANDS = ['split', 'merge', 'cancel'] as const;
+export type VdbCommand = (typeof VDB_COMMANDS)[number];
 
 /** Which node to talk to and how to print. */
 export interface Target {
@@ -30,9 +38,9 @@ export type Parsed =
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 /** Commands that call admin routes: without a key the node would only answer 401. */
-const NEEDS_KEY: ReadonlySet<ClusterCommand> = new Set(['join', 'remove', 'shards']);
+const NEEDS_KEY: ReadonlySet<ClusterCommand> = new Set(['join', 'remove', 'shards', 'jobs']);
 
-const VALUE_OPTIONS = ['url', 'key', 'seed'] as const;
+const VALUE_OPTIONS = ['url', 'key', 'seed', 'into'] as const;
 type ValueOption = (typeof VALUE_OPTIONS)[number];
 
 function isClusterCommand(word: string | undefined): word is ClusterCommand {
@@ -66,8 +74,16 @@ export function normaliseUrl(value: string): string | undefined {
 
 const usage = (message: string): Parsed => ({ kind: 'usage_error', message });
 
+function isVdbCommand(word: string | undefined): word is VdbCommand {
+  return (VDB_COMMANDS as readonly (string | undefined)[]).includes(word);
+}
+
+/** A shard id as the VDB API numbers them. */
+const SHARD_ID = /^(0|[1-9][0-9]{0,5})$/;
+
 function helpTopic(words: readonly string[]): HelpTopic {
   if (words[0] === 'collection') return 'reshard';
+  if (words[0] === 'vdb') return isVdbCommand(words[1]) ? `vdb-${words[1]}` : 'vdb';
   if (words[0] !== 'cluster') return 'firkin';
   return isClusterCommand(words[1]) ? words[1] : 'cluster';
 }
@@ -79,6 +95,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   let json = false;
   let help = false;
   let wait = false;
+  let cancel = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--') {
@@ -97,6 +114,10 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
       wait = true;
       continue;
     }
+    if (arg === '--cancel') {
+      cancel = true;
+      continue;
+    }
     if (!arg.startsWith('-') || arg === '-') {
       words.push(arg);
       continue;
@@ -111,8 +132,11 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   if (help) return { kind: 'help', text: HELP[helpTopic(words)] };
 
   if (words.length === 0) return usage('missing command (try firkin --help)');
-  if (words[0] === 'collection') return parseCollection(words.slice(1), values, env, json, wait);
+  if (words[0] === 'collection') return parseCollection(words.slice(1), values, env, json, wait, cancel);
   if (wait) return usage('--wait only applies to collection reshard');
+  if (cancel) return usage('--cancel only applies to collection reshard');
+  if (words[0] === 'vdb') return parseVdb(words.slice(1), values, env, json);
+  if (values.into !== undefined) return usage('--into only applies to vdb merge');
   if (words[0] !== 'cluster') return usage(`unknown command ${JSON.stringify(words[0])} (try firkin --help)`);
   const name = words[1];
   if (name === undefined) return usage(`missing cluster command: one of ${CLUSTER_COMMANDS.join(', ')}`);
@@ -139,27 +163,60 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   if (rest.length > 0) return usage(`unexpected argument ${JSON.stringify(rest[0])} for cluster ${name}`);
   if (values.seed !== undefined && name !== 'join') return usage('--seed only applies to cluster join');
 
+  return withTarget(command, values, env, json, NEEDS_KEY.has(name) ? `cluster ${name}` : undefined);
+}
+
+/** The command with its node and key; `keyFor` names the command when it needs the admin key. */
+function withTarget(command: Command, values: Partial<Record<ValueOption, string>>, env: Readonly<Record<string, string | undefined>>, json: boolean, keyFor: string | undefined): Parsed {
   const rawUrl = values.url ?? nonEmpty(env.FIRKIN_URL) ?? DEFAULT_URL;
   const url = normaliseUrl(rawUrl);
   if (url === undefined) return usage(`the node URL must be an http(s) URL like ${DEFAULT_URL}, got ${JSON.stringify(rawUrl)}`);
   const key = nonEmpty(values.key) ?? nonEmpty(env.FIRKIN_KEY);
-  if (key === undefined && NEEDS_KEY.has(name)) return usage(`cluster ${name} needs the admin key: --key KEY or FIRKIN_KEY`);
+  if (key === undefined && keyFor !== undefined) return usage(`${keyFor} needs the admin key: --key KEY or FIRKIN_KEY`);
   return { kind: 'run', command, target: { url, key, json } };
 }
 
-/** `collection reshard COLLECTION N [--wait]` (the vector API is open: no key needed). */
-function parseCollection(words: readonly string[], values: Partial<Record<ValueOption, string>>, env: Readonly<Record<string, string | undefined>>, json: boolean, wait: boolean): Parsed {
-  const [sub, collection, count, ...rest] = words;
+/** `collection reshard COLLECTION N [--wait]`, `collection reshard COLLECTION --cancel` (the vector API is open: no key needed). */
+function parseCollection(words: readonly string[], values: Partial<Record<ValueOption, string>>, env: Readonly<Record<string, string | undefined>>, json: boolean, wait: boolean, cancel: boolean): Parsed {
+  const [sub, collection, ...more] = words;
   if (sub !== 'reshard') return usage(`unknown collection command ${JSON.stringify(sub ?? '')}: reshard`);
   if (collection === undefined || collection === '') return usage('collection reshard needs a COLLECTION name');
+  if (values.seed !== undefined) return usage('--seed only applies to cluster join');
+  if (values.into !== undefined) return usage('--into only applies to vdb merge');
+  if (cancel) {
+    if (wait) return usage('--cancel and --wait do not go together (a cancel answers once the job ended)');
+    if (more.length > 0) return usage(`unexpected argument ${JSON.stringify(more[0])} for collection reshard --cancel`);
+    return withTarget({ kind: 'reshard-cancel', collection }, values, env, json, undefined);
+  }
+  const [count, ...rest] = more;
   if (count === undefined || !/^[1-9][0-9]{0,3}$/.test(count)) return usage(`collection reshard needs a shard count from 1 to 9999, got ${JSON.stringify(count ?? '')}`);
   if (rest.length > 0) return usage(`unexpected argument ${JSON.stringify(rest[0])} for collection reshard`);
+  return withTarget({ kind: 'reshard', collection, shards: Number(count), wait }, values, env, json, undefined);
+}
+
+/** `vdb split VDB SHARD`, `vdb merge VDB SHARD --into TARGET`, `vdb cancel VDB` (admin routes). */
+function parseVdb(words: readonly string[], values: Partial<Record<ValueOption, string>>, env: Readonly<Record<string, string | undefined>>, json: boolean): Parsed {
+  const [sub, vdb, ...rest] = words;
+  if (!isVdbCommand(sub)) return usage(`unknown vdb command ${JSON.stringify(sub ?? '')}: one of ${VDB_COMMANDS.join(', ')}`);
+  if (vdb === undefined || vdb === '') return usage(`vdb ${sub} needs a VDB name`);
   if (values.seed !== undefined) return usage('--seed only applies to cluster join');
-  const rawUrl = values.url ?? nonEmpty(env.FIRKIN_URL) ?? DEFAULT_URL;
-  const url = normaliseUrl(rawUrl);
-  if (url === undefined) return usage(`the node URL must be an http(s) URL like ${DEFAULT_URL}, got ${JSON.stringify(rawUrl)}`);
-  const key = nonEmpty(values.key) ?? nonEmpty(env.FIRKIN_KEY);
-  return { kind: 'run', command: { kind: 'reshard', collection, shards: Number(count), wait }, target: { url, key, json } };
+  if (values.into !== undefined && sub !== 'merge') return usage('--into only applies to vdb merge');
+  let command: Command;
+  if (sub === 'cancel') {
+    command = { kind: 'vdb-cancel', vdb };
+  } else {
+    const shard = rest.shift();
+    if (shard === undefined || !SHARD_ID.test(shard)) return usage(`vdb ${sub} needs a SHARD id (0, 1, ...), got ${JSON.stringify(shard ?? '')}`);
+    if (sub === 'split') {
+      command = { kind: 'vdb-split', vdb, shard: Number(shard) };
+    } else {
+      const into = values.into;
+      if (into === undefined || !SHARD_ID.test(into)) return usage(`vdb merge needs --into TARGET, the adjacent shard id to merge into, got ${JSON.stringify(into ?? '')}`);
+      command = { kind: 'vdb-merge', vdb, shard: Number(shard), into: Number(into) };
+    }
+  }
+  if (rest.length > 0) return usage(`unexpected argument ${JSON.stringify(rest[0])} for vdb ${sub}`);
+  return withTarget(command, values, env, json, `vdb ${sub}`);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -193,3 +193,84 @@ export function asReshardStarted(raw: unknown): { old_shards: number; new_shards
   const info = object(b.info, `${what} info`);
   return { old_shards: field(info, 'old_shards', what, isNumber, 'a number'), new_shards: field(info, 'new_shards', what, isNumber, 'a number') };
 }
+
+/** One job of GET /_cluster/jobs (the metadata's record; the details the CLI shows). */
+export interface JobRow {
+  id: string;
+  kind: string;
+  target: string;
+  step: string;
+  updatedAtMs: number;
+  /** Documents moved so far and toward what (a reshard, a VDB split or merge). */
+  moved?: number;
+  expected?: number;
+  /** What the job does, in words (`2 -> 5 shards`, `split 0 -> 2`). */
+  what?: string;
+  error?: string;
+  cancelRequested?: boolean;
+}
+
+function asJob(raw: unknown, i: number): JobRow {
+  const what = `job ${i}`;
+  const b = object(raw, what);
+  const row: JobRow = {
+    id: field(b, 'id', what, isString, 'a string'),
+    kind: field(b, 'kind', what, isString, 'a string'),
+    target: field(b, 'target', what, isString, 'a string'),
+    step: field(b, 'step', what, isString, 'a string'),
+    updatedAtMs: field(b, 'updatedAtMs', what, isNumber, 'a number'),
+  };
+  const r = typeof b.reshard === 'object' && b.reshard !== null ? (b.reshard as Json) : undefined;
+  const v = typeof b.vdb === 'object' && b.vdb !== null ? (b.vdb as Json) : undefined;
+  if (r !== undefined) {
+    row.what = `${String(r.oldShards)} -> ${String(r.newShards)} shards`;
+    if (isNumber(r.migrated)) row.moved = r.migrated;
+    if (isNumber(r.expected)) row.expected = r.expected;
+    if (isString(r.error)) row.error = r.error;
+  }
+  if (v !== undefined) {
+    row.what = `${String(v.op)} ${String(v.source)} -> ${String(v.target)}`;
+    if (isNumber(v.copied)) row.moved = v.copied;
+    if (isNumber(v.expected)) row.expected = v.expected;
+    if (isString(v.error)) row.error = v.error;
+    if (v.cancelRequested === true) row.cancelRequested = true;
+  }
+  return row;
+}
+
+export function asJobs(raw: unknown): JobRow[] {
+  const b = object(raw, 'cluster jobs');
+  return (field(b, 'jobs', 'cluster jobs', Array.isArray, 'a list') as unknown[]).map(asJob);
+}
+
+/** A VDB split or merge as DELETE /vdb/V/_rebalance answers it. */
+export interface VdbRebalanceBody {
+  vdb: string;
+  op: string;
+  state: string;
+  source: number;
+  target: number;
+  documents_copied: number;
+  last_error: string | null;
+}
+
+export function asVdbRebalance(raw: unknown): VdbRebalanceBody {
+  const what = 'VDB rebalance job';
+  const b = object(raw, what);
+  return {
+    vdb: field(b, 'vdb', what, isString, 'a string'),
+    op: field(b, 'op', what, isString, 'a string'),
+    state: field(b, 'state', what, isString, 'a string'),
+    source: field(b, 'source', what, isNumber, 'a number'),
+    target: field(b, 'target', what, isNumber, 'a number'),
+    documents_copied: field(b, 'documents_copied', what, isNumber, 'a number'),
+    last_error: isString(b.last_error) ? b.last_error : null,
+  };
+}
+
+/** The answer of a VDB split or merge: what happened, in the node's words. */
+export function asVdbShardChange(raw: unknown): { message: string; docs_moved: number } {
+  const what = 'VDB split or merge answer';
+  const b = object(raw, what);
+  return { message: field(b, 'message', what, isString, 'a string'), docs_moved: field(b, 'docs_moved', what, isNumber, 'a number') };
+}

@@ -2,9 +2,10 @@
 // API, checks the answer (contract.ts) and prints it (render.ts), or prints the JSON as the
 // node sent it with --json. bin/firkin.js runs it.
 import { type Command, type Target, parseArgs } from './args.js';
-import { asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus } from './contract.js';
+import { asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asVdbRebalance, asVdbShardChange } from './contract.js';
 import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
-import { renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus } from './render.js';
+import { cleanCell } from './table.js';
+import { ENDED_STEPS, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from './render.js';
 
 export interface CliIo {
   out(text: string): void;
@@ -14,6 +15,8 @@ export interface CliIo {
 
 /** Join may wait on the leader; anything slower than this is a node in trouble. */
 const REQUEST_TIMEOUT_MS = 30_000;
+/** A VDB split or merge answers when its job ends; the node itself gives up after 30 minutes. */
+const SHARD_CHANGE_TIMEOUT_MS = 31 * 60_000;
 /** How much of a non-JSON answer an error line quotes. */
 const QUOTED_CHARS_MAX = 120;
 
@@ -38,11 +41,11 @@ export async function runCli(argv: readonly string[], env: Readonly<Record<strin
   }
 }
 
-/** How often `collection reshard --wait` asks for the job. */
+/** How often `collection reshard --wait`, `vdb split` and `vdb merge` ask for the job. */
 const RESHARD_POLL_MS = 1_000;
 
 async function run(command: Command, target: Target, fetchFn: typeof fetch, progress: (line: string) => void): Promise<string> {
-  const call = (method: string, path: string, body?: unknown) => callNode(fetchFn, target, method, path, body);
+  const call = (method: string, path: string, body?: unknown, timeoutMs?: number) => callNode(fetchFn, target, method, path, body, timeoutMs);
   const print = <T>(raw: unknown, check: (raw: unknown) => T, render: (body: T) => string) =>
     target.json ? `${JSON.stringify(raw)}\n` : render(check(raw));
   switch (command.kind) {
@@ -69,6 +72,23 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
       return print(await call('POST', '/vectordb/cluster/leave'), (raw) => asNodeStatus(raw, 'leave answer'), (body) => renderNodeStatus(body));
     case 'shards':
       return print(await call('GET', `/_cluster/collections/${encodeURIComponent(command.collection)}/shards`), asShards, renderShards);
+    case 'jobs':
+      return print(await call('GET', '/_cluster/jobs'), asJobs, (jobs) => renderJobs(jobs, Date.now()));
+    case 'reshard-cancel':
+      return print(await call('DELETE', `/vectordb/collections/${encodeURIComponent(command.collection)}/reshard`), asReshardJob, renderReshardProgress);
+    case 'vdb-cancel':
+      return print(await call('DELETE', `/vdb/${encodeURIComponent(command.vdb)}/_rebalance`), asVdbRebalance, renderVdbCancel);
+    case 'vdb-split':
+    case 'vdb-merge': {
+      const path = `/vdb/${encodeURIComponent(command.vdb)}/_shards/${command.shard}/${command.kind === 'vdb-split' ? '_split' : '_merge'}`;
+      const answer = call('POST', path, command.kind === 'vdb-merge' ? { target_shard: command.into } : {}, SHARD_CHANGE_TIMEOUT_MS);
+      const following = followVdbJob(command.vdb, answer, () => call('GET', '/_cluster/jobs'), progress);
+      try {
+        return print(await answer, asVdbShardChange, (b) => `${cleanCell(command.vdb)}: ${cleanCell(b.message)} (${b.docs_moved} documents moved)\n`);
+      } finally {
+        await following;
+      }
+    }
     case 'remove':
       return print(
         await call('DELETE', `/_cluster/nodes/${encodeURIComponent(command.node)}`),
@@ -97,8 +117,37 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
   }
 }
 
+/**
+ * While a VDB split or merge request waits for its job, a progress line on stderr whenever the
+ * job moves (from the cluster's job list). A standalone node runs the change inside the request
+ * and has no job list: nothing to follow. A failed poll is skipped; the request decides.
+ */
+async function followVdbJob(vdb: string, answer: Promise<unknown>, jobs: () => Promise<unknown>, progress: (line: string) => void): Promise<void> {
+  let settled = false;
+  const ended = answer.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  let last = '';
+  while (!settled) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([ended, new Promise((r) => (timer = setTimeout(r, RESHARD_POLL_MS)))]);
+    clearTimeout(timer);
+    if (settled) return;
+    try {
+      const job = asJobs(await jobs()).find((j) => j.kind === 'vdb-rebalance' && j.target === vdb && !ENDED_STEPS.has(j.step));
+      if (job === undefined || settled) continue;
+      const line = renderVdbProgress(job);
+      if (line !== last) progress(line);
+      last = line;
+    } catch (err) {
+      if (err instanceof CliFailure && (err.code === 'not_clustered' || err.code === 'not_found')) return;
+    }
+  }
+}
+
 /** The parsed JSON of a 2xx answer; anything else is a CliFailure carrying the node's code. */
-async function callNode(fetchFn: typeof fetch, target: Target, method: string, path: string, body?: unknown): Promise<unknown> {
+async function callNode(fetchFn: typeof fetch, target: Target, method: string, path: string, body?: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<unknown> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (target.key !== undefined) headers.authorization = `Bearer ${target.key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -110,11 +159,11 @@ async function callNode(fetchFn: typeof fetch, target: Target, method: string, p
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     text = await res.text();
   } catch (err) {
-    if ((err as Error).name === 'TimeoutError') throw new CliFailure('timeout', `no answer to ${where} within ${REQUEST_TIMEOUT_MS / 1000} s`);
+    if ((err as Error).name === 'TimeoutError') throw new CliFailure('timeout', `no answer to ${where} within ${timeoutMs / 1000} s`);
     const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
     throw new CliFailure('unreachable', `cannot reach ${target.url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
   }

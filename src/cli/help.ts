@@ -1,5 +1,5 @@
 // The --help texts of `firkin`, one per command (docs/cli.md shows the same with examples).
-export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'join' | 'leave' | 'remove' | 'shards' | 'reshard';
+export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel';
 
 const TARGET = `Options:
   --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
@@ -11,7 +11,7 @@ const EXIT = `Exit status: 0 done, 1 the node answered with an error or could no
 2 usage error. Errors are one line on stderr: firkin: <code>: <message>.`;
 
 export const HELP: Record<HelpTopic, string> = {
-  firkin: `Usage: firkin cluster <command> [options]
+  firkin: `Usage: firkin <cluster|collection|vdb> <command> [options]
 
 Administer a Firkin node or cluster over its HTTP API.
 
@@ -22,14 +22,21 @@ Commands:
   cluster leave               make this node leave its cluster
   cluster remove NODE         remove a dead node from the cluster
   cluster shards COLLECTION   a replicated collection's shards: replicas, leader, lag
+  cluster jobs                the cluster's jobs (leave, repair, reshard, VDB split and merge)
   collection reshard C N      reshard collection C to N shards online (--wait: show progress)
+  collection reshard C --cancel
+                              cancel the reshard of C (before its switch)
+  vdb split VDB SHARD         split a clustered VDB's shard in two, following its progress
+  vdb merge VDB SHARD --into T
+                              merge a VDB shard into the adjacent shard T
+  vdb cancel VDB              cancel the split or merge running on VDB (before its switch)
 
 ${TARGET}
 
 ${EXIT}
-Run firkin cluster <command> --help for one command.`,
+Run firkin <cluster|collection|vdb> <command> --help for one command.`,
 
-  cluster: `Usage: firkin cluster <status|nodes|join|leave|remove|shards> [options]
+  cluster: `Usage: firkin cluster <status|nodes|join|leave|remove|shards|jobs> [options]
 
 ${TARGET}
 
@@ -80,12 +87,61 @@ GET /_cluster/collections/COLLECTION/shards.
 
 ${TARGET}`,
 
+  jobs: `Usage: firkin cluster jobs --key KEY [--url URL] [--json]
+
+Lists the cluster's jobs, running and ended, as the metadata group records them: node
+leaves, replica repairs, collection reshards and VDB splits and merges, each with its step,
+its progress and its last error. Needs the admin key. Calls GET /_cluster/jobs.
+
+${TARGET}`,
+
   reshard: `Usage: firkin collection reshard COLLECTION N [--wait] [--url URL] [--json]
+       firkin collection reshard COLLECTION --cancel [--url URL] [--json]
 
 Reshards a replicated collection to N shards while it keeps serving reads and writes (POST
 /vectordb/collections/COLLECTION/reshard). The cluster's metadata leader runs the job: copy,
 catch up, switch, clean. With --wait, follows GET .../reshard and shows a progress bar on
 stderr until the job ends; exits 1 if it failed or was cancelled.
+
+With --cancel, cancels the running reshard before its switch (DELETE .../reshard): the new
+shards go, the old ones stayed authoritative throughout.
+
+${TARGET}`,
+
+  vdb: `Usage: firkin vdb <split|merge|cancel> VDB ... [options]
+
+  vdb split VDB SHARD            split shard SHARD of a clustered VDB in two
+  vdb merge VDB SHARD --into T   merge shard SHARD into the adjacent shard T
+  vdb cancel VDB                 cancel the split or merge running on VDB
+
+${TARGET}
+
+Run firkin vdb <command> --help for one command.`,
+
+  'vdb-split': `Usage: firkin vdb split VDB SHARD --key KEY [--url URL] [--json]
+
+Splits shard SHARD of a virtual database: a new shard takes the upper half of its hash range,
+and the documents there move to it while both keep serving (POST
+/vdb/VDB/_shards/SHARD/_split). In a cluster this runs as a job of the metadata leader; the
+command shows its progress on stderr (from GET /_cluster/jobs) and prints the result once it
+is done. Interrupting the command does not stop the job: firkin vdb cancel VDB does. Needs
+the admin key.
+
+${TARGET}`,
+
+  'vdb-merge': `Usage: firkin vdb merge VDB SHARD --into TARGET --key KEY [--url URL] [--json]
+
+Merges shard SHARD of a virtual database into TARGET, the shard next to it in hash space: its
+documents move there and SHARD retires (POST /vdb/VDB/_shards/SHARD/_merge). Progress and
+result as for vdb split. Needs the admin key.
+
+${TARGET}`,
+
+  'vdb-cancel': `Usage: firkin vdb cancel VDB --key KEY [--url URL] [--json]
+
+Cancels the split or merge running on VDB, before its switching step (DELETE
+/vdb/VDB/_rebalance): the copy stops, a merge's copies are removed from its target, and the
+shards stay as they were. Prints the job as it ended. Needs the admin key.
 
 ${TARGET}`,
 };

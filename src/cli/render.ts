@@ -1,6 +1,6 @@
 // What each command prints by default: the node's answer as aligned text. Pure; every
 // function returns the whole output, lines joined, ending with a newline.
-import type { NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody } from './contract.js';
+import type { JobRow, NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody, VdbRebalanceBody } from './contract.js';
 import { cleanCell, formatTable } from './table.js';
 
 const NONE = '-';
@@ -92,4 +92,39 @@ export function renderReshardProgress(job: ReshardJobBody): string {
   const counts = expected === null ? `${job.documents_migrated} documents` : `${job.documents_migrated}/${expected} documents`;
   const error = job.last_error === null || done ? '' : ` (last error: ${cleanCell(job.last_error)})`;
   return `reshard ${cleanCell(job.collection)} ${job.old_shards} -> ${job.new_shards}: ${job.state.padEnd(11)} ${progressBar(fraction)} ${counts}${error}\n`;
+}
+
+/** The steps after which a job moves no more. */
+export const ENDED_STEPS: ReadonlySet<string> = new Set(['done', 'failed', 'cancelled']);
+
+/** `400/1000 documents` (or `400 documents` toward an unknown total). */
+const documents = (moved: number, expected: number | undefined): string => (expected === undefined ? `${moved} documents` : `${moved}/${expected} documents`);
+
+/** One row per job, running ones first (newest first within each). */
+export function renderJobs(jobs: readonly JobRow[], nowMs: number): string {
+  if (jobs.length === 0) return 'no jobs\n';
+  const sorted = [...jobs].sort((a, b) => Number(ENDED_STEPS.has(a.step)) - Number(ENDED_STEPS.has(b.step)) || b.updatedAtMs - a.updatedAtMs);
+  const header = ['ID', 'KIND', 'TARGET', 'STEP', 'PROGRESS', 'UPDATED'];
+  const rows = sorted.map((j) => {
+    const parts = [j.what, j.moved === undefined ? undefined : documents(j.moved, j.expected), j.cancelRequested === true && !ENDED_STEPS.has(j.step) ? 'cancel requested' : undefined, j.error === undefined ? undefined : `error: ${j.error}`];
+    const progress = parts.filter((p) => p !== undefined).join(', ');
+    return [cleanCell(j.id), cleanCell(j.kind), cleanCell(j.target), cleanCell(j.step), progress === '' ? NONE : cleanCell(progress), formatAgo(nowMs - j.updatedAtMs)];
+  });
+  return lines(formatTable([header, ...rows]));
+}
+
+/** One line of a VDB split's or merge's progress (from its job in GET /_cluster/jobs). */
+export function renderVdbProgress(job: JobRow): string {
+  const done = job.step === 'done' || job.step === 'cleaning';
+  const fraction = done ? 1 : job.expected === undefined || job.expected === 0 ? 0 : (job.moved ?? 0) / job.expected;
+  const error = job.error === undefined || done ? '' : ` (last error: ${cleanCell(job.error)})`;
+  return `${cleanCell(job.target)} ${cleanCell(job.what ?? job.kind)}: ${job.step.padEnd(11)} ${progressBar(fraction)} ${documents(job.moved ?? 0, job.expected)}${error}\n`;
+}
+
+/** A cancelled (or cancelling) VDB split or merge. */
+export function renderVdbCancel(job: VdbRebalanceBody): string {
+  const what = `${job.op} of ${cleanCell(job.vdb)} shard ${job.source} -> ${job.target}`;
+  if (job.state === 'cancelled') return `${what}: cancelled (${job.documents_copied} documents had been copied; the shards are as they were)\n`;
+  if (ENDED_STEPS.has(job.state)) return `${what}: ${job.state}${job.last_error === null ? '' : ` (${cleanCell(job.last_error)})`}\n`;
+  return `${what}: cancel taken, the job is still ${job.state} (follow it with firkin cluster jobs)\n`;
 }

@@ -52,8 +52,8 @@ t.test('usage errors', (t) => {
   const cases: [string[], string][] = [
     [[], 'missing command (try firkin --help)'],
     [['clusters'], 'unknown command "clusters" (try firkin --help)'],
-    [['cluster'], 'missing cluster command: one of status, nodes, join, leave, remove, shards'],
-    [['cluster', 'stat'], 'unknown cluster command "stat": one of status, nodes, join, leave, remove, shards'],
+    [['cluster'], 'missing cluster command: one of status, nodes, join, leave, remove, shards, jobs'],
+    [['cluster', 'stat'], 'unknown cluster command "stat": one of status, nodes, join, leave, remove, shards, jobs'],
     [['cluster', 'status', 'extra'], 'unexpected argument "extra" for cluster status'],
     [['cluster', 'status', '--verbose'], 'unknown option --verbose'],
     [['cluster', 'status', '-v'], 'unknown option -v'],
@@ -177,4 +177,47 @@ t.test('collection reshard', async (t) => {
   }
   const help = parseArgs(['collection', 'reshard', '--help'], {});
   t.match(help.kind === 'help' ? help.text : '', /^Usage: firkin collection reshard COLLECTION N/);
+});
+
+t.test('collection reshard --cancel', async (t) => {
+  t.same(parseArgs(['collection', 'reshard', 'docs', '--cancel'], {}), { kind: 'run', command: { kind: 'reshard-cancel', collection: 'docs' }, target: { url: DEFAULT_URL, key: undefined, json: false } });
+  for (const [argv, message] of [
+    [['collection', 'reshard', 'docs', '3', '--cancel'], 'unexpected argument "3" for collection reshard --cancel'],
+    [['collection', 'reshard', 'docs', '--cancel', '--wait'], '--cancel and --wait do not go together (a cancel answers once the job ended)'],
+    [['cluster', 'status', '--cancel'], '--cancel only applies to collection reshard'],
+  ] as const) {
+    t.same(parseArgs(argv, {}), { kind: 'usage_error', message }, argv.join(' '));
+  }
+});
+
+t.test('vdb split, merge and cancel', async (t) => {
+  const target = { url: DEFAULT_URL, key: KEY, json: false };
+  t.same(parseArgs(['vdb', 'split', 'v1', '0', '--key', KEY], {}), { kind: 'run', command: { kind: 'vdb-split', vdb: 'v1', shard: 0 }, target });
+  t.same(parseArgs(['vdb', 'merge', 'v1', '2', '--into', '1', '--key', KEY], {}), { kind: 'run', command: { kind: 'vdb-merge', vdb: 'v1', shard: 2, into: 1 }, target });
+  t.same(parseArgs(['--into=0', 'vdb', 'merge', 'v1', '1'], { FIRKIN_KEY: KEY }), { kind: 'run', command: { kind: 'vdb-merge', vdb: 'v1', shard: 1, into: 0 }, target });
+  t.same(parseArgs(['vdb', 'cancel', 'v1', '--key', KEY, '--json'], {}), { kind: 'run', command: { kind: 'vdb-cancel', vdb: 'v1' }, target: { ...target, json: true } });
+  const cases: [string[], string][] = [
+    [['vdb'], 'unknown vdb command "": one of split, merge, cancel'],
+    [['vdb', 'shrink', 'v1'], 'unknown vdb command "shrink": one of split, merge, cancel'],
+    [['vdb', 'split', '--key', KEY], 'vdb split needs a VDB name'],
+    [['vdb', 'split', 'v1', '--key', KEY], 'vdb split needs a SHARD id (0, 1, ...), got ""'],
+    [['vdb', 'split', 'v1', '01', '--key', KEY], 'vdb split needs a SHARD id (0, 1, ...), got "01"'],
+    [['vdb', 'split', 'v1', '-1', '--key', KEY], 'unknown option -1'],
+    [['vdb', 'split', 'v1', '0', 'x', '--key', KEY], 'unexpected argument "x" for vdb split'],
+    [['vdb', 'split', 'v1', '0'], 'vdb split needs the admin key: --key KEY or FIRKIN_KEY'],
+    [['vdb', 'split', 'v1', '0', '--into', '1', '--key', KEY], '--into only applies to vdb merge'],
+    [['vdb', 'merge', 'v1', '0', '--key', KEY], 'vdb merge needs --into TARGET, the adjacent shard id to merge into, got ""'],
+    [['vdb', 'merge', 'v1', '0', '--into', 'next', '--key', KEY], 'vdb merge needs --into TARGET, the adjacent shard id to merge into, got "next"'],
+    [['vdb', 'cancel', 'v1', '0', '--key', KEY], 'unexpected argument "0" for vdb cancel'],
+    [['vdb', 'cancel', 'v1'], 'vdb cancel needs the admin key: --key KEY or FIRKIN_KEY'],
+    [['cluster', 'jobs'], 'cluster jobs needs the admin key: --key KEY or FIRKIN_KEY'],
+    [['cluster', 'status', '--into', '1'], '--into only applies to vdb merge'],
+    [['collection', 'reshard', 'c', '2', '--into', '1'], '--into only applies to vdb merge'],
+  ];
+  for (const [argv, message] of cases) t.same(parseArgs(argv, {}), { kind: 'usage_error', message }, argv.join(' '));
+  for (const sub of ['split', 'merge', 'cancel'] as const) {
+    const help = parseArgs(['vdb', sub, '--help'], {});
+    t.match(help.kind === 'help' ? help.text : '', new RegExp(`^Usage: firkin vdb ${sub} VDB`), sub);
+  }
+  t.same(parseArgs(['vdb', '-h'], {}), { kind: 'help', text: HELP.vdb });
 });

@@ -1,6 +1,6 @@
 // firkin against a real 3-node cluster (real processes, gRPC and RocksDB, started through
 // scripts/cluster.sh): on every node it prints the same facts as the HTTP API, as JSON and
-// as tables, and it removes a dead node.
+// as tables; it splits and merges a VDB's shards, lists the jobs, and removes a dead node.
 import t from 'tap';
 import { FAST_CLUSTER_ENV } from '../cluster/harness.js';
 import { type ClusterNode, type LocalCluster, startCluster } from '../support/cluster.js';
@@ -57,6 +57,21 @@ t.test('status and nodes agree with the HTTP API on every node', async (t) => {
   };
   await Promise.all(c.nodes.map(check));
   t.equal(leaders.size, 1, 'one leader, seen by all');
+
+  // A clustered VDB split and merged back through firkin, the jobs listed, a cancel with nothing to cancel.
+  const admin = ['--url', c.node('n2').url, '--key', c.adminKey];
+  t.equal((await c.request('n1', 'POST', '/vdb', { body: { name: 'cv', shard_count: 1, placement: { replica_factor: 3 } } })).status, 201);
+  const docs = Array.from({ length: 40 }, (_, i) => ({ _id: `d${i}`, i }));
+  t.ok((await c.request('n1', 'POST', '/vdb/cv/_bulk_docs', { body: { docs } })).body.results.every((r: { ok?: boolean }) => r.ok), 'seeded');
+  const split = await runFirkin(['vdb', 'split', 'cv', '0', ...admin]);
+  t.match([split.code, split.stdout], [0, /^cv: shard 0 split: shard 1 took the upper half of its range \(\d+ documents moved\)\n$/], 'split');
+  const jobs = await runFirkin(['cluster', 'jobs', ...admin]);
+  t.match(jobs.stdout, /\nvdb-split-[0-9a-f]+ +vdb-rebalance +cv +done +split 0 -> 1, \d+\/\d+ documents /, 'the split in the job list');
+  const merge = await runFirkin(['vdb', 'merge', 'cv', '1', '--into', '0', ...admin]);
+  t.match([merge.code, merge.stdout], [0, /^cv: shard 1 merged into shard 0 \(\d+ documents moved\)\n$/], 'merge');
+  t.equal((await c.request('n3', 'GET', '/vdb/cv')).body.total_docs, 40, 'every document still there once');
+  const cancel = await runFirkin(['vdb', 'cancel', 'cv', ...admin]);
+  t.same([cancel.code, cancel.stderr], [1, 'firkin: not_found: virtual database "cv" has no split or merge running\n']);
 
   // A node that dies for good: once it is down, firkin removes it through any member.
   await c.kill9('n3');

@@ -80,3 +80,48 @@ t.test('requests: method, path, headers, body', async (t) => {
   const denied = await cli(['cluster', 'nodes', '--key', 'bad'], json(401, { error: 'unauthorized', message: 'unknown or revoked API key' }));
   t.same([denied.code, denied.calls.length, denied.err], [1, 1, 'firkin: unauthorized: unknown or revoked API key\n'], 'a refused key is an error, not a fallback');
 });
+
+t.test('vdb split: progress lines on stderr while the request waits, the result on stdout', async (t) => {
+  const job = (copied: number, step = 'copying') => ({ id: 'vdb-split-1', kind: 'vdb-rebalance', target: 'v1', step, createdAtMs: 0, updatedAtMs: 0, vdb: { op: 'split', source: 0, target: 2, moving: [0, 9], from: null, copied, expected: 100 } });
+  // The job list as the polls find it; the split answers at the poll after the last of these.
+  const polls = [{ jobs: [] }, { jobs: [job(40)] }, { jobs: [job(40), { ...job(0), id: 'other', target: 'v2' }] }, { jobs: [job(100, 'catching_up')] }];
+  let answer!: (r: Response) => void;
+  const answered = new Promise<Response>((resolve) => (answer = resolve));
+  const r = await cli(['vdb', 'split', 'v1', '0', '--key', 'k1'], async (url, init) => {
+    if (init.method === 'POST') return answered;
+    const body = polls.shift() ?? { jobs: [] };
+    if (polls.length === 0 && body.jobs.length === 0) answer(new Response(JSON.stringify({ ok: true, shard_id: 0, new_shard_id: 2, docs_moved: 100, message: 'shard 0 split: shard 2 took the upper half of its range', job: 'vdb-split-1' }), { status: 200 }));
+    return json(200, body)();
+  });
+  t.same([r.code, r.out], [0, 'v1: shard 0 split: shard 2 took the upper half of its range (100 documents moved)\n']);
+  t.equal(r.calls[0]!.url, 'http://127.0.0.1:8080/vdb/v1/_shards/0/_split');
+  t.same([r.calls[0]!.init.method, r.calls[0]!.init.body], ['POST', '{}']);
+  t.ok(r.calls.slice(1).every((c) => c.url === 'http://127.0.0.1:8080/_cluster/jobs' && c.init.method === 'GET'), 'then it reads the job list');
+  t.equal(
+    r.err,
+    ['v1 split 0 -> 2: copying     [########------------]  40% 40/100 documents', 'v1 split 0 -> 2: catching_up [####################] 100% 100/100 documents', ''].join('\n'),
+    'a line when the job moves, none for a poll that saw no change or another VDB',
+  );
+});
+
+t.test('vdb merge on a standalone node: no job list to follow; a refusal is the node\'s error', async (t) => {
+  const merged = await cli(['vdb', 'merge', 'v1', '1', '--into', '0', '--key', 'k1'], async (_url, init) =>
+    init.method === 'POST' ? json(200, { ok: true, shard_id: 1, target_shard: 0, docs_moved: 7, message: 'shard 1 merged into shard 0' })() : json(400, { error: 'not_clustered', message: 'standalone' })(),
+  );
+  t.same([merged.code, merged.out, merged.err, merged.calls[0]!.init.body], [0, 'v1: shard 1 merged into shard 0 (7 documents moved)\n', '', '{"target_shard":0}']);
+  const refused = await cli(['vdb', 'merge', 'v1', '1', '--into', '3', '--key', 'k1'], json(409, { error: 'conflict', message: 'shards 1 [5, 9] and 3 [20, 29] are not adjacent in hash space' }));
+  t.same([refused.code, refused.out, refused.err], [1, '', 'firkin: conflict: shards 1 [5, 9] and 3 [20, 29] are not adjacent in hash space\n']);
+});
+
+t.test('cancels and the job list: method, path, what is printed', async (t) => {
+  const cancel = await cli(['vdb', 'cancel', 'v 1', '--key', 'k1'], json(200, { id: 'j', vdb: 'v 1', op: 'split', state: 'cancelled', source: 0, target: 2, moving: [0, 9], documents_copied: 12, documents_expected: 40, cancel_requested: true, last_error: null }));
+  t.same([cancel.calls[0]!.url, cancel.calls[0]!.init.method, cancel.out], ['http://127.0.0.1:8080/vdb/v%201/_rebalance', 'DELETE', 'split of v 1 shard 0 -> 2: cancelled (12 documents had been copied; the shards are as they were)\n']);
+  const none = await cli(['vdb', 'cancel', 'v1', '--key', 'k1'], json(404, { error: 'not_found', message: 'virtual database "v1" has no split or merge running' }));
+  t.same([none.code, none.err], [1, 'firkin: not_found: virtual database "v1" has no split or merge running\n']);
+  const reshard = await cli(['collection', 'reshard', 'docs', '--cancel'], json(200, { collection: 'docs', state: 'cancelled', old_shards: 2, new_shards: 5, documents_migrated: 10, documents_expected: 100, last_error: null }));
+  t.same([reshard.calls[0]!.url, reshard.calls[0]!.init.method, reshard.out], ['http://127.0.0.1:8080/vectordb/collections/docs/reshard', 'DELETE', 'reshard docs 2 -> 5: cancelled   [##------------------]  10% 10/100 documents\n']);
+  const jobs = await cli(['cluster', 'jobs', '--key', 'k1', '--json'], json(200, { jobs: [] }));
+  t.same([jobs.calls[0]!.url, jobs.calls[0]!.init.method, jobs.out], ['http://127.0.0.1:8080/_cluster/jobs', 'GET', '{"jobs":[]}\n']);
+  const empty = await cli(['cluster', 'jobs', '--key', 'k1'], json(200, { jobs: [] }));
+  t.equal(empty.out, 'no jobs\n');
+});

@@ -1,9 +1,9 @@
 // What firkin prints for each answer, and the shape checks that guard it.
 import t from 'tap';
-import { asNodeDetails, asNodeStatus, asNodes, asStatus } from '../../src/cli/contract.js';
+import { asJobs, asNodeDetails, asNodeStatus, asNodes, asStatus, asVdbRebalance } from '../../src/cli/contract.js';
 import { failureLine } from '../../src/cli/failure.js';
 import { DETAILS, DETAILS_TABLE } from './fixtures.js';
-import { formatAgo, progressBar, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus } from '../../src/cli/render.js';
+import { formatAgo, progressBar, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from '../../src/cli/render.js';
 
 t.test('status: this node, the leader, members and the unhealthy ones', (t) => {
   t.equal(
@@ -96,4 +96,42 @@ t.test('reshard progress', async (t) => {
   t.equal(renderReshardProgress(job), 'reshard c 2 -> 5: copying     [#####---------------]  25% 500/2000 documents\n');
   t.match(renderReshardProgress({ ...job, last_error: 'no leader\nyet' }), /\(last error: no leader\uFFFDyet\)\n$/, 'errors shown on one line');
   t.match(renderReshardProgress({ ...job, state: 'done', documents_expected: null }), /done        \[#{20}\] 100% 500 documents\n$/);
+});
+
+/** GET /_cluster/jobs as the metadata records them: a leave, a reshard that ended, a VDB split under way. */
+const JOBS = {
+  jobs: [
+    { id: 'leave-1', kind: 'leave', target: 'n3', step: 'done', createdAtMs: 1_000, updatedAtMs: 5_000 },
+    { id: 'reshard-a', kind: 'reshard', target: 'docs', step: 'done', createdAtMs: 2_000, updatedAtMs: 9_000, reshard: { oldShards: 2, newShards: 5, sources: {}, migrated: 2000, expected: 2000 } },
+    { id: 'vdb-split-b', kind: 'vdb-rebalance', target: 'v1', step: 'copying', createdAtMs: 10_000, updatedAtMs: 60_000, vdb: { op: 'split', source: 0, target: 2, moving: [0, 9], from: null, copied: 400, expected: 1000, cancelRequested: true, error: 'n2: timeout' } },
+  ],
+};
+
+t.test('jobs: running first, then the ended ones, newest first; progress in words', async (t) => {
+  const jobs = asJobs(JOBS);
+  t.equal(
+    renderJobs(jobs, 61_000),
+    [
+      'ID           KIND           TARGET  STEP     PROGRESS                                                                UPDATED',
+      'vdb-split-b  vdb-rebalance  v1      copying  split 0 -> 2, 400/1000 documents, cancel requested, error: n2: timeout  1.0s ago',
+      'reshard-a    reshard        docs    done     2 -> 5 shards, 2000/2000 documents                                      52.0s ago',
+      'leave-1      leave          n3      done     -                                                                       56.0s ago',
+      '',
+    ].join('\n'),
+  );
+  t.equal(renderJobs([], 0), 'no jobs\n');
+  t.throws(() => asJobs({ jobs: [{ id: 'x' }] }), { code: 'bad_response', message: 'job 0: kind must be a string, got nothing' });
+  t.throws(() => asJobs({}), { code: 'bad_response', message: 'cluster jobs: jobs must be a list, got nothing' });
+});
+
+t.test('a VDB split or merge: its progress line, and its cancel', async (t) => {
+  const [, , split] = asJobs(JOBS);
+  t.equal(renderVdbProgress({ ...split!, error: undefined }), 'v1 split 0 -> 2: copying     [########------------]  40% 400/1000 documents\n');
+  t.match(renderVdbProgress(split!), /\(last error: n2: timeout\)\n$/);
+  t.match(renderVdbProgress({ ...split!, step: 'cleaning' }), /cleaning    \[#{20}\] 100%/);
+  const cancelled = asVdbRebalance({ id: 'vdb-merge-c', vdb: 'v1', op: 'merge', state: 'cancelled', source: 1, target: 0, moving: [5, 9], documents_copied: 30, documents_expected: 80, cancel_requested: true, last_error: null });
+  t.equal(renderVdbCancel(cancelled), 'merge of v1 shard 1 -> 0: cancelled (30 documents had been copied; the shards are as they were)\n');
+  t.equal(renderVdbCancel({ ...cancelled, state: 'copying' }), 'merge of v1 shard 1 -> 0: cancel taken, the job is still copying (follow it with firkin cluster jobs)\n');
+  t.equal(renderVdbCancel({ ...cancelled, state: 'failed', last_error: 'v1 was deleted' }), 'merge of v1 shard 1 -> 0: failed (v1 was deleted)\n');
+  t.throws(() => asVdbRebalance({ vdb: 'v1' }), { code: 'bad_response', message: 'VDB rebalance job: op must be a string, got nothing' });
 });
