@@ -631,6 +631,23 @@ export function isReshardEnded(step: string): boolean {
   return step === 'done' || step === 'failed' || step === 'cancelled';
 }
 
+/**
+ * The last index a shard group's log may be compacted to while a running reshard still has
+ * to replay it (the tail reads the entries after it), or undefined when none has. A log
+ * compacted past that point cannot be replayed: once the old groups are fenced that would
+ * leave the collection refusing writes for good.
+ */
+export function reshardLogFloor(state: MetaState, group: string): number | undefined {
+  let floor: number | undefined;
+  for (const job of Object.values(state.jobs)) {
+    const source = job.reshard?.sources[group];
+    if (source === undefined || source.from === null || isReshardEnded(job.step)) continue;
+    const replayedTo = Math.max(source.from, source.tailed);
+    floor = floor === undefined ? replayedTo : Math.min(floor, replayedTo);
+  }
+  return floor;
+}
+
 /** Canonical form for snapshots and digests: every map with its keys sorted. */
 export function canonicalMeta(state: MetaState): MetaState {
   const sorted = <T>(m: Readonly<Record<string, T>>): Record<string, T> => Object.fromEntries(Object.entries(m).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

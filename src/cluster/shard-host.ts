@@ -331,7 +331,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   }
 
   /** A Raft group for a replica of `placement` with `fsm` as its state machine (not started: the host starts it). */
-  protected async raftGroup(placement: ShardPlacement, fsm: StateMachine, appliedIndex: () => number, snapshotEveryEntries?: number): Promise<RaftGroup> {
+  protected async raftGroup(placement: ShardPlacement, fsm: StateMachine, appliedIndex: () => number, extra: { snapshotEveryEntries?: number; compactFloor?: () => number | undefined } = {}): Promise<RaftGroup> {
     const { store, member } = this.o;
     // The replicas it was created on bootstrap the same initial membership (themselves as
     // voters); a replica placed later (repair, leave) starts empty and is added by the leader.
@@ -353,8 +353,9 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       linkLost: (node) => member.peerLinkLost(node),
       appliedIndex,
       proposalTimeoutMs: t.proposalTimeoutMs,
-      snapshotEveryEntries: snapshotEveryEntries ?? t.snapshotEntries,
+      snapshotEveryEntries: extra.snapshotEveryEntries ?? t.snapshotEntries,
       retainEntries: t.retainEntries,
+      ...(extra.compactFloor === undefined ? {} : { compactFloor: extra.compactFloor }),
     });
     return group;
   }

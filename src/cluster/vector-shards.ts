@@ -38,7 +38,7 @@ import type { ClusterCatalogue, ClusteredCollection, ReadOptions, SearchOptions,
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { ReshardCoordinator, reshardView } from './reshard.js';
-import { isReshardEnded } from './meta-state.js';
+import { isReshardEnded, reshardLogFloor } from './meta-state.js';
 import { statfs } from 'node:fs/promises';
 import type { ReshardInfo } from '../vector/cluster.js';
 import { ShardHost, awaitNewShardLeaders, type ShardHostOptions, type WantedReplica } from './shard-host.js';
@@ -332,7 +332,8 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       },
     });
     await fsm.loadFence();
-    const group = await this.raftGroup(placement, fsm, () => fsm.shard.appliedIndex);
+    // A running reshard replays this group's log after where its copy read: keep those entries.
+    const group = await this.raftGroup(placement, fsm, () => fsm.shard.appliedIndex, { compactFloor: () => reshardLogFloor(this.#o.member.state, placement.group) });
     return { placement, fsm, group };
   }
 

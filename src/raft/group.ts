@@ -46,6 +46,8 @@ export interface RaftGroupOptions {
   /** Take a snapshot and compact once this many entries were applied since the last one. */
   snapshotEveryEntries: number;
   retainEntries: number;
+  /** An index the log must not be compacted past (entries after it are still to be read), if any. */
+  compactFloor?(): number | undefined;
   onSoftState?(state: SoftState): void;
 }
 
@@ -263,7 +265,9 @@ export class RaftGroup {
     o.onSoftState?.(rd.softState);
     if (applied - o.log.mem.snapshot().meta.index >= o.snapshotEveryEntries) {
       const data = await o.fsm.snapshot();
-      await o.log.createSnapshot({ index: applied, conf: this.core.confStateAt(applied) }, data, o.retainEntries);
+      const floor = o.compactFloor?.();
+      const retain = floor === undefined ? o.retainEntries : Math.max(o.retainEntries, applied - floor);
+      await o.log.createSnapshot({ index: applied, conf: this.core.confStateAt(applied) }, data, retain);
       this.core.compactConfHistory(applied);
     }
   }

@@ -3,7 +3,7 @@
 // plain replay (what a node restarting from a snapshot, or a learner fed one, relies on).
 import t from 'tap';
 import fc from 'fast-check';
-import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState } from '../../src/cluster/meta-state.js';
+import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState, reshardLogFloor } from '../../src/cluster/meta-state.js';
 import { encodeCbor } from '../../src/core/codec.js';
 import { MetaFsm } from '../../src/cluster/metadata.js';
 import type { Entry } from '../../src/raft/types.js';
@@ -263,5 +263,28 @@ t.test('a reshard cancel that comes after its switching step is refused', (t) =>
   t.match(state.jobs.r1, { step: 'switching' });
   t.match(step({ type: 'reshard.abort', jobId: 'r1', atMs: 3, step: 'cancelled' }), { ok: false, code: 'conflict' });
   t.match(state.jobs.r1, { step: 'switching' }, 'the job goes on to its switch');
+  t.end();
+});
+
+t.test('a running reshard holds its old groups\' logs from where its replay stands; an ended one does not', (t) => {
+  let state = replay([
+    { type: 'collection.create', name: 'c', config: { dimensions: 3 }, replicationFactor: 1, shards: [{ range: [0, 2147483647], replicas: ['n1'] }, { range: [2147483648, 4294967295], replicas: ['n1'] }] },
+  ]);
+  const [g0, g1] = state.collections.c!.shards.map((s) => s.group) as [string, string];
+  const step = (cmd: MetaCommand) => (state = applyMeta(state, cmd).state);
+  t.equal(reshardLogFloor(state, g0), undefined, 'no reshard: no floor');
+  step({ type: 'reshard.begin', collection: 'c', jobId: 'r1', atMs: 1, shards: [{ range: [0, 4294967295], replicas: ['n1'] }] });
+  t.equal(reshardLogFloor(state, g0), undefined, 'before the copy has read a source, nothing to hold');
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 2, group: g0, source: { from: 40 } });
+  t.equal(reshardLogFloor(state, g0), 40, 'the copy read the state at 40: its replay starts after it');
+  t.equal(reshardLogFloor(state, g1), undefined);
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 3, group: g0, source: { copied: true, docs: 5, tailed: 40 } });
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 4, group: g0, source: { tailed: 75 } });
+  t.equal(reshardLogFloor(state, g0), 75, 'the floor follows the replay');
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 5, step: 'switching' });
+  t.equal(reshardLogFloor(state, g0), 75, 'and holds through the switch');
+  step({ type: 'reshard.switch', jobId: 'r1', atMs: 6 });
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 7, step: 'done' });
+  t.equal(reshardLogFloor(state, g0), undefined, 'an ended reshard holds nothing');
   t.end();
 });

@@ -191,8 +191,9 @@ t.test('online reshard 2 -> 5 -> 3 under writes and searches, coordinator killed
 });
 
 t.test('reshard errors, cancel, and the CLI', async (t) => {
-  // A slow copy, so a reshard can be cancelled while it copies.
-  const cluster = await TestCluster.start(1, { SERVICE_RESHARD_DOCS_PER_SEC: '40' });
+  // A slow copy, so a reshard can be cancelled while it copies; logs compacted every 8 entries,
+  // so writes during a reshard would compact its old groups past where its replay stands.
+  const cluster = await TestCluster.start(1, { SERVICE_RESHARD_DOCS_PER_SEC: '40', SERVICE_RAFT_SNAPSHOT_ENTRIES: '8', SERVICE_RAFT_RETAIN_ENTRIES: '1' });
   t.teardown(() => cluster.close());
   t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/e', { body: { dimensions: 4, num_shards: 2, replication_factor: 1 } })).status, 201);
   const same = await cluster.request('n1', 'POST', '/vectordb/collections/e/reshard', { body: { num_shards: 2 } });
@@ -214,14 +215,28 @@ t.test('reshard errors, cancel, and the CLI', async (t) => {
   await waitFor(async () => (((await cluster.request('n1', 'GET', '/_cluster/shards')).body.replicas as unknown[]).length === 2 ? true : undefined), { what: 'the pending groups to go' });
   t.match((await cluster.request('n1', 'GET', '/vectordb/collections/e')).body, { num_shards: 2, count: 60 }, 'still two shards with every document');
 
-  // The CLI: firkin collection reshard e 3 --wait follows the job to its end.
+  // The CLI: firkin collection reshard e 3 --wait follows the job to its end, while a writer
+  // adds documents: the old groups' logs may not be compacted past the replay (the job failed
+  // with "compacted past index" before they were held for it).
+  let writing = true;
+  let acked = 0;
+  const writer = (async () => {
+    for (let i = 0; writing; i++) {
+      const r = await cluster.request('n1', 'POST', '/vectordb/collections/e/docs', { body: { documents: [{ id: `w${i}`, text: 'w', metadata: {}, vector: [i, 2, 0, 1] }] } });
+      if (r.status !== 200) throw new Error(`write w${i}: ${r.status} ${JSON.stringify(r.body)}`);
+      acked++;
+    }
+  })();
   let out = '';
   let err = '';
   const code = await runCli(['collection', 'reshard', 'e', '3', '--wait', '--url', cluster.url('n1')], {}, { out: (x) => (out += x), err: (x) => (err += x), fetch });
+  writing = false;
+  await writer;
   t.equal(code, 0, `the CLI waited for the job (${err.trim().split('\n').at(-1) ?? ''})`);
-  t.match(out, /^reshard e 2 -> 3: done +\[#{20}\] 100% 60\/60 documents\n$/, 'and printed its end');
+  t.match(out, /^reshard e 2 -> 3: done +\[#{20}\] 100% \d+\/\d+ documents\n$/, 'and printed its end');
+  t.ok(acked > 8, `writes went on during the reshard (${acked})`);
   const described = await cluster.request('n1', 'GET', '/vectordb/collections/e');
-  t.match(described.body, { num_shards: 3, count: 60 }, 'three shards, every document');
+  t.match(described.body, { num_shards: 3, count: 60 + acked }, 'three shards, every document');
   const again = await cluster.request('n1', 'GET', '/vectordb/collections/e/reshard');
-  t.match(again.body, { state: 'done', old_shards: 2, new_shards: 3, documents_migrated: 60, documents_expected: 60, last_error: null });
+  t.match(again.body, { state: 'done', old_shards: 2, new_shards: 3, last_error: null });
 });

@@ -182,6 +182,29 @@ t.test('a state machine that keeps its applied index durably is not handed those
   t.ok(applied.includes(index as number), 'the new entry was applied');
 });
 
+t.test('snapshots do not compact the log past the floor a reader still needs; without one they do', async (t) => {
+  const dir = tempDir();
+  const store = await Store.open(dir);
+  t.teardown(() => store.close());
+  let floor: number | undefined = 3;
+  const log = await RocksLog.open(store, 'f', { voters: ['solo'], learners: [] });
+  const group = new RaftGroup({
+    id: 'solo', group: 'f', log, fsm: new ListFsm(), rand: mathRand, ticker: new RaftTicker(10), electionTicks: 10, heartbeatTicks: 1,
+    proposalTimeoutMs: 3_000, snapshotEveryEntries: 5, retainEntries: 1, send: () => undefined, compactFloor: () => floor,
+  });
+  await group.start();
+  t.teardown(() => group.close());
+  await waitFor(() => group.core.role === 'leader', { what: 'the single voter to lead' });
+  for (let i = 0; i < 30; i++) await group.propose(utf8.encode(`v${i}`));
+  t.ok(log.mem.snap.meta.index >= 25, `snapshots were taken (at ${log.mem.snap.meta.index})`);
+  t.equal(log.mem.offsetIndex, 3, 'entries after the floor are all kept');
+  const reopened = await RocksLog.open(store, 'f');
+  t.equal(reopened.mem.offsetIndex, 3, 'and so is the stored log');
+  floor = undefined;
+  for (let i = 0; i < 10; i++) await group.propose(utf8.encode(`w${i}`));
+  t.equal(log.mem.offsetIndex, log.mem.snap.meta.index - 1, 'with the floor gone, the next snapshot compacts as usual');
+});
+
 t.test('followers whose link to a dead leader is lost elect a new leader within half an election timeout', async (t) => {
   // Election timeouts of 100 ticks: without the linkLost signal the first campaign cannot come
   // before 100 ticks without a heartbeat; with it, a follower forgets the leader after a
