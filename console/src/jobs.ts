@@ -6,11 +6,15 @@
 
 export interface JobRecord {
   readonly id: string;
-  readonly kind: 'leave' | 'repair' | 'reshard';
+  readonly kind: 'leave' | 'repair' | 'reshard' | 'vdb-rebalance';
   readonly target: string;
   readonly step: string;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
+  /** A reshard's counts (documents copied toward those the collection held at its start). */
+  readonly reshard?: { readonly oldShards: number; readonly newShards: number; readonly migrated: number; readonly expected?: number; readonly error?: string };
+  /** A VDB split's or merge's counts. */
+  readonly vdb?: { readonly op: string; readonly source: number; readonly target: number; readonly copied: number; readonly expected?: number; readonly cancelRequested?: true; readonly error?: string };
 }
 
 export interface NodeState {
@@ -62,8 +66,43 @@ export function shardsHolding(node: string, collections: readonly CollectionShar
   return held;
 }
 
+/** A reshard's and a VDB split's or merge's steps, in the order the coordinator takes them. */
+const MOVE_STEPS = ['copying', 'catching_up', 'switching', 'cleaning'] as const;
+const MOVE_DOING: Record<(typeof MOVE_STEPS)[number], string> = {
+  copying: 'copying documents',
+  catching_up: 'copying what changed meanwhile',
+  switching: 'switching (writes of the moving range wait)',
+  cleaning: 'cleaning up',
+};
+
+/**
+ * A reshard or a VDB split or merge: its step among the four, and the documents copied toward
+ * those there were at its start. The bar counts the copy as the first three quarters (it is
+ * most of the time), the later steps as the last quarter.
+ */
+function moveDetail(job: JobRecord): { moved: number; expected: number | undefined; error: string | undefined; cancel: boolean } | undefined {
+  if (job.reshard !== undefined) return { moved: job.reshard.migrated, expected: job.reshard.expected, error: job.reshard.error, cancel: false };
+  if (job.vdb !== undefined) return { moved: job.vdb.copied, expected: job.vdb.expected, error: job.vdb.error, cancel: job.vdb.cancelRequested === true };
+  return undefined;
+}
+
+function moveProgress(job: JobRecord): JobProgress {
+  const detail = moveDetail(job);
+  const at = MOVE_STEPS.indexOf(job.step as (typeof MOVE_STEPS)[number]);
+  const ended = job.step === 'done' || job.step === 'failed' || job.step === 'cancelled';
+  const steps = MOVE_STEPS.map((step, i) => ({ doing: MOVE_DOING[step], done: job.step === 'done' || (at !== -1 && i < at) }));
+  if (ended) return { steps, fraction: job.step === 'done' ? 1 : 0, current: job.step === 'done' ? 'done' : `${job.step}${detail?.error === undefined ? '' : `: ${detail.error}`}` };
+  if (at === -1 || detail === undefined) return { steps: [], fraction: null, current: job.step };
+  const copied = detail.expected === undefined || detail.expected === 0 ? 0 : Math.min(1, detail.moved / detail.expected);
+  const fraction = at === 0 ? 0.75 * copied : 0.75 + (0.25 * (at - 1)) / (MOVE_STEPS.length - 1);
+  const counts = detail.expected === undefined ? `${detail.moved} documents` : `${detail.moved} of ${detail.expected} documents`;
+  const notes = [detail.cancel ? 'cancel requested' : undefined, detail.error === undefined ? undefined : `last error: ${detail.error}`].filter((x) => x !== undefined);
+  return { steps, fraction, current: `step ${at + 1} of ${MOVE_STEPS.length}: ${MOVE_DOING[MOVE_STEPS[at]!]} (${counts})${notes.length === 0 ? '' : `; ${notes.join('; ')}`}` };
+}
+
 // The steps of a leave, in the order docs/cluster.md gives them.
 export function jobProgress(job: JobRecord, nodes: readonly NodeState[], collections: readonly CollectionShards[]): JobProgress {
+  if (job.kind === 'reshard' || job.kind === 'vdb-rebalance') return moveProgress(job);
   if (job.kind !== 'leave') return { steps: [], fraction: null, current: job.step };
   const node = nodes.find((n) => n.name === job.target);
   const left = node?.status === 'left';

@@ -52,3 +52,23 @@ t.test('replica moves: adding, catching up (share of the log), removing', (t) =>
   t.same(replicaMoves([{ name: 'c', shards: [{ shard: 0, replicas: ['n1'], leader: null }] }]), [], 'an unreachable shard shows nothing');
   t.end();
 });
+
+t.test('a reshard and a VDB split show their step and the documents copied', (t) => {
+  const reshard: JobRecord = { id: 'r1', kind: 'reshard', target: 'docs', step: 'copying', createdAtMs: 0, updatedAtMs: 0, reshard: { oldShards: 2, newShards: 5, migrated: 500, expected: 2000 } };
+  const copying = jobProgress(reshard, [], []);
+  t.equal(copying.fraction, 0.75 * 0.25, 'the copy is the first three quarters of the bar');
+  t.equal(copying.current, 'step 1 of 4: copying documents (500 of 2000 documents)');
+  const switching = jobProgress({ ...reshard, step: 'switching', reshard: { ...reshard.reshard!, migrated: 2000, error: 'n2: timeout' } }, [], []);
+  t.equal(switching.fraction, 0.75 + 0.25 / 3);
+  t.equal(switching.current, 'step 3 of 4: switching (writes of the moving range wait) (2000 of 2000 documents); last error: n2: timeout');
+  t.same(switching.steps.map((s) => s.done), [true, true, false, false]);
+  t.same(jobProgress({ ...reshard, step: 'done' }, [], []).fraction, 1);
+  const split: JobRecord = { id: 'v1', kind: 'vdb-rebalance', target: 'orders', step: 'catching_up', createdAtMs: 0, updatedAtMs: 0, vdb: { op: 'split', source: 0, target: 2, copied: 40, cancelRequested: true } };
+  const p = jobProgress(split, [], []);
+  t.equal(p.fraction, 0.75);
+  t.equal(p.current, 'step 2 of 4: copying what changed meanwhile (40 documents); cancel requested');
+  t.same(jobProgress({ ...split, step: 'cancelled' }, [], []), { steps: p.steps.map((s) => ({ ...s, done: false })), fraction: 0, current: 'cancelled' });
+  t.same(jobProgress({ ...split, step: 'failed', vdb: { ...split.vdb!, error: 'orders was deleted' } }, [], []).current, 'failed: orders was deleted');
+  t.same(jobProgress({ ...split, step: 'someday' }, [], []), { steps: [], fraction: null, current: 'someday' }, 'a step this console does not know');
+  t.end();
+});

@@ -164,7 +164,7 @@ function Jobs({ view }: { view: ClusterView }) {
     <section aria-label="Jobs">
       <h2>Jobs</h2>
       {view.jobs.length === 0 ? (
-        <p class="muted">No leave, repair or reshard job in the metadata.</p>
+        <p class="muted">No leave, repair, reshard, VDB split or merge job in the metadata.</p>
       ) : (
         <table aria-label="Cluster jobs">
           <thead><tr><th>job</th><th>kind</th><th>target</th><th>step (leader)</th><th>started</th><th>progress</th></tr></thead>
