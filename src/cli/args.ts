@@ -2,12 +2,13 @@
 // a help text or a usage error out. The shell (`firkin.ts`) does the talking.
 import { HELP, type HelpTopic } from './help.js';
 
-export const CLUSTER_COMMANDS = ['status', 'nodes', 'join', 'leave', 'remove', 'shards', 'jobs'] as const;
+export const CLUSTER_COMMANDS = ['status', 'nodes', 'health', 'join', 'leave', 'remove', 'shards', 'jobs'] as const;
 export type ClusterCommand = (typeof CLUSTER_COMMANDS)[number];
 
 export type Command =
   | { readonly kind: 'status' }
   | { readonly kind: 'nodes' }
+  | { readonly kind: 'health' }
   | { readonly kind: 'join'; readonly seed: string }
   | { readonly kind: 'leave' }
   | { readonly kind: 'remove'; readonly node: string }

@@ -274,3 +274,20 @@ export function asVdbShardChange(raw: unknown): { message: string; docs_moved: n
   const b = object(raw, what);
   return { message: field(b, 'message', what, isString, 'a string'), docs_moved: field(b, 'docs_moved', what, isNumber, 'a number') };
 }
+
+/** What the CLI reads of a node's GET /health. */
+export interface HealthBody {
+  status: string;
+  node: string;
+  problems: string[];
+}
+
+export function asHealth(raw: unknown): HealthBody {
+  const what = 'health';
+  const b = object(raw, what);
+  return {
+    status: field(b, 'status', what, isString, 'a string'),
+    node: field(b, 'node', what, isString, 'a string'),
+    problems: b.problems === undefined ? [] : field(b, 'problems', what, isStrings, 'a list of strings'),
+  };
+}

@@ -2,10 +2,10 @@
 // API, checks the answer (contract.ts) and prints it (render.ts), or prints the JSON as the
 // node sent it with --json. bin/firkin.js runs it.
 import { type Command, type Target, parseArgs } from './args.js';
-import { asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asVdbRebalance, asVdbShardChange } from './contract.js';
+import { asHealth, asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asVdbRebalance, asVdbShardChange } from './contract.js';
 import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
 import { cleanCell } from './table.js';
-import { ENDED_STEPS, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from './render.js';
+import { ENDED_STEPS, type NodeHealth, renderClusterHealth, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from './render.js';
 
 export interface CliIo {
   out(text: string): void;
@@ -31,8 +31,13 @@ export async function runCli(argv: readonly string[], env: Readonly<Record<strin
       return EXIT_USAGE;
     case 'run':
       try {
-        io.out(await run(parsed.command, parsed.target, io.fetch, (line) => io.err(line)));
-        return 0;
+        const result = await run(parsed.command, parsed.target, io.fetch, (line) => io.err(line));
+        if (typeof result === 'string') {
+          io.out(result);
+          return 0;
+        }
+        io.out(result.out);
+        return result.exitCode;
       } catch (err) {
         if (!(err instanceof CliFailure)) throw err;
         io.err(`${failureLine(err.code, err.message)}\n`);
@@ -44,7 +49,12 @@ export async function runCli(argv: readonly string[], env: Readonly<Record<strin
 /** How often `collection reshard --wait`, `vdb split` and `vdb merge` ask for the job. */
 const RESHARD_POLL_MS = 1_000;
 
-async function run(command: Command, target: Target, fetchFn: typeof fetch, progress: (line: string) => void): Promise<string> {
+/** `cluster health` when some node is not ok: the report is printed, and the status says so. */
+export const EXIT_NOT_HEALTHY = 3;
+/** How long `cluster health` waits for one node's /health. */
+const HEALTH_TIMEOUT_MS = 5_000;
+
+async function run(command: Command, target: Target, fetchFn: typeof fetch, progress: (line: string) => void): Promise<string | { out: string; exitCode: number }> {
   const call = (method: string, path: string, body?: unknown, timeoutMs?: number) => callNode(fetchFn, target, method, path, body, timeoutMs);
   const print = <T>(raw: unknown, check: (raw: unknown) => T, render: (body: T) => string) =>
     target.json ? `${JSON.stringify(raw)}\n` : render(check(raw));
@@ -61,6 +71,11 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
         if (details !== undefined) return print(details, asNodeDetails, renderNodeDetails);
       }
       return print(await call('GET', '/vectordb/cluster/nodes'), asNodes, renderNodeNames);
+    }
+    case 'health': {
+      const nodes = await clusterHealth(target, fetchFn, call);
+      const out = target.json ? `${JSON.stringify({ nodes: nodes.map((n) => ({ name: n.name, member: n.member ?? null, health: n.raw })) })}\n` : renderClusterHealth(nodes);
+      return { out, exitCode: nodes.every((n) => n.health.status === 'ok') ? 0 : EXIT_NOT_HEALTHY };
     }
     case 'join':
       return print(
@@ -114,6 +129,45 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
         await new Promise((r) => setTimeout(r, RESHARD_POLL_MS));
       }
     }
+  }
+}
+
+/**
+ * Every member's /health (from the member list, with an admin key), or the target's alone (no
+ * key, or a standalone node). A node that does not answer is `unreachable`, not an error.
+ */
+async function clusterHealth(target: Target, fetchFn: typeof fetch, call: (method: string, path: string) => Promise<unknown>): Promise<(NodeHealth & { raw: unknown })[]> {
+  let members: { name: string; http: string; status: string }[] | undefined;
+  if (target.key !== undefined) {
+    const details = await call('GET', '/_cluster/nodes').catch((err: unknown) => {
+      if (err instanceof CliFailure && (err.code === 'not_clustered' || err.code === 'not_found')) return undefined;
+      throw err;
+    });
+    if (details !== undefined) members = asNodeDetails(details).nodes.filter((n) => n.status !== 'left');
+  }
+  if (members === undefined) {
+    const own = await nodeHealth(fetchFn, target.url);
+    return [{ name: 'node' in own.health ? own.health.node : target.url, member: undefined, ...own }];
+  }
+  return Promise.all(members.map(async (m) => ({ name: m.name, member: m.status, ...(await nodeHealth(fetchFn, m.http)) })));
+}
+
+/** One node's GET /health: 200 and 503 both carry the report. */
+async function nodeHealth(fetchFn: typeof fetch, url: string): Promise<{ health: NodeHealth['health']; raw: unknown }> {
+  const unreachable = (why: string) => {
+    const health = { status: 'unreachable' as const, problems: [why] as [string] };
+    return { health, raw: health };
+  };
+  try {
+    const res = await fetchFn(`${url}/health`, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
+    const raw = JSON.parse(await res.text()) as unknown;
+    return { health: asHealth(raw), raw };
+  } catch (err) {
+    if ((err as Error).name === 'TimeoutError') return unreachable(`no answer from ${url} within ${HEALTH_TIMEOUT_MS / 1000} s`);
+    if (err instanceof CliFailure) return unreachable(`${url} answered something that is not a health report: ${err.message}`);
+    if (err instanceof SyntaxError) return unreachable(`${url} answered something that is not JSON`);
+    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+    return unreachable(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
   }
 }
 

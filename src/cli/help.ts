@@ -1,5 +1,5 @@
 // The --help texts of `firkin`, one per command (docs/cli.md shows the same with examples).
-export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel';
+export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'health' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel';
 
 const TARGET = `Options:
   --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
@@ -18,6 +18,7 @@ Administer a Firkin node or cluster over its HTTP API.
 Commands:
   cluster status              this node's view of the cluster
   cluster nodes               the members (details with an admin key)
+  cluster health              every member's /health: status and problems
   cluster join --seed H:P     join the cluster that H:P (a member's gRPC address) belongs to
   cluster leave               make this node leave its cluster
   cluster remove NODE         remove a dead node from the cluster
@@ -36,7 +37,7 @@ ${TARGET}
 ${EXIT}
 Run firkin <cluster|collection|vdb> <command> --help for one command.`,
 
-  cluster: `Usage: firkin cluster <status|nodes|join|leave|remove|shards|jobs> [options]
+  cluster: `Usage: firkin cluster <status|nodes|health|join|leave|remove|shards|jobs> [options]
 
 ${TARGET}
 
@@ -54,6 +55,16 @@ ${TARGET}`,
 With an admin key: every node with its status, role in the metadata group, zone, HTTP and
 gRPC addresses and last heartbeat (GET /_cluster/nodes); a standalone node, which has no
 such view, lists its name. Without a key: the member names (GET /vectordb/cluster/nodes).
+
+${TARGET}`,
+
+  health: `Usage: firkin cluster health [--url URL] [--key KEY] [--json]
+
+Asks every member of the cluster for its GET /health (the members and their HTTP addresses
+come from GET /_cluster/nodes with an admin key, else the node at --url only) and prints one
+row per node: its health (ok, degraded, failing or unreachable), its membership status and
+its problems. Exits 0 when every node answered ok, 3 when one did not (degraded, failing or
+unreachable), 1 when the command itself failed.
 
 ${TARGET}`,
 

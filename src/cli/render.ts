@@ -1,6 +1,6 @@
 // What each command prints by default: the node's answer as aligned text. Pure; every
 // function returns the whole output, lines joined, ending with a newline.
-import type { JobRow, NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody, VdbRebalanceBody } from './contract.js';
+import type { HealthBody, JobRow, NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody, VdbRebalanceBody } from './contract.js';
 import { cleanCell, formatTable } from './table.js';
 
 const NONE = '-';
@@ -127,4 +127,22 @@ export function renderVdbCancel(job: VdbRebalanceBody): string {
   if (job.state === 'cancelled') return `${what}: cancelled (${job.documents_copied} documents had been copied; the shards are as they were)\n`;
   if (ENDED_STEPS.has(job.state)) return `${what}: ${job.state}${job.last_error === null ? '' : ` (${cleanCell(job.last_error)})`}\n`;
   return `${what}: cancel taken, the job is still ${job.state} (follow it with firkin cluster jobs)\n`;
+}
+
+/** One node's answer to GET /health, or why there was none. */
+export interface NodeHealth {
+  name: string;
+  /** Its membership status (up, suspect, down, ...); undefined for a standalone node. */
+  member: string | undefined;
+  health: HealthBody | { status: 'unreachable'; problems: [string] };
+}
+
+/** A row per node, then each problem on a line of its own under a blank line. */
+export function renderClusterHealth(nodes: readonly NodeHealth[]): string {
+  const header = ['NODE', 'HEALTH', 'MEMBER', 'PROBLEMS'];
+  const rows = nodes.map((n) => [cleanCell(n.name), cleanCell(n.health.status), cleanCell(n.member ?? NONE), String(n.health.problems.length)]);
+  const problems = nodes.flatMap((n) => n.health.problems.map((p) => `${cleanCell(n.name)}: ${cleanCell(p)}`));
+  const ok = nodes.filter((n) => n.health.status === 'ok').length;
+  const summary = `${nodes.length} node${nodes.length === 1 ? '' : 's'}: ${ok} ok${ok === nodes.length ? '' : `, ${nodes.length - ok} not`}`;
+  return lines([...formatTable([header, ...rows]), ...(problems.length === 0 ? [] : ['', ...problems]), '', summary]);
 }

@@ -52,8 +52,8 @@ t.test('usage errors', (t) => {
   const cases: [string[], string][] = [
     [[], 'missing command (try firkin --help)'],
     [['clusters'], 'unknown command "clusters" (try firkin --help)'],
-    [['cluster'], 'missing cluster command: one of status, nodes, join, leave, remove, shards, jobs'],
-    [['cluster', 'stat'], 'unknown cluster command "stat": one of status, nodes, join, leave, remove, shards, jobs'],
+    [['cluster'], 'missing cluster command: one of status, nodes, health, join, leave, remove, shards, jobs'],
+    [['cluster', 'stat'], 'unknown cluster command "stat": one of status, nodes, health, join, leave, remove, shards, jobs'],
     [['cluster', 'status', 'extra'], 'unexpected argument "extra" for cluster status'],
     [['cluster', 'status', '--verbose'], 'unknown option --verbose'],
     [['cluster', 'status', '-v'], 'unknown option -v'],

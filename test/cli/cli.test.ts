@@ -58,7 +58,7 @@ t.test('usage errors, help and an unreachable node', async (t) => {
     // What a user types in a clone after npm ci: npm exec runs the root package's own bin.
     runFirkin(['cluster', 'nodes', '--help'], {}, ['npm', 'exec', '--offline', '--no', '--', 'firkin']),
   ]);
-  failed(t, usage, 2, /^firkin: usage: unknown cluster command "stats": one of status, nodes, join, leave, remove, shards, jobs\n$/, 'unknown command');
+  failed(t, usage, 2, /^firkin: usage: unknown cluster command "stats": one of status, nodes, health, join, leave, remove, shards, jobs\n$/, 'unknown command');
   failed(t, noKey, 2, /^firkin: usage: cluster remove needs the admin key: --key KEY or FIRKIN_KEY\n$/, 'admin command without a key');
   t.same([help.code, help.stderr], [0, '']);
   t.match(help.stdout, /^Usage: firkin cluster join --seed HOST:PORT/);

@@ -58,6 +58,16 @@ t.test('status and nodes agree with the HTTP API on every node', async (t) => {
   await Promise.all(c.nodes.map(check));
   t.equal(leaders.size, 1, 'one leader, seen by all');
 
+  // Every member healthy, asked through any one of them.
+  const healthy = await waitFor(
+    async () => {
+      const r = await runFirkin(['cluster', 'health', '--url', c.node('n1').url, '--key', c.adminKey]);
+      return r.code === 0 ? r : undefined;
+    },
+    { timeoutMs: 30_000, what: 'firkin cluster health to report every node ok' },
+  );
+  t.match(healthy.stdout, /\n3 nodes: 3 ok\n$/, 'cluster health: three nodes ok');
+
   // A clustered VDB split and merged back through firkin, the jobs listed, a cancel with nothing to cancel.
   const admin = ['--url', c.node('n2').url, '--key', c.adminKey];
   t.equal((await c.request('n1', 'POST', '/vdb', { body: { name: 'cv', shard_count: 1, placement: { replica_factor: 3 } } })).status, 201);
@@ -79,6 +89,9 @@ t.test('status and nodes agree with the HTTP API on every node', async (t) => {
     timeoutMs: 30_000,
     what: 'n3 to be down',
   });
+  const sick = await runFirkin(['cluster', 'health', '--url', c.node('n1').url, '--key', c.adminKey]);
+  t.equal(sick.code, 3, 'cluster health exits 3 with a node down');
+  t.match(sick.stdout, /\nn3 +unreachable +down +1\n/, 'and shows it unreachable');
   const removed = await runFirkin(['cluster', 'remove', 'n3', '--url', c.node('n2').url, '--key', c.adminKey]);
   t.same([removed.code, removed.stdout, removed.stderr], [0, 'n3: removed\n', '']);
   const after = await waitFor(

@@ -125,3 +125,30 @@ t.test('cancels and the job list: method, path, what is printed', async (t) => {
   const empty = await cli(['cluster', 'jobs', '--key', 'k1'], json(200, { jobs: [] }));
   t.equal(empty.out, 'no jobs\n');
 });
+
+t.test('cluster health: every member asked (503 carries a report, a refusal is unreachable); exit 3 unless all are ok', async (t) => {
+  const nodes = {
+    leader: 'n1', term: 2, commit: 9, applied: 9,
+    nodes: [
+      { name: 'n1', http: 'http://a:1', grpc: 'a:2', zone: 'z', status: 'up', role: 'voter', joined_at: 0, last_heartbeat_ms_ago: null },
+      { name: 'n2', http: 'http://b:1', grpc: 'b:2', zone: 'z', status: 'up', role: 'voter', joined_at: 0, last_heartbeat_ms_ago: 5 },
+      { name: 'n3', http: 'http://c:1', grpc: 'c:2', zone: 'z', status: 'down', role: 'voter', joined_at: 0, last_heartbeat_ms_ago: 9000 },
+      { name: 'n4', http: 'http://d:1', grpc: 'd:2', zone: 'z', status: 'left', role: 'none', joined_at: 0, last_heartbeat_ms_ago: null },
+    ],
+  };
+  const r = await cli(['cluster', 'health', '--key', 'k1'], async (url) => {
+    if (url.endsWith('/_cluster/nodes')) return json(200, nodes)();
+    if (url === 'http://a:1/health') return json(200, { status: 'ok', node: 'n1', problems: [] })();
+    if (url === 'http://b:1/health') return json(503, { status: 'failing', node: 'n2', problems: ['cluster: no metadata leader known'] })();
+    throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+  });
+  t.equal(r.code, 3);
+  t.same(r.calls.map((c) => c.url).sort(), ['http://127.0.0.1:8080/_cluster/nodes', 'http://a:1/health', 'http://b:1/health', 'http://c:1/health'], 'a node that left is not asked');
+  t.match(r.out, /^NODE +HEALTH +MEMBER +PROBLEMS\nn1 +ok +up +0\nn2 +failing +up +1\nn3 +unreachable +down +1\n\nn2: cluster: no metadata leader known\nn3: cannot reach http:\/\/c:1: ECONNREFUSED\n\n3 nodes: 1 ok, 2 not\n$/);
+  t.equal(r.err, '');
+
+  const solo = await cli(['cluster', 'health'], json(200, { status: 'ok', node: 'solo', problems: [] }));
+  t.same([solo.code, solo.calls.map((c) => c.url), solo.out.split('\n').at(-2)], [0, ['http://127.0.0.1:8080/health'], '1 node: 1 ok'], 'without a key: the node at --url');
+  const asJson = await cli(['cluster', 'health', '--json'], json(200, { status: 'ok', node: 'solo', problems: [], uptime_s: 4 }));
+  t.same(JSON.parse(asJson.out), { nodes: [{ name: 'solo', member: null, health: { status: 'ok', node: 'solo', problems: [], uptime_s: 4 } }] });
+});

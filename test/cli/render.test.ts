@@ -1,9 +1,9 @@
 // What firkin prints for each answer, and the shape checks that guard it.
 import t from 'tap';
-import { asJobs, asNodeDetails, asNodeStatus, asNodes, asStatus, asVdbRebalance } from '../../src/cli/contract.js';
+import { asHealth, asJobs, asNodeDetails, asNodeStatus, asNodes, asStatus, asVdbRebalance } from '../../src/cli/contract.js';
 import { failureLine } from '../../src/cli/failure.js';
 import { DETAILS, DETAILS_TABLE } from './fixtures.js';
-import { formatAgo, progressBar, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from '../../src/cli/render.js';
+import { formatAgo, progressBar, renderClusterHealth, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from '../../src/cli/render.js';
 
 t.test('status: this node, the leader, members and the unhealthy ones', (t) => {
   t.equal(
@@ -134,4 +134,30 @@ t.test('a VDB split or merge: its progress line, and its cancel', async (t) => {
   t.equal(renderVdbCancel({ ...cancelled, state: 'copying' }), 'merge of v1 shard 1 -> 0: cancel taken, the job is still copying (follow it with firkin cluster jobs)\n');
   t.equal(renderVdbCancel({ ...cancelled, state: 'failed', last_error: 'v1 was deleted' }), 'merge of v1 shard 1 -> 0: failed (v1 was deleted)\n');
   t.throws(() => asVdbRebalance({ vdb: 'v1' }), { code: 'bad_response', message: 'VDB rebalance job: op must be a string, got nothing' });
+});
+
+t.test('cluster health: a row per node, the problems under it, a summary', async (t) => {
+  t.equal(
+    renderClusterHealth([
+      { name: 'n1', member: 'up', health: { status: 'ok', node: 'n1', problems: [] } },
+      { name: 'n2', member: 'up', health: { status: 'degraded', node: 'n2', problems: ['cluster: node n3 is down', 'shards: shard replica vs1 is loading\nits snapshot'] } },
+      { name: 'n3', member: 'down', health: { status: 'unreachable', problems: ['cannot reach http://127.0.0.1:8083: ECONNREFUSED'] } },
+    ]),
+    [
+      'NODE  HEALTH       MEMBER  PROBLEMS',
+      'n1    ok           up      0',
+      'n2    degraded     up      2',
+      'n3    unreachable  down    1',
+      '',
+      'n2: cluster: node n3 is down',
+      'n2: shards: shard replica vs1 is loading\uFFFDits snapshot',
+      'n3: cannot reach http://127.0.0.1:8083: ECONNREFUSED',
+      '',
+      '3 nodes: 1 ok, 2 not',
+      '',
+    ].join('\n'),
+  );
+  t.equal(renderClusterHealth([{ name: 'solo', member: undefined, health: { status: 'ok', node: 'solo', problems: [] } }]), ['NODE  HEALTH  MEMBER  PROBLEMS', 'solo  ok      -       0', '', '1 node: 1 ok', ''].join('\n'));
+  t.same(asHealth({ status: 'ok', node: 'n1', uptime_s: 3 }), { status: 'ok', node: 'n1', problems: [] });
+  t.throws(() => asHealth({ status: 'ok' }), { code: 'bad_response', message: 'health: node must be a string, got nothing' });
 });
