@@ -19,7 +19,8 @@
 //                  2,000, into one database per node
 //   replicate-local one-shot `_replicate` of a database of 10,000 of bench/docs.ts's documents
 //                  into a new database on the same node, one slice each
-// Usage: npx tsx bench/ab.ts <workload> <before-checkout> <after-checkout>   (AB_ROUNDS, default 8)
+// Usage: npx tsx bench/ab.ts <workload> <before-checkout> <after-checkout>   (AB_ROUNDS, default 8;
+// AB_FILL_EACH=1: each node fills its own data instead of copies of the first checkout's)
 // A checkout is a directory with this repository and its node_modules (a `git worktree` of
 // another commit with a symlink to this one's node_modules will do).
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -211,8 +212,11 @@ async function stop(node: Node): Promise<void> {
   await exited;
 }
 
+// AB_FILL_EACH=1: each checkout's node fills its own data (a change to how the data is stored
+// or indexed would otherwise be measured on the first checkout's).
+const fillEach = process.env.AB_FILL_EACH === '1';
 const fillDir = process.env.AB_FILL ?? `/tmp/firkin-ab-${workloadName}${workloadName === 'bm25-search' ? `-${process.env.AB_BM25 ?? 'disk'}` : ''}-fill`;
-if (workload.fill !== undefined && !existsSync(fillDir)) {
+if (workload.fill !== undefined && !fillEach && !existsSync(fillDir)) {
   const filler = await start(checkouts[0]!, fillDir);
   await workload.fill(filler.url);
   await stop(filler);
@@ -222,8 +226,10 @@ const nodes: Node[] = [];
 try {
   for (const checkout of checkouts) {
     const dataDir = tempDir('firkin-bench-ab-');
-    if (workload.fill !== undefined) cpSync(fillDir, dataDir, { recursive: true });
-    nodes.push(await start(checkout, dataDir));
+    if (workload.fill !== undefined && !fillEach) cpSync(fillDir, dataDir, { recursive: true });
+    const node = await start(checkout, dataDir);
+    nodes.push(node);
+    if (workload.fill !== undefined && fillEach) await workload.fill(node.url);
   }
   for (const node of nodes) await workload.warm(node.url);
   for (let round = 0; round < ROUNDS; round++) {

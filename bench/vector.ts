@@ -16,6 +16,9 @@
 //                           case, and `vs_raw` divides by the mean of those two (`raw_qps`).
 //                           Each case runs the queries VECTOR_BENCH_PASSES times (default 3),
 //                           after as many unmeasured passes; recall is from the first pass.
+//   raw f16 ...             the same in-process index keeping f16 vectors (a collection's default
+//                           index precision), at the chosen beams: for reference; the ratios
+//                           divide by the f32 index, the issue's baseline
 //   raw batch ... threads=T usearch's batch search in this process, 100 queries a call on T threads
 //   search/batch ...        the same queries 100 per `search/batch` request (QPS in queries)
 // Usage: npx tsx bench/vector.ts [filter]   (VECTOR_BENCH_N=2000 for a quick check)
@@ -147,6 +150,23 @@ try {
         const raw = (rawBefore + (await rawNow(ef))) / 2;
         results.push({ bench: `search/batch of ${BATCH_SEARCHES} ef=${ef} c=${clients} (recall >= ${targets.join(', ')})`, qps, p50_ms: r.p50, p99_ms: r.p99, recall: recallOf(found, truth), raw_qps: raw, vs_raw: qps / raw });
       }
+    }
+  }
+  // The same index keeping its vectors as f16 (what a collection's index does by default since
+  // index.precision): its recall and QPS at the chosen beams, for reference beside the f32
+  // baseline the ratios divide by. Last: its synchronous build would outlast the node's
+  // keep-alive timeout and leave a dead socket for the next HTTP request.
+  if (selected('raw f16')) {
+    const half = usearchEngine.create({ dimensions: DIMS, metric: 'l2', m: 16, efConstruction: 200, precision: 'f16' });
+    const t0 = performance.now();
+    for (let i = 0; i < N; i += BATCH) half.add(BigUint64Array.from({ length: Math.min(BATCH, N - i) }, (_, j) => BigInt(i + j)), flat.subarray(i * DIMS, Math.min(N, i + BATCH) * DIMS));
+    results.push({ bench: `raw f16 insert n=${N}`, 'docs/s': N / ((performance.now() - t0) / 1000) });
+    for (const ef of new Set(chosen.values())) {
+      const found: number[][] = [];
+      const r = await drive(queries, 1, async (q, i) => {
+        found[i] = Array.from(half.search(q, K, Math.max(K, ef)).keys, Number);
+      });
+      results.push({ bench: `raw f16 ef=${ef}`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99, recall: recallOf(found, truth), vs_raw: r.qps / rawQps.get(ef)! });
     }
   }
 } finally {

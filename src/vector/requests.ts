@@ -10,6 +10,7 @@ import {
   type EmbedderConfig,
   type EmbedderType,
   type Fusion,
+  type IndexPrecision,
   type Bm25Backend,
   type Metric,
   type StopwordSet,
@@ -32,7 +33,7 @@ export interface CollectionBody {
   readonly num_shards?: number;
   readonly replication_factor?: number;
   readonly metric?: Metric;
-  readonly index?: { readonly m?: number; readonly ef_construction?: number; readonly ef_search?: number } | null;
+  readonly index?: { readonly m?: number; readonly ef_construction?: number; readonly ef_search?: number; readonly precision?: IndexPrecision } | null;
   readonly embedder?: EmbedderBody | null;
   readonly bm25_backend?: Bm25Backend;
   readonly bm25?: { readonly k1?: number; readonly b?: number; readonly stopwords?: StopwordSet | readonly string[] } | null;
@@ -181,6 +182,7 @@ export function createCollectionRequest(collection: string, body: CollectionBody
         m: body.index?.m ?? DEFAULTS.m,
         ef_construction: body.index?.ef_construction ?? DEFAULTS.efConstruction,
         ef_search: body.index?.ef_search ?? DEFAULTS.efSearch,
+        precision: body.index?.precision ?? DEFAULTS.indexPrecision,
       },
       embedder: body.embedder === undefined || body.embedder === null ? null : embedderConfig(body.embedder),
       bm25_backend: body.bm25_backend ?? 'none',

@@ -119,6 +119,8 @@ interface Sidecar {
   dimensions: number;
   metric: string;
   m: number;
+  /** Absent in files written before precisions: f32. */
+  precision?: string;
   count: number;
   /** Removed vectors still in the file's graph (absent in files written before it was kept). */
   removed?: number;
@@ -302,7 +304,7 @@ export class Shard implements ShardHandle {
     this.id = id;
     this.config = config;
     this.#deps = deps;
-    this.#annOptions = { dimensions: config.dimensions, metric: config.metric, m: config.index.m, efConstruction: config.index.ef_construction };
+    this.#annOptions = { dimensions: config.dimensions, metric: config.metric, m: config.index.m, efConstruction: config.index.ef_construction, precision: config.index.precision ?? 'f32' };
     this.#ann = deps.ann.create(this.#annOptions);
     const caches = deps.caches ?? newShardCaches();
     this.#payloads = caches.payloads;
@@ -416,7 +418,7 @@ export class Shard implements ShardHandle {
       return { ok: false, reason: `no index file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
     }
     const o = this.#annOptions;
-    if (sidecar.engine !== this.#deps.ann.name || sidecar.dimensions !== o.dimensions || sidecar.metric !== o.metric || sidecar.m !== o.m) {
+    if (sidecar.engine !== this.#deps.ann.name || sidecar.dimensions !== o.dimensions || sidecar.metric !== o.metric || sidecar.m !== o.m || (sidecar.precision ?? 'f32') !== o.precision) {
       return { ok: false, reason: 'index file was built with other options' };
     }
     if (!(Number.isSafeInteger(sidecar.seq) && sidecar.seq >= 0 && sidecar.seq <= this.#seq)) {
@@ -1005,6 +1007,7 @@ export class Shard implements ShardHandle {
       dimensions: this.config.dimensions,
       metric: this.config.metric,
       m: this.config.index.m,
+      precision: this.#annOptions.precision ?? 'f32',
       count: covers.count,
       removed: covers.removed,
     };

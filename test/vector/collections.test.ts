@@ -71,6 +71,30 @@ t.test('collections: create, list, get, delete, restart', async (t) => {
   t.same(Object.keys(r.body), ['tuned'], 'a deleted collection stays deleted');
 });
 
+t.test('index precision: f16 by default, f32 on request; the same hits, scores within f16 rounding, across a restart', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', `${P}/collections/half`, { body: { dimensions: 16, metric: 'l2' } })).status, 201);
+  t.equal((await node.request('PUT', `${P}/collections/full`, { body: { dimensions: 16, metric: 'l2', index: { precision: 'f32' } } })).status, 201);
+  t.match((await node.request('GET', `${P}/collections/half`)).body, { index: { m: 16, ef_construction: 200, ef_search: 64, precision: 'f16' } });
+  t.match((await node.request('GET', `${P}/collections/full`)).body, { index: { precision: 'f32' } });
+  let seed = 3;
+  const rnd = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+  const documents = Array.from({ length: 300 }, (_, i) => ({ id: `d${i}`, vector: Array.from({ length: 16 }, rnd) }));
+  for (const c of ['half', 'full']) t.equal((await node.request('POST', `${P}/collections/${c}/docs`, { body: { documents } })).status, 200);
+  const queries = Array.from({ length: 20 }, () => Array.from({ length: 16 }, rnd));
+  const search = async (c: string) => Promise.all(queries.map(async (vector) => (await node.request('POST', `${P}/collections/${c}/search`, { body: { vector, k: 5, with_payload: false } })).body.results as { id: string; score: number }[]));
+  const compare = async (when: string) => {
+    const [half, full] = [await search('half'), await search('full')];
+    t.same(half.map((r) => r.map((h) => h.id)), full.map((r) => r.map((h) => h.id)), `${when}: the same hits in the same order`);
+    const worst = Math.max(...half.flatMap((r, i) => r.map((h, j) => Math.abs(h.score - full[i]![j]!.score))));
+    t.ok(worst < 1e-3, `${when}: scores within f16 rounding (worst ${worst})`);
+  };
+  await compare('before a restart');
+  await node.restart();
+  await compare('after a restart (the index files are read back with their precision)');
+});
+
 t.test('collection create: bad input is a 400', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
@@ -86,6 +110,7 @@ t.test('collection create: bad input is a 400', async (t) => {
     ['c1', { dimensions: 3, metric: 'hamming' }],
     ['c1', { dimensions: 3, index: { m: 1 } }],
     ['c1', { dimensions: 3, index: { ef_search: 0 } }],
+    ['c1', { dimensions: 3, index: { precision: 'f8' } }],
     ['c1', { dimensions: 3, embedder: { type: 'magic' } }],
     ['c1', { dimensions: 3, embedder: { type: 'ollama', url: 'ftp://x' } }],
     ['c1', { dimensions: 3, bm25_backend: 'elastic' }],

@@ -13,6 +13,7 @@ import {
   FUSIONS,
   LIMITS,
   METRICS,
+  INDEX_PRECISIONS,
   STOPWORD_SETS,
 } from '../../vector/collection-config.js';
 import type { SearchAnswer, VectorEngine } from '../../vector/engine.js';
@@ -75,7 +76,7 @@ export const collectionSchema = {
     index: {
       type: ['object', 'null'],
       additionalProperties: false,
-      properties: { m: int(2, LIMITS.mMax), ef_construction: int(1, LIMITS.efConstructionMax), ef_search: int(1, LIMITS.efMax) },
+      properties: { m: int(2, LIMITS.mMax), ef_construction: int(1, LIMITS.efConstructionMax), ef_search: int(1, LIMITS.efMax), precision: { enum: INDEX_PRECISIONS } },
     },
     // null: none, as GET shows it.
     embedder: { ...embedderSchema, type: ['object', 'null'] },

@@ -1,7 +1,7 @@
 // The approximate-nearest-neighbour index behind a shard: a small interface so another engine
 // can replace usearch. Keys are uint64 labels the shard maps to document ids; the calls on an
 // index are synchronous (they run on the calling thread), building one is not.
-import type { Metric } from '../collection-config.js';
+import type { IndexPrecision, Metric } from '../collection-config.js';
 
 export interface AnnOptions {
   readonly dimensions: number;
@@ -9,6 +9,8 @@ export interface AnnOptions {
   /** HNSW links per node (M). */
   readonly m: number;
   readonly efConstruction: number;
+  /** How the index keeps vectors (absent: f32). */
+  readonly precision?: IndexPrecision;
 }
 
 export interface AnnMatches {

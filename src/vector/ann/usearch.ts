@@ -29,7 +29,7 @@ function nativeOptions(options: AnnOptions) {
   return {
     dimensions: options.dimensions,
     metric: METRIC_KIND[options.metric],
-    quantization: ScalarKind.F32,
+    quantization: options.precision === 'f16' ? ScalarKind.F16 : ScalarKind.F32,
     connectivity: options.m,
     expansion_add: options.efConstruction,
     expansion_search: 1,
