@@ -166,8 +166,7 @@ async function nodeHealth(fetchFn: typeof fetch, url: string): Promise<{ health:
     if ((err as Error).name === 'TimeoutError') return unreachable(`no answer from ${url} within ${HEALTH_TIMEOUT_MS / 1000} s`);
     if (err instanceof CliFailure) return unreachable(`${url} answered something that is not a health report: ${err.message}`);
     if (err instanceof SyntaxError) return unreachable(`${url} answered something that is not JSON`);
-    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
-    return unreachable(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+    return unreachable(`cannot reach ${url}: ${whyUnreachable(err)}`);
   }
 }
 
@@ -200,6 +199,12 @@ async function followVdbJob(vdb: string, answer: Promise<unknown>, jobs: () => P
   }
 }
 
+/** Why fetch could not reach a node: the socket's error code (ECONNREFUSED, ...) when there is one. */
+function whyUnreachable(err: unknown): string {
+  const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (err as Error).message;
+}
+
 /** The parsed JSON of a 2xx answer; anything else is a CliFailure carrying the node's code. */
 async function callNode(fetchFn: typeof fetch, target: Target, method: string, path: string, body?: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<unknown> {
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -218,8 +223,7 @@ async function callNode(fetchFn: typeof fetch, target: Target, method: string, p
     text = await res.text();
   } catch (err) {
     if ((err as Error).name === 'TimeoutError') throw new CliFailure('timeout', `no answer to ${where} within ${timeoutMs / 1000} s`);
-    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
-    throw new CliFailure('unreachable', `cannot reach ${target.url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+    throw new CliFailure('unreachable', `cannot reach ${target.url}: ${whyUnreachable(err)}`);
   }
   let parsed: unknown;
   try {
