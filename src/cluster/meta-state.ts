@@ -635,14 +635,16 @@ export function isReshardEnded(step: string): boolean {
  * The last index a shard group's log may be compacted to while a running reshard still has
  * to replay it (the tail reads the entries after it), or undefined when none has. A log
  * compacted past that point cannot be replayed: once the old groups are fenced that would
- * leave the collection refusing writes for good.
+ * leave the collection refusing writes for good. From the job's start until its copy has
+ * recorded where it read the group (`from`), the whole log is held (0): the copy reads the
+ * state at some index first and records it after, and the writes in between must stay.
  */
 export function reshardLogFloor(state: MetaState, group: string): number | undefined {
   let floor: number | undefined;
   for (const job of Object.values(state.jobs)) {
     const source = job.reshard?.sources[group];
-    if (source === undefined || source.from === null || isReshardEnded(job.step)) continue;
-    const replayedTo = Math.max(source.from, source.tailed);
+    if (source === undefined || isReshardEnded(job.step)) continue;
+    const replayedTo = source.from === null ? 0 : Math.max(source.from, source.tailed);
     floor = floor === undefined ? replayedTo : Math.min(floor, replayedTo);
   }
   return floor;

@@ -274,10 +274,10 @@ t.test('a running reshard holds its old groups\' logs from where its replay stan
   const step = (cmd: MetaCommand) => (state = applyMeta(state, cmd).state);
   t.equal(reshardLogFloor(state, g0), undefined, 'no reshard: no floor');
   step({ type: 'reshard.begin', collection: 'c', jobId: 'r1', atMs: 1, shards: [{ range: [0, 4294967295], replicas: ['n1'] }] });
-  t.equal(reshardLogFloor(state, g0), undefined, 'before the copy has read a source, nothing to hold');
+  t.equal(reshardLogFloor(state, g0), 0, 'until the copy has recorded where it read a source, its whole log is held');
   step({ type: 'reshard.progress', jobId: 'r1', atMs: 2, group: g0, source: { from: 40 } });
   t.equal(reshardLogFloor(state, g0), 40, 'the copy read the state at 40: its replay starts after it');
-  t.equal(reshardLogFloor(state, g1), undefined);
+  t.equal(reshardLogFloor(state, g1), 0, 'and the other source, not read yet, is still held whole');
   step({ type: 'reshard.progress', jobId: 'r1', atMs: 3, group: g0, source: { copied: true, docs: 5, tailed: 40 } });
   step({ type: 'reshard.progress', jobId: 'r1', atMs: 4, group: g0, source: { tailed: 75 } });
   t.equal(reshardLogFloor(state, g0), 75, 'the floor follows the replay');
