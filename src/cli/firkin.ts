@@ -5,7 +5,8 @@ import { type Command, type Target, parseArgs } from './args.js';
 import { asHealth, asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asVdbRebalance, asVdbShardChange } from './contract.js';
 import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
 import { cleanCell } from './table.js';
-import { ENDED_STEPS, type NodeHealth, renderClusterHealth, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from './render.js';
+import { isReshardEnded } from '../cluster/meta-state.js';
+import { type NodeHealth, renderClusterHealth, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from './render.js';
 
 export interface CliIo {
   out(text: string): void;
@@ -120,7 +121,7 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
         const raw = await call('GET', path);
         const job = asReshardJob(raw);
         const line = renderReshardProgress(job);
-        if (job.state === 'done' || job.state === 'failed' || job.state === 'cancelled') {
+        if (isReshardEnded(job.state)) {
           if (job.state !== 'done') throw new CliFailure(`reshard_${job.state}`, `the reshard of ${command.collection} ${job.state}${job.last_error === null ? '' : `: ${job.last_error}`}`);
           return target.json ? `${JSON.stringify(raw)}\n` : line;
         }
@@ -188,7 +189,7 @@ async function followVdbJob(vdb: string, answer: Promise<unknown>, jobs: () => P
     clearTimeout(timer);
     if (settled) return;
     try {
-      const job = asJobs(await jobs()).find((j) => j.kind === 'vdb-rebalance' && j.target === vdb && !ENDED_STEPS.has(j.step));
+      const job = asJobs(await jobs()).find((j) => j.kind === 'vdb-rebalance' && j.target === vdb && !isReshardEnded(j.step));
       if (job === undefined || settled) continue;
       const line = renderVdbProgress(job);
       if (line !== last) progress(line);

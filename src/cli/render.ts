@@ -1,6 +1,7 @@
 // What each command prints by default: the node's answer as aligned text. Pure; every
 // function returns the whole output, lines joined, ending with a newline.
 import type { HealthBody, JobRow, NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody, VdbRebalanceBody } from './contract.js';
+import { isReshardEnded } from '../cluster/meta-state.js';
 import { cleanCell, formatTable } from './table.js';
 
 const NONE = '-';
@@ -94,19 +95,16 @@ export function renderReshardProgress(job: ReshardJobBody): string {
   return `reshard ${cleanCell(job.collection)} ${job.old_shards} -> ${job.new_shards}: ${job.state.padEnd(11)} ${progressBar(fraction)} ${counts}${error}\n`;
 }
 
-/** The steps after which a job moves no more. */
-export const ENDED_STEPS: ReadonlySet<string> = new Set(['done', 'failed', 'cancelled']);
-
 /** `400/1000 documents` (or `400 documents` toward an unknown total). */
 const documents = (moved: number, expected: number | undefined): string => (expected === undefined ? `${moved} documents` : `${moved}/${expected} documents`);
 
 /** One row per job, running ones first (newest first within each). */
 export function renderJobs(jobs: readonly JobRow[], nowMs: number): string {
   if (jobs.length === 0) return 'no jobs\n';
-  const sorted = [...jobs].sort((a, b) => Number(ENDED_STEPS.has(a.step)) - Number(ENDED_STEPS.has(b.step)) || b.updatedAtMs - a.updatedAtMs);
+  const sorted = [...jobs].sort((a, b) => Number(isReshardEnded(a.step)) - Number(isReshardEnded(b.step)) || b.updatedAtMs - a.updatedAtMs);
   const header = ['ID', 'KIND', 'TARGET', 'STEP', 'PROGRESS', 'UPDATED'];
   const rows = sorted.map((j) => {
-    const parts = [j.what, j.moved === undefined ? undefined : documents(j.moved, j.expected), j.cancelRequested === true && !ENDED_STEPS.has(j.step) ? 'cancel requested' : undefined, j.error === undefined ? undefined : `error: ${j.error}`];
+    const parts = [j.what, j.moved === undefined ? undefined : documents(j.moved, j.expected), j.cancelRequested === true && !isReshardEnded(j.step) ? 'cancel requested' : undefined, j.error === undefined ? undefined : `error: ${j.error}`];
     const progress = parts.filter((p) => p !== undefined).join(', ');
     return [cleanCell(j.id), cleanCell(j.kind), cleanCell(j.target), cleanCell(j.step), progress === '' ? NONE : cleanCell(progress), formatAgo(nowMs - j.updatedAtMs)];
   });
@@ -125,7 +123,7 @@ export function renderVdbProgress(job: JobRow): string {
 export function renderVdbCancel(job: VdbRebalanceBody): string {
   const what = `${job.op} of ${cleanCell(job.vdb)} shard ${job.source} -> ${job.target}`;
   if (job.state === 'cancelled') return `${what}: cancelled (${job.documents_copied} documents had been copied; the shards are as they were)\n`;
-  if (ENDED_STEPS.has(job.state)) return `${what}: ${job.state}${job.last_error === null ? '' : ` (${cleanCell(job.last_error)})`}\n`;
+  if (isReshardEnded(job.state)) return `${what}: ${job.state}${job.last_error === null ? '' : ` (${cleanCell(job.last_error)})`}\n`;
   return `${what}: cancel taken, the job is still ${job.state} (follow it with firkin cluster jobs)\n`;
 }
 

@@ -20,6 +20,7 @@ import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { FirkinError, isFirkinError } from '../core/errors.js';
+import type { HealthReport } from '../core/health.js';
 import type { Rand } from '../core/rand.js';
 import { RaftGroup, type StateMachine } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
@@ -186,7 +187,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   }
 
   /** For /health: replicas still loading a snapshot, and groups stopped by a storage failure. */
-  health(): { status: 'ok' | 'degraded' | 'failing'; hosted: number; starting: number; problems?: string[] } {
+  health(): HealthReport {
     const problems: string[] = [];
     let failing = false;
     const now = Date.now();
@@ -205,7 +206,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         problems.push(`shard replica ${group} is behind and cannot load a snapshot from another replica yet${tried(group)}`);
       }
     }
-    return { status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok', hosted: this.replicas.size, starting: this.#starting.size, ...(problems.length > 0 ? { problems } : {}) };
+    return { status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok', ...(problems.length > 0 ? { problems } : {}) };
   }
 
   /** A replica's snapshot transfer failed and will be retried: logged, and kept for /health. */
@@ -266,9 +267,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       s.dropped = true;
       this.stopReplica(s.replica);
     }
-    for (const [group, r] of [...this.replicas, ...[...this.#starting].map(([g, s]) => [g, s.replica] as const)]) {
-      const placement = existing.get(group);
-      if (placement !== undefined) r.placement = placement;
+    for (const r of [...this.replicas.values(), ...[...this.#starting.values()].map((s) => s.replica)]) {
+      r.placement = existing.get(r.placement.group) ?? r.placement;
     }
     for (const [group, w] of wanted) {
       if (this.replicas.has(group) || this.#starting.has(group)) continue;
@@ -331,7 +331,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   }
 
   /** A Raft group for a replica of `placement` with `fsm` as its state machine (not started: the host starts it). */
-  protected async raftGroup(placement: ShardPlacement, fsm: StateMachine, appliedIndex: () => number, extra: { snapshotEveryEntries?: number; compactFloor?: () => number | undefined } = {}): Promise<RaftGroup> {
+  protected async raftGroup(placement: ShardPlacement, fsm: StateMachine, appliedIndex: () => number, compactFloor?: () => number | undefined): Promise<RaftGroup> {
     const { store, member } = this.o;
     // The replicas it was created on bootstrap the same initial membership (themselves as
     // voters); a replica placed later (repair, leave) starts empty and is added by the leader.
@@ -353,9 +353,9 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       linkLost: (node) => member.peerLinkLost(node),
       appliedIndex,
       proposalTimeoutMs: t.proposalTimeoutMs,
-      snapshotEveryEntries: extra.snapshotEveryEntries ?? t.snapshotEntries,
+      snapshotEveryEntries: t.snapshotEntries,
       retainEntries: t.retainEntries,
-      ...(extra.compactFloor === undefined ? {} : { compactFloor: extra.compactFloor }),
+      ...(compactFloor === undefined ? {} : { compactFloor }),
     });
     return group;
   }

@@ -333,7 +333,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     });
     await fsm.loadFence();
     // A running reshard replays this group's log after where its copy read: keep those entries.
-    const group = await this.raftGroup(placement, fsm, () => fsm.shard.appliedIndex, { compactFloor: () => reshardLogFloor(this.#o.member.state, placement.group) });
+    const group = await this.raftGroup(placement, fsm, () => fsm.shard.appliedIndex, () => reshardLogFloor(this.#o.member.state, placement.group));
     return { placement, fsm, group };
   }
 

@@ -1007,7 +1007,7 @@ export class Shard implements ShardHandle {
       dimensions: this.config.dimensions,
       metric: this.config.metric,
       m: this.config.index.m,
-      precision: this.#annOptions.precision ?? 'f32',
+      precision: this.#annOptions.precision,
       count: covers.count,
       removed: covers.removed,
     };
