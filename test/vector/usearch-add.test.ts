@@ -3,7 +3,7 @@
 // still succeed (it used to fail half way with "Reserve capacity ahead of insertions!",
 // leaving committed documents out of the index; seen under concurrent batch inserts).
 import t from 'tap';
-import { usearchEngine } from '../../src/vector/ann/usearch.js';
+import { addThreads, usearchEngine } from '../../src/vector/ann/usearch.js';
 
 const DIMS = 8;
 function batch(from: number, n: number): { keys: BigUint64Array; vectors: Float32Array } {
@@ -24,12 +24,22 @@ t.test('batch adds after single adds grew the index', (t) => {
     index.add(b.keys, b.vectors);
     next += n;
   };
-  add(300); // parallel: reserves (682 slots here) on every core
-  while (next < 700) add(1); // a single add crosses the capacity: that reserve is for one thread
-  add(300); // fits the new capacity (1365 here): no reservation, so it must not use more threads
+  add(600); // parallel (300 keys a thread): reserves (1365 slots here) on every core
+  while (next < 1400) add(1); // a single add crosses the capacity: that reserve is for one thread
+  add(600); // fits the new capacity (2730 here): no reservation, so it must not use more threads
   add(5);
-  add(700); // does not fit: reserves again
-  t.equal(index.size, 1705);
-  for (const k of [0, 299, 300, 699, 700, 999, 1004, 1704]) t.ok(index.has(BigInt(k)), `key ${k} indexed`);
+  add(1400); // does not fit: reserves again
+  t.equal(index.size, 3405);
+  for (const k of [0, 599, 600, 1399, 1400, 1999, 2004, 3404]) t.ok(index.has(BigInt(k)), `key ${k} indexed`);
+  t.end();
+});
+
+t.test('a batch add takes one thread per 256 keys, up to every core', (t) => {
+  t.equal(addThreads(1, 8), 1);
+  t.equal(addThreads(400, 2), 1, 'a small batch builds the same graph every run');
+  t.equal(addThreads(512, 2), 2);
+  t.equal(addThreads(1000, 8), 3);
+  t.equal(addThreads(100_000, 8), 8);
+  t.equal(addThreads(100_000, 1), 1);
   t.end();
 });
