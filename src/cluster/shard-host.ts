@@ -6,7 +6,9 @@
 //
 // - Hosting: `#reconcile` opens the replicas placed here and drops the ones whose owner
 //   (collection or VDB) was deleted. A replica moved to another node keeps serving until its
-//   group has removed it (`#checkRemoved`), then it is dropped. Opening reads local data only;
+//   group has removed it (`#checkRemoved`), then it is dropped. A replica that fails to open or
+//   start is tried again on a backoff (1 s to 30 s) and named by /health meanwhile; the others
+//   are hosted regardless. Opening reads local data only;
 //   starting the group (restoring its stored snapshot, which may stream the state from another
 //   replica after a crash mid-transfer) runs on its own, so one replica whose sources are all
 //   down holds up neither the node's start nor the hosting of any other replica (`/health`
@@ -16,6 +18,7 @@
 //   hand leadership over first if the leader itself is replaced).
 // - Routing: `leaderCall` sends a call to the shard's leader (or, for a stale read, to any
 //   replica, this node's first), following hints, until a deadline, then 503 `no_quorum`.
+import { type Backoff, nominalDelayMs } from '../core/backoff.js';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
@@ -73,6 +76,8 @@ interface StartingReplica<R> {
 
 /** How long a node's start waits for its replicas' groups to start before it serves anyway. */
 const STARTUP_WAIT_MS = 5_000;
+/** A replica that failed to open or start is tried again: 1 s doubling to 30 s. */
+const REOPEN_BACKOFF: Backoff = { baseMs: 1_000, capMs: 30_000 };
 
 /** A placement this node should host, with whatever the kind needs to open it. */
 export interface WantedReplica<O> {
@@ -123,6 +128,11 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   readonly #starting = new Map<string, StartingReplica<R>>();
   /** Snapshot transfers failing now (a success clears them), per group: for /health. */
   readonly #loadFailures = new Map<string, { attempts: number; lastError: string }>();
+  /** Replicas placed here that failed to open or start (hosting one clears it), per group. */
+  readonly #openFailures = new Map<string, { attempts: number; lastError: string; sinceMs: number }>();
+  /** Hosting passes failed in a row (a step other than one replica's open or start). */
+  #failedPasses = 0;
+  #reopenTimer: NodeJS.Timeout | undefined;
   #reconciling: Promise<void> = Promise.resolve();
   #closed = false;
   #confLoop: NodeJS.Timeout | undefined;
@@ -198,6 +208,10 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     for (const [group, s] of this.#starting) {
       problems.push(`shard replica ${group} is loading its snapshot from another replica (for ${Math.round((now - s.sinceMs) / 1000)} s${tried(group)}); it serves nothing until then`);
     }
+    for (const [group, f] of this.#openFailures) {
+      if (this.replicas.has(group) || this.#starting.has(group)) continue;
+      problems.push(`shard replica ${group} could not be opened here (${f.attempts} attempt(s) in ${Math.round((now - f.sinceMs) / 1000)} s, last: ${f.lastError}); retrying`);
+    }
     for (const [group, r] of this.replicas) {
       if (r.group.failure !== undefined) {
         failing = true;
@@ -270,10 +284,18 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     for (const r of [...this.replicas.values(), ...[...this.#starting.values()].map((s) => s.replica)]) {
       r.placement = existing.get(r.placement.group) ?? r.placement;
     }
+    for (const group of this.#openFailures.keys()) if (!wanted.has(group)) this.#openFailures.delete(group);
     for (const [group, w] of wanted) {
       if (this.replicas.has(group) || this.#starting.has(group)) continue;
       if (this.#closed) return;
-      const replica = await this.open(w.owner, w.shard);
+      let replica: R;
+      try {
+        replica = await this.open(w.owner, w.shard);
+      } catch (err) {
+        // One replica that cannot open holds up none of the others.
+        this.#openFailed(group, 'open', err as Error);
+        continue;
+      }
       if (this.#closed) {
         await replica.group.close();
         await this.closeReplica(replica);
@@ -295,7 +317,14 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
 
   /** Runs `step` in the hosting queue (after the passes queued before it); never rejects. */
   #queue(step: () => Promise<void>): Promise<void> {
-    this.#reconciling = this.#reconciling.then(step).catch((err: unknown) => this.o.log.error({ err }, 'opening or closing shard replicas failed; the next metadata change retries'));
+    this.#reconciling = this.#reconciling.then(step).then(
+      () => void (this.#failedPasses = 0),
+      (err: unknown) => {
+        this.#failedPasses++;
+        this.o.log.error({ err, attempt: this.#failedPasses }, 'opening or closing shard replicas failed; retrying');
+        this.#scheduleReopen();
+      },
+    );
     return this.#reconciling;
   }
 
@@ -305,6 +334,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     const r = s.replica;
     if (err === undefined && !this.#closed && !s.dropped) {
       this.replicas.set(group, r);
+      this.#openFailures.delete(group);
       this.o.log.info({ group, replicas: r.placement.replicas, startMs: Date.now() - s.sinceMs }, `hosting shard replica ${group}`);
       return;
     }
@@ -316,8 +346,31 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       return;
     }
     await this.closeReplica(r);
-    // Not hosted: the next metadata change opens it again.
-    if (err !== undefined && !this.#closed) this.o.log.error({ group, err: err.message }, `shard replica ${group} did not start; the next metadata change retries`);
+    if (err !== undefined && !this.#closed) this.#openFailed(group, 'start', err);
+  }
+
+  /** A replica placed here failed to open or start: kept for /health, and tried again later. */
+  #openFailed(group: string, what: 'open' | 'start', err: Error): void {
+    const before = this.#openFailures.get(group);
+    const attempts = (before?.attempts ?? 0) + 1;
+    this.#openFailures.set(group, { attempts, lastError: err.message, sinceMs: before?.sinceMs ?? Date.now() });
+    const delayMs = nominalDelayMs(attempts, REOPEN_BACKOFF);
+    this.o.log.error({ group, attempt: attempts, delayMs, err: err.message }, `shard replica ${group} did not ${what}; retrying in ${delayMs} ms`);
+    this.#scheduleReopen();
+  }
+
+  /** One timer for every failure: the next hosting pass opens the replicas still missing. */
+  #scheduleReopen(): void {
+    const failed = [...[...this.#openFailures.values()].map((f) => f.attempts), ...(this.#failedPasses > 0 ? [this.#failedPasses] : [])];
+    if (this.#closed || failed.length === 0) return;
+    const attempts = Math.min(...failed);
+    const delayMs = nominalDelayMs(attempts, REOPEN_BACKOFF);
+    clearTimeout(this.#reopenTimer);
+    this.#reopenTimer = setTimeout(() => {
+      this.#reopenTimer = undefined;
+      this.#reconcile(this.o.member.state);
+    }, delayMs);
+    this.#reopenTimer.unref();
   }
 
   async #drop(group: string, replica: R, why: string): Promise<void> {
@@ -563,6 +616,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#confLoop);
+    clearTimeout(this.#reopenTimer);
     // A transfer under way gives up; each start's end closes its replica, keeping its data.
     const starting = [...this.#starting.values()];
     for (const s of starting) this.stopReplica(s.replica);

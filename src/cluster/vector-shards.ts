@@ -314,6 +314,17 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     const storageId = CLUSTER_SHARD_BASE + placement.number;
     const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), caches: this.#caches };
     const shard = await Shard.open(storageId, config, deps);
+    try {
+      return await this.#openGroup(shard, storageId, config, deps, placement);
+    } catch (err) {
+      // The host opens it again later: leave nothing open behind.
+      await shard.close({ save: false, reason: 'stopping' }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async #openGroup(shard: Shard, storageId: number, config: CollectionConfig, deps: Parameters<typeof Shard.open>[2], placement: ShardPlacement): Promise<Replica> {
+    const { store, indexDir } = this.#o;
     const fsm = new ShardFsm(shard, {
       reopenEmpty: async (old) => {
         await old.close({ save: false, reason: 'dropped' });

@@ -1,0 +1,136 @@
+// The shard host's hosting loop (cluster/shard-host.ts), with the Raft groups and the member
+// faked: a replica placed here that fails to open or to start is tried again on a backoff,
+// with no metadata change needed, holds up none of the other replicas, and /health names it
+// meanwhile; one whose placement went away is not tried again.
+import pino from 'pino';
+import t from 'tap';
+import type { ClusterMember } from '../../src/cluster/member.js';
+import type { MetaState, ShardPlacement } from '../../src/cluster/meta-state.js';
+import { type HostedReplica, ShardHost, type WantedReplica } from '../../src/cluster/shard-host.js';
+import type { RaftGroup } from '../../src/raft/group.js';
+import type { Store } from '../../src/storage/db.js';
+import { mathRand } from '../../src/core/rand.js';
+import { waitFor } from '../support/wait.js';
+
+const ME = 'n1';
+
+/** Per group: how many opens and starts fail before one succeeds. */
+interface Faults {
+  open: number;
+  start: number;
+}
+
+class FakeHost extends ShardHost<HostedReplica, null> {
+  readonly prefix = 'fake';
+  readonly opens = new Map<string, number>();
+  readonly starts = new Map<string, number>();
+  readonly closedGroups: string[] = [];
+  placed: ShardPlacement[];
+
+  constructor(member: ClusterMember, placed: ShardPlacement[], readonly faults: Map<string, Faults>) {
+    super({ member, store: {} as Store, log: pino({ level: 'silent' }), rand: mathRand });
+    this.placed = placed;
+  }
+
+  start(): Promise<void> {
+    return this.begin();
+  }
+
+  /** Resolves once the hosting passes queued so far ran. */
+  passes(): Promise<void> {
+    return this.settled();
+  }
+
+  isHosted(group: string): boolean {
+    return this.replicas.has(group);
+  }
+
+  protected placements(): WantedReplica<null>[] {
+    return this.placed.map((shard) => ({ owner: null, shard }));
+  }
+
+  protected concerns(): boolean {
+    return true;
+  }
+
+  protected async open(_owner: null, shard: ShardPlacement): Promise<HostedReplica> {
+    const g = shard.group;
+    const opened = (this.opens.get(g) ?? 0) + 1;
+    this.opens.set(g, opened);
+    const faults = this.faults.get(g);
+    if (faults !== undefined && opened <= faults.open) throw new Error(`disk error opening ${g}`);
+    const group = {
+      start: async () => {
+        const started = (this.starts.get(g) ?? 0) + 1;
+        this.starts.set(g, started);
+        if (faults !== undefined && started <= faults.start) throw new Error(`corrupt snapshot of ${g}`);
+      },
+      close: async () => void this.closedGroups.push(g),
+      step: () => undefined,
+      failure: undefined,
+      core: { role: 'follower', quiesced: false, leader: undefined },
+    };
+    return { placement: shard, group: group as unknown as RaftGroup };
+  }
+
+  protected async dropData(): Promise<void> {}
+  protected stopReplica(): void {}
+  protected async closeReplica(): Promise<void> {}
+  protected async answerOwn(): Promise<Uint8Array> {
+    return new Uint8Array();
+  }
+}
+
+function fakeMember(): { member: ClusterMember; change: () => void } {
+  const listeners: ((state: MetaState, cmd: undefined) => void)[] = [];
+  const state = {} as MetaState;
+  const member = {
+    name: ME,
+    state,
+    timings: { nodeHeartbeatMs: 60_000, proposalTimeoutMs: 1_000 },
+    attachGroups: () => undefined,
+    fsm: { listen: (fn: (state: MetaState, cmd: undefined) => void) => void listeners.push(fn) },
+  };
+  return { member: member as unknown as ClusterMember, change: () => listeners.forEach((fn) => fn(state, undefined)) };
+}
+
+const shard = (n: number): ShardPlacement => ({ number: n, group: `g${n}`, range: [0, 0], replicas: [ME] }) as unknown as ShardPlacement;
+
+t.test('a replica that fails to open or start is tried again on its own; the others are hosted meanwhile', async (t) => {
+  const { member } = fakeMember();
+  const faults = new Map<string, Faults>([
+    ['g1', { open: 2, start: 0 }],
+    ['g3', { open: 0, start: 1 }],
+  ]);
+  const host = new FakeHost(member, [shard(1), shard(2), shard(3)], faults);
+  t.teardown(() => host.close());
+  await host.start();
+
+  t.ok(host.isHosted('g2'), 'a replica placed after one that failed to open is hosted in the same pass');
+  t.notOk(host.isHosted('g1'));
+  const health = host.health();
+  t.equal(health.status, 'degraded');
+  t.match(health.problems?.join('\n'), /shard replica g1 could not be opened here \(1 attempt\(s\).*disk error opening g1\); retrying/, '/health names the replica and its error');
+
+  await waitFor(() => host.isHosted('g1') && host.isHosted('g3'), { timeoutMs: 15_000, what: 'g1 and g3 hosted after their retries' });
+  t.equal(host.opens.get('g1'), 3, 'g1: two failed opens, then one that worked, with no metadata change');
+  t.equal(host.starts.get('g3'), 2, 'g3: a failed start (its group closed), then one that worked');
+  t.ok(host.closedGroups.includes('g3'), "the failed start's group was closed before the retry");
+  t.same(host.health(), { status: 'ok' }, 'nothing failing once every replica is hosted');
+});
+
+t.test('a failing replica whose placement went away is not tried again', async (t) => {
+  const { member, change } = fakeMember();
+  const host = new FakeHost(member, [shard(1), shard(2)], new Map([['g1', { open: 1_000, start: 0 }], ['g2', { open: 1_000, start: 0 }]]));
+  t.teardown(() => host.close());
+  await host.start();
+  t.equal(host.opens.get('g1'), 1);
+  host.placed = [shard(2)];
+  change();
+  await host.passes();
+  t.match(host.health().problems, [/g2 could not be opened/], 'only the replica still placed here is a problem of this node');
+  // g2, still placed and failing, shows when the next retry pass ran.
+  const opened = host.opens.get('g2')!;
+  await waitFor(() => host.opens.get('g2')! > opened, { what: 'the retry pass' });
+  t.equal(host.opens.get('g1'), 1, 'g1 was not opened again');
+});
