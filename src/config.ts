@@ -84,6 +84,7 @@ const prefix: Parser<string> = (raw, name) =>
 const SETTINGS = {
   SERVICE_HTTP_IP: { parse: nonEmpty, default: '127.0.0.1' },
   SERVICE_HTTP_PORT: { parse: int(0, 65535), default: 8080 },
+  SERVICE_HTTP_ADVERTISE: { parse: hostPort, default: undefined as string | undefined },
   SERVICE_HTTP_ENABLED: { parse: bool, default: true },
   SERVICE_HTTP_ACCEPTORS: { parse: int(1, 65535), default: 100 },
   SERVICE_HTTP_MAX_CONNECTIONS: { parse: intOrInfinity(1), default: Number.POSITIVE_INFINITY },
@@ -172,6 +173,8 @@ export interface Config {
   http: {
     ip: string;
     port: number;
+    /** host:port other nodes, the CLI and the console reach this node's HTTP at (cluster mode). */
+    advertise?: string;
     enabled: boolean;
     acceptors: number;
     maxConnections: number;
@@ -357,6 +360,7 @@ function assemble(v: Values): Config {
     http: {
       ip: v.SERVICE_HTTP_IP,
       port: v.SERVICE_HTTP_PORT,
+      ...(v.SERVICE_HTTP_ADVERTISE === undefined ? {} : { advertise: v.SERVICE_HTTP_ADVERTISE }),
       enabled: v.SERVICE_HTTP_ENABLED,
       acceptors: v.SERVICE_HTTP_ACCEPTORS,
       maxConnections: v.SERVICE_HTTP_MAX_CONNECTIONS,
@@ -438,4 +442,17 @@ function assemble(v: Values): Config {
       embedderUrls: v.SERVICE_GATEWAY_EMBEDDER_URLS,
     },
   };
+}
+
+/**
+ * The HTTP URL a cluster node advertises: SERVICE_HTTP_ADVERTISE when set; else the address
+ * it listens on, unless that is a wildcard (0.0.0.0, ::), which no other node can dial: then
+ * the host of its gRPC advertise address (the operator already said where others reach it).
+ */
+export function advertisedHttpUrl(http: Pick<Config['http'], 'ip' | 'advertise' | 'tls'>, port: number, grpcAdvertise: string): string {
+  const scheme = http.tls.enabled ? 'https' : 'http';
+  if (http.advertise !== undefined) return `${scheme}://${http.advertise}`;
+  const wildcard = http.ip === '0.0.0.0' || http.ip === '::' || http.ip === '[::]';
+  const host = wildcard ? grpcAdvertise.slice(0, grpcAdvertise.lastIndexOf(':')) : http.ip.includes(':') && !http.ip.startsWith('[') ? `[${http.ip}]` : http.ip;
+  return `${scheme}://${host}:${port}`;
 }

@@ -10,7 +10,7 @@ import { FirkinError } from './core/errors.js';
 import { MetaGatewayStore } from './cluster/gateway-store.js';
 import { mathRand } from './core/rand.js';
 import { clusterAdminRoutes } from './http/routes/cluster.js';
-import type { Config } from './config.js';
+import { type Config, advertisedHttpUrl } from './config.js';
 import { type Clock, HybridClock, systemClock } from './core/hlc.js';
 import { DocEngine } from './docdb/engine.js';
 import { ValueCounts } from './docdb/query/counts.js';
@@ -263,7 +263,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         rand: mathRand,
         registry: metrics.registry,
         nodeName: config.nodeName,
-        httpUrl: `${config.http.tls.enabled ? 'https' : 'http'}://${config.http.ip}:${config.http.port}`,
+        httpUrl: advertisedHttpUrl(config.http, config.http.port, cluster.grpcAdvertise),
         grpcListen: `${cluster.grpcIp}:${cluster.grpcPort}`,
         grpcAdvertise: cluster.grpcAdvertise,
         zone: cluster.zone,
@@ -416,7 +416,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       });
       closers.unshift(() => listener!.close());
     }
-    if (member !== undefined && listener !== undefined) member.setHttpUrl(listener.url);
+    if (member !== undefined && listener !== undefined) member.setHttpUrl(advertisedHttpUrl(config.http, listener.port, config.cluster.grpcAdvertise));
     // First: end long polls and SSE streams, or the listener would wait for them to hang up.
     closers.unshift(async () => docs.stopStreams());
     // Tasks stop first (their state is persisted, they resume at the next start).

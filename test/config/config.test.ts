@@ -1,5 +1,5 @@
 import t from 'tap';
-import { loadConfig } from '../../src/config.js';
+import { advertisedHttpUrl, loadConfig } from '../../src/config.js';
 import { runNodeExpectingExit } from '../support/process.js';
 import { tempDir } from '../support/node.js';
 
@@ -34,6 +34,21 @@ t.test('env values and CLI flags (flags win)', (t) => {
   t.same(c.cluster.seedNodes, ['a:1', 'b:2']);
   t.equal(c.nodeName, 'n1');
   t.equal(c.auth.disabled, true);
+  t.end();
+});
+
+t.test('the HTTP URL a cluster node advertises is one other nodes can dial', (t) => {
+  const url = (env: Record<string, string>, port = 8080) => {
+    const c = loadConfig({ SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'c', ...env }, []);
+    return advertisedHttpUrl(c.http, port, c.cluster.grpcAdvertise);
+  };
+  t.equal(url({}), 'http://127.0.0.1:8080', 'the address it listens on');
+  t.equal(url({ SERVICE_HTTP_IP: '10.0.0.5' }, 41234), 'http://10.0.0.5:41234', 'with the port it got');
+  t.equal(url({ SERVICE_HTTP_IP: '0.0.0.0', SERVICE_GRPC_ADVERTISE: 'db-2.internal:9080' }), 'http://db-2.internal:8080', 'a wildcard bind takes the gRPC advertise host');
+  t.equal(url({ SERVICE_HTTP_IP: '::', SERVICE_GRPC_ADVERTISE: '[fd00::2]:9080' }), 'http://[fd00::2]:8080');
+  t.equal(url({ SERVICE_HTTP_IP: '0.0.0.0', SERVICE_HTTP_ADVERTISE: 'lb.example:443' }), 'http://lb.example:443', 'SERVICE_HTTP_ADVERTISE wins');
+  t.equal(url({ SERVICE_HTTP_IP: '::1' }), 'http://[::1]:8080');
+  t.throws(() => loadConfig({ SERVICE_HTTP_ADVERTISE: 'no-port' }, []), /SERVICE_HTTP_ADVERTISE/);
   t.end();
 });
 
