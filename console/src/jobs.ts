@@ -100,6 +100,18 @@ function moveProgress(job: JobRecord): JobProgress {
   return { steps, fraction, current: `step ${at + 1} of ${MOVE_STEPS.length}: ${MOVE_DOING[MOVE_STEPS[at]!]} (${counts})${notes.length === 0 ? '' : `; ${notes.join('; ')}`}` };
 }
 
+/**
+ * The call that cancels a job while it still can be cancelled: a reshard or a VDB split or
+ * merge before its switch (the server refuses later; a VDB job asked once already is not
+ * offered again). Leaves and repairs have no cancel.
+ */
+export function cancelCall(job: JobRecord): { method: 'DELETE'; path: string } | null {
+  if (job.step !== 'copying' && job.step !== 'catching_up') return null;
+  if (job.kind === 'reshard') return { method: 'DELETE', path: `/vectordb/collections/${encodeURIComponent(job.target)}/reshard` };
+  if (job.kind === 'vdb-rebalance' && job.vdb?.cancelRequested !== true) return { method: 'DELETE', path: `/vdb/${encodeURIComponent(job.target)}/_rebalance` };
+  return null;
+}
+
 // The steps of a leave, in the order docs/cluster.md gives them.
 export function jobProgress(job: JobRecord, nodes: readonly NodeState[], collections: readonly CollectionShards[]): JobProgress {
   if (job.kind === 'reshard' || job.kind === 'vdb-rebalance') return moveProgress(job);

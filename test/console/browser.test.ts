@@ -350,6 +350,61 @@ if (!existsSync(CHROMIUM)) {
     t.same(errors.filter((e) => !e.includes('401')), [], 'no other console errors');
   });
 
+  t.test('3-node cluster: a reshard started and cancelled, a VDB shard split and merged back, from the Cluster page', async (t) => {
+    // Copies slowed to 50 documents/s: the reshard of 400 stays in its copy while the page cancels it.
+    const cluster = await TestCluster.start(3, { SERVICE_RESHARD_DOCS_PER_SEC: '50' });
+    t.teardown(() => cluster.close());
+    t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/r', { body: { dimensions: 3, num_shards: 1, replication_factor: 2 } })).status, 201);
+    const documents = Array.from({ length: 400 }, (_, i) => ({ id: `d${i}`, text: `doc ${i}`, metadata: {}, vector: [1, i, 2] }));
+    t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/r/docs', { body: { documents } })).status, 200);
+    t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'v', shard_count: 2, placement: { replica_factor: 2 } } })).status, 201);
+    t.equal((await cluster.request('n1', 'POST', '/vdb/v/_bulk_docs', { body: { docs: Array.from({ length: 30 }, (_, i) => ({ _id: `k${i}` })) } })).status, 201);
+
+    const { page, errors } = await openTab(t, cluster.url('n1'));
+    await signIn(page, TEST_ADMIN_KEY);
+    await page.getByRole('link', { name: 'Cluster' }).click();
+    const reshard = page.getByRole('form', { name: 'Reshard r' });
+    await reshard.getByLabel('Shards').fill('3');
+    await reshard.getByRole('button', { name: 'Reshard' }).click();
+    const row = page.locator('tr', { has: page.getByRole('progressbar', { name: 'reshard r' }) });
+    await row.getByRole('button', { name: 'Cancel reshard of r' }).click();
+    await row.getByRole('button', { name: 'Cancel the job' }).click();
+    // The step column (the fourth) says it ended.
+    await row.locator('td').nth(3).getByText('cancelled', { exact: true }).waitFor({ timeout: 30_000 });
+    const job = (await cluster.request<{ state: string; documents_migrated: number }>('n1', 'GET', '/vectordb/collections/r/reshard')).body;
+    t.equal(job.state, 'cancelled', `the reshard was cancelled in its copy (${job.documents_migrated} of 400 copied)`);
+    t.equal((await cluster.request<{ shards: unknown[] }>('n1', 'GET', '/_cluster/collections/r/shards')).body.shards.length, 1, 'r keeps its one shard');
+
+    const grid = page.locator('section[aria-label="Shards of VDB v"]');
+    await grid.locator('tr[data-shard]').nth(1).waitFor();
+    const split = grid.getByRole('form', { name: 'Split or merge shards of v' });
+    await split.locator('select[name="vdb-source"]').selectOption('0');
+    await split.getByRole('button', { name: 'Split' }).click();
+    await waitFor(async () => (await grid.locator('tr[data-shard]').count()) === 3, { timeoutMs: 60_000, intervalMs: 200, what: 'a third shard of v in the grid' });
+    const shards = (await cluster.request<{ shards: { doc_count: number }[] }>('n1', 'GET', '/vdb/v/_shards')).body.shards;
+    t.equal(shards.length, 3, 'the split made shard 2');
+    // Counted once the job cleaned the moved documents off shard 0.
+    await waitFor(
+      async () => (await cluster.request<{ jobs: { kind: string; step: string }[] }>('n1', 'GET', '/_cluster/jobs')).body.jobs.some((j) => j.kind === 'vdb-rebalance' && j.step === 'done'),
+      { timeoutMs: 30_000, intervalMs: 200, what: 'the split job done' },
+    );
+    const info = (await cluster.request<{ total_docs: number; shards: { doc_count: number }[] }>('n1', 'GET', '/vdb/v')).body;
+    t.equal(info.total_docs, 30, 'every document kept');
+    t.ok(info.shards[2]!.doc_count > 0, `shard 2 took part of shard 0's (${info.shards.map((s) => s.doc_count).join(', ')})`);
+
+    // And back: shard 2 merged into shard 0, its neighbour in the hash range.
+    await split.locator('select[name="vdb-source"]').selectOption('2');
+    await split.locator('select[name="vdb-target"]').selectOption('0');
+    await split.getByRole('button', { name: 'Merge' }).click();
+    await waitFor(
+      async () => (await cluster.request<{ jobs: { kind: string; step: string; vdb?: { op: string } }[] }>('n1', 'GET', '/_cluster/jobs')).body.jobs.some((j) => j.vdb?.op === 'merge' && j.step === 'done'),
+      { timeoutMs: 30_000, intervalMs: 200, what: 'the merge job done' },
+    );
+    const merged = (await cluster.request<{ total_docs: number; shards: unknown[] }>('n1', 'GET', '/vdb/v')).body;
+    t.equal(merged.total_docs, 30, `every document kept by the merge (${JSON.stringify(merged.shards)})`);
+    t.same(errors.filter((e) => !e.startsWith('Failed to load resource')), [], 'no script errors');
+  });
+
   t.test('3-node cluster: a leave job shows its steps as a progress bar', async (t) => {
     const cluster = await TestCluster.start(3);
     t.teardown(() => cluster.close());

@@ -1,7 +1,7 @@
 // Cluster job progress as the Cluster page shows it: a leave's steps read off the nodes and
 // shard groups; replica moves where a shard group differs from its placement.
 import t from 'tap';
-import { type CollectionShards, type JobRecord, type NodeState, jobProgress, replicaMoves } from '../../console/src/jobs.js';
+import { type CollectionShards, type JobRecord, type NodeState, cancelCall, jobProgress, replicaMoves } from '../../console/src/jobs.js';
 
 const leave: JobRecord = { id: 'j1', kind: 'leave', target: 'n3', step: 'leave_voters', createdAtMs: 0, updatedAtMs: 0 };
 const nodes = (role: NodeState['role'], status = 'leaving'): NodeState[] => [
@@ -70,5 +70,17 @@ t.test('a reshard and a VDB split show their step and the documents copied', (t)
   t.same(jobProgress({ ...split, step: 'cancelled' }, [], []), { steps: p.steps.map((s) => ({ ...s, done: false })), fraction: 0, current: 'cancelled' });
   t.same(jobProgress({ ...split, step: 'failed', vdb: { ...split.vdb!, error: 'orders was deleted' } }, [], []).current, 'failed: orders was deleted');
   t.same(jobProgress({ ...split, step: 'someday' }, [], []), { steps: [], fraction: null, current: 'someday' }, 'a step this console does not know');
+  t.end();
+});
+
+t.test('a reshard or a VDB split or merge can be cancelled until its switch', (t) => {
+  const reshard: JobRecord = { id: 'r1', kind: 'reshard', target: 'a b', step: 'copying', createdAtMs: 0, updatedAtMs: 0, reshard: { oldShards: 2, newShards: 5, migrated: 0 } };
+  t.same(cancelCall(reshard), { method: 'DELETE', path: '/vectordb/collections/a%20b/reshard' });
+  t.same(cancelCall({ ...reshard, step: 'catching_up' }), { method: 'DELETE', path: '/vectordb/collections/a%20b/reshard' });
+  for (const step of ['switching', 'cleaning', 'done', 'failed', 'cancelled']) t.equal(cancelCall({ ...reshard, step }), null, `not once ${step}`);
+  const merge: JobRecord = { id: 'v1', kind: 'vdb-rebalance', target: 'orders', step: 'copying', createdAtMs: 0, updatedAtMs: 0, vdb: { op: 'merge', source: 1, target: 0, copied: 0 } };
+  t.same(cancelCall(merge), { method: 'DELETE', path: '/vdb/orders/_rebalance' });
+  t.equal(cancelCall({ ...merge, vdb: { ...merge.vdb!, cancelRequested: true } }), null, 'not asked twice');
+  t.equal(cancelCall({ id: 'l1', kind: 'leave', target: 'n3', step: 'copying', createdAtMs: 0, updatedAtMs: 0 }), null, 'a leave has no cancel');
   t.end();
 });

@@ -1,9 +1,9 @@
-import { useEffect, useRef } from 'preact/hooks';
-import { api, enc } from '../api.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, describeError, enc } from '../api.js';
 import { usePoll } from '../hooks.js';
-import { type JobRecord, jobProgress, replicaMoves } from '../jobs.js';
+import { type JobRecord, cancelCall, jobProgress, replicaMoves } from '../jobs.js';
 import { type GridRow, type VdbShardRow, fromCollectionShard, fromVdbShard, gridCell, gridColumns } from '../shard-grid.js';
-import { ErrorBox, Loaded, ProgressBar, StatusDot } from '../ui.js';
+import { ConfirmButton, ErrorBox, Loaded, ProgressBar, StatusDot } from '../ui.js';
 
 const CLUSTER_POLL_MS = 2_000;
 
@@ -92,6 +92,71 @@ function ShardGrid({ label, nodes, down, rows }: { label: string; nodes: readonl
   );
 }
 
+/** Start an online reshard of a collection (POST …/reshard); the job then shows under Jobs. */
+function ReshardForm({ collection, shards, onStarted }: { collection: string; shards: number; onStarted: () => void }) {
+  const [count, setCount] = useState(String(shards * 2));
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setError(null);
+    setBusy(true);
+    try {
+      await api('POST', `/vectordb/collections/${enc(collection)}/reshard`, { num_shards: Number(count) });
+      onStarted();
+    } catch (err) {
+      setError(describeError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="row" onSubmit={submit} aria-label={`Reshard ${collection}`}>
+      <label>Shards<input name="num-shards" type="number" min="1" max="1024" required value={count} onInput={(e) => setCount(e.currentTarget.value)} /></label>
+      <button type="submit" disabled={busy}>Reshard</button>
+      <span class="muted">online: reads and writes go on; the job shows under Jobs</span>
+      {error !== null && <ErrorBox message={error} />}
+    </form>
+  );
+}
+
+/** Split a VDB shard, or merge one into another (admin routes); in a cluster the job then shows under Jobs. */
+function VdbRebalanceForm({ vdb, rows, onStarted }: { vdb: string; rows: readonly GridRow[]; onStarted: () => void }) {
+  const active = rows.filter((r) => !r.readonly).map((r) => r.shard);
+  const [source, setSource] = useState(String(active[0] ?? 0));
+  const [target, setTarget] = useState(String(active[1] ?? active[0] ?? 0));
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (call: () => Promise<unknown>) => {
+    setError(null);
+    setBusy(true);
+    try {
+      await call();
+      onStarted();
+    } catch (err) {
+      setError(describeError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const base = `/vdb/${enc(vdb)}/_shards/${enc(source)}`;
+  const select = (name: string, value: string, set: (v: string) => void) => (
+    <select name={name} value={value} onChange={(e) => set(e.currentTarget.value)}>
+      {active.map((n) => <option value={String(n)}>{n}</option>)}
+    </select>
+  );
+  return (
+    <form class="row" aria-label={`Split or merge shards of ${vdb}`} onSubmit={(e) => e.preventDefault()}>
+      <label>Shard{select('vdb-source', source, setSource)}</label>
+      <button type="button" disabled={busy} onClick={() => void run(() => api('POST', `${base}/_split`, {}))}>Split</button>
+      <label>into{select('vdb-target', target, setTarget)}</label>
+      <button type="button" disabled={busy || source === target} onClick={() => void run(() => api('POST', `${base}/_merge`, { target_shard: Number(target) }))}>Merge</button>
+      <span class="muted">a split gives the upper half of the shard's range to a new shard; a merge moves the shard into an adjacent one</span>
+      {error !== null && <ErrorBox message={error} />}
+    </form>
+  );
+}
+
 interface VdbGrid {
   name: string;
   rows: GridRow[];
@@ -105,7 +170,7 @@ interface VdbGrid {
  */
 function VdbShards({ nodes, down, standalone }: { nodes: readonly string[]; down: ReadonlySet<string>; standalone: boolean }) {
   const listed = useRef<string[] | null>(null);
-  const [load] = usePoll(async (): Promise<VdbGrid[]> => {
+  const [load, reload] = usePoll(async (): Promise<VdbGrid[]> => {
     const listing = api<{ vdbs: { name: string }[] }>('GET', '/vdb').then((r) => (listed.current = r.vdbs.map((v) => v.name)));
     let names: string[];
     if (listed.current === null) names = await listing;
@@ -139,6 +204,7 @@ function VdbShards({ nodes, down, standalone }: { nodes: readonly string[]; down
           <h2>Virtual database {v.name}</h2>
           {v.error !== undefined && <ErrorBox message={v.error} />}
           <ShardGrid label={`Shards of VDB ${v.name} by node`} nodes={nodes} down={down} rows={v.rows} />
+          {v.rows.length > 0 && <VdbRebalanceForm vdb={v.name} rows={v.rows} onStarted={reload} />}
         </section>
       ))}
       {!standalone && <p class="muted">VDB shards: leader is the shard's Raft leader; replica is any other member (the VDB API does not tell followers from learners); lag in log entries behind the leader.</p>}
@@ -157,7 +223,7 @@ function formatAge(ms: number): string {
 
 const MOVE_TEXT = { adding: 'placed here, waiting to join the shard group', catching_up: 'catching up (learner)', removing: 'leaving the shard group' } as const;
 
-function Jobs({ view }: { view: ClusterView }) {
+function Jobs({ view, reload }: { view: ClusterView; reload: () => void }) {
   const moves = replicaMoves(view.collections);
   const nowMs = Date.now();
   return (
@@ -167,11 +233,12 @@ function Jobs({ view }: { view: ClusterView }) {
         <p class="muted">No leave, repair, reshard, VDB split or merge job in the metadata.</p>
       ) : (
         <table aria-label="Cluster jobs">
-          <thead><tr><th>job</th><th>kind</th><th>target</th><th>step (leader)</th><th>started</th><th>progress</th></tr></thead>
+          <thead><tr><th>job</th><th>kind</th><th>target</th><th>step (leader)</th><th>started</th><th>progress</th><th></th></tr></thead>
           <tbody>
             {view.jobs.map((job) => {
               const p = jobProgress(job, view.nodes, view.collections);
               const text = p.fraction === null ? `${job.step} (its progress is not reported)` : p.current;
+              const cancel = cancelCall(job);
               return (
                 <tr key={job.id} data-job={job.id}>
                   <td><code>{job.id}</code></td>
@@ -180,6 +247,12 @@ function Jobs({ view }: { view: ClusterView }) {
                   <td>{job.step}</td>
                   <td>{formatAge(nowMs - job.createdAtMs)}</td>
                   <td><ProgressBar label={`${job.kind} ${job.target}`} fraction={p.fraction} text={text} /></td>
+                  <td>
+                    {cancel !== null && (
+                      <ConfirmButton label="Cancel" ariaLabel={`Cancel ${job.kind} of ${job.target}`} question={`Cancel the ${job.kind} of ${job.target}? What it copied is dropped.`}
+                        confirmLabel="Cancel the job" danger onConfirm={() => api(cancel.method, cancel.path)} onDone={reload} />
+                    )}
+                  </td>
                 </tr>
               );
             })}
@@ -209,7 +282,7 @@ function Jobs({ view }: { view: ClusterView }) {
 }
 
 export function ClusterPage() {
-  const [load] = usePoll(fetchCluster, [], CLUSTER_POLL_MS);
+  const [load, reload] = usePoll(fetchCluster, [], CLUSTER_POLL_MS);
   return (
     <Loaded load={load}>
       {(view) =>
@@ -242,12 +315,13 @@ export function ClusterPage() {
                 ))}
               </tbody>
             </table>
-            <Jobs view={view} />
+            <Jobs view={view} reload={reload} />
             {view.collections.map((c) => (
               <section aria-label={`Shards of ${c.name}`}>
                 <h2>Collection {c.name}</h2>
                 {c.error !== undefined && <p class="error">{c.error}</p>}
                 <ShardGrid label={`Shards of ${c.name} by node`} nodes={view.nodes.map((n) => n.name)} down={downNodes(view)} rows={c.shards.map(fromCollectionShard)} />
+                {c.error === undefined && <ReshardForm collection={c.name} shards={c.shards.length} onStarted={reload} />}
               </section>
             ))}
             <VdbShards nodes={view.nodes.map((n) => n.name)} down={downNodes(view)} standalone={false} />
