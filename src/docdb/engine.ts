@@ -8,7 +8,8 @@
 // synchronously against an in-memory overlay (so two edits of one document in one group see
 // each other), and commits the whole group with ONE `store.batch(ops, {sync: true})`. A
 // request's writes are therefore always atomic (they are never split across groups), and
-// concurrent writers share one fsync.
+// concurrent writers share one fsync. Applying an edit to the group (its checks, its revision
+// and its batch operations) is the pure part, in `edit-apply.ts`.
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
@@ -16,32 +17,27 @@ import { type Clock, type Hlc, type HybridClock, HLC_ZERO, compareHlc, hlcToText
 import { decodeKey } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
 import type { WriteTicket, BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
-import { type AttachmentInput, type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
+import { type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
+import { type Body, type Edit, type EditResult, type WinnerChange, type WinnerIndexer, type WriteGroup, applyEdit, bodyKey, chunkCount, digestsOfAll } from './edit-apply.js';
+export type { Body, EditResult, WinnerChange, WinnerIndexer } from './edit-apply.js';
 import { LIMITS, checkAttachmentName, checkDbName, checkDocId } from './names.js';
 import {
-  ATT_CHUNK_BYTES,
   type AttachmentMeta,
-  type Attachments,
   type BodyRecord,
   DOC_CFS,
   type DbRecord,
   type DocRecord,
-  type LeafInfo,
   decodeBody,
   decodeDbRecord,
   decodeDocRecord,
   decodeSeq,
-  encodeBody,
   encodeDbRecord,
   encodeDocRecord,
-  encodeSeq,
   keys,
   seqFromKey,
 } from './records.js';
-import { type Json, nextRev } from './rev-hash.js';
 import {
   type RevPath,
-  type RevTree,
   conflicts,
   deletedConflicts,
   findRev,
@@ -49,36 +45,11 @@ import {
   isRev,
   isValidPath,
   leaves,
-  mergePath,
   pathFromRevisions,
   revGen,
   revisions,
   revsDiff,
-  stem,
-  winningRev,
 } from './revtree.js';
-
-export type Body = Record<string, Json>;
-
-/** What an indexer sees when a document's winning revision changes (undefined = none or deleted). */
-export interface WinnerChange {
-  readonly db: string;
-  readonly docId: string;
-  readonly before: Readonly<Body> | undefined;
-  readonly after: Readonly<Body> | undefined;
-  readonly seq: Hlc;
-}
-
-/**
- * Extension point for the path index (query engine): called inside the batch build of every
- * write whose winner changes; it appends its postings to `ops`, which commit atomically with
- * the document. Keys it writes must start with the database name (a drop clears `[db]`).
- */
-export type WinnerIndexer = (change: WinnerChange, ops: BatchOp[]) => void;
-
-export type EditResult =
-  | { readonly ok: true; readonly id: string; readonly rev: string }
-  | { readonly ok: false; readonly id: string | null; readonly error: string; readonly message: string };
 
 /**
  * Whether a write's answer says it probably left an older body for compaction: it succeeded
@@ -92,25 +63,6 @@ export function leftOlderBody(result: EditResult): boolean {
 
 /** One document edit as the write queue applies it (and as a replicated shard's log carries it). */
 export type DocEdit = Edit;
-
-type Edit =
-  | {
-      readonly kind: 'update';
-      readonly docId: string;
-      readonly body: Body;
-      readonly attachments: Readonly<Record<string, AttachmentInput>> | undefined;
-      readonly deleted: boolean;
-      readonly rev: string | undefined;
-    }
-  | { readonly kind: 'attach'; readonly docId: string; readonly rev: string | undefined; readonly name: string; readonly blob: Blob | undefined }
-  | {
-      readonly kind: 'replicate';
-      readonly docId: string;
-      readonly body: Body;
-      readonly attachments: Readonly<Record<string, AttachmentInput>> | undefined;
-      readonly path: RevPath;
-    };
-
 /** A group whose batch was handed to the write thread and has not settled yet. */
 interface InFlightGroup {
   readonly g: Group;
@@ -307,28 +259,11 @@ function errorResult(id: string | null, err: unknown): EditResult {
 }
 
 /** A group commit being built: overlays make edits of one group see each other. */
-interface Group {
-  readonly db: string;
+/** A write group as the engine builds it: the edits' overlay, and the groups in flight it is built on. */
+interface Group extends WriteGroup {
   readonly state: DbState;
-  /** The database record the group starts from (the last in-flight group's, or the durable one). */
-  readonly base: DbRecord;
-  /** Documents this group wrote: their records enter the cache once the batch is durable. */
-  readonly changed: Set<string>;
-  readonly records: Map<string, DocRecord | undefined>;
-  readonly bodies: Map<string, BodyRecord | null>;
   /** The in-flight groups this one is built on, oldest first (their overlays come before the store). */
   readonly ahead: readonly InFlightGroup[];
-  /** Stored bodies the edits will read (from before the group), read in one go. */
-  readonly leafBodies: Map<string, Buffer | undefined>;
-  readonly ops: BatchOp[];
-  docCount: number;
-  delCount: number;
-  dataBytes: number;
-  updateSeq: Hlc | undefined;
-  /** Document writes in this group that left a body for compaction to drop. */
-  compactable: number;
-  /** The sequence of the next document change. */
-  nextSeq(): Hlc;
 }
 
 /** A write decided by a replicated shard's leader and applied from its log. */
@@ -369,38 +304,6 @@ function editsInFlight(state: DbState): number {
 /** Resolves once no group of the database is in flight (none can start meanwhile from inside its queue). */
 async function settled(state: DbState): Promise<void> {
   while (state.inFlight.length > 0) await state.inFlight.at(-1)!.settled;
-}
-
-/** A group's in-memory key of one document revision's body. */
-function bodyKey(docId: string, rev: string): string {
-  return `${docId}\u0000${rev}`;
-}
-
-function chunkCount(length: number): number {
-  return Math.max(1, Math.ceil(length / ATT_CHUNK_BYTES));
-}
-
-/** Every attachment digest (with its length) the given stored bodies refer to. */
-function digestsOfAll(...infos: (Readonly<Record<string, LeafInfo>> | undefined)[]): Record<string, number> {
-  // Loops, not Object.values/assign: this runs for every written document.
-  const out: Record<string, number> = {};
-  for (const group of infos) {
-    if (group === undefined) continue;
-    for (const rev in group) {
-      const a = group[rev]!.a;
-      if (a !== undefined) for (const digest in a) out[digest] = a[digest]!;
-    }
-  }
-  return out;
-}
-
-/** Bytes of the bodies of `{...first, ...second}` and of the attachments `digests`, without building that object. */
-function storedBytes(first: Readonly<Record<string, LeafInfo>> | undefined, second: Readonly<Record<string, LeafInfo>> | undefined, digests: Readonly<Record<string, number>>): number {
-  let n = 0;
-  if (first !== undefined) for (const rev in first) if (second === undefined || !Object.hasOwn(second, rev)) n += first[rev]!.b;
-  if (second !== undefined) for (const rev in second) n += second[rev]!.b;
-  for (const digest in digests) n += digests[digest]!;
-  return n;
 }
 
 
@@ -858,15 +761,16 @@ export class DocEngine {
     const wantedRevs = [...wanted.values()];
     const leafRaw = await this.#store.getMany('revs', wantedRevs.map(({ id, rev }) => keys.body(db, id, rev)));
     const leafBodies = new Map(wantedRevs.map(({ id, rev }, i) => [bodyKey(id, rev), leafRaw[i]]));
+    const bodies = new Map<string, BodyRecord | null>();
     const g: Group = {
       db,
       state,
       base,
       changed: new Set<string>(),
       records,
-      bodies: new Map(),
+      bodies,
       ahead,
-      leafBodies,
+      readBody: this.#bodyReader(db, bodies, ahead, leafBodies),
       ops: [],
       docCount: base.docCount,
       delCount: base.delCount,
@@ -884,7 +788,7 @@ export class DocEngine {
           continue;
         }
         try {
-          out.push(this.#applyEdit(g, edit));
+          out.push(applyEdit(g, edit, this.#indexers));
         } catch (err) {
           out.push(errorResult(edit.docId, err));
         }
@@ -894,211 +798,21 @@ export class DocEngine {
     return { g, results };
   }
 
-  #loadBody(g: Group, docId: string, rev: string): BodyRecord | undefined {
-    const key = bodyKey(docId, rev);
-    // Newest overlay that knows the body first: this group's, then the groups in flight (null:
-    // that group removed it).
-    const overlay = g.bodies.has(key) ? g.bodies : g.ahead.findLast((f) => f.g.bodies.has(key))?.g.bodies;
-    if (overlay !== undefined) return overlay.get(key) ?? undefined;
-    // Not read ahead (rare: a conflict becoming the winner): read here, on this thread.
-    const buf = g.leafBodies.has(key) ? g.leafBodies.get(key) : this.#store.getManySync('revs', [keys.body(g.db, docId, rev)])[0];
-    return buf === undefined ? undefined : decodeBody(buf);
+  /**
+   * A group's body reader: the newest overlay that knows the body first (this group's, then the
+   * groups in flight; null: that group removed it), then the bodies read ahead, then the store.
+   */
+  #bodyReader(db: string, bodies: Map<string, BodyRecord | null>, ahead: readonly InFlightGroup[], leafBodies: Map<string, Buffer | undefined>): WriteGroup['readBody'] {
+    return (docId, rev) => {
+      const key = bodyKey(docId, rev);
+      const overlay = bodies.has(key) ? bodies : ahead.findLast((f) => f.g.bodies.has(key))?.g.bodies;
+      if (overlay !== undefined) return overlay.get(key) ?? undefined;
+      // Not read ahead (rare: a conflict becoming the winner): read here, on this thread.
+      const buf = leafBodies.has(key) ? leafBodies.get(key) : this.#store.getManySync('revs', [keys.body(db, docId, rev)])[0];
+      return buf === undefined ? undefined : decodeBody(buf);
+    };
   }
 
-  #applyEdit(g: Group, edit: Edit): EditResult {
-    switch (edit.kind) {
-      case 'update':
-      case 'attach':
-        return this.#applyLocal(g, edit);
-      case 'replicate':
-        return this.#applyReplicated(g, edit);
-    }
-  }
-
-  /** A local edit (new_edits: true): a child of the given leaf, or a first revision. */
-  #applyLocal(g: Group, edit: Extract<Edit, { kind: 'update' | 'attach' }>): EditResult {
-    const { docId } = edit;
-    const rec = g.records.get(docId);
-    const deleting = edit.kind === 'update' && edit.deleted;
-    let parent: string | undefined;
-    if (rec === undefined) {
-      if (deleting) throw notFoundDoc(docId);
-      if (edit.rev !== undefined) throw new FirkinError('conflict', `document update conflict: ${JSON.stringify(docId)} does not exist, so no revision can be current`);
-    } else if (edit.rev === undefined) {
-      // CouchDB: a deleted document is re-created without a rev, on top of its tombstone.
-      if (!rec.deleted) throw new FirkinError('conflict', `document update conflict: ${JSON.stringify(docId)} exists; send its current revision (If-Match, ?rev= or _rev)`);
-      if (deleting) throw notFoundDoc(docId);
-      parent = rec.winner;
-    } else {
-      const node = findRev(rec.tree, edit.rev);
-      if (node === undefined || !isLeaf(rec.tree, edit.rev) || (node.deleted && edit.rev !== rec.winner)) {
-        throw new FirkinError('conflict', `document update conflict: ${edit.rev} is not a current revision of ${JSON.stringify(docId)}`);
-      }
-      if (node.deleted && deleting) throw notFoundDoc(docId);
-      parent = edit.rev;
-    }
-    const parentBody = parent === undefined ? undefined : this.#loadBody(g, docId, parent);
-    const parentAtts: Attachments = parentBody?.attachments ?? {};
-    const blobs: Blob[] = [];
-    let body: Body;
-    let atts: Record<string, Omit<AttachmentMeta, 'revpos'> & { revpos?: number }> = {};
-    if (edit.kind === 'attach') {
-      const parentDeleted = parent !== undefined && findRev(rec!.tree, parent)!.deleted;
-      body = parentDeleted ? {} : (parentBody?.body ?? {});
-      atts = parentDeleted ? {} : { ...parentAtts };
-      if (edit.blob === undefined) {
-        if (atts[edit.name] === undefined) throw new FirkinError('not_found', `attachment ${JSON.stringify(edit.name)} of ${JSON.stringify(docId)} not found`);
-        delete atts[edit.name];
-      } else {
-        atts[edit.name] = { content_type: edit.blob.content_type, digest: edit.blob.digest, length: edit.blob.length };
-        blobs.push(edit.blob);
-      }
-    } else {
-      body = edit.body;
-      if (!deleting) {
-        for (const [name, input] of Object.entries(edit.attachments ?? {})) {
-          if (input.kind === 'data') {
-            atts[name] = { content_type: input.blob.content_type, digest: input.blob.digest, length: input.blob.length };
-            blobs.push(input.blob);
-          } else {
-            const kept = parentAtts[name];
-            if (kept === undefined || (input.digest !== undefined && input.digest !== kept.digest)) {
-              throw new FirkinError('precondition_failed', `attachment stub ${JSON.stringify(name)} does not match an attachment of the parent revision`);
-            }
-            atts[name] = kept;
-          }
-        }
-      }
-    }
-    const rev = nextRev(body, atts, parent, deleting);
-    const gen = revGen(rev);
-    const final: Record<string, AttachmentMeta> = {};
-    for (const [name, a] of Object.entries(atts)) {
-      const unchanged = parentAtts[name] !== undefined && parentAtts[name].digest === a.digest;
-      final[name] = { content_type: a.content_type, digest: a.digest, length: a.length, revpos: unchanged ? parentAtts[name]!.revpos : gen };
-    }
-    const path: RevPath = { revs: parent === undefined ? [rev] : [rev, parent], deleted: deleting };
-    const tree = stem(mergePath(rec?.tree ?? [], path).tree, g.state.record.revsLimit);
-    const bodyRecord: BodyRecord = Object.keys(final).length > 0 ? { body, attachments: final } : { body };
-    this.#commitDoc(g, docId, rec, tree, { rev, body: bodyRecord, blobs });
-    return { ok: true, id: docId, rev };
-  }
-
-  /** A replicated write (new_edits: false): merge a foreign revision with its history. */
-  #applyReplicated(g: Group, edit: Extract<Edit, { kind: 'replicate' }>): EditResult {
-    const { docId, path } = edit;
-    const rev = path.revs[0]!;
-    const rec = g.records.get(docId);
-    if (rec !== undefined && findRev(rec.tree, rev) !== undefined) return { ok: true, id: docId, rev };
-    const known: Record<string, number> = {};
-    for (const info of Object.values(rec?.leaves ?? {})) Object.assign(known, info.a ?? {});
-    const blobs: Blob[] = [];
-    const final: Record<string, AttachmentMeta> = {};
-    const gen = revGen(rev);
-    if (!path.deleted) {
-      for (const [name, input] of Object.entries(edit.attachments ?? {})) {
-        if (input.kind === 'data') {
-          final[name] = { content_type: input.blob.content_type, digest: input.blob.digest, length: input.blob.length, revpos: gen };
-          blobs.push(input.blob);
-        } else {
-          if (input.digest === undefined || known[input.digest] === undefined) {
-            throw new FirkinError('precondition_failed', `attachment stub ${JSON.stringify(name)} refers to content this database does not hold; send it inline`);
-          }
-          final[name] = { content_type: input.content_type ?? 'application/octet-stream', digest: input.digest, length: known[input.digest]!, revpos: gen };
-        }
-      }
-    }
-    const tree = stem(mergePath(rec?.tree ?? [], path).tree, g.state.record.revsLimit);
-    const bodyRecord: BodyRecord = Object.keys(final).length > 0 ? { body: edit.body, attachments: final } : { body: edit.body };
-    this.#commitDoc(g, docId, rec, tree, { rev, body: bodyRecord, blobs });
-    return { ok: true, id: docId, rev };
-  }
-
-  /** Append every op of one document change to the group: record, bodies, blobs, seq, counters, indexes. */
-  #commitDoc(g: Group, docId: string, before: DocRecord | undefined, tree: RevTree, leaf: { rev: string; body: BodyRecord; blobs: readonly Blob[] }): void {
-    const { db, ops } = g;
-    const winner = winningRev(tree)!;
-    const indexing = this.#indexers.length > 0 && before?.winner !== winner.rev;
-    const beforeBody = indexing && before !== undefined && !before.deleted ? this.#loadBody(g, docId, before.winner)?.body : undefined;
-
-    const seq = g.nextSeq();
-    const encodedBody = encodeBody(leaf.body);
-    if (encodedBody.length > LIMITS.docBytesMax) throw new FirkinError('too_large', `document ${JSON.stringify(docId)} is larger than ${LIMITS.docBytesMax} bytes`);
-    const newLeaves = new Set(leaves(tree).map((n) => n.rev));
-    const leafInfo: Record<string, LeafInfo> = {};
-    const attachments = leaf.body.attachments;
-    for (const rev of newLeaves) {
-      if (rev !== leaf.rev) {
-        leafInfo[rev] = before?.leaves[rev] ?? { b: 0 };
-      } else if (attachments === undefined) {
-        leafInfo[rev] = { b: encodedBody.length };
-      } else {
-        const a = Object.fromEntries(Object.values(attachments).map((m) => [m.digest, m.length]));
-        leafInfo[rev] = Object.keys(a).length > 0 ? { b: encodedBody.length, a } : { b: encodedBody.length };
-      }
-    }
-    // A leaf that got a child keeps its body until compaction (CouchDB); a body whose
-    // revision was stemmed out of the tree (revs_limit) goes now, in this batch.
-    const keptInfo: Record<string, LeafInfo> = {};
-    if (before !== undefined) {
-      const inTree = new Set(tree.map((n) => n.rev));
-      for (const infos of [before.kept, before.leaves]) {
-        if (infos === undefined) continue;
-        for (const rev in infos) {
-          if (newLeaves.has(rev)) continue;
-          if (inTree.has(rev)) {
-            keptInfo[rev] = infos[rev]!;
-            continue;
-          }
-          ops.push({ type: 'del', cf: 'revs', key: keys.body(db, docId, rev) });
-          g.bodies.set(bodyKey(docId, rev), null);
-        }
-      }
-      if (Object.keys(keptInfo).some((rev) => before.kept?.[rev] === undefined)) g.compactable++;
-    }
-    if (newLeaves.has(leaf.rev)) {
-      ops.push({ type: 'put', cf: 'revs', key: keys.body(db, docId, leaf.rev), value: encodedBody });
-      g.bodies.set(bodyKey(docId, leaf.rev), leaf.body);
-    }
-    // Attachment content is deduplicated per document by digest and dropped when no stored body refers to it.
-    const beforeDigests = before === undefined ? {} : digestsOfAll(before.leaves, before.kept);
-    const afterDigests = digestsOfAll(leafInfo, keptInfo);
-    const written = new Set<string>();
-    for (const blob of leaf.blobs) {
-      if (beforeDigests[blob.digest] !== undefined || afterDigests[blob.digest] === undefined || written.has(blob.digest)) continue;
-      written.add(blob.digest);
-      for (let i = 0; i < chunkCount(blob.length); i++) {
-        ops.push({ type: 'put', cf: 'att', key: keys.att(db, docId, blob.digest, i), value: blob.data.subarray(i * ATT_CHUNK_BYTES, (i + 1) * ATT_CHUNK_BYTES) });
-      }
-    }
-    for (const [digest, length] of Object.entries(beforeDigests)) {
-      if (afterDigests[digest] !== undefined) continue;
-      for (let i = 0; i < chunkCount(length); i++) ops.push({ type: 'del', cf: 'att', key: keys.att(db, docId, digest, i) });
-    }
-    g.dataBytes += storedBytes(leafInfo, keptInfo, afterDigests) - storedBytes(before?.leaves, before?.kept, beforeDigests);
-
-    // One changes entry per document: the old one goes in the same batch.
-    if (before !== undefined) ops.push({ type: 'del', cf: 'seq', key: keys.seq(db, before.seq) });
-    ops.push({ type: 'put', cf: 'seq', key: keys.seq(db, seq), value: encodeSeq([docId, winner.rev, winner.deleted]) });
-    const record: DocRecord = { tree, winner: winner.rev, deleted: winner.deleted, seq, leaves: leafInfo, ...(Object.keys(keptInfo).length > 0 ? { kept: keptInfo } : {}) };
-    ops.push({ type: 'put', cf: 'docs', key: keys.doc(db, docId), value: encodeDocRecord(record) });
-    g.records.set(docId, record);
-    g.changed.add(docId);
-
-    if (before === undefined) g.docCount += winner.deleted ? 0 : 1;
-    else if (before.deleted !== winner.deleted) g.docCount += winner.deleted ? -1 : 1;
-    if (before === undefined) g.delCount += winner.deleted ? 1 : 0;
-    else if (before.deleted !== winner.deleted) g.delCount += winner.deleted ? 1 : -1;
-    g.updateSeq = seq;
-
-    if (indexing) {
-      const afterBody = winner.deleted ? undefined : winner.rev === leaf.rev ? leaf.body.body : this.#loadBody(g, docId, winner.rev)?.body;
-      const change: WinnerChange = { db, docId, before: beforeBody, after: afterBody, seq };
-      for (const indexer of this.#indexers) indexer(change, ops);
-    }
-  }
-
-  /** Create or update one document (new_edits: true). `rev` is the already-reconciled expected rev. */
   async putDoc(db: string, docId: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }> {
     checkDocId(docId);
     const [result] = await this.#submit(db, [{ kind: 'update', docId, body: doc.body, attachments: doc.attachments, deleted: doc.deleted, rev }]);
