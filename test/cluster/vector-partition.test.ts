@@ -42,6 +42,9 @@ t.test('minority partition: no writes, stale reads only; healing converges (vect
   // A VDB beside the collection: its shards are Raft groups too.
   t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'pv', shard_count: 2, placement: { replica_factor: 3 } } })).status, 201, 'VDB created');
   t.equal((await cluster.request('n2', 'POST', '/vdb/pv/_bulk_docs', { body: { docs: Array.from({ length: 10 }, (_, i) => ({ _id: `v${i}` })) } })).status, 201);
+  // Acknowledged on a majority: n3 may not have applied them yet. It has before the cut.
+  const staleTotal = async () => (await cluster.request<{ meta?: { total?: number } }>('n3', 'POST', '/vdb/pv/_find?consistency=stale', { body: { where: [], limit: 100 } })).body.meta?.total;
+  await waitFor(async () => (await staleTotal()) === 10, { what: 'n3 to apply the VDB writes' });
 
   net.isolate('n3');
   const vdbRefused = await cluster.request('n3', 'PUT', '/vdb/pv/minority', { body: {} });
