@@ -78,7 +78,7 @@ export interface WriteGroup {
   readBody(docId: string, rev: string): BodyRecord | undefined;
 }
 
-const notFoundDoc = (id: string) => new FirkinError('not_found', `document ${JSON.stringify(id)} not found`);
+export const notFoundDoc = (id: string) => new FirkinError('not_found', `document ${JSON.stringify(id)} not found`);
 
 /** A group's in-memory key of one document revision's body. */
 export function bodyKey(docId: string, rev: string): string {

@@ -18,7 +18,7 @@ import { decodeKey } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
 import type { WriteTicket, BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
 import { type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
-import { type Body, type Edit, type EditResult, type WinnerChange, type WinnerIndexer, type WriteGroup, applyEdit, bodyKey, chunkCount, digestsOfAll } from './edit-apply.js';
+import { type Body, type Edit, type EditResult, type WinnerChange, type WinnerIndexer, type WriteGroup, applyEdit, bodyKey, chunkCount, digestsOfAll, notFoundDoc } from './edit-apply.js';
 export type { Body, EditResult, WinnerChange, WinnerIndexer } from './edit-apply.js';
 import { LIMITS, checkAttachmentName, checkDbName, checkDocId } from './names.js';
 import {
@@ -251,7 +251,6 @@ export interface PipelineSizes {
 export const PIPELINE_DEFAULTS: PipelineSizes = { partEdits: 128, minEditsAhead: 64 };
 
 const notFoundDb = (db: string) => new FirkinError('not_found', `database ${JSON.stringify(db)} does not exist`);
-const notFoundDoc = (id: string) => new FirkinError('not_found', `document ${JSON.stringify(id)} not found`);
 
 function errorResult(id: string | null, err: unknown): EditResult {
   if (err instanceof FirkinError) return { ok: false, id, error: err.code, message: err.message };
@@ -261,7 +260,6 @@ function errorResult(id: string | null, err: unknown): EditResult {
 /** A group commit being built: overlays make edits of one group see each other. */
 /** A write group as the engine builds it: the edits' overlay, and the groups in flight it is built on. */
 interface Group extends WriteGroup {
-  readonly state: DbState;
   /** The in-flight groups this one is built on, oldest first (their overlays come before the store). */
   readonly ahead: readonly InFlightGroup[];
 }
@@ -764,7 +762,6 @@ export class DocEngine {
     const bodies = new Map<string, BodyRecord | null>();
     const g: Group = {
       db,
-      state,
       base,
       changed: new Set<string>(),
       records,
