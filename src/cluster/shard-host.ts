@@ -354,23 +354,25 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     const before = this.#openFailures.get(group);
     const attempts = (before?.attempts ?? 0) + 1;
     this.#openFailures.set(group, { attempts, lastError: err.message, sinceMs: before?.sinceMs ?? Date.now() });
-    const delayMs = nominalDelayMs(attempts, REOPEN_BACKOFF);
+    const delayMs = this.#scheduleReopen();
     this.o.log.error({ group, attempt: attempts, delayMs, err: err.message }, `shard replica ${group} did not ${what}; retrying in ${delayMs} ms`);
-    this.#scheduleReopen();
   }
 
-  /** One timer for every failure: the next hosting pass opens the replicas still missing. */
-  #scheduleReopen(): void {
+  /**
+   * One timer for every failure: the next hosting pass (after the delay of the failure with the
+   * fewest attempts) opens the replicas still missing. Returns that delay.
+   */
+  #scheduleReopen(): number | undefined {
     const failed = [...[...this.#openFailures.values()].map((f) => f.attempts), ...(this.#failedPasses > 0 ? [this.#failedPasses] : [])];
-    if (this.#closed || failed.length === 0) return;
-    const attempts = Math.min(...failed);
-    const delayMs = nominalDelayMs(attempts, REOPEN_BACKOFF);
+    if (this.#closed || failed.length === 0) return undefined;
+    const delayMs = nominalDelayMs(Math.min(...failed), REOPEN_BACKOFF);
     clearTimeout(this.#reopenTimer);
     this.#reopenTimer = setTimeout(() => {
       this.#reopenTimer = undefined;
       this.#reconcile(this.o.member.state);
     }, delayMs);
     this.#reopenTimer.unref();
+    return delayMs;
   }
 
   async #drop(group: string, replica: R, why: string): Promise<void> {
