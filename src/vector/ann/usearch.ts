@@ -52,8 +52,9 @@ function build(options: AnnOptions): NativeIndex {
 }
 
 // Plain JavaScript run with `eval`: no TypeScript loader is needed inside the worker. It owns
-// an index of its own: adds one chunk per message (with all cores but one, left to the event
-// loop), then saves it. Each message is answered, so the sender never queues more than one chunk.
+// an index of its own: adds one chunk per message (on the threads the message says: all cores
+// but one at most, one left to the event loop), then saves it. Each message is answered, so the
+// sender never queues more than one chunk.
 const BUILD_WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { Index } = require(workerData.modulePath);
@@ -65,7 +66,7 @@ parentPort.on('message', (m) => {
     if (m.kind === 'add') {
       if (m.keys.length > 0) {
         const reserves = index.size() + m.keys.length >= index.capacity();
-        let threads = Math.max(1, Math.min(workerData.threads, Math.floor(m.keys.length / workerData.keysPerThread)));
+        let threads = m.threads;
         if (!reserves && threads > contexts) threads = 1;
         index.add(m.keys, m.vectors, threads);
         if (reserves) contexts = threads;
@@ -82,8 +83,8 @@ parentPort.on('message', (m) => {
 
 async function buildInWorker(options: AnnOptions, chunks: AsyncIterable<AnnChunk>, file: string, signal: AbortSignal): Promise<void> {
   signal.throwIfAborted();
-  const threads = Math.max(1, availableParallelism() - 1);
-  const workerData = { modulePath: require.resolve('usearch'), options: nativeOptions(options), threads, keysPerThread: KEYS_PER_ADD_THREAD };
+  const cores = Math.max(1, CORES - 1);
+  const workerData = { modulePath: require.resolve('usearch'), options: nativeOptions(options) };
   const worker = new Worker(BUILD_WORKER_SOURCE, { eval: true, workerData });
   let fail: (err: Error) => void = () => undefined;
   const failed = new Promise<never>((_, reject) => (fail = reject));
@@ -105,7 +106,7 @@ async function buildInWorker(options: AnnOptions, chunks: AsyncIterable<AnnChunk
       // Copies the worker may take over: the caller's arrays stay usable.
       const keys = chunk.keys.slice();
       const vectors = chunk.vectors.slice();
-      await call({ kind: 'add', keys, vectors }, [keys.buffer as ArrayBuffer, vectors.buffer as ArrayBuffer]);
+      await call({ kind: 'add', keys, vectors, threads: addThreads(keys.length, cores) }, [keys.buffer as ArrayBuffer, vectors.buffer as ArrayBuffer]);
     }
     await call({ kind: 'save', file });
   } finally {
