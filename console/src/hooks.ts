@@ -23,3 +23,22 @@ export function usePoll<T>(fetcher: () => Promise<T>, deps: unknown[], intervalM
   }, [...deps, tick]);
   return [load, () => setTick((t) => t + 1)];
 }
+
+/** An action a user starts: `busy` while it runs, its failure as `error`; `then` runs after success. */
+export function useAction(): { busy: boolean; error: string | null; clearError: () => void; run: (call: () => Promise<unknown>, then: () => void) => Promise<void> } {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const run = async (call: () => Promise<unknown>, then: () => void) => {
+    setError(null);
+    setBusy(true);
+    try {
+      await call();
+      then();
+    } catch (err) {
+      setError(describeError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, clearError: () => setError(null), run };
+}

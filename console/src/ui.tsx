@@ -1,7 +1,6 @@
 import type { ComponentChildren, JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { describeError } from './api.js';
-import type { Load } from './hooks.js';
+import { type Load, useAction } from './hooks.js';
 import { type PageView, pageOf } from './paging.js';
 import { rowWindow } from './windowing.js';
 
@@ -95,29 +94,20 @@ export function ConfirmButton({
   onDone: () => void;
 }) {
   const [confirming, setConfirming] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, clearError, run: runAction } = useAction();
   if (!confirming) {
     return <button type="button" class={danger ? 'danger' : undefined} onClick={() => setConfirming(true)} aria-label={ariaLabel}>{label}</button>;
   }
-  const run = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await onConfirm();
+  const run = () =>
+    runAction(onConfirm, () => {
       setConfirming(false);
       onDone();
-    } catch (err) {
-      setError(describeError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <span class="confirm" role="group" aria-label={`Confirm: ${question}`}>
       {question}{' '}
       <button type="button" class={danger ? 'danger' : undefined} disabled={busy} onClick={run}>{confirmLabel}</button>{' '}
-      <button type="button" onClick={() => { setConfirming(false); setError(null); }}>Cancel</button>
+      <button type="button" onClick={() => { setConfirming(false); clearError(); }}>Cancel</button>
       {error !== null && <ErrorBox message={error} />}
     </span>
   );

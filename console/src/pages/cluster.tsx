@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, describeError, enc } from '../api.js';
-import { usePoll } from '../hooks.js';
+import { api, enc } from '../api.js';
+import { useAction, usePoll } from '../hooks.js';
 import { type JobRecord, cancelCall, jobProgress, replicaMoves } from '../jobs.js';
 import { type GridRow, type VdbShardRow, fromCollectionShard, fromVdbShard, gridCell, gridColumns } from '../shard-grid.js';
 import { ConfirmButton, ErrorBox, Loaded, ProgressBar, StatusDot } from '../ui.js';
@@ -95,20 +95,10 @@ function ShardGrid({ label, nodes, down, rows }: { label: string; nodes: readonl
 /** Start an online reshard of a collection (POST …/reshard); the job then shows under Jobs. */
 function ReshardForm({ collection, shards, onStarted }: { collection: string; shards: number; onStarted: () => void }) {
   const [count, setCount] = useState(String(shards * 2));
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
+  const { busy, error, run } = useAction();
+  const submit = (event: Event) => {
     event.preventDefault();
-    setError(null);
-    setBusy(true);
-    try {
-      await api('POST', `/vectordb/collections/${enc(collection)}/reshard`, { num_shards: Number(count) });
-      onStarted();
-    } catch (err) {
-      setError(describeError(err));
-    } finally {
-      setBusy(false);
-    }
+    void run(() => api('POST', `/vectordb/collections/${enc(collection)}/reshard`, { num_shards: Number(count) }), onStarted);
   };
   return (
     <form class="row" onSubmit={submit} aria-label={`Reshard ${collection}`}>
@@ -125,20 +115,7 @@ function VdbRebalanceForm({ vdb, rows, onStarted }: { vdb: string; rows: readonl
   const active = rows.filter((r) => !r.readonly).map((r) => r.shard);
   const [source, setSource] = useState(String(active[0] ?? 0));
   const [target, setTarget] = useState(String(active[1] ?? active[0] ?? 0));
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const run = async (call: () => Promise<unknown>) => {
-    setError(null);
-    setBusy(true);
-    try {
-      await call();
-      onStarted();
-    } catch (err) {
-      setError(describeError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useAction();
   const base = `/vdb/${enc(vdb)}/_shards/${enc(source)}`;
   const select = (name: string, value: string, set: (v: string) => void) => (
     <select name={name} value={value} onChange={(e) => set(e.currentTarget.value)}>
@@ -148,9 +125,9 @@ function VdbRebalanceForm({ vdb, rows, onStarted }: { vdb: string; rows: readonl
   return (
     <form class="row" aria-label={`Split or merge shards of ${vdb}`} onSubmit={(e) => e.preventDefault()}>
       <label>Shard{select('vdb-source', source, setSource)}</label>
-      <button type="button" disabled={busy} onClick={() => void run(() => api('POST', `${base}/_split`, {}))}>Split</button>
+      <button type="button" disabled={busy} onClick={() => void run(() => api('POST', `${base}/_split`, {}), onStarted)}>Split</button>
       <label>into{select('vdb-target', target, setTarget)}</label>
-      <button type="button" disabled={busy || source === target} onClick={() => void run(() => api('POST', `${base}/_merge`, { target_shard: Number(target) }))}>Merge</button>
+      <button type="button" disabled={busy || source === target} onClick={() => void run(() => api('POST', `${base}/_merge`, { target_shard: Number(target) }), onStarted)}>Merge</button>
       <span class="muted">a split gives the upper half of the shard's range to a new shard; a merge moves the shard into an adjacent one</span>
       {error !== null && <ErrorBox message={error} />}
     </form>
