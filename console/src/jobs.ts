@@ -15,6 +15,8 @@ export interface JobRecord {
   readonly reshard?: { readonly oldShards: number; readonly newShards: number; readonly migrated: number; readonly expected?: number; readonly error?: string };
   /** A VDB split's or merge's counts. */
   readonly vdb?: { readonly op: string; readonly source: number; readonly target: number; readonly copied: number; readonly expected?: number; readonly cancelRequested?: true; readonly error?: string };
+  /** Why the job cannot go on for now (a leave whose replicas have nowhere to go until a node joins). */
+  readonly waiting?: string;
 }
 
 export interface NodeState {
@@ -127,7 +129,7 @@ export function jobProgress(job: JobRecord, nodes: readonly NodeState[], collect
   ];
   const done = steps.filter((s) => s.done).length;
   const next = steps.findIndex((s) => !s.done);
-  const current = next === -1 ? 'done' : `step ${next + 1} of ${steps.length}: ${steps[next]!.doing}`;
+  const current = next === -1 ? 'done' : `step ${next + 1} of ${steps.length}: ${steps[next]!.doing}${job.waiting === undefined ? '' : `; waiting: ${job.waiting}`}`;
   return { steps, fraction: done / steps.length, current };
 }
 

@@ -208,6 +208,8 @@ export interface JobRow {
   what?: string;
   error?: string;
   cancelRequested?: boolean;
+  /** Why the job cannot go on for now (a leave whose replicas have nowhere to go). */
+  waiting?: string;
 }
 
 function asJob(raw: unknown, i: number): JobRow {
@@ -220,6 +222,7 @@ function asJob(raw: unknown, i: number): JobRow {
     step: field(b, 'step', what, isString, 'a string'),
     updatedAtMs: field(b, 'updatedAtMs', what, isNumber, 'a number'),
   };
+  if (isString(b.waiting)) row.waiting = b.waiting;
   const r = typeof b.reshard === 'object' && b.reshard !== null ? (b.reshard as Json) : undefined;
   const v = typeof b.vdb === 'object' && b.vdb !== null ? (b.vdb as Json) : undefined;
   if (r !== undefined) {

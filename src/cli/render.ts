@@ -104,7 +104,7 @@ export function renderJobs(jobs: readonly JobRow[], nowMs: number): string {
   const sorted = [...jobs].sort((a, b) => Number(isReshardEnded(a.step)) - Number(isReshardEnded(b.step)) || b.updatedAtMs - a.updatedAtMs);
   const header = ['ID', 'KIND', 'TARGET', 'STEP', 'PROGRESS', 'UPDATED'];
   const rows = sorted.map((j) => {
-    const parts = [j.what, j.moved === undefined ? undefined : documents(j.moved, j.expected), j.cancelRequested === true && !isReshardEnded(j.step) ? 'cancel requested' : undefined, j.error === undefined ? undefined : `error: ${j.error}`];
+    const parts = [j.what, j.moved === undefined ? undefined : documents(j.moved, j.expected), j.cancelRequested === true && !isReshardEnded(j.step) ? 'cancel requested' : undefined, j.error === undefined ? undefined : `error: ${j.error}`, j.waiting === undefined ? undefined : `waiting: ${j.waiting}`];
     const progress = parts.filter((p) => p !== undefined).join(', ');
     return [cleanCell(j.id), cleanCell(j.kind), cleanCell(j.target), cleanCell(j.step), progress === '' ? NONE : cleanCell(progress), formatAgo(nowMs - j.updatedAtMs)];
   });

@@ -18,10 +18,10 @@ import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
-import { type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
+import { type Job, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { Transport, wasNotSent } from './transport.js';
-import { planRepairs } from './shard-repair.js';
+import { describeStranded, planRepairs, strandedReplicas } from './shard-repair.js';
 import { planVoters } from './voters.js';
 
 /** The cluster settings the member runs by (docs/configuration.md). */
@@ -310,8 +310,14 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     return { applied: this.#fsm.applied, digest: createHash('sha256').update(encodeCbor(canonicalMeta(this.#fsm.state))).digest('hex') };
   }
 
-  jobs(): MetaState['jobs'][string][] {
-    return Object.values(this.#fsm.state.jobs);
+  /** The metadata's jobs; a leave that cannot end until a node joins says why (`waiting`). */
+  jobs(): (Job & { waiting?: string })[] {
+    const state = this.#fsm.state;
+    return Object.values(state.jobs).map((job) => {
+      if (job.kind !== 'leave' || state.nodes[job.target]?.status !== 'leaving') return job;
+      const stranded = strandedReplicas(state, job.target);
+      return stranded.length === 0 ? job : { ...job, waiting: describeStranded(job.target, stranded) };
+    });
   }
 
   groupStatus(): ReturnType<RaftGroup['status']> {
@@ -530,6 +536,9 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     if (others.length === 0 || (conf.voters.length === 1 && conf.voters[0] === name && conf.learners.length === 0)) {
       throw new FirkinError('conflict', `node ${name} is the last member: a cluster cannot lose its last node`);
     }
+    // Refused rather than left waiting with no end in sight: its replicas need somewhere to go.
+    const stranded = strandedReplicas(this.#fsm.state, name);
+    if (stranded.length > 0) throw new FirkinError('conflict', `node ${name} cannot leave now: ${describeStranded(name, stranded)}`);
     await this.propose({ type: 'node.leave', name, jobId: randomBytes(8).toString('hex'), atMs: this.#o.clock.nowMs() });
     this.#o.log.info({ node: name }, 'leaving the cluster: handing over, then leaving the voter set');
     return { status: 'leaving', node: name };

@@ -57,6 +57,34 @@ export function planRepairs(state: MetaState, nowMs: number, graceMs: number): R
   return moves;
 }
 
+/** The shards of one owner (a collection or a VDB) that no other node can take a replica of. */
+export interface StrandedReplicas {
+  readonly kind: ShardOwnerKind;
+  readonly owner: string;
+  readonly groups: readonly string[];
+}
+
+/**
+ * The shards with a replica on `node` that no other live node (up or suspect, not leaving)
+ * could take, because each of those already holds one of the shard's replicas: a leave of
+ * `node` would wait for a node to join before it could end.
+ */
+export function strandedReplicas(state: MetaState, node: string): StrandedReplicas[] {
+  const takers = Object.values(state.nodes).filter((n) => n.name !== node && (n.status === 'up' || n.status === 'suspect'));
+  const out: StrandedReplicas[] = [];
+  for (const c of shardOwners(state)) {
+    const groups = c.shards.filter((s) => s.replicas.includes(node) && takers.every((n) => s.replicas.includes(n.name))).map((s) => s.group);
+    if (groups.length > 0) out.push({ kind: c.kind, owner: c.name, groups });
+  }
+  return out.sort((a, b) => (a.kind === b.kind ? (a.owner < b.owner ? -1 : a.owner > b.owner ? 1 : 0) : a.kind === 'collection' ? -1 : 1));
+}
+
+/** `strandedReplicas` in words, for an error or a job's note. */
+export function describeStranded(node: string, stranded: readonly StrandedReplicas[]): string {
+  const what = stranded.map((s) => `${s.kind === 'collection' ? 'collection' : 'VDB'} ${s.owner} (${s.groups.length === 1 ? 'shard group' : 'shard groups'} ${s.groups.join(', ')})`).join(', ');
+  return `no other live node can take ${node}'s replicas of ${what}: every other live node already holds a replica of those shards; a node must join first`;
+}
+
 export type ShardConfStep = { readonly kind: 'change'; readonly change: ConfChange; readonly why: string } | { readonly kind: 'transfer'; readonly to: string; readonly why: string };
 
 export interface ShardConfInput {

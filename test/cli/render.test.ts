@@ -119,6 +119,8 @@ t.test('jobs: running first, then the ended ones, newest first; progress in word
       '',
     ].join('\n'),
   );
+  const waiting = asJobs({ jobs: [{ id: 'leave-2', kind: 'leave', target: 'n2', step: 'leave_voters', createdAtMs: 0, updatedAtMs: 1_000, waiting: 'no other live node can take\nn2\'s replicas' }] });
+  t.match(renderJobs(waiting, 2_000), /leave_voters {2}waiting: no other live node can take\uFFFDn2's replicas {2}1\.0s ago/, "a leave's reason to wait, on one line");
   t.equal(renderJobs([], 0), 'no jobs\n');
   t.throws(() => asJobs({ jobs: [{ id: 'x' }] }), { code: 'bad_response', message: 'job 0: kind must be a string, got nothing' });
   t.throws(() => asJobs({}), { code: 'bad_response', message: 'cluster jobs: jobs must be a list, got nothing' });

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { EMPTY_META, type MetaState, type NodeRecord, applyMeta } from '../../src/cluster/meta-state.js';
-import { planRepairs, planShardConf } from '../../src/cluster/shard-repair.js';
+import { describeStranded, planRepairs, planShardConf, strandedReplicas } from '../../src/cluster/shard-repair.js';
 import type { ConfState } from '../../src/raft/types.js';
 import { fcParams } from '../support/fc.js';
 
@@ -28,6 +28,36 @@ t.test('a replica moves once its node is down past the grace period, is leaving,
   t.same(replaced.state.collections.c!.shards[0]!.initial, ['a', 'b', 'c'], 'the bootstrap replicas are remembered');
   t.equal(replaced.state.collections.c!.epoch, 2);
   t.match(applyMeta(replaced.state, { type: 'shard.replace', collection: 'c', group: 'vs0', from: 'c', to: 'd' }).result, { ok: false, code: 'conflict' }, 'a repeated move is refused');
+  t.end();
+});
+
+t.test('a leave is stranded exactly where no other live node can take a replica', (t) => {
+  const three = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'up')], [['a', 'b', 'c'], ['a', 'b', 'c']]);
+  const stranded = strandedReplicas(three, 'c');
+  t.same(stranded, [{ kind: 'collection', owner: 'c', groups: ['vs0', 'vs1'] }], 'three replicas on three nodes: none can move');
+  t.equal(describeStranded('c', stranded), "no other live node can take c's replicas of collection c (shard groups vs0, vs1): every other live node already holds a replica of those shards; a node must join first");
+  const withSuspect = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'up'), node('d', 'suspect')], [['a', 'b', 'c']]);
+  t.same(strandedReplicas(withSuspect, 'c'), [], 'a suspect node counts: it is expected back');
+  const withDown = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'up'), node('d', 'down')], [['a', 'b', 'c']]);
+  t.equal(strandedReplicas(withDown, 'c').length, 1, 'a down node does not');
+  t.same(strandedReplicas(three, 'z'), [], 'a node with no replica is never stranded');
+
+  // Against the repair planner: with every other node up, a shard of the leaving node gets a move
+  // exactly when it is not stranded.
+  const names = ['a', 'b', 'c', 'd', 'e'];
+  fc.assert(
+    fc.property(fc.integer({ min: 2, max: 5 }), fc.array(fc.subarray(names, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 6 }), (count, shardNodes) => {
+      const present = names.slice(0, count);
+      const replicas = shardNodes.map((r) => r.filter((n) => present.includes(n))).filter((r) => r.length > 0);
+      if (replicas.length === 0) return true;
+      const up = withCollection(present.map((n) => node(n, 'up')), replicas);
+      const leaving = { ...up, nodes: { ...up.nodes, a: { ...up.nodes.a!, status: 'leaving' as const } } };
+      const strandedGroups = new Set(strandedReplicas(up, 'a').flatMap((s) => s.groups));
+      const moved = new Set(planRepairs(leaving, 0, 1).map((m) => m.group));
+      return up.collections.c!.shards.every((s) => !s.replicas.includes('a') || strandedGroups.has(s.group) !== moved.has(s.group));
+    }),
+    fcParams(),
+  );
   t.end();
 });
 

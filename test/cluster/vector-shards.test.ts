@@ -47,6 +47,11 @@ t.test('replicated vector shards across three processes', async (t) => {
   }
   const again = await cluster.request('n3', 'PUT', '/vectordb/collections/c', { body: { dimensions: DIMS } });
   t.equal(again.status, 409, 'a second create anywhere is a conflict');
+  // Three replicas on three nodes: a leaving node's replicas would have nowhere to go.
+  const leave = await cluster.request('n3', 'POST', '/vectordb/cluster/leave');
+  t.equal(leave.status, 409, `a leave that could never end is refused (${leave.body.message})`);
+  t.match(leave.body.message, /n3 cannot leave now: no other live node can take n3's replicas of collection c \(shard groups vs\d+, vs\d+, vs\d+\)/);
+  t.equal((await cluster.status('n3')).state, 'member', 'n3 is still a member');
 
   // Writes through every node.
   const acked = new Map<string, number[]>();

@@ -26,6 +26,9 @@ t.test('a leave advances through its steps', (t) => {
   t.equal(moved.fraction, 3 / 4);
   t.equal(moved.current, 'step 4 of 4: waiting for the node to stop');
 
+  const stuck = jobProgress({ ...leave, waiting: "no other live node can take n3's replicas of collection c (shard group vs0)" }, nodes('none'), shards(['n1', 'n2', 'n3'], ['n1', 'n2', 'n3']));
+  t.equal(stuck.current, "step 3 of 4: moving shard replicas (1 left); waiting: no other live node can take n3's replicas of collection c (shard group vs0)", "the server's reason a leave cannot go on");
+
   const left = jobProgress(leave, nodes('none', 'left'), shards(['n1', 'n2'], ['n1', 'n2']));
   t.equal(left.fraction, 1);
   t.equal(left.current, 'done');
