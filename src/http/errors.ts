@@ -82,15 +82,26 @@ export function toErrorReply(err: unknown): ErrorReply {
  */
 export function errorInStream(err: unknown, request: FastifyRequest): ErrorReply['body'] {
   const { status, body } = toErrorReply(err);
-  if (status >= 500) request.log.error({ err, method: request.method, url: request.url }, 'stream failed');
+  logServerError(request.log, err, status, body, request, 'stream failed');
   return body;
+}
+
+/**
+ * A bug (an error that is not a FirkinError, or one with the code `error`: a state that should
+ * not be) is logged at error with its stack. A FirkinError answered 502–504 (no quorum,
+ * unavailable, a deadline) is how the cluster is, not a bug: a warning with its code and
+ * message, so a failover does not fill the log with stacks.
+ */
+function logServerError(log: Pick<Logger, 'error' | 'warn'>, err: unknown, status: number, body: ErrorReply['body'], request: FastifyRequest, msg: string): void {
+  if (status < 500) return;
+  if (isFirkinError(err) && status !== 500) log.warn({ status, error: body.error, reason: body.message, method: request.method, url: request.url }, msg);
+  else log.error({ err, method: request.method, url: request.url }, msg);
 }
 
 export function makeErrorHandler(log: Logger) {
   return function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
     const { status, body, headers } = toErrorReply(err);
-    // A 500 is a bug: keep the stack in the log, never in the response.
-    if (status >= 500) log.error({ err, method: request.method, url: request.url }, 'request failed');
+    logServerError(log, err, status, body, request, 'request failed');
     void reply.code(status).headers(headers).send(body);
   };
 }

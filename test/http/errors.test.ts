@@ -7,8 +7,9 @@ import { errorInStream, toErrorReply } from '../../src/http/errors.js';
 
 function fakeRequest() {
   const logged: unknown[] = [];
-  const request = { method: 'GET', url: '/x', log: { error: (obj: unknown) => logged.push(obj) } } as unknown as FastifyRequest;
-  return { request, logged };
+  const warned: unknown[] = [];
+  const request = { method: 'GET', url: '/x', log: { error: (obj: unknown) => logged.push(obj), warn: (obj: unknown) => warned.push(obj) } } as unknown as FastifyRequest;
+  return { request, logged, warned };
 }
 
 t.test('every code has a status in 400..599', (t) => {
@@ -37,5 +38,19 @@ t.test('errorInStream: same body as a route would send; bugs are logged, client 
     db: 'x',
   });
   t.equal(gone.logged.length, 0);
+  t.end();
+});
+
+t.test('a 5xx FirkinError (the cluster unavailable, a deadline) is a warning without a stack; a bug an error with it', (t) => {
+  const { request, logged, warned } = fakeRequest();
+  const body = errorInStream(new FirkinError('unavailable', 'replication_factor 5 needs 5 live nodes'), request);
+  t.same(body, { error: 'unavailable', message: 'replication_factor 5 needs 5 live nodes' });
+  t.same(logged, [], 'not logged as an error');
+  t.same(warned, [{ status: 503, error: 'unavailable', reason: 'replication_factor 5 needs 5 live nodes', method: 'GET', url: '/x' }], 'a warning with code and message, no stack');
+  errorInStream(new RangeError('a bug'), request);
+  errorInStream(new FirkinError('error', 'shard snapshot does not decode'), request);
+  t.equal(logged.length, 2);
+  t.match(logged[0], { err: { message: 'a bug' } }, 'the bug keeps its error (and so its stack) in the log');
+  t.match(logged[1], { err: { message: 'shard snapshot does not decode' } }, 'as does a FirkinError of the code error (a state that should not be)');
   t.end();
 });
