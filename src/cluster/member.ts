@@ -21,7 +21,7 @@ import { type DetectorOptions, type Observation, observe, statusChanges } from '
 import { type Job, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { Transport, wasNotSent } from './transport.js';
-import { describeStranded, planRepairs, strandedReplicas } from './shard-repair.js';
+import { describeShortfalls, describeStranded, planRepairs, replicaShortfalls, strandedReplicas } from './shard-repair.js';
 import { planVoters } from './voters.js';
 
 /** The cluster settings the member runs by (docs/configuration.md). */
@@ -356,6 +356,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       byStatus[n.status] = (byStatus[n.status] ?? 0) + 1;
       if (n.status === 'suspect' || n.status === 'down') problems.push(`node ${n.name} is ${n.status}`);
     }
+    if (state === 'member') problems.push(...describeShortfalls(replicaShortfalls(this.#fsm.state)));
     const failing = this.#group.failure !== undefined || (state === 'member' && this.leader() === null);
     return {
       status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok',
@@ -776,6 +777,14 @@ function clusterMetrics(registry: Registry, m: ClusterMember) {
     collect() {
       this.reset();
       for (const n of Object.values(m.state.nodes)) this.inc({ status: n.status });
+    },
+  });
+  new Gauge({
+    name: 'firkin_cluster_under_replicated_shard_groups',
+    help: 'Shard groups (collections and VDBs) with a placed replica on a node that is not live (as this node has applied the metadata)',
+    registers: [registry],
+    collect() {
+      this.set(replicaShortfalls(m.state).length);
     },
   });
   const raft = (name: string, help: string, pick: (s: ReturnType<ClusterMember['groupStatus']>) => number) =>

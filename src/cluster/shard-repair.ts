@@ -85,6 +85,54 @@ export function describeStranded(node: string, stranded: readonly StrandedReplic
   return `no other live node can take ${node}'s replicas of ${what}: every other live node already holds a replica of those shards; a node must join first`;
 }
 
+/** A shard whose placed replicas are not all on live nodes. */
+export interface ReplicaShortfall {
+  readonly kind: ShardOwnerKind;
+  readonly owner: string;
+  readonly group: string;
+  readonly placed: number;
+  /** Placed replicas whose node is up or suspect. */
+  readonly live: number;
+  /** Whether an up node outside the shard could take a replica (the repair's rule). */
+  readonly repairable: boolean;
+}
+
+/**
+ * Every shard (of collections and VDBs) with a placed replica on a node that is down, leaving,
+ * gone or unknown: what the metadata says is missing, whether or not a repair is under way.
+ */
+export function replicaShortfalls(state: MetaState): ReplicaShortfall[] {
+  const isLive = (name: string) => state.nodes[name]?.status === 'up' || state.nodes[name]?.status === 'suspect';
+  const up = Object.values(state.nodes).filter((n) => n.status === 'up');
+  const out: ReplicaShortfall[] = [];
+  for (const c of shardOwners(state)) {
+    for (const s of c.shards) {
+      const live = s.replicas.filter(isLive).length;
+      if (live === s.replicas.length) continue;
+      out.push({ kind: c.kind, owner: c.name, group: s.group, placed: s.replicas.length, live, repairable: up.some((n) => !s.replicas.includes(n.name)) });
+    }
+  }
+  return out;
+}
+
+/** `replicaShortfalls` as /health problems: one line per owner, the worst first. */
+export function describeShortfalls(shortfalls: readonly ReplicaShortfall[]): string[] {
+  const byOwner = new Map<string, ReplicaShortfall[]>();
+  for (const s of shortfalls) {
+    const key = `${s.kind === 'collection' ? 'collection' : 'VDB'} ${s.owner}`;
+    byOwner.set(key, [...(byOwner.get(key) ?? []), s]);
+  }
+  const lines: { worst: number; text: string }[] = [];
+  for (const [owner, list] of byOwner) {
+    const noMajority = list.filter((s) => s.live <= s.placed / 2);
+    const groups = list.map((s) => `${s.group} ${s.live}/${s.placed}`).join(', ');
+    const where = list.every((s) => s.repairable) ? 'repairable: their replicas move to other nodes (a down node\'s after the grace period)' : 'no other live node can take the missing ones: a node must join';
+    const majority = noMajority.length === 0 ? '' : `; ${noMajority.map((s) => s.group).join(', ')} without a majority (no writes, no linearizable reads)`;
+    lines.push({ worst: noMajority.length, text: `${owner}: ${list.length} shard ${list.length === 1 ? 'group' : 'groups'} with replicas on nodes that are not live (${groups} live)${majority}; ${where}` });
+  }
+  return lines.sort((a, b) => b.worst - a.worst).map((l) => l.text);
+}
+
 export type ShardConfStep = { readonly kind: 'change'; readonly change: ConfChange; readonly why: string } | { readonly kind: 'transfer'; readonly to: string; readonly why: string };
 
 export interface ShardConfInput {

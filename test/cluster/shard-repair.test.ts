@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { EMPTY_META, type MetaState, type NodeRecord, applyMeta } from '../../src/cluster/meta-state.js';
-import { describeStranded, planRepairs, planShardConf, strandedReplicas } from '../../src/cluster/shard-repair.js';
+import { describeShortfalls, describeStranded, planRepairs, planShardConf, replicaShortfalls, strandedReplicas } from '../../src/cluster/shard-repair.js';
 import type { ConfState } from '../../src/raft/types.js';
 import { fcParams } from '../support/fc.js';
 
@@ -55,6 +55,37 @@ t.test('a leave is stranded exactly where no other live node can take a replica'
       const strandedGroups = new Set(strandedReplicas(up, 'a').flatMap((s) => s.groups));
       const moved = new Set(planRepairs(leaving, 0, 1).map((m) => m.group));
       return up.collections.c!.shards.every((s) => !s.replicas.includes('a') || strandedGroups.has(s.group) !== moved.has(s.group));
+    }),
+    fcParams(),
+  );
+  t.end();
+});
+
+t.test('shards with replicas on nodes that are not live, for /health', (t) => {
+  const oneDown = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'down'), node('d', 'up')], [['a', 'b', 'c'], ['a', 'b', 'd']]);
+  t.same(replicaShortfalls(oneDown), [{ kind: 'collection', owner: 'c', group: 'vs0', placed: 3, live: 2, repairable: true }], 'the shard on the down node, which d can take');
+  t.same(describeShortfalls(replicaShortfalls(oneDown)), ["collection c: 1 shard group with replicas on nodes that are not live (vs0 2/3 live); repairable: their replicas move to other nodes (a down node's after the grace period)"]);
+  const suspect = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'suspect')], [['a', 'b', 'c']]);
+  t.same(replicaShortfalls(suspect), [], 'a suspect node still counts as live');
+  const twoDown = withCollection([node('a', 'up'), node('b', 'down'), node('c', 'left')], [['a', 'b', 'c'], ['a', 'b']]);
+  t.same(describeShortfalls(replicaShortfalls(twoDown)), [
+    'collection c: 2 shard groups with replicas on nodes that are not live (vs0 1/3, vs1 1/2 live); vs0, vs1 without a majority (no writes, no linearizable reads); no other live node can take the missing ones: a node must join',
+  ]);
+  t.same(replicaShortfalls(withCollection([node('a', 'up'), node('b', 'up')], [['a', 'b']])), [], 'all live: nothing');
+
+  // Against the repair planner: with the nodes that are not live gone (moved at once), a
+  // shortfall is repairable exactly when the planner moves a replica of that shard.
+  const names = ['a', 'b', 'c', 'd', 'e'];
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom('up', 'suspect', 'left') as fc.Arbitrary<NodeRecord['status']>, { minLength: 5, maxLength: 5 }), fc.array(fc.subarray(names, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 6 }), (statuses, replicas) => {
+      const state = withCollection(names.map((n, i) => node(n, statuses[i]!)), replicas);
+      const shortfalls = new Map(replicaShortfalls(state).map((x) => [x.group, x]));
+      const moved = new Set(planRepairs(state, 0, 1).map((m) => m.group));
+      return state.collections.c!.shards.every((sh) => {
+        const notLive = sh.replicas.some((r) => statuses[names.indexOf(r)] === 'left');
+        const x = shortfalls.get(sh.group);
+        return notLive === (x !== undefined) && (x === undefined || x.repairable === moved.has(sh.group));
+      });
     }),
     fcParams(),
   );

@@ -152,4 +152,13 @@ t.test('replicated vector shards across three processes', async (t) => {
     });
   }
   for (const id of ids) t.equal((await cluster.request(rest[1]!, 'GET', `/vectordb/collections/c/docs/${id}`)).status, 200, `${id} reads back linearizably through ${rest[1]}`);
+
+  // The dead node stays down: /health says which shards are short of replicas, and that no
+  // node can take them (three replicas on three nodes); so does the metric.
+  const shortfall = await waitFor(
+    async () => ((await cluster.request(rest[0]!, 'GET', '/health')).body.cluster?.problems as string[] | undefined)?.find((p) => p.startsWith('collection c:')),
+    { timeoutMs: 30_000, what: `${rest[0]}'s /health to name the shards short of a replica` },
+  );
+  t.match(shortfall, /^collection c: 3 shard groups with replicas on nodes that are not live \(vs\d+ 2\/3, vs\d+ 2\/3, vs\d+ 2\/3 live\); no other live node can take the missing ones: a node must join$/, `health names them (${shortfall})`);
+  t.match((await cluster.request(rest[1]!, 'GET', '/metrics')).text, /^firkin_cluster_under_replicated_shard_groups 3$/m, 'and the metric counts them');
 });
