@@ -21,7 +21,7 @@ import { type DetectorOptions, type Observation, observe, statusChanges } from '
 import { type Job, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { Transport, wasNotSent } from './transport.js';
-import { describeShortfalls, describeStranded, planRepairs, replicaShortfalls, strandedReplicas } from './shard-repair.js';
+import { describeShortfalls, describeStranded, leaveBlockers, planRepairs, replicaShortfalls, strandedReplicas } from './shard-repair.js';
 import { planVoters } from './voters.js';
 
 /** The cluster settings the member runs by (docs/configuration.md). */
@@ -315,8 +315,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const state = this.#fsm.state;
     return Object.values(state.jobs).map((job) => {
       if (job.kind !== 'leave' || state.nodes[job.target]?.status !== 'leaving') return job;
-      const stranded = strandedReplicas(state, job.target);
-      return stranded.length === 0 ? job : { ...job, waiting: describeStranded(job.target, stranded) };
+      const blockers = leaveBlockers(state, job.target);
+      return blockers.length === 0 ? job : { ...job, waiting: `a node must join: ${blockers.join('; ')}` };
     });
   }
 

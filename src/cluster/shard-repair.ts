@@ -85,6 +85,34 @@ export function describeStranded(node: string, stranded: readonly StrandedReplic
   return `no other live node can take ${node}'s replicas of ${what}: every other live node already holds a replica of those shards; a node must join first`;
 }
 
+/**
+ * Why a leave of `node` cannot end for now, per shard it holds or held (its bootstrap
+ * replicas): its replica has no taker (`strandedReplicas`), or the replica that took its place
+ * is on a node that is not live and no other live node could take that one either. Empty when
+ * the leave can go on.
+ */
+export function leaveBlockers(state: MetaState, node: string): string[] {
+  const stranded = new Set(strandedReplicas(state, node).flatMap((s) => s.groups));
+  const isLive = (name: string) => state.nodes[name]?.status === 'up' || state.nodes[name]?.status === 'suspect';
+  const up = Object.values(state.nodes).filter((n) => n.status === 'up');
+  const out: string[] = [];
+  for (const c of shardOwners(state)) {
+    for (const s of c.shards) {
+      const what = `${s.group} of ${c.kind === 'collection' ? 'collection' : 'VDB'} ${c.name}`;
+      if (s.replicas.includes(node)) {
+        if (stranded.has(s.group)) out.push(`${what}: every other live node already holds a replica`);
+        continue;
+      }
+      if (!(s.initial ?? []).includes(node)) continue;
+      const notLive = s.replicas.filter((r) => !isLive(r));
+      if (notLive.length > 0 && !up.some((n) => !s.replicas.includes(n.name))) {
+        out.push(`${what}: its new replica is on ${notLive.join(', ')}, not live, and no other live node can take it`);
+      }
+    }
+  }
+  return out;
+}
+
 /** A shard whose placed replicas are not all on live nodes. */
 export interface ReplicaShortfall {
   readonly kind: ShardOwnerKind;

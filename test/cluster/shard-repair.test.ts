@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { EMPTY_META, type MetaState, type NodeRecord, applyMeta } from '../../src/cluster/meta-state.js';
-import { describeShortfalls, describeStranded, planRepairs, planShardConf, replicaShortfalls, strandedReplicas } from '../../src/cluster/shard-repair.js';
+import { describeShortfalls, describeStranded, leaveBlockers, planRepairs, planShardConf, replicaShortfalls, strandedReplicas } from '../../src/cluster/shard-repair.js';
 import type { ConfState } from '../../src/raft/types.js';
 import { fcParams } from '../support/fc.js';
 
@@ -58,6 +58,18 @@ t.test('a leave is stranded exactly where no other live node can take a replica'
     }),
     fcParams(),
   );
+  t.end();
+});
+
+t.test("what a leave waits for: a replica with no taker, or a taker that is not live", (t) => {
+  const three = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'leaving'), node('d', 'down')], [['a', 'b', 'c'], ['a', 'b', 'd']]);
+  t.same(leaveBlockers(three, 'c'), ['vs0 of collection c: every other live node already holds a replica'], "c's replica: d is down, a and b hold one");
+  const moved = applyMeta(withCollection([node('a', 'up'), node('b', 'up'), node('c', 'leaving'), node('d', 'up')], [['a', 'b', 'c']]), { type: 'shard.replace', collection: 'c', group: 'vs0', from: 'c', to: 'd' }).state;
+  t.same(leaveBlockers(moved, 'c'), [], 'moved to a live node: the leave goes on');
+  const deadTaker = { ...moved, nodes: { ...moved.nodes, d: { ...moved.nodes.d!, status: 'down' as const } } };
+  t.same(leaveBlockers(deadTaker, 'c'), ['vs0 of collection c: its new replica is on d, not live, and no other live node can take it'], 'the node that took it died');
+  const withFifth = { ...deadTaker, nodes: { ...deadTaker.nodes, e: node('e', 'up') } };
+  t.same(leaveBlockers(withFifth, 'c'), [], 'a fifth node can take it: the repair moves it on');
   t.end();
 });
 

@@ -107,6 +107,10 @@ t.test('leave with data, then repair after a node is gone for good', async (t) =
   await vdbSettledOn(staying, `the VDB replicas of ${leaver} to move to the others`).catch(dump);
   t.pass(`the VDB's replicas moved off ${leaver}`);
   await cluster.stop(leaver);
+  // Three nodes left for three replicas: another leave would strand them, and is refused.
+  const stranded = await cluster.request(staying[0]!, 'POST', '/vectordb/cluster/leave');
+  t.equal(stranded.status, 409, `a second leave is refused (${stranded.body.message})`);
+  t.match(stranded.body.message, new RegExp(`^node ${staying[0]} cannot leave now: no other live node can take ${staying[0]}'s replicas of collection r \\(shard groups vs\\d+, vs\\d+\\), VDB rv \\(shard groups ds\\d+, ds\\d+\\)`));
 
   // A new node joins; then a node holding replicas dies for good: they are rebuilt on the new one.
   await cluster.add('n5', { SERVICE_REPLICA_REPAIR_GRACE_MS: '1000' });

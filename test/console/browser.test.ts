@@ -405,29 +405,46 @@ if (!existsSync(CHROMIUM)) {
     t.same(errors.filter((e) => !e.startsWith('Failed to load resource')), [], 'no script errors');
   });
 
-  t.test('3-node cluster: a leave job shows its steps as a progress bar', async (t) => {
-    const cluster = await TestCluster.start(3);
+  t.test('4-node cluster: a leave job shows its steps as a progress bar, and why it waits', async (t) => {
+    const cluster = await TestCluster.start(4);
     t.teardown(() => cluster.close());
-    // Three replicas on three nodes: a leaving node's replica has nowhere to go, so the job
-    // stays at its replica step, where the page can be looked at.
+    await cluster.waitMembers();
+    // Three replicas on four nodes; the leaving node's replica could go to the fourth, which
+    // dies right after the leave is accepted: the job then waits at its replica step, and says
+    // why, where the page can be looked at.
     t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/kept', { body: { dimensions: 3, num_shards: 1, replication_factor: 3 } })).status, 201);
-    const leave = await cluster.request('n3', 'POST', '/vectordb/cluster/leave');
-    t.same([leave.status, leave.body], [200, { status: 'leaving', node: 'n3' }]);
+    const placed = await waitFor(
+      async () => {
+        const r = await cluster.request<{ shards: { replicas: string[] }[] }>('n1', 'GET', '/_cluster/collections/kept/shards');
+        return r.status === 200 ? r.body.shards[0]?.replicas : undefined;
+      },
+      { timeoutMs: WAIT_MS, what: 'the placement of kept' },
+    );
+    const all = ['n1', 'n2', 'n3', 'n4'];
+    const spare = all.find((n) => !placed.includes(n))!;
+    const [viewer, leaver] = placed;
+    await cluster.kill9(spare);
+    const leave = await cluster.request(leaver!, 'POST', '/vectordb/cluster/leave');
+    t.same([leave.status, leave.body], [200, { status: 'leaving', node: leaver }], `${leaver} leaves while ${spare} is not known to be down yet`);
+    // Whichever came first, the leader's move of the replica to the spare or its learning that
+    // the spare is down, the leave waits for a node to join, and says so.
+    const waiting = /^a node must join: vs0 of collection kept: (every other live node already holds a replica|its new replica is on n\d, not live, and no other live node can take it)$/;
     const jobs = await waitFor(
       async () => {
-        const r = await cluster.request<{ jobs: { kind: string; target: string; step: string }[] }>('n1', 'GET', '/_cluster/jobs');
-        return r.status === 200 && r.body.jobs.length > 0 ? r.body.jobs : undefined;
+        const r = await cluster.request<{ jobs: { kind: string; target: string; step: string; waiting?: string }[] }>(viewer!, 'GET', '/_cluster/jobs');
+        return r.status === 200 && r.body.jobs.some((j) => j.waiting !== undefined) ? r.body.jobs : undefined;
       },
-      { timeoutMs: WAIT_MS, what: 'the leave job in the metadata on n1' },
+      { timeoutMs: 30_000, what: `the leave job to wait, once ${spare} is down` },
     );
-    t.same(jobs.map((j) => [j.kind, j.target, j.step]), [['leave', 'n3', 'leave_voters']], 'GET /_cluster/jobs: the leave job');
+    t.same(jobs.map((j) => [j.kind, j.target, j.step]), [['leave', leaver, 'leave_voters']], 'GET /_cluster/jobs: the leave job');
+    t.match(jobs[0]!.waiting, waiting, `and why it waits (${jobs[0]!.waiting})`);
 
-    const { page, errors } = await openTab(t, cluster.url('n1'));
+    const { page, errors } = await openTab(t, cluster.url(viewer!));
     await signIn(page, TEST_ADMIN_KEY);
     await page.getByRole('link', { name: 'Cluster' }).click();
-    const bar = page.getByRole('progressbar', { name: 'leave n3' });
+    const bar = page.getByRole('progressbar', { name: `leave ${leaver}` });
     // Out of the metadata group (2 of 4 steps); the replica stays, as said above.
-    await bar.and(page.locator('[aria-valuetext="step 3 of 4: moving shard replicas (1 left)"]')).waitFor({ timeout: 30_000 });
+    await bar.and(page.locator(`[aria-valuetext="step 3 of 4: moving shard replicas (1 left); waiting: ${jobs[0]!.waiting!}"]`)).waitFor({ timeout: 30_000 });
     t.equal(await bar.getAttribute('aria-valuenow'), '50');
     await page.screenshot({ path: path.join(SCREENSHOTS, 'cluster-jobs.png'), fullPage: true });
     t.same(errors.filter((e) => !e.startsWith('Failed to load resource')), [], 'no script errors');
