@@ -199,16 +199,19 @@ cluster_state() {
 # meanwhile fails at once, naming its log.
 wait_members() {
   (( WAIT_S == 0 )) && return 0
-  local deadline=$((SECONDS + WAIT_S)) pending=("$@") left i
+  local deadline=$((SECONDS + WAIT_S)) pending=("$@") left i state
   while ((${#pending[@]} > 0)); do
     left=()
     for i in "${pending[@]}"; do
       [[ -n $(pid_of "$i") ]] || die "n$i exited while starting; last log line: $(last_log_line "$i") (log: $DIR/n$i/log)"
-      [[ $(cluster_state "$i") == member ]] || left+=("$i")
+      state=$(cluster_state "$i")
+      # A node that left, or was removed while down, never becomes a member with its old data.
+      [[ $state == left ]] && die "n$i is out of its cluster (it left, or was removed while down) and cannot join again with its old data: stop it, delete $DIR/n$i/data and start it to join as a new node"
+      [[ $state == member ]] || left+=("$i")
     done
     pending=("${left[@]+"${left[@]}"}")
     ((${#pending[@]} == 0)) && break
-    ((SECONDS < deadline)) || die "timed out after ${WAIT_S}s waiting for $(printf 'n%s ' "${pending[@]}")to be members (logs: $DIR/nI/log)"
+    ((SECONDS < deadline)) || die "timed out after ${WAIT_S}s waiting for $(printf 'n%s ' "${pending[@]}")to be members (logs: $(printf "$DIR/n%s/log " "${pending[@]}"))"
     sleep 0.2
   done
   return 0

@@ -77,6 +77,8 @@ export interface GroupHost {
   answer(from: string, method: string, body: Buffer): Promise<Uint8Array>;
   /** How many replicas this node still hosts (a leaving node stays until they moved away). */
   hosted(): number;
+  /** Stop hosting, keeping the data: the node is out of its cluster. */
+  close(): Promise<void>;
 }
 
 
@@ -630,7 +632,9 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       void this.#stopAfterLeaving();
       return;
     }
-    if (me?.status === 'leaving' && !this.isLeader()) this.#once('left?', () => this.#checkLeft());
+    // A leaving node may miss its `left` entry, and a node removed while it was down comes back
+    // believing it is a member, with no leader it can reach: both ask the others.
+    if ((me?.status === 'leaving' || this.leader() === null) && !this.isLeader()) this.#once('left?', () => this.#checkLeft());
     this.#refreshFreshness();
 
     // Our own record: written when missing or stale (first start of a bootstrap node, a restart
@@ -719,7 +723,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     }
   }
 
-  /** A leaving node cut off from the group may never see its `left` entry: ask the leader. */
+  /**
+   * A leaving node cut off from the group may never see its `left` entry, and a node removed
+   * while it was down never will: ask the leader, or any other member.
+   */
   async #checkLeft(): Promise<void> {
     // Out of the group, this node may not know the leader any more: any other member can
     // answer from its applied copy (a `left` it has applied is committed).
@@ -728,14 +735,17 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const ask = leader !== null && leader !== this.#o.nodeName ? leader : others[this.#leftProbe++ % Math.max(1, others.length)];
     if (ask === undefined) return;
     const reply = decodeCbor(await this.#transport.call(ask, 'meta.node', encodeCbor({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
-    if (reply.node?.status === 'left') await this.#stopAfterLeaving();
+    // This process's own record only: a node of the same name that joined again since is another.
+    if (reply.node?.status === 'left' && reply.node.incarnation === this.#incarnation) await this.#stopAfterLeaving();
   }
 
   async #stopAfterLeaving(): Promise<void> {
     if (this.#left) return;
     this.#left = true;
-    this.#o.log.info({ node: this.#o.nodeName }, 'left the cluster; cluster side stopped');
+    this.#o.log.warn({ node: this.#o.nodeName }, 'this node is out of its cluster (it left, or an operator removed it while it was down): cluster side stopped, shard replicas closed with their data kept; to join again it needs a fresh data directory');
     await this.#shutdown();
+    // A node removed while down still hosted replicas; a node that left has none left.
+    for (const h of this.#hosts) await h.close();
   }
 
   async #shutdown(): Promise<void> {

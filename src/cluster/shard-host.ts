@@ -577,6 +577,9 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
    */
   async leaderCall(shard: ShardPlacement, method: string, payload: Record<string, unknown>): Promise<Record<string, unknown>> {
     const { member } = this.o;
+    // Out of the cluster (it left, or was removed while down): no link to any replica; say so
+    // at once rather than after the deadline.
+    if (member.memberState() === 'left') throw new FirkinError('unavailable', `node ${this.me} is out of its cluster (it left, or an operator removed it): ask a member for ${shard.group}`);
     const timeoutMs = member.timings.proposalTimeoutMs;
     const attemptMs = Math.max(200, Math.floor(timeoutMs / 3));
     const deadline = Date.now() + timeoutMs;

@@ -93,6 +93,13 @@ t.test('three nodes: join, agree, cookie, keys through consensus, leader failove
   t.same([removed.status, removed.body], [200, { node: 'n4', status: 'removed' }]);
   await waitFor(async () => JSON.stringify((await c.status('n1')).nodes) === JSON.stringify(['n1', 'n2', 'n3']), { what: 'n4 gone from the members' });
   await waitFor(async () => (await roles(c, 'n1')).n4 === 'none/left', { what: 'n4 out of the metadata group' });
+  // n4 comes back with its old data, believing it is a member: it asks, learns it was removed,
+  // and stops its cluster side instead of campaigning for ever with no leader.
+  await c.startNode('n4');
+  await waitFor(async () => (await c.status('n4')).state === 'left', { timeoutMs: 15_000, what: 'the removed n4 to learn it is out' });
+  t.match(c.node('n4').child!.output(), /this node is out of its cluster \(it left, or an operator removed it while it was down\)/, 'and it says so in its log');
+  t.equal((await c.request('n4', 'GET', '/health')).body.cluster.state, 'left', 'and in /health');
+  await c.stop('n4');
   c.nodes.delete('n4');
 
   // n3 leaves: the members shrink, and n3 says it left.
