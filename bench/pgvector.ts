@@ -18,12 +18,11 @@
 import { existsSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import usearch from 'usearch';
 import { tempDir } from '../test/support/node.js';
 import { spawnNode } from '../test/support/process.js';
-import { clusteredVectors } from '../test/vector/clustered.js';
 import { agent, call, drive } from './http-client.js';
 import { type BenchResult, report, selected } from './support.js';
+import { DIMS, EF_SWEEP, K, RECALL_TARGETS, issueVectors, recallOf } from './vector-data.js';
 
 const N = Number(process.env.VECTOR_BENCH_N ?? 100_000);
 const QUERIES = Number(process.env.VECTOR_BENCH_QUERIES ?? 1_000);
@@ -31,11 +30,7 @@ const QUERIES = Number(process.env.VECTOR_BENCH_QUERIES ?? 1_000);
 const PASSES = Number(process.env.VECTOR_BENCH_PASSES ?? 3);
 /** Alternating rounds per case (one pass of the queries per system each); QPS and ratios are their medians. */
 const ROUNDS = Number(process.env.PGVECTOR_BENCH_ROUNDS ?? 5);
-const DIMS = 128;
-const K = 10;
 const BATCH = 1_000;
-const EF_SWEEP = [10, 16, 24, 32, 48, 64, 96, 128, 192, 256];
-const RECALL_TARGETS = [0.95, 0.99];
 const PG_DIR = new URL('./pgvector/', import.meta.url);
 
 interface PgClient {
@@ -57,24 +52,10 @@ if (!existsSync(new URL('node_modules/pg', PG_DIR))) {
 }
 const pg = (await import(pathToFileURL(createRequire(new URL('package.json', PG_DIR)).resolve('pg')).href)) as PgModule;
 
-function recallOf(found: readonly (readonly number[])[], truth: readonly Set<number>[]): number {
-  let hits = 0;
-  found.forEach((ids, i) => (hits += ids.filter((id) => truth[i]!.has(id)).length));
-  return hits / (K * found.length);
-}
-
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const literal = (v: Float32Array) => `[${Array.from(v).join(',')}]`;
 
-const all = clusteredVectors({ seed: 42, count: N + QUERIES, dims: DIMS, clusters: 100, noise: 0.25 });
-const data = all.slice(0, N);
-const queries = all.slice(N);
-const flat = new Float32Array(N * DIMS);
-data.forEach((v, i) => flat.set(v, i * DIMS));
-const qflat = new Float32Array(QUERIES * DIMS);
-queries.forEach((v, i) => qflat.set(v, i * DIMS));
-const exact = usearch.exactSearch(flat, qflat, DIMS, K, usearch.MetricKind.L2sq, 0) as InstanceType<typeof usearch.BatchMatches>;
-const truth = queries.map((_, i) => new Set(Array.from(exact.get(i).keys, Number)));
+const { data, queries, truth } = issueVectors(N, QUERIES);
 const queryLiterals = queries.map(literal);
 const indices = Array.from({ length: QUERIES }, (_, i) => i);
 const warmUp = Array.from({ length: PASSES * QUERIES }, (_, i) => i % QUERIES);

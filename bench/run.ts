@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 const dir = fileURLToPath(new URL('.', import.meta.url));
 const [name, ...rest] = process.argv.slice(2);
 /** Modules the benches share, and `ab.ts`, which needs two checkouts to compare: not benches of their own. */
-const NOT_BENCHES = ['run.ts', 'support.ts', 'http-client.ts', 'profile-summary.ts', 'profiled-node.ts', 'text-corpus.ts', 'ab.ts'];
+const NOT_BENCHES = ['run.ts', 'support.ts', 'http-client.ts', 'profile-summary.ts', 'profiled-node.ts', 'text-corpus.ts', 'vector-data.ts', 'ab.ts'];
 const benches = readdirSync(dir)
   .filter((f) => f.endsWith('.ts') && !NOT_BENCHES.includes(f))
   .map((f) => f.replace(/\.ts$/, ''))

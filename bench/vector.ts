@@ -23,46 +23,25 @@
 //   search/batch ...        the same queries 100 per `search/batch` request (QPS in queries)
 // Usage: npx tsx bench/vector.ts [filter]   (VECTOR_BENCH_N=2000 for a quick check)
 import { rmSync } from 'node:fs';
-import usearch from 'usearch';
 import { usearchEngine } from '../src/vector/ann/usearch.js';
 import { tempDir } from '../test/support/node.js';
 import { spawnNode } from '../test/support/process.js';
-import { clusteredVectors } from '../test/vector/clustered.js';
 import { agent, call, drive } from './http-client.js';
 import { type BenchResult, report, selected } from './support.js';
+import { DIMS, EF_SWEEP, K, RECALL_TARGETS, issueVectors, recallOf } from './vector-data.js';
 
 const N = Number(process.env.VECTOR_BENCH_N ?? 100_000);
 const QUERIES = Number(process.env.VECTOR_BENCH_QUERIES ?? 1_000);
 const PASSES = Number(process.env.VECTOR_BENCH_PASSES ?? 3);
-const DIMS = 128;
-const CLUSTERS = 100;
-const SEED = 42;
-const K = 10;
 const BATCH = 1_000;
 /** Queries per `search/batch` request. */
 const BATCH_SEARCHES = 100;
-const EF_SWEEP = [10, 16, 24, 32, 48, 64, 96, 128, 192, 256];
-const RECALL_TARGETS = [0.95, 0.99];
-
-function recallOf(found: readonly (readonly number[])[], truth: readonly Set<number>[]): number {
-  let hits = 0;
-  found.forEach((ids, i) => (hits += ids.filter((id) => truth[i]!.has(id)).length));
-  return hits / (K * found.length);
-}
 
 const results: BenchResult[] = [];
 const dataDir = tempDir('firkin-bench-vector-');
 const node = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
 try {
-  const all = clusteredVectors({ seed: SEED, count: N + QUERIES, dims: DIMS, clusters: CLUSTERS, noise: 0.25 });
-  const data = all.slice(0, N);
-  const queries = all.slice(N);
-  const flat = new Float32Array(N * DIMS);
-  data.forEach((v, i) => flat.set(v, i * DIMS));
-  const qflat = new Float32Array(QUERIES * DIMS);
-  queries.forEach((v, i) => qflat.set(v, i * DIMS));
-  const exact = usearch.exactSearch(flat, qflat, DIMS, K, usearch.MetricKind.L2sq, 0) as InstanceType<typeof usearch.BatchMatches>;
-  const truth = queries.map((_, i) => new Set(Array.from(exact.get(i).keys, Number)));
+  const { data, queries, flat, qflat, truth } = issueVectors(N, QUERIES);
 
   // The baseline first: its synchronous inserts block this event loop, and a keep-alive
   // socket whose close went unnoticed meanwhile would fail the next HTTP request.
