@@ -57,6 +57,11 @@ export function planRepairs(state: MetaState, nowMs: number, graceMs: number): R
   return moves;
 }
 
+/** A node that holds its replicas and answers: up, or suspect (expected back). */
+function answers(node: NodeRecord | undefined): boolean {
+  return node?.status === 'up' || node?.status === 'suspect';
+}
+
 /** The shards of one owner (a collection or a VDB) that no other node can take a replica of. */
 export interface StrandedReplicas {
   readonly kind: ShardOwnerKind;
@@ -70,7 +75,7 @@ export interface StrandedReplicas {
  * `node` would wait for a node to join before it could end.
  */
 export function strandedReplicas(state: MetaState, node: string): StrandedReplicas[] {
-  const takers = Object.values(state.nodes).filter((n) => n.name !== node && (n.status === 'up' || n.status === 'suspect'));
+  const takers = Object.values(state.nodes).filter((n) => n.name !== node && answers(n));
   const out: StrandedReplicas[] = [];
   for (const c of shardOwners(state)) {
     const groups = c.shards.filter((s) => s.replicas.includes(node) && takers.every((n) => s.replicas.includes(n.name))).map((s) => s.group);
@@ -93,7 +98,6 @@ export function describeStranded(node: string, stranded: readonly StrandedReplic
  */
 export function leaveBlockers(state: MetaState, node: string): string[] {
   const stranded = new Set(strandedReplicas(state, node).flatMap((s) => s.groups));
-  const isLive = (name: string) => state.nodes[name]?.status === 'up' || state.nodes[name]?.status === 'suspect';
   const up = Object.values(state.nodes).filter((n) => n.status === 'up');
   const out: string[] = [];
   for (const c of shardOwners(state)) {
@@ -104,7 +108,7 @@ export function leaveBlockers(state: MetaState, node: string): string[] {
         continue;
       }
       if (!(s.initial ?? []).includes(node)) continue;
-      const notLive = s.replicas.filter((r) => !isLive(r));
+      const notLive = s.replicas.filter((r) => !answers(state.nodes[r]));
       if (notLive.length > 0 && !up.some((n) => !s.replicas.includes(n.name))) {
         out.push(`${what}: its new replica is on ${notLive.join(', ')}, not live, and no other live node can take it`);
       }
@@ -130,12 +134,11 @@ export interface ReplicaShortfall {
  * gone or unknown: what the metadata says is missing, whether or not a repair is under way.
  */
 export function replicaShortfalls(state: MetaState): ReplicaShortfall[] {
-  const isLive = (name: string) => state.nodes[name]?.status === 'up' || state.nodes[name]?.status === 'suspect';
   const up = Object.values(state.nodes).filter((n) => n.status === 'up');
   const out: ReplicaShortfall[] = [];
   for (const c of shardOwners(state)) {
     for (const s of c.shards) {
-      const live = s.replicas.filter(isLive).length;
+      const live = s.replicas.filter((r) => answers(state.nodes[r])).length;
       if (live === s.replicas.length) continue;
       out.push({ kind: c.kind, owner: c.name, group: s.group, placed: s.replicas.length, live, repairable: up.some((n) => !s.replicas.includes(n.name)) });
     }
