@@ -98,7 +98,7 @@ export function describeStranded(node: string, stranded: readonly StrandedReplic
  */
 export function leaveBlockers(state: MetaState, node: string): string[] {
   const stranded = new Set(strandedReplicas(state, node).flatMap((s) => s.groups));
-  const up = Object.values(state.nodes).filter((n) => n.status === 'up');
+  const unrepairable = new Set(replicaShortfalls(state).filter((x) => !x.repairable).map((x) => x.group));
   const out: string[] = [];
   for (const c of shardOwners(state)) {
     for (const s of c.shards) {
@@ -107,11 +107,9 @@ export function leaveBlockers(state: MetaState, node: string): string[] {
         if (stranded.has(s.group)) out.push(`${what}: every other live node already holds a replica`);
         continue;
       }
-      if (!(s.initial ?? []).includes(node)) continue;
+      if (!(s.initial ?? []).includes(node) || !unrepairable.has(s.group)) continue;
       const notLive = s.replicas.filter((r) => !answers(state.nodes[r]));
-      if (notLive.length > 0 && !up.some((n) => !s.replicas.includes(n.name))) {
-        out.push(`${what}: its new replica is on ${notLive.join(', ')}, not live, and no other live node can take it`);
-      }
+      out.push(`${what}: its new replica is on ${notLive.join(', ')}, not live, and no other live node can take it`);
     }
   }
   return out;

@@ -257,7 +257,6 @@ function errorResult(id: string | null, err: unknown): EditResult {
   throw err;
 }
 
-/** A group commit being built: overlays make edits of one group see each other. */
 /** A write group as the engine builds it: the edits' overlay, and the groups in flight it is built on. */
 interface Group extends WriteGroup {
   /** The in-flight groups this one is built on, oldest first (their overlays come before the store). */
