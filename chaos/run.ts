@@ -36,6 +36,27 @@ export function abandonRuns(): void {
   for (const child of liveChildren) child.kill('SIGKILL');
   for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
 }
+/**
+ * The run's hard bound, set again by each phase with a budget of its own (the final reads
+ * scale with the elements written, which a bound fixed at the start cannot). The CLI shell
+ * sets it; a run started another way (tests) has none.
+ */
+let phaseBound: (what: string, budgetMs: number) => void = () => {};
+export function onPhase(bound: (what: string, budgetMs: number) => void): void {
+  phaseBound = bound;
+}
+let phaseStartedMs = 0;
+let phaseName = '';
+/** Enter a phase: log how long the last one took, and give the new one its bound. */
+function phase(what: string, budgetMs: number): void {
+  const now = performance.now();
+  if (phaseName !== '') log(`chaos: ${phaseName} took ${((now - phaseStartedMs) / 1000).toFixed(1)} s`);
+  phaseName = what;
+  phaseStartedMs = now;
+  phaseBound(what, budgetMs);
+}
+/** The final reads' floor, per read, for their bound: well below what this runner reaches on 2 busy cores. */
+const FINAL_READS_PER_S = 300;
 const COOKIE = 'chaos-cookie';
 /** The gateway's master key (the keys workload runs the gateway on each node's HTTP port). */
 const GATEWAY_MASTER_KEY = 'chaos-gateway-master-key';
@@ -301,11 +322,16 @@ async function setWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
 
 /** After healing: each node's own view of the whole set (stale reads answer from its replicas). */
 async function finalSetReads(nodes: NodeProc[], rec: Recorder, attempted: readonly string[]): Promise<void> {
+  let loggedMs = performance.now();
   for (const n of nodes) {
     const invokeMs = rec.now();
     const present: string[] = [];
     let answered = true;
     for (let i = 0; i < attempted.length && answered; i += 16) {
+      if (performance.now() - loggedMs > 15_000) {
+        loggedMs = performance.now();
+        log(`chaos: final reads on ${n.name}: ${i} of ${attempted.length} elements`);
+      }
       await Promise.all(
         attempted.slice(i, i + 16).map(async (element) => {
           const until = performance.now() + 15_000;
@@ -557,12 +583,17 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
   if (o.broken !== undefined) log(`chaos: BROKEN BUILD on purpose (${o.broken}): the checker must find anomalies`);
   log(`chaos: seed ${o.seed}, ${o.nodes} nodes, ${o.minutes} min, workload ${o.workload}, nemeses ${o.nemeses.join(',')}: ${faults} faults scheduled; data in ${dir}`);
   const windows: FaultWindow[] = [];
+  phaseName = '';
   try {
+    // Each start may wait a minute for the node to listen.
+    phase('forming the cluster', 60_000 * o.nodes + 60_000);
     for (const n of nodes) await startNode(n);
     await waitFor(async () => (await Promise.all(nodes.map((n) => call(n.url, 'GET', '/_cluster/nodes')))).every((r) => (r?.body?.nodes as { role: string }[] | undefined)?.filter((x) => x.role === 'voter').length === Math.min(o.nodes % 2 === 1 ? o.nodes : o.nodes - 1, 5)), { timeoutMs: 60_000, what: 'the cluster to form' });
     if (o.workload === 'register' || o.workload === 'set') await createDataCollection(nodes);
     if (o.workload === 'cas') await createCasVdb(nodes);
     log('chaos: cluster formed; workload and faults start');
+    // A fault in flight when the time is up (a start that waits its minute) ends first.
+    phase('the workload and faults', durationMs + 120_000);
     const rec = new Recorder();
     const nemesis = (async () => {
       const open = new Map<number, number>();
@@ -590,6 +621,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     await nemesis;
 
     // Heal everything, then require convergence: same leader, same metadata at the same index.
+    phase('healing', 60_000 * o.nodes + 30_000);
     net.apply([]);
     for (const n of nodes) {
       if (n.paused && n.proc !== undefined) resume(n.proc);
@@ -597,7 +629,12 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       if (n.proc === undefined) await startNode(n);
     }
     log('chaos: healed; waiting for convergence');
+    phase('convergence', o.convergeSeconds * 1000 + 30_000);
     const converged = await converge(nodes, o.convergeSeconds * 1000, o.workload === 'keys' ? 'none' : o.workload === 'cas' ? 'vdb' : 'collection');
+    // Every element, register or key is read on every node; a node that stops answering costs
+    // one read's 15 s retry bound before its reads are given up.
+    const finalReads = nodes.length * (o.workload === 'set' ? attempted.length : o.workload === 'keys' ? keys.size : registerKeys(o.minutes));
+    phase(`the final reads (${finalReads} on ${nodes.length} nodes)`, 60_000 + nodes.length * 15_000 + Math.ceil((finalReads / FINAL_READS_PER_S) * 1000));
     if (o.workload === 'register') await finalRegisterReads(nodes, rec, o.minutes);
     if (o.workload === 'cas') await finalCasReads(nodes, rec, o.minutes);
     if (o.workload === 'set') await finalSetReads(nodes, rec, attempted);
@@ -615,6 +652,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
         rec.ops.push({ kind: 'final', node: n.name, keyId, result });
       }
     }
+    phase('checking', 600_000);
     const { checkers, anomalies } = runCheckers({
       ...(o.workload === 'keys' ? { keys: rec.ops } : {}),
       ...(o.workload === 'register' || o.workload === 'cas' ? { registers: rec.registers } : {}),
@@ -642,6 +680,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       // The recorded operations, to read an anomaly back against what happened around it.
       history: o.workload === 'keys' ? rec.ops : o.workload === 'register' || o.workload === 'cas' ? rec.registers : rec.set,
     };
+    phase('the report and cleanup', 180_000);
     mkdirSync(o.out, { recursive: true });
     const file = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}.json`);
     writeFileSync(file, JSON.stringify(report, null, 2));
@@ -679,13 +718,18 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.res
     process.stderr.write(`chaos: ${err.message}\n`);
     process.exit(2);
   }
-  // A hard bound on the whole run: the schedule, healing, convergence and cleanup.
-  const bound = setTimeout(() => {
-    process.stderr.write('chaos: the run overran its time bound; killing its nodes, removing its data, exiting\n');
-    abandonRuns();
-    process.exit(3);
-  }, options.minutes * 60_000 + options.convergeSeconds * 1000 + 180_000);
-  bound.unref();
+  // A hard bound on each phase of the run: forming, the schedule, healing, convergence, the
+  // final reads, the checkers and cleanup.
+  let bound: NodeJS.Timeout | undefined;
+  onPhase((what, budgetMs) => {
+    clearTimeout(bound);
+    bound = setTimeout(() => {
+      process.stderr.write(`chaos: ${what} overran its bound of ${Math.round(budgetMs / 1000)} s; killing its nodes, removing its data, exiting\n`);
+      abandonRuns();
+      process.exit(3);
+    }, budgetMs);
+    bound.unref();
+  });
   const outcome = await runChaos(options);
   process.exit(outcome.anomalies > 0 ? 1 : 0);
 }
