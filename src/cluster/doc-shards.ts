@@ -614,11 +614,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     checkVdbName(spec.name);
     const state = this.#o.member.state;
     if (state.vdbs[spec.name] !== undefined) throw new FirkinError('conflict', `virtual database ${JSON.stringify(spec.name)} already exists`);
-    const nodes = placementCandidates(state, spec.replicaFactor, spec.zones);
-    if (nodes.length < spec.replicaFactor) {
-      const where = spec.zones.length === 0 ? '' : ` in zones ${spec.zones.join(', ')}`;
-      throw new FirkinError('bad_request', `replica_factor ${spec.replicaFactor} needs ${spec.replicaFactor} live nodes${where}; ${nodes.length} are up or suspect (${nodes.map((n) => n.name).join(', ') || 'none'})`);
-    }
+    const nodes = placementCandidates(state, spec.replicaFactor, spec.zones, 'replica_factor');
     const replicas = placeShards(spec.shardCount, spec.replicaFactor, nodes);
     const ranges = initialRanges(spec.shardCount);
     await this.#o.member.propose({
@@ -889,8 +885,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     const target = v.shards.length;
     const upper = splitRanges(ranges, shardId, target).find((x) => x.shardId === target)!;
     const state = this.#o.member.state;
-    const nodes = placementCandidates(state, v.config.replicaFactor, v.config.zones);
-    if (nodes.length < v.config.replicaFactor) throw new FirkinError('unavailable', `replica_factor ${v.config.replicaFactor} needs ${v.config.replicaFactor} live nodes; ${nodes.length} are up or suspect`);
+    const nodes = placementCandidates(state, v.config.replicaFactor, v.config.zones, 'replica_factor');
     const [replicas] = placeShards(1, v.config.replicaFactor, nodes);
     const docs = ((await this.#readShard(shard, { op: 'info' })).doc_count as number) ?? 0;
     const jobId = `vdb-split-${randomBytes(6).toString('hex')}`;

@@ -79,11 +79,25 @@ export function replicaLoad(state: MetaState): Map<string, number> {
  * with their load: the up ones, or, when fewer than `needed` are up, the suspect ones as well.
  * A node is suspect after a short silence (a busy machine, a GC pause); refusing a create for
  * that would fail users on a healthy cluster, and repair moves the replica if it goes down.
+ * Too few: `bad_request` when the cluster has fewer members than `needed` at all (asking again
+ * cannot help), `unavailable` when enough exist but some are down now. `field` names the
+ * request's setting in the message.
  */
-export function placementCandidates(state: MetaState, needed: number, zones: readonly string[] = []): PlacementNode[] {
+export function placementCandidates(state: MetaState, needed: number, zones: readonly string[] = [], field = 'replication_factor'): PlacementNode[] {
   const held = replicaLoad(state);
   const inZone = Object.values(state.nodes).filter((n) => zones.length === 0 || zones.includes(n.zone));
   const up = inZone.filter((n) => n.status === 'up');
   const usable = up.length >= needed ? up : inZone.filter((n) => n.status === 'up' || n.status === 'suspect');
+  if (usable.length < needed) {
+    const where = zones.length === 0 ? '' : ` in zones ${zones.join(', ')}`;
+    const names = (ns: readonly { name: string }[]) => ns.map((n) => n.name).sort().join(', ') || 'none';
+    // A leaving node takes no new replica and will be gone.
+    const members = inZone.filter((n) => n.status !== 'left' && n.status !== 'leaving');
+    if (members.length < needed) {
+      throw new FirkinError('bad_request', `${field} ${needed} needs ${needed} nodes${where}; the cluster has ${members.length} (${names(members)}): add nodes or ask for fewer replicas`);
+    }
+    const away = members.filter((n) => !usable.includes(n));
+    throw new FirkinError('unavailable', `${field} ${needed} needs ${needed} live nodes${where}; ${usable.length} are up or suspect (${names(usable)}), ${names(away)} ${away.length === 1 ? 'is' : 'are'} not: try again when they are back`);
+  }
   return usable.map((n) => ({ name: n.name, zone: n.zone, replicas: held.get(n.name) ?? 0 }));
 }

@@ -67,7 +67,7 @@ t.test('a replacement replica avoids the shard’s nodes and prefers a new zone'
   t.end();
 });
 
-t.test('candidates: the up nodes when there are enough, the suspect ones too when not, never down or leaving', (t) => {
+t.test('candidates: the up nodes when there are enough, the suspect ones too when not, never down or leaving; too few is a 400 when the cluster is too small, a 503 when nodes are away', (t) => {
   const statusesArb = fc.array(fc.constantFrom(...NODE_STATUSES), { minLength: 1, maxLength: 7 });
   fc.assert(
     fc.property(statusesArb, fc.integer({ min: 1, max: 5 }), (statuses, needed) => {
@@ -75,12 +75,29 @@ t.test('candidates: the up nodes when there are enough, the suspect ones too whe
       statuses.forEach((status, i) => {
         nodes[`n${i}`] = { name: `n${i}`, incarnation: 'x', http: '', grpc: '', zone: 'z', status, joinedAtMs: 0, statusSinceMs: 0 };
       });
-      const names = placementCandidates({ ...EMPTY_META, nodes }, needed).map((n) => n.name).sort();
       const named = (wanted: readonly string[]) => statuses.flatMap((s, i) => (wanted.includes(s) ? [`n${i}`] : [])).sort();
       const up = named(['up']);
-      return JSON.stringify(names) === JSON.stringify(up.length >= needed ? up : named(['up', 'suspect']));
+      const usable = up.length >= needed ? up : named(['up', 'suspect']);
+      let outcome: string;
+      try {
+        outcome = JSON.stringify(placementCandidates({ ...EMPTY_META, nodes }, needed).map((n) => n.name).sort());
+      } catch (err) {
+        outcome = (err as FirkinError).code;
+      }
+      if (usable.length >= needed) return outcome === JSON.stringify(usable);
+      return outcome === (named(['up', 'suspect', 'down']).length < needed ? 'bad_request' : 'unavailable');
     }),
     fcParams(),
   );
+  t.end();
+});
+
+t.test('too few nodes for the replicas: the message says which case it is and what to do', (t) => {
+  const node = (name: string, status: NodeRecord['status'], zone = 'z'): NodeRecord => ({ name, incarnation: 'x', http: '', grpc: '', zone, status, joinedAtMs: 0, statusSinceMs: 0 });
+  const state = { ...EMPTY_META, nodes: { a: node('a', 'up'), b: node('b', 'up', 'y'), c: node('c', 'down'), d: node('d', 'leaving') } };
+  t.throws(() => placementCandidates(state, 4), { code: 'bad_request', message: 'replication_factor 4 needs 4 nodes; the cluster has 3 (a, b, c): add nodes or ask for fewer replicas' }, 'a leaving node does not count');
+  t.throws(() => placementCandidates(state, 3, [], 'replica_factor'), { code: 'unavailable', message: 'replica_factor 3 needs 3 live nodes; 2 are up or suspect (a, b), c is not: try again when they are back' });
+  t.throws(() => placementCandidates(state, 2, ['y']), { code: 'bad_request', message: 'replication_factor 2 needs 2 nodes in zones y; the cluster has 1 (b): add nodes or ask for fewer replicas' }, 'only the zones’ members count');
+  t.same(placementCandidates(state, 2).map((n) => n.name), ['a', 'b']);
   t.end();
 });
