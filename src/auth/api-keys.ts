@@ -3,7 +3,7 @@
 // is by digest and the final comparison is constant-time.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { NUMBER, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../core/codec.js';
-import { FirkinError } from '../core/errors.js';
+import { FirkinError, wasCommitted } from '../core/errors.js';
 import { Catalog } from '../core/catalog.js';
 import type { Store } from '../storage/db.js';
 
@@ -119,7 +119,11 @@ export class ApiKeys {
     };
     if (this.#cluster !== undefined) {
       if (this.#clusterByDigest.has(digest)) throw new FirkinError('conflict', 'that key already exists');
-      await this.#cluster.put(record);
+      // Committed but not applied here yet (this node lags): the key exists, and this is the
+      // only time its secret can be told. A request with it here waits for a fresh copy.
+      await this.#cluster.put(record).catch((err: unknown) => {
+        if (!wasCommitted(err)) throw err;
+      });
       return { key, record };
     }
     await this.#byDigest.put(record);

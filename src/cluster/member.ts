@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Clock } from '../core/hlc.js';
-import { FirkinError, isFirkinError } from '../core/errors.js';
+import { FirkinError, committedNotApplied, isFirkinError } from '../core/errors.js';
 import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
 import { RaftTicker } from '../raft/ticker.js';
@@ -133,6 +133,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   #httpUrl: string;
   /** Monotonic start time of the last completed read barrier (freshness of the local copy). */
   #freshSinceMs = Number.NEGATIVE_INFINITY;
+  /** A write acknowledged as committed that this node had not applied: not fresh until it has. */
+  #mustApply = 0;
   /** The freshness barrier under way, shared by the background refresh and waiting requests. */
   #freshnessBarrier: Promise<void> | undefined;
   /** Which member a leaving node asks next whether it has left (when it knows no leader). */
@@ -406,7 +408,13 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
             throw new FirkinError('no_quorum', `the metadata leader ${leader} did not confirm the write (${(err as Error).message}); it may still commit`);
           });
           const applied = decodeCbor(reply) as Applied;
-          await this.#waitApplied(applied.index, deadline);
+          try {
+            await this.#waitApplied(applied.index, deadline);
+          } catch (err) {
+            // A refusal changed nothing: its answer needs no local apply.
+            if (!applied.result.ok) return applied;
+            throw err;
+          }
           return applied;
         }
       } catch (err) {
@@ -419,9 +427,17 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     }
   }
 
+  /**
+   * Wait until this node has applied `index`. Past the deadline the write is still committed
+   * (the leader applied it): the 504 says so in `committed: true`, so a caller whose answer
+   * needs no local read (a key's secret) can still give it.
+   */
   async #waitApplied(index: number, deadline: number): Promise<void> {
     while (this.#fsm.applied < index) {
-      if (this.#o.clock.nowMs() > deadline) throw new FirkinError('timeout', `the write committed at ${index} but this node has not applied it yet`);
+      if (this.#o.clock.nowMs() > deadline) {
+        this.#mustApply = Math.max(this.#mustApply, index);
+        throw committedNotApplied(this.#o.nodeName, index);
+      }
       await new Promise((r) => setTimeout(r, 5));
     }
   }
@@ -435,7 +451,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
 
   /** The local copy reflects every write acknowledged more than `keyFreshnessMs` ago. */
   isFresh(): boolean {
-    return performance.now() - this.#freshSinceMs <= this.#o.timings.keyFreshnessMs;
+    return this.#fsm.applied >= this.#mustApply && performance.now() - this.#freshSinceMs <= this.#o.timings.keyFreshnessMs;
   }
 
   /**

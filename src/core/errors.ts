@@ -62,3 +62,15 @@ export class FirkinError extends Error {
 export function isFirkinError(value: unknown): value is FirkinError {
   return value instanceof FirkinError;
 }
+
+/**
+ * A write the cluster committed (its leader applied it) that this node had not applied by the
+ * deadline: a 504 whose `committed: true` tells the client not to repeat it.
+ */
+export function committedNotApplied(node: string, index: number): FirkinError {
+  return new FirkinError('timeout', `the write committed at index ${index}, but ${node} has not applied it yet (it is behind the leader): do not repeat it`, { details: { committed: true, index } });
+}
+
+export function wasCommitted(err: unknown): boolean {
+  return isFirkinError(err) && err.details?.committed === true;
+}
