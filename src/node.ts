@@ -320,7 +320,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           ? { status: 'ok', state: 'standalone' }
           : (member?.health() ?? { status: 'degraded', state: 'starting', problems: ['cluster side not started yet'] }),
       ...(docShards === undefined ? {} : { shards: () => ({ ...mergeHealth([vectorShards?.health(), docShards?.health()]), vector: vectorShards?.hosted() ?? 0, vdb: docShards?.hosted() ?? 0 }) }),
-      ...(vectors === undefined ? {} : { vector: () => ({ status: 'ok', ...vectors!.stats() }) }),
+      // `collections`/`documents`: this node's standalone ones; `cluster`: the replicated ones.
+      ...(vectors === undefined ? {} : { vector: () => ({ status: 'ok', ...vectors!.stats(), ...(vectorShards === undefined ? {} : { cluster: vectorShards.healthStats() }) }) }),
       docdb: () => ({
         status: docs.stopping ? 'degraded' : 'ok',
         databases: docs.listDbs().map((db) => {

@@ -26,7 +26,7 @@ import type { RaftGroup } from '../raft/group.js';
 import { RocksLog } from '../raft/rocks-log.js';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from '../vector/ann/ann-index.js';
-import type { ScoredId } from '../vector/bm25.js';
+import type { QueryStats, ScoredId } from '../vector/bm25.js';
 import type { CollectionConfig } from '../vector/collection-config.js';
 import { type ApplyOutcome, type FenceOutcome, type ShardCommand, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
 import { encodeKey } from '../core/keys.js';
@@ -34,7 +34,7 @@ import type { Filter } from '../vector/filter.js';
 import { type DocInput, Shard, type ShardCaches, type StoredDoc, type VectorHit, dropShardData, newShardCaches } from '../vector/shard.js';
 import { ShardFsm, isRequestRecord } from '../vector/shard-fsm.js';
 import type { RequestRecord, ShardStateChunk } from '../vector/shard.js';
-import type { ClusterCatalogue, ClusteredCollection, ReadOptions, SearchOptions, ShardHandle } from '../vector/shard-handle.js';
+import type { Bm25Options, ClusterCatalogue, ClusteredCollection, ReadOptions, SearchOptions, ShardHandle } from '../vector/shard-handle.js';
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { ReshardCoordinator, reshardView } from './reshard.js';
@@ -96,7 +96,8 @@ interface Replica {
 type ReadRequest =
   | { op: 'get'; id: string }
   | { op: 'search'; v: Uint8Array; k: number; ef: number; f: Filter | null; p?: boolean }
-  | { op: 'bm25'; q: string; k: number }
+  | { op: 'bm25'; q: string; k: number; st?: QueryStats | null }
+  | { op: 'bm25stats'; q: string }
   | { op: 'count' };
 
 const f32 = (v: Float32Array) => new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
@@ -356,6 +357,13 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     return { collection: name, replication_factor: placement.replicationFactor, epoch: placement.epoch, shards };
   }
 
+  /** For /health → vector: replicated collections (the metadata's), and the replicas hosted here with their documents. */
+  healthStats(): { collections: number; replicas_hosted: number; documents_hosted: number } {
+    let documents = 0;
+    for (const r of this.replicas.values()) documents += r.fsm.shard.count;
+    return { collections: this.names().length, replicas_hosted: this.replicas.size, documents_hosted: documents };
+  }
+
   /** Status of the replicas hosted here, for the admin view and tests. */
   replicaStatus(): { group: string; role: string; leader: string | null; term: number; applied: number; docs: number; quiesced: boolean }[] {
     return [...this.replicas].map(([group, r]) => {
@@ -389,7 +397,9 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
         // Stale: whatever this replica applied, with no leader and no quorum needed.
         const stale = req.s === true;
         const r = stale ? this.hostedReplica(req.g) : this.leading(req.g);
-        if (!stale) await r.group.readBarrier();
+        // A BM25 query's statistics need no barrier: a write racing the search moves them
+        // as little as it moves the ranking (the second round reads linearizably).
+        if (!stale && req.op !== 'bm25stats') await r.group.readBarrier();
         // A fenced shard is being switched away from: the router waits for the new map.
         if (r.fsm.fencedAt !== undefined) throw new FirkinError('stale_epoch', `shard ${req.g} was fenced by a reshard: the collection is switching to new shards`);
         const shard = r.fsm.shard;
@@ -402,7 +412,9 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
           case 'search':
             return encodeCbor({ h: await shard.search(fromF32(q.v), q.k, q.ef, q.f ?? undefined, { payload: q.p !== false }) });
           case 'bm25':
-            return encodeCbor({ h: await shard.searchBm25(q.q, q.k) });
+            return encodeCbor({ h: await shard.searchBm25(q.q, q.k, { ...(q.st == null ? {} : { collection: q.st }) }) });
+          case 'bm25stats':
+            return encodeCbor({ st: await shard.bm25Stats(q.q) });
           case 'count':
             return encodeCbor({ n: shard.count });
           default:
@@ -605,9 +617,14 @@ class RoutedShard implements ShardHandle {
     return reply.h as VectorHit[];
   }
 
-  async searchBm25(query: string, k: number, options: ReadOptions = {}): Promise<ScoredId[]> {
-    const reply = await this.#read({ op: 'bm25', q: query, k, s: this.host.staleRead(options) });
+  async searchBm25(query: string, k: number, options: Bm25Options = {}): Promise<ScoredId[]> {
+    const reply = await this.#read({ op: 'bm25', q: query, k, st: options.collection ?? null, s: this.host.staleRead(options) });
     return reply.h as ScoredId[];
+  }
+
+  async bm25Stats(query: string, options: ReadOptions = {}): Promise<QueryStats> {
+    const reply = await this.#read({ op: 'bm25stats', q: query, s: this.host.staleRead(options) });
+    return reply.st as QueryStats;
   }
 
   async countDocs(options: ReadOptions = {}): Promise<number> {

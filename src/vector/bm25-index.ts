@@ -20,7 +20,7 @@ import assert from 'node:assert/strict';
 import { LRUCache } from 'lru-cache';
 import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
-import { type Bm25Params, type CorpusStats, type ScoredId, termFrequencies } from './bm25.js';
+import { type Bm25Params, type CorpusStats, type QueryStats, type ScoredId, termFrequencies } from './bm25.js';
 import { type PostingColumns, type PostingRead, type QueryTerm, type TermBound, driveSync, exactBound, rankBm25MaxScore, widenBound } from './bm25-maxscore.js';
 import type { CollectionConfig } from './collection-config.js';
 import { ENGLISH_STOPWORDS, tokenize } from './tokenize.js';
@@ -43,8 +43,14 @@ export interface PreparedChange {
 export interface Bm25Index {
   readonly backend: 'memory' | 'disk';
   prepare(changes: readonly TextChange[]): PreparedChange;
-  search(query: string, k: number): Promise<ScoredId[]>;
+  /**
+   * The best `k` by BM25; with `collection` (the query's statistics summed over every shard of
+   * the collection) scored with the collection's idf and avgdl instead of this shard's.
+   */
+  search(query: string, k: number, collection?: QueryStats): Promise<ScoredId[]>;
   stats(): CorpusStats;
+  /** This shard's part of the query's statistics (from memory: no posting is read). */
+  queryStats(query: string): QueryStats;
 }
 
 function stopwordSet(config: CollectionConfig['bm25']): ReadonlySet<string> | undefined {
@@ -90,6 +96,23 @@ function queryTerms(analyzer: Analyzer, bounds: ReadonlyMap<string, TermBound>, 
     if (bound !== undefined) out.push({ term, bound });
   }
   return out;
+}
+
+function queryStatsOf(analyzer: Analyzer, bounds: ReadonlyMap<string, TermBound>, stats: CorpusStats, query: string): QueryStats {
+  const df: Record<string, number> = {};
+  for (const term of analyzer.queryTerms(query)) df[term] = bounds.get(term)?.df ?? 0;
+  return { docCount: stats.docCount, totalLength: stats.totalLength, df };
+}
+
+/**
+ * The terms and corpus to rank with: the shard's own, or with the collection's df and corpus.
+ * The shard's tf and length bounds stay valid under any idf and avgdl. A write landing between
+ * the two rounds can leave the collection's figures below this shard's: they never count less.
+ */
+function rankingInputs(terms: readonly QueryTerm[], local: CorpusStats, collection: QueryStats | undefined): { terms: readonly QueryTerm[]; stats: CorpusStats } {
+  if (collection === undefined) return { terms, stats: local };
+  const stats = { docCount: Math.max(collection.docCount, local.docCount), totalLength: Math.max(collection.totalLength, local.totalLength) };
+  return { terms: terms.map((t) => ({ term: t.term, bound: { ...t.bound, df: Math.min(stats.docCount, Math.max(collection.df[t.term] ?? 0, t.bound.df)) } })), stats };
 }
 
 /** A posting's tf and document length: one small integer when both fit, else an object. */
@@ -192,9 +215,13 @@ class MemoryBm25 implements Bm25Index {
     this.#totalLength += docLength;
   }
 
-  async search(query: string, k: number): Promise<ScoredId[]> {
-    const terms = queryTerms(this.#analyzer, this.#bounds, query);
-    return driveSync(rankBm25MaxScore(terms, this.stats(), this.#analyzer.params, k), (read) => this.#read(read));
+  async search(query: string, k: number, collection?: QueryStats): Promise<ScoredId[]> {
+    const ranked = rankingInputs(queryTerms(this.#analyzer, this.#bounds, query), this.stats(), collection);
+    return driveSync(rankBm25MaxScore(ranked.terms, ranked.stats, this.#analyzer.params, k), (read) => this.#read(read));
+  }
+
+  queryStats(query: string): QueryStats {
+    return queryStatsOf(this.#analyzer, this.#bounds, this.stats(), query);
   }
 
   #read(read: PostingRead): PostingColumns {
@@ -509,8 +536,13 @@ class DiskBm25 implements Bm25Index {
     return found;
   }
 
-  async search(query: string, k: number): Promise<ScoredId[]> {
-    const run = rankBm25MaxScore(queryTerms(this.#analyzer, this.#bounds, query), this.#stats, this.#analyzer.params, k);
+  queryStats(query: string): QueryStats {
+    return queryStatsOf(this.#analyzer, this.#bounds, this.#stats, query);
+  }
+
+  async search(query: string, k: number, collection?: QueryStats): Promise<ScoredId[]> {
+    const ranked = rankingInputs(queryTerms(this.#analyzer, this.#bounds, query), this.#stats, collection);
+    const run = rankBm25MaxScore(ranked.terms, ranked.stats, this.#analyzer.params, k);
     for (let step = run.next(); ; ) {
       if (step.done === true) return step.value;
       step = run.next(await this.#read(step.value));

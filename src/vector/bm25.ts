@@ -16,6 +16,27 @@ export interface CorpusStats {
   readonly totalLength: number;
 }
 
+/**
+ * What one shard holds of a query's statistics: its corpus and each query term's df (0 when
+ * absent). Summed over a collection's shards (`sumQueryStats`) they are the collection's, so
+ * every shard scores with the same idf and avgdl as one index over all of it would.
+ */
+export interface QueryStats extends CorpusStats {
+  readonly df: Readonly<Record<string, number>>;
+}
+
+export function sumQueryStats(parts: readonly QueryStats[]): QueryStats {
+  let docCount = 0;
+  let totalLength = 0;
+  const df: Record<string, number> = {};
+  for (const p of parts) {
+    docCount += p.docCount;
+    totalLength += p.totalLength;
+    for (const [term, n] of Object.entries(p.df)) df[term] = (df[term] ?? 0) + n;
+  }
+  return { docCount, totalLength, df };
+}
+
 export interface Posting {
   readonly docId: string;
   readonly tf: number;

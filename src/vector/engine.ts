@@ -21,7 +21,7 @@ import { type IdRouting, rangeRouting, routeId } from '../core/shard-hash.js';
 import { SerialQueue } from '../core/serial.js';
 import type { Store } from '../storage/db.js';
 import type { AnnEngine } from './ann/ann-index.js';
-import { type ScoredId, byScoreThenId } from './bm25.js';
+import { type ScoredId, byScoreThenId, sumQueryStats } from './bm25.js';
 import { type CollectionConfig, LIMITS } from './collection-config.js';
 import { type EmbedderDeps, createEmbedder } from './embedders/create.js';
 import { type Embedder, noEmbedder } from './embedders/embedder.js';
@@ -505,8 +505,20 @@ export class VectorEngine {
     }
   }
 
-  #bm25Search(c: Collection, query: string, k: number, consistency: Consistency): Promise<SearchAnswer<ScoredId>> {
-    return this.#fanOut(c, k, (s) => s.searchBm25(query, k, { stale: consistency === 'stale' }));
+  /**
+   * Over several shards, two rounds: the query's statistics from every shard, summed, then the
+   * search, each shard ranking with the collection's idf and avgdl. Scores then do not depend
+   * on how documents are spread (one index over the whole collection ranks the same), at the
+   * cost of a round of small reads (no barrier, no posting read).
+   */
+  async #bm25Search(c: Collection, query: string, k: number, consistency: Consistency): Promise<SearchAnswer<ScoredId>> {
+    const stale = consistency === 'stale';
+    if (c.shards.length === 1) return this.#fanOut(c, k, (s) => s.searchBm25(query, k, { stale }));
+    const parts = await Promise.allSettled(c.shards.map((s) => s.bm25Stats(query, { stale })));
+    const answered = parts.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    // None answered: the search round reports each shard's failure as a search would.
+    const collection = answered.length === 0 ? undefined : sumQueryStats(answered);
+    return this.#fanOut(c, k, (s) => s.searchBm25(query, k, { stale, ...(collection === undefined ? {} : { collection }) }));
   }
 
   async searchBm25(request: Bm25SearchRequest): Promise<SearchAnswer<ScoredId>> {

@@ -2,7 +2,7 @@
 // replicated shard reached through its Raft group's leader (`cluster/vector-shards.ts`).
 // The engine's code path is the same for both: it decides everything (ids, vectors) and
 // hands each shard its part.
-import type { ScoredId } from './bm25.js';
+import type { QueryStats, ScoredId } from './bm25.js';
 import type { CollectionConfig } from './collection-config.js';
 import type { IdRouting } from '../core/shard-hash.js';
 import type { Filter } from './filter.js';
@@ -11,6 +11,11 @@ import type { DocInput, StoredDoc, VectorHit } from './shard.js';
 /** `stale`: any replica may answer from what it applied (see `Consistency` in requests.ts). */
 export interface ReadOptions {
   readonly stale?: boolean;
+}
+
+/** `collection`: the query's statistics summed over the collection's shards, to rank with. */
+export interface Bm25Options extends ReadOptions {
+  readonly collection?: QueryStats;
 }
 
 /** `payload: false`: hits carry id and score only (no record is read for them). */
@@ -24,7 +29,9 @@ export interface ShardHandle {
   get(id: string, options?: ReadOptions): Promise<StoredDoc | undefined>;
   remove(id: string): Promise<boolean>;
   search(query: Float32Array, k: number, ef: number, filter: Filter | undefined, options?: SearchOptions): Promise<VectorHit[]>;
-  searchBm25(query: string, k: number, options?: ReadOptions): Promise<ScoredId[]>;
+  searchBm25(query: string, k: number, options?: Bm25Options): Promise<ScoredId[]>;
+  /** The shard's part of a BM25 query's statistics (`QueryStats`). */
+  bm25Stats(query: string, options?: ReadOptions): Promise<QueryStats>;
   countDocs(options?: ReadOptions): Promise<number>;
 }
 

@@ -44,12 +44,12 @@ import { SerialQueue } from '../core/serial.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
 import { BatchedSearch } from './ann/batched-search.js';
-import { type ScoredId, topK } from './bm25.js';
+import { type QueryStats, type ScoredId, topK } from './bm25.js';
 import { type Bm25Index, type PostingCache, type TextChange, bm25ShardRange, newPostingCache, openBm25 } from './bm25-index.js';
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
 import type { ApplyOutcome, ShardCommand } from './commands.js';
-import type { SearchOptions, ShardHandle } from './shard-handle.js';
+import type { Bm25Options, SearchOptions, ShardHandle } from './shard-handle.js';
 import { exactScore, scoreFromDistance } from './metric.js';
 
 /** Records read per chunk when rebuilding or replaying. */
@@ -900,9 +900,14 @@ export class Shard implements ShardHandle {
     return topK(hits, k);
   }
 
-  async searchBm25(query: string, k: number): Promise<ScoredId[]> {
+  async searchBm25(query: string, k: number, options: Bm25Options = {}): Promise<ScoredId[]> {
     assert.ok(this.#bm25 !== undefined, 'caller checks hasBm25');
-    return this.#bm25.search(query, k);
+    return this.#bm25.search(query, k, options.collection);
+  }
+
+  async bm25Stats(query: string): Promise<QueryStats> {
+    assert.ok(this.#bm25 !== undefined, 'caller checks hasBm25');
+    return this.#bm25.queryStats(query);
   }
 
   /**

@@ -4,6 +4,8 @@
 // lost, and every replica of every shard at one digest after the killed node returns; then
 // the idle groups quiesce, and killing their leader's node still fails them over.
 import t from 'tap';
+import { type Posting, rankBm25, termFrequencies } from '../../src/vector/bm25.js';
+import { tokenize } from '../../src/vector/tokenize.js';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 
@@ -79,6 +81,31 @@ t.test('replicated vector shards across three processes', async (t) => {
   t.same(bare.body.results.map((h: { id: string }) => h.id), exact, 'with_payload: false through the shard leaders: the same top 10');
   t.ok(bare.body.results.every((h: object) => Object.keys(h).sort().join() === 'id,score'), '...with id and score only');
 
+  // BM25 over three shards ranks as one index over the whole collection would: the shards
+  // score with the collection's summed statistics, not each with its own.
+  const bm25 = await cluster.request('n1', 'PUT', '/vectordb/collections/t', { body: { dimensions: DIMS, num_shards: 3, replication_factor: 3, bm25_backend: 'memory' } });
+  t.ok(bm25.status === 200 || bm25.status === 201, `a BM25 collection over 3 shards (${JSON.stringify(bm25.body)})`);
+  const words = ['apple', 'pear', 'plum', 'fig', 'kiwi', 'lime'];
+  const texts = new Map(Array.from({ length: 60 }, (_, i) => [`t${i}`, Array.from({ length: 2 + (i % 5) }, (_, j) => words[Math.floor(words.length * ((i * 7 + j * 13) % 17) ** 2 / 289)]!).join(' ')]));
+  const written = await cluster.request('n2', 'POST', '/vectordb/collections/t/docs', { body: { documents: [...texts].map(([id, text], i) => ({ id, text, metadata: {}, vector: vec(i) })) } });
+  t.equal(written.status, 200, 'its documents written');
+  for (const q of ['apple', 'fig kiwi', 'lime pear plum']) {
+    const postings = new Map<string, Posting[]>();
+    let totalLength = 0;
+    for (const [id, text] of texts) {
+      const tokens = tokenize(text);
+      totalLength += tokens.length;
+      for (const [term, tf] of termFrequencies(tokens)) if (tokenize(q).includes(term)) postings.set(term, [...(postings.get(term) ?? []), { docId: id, tf, docLength: tokens.length }]);
+    }
+    const want = rankBm25(postings, { docCount: texts.size, totalLength }, { k1: 1.2, b: 0.75 }, 10);
+    for (const n of nodes) {
+      const got = (await cluster.request(n, 'POST', '/vectordb/collections/t/search/bm25', { body: { query: q, k: 10 } })).body.results as { id: string; score: number }[];
+      t.same(got.map((h) => h.id), want.map((h) => h.id), `${n}: ${JSON.stringify(q)} ranks as one index over the collection`);
+      t.ok(got.every((h, i) => Math.abs(h.score - want[i]!.score) < 1e-9), `${n}: ${JSON.stringify(q)} with its scores`);
+    }
+  }
+  t.equal((await cluster.request('n3', 'DELETE', '/vectordb/collections/t')).status, 200, 'the BM25 collection deleted');
+
   // Kill -9 the node leading the most shards while writes stream through the others.
   const shards = async (n: string) => (await cluster.request(n, 'GET', '/_cluster/shards')).body.replicas as ReplicaView[];
   const leaders = new Map<string, number>();
@@ -129,6 +156,10 @@ t.test('replicated vector shards across three processes', async (t) => {
     { timeoutMs: 30_000, intervalMs: 200, what: 'every replica of every shard to report one digest at one applied index' },
   );
   t.ok(converged >= acked.size, `replicas converged, holding every acknowledged document (${converged} >= ${acked.size})`);
+  for (const n of nodes) {
+    const health = (await cluster.request(n, 'GET', '/health')).body;
+    t.same(health.vector.cluster, { collections: 1, replicas_hosted: 3, documents_hosted: converged }, `${n}'s /health counts the replicated collection and the replicas it hosts`);
+  }
   t.match(cluster.node(victim).child!.output(), /loaded shard replica vs\d+: \d+ documents at applied index \d+/, 'the returning node loaded at least one replica by snapshot transfer');
 
   const del = await cluster.request(victim, 'DELETE', '/vectordb/collections/c/docs/d0');
@@ -161,4 +192,13 @@ t.test('replicated vector shards across three processes', async (t) => {
   );
   t.match(shortfall, /^collection c: 3 shard groups with replicas on nodes that are not live \(vs\d+ 2\/3, vs\d+ 2\/3, vs\d+ 2\/3 live\); no other live node can take the missing ones: a node must join$/, `health names them (${shortfall})`);
   t.match((await cluster.request(rest[1]!, 'GET', '/metrics')).text, /^firkin_cluster_under_replicated_shard_groups 3$/m, 'and the metric counts them');
+
+  // A new collection wanting more replicas than the cluster can place: asking again helps
+  // once the dead node is back (503), never while the cluster is too small (400).
+  const away = await cluster.request(rest[0]!, 'PUT', '/vectordb/collections/c3', { body: { dimensions: DIMS, replication_factor: 3 } });
+  t.equal(away.status, 503, `three replicas while a node is down: unavailable (${JSON.stringify(away.body)})`);
+  t.match(away.body, { error: 'unavailable', message: `replication_factor 3 needs 3 live nodes; 2 are up or suspect (${rest.join(', ')}), ${quietVictim} is not: try again when they are back` });
+  const tooMany = await cluster.request(rest[1]!, 'PUT', '/vectordb/collections/c4', { body: { dimensions: DIMS, replication_factor: 4 } });
+  t.equal(tooMany.status, 400, `four replicas on a three-node cluster: a bad request (${JSON.stringify(tooMany.body)})`);
+  t.match(tooMany.body.message, /^replication_factor 4 needs 4 nodes; the cluster has 3 \(n1, n2, n3\)/);
 });

@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
 import { Store } from '../../src/storage/db.js';
-import { type Posting, type ScoredId, rankBm25, termFrequencies } from '../../src/vector/bm25.js';
+import { type Posting, type ScoredId, byScoreThenId, rankBm25, sumQueryStats, termFrequencies } from '../../src/vector/bm25.js';
 import { type PostingColumns, type PostingRead, type QueryTerm, driveSync, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
 import { type Bm25Index, POSTING_CACHE_BYTES, bm25ShardRange, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
@@ -292,4 +292,31 @@ t.test('memory: postings too large to pack into a small integer score like the o
   index.prepare([...model].map(([id, text]) => ({ id, oldText: undefined, newText: text }))).apply();
   await expectOracle(t, index, model, [['w1', 4], ['w2', 4], ['w1 w2', 4], ['w2 w1', 2], ['w1', 1]], 'memory');
   t.strictSame((await index.search('w1', 4)).map((h) => h.id).sort(), ['a', 'b', 'c', 'd']);
+});
+
+t.test('both backends: shards ranking with the collection’s summed statistics answer as one index over all of it', async (t) => {
+  const store = await openTestStore(t);
+  let nextShard = 1_000;
+  await fc.assert(
+    fc.asyncProperty(arbBatches, arbQueries, fc.integer({ min: 1, max: 4 }), fc.constantFrom('memory' as const, 'disk' as const), async (batches, queries, shardCount, backend) => {
+      // Documents spread over the shards by a hash of the id, as a collection routes them.
+      const shardOf = (id: string) => [...id].reduce((h, c) => (h * 31 + c.codePointAt(0)!) >>> 0, 7) % shardCount;
+      const cache = newPostingCache(POSTING_CACHE_BYTES);
+      const shards = await Promise.all(Array.from({ length: shardCount }, async () => ({ index: (await openBm25(bm25Config(backend), store, nextShard++, cache))!, model: new Map<string, string>() })));
+      for (const ops of batches) {
+        for (let s = 0; s < shardCount; s++) await applyBatches(shards[s]!.index, store, shards[s]!.model, [ops.filter((op) => shardOf(op.id) === s)]);
+      }
+      const whole = new Map(shards.flatMap((s) => [...s.model]));
+      for (const [query, k] of queries) {
+        const collection = sumQueryStats(shards.map((s) => s.index.queryStats(query)));
+        const merged = (await Promise.all(shards.map((s) => s.index.search(query, k, collection)))).flat().sort(byScoreThenId).slice(0, k);
+        const want = oracle(whole, query, k);
+        if (JSON.stringify(merged) !== JSON.stringify(want) || merged.some((h, i) => h.score !== want[i]!.score)) {
+          t.strictSame(merged, want, `${backend}, ${shardCount} shards: ${JSON.stringify(query)} k=${k}`);
+          throw new Error('sharded search differs from one index over the whole corpus');
+        }
+      }
+    }),
+    fcParams(60),
+  );
 });
