@@ -394,7 +394,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         if (m !== undefined && q.h !== undefined && !fsm.ownsRange(q.h, m)) throw fenced();
         // Only the ids of the router's range: a rebalance's copies are never counted twice.
         const owns = m === undefined || q.h === undefined ? undefined : (id: string) => ownsId({ hash: q.h!, ranges: [m] }, id);
-        const result = await executeFind({ docs, store, counts }, fsm.db, { ...parsed, offset: 0, limit: q.limit ?? undefined, includeDocs: true }, owns);
+        const result = await executeFind({ docs, store, counts }, fsm.db, { ...parsed, offset: 0, limit: q.limit ?? undefined, includeDocs: true, fields: undefined }, owns);
         return { docs: result.docs, total: result.meta.total };
       }
       case 'changes':

@@ -73,6 +73,9 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   t.equal(found.status, 200, JSON.stringify(found.body).slice(0, 200));
   t.equal(found.body.meta.total, 40, '_find counts every match over the shards');
   t.same(found.body.docs.map((d: { _id: string }) => d._id), docs.filter((d) => d.colour === 'green').slice(5, 15).map((d) => d._id), '_find pages in _id order');
+  // CouchDB's forms: sort by _id descending, `fields`, and `$gt: null` for every document.
+  const last = await cluster.request('n2', 'POST', '/vdb/v/_find', { body: { selector: { _id: { $gt: null }, colour: 'blue' }, sort: [{ _id: 'desc' }], fields: ['_id', 'i'], limit: 3 } });
+  t.same(last.body, { docs: docs.filter((d) => d.colour === 'blue').slice(-3).reverse().map((d) => ({ _id: d._id, i: d.i })), meta: { total: 40, offset: 0, limit: 3 } }, 'the last blue ids first, cut to their fields');
 
   const feed = async (via: string, since?: string) => {
     const seen: string[] = [];

@@ -13,7 +13,7 @@ import type { DocEngine } from '../engine.js';
 import type { Json } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind } from '../query/execute.js';
-import { compareForOrder } from '../query/match.js';
+import { compareForOrder, project } from '../query/match.js';
 import { parseFind } from '../query/parse.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
 import { type EndpointSpec, type RemoteAuth, checkOutbound, parseAuth, parseEndpoint } from '../replication/endpoint-spec.js';
@@ -232,12 +232,12 @@ export class Federations {
     const ask = async (member: string, limit: number | undefined, includeDocs: boolean): Promise<MemberAnswer> => {
       const spec: EndpointSpec = parseEndpoint(member, auth, 'member');
       if (spec.kind === 'local') {
-        const r = await executeFind({ docs: this.#d.docs, store: this.#d.store, counts: this.#d.counts }, spec.db, { ...q, offset: 0, limit, includeDocs });
+        const r = await executeFind({ docs: this.#d.docs, store: this.#d.store, counts: this.#d.counts }, spec.db, { ...q, offset: 0, limit, includeDocs, fields: undefined });
         return { member, docs: r.docs, total: r.meta.total };
       }
       checkOutbound(spec, this.#d.outbound);
       const remote = new RemoteDb({ url: spec.url, auth: spec.auth, hlc: this.#d.hlc, timeoutMs: this.#d.timeoutMs, signal: deadline });
-      const body = { ...raw, offset: 0, include_docs: includeDocs, ...(limit === undefined ? {} : { limit }), ...(includeDocs ? {} : { fields: ['_id', '_rev'] }) };
+      const body = { ...raw, offset: 0, include_docs: includeDocs, ...(limit === undefined ? {} : { limit }), fields: includeDocs ? undefined : ['_id', '_rev'] };
       const reply = (await remote.call('POST', '/_find', { body })).body as { docs?: unknown; meta?: { total?: unknown } };
       if (!Array.isArray(reply.docs)) throw new FirkinError('bad_gateway', 'the member answered without docs');
       const docs = reply.docs.filter((d): d is Record<string, unknown> => isPlainObject(d) && typeof d._id === 'string');
@@ -280,7 +280,8 @@ export class Federations {
       const exact = exactTotal(idLists, cap);
       if (exact !== undefined) (total = exact), (totalExact = true);
     }
-    const results = q.includeDocs ? merged.results : merged.results.map((d) => ({ _id: d._id, _rev: d._rev }));
+    // Members answered whole documents (the order may need fields the projection drops).
+    const results = q.includeDocs ? merged.results.map((d) => project(d, q.fields)) : merged.results.map((d) => ({ _id: d._id, _rev: d._rev }));
     return {
       results,
       meta: {

@@ -40,4 +40,6 @@ export interface FindQuery {
   readonly offset: number;
   readonly orderBy: readonly OrderKey[]; // empty = `_id` ascending
   readonly includeDocs: boolean;
+  /** CouchDB's `fields`: the paths each returned document is cut to; undefined = whole. */
+  readonly fields: readonly Path[] | undefined;
 }

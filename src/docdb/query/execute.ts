@@ -10,7 +10,7 @@ import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
 import type { FindQuery, Json } from './ast.js';
 import type { ValueCounts } from './counts.js';
-import { compareForOrder, matches } from './match.js';
+import { compareForOrder, matches, project } from './match.js';
 import { QUERY_LIMITS } from './parse.js';
 import { type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
 import { docIdOfPosting } from './postings.js';
@@ -149,8 +149,8 @@ async function* allDocs(docs: DocReader, db: string): AsyncGenerator<FoundDoc[]>
   }
 }
 
-function output(d: FoundDoc, includeDocs: boolean): Record<string, unknown> {
-  return includeDocs ? { ...d.body, _id: d.id, _rev: d.rev } : { _id: d.id, _rev: d.rev };
+function output(d: FoundDoc, q: FindQuery): Record<string, unknown> {
+  return q.includeDocs ? project({ ...d.body, _id: d.id, _rev: d.rev }, q.fields) : { _id: d.id, _rev: d.rev };
 }
 
 /** Keeps the best `k` documents by the query order without sorting everything. */
@@ -206,7 +206,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       ids = single ? lists[0]!.ids : sortIds(lists.flatMap((l) => l.ids)).slice(q.offset, windowEnd);
     }
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
+    return { docs: docs.map((d) => output(d, q)), meta: meta(total) };
   }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
     // One value's postings are already in id order: count keys without decoding them and
@@ -214,7 +214,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, idOffsets[0]!, q.offset, windowEnd);
     tooMany(total);
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
+    return { docs: docs.map((d) => output(d, q)), meta: meta(total) };
   }
   if (conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
     // Everything: the database record counts live documents; the page comes in id order.
@@ -228,7 +228,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
         if (docs.length >= windowEnd - q.offset) break;
       }
     }
-    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
+    return { docs: docs.map((d) => output(d, q)), meta: meta(total) };
   }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0) {
     const ids = (await idsOf(store, plan.scan)).filter((id) => owns === undefined || owns(id));
@@ -236,7 +236,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     if (limit === 0) return { docs: [], meta: meta(ids.length) };
     const page = ids.slice(q.offset, windowEnd);
     const docs = (await winners(ctx.docs, db, page, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(ids.length) };
+    return { docs: docs.map((d) => output(d, q)), meta: meta(ids.length) };
   }
 
   const ordered = q.orderBy.length > 0;
@@ -263,5 +263,5 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   }
   tooMany(total);
   const docs = ordered ? top.result().slice(q.offset, windowEnd) : page;
-  return { docs: docs.map((d) => output(d, q.includeDocs)), meta: meta(total) };
+  return { docs: docs.map((d) => output(d, q)), meta: meta(total) };
 }

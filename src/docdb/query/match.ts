@@ -75,14 +75,55 @@ export function matches(body: Json, cond: Condition): boolean {
   }
 }
 
+/**
+ * A document cut to `fields` (CouchDB's projection): each present path copied, parents kept
+ * as nested objects, absent paths left out; undefined `fields` = the whole document.
+ */
+export function project(doc: Record<string, unknown>, fields: readonly Path[] | undefined): Record<string, unknown> {
+  if (fields === undefined) return doc;
+  const out: Record<string, unknown> = {};
+  // Parents made here; any other object in `out` is a copied value, never written into.
+  const made = new Set<object>([out]);
+  for (const path of fields) {
+    const value = valueAt(doc as Json, path);
+    if (value === MISSING) continue;
+    let at = out;
+    let covered = false;
+    for (const seg of path.slice(0, -1)) {
+      const next = at[seg];
+      if (next === undefined) {
+        const parent: Record<string, unknown> = {};
+        made.add(parent);
+        at = at[seg] = parent;
+      } else if (made.has(next as object)) {
+        at = next as Record<string, unknown>;
+      } else {
+        covered = true; // a field listed earlier copied this parent whole
+        break;
+      }
+    }
+    if (!covered) at[path.at(-1)!] = value;
+  }
+  return out;
+}
+
+/** A document as `order_by` sees it: `_id` and `_rev` are kept beside the body, not in it. */
+interface Ordered {
+  id: string;
+  rev?: string;
+  body: Json;
+}
+
+function orderValue(d: Ordered, path: Path): MaybeJson {
+  if (path.length === 1 && path[0] === '_id') return d.id;
+  if (path.length === 1 && path[0] === '_rev' && d.rev !== undefined) return d.rev;
+  return valueAt(d.body, path);
+}
+
 /** Sort key comparison for `order_by`, with `_id` as the final tie-breaker. */
-export function compareForOrder(
-  a: { id: string; body: Json },
-  b: { id: string; body: Json },
-  orderBy: readonly { path: Path; dir: 'asc' | 'desc' }[],
-): number {
+export function compareForOrder(a: Ordered, b: Ordered, orderBy: readonly { path: Path; dir: 'asc' | 'desc' }[]): number {
   for (const key of orderBy) {
-    const c = collate(valueAt(a.body, key.path), valueAt(b.body, key.path));
+    const c = collate(orderValue(a, key.path), orderValue(b, key.path));
     if (c !== 0) return key.dir === 'asc' ? c : -c;
   }
   return compareStrings(a.id, b.id);

@@ -3,6 +3,7 @@
 // CouchDB-style `selector` ({"a.b": v}, {field: {"$gt": v}}, $and/$or/$not).
 import RE2 from 're2';
 import { FirkinError } from '../../core/errors.js';
+import { unreachable } from '../../core/unreachable.js';
 import { COMPARISONS, type Comparison, type Condition, type FindQuery, type Json, type OrderKey, type Path, type Pattern } from './ast.js';
 
 export const QUERY_LIMITS = {
@@ -13,6 +14,7 @@ export const QUERY_LIMITS = {
   inValuesMax: 10_000,
   regexCharsMax: 1_000,
   orderKeysMax: 8,
+  fieldsMax: 100,
   /** A `_find` without `limit` returns at most this many documents (400 beyond: page with limit/offset). */
   resultsMax: 10_000,
 } as const;
@@ -84,6 +86,22 @@ class Budget {
   }
 }
 
+/** `> null`: present and not null; `>= null`: present; `<= null`: null; `< null`: nothing. */
+function nullComparison(op: Comparison, path: Path): Condition {
+  switch (op) {
+    case '>':
+      return { kind: 'ne', path, value: null };
+    case '>=':
+      return { kind: 'exists', path };
+    case '<=':
+      return { kind: 'eq', path, value: null };
+    case '<':
+      return { kind: 'in', path, values: [] };
+    default:
+      return unreachable(op);
+  }
+}
+
 function leaf(kind: string, path: Path, value: unknown, hasValue: boolean, where: string): Condition {
   const need = () => {
     if (!hasValue) throw bad(`${where}: operator needs a value`);
@@ -99,7 +117,10 @@ function leaf(kind: string, path: Path, value: unknown, hasValue: boolean, where
     case '<':
     case '<=':
       need();
-      if (typeof value !== 'number' && typeof value !== 'string') throw bad(`${where}: ${kind} compares numbers or strings, got ${JSON.stringify(value)}`);
+      // CouchDB's "every document" idiom, `{"_id": {"$gt": null}}`: null sorts below every
+      // other value, so a comparison with it is a presence test.
+      if (value === null) return nullComparison(kind, path);
+      if (typeof value !== 'number' && typeof value !== 'string') throw bad(`${where}: ${kind} compares numbers, strings or null, got ${JSON.stringify(value)}`);
       if (typeof value === 'number' && !Number.isFinite(value)) throw bad(`${where}: numbers must be finite`);
       return { kind: 'cmp', path, op: kind as Comparison, value };
     case 'in':
@@ -203,7 +224,19 @@ export function parseSelector(raw: unknown): Condition {
   return { kind: 'and', all: parseSelectorAt([], raw, 'selector', 1, new Budget()) };
 }
 
+/**
+ * Ids are unique, so keys after `_id` never decide, and a last `_id` ascending is the default
+ * tie-break: both are dropped (`sort: [{"_id": "asc"}]` plans as no order at all).
+ */
 function parseOrder(raw: unknown): OrderKey[] {
+  const keys = parseOrderKeys(raw);
+  const isId = (k: OrderKey) => k.path.length === 1 && k.path[0] === '_id';
+  const first = keys.findIndex(isId);
+  const kept = first === -1 ? keys : keys.slice(0, first + 1);
+  return kept.length > 0 && isId(kept.at(-1)!) && kept.at(-1)!.dir === 'asc' ? kept.slice(0, -1) : kept;
+}
+
+function parseOrderKeys(raw: unknown): OrderKey[] {
   if (raw === undefined) return [];
   if (!Array.isArray(raw)) throw bad('order_by must be a list of {path, dir}');
   if (raw.length > QUERY_LIMITS.orderKeysMax) throw bad(`order_by has more than ${QUERY_LIMITS.orderKeysMax} keys`);
@@ -229,6 +262,18 @@ function parseCount(raw: unknown, name: string): number | undefined {
   return raw;
 }
 
+/** CouchDB's `fields`: object keys only (a dotted string or a list of keys), at most 100. */
+function parseFields(raw: unknown): Path[] | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!Array.isArray(raw)) throw bad('fields must be a list of field names');
+  if (raw.length > QUERY_LIMITS.fieldsMax) throw bad(`fields has more than ${QUERY_LIMITS.fieldsMax} names`);
+  return raw.map((f, i) => {
+    const path = parsePath(f, `fields[${i}]`);
+    if (path.some((seg) => typeof seg !== 'string')) throw bad(`fields[${i}]: names object keys only, got ${JSON.stringify(f)}`);
+    return path;
+  });
+}
+
 const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by', 'sort', 'include_docs', 'fields', 'use_index', 'execution_stats'];
 
 export function parseFind(raw: unknown): FindQuery {
@@ -247,6 +292,7 @@ export function parseFind(raw: unknown): FindQuery {
     offset: parseCount(raw.offset ?? raw.skip, 'offset') ?? 0,
     orderBy: parseOrder(raw.order_by ?? raw.sort),
     includeDocs,
+    fields: parseFields(raw.fields),
   };
 }
 

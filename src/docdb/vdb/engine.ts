@@ -266,7 +266,7 @@ export class VdbEngine implements VdbService {
    */
   async #find(name: string, record: VdbRecord, q: FindQuery, filterOwned: boolean) {
     const perShard = q.limit === undefined ? undefined : q.offset + q.limit;
-    const shardQuery: FindQuery = { ...q, offset: 0, limit: perShard, includeDocs: true };
+    const shardQuery: FindQuery = { ...q, offset: 0, limit: perShard, includeDocs: true, fields: undefined };
     const results = await Promise.all(
       this.#liveShards(record).map(async (id) => {
         try {

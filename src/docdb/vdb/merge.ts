@@ -1,9 +1,13 @@
 // Merging the shards' answers of a VDB read (pure): the same for node-local shards and for
 // shards that are Raft groups on other nodes.
 import type { FindQuery } from '../query/ast.js';
-import { compareForOrder } from '../query/match.js';
+import { compareForOrder, project } from '../query/match.js';
 
-/** Shard pages of one `_find` (each the first offset+limit of its matches), merged in the query's order and cut to its window. */
+/**
+ * Shard pages of one `_find` (each the first offset+limit of its matches, whole documents:
+ * the order may need fields the projection drops), merged in the query's order, cut to its
+ * window, then projected to `fields`.
+ */
 export function mergeFind(
   q: FindQuery,
   results: readonly { readonly docs: readonly Record<string, unknown>[]; readonly total: number }[],
@@ -15,7 +19,7 @@ export function mergeFind(
     .sort((a, b) => compareForOrder(a, b, q.orderBy));
   const page = merged.slice(q.offset, q.limit === undefined ? undefined : q.offset + q.limit);
   return {
-    docs: page.map((m) => (q.includeDocs ? m.doc : { _id: m.doc._id, _rev: m.doc._rev })),
+    docs: page.map((m) => (q.includeDocs ? project(m.doc, q.fields) : { _id: m.doc._id, _rev: m.doc._rev })),
     meta: { total, offset: q.offset, limit: q.limit ?? null },
   };
 }

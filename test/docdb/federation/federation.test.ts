@@ -89,6 +89,11 @@ t.test('federations over HTTP', async (t) => {
 
   const ordered = await node.request('POST', '/_federation/world/_find', { body: { order_by: [{ path: ['n'], dir: 'desc' }], limit: 2, offset: 1 } });
   t.same(ordered.body.results.map((d: { _id: string }) => d._id), ['d', 'a'], 'global order_by then offset/limit');
+  // The members answer whole documents: the order is by a field the projection drops.
+  const cut = await node.request('POST', '/_federation/world/_find', { body: { sort: [{ n: 'desc' }], fields: ['_id'], limit: 2, offset: 1 } });
+  t.same(cut.body.results, [{ _id: 'd' }, { _id: 'a' }], 'fields apply after the merge');
+  const idDesc = await node.request('POST', '/_federation/world/_find', { body: { sort: [{ _id: 'desc' }], fields: ['_id'], limit: 2 } });
+  t.same(idDesc.body.results, [{ _id: 'e' }, { _id: 'dup' }], '_id descending over the members');
   const filtered = await node.request('POST', '/_federation/world/_find', { body: { where: [{ path: ['region'], value: 'us' }] } });
   t.same(filtered.body.results.map((d: { _id: string }) => d._id), ['b', 'd'], 'request where is AND-ed with the stored query');
 

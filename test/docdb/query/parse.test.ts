@@ -55,7 +55,7 @@ t.test('bad queries are 400 with a message naming the problem', (t) => {
     [() => parseWhere([{ path: ['a'], op: 'regex', value: '(' }]), /invalid regex/],
     [() => parseWhere([{ path: ['a'], op: 'regex', value: '(a)\\1' }]), /invalid regex/],
     [() => parseWhere([{ path: ['a'], op: 'in', value: 1 }]), /in needs a list/],
-    [() => parseWhere([{ path: ['a'], op: '>', value: [1] }]), /compares numbers or strings/],
+    [() => parseWhere([{ path: ['a'], op: '>', value: [1] }]), /compares numbers, strings or null/],
     [() => parseWhere([{ path: ['a'], op: 'prefix', value: 1 }]), /prefix needs a string/],
     [() => parseWhere([{ path: ['a'], op: '=' }]), /needs a value/],
     [() => parseWhere([{ path: ['a'], vaule: 1 }]), /unknown field "vaule"/],
@@ -78,9 +78,44 @@ t.test('catastrophic patterns run in linear time (RE2)', (t) => {
 });
 
 t.test('parseFind defaults', (t) => {
-  t.same(parseFind({}), { where: { kind: 'and', all: [] }, limit: undefined, offset: 0, orderBy: [], includeDocs: true });
+  t.same(parseFind({}), { where: { kind: 'and', all: [] }, limit: undefined, offset: 0, orderBy: [], includeDocs: true, fields: undefined });
   const q = parseFind({ selector: { a: 1 }, limit: 0, sort: [{ age: 'desc' }] });
   t.equal(q.limit, 0);
   t.same(q.orderBy, [{ path: ['age'], dir: 'desc' }]);
+  t.end();
+});
+
+t.test('comparisons with null, as CouchDB collates it (null below every other value)', (t) => {
+  const cases: [unknown, Record<string, unknown>, boolean][] = [
+    [{ _id: { $gt: null } }, { _id: 'a' }, true],
+    [{ a: { $gt: null } }, { a: null }, false],
+    [{ a: { $gt: null } }, { a: false }, true],
+    [{ a: { $gt: null } }, {}, false],
+    [{ a: { $gte: null } }, { a: null }, true],
+    [{ a: { $gte: null } }, {}, false],
+    [{ a: { $lte: null } }, { a: null }, true],
+    [{ a: { $lte: null } }, { a: 0 }, false],
+    [{ a: { $lt: null } }, { a: null }, false],
+    [{ a: { $lt: null } }, {}, false],
+  ];
+  for (const [selector, body, expected] of cases) t.equal(matches(body as never, parseSelector(selector)), expected, `${JSON.stringify(selector)} on ${JSON.stringify(body)}`);
+  t.end();
+});
+
+t.test('order: keys after _id never decide, and a last _id ascending is the default', (t) => {
+  t.same(parseFind({ sort: [{ _id: 'asc' }] }).orderBy, []);
+  t.same(parseFind({ sort: ['_id'] }).orderBy, []);
+  t.same(parseFind({ sort: [{ _id: 'desc' }, { age: 'asc' }] }).orderBy, [{ path: ['_id'], dir: 'desc' }]);
+  t.same(parseFind({ sort: [{ age: 'desc' }, { _id: 'asc' }] }).orderBy, [{ path: ['age'], dir: 'desc' }]);
+  t.same(parseFind({ order_by: [{ path: ['age'] }, { path: ['_id'], dir: 'desc' }] }).orderBy, [{ path: ['age'], dir: 'asc' }, { path: ['_id'], dir: 'desc' }]);
+  t.end();
+});
+
+t.test('fields: object keys, dotted or as lists; bad ones are 400', (t) => {
+  t.same(parseFind({ fields: ['_id', 'profile.city', ['a', 'b']] }).fields, [['_id'], ['profile', 'city'], ['a', 'b']]);
+  t.throws(() => parseFind({ fields: 'name' }), /fields must be a list/);
+  t.throws(() => parseFind({ fields: [['tags', 0]] }), /object keys only/);
+  t.throws(() => parseFind({ fields: [''] }), /bad segment/);
+  t.throws(() => parseFind({ fields: Array.from({ length: 101 }, (_, i) => `f${i}`) }), /more than 100/);
   t.end();
 });
