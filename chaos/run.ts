@@ -311,7 +311,7 @@ async function setWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
         const element = attempted[rand.int(attempted.length)]!;
         const r = await call(n.url, 'DELETE', `/vectordb/collections/${DATA}/docs/${element}`);
         // 404: nothing was there to delete, so the delete had no effect.
-        rec.set.push({ kind: 'delete', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: r?.status === 404 ? 'fail' : writeOutcome(r, 200), element });
+        rec.set.push({ kind: 'delete', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: r?.status === 404 ? 'fail' : writeOutcome(r, 200), element, ...(r?.status === 404 ? { absent: true } : {}) });
         await pauseAfterRefusal(r);
       }
     }

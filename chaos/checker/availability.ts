@@ -12,12 +12,14 @@ export interface FaultWindow {
   readonly endMs: number;
 }
 
-/** The operations these figures read (every workload's timed ops fit). */
+/** The operations these figures read (every workload's timed ops fit); an op is served when `ok` or `absent`. */
 export interface TimedOp {
   readonly kind: string;
   readonly invokeMs: number;
   readonly completeMs: number;
   readonly outcome: Outcome;
+  /** A `fail` the service answered by the workload's own rule (a delete of an absent element): served, not refused. */
+  readonly absent?: boolean;
 }
 
 export interface Share {
@@ -74,7 +76,7 @@ export function availability(history: readonly TimedOp[], windows: readonly Faul
   if (!(o.endMs >= o.startMs)) throw new Error(`availability: endMs (${o.endMs}) before startMs (${o.startMs})`);
   const inside = (op: TimedOp, w: FaultWindow) => op.invokeMs >= w.startMs && op.invokeMs < w.endMs;
   const share = (ops: readonly TimedOp[]): Share => {
-    const ok = ops.filter((op) => op.outcome === 'ok').length;
+    const ok = ops.filter((op) => op.outcome === 'ok' || op.absent === true).length;
     return { ok, total: ops.length, share: ops.length === 0 ? null : ok / ops.length };
   };
   const duringFaults: Partial<Record<NemesisKind, Share>> = {};

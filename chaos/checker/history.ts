@@ -54,7 +54,8 @@ export type SetElement = string | number;
  */
 export type SetOp =
   | (OpTiming & { readonly kind: 'add'; readonly element: SetElement })
-  | (OpTiming & { readonly kind: 'delete'; readonly element: SetElement })
+  /** `absent`: answered 404, nothing to delete (a `fail` the service answered, not a refusal). */
+  | (OpTiming & { readonly kind: 'delete'; readonly element: SetElement; readonly absent?: boolean })
   | (OpTiming & { readonly kind: 'read'; readonly elements?: readonly SetElement[]; readonly final?: boolean });
 
 /** Counts of outcomes per operation kind, as every checker reports them. */

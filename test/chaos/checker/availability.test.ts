@@ -17,6 +17,9 @@ t.test('ok shares per fault kind and in calm periods', (t) => {
   t.same(a.calm, { ok: 2, total: 3, share: 2 / 3 }, 'a window is [start, end): 200 is calm');
   t.same(a.duringFaults, { kill: { ok: 2, total: 3, share: 2 / 3 }, partition: { ok: 0, total: 1, share: 0 } });
   t.same(availability([], windows, OPTS).calm, { ok: 0, total: 0, share: null });
+  // A delete answered 404 (nothing to delete) is a served request, not unavailability.
+  const served = availability([op('delete', 50, 'fail'), { ...op('delete', 60, 'fail'), absent: true }, op('delete', 70, 'ok')], windows, OPTS);
+  t.same(served.calm, { ok: 2, total: 3, share: 2 / 3 }, 'absent counts as served; a refusal does not');
   t.end();
 });
 
