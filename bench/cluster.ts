@@ -11,6 +11,9 @@
 //   against a 4-shard VDB on one standalone node: `_bulk_docs` docs/s (batches of 500, 2
 //   clients), single PUT/s and GET/s at 16 clients, and shard primary failover after kill -9.
 //   DOC_COUNT: documents loaded (default 50,000).
+// - keyword search (`text-*`): BM25 top-10 QPS at 1 and 8 clients over a collection of 3
+//   shards (TEXT_DOCS documents of the issue's Zipf corpus, default 20,000), cluster
+//   (replication factor 3, the shards' statistics summed first) against standalone.
 //   npx tsx bench/cluster.ts [filter]      (BENCH_MS: length of each throughput case;
 //   VECTOR_DOCS, VECTOR_DIMS: the loaded collection, default 5000 x 128)
 import { MemoryStorage } from '../src/raft/storage.js';
@@ -24,6 +27,7 @@ import { join } from 'node:path';
 import { spawnNode } from '../test/support/process.js';
 import { TEST_ADMIN_KEY, request } from '../test/support/node.js';
 import { percentile, report, selected, type BenchResult } from './support.js';
+import { textCorpus, textQueries } from './text-corpus.js';
 
 const durationMs = Number(process.env.BENCH_MS ?? 5_000);
 const failoverRuns = Number(process.env.FAILOVER_RUNS ?? 7);
@@ -135,6 +139,7 @@ function fanOut(learners: number, proposals: number): BenchResult {
 // ---- replicated vector collections ---------------------------------------------------------
 
 const vectorDocs = Number(process.env.VECTOR_DOCS ?? 5_000);
+const textDocs = Number(process.env.TEXT_DOCS ?? 20_000);
 const dims = Number(process.env.VECTOR_DIMS ?? 128);
 /** The node defaults (the test harness shortens the failure detector; a bench should not). */
 const DEFAULT_TIMINGS = { SERVICE_FD_SUSPECT_MS: '1500', SERVICE_FD_DOWN_MS: '4000', SERVICE_FD_MIN_DWELL_MS: '3000', SERVICE_CLUSTER_HEARTBEAT_MS: '250', SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS: '5000' };
@@ -210,6 +215,35 @@ async function vectorCases(t: Target): Promise<BenchResult[]> {
       return res.status === 200 && res.body.partial !== true && res.body.results.length === 10;
     });
     out.push({ bench: name, qps: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, errors: r.errors });
+  }
+  return out;
+}
+
+/**
+ * Keyword search on a collection of 3 shards (the issue's Zipf corpus, `bench/text-corpus.ts`,
+ * 8-d vectors beside it): on a cluster each search first sums the shards' BM25 statistics.
+ */
+async function textCases(t: Target): Promise<BenchResult[]> {
+  const out: BenchResult[] = [];
+  const pick = (i: number) => t.urls()[i % t.urls().length]!;
+  const created = await call(pick(0), 'PUT', '/vectordb/collections/text', { dimensions: 8, num_shards: 3, replication_factor: t.name === 'cluster' ? 3 : 1, bm25_backend: 'memory' });
+  if (created.status !== 200 && created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
+  const texts = textCorpus(textDocs, 42);
+  for (let from = 0; from < texts.length; from += 500) {
+    const documents = texts.slice(from, from + 500).map((text, j) => ({ id: `t${from + j}`, text, metadata: {}, vector: Array.from({ length: 8 }, rnd) }));
+    const r = await call(pick(from / 500), 'POST', '/vectordb/collections/text/docs', { documents });
+    if (r.status !== 200) throw new Error(`insert: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+  }
+  const queries = textQueries(500, 43);
+  for (const clients of [1, 8]) {
+    const name = `text-bm25-c${clients}-${t.name}`;
+    if (!selected(name)) continue;
+    for (let i = 0; i < 50; i++) await call(pick(i), 'POST', '/vectordb/collections/text/search/bm25', { query: queries[i % queries.length], k: 10 }); // warm up
+    const r = await timed(clients, async (c, i) => {
+      const res = await call(pick(c + i), 'POST', '/vectordb/collections/text/search/bm25', { query: queries[i % queries.length], k: 10 });
+      return res.status === 200 && res.body.partial !== true;
+    });
+    out.push({ bench: name, qps: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, errors: r.errors, docs: textDocs });
   }
   return out;
 }
@@ -326,6 +360,28 @@ if (selected('meta-write') || selected('meta-failover')) {
 }
 const vectorCaseNames = (target: Target['name']) =>
   ['vector-insert-batch100-c4', 'vector-write-c1', 'vector-search-c1', 'vector-search-c8', ...(target === 'cluster' ? ['vector-search-c8-stale'] : [])].map((n) => `${n}-${target}`);
+const textCaseNames = (target: Target['name']) => ['text-bm25-c1', 'text-bm25-c8'].map((n) => `${n}-${target}`);
+for (const target of ['standalone', 'cluster'] as const) {
+  if (!textCaseNames(target).some(selected)) continue;
+  if (target === 'standalone') {
+    const dir = mkdtempSync(join(tmpdir(), 'firkin-bench-text-'));
+    const node = await spawnNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
+    try {
+      results.push(...(await textCases({ name: target, urls: () => [node.url] })));
+    } finally {
+      await node.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  } else {
+    const c = await TestCluster.start(3, DEFAULT_TIMINGS);
+    try {
+      await c.waitVoters(3);
+      results.push(...(await textCases({ name: target, urls: () => c.running().map((n) => c.url(n)) })));
+    } finally {
+      await c.close();
+    }
+  }
+}
 {
   if (vectorCaseNames('standalone').some(selected)) {
     const dir = mkdtempSync(join(tmpdir(), 'firkin-bench-vector-'));

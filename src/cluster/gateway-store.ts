@@ -4,7 +4,7 @@
 // collection made on one node (a replicated collection underneath) is used from every node.
 // Usage travels as deltas (`tenantcoll.usage`) so writes through different nodes add up; the
 // collection count is checked by the state machine itself, so max_collections is exact.
-import { FirkinError, isFirkinError } from '../core/errors.js';
+import { FirkinError, isFirkinError, wasCommitted } from '../core/errors.js';
 import type { GatewayStore } from '../gateway/store.js';
 import type { CollectionRecord, KeyRecord, Tenant } from '../gateway/types.js';
 import { type MetaCommand, type MetaState, tenantCollectionKey } from './meta-state.js';
@@ -15,6 +15,15 @@ export interface MetaAccess {
   proposeRevocation(cmd: MetaCommand): Promise<void>;
   /** Resolves once this node's copy is confirmed fresh; 503 no_quorum when it cannot be. */
   confirmFresh(): Promise<void>;
+}
+
+/**
+ * Committed but not applied on this node yet (it lags the leader): the tenant or key exists,
+ * and its secret, made before proposing, can be answered now, the only time it is told. Key
+ * checks here confirm a fresh copy first (`keyByDigest`), so the key works here at once.
+ */
+function existsOnceCommitted(err: unknown): void {
+  if (!wasCommitted(err)) throw err;
 }
 
 export class MetaGatewayStore implements GatewayStore {
@@ -66,7 +75,7 @@ export class MetaGatewayStore implements GatewayStore {
   }
 
   createTenant(tenant: Tenant, firstKey: KeyRecord): Promise<void> {
-    return this.#meta.propose({ type: 'tenant.create', tenant, key: firstKey });
+    return this.#meta.propose({ type: 'tenant.create', tenant, key: firstKey }).catch(existsOnceCommitted);
   }
 
   putTenant(tenant: Tenant): Promise<void> {
@@ -78,7 +87,7 @@ export class MetaGatewayStore implements GatewayStore {
   }
 
   putKey(key: KeyRecord): Promise<void> {
-    return this.#meta.propose({ type: 'tenantkey.put', key });
+    return this.#meta.propose({ type: 'tenantkey.put', key }).catch(existsOnceCommitted);
   }
 
   async deleteKey(keyId: string): Promise<void> {
