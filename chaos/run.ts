@@ -212,7 +212,7 @@ async function keysWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, u
         const r = tenants ? await call(n.url, 'DELETE', `/admin/tenants/${keyId.slice(TENANT_PREFIX.length)}`, { apiKey: GATEWAY_MASTER_KEY }) : await call(n.url, 'DELETE', `/_keys/${keyId}`);
         const outcome = r?.status === 200 ? 'ok' : r === undefined || r.status >= 500 ? 'unknown' : 'fail';
         if (r?.status === 0) await new Promise((res) => setTimeout(res, 20));
-        rec.ops.push({ kind: 'revoke', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId });
+        rec.ops.push({ kind: 'revoke', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, keyId, ...(r?.status === 404 ? { absent: true } : {}) });
         if (outcome === 'ok') revoked.push(keyId);
         else rec.refused(tenants ? 'tenant delete' : 'key revoke', r);
       } else {

@@ -18,7 +18,7 @@ export interface TimedOp {
   readonly invokeMs: number;
   readonly completeMs: number;
   readonly outcome: Outcome;
-  /** A `fail` the service answered by the workload's own rule (a delete of an absent element): served, not refused. */
+  /** A `fail` the service answered by the workload's own rule (a set delete of an absent element, a revoke of a revoked key): served, not refused. */
   readonly absent?: boolean;
 }
 

@@ -26,7 +26,8 @@ export interface OpTiming {
 /** check result: valid (authenticated), invalid (401), unavailable (the node could not vouch: 503). */
 export type KeyOp =
   | (OpTiming & { readonly kind: 'create'; readonly keyId?: string })
-  | (OpTiming & { readonly kind: 'revoke'; readonly keyId: string })
+  /** `absent`: answered 404, already revoked (a `fail` the service answered, not a refusal). */
+  | (OpTiming & { readonly kind: 'revoke'; readonly keyId: string; readonly absent?: boolean })
   | (OpTiming & { readonly kind: 'check'; readonly keyId: string; readonly phantom: boolean; readonly result?: 'valid' | 'invalid' | 'unavailable' })
   /** After healing and convergence: the key used on every node. */
   | { readonly kind: 'final'; readonly node: string; readonly keyId: string; readonly result: 'valid' | 'invalid' | 'unavailable' };
