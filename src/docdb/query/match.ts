@@ -89,12 +89,13 @@ export function project(doc: Record<string, unknown>, fields: readonly Path[] | 
     if (value === MISSING) continue;
     let at = out;
     let covered = false;
-    for (const seg of path.slice(0, -1)) {
-      const next = at[seg];
+    for (const seg of path.slice(0, -1) as string[]) {
+      const next = Object.hasOwn(at, seg) ? at[seg] : undefined;
       if (next === undefined) {
         const parent: Record<string, unknown> = {};
         made.add(parent);
-        at = at[seg] = parent;
+        setOwn(at, seg, parent);
+        at = parent;
       } else if (made.has(next as object)) {
         at = next as Record<string, unknown>;
       } else {
@@ -102,9 +103,14 @@ export function project(doc: Record<string, unknown>, fields: readonly Path[] | 
         break;
       }
     }
-    if (!covered) at[path.at(-1)!] = value;
+    if (!covered) setOwn(at, path.at(-1) as string, value);
   }
   return out;
+}
+
+/** A plain own property, even for a key like `__proto__` (an assignment would set the prototype). */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** A document as `order_by` sees it: `_id` and `_rev` are kept beside the body, not in it. */

@@ -41,3 +41,12 @@ t.test('property: every listed path present in the document has its value; nothi
   );
   t.end();
 });
+
+t.test('a key named __proto__ is copied as a plain key, never as the prototype', (t) => {
+  const doc = JSON.parse('{"__proto__": {"polluted": true}, "a": {"__proto__": {"b": 1}}}') as Record<string, unknown>;
+  const out = project(doc, [['__proto__'], ['a', '__proto__', 'b']]);
+  t.equal(Object.getPrototypeOf(out), Object.prototype, 'the answer keeps its prototype');
+  t.equal(JSON.stringify(out), '{"__proto__":{"polluted":true},"a":{"__proto__":{"b":1}}}');
+  t.equal(({} as Record<string, unknown>).polluted, undefined, 'nothing global changed');
+  t.end();
+});
