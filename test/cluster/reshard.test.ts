@@ -5,10 +5,14 @@
 // there exactly once with its last acknowledged vector, no deleted one is back, no search ever
 // returned an id twice, recall@10 against an exact oracle holds, and the old shard groups are
 // gone from every node. RESHARD_DOCS sets the loaded size (the issue's 20,000; CI: 2,500).
+// Then: errors, cancel and the CLI on one node; and keyword scores, the same before and after
+// a reshard (the shards rank with the collection's BM25 statistics).
 import t from 'tap';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 import { runCli } from '../../src/cli/firkin.js';
+import { type Posting, rankBm25, termFrequencies } from '../../src/vector/bm25.js';
+import { tokenize } from '../../src/vector/tokenize.js';
 
 const DIMS = 8;
 const DOCS = Number(process.env.RESHARD_DOCS ?? 2_500);
@@ -239,4 +243,33 @@ t.test('reshard errors, cancel, and the CLI', async (t) => {
   t.match(described.body, { num_shards: 3, count: 60 + acked }, 'three shards, every document');
   const again = await cluster.request('n1', 'GET', '/vectordb/collections/e/reshard');
   t.match(again.body, { state: 'done', old_shards: 2, new_shards: 3, last_error: null });
+});
+
+t.test('keyword scores do not move with a reshard: every layout ranks as one index over the collection', async (t) => {
+  const cluster = await TestCluster.start(1);
+  t.teardown(() => cluster.close());
+  t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/kw', { body: { dimensions: 4, num_shards: 2, replication_factor: 1, bm25_backend: 'disk' } })).status, 201);
+  const words = ['quick', 'brown', 'fox', 'lazy', 'dog', 'jumps'];
+  const texts = new Map(Array.from({ length: 40 }, (_, i) => [`k${i}`, Array.from({ length: 1 + (i % 4) }, (_, j) => words[Math.floor(words.length * ((i * 5 + j * 11) % 13) ** 2 / 169)]!).join(' ')]));
+  const documents = [...texts].map(([id, text], i) => ({ id, text, metadata: {}, vector: [i, 1, 0, 1] }));
+  t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/kw/docs', { body: { documents } })).status, 200);
+  const queries = ['quick fox', 'dog', 'lazy brown jumps'];
+  const exact = (q: string) => {
+    const postings = new Map<string, Posting[]>();
+    let totalLength = 0;
+    for (const [id, text] of texts) {
+      const tokens = tokenize(text);
+      totalLength += tokens.length;
+      for (const [term, tf] of termFrequencies(tokens)) if (tokenize(q).includes(term)) postings.set(term, [...(postings.get(term) ?? []), { docId: id, tf, docLength: tokens.length }]);
+    }
+    return rankBm25(postings, { docCount: texts.size, totalLength }, { k1: 1.2, b: 0.75 }, 10);
+  };
+  const ranked = async () => Promise.all(queries.map(async (query) => (await cluster.request('n1', 'POST', '/vectordb/collections/kw/search/bm25', { body: { query, k: 10 } })).body.results as { id: string; score: number }[]));
+  const close = (got: { id: string; score: number }[], want: { id: string; score: number }[]) => got.length === want.length && got.every((h, i) => h.id === want[i]!.id && Math.abs(h.score - want[i]!.score) < 1e-9);
+  const before = await ranked();
+  queries.forEach((q, i) => t.ok(close(before[i]!, exact(q)), `2 shards: ${JSON.stringify(q)} ranks as the exhaustive scorer over the collection`));
+  t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/kw/reshard', { body: { num_shards: 3 } })).status, 200);
+  await waitFor(async () => ((await cluster.request('n1', 'GET', '/vectordb/collections/kw/reshard')).body.state === 'done' ? true : undefined), { timeoutMs: 60_000, what: 'the reshard to end' });
+  const after = await ranked();
+  queries.forEach((q, i) => t.ok(close(after[i]!, before[i]!), `3 shards: ${JSON.stringify(q)} ranks and scores as before`));
 });
