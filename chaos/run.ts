@@ -127,7 +127,8 @@ class Recorder {
     return Math.round(performance.now() - this.t0);
   }
   refused(op: string, r: Awaited<ReturnType<typeof call>>): void {
-    const why = r === undefined ? 'no answer (timeout or reset)' : `${r.status} ${r.status === 0 ? 'refused' : String(r.body?.error)}`;
+    // `committed`: a 504 for a write the leader committed that the answering node had not applied.
+    const why = r === undefined ? 'no answer (timeout or reset)' : `${r.status} ${r.status === 0 ? 'refused' : String(r.body?.error)}${r.body?.committed === true ? ' (committed)' : ''}`;
     this.refusals.set(`${op} ${why}`, (this.refusals.get(`${op} ${why}`) ?? 0) + 1);
   }
 }
