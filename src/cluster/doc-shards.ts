@@ -22,7 +22,7 @@ import type { Blob, ParsedDoc } from '../docdb/doc-input.js';
 import type { AttachmentMeta } from '../docdb/records.js';
 import { type ChangeEntry, type DocEdit, type DocEngine, type EditResult, bulkEdits, leftOlderBody } from '../docdb/engine.js';
 import type { ValueCounts } from '../docdb/query/counts.js';
-import { executeFind } from '../docdb/query/execute.js';
+import { executeFind, sourceQuery } from '../docdb/query/execute.js';
 import { mergeFind } from '../docdb/vdb/merge.js';
 import { inlineAttachments } from '../docdb/move.js';
 import { parseFind } from '../docdb/query/parse.js';
@@ -394,7 +394,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         if (m !== undefined && q.h !== undefined && !fsm.ownsRange(q.h, m)) throw fenced();
         // Only the ids of the router's range: a rebalance's copies are never counted twice.
         const owns = m === undefined || q.h === undefined ? undefined : (id: string) => ownsId({ hash: q.h!, ranges: [m] }, id);
-        const result = await executeFind({ docs, store, counts }, fsm.db, { ...parsed, offset: 0, limit: q.limit ?? undefined, includeDocs: true, fields: undefined }, owns);
+        const result = await executeFind({ docs, store, counts }, fsm.db, sourceQuery(parsed, q.limit ?? undefined), owns);
         return { docs: result.docs, total: result.meta.total };
       }
       case 'changes':

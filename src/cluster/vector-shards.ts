@@ -412,7 +412,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
           case 'search':
             return encodeCbor({ h: await shard.search(fromF32(q.v), q.k, q.ef, q.f ?? undefined, { payload: q.p !== false }) });
           case 'bm25':
-            return encodeCbor({ h: await shard.searchBm25(q.q, q.k, { ...(q.st == null ? {} : { collection: q.st }) }) });
+            return encodeCbor({ h: await shard.searchBm25(q.q, q.k, { collection: q.st ?? undefined }) });
           case 'bm25stats':
             return encodeCbor({ st: await shard.bm25Stats(q.q) });
           case 'count':

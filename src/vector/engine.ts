@@ -518,7 +518,7 @@ export class VectorEngine {
     const answered = parts.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     // None answered: the search round reports each shard's failure as a search would.
     const collection = answered.length === 0 ? undefined : sumQueryStats(answered);
-    return this.#fanOut(c, k, (s) => s.searchBm25(query, k, { stale, ...(collection === undefined ? {} : { collection }) }));
+    return this.#fanOut(c, k, (s) => s.searchBm25(query, k, { stale, collection }));
   }
 
   async searchBm25(request: Bm25SearchRequest): Promise<SearchAnswer<ScoredId>> {

@@ -8,15 +8,15 @@ import { rmSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
 import { Store } from '../../src/storage/db.js';
-import { type Posting, type ScoredId, byScoreThenId, rankBm25, sumQueryStats, termFrequencies } from '../../src/vector/bm25.js';
+import { type Posting, byScoreThenId, rankBm25, sumQueryStats } from '../../src/vector/bm25.js';
 import { type PostingColumns, type PostingRead, type QueryTerm, driveSync, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
 import { type Bm25Index, POSTING_CACHE_BYTES, bm25ShardRange, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
-import { tokenize } from '../../src/vector/tokenize.js';
 import { fcParams } from '../support/fc.js';
 import { tempDir } from '../support/node.js';
+import { DEFAULT_BM25, exactBm25, fullPostings } from '../support/bm25-oracle.js';
 
-const params = { k1: 1.2, b: 0.75 };
+const params = DEFAULT_BM25;
 const VOCABULARY = Array.from({ length: 14 }, (_, i) => `w${i}`);
 
 /** A word, skewed towards the first ones (Zipf-like), so lists differ in length a lot. */
@@ -47,25 +47,6 @@ function listColumns(list: readonly Posting[]): PostingColumns {
   );
 }
 
-function fullPostings(corpus: ReadonlyMap<string, string>, query: string) {
-  const byTerm = new Map<string, Posting[]>();
-  let totalLength = 0;
-  const docs = [...corpus].map(([id, text]) => {
-    const tokens = tokenize(text);
-    totalLength += tokens.length;
-    return { id, length: tokens.length, tf: termFrequencies(tokens) };
-  });
-  for (const term of new Set(tokenize(query))) {
-    const list = docs.filter((d) => d.tf.has(term)).map((d) => ({ docId: d.id, tf: d.tf.get(term)!, docLength: d.length }));
-    if (list.length > 0) byTerm.set(term, list);
-  }
-  return { byTerm, stats: { docCount: corpus.size, totalLength } };
-}
-
-function oracle(corpus: ReadonlyMap<string, string>, query: string, k: number): ScoredId[] {
-  const { byTerm, stats } = fullPostings(corpus, query);
-  return rankBm25(byTerm, stats, params, k);
-}
 
 /** A reader over full lists that counts the postings it hands out. */
 function memoryReader(byTerm: ReadonlyMap<string, readonly Posting[]>) {
@@ -171,7 +152,7 @@ async function applyBatches(index: Bm25Index, store: Store, model: Map<string, s
 async function expectOracle(t: Test, index: Bm25Index, model: ReadonlyMap<string, string>, queries: readonly [string, number][], label: string): Promise<void> {
   for (const [query, k] of queries) {
     const got = await index.search(query, k);
-    const want = oracle(model, query, k);
+    const want = exactBm25(model, query, k);
     if (JSON.stringify(got) !== JSON.stringify(want) || got.some((h, i) => h.score !== want[i]!.score)) {
       t.strictSame(got, want, `${label}: ${JSON.stringify(query)} k=${k}`);
       throw new Error('pruned search differs from the exhaustive oracle');
@@ -310,7 +291,7 @@ t.test('both backends: shards ranking with the collection’s summed statistics 
       for (const [query, k] of queries) {
         const collection = sumQueryStats(shards.map((s) => s.index.queryStats(query)));
         const merged = (await Promise.all(shards.map((s) => s.index.search(query, k, collection)))).flat().sort(byScoreThenId).slice(0, k);
-        const want = oracle(whole, query, k);
+        const want = exactBm25(whole, query, k);
         if (JSON.stringify(merged) !== JSON.stringify(want) || merged.some((h, i) => h.score !== want[i]!.score)) {
           t.strictSame(merged, want, `${backend}, ${shardCount} shards: ${JSON.stringify(query)} k=${k}`);
           throw new Error('sharded search differs from one index over the whole corpus');

@@ -12,7 +12,7 @@ import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import type { Json } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
-import { executeFind } from '../query/execute.js';
+import { executeFind, sourceQuery } from '../query/execute.js';
 import { compareForOrder, project } from '../query/match.js';
 import { parseFind } from '../query/parse.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
@@ -232,7 +232,7 @@ export class Federations {
     const ask = async (member: string, limit: number | undefined, includeDocs: boolean): Promise<MemberAnswer> => {
       const spec: EndpointSpec = parseEndpoint(member, auth, 'member');
       if (spec.kind === 'local') {
-        const r = await executeFind({ docs: this.#d.docs, store: this.#d.store, counts: this.#d.counts }, spec.db, { ...q, offset: 0, limit, includeDocs, fields: undefined });
+        const r = await executeFind({ docs: this.#d.docs, store: this.#d.store, counts: this.#d.counts }, spec.db, sourceQuery(q, limit, includeDocs));
         return { member, docs: r.docs, total: r.meta.total };
       }
       checkOutbound(spec, this.#d.outbound);

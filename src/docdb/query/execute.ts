@@ -153,6 +153,15 @@ function output(d: FoundDoc, q: FindQuery): Record<string, unknown> {
   return q.includeDocs ? project({ ...d.body, _id: d.id, _rev: d.rev }, q.fields) : { _id: d.id, _rev: d.rev };
 }
 
+/**
+ * The query one source of a merged `_find` runs (a VDB shard, a federation member): its first
+ * `limit` matches from the start, as whole documents, since the merge may order by a field the
+ * projection drops; the merge then cuts the window and projects to `fields`.
+ */
+export function sourceQuery(q: FindQuery, limit: number | undefined, includeDocs = true): FindQuery {
+  return { ...q, offset: 0, limit, includeDocs, fields: undefined };
+}
+
 /** Keeps the best `k` documents by the query order without sorting everything. */
 class TopK {
   #items: FoundDoc[] = [];

@@ -20,7 +20,7 @@ import type { Store } from '../../storage/db.js';
 import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
-import { executeFind } from '../query/execute.js';
+import { executeFind, sourceQuery } from '../query/execute.js';
 import { type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from '../../core/shard-hash.js';
 import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, openVdbCatalog, routeId, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
@@ -266,7 +266,7 @@ export class VdbEngine implements VdbService {
    */
   async #find(name: string, record: VdbRecord, q: FindQuery, filterOwned: boolean) {
     const perShard = q.limit === undefined ? undefined : q.offset + q.limit;
-    const shardQuery: FindQuery = { ...q, offset: 0, limit: perShard, includeDocs: true, fields: undefined };
+    const shardQuery = sourceQuery(q, perShard);
     const results = await Promise.all(
       this.#liveShards(record).map(async (id) => {
         try {
