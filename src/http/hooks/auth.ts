@@ -40,6 +40,13 @@ export function presentedKey(header: string | undefined): string | undefined {
   return colon === -1 || colon === decoded.length - 1 ? undefined : decoded.slice(colon + 1);
 }
 
+/**
+ * A route config for a POST that only reads (a query in its body: `_find`, `_all_docs` with
+ * keys, `_bulk_get`, `_revs_diff`, filtered changes): a read key may call it, as a CouchDB
+ * reader may.
+ */
+export const READ = { permission: 'read' } as const;
+
 export function neededPermission(request: FastifyRequest): Permission {
   const configured = request.routeOptions.config.permission;
   if (configured !== undefined) return configured;

@@ -11,6 +11,7 @@ import { LIMITS } from '../../docdb/names.js';
 import { errorInStream } from '../errors.js';
 import { HLC_HEADER } from '../hooks/observe.js';
 import { dbParams, existingDb, parseDocIds, parseSince } from './docdb-shared.js';
+import { READ } from '../hooks/auth.js';
 
 export interface ChangesRouteDeps {
   docs: DocEngine;
@@ -177,7 +178,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
   // Body fields win over the query string (the original read only doc_ids from the body).
   app.post<{ Params: { db: string }; Querystring: ChangesQuery; Body: ChangesBody | undefined }>(
     '/db/:db/_changes',
-    { schema: { params: dbParams, querystring: changesQuery, body: changesBody } },
+    { schema: { params: dbParams, querystring: changesQuery, body: changesBody }, config: READ },
     async (request, reply) => {
       const db = existingDb(docs, request.params.db);
       const q = request.query;
@@ -271,7 +272,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
   // The same stream with its filter in a body: `{query: {where}, paths, doc_ids, since, include_docs, heartbeat}`.
   app.post<{ Params: { db: string }; Body: StreamBody | undefined }>(
     '/db/:db/_changes/stream',
-    { schema: { params: dbParams, body: streamBody } },
+    { schema: { params: dbParams, body: streamBody }, config: READ },
     async (request, reply) => {
       const db = existingDb(docs, request.params.db);
       const b = request.body ?? {};

@@ -9,6 +9,7 @@ import { LIMITS, checkDbName, checkDocId } from '../../docdb/names.js';
 import { conflicts, isRev, leaves, pathFromRevisions } from '../../docdb/revtree.js';
 import { wantsCbor } from '../codec.js';
 import { dbParams, docParams, existingDb, expectedRev } from './docdb-shared.js';
+import { READ } from '../hooks/auth.js';
 
 export interface DocdbRouteDeps {
   docs: DocEngine;
@@ -322,7 +323,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
 
   app.post<{ Params: { db: string }; Querystring: AllDocsQuery; Body: { keys?: string[] } | undefined }>(
     '/db/:db/_all_docs',
-    { schema: { params: dbParams, querystring: allDocsQuery, body: allDocsBody } },
+    { schema: { params: dbParams, querystring: allDocsQuery, body: allDocsBody }, config: READ },
     async (request, reply) => {
       const db = existingDb(docs, request.params.db);
       const info = docs.dbInfo(db);
@@ -339,7 +340,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
   // ---- replication helpers
   app.post<{ Params: { db: string }; Body: Record<string, string[]> }>(
     '/db/:db/_revs_diff',
-    { schema: { params: dbParams, body: revsDiffBody } },
+    { schema: { params: dbParams, body: revsDiffBody }, config: READ },
     async (request) => docs.revsDiff(existingDb(docs, request.params.db), request.body),
   );
 

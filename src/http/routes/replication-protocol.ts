@@ -8,6 +8,7 @@ import { LIMITS, checkDbName } from '../../docdb/names.js';
 import { readRevisions } from '../../docdb/replication/endpoints.js';
 import type { LocalDocs } from '../../docdb/replication/local-docs.js';
 import { isRev, leaves } from '../../docdb/revtree.js';
+import { READ } from '../hooks/auth.js';
 
 export interface ReplicationProtocolDeps {
   docs: DocEngine;
@@ -51,7 +52,7 @@ export const replicationProtocolRoutes: FastifyPluginAsync<ReplicationProtocolDe
   // Every revision asked for, with `_revisions` and attachments inline; no rev = every leaf.
   app.post<{ Params: { db: string }; Querystring: { revs?: boolean; attachments?: boolean }; Body: { docs: { id: string; rev?: string; atts_since?: string[] }[] } }>(
     '/db/:db/_bulk_get',
-    { schema: { params: dbParams, body: bulkGetBody, querystring: bulkGetQuery } },
+    { schema: { params: dbParams, body: bulkGetBody, querystring: bulkGetQuery }, config: READ },
     async (request) => {
       const db = existing(docs, request.params.db);
       const entries = request.body.docs;

@@ -1,0 +1,50 @@
+// CouchDB's index routes over HTTP, on a database and on a VDB, as PouchDB's createIndex /
+// getIndexes / deleteIndex drive them: every field is indexed automatically, so a declared
+// index exists already; the built-ins are listed and cannot be deleted.
+import t from 'tap';
+import { startTestNode } from '../../support/node.js';
+
+t.test('_index on a database and a VDB', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', '/db/shop')).status, 201);
+  t.equal((await node.request('POST', '/vdb', { body: { name: 'vshop', shard_count: 3 } })).status, 201);
+
+  for (const base of ['/db/shop', '/vdb/vshop']) {
+    const docs = Array.from({ length: 6 }, (_, i) => ({ _id: `p${i}`, kind: i % 2 === 0 ? 'pen' : 'ink', price: i }));
+    t.equal((await node.request('POST', `${base}/_bulk_docs`, { body: { docs } })).status, 201);
+
+    const made = await node.request('POST', `${base}/_index`, { body: { index: { fields: ['kind', 'price'] }, name: 'kind-price', ddoc: 'shop', type: 'json' } });
+    t.equal(made.status, 200, `${base}: ${JSON.stringify(made.body)}`);
+    t.same(made.body, { result: 'exists', id: '_design/_auto', name: '_auto' }, `${base}: the automatic index covers it`);
+    // The query the index was declared for, naming it as CouchDB clients do.
+    const found = await node.request('POST', `${base}/_find`, { body: { selector: { kind: 'pen', price: { $gt: 0 } }, sort: [{ price: 'desc' }], use_index: ['shop', 'kind-price'] } });
+    t.equal(found.status, 200);
+    t.same(found.body.docs.map((d: { _id: string }) => d._id), ['p4', 'p2'], `${base}: _find with use_index`);
+
+    const listed = await node.request('GET', `${base}/_index`);
+    t.equal(listed.status, 200);
+    t.same(listed.body.indexes.map((i: { ddoc: string | null; name: string }) => [i.ddoc, i.name]), [[null, '_all_docs'], ['_design/_auto', '_auto']]);
+    t.equal(listed.body.total_rows, 2);
+
+    const bad = await node.request('POST', `${base}/_index`, { body: { index: { fields: ['kind', { price: 'desc' }] } } });
+    t.equal(bad.status, 400);
+    t.same(Object.keys(bad.body).sort(), ['error', 'message']);
+    t.match(bad.body.message, /mixes "asc" and "desc"/);
+    t.equal((await node.request('POST', `${base}/_index`, { body: { index: { fields: ['a'] }, type: 'text' } })).status, 400, 'text indexes are not offered');
+
+    const builtIn = await node.request('DELETE', `${base}/_index/_design/_auto/json/_auto`);
+    t.equal(builtIn.status, 403);
+    t.equal(builtIn.body.error, 'forbidden');
+    t.equal((await node.request('DELETE', `${base}/_index/_auto/json/_auto`)).status, 403, 'the design document without its prefix');
+    const unknown = await node.request('DELETE', `${base}/_index/shop/json/kind-price`);
+    t.equal(unknown.status, 404);
+    t.match(unknown.body.message, /keeps no declared indexes/);
+  }
+
+  for (const missing of ['/db/nope', '/vdb/nope']) {
+    t.equal((await node.request('POST', `${missing}/_index`, { body: { index: { fields: ['a'] } } })).status, 404, `${missing}: no such database`);
+    t.equal((await node.request('GET', `${missing}/_index`)).status, 404);
+    t.equal((await node.request('DELETE', `${missing}/_index/x/json/y`)).status, 404);
+  }
+});
