@@ -5,6 +5,9 @@
 // not throw one away. A checkpoint is a `_local/replication-checkpoint-<id>` document stored
 // on BOTH sides; a run starts from the source seq both sides agree on (the older one), so a
 // checkpoint written on only one side before a crash can never make the run skip changes.
+// A source that refuses the checkpoint write (a read key: 401/403) is read-only: the target's
+// checkpoint says so, and runs start from it alone (PouchDB's rule), rather than from the
+// beginning every time.
 import { createHash } from 'node:crypto';
 import { type Hlc, compareHlc, parseHlc } from '../../core/hlc.js';
 
@@ -45,6 +48,8 @@ export interface CheckpointDoc {
   readonly session_id: string;
   readonly source_last_seq: string;
   readonly history: readonly CheckpointEntry[];
+  /** On the target's copy: the source refused to store its copy (a read-only key). */
+  readonly source_read_only?: true;
 }
 
 /** Read a stored checkpoint body leniently: anything unusable is no checkpoint. */
@@ -52,11 +57,22 @@ export function readCheckpoint(body: unknown, repId: string): CheckpointDoc | un
   if (typeof body !== 'object' || body === null) return undefined;
   const b = body as Partial<CheckpointDoc>;
   if (b.replication_id !== repId || typeof b.source_last_seq !== 'string' || typeof b.session_id !== 'string') return undefined;
-  return { replication_id: repId, session_id: b.session_id, source_last_seq: b.source_last_seq, history: Array.isArray(b.history) ? b.history : [] };
+  return {
+    replication_id: repId,
+    session_id: b.session_id,
+    source_last_seq: b.source_last_seq,
+    history: Array.isArray(b.history) ? b.history : [],
+    ...(b.source_read_only === true ? { source_read_only: true as const } : {}),
+  };
 }
 
-/** The seq to start from: both sides must have a checkpoint; take the older of the two. */
+/**
+ * The seq to start from: both sides must have a checkpoint; take the older of the two. When
+ * the target's says the source is read-only, the target's alone (the source's, if any, is
+ * older than every later run's progress).
+ */
 export function startSeq(onSource: CheckpointDoc | undefined, onTarget: CheckpointDoc | undefined): Hlc | undefined {
+  if (onTarget?.source_read_only === true) return parseHlc(onTarget.source_last_seq);
   if (onSource === undefined || onTarget === undefined) return undefined;
   const a = parseHlc(onSource.source_last_seq);
   const b = parseHlc(onTarget.source_last_seq);
@@ -65,12 +81,13 @@ export function startSeq(onSource: CheckpointDoc | undefined, onTarget: Checkpoi
 }
 
 /** The next checkpoint document: this session's entry replaces its own older entry at the head. */
-export function nextCheckpoint(previous: CheckpointDoc | undefined, repId: string, entry: CheckpointEntry): CheckpointDoc {
+export function nextCheckpoint(previous: CheckpointDoc | undefined, repId: string, entry: CheckpointEntry, sourceReadOnly = false): CheckpointDoc {
   const older = (previous?.history ?? []).filter((h) => h.session_id !== entry.session_id);
   return {
     replication_id: repId,
     session_id: entry.session_id,
     source_last_seq: entry.source_last_seq,
     history: [entry, ...older].slice(0, CHECKPOINT.historyMax),
+    ...(sourceReadOnly ? { source_read_only: true as const } : {}),
   };
 }

@@ -300,7 +300,10 @@ export class ReplicationManager {
   }
 
   #runOptions(request: ReplicationRequest, source: Endpoint, target: Endpoint, continuous: boolean, signal: AbortSignal | undefined, onBatch?: (p: Progress, b: { rows: number; written: number }) => void) {
+    const log = this.#o.log;
     return {
+      onSourceReadOnly: (reason: string) =>
+        log.warn({ source: displayEndpoint(request.source), target: displayEndpoint(request.target), reason }, 'the replication source refused its checkpoint (a read-only key): the target alone keeps it'),
       source,
       target,
       repId: this.replicationId(request),

@@ -14,7 +14,7 @@
 // what the target holds, a filtered tombstone (sent only where the document is), is made
 // after N's write, counting the documents N wrote as held: exactly what a sequential run
 // would have seen.
-import { FirkinError } from '../../core/errors.js';
+import { FirkinError, isFirkinError } from '../../core/errors.js';
 import { type Clock, type Hlc, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Json } from '../query/ast.js';
 import { type CheckpointDoc, checkpointDocId, nextCheckpoint, readCheckpoint, startSeq } from './checkpoint.js';
@@ -52,6 +52,8 @@ export interface RunOptions {
   readonly waitMs: number;
   readonly clock: Clock;
   readonly signal?: AbortSignal;
+  /** Called once when the source refuses to store its checkpoint (a read-only key). */
+  readonly onSourceReadOnly?: (reason: string) => void;
   /** Called after every batch that was written (progress counters, logs). */
   readonly onBatch?: (progress: Progress, batch: { rows: number; written: number }) => void;
 }
@@ -102,6 +104,8 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
   let since: string | undefined = start === undefined ? undefined : hlcToText(start);
   const progress: Progress = { docs_read: 0, docs_written: 0, doc_write_failures: 0, start_seq: since ?? FIRST, last_seq: since ?? FIRST };
   let checkpoint = sourceCp ?? targetCp;
+  // Learnt from the target's checkpoint, or from the source's 401/403 to this run's write.
+  let sourceReadOnly = targetCp?.source_read_only === true;
   /** The sequence the stored checkpoints name. */
   let checkpointed = since;
   let checkpointedAtMs = o.clock.nowMs();
@@ -110,7 +114,7 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
   const writeCheckpoint = async (): Promise<void> => {
     if (progress.last_seq === FIRST || progress.last_seq === checkpointed) return;
     const lastSeq = progress.last_seq;
-    checkpoint = nextCheckpoint(checkpoint, o.repId, {
+    const entry = {
       session_id: o.sessionId,
       source_last_seq: lastSeq,
       start_seq: progress.start_seq,
@@ -118,11 +122,24 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
       docs_read: progress.docs_read,
       docs_written: progress.docs_written,
       doc_write_failures: progress.doc_write_failures,
-    });
+    };
+    checkpoint = nextCheckpoint(checkpoint, o.repId, entry, sourceReadOnly);
     // Target first: a crash between the two leaves the source's older copy, and a run starts
     // from the older of the two, so nothing is ever skipped.
     await o.target.putLocal(cpId, { ...checkpoint });
-    await o.source.putLocal(cpId, { ...checkpoint });
+    if (!sourceReadOnly) {
+      try {
+        await o.source.putLocal(cpId, { ...checkpoint });
+      } catch (err) {
+        const status = isFirkinError(err) ? err.details?.remote_status : undefined;
+        if (status !== 401 && status !== 403) throw err;
+        // A read key: the run goes on, and the target's checkpoint says to start from it alone.
+        sourceReadOnly = true;
+        o.onSourceReadOnly?.((err as Error).message);
+        checkpoint = nextCheckpoint(checkpoint, o.repId, entry, true);
+        await o.target.putLocal(cpId, { ...checkpoint });
+      }
+    }
     checkpointed = lastSeq;
     checkpointedAtMs = o.clock.nowMs();
   };

@@ -160,4 +160,26 @@ t.test('node to node', async (t) => {
     t.same((await a.request('GET', '/_replications')).body.replications.map((x: { task_id: string }) => x.task_id), ['pull:0'], 'only the policy task is left');
     t.equal((await a.request('GET', `/_replications/${id}`)).status, 404);
   });
+
+  t.test('a pull with a read key: the source refuses its checkpoint, the target keeps it, and the next run resumes from it', async (t) => {
+    const reader = (await b.request('POST', '/_keys', { body: { permissions: ['read'], databases: ['users'], label: 'reader' } })).body.key as string;
+    await a.request('PUT', '/db/readpull');
+    const policy = { name: 'readpull', pattern: 'fanout', source: target, targets: ['readpull'], mode: 'one_shot', auth: { bearer_token: reader }, enabled: true };
+    t.equal((await a.request('POST', '/_policies', { body: policy })).status, 201);
+    const status = async () => (await a.request('GET', '/_policies/readpull/_status')).body.tasks[0] as { status: string; docs_read: number; last_error: string | null };
+    await waitFor(async () => ((await status())?.status === 'completed' ? true : undefined), { what: 'the pull with a read key to complete' });
+    const total = await docCount(b, 'users');
+    t.equal(await docCount(a, 'readpull'), total, 'every document pulled');
+    const first = await status();
+    t.ok(first.docs_read >= total, `the first run read every change (${first.docs_read})`);
+
+    await bulk(b, 'users', 200, 4);
+    t.equal((await a.request('POST', '/_policies/readpull/_enable')).status, 200);
+    await waitFor(async () => {
+      const s = await status();
+      return s?.status === 'completed' && s.docs_read > first.docs_read ? true : undefined;
+    }, { what: 'the second pull to complete' });
+    t.equal(await docCount(a, 'readpull'), total + 4);
+    t.equal((await status()).docs_read - first.docs_read, 4, 'the second run read only the 4 new changes: it started from the checkpoint the target kept');
+  });
 });

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { FirkinError } from '../../../src/core/errors.js';
-import { compareHlc, hlcToText } from '../../../src/core/hlc.js';
+import { compareHlc, hlcToText, parseHlc } from '../../../src/core/hlc.js';
 import { nominalDelayMs } from '../../../src/core/backoff.js';
 import { CHECKPOINT, type CheckpointEntry, nextCheckpoint, readCheckpoint, replicationId, startSeq } from '../../../src/docdb/replication/checkpoint.js';
 import { authHeader, checkOutbound, displayEndpoint, parseAuth, parseEndpoint, storeEndpoint, loadEndpoint } from '../../../src/docdb/replication/endpoint-spec.js';
@@ -116,6 +116,15 @@ t.test('checkpoints: start from the older side; missing or foreign ones mean the
   t.ok(cp.history.length <= CHECKPOINT.historyMax, 'history is bounded');
   t.equal(new Set(cp.history.map((h) => h.session_id)).size, cp.history.length, 'one entry per session');
   t.equal(cp.history[0]!.source_last_seq, '{timestamp,49,0}', 'newest first');
+
+  // A read-only source (it refused its copy): the target's copy alone, whatever the source holds.
+  const readOnly = nextCheckpoint(undefined, 'r', entry('{timestamp,9,0}'), true);
+  t.equal(readOnly.source_read_only, true);
+  t.same(readCheckpoint(JSON.parse(JSON.stringify(readOnly)), 'r'), readOnly, 'the mark survives storage');
+  t.same(startSeq(undefined, readOnly), parseHlc('{timestamp,9,0}'), 'no copy on the source: the one the target holds');
+  t.same(startSeq(one, readOnly), parseHlc('{timestamp,9,0}'), 'an older copy on the source (from before its key was read-only) is not used');
+  t.equal(startSeq(readOnly, undefined), undefined, 'the mark on the source side means nothing');
+  t.notOk('source_read_only' in nextCheckpoint(readOnly, 'r', entry('{timestamp,10,0}')), 'a run that could write the source clears it');
   t.end();
 });
 
