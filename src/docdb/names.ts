@@ -47,3 +47,31 @@ export function checkAttachmentName(name: string): string {
   }
   return name;
 }
+
+export interface DbNamePage {
+  startkey?: string;
+  endkey?: string;
+  descending: boolean;
+  inclusiveEnd: boolean;
+  skip: number;
+  limit?: number;
+}
+
+/**
+ * CouchDB's `_all_dbs` over a list of names (pure): by name, walked backwards when
+ * `descending` (then `startkey` is the high end, as in CouchDB), from `startkey` to `endkey`,
+ * then `skip` and `limit`.
+ */
+export function pageDbNames(names: readonly string[], page: DbNamePage): string[] {
+  const sorted = [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  if (page.descending) sorted.reverse();
+  // Before the start or past the end, in the walk's direction.
+  const before = (name: string) => page.startkey !== undefined && (page.descending ? name > page.startkey : name < page.startkey);
+  const past = (name: string) => {
+    if (page.endkey === undefined) return false;
+    if (name === page.endkey) return !page.inclusiveEnd;
+    return page.descending ? name < page.endkey : name > page.endkey;
+  };
+  const inRange = sorted.filter((name) => !before(name) && !past(name));
+  return inRange.slice(page.skip, page.limit === undefined ? undefined : page.skip + page.limit);
+}

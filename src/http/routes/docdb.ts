@@ -5,10 +5,11 @@ import { FirkinError } from '../../core/errors.js';
 import { type HybridClock, hlcToBase64, hlcToText, parseHlc } from '../../core/hlc.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.js';
-import { LIMITS, checkDbName, checkDocId } from '../../docdb/names.js';
+import { LIMITS, checkDbName, checkDocId, pageDbNames } from '../../docdb/names.js';
 import { conflicts, isRev, leaves, pathFromRevisions } from '../../docdb/revtree.js';
 import { wantsCbor } from '../codec.js';
 import { dbParams, docParams, existingDb, expectedRev } from './docdb-shared.js';
+import { allows } from '../../auth/api-keys.js';
 import { READ } from '../hooks/auth.js';
 
 export interface DocdbRouteDeps {
@@ -97,6 +98,22 @@ const revsDiffBody = {
   additionalProperties: { type: 'array', maxItems: 1000, items: { type: 'string', maxLength: 200 } },
 } as const;
 
+const allDbsQuery = {
+  type: 'object',
+  properties: {
+    startkey: { type: 'string' },
+    start_key: { type: 'string' },
+    endkey: { type: 'string' },
+    end_key: { type: 'string' },
+    limit: { type: 'integer', minimum: 0 },
+    skip: { type: 'integer', minimum: 0 },
+    descending: { type: 'boolean' },
+    inclusive_end: { type: 'boolean' },
+  },
+} as const;
+
+type AllDbsQuery = Pick<AllDocsQuery, 'startkey' | 'start_key' | 'endkey' | 'end_key' | 'limit' | 'skip' | 'descending' | 'inclusive_end'>;
+
 type AllDocsQuery = {
   startkey?: string;
   start_key?: string;
@@ -125,7 +142,7 @@ async function* withConflicts(docs: DocEngine, db: string, wanted: boolean, rows
 }
 
 /** CouchDB sends keys JSON-encoded (`startkey="a"`); a bare string is taken as it is. */
-function keyParam(name: string, raw: string | undefined): string | undefined {
+function keyParam(name: string, raw: string | undefined, what = 'a document id'): string | undefined {
   if (raw === undefined) return undefined;
   let value: unknown;
   try {
@@ -133,7 +150,7 @@ function keyParam(name: string, raw: string | undefined): string | undefined {
   } catch {
     return raw;
   }
-  if (typeof value !== 'string') throw new FirkinError('bad_request', `${name} must be a document id (a JSON string)`);
+  if (typeof value !== 'string') throw new FirkinError('bad_request', `${name} must be ${what} (a JSON string)`);
   return value;
 }
 
@@ -172,6 +189,23 @@ async function sendRows(request: FastifyRequest, reply: FastifyReply, head: { to
 
 export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { docs, hlc, newId, locate = async (db) => db }) => {
   // ---- databases
+  // CouchDB's list (nano's `db.list()`; `/db/_all_dbs` for clients whose server root is `/db`):
+  // the names the key may read, in order.
+  for (const url of ['/_all_dbs', '/db/_all_dbs']) {
+    app.get<{ Querystring: AllDbsQuery }>(url, { schema: { querystring: allDbsQuery } }, async (request) => {
+      const q = request.query;
+      const key = request.apiKey;
+      const readable = docs.listDbs().filter((db) => docs.has(db) && (key === undefined || allows(key, 'read', db)));
+      return pageDbNames(readable, {
+        startkey: keyParam('startkey', q.startkey ?? q.start_key, 'a database name'),
+        endkey: keyParam('endkey', q.endkey ?? q.end_key, 'a database name'),
+        descending: q.descending === true,
+        inclusiveEnd: q.inclusive_end !== false,
+        skip: q.skip ?? 0,
+        limit: q.limit,
+      });
+    });
+  }
   app.put<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request, reply) => {
     await docs.createDb(request.params.db);
     reply.code(201);
