@@ -1,0 +1,64 @@
+// PouchDB 9 as a client of a Firkin database, the way applications drive it: pouchdb-find's
+// createIndex / find / getIndexes / deleteIndex over the HTTP adapter, and a pull replication
+// with a read-only key (PouchDB's checkpointer finds the source read-only and keeps its
+// checkpoint on its own side). Each was refused before: `_index` was a 405, and a read key
+// could not POST `_find` or `_bulk_get`.
+import { createRequire } from 'node:module';
+import t from 'tap';
+import { startTestNode } from '../support/node.js';
+
+const require = createRequire(import.meta.url);
+// PouchDB ships no types; it is a test-only peer.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const PouchDB: any = require('pouchdb-core')
+  .plugin(require('pouchdb-adapter-memory'))
+  .plugin(require('pouchdb-adapter-http'))
+  .plugin(require('pouchdb-replication'))
+  .plugin(require('pouchdb-find'));
+
+const remoteWith = (url: string, key: string) =>
+  new PouchDB(url, {
+    skip_setup: true,
+    fetch: (u: string, opts: { headers: Headers }) => {
+      opts.headers.set('Authorization', `Bearer ${key}`);
+      return PouchDB.fetch(u, opts);
+    },
+  });
+
+/** The HTTP status PouchDB's error carries (undefined when the call succeeded). */
+const statusOf = (p: Promise<unknown>) => p.then(() => undefined, (err: { status?: number }) => err.status);
+
+t.test('pouchdb-find and a read-only pull against a Firkin database', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', '/db/shop')).status, 201);
+  const docs = Array.from({ length: 30 }, (_, i) => ({ _id: `p${String(i).padStart(2, '0')}`, kind: i % 3 === 0 ? 'pen' : 'ink', price: i }));
+  t.equal((await node.request('POST', '/db/shop/_bulk_docs', { body: { docs } })).status, 201);
+  const reader = (await node.request('POST', '/_keys', { body: { permissions: ['read'], databases: ['shop'] } })).body.key as string;
+
+  const admin = remoteWith(`${node.url}/db/shop`, node.adminKey);
+  const made = await admin.createIndex({ index: { fields: ['kind', 'price'] }, name: 'kind-price', ddoc: 'shop' });
+  t.equal(made.result, 'exists', 'createIndex: every field is indexed already');
+  const indexes = await admin.getIndexes();
+  t.same(indexes.indexes.map((i: { name: string }) => i.name), ['_all_docs', '_auto'], 'getIndexes lists the built-ins');
+
+  const found = await admin.find({ selector: { kind: 'pen', price: { $gte: 10 } }, sort: [{ price: 'desc' }], fields: ['_id', 'price'], limit: 3 });
+  t.same(found.docs, [{ _id: 'p27', price: 27 }, { _id: 'p24', price: 24 }, { _id: 'p21', price: 21 }], 'find with sort, fields and limit');
+  t.equal(await statusOf(admin.deleteIndex({ ddoc: '_design/_auto', name: '_auto' })), 403, 'the automatic index cannot be deleted');
+
+  const readOnly = remoteWith(`${node.url}/db/shop`, reader);
+  const byReader = await readOnly.find({ selector: { kind: 'ink' }, limit: 100 });
+  t.equal(byReader.docs.length, 20, 'a read key may _find');
+  t.equal(await statusOf(readOnly.createIndex({ index: { fields: ['x'] } })), 403, 'but not declare an index');
+
+  const local = new PouchDB(`pull-${Date.now()}`, { adapter: 'memory' });
+  const pulled = await local.replicate.from(readOnly);
+  t.equal(pulled.ok, true, JSON.stringify(pulled.errors));
+  t.equal(pulled.docs_written, 30);
+  t.equal((await local.info()).doc_count, 30, 'every document pulled with a read key');
+  t.equal((await node.request('GET', '/db/shop/_all_docs')).body.total_rows, 30, 'nothing written on the source');
+  await node.request('PUT', '/db/shop/p99', { body: { kind: 'pen', price: 99 } });
+  const again = await local.replicate.from(readOnly);
+  t.equal(again.docs_read, 1, 'the next pull resumed from the checkpoint PouchDB kept');
+  t.equal((await local.get('p99')).price, 99);
+});
