@@ -42,4 +42,6 @@ export interface FindQuery {
   readonly includeDocs: boolean;
   /** CouchDB's `fields`: the paths each returned document is cut to; undefined = whole. */
   readonly fields: readonly Path[] | undefined;
+  /** CouchDB's `allow_fallback: false`: a query no index can narrow is a 400, not a full scan. */
+  readonly allowFallback?: boolean;
 }

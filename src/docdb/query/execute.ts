@@ -8,7 +8,7 @@ import { FirkinError } from '../../core/errors.js';
 import { type KeyRange, decodeKey } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
-import type { FindQuery, Json } from './ast.js';
+import type { Condition, FindQuery, Json } from './ast.js';
 import type { ValueCounts } from './counts.js';
 import { compareForOrder, matches, project } from './match.js';
 import { QUERY_LIMITS } from './parse.js';
@@ -183,6 +183,11 @@ class TopK {
   }
 }
 
+/** No condition, or only conditions on `_id`: CouchDB's `_all_docs` index serves those. */
+function onlyIds(where: Condition): boolean {
+  return conjuncts(where).every((c) => 'path' in c && c.path.length === 1 && c.path[0] === '_id');
+}
+
 /**
  * `owns`: a filter on document ids (a VDB shard keeps only the ids its hash range owns, so a
  * document being moved between shards is never counted twice).
@@ -190,6 +195,9 @@ class TopK {
 export async function executeFind(ctx: FindContext, db: string, q: FindQuery, owns?: (id: string) => boolean): Promise<FindResult> {
   const { store } = ctx;
   const { plan, exact } = await planFind(ctx, db, q);
+  if (plan.kind === 'full_scan' && q.allowFallback === false && !onlyIds(q.where)) {
+    throw new FirkinError('bad_request', `no index can serve this selector (${plan.reason}) and "allow_fallback" is false: add a condition on a field (equality, range, $in, $exists, $prefix, $regex), or allow the full scan`);
+  }
   const limit = q.limit;
   const windowEnd = limit === undefined ? Number.POSITIVE_INFINITY : q.offset + limit;
   const tooMany = (total: number) => {

@@ -274,12 +274,29 @@ function parseFields(raw: unknown): Path[] | undefined {
   });
 }
 
-const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by', 'sort', 'include_docs', 'fields', 'use_index', 'execution_stats'];
+const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by', 'sort', 'include_docs', 'fields', 'use_index', 'execution_stats', 'allow_fallback', 'r', 'update', 'stable', 'stale'];
+
+/**
+ * CouchDB's read options, checked and without effect here: `r` (replicas to read; a database
+ * is one node's, a VDB shard reads its Raft leader), `update`, `stable` and `stale` (the
+ * index is written with each document, so it is never behind).
+ */
+function checkReadOptions(raw: Record<string, unknown>): void {
+  if (raw.r !== undefined && (typeof raw.r !== 'number' || !Number.isSafeInteger(raw.r) || raw.r < 1)) throw bad('r must be a positive integer');
+  for (const k of ['update', 'stable', 'allow_fallback', 'execution_stats'] as const) {
+    if (raw[k] !== undefined && typeof raw[k] !== 'boolean') throw bad(`${k} must be true or false`);
+  }
+  if (raw.stale !== undefined && raw.stale !== 'ok' && raw.stale !== false) throw bad('stale must be "ok" or false');
+}
 
 export function parseFind(raw: unknown): FindQuery {
   if (raw === undefined || raw === null) raw = {};
   if (!isPlainObject(raw)) throw bad('the _find body must be an object');
-  for (const k of Object.keys(raw)) if (!FIND_FIELDS.includes(k)) throw bad(`unknown _find field ${JSON.stringify(k)}`);
+  for (const k of Object.keys(raw)) {
+    if (k === 'bookmark') throw bad('"bookmark" paging is not offered: page with "skip" (or "offset") and "limit"');
+    if (!FIND_FIELDS.includes(k)) throw bad(`unknown _find field ${JSON.stringify(k)}`);
+  }
+  checkReadOptions(raw);
   const parts: Condition[] = [];
   if (raw.where !== undefined) parts.push(parseWhere(raw.where));
   if (raw.selector !== undefined) parts.push(parseSelector(raw.selector));
@@ -293,6 +310,7 @@ export function parseFind(raw: unknown): FindQuery {
     orderBy: parseOrder(raw.order_by ?? raw.sort),
     includeDocs,
     fields: parseFields(raw.fields),
+    ...(raw.allow_fallback === false ? { allowFallback: false } : {}),
   };
 }
 

@@ -48,3 +48,22 @@ t.test('_index on a database and a VDB', async (t) => {
     t.equal((await node.request('DELETE', `${missing}/_index/x/json/y`)).status, 404);
   }
 });
+
+t.test('allow_fallback: false refuses a query no index narrows, on a database and a VDB', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', '/db/shop')).status, 201);
+  t.equal((await node.request('POST', '/vdb', { body: { name: 'vshop', shard_count: 2 } })).status, 201);
+  for (const base of ['/db/shop', '/vdb/vshop']) {
+    const docs = Array.from({ length: 4 }, (_, i) => ({ _id: `p${i}`, kind: i % 2 === 0 ? 'pen' : 'ink' }));
+    t.equal((await node.request('POST', `${base}/_bulk_docs`, { body: { docs } })).status, 201);
+    const find = (body: Record<string, unknown>) => node.request('POST', `${base}/_find`, { body: { ...body, allow_fallback: false } });
+    const refused = await find({ selector: { kind: { $ne: 'pen' } } });
+    t.equal(refused.status, 400, `${base}: $ne uses no index`);
+    t.match(refused.body.message, /no index can serve this selector .* "allow_fallback" is false/);
+    t.same((await node.request('POST', `${base}/_find`, { body: { selector: { kind: { $ne: 'pen' } } } })).body.docs.map((d: { _id: string }) => d._id), ['p1', 'p3'], 'the same query with the fallback allowed');
+    t.same((await find({ selector: { kind: 'ink' } })).body.docs.map((d: { _id: string }) => d._id), ['p1', 'p3'], 'an indexed condition is served');
+    t.same((await find({ selector: { _id: { $gt: 'p1' } } })).body.docs.map((d: { _id: string }) => d._id), ['p2', 'p3'], 'an _id range is _all_docs, an index');
+    t.equal((await find({})).status, 200, 'every document: _all_docs');
+  }
+});

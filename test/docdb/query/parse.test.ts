@@ -119,3 +119,22 @@ t.test('fields: object keys, dotted or as lists; bad ones are 400', (t) => {
   t.throws(() => parseFind({ fields: Array.from({ length: 101 }, (_, i) => `f${i}`) }), /more than 100/);
   t.end();
 });
+
+t.test("CouchDB's read options: checked, accepted; allow_fallback kept; bookmark refused with the way to page", (t) => {
+  const q = parseFind({ selector: { a: 1 }, r: 2, update: false, stable: true, stale: 'ok', execution_stats: true, allow_fallback: true });
+  t.equal(q.allowFallback, undefined, 'allow_fallback true is the default');
+  t.equal(parseFind({ allow_fallback: false }).allowFallback, false);
+  t.equal(parseFind({ stale: false }).limit, undefined);
+  const bad: [Record<string, unknown>, RegExp][] = [
+    [{ r: 0 }, /r must be a positive integer/],
+    [{ r: '1' }, /r must be a positive integer/],
+    [{ update: 'yes' }, /update must be true or false/],
+    [{ stable: 1 }, /stable must be true or false/],
+    [{ allow_fallback: 'no' }, /allow_fallback must be true or false/],
+    [{ execution_stats: 'x' }, /execution_stats must be true or false/],
+    [{ stale: 'update_after' }, /stale must be "ok" or false/],
+    [{ bookmark: 'g1AAAA' }, /"bookmark" paging is not offered: page with "skip"/],
+  ];
+  for (const [body, message] of bad) t.throws(() => parseFind(body), { code: 'bad_request', message }, JSON.stringify(body));
+  t.end();
+});
