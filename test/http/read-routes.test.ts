@@ -23,6 +23,7 @@ const WRITE_POSTS = [
   'POST /db/:db/_bulk_docs',
   'POST /db/:db/_compact',
   'POST /db/:db/_sync_hlc',
+  'POST /db/:db/_ensure_full_commit',
   'POST /db/:db/_index',
   'POST /db/:db/_replicate',
   'POST /db/:db/_tier/config',

@@ -378,6 +378,14 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     async (request) => docs.revsDiff(existingDb(docs, request.params.db), request.body),
   );
 
+  // CouchDB's `_ensure_full_commit` (older replicators call it on their target): every write
+  // is durable before it is acknowledged, so there is nothing left to flush.
+  app.post<{ Params: { db: string } }>('/db/:db/_ensure_full_commit', { schema: { params: dbParams } }, async (request, reply) => {
+    const db = existingDb(docs, request.params.db);
+    reply.code(201);
+    return { ok: true, instance_start_time: docs.dbInfo(db).instance_start_time };
+  });
+
   // ---- clock
   app.post<{ Params: { db: string }; Body: { hlc: string } }>(
     '/db/:db/_sync_hlc',

@@ -65,6 +65,13 @@ t.test('protocol endpoints and errors', async (t) => {
     t.equal((await node.request('GET', '/db/tmp/_local/x')).status, 404, 'dropped with the database');
   });
 
+  t.test('_ensure_full_commit: every write is already durable; 201 as CouchDB answers', async (t) => {
+    const r = await node.request('POST', '/db/p/_ensure_full_commit');
+    t.equal(r.status, 201);
+    t.same(r.body, { ok: true, instance_start_time: (await node.request('GET', '/db/p')).body.instance_start_time });
+    t.equal((await node.request('POST', '/db/missing/_ensure_full_commit')).status, 404);
+  });
+
   t.test('_replicate errors', async (t) => {
     const bad = async (body: unknown, what: string, status = 400) => {
       const r = await node.request('POST', '/db/p/_replicate', { body });
