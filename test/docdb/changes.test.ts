@@ -137,7 +137,7 @@ t.test('bulk, all_docs, changes, sync_hlc', async (t) => {
     const rest = await node.request('POST', '/db/c/_changes', { body: { doc_ids: ['d4', 'd2'], since: limited.body.last_seq } });
     t.same(rest.body.results.map((r: { id: string }) => r.id), ['d2']);
 
-    for (const qs of ['since=garbage', 'limit=-1', 'feed=continuous', 'timeout=x', 'doc_ids=[1]']) {
+    for (const qs of ['since=garbage', 'limit=-1', 'feed=eventsource', 'timeout=x', 'doc_ids=[1]']) {
       const bad = await node.request('GET', `/db/c/_changes?${qs}`);
       t.equal(bad.status, 400, qs);
       t.equal(bad.body.error, 'bad_request');
@@ -219,6 +219,60 @@ t.test('bulk, all_docs, changes, sync_hlc', async (t) => {
     t.equal(bad.status, 400);
     const badHb = await node.request('GET', '/db/s/_changes/stream?heartbeat=1');
     t.equal(badHb.status, 400);
+  });
+
+  t.test("feed=continuous: CouchDB's JSON lines, ended by timeout or limit, kept open by a heartbeat", async (t) => {
+    await node.request('PUT', '/db/cf');
+    // The node's JSON helper parses one document; a continuous feed is JSON lines.
+    const feedText = async (path: string, body?: unknown) => {
+      const res = await fetch(`${node.url}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { authorization: `Bearer ${node.adminKey}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      return { status: res.status, headers: res.headers, text: await res.text() };
+    };
+    const revs: string[] = [];
+    for (const id of ['c1', 'c2', 'c3']) revs.push((await node.request('PUT', `/db/cf/${id}`, { body: { id } })).body.rev);
+    const lines = (text: string) => text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, any>);
+
+    // Without a heartbeat the feed ends after `timeout` ms with nothing new, with a last_seq line.
+    const ended = await feedText('/db/cf/_changes?feed=continuous&timeout=100&include_docs=true');
+    t.equal(ended.status, 200);
+    t.match(ended.headers.get('content-type'), /application\/json/);
+    const all = lines(ended.text);
+    t.same(all.slice(0, 3).map((l) => [l.id, l.changes[0].rev, l.doc.id]), [['c1', revs[0], 'c1'], ['c2', revs[1], 'c2'], ['c3', revs[2], 'c3']], 'one line per change, in order');
+    t.same(all[3], { last_seq: all[2]!.seq }, 'then the last seq');
+    t.equal(all.length, 4);
+
+    const limited = lines((await feedText('/db/cf/_changes?feed=continuous&limit=2')).text);
+    t.same(limited.map((l) => l.id ?? l.last_seq), ['c1', 'c2', limited[1]!.seq], 'limit ends the feed after that many changes');
+    const resumed = lines((await feedText(`/db/cf/_changes?feed=continuous&timeout=0&since=${encodeURIComponent(limited[1]!.seq)}`)).text);
+    t.same(resumed.map((l) => l.id ?? 'end'), ['c3', 'end'], 'since resumes after the entry; timeout=0 ends once caught up');
+    const filtered = lines((await feedText('/db/cf/_changes?feed=continuous&timeout=0', { doc_ids: ['c2'] })).text);
+    t.same(filtered.map((l) => l.id ?? 'end'), ['c2', 'end'], 'POST with a doc_ids filter');
+
+    // With a heartbeat: empty lines while idle, and a write is pushed at once.
+    const ac = new AbortController();
+    t.teardown(() => ac.abort());
+    const res = await fetch(`${node.url}/db/cf/_changes?feed=continuous&since=now&heartbeat=50`, { headers: { authorization: `Bearer ${node.adminKey}` }, signal: ac.signal });
+    t.equal(res.status, 200);
+    const reader = res.body!.getReader();
+    let text = '';
+    const until = async (pred: (s: string) => boolean, what: string) =>
+      waitFor(async () => {
+        if (pred(text)) return true;
+        const { value, done } = await reader.read();
+        if (done) throw new Error('the feed ended');
+        text += Buffer.from(value).toString();
+        return pred(text);
+      }, { timeoutMs: 10_000, intervalMs: 0, what });
+    await until((s) => s.includes('\n\n'), 'heartbeats');
+    t.equal(text.trim(), '', 'nothing but heartbeats before a write (since=now)');
+    const w = await node.request('PUT', '/db/cf/c4', { body: { n: 4 } });
+    await until((s) => s.includes('"id":"c4"'), 'the pushed change');
+    t.match(lines(text), [{ id: 'c4', changes: [{ rev: w.body.rev }] }]);
+    ac.abort();
+
+    t.equal((await node.request('GET', '/db/cf/_changes?feed=continuous&descending=true')).status, 400, 'descending is not a live feed');
+    t.equal((await node.request('GET', '/db/cf/_changes?feed=continuous&heartbeat=soon')).status, 400);
+    t.equal((await node.request('GET', '/db/cf/_changes?feed=continuous&heartbeat=5')).status, 400);
   });
 
   t.test('_sync_hlc merges base64 and text forms', async (t) => {

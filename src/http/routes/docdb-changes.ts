@@ -1,6 +1,6 @@
-// The changes feed: poll and long-poll (`GET|POST /db/:db/_changes`) and server-sent events
-// (`GET /db/:db/_changes/stream`). Both wait on the engine's notifier: a write wakes them,
-// nothing polls.
+// The changes feed: poll, long-poll and CouchDB's continuous feed (`GET|POST /db/:db/_changes`)
+// and server-sent events (`GET /db/:db/_changes/stream`). All wait on the engine's notifier: a
+// write wakes them, nothing polls.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { once } from 'node:events';
 import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/hlc.js';
@@ -8,6 +8,7 @@ import type { ChangeEntry, ChangeFilter, ChangesOptions, DocEngine } from '../..
 import { changeFilterFrom } from '../../docdb/query/change-filter.js';
 import { leaves } from '../../docdb/revtree.js';
 import { LIMITS } from '../../docdb/names.js';
+import { FirkinError } from '../../core/errors.js';
 import { errorInStream } from '../errors.js';
 import { HLC_HEADER } from '../hooks/observe.js';
 import { dbParams, existingDb, parseDocIds, parseSince } from './docdb-shared.js';
@@ -27,7 +28,7 @@ const changesQuery = {
     limit: { type: 'integer', minimum: 0, maximum: LIMITS.changesLimitMax },
     descending: { type: 'boolean' },
     include_docs: { type: 'boolean' },
-    feed: { enum: ['normal', 'longpoll'] },
+    feed: { enum: ['normal', 'longpoll', 'continuous'] },
     timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
     doc_ids: { type: 'string' },
     style: { enum: ['main_only', 'all_docs'] },
@@ -88,8 +89,9 @@ interface ChangesQuery {
   limit?: number;
   descending?: boolean;
   include_docs?: boolean;
-  feed?: 'normal' | 'longpoll';
+  feed?: 'normal' | 'longpoll' | 'continuous';
   timeout?: number;
+  heartbeat?: string;
   doc_ids?: string;
   paths?: string[];
   style?: 'main_only' | 'all_docs';
@@ -105,6 +107,21 @@ interface ChangesBody {
   paths?: string[];
 }
 
+/** What an open feed sends, and when it ends (`serveStream`). */
+interface StreamFeed {
+  format: 'sse' | 'continuous';
+  since: Hlc | undefined;
+  docIds: ReadonlySet<string> | undefined;
+  includeDocs: boolean;
+  filter: ChangeFilter | undefined;
+  heartbeatMs: number | undefined;
+  /** Continuous without a heartbeat: end after this long without a change. */
+  idleMs?: number;
+  /** Continuous: end after this many changes. */
+  limit?: number;
+  style?: 'main_only' | 'all_docs';
+}
+
 /** `style=all_docs` (CouchDB, used by PouchDB): every leaf revision, not just the winner. */
 async function allLeaves<T extends { results: ChangeEntry[] }>(docs: DocEngine, db: string, style: string | undefined, page: T): Promise<T> {
   if (style !== 'all_docs') return page;
@@ -113,6 +130,36 @@ async function allLeaves<T extends { results: ChangeEntry[] }>(docs: DocEngine, 
     if (rec !== undefined) entry.changes = leaves(rec.tree).map((n) => ({ rev: n.rev }));
   }
   return page;
+}
+
+/**
+ * CouchDB's `heartbeat` on `feed=continuous`: milliseconds, or `true` for 60 s. With one the
+ * feed runs until the client leaves; without, it ends after `timeout` ms without a change.
+ */
+function continuousHeartbeat(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === 'false') return undefined;
+  if (raw === 'true') return 60_000;
+  const ms = Number(raw);
+  if (!Number.isSafeInteger(ms) || ms < 10 || ms > 3_600_000) throw new FirkinError('bad_request', `heartbeat must be true or a number of milliseconds from 10 to 3600000, got ${JSON.stringify(raw)}`);
+  return ms;
+}
+
+/** `feed=continuous`: the request's options as an open feed. */
+function continuousFeed(options: ChangesOptions, q: ChangesQuery): StreamFeed {
+  if (options.descending) throw new FirkinError('bad_request', 'feed=continuous follows new changes forward: descending is not taken with it');
+  const heartbeatMs = continuousHeartbeat(q.heartbeat);
+  return {
+    format: 'continuous',
+    since: options.since,
+    docIds: options.docIds,
+    includeDocs: options.includeDocs,
+    filter: options.filter,
+    heartbeatMs,
+    // CouchDB: a heartbeat keeps the feed open; without one it ends after `timeout` idle.
+    ...(heartbeatMs === undefined ? { idleMs: q.timeout ?? LIMITS.longPollTimeoutMsDefault } : {}),
+    ...(options.limit === undefined ? {} : { limit: options.limit }),
+    ...(q.style === undefined ? {} : { style: q.style }),
+  };
 }
 
 /** Abort when the client goes away (the response closes before we end it). */
@@ -170,6 +217,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
         includeDocs: q.include_docs === true,
         filter: changeFilterFrom(undefined, q.paths),
       };
+      if (q.feed === 'continuous') return serveStream(request, reply, db, continuousFeed(options, q));
       const gone = clientGone(request, reply);
       return allLeaves(docs, db, q.style, await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
     },
@@ -191,28 +239,29 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
         includeDocs: (b.include_docs ?? q.include_docs) === true,
         filter: changeFilterFrom(b.query, b.paths ?? q.paths),
       };
+      if (q.feed === 'continuous') return serveStream(request, reply, db, continuousFeed(options, q));
       const gone = clientGone(request, reply);
       return allLeaves(docs, db, q.style, await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
     },
   );
 
-  /** Server-sent events: `id:` is the entry's seq, so EventSource resumes with Last-Event-ID. */
-  const serveStream = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    db: string,
-    cursorStart: Hlc | undefined,
-    docIds: ReadonlySet<string> | undefined,
-    includeDocs: boolean,
-    heartbeatEveryMs: number,
-    filter: ChangeFilter | undefined,
-  ) => {
-    let cursor = cursorStart;
+  /**
+   * A feed that stays open: server-sent events (`id:` is the entry's seq, so EventSource
+   * resumes with Last-Event-ID; runs until the client leaves), or CouchDB's continuous feed (a
+   * JSON line per change, an empty line per heartbeat; without a heartbeat it ends after
+   * `idleMs` without a change, and after `limit` changes, with a `{"last_seq"}` line).
+   */
+  const serveStream = async (request: FastifyRequest, reply: FastifyReply, db: string, feed: StreamFeed) => {
+    const { docIds, includeDocs, filter } = feed;
+    const sse = feed.format === 'sse';
+    let cursor = feed.since;
+    let lastSeq = hlcToText(cursor ?? { wallMs: 0, logical: 0 });
+    let sent = 0;
     const gone = clientGone(request, reply);
     const raw = reply.raw;
     reply.hijack();
     const headers: Record<string, string> = {
-      'content-type': 'text/event-stream; charset=utf-8',
+      'content-type': sse ? 'text/event-stream; charset=utf-8' : 'application/json; charset=utf-8',
       'cache-control': 'no-cache',
       'x-accel-buffering': 'no',
       [HLC_HEADER]: hlcToBase64(hlc.now()),
@@ -223,23 +272,38 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       if (gone.signal.aborted) return;
       if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
     };
-    await write(': stream open\n\n');
-    const heartbeat = setInterval(() => void write(': heartbeat\n\n'), heartbeatEveryMs);
+    if (sse) await write(': stream open\n\n');
+    const heartbeat = feed.heartbeatMs === undefined ? undefined : setInterval(() => void write(sse ? ': heartbeat\n\n' : '\n'), feed.heartbeatMs);
     const unsubscribe = docs.onClose(() => gone.abort());
+    let idleSince = Date.now();
     try {
       while (!gone.signal.aborted) {
+        if (feed.limit !== undefined && sent >= feed.limit) {
+          await write(`${JSON.stringify({ last_seq: lastSeq })}\n`);
+          break;
+        }
         const waiter = new AbortController();
         const stop = () => waiter.abort();
         gone.signal.addEventListener('abort', stop, { once: true });
         // A long wait is re-armed in the loop; the timeout only bounds the timer's life.
-        const woken = docs.waitForChange(db, 60_000, waiter.signal);
+        const waitMs = feed.idleMs === undefined ? 60_000 : Math.max(0, idleSince + feed.idleMs - Date.now());
+        const woken = docs.waitForChange(db, waitMs, waiter.signal);
         try {
-          const page = await docs.changes(db, { since: cursor, limit: LIMITS.streamPageSize, descending: false, docIds, includeDocs, filter });
+          const limit = feed.limit === undefined ? LIMITS.streamPageSize : Math.min(LIMITS.streamPageSize, feed.limit - sent);
+          const page = await allLeaves(docs, db, feed.style, await docs.changes(db, { since: cursor, limit, descending: false, docIds, includeDocs, filter }));
           for (const entry of page.results) {
-            await write(`id: ${entry.seq}\nevent: change\ndata: ${JSON.stringify(entry)}\n\n`);
+            await write(sse ? `id: ${entry.seq}\nevent: change\ndata: ${JSON.stringify(entry)}\n\n` : `${JSON.stringify(entry)}\n`);
           }
           cursor = page.lastSeq;
-          if (page.results.length < LIMITS.streamPageSize && !gone.signal.aborted) await woken;
+          lastSeq = page.last_seq;
+          sent += page.results.length;
+          if (page.results.length > 0) idleSince = Date.now();
+          const caughtUp = page.results.length < limit;
+          if (caughtUp && feed.idleMs !== undefined && Date.now() - idleSince >= feed.idleMs) {
+            await write(`${JSON.stringify({ last_seq: lastSeq })}\n`);
+            break;
+          }
+          if (caughtUp && !gone.signal.aborted) await woken;
         } finally {
           waiter.abort();
           gone.signal.removeEventListener('abort', stop);
@@ -247,8 +311,8 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       }
     } catch (err) {
       // The database was dropped (or storage closed) under the stream: say so, then end.
-      const body = errorInStream(err, request);
-      await write(`event: error\ndata: ${JSON.stringify({ ...body, last_seq: hlcToText(cursor ?? { wallMs: 0, logical: 0 }) })}\n\n`);
+      const body = JSON.stringify({ ...errorInStream(err, request), last_seq: lastSeq });
+      await write(sse ? `event: error\ndata: ${body}\n\n` : `${body}\n`);
     } finally {
       clearInterval(heartbeat);
       unsubscribe();
@@ -265,7 +329,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       const lastEventId = request.headers['last-event-id'];
       const since = parseSince(docs, db, typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : q.since);
       const filter = changeFilterFrom(undefined, q.paths);
-      await serveStream(request, reply, db, since, parseDocIds(q.doc_ids), q.include_docs === true, q.heartbeat ?? heartbeatMs, filter);
+      await serveStream(request, reply, db, { format: 'sse', since, docIds: parseDocIds(q.doc_ids), includeDocs: q.include_docs === true, filter, heartbeatMs: q.heartbeat ?? heartbeatMs });
     },
   );
 
@@ -279,7 +343,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       const lastEventId = request.headers['last-event-id'];
       const since = parseSince(docs, db, typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : b.since);
       const filter = changeFilterFrom(b.query, b.paths);
-      await serveStream(request, reply, db, since, b.doc_ids === undefined ? undefined : new Set(b.doc_ids), b.include_docs === true, b.heartbeat ?? heartbeatMs, filter);
+      await serveStream(request, reply, db, { format: 'sse', since, docIds: b.doc_ids === undefined ? undefined : new Set(b.doc_ids), includeDocs: b.include_docs === true, filter, heartbeatMs: b.heartbeat ?? heartbeatMs });
     },
   );
 };
