@@ -44,4 +44,6 @@ export interface FindQuery {
   readonly fields: readonly Path[] | undefined;
   /** CouchDB's `allow_fallback: false`: a query no index can narrow is a 400, not a full scan. */
   readonly allowFallback?: boolean;
+  /** CouchDB's `conflicts: true`: each returned document lists its other leaves as `_conflicts`. */
+  readonly conflicts?: boolean;
 }

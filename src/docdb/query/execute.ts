@@ -14,6 +14,7 @@ import { compareForOrder, matches, project } from './match.js';
 import { QUERY_LIMITS } from './parse.js';
 import { type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
 import { docIdOfPosting } from './postings.js';
+import { conflicts } from '../revtree.js';
 
 /** Counting a scan's postings stops here: past it, the scan is "big" and its exact size is irrelevant. */
 const ESTIMATE_CAP = 5_000;
@@ -149,8 +150,17 @@ async function* allDocs(docs: DocReader, db: string): AsyncGenerator<FoundDoc[]>
   }
 }
 
-function output(d: FoundDoc, q: FindQuery): Record<string, unknown> {
-  return q.includeDocs ? project({ ...d.body, _id: d.id, _rev: d.rev }, q.fields) : { _id: d.id, _rev: d.rev };
+function output(d: FoundDoc, q: FindQuery, conflicting?: readonly string[]): Record<string, unknown> {
+  if (!q.includeDocs) return { _id: d.id, _rev: d.rev };
+  const doc = { ...d.body, _id: d.id, _rev: d.rev, ...(conflicting !== undefined && conflicting.length > 0 ? { _conflicts: conflicting } : {}) };
+  return project(doc, q.fields);
+}
+
+/** The page as returned; with CouchDB's `conflicts: true`, each document's other leaves as `_conflicts`. */
+async function outputAll(reader: DocReader, db: string, docs: readonly FoundDoc[], q: FindQuery): Promise<Record<string, unknown>[]> {
+  if (q.conflicts !== true || !q.includeDocs || docs.length === 0) return docs.map((d) => output(d, q));
+  const records = await reader.getRecords(db, docs.map((d) => d.id));
+  return docs.map((d, i) => output(d, q, records[i] === undefined ? undefined : conflicts(records[i]!.tree)));
 }
 
 /**
@@ -223,7 +233,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       ids = single ? lists[0]!.ids : sortIds(lists.flatMap((l) => l.ids)).slice(q.offset, windowEnd);
     }
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: docs.map((d) => output(d, q)), meta: meta(total) };
+    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total) };
   }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
     // One value's postings are already in id order: count keys without decoding them and
@@ -231,7 +241,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, idOffsets[0]!, q.offset, windowEnd);
     tooMany(total);
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: docs.map((d) => output(d, q)), meta: meta(total) };
+    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total) };
   }
   if (conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
     // Everything: the database record counts live documents; the page comes in id order.
@@ -245,7 +255,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
         if (docs.length >= windowEnd - q.offset) break;
       }
     }
-    return { docs: docs.map((d) => output(d, q)), meta: meta(total) };
+    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total) };
   }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0) {
     const ids = (await idsOf(store, plan.scan)).filter((id) => owns === undefined || owns(id));
@@ -253,7 +263,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     if (limit === 0) return { docs: [], meta: meta(ids.length) };
     const page = ids.slice(q.offset, windowEnd);
     const docs = (await winners(ctx.docs, db, page, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: docs.map((d) => output(d, q)), meta: meta(ids.length) };
+    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(ids.length) };
   }
 
   const ordered = q.orderBy.length > 0;
@@ -280,5 +290,5 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   }
   tooMany(total);
   const docs = ordered ? top.result().slice(q.offset, windowEnd) : page;
-  return { docs: docs.map((d) => output(d, q)), meta: meta(total) };
+  return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total) };
 }

@@ -274,7 +274,7 @@ function parseFields(raw: unknown): Path[] | undefined {
   });
 }
 
-const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by', 'sort', 'include_docs', 'fields', 'use_index', 'execution_stats', 'allow_fallback', 'r', 'update', 'stable', 'stale'];
+const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by', 'sort', 'include_docs', 'fields', 'use_index', 'execution_stats', 'allow_fallback', 'conflicts', 'r', 'update', 'stable', 'stale'];
 
 /**
  * CouchDB's read options, checked and without effect here: `r` (replicas to read; a database
@@ -283,7 +283,7 @@ const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by',
  */
 function checkReadOptions(raw: Record<string, unknown>): void {
   if (raw.r !== undefined && (typeof raw.r !== 'number' || !Number.isSafeInteger(raw.r) || raw.r < 1)) throw bad('r must be a positive integer');
-  for (const k of ['update', 'stable', 'allow_fallback', 'execution_stats'] as const) {
+  for (const k of ['update', 'stable', 'allow_fallback', 'execution_stats', 'conflicts'] as const) {
     if (raw[k] !== undefined && typeof raw[k] !== 'boolean') throw bad(`${k} must be true or false`);
   }
   if (raw.stale !== undefined && raw.stale !== 'ok' && raw.stale !== false) throw bad('stale must be "ok" or false');
@@ -311,6 +311,7 @@ export function parseFind(raw: unknown): FindQuery {
     includeDocs,
     fields: parseFields(raw.fields),
     ...(raw.allow_fallback === false ? { allowFallback: false } : {}),
+    ...(raw.conflicts === true ? { conflicts: true } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
-// CouchDB's index routes over HTTP, on a database and on a VDB, as PouchDB's createIndex /
-// getIndexes / deleteIndex drive them: every field is indexed automatically, so a declared
-// index exists already; the built-ins are listed and cannot be deleted.
+// CouchDB's forms around `_find` over HTTP, on a database and on a VDB: the index routes as
+// PouchDB's createIndex / getIndexes / deleteIndex drive them (every field is indexed
+// automatically, so a declared index exists already; the built-ins are listed and cannot be
+// deleted), `allow_fallback: false`, and `conflicts: true`.
 import t from 'tap';
 import { startTestNode } from '../../support/node.js';
 
@@ -65,5 +66,27 @@ t.test('allow_fallback: false refuses a query no index narrows, on a database an
     t.same((await find({ selector: { kind: 'ink' } })).body.docs.map((d: { _id: string }) => d._id), ['p1', 'p3'], 'an indexed condition is served');
     t.same((await find({ selector: { _id: { $gt: 'p1' } } })).body.docs.map((d: { _id: string }) => d._id), ['p2', 'p3'], 'an _id range is _all_docs, an index');
     t.equal((await find({})).status, 200, 'every document: _all_docs');
+  }
+});
+
+t.test('conflicts: true lists the other leaves of each document, on a database and a VDB', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', '/db/shop')).status, 201);
+  t.equal((await node.request('POST', '/vdb', { body: { name: 'vshop', shard_count: 2 } })).status, 201);
+  const h = (c: string) => c.repeat(64);
+  for (const base of ['/db/shop', '/vdb/vshop']) {
+    // Two branches of p1 (a conflict, as replication leaves them), one revision of p2.
+    const branches = ['a', 'b'].map((c) => ({ _id: 'p1', _rev: `1-${h(c)}`, kind: 'pen', branch: c }));
+    t.equal((await node.request('POST', `${base}/_bulk_docs`, { body: { docs: branches, new_edits: false } })).status, 201);
+    t.equal((await node.request('POST', `${base}/_bulk_docs`, { body: { docs: [{ _id: 'p2', kind: 'pen' }] } })).status, 201);
+    const found = await node.request('POST', `${base}/_find`, { body: { selector: { kind: 'pen' }, conflicts: true } });
+    t.equal(found.status, 200, JSON.stringify(found.body));
+    t.same(found.body.docs.map((d: Record<string, unknown>) => [d._id, d._rev, d._conflicts]), [['p1', `1-${h('b')}`, [`1-${h('a')}`]], ['p2', found.body.docs[1]._rev, undefined]], `${base}: the winner, and the losing leaf in _conflicts`);
+    const plain = await node.request('POST', `${base}/_find`, { body: { selector: { kind: 'pen' } } });
+    t.notOk('_conflicts' in plain.body.docs[0], `${base}: not without conflicts: true`);
+    const cut = await node.request('POST', `${base}/_find`, { body: { selector: { _id: 'p1' }, conflicts: true, fields: ['_id', '_conflicts'] } });
+    t.same(cut.body.docs, [{ _id: 'p1', _conflicts: [`1-${h('a')}`] }], `${base}: fields may keep it`);
+    t.equal((await node.request('POST', `${base}/_find`, { body: { conflicts: 'yes' } })).status, 400);
   }
 });
