@@ -76,6 +76,7 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   // CouchDB's forms: sort by _id descending, `fields`, and `$gt: null` for every document.
   const last = await cluster.request('n2', 'POST', '/vdb/v/_find', { body: { selector: { _id: { $gt: null }, colour: 'blue' }, sort: [{ _id: 'desc' }], fields: ['_id', 'i'], limit: 3 } });
   t.same(last.body, { docs: docs.filter((d) => d.colour === 'blue').slice(-3).reverse().map((d) => ({ _id: d._id, i: d.i })), meta: { total: 40, offset: 0, limit: 3 } }, 'the last blue ids first, cut to their fields');
+  t.equal((await cluster.request('n2', 'POST', '/vdb/v/_find', { body: { selector: { colour: { $ne: 'x' } }, allow_fallback: false } })).status, 400, 'allow_fallback: false, no usable index: refused on the shard leaders');
 
   const feed = async (via: string, since?: string) => {
     const seen: string[] = [];
@@ -101,6 +102,8 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
     t.equal(r.body._rev, '1-bbbb', `${n}: the same winner`);
     t.same(r.body._conflicts, ['1-aaaa'], `${n}: the same conflicts`);
   }
+  const clash = await cluster.request('n3', 'POST', '/vdb/v/_find', { body: { selector: { _id: 'c1' }, conflicts: true, fields: ['_id', '_rev', '_conflicts'] } });
+  t.same(clash.body.docs, [{ _id: 'c1', _rev: '1-bbbb', _conflicts: ['1-aaaa'] }], '_find with conflicts: true lists the losing leaf');
   const tail = await feed('n3', first.cursor);
   t.same(tail.seen, ['c1'], 'the feed resumes from its cursor on another node');
   // Long-poll and an event stream through n2 while n1 writes.
