@@ -1,7 +1,7 @@
 // PouchDB 9 as a client of a Firkin database, the way applications drive it: pouchdb-find's
-// createIndex / find / getIndexes / deleteIndex over the HTTP adapter, and a pull replication
+// createIndex / find / getIndexes / deleteIndex over the HTTP adapter, and pull replications
 // with a read-only key (PouchDB's checkpointer finds the source read-only and keeps its
-// checkpoint on its own side). Each was refused before: `_index` was a 405, and a read key
+// checkpoint on its own side), whole or filtered by a selector or doc_ids. Each was refused before: `_index` was a 405, and a read key
 // could not POST `_find` or `_bulk_get`.
 import { createRequire } from 'node:module';
 import t from 'tap';
@@ -61,4 +61,14 @@ t.test('pouchdb-find and a read-only pull against a Firkin database', async (t) 
   const again = await local.replicate.from(readOnly);
   t.equal(again.docs_read, 1, 'the next pull resumed from the checkpoint PouchDB kept');
   t.equal((await local.get('p99')).price, 99);
+
+  // Filtered pulls: PouchDB sends filter=_selector and filter=_doc_ids to _changes.
+  const pens = new PouchDB(`pens-${Date.now()}`, { adapter: 'memory' });
+  const bySelector = await pens.replicate.from(readOnly, { selector: { kind: 'pen' } });
+  t.equal(bySelector.ok, true, JSON.stringify(bySelector.errors));
+  const penIds = (await pens.allDocs()).rows.map((r: { id: string }) => r.id);
+  t.same(penIds, [...docs.filter((d) => d.kind === 'pen').map((d) => d._id), 'p99'], 'a pull with a selector brings only the pens');
+  const two = new PouchDB(`two-${Date.now()}`, { adapter: 'memory' });
+  t.equal((await two.replicate.from(readOnly, { doc_ids: ['p01', 'p99'] })).ok, true);
+  t.same((await two.allDocs()).rows.map((r: { id: string }) => r.id), ['p01', 'p99'], 'a pull with doc_ids brings only those');
 });

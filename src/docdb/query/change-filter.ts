@@ -3,7 +3,8 @@
 import type { ChangeFilter } from '../engine.js';
 import type { Condition, Json } from './ast.js';
 import { matches } from './match.js';
-import { parseWhere } from './parse.js';
+import { FirkinError } from '../../core/errors.js';
+import { parseSelector, parseWhere } from './parse.js';
 import { type TopicPattern, changeMatchesPatterns, parsePatterns } from './topics.js';
 
 export function makeChangeFilter(where: Condition | undefined, patterns: readonly TopicPattern[] | undefined): ChangeFilter | undefined {
@@ -17,12 +18,36 @@ export function makeChangeFilter(where: Condition | undefined, patterns: readonl
   };
 }
 
-/** From request fields: `query: {where}` (or a bare where list) and `paths`. 400 on bad input. */
-export function changeFilterFrom(query: unknown, paths: string | readonly string[] | undefined): ChangeFilter | undefined {
-  let where: Condition | undefined;
+/**
+ * From request fields: `query: {where}` (or a bare where list), CouchDB's `selector` and
+ * `paths`, AND-ed. 400 on bad input.
+ */
+export function changeFilterFrom(query: unknown, paths: string | readonly string[] | undefined, selector?: unknown): ChangeFilter | undefined {
+  const parts: Condition[] = [];
   if (query !== undefined && query !== null) {
     const raw = typeof query === 'object' && !Array.isArray(query) && 'where' in query ? (query as { where: unknown }).where : query;
-    where = parseWhere(raw, 'query.where');
+    parts.push(parseWhere(raw, 'query.where'));
   }
+  if (selector !== undefined && selector !== null) parts.push(parseSelector(selector));
+  const where: Condition | undefined = parts.length === 0 ? undefined : parts.length === 1 ? parts[0] : { kind: 'and', all: parts };
   return makeChangeFilter(where, parsePatterns(paths));
+}
+
+/**
+ * CouchDB's `filter` parameter names how a feed is filtered. Its built-in forms are taken
+ * (`_doc_ids` with `doc_ids`, `_selector` with a body `selector`); design-document filters
+ * and `_view` are a 400, never an unfiltered feed.
+ */
+export function checkCouchFilter(filter: string | undefined, given: { docIds: boolean; selector: boolean }): void {
+  if (filter === undefined) return;
+  const bad = (message: string) => new FirkinError('bad_request', message);
+  if (filter === '_doc_ids') {
+    if (!given.docIds) throw bad('filter=_doc_ids needs "doc_ids" (a JSON array in the query string or the body)');
+    return;
+  }
+  if (filter === '_selector') {
+    if (!given.selector) throw bad('filter=_selector needs a "selector" object in the body of POST _changes');
+    return;
+  }
+  throw bad(`filter=${JSON.stringify(filter)} is not offered: there are no design-document filters or views here; filter with doc_ids (filter=_doc_ids), a selector (filter=_selector), "query" or "paths"`);
 }

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { once } from 'node:events';
 import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/hlc.js';
 import type { ChangeEntry, ChangeFilter, ChangesOptions, DocEngine } from '../../docdb/engine.js';
-import { changeFilterFrom } from '../../docdb/query/change-filter.js';
+import { changeFilterFrom, checkCouchFilter } from '../../docdb/query/change-filter.js';
 import { leaves } from '../../docdb/revtree.js';
 import { LIMITS } from '../../docdb/names.js';
 import { FirkinError } from '../../core/errors.js';
@@ -33,6 +33,7 @@ const changesQuery = {
     doc_ids: { type: 'string' },
     style: { enum: ['main_only', 'all_docs'] },
     heartbeat: { type: 'string' },
+    filter: { type: 'string' },
     paths: { type: 'array', maxItems: 16, items: { type: 'string' } },
   },
 } as const;
@@ -47,6 +48,7 @@ const changesBody = {
     limit: { type: 'integer', minimum: 0, maximum: LIMITS.changesLimitMax },
     descending: { type: 'boolean' },
     query: { type: ['object', 'array'] },
+    selector: { type: 'object' },
     paths: { type: 'array', maxItems: 16, items: { type: 'string' } },
   },
 } as const;
@@ -92,6 +94,7 @@ interface ChangesQuery {
   feed?: 'normal' | 'longpoll' | 'continuous';
   timeout?: number;
   heartbeat?: string;
+  filter?: string;
   doc_ids?: string;
   paths?: string[];
   style?: 'main_only' | 'all_docs';
@@ -104,6 +107,7 @@ interface ChangesBody {
   limit?: number;
   descending?: boolean;
   query?: unknown;
+  selector?: Record<string, unknown>;
   paths?: string[];
 }
 
@@ -217,6 +221,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
         includeDocs: q.include_docs === true,
         filter: changeFilterFrom(undefined, q.paths),
       };
+      checkCouchFilter(q.filter, { docIds: options.docIds !== undefined, selector: false });
       if (q.feed === 'continuous') return serveStream(request, reply, db, continuousFeed(options, q));
       const gone = clientGone(request, reply);
       return allLeaves(docs, db, q.style, await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
@@ -237,8 +242,9 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
         descending: (b.descending ?? q.descending) === true,
         docIds: b.doc_ids === undefined ? parseDocIds(q.doc_ids) : new Set(b.doc_ids),
         includeDocs: (b.include_docs ?? q.include_docs) === true,
-        filter: changeFilterFrom(b.query, b.paths ?? q.paths),
+        filter: changeFilterFrom(b.query, b.paths ?? q.paths, b.selector),
       };
+      checkCouchFilter(q.filter, { docIds: options.docIds !== undefined, selector: b.selector !== undefined });
       if (q.feed === 'continuous') return serveStream(request, reply, db, continuousFeed(options, q));
       const gone = clientGone(request, reply);
       return allLeaves(docs, db, q.style, await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));

@@ -1,5 +1,5 @@
-// Changes feeds filtered by content: a `where` query (poll and SSE) and MQTT-style path
-// subscriptions over SSE.
+// Changes feeds filtered by content: a `where` query (poll and SSE), CouchDB's selector and
+// filter parameter, and MQTT-style path subscriptions over SSE.
 import t from 'tap';
 import { startTestNode } from '../../support/node.js';
 
@@ -52,6 +52,27 @@ t.test('changes filtered by query and by path patterns', async (t) => {
   const deleted = await node.request('GET', '/db/feed/_changes?paths=u1');
   t.same(deleted.body.results.map((r: { id: string }) => r.id), ['u1'], 'a deletion matches by its id');
   t.equal((await node.request('GET', '/db/feed/_changes?paths=a/%23/b')).status, 400);
+
+  // CouchDB's filter parameter: its built-in forms, and a 400 for what does not exist here.
+  const bySelector = await node.request('POST', '/db/feed/_changes?filter=_selector', { body: { selector: { type: 'user' } } });
+  t.same(bySelector.body.results.map((r: { id: string }) => r.id), ['u2'], 'filter=_selector with a body selector (PouchDB)');
+  const selectorAndQuery = await node.request('POST', '/db/feed/_changes', { body: { selector: { age: { $gte: 50 } }, query: [{ path: ['type'], value: 'admin' }] } });
+  t.same(selectorAndQuery.body.results.map((r: { id: string }) => r.id), ['a1'], 'a selector AND a query');
+  const byIds = await node.request('GET', '/db/feed/_changes?filter=_doc_ids&doc_ids=%5B%22o1%22%5D');
+  t.same(byIds.body.results.map((r: { id: string }) => r.id), ['o1'], 'filter=_doc_ids');
+  const refused: [string, string, unknown, RegExp][] = [
+    ['GET', '/db/feed/_changes?filter=app/by_type', undefined, /no design-document filters or views/],
+    ['GET', '/db/feed/_changes?filter=_view&view=app/v', undefined, /not offered/],
+    ['GET', '/db/feed/_changes?filter=_doc_ids', undefined, /needs "doc_ids"/],
+    ['GET', '/db/feed/_changes?filter=_selector', undefined, /needs a "selector"/],
+    ['POST', '/db/feed/_changes?filter=_selector', {}, /needs a "selector"/],
+    ['POST', '/db/feed/_changes', { selector: { type: { $near: 1 } } }, /\$near/],
+  ];
+  for (const [method, path, body, message] of refused) {
+    const r = await node.request(method, path, { body });
+    t.equal(r.status, 400, path);
+    t.match(r.body.message, message);
+  }
 
   t.test('paging a filtered feed resumes exactly', async (t) => {
     for (let i = 0; i < 30; i++) await node.request('PUT', `/db/feed/p${i}`, { body: { type: i % 3 === 0 ? 'user' : 'bot', i } });
