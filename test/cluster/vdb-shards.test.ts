@@ -75,7 +75,11 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   t.same(found.body.docs.map((d: { _id: string }) => d._id), docs.filter((d) => d.colour === 'green').slice(5, 15).map((d) => d._id), '_find pages in _id order');
   // CouchDB's forms: sort by _id descending, `fields`, and `$gt: null` for every document.
   const last = await cluster.request('n2', 'POST', '/vdb/v/_find', { body: { selector: { _id: { $gt: null }, colour: 'blue' }, sort: [{ _id: 'desc' }], fields: ['_id', 'i'], limit: 3 } });
-  t.same(last.body, { docs: docs.filter((d) => d.colour === 'blue').slice(-3).reverse().map((d) => ({ _id: d._id, i: d.i })), meta: { total: 40, offset: 0, limit: 3 } }, 'the last blue ids first, cut to their fields');
+  const { bookmark, ...lastPage } = last.body;
+  t.same(lastPage, { docs: docs.filter((d) => d.colour === 'blue').slice(-3).reverse().map((d) => ({ _id: d._id, i: d.i })), meta: { total: 40, offset: 0, limit: 3 } }, 'the last blue ids first, cut to their fields');
+  // CouchDB's bookmark: the next page through another node, merged from the shard leaders.
+  const before = await cluster.request('n1', 'POST', '/vdb/v/_find', { body: { selector: { colour: 'blue' }, sort: [{ _id: 'desc' }], fields: ['_id'], limit: 3, bookmark } });
+  t.same(before.body.docs.map((d: { _id: string }) => d._id), docs.filter((d) => d.colour === 'blue').slice(-6, -3).reverse().map((d) => d._id), 'the page after the bookmark');
   t.equal((await cluster.request('n2', 'POST', '/vdb/v/_find', { body: { selector: { colour: { $ne: 'x' } }, allow_fallback: false } })).status, 400, 'allow_fallback: false, no usable index: refused on the shard leaders');
 
   const feed = async (via: string, since?: string) => {

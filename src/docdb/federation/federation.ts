@@ -226,6 +226,7 @@ export class Federations {
     const auth = parseAuth(authOverride ?? rec.auth);
     const raw = mergeQueries(rec.query, request);
     const q = parseFind(raw);
+    if (q.after !== undefined) throw new FirkinError('bad_request', 'a bookmark pages one database or VDB; a federation pages with offset and limit');
     const perMember = q.limit === undefined ? undefined : q.offset + q.limit;
     const deadline = AbortSignal.timeout(this.#d.timeoutMs);
     const errors: Record<string, string> = {};

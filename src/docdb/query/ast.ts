@@ -29,6 +29,13 @@ export type Condition =
   | { readonly kind: 'or'; readonly any: readonly Condition[] }
   | { readonly kind: 'not'; readonly condition: Condition };
 
+/** Where a page ends in a query's order: the order keys' values and the id (a bookmark). */
+export interface Position {
+  /** One per `order_by` key; `undefined` where the document has no such field. */
+  readonly keys: readonly (Json | undefined)[];
+  readonly id: string;
+}
+
 export interface OrderKey {
   readonly path: Path;
   readonly dir: 'asc' | 'desc';
@@ -46,4 +53,6 @@ export interface FindQuery {
   readonly allowFallback?: boolean;
   /** CouchDB's `conflicts: true`: each returned document lists its other leaves as `_conflicts`. */
   readonly conflicts?: boolean;
+  /** CouchDB's `bookmark`: only documents after this position in the query's order. */
+  readonly after?: Position;
 }

@@ -10,7 +10,9 @@ import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
 import type { Condition, FindQuery, Json } from './ast.js';
 import type { ValueCounts } from './counts.js';
-import { compareForOrder, matches, project } from './match.js';
+import { compareForOrder, compareToPosition, matches, project } from './match.js';
+import { bookmarkAfter } from './bookmark.js';
+import { compareStrings } from './collate.js';
 import { QUERY_LIMITS } from './parse.js';
 import { type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
 import { docIdOfPosting } from './postings.js';
@@ -39,6 +41,8 @@ export interface FoundDoc {
 export interface FindResult {
   docs: Record<string, unknown>[];
   meta: { total: number; offset: number; limit: number | null };
+  /** CouchDB's: pass it back (same query) for the page after this one. */
+  bookmark: string;
 }
 
 export interface Explained {
@@ -218,7 +222,10 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   const meta = (total: number) => ({ total, offset: q.offset, limit: limit ?? null });
 
   const idOffsets = plan.kind === 'index' ? plan.scan.idOffsets : undefined;
-  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets !== undefined && idOffsets.length <= IN_COUNTED_VALUES_MAX && owns === undefined && ctx.counts !== undefined && limit !== undefined) {
+  // A bookmark's page starts after a position: the paths that count or page from the index
+  // alone do not know positions (the ids-only one below filters by id).
+  const keyset = q.after !== undefined;
+  if (!keyset && plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets !== undefined && idOffsets.length <= IN_COUNTED_VALUES_MAX && owns === undefined && ctx.counts !== undefined && limit !== undefined) {
     // Equality or `in` on distinct values at a path without array indexes: a document holds
     // one value there, so it is in exactly one range. Total = sum of the per-value counts;
     // the page = the first ids of each range (each in id order), merged.
@@ -233,17 +240,17 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       ids = single ? lists[0]!.ids : sortIds(lists.flatMap((l) => l.ids)).slice(q.offset, windowEnd);
     }
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total) };
+    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total), bookmark: bookmarkAfter(docs, q) };
   }
-  if (plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
+  if (!keyset && plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
     // One value's postings are already in id order: count keys without decoding them and
     // decode only the page's ids.
     const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, idOffsets[0]!, q.offset, windowEnd);
     tooMany(total);
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total) };
+    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total), bookmark: bookmarkAfter(docs, q) };
   }
-  if (conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
+  if (!keyset && conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
     // Everything: the database record counts live documents; the page comes in id order.
     const total = ctx.docs.dbInfo(db).doc_count;
     tooMany(total);
@@ -255,15 +262,16 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
         if (docs.length >= windowEnd - q.offset) break;
       }
     }
-    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total) };
+    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total), bookmark: bookmarkAfter(docs, q) };
   }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0) {
-    const ids = (await idsOf(store, plan.scan)).filter((id) => owns === undefined || owns(id));
+    const after = q.after?.id;
+    const ids = (await idsOf(store, plan.scan)).filter((id) => (owns === undefined || owns(id)) && (after === undefined || compareStrings(id, after) > 0));
     tooMany(ids.length);
-    if (limit === 0) return { docs: [], meta: meta(ids.length) };
+    if (limit === 0) return { docs: [], meta: meta(ids.length), bookmark: bookmarkAfter([], q) };
     const page = ids.slice(q.offset, windowEnd);
     const docs = (await winners(ctx.docs, db, page, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(ids.length) };
+    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(ids.length), bookmark: bookmarkAfter(docs, q) };
   }
 
   const ordered = q.orderBy.length > 0;
@@ -272,6 +280,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   let total = 0;
   const consider = (d: FoundDoc) => {
     if (owns !== undefined && !owns(d.id)) return;
+    if (q.after !== undefined && compareToPosition(d, q.after, q.orderBy) <= 0) return;
     if (!matches({ ...d.body, _id: d.id, _rev: d.rev }, q.where)) return;
     if (ordered) {
       if (limit !== 0) top.push(d);
@@ -290,5 +299,5 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   }
   tooMany(total);
   const docs = ordered ? top.result().slice(q.offset, windowEnd) : page;
-  return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total) };
+  return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total), bookmark: bookmarkAfter(docs, q) };
 }

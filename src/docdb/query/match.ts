@@ -1,6 +1,6 @@
 // Body-level evaluation of a condition tree: the ground truth every plan is checked against.
 import { unreachable } from '../../core/unreachable.js';
-import type { Condition, Json, Path } from './ast.js';
+import type { Condition, Json, Path, Position } from './ast.js';
 import { MISSING, type MaybeJson, collate, compareStrings, jsonEqual } from './collate.js';
 
 /** The value at `path`, or MISSING. A number segment only indexes arrays, a string only objects. */
@@ -114,7 +114,7 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
 }
 
 /** A document as `order_by` sees it: `_id` and `_rev` are kept beside the body, not in it. */
-interface Ordered {
+export interface Ordered {
   id: string;
   rev?: string;
   body: Json;
@@ -124,6 +124,21 @@ function orderValue(d: Ordered, path: Path): MaybeJson {
   if (path.length === 1 && path[0] === '_id') return d.id;
   if (path.length === 1 && path[0] === '_rev' && d.rev !== undefined) return d.rev;
   return valueAt(d.body, path);
+}
+
+/** Where a document stands in the query's order: its keys' values and its id (for a bookmark). */
+export function positionOf(d: Ordered, orderBy: readonly { path: Path }[]): Position {
+  return { keys: orderBy.map((k) => { const v = orderValue(d, k.path); return v === MISSING ? undefined : v; }), id: d.id };
+}
+
+/** > 0 when the document comes after the position in the query's order (ids break ties). */
+export function compareToPosition(d: Ordered, at: Position, orderBy: readonly { path: Path; dir: 'asc' | 'desc' }[]): number {
+  for (let i = 0; i < orderBy.length; i++) {
+    const key = orderBy[i]!;
+    const c = collate(orderValue(d, key.path), at.keys[i] ?? MISSING);
+    if (c !== 0) return key.dir === 'asc' ? c : -c;
+  }
+  return compareStrings(d.id, at.id);
 }
 
 /** Sort key comparison for `order_by`, with `_id` as the final tie-breaker. */

@@ -4,6 +4,7 @@
 import RE2 from 're2';
 import { FirkinError } from '../../core/errors.js';
 import { unreachable } from '../../core/unreachable.js';
+import { decodeBookmark } from './bookmark.js';
 import { COMPARISONS, type Comparison, type Condition, type FindQuery, type Json, type OrderKey, type Path, type Pattern } from './ast.js';
 
 export const QUERY_LIMITS = {
@@ -274,7 +275,7 @@ function parseFields(raw: unknown): Path[] | undefined {
   });
 }
 
-const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by', 'sort', 'include_docs', 'fields', 'use_index', 'execution_stats', 'allow_fallback', 'conflicts', 'r', 'update', 'stable', 'stale'];
+const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by', 'sort', 'include_docs', 'fields', 'use_index', 'execution_stats', 'allow_fallback', 'conflicts', 'bookmark', 'r', 'update', 'stable', 'stale'];
 
 /**
  * CouchDB's read options, checked and without effect here: `r` (replicas to read; a database
@@ -292,10 +293,7 @@ function checkReadOptions(raw: Record<string, unknown>): void {
 export function parseFind(raw: unknown): FindQuery {
   if (raw === undefined || raw === null) raw = {};
   if (!isPlainObject(raw)) throw bad('the _find body must be an object');
-  for (const k of Object.keys(raw)) {
-    if (k === 'bookmark') throw bad('"bookmark" paging is not offered: page with "skip" (or "offset") and "limit"');
-    if (!FIND_FIELDS.includes(k)) throw bad(`unknown _find field ${JSON.stringify(k)}`);
-  }
+  for (const k of Object.keys(raw)) if (!FIND_FIELDS.includes(k)) throw bad(`unknown _find field ${JSON.stringify(k)}`);
   checkReadOptions(raw);
   const parts: Condition[] = [];
   if (raw.where !== undefined) parts.push(parseWhere(raw.where));
@@ -303,15 +301,18 @@ export function parseFind(raw: unknown): FindQuery {
   const includeDocs = raw.include_docs ?? true;
   if (typeof includeDocs !== 'boolean') throw bad('include_docs must be true or false');
   if (raw.order_by !== undefined && raw.sort !== undefined) throw bad('give order_by or sort, not both');
+  const orderBy = parseOrder(raw.order_by ?? raw.sort);
+  const after = decodeBookmark(raw.bookmark, orderBy.length);
   return {
     where: parts.length === 1 ? parts[0]! : { kind: 'and', all: parts },
     limit: parseCount(raw.limit, 'limit'),
     offset: parseCount(raw.offset ?? raw.skip, 'offset') ?? 0,
-    orderBy: parseOrder(raw.order_by ?? raw.sort),
+    orderBy,
     includeDocs,
     fields: parseFields(raw.fields),
     ...(raw.allow_fallback === false ? { allowFallback: false } : {}),
     ...(raw.conflicts === true ? { conflicts: true } : {}),
+    ...(after === undefined ? {} : { after }),
   };
 }
 

@@ -2,6 +2,7 @@
 // shards that are Raft groups on other nodes.
 import type { FindQuery } from '../query/ast.js';
 import { compareForOrder, project } from '../query/match.js';
+import { bookmarkAfter } from '../query/bookmark.js';
 
 /**
  * Shard pages of one `_find` (each the first offset+limit of its matches, whole documents:
@@ -11,15 +12,17 @@ import { compareForOrder, project } from '../query/match.js';
 export function mergeFind(
   q: FindQuery,
   results: readonly { readonly docs: readonly Record<string, unknown>[]; readonly total: number }[],
-): { docs: Record<string, unknown>[]; meta: { total: number; offset: number; limit: number | null } } {
+): { docs: Record<string, unknown>[]; meta: { total: number; offset: number; limit: number | null }; bookmark: string } {
   const total = results.reduce((n, r) => n + r.total, 0);
   const merged = results
     .flatMap((r) => r.docs)
-    .map((d) => ({ id: d._id as string, body: d as never, doc: d }))
+    .map((d) => ({ id: d._id as string, rev: d._rev as string, body: d as never, doc: d }))
     .sort((a, b) => compareForOrder(a, b, q.orderBy));
   const page = merged.slice(q.offset, q.limit === undefined ? undefined : q.offset + q.limit);
   return {
     docs: page.map((m) => (q.includeDocs ? project(m.doc, q.fields) : { _id: m.doc._id, _rev: m.doc._rev })),
     meta: { total, offset: q.offset, limit: q.limit ?? null },
+    // From the whole documents, before `fields` cuts them (the order may need a field it drops).
+    bookmark: bookmarkAfter(page, q),
   };
 }

@@ -76,7 +76,7 @@ t.test('_find over HTTP', async (t) => {
 
   t.test('counting form', async (t) => {
     const count = await find(node, 'people', { selector: { type: 'user' }, limit: 0 });
-    t.same(count.body, { docs: [], meta: { total: 4, offset: 0, limit: 0 } });
+    t.same(count.body, { docs: [], meta: { total: 4, offset: 0, limit: 0 }, bookmark: 'nil' });
     const all = await find(node, 'people', { where: [], limit: 0 });
     t.equal(all.body.meta.total, 5);
   });
@@ -199,4 +199,74 @@ t.test('oracle: _find returns exactly the brute-force answer, in order, with the
     ),
     fcParams(40),
   );
+});
+
+t.test('oracle: paging by bookmark returns every match once, in order, whatever the plan and order', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  let round = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(arbDoc, { minLength: 1, maxLength: 25 }),
+      fc.constantFrom<unknown[]>(
+        [{ path: ['a'], value: 1 }],
+        [{ path: ['a'], op: '>', value: 0 }],
+        [{ path: ['b'], op: 'exists' }],
+        [{ path: ['a'], op: 'in', value: [null, 'x', 2] }],
+        [{ or: [{ path: ['a'], value: 'y' }, { path: ['b'], op: 'missing' }] }],
+        [{ path: ['a', 'b'], op: 'ne', value: 1 }],
+        [],
+      ),
+      fc.integer({ min: 1, max: 4 }),
+      fc.constantFrom<unknown[] | undefined>(undefined, [{ a: 'desc' }], [{ _id: 'desc' }], [{ a: 'asc' }, { _id: 'desc' }], [{ b: 'asc' }, { a: 'desc' }], [{ 'a.b': 'asc' }]),
+      async (docs, where, limit, order) => {
+        const db = `pages${round++}`;
+        await node.request('PUT', `/db/${db}`);
+        const withIds = docs.map((d, i) => ({ ...d, _id: `d${String(i).padStart(2, '0')}` }));
+        await node.request('POST', `/db/${db}/_bulk_docs`, { body: { docs: withIds } });
+        const body: Record<string, unknown> = { where, limit, ...(order === undefined ? {} : { sort: order }) };
+        const q = parseFind(body);
+        const expected = withIds
+          .map((d) => ({ id: d._id, body: d as unknown as Json }))
+          .filter((d) => matches(d.body, q.where as Condition))
+          .sort((a, b) => compareForOrder(a, b, q.orderBy))
+          .map((d) => d.id);
+        const got: string[] = [];
+        let bookmark: string | undefined;
+        for (let pages = 0; pages <= expected.length / limit + 1; pages++) {
+          const res = await find(node, db, { ...body, ...(bookmark === undefined ? {} : { bookmark }) });
+          if (res.status !== 200 || typeof res.body.bookmark !== 'string') return false;
+          got.push(...ids(res));
+          bookmark = res.body.bookmark;
+          if (res.body.docs.length < limit) break;
+        }
+        await node.request('DELETE', `/db/${db}`);
+        return JSON.stringify(got) === JSON.stringify(expected);
+      },
+    ),
+    fcParams(30),
+  );
+});
+
+t.test('bookmarks: stable while documents are written, refused when they are not one', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await seed(node, 'bm', Array.from({ length: 6 }, (_, i) => ({ _id: `k${i * 2}`, n: i * 2 })));
+  const first = await find(node, 'bm', { selector: { n: { $gte: 0 } }, sort: [{ n: 'asc' }], limit: 3 });
+  t.same(ids(first), ['k0', 'k2', 'k4']);
+  // A document sorting inside the first page arrives: an offset would show k4 again; a bookmark does not.
+  t.equal((await node.request('PUT', '/db/bm/k1', { body: { n: 1 } })).status, 201);
+  const byOffset = await find(node, 'bm', { selector: { n: { $gte: 0 } }, sort: [{ n: 'asc' }], limit: 3, skip: 3 });
+  t.same(ids(byOffset), ['k4', 'k6', 'k8'], 'skip repeats k4');
+  const next = await find(node, 'bm', { selector: { n: { $gte: 0 } }, sort: [{ n: 'asc' }], limit: 3, bookmark: first.body.bookmark });
+  t.same(ids(next), ['k6', 'k8', 'k10'], 'the bookmark goes on after k4');
+  const end = await find(node, 'bm', { selector: { n: { $gte: 0 } }, sort: [{ n: 'asc' }], limit: 3, bookmark: next.body.bookmark });
+  t.same(ids(end), [], 'past the end: no documents');
+  t.equal(end.body.bookmark, next.body.bookmark, 'and the same bookmark back');
+  t.equal((await find(node, 'bm', { limit: 2, bookmark: 'nil' })).status, 200, '"nil" is the start');
+  for (const bookmark of ['%%%', 'bm90IGpzb24', Buffer.from(JSON.stringify({ v: 1, k: [], id: 'k0' })).toString('base64url'), 7]) {
+    const r = await find(node, 'bm', { sort: [{ n: 'asc' }], bookmark });
+    t.equal(r.status, 400, `bookmark ${JSON.stringify(bookmark)}`);
+    t.match(r.body.message, /^bookmark: /);
+  }
 });

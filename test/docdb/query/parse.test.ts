@@ -1,5 +1,6 @@
 import t from 'tap';
 import { matches } from '../../../src/docdb/query/match.js';
+import { encodeBookmark } from '../../../src/docdb/query/bookmark.js';
 import { parseFind, parseSelector, parseWhere } from '../../../src/docdb/query/parse.js';
 
 const doc = { type: 'user', age: 42, name: 'Ada', tags: ['x', 'y'], profile: { city: 'Paris' }, score: 2.5, none: null };
@@ -120,11 +121,15 @@ t.test('fields: object keys, dotted or as lists; bad ones are 400', (t) => {
   t.end();
 });
 
-t.test("CouchDB's read options: checked, accepted; allow_fallback kept; bookmark refused with the way to page", (t) => {
+t.test("CouchDB's read options: checked, accepted; allow_fallback kept; a bookmark decoded for its order", (t) => {
   const q = parseFind({ selector: { a: 1 }, r: 2, update: false, stable: true, stale: 'ok', execution_stats: true, allow_fallback: true });
   t.equal(q.allowFallback, undefined, 'allow_fallback true is the default');
   t.equal(parseFind({ allow_fallback: false }).allowFallback, false);
   t.equal(parseFind({ stale: false }).limit, undefined);
+  const at = { keys: [3, undefined, null], id: 'd7' };
+  t.same(parseFind({ sort: ['a', 'b', 'c'], bookmark: encodeBookmark(at) }).after, at, 'a bookmark round-trips, a missing field apart from null');
+  t.equal(parseFind({ bookmark: 'nil' }).after, undefined, '"nil" is the start');
+  t.throws(() => parseFind({ sort: ['a'], bookmark: encodeBookmark(at) }), /made for a query sorted by 3 key\(s\), this one sorts by 1/);
   const bad: [Record<string, unknown>, RegExp][] = [
     [{ r: 0 }, /r must be a positive integer/],
     [{ r: '1' }, /r must be a positive integer/],
@@ -133,7 +138,7 @@ t.test("CouchDB's read options: checked, accepted; allow_fallback kept; bookmark
     [{ allow_fallback: 'no' }, /allow_fallback must be true or false/],
     [{ execution_stats: 'x' }, /execution_stats must be true or false/],
     [{ stale: 'update_after' }, /stale must be "ok" or false/],
-    [{ bookmark: 'g1AAAA' }, /"bookmark" paging is not offered: page with "skip"/],
+    [{ bookmark: 'g1AAAA' }, /^bookmark: not a bookmark/],
   ];
   for (const [body, message] of bad) t.throws(() => parseFind(body), { code: 'bad_request', message }, JSON.stringify(body));
   t.end();
