@@ -1353,11 +1353,13 @@ export class DocEngine {
     return out;
   }
 
-  /** Every document record of a database (deleted ones too) in id order, in batches. */
-  async *scanRecords(db: string, batchSize = 256): AsyncGenerator<{ id: string; record: DocRecord }[]> {
+  /** Every document record of a database (deleted ones too) in id order, in batches; from after `afterId` when given. */
+  async *scanRecords(db: string, batchSize = 256, afterId?: string): AsyncGenerator<{ id: string; record: DocRecord }[]> {
     this.#state(db);
+    const all = keys.docs(db);
+    const range = afterId === undefined ? all : { gt: keys.doc(db, afterId), lt: all.lt };
     let batch: { id: string; record: DocRecord }[] = [];
-    for await (const [key, value] of this.#store.entries('docs', keys.docs(db))) {
+    for await (const [key, value] of this.#store.entries('docs', range)) {
       batch.push({ id: decodeKey(key)[1] as string, record: decodeDocRecord(value) });
       if (batch.length >= batchSize) {
         yield batch;

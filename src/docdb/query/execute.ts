@@ -141,8 +141,8 @@ async function winners(docs: DocReader, db: string, ids: readonly string[], with
 }
 
 /** Every live document of a database in id order, in batches. */
-async function* allDocs(docs: DocReader, db: string): AsyncGenerator<FoundDoc[]> {
-  for await (const batch of docs.scanRecords(db, FETCH_BATCH)) {
+async function* allDocs(docs: DocReader, db: string, afterId?: string): AsyncGenerator<FoundDoc[]> {
+  for await (const batch of docs.scanRecords(db, FETCH_BATCH, afterId)) {
     const live = batch.filter((d) => !d.record.deleted).map((d) => ({ id: d.id, rev: d.record.winner }));
     const bodies = await docs.getBodies(db, live);
     const out: FoundDoc[] = [];
@@ -295,7 +295,8 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       for (const d of await winners(ctx.docs, db, ids.slice(i, i + FETCH_BATCH))) if (d !== undefined) consider(d);
     }
   } else {
-    for await (const batch of allDocs(ctx.docs, db)) for (const d of batch) consider(d);
+    // In id order, a bookmark's page starts with a seek to its id.
+    for await (const batch of allDocs(ctx.docs, db, q.orderBy.length === 0 ? q.after?.id : undefined)) for (const d of batch) consider(d);
   }
   tooMany(total);
   const docs = ordered ? top.result().slice(q.offset, windowEnd) : page;
