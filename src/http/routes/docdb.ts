@@ -59,20 +59,25 @@ const bulkBody = {
   },
 } as const;
 
+/** CouchDB's range over names or ids, as `_all_docs` and `_all_dbs` take it. */
+const keyRangeParams = {
+  startkey: { type: 'string' },
+  start_key: { type: 'string' },
+  endkey: { type: 'string' },
+  end_key: { type: 'string' },
+  skip: { type: 'integer', minimum: 0 },
+  descending: { type: 'boolean' },
+  inclusive_end: { type: 'boolean' },
+} as const;
+
 const allDocsQuery = {
   type: 'object',
   properties: {
-    startkey: { type: 'string' },
-    start_key: { type: 'string' },
-    endkey: { type: 'string' },
-    end_key: { type: 'string' },
+    ...keyRangeParams,
     key: { type: 'string' },
     keys: { type: 'string' },
     limit: { type: 'integer', minimum: 0, maximum: LIMITS.allDocsLimitMax },
-    skip: { type: 'integer', minimum: 0 },
-    descending: { type: 'boolean' },
     include_docs: { type: 'boolean' },
-    inclusive_end: { type: 'boolean' },
     conflicts: { type: 'boolean' },
   },
 } as const;
@@ -98,19 +103,7 @@ const revsDiffBody = {
   additionalProperties: { type: 'array', maxItems: 1000, items: { type: 'string', maxLength: 200 } },
 } as const;
 
-const allDbsQuery = {
-  type: 'object',
-  properties: {
-    startkey: { type: 'string' },
-    start_key: { type: 'string' },
-    endkey: { type: 'string' },
-    end_key: { type: 'string' },
-    limit: { type: 'integer', minimum: 0 },
-    skip: { type: 'integer', minimum: 0 },
-    descending: { type: 'boolean' },
-    inclusive_end: { type: 'boolean' },
-  },
-} as const;
+const allDbsQuery = { type: 'object', properties: { ...keyRangeParams, limit: { type: 'integer', minimum: 0 } } } as const;
 
 type AllDbsQuery = Pick<AllDocsQuery, 'startkey' | 'start_key' | 'endkey' | 'end_key' | 'limit' | 'skip' | 'descending' | 'inclusive_end'>;
 
