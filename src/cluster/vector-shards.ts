@@ -34,7 +34,7 @@ import type { Filter } from '../vector/filter.js';
 import { type DocInput, Shard, type ShardCaches, type StoredDoc, type VectorHit, dropShardData, newShardCaches } from '../vector/shard.js';
 import { ShardFsm, isRequestRecord } from '../vector/shard-fsm.js';
 import type { RequestRecord, ShardStateChunk } from '../vector/shard.js';
-import type { Bm25Options, ClusterCatalogue, ClusteredCollection, ReadOptions, SearchOptions, ShardHandle } from '../vector/shard-handle.js';
+import type { Bm25Options, ClusterCatalogue, ClusteredCollection, ReadOptions, ScrollOptions, ScrolledDoc, SearchOptions, ShardHandle } from '../vector/shard-handle.js';
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { ReshardCoordinator, reshardView } from './reshard.js';
@@ -98,6 +98,7 @@ type ReadRequest =
   | { op: 'search'; v: Uint8Array; k: number; ef: number; f: Filter | null; p?: boolean }
   | { op: 'bm25'; q: string; k: number; st?: QueryStats | null }
   | { op: 'bm25stats'; q: string }
+  | { op: 'scroll'; from: string | null; n: number; f: Filter | null; vec: boolean }
   | { op: 'count' };
 
 const f32 = (v: Float32Array) => new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
@@ -415,6 +416,10 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
             return encodeCbor({ h: await shard.searchBm25(q.q, q.k, { collection: q.st ?? undefined }) });
           case 'bm25stats':
             return encodeCbor({ st: await shard.bm25Stats(q.q) });
+          case 'scroll': {
+            const docs = await shard.scroll(q.from ?? undefined, q.n, { filter: q.f ?? undefined, vectors: q.vec });
+            return encodeCbor({ d: docs.map((d) => ({ id: d.id, text: d.text, metadata: d.metadata, vector: d.vector === undefined ? null : f32(d.vector) })) });
+          }
           case 'count':
             return encodeCbor({ n: shard.count });
           default:
@@ -630,5 +635,11 @@ class RoutedShard implements ShardHandle {
   async countDocs(options: ReadOptions = {}): Promise<number> {
     const reply = await this.#read({ op: 'count', s: this.host.staleRead(options) });
     return reply.n as number;
+  }
+
+  async scroll(from: string | undefined, limit: number, options: ScrollOptions = {}): Promise<ScrolledDoc[]> {
+    const reply = await this.#read({ op: 'scroll', from: from ?? null, n: limit, f: options.filter ?? null, vec: options.vectors === true, s: this.host.staleRead(options) });
+    const docs = reply.d as { id: string; text: string; metadata: Record<string, unknown>; vector: Uint8Array | null }[];
+    return docs.map((d) => ({ id: d.id, text: d.text, metadata: d.metadata, ...(d.vector === null ? {} : { vector: fromF32(d.vector) }) }));
   }
 }

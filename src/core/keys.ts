@@ -319,3 +319,21 @@ export function compareTuples(a: KeyTuple, b: KeyTuple): number {
   }
   return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
+
+/** Strings in the order tuple keys sort them: by Unicode code point (their UTF-8 bytes). */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0;
+  // Code point order: compare UTF-16 units, except that a surrogate (a code point above
+  // U+FFFF) must sort after every BMP unit, which raw unit order gets wrong for U+E000..U+FFFF.
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    if (xs !== ys) return xs ? 1 : -1;
+    return x < y ? -1 : 1;
+  }
+  return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
+}

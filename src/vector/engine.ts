@@ -29,7 +29,8 @@ import { checkEmbedderUrl } from './embedders/http.js';
 import type { Filter } from './filter.js';
 import { type FusedHit, fuse } from './fusion.js';
 import { checkEmbedding, parseVector } from './metric.js';
-import type { Bm25SearchRequest, Consistency, CreateCollectionRequest, DocRequest, HybridSearchRequest, PutDocsRequest, SearchRequest } from './requests.js';
+import type { Bm25SearchRequest, Consistency, CreateCollectionRequest, DocRequest, HybridSearchRequest, PutDocsRequest, ScrollRequest, SearchRequest } from './requests.js';
+import { type ScrollPage, mergeScroll } from './scroll.js';
 import { type DocInput, type MaintenancePolicy, Shard, type StoredDoc, type ShardCaches, type VectorHit, dropShardData, newShardCaches } from './shard.js';
 import type { ClusterCatalogue, ClusteredCollection, ShardHandle } from './shard-handle.js';
 
@@ -440,6 +441,16 @@ export class VectorEngine {
 
   async deleteDoc(name: string, id: string): Promise<void> {
     if (!(await this.#onCurrentMap(name, (c) => c.shardFor(id).remove(id)))) throw new FirkinError('not_found', `document ${JSON.stringify(id)} not found in ${JSON.stringify(name)}`);
+  }
+
+  /**
+   * A page of the collection's documents in id order from `offset` (inclusive), and the id the
+   * next page starts at. Every shard must answer: a listing is never partial (a shard without
+   * a reachable leader fails the page, to be asked again).
+   */
+  async scroll(request: ScrollRequest): Promise<ScrollPage> {
+    const options = { filter: request.filter, vectors: request.withVector, stale: request.consistency === 'stale' };
+    return this.#onCurrentMap(request.collection, async (c) => mergeScroll(await Promise.all(c.shards.map((s) => s.scroll(request.offset, request.limit + 1, options))), request.limit));
   }
 
   // ---- search ----

@@ -65,6 +65,14 @@ export interface SearchBody {
   readonly with_payload?: boolean;
 }
 
+export interface ScrollBody {
+  readonly consistency?: Consistency;
+  readonly limit?: number;
+  readonly offset?: string;
+  readonly filter?: Record<string, unknown> | null;
+  readonly include_vector?: boolean;
+}
+
 export interface Bm25SearchBody {
   readonly consistency?: Consistency;
   readonly query: string;
@@ -115,6 +123,19 @@ export interface SearchRequest {
   /** false: hits are `{id, score}` only (Qdrant's `with_payload: false`); default true. */
   readonly withPayload: boolean;
 }
+
+export interface ScrollRequest {
+  readonly collection: string;
+  /** The id the page starts at (inclusive); undefined: the first. */
+  readonly offset: string | undefined;
+  readonly limit: number;
+  readonly filter: Filter | undefined;
+  readonly withVector: boolean;
+  readonly consistency: Consistency;
+}
+
+/** Qdrant's scroll page size when none is given. */
+export const SCROLL_LIMIT_DEFAULT = 10;
 
 export interface Bm25SearchRequest {
   readonly collection: string;
@@ -205,6 +226,17 @@ export function searchRequest(collection: string, body: SearchBody): SearchReque
     filter: parseFilter(body.filter),
     consistency: body.consistency ?? 'linearizable',
     withPayload: body.with_payload ?? true,
+  };
+}
+
+export function scrollRequest(collection: string, body: ScrollBody): ScrollRequest {
+  return {
+    collection,
+    offset: body.offset,
+    limit: body.limit ?? SCROLL_LIMIT_DEFAULT,
+    filter: parseFilter(body.filter),
+    withVector: body.include_vector === true,
+    consistency: body.consistency ?? 'linearizable',
   };
 }
 

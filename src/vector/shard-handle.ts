@@ -18,6 +18,20 @@ export interface Bm25Options extends ReadOptions {
   readonly collection?: QueryStats;
 }
 
+/** A page of a scroll: documents whose metadata passes `filter`, with their vectors when `vectors`. */
+export interface ScrollOptions extends ReadOptions {
+  readonly filter?: Filter;
+  readonly vectors?: boolean;
+}
+
+/** A document as a scroll lists it: the vector only when asked for. */
+export interface ScrolledDoc {
+  readonly id: string;
+  readonly text: string;
+  readonly metadata: Record<string, unknown>;
+  readonly vector?: Float32Array;
+}
+
 /** `payload: false`: hits carry id and score only (no record is read for them). */
 export interface SearchOptions extends ReadOptions {
   readonly payload?: boolean;
@@ -33,6 +47,8 @@ export interface ShardHandle {
   /** The shard's part of a BM25 query's statistics (`QueryStats`). */
   bm25Stats(query: string, options?: ReadOptions): Promise<QueryStats>;
   countDocs(options?: ReadOptions): Promise<number>;
+  /** Up to `limit` documents from id `from` (inclusive; undefined: the first) in id order. */
+  scroll(from: string | undefined, limit: number, options?: ScrollOptions): Promise<ScrolledDoc[]>;
 }
 
 /** A collection the cluster holds: its config, routing and one handle per shard. */

@@ -49,7 +49,7 @@ import { type Bm25Index, type PostingCache, type TextChange, bm25ShardRange, new
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
 import type { ApplyOutcome, ShardCommand } from './commands.js';
-import type { Bm25Options, SearchOptions, ShardHandle } from './shard-handle.js';
+import type { Bm25Options, ScrollOptions, ScrolledDoc, SearchOptions, ShardHandle } from './shard-handle.js';
 import { exactScore, scoreFromDistance } from './metric.js';
 
 /** Records read per chunk when rebuilding or replaying. */
@@ -816,6 +816,26 @@ export class Shard implements ShardHandle {
   async get(id: string): Promise<StoredDoc | undefined> {
     const raw = await this.#deps.store.get('vec', this.#key('d', id));
     return raw === undefined ? undefined : decodeRecord(id, raw);
+  }
+
+  /**
+   * Up to `limit` documents from id `from` (inclusive) in id order (the records' key order),
+   * those whose metadata passes the filter; a vector is decoded only when asked for.
+   */
+  async scroll(from: string | undefined, limit: number, options: ScrollOptions = {}): Promise<ScrolledDoc[]> {
+    const all = prefixRange([this.id, 'd']);
+    const range = from === undefined ? all : { gte: this.#key('d', from), lt: all.lt };
+    const prefixLength = all.gte.length;
+    const out: ScrolledDoc[] = [];
+    if (limit <= 0) return out;
+    for await (const [key, value] of this.#deps.store.entries('vec', range)) {
+      const r = decodeCbor(value) as RecordValue;
+      if (options.filter !== undefined && !matchesFilter(options.filter, r.m)) continue;
+      const id = decodeTrailingString(key, prefixLength);
+      out.push({ id, text: r.t, metadata: r.m, ...(options.vectors === true ? { vector: bytesVector(r.v) } : {}) });
+      if (out.length >= limit) break;
+    }
+    return out;
   }
 
   /** The payloads of `ids`' stored versions (undefined: gone), from the cache where it holds the live one. */

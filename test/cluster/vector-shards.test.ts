@@ -79,6 +79,16 @@ t.test('replicated vector shards across three processes', async (t) => {
   const bare = await cluster.request('n3', 'POST', '/vectordb/collections/c/search', { body: { vector: query, k: 10, ef: 500, with_payload: false } });
   t.same(bare.body.results.map((h: { id: string }) => h.id), exact, 'with_payload: false through the shard leaders: the same top 10');
   t.ok(bare.body.results.every((h: object) => Object.keys(h).sort().join() === 'id,score'), '...with id and score only');
+  // Scroll through a node: every document once, in id order, from the shard leaders.
+  const scrolled: string[] = [];
+  let offset: string | null = null;
+  do {
+    const page: { status: number; body: { documents: { id: string }[]; next_offset: string | null } } = await cluster.request('n2', 'POST', '/vectordb/collections/c/docs/scroll', { body: { limit: 25, ...(offset === null ? {} : { offset }), filter: { n: { $gte: 0 } } } });
+    t.equal(page.status, 200);
+    scrolled.push(...page.body.documents.map((d) => d.id));
+    offset = page.body.next_offset;
+  } while (offset !== null && scrolled.length <= acked.size);
+  t.same(scrolled, [...acked.keys()].sort(), 'scroll lists every document once, in id order');
 
   // BM25 over three shards ranks as one index over the whole collection would: the shards
   // score with the collection's summed statistics, not each with its own.

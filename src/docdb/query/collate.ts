@@ -3,7 +3,10 @@
 // Numbers compare numerically (JavaScript has one number type: 1 and 1.0 are equal);
 // strings by Unicode code point; arrays element-wise then by length; objects by their
 // sorted [key, value] pairs.
+import { compareStrings } from '../../core/keys.js';
 import type { Json } from './ast.js';
+
+export { compareStrings };
 
 export const MISSING = Symbol('missing');
 export type MaybeJson = Json | typeof MISSING;
@@ -17,23 +20,6 @@ export function typeRank(v: MaybeJson): number {
   if (typeof v === 'string') return 5;
   if (Array.isArray(v)) return 6;
   return 7;
-}
-
-export function compareStrings(a: string, b: string): number {
-  if (a === b) return 0;
-  // Code point order: compare UTF-16 units, except that a surrogate (a code point above
-  // U+FFFF) must sort after every BMP unit, which raw unit order gets wrong for U+E000..U+FFFF.
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    const xs = x >= 0xd800 && x <= 0xdfff;
-    const ys = y >= 0xd800 && y <= 0xdfff;
-    if (xs !== ys) return xs ? 1 : -1;
-    return x < y ? -1 : 1;
-  }
-  return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
 }
 
 export function collate(a: MaybeJson, b: MaybeJson): number {

@@ -25,11 +25,13 @@ import {
   type CollectionBody,
   type DocBody,
   type HybridSearchBody,
+  type ScrollBody,
   type SearchBody,
   bm25SearchRequest,
   createCollectionRequest,
   docRequest,
   hybridSearchRequest,
+  scrollRequest,
   searchRequest,
 } from '../../vector/requests.js';
 
@@ -126,6 +128,12 @@ const searchBatchSchema = {
   additionalProperties: false,
   properties: { searches: { type: 'array', minItems: 1, maxItems: LIMITS.searchBatchMax, items: searchSchema } },
 } as const;
+export const scrollSchema = {
+  // No body: the first page of 10.
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: { limit: int(1, LIMITS.kMax), offset: docIdSchema, filter: filterSchema, include_vector: { type: 'boolean' }, consistency: { enum: CONSISTENCIES } },
+} as const;
 const bm25SearchSchema = {
   type: 'object',
   required: ['query'],
@@ -217,6 +225,15 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
       return out;
     },
   );
+
+  // Qdrant's scroll: the documents in id order, a page at a time; `next_offset` starts the next.
+  app.post<CollectionReq<ScrollBody>>('/collections/:collection/docs/scroll', { schema: { params: collectionParams, body: scrollSchema } }, async (req) => {
+    const page = await engine.scroll(scrollRequest(req.params.collection, req.body ?? {}));
+    return {
+      documents: page.documents.map((d) => ({ id: d.id, text: d.text, metadata: d.metadata, ...(d.vector === undefined ? {} : { vector: Array.from(d.vector) }) })),
+      next_offset: page.next ?? null,
+    };
+  });
 
   app.delete<DocReq>('/collections/:collection/docs/:id', { schema: { params: docParams } }, async (req) => {
     await engine.deleteDoc(req.params.collection, req.params.id);
