@@ -9,7 +9,8 @@ import { toJson } from './parse.js';
 
 /** CouchDB's bookmark for "from the start" (its answer to an empty first page). */
 export const NO_BOOKMARK = 'nil';
-const MAX_CHARS = 16_384;
+/** A sort value can be a whole (large) field: the request body limit bounds a bookmark first. */
+const MAX_CHARS = 16 * 1024 * 1024;
 
 export function encodeBookmark(at: Position): string {
   const k = at.keys.map((v) => (v === undefined ? [0] : [1, v]));

@@ -264,6 +264,11 @@ t.test('bookmarks: stable while documents are written, refused when they are not
   t.same(ids(end), [], 'past the end: no documents');
   t.equal(end.body.bookmark, next.body.bookmark, 'and the same bookmark back');
   t.equal((await find(node, 'bm', { limit: 2, bookmark: 'nil' })).status, 200, '"nil" is the start');
+  // A sort value can be a long field: its bookmark is long too, and still taken back.
+  await seed(node, 'long', ['a', 'b', 'c'].map((c) => ({ _id: c, s: c.repeat(20_000) })));
+  const longFirst = await find(node, 'long', { sort: [{ s: 'asc' }], limit: 1 });
+  t.ok(longFirst.body.bookmark.length > 20_000);
+  t.same(ids(await find(node, 'long', { sort: [{ s: 'asc' }], limit: 1, bookmark: longFirst.body.bookmark })), ['b'], 'a 20,000-character sort value');
   for (const bookmark of ['%%%', 'bm90IGpzb24', Buffer.from(JSON.stringify({ v: 1, k: [], id: 'k0' })).toString('base64url'), 7]) {
     const r = await find(node, 'bm', { sort: [{ n: 'asc' }], bookmark });
     t.equal(r.status, 400, `bookmark ${JSON.stringify(bookmark)}`);
