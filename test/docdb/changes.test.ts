@@ -2,6 +2,7 @@
 import t from 'tap';
 import { hlcToBase64 } from '../../src/core/hlc.js';
 import { startTestNode } from '../support/node.js';
+import { streamText } from '../support/stream.js';
 import { waitFor } from '../support/wait.js';
 
 t.test('bulk, all_docs, changes, sync_hlc', async (t) => {
@@ -171,21 +172,13 @@ t.test('bulk, all_docs, changes, sync_hlc', async (t) => {
     t.equal(res.status, 200);
     t.match(res.headers.get('content-type'), /text\/event-stream/);
     t.ok(res.headers.get('x-service-hlc'));
-    const reader = res.body!.getReader();
-    let text = '';
-    const until = async (pred: (s: string) => boolean) =>
-      waitFor(async () => {
-        if (pred(text)) return true;
-        const { value, done } = await reader.read();
-        if (done) throw new Error('stream ended');
-        text += Buffer.from(value).toString();
-        return pred(text);
-      }, { timeoutMs: 10_000, intervalMs: 0, what: 'SSE text' });
+    const stream = streamText(res);
+    const until = (pred: (s: string) => boolean) => stream.until(pred, 'SSE text');
     await until((s) => s.includes('"id":"before"'));
     const w = await node.request('PUT', '/db/s/pushed', { body: { n: 1 } });
     await until((s) => s.includes('"id":"pushed"'));
     await until((s) => s.includes(': heartbeat'));
-    const events = text.split('\n\n').filter((e) => e.includes('event: change'));
+    const events = stream.text.split('\n\n').filter((e) => e.includes('event: change'));
     t.equal(events.length, 2);
     const pushed = events[1]!;
     const id = /^id: (.+)$/m.exec(pushed)![1]!;
@@ -253,21 +246,13 @@ t.test('bulk, all_docs, changes, sync_hlc', async (t) => {
     t.teardown(() => ac.abort());
     const res = await fetch(`${node.url}/db/cf/_changes?feed=continuous&since=now&heartbeat=50`, { headers: { authorization: `Bearer ${node.adminKey}` }, signal: ac.signal });
     t.equal(res.status, 200);
-    const reader = res.body!.getReader();
-    let text = '';
-    const until = async (pred: (s: string) => boolean, what: string) =>
-      waitFor(async () => {
-        if (pred(text)) return true;
-        const { value, done } = await reader.read();
-        if (done) throw new Error('the feed ended');
-        text += Buffer.from(value).toString();
-        return pred(text);
-      }, { timeoutMs: 10_000, intervalMs: 0, what });
+    const stream = streamText(res);
+    const until = (pred: (s: string) => boolean, what: string) => stream.until(pred, what);
     await until((s) => s.includes('\n\n'), 'heartbeats');
-    t.equal(text.trim(), '', 'nothing but heartbeats before a write (since=now)');
+    t.equal(stream.text.trim(), '', 'nothing but heartbeats before a write (since=now)');
     const w = await node.request('PUT', '/db/cf/c4', { body: { n: 4 } });
     await until((s) => s.includes('"id":"c4"'), 'the pushed change');
-    t.match(lines(text), [{ id: 'c4', changes: [{ rev: w.body.rev }] }]);
+    t.match(lines(stream.text), [{ id: 'c4', changes: [{ rev: w.body.rev }] }]);
     ac.abort();
 
     t.equal((await node.request('GET', '/db/cf/_changes?feed=continuous&descending=true')).status, 400, 'descending is not a live feed');

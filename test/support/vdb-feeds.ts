@@ -2,7 +2,7 @@
 // write and returns it; an event stream pushes writes and carries a resumable cursor.
 import type { Test } from 'tap';
 import type { Reply, RequestOptions } from './node.js';
-import { waitFor } from './wait.js';
+import { streamText } from './stream.js';
 
 type Call = (method: string, path: string, options?: RequestOptions) => Promise<Reply>;
 
@@ -25,21 +25,13 @@ export async function checkVdbFeeds(t: Test, vdb: string, reader: { call: Call; 
   const res = await fetch(`${reader.url}/vdb/${vdb}/_changes?feed=eventsource&heartbeat=50&since=${encodeURIComponent(got.body.last_seq)}`, { headers: { authorization: `Bearer ${reader.key}` }, signal: ac.signal });
   t.equal(res.status, 200);
   t.match(res.headers.get('content-type'), /text\/event-stream/);
-  const stream = res.body!.getReader();
-  let text = '';
-  const until = (pred: (s: string) => boolean) =>
-    waitFor(async () => {
-      if (pred(text)) return true;
-      const { value, done } = await stream.read();
-      if (done) throw new Error('stream ended');
-      text += Buffer.from(value).toString();
-      return pred(text);
-    }, { timeoutMs: 15_000, intervalMs: 0, what: 'SSE text' });
+  const stream = streamText(res, 15_000);
+  const until = (pred: (s: string) => boolean) => stream.until(pred, 'SSE text');
   await until((s) => s.includes('stream open'));
   await writer('PUT', `/vdb/${vdb}/streamed`, { body: { n: 2 } });
   await until((s) => s.includes('"id":"streamed"'));
   await until((s) => s.includes(': heartbeat'));
-  const event = text.split('\n\n').find((e) => e.includes('"id":"streamed"'))!;
+  const event = stream.text.split('\n\n').find((e) => e.includes('"id":"streamed"'))!;
   const cursor = /^id: (.+)$/m.exec(event)?.[1];
   t.ok(cursor !== undefined, 'the event carries the cursor');
   ac.abort();
