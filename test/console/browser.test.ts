@@ -117,8 +117,10 @@ if (!existsSync(CHROMIUM)) {
       await browser.getByLabel('Document id').fill('lime');
       await browser.getByRole('button', { name: 'Get document' }).click();
       await browser.getByText('"a green lime"').waitFor();
-      await browser.getByRole('group', { name: 'Recent documents' }).getByRole('button', { name: 'lime' }).waitFor();
-      t.pass('an opened document is listed among the recent ones');
+      const listed = browser.getByRole('group', { name: 'Documents by id' });
+      await listed.getByRole('button', { name: 'plum' }).click();
+      await browser.getByText('"a purple plum, not an apple"').waitFor();
+      t.same(await listed.getByRole('button').allInnerTexts(), ['apple', 'cherry', 'lime', 'plum'], 'the collection\'s documents listed by id (scroll), and one opened from the list');
       const playground = page.getByRole('region', { name: 'Search playground' });
       await playground.locator('textarea[name="vector"]').fill('[1, 0, 0]');
       await playground.getByLabel('k', { exact: true }).fill('2');
@@ -139,6 +141,26 @@ if (!existsSync(CHROMIUM)) {
       t.equal(expectedIds[0], 'plum', 'plum is both a keyword and the nearest vector');
       await t.resolves(waitForIds(page, expectedIds), `hybrid search: ${expectedIds.join(', ')}`);
       await page.screenshot({ path: path.join(SCREENSHOTS, 'collections.png'), fullPage: true });
+
+      // A larger collection pages its document list, 20 ids at a time, both ways.
+      await form.getByLabel('Name').fill('many');
+      await form.getByLabel('Dimensions').fill('3');
+      await form.getByRole('button', { name: 'Create collection' }).click();
+      await page.getByRole('button', { name: 'many', exact: true }).waitFor();
+      const many = Array.from({ length: 45 }, (_, i) => ({ id: `m${String(i).padStart(2, '0')}`, vector: [1, i, 0] }));
+      t.equal((await node.request('POST', '/vectordb/collections/many/docs', { body: { documents: many } })).status, 200);
+      await page.getByRole('button', { name: 'many', exact: true }).click();
+      const ids = page.getByRole('region', { name: 'Document browser' }).getByRole('group', { name: 'Documents by id' });
+      await ids.getByRole('button', { name: 'm00', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Next 20' }).click();
+      await ids.getByRole('button', { name: 'm20', exact: true }).waitFor();
+      t.same(await ids.getByRole('button').allInnerTexts(), many.slice(20, 40).map((d) => d.id), 'the second page');
+      await page.getByRole('button', { name: 'Next 20' }).click();
+      await ids.getByRole('button', { name: 'm44', exact: true }).waitFor();
+      t.ok(await page.getByRole('button', { name: 'Next 20' }).isDisabled(), 'no page after the last');
+      await page.getByRole('button', { name: 'Previous 20' }).click();
+      await ids.getByRole('button', { name: 'm20', exact: true }).waitFor();
+      t.pass('and back');
     });
 
     await t.test('databases: a conflict shows two leaves; a change appears in the live feed', async (t) => {

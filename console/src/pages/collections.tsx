@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, describeError, enc, timedApi } from '../api.js';
 import { usePoll } from '../hooks.js';
 import { ErrorBox, Json, Loaded, Pager, VirtualTable, usePaged } from '../ui.js';
@@ -77,33 +77,44 @@ function DeleteButton({ name, onDeleted }: { name: string; onDeleted: () => void
   );
 }
 
-// The vector API has no route that lists a collection's documents (only get by id and
-// search), so "recent documents" are the ones opened here, kept per collection for this tab.
-const RECENT_DOCS_MAX = 20;
-const recentKey = (collection: string) => `firkin.recentDocs.${collection}`;
+// The collection's documents a page at a time (the scroll route: id order, keyset pages).
+const DOCS_PAGE = 20;
 
-function readRecent(collection: string): string[] {
-  try {
-    const stored: unknown = JSON.parse(sessionStorage.getItem(recentKey(collection)) ?? '[]');
-    return Array.isArray(stored) ? stored.filter((v): v is string => typeof v === 'string') : [];
-  } catch {
-    return [];
-  }
+interface ScrollAnswer {
+  documents: { id: string }[];
+  next_offset: string | null;
+}
+
+/** A page of ids, and the offsets of the pages before it (to go back). */
+interface DocPage {
+  ids: string[];
+  next: string | null;
+  offset: string | undefined;
+  before: (string | undefined)[];
 }
 
 function DocumentBrowser({ collection }: { collection: string }) {
   const [id, setId] = useState('');
   const [doc, setDoc] = useState<unknown>(undefined);
   const [error, setError] = useState<string | null>(null);
-  const [recent, setRecent] = useState<string[]>(() => readRecent(collection));
+  const [page, setPage] = useState<DocPage | null>(null);
+  const loadPage = async (offset: string | undefined, before: (string | undefined)[]) => {
+    try {
+      const r = await api<ScrollAnswer>('POST', `${BASE}/${enc(collection)}/docs/scroll`, { limit: DOCS_PAGE, ...(offset === undefined ? {} : { offset }) });
+      setPage({ ids: r.documents.map((d) => d.id), next: r.next_offset, offset, before });
+    } catch (err) {
+      setError(describeError(err));
+    }
+  };
+  useEffect(() => {
+    setPage(null);
+    void loadPage(undefined, []);
+  }, [collection]);
   const open = async (docId: string) => {
     setError(null);
     setDoc(undefined);
     try {
       setDoc(await api('GET', `${BASE}/${enc(collection)}/docs/${enc(docId)}`));
-      const next = [docId, ...recent.filter((r) => r !== docId)].slice(0, RECENT_DOCS_MAX);
-      sessionStorage.setItem(recentKey(collection), JSON.stringify(next));
-      setRecent(next);
     } catch (err) {
       setError(describeError(err));
     }
@@ -115,10 +126,15 @@ function DocumentBrowser({ collection }: { collection: string }) {
         <label>Document id<input name="doc-id" required value={id} onInput={(e) => setId(e.currentTarget.value)} /></label>
         <button type="submit">Get document</button>
       </form>
-      <div class="row" aria-label="Recent documents" role="group">
-        <span class="muted">Recent (opened in this tab; the vector API has no route that lists documents):</span>
-        {recent.length === 0 ? <span class="muted">none yet</span> : recent.map((r) => <button type="button" class="recent-doc" onClick={() => void open(r)}>{r}</button>)}
+      <div class="row" aria-label="Documents by id" role="group">
+        {page === null ? <span class="muted">loading…</span> : page.ids.length === 0 ? <span class="muted">no documents</span> : page.ids.map((d) => <button type="button" class="doc-link" onClick={() => void open(d)}>{d}</button>)}
       </div>
+      {page !== null && (page.before.length > 0 || page.next !== null) && (
+        <div class="row">
+          <button type="button" disabled={page.before.length === 0} onClick={() => void loadPage(page.before.at(-1), page.before.slice(0, -1))}>Previous {DOCS_PAGE}</button>
+          <button type="button" disabled={page.next === null} onClick={() => void loadPage(page.next!, [...page.before, page.offset])}>Next {DOCS_PAGE}</button>
+        </div>
+      )}
       {error !== null && <ErrorBox message={error} />}
       {doc !== undefined && <Json value={doc} />}
     </section>
