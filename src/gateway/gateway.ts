@@ -12,7 +12,7 @@ import { collectionQuotaError, documentBytes, writeQuotaError } from './quota.js
 import { type Admission, RateLimiter } from './rate-limiter.js';
 import type { GatewayStore } from './store.js';
 import type { CollectionRecord, Embedder, KeyRecord, Limits, Tenant, Usage } from './types.js';
-import type { GatewayDocument, GatewayHit, GatewaySearch, GatewayVectors } from './vectors.js';
+import type { GatewayDocument, GatewayHit, GatewayScroll, GatewayScrollPage, GatewaySearch, GatewayVectors } from './vectors.js';
 
 export const GATEWAY_LIMITS = {
   /** Keys one tenant may hold at once (rotation needs 2; more is for several clients). */
@@ -409,6 +409,11 @@ export class Gateway {
   async search(caller: Caller, name: string, search: GatewaySearch): Promise<GatewayHit[]> {
     const c = this.#collection(caller.tenant.tenant_id, name);
     return this.#engine().search(c.internal, search);
+  }
+
+  async scroll(caller: Caller, name: string, page: GatewayScroll): Promise<GatewayScrollPage> {
+    const c = this.#collection(caller.tenant.tenant_id, name);
+    return this.#engine().scroll(c.internal, page);
   }
 
 }

@@ -6,9 +6,9 @@ import { ERROR_CODES, type ErrorCode, FirkinError, isFirkinError } from '../core
 import { EMBEDDER_TYPES, LIMITS, type Metric } from '../vector/collection-config.js';
 import type { VectorEngine } from '../vector/engine.js';
 import { parseVector } from '../vector/metric.js';
-import { type EmbedderBody, createCollectionRequest, docRequest, searchRequest } from '../vector/requests.js';
+import { type EmbedderBody, createCollectionRequest, docRequest, scrollRequest, searchRequest } from '../vector/requests.js';
 import type { Embedder } from './types.js';
-import type { GatewayDocument, GatewayHit, GatewaySearch, GatewayVectors, V1Bounds } from './vectors.js';
+import type { GatewayDocument, GatewayHit, GatewayScroll, GatewayScrollPage, GatewaySearch, GatewayVectors, V1Bounds } from './vectors.js';
 
 export const engineBounds: V1Bounds = { dimensionMax: LIMITS.dimensionsMax, kMax: LIMITS.kMax, embedderTypes: EMBEDDER_TYPES };
 
@@ -126,5 +126,10 @@ export class EngineGatewayVectors implements GatewayVectors {
     // A partial answer (a shard with no reachable leader) is served as what the shards found.
     const { results: hits } = await this.#engine.search(searchRequest(internal, search)).catch(collectionGone);
     return hits.map((h) => ({ id: h.id, score: h.score, text: h.text, metadata: h.metadata }));
+  }
+
+  async scroll(internal: string, page: GatewayScroll): Promise<GatewayScrollPage> {
+    const { documents, next } = await this.#engine.scroll(scrollRequest(internal, { limit: page.limit, ...(page.offset === undefined ? {} : { offset: page.offset }), ...(page.filter === undefined ? {} : { filter: page.filter }) })).catch(collectionGone);
+    return { documents: documents.map((d) => ({ id: d.id, text: d.text, metadata: d.metadata })), next };
   }
 }

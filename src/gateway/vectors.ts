@@ -25,6 +25,20 @@ export interface GatewaySearch {
   readonly filter?: Record<string, unknown>;
 }
 
+export interface GatewayScroll {
+  /** The id the page starts at (inclusive); undefined: the first. */
+  readonly offset?: string;
+  readonly limit: number;
+  /** As a search's filter. */
+  readonly filter?: Record<string, unknown>;
+}
+
+export interface GatewayScrollPage {
+  readonly documents: GatewayDocument[];
+  /** Where the next page starts; undefined after the last. */
+  readonly next: string | undefined;
+}
+
 export interface GatewayVectors {
   /** Throws FirkinError when the name is taken or the options are invalid. */
   createCollection(internal: string, options: { dimension: number; embedder?: Embedder }): Promise<void>;
@@ -40,6 +54,8 @@ export interface GatewayVectors {
   /** False when there was no such document. */
   deleteDocument(internal: string, id: string): Promise<boolean>;
   search(internal: string, search: GatewaySearch): Promise<GatewayHit[]>;
+  /** A page of the collection's documents in id order (no vectors). */
+  scroll(internal: string, page: GatewayScroll): Promise<GatewayScrollPage>;
 }
 
 /** The vector engine's bounds, as far as the gateway checks them itself. */

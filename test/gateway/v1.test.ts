@@ -22,6 +22,7 @@ t.test('/v1 routes', async (t) => {
       ['GET', '/v1/collections/docs/documents/a'],
       ['DELETE', '/v1/collections/docs/documents/a'],
       ['POST', '/v1/collections/docs/search'],
+      ['POST', '/v1/collections/docs/documents/scroll'],
     ] as const) {
       const none = await gw.call(method, path, undefined);
       t.equal(none.status, 401, `${method} ${path}`);
@@ -179,6 +180,32 @@ t.test('/v1 routes', async (t) => {
       t.equal(bad.body.error, 'bad_request');
     }
     t.equal((await gw.call('POST', '/v1/collections/docs/search', acme, { query: 'no embedder' })).status, 400, 'text query without an embedder');
+  });
+
+  t.test('scroll: the tenant\'s documents in id order, a page at a time; another tenant\'s collection is not found', async (t) => {
+    const all = await gw.call('POST', '/v1/collections/docs/search', acme, { vector: v(1, 0, 0), k: 100 });
+    const want = (all.body.hits as { id: string }[]).map((h) => h.id).sort();
+    const seen: string[] = [];
+    let offset: string | null = null;
+    do {
+      const page: { status: number; body: { documents: { id: string; text?: string }[]; next_offset: string | null } } = await gw.call('POST', '/v1/collections/docs/documents/scroll', acme, { limit: 3, ...(offset === null ? {} : { offset }) });
+      t.equal(page.status, 200);
+      seen.push(...page.body.documents.map((d) => d.id));
+      offset = page.body.next_offset;
+    } while (offset !== null && seen.length <= want.length);
+    t.same(seen, want, 'every document once, in id order');
+    const first = await gw.call('POST', '/v1/collections/docs/documents/scroll', acme, { limit: 1 });
+    t.match(first.body.documents[0], { id: want[0], metadata: {} });
+    t.notOk('vector' in first.body.documents[0], 'no vectors');
+    const tagged = await gw.call('POST', '/v1/collections/docs/documents/scroll', acme, { filter: { tag: 'x' } });
+    t.same(tagged.body.documents.map((d: { id: string }) => d.id), ['a', 'c'], 'a filter');
+    t.equal((await gw.call('POST', '/v1/collections/docs/documents/scroll', acme)).status, 200, 'no body');
+    t.equal((await gw.call('POST', '/v1/collections/texts/documents/scroll', beta, {})).body.error, 'collection_not_found', 'another tenant\'s collection');
+    const theirs = await gw.call('POST', '/v1/collections/docs/documents/scroll', beta, { limit: 100 });
+    t.notOk((theirs.body.documents as { id: string }[]).some((d) => want.includes(d.id)), 'a collection of the same name of another tenant lists none of these');
+    for (const body of [{ limit: 0 }, { limit: 100_000 }, { filter: 'x' }, { include_vector: true }]) {
+      t.equal((await gw.call('POST', '/v1/collections/docs/documents/scroll', acme, body)).status, 400, JSON.stringify(body));
+    }
   });
 
   t.test('delete document: 404 when missing, counters move only on a real delete', async (t) => {

@@ -12,10 +12,12 @@ import {
   embedderSchema,
   kSchema,
   queryTextSchema,
+  scrollSchema,
   searchSchema,
   vectorSchema,
 } from './vector.js';
 import { DEFAULTS } from '../../vector/collection-config.js';
+import { SCROLL_LIMIT_DEFAULT } from '../../vector/requests.js';
 import { collectionNameSchema } from './gateway-schemas.js';
 import type { Embedder } from '../../gateway/types.js';
 import type { V1Bounds } from '../../gateway/vectors.js';
@@ -79,6 +81,10 @@ function schemas(bounds: V1Bounds) {
       // Exactly one: /v1 does not let a vector silently win over a query.
       oneOf: [{ required: ['query'] }, { required: ['vector'] }],
     },
+    scroll: {
+      ...scrollSchema,
+      properties: { limit: { ...scrollSchema.properties.limit, maximum: bounds.kMax }, offset: { ...scrollSchema.properties.offset, maxLength: DOC_ID_CHARS_MAX }, filter: { type: 'object' } },
+    },
   } as const;
 }
 
@@ -86,6 +92,7 @@ type NameParams = { name: string };
 type DocParams = { name: string; id: string };
 type DocumentsBody = NewDocument & { documents?: NewDocument[] };
 type SearchBody = { query?: string; vector?: number[]; k?: number; filter?: Record<string, unknown> };
+type ScrollBody = { limit?: number; offset?: string; filter?: Record<string, unknown> } | null;
 
 export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds; metrics: GatewayMetrics }> = async (app, { gateway, bounds, metrics }) => {
   const callers = new WeakMap<FastifyRequest, Caller>();
@@ -152,6 +159,17 @@ export const v1Routes: FastifyPluginAsync<{ gateway: Gateway; bounds: V1Bounds; 
   app.get<{ Params: DocParams }>('/v1/collections/:name/documents/:id', { schema: { params: docParams } }, async (request) => {
     const doc = await gateway.getDocument(callerOf(request), request.params.name, request.params.id);
     return { id: doc.id, text: doc.text, metadata: doc.metadata };
+  });
+
+  // The collection's documents in id order, a page at a time (the standard API's scroll).
+  app.post<{ Params: NameParams; Body: ScrollBody }>('/v1/collections/:name/documents/scroll', { schema: { params: nameParams, body: s.scroll } }, async (request) => {
+    const body = request.body ?? {};
+    const page = await gateway.scroll(callerOf(request), request.params.name, {
+      limit: body.limit ?? SCROLL_LIMIT_DEFAULT,
+      ...(body.offset === undefined ? {} : { offset: body.offset }),
+      ...(body.filter === undefined ? {} : { filter: body.filter }),
+    });
+    return { documents: page.documents, next_offset: page.next ?? null };
   });
 
   app.delete<{ Params: DocParams }>('/v1/collections/:name/documents/:id', { schema: { params: docParams } }, async (request) => {
