@@ -219,7 +219,12 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       throw new FirkinError('bad_request', `${total} documents match, more than ${QUERY_LIMITS.resultsMax} in one response: page with limit and offset`);
     }
   };
-  const meta = (total: number) => ({ total, offset: q.offset, limit: limit ?? null });
+  /** The answer for a page (before projection: the bookmark may need a field it drops). */
+  const answer = async (docs: readonly FoundDoc[], total: number): Promise<FindResult> => ({
+    docs: await outputAll(ctx.docs, db, docs, q),
+    meta: { total, offset: q.offset, limit: limit ?? null },
+    bookmark: bookmarkAfter(docs, q),
+  });
 
   const idOffsets = plan.kind === 'index' ? plan.scan.idOffsets : undefined;
   // A bookmark's page starts after a position: the paths that count or page from the index
@@ -240,7 +245,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       ids = single ? lists[0]!.ids : sortIds(lists.flatMap((l) => l.ids)).slice(q.offset, windowEnd);
     }
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total), bookmark: bookmarkAfter(docs, q) };
+    return answer(docs, total);
   }
   if (!keyset && plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
     // One value's postings are already in id order: count keys without decoding them and
@@ -248,7 +253,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, idOffsets[0]!, q.offset, windowEnd);
     tooMany(total);
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total), bookmark: bookmarkAfter(docs, q) };
+    return answer(docs, total);
   }
   if (!keyset && conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
     // Everything: the database record counts live documents; the page comes in id order.
@@ -262,16 +267,16 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
         if (docs.length >= windowEnd - q.offset) break;
       }
     }
-    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total), bookmark: bookmarkAfter(docs, q) };
+    return answer(docs, total);
   }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0) {
     const after = q.after?.id;
     const ids = (await idsOf(store, plan.scan)).filter((id) => (owns === undefined || owns(id)) && (after === undefined || compareStrings(id, after) > 0));
     tooMany(ids.length);
-    if (limit === 0) return { docs: [], meta: meta(ids.length), bookmark: bookmarkAfter([], q) };
+    if (limit === 0) return answer([], ids.length);
     const page = ids.slice(q.offset, windowEnd);
     const docs = (await winners(ctx.docs, db, page, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
-    return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(ids.length), bookmark: bookmarkAfter(docs, q) };
+    return answer(docs, ids.length);
   }
 
   const ordered = q.orderBy.length > 0;
@@ -300,5 +305,5 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   }
   tooMany(total);
   const docs = ordered ? top.result().slice(q.offset, windowEnd) : page;
-  return { docs: await outputAll(ctx.docs, db, docs, q), meta: meta(total), bookmark: bookmarkAfter(docs, q) };
+  return answer(docs, total);
 }

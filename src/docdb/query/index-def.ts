@@ -4,11 +4,9 @@
 // declares already exists: nothing is stored, the declaration is checked as CouchDB checks it
 // and answered `"exists"`, and the built-in indexes are listed. Pure: no I/O.
 import { FirkinError } from '../../core/errors.js';
-import { QUERY_LIMITS, parsePath, parseSelector } from './parse.js';
+import { QUERY_LIMITS, isPlainObject, parsePath, parseSelector } from './parse.js';
 
 const bad = (message: string) => new FirkinError('bad_request', message);
-
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
 
 /** The name and design document `POST _index` answers with, and `GET _index` lists. */
 export const AUTOMATIC_INDEX = { ddoc: '_design/_auto', name: '_auto' } as const;

@@ -34,7 +34,7 @@ const SELECTOR_OPS: Record<string, string> = {
 
 const bad = (message: string) => new FirkinError('bad_request', message);
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
 }
 

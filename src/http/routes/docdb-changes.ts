@@ -278,6 +278,8 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       if (gone.signal.aborted) return;
       if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
     };
+    /** A continuous feed's last line. */
+    const writeEnd = () => write(`${JSON.stringify({ last_seq: lastSeq })}\n`);
     if (sse) await write(': stream open\n\n');
     const heartbeat = feed.heartbeatMs === undefined ? undefined : setInterval(() => void write(sse ? ': heartbeat\n\n' : '\n'), feed.heartbeatMs);
     const unsubscribe = docs.onClose(() => gone.abort());
@@ -285,7 +287,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
     try {
       while (!gone.signal.aborted) {
         if (feed.limit !== undefined && sent >= feed.limit) {
-          await write(`${JSON.stringify({ last_seq: lastSeq })}\n`);
+          await writeEnd();
           break;
         }
         const waiter = new AbortController();
@@ -306,7 +308,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
           if (page.results.length > 0) idleSince = Date.now();
           const caughtUp = page.results.length < limit;
           if (caughtUp && feed.idleMs !== undefined && Date.now() - idleSince >= feed.idleMs) {
-            await write(`${JSON.stringify({ last_seq: lastSeq })}\n`);
+            await writeEnd();
             break;
           }
           if (caughtUp && !gone.signal.aborted) await woken;

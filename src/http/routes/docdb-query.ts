@@ -4,16 +4,11 @@ import type { FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';
 import { checkDbName } from '../../docdb/names.js';
 import { type FindContext, executeFind, planFind } from '../../docdb/query/execute.js';
-import { declareIndex, listIndexes, refuseIndexDelete } from '../../docdb/query/index-def.js';
 import { parseFind } from '../../docdb/query/parse.js';
 import { READ } from '../hooks/auth.js';
+import { indexRoutes } from './couchdb-index.js';
 
 const params = { type: 'object', required: ['db'], properties: { db: { type: 'string' } } } as const;
-const indexParams = {
-  type: 'object',
-  required: ['db', 'ddoc', 'type', 'name'],
-  properties: { db: { type: 'string' }, ddoc: { type: 'string' }, type: { type: 'string' }, name: { type: 'string' } },
-} as const;
 
 export const docdbQueryRoutes: FastifyPluginAsync<{ finder: FindContext }> = async (app, { finder }) => {
   const requireDb = (db: string) => {
@@ -46,19 +41,5 @@ export const docdbQueryRoutes: FastifyPluginAsync<{ finder: FindContext }> = asy
     };
   });
 
-  app.post<{ Params: { db: string } }>('/db/:db/_index', { schema: { params } }, async (request) => {
-    requireDb(request.params.db);
-    return declareIndex(request.body);
-  });
-  app.get<{ Params: { db: string } }>('/db/:db/_index', { schema: { params } }, async (request) => {
-    requireDb(request.params.db);
-    return listIndexes();
-  });
-  // CouchDB's path names the design document with or without its `_design/` prefix.
-  for (const url of ['/db/:db/_index/:ddoc/:type/:name', '/db/:db/_index/_design/:ddoc/:type/:name']) {
-    app.delete<{ Params: { db: string; ddoc: string; type: string; name: string } }>(url, { schema: { params: indexParams } }, async (request) => {
-      requireDb(request.params.db);
-      throw refuseIndexDelete(request.params.ddoc, request.params.name);
-    });
-  }
+  indexRoutes(app, { base: '/db/:db', param: 'db', nameSchema: params.properties.db, requireDb });
 };

@@ -7,13 +7,13 @@ import { clientGone } from './docdb-changes.js';
 import { FirkinError } from '../../core/errors.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import { checkDocId } from '../../docdb/names.js';
-import { declareIndex, listIndexes, refuseIndexDelete } from '../../docdb/query/index-def.js';
 import { parseFind } from '../../docdb/query/parse.js';
 import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
 import { expectedRev } from './docdb-shared.js';
 import { READ } from '../hooks/auth.js';
+import { indexRoutes } from './couchdb-index.js';
 
 export interface VdbRouteDeps {
   /** The node-local engine, or the cluster's replicated shards (per request: the cluster side starts after HTTP). */
@@ -25,11 +25,6 @@ export interface VdbRouteDeps {
 
 const vdbParams = { type: 'object', required: ['vdb'], properties: { vdb: { type: 'string', maxLength: 200 } } } as const;
 const docParams = { type: 'object', required: ['vdb', 'docid'], properties: { vdb: { type: 'string', maxLength: 200 }, docid: { type: 'string' } } } as const;
-const vdbIndexParams = {
-  type: 'object',
-  required: ['vdb', 'ddoc', 'type', 'name'],
-  properties: { vdb: { type: 'string', maxLength: 200 }, ddoc: { type: 'string' }, type: { type: 'string' }, name: { type: 'string' } },
-} as const;
 const shardParams = { type: 'object', required: ['vdb', 'shard'], properties: { vdb: { type: 'string', maxLength: 200 }, shard: { type: 'integer', minimum: 0 } } } as const;
 
 const createBody = {
@@ -169,20 +164,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
   );
 
   // CouchDB's index routes, answered as a database's (docs/query.md: every field is indexed).
-  app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_index', { schema: { params: vdbParams }, config: scoped }, async (r) => {
-    await vdbs().info(r.params.vdb);
-    return declareIndex(r.body);
-  });
-  app.get<{ Params: { vdb: string } }>('/vdb/:vdb/_index', { schema: { params: vdbParams }, config: scoped }, async (r) => {
-    await vdbs().info(r.params.vdb);
-    return listIndexes();
-  });
-  for (const url of ['/vdb/:vdb/_index/:ddoc/:type/:name', '/vdb/:vdb/_index/_design/:ddoc/:type/:name']) {
-    app.delete<{ Params: { vdb: string; ddoc: string; type: string; name: string } }>(url, { schema: { params: vdbIndexParams }, config: scoped }, async (r) => {
-      await vdbs().info(r.params.vdb);
-      throw refuseIndexDelete(r.params.ddoc, r.params.name);
-    });
-  }
+  indexRoutes(app, { base: '/vdb/:vdb', param: 'vdb', nameSchema: vdbParams.properties.vdb, config: scoped, requireDb: (name) => vdbs().info(name) });
 
   // Poll, long-poll (`feed=longpoll`, `timeout` ms) and server-sent events (`feed=eventsource`:
   // each page's last event carries the feed's cursor as its `id`, so EventSource resumes).
