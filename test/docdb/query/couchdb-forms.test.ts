@@ -2,14 +2,20 @@
 // PouchDB's createIndex / getIndexes / deleteIndex drive them (every field is indexed
 // automatically, so a declared index exists already; the built-ins are listed and cannot be
 // deleted), `allow_fallback: false`, and `conflicts: true`.
-import t from 'tap';
-import { startTestNode } from '../../support/node.js';
+import t, { type Test } from 'tap';
+import { type TestNode, startTestNode } from '../../support/node.js';
 
-t.test('_index on a database and a VDB', async (t) => {
+/** A node with an empty database `shop` and an empty VDB `vshop` of `shards` shards; closed after `t`. */
+async function shopNode(t: Test, shards: number): Promise<TestNode> {
   const node = await startTestNode();
   t.teardown(() => node.close());
   t.equal((await node.request('PUT', '/db/shop')).status, 201);
-  t.equal((await node.request('POST', '/vdb', { body: { name: 'vshop', shard_count: 3 } })).status, 201);
+  t.equal((await node.request('POST', '/vdb', { body: { name: 'vshop', shard_count: shards } })).status, 201);
+  return node;
+}
+
+t.test('_index on a database and a VDB', async (t) => {
+  const node = await shopNode(t, 3);
 
   for (const base of ['/db/shop', '/vdb/vshop']) {
     const docs = Array.from({ length: 6 }, (_, i) => ({ _id: `p${i}`, kind: i % 2 === 0 ? 'pen' : 'ink', price: i }));
@@ -51,10 +57,7 @@ t.test('_index on a database and a VDB', async (t) => {
 });
 
 t.test('allow_fallback: false refuses a query no index narrows, on a database and a VDB', async (t) => {
-  const node = await startTestNode();
-  t.teardown(() => node.close());
-  t.equal((await node.request('PUT', '/db/shop')).status, 201);
-  t.equal((await node.request('POST', '/vdb', { body: { name: 'vshop', shard_count: 2 } })).status, 201);
+  const node = await shopNode(t, 2);
   for (const base of ['/db/shop', '/vdb/vshop']) {
     const docs = Array.from({ length: 4 }, (_, i) => ({ _id: `p${i}`, kind: i % 2 === 0 ? 'pen' : 'ink' }));
     t.equal((await node.request('POST', `${base}/_bulk_docs`, { body: { docs } })).status, 201);
@@ -70,10 +73,7 @@ t.test('allow_fallback: false refuses a query no index narrows, on a database an
 });
 
 t.test('conflicts: true lists the other leaves of each document, on a database and a VDB', async (t) => {
-  const node = await startTestNode();
-  t.teardown(() => node.close());
-  t.equal((await node.request('PUT', '/db/shop')).status, 201);
-  t.equal((await node.request('POST', '/vdb', { body: { name: 'vshop', shard_count: 2 } })).status, 201);
+  const node = await shopNode(t, 2);
   const h = (c: string) => c.repeat(64);
   for (const base of ['/db/shop', '/vdb/vshop']) {
     // Two branches of p1 (a conflict, as replication leaves them), one revision of p2.

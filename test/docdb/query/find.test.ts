@@ -29,6 +29,14 @@ async function find(node: TestNode, db: string, body: unknown) {
 
 const ids = (res: { body: { docs: { _id: string }[] } }) => res.body.docs.map((d) => d._id);
 
+/** A property round's database: `docs` written as d00, d01, …; the documents with their ids and the write's answer. */
+async function roundDb<D extends object>(node: TestNode, db: string, docs: readonly D[]) {
+  await node.request('PUT', `/db/${db}`);
+  const withIds = docs.map((d, i) => ({ ...d, _id: `d${String(i).padStart(2, '0')}` }));
+  const written = await node.request('POST', `/db/${db}/_bulk_docs`, { body: { docs: withIds } });
+  return { withIds, written };
+}
+
 t.test('_find over HTTP', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
@@ -164,9 +172,7 @@ t.test('oracle: _find returns exactly the brute-force answer, in order, with the
       }),
       async (docs, deletes, updates, where, page) => {
         const db = `oracle${round++}`;
-        await node.request('PUT', `/db/${db}`);
-        const withIds = docs.map((d, i) => ({ ...d, _id: `d${String(i).padStart(2, '0')}` }));
-        const written = await node.request('POST', `/db/${db}/_bulk_docs`, { body: { docs: withIds } });
+        const { withIds, written } = await roundDb(node, db, docs);
         const revs = new Map<string, string>((written.body as { id: string; rev: string }[]).map((r) => [r.id, r.rev]));
         // Updates move documents between values (the per-value counts must follow).
         const current = new Map(docs.map((d, i) => [`d${String(i).padStart(2, '0')}`, d]));
@@ -221,9 +227,7 @@ t.test('oracle: paging by bookmark returns every match once, in order, whatever 
       fc.constantFrom<unknown[] | undefined>(undefined, [{ a: 'desc' }], [{ _id: 'desc' }], [{ a: 'asc' }, { _id: 'desc' }], [{ b: 'asc' }, { a: 'desc' }], [{ 'a.b': 'asc' }]),
       async (docs, where, limit, order) => {
         const db = `pages${round++}`;
-        await node.request('PUT', `/db/${db}`);
-        const withIds = docs.map((d, i) => ({ ...d, _id: `d${String(i).padStart(2, '0')}` }));
-        await node.request('POST', `/db/${db}/_bulk_docs`, { body: { docs: withIds } });
+        const { withIds } = await roundDb(node, db, docs);
         const body: Record<string, unknown> = { where, limit, ...(order === undefined ? {} : { sort: order }) };
         const q = parseFind(body);
         const expected = withIds
