@@ -10,6 +10,7 @@
 import type { ApiKeyRecord } from '../auth/api-keys.js';
 import type { CollectionRecord, KeyRecord, Tenant } from '../gateway/types.js';
 import { collectionQuotaError } from '../gateway/quota.js';
+import { isPlainObject } from '../core/values.js';
 
 export const NODE_STATUSES = ['up', 'suspect', 'down', 'leaving', 'left'] as const;
 export type NodeStatus = (typeof NODE_STATUSES)[number];
@@ -673,7 +674,7 @@ export function checkMetaState(value: unknown): MetaState {
   if (typeof v !== 'object' || v === null || maps.some((m) => typeof v[m] !== 'object' || v[m] === null || Array.isArray(v[m]))) {
     throw new Error('metadata snapshot: not a metadata state');
   }
-  const tenantCollections = typeof v.tenantCollections === 'object' && v.tenantCollections !== null && !Array.isArray(v.tenantCollections) ? (v.tenantCollections as MetaState['tenantCollections']) : {};
+  const tenantCollections = isPlainObject(v.tenantCollections) ? (v.tenantCollections as MetaState['tenantCollections']) : {};
   return { ...(v as unknown as MetaState), tenantCollections, nextShard: typeof v.nextShard === 'number' ? v.nextShard : 0 };
 }
 

@@ -5,6 +5,7 @@ import { FirkinError } from '../core/errors.js';
 import { checkAttachmentName } from './names.js';
 import type { Json } from './rev-hash.js';
 import { isRev, isRevHash } from './revtree.js';
+import { isPlainObject } from '../core/values.js';
 
 export type AttachmentInput =
   | { readonly kind: 'stub'; readonly digest?: string; readonly content_type?: string; readonly length?: number }
@@ -33,10 +34,6 @@ export function digestOf(data: Buffer): string {
 
 export function makeBlob(data: Buffer, contentType: string): Blob {
   return { digest: digestOf(data), content_type: contentType, length: data.length, data };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !Buffer.isBuffer(value) && !(value instanceof Uint8Array);
 }
 
 const bad = (message: string) => new FirkinError('bad_request', message);

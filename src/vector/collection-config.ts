@@ -1,6 +1,8 @@
 // A collection's configuration: the one list of metrics, BM25 backends and embedder types,
 // their defaults and limits. Pure: no I/O. Requests are checked by their schemas
 // (`http/routes/vector.ts`) and completed in `requests.ts`.
+import { isPlainObject } from '../core/values.js';
+
 export const METRICS = ['cosine', 'l2', 'ip'] as const;
 export type Metric = (typeof METRICS)[number];
 
@@ -97,8 +99,4 @@ export function describe(value: unknown): string {
   if (typeof value === 'object') return 'an object';
   const text = JSON.stringify(value) ?? String(value);
   return `${typeof value} ${text.length > 40 ? `${text.slice(0, 40)}...` : text}`;
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
 }

@@ -8,6 +8,7 @@
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 import type { DocInput } from './shard.js';
+import { isPlainObject } from '../core/values.js';
 
 /**
  * `rid`: a request id chosen once by the router of a replicated write, the same on every retry
@@ -53,7 +54,6 @@ export function encodeShardCommand(command: ShardCommand): Buffer {
   return encodeCbor({ k: 'u', docs, ...r });
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
 
 function corrupt(why: string): FirkinError {
   return new FirkinError('error', `shard command does not decode: ${why}`);
@@ -66,7 +66,7 @@ export function decodeShardCommand(bytes: Uint8Array): ShardCommand {
   } catch (err) {
     throw corrupt((err as Error).message);
   }
-  if (!isObject(raw)) throw corrupt('not a map');
+  if (!isPlainObject(raw)) throw corrupt('not a map');
   if (raw.r !== undefined && (typeof raw.r !== 'string' || raw.r.length === 0 || raw.r.length > REQUEST_ID_CHARS_MAX)) throw corrupt('bad request id');
   const r = raw.r === undefined ? {} : { rid: raw.r };
   if (raw.k === 'd') {
@@ -75,7 +75,7 @@ export function decodeShardCommand(bytes: Uint8Array): ShardCommand {
   }
   if (raw.k !== 'u' || !Array.isArray(raw.docs)) throw corrupt(`unknown kind ${JSON.stringify(raw.k)}`);
   const docs = raw.docs.map((d: unknown, n: number): DocInput => {
-    if (!isObject(d) || typeof d.i !== 'string' || typeof d.t !== 'string' || !isObject(d.m) || !(d.v instanceof Uint8Array) || d.v.byteLength % 4 !== 0) {
+    if (!isPlainObject(d) || typeof d.i !== 'string' || typeof d.t !== 'string' || !isPlainObject(d.m) || !(d.v instanceof Uint8Array) || d.v.byteLength % 4 !== 0) {
       throw corrupt(`document ${n} has the wrong shape`);
     }
     // Copy: the decoded bytes may sit at an offset that is not 4-aligned.

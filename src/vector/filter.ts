@@ -4,7 +4,8 @@
 // Several operators on one key must all hold; all keys must hold. Ranges compare numbers with
 // numbers and strings with strings (by code unit); a value of another type never matches.
 import { FirkinError } from '../core/errors.js';
-import { describe, isPlainObject } from './collection-config.js';
+import { describe } from './collection-config.js';
+import { isPlainObject } from '../core/values.js';
 
 export type Condition =
   | { readonly op: '$eq' | '$ne'; readonly value: unknown }

@@ -19,6 +19,7 @@ import type { OutboundPolicy } from '../../core/outbound.js';
 import { type EndpointSpec, type RemoteAuth, checkOutbound, parseAuth, parseEndpoint } from '../replication/endpoint-spec.js';
 import { RemoteDb } from '../replication/remote-client.js';
 import { compareRevs } from '../revtree.js';
+import { isPlainObject } from '../../core/values.js';
 
 export const FEDERATION_LIMITS = {
   membersMax: 64,
@@ -57,10 +58,6 @@ export interface FederationDeps {
 }
 
 const bad = (message: string) => new FirkinError('bad_request', message);
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Stored query and request merged: request keys win, `where` lists are AND-ed. */
 export function mergeQueries(stored: Record<string, unknown> | undefined, request: Record<string, unknown>): Record<string, unknown> {

@@ -4,7 +4,8 @@
 // declares already exists: nothing is stored, the declaration is checked as CouchDB checks it
 // and answered `"exists"`, and the built-in indexes are listed. Pure: no I/O.
 import { FirkinError } from '../../core/errors.js';
-import { QUERY_LIMITS, isPlainObject, parsePath, parseSelector } from './parse.js';
+import { QUERY_LIMITS, parsePath, parseSelector } from './parse.js';
+import { isPlainObject } from '../../core/values.js';
 
 const bad = (message: string) => new FirkinError('bad_request', message);
 

@@ -6,6 +6,7 @@ import { FirkinError } from '../../core/errors.js';
 import { unreachable } from '../../core/unreachable.js';
 import { decodeBookmark } from './bookmark.js';
 import { COMPARISONS, type Comparison, type Condition, type FindQuery, type Json, type OrderKey, type Path, type Pattern } from './ast.js';
+import { isPlainObject } from '../../core/values.js';
 
 export const QUERY_LIMITS = {
   conditionsMax: 1_000,
@@ -33,10 +34,6 @@ const SELECTOR_OPS: Record<string, string> = {
 };
 
 const bad = (message: string) => new FirkinError('bad_request', message);
-
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
-}
 
 /** Checks that a decoded (JSON or CBOR) value is plain JSON. */
 export function toJson(v: unknown, where: string, depth = 0): Json {

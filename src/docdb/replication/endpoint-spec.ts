@@ -4,6 +4,7 @@
 import { FirkinError } from '../../core/errors.js';
 import { checkDbName, isDbName } from '../names.js';
 import { type OutboundPolicy, outboundAllowed } from '../../core/outbound.js';
+import { isPlainObject } from '../../core/values.js';
 
 export type RemoteAuth =
   | { readonly kind: 'none' }
@@ -16,10 +17,6 @@ export type EndpointSpec =
 
 const bad = (message: string) => new FirkinError('bad_request', message);
 const CREDENTIAL_BYTES_MAX = 4096;
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function credential(value: unknown, where: string, allowEmpty = false): string {
   if (typeof value !== 'string' || (!allowEmpty && value === '') || Buffer.byteLength(value) > CREDENTIAL_BYTES_MAX || /[\r\n]/.test(value)) {

@@ -7,6 +7,7 @@ import { FirkinError } from '../../core/errors.js';
 import type { Condition, Json } from '../query/ast.js';
 import { matches } from '../query/match.js';
 import { parseWhere } from '../query/parse.js';
+import { isPlainObject } from '../../core/values.js';
 
 const FILTER_LIMITS = { pathsMax: 64, pathSegmentsMax: 32, pathBytesMax: 1024 } as const;
 
@@ -21,10 +22,6 @@ export interface ReplicationFilter {
 const NO_FILTER: ReplicationFilter = { paths: [], where: undefined, raw: undefined };
 
 const bad = (message: string) => new FirkinError('bad_request', message);
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function parsePathPattern(raw: unknown, where: string): string[] {
   if (typeof raw !== 'string' || raw === '' || Buffer.byteLength(raw) > FILTER_LIMITS.pathBytesMax) {

@@ -31,6 +31,7 @@ import { type ReplicationFilter, parseFilter } from './filter.js';
 import { LocalDocs } from './local-docs.js';
 import { type Progress, type ReplicationResult, replicate } from './replicator.js';
 import { INITIAL, type TaskMachine, type TaskStatus, lastError, step } from './task-state.js';
+import { isPlainObject } from '../../core/values.js';
 
 export interface ReplicationSettings {
   readonly allow: readonly string[];
@@ -131,7 +132,6 @@ export interface TaskView {
 const RECENT_ONE_SHOTS = 20;
 
 const taskKey = (id: string) => encodeKey(['repl.task', id]);
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function errorText(err: unknown): string {
   return err instanceof FirkinError ? `${err.code}: ${err.message}` : `error: ${(err as Error).message}`;

@@ -10,6 +10,7 @@ import { FirkinError } from '../../core/errors.js';
 import { isDbName } from '../names.js';
 import { type EndpointSpec, type RemoteAuth, displayEndpoint, parseAuth, parseEndpoint } from './endpoint-spec.js';
 import { type ReplicationFilter, parseFilter } from './filter.js';
+import { isPlainObject } from '../../core/values.js';
 
 export const PATTERNS = ['chain', 'group', 'fanout'] as const;
 export type Pattern = (typeof PATTERNS)[number];
@@ -43,10 +44,6 @@ export interface TaskSpec {
 
 const bad = (message: string) => new FirkinError('bad_request', message);
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 export function checkPolicyName(name: unknown): string {
   if (typeof name !== 'string' || name.length > POLICY_LIMITS.nameChars || !NAME.test(name)) {

@@ -9,6 +9,7 @@ import type { Hlc } from '../../core/hlc.js';
 import { HASH_FUNCTIONS, type HashFunction } from '../../core/shard-hash.js';
 import type { AttachmentInput, Blob } from '../doc-input.js';
 import type { DocEdit, EditResult } from '../engine.js';
+import { isPlainObject } from '../../core/values.js';
 
 /** Hash ranges [start, end] (inclusive) of document ids, by a VDB's hash function. */
 export interface OwnedRanges {
@@ -45,14 +46,13 @@ export function encodeDocShardCommand(c: DocShardCommand): Uint8Array {
   return encodeCbor(c);
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isString = (v: unknown): v is string => typeof v === 'string';
 const bad = (what: string): never => {
   throw new Error(`VDB shard command: ${what}`);
 };
 
 function checkBlob(v: unknown): Blob {
-  if (!isObject(v) || !isString(v.digest) || !isString(v.content_type) || typeof v.length !== 'number' || !(v.data instanceof Uint8Array)) return bad('malformed attachment');
+  if (!isPlainObject(v) || !isString(v.digest) || !isString(v.content_type) || typeof v.length !== 'number' || !(v.data instanceof Uint8Array)) return bad('malformed attachment');
   const data = Buffer.isBuffer(v.data) ? v.data : Buffer.from(v.data.buffer, v.data.byteOffset, v.data.byteLength);
   if (data.length !== v.length) return bad('attachment length differs from its bytes');
   return { digest: v.digest, content_type: v.content_type, length: v.length, data };
@@ -60,10 +60,10 @@ function checkBlob(v: unknown): Blob {
 
 function checkAttachments(v: unknown): Record<string, AttachmentInput> | undefined {
   if (v === undefined || v === null) return undefined;
-  if (!isObject(v)) return bad('malformed attachments');
+  if (!isPlainObject(v)) return bad('malformed attachments');
   const out: Record<string, AttachmentInput> = {};
   for (const [name, a] of Object.entries(v)) {
-    if (!isObject(a)) return bad('malformed attachment');
+    if (!isPlainObject(a)) return bad('malformed attachment');
     if (a.kind === 'data') out[name] = { kind: 'data', blob: checkBlob(a.blob) };
     else if (a.kind === 'stub') {
       out[name] = {
@@ -78,18 +78,18 @@ function checkAttachments(v: unknown): Record<string, AttachmentInput> | undefin
 }
 
 function checkEdit(v: unknown): DocEdit {
-  if (!isObject(v) || !isString(v.docId)) return bad('edit without a document id');
+  if (!isPlainObject(v) || !isString(v.docId)) return bad('edit without a document id');
   const rev = v.rev === undefined || v.rev === null ? undefined : isString(v.rev) ? v.rev : bad('malformed rev');
   switch (v.kind) {
     case 'update':
-      if (!isObject(v.body) || typeof v.deleted !== 'boolean') return bad('malformed update');
+      if (!isPlainObject(v.body) || typeof v.deleted !== 'boolean') return bad('malformed update');
       return { kind: 'update', docId: v.docId, body: v.body as never, attachments: checkAttachments(v.attachments), deleted: v.deleted, rev };
     case 'attach':
       if (!isString(v.name)) return bad('malformed attachment edit');
       return { kind: 'attach', docId: v.docId, rev, name: v.name, blob: v.blob === undefined || v.blob === null ? undefined : checkBlob(v.blob) };
     case 'replicate': {
       const path = v.path as { revs?: unknown; deleted?: unknown } | undefined;
-      if (!isObject(v.body) || !isObject(path) || !Array.isArray(path.revs) || !path.revs.every(isString) || typeof path.deleted !== 'boolean') return bad('malformed replicated revision');
+      if (!isPlainObject(v.body) || !isPlainObject(path) || !Array.isArray(path.revs) || !path.revs.every(isString) || typeof path.deleted !== 'boolean') return bad('malformed replicated revision');
       return { kind: 'replicate', docId: v.docId, body: v.body as never, attachments: checkAttachments(v.attachments), path: { revs: path.revs as string[], deleted: path.deleted } };
     }
     default:
@@ -98,7 +98,7 @@ function checkEdit(v: unknown): DocEdit {
 }
 
 export function checkOwned(v: unknown): OwnedRanges {
-  if (!isObject(v) || !(HASH_FUNCTIONS as readonly unknown[]).includes(v.hash) || !Array.isArray(v.ranges)) return bad('malformed owned ranges');
+  if (!isPlainObject(v) || !(HASH_FUNCTIONS as readonly unknown[]).includes(v.hash) || !Array.isArray(v.ranges)) return bad('malformed owned ranges');
   const ranges = v.ranges.map((r: unknown) => {
     if (!Array.isArray(r) || r.length !== 2 || !r.every((x) => Number.isSafeInteger(x) && x >= 0 && x <= 0xffff_ffff) || r[0] > r[1]) return bad('malformed hash range');
     return [r[0] as number, r[1] as number] as const;
@@ -109,7 +109,7 @@ export function checkOwned(v: unknown): OwnedRanges {
 /** Decode and check an entry (it came from disk or another node). */
 export function decodeDocShardCommand(data: Uint8Array): DocShardCommand {
   const v = decodeCbor(data) as unknown;
-  if (!isObject(v) || !isString(v.rid)) return bad('not a command');
+  if (!isPlainObject(v) || !isString(v.rid)) return bad('not a command');
   if (v.kind === 'compact') return { kind: 'compact', rid: v.rid };
   if (v.kind === 'own') return { kind: 'own', rid: v.rid, owned: checkOwned(v.owned) };
   if (v.kind === 'purge') {
@@ -118,7 +118,7 @@ export function decodeDocShardCommand(data: Uint8Array): DocShardCommand {
   }
   if (v.kind !== 'edits') return bad(`unknown kind ${JSON.stringify(v.kind)}`);
   const at = v.at as { wallMs?: unknown; logical?: unknown } | undefined;
-  if (!isObject(at) || !Number.isSafeInteger(at.wallMs) || !Number.isSafeInteger(at.logical)) return bad('malformed clock');
+  if (!isPlainObject(at) || !Number.isSafeInteger(at.wallMs) || !Number.isSafeInteger(at.logical)) return bad('malformed clock');
   if (!Array.isArray(v.edits)) return bad('edits are not a list');
   return { kind: 'edits', rid: v.rid, at: { wallMs: at.wallMs as number, logical: at.logical as number }, edits: v.edits.map(checkEdit), ...(v.copy === true ? { copy: true } : {}) };
 }
