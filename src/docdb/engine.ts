@@ -44,11 +44,13 @@ import {
   isLeaf,
   isRev,
   isValidPath,
+  latestLeaves,
   leaves,
   pathFromRevisions,
   revGen,
   revisions,
   revsDiff,
+  revsInfo,
 } from './revtree.js';
 
 /**
@@ -168,6 +170,10 @@ export interface GetDocOptions {
   deletedConflicts?: boolean;
   /** Serve the winner even when it is a tombstone. */
   deleted?: boolean;
+  /** `_revs_info`: the revision's ancestry with each body's status. */
+  revsInfo?: boolean;
+  /** Serve the leaf that descends from `rev` (CouchDB's `latest=true`), not `rev` itself. */
+  latest?: boolean;
 }
 
 export interface ChangeEntry {
@@ -1050,7 +1056,7 @@ export class DocEngine {
   async getDoc(db: string, docId: string, options: GetDocOptions = {}): Promise<Record<string, unknown>> {
     const rec = await this.getRecord(db, docId);
     if (rec === undefined) throw notFoundDoc(docId);
-    const rev = options.rev ?? rec.winner;
+    const rev = options.rev === undefined ? rec.winner : options.latest ? (latestLeaves(rec.tree, options.rev)[0] ?? options.rev) : options.rev;
     const node = findRev(rec.tree, rev);
     if (node === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} not found`);
     if (options.rev === undefined && rec.deleted && options.deleted !== true) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} is deleted`);
@@ -1058,6 +1064,7 @@ export class DocEngine {
     if (stored === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} is not kept (its body was compacted away or never arrived)`);
     const out = this.#render(docId, rev, node.deleted, stored);
     if (options.revs) out._revisions = revisions(rec.tree, rev);
+    if (options.revsInfo) out._revs_info = revsInfo(rec.tree, rev, (r) => isLeaf(rec.tree, r) || rec.kept?.[r] !== undefined);
     if (options.conflicts) {
       const c = conflicts(rec.tree);
       if (c.length > 0) out._conflicts = c;

@@ -247,3 +247,28 @@ export function revsDiff(tree: RevTree, revs: readonly string[]): { missing: str
     .sort(compareRevs);
   return { missing, possibleAncestors };
 }
+
+export type RevStatus = 'available' | 'missing' | 'deleted';
+
+/**
+ * CouchDB's `_revs_info`: the ancestry of `rev`, newest first, each with whether its body can
+ * still be read (`available`), is gone (`missing`: compacted away or never replicated here),
+ * or is a deletion (`deleted`, whose body is kept).
+ */
+export function revsInfo(tree: RevTree, rev: string, bodyKept: (rev: string) => boolean): { rev: string; status: RevStatus }[] {
+  const byRev = new Map(tree.map((n) => [n.rev, n]));
+  return history(tree, rev).map((r) => ({ rev: r, status: !bodyKept(r) ? 'missing' : byRev.get(r)!.deleted ? 'deleted' : 'available' }));
+}
+
+/**
+ * CouchDB's `latest=true`: the leaves that descend from `rev` (itself when it is a leaf), in
+ * the winner rule's order, so the first is the one a single-document read serves. Empty when
+ * the tree does not hold `rev`.
+ */
+export function latestLeaves(tree: RevTree, rev: string): string[] {
+  if (findRev(tree, rev) === undefined) return [];
+  return leaves(tree)
+    .filter((leaf) => history(tree, leaf.rev).includes(rev))
+    .sort((a, b) => (a.deleted !== b.deleted ? (a.deleted ? 1 : -1) : compareRevs(b.rev, a.rev)))
+    .map((leaf) => leaf.rev);
+}

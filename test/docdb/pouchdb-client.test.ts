@@ -72,3 +72,31 @@ t.test('pouchdb-find and a read-only pull against a Firkin database', async (t) 
   t.equal((await two.replicate.from(readOnly, { doc_ids: ['p01', 'p99'] })).ok, true);
   t.same((await two.allDocs()).rows.map((r: { id: string }) => r.id), ['p01', 'p99'], 'a pull with doc_ids brings only those');
 });
+
+t.test('PouchDB\'s document API over HTTP: attachments, revs_info, latest, allDocs and changes with attachments', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', '/db/files')).status, 201);
+  const db = remoteWith(`${node.url}/db/files`, node.adminKey);
+  const first = await db.put({ _id: 'readme', title: 'hello' });
+  const attached = await db.putAttachment('readme', 'body.txt', first.rev, Buffer.from('hello world'), 'text/plain');
+  t.equal(attached.ok, true, 'putAttachment (PUT /db/:db/:doc/:name) was a 404');
+  t.equal((await db.getAttachment('readme', 'body.txt')).toString(), 'hello world', 'getAttachment');
+
+  const withData = await db.get('readme', { attachments: true });
+  t.equal(withData._attachments['body.txt'].data, Buffer.from('hello world').toString('base64'), 'get with attachments fetches each one');
+  const info = await db.get('readme', { revs_info: true });
+  t.same(info._revs_info.map((r: { rev: string; status: string }) => [r.rev, r.status]), [[attached.rev, 'available'], [first.rev, 'available']], 'revs_info');
+  const [latest] = await db.get('readme', { open_revs: [first.rev], latest: true });
+  t.equal(latest.ok._rev, attached.rev, 'open_revs with latest gives the leaf');
+
+  const all = await db.allDocs({ include_docs: true, attachments: true });
+  t.equal(all.rows[0].doc._attachments['body.txt'].data, Buffer.from('hello world').toString('base64'), 'allDocs inlines attachments');
+  const changes = await db.changes({ include_docs: true, attachments: true });
+  t.equal(changes.results[0].doc._attachments['body.txt'].data, Buffer.from('hello world').toString('base64'), 'changes inlines attachments');
+
+  const removed = await db.removeAttachment('readme', 'body.txt', attached.rev);
+  t.equal(removed.ok, true, 'removeAttachment');
+  t.notOk('_attachments' in (await db.get('readme')), 'the attachment is gone');
+  t.equal(await statusOf(db.put({ _id: '_design/app', views: {} })), 400, 'a design document is refused plainly');
+});

@@ -11,12 +11,14 @@ import {
   isLeaf,
   isRev,
   isRevHash,
+  latestLeaves,
   leaves,
   mergePath,
   parseRev,
   revGen,
   revisions,
   revsDiff,
+  revsInfo,
   stem,
   winningRev,
 } from '../../src/docdb/revtree.js';
@@ -206,5 +208,43 @@ t.test('revision forms are read as the regex reads them', (t) => {
   t.equal(isRev(`999999999-${'z'.repeat(128)}`), true);
   t.equal(isRev(`1000000000-a`), false);
   t.equal(isRev(`1-${'a'.repeat(129)}`), false);
+  t.end();
+});
+
+t.test('latestLeaves: exactly the leaves descending from a rev, the winner rule\'s pick first', (t) => {
+  fc.assert(
+    fc.property(arbHistory, fc.nat(), (nodes, pick) => {
+      const tree = build(nodes.map((n) => pathOf(nodes, n)));
+      const rev = nodes[pick % nodes.length]!.rev;
+      const got = latestLeaves(tree, rev);
+      const descendants = leaves(tree).filter((leaf) => pathOf(nodes, leaf).revs.includes(rev));
+      const subtreeWinner = naiveWinner(descendants);
+      return (
+        got.length === descendants.length &&
+        descendants.every((leaf) => got.includes(leaf.rev)) &&
+        got[0] === subtreeWinner &&
+        (isLeaf(tree, rev) ? got.length === 1 && got[0] === rev : !got.includes(rev))
+      );
+    }),
+    fcParams(),
+  );
+  t.same(latestLeaves([{ rev: '1-a', parent: undefined, deleted: false }], '1-b'), [], 'an unknown rev has no latest leaf');
+  t.end();
+});
+
+t.test('revsInfo: the history of a rev with each body\'s status', (t) => {
+  fc.assert(
+    fc.property(arbHistory, fc.nat(), fc.func(fc.boolean()), (nodes, pick, kept) => {
+      const tree = build(nodes.map((n) => pathOf(nodes, n)));
+      const rev = nodes[pick % nodes.length]!.rev;
+      const info = revsInfo(tree, rev, kept);
+      const byRev = new Map(nodes.map((n) => [n.rev, n]));
+      return (
+        JSON.stringify(info.map((i) => i.rev)) === JSON.stringify(history(tree, rev)) &&
+        info.every((i) => i.status === (!kept(i.rev) ? 'missing' : byRev.get(i.rev)!.deleted ? 'deleted' : 'available'))
+      );
+    }),
+    fcParams(),
+  );
   t.end();
 });

@@ -30,6 +30,9 @@ const WRITE_POSTS = [
   'POST /db/:db/_tier/migrate',
   'POST /db/:db/_tier/run_migration',
   'POST /db/:db/:docid/_tier/ttl',
+  // Refused for everyone (design documents do not exist here), a read key first by auth.
+  'POST /db/:db/_design/:name',
+  'POST /db/:db/_design/:name/*',
   'POST /vdb/:vdb/_import',
   'POST /vdb/:vdb/_shards/:shard/_split',
   'POST /vdb/:vdb/_shards/:shard/_merge',
@@ -38,7 +41,7 @@ const WRITE_POSTS = [
   'POST /vdb/:vdb/_index',
 ];
 
-const fill = (url: string) => url.replace(':db', 'r').replace(':vdb', 'v').replace(':docid', 'd1').replace(':shard', '0');
+const fill = (url: string) => url.replace(':db', 'r').replace(':vdb', 'v').replace(':docid', 'd1').replace(':shard', '0').replace(':name', 'app').replace('*', '_update/u');
 
 t.test('read keys: every read-only POST, and no write', async (t) => {
   const node = await startTestNode();

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { FirkinError } from '../../core/errors.js';
 import { type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { DocEngine } from '../engine.js';
+import { inlineAttachments } from '../inline-attachments.js';
 import { leaves } from '../revtree.js';
 import type { EndpointSpec } from './endpoint-spec.js';
 import type { LocalDocs } from './local-docs.js';
@@ -200,29 +201,6 @@ export async function readRevisions(
     out.push(doc); // getRevisions renders without the `id` alias
   }
   return out;
-}
-
-/** A read revision's attachments as a peer wants them: content inline, or stubs it already holds. */
-async function inlineAttachments(docs: DocEngine, db: string, id: string, rev: string, doc: Record<string, unknown>, attsSince: readonly string[] | undefined): Promise<Record<string, unknown>> {
-  const stubs = doc._attachments as Record<string, { content_type: string; digest: string; length: number; revpos: number }>;
-  const history = doc._revisions as { start: number; ids: string[] };
-  // CouchDB's atts_since: an attachment unchanged since a revision the reader holds (its
-  // revpos is at most that revision's generation, and that revision is an ancestor) is sent
-  // as a stub; the reader already has its content.
-  const ancestors = new Set(history.ids.map((hash, i) => `${history.start - i}-${hash}`));
-  const heldGen = Math.max(0, ...(attsSince ?? []).filter((r) => ancestors.has(r)).map((r) => Number(r.split('-', 1)[0])));
-  const inline: Record<string, unknown> = {};
-  for (const [name, meta] of Object.entries(stubs)) {
-    if (meta.revpos <= heldGen) {
-      inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, stub: true };
-      continue;
-    }
-    const att = await docs.getAttachment(db, id, name, rev);
-    const chunks: Buffer[] = [];
-    for await (const chunk of att.chunks()) chunks.push(chunk);
-    inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, data: Buffer.concat(chunks).toString('base64') };
-  }
-  return inline;
 }
 
 interface RemoteChange {

@@ -64,45 +64,49 @@ export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = as
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 
-  app.put<{ Params: Params; Querystring: { rev?: string }; Body: NodeJS.ReadableStream | undefined }>(
-    '/db/:db/:docid/_attachments/:name',
-    { schema: { params, querystring: query }, bodyLimit: attachmentMaxBytes },
-    async (request, reply) => {
-      const { db, docId, name } = await target(request.params);
-      const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
-      const declared = Number(request.headers['content-length']);
-      if (Number.isFinite(declared) && declared > attachmentMaxBytes) throw tooLarge(attachmentMaxBytes);
-      const data = await readLimited(request.body, attachmentMaxBytes);
-      const contentType = request.headers['content-type'] ?? 'application/octet-stream';
-      const blob = makeBlob(data, contentType);
-      const result = await docs.putAttachment(db, docId, name, rev, blob);
-      reply.code(201).header('etag', `"${result.rev}"`);
-      return { ...result, name, content_type: blob.content_type, length: blob.length, digest: blob.digest };
-    },
-  );
+  // CouchDB's path is /db/doc/name (PouchDB's putAttachment, getAttachment and get with
+  // attachments use it); /_attachments/ is the spec's.
+  for (const path of ['/db/:db/:docid/_attachments/:name', '/db/:db/:docid/:name']) {
+    app.put<{ Params: Params; Querystring: { rev?: string }; Body: NodeJS.ReadableStream | undefined }>(
+      path,
+      { schema: { params, querystring: query }, bodyLimit: attachmentMaxBytes },
+      async (request, reply) => {
+        const { db, docId, name } = await target(request.params);
+        const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
+        const declared = Number(request.headers['content-length']);
+        if (Number.isFinite(declared) && declared > attachmentMaxBytes) throw tooLarge(attachmentMaxBytes);
+        const data = await readLimited(request.body, attachmentMaxBytes);
+        const contentType = request.headers['content-type'] ?? 'application/octet-stream';
+        const blob = makeBlob(data, contentType);
+        const result = await docs.putAttachment(db, docId, name, rev, blob);
+        reply.code(201).header('etag', `"${result.rev}"`);
+        return { ...result, name, content_type: blob.content_type, length: blob.length, digest: blob.digest };
+      },
+    );
 
-  app.get<{ Params: Params; Querystring: { rev?: string } }>(
-    '/db/:db/:docid/_attachments/:name',
-    { schema: { params, querystring: query } },
-    async (request, reply) => {
-      const { db, docId, name } = await target(request.params);
-      const rev = request.query.rev === undefined ? undefined : expectedRev({ query: request.query.rev });
-      const att = await docs.getAttachment(db, docId, name, rev);
-      reply.type(att.meta.content_type).header('content-length', String(att.meta.length)).header('etag', `"${att.meta.digest}"`);
-      return reply.send(Readable.from(att.chunks()));
-    },
-  );
+    app.get<{ Params: Params; Querystring: { rev?: string } }>(
+      path,
+      { schema: { params, querystring: query } },
+      async (request, reply) => {
+        const { db, docId, name } = await target(request.params);
+        const rev = request.query.rev === undefined ? undefined : expectedRev({ query: request.query.rev });
+        const att = await docs.getAttachment(db, docId, name, rev);
+        reply.type(att.meta.content_type).header('content-length', String(att.meta.length)).header('etag', `"${att.meta.digest}"`);
+        return reply.send(Readable.from(att.chunks()));
+      },
+    );
 
-  app.delete<{ Params: Params; Querystring: { rev?: string } }>(
-    '/db/:db/:docid/_attachments/:name',
-    { schema: { params, querystring: query } },
-    async (request, reply) => {
-      const { db, docId, name } = await target(request.params);
-      const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
-      if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting an attachment needs the current revision (If-Match or ?rev=)');
-      const result = await docs.putAttachment(db, docId, name, rev, undefined);
-      reply.header('etag', `"${result.rev}"`);
-      return result;
-    },
-  );
+    app.delete<{ Params: Params; Querystring: { rev?: string } }>(
+      path,
+      { schema: { params, querystring: query } },
+      async (request, reply) => {
+        const { db, docId, name } = await target(request.params);
+        const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
+        if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting an attachment needs the current revision (If-Match or ?rev=)');
+        const result = await docs.putAttachment(db, docId, name, rev, undefined);
+        reply.header('etag', `"${result.rev}"`);
+        return result;
+      },
+    );
+  }
 };

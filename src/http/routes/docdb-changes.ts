@@ -6,7 +6,8 @@ import { once } from 'node:events';
 import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/hlc.js';
 import type { ChangeEntry, ChangeFilter, ChangesOptions, DocEngine } from '../../docdb/engine.js';
 import { changeFilterFrom, checkCouchFilter } from '../../docdb/query/change-filter.js';
-import { leaves } from '../../docdb/revtree.js';
+import { inlineAttachments } from '../../docdb/inline-attachments.js';
+import { conflicts, leaves } from '../../docdb/revtree.js';
 import { LIMITS } from '../../docdb/names.js';
 import { FirkinError } from '../../core/errors.js';
 import { errorInStream } from '../errors.js';
@@ -32,6 +33,8 @@ const changesQuery = {
     timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
     doc_ids: { type: 'string' },
     style: { enum: ['main_only', 'all_docs'] },
+    conflicts: { type: 'boolean' },
+    attachments: { type: 'boolean' },
     heartbeat: { type: 'string' },
     filter: { type: 'string' },
     paths: { type: 'array', maxItems: 16, items: { type: 'string' } },
@@ -98,6 +101,8 @@ interface ChangesQuery {
   doc_ids?: string;
   paths?: string[];
   style?: 'main_only' | 'all_docs';
+  conflicts?: boolean;
+  attachments?: boolean;
 }
 
 interface ChangesBody {
@@ -123,15 +128,35 @@ interface StreamFeed {
   idleMs?: number;
   /** Continuous: end after this many changes. */
   limit?: number;
-  style?: 'main_only' | 'all_docs';
+  extras: PageExtras;
 }
 
-/** `style=all_docs` (CouchDB, used by PouchDB): every leaf revision, not just the winner. */
-async function allLeaves<T extends { results: ChangeEntry[] }>(docs: DocEngine, db: string, style: string | undefined, page: T): Promise<T> {
-  if (style !== 'all_docs') return page;
+/** What CouchDB adds to a page of changes on request (PouchDB asks for each). */
+interface PageExtras {
+  /** `style=all_docs`: every leaf revision, not just the winner. */
+  style?: 'main_only' | 'all_docs' | undefined;
+  /** With `include_docs`: `_conflicts` on each document. */
+  conflicts?: boolean | undefined;
+  /** With `include_docs`: attachments' content inline. */
+  attachments?: boolean | undefined;
+}
+
+/** A page of changes with the extras asked for (`PageExtras`). */
+async function withExtras<T extends { results: ChangeEntry[] }>(docs: DocEngine, db: string, extras: PageExtras, page: T): Promise<T> {
+  const withDocs = extras.conflicts === true || extras.attachments === true;
+  if (extras.style !== 'all_docs' && !withDocs) return page;
   for (const entry of page.results) {
     const rec = await docs.getRecord(db, entry.id);
-    if (rec !== undefined) entry.changes = leaves(rec.tree).map((n) => ({ rev: n.rev }));
+    if (rec === undefined) continue;
+    if (extras.style === 'all_docs') entry.changes = leaves(rec.tree).map((n) => ({ rev: n.rev }));
+    if (entry.doc === undefined || entry.doc === null) continue;
+    if (extras.conflicts === true) {
+      const others = conflicts(rec.tree);
+      if (others.length > 0) entry.doc = { ...entry.doc, _conflicts: others };
+    }
+    if (extras.attachments === true && entry.doc._attachments !== undefined) {
+      entry.doc = { ...entry.doc, _attachments: await inlineAttachments(docs, db, entry.id, entry.doc._rev as string, entry.doc) };
+    }
   }
   return page;
 }
@@ -148,6 +173,8 @@ function continuousHeartbeat(raw: string | undefined): number | undefined {
   return ms;
 }
 
+const extrasOf = (q: ChangesQuery): PageExtras => ({ style: q.style, conflicts: q.conflicts, attachments: q.attachments });
+
 /** `feed=continuous`: the request's options as an open feed. */
 function continuousFeed(options: ChangesOptions, q: ChangesQuery): StreamFeed {
   if (options.descending) throw new FirkinError('bad_request', 'feed=continuous follows new changes forward: descending is not taken with it');
@@ -162,7 +189,7 @@ function continuousFeed(options: ChangesOptions, q: ChangesQuery): StreamFeed {
     // CouchDB: a heartbeat keeps the feed open; without one it ends after `timeout` idle.
     ...(heartbeatMs === undefined ? { idleMs: q.timeout ?? LIMITS.longPollTimeoutMsDefault } : {}),
     ...(options.limit === undefined ? {} : { limit: options.limit }),
-    ...(q.style === undefined ? {} : { style: q.style }),
+    extras: extrasOf(q),
   };
 }
 
@@ -224,7 +251,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       checkCouchFilter(q.filter, { docIds: options.docIds !== undefined, selector: false });
       if (q.feed === 'continuous') return serveStream(request, reply, db, continuousFeed(options, q));
       const gone = clientGone(request, reply);
-      return allLeaves(docs, db, q.style, await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
+      return withExtras(docs, db, extrasOf(q), await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
     },
   );
 
@@ -247,7 +274,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       checkCouchFilter(q.filter, { docIds: options.docIds !== undefined, selector: b.selector !== undefined });
       if (q.feed === 'continuous') return serveStream(request, reply, db, continuousFeed(options, q));
       const gone = clientGone(request, reply);
-      return allLeaves(docs, db, q.style, await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
+      return withExtras(docs, db, extrasOf(q), await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
     },
   );
 
@@ -298,7 +325,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
         const woken = docs.waitForChange(db, waitMs, waiter.signal);
         try {
           const limit = feed.limit === undefined ? LIMITS.streamPageSize : Math.min(LIMITS.streamPageSize, feed.limit - sent);
-          const page = await allLeaves(docs, db, feed.style, await docs.changes(db, { since: cursor, limit, descending: false, docIds, includeDocs, filter }));
+          const page = await withExtras(docs, db, feed.extras, await docs.changes(db, { since: cursor, limit, descending: false, docIds, includeDocs, filter }));
           for (const entry of page.results) {
             await write(sse ? `id: ${entry.seq}\nevent: change\ndata: ${JSON.stringify(entry)}\n\n` : `${JSON.stringify(entry)}\n`);
           }
@@ -337,7 +364,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       const lastEventId = request.headers['last-event-id'];
       const since = parseSince(docs, db, typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : q.since);
       const filter = changeFilterFrom(undefined, q.paths);
-      await serveStream(request, reply, db, { format: 'sse', since, docIds: parseDocIds(q.doc_ids), includeDocs: q.include_docs === true, filter, heartbeatMs: q.heartbeat ?? heartbeatMs });
+      await serveStream(request, reply, db, { format: 'sse', since, docIds: parseDocIds(q.doc_ids), includeDocs: q.include_docs === true, filter, heartbeatMs: q.heartbeat ?? heartbeatMs, extras: {} });
     },
   );
 
@@ -351,7 +378,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       const lastEventId = request.headers['last-event-id'];
       const since = parseSince(docs, db, typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : b.since);
       const filter = changeFilterFrom(b.query, b.paths);
-      await serveStream(request, reply, db, { format: 'sse', since, docIds: b.doc_ids === undefined ? undefined : new Set(b.doc_ids), includeDocs: b.include_docs === true, filter, heartbeatMs: b.heartbeat ?? heartbeatMs });
+      await serveStream(request, reply, db, { format: 'sse', since, docIds: b.doc_ids === undefined ? undefined : new Set(b.doc_ids), includeDocs: b.include_docs === true, filter, heartbeatMs: b.heartbeat ?? heartbeatMs, extras: {} });
     },
   );
 };

@@ -6,7 +6,8 @@ import { type HybridClock, hlcToBase64, hlcToText, parseHlc } from '../../core/h
 import { parseDoc } from '../../docdb/doc-input.js';
 import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.js';
 import { LIMITS, checkDbName, checkDocId, pageDbNames } from '../../docdb/names.js';
-import { conflicts, isRev, leaves, pathFromRevisions } from '../../docdb/revtree.js';
+import { inlineAttachments } from '../../docdb/inline-attachments.js';
+import { conflicts, findRev, isRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
 import { wantsCbor } from '../codec.js';
 import { dbParams, docParams, existingDb, expectedRev } from './docdb-shared.js';
 import { allows } from '../../auth/api-keys.js';
@@ -30,12 +31,36 @@ const getDocQuery = {
     deleted_conflicts: { type: 'boolean' },
     deleted: { type: 'boolean' },
     open_revs: { type: 'string' },
+    revs_info: { type: 'boolean' },
+    meta: { type: 'boolean' },
+    latest: { type: 'boolean' },
+    attachments: { type: 'boolean' },
+    atts_since: { type: 'string' },
   },
 } as const;
 
+interface GetDocQuery {
+  rev?: string;
+  revs?: boolean;
+  conflicts?: boolean;
+  deleted_conflicts?: boolean;
+  deleted?: boolean;
+  open_revs?: string;
+  revs_info?: boolean;
+  /** CouchDB's shorthand for conflicts, deleted_conflicts and revs_info. */
+  meta?: boolean;
+  latest?: boolean;
+  attachments?: boolean;
+  atts_since?: string;
+}
+
 /** `open_revs=all`, or a JSON array of revs (CouchDB); undefined for anything else. */
 function parseOpenRevs(text: string): 'all' | string[] | undefined {
-  if (text === 'all') return 'all';
+  return text === 'all' ? 'all' : parseRevList(text);
+}
+
+/** A JSON array of at most bulkDocsMax revisions; undefined for anything else. */
+function parseRevList(text: string): string[] | undefined {
   try {
     const revs: unknown = JSON.parse(text);
     return Array.isArray(revs) && revs.length <= LIMITS.bulkDocsMax && revs.every(isRev) ? revs : undefined;
@@ -43,6 +68,11 @@ function parseOpenRevs(text: string): 'all' | string[] | undefined {
     return undefined;
   }
 }
+
+const designParams = {
+  type: 'object',
+  properties: { db: dbParams.properties.db, name: { type: 'string' } },
+} as const;
 
 const writeQuery = {
   type: 'object',
@@ -79,6 +109,7 @@ const allDocsQuery = {
     limit: { type: 'integer', minimum: 0, maximum: LIMITS.allDocsLimitMax },
     include_docs: { type: 'boolean' },
     conflicts: { type: 'boolean' },
+    attachments: { type: 'boolean' },
   },
 } as const;
 
@@ -120,15 +151,29 @@ type AllDocsQuery = {
   include_docs?: boolean;
   inclusive_end?: boolean;
   conflicts?: boolean;
+  attachments?: boolean;
 };
 
-/** `conflicts=true` with `include_docs` (CouchDB; PouchDB's allDocs asks for it): add `_conflicts`. */
-async function* withConflicts(docs: DocEngine, db: string, wanted: boolean, rows: AsyncIterable<AllDocsRow> | Iterable<AllDocsRow>): AsyncGenerator<AllDocsRow> {
+/**
+ * With `include_docs`, CouchDB's extras on each row's document (PouchDB's allDocs asks for
+ * both): `conflicts=true` adds `_conflicts`, `attachments=true` puts content inline.
+ */
+async function* withDocExtras(
+  docs: DocEngine,
+  db: string,
+  q: { conflicts?: boolean; attachments?: boolean },
+  rows: AsyncIterable<AllDocsRow> | Iterable<AllDocsRow>,
+): AsyncGenerator<AllDocsRow> {
   for await (const row of rows) {
-    if (wanted && row.doc !== undefined && row.doc !== null && row.id !== undefined) {
-      const rec = await docs.getRecord(db, row.id);
-      const others = rec === undefined ? [] : conflicts(rec.tree);
-      if (others.length > 0) row.doc = { ...row.doc, _conflicts: others };
+    if (row.doc !== undefined && row.doc !== null && row.id !== undefined) {
+      if (q.conflicts === true) {
+        const rec = await docs.getRecord(db, row.id);
+        const others = rec === undefined ? [] : conflicts(rec.tree);
+        if (others.length > 0) row.doc = { ...row.doc, _conflicts: others };
+      }
+      if (q.attachments === true && row.doc._attachments !== undefined) {
+        row.doc = { ...row.doc, _attachments: await inlineAttachments(docs, db, row.id, row.doc._rev as string, row.doc) };
+      }
     }
     yield row;
   }
@@ -237,40 +282,68 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
   });
 
   // ---- documents
-  app.get<{ Params: { db: string; docid: string }; Querystring: { rev?: string; revs?: boolean; conflicts?: boolean; deleted_conflicts?: boolean; deleted?: boolean; open_revs?: string } }>(
-    '/db/:db/:docid',
-    { schema: { params: docParams, querystring: getDocQuery } },
-    async (request, reply) => {
-      const docId = checkDocId(request.params.docid);
-      const db = await locate(existingDb(docs, request.params.db), docId);
-      const q = request.query;
-      if (q.open_revs !== undefined) {
-        // CouchDB's JSON form: one `{ok: doc}` or `{missing: rev}` per revision asked for.
-        const wanted = parseOpenRevs(q.open_revs);
-        if (wanted === undefined) throw new FirkinError('bad_request', 'open_revs must be "all" or a JSON array of revisions');
-        let revs: string[];
-        if (wanted === 'all') {
-          const rec = await docs.getRecord(db, docId);
-          if (rec === undefined) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} not found`);
-          revs = leaves(rec.tree).map((n) => n.rev);
-        } else revs = wanted;
-        const out: ({ ok: Record<string, unknown> } | { missing: string })[] = [];
-        for (const r of revs) {
-          try {
-            out.push({ ok: await docs.getDoc(db, docId, { rev: r, revs: q.revs }) });
-          } catch (err) {
-            if (!(err instanceof FirkinError) || err.code !== 'not_found') throw err;
-            out.push({ missing: r });
-          }
-        }
-        return out;
-      }
-      const rev = q.rev === undefined ? undefined : expectedRev({ query: q.rev });
-      const doc = await docs.getDoc(db, docId, { rev, revs: q.revs, conflicts: q.conflicts, deletedConflicts: q.deleted_conflicts, deleted: q.deleted });
-      reply.header('etag', `"${doc._rev as string}"`);
+  // CouchDB's design documents (views, shows, lists, update and validate functions) have no
+  // counterpart here: say so plainly, instead of a reserved-id or no-route error.
+  for (const url of ['/db/:db/_design/:name', '/db/:db/_design/:name/*']) {
+    app.all<{ Params: { db: string; name: string } }>(url, { schema: { params: designParams } }, async (request) => {
+      existingDb(docs, request.params.db);
+      const what = `design documents (views, update and validate functions) are not supported: query with _find (every field is indexed automatically) and declare nothing`;
+      if (request.method === 'GET' || request.method === 'HEAD') throw new FirkinError('not_found', `no design document ${JSON.stringify(`_design/${request.params.name}`)}: ${what}`);
+      throw new FirkinError('bad_request', what);
+    });
+  }
+
+  app.get<{ Params: { db: string; docid: string }; Querystring: GetDocQuery }>('/db/:db/:docid', { schema: { params: docParams, querystring: getDocQuery } }, async (request, reply) => {
+    const docId = checkDocId(request.params.docid);
+    const db = await locate(existingDb(docs, request.params.db), docId);
+    const q = request.query;
+    const attsSince = q.atts_since === undefined ? undefined : parseRevList(q.atts_since);
+    if (attsSince === undefined && q.atts_since !== undefined) throw new FirkinError('bad_request', 'atts_since must be a JSON array of revisions');
+    /** A read revision as asked: attachments inline (whose `atts_since` needs the history), `_revisions` only when asked. */
+    const finish = async (doc: Record<string, unknown>) => {
+      if (q.attachments === true && doc._attachments !== undefined) doc._attachments = await inlineAttachments(docs, db, docId, doc._rev as string, doc, attsSince);
+      if (q.revs !== true) delete doc._revisions;
       return doc;
-    },
-  );
+    };
+    const withHistory = q.revs === true || (q.attachments === true && attsSince !== undefined);
+    if (q.open_revs !== undefined) {
+      // CouchDB's JSON form: one `{ok: doc}` or `{missing: rev}` per revision asked for.
+      const wanted = parseOpenRevs(q.open_revs);
+      if (wanted === undefined) throw new FirkinError('bad_request', 'open_revs must be "all" or a JSON array of revisions');
+      const rec = await docs.getRecord(db, docId);
+      let revs: string[];
+      if (wanted === 'all') {
+        if (rec === undefined) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} not found`);
+        revs = leaves(rec.tree).map((n) => n.rev);
+      } else if (q.latest === true && rec !== undefined) {
+        // Each asked revision's descending leaves in its place (a leaf is its own), once each.
+        revs = [...new Set(wanted.flatMap((r) => latestLeaves(rec.tree, r).concat(findRev(rec.tree, r) === undefined ? [r] : [])))];
+      } else revs = wanted;
+      const out: ({ ok: Record<string, unknown> } | { missing: string })[] = [];
+      for (const r of revs) {
+        try {
+          out.push({ ok: await finish(await docs.getDoc(db, docId, { rev: r, revs: withHistory })) });
+        } catch (err) {
+          if (!(err instanceof FirkinError) || err.code !== 'not_found') throw err;
+          out.push({ missing: r });
+        }
+      }
+      return out;
+    }
+    const rev = q.rev === undefined ? undefined : expectedRev({ query: q.rev });
+    const meta = q.meta === true;
+    const doc = await docs.getDoc(db, docId, {
+      rev,
+      revs: withHistory,
+      conflicts: q.conflicts === true || meta,
+      deletedConflicts: q.deleted_conflicts === true || meta,
+      deleted: q.deleted,
+      revsInfo: q.revs_info === true || meta,
+      latest: q.latest,
+    });
+    reply.header('etag', `"${doc._rev as string}"`);
+    return finish(doc);
+  });
 
   app.put<{ Params: { db: string; docid: string }; Querystring: { rev?: string; new_edits?: boolean }; Body: unknown }>(
     '/db/:db/:docid',
@@ -333,7 +406,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
       const includeDocs = q.include_docs === true;
       if (q.keys !== undefined || q.key !== undefined) {
         const ids = q.keys !== undefined ? keysParam(q.keys) : [keyParam('key', q.key)!];
-        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withConflicts(docs, db, q.conflicts === true, await docs.allDocsByKeys(db, ids, includeDocs)));
+        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, q, await docs.allDocsByKeys(db, ids, includeDocs)));
       }
       const options: AllDocsOptions = {
         startkey: keyParam('startkey', q.startkey ?? q.start_key),
@@ -344,7 +417,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
         descending: q.descending === true,
         includeDocs,
       };
-      return sendRows(request, reply, { total_rows: info.doc_count, offset: options.skip }, withConflicts(docs, db, q.conflicts === true, docs.allDocs(db, options)));
+      return sendRows(request, reply, { total_rows: info.doc_count, offset: options.skip }, withDocExtras(docs, db, q, docs.allDocs(db, options)));
     },
   );
 
@@ -358,9 +431,9 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
       const keys = request.body?.keys;
       if (keys === undefined) {
         const options: AllDocsOptions = { inclusiveEnd: true, skip: 0, descending: false, includeDocs };
-        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, docs.allDocs(db, options));
+        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, request.query, docs.allDocs(db, options)));
       }
-      return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, await docs.allDocsByKeys(db, keys, includeDocs));
+      return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, request.query, await docs.allDocsByKeys(db, keys, includeDocs)));
     },
   );
 

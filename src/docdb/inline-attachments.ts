@@ -1,0 +1,38 @@
+// Attachments inline in a document (`attachments=true` on GET, `_all_docs`, `_changes` and
+// `_bulk_get`): base64 content in place of stubs, as CouchDB sends them.
+import type { DocEngine } from './engine.js';
+
+interface Stub {
+  content_type: string;
+  digest: string;
+  length: number;
+  revpos: number;
+}
+
+/**
+ * A read revision's attachments as the reader wants them: content inline, or a stub for what
+ * it already holds. CouchDB's `atts_since`: an attachment unchanged since a revision the
+ * reader holds (its revpos is at most that revision's generation, and that revision is an
+ * ancestor, per the document's `_revisions`) stays a stub.
+ */
+export async function inlineAttachments(docs: DocEngine, db: string, docId: string, rev: string, doc: Record<string, unknown>, attsSince?: readonly string[]): Promise<Record<string, unknown>> {
+  const stubs = doc._attachments as Record<string, Stub>;
+  let heldGen = 0;
+  if (attsSince !== undefined && attsSince.length > 0) {
+    const history = doc._revisions as { start: number; ids: string[] };
+    const ancestors = new Set(history.ids.map((hash, i) => `${history.start - i}-${hash}`));
+    heldGen = Math.max(0, ...attsSince.filter((r) => ancestors.has(r)).map((r) => Number(r.split('-', 1)[0])));
+  }
+  const inline: Record<string, unknown> = {};
+  for (const [name, meta] of Object.entries(stubs)) {
+    if (meta.revpos <= heldGen) {
+      inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, stub: true };
+      continue;
+    }
+    const att = await docs.getAttachment(db, docId, name, rev);
+    const chunks: Buffer[] = [];
+    for await (const chunk of att.chunks()) chunks.push(chunk);
+    inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, data: Buffer.concat(chunks).toString('base64') };
+  }
+  return inline;
+}

@@ -1,0 +1,96 @@
+// CouchDB's read options on documents over real HTTP: revs_info (with bodies compacted away
+// and deletions), latest (on a branched document), meta, attachments inline with atts_since
+// (GET, _all_docs, _changes), the /db/doc/name attachment path, and design documents
+// refused with a clear error. PouchDB sends each of these; they were silently ignored or 404s.
+import t from 'tap';
+import { compactAndWait } from '../support/compact.js';
+import { startTestNode } from '../support/node.js';
+
+t.test('revs_info, latest and meta', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await node.request('PUT', '/db/r');
+  const r1 = (await node.request('PUT', '/db/r/doc', { body: { v: 1 } })).body.rev as string;
+  const r2 = (await node.request('PUT', '/db/r/doc', { body: { v: 2 }, headers: { 'if-match': r1 } })).body.rev as string;
+  const r3 = (await node.request('PUT', '/db/r/doc', { body: { v: 3 }, headers: { 'if-match': r2 } })).body.rev as string;
+
+  const info = await node.request('GET', '/db/r/doc?revs_info=true');
+  t.same(info.body._revs_info, [r3, r2, r1].map((rev) => ({ rev, status: 'available' })), 'before compaction every body is there');
+  await compactAndWait(node, 'r');
+  const after = await node.request('GET', '/db/r/doc?revs_info=true');
+  t.same(after.body._revs_info, [{ rev: r3, status: 'available' }, { rev: r2, status: 'missing' }, { rev: r1, status: 'missing' }], 'compaction dropped the old bodies');
+  t.notOk('_revs_info' in (await node.request('GET', '/db/r/doc')).body, 'only when asked');
+
+  // A branch from r2, then a deleted leaf on top of r3: r2 has two descending leaves.
+  const branch = `3-${'f'.repeat(64)}`;
+  const h = (rev: string) => rev.slice(2);
+  t.equal((await node.request('PUT', '/db/r/doc?new_edits=false', { body: { _rev: branch, _revisions: { start: 3, ids: [h(branch), h(r2), h(r1)] }, v: 'b' } })).status, 201);
+  const r4 = (await node.request('DELETE', `/db/r/doc?rev=${r3}`)).body.rev as string;
+
+  const latest = await node.request('GET', `/db/r/doc?rev=${r2}&latest=true`);
+  t.equal(latest.status, 200);
+  t.equal(latest.body._rev, branch, 'latest from r2: the live leaf beats the deleted one');
+  t.equal((await node.request('GET', `/db/r/doc?rev=${r3}&latest=true`)).body._rev, r4, 'latest from r3: its deleted child');
+  t.equal((await node.request('GET', `/db/r/doc?rev=${branch}&latest=true`)).body._rev, branch, 'a leaf is its own latest');
+  t.equal((await node.request('GET', `/db/r/doc?rev=${r2}`)).status, 404, 'without latest, r2 is asked for itself (its body is compacted away)');
+
+  const open = await node.request('GET', `/db/r/doc?open_revs=${encodeURIComponent(JSON.stringify([r2, `9-${'a'.repeat(8)}`]))}&latest=true`);
+  t.same(
+    open.body.map((e: { ok?: { _rev: string }; missing?: string }) => e.ok?._rev ?? `missing ${e.missing}`),
+    [branch, r4, `missing 9-${'a'.repeat(8)}`],
+    'open_revs with latest: each asked revision\'s leaves, winner first; an unknown one missing',
+  );
+
+  const meta = await node.request('GET', `/db/r/doc?meta=true`);
+  t.equal(meta.body._rev, branch);
+  t.same(meta.body._deleted_conflicts, [r4]);
+  t.notOk('_conflicts' in meta.body, 'no live conflict');
+  t.same(meta.body._revs_info, [{ rev: branch, status: 'available' }, { rev: r2, status: 'missing' }, { rev: r1, status: 'missing' }]);
+  const deletedInfo = await node.request('GET', `/db/r/doc?rev=${r4}&revs_info=true`);
+  t.same(deletedInfo.body._revs_info.slice(0, 2), [{ rev: r4, status: 'deleted' }, { rev: r3, status: 'available' }], 'a deletion is "deleted"; the body it replaced is kept until compaction');
+});
+
+t.test('attachments inline, the CouchDB attachment path, design documents', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await node.request('PUT', '/db/a');
+  const put = (path: string, body: string, headers: Record<string, string>) => node.request('PUT', path, { body, raw: true, headers });
+  const made = await put('/db/a/note/one.txt', 'first', { 'content-type': 'text/plain' });
+  t.equal(made.status, 201, 'PUT /db/:db/:doc/:name attaches, as CouchDB does');
+  const second = await put('/db/a/note/_attachments/two.txt', 'second', { 'content-type': 'text/plain', 'if-match': made.body.rev });
+  const rev = second.body.rev as string;
+  const got = await fetch(`${node.url}/db/a/note/two.txt`, { headers: { authorization: `Bearer ${node.adminKey}` } });
+  t.equal(await got.text(), 'second', 'GET /db/:db/:doc/:name reads it');
+
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  const inline = await node.request('GET', '/db/a/note?attachments=true');
+  t.same(
+    Object.fromEntries(Object.entries(inline.body._attachments as Record<string, { data?: string; revpos: number }>).map(([n, a]) => [n, [a.data, a.revpos]])),
+    { 'one.txt': [b64('first'), 1], 'two.txt': [b64('second'), 2] },
+  );
+  t.notOk('_revisions' in inline.body, 'the history read for atts_since is not sent unless asked');
+  const since = await node.request('GET', `/db/a/note?attachments=true&atts_since=${encodeURIComponent(JSON.stringify([made.body.rev]))}`);
+  t.equal(since.body._attachments['one.txt'].stub, true, 'unchanged since a revision the reader holds: a stub');
+  t.equal(since.body._attachments['two.txt'].data, b64('second'));
+  t.equal((await node.request('GET', '/db/a/note?attachments=true&atts_since=nope')).status, 400);
+
+  const all = await node.request('GET', '/db/a/_all_docs?include_docs=true&attachments=true');
+  t.equal(all.body.rows[0].doc._attachments['one.txt'].data, b64('first'), '_all_docs inlines with include_docs');
+  const allPost = await node.request('POST', '/db/a/_all_docs?include_docs=true&attachments=true', { body: { keys: ['note'] } });
+  t.equal(allPost.body.rows[0].doc._attachments['two.txt'].data, b64('second'), 'POST _all_docs too');
+  t.equal((await node.request('GET', '/db/a/_all_docs?include_docs=true')).body.rows[0].doc._attachments['one.txt'].stub, true, 'stubs by default');
+  const changes = await node.request('GET', '/db/a/_changes?include_docs=true&attachments=true');
+  t.equal(changes.body.results[0].doc._attachments['two.txt'].data, b64('second'), '_changes inlines with include_docs');
+  t.equal(changes.body.results[0].doc._rev, rev);
+
+  t.equal((await node.request('DELETE', `/db/a/note/one.txt?rev=${rev}`)).status, 200, 'DELETE /db/:db/:doc/:name detaches');
+  t.same(Object.keys((await node.request('GET', '/db/a/note')).body._attachments), ['two.txt']);
+
+  const design = await node.request('PUT', '/db/a/_design/app', { body: { views: { all: { map: 'function (doc) { emit(doc._id) }' } } } });
+  t.equal(design.status, 400);
+  t.match(design.body.message, /design documents .* are not supported: query with _find/);
+  const view = await node.request('GET', '/db/a/_design/app/_view/all');
+  t.equal(view.status, 404);
+  t.match(view.body, { error: 'not_found', message: /no design document "_design\/app"/ });
+  t.equal((await node.request('GET', '/db/nope/_design/app')).status, 404, 'a missing database is a 404 first');
+});
