@@ -34,9 +34,25 @@ export function checkDbName(name: string): void {
   }
 }
 
+const DESIGN_PREFIX = '_design/';
+
+/**
+ * A CouchDB design document's id (`_design/<name>`). Kept as a plain document, so clients
+ * that make them (pouchdb-find's local indexes, couchapps) replicate through unchanged; no
+ * view or function in one runs here, and `_find` never returns one.
+ */
+export function isDesignDocId(id: string): boolean {
+  return id.length > DESIGN_PREFIX.length && id.startsWith(DESIGN_PREFIX);
+}
+
+/** Whether a document can have this id: `checkDocId`'s rule, for reads that answer "missing". */
+export function isDocId(id: string): boolean {
+  return id !== '' && (!id.startsWith('_') || isDesignDocId(id)) && Buffer.byteLength(id) <= LIMITS.docIdBytes;
+}
+
 export function checkDocId(id: unknown): string {
   if (typeof id !== 'string' || id === '') throw new FirkinError('bad_request', 'document id must be a non-empty string');
-  if (id.startsWith('_')) throw new FirkinError('bad_request', `document id ${JSON.stringify(id)} is reserved: ids may not start with _`);
+  if (id.startsWith('_') && !isDesignDocId(id)) throw new FirkinError('bad_request', `document id ${JSON.stringify(id)} is reserved: ids may not start with _ (but for _design/<name>)`);
   if (Buffer.byteLength(id) > LIMITS.docIdBytes) throw new FirkinError('bad_request', `document id is longer than ${LIMITS.docIdBytes} bytes`);
   return id;
 }

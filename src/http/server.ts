@@ -7,6 +7,7 @@ import type { ApiKeys } from '../auth/api-keys.js';
 import type { Clock, HybridClock } from '../core/hlc.js';
 import type { Metrics } from '../metrics.js';
 import { installCodec } from './codec.js';
+import { designDocUrl } from './design-url.js';
 import { defaultConsoleDir, installConsole } from './console.js';
 import { makeErrorHandler } from './errors.js';
 import { installAuth } from './hooks/auth.js';
@@ -58,6 +59,7 @@ export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
   const app: FastifyInstance = Fastify({
     // `/db/name/` is `/db/name` (CouchDB clients such as PouchDB add the slash).
     routerOptions: { ignoreTrailingSlash: true },
+    rewriteUrl: (req) => designDocUrl(req.url ?? '/'),
     loggerInstance: deps.log as FastifyBaseLogger,
     // One debug line per request comes from hooks/observe.ts instead of fastify's two at info.
     logController: new LogController({ disableRequestLogging: true }),

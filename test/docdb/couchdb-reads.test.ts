@@ -1,7 +1,7 @@
 // CouchDB's read options on documents over real HTTP: revs_info (with bodies compacted away
 // and deletions), latest (on a branched document), meta, attachments inline with atts_since
-// (GET, _all_docs, _changes), the /db/doc/name attachment path, and design documents
-// refused with a clear error. PouchDB sends each of these; they were silently ignored or 404s.
+// (GET, _all_docs, _changes), the /db/doc/name attachment path, and design documents kept as
+// documents that never run and that _find never returns. PouchDB sends each of these; they were silently ignored or 404s.
 import t from 'tap';
 import { compactAndWait } from '../support/compact.js';
 import { startTestNode } from '../support/node.js';
@@ -86,11 +86,27 @@ t.test('attachments inline, the CouchDB attachment path, design documents', asyn
   t.equal((await node.request('DELETE', `/db/a/note/one.txt?rev=${rev}`)).status, 200, 'DELETE /db/:db/:doc/:name detaches');
   t.same(Object.keys((await node.request('GET', '/db/a/note')).body._attachments), ['two.txt']);
 
-  const design = await node.request('PUT', '/db/a/_design/app', { body: { views: { all: { map: 'function (doc) { emit(doc._id) }' } } } });
-  t.equal(design.status, 400);
-  t.match(design.body.message, /design documents .* are not supported: query with _find/);
+  // Design documents are kept as documents (replication carries them through) but never run.
+  const ddoc = { views: { all: { map: 'function (doc) { emit(doc._id) }' } }, language: 'javascript' };
+  const design = await node.request('PUT', '/db/a/_design/app', { body: ddoc });
+  t.equal(design.status, 201, 'PUT /db/:db/_design/:name stores it');
+  t.equal(design.body.id, '_design/app');
+  const read = await node.request('GET', '/db/a/_design/app');
+  t.match(read.body, { _id: '_design/app', _rev: design.body.rev, language: 'javascript' });
+  t.equal((await node.request('GET', '/db/a/_design%2Fapp')).body._rev, design.body.rev, 'the encoded form is the same document');
+  t.same((await node.request('GET', '/db/a/_all_docs')).body.rows.map((r: { id: string }) => r.id), ['_design/app', 'note'], '_all_docs lists it, as CouchDB does');
+  t.ok((await node.request('GET', '/db/a/_changes')).body.results.some((c: { id: string }) => c.id === '_design/app'), 'and _changes');
+  const everything = await node.request('POST', '/db/a/_find', { body: { selector: {} } });
+  t.same(everything.body.docs.map((d: { _id: string }) => d._id), ['note'], '_find never returns a design document (full scan)');
+  const byField = await node.request('POST', '/db/a/_find', { body: { selector: { language: 'javascript' } } });
+  t.same(byField.body.docs, [], 'nor through an index: it has no postings');
+  const att = await put('/db/a/_design/app/logo.txt', 'logo', { 'content-type': 'text/plain', 'if-match': design.body.rev });
+  t.equal(att.status, 201, 'an attachment on a design document (couchapps keep their files there)');
   const view = await node.request('GET', '/db/a/_design/app/_view/all');
   t.equal(view.status, 404);
-  t.match(view.body, { error: 'not_found', message: /no design document "_design\/app"/ });
-  t.equal((await node.request('GET', '/db/nope/_design/app')).status, 404, 'a missing database is a 404 first');
+  t.match(view.body, { error: 'not_found', message: /_view\/all: views, shows, lists, update and validate functions do not run here: query with _find/ });
+  t.equal((await node.request('POST', '/db/a/_design/app/_update/u', { body: {} })).status, 400);
+  t.equal((await node.request('GET', '/db/nope/_design/app/_view/all')).status, 404, 'a missing database is a 404 first');
+  t.equal((await node.request('DELETE', `/db/a/_design/app?rev=${att.body.rev}`)).status, 200, 'DELETE removes it');
+  t.equal((await node.request('PUT', '/db/a/_other', { body: {} })).status, 400, 'other ids starting with _ stay reserved');
 });

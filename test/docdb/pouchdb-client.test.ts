@@ -73,7 +73,7 @@ t.test('pouchdb-find and a read-only pull against a Firkin database', async (t) 
   t.same((await two.allDocs()).rows.map((r: { id: string }) => r.id), ['p01', 'p99'], 'a pull with doc_ids brings only those');
 });
 
-t.test('PouchDB\'s document API over HTTP: attachments, revs_info, latest, allDocs and changes with attachments', async (t) => {
+t.test('PouchDB\'s document API over HTTP: attachments, revs_info, latest, allDocs and changes with attachments, design documents', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
   t.equal((await node.request('PUT', '/db/files')).status, 201);
@@ -98,5 +98,20 @@ t.test('PouchDB\'s document API over HTTP: attachments, revs_info, latest, allDo
   const removed = await db.removeAttachment('readme', 'body.txt', attached.rev);
   t.equal(removed.ok, true, 'removeAttachment');
   t.notOk('_attachments' in (await db.get('readme')), 'the attachment is gone');
-  t.equal(await statusOf(db.put({ _id: '_design/app', views: {} })), 400, 'a design document is refused plainly');
+
+  // A PouchDB app with a local pouchdb-find index (a `_design/idx-…` document) syncs both
+  // ways: the push was a 500 on the reserved id and failed the replication.
+  const app = new PouchDB(`app-${Date.now()}`, { adapter: 'memory' });
+  await app.bulkDocs([{ _id: 'n1', tag: 'x' }, { _id: 'n2', tag: 'y' }]);
+  await app.createIndex({ index: { fields: ['tag'] } });
+  const designIds = (await app.allDocs({ startkey: '_design/', endkey: '_design/\uffff' })).rows.map((r: { id: string }) => r.id);
+  t.equal(designIds.length, 1, 'pouchdb-find made a design document locally');
+  const pushed = await app.replicate.to(db);
+  t.equal(pushed.ok, true, JSON.stringify(pushed.errors));
+  t.equal(pushed.doc_write_failures, 0);
+  t.equal((await db.get(designIds[0])).language, 'query', 'the design document arrived whole');
+  t.same((await db.find({ selector: { tag: { $gte: '' } } })).docs.map((d: { _id: string }) => d._id), ['n1', 'n2'], 'Firkin\'s _find ignores it');
+  const back = new PouchDB(`back-${Date.now()}`, { adapter: 'memory' });
+  t.equal((await back.replicate.from(db)).ok, true);
+  t.equal((await back.find({ selector: { tag: 'y' } })).docs[0]._id, 'n2', 'pulled back, the local index works in PouchDB');
 });

@@ -30,8 +30,7 @@ const WRITE_POSTS = [
   'POST /db/:db/_tier/migrate',
   'POST /db/:db/_tier/run_migration',
   'POST /db/:db/:docid/_tier/ttl',
-  // Refused for everyone (design documents do not exist here), a read key first by auth.
-  'POST /db/:db/_design/:name',
+  // A design document's functions: refused for everyone (nothing runs here), a read key first by auth.
   'POST /db/:db/_design/:name/*',
   'POST /vdb/:vdb/_import',
   'POST /vdb/:vdb/_shards/:shard/_split',

@@ -6,6 +6,7 @@
 // and only the page's keys are read.
 import { FirkinError } from '../../core/errors.js';
 import { type KeyRange, decodeKey } from '../../core/keys.js';
+import { isDesignDocId } from '../names.js';
 import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
 import type { Condition, FindQuery, Json } from './ast.js';
@@ -143,7 +144,8 @@ async function winners(docs: DocReader, db: string, ids: readonly string[], with
 /** Every live document of a database in id order, in batches. */
 async function* allDocs(docs: DocReader, db: string, afterId?: string): AsyncGenerator<FoundDoc[]> {
   for await (const batch of docs.scanRecords(db, FETCH_BATCH, afterId)) {
-    const live = batch.filter((d) => !d.record.deleted).map((d) => ({ id: d.id, rev: d.record.winner }));
+    // Design documents have no postings, so index plans never see them; a scan skips them too.
+    const live = batch.filter((d) => !d.record.deleted && !isDesignDocId(d.id)).map((d) => ({ id: d.id, rev: d.record.winner }));
     const bodies = await docs.getBodies(db, live);
     const out: FoundDoc[] = [];
     live.forEach((d, i) => {

@@ -14,6 +14,7 @@
 //   long strings over-match and the body check removes the extras.
 import type { Json, Path } from './ast.js';
 import { decodeKey, encodeKey, extendKey, type KeyPart } from '../../core/keys.js';
+import { isDesignDocId } from '../names.js';
 
 export const ARRAY_SEGMENT = Uint8Array.of(0);
 export const TYPE_TAG = { null: 0, false: 1, true: 2, number: 3, string: 4, emptyArray: 5, emptyObject: 6 } as const;
@@ -88,7 +89,8 @@ export function postingKey(db: string, p: Posting, docId: string): Buffer {
  */
 export function postingKeysOf(db: string, docId: string, body: Json): Buffer[] {
   const out: Buffer[] = [];
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return out;
+  // A design document is not data: no query finds it (CouchDB's _find skips them too).
+  if (body === null || typeof body !== 'object' || Array.isArray(body) || isDesignDocId(docId)) return out;
   const dbPrefix = encodeKey([db]);
   // Same traversal (and so the same first POSTINGS_PER_DOC_MAX leaves) as postingsOf.
   const stack: { value: Json; prefix: Buffer }[] = [];

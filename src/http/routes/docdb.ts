@@ -282,16 +282,14 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
   });
 
   // ---- documents
-  // CouchDB's design documents (views, shows, lists, update and validate functions) have no
-  // counterpart here: say so plainly, instead of a reserved-id or no-route error.
-  for (const url of ['/db/:db/_design/:name', '/db/:db/_design/:name/*']) {
-    app.all<{ Params: { db: string; name: string } }>(url, { schema: { params: designParams } }, async (request) => {
-      existingDb(docs, request.params.db);
-      const what = `design documents (views, update and validate functions) are not supported: query with _find (every field is indexed automatically) and declare nothing`;
-      if (request.method === 'GET' || request.method === 'HEAD') throw new FirkinError('not_found', `no design document ${JSON.stringify(`_design/${request.params.name}`)}: ${what}`);
-      throw new FirkinError('bad_request', what);
-    });
-  }
+  // A design document is stored and served as any other (http/design-url.ts routes
+  // `/_design/<name>` here), but nothing in one runs: say so plainly for its functions.
+  app.all<{ Params: { db: string; name: string } }>('/db/:db/_design/:name/*', { schema: { params: designParams } }, async (request) => {
+    existingDb(docs, request.params.db);
+    const what = 'views, shows, lists, update and validate functions do not run here: query with _find (every field is indexed automatically)';
+    if (request.method === 'GET' || request.method === 'HEAD') throw new FirkinError('not_found', `${request.url.split('?', 1)[0]}: ${what}`);
+    throw new FirkinError('bad_request', what);
+  });
 
   app.get<{ Params: { db: string; docid: string }; Querystring: GetDocQuery }>('/db/:db/:docid', { schema: { params: docParams, querystring: getDocQuery } }, async (request, reply) => {
     const docId = checkDocId(request.params.docid);

@@ -4,7 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
-import { LIMITS, checkDbName } from '../../docdb/names.js';
+import { LIMITS, checkDbName, isDocId } from '../../docdb/names.js';
 import { readRevisions } from '../../docdb/replication/endpoints.js';
 import type { LocalDocs } from '../../docdb/replication/local-docs.js';
 import { isRev, leaves } from '../../docdb/revtree.js';
@@ -57,7 +57,7 @@ export const replicationProtocolRoutes: FastifyPluginAsync<ReplicationProtocolDe
       const db = existing(docs, request.params.db);
       const entries = request.body.docs;
       // Ids no document can have (reserved, too long) are read as missing, never looked up.
-      const readable = (id: string) => !id.startsWith('_') && Buffer.byteLength(id) <= LIMITS.docIdBytes;
+      const readable = isDocId;
       // An entry without a rev asks for every leaf: their records in one read.
       const unversioned = entries.filter((e) => e.rev === undefined && readable(e.id)).map((e) => e.id);
       const records = await docs.getRecords(db, unversioned);
