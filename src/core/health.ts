@@ -10,8 +10,16 @@ export interface HealthReport {
   [detail: string]: unknown;
 }
 
+/**
+ * Who asks for /health. The route is open (load balancers call it without a key), so a part
+ * that names databases lists only those the caller's key may read: none without a key.
+ */
+export interface HealthViewer {
+  mayRead(db: string): boolean;
+}
+
 /** Each subsystem reports its own part of /health. */
-export type HealthCheck = () => HealthReport | Promise<HealthReport>;
+export type HealthCheck = (viewer: HealthViewer) => HealthReport | Promise<HealthReport>;
 
 const SEVERITY: Record<HealthState, number> = { ok: 0, degraded: 1, failing: 2 };
 

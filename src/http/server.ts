@@ -84,6 +84,7 @@ export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
     clock: deps.clock,
     metrics: deps.metrics,
     keys: deps.keys,
+    authDisabled: deps.authDisabled,
     checks: deps.checks,
   });
   for (const feature of deps.features ?? []) await feature(app);

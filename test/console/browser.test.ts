@@ -340,6 +340,21 @@ if (!existsSync(CHROMIUM)) {
     t.same(errors.filter((e) => !e.includes('403')), [], 'only the refused request is logged');
   });
 
+  t.test('a key scoped to one database sees only that database listed', async (t) => {
+    for (const db of ['shop', 'payroll']) t.ok([201, 409].includes((await node.request('PUT', `/db/${db}`)).status));
+    t.equal((await node.request('POST', '/vdb', { body: { name: 'vault', shard_count: 1 } })).status, 201);
+    const made = await node.request('POST', '/_keys', { body: { permissions: ['read'], databases: ['shop'], label: 'shop reader' } });
+    t.equal(made.status, 201, made.text);
+    const { page, errors } = await openTab(t);
+    await signIn(page, made.body.key as string);
+    await page.getByRole('link', { name: 'Databases' }).click();
+    const names = page.getByRole('table', { name: 'Databases', exact: true }).locator('tbody tr td:first-child');
+    await waitForTexts(names, ['shop']);
+    t.same(await names.allTextContents(), ['shop'], 'the other databases are not named');
+    t.notOk((await page.content()).includes('vault'), 'nor a VDB the key may not read');
+    t.same(errors, []);
+  });
+
   t.test('gateway: the master key is asked for, a tenant shows its usage against its quotas', async (t) => {
     const tenant = await node.request('POST', '/admin/tenants', { key: false, headers: { 'x-api-key': GATEWAY_MASTER_KEY }, body: { tenant_id: 'acme', max_vectors: 10, max_collections: 2 } });
     t.equal(tenant.status, 201, tenant.text);
@@ -544,11 +559,11 @@ async function waitForTexts(locator: Locator, expected: string[]): Promise<void>
   await waitFor(async () => JSON.stringify(await locator.allTextContents()) === want, { timeoutMs: WAIT_MS, intervalMs: 50, what: `texts ${want}` });
 }
 
-/** The node counts open SSE streams per database in /health. */
+/** The node counts open SSE streams per database in /health (listed for a key that may read it). */
 async function waitForFeedOpen(url: string, db: string): Promise<void> {
   await waitFor(
     async () => {
-      const health = await request<{ docdb: { databases: { name: string; open_feeds: number }[] } }>(url, 'GET', '/health');
+      const health = await request<{ docdb: { databases: { name: string; open_feeds: number }[] } }>(url, 'GET', '/health', { key: TEST_ADMIN_KEY });
       return (health.body.docdb.databases.find((d) => d.name === db)?.open_feeds ?? 0) > 0;
     },
     { timeoutMs: WAIT_MS, what: `an open changes feed on ${db}` },

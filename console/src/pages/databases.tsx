@@ -21,9 +21,10 @@ interface DbSummary {
   disk_size: number;
 }
 
-// There is no list-all-databases route: /health carries the catalogue.
+// /health carries every database's figures in one call (GET /_all_dbs has names only); with
+// the signed-in key it lists the databases that key may read.
 async function fetchDatabases(): Promise<DbSummary[]> {
-  const res = await fetch('/health', { headers: { accept: 'application/json' } });
+  const res = await fetch('/health', { headers: headers({ accept: 'application/json' }) });
   const body = (await res.json()) as { docdb?: { databases?: DbSummary[] } };
   return body.docdb?.databases ?? [];
 }

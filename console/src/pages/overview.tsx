@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, describeError } from '../api.js';
+import { api, describeError, headers } from '../api.js';
 import { usePoll } from '../hooks.js';
 import { type HttpTotals, type RatePoint, parseHttpTotals, ratePoint } from '../metrics.js';
 import { Sparkline } from '../sparkline.js';
@@ -47,7 +47,7 @@ function formatUptime(seconds: number): string {
 
 /** /health answers 503 with the same body when failing; read it either way. */
 async function fetchHealth(): Promise<HealthBody> {
-  const res = await fetch('/health', { headers: { accept: 'application/json' } });
+  const res = await fetch('/health', { headers: headers({ accept: 'application/json' }) });
   return (await res.json()) as HealthBody;
 }
 

@@ -1,7 +1,8 @@
 // /health, /metrics and API-key management.
 import type { FastifyPluginAsync } from 'fastify';
-import { type ApiKeys, PERMISSIONS, type Permission, publicInfo } from '../../auth/api-keys.js';
-import { type HealthCheck, type HealthReport, type HealthState, worseHealth } from '../../core/health.js';
+import { type ApiKeys, PERMISSIONS, type Permission, allows, publicInfo } from '../../auth/api-keys.js';
+import { type HealthCheck, type HealthReport, type HealthState, type HealthViewer, worseHealth } from '../../core/health.js';
+import { presentedKey } from '../hooks/auth.js';
 import type { Clock } from '../../core/hlc.js';
 import type { Metrics } from '../../metrics.js';
 
@@ -14,6 +15,8 @@ export interface SystemRouteDeps {
   clock: Clock;
   metrics: Metrics;
   keys: ApiKeys;
+  /** SERVICE_AUTH_DISABLED: every caller sees everything. */
+  authDisabled: boolean;
   checks: Record<string, HealthCheck>;
 }
 
@@ -40,14 +43,23 @@ const keyIdParams = {
 } as const;
 
 export const systemRoutes: FastifyPluginAsync<SystemRouteDeps> = async (app, deps) => {
-  app.get('/health', async (_request, reply) => {
+  /** The caller of an open route, by the key it presents (if any): a bad key is no key here. */
+  const viewerOf = async (authorization: string | undefined): Promise<HealthViewer> => {
+    if (deps.authDisabled) return { mayRead: () => true };
+    const presented = presentedKey(authorization);
+    const record = presented === undefined ? undefined : await deps.keys.verify(presented);
+    return record === undefined ? { mayRead: () => false } : { mayRead: (db) => allows(record, 'read', db) };
+  };
+
+  app.get('/health', async (request, reply) => {
+    const viewer = await viewerOf(request.headers.authorization);
     const parts: Record<string, HealthReport> = {};
     const problems: string[] = [];
     let status: HealthState = 'ok';
     for (const [name, check] of Object.entries(deps.checks)) {
       let report: HealthReport;
       try {
-        report = await check();
+        report = await check(viewer);
       } catch (err) {
         report = { status: 'failing', problems: [`${name} check failed: ${(err as Error).message}`] };
       }

@@ -5,6 +5,7 @@ import { LIMITS } from '../../docdb/names.js';
 import { errorInStream } from '../errors.js';
 import { clientGone } from './docdb-changes.js';
 import { FirkinError } from '../../core/errors.js';
+import { allows } from '../../auth/api-keys.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import { checkDocId } from '../../docdb/names.js';
 import { parseFind } from '../../docdb/query/parse.js';
@@ -79,7 +80,12 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     return { ok: true, ...(await vdbs().info(b.name)) };
   });
 
-  app.get('/vdb', async () => ({ vdbs: await Promise.all(vdbs().list().map((name) => vdbs().info(name))) }));
+  // The VDBs the key may read (as GET /_all_dbs lists databases): a scoped key sees its own.
+  app.get('/vdb', async (request) => {
+    const key = request.apiKey;
+    const readable = vdbs().list().filter((name) => key === undefined || allows(key, 'read', name));
+    return { vdbs: await Promise.all(readable.map((name) => vdbs().info(name))) };
+  });
   app.get<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().info(r.params.vdb));
   app.delete<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: admin }, async (r) => {
     await vdbs().delete(r.params.vdb);

@@ -1,0 +1,41 @@
+// Listings name only what the caller may read. /health is open (load balancers call it
+// without a key), but gives figures only for the databases the caller's key may read, and a
+// count for anyone; GET /vdb lists the VDBs the key may read (as GET /_all_dbs does).
+import t from 'tap';
+import { startTestNode } from '../support/node.js';
+
+t.test('/health names only the databases the caller may read', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  for (const db of ['ledger', 'notes', 'shop']) t.equal((await node.request('PUT', `/db/${db}`)).status, 201);
+  const scoped = (await node.request('POST', '/_keys', { body: { permissions: ['read'], databases: ['notes'] } })).body.key as string;
+  const names = (body: { docdb: { databases: { name: string }[] } }) => body.docdb.databases.map((d) => d.name).sort();
+
+  const anonymous = await node.request('GET', '/health', { key: false });
+  t.equal(anonymous.status, 200, 'no key needed');
+  t.equal(anonymous.body.status, 'ok');
+  t.equal(anonymous.body.docdb.database_count, 3, 'anyone sees how many');
+  t.same(anonymous.body.docdb.databases, [], 'but no names without a key');
+  t.same(names((await node.request('GET', '/health', { key: 'fk_not-a-key' })).body), [], 'a bad key is no key (and no 401 for a probe)');
+  t.same(names((await node.request('GET', '/health', { key: scoped })).body), ['notes'], 'a scoped key sees its own');
+  t.same(names((await node.request('GET', '/health')).body), ['ledger', 'notes', 'shop'], 'the admin key sees every one');
+  t.match((await node.request('GET', '/health')).body.docdb.databases[0], { doc_count: 0, open_feeds: 0 });
+});
+
+t.test('with auth off, everyone sees every database', async (t) => {
+  const node = await startTestNode({ SERVICE_AUTH_DISABLED: 'true' });
+  t.teardown(() => node.close());
+  await node.request('PUT', '/db/open');
+  t.same((await node.request('GET', '/health', { key: false })).body.docdb.databases.map((d: { name: string }) => d.name), ['open']);
+});
+
+t.test('GET /vdb lists the VDBs the key may read', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  for (const name of ['orders', 'users']) t.equal((await node.request('POST', '/vdb', { body: { name, shard_count: 2 } })).status, 201);
+  const scoped = (await node.request('POST', '/_keys', { body: { permissions: ['read'], databases: ['orders'] } })).body.key as string;
+  const names = async (key?: string) => ((await node.request('GET', '/vdb', key === undefined ? {} : { key })).body.vdbs as { name: string }[]).map((v) => v.name).sort();
+  t.same(await names(), ['orders', 'users'], 'the admin key: every one');
+  t.same(await names(scoped), ['orders'], 'a scoped key: its own');
+  t.equal((await node.request('GET', '/vdb/users', { key: scoped })).status, 403, 'as GET /vdb/:vdb refuses the others');
+});
