@@ -39,3 +39,28 @@ t.test('GET /vdb lists the VDBs the key may read', async (t) => {
   t.same(await names(scoped), ['orders'], 'a scoped key: its own');
   t.equal((await node.request('GET', '/vdb/users', { key: scoped })).status, 403, 'as GET /vdb/:vdb refuses the others');
 });
+
+t.test('replication tasks: a key sees those on databases it may read, removes only with write on all of them', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  for (const db of ['src', 'dst', 'other']) t.equal((await node.request('PUT', `/db/${db}`)).status, 201);
+  const made = await node.request('POST', '/db/src/_replicate', { body: { target: 'dst', continuous: true } });
+  t.equal(made.status, 202, made.text);
+  const id = made.body.task_id as string;
+  const keyFor = async (permissions: string[], databases: string[]) => (await node.request('POST', '/_keys', { body: { permissions, databases } })).body.key as string;
+  const outsider = await keyFor(['write'], ['other']);
+  const reader = await keyFor(['read'], ['dst']);
+  const halfWriter = await keyFor(['write'], ['src']);
+  const owner = await keyFor(['write'], ['src', 'dst']);
+  const listed = async (key: string) => ((await node.request('GET', '/_replications', { key })).body.replications as { task_id: string }[]).map((r) => r.task_id);
+
+  t.same(await listed(outsider), [], 'a key on another database sees no task');
+  t.equal((await node.request('GET', `/_replications/${id}`, { key: outsider })).status, 404, 'nor the task by its id');
+  t.equal((await node.request('DELETE', `/_replications/${id}`, { key: outsider })).status, 404, 'and cannot delete it (it could before)');
+  t.same(await listed(reader), [id], 'a reader of its target sees it');
+  t.equal((await node.request('DELETE', `/_replications/${id}`, { key: reader })).status, 403, 'but may not delete it');
+  t.equal((await node.request('DELETE', `/_replications/${id}`, { key: halfWriter })).status, 403, 'nor may a writer of its source alone');
+  t.same(await listed(node.adminKey), [id], 'the admin key sees every task');
+  t.equal((await node.request('DELETE', `/_replications/${id}`, { key: owner })).status, 200, 'a writer of both removes it');
+  t.same(await listed(node.adminKey), []);
+});

@@ -78,6 +78,11 @@ export function displayEndpoint(spec: EndpointSpec): string {
   return spec.kind === 'local' ? spec.db : spec.url;
 }
 
+/** The local database a displayed endpoint names (a remote one is a URL, never a database name). */
+export function localDbOfDisplayed(displayed: string): string | undefined {
+  return isDbName(displayed) ? displayed : undefined;
+}
+
 /** Local names plus remote URLs, for persisting a spec (credentials included, server-side only). */
 export interface StoredEndpoint {
   readonly endpoint: string;

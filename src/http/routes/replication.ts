@@ -4,7 +4,8 @@ import { Readable } from 'node:stream';
 import { allows } from '../../auth/api-keys.js';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
-import type { ReplicationManager } from '../../docdb/replication/manager.js';
+import { localDbOfDisplayed } from '../../docdb/replication/endpoint-spec.js';
+import type { ReplicationManager, TaskView } from '../../docdb/replication/manager.js';
 import { errorInStream } from '../errors.js';
 
 export interface ReplicationRouteDeps {
@@ -67,18 +68,34 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
     return reply.send(Readable.from(keepAlive(run, replication.settings.keepAliveMs, request)));
   });
 
+  /**
+   * A key sees a task that touches a local database it may read, and may cancel or delete one
+   * only with write on every local database it touches (what creating it needed).
+   */
+  const may = (request: FastifyRequest, permission: 'read' | 'write', view: TaskView): boolean => {
+    const key = request.apiKey;
+    if (key === undefined) return true; // auth is off
+    const dbs = [view.source, view.target].map(localDbOfDisplayed).filter((db): db is string => db !== undefined);
+    return permission === 'read' ? dbs.some((db) => allows(key, 'read', db)) : dbs.length > 0 && dbs.every((db) => allows(key, 'write', db));
+  };
+  const notFound = (id: string) => new FirkinError('not_found', `replication task ${JSON.stringify(id)} not found`);
+  /** The task, else the newest one-shot run, with this id (undefined when neither). */
+  const find = (id: string): TaskView | undefined => (replication.has(id) ? replication.get(id) : replication.oneShots().findLast((v) => v.task_id === id));
+
   // Tasks first, then one-shot runs (running, then the last few that ended).
-  app.get('/_replications', async () => ({ replications: [...replication.list(), ...replication.oneShots()] }));
+  app.get('/_replications', async (request) => ({ replications: [...replication.list(), ...replication.oneShots()].filter((v) => may(request, 'read', v)) }));
 
   app.get<{ Params: { id: string } }>('/_replications/:id', { schema: { params: idParams } }, async (request) => {
-    const { id } = request.params;
-    if (replication.has(id)) return replication.get(id);
-    const run = replication.oneShots().findLast((v) => v.task_id === id);
-    if (run === undefined) throw new FirkinError('not_found', `replication task ${JSON.stringify(id)} not found`);
-    return run;
+    const view = find(request.params.id);
+    // Another key's task is not found, as it is not listed.
+    if (view === undefined || !may(request, 'read', view)) throw notFound(request.params.id);
+    return view;
   });
 
   app.delete<{ Params: { id: string } }>('/_replications/:id', { schema: { params: idParams } }, async (request) => {
+    const view = find(request.params.id);
+    if (view === undefined || !may(request, 'read', view)) throw notFound(request.params.id);
+    if (!may(request, 'write', view)) throw new FirkinError('forbidden', `this API key lacks the write permission on the databases of replication task ${JSON.stringify(request.params.id)}`);
     if (!replication.has(request.params.id) && replication.cancelOneShots(request.params.id) > 0) {
       return { ok: true, task_id: request.params.id, cancelled: true };
     }
