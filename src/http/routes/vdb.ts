@@ -99,6 +99,11 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     { schema: { params: vdbParams, body: importBody }, config: scoped },
     async (r) => {
       const b = r.body;
+      // Importing reads the source: the key must be allowed to, or a write key on a VDB would
+      // copy in (then read) any database.
+      if (r.apiKey !== undefined && !allows(r.apiKey, 'read', b.source_db)) {
+        throw new FirkinError('forbidden', `this API key lacks the read permission on database ${JSON.stringify(b.source_db)}`);
+      }
       return vdbs().import(r.params.vdb, {
         sourceDb: b.source_db,
         filter: b.filter === undefined ? undefined : parseFind(b.filter),

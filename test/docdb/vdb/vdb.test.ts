@@ -111,6 +111,13 @@ t.test('VDB lifecycle, routing and reads', async (t) => {
     t.match(over.body, { docs_written: 1, docs_skipped: 2 });
     t.equal((await node.request('POST', '/vdb/users/_import', { body: { source_db: 'nope' } })).status, 404);
     t.equal((await node.request('POST', '/vdb/users/_import', { body: { source_db: 'legacy', on_conflict: 'wat' } })).status, 400);
+    // A key that may write the VDB but not read the source cannot copy the source in.
+    const vdbWriter = (await node.request('POST', '/_keys', { body: { permissions: ['write'], databases: ['users'] } })).body.key as string;
+    const refused = await node.request('POST', '/vdb/users/_import', { key: vdbWriter, body: { source_db: 'legacy' } });
+    t.equal(refused.status, 403, refused.text);
+    t.match(refused.body.message, /read permission on database "legacy"/);
+    const both = (await node.request('POST', '/_keys', { body: { permissions: ['write'], databases: ['users', 'legacy'] } })).body.key as string;
+    t.equal((await node.request('POST', '/vdb/users/_import', { key: both, body: { source_db: 'legacy' } })).status, 200, 'with read on the source it may');
   });
 
   t.test('missing VDB and replication status', async (t) => {
