@@ -23,7 +23,8 @@ import type { AttachmentMeta } from '../docdb/records.js';
 import { type ChangeEntry, type DocEdit, type DocEngine, type EditResult, bulkEdits, leftOlderBody } from '../docdb/engine.js';
 import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind, sourceQuery } from '../docdb/query/execute.js';
-import { mergeFind } from '../docdb/vdb/merge.js';
+import { type MergedFind, mergeFind } from '../docdb/vdb/merge.js';
+import { statsOf } from '../docdb/query/stats.js';
 import { inlineAttachments } from '../docdb/move.js';
 import { parseFind } from '../docdb/query/parse.js';
 import type { FindQuery } from '../docdb/query/ast.js';
@@ -395,7 +396,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         // Only the ids of the router's range: a rebalance's copies are never counted twice.
         const owns = m === undefined || q.h === undefined ? undefined : (id: string) => ownsId({ hash: q.h!, ranges: [m] }, id);
         const result = await executeFind({ docs, store, counts }, fsm.db, sourceQuery(parsed, q.limit ?? undefined), owns);
-        return { docs: result.docs, total: result.meta.total };
+        return { docs: result.docs, total: result.meta.total, stats: result.stats };
       }
       case 'changes':
         return this.#changesPage(fsm, q, fenced);
@@ -747,12 +748,12 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    * are never counted twice); a shard the map is stale for answers `stale_epoch`, and the
    * query runs again on the new map.
    */
-  async find(name: string, raw: unknown, options: { stale?: boolean } = {}): Promise<Record<string, unknown>> {
+  async find(name: string, raw: unknown, options: { stale?: boolean } = {}): Promise<MergedFind> {
     const q = parseFind(raw);
     const perShard = q.limit === undefined ? null : q.offset + q.limit;
     return this.#onMap(name, async (v) => {
       const results = await Promise.all(live(v).map(({ shard: s }) => this.#readShard(s, { op: 'find', q: raw, limit: perShard, m: [s.range[0], s.range[1]], h: v.config.hashFunction }, options.stale === true)));
-      return mergeFind(q, results.map((r) => ({ docs: r.docs as Record<string, unknown>[], total: r.total as number })));
+      return mergeFind(q, results.map((r) => ({ docs: r.docs as Record<string, unknown>[], total: r.total as number, stats: statsOf(r.stats) })));
     });
   }
 

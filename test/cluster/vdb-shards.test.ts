@@ -81,6 +81,8 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const before = await cluster.request('n1', 'POST', '/vdb/v/_find', { body: { selector: { colour: 'blue' }, sort: [{ _id: 'desc' }], fields: ['_id'], limit: 3, bookmark } });
   t.same(before.body.docs.map((d: { _id: string }) => d._id), docs.filter((d) => d.colour === 'blue').slice(-6, -3).reverse().map((d) => d._id), 'the page after the bookmark');
   t.equal((await cluster.request('n2', 'POST', '/vdb/v/_find', { body: { selector: { colour: { $ne: 'x' } }, allow_fallback: false } })).status, 400, 'allow_fallback: false, no usable index: refused on the shard leaders');
+  const scanned = await cluster.request('n3', 'POST', '/vdb/v/_find', { body: { selector: { colour: { $ne: 'red' } }, limit: 5, execution_stats: true } });
+  t.match(scanned.body.execution_stats, { total_docs_examined: 120, results_returned: 5 }, 'execution_stats: the shard leaders\' counts, summed over the shards');
 
   const feed = async (via: string, since?: string) => {
     const seen: string[] = [];

@@ -55,4 +55,6 @@ export interface FindQuery {
   readonly conflicts?: boolean;
   /** CouchDB's `bookmark`: only documents after this position in the query's order. */
   readonly after?: Position;
+  /** CouchDB's `execution_stats: true`: the answer says what it read and how long it took. */
+  readonly executionStats?: boolean;
 }

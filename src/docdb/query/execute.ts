@@ -10,6 +10,7 @@ import { isDesignDocId } from '../names.js';
 import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
 import type { Condition, FindQuery, Json } from './ast.js';
+import type { FindStats } from './stats.js';
 import type { ValueCounts } from './counts.js';
 import { compareForOrder, compareToPosition, matches, project } from './match.js';
 import { bookmarkAfter } from './bookmark.js';
@@ -44,7 +45,10 @@ export interface FindResult {
   meta: { total: number; offset: number; limit: number | null };
   /** CouchDB's: pass it back (same query) for the page after this one. */
   bookmark: string;
+  /** What answering read (CouchDB's `execution_stats`, less the time the caller measures). */
+  stats: FindStats;
 }
+
 
 export interface Explained {
   plan: Plan;
@@ -222,10 +226,12 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     }
   };
   /** The answer for a page (before projection: the bookmark may need a field it drops). */
+  const stats: FindStats = { keysExamined: 0, docsExamined: 0 };
   const answer = async (docs: readonly FoundDoc[], total: number): Promise<FindResult> => ({
     docs: await outputAll(ctx.docs, db, docs, q),
     meta: { total, offset: q.offset, limit: limit ?? null },
     bookmark: bookmarkAfter(docs, q),
+    stats,
   });
 
   const idOffsets = plan.kind === 'index' ? plan.scan.idOffsets : undefined;
@@ -245,8 +251,10 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       const single = ranges.length === 1;
       const lists = await Promise.all(ranges.map((r, i) => pageOfOrderedScan(store, { ...r, limit: windowEnd }, idOffsets[i]!, single ? q.offset : 0, windowEnd)));
       ids = single ? lists[0]!.ids : sortIds(lists.flatMap((l) => l.ids)).slice(q.offset, windowEnd);
+      stats.keysExamined = lists.reduce((n, l) => n + l.ids.length, 0);
     }
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
+    stats.docsExamined = ids.length;
     return answer(docs, total);
   }
   if (!keyset && plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
@@ -273,11 +281,14 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   }
   if (plan.kind === 'index' && exact && q.orderBy.length === 0) {
     const after = q.after?.id;
-    const ids = (await idsOf(store, plan.scan)).filter((id) => (owns === undefined || owns(id)) && (after === undefined || compareStrings(id, after) > 0));
+    const scanned = await idsOf(store, plan.scan);
+    stats.keysExamined = scanned.length;
+    const ids = scanned.filter((id) => (owns === undefined || owns(id)) && (after === undefined || compareStrings(id, after) > 0));
     tooMany(ids.length);
     if (limit === 0) return answer([], ids.length);
     const page = ids.slice(q.offset, windowEnd);
     const docs = (await winners(ctx.docs, db, page, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
+    stats.docsExamined = page.length;
     return answer(docs, ids.length);
   }
 
@@ -286,6 +297,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   const page: FoundDoc[] = [];
   let total = 0;
   const consider = (d: FoundDoc) => {
+    stats.docsExamined++;
     if (owns !== undefined && !owns(d.id)) return;
     if (q.after !== undefined && compareToPosition(d, q.after, q.orderBy) <= 0) return;
     if (!matches({ ...d.body, _id: d.id, _rev: d.rev }, q.where)) return;
@@ -298,12 +310,14 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   };
   if (plan.kind === 'index') {
     const ids = await idsOf(store, plan.scan);
+    stats.keysExamined = ids.length;
     for (let i = 0; i < ids.length; i += FETCH_BATCH) {
       for (const d of await winners(ctx.docs, db, ids.slice(i, i + FETCH_BATCH))) if (d !== undefined) consider(d);
     }
   } else {
     // In id order, a bookmark's page starts with a seek to its id.
     for await (const batch of allDocs(ctx.docs, db, q.orderBy.length === 0 ? q.after?.id : undefined)) for (const d of batch) consider(d);
+    stats.keysExamined = stats.docsExamined; // a full scan reads documents in id order: each is its own key
   }
   tooMany(total);
   const docs = ordered ? top.result().slice(q.offset, windowEnd) : page;

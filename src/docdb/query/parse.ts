@@ -275,7 +275,7 @@ function parseFields(raw: unknown): Path[] | undefined {
 const FIND_FIELDS = ['where', 'selector', 'limit', 'offset', 'skip', 'order_by', 'sort', 'include_docs', 'fields', 'use_index', 'execution_stats', 'allow_fallback', 'conflicts', 'bookmark', 'r', 'update', 'stable', 'stale'];
 
 /**
- * CouchDB's read options, checked and without effect here: `r` (replicas to read; a database
+ * CouchDB's read options, checked (`execution_stats` and `conflicts` take effect) and otherwise without effect here: `r` (replicas to read; a database
  * is one node's, a VDB shard reads its Raft leader), `update`, `stable` and `stale` (the
  * index is written with each document, so it is never behind).
  */
@@ -310,6 +310,7 @@ export function parseFind(raw: unknown): FindQuery {
     ...(raw.allow_fallback === false ? { allowFallback: false } : {}),
     ...(raw.conflicts === true ? { conflicts: true } : {}),
     ...(after === undefined ? {} : { after }),
+    ...(raw.execution_stats === true ? { executionStats: true } : {}),
   };
 }
 

@@ -277,7 +277,7 @@ export class VdbEngine implements VdbService {
         }
       }),
     );
-    return mergeFind(q, results.map((r) => ({ docs: r.docs, total: r.meta.total })));
+    return mergeFind(q, results.map((r) => ({ docs: r.docs, total: r.meta.total, stats: r.stats })));
   }
 
   async getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>> {

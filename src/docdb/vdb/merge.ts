@@ -1,6 +1,7 @@
 // Merging the shards' answers of a VDB read (pure): the same for node-local shards and for
 // shards that are Raft groups on other nodes.
 import type { FindQuery } from '../query/ast.js';
+import { type FindStats, sumStats } from '../query/stats.js';
 import { compareForOrder, project } from '../query/match.js';
 import { bookmarkAfter } from '../query/bookmark.js';
 
@@ -9,10 +10,18 @@ import { bookmarkAfter } from '../query/bookmark.js';
  * the order may need fields the projection drops), merged in the query's order, cut to its
  * window, then projected to `fields`.
  */
+/** A VDB's `_find` answer, with what its shards read (`execution_stats`). */
+export interface MergedFind {
+  docs: Record<string, unknown>[];
+  meta: { total: number; offset: number; limit: number | null };
+  bookmark: string;
+  stats: FindStats;
+}
+
 export function mergeFind(
   q: FindQuery,
-  results: readonly { readonly docs: readonly Record<string, unknown>[]; readonly total: number }[],
-): { docs: Record<string, unknown>[]; meta: { total: number; offset: number; limit: number | null }; bookmark: string } {
+  results: readonly { readonly docs: readonly Record<string, unknown>[]; readonly total: number; readonly stats?: FindStats | undefined }[],
+): MergedFind {
   const total = results.reduce((n, r) => n + r.total, 0);
   const merged = results
     .flatMap((r) => r.docs)
@@ -24,5 +33,6 @@ export function mergeFind(
     meta: { total, offset: q.offset, limit: q.limit ?? null },
     // From the whole documents, before `fields` cuts them (the order may need a field it drops).
     bookmark: bookmarkAfter(page, q),
+    stats: sumStats(results.map((r) => r.stats)),
   };
 }

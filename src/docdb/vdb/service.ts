@@ -4,6 +4,7 @@ import type { HashFunction } from '../../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import type { EditResult } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
+import type { MergedFind } from './merge.js';
 import type { AttachmentMeta } from '../records.js';
 
 type Awaitable<T> = T | Promise<T>;
@@ -66,7 +67,7 @@ export interface VdbService {
   /** `newEdits: false`: foreign revisions with their history (the replicator's write). */
   bulkDocs(name: string, docs: readonly unknown[], newEdits: boolean): Promise<EditResult[]>;
   /** `_find` from its request body; `stale`: any replica may answer from what it applied (cluster). */
-  find(name: string, raw: unknown, options?: { stale?: boolean }): Promise<Record<string, unknown>>;
+  find(name: string, raw: unknown, options?: { stale?: boolean }): Promise<MergedFind>;
   changes(name: string, options: VdbChangesOptions): Promise<Record<string, unknown>>;
   getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>>;
   putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }>;

@@ -5,6 +5,7 @@ import { FirkinError } from '../../core/errors.js';
 import { checkDbName } from '../../docdb/names.js';
 import { type FindContext, executeFind, planFind } from '../../docdb/query/execute.js';
 import { parseFind } from '../../docdb/query/parse.js';
+import { findAnswer } from '../../docdb/query/stats.js';
 import { READ } from '../hooks/auth.js';
 import { indexRoutes } from './couchdb-index.js';
 
@@ -19,8 +20,10 @@ export const docdbQueryRoutes: FastifyPluginAsync<{ finder: FindContext }> = asy
   };
 
   app.post<{ Params: { db: string } }>('/db/:db/_find', { schema: { params }, config: READ }, async (request) => {
+    const started = performance.now();
     requireDb(request.params.db);
-    return executeFind(finder, request.params.db, parseFind(request.body));
+    const query = parseFind(request.body);
+    return findAnswer(await executeFind(finder, request.params.db, query), query.executionStats === true, performance.now() - started);
   });
 
   app.post<{ Params: { db: string } }>('/db/:db/_explain', { schema: { params }, config: READ }, async (request) => {

@@ -9,6 +9,7 @@ import { allows } from '../../auth/api-keys.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import { checkDocId } from '../../docdb/names.js';
 import { parseFind } from '../../docdb/query/parse.js';
+import { findAnswer } from '../../docdb/query/stats.js';
 import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
@@ -171,7 +172,12 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
   app.post<{ Params: { vdb: string }; Querystring: { consistency?: 'linearizable' | 'stale' } }>(
     '/vdb/:vdb/_find',
     { schema: { params: vdbParams, querystring: { type: 'object', properties: { consistency: { enum: ['linearizable', 'stale'] } } } }, config: { ...scoped, ...READ } },
-    async (r) => vdbs().find(r.params.vdb, r.body, { stale: r.query.consistency === 'stale' }),
+    async (r) => {
+      const started = performance.now();
+      const result = await vdbs().find(r.params.vdb, r.body, { stale: r.query.consistency === 'stale' });
+      // The body parsed (or refused) already: only the flag is read again.
+      return findAnswer(result, (r.body as { execution_stats?: unknown } | null)?.execution_stats === true, performance.now() - started);
+    },
   );
 
   // CouchDB's index routes, answered as a database's (docs/query.md: every field is indexed).
