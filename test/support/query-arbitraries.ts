@@ -40,5 +40,14 @@ export const arbCondition: fc.Arbitrary<Condition> = fc.letrec<{ c: Condition }>
     fc.record({ kind: fc.constant('and' as const), all: fc.array(tie('c'), { maxLength: 3 }) }),
     fc.record({ kind: fc.constant('or' as const), any: fc.array(tie('c'), { maxLength: 3 }) }),
     fc.record({ kind: fc.constant('not' as const), condition: tie('c') }),
+    fc.record({ kind: fc.constant('size' as const), path: arbPath, size: fc.nat({ max: 3 }) }),
+    fc.record({ kind: fc.constant('mod' as const), path: arbPath, divisor: fc.constantFrom(2, 3, -2), remainder: fc.integer({ min: -1, max: 1 }) }),
+    fc.record({ kind: fc.constant('type' as const), path: arbPath, type: fc.constantFrom('null' as const, 'boolean' as const, 'number' as const, 'string' as const, 'array' as const, 'object' as const) }),
+    fc.record({
+      kind: fc.constantFrom('elemMatch' as const, 'allMatch' as const),
+      path: arbPath,
+      // On the element: a field of it, or (path []) the element itself.
+      condition: fc.oneof(tie('c'), fc.record({ kind: fc.constant('eq' as const), path: fc.constant([]), value: arbScalar })),
+    }),
   ),
 })).c;

@@ -15,6 +15,9 @@ export interface Pattern {
   readonly source: string;
 }
 
+export const JSON_TYPES = ['null', 'boolean', 'number', 'string', 'array', 'object'] as const;
+export type JsonType = (typeof JSON_TYPES)[number];
+
 export type Condition =
   | { readonly kind: 'eq'; readonly path: Path; readonly value: Json }
   | { readonly kind: 'ne'; readonly path: Path; readonly value: Json }
@@ -25,6 +28,14 @@ export type Condition =
   | { readonly kind: 'regex'; readonly path: Path; readonly pattern: Pattern }
   | { readonly kind: 'exists'; readonly path: Path }
   | { readonly kind: 'missing'; readonly path: Path }
+  /** CouchDB's `$size`: an array of this length. */
+  | { readonly kind: 'size'; readonly path: Path; readonly size: number }
+  /** CouchDB's `$mod`: an integer whose remainder (sign of the dividend) is this. */
+  | { readonly kind: 'mod'; readonly path: Path; readonly divisor: number; readonly remainder: number }
+  /** CouchDB's `$type`. */
+  | { readonly kind: 'type'; readonly path: Path; readonly type: JsonType }
+  /** CouchDB's `$elemMatch` (some element) and `$allMatch` (every element, at least one): `condition` is on the element. */
+  | { readonly kind: 'elemMatch' | 'allMatch'; readonly path: Path; readonly condition: Condition }
   | { readonly kind: 'and'; readonly all: readonly Condition[] }
   | { readonly kind: 'or'; readonly any: readonly Condition[] }
   | { readonly kind: 'not'; readonly condition: Condition };

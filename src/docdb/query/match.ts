@@ -1,6 +1,6 @@
 // Body-level evaluation of a condition tree: the ground truth every plan is checked against.
 import { unreachable } from '../../core/unreachable.js';
-import type { Condition, Json, Path, Position } from './ast.js';
+import type { Condition, Json, JsonType, Path, Position } from './ast.js';
 import { MISSING, type MaybeJson, collate, compareStrings, jsonEqual } from './collate.js';
 
 /** The value at `path`, or MISSING. A number segment only indexes arrays, a string only objects. */
@@ -34,6 +34,12 @@ function compare(field: MaybeJson, op: '>' | '>=' | '<' | '<=', value: number | 
   }
 }
 
+function jsonType(v: Json): JsonType {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v as 'boolean' | 'number' | 'string' | 'object';
+}
+
 export function matches(body: Json, cond: Condition): boolean {
   switch (cond.kind) {
     case 'eq':
@@ -64,6 +70,24 @@ export function matches(body: Json, cond: Condition): boolean {
       return valueAt(body, cond.path) !== MISSING;
     case 'missing':
       return valueAt(body, cond.path) === MISSING;
+    case 'size': {
+      const v = valueAt(body, cond.path);
+      return Array.isArray(v) && v.length === cond.size;
+    }
+    case 'mod': {
+      const v = valueAt(body, cond.path);
+      return typeof v === 'number' && Number.isInteger(v) && v % cond.divisor === cond.remainder;
+    }
+    case 'type': {
+      const v = valueAt(body, cond.path);
+      return v !== MISSING && jsonType(v) === cond.type;
+    }
+    case 'elemMatch':
+    case 'allMatch': {
+      const v = valueAt(body, cond.path);
+      if (!Array.isArray(v) || v.length === 0) return false;
+      return cond.kind === 'elemMatch' ? v.some((e) => matches(e, cond.condition)) : v.every((e) => matches(e, cond.condition));
+    }
     case 'and':
       return cond.all.every((c) => matches(body, c));
     case 'or':

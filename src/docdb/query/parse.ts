@@ -5,7 +5,7 @@ import RE2 from 're2';
 import { FirkinError } from '../../core/errors.js';
 import { unreachable } from '../../core/unreachable.js';
 import { decodeBookmark } from './bookmark.js';
-import { COMPARISONS, type Comparison, type Condition, type FindQuery, type Json, type OrderKey, type Path, type Pattern } from './ast.js';
+import { COMPARISONS, type Comparison, type Condition, type FindQuery, JSON_TYPES, type Json, type JsonType, type OrderKey, type Path, type Pattern } from './ast.js';
 import { isPlainObject } from '../../core/values.js';
 
 export const QUERY_LIMITS = {
@@ -175,24 +175,69 @@ export function parseWhere(raw: unknown, where = 'where'): Condition {
   return parseCondition(raw, where, 1, budget);
 }
 
-function parseSelectorAt(prefix: Path, raw: unknown, where: string, depth: number, budget: Budget): Condition[] {
+/** CouchDB's operators on one field that are not a plain `leaf` (their value is checked here). */
+function fieldOperator(key: string, path: Path, value: unknown, where: string, depth: number, budget: Budget): Condition | undefined {
+  const at = `${where}.${key}`;
+  switch (key) {
+    case '$nin': {
+      // As CouchDB: the field must be there, with none of the values.
+      const within = leaf('in', path, value, true, at);
+      return { kind: 'and', all: [{ kind: 'exists', path }, { kind: 'not', condition: within }] };
+    }
+    case '$all': {
+      if (!Array.isArray(value)) throw bad(`${at} needs a list value`);
+      if (value.length > QUERY_LIMITS.inValuesMax) throw bad(`${at}: list longer than ${QUERY_LIMITS.inValuesMax}`);
+      // An empty list matches nothing (CouchDB and MongoDB agree): an `or` of nothing.
+      if (value.length === 0) return { kind: 'or', any: [] };
+      return { kind: 'and', all: value.map((v) => ({ kind: 'contains', path, value: toJson(v, at) })) };
+    }
+    case '$size':
+      if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw bad(`${at} needs a non-negative integer`);
+      return { kind: 'size', path, size: value };
+    case '$mod': {
+      const [divisor, remainder] = Array.isArray(value) && value.length === 2 ? value : [];
+      if (!Number.isSafeInteger(divisor) || divisor === 0 || !Number.isSafeInteger(remainder)) throw bad(`${at} needs [divisor, remainder]: integers, the divisor not 0`);
+      return { kind: 'mod', path, divisor: divisor as number, remainder: remainder as number };
+    }
+    case '$type':
+      if (typeof value !== 'string' || !(JSON_TYPES as readonly string[]).includes(value)) throw bad(`${at} must be one of ${JSON_TYPES.join(', ')}`);
+      return { kind: 'type', path, type: value as JsonType };
+    case '$elemMatch':
+    case '$allMatch':
+      // The inner selector is on each element: its own operators may apply to the element itself.
+      return { kind: key === '$elemMatch' ? 'elemMatch' : 'allMatch', path, condition: { kind: 'and', all: parseSelectorAt([], value, at, depth + 1, budget, true) } };
+    case '$beginsWith': // CouchDB 3.4's name for $prefix
+      return leaf('prefix', path, value, true, at);
+    default:
+      return undefined;
+  }
+}
+
+function parseSelectorAt(prefix: Path, raw: unknown, where: string, depth: number, budget: Budget, element = false): Condition[] {
   if (depth > QUERY_LIMITS.depthMax) throw bad(`${where}: selector nested deeper than ${QUERY_LIMITS.depthMax}`);
   if (!isPlainObject(raw)) throw bad(`${where} must be an object`);
   const out: Condition[] = [];
   for (const [key, value] of Object.entries(raw)) {
     budget.take();
-    if (key === '$and' || key === '$or') {
+    if (key === '$and' || key === '$or' || key === '$nor') {
       if (!Array.isArray(value)) throw bad(`${where}.${key} must be a list of selectors`);
-      const parts = value.map((s, i): Condition => ({ kind: 'and', all: parseSelectorAt(prefix, s, `${where}.${key}[${i}]`, depth + 1, budget) }));
-      out.push(key === '$and' ? { kind: 'and', all: parts } : { kind: 'or', any: parts });
+      const parts = value.map((s, i): Condition => ({ kind: 'and', all: parseSelectorAt(prefix, s, `${where}.${key}[${i}]`, depth + 1, budget, element) }));
+      if (key === '$and') out.push({ kind: 'and', all: parts });
+      else if (key === '$or') out.push({ kind: 'or', any: parts });
+      else out.push({ kind: 'not', condition: { kind: 'or', any: parts } });
       continue;
     }
     if (key === '$not') {
-      out.push({ kind: 'not', condition: { kind: 'and', all: parseSelectorAt(prefix, value, `${where}.$not`, depth + 1, budget) } });
+      out.push({ kind: 'not', condition: { kind: 'and', all: parseSelectorAt(prefix, value, `${where}.$not`, depth + 1, budget, element) } });
       continue;
     }
     if (key.startsWith('$')) {
-      if (prefix.length === 0) throw bad(`${where}: operator ${key} needs a field`);
+      if (prefix.length === 0 && !element) throw bad(`${where}: operator ${key} needs a field`);
+      const special = fieldOperator(key, prefix, value, where, depth, budget);
+      if (special !== undefined) {
+        out.push(special);
+        continue;
+      }
       const kind = SELECTOR_OPS[key];
       if (kind === undefined) throw bad(`${where}: unsupported selector operator ${JSON.stringify(key)}`);
       if (kind === 'exists') {

@@ -211,6 +211,13 @@ export function scansFor(db: string, cond: Condition): Scan[] {
       if (parts.length === 0 || parts.some((p) => p === undefined)) return [];
       return [{ ranges: parts.flatMap((p) => p!.ranges), exact: false, describe: `or of ${parts.length}` }];
     }
+    case 'size':
+    case 'mod':
+    case 'type':
+    case 'elemMatch':
+    case 'allMatch':
+      // Each needs the field to be there: its postings narrow the candidates, the body decides.
+      return [{ ...existsScan(db, cond.path), exact: false, describe: `${show(cond.path)} ${cond.kind} via exists` }];
     case 'ne':
     case 'missing':
     case 'not':
