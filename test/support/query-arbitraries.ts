@@ -44,7 +44,7 @@ export const arbCondition: fc.Arbitrary<Condition> = fc.letrec<{ c: Condition }>
     fc.record({ kind: fc.constant('mod' as const), path: arbPath, divisor: fc.constantFrom(2, 3, -2), remainder: fc.integer({ min: -1, max: 1 }) }),
     fc.record({ kind: fc.constant('type' as const), path: arbPath, type: fc.constantFrom('null' as const, 'boolean' as const, 'number' as const, 'string' as const, 'array' as const, 'object' as const) }),
     fc.record({
-      kind: fc.constantFrom('elemMatch' as const, 'allMatch' as const),
+      kind: fc.constantFrom('elemMatch' as const, 'allMatch' as const, 'keyMapMatch' as const),
       path: arbPath,
       // On the element: a field of it, or (path []) the element itself.
       condition: fc.oneof(tie('c'), fc.record({ kind: fc.constant('eq' as const), path: fc.constant([]), value: arbScalar })),

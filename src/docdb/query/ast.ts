@@ -36,6 +36,8 @@ export type Condition =
   | { readonly kind: 'type'; readonly path: Path; readonly type: JsonType }
   /** CouchDB's `$elemMatch` (some element) and `$allMatch` (every element, at least one): `condition` is on the element. */
   | { readonly kind: 'elemMatch' | 'allMatch'; readonly path: Path; readonly condition: Condition }
+  /** CouchDB's `$keyMapMatch`: an object with some key (the string itself) matching `condition`. */
+  | { readonly kind: 'keyMapMatch'; readonly path: Path; readonly condition: Condition }
   | { readonly kind: 'and'; readonly all: readonly Condition[] }
   | { readonly kind: 'or'; readonly any: readonly Condition[] }
   | { readonly kind: 'not'; readonly condition: Condition };

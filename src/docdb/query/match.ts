@@ -88,6 +88,10 @@ export function matches(body: Json, cond: Condition): boolean {
       if (!Array.isArray(v) || v.length === 0) return false;
       return cond.kind === 'elemMatch' ? v.some((e) => matches(e, cond.condition)) : v.every((e) => matches(e, cond.condition));
     }
+    case 'keyMapMatch': {
+      const v = valueAt(body, cond.path);
+      return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).some((k) => matches(k, cond.condition));
+    }
     case 'and':
       return cond.all.every((c) => matches(body, c));
     case 'or':

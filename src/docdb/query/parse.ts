@@ -206,6 +206,9 @@ function fieldOperator(key: string, path: Path, value: unknown, where: string, d
     case '$allMatch':
       // The inner selector is on each element: its own operators may apply to the element itself.
       return { kind: key === '$elemMatch' ? 'elemMatch' : 'allMatch', path, condition: { kind: 'and', all: parseSelectorAt([], value, at, depth + 1, budget, true) } };
+    case '$keyMapMatch':
+      // The inner selector is on each key of an object (a string), with its own operators.
+      return { kind: 'keyMapMatch', path, condition: { kind: 'and', all: parseSelectorAt([], value, at, depth + 1, budget, true) } };
     case '$beginsWith': // CouchDB 3.4's name for $prefix
       return leaf('prefix', path, value, true, at);
     default:

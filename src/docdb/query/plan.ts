@@ -216,6 +216,7 @@ export function scansFor(db: string, cond: Condition): Scan[] {
     case 'type':
     case 'elemMatch':
     case 'allMatch':
+    case 'keyMapMatch':
       // Each needs the field to be there: its postings narrow the candidates, the body decides.
       return [{ ...existsScan(db, cond.path), exact: false, describe: `${show(cond.path)} ${cond.kind} via exists` }];
     case 'ne':

@@ -1,5 +1,5 @@
 // CouchDB's selector operators beyond the basic ones — $nin, $all, $size, $mod, $type,
-// $elemMatch, $allMatch, $nor, $beginsWith — through `_find` over HTTP, each against the
+// $elemMatch, $allMatch, $keyMapMatch, $nor, $beginsWith — through `_find` over HTTP, each against the
 // documents it should pick (they were 400 "unsupported selector operator"). The planner's
 // side (every scan a superset of the matches) is the property in plan.test.ts.
 import t from 'tap';
@@ -7,8 +7,8 @@ import { startTestNode } from '../../support/node.js';
 
 const DOCS = [
   { _id: 'a', n: 7, tags: ['red', 'big'], parts: [{ name: 'x', qty: 2 }, { name: 'y', qty: 5 }], title: 'apple' },
-  { _id: 'b', n: 10, tags: ['red'], parts: [{ name: 'x', qty: 9 }], title: 'banana' },
-  { _id: 'c', n: -3, tags: [], parts: [], title: 'apricot' },
+  { _id: 'b', n: 10, tags: ['red'], parts: [{ name: 'x', qty: 9 }], title: 'banana', meta: { language: 'en' } },
+  { _id: 'c', n: -3, tags: [], parts: [], title: 'apricot', meta: { size: 'l' } },
   { _id: 'd', n: 2.5, tags: ['blue', 'big', 'red'], scores: [3, 8, 9], title: null },
   { _id: 'e', n: '7', tags: 'red', scores: [1, 2], title: 'Avocado' },
   { _id: 'f', title: 'fig', scores: [] },
@@ -41,6 +41,7 @@ t.test('CouchDB selector operators', async (t) => {
     ['$allMatch', { scores: { $allMatch: { $lt: 5 } } }, ['e']],
     ['$allMatch on objects', { parts: { $allMatch: { qty: { $gt: 1 } } } }, ['a', 'b']],
     ['$nor', { $nor: [{ n: 7 }, { title: { $regex: '^a' } }] }, ['b', 'd', 'e', 'f']],
+    ['$keyMapMatch: some key of an object', { meta: { $keyMapMatch: { $regex: '^lang' } } }, ['b']],
     ['$beginsWith (case-sensitive)', { title: { $beginsWith: 'ap' } }, ['a', 'c']],
     ['combined with an index condition', { tags: { $elemMatch: { $eq: 'big' } }, n: { $type: 'number' } }, ['a', 'd']],
   ];
@@ -55,7 +56,7 @@ t.test('CouchDB selector operators', async (t) => {
     [{ n: { $nin: 3 } }, /in needs a list/],
     [{ parts: { $elemMatch: 3 } }, /must be an object/],
     [{ $nor: {} }, /\$nor must be a list/],
-    [{ n: { $keyMapMatch: {} } }, /unsupported selector operator "\$keyMapMatch"/],
+    [{ n: { $where: 'x' } }, /unsupported selector operator "\$where"/],
   ] as const) {
     const r = await node.request('POST', '/db/ops/_find', { body: { selector } });
     t.equal(r.status, 400, JSON.stringify(selector));
