@@ -110,3 +110,20 @@ t.test('attachments inline, the CouchDB attachment path, design documents', asyn
   t.equal((await node.request('DELETE', `/db/a/_design/app?rev=${att.body.rev}`)).status, 200, 'DELETE removes it');
   t.equal((await node.request('PUT', '/db/a/_other', { body: {} })).status, 400, 'other ids starting with _ stay reserved');
 });
+
+t.test('_design_docs lists the design documents; POST _all_docs takes the query options', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await node.request('PUT', '/db/d');
+  for (const id of ['_design/b', 'alpha', '_design/a', 'zed', '_design/c']) t.equal((await node.request('PUT', `/db/d/${encodeURIComponent(id)}`, { body: { v: id } })).status, 201);
+  const ids = (body: { rows: { id?: string; key: string; error?: string }[] }) => body.rows.map((r) => r.error ?? r.id);
+  t.same(ids((await node.request('GET', '/db/d/_design_docs')).body), ['_design/a', '_design/b', '_design/c']);
+  t.same(ids((await node.request('GET', '/db/d/_design_docs?descending=true&limit=2')).body), ['_design/c', '_design/b'], 'descending, limited');
+  t.same(ids((await node.request('GET', `/db/d/_design_docs?startkey=${encodeURIComponent('"_design/b"')}`)).body), ['_design/b', '_design/c'], 'from a start key');
+  t.same(ids((await node.request('GET', `/db/d/_design_docs?endkey=${encodeURIComponent('"zzz"')}`)).body), ['_design/a', '_design/b', '_design/c'], 'never past the design ids');
+  const byKeys = await node.request('POST', '/db/d/_design_docs?include_docs=true', { body: { keys: ['_design/c', 'alpha', '_design/x'] } });
+  t.same(ids(byKeys.body), ['_design/c', 'not_found', 'not_found'], 'keys: a plain document is not a design document');
+  t.equal(byKeys.body.rows[0].doc.v, '_design/c');
+  t.same(ids((await node.request('GET', '/db/d/_all_docs')).body), ['_design/a', '_design/b', '_design/c', 'alpha', 'zed'], '_all_docs lists them with the rest');
+  t.same(ids((await node.request('POST', '/db/d/_all_docs?startkey=%22alpha%22&limit=1', { body: {} })).body), ['alpha'], 'POST _all_docs honours startkey and limit');
+});

@@ -10,6 +10,7 @@ const READ_POSTS = [
   'POST /db/:db/_find',
   'POST /db/:db/_explain',
   'POST /db/:db/_all_docs',
+  'POST /db/:db/_design_docs',
   'POST /db/:db/_bulk_get',
   'POST /db/:db/_revs_diff',
   'POST /db/:db/_changes',

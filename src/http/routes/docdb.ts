@@ -5,7 +5,8 @@ import { FirkinError } from '../../core/errors.js';
 import { type HybridClock, hlcToBase64, hlcToText, parseHlc } from '../../core/hlc.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.js';
-import { LIMITS, checkDbName, checkDocId, pageDbNames } from '../../docdb/names.js';
+import { LIMITS, checkDbName, checkDocId, isDesignDocId, pageDbNames } from '../../docdb/names.js';
+import { compareStrings } from '../../core/keys.js';
 import { inlineAttachments } from '../../docdb/inline-attachments.js';
 import { conflicts, findRev, isRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
 import { wantsCbor } from '../codec.js';
@@ -177,6 +178,17 @@ async function* withDocExtras(
     }
     yield row;
   }
+}
+
+/** Every design document's id sorts in [_design/, _design0): `_design0` is no valid id. */
+const DESIGN_IDS = { low: '_design/', high: '_design0' } as const;
+
+/** `_all_docs` options cut to the design documents' ids (CouchDB's `_design_docs`). */
+function designRange(o: AllDocsOptions): AllDocsOptions {
+  const max = (a: string | undefined, b: string) => (a === undefined || compareStrings(a, b) < 0 ? b : a);
+  const min = (a: string | undefined, b: string) => (a === undefined || compareStrings(a, b) > 0 ? b : a);
+  const { low, high } = DESIGN_IDS;
+  return o.descending ? { ...o, startkey: min(o.startkey, high), endkey: max(o.endkey, low) } : { ...o, startkey: max(o.startkey, low), endkey: min(o.endkey, high) };
 }
 
 /** CouchDB sends keys JSON-encoded (`startkey="a"`); a bare string is taken as it is. */
@@ -393,47 +405,45 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     },
   );
 
-  // ---- _all_docs
-  app.get<{ Params: { db: string }; Querystring: AllDocsQuery }>(
-    '/db/:db/_all_docs',
-    { schema: { params: dbParams, querystring: allDocsQuery } },
-    async (request, reply) => {
-      const db = existingDb(docs, request.params.db);
-      const q = request.query;
-      const info = docs.dbInfo(db);
-      const includeDocs = q.include_docs === true;
-      if (q.keys !== undefined || q.key !== undefined) {
-        const ids = q.keys !== undefined ? keysParam(q.keys) : [keyParam('key', q.key)!];
-        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, q, await docs.allDocsByKeys(db, ids, includeDocs)));
-      }
-      const options: AllDocsOptions = {
-        startkey: keyParam('startkey', q.startkey ?? q.start_key),
-        endkey: keyParam('endkey', q.endkey ?? q.end_key),
-        inclusiveEnd: q.inclusive_end !== false,
-        limit: q.limit,
-        skip: q.skip ?? 0,
-        descending: q.descending === true,
-        includeDocs,
+  // ---- _all_docs, and CouchDB's _design_docs (the same over the design documents' ids)
+  /** One answer for GET and POST (keys in the body win over the query's). */
+  const allDocsAnswer = (request: FastifyRequest, reply: FastifyReply, q: AllDocsQuery, bodyKeys: readonly string[] | undefined, designOnly: boolean) => {
+    const db = existingDb(docs, (request.params as { db: string }).db);
+    const info = docs.dbInfo(db);
+    const includeDocs = q.include_docs === true;
+    const keys = bodyKeys ?? (q.keys !== undefined ? keysParam(q.keys) : q.key !== undefined ? [keyParam('key', q.key)!] : undefined);
+    if (keys !== undefined) {
+      // A key that is no design document's id is not found in _design_docs.
+      const rows = async () => {
+        if (!designOnly) return docs.allDocsByKeys(db, keys, includeDocs);
+        const found = new Map((await docs.allDocsByKeys(db, keys.filter(isDesignDocId), includeDocs)).map((r) => [r.key, r]));
+        return keys.map((key): AllDocsRow => found.get(key) ?? { key, error: 'not_found' });
       };
-      return sendRows(request, reply, { total_rows: info.doc_count, offset: options.skip }, withDocExtras(docs, db, q, docs.allDocs(db, options)));
-    },
-  );
+      return rows().then((r) => sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, q, r)));
+    }
+    const asked: AllDocsOptions = {
+      startkey: keyParam('startkey', q.startkey ?? q.start_key),
+      endkey: keyParam('endkey', q.endkey ?? q.end_key),
+      inclusiveEnd: q.inclusive_end !== false,
+      limit: q.limit,
+      skip: q.skip ?? 0,
+      descending: q.descending === true,
+      includeDocs,
+    };
+    const options = designOnly ? designRange(asked) : asked;
+    return sendRows(request, reply, { total_rows: info.doc_count, offset: options.skip }, withDocExtras(docs, db, q, docs.allDocs(db, options)));
+  };
 
-  app.post<{ Params: { db: string }; Querystring: AllDocsQuery; Body: { keys?: string[] } | undefined }>(
-    '/db/:db/_all_docs',
-    { schema: { params: dbParams, querystring: allDocsQuery, body: allDocsBody }, config: READ },
-    async (request, reply) => {
-      const db = existingDb(docs, request.params.db);
-      const info = docs.dbInfo(db);
-      const includeDocs = request.query.include_docs === true;
-      const keys = request.body?.keys;
-      if (keys === undefined) {
-        const options: AllDocsOptions = { inclusiveEnd: true, skip: 0, descending: false, includeDocs };
-        return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, request.query, docs.allDocs(db, options)));
-      }
-      return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, request.query, await docs.allDocsByKeys(db, keys, includeDocs)));
-    },
-  );
+  for (const [url, designOnly] of [['/db/:db/_all_docs', false], ['/db/:db/_design_docs', true]] as const) {
+    app.get<{ Params: { db: string }; Querystring: AllDocsQuery }>(url, { schema: { params: dbParams, querystring: allDocsQuery } }, (request, reply) =>
+      allDocsAnswer(request, reply, request.query, undefined, designOnly),
+    );
+    app.post<{ Params: { db: string }; Querystring: AllDocsQuery; Body: { keys?: string[] } | undefined }>(
+      url,
+      { schema: { params: dbParams, querystring: allDocsQuery, body: allDocsBody }, config: READ },
+      (request, reply) => allDocsAnswer(request, reply, request.query, request.body?.keys, designOnly),
+    );
+  }
 
   // ---- replication helpers
   app.post<{ Params: { db: string }; Body: Record<string, string[]> }>(
