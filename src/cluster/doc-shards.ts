@@ -25,7 +25,7 @@ import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind, sourceQuery } from '../docdb/query/execute.js';
 import { type MergedFind, mergeFind } from '../docdb/vdb/merge.js';
 import { statsOf } from '../docdb/query/stats.js';
-import { inlineAttachments } from '../docdb/move.js';
+import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { parseFind } from '../docdb/query/parse.js';
 import type { FindQuery } from '../docdb/query/ast.js';
 import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
@@ -378,7 +378,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         return { d: await docs.getDoc(fsm.db, q.id, { rev: q.rev, revs: q.revs, conflicts: q.conflicts }) };
       case 'revs': {
         const out: Record<string, unknown>[] = [];
-        for (const id of q.ids) for (const leaf of await docs.openRevs(fsm.db, id)) out.push(await inlineAttachments(docs, fsm.db, id, leaf));
+        for (const id of q.ids) for (const leaf of await docs.openRevs(fsm.db, id)) out.push(await withInlineAttachments(docs, fsm.db, id, leaf));
         return { docs: out };
       }
       case 'att': {

@@ -36,3 +36,9 @@ export async function inlineAttachments(docs: DocEngine, db: string, docId: stri
   }
   return inline;
 }
+
+/** The document with its attachments inline (itself when it has none): how documents move between databases. */
+export async function withInlineAttachments(docs: DocEngine, db: string, docId: string, doc: Record<string, unknown>): Promise<Record<string, unknown>> {
+  if (doc._attachments === undefined) return doc;
+  return { ...doc, _attachments: await inlineAttachments(docs, db, docId, doc._rev as string, doc) };
+}

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/hlc.js';
 import type { ChangeEntry, ChangeFilter, ChangesOptions, DocEngine } from '../../docdb/engine.js';
 import { changeFilterFrom, checkCouchFilter } from '../../docdb/query/change-filter.js';
-import { inlineAttachments } from '../../docdb/inline-attachments.js';
+import { withInlineAttachments } from '../../docdb/inline-attachments.js';
 import { conflicts, leaves } from '../../docdb/revtree.js';
 import { LIMITS } from '../../docdb/names.js';
 import { FirkinError } from '../../core/errors.js';
@@ -154,9 +154,7 @@ async function withExtras<T extends { results: ChangeEntry[] }>(docs: DocEngine,
       const others = conflicts(rec.tree);
       if (others.length > 0) entry.doc = { ...entry.doc, _conflicts: others };
     }
-    if (extras.attachments === true && entry.doc._attachments !== undefined) {
-      entry.doc = { ...entry.doc, _attachments: await inlineAttachments(docs, db, entry.id, entry.doc._rev as string, entry.doc) };
-    }
+    if (extras.attachments === true) entry.doc = await withInlineAttachments(docs, db, entry.id, entry.doc);
   }
   return page;
 }

@@ -7,7 +7,7 @@ import { parseDoc } from '../../docdb/doc-input.js';
 import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.js';
 import { LIMITS, checkDbName, checkDocId, isDesignDocId, pageDbNames } from '../../docdb/names.js';
 import { compareStrings } from '../../core/keys.js';
-import { inlineAttachments } from '../../docdb/inline-attachments.js';
+import { inlineAttachments, withInlineAttachments } from '../../docdb/inline-attachments.js';
 import { conflicts, findRev, isRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
 import { wantsCbor } from '../codec.js';
 import { dbParams, docParams, existingDb, expectedRev } from './docdb-shared.js';
@@ -172,9 +172,7 @@ async function* withDocExtras(
         const others = rec === undefined ? [] : conflicts(rec.tree);
         if (others.length > 0) row.doc = { ...row.doc, _conflicts: others };
       }
-      if (q.attachments === true && row.doc._attachments !== undefined) {
-        row.doc = { ...row.doc, _attachments: await inlineAttachments(docs, db, row.id, row.doc._rev as string, row.doc) };
-      }
+      if (q.attachments === true) row.doc = await withInlineAttachments(docs, db, row.id, row.doc);
     }
     yield row;
   }
