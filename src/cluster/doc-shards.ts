@@ -33,7 +33,7 @@ import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, isRe
 import { VdbRebalanceCoordinator, rebalanceView } from './vdb-rebalance.js';
 import type { ColumnFamily } from '../storage/db.js';
 import { type DocShardCommand, type DocShardOutcome, checkOwned, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
-import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbService } from '../docdb/vdb/service.js';
+import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
@@ -64,7 +64,7 @@ interface DocReplica extends HostedReplica {
 }
 
 type ReadRequest =
-  | { op: 'get'; id: string; rev?: string; revs?: boolean; conflicts?: boolean }
+  | ({ op: 'get'; id: string } & VdbGetOptions)
   | { op: 'att'; id: string; name: string; rev?: string }
   | { op: 'find'; q: unknown; limit: number | null; m?: [number, number]; h?: HashFunction }
   /**
@@ -375,7 +375,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     switch (q.op) {
       case 'get':
         if (!fsm.owns(q.id)) throw fenced();
-        return { d: await docs.getDoc(fsm.db, q.id, { rev: q.rev, revs: q.revs, conflicts: q.conflicts }) };
+        // An older router sends only rev, revs and conflicts; the rest are then undefined.
+        return { d: await docs.getDoc(fsm.db, q.id, { rev: q.rev, revs: q.revs, conflicts: q.conflicts, deletedConflicts: q.deletedConflicts, revsInfo: q.revsInfo, latest: q.latest }) };
       case 'revs': {
         const out: Record<string, unknown>[] = [];
         for (const id of q.ids) for (const leaf of await docs.openRevs(fsm.db, id)) out.push(await withInlineAttachments(docs, fsm.db, id, leaf));
@@ -709,7 +710,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return this.#write(name, bulkEdits(docs, newEdits, this.#o.newId));
   }
 
-  async getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>> {
+  async getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>> {
     return this.#onMap(name, async (v) => {
       const reply = await this.#readShard(v.shards[this.#route(v, id)]!, { op: 'get', id, ...options });
       return reply.d as Record<string, unknown>;

@@ -1,5 +1,6 @@
 // Attachments inline in a document (`attachments=true` on GET, `_all_docs`, `_changes` and
-// `_bulk_get`): base64 content in place of stubs, as CouchDB sends them.
+// `_bulk_get`; documents moved between databases): base64 content in place of stubs, as
+// CouchDB sends them.
 import type { DocEngine } from './engine.js';
 
 interface Stub {
@@ -9,13 +10,21 @@ interface Stub {
   revpos: number;
 }
 
+/** An attachment's content by name, at the revision being read (a database's or a VDB's). */
+export type AttachmentReader = (name: string) => Promise<{ chunks: () => AsyncIterable<Buffer> }>;
+
+/** A database's attachments of one revision. */
+export function engineReader(docs: DocEngine, db: string, docId: string, rev: string): AttachmentReader {
+  return (name) => docs.getAttachment(db, docId, name, rev);
+}
+
 /**
  * A read revision's attachments as the reader wants them: content inline, or a stub for what
  * it already holds. CouchDB's `atts_since`: an attachment unchanged since a revision the
  * reader holds (its revpos is at most that revision's generation, and that revision is an
  * ancestor, per the document's `_revisions`) stays a stub.
  */
-export async function inlineAttachments(docs: DocEngine, db: string, docId: string, rev: string, doc: Record<string, unknown>, attsSince?: readonly string[]): Promise<Record<string, unknown>> {
+export async function inlineWith(read: AttachmentReader, doc: Record<string, unknown>, attsSince?: readonly string[]): Promise<Record<string, unknown>> {
   const stubs = doc._attachments as Record<string, Stub>;
   let heldGen = 0;
   if (attsSince !== undefined && attsSince.length > 0) {
@@ -29,12 +38,17 @@ export async function inlineAttachments(docs: DocEngine, db: string, docId: stri
       inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, stub: true };
       continue;
     }
-    const att = await docs.getAttachment(db, docId, name, rev);
+    const att = await read(name);
     const chunks: Buffer[] = [];
     for await (const chunk of att.chunks()) chunks.push(chunk);
     inline[name] = { content_type: meta.content_type, digest: meta.digest, length: meta.length, revpos: meta.revpos, data: Buffer.concat(chunks).toString('base64') };
   }
   return inline;
+}
+
+/** `inlineWith` over a database's revision. */
+export function inlineAttachments(docs: DocEngine, db: string, docId: string, rev: string, doc: Record<string, unknown>, attsSince?: readonly string[]): Promise<Record<string, unknown>> {
+  return inlineWith(engineReader(docs, db, docId, rev), doc, attsSince);
 }
 
 /** The document with its attachments inline (itself when it has none): how documents move between databases. */

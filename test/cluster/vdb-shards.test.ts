@@ -108,6 +108,9 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
     t.equal(r.body._rev, '1-bbbb', `${n}: the same winner`);
     t.same(r.body._conflicts, ['1-aaaa'], `${n}: the same conflicts`);
   }
+  const meta = await cluster.request('n3', 'GET', '/vdb/v/c1?meta=true');
+  t.match(meta.body, { _rev: '1-bbbb', _conflicts: ['1-aaaa'], _revs_info: [{ rev: '1-bbbb', status: 'available' }] }, 'meta=true through the shard leader');
+  t.equal((await cluster.request('n2', 'GET', '/vdb/v/c1?rev=1-aaaa&latest=true')).body._rev, '1-aaaa', 'latest: a leaf is its own');
   const clash = await cluster.request('n3', 'POST', '/vdb/v/_find', { body: { selector: { _id: 'c1' }, conflicts: true, fields: ['_id', '_rev', '_conflicts'] } });
   t.same(clash.body.docs, [{ _id: 'c1', _rev: '1-bbbb', _conflicts: ['1-aaaa'] }], '_find with conflicts: true lists the losing leaf');
   const tail = await feed('n3', first.cursor);

@@ -28,7 +28,7 @@ import { copyDocs } from '../move.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import { parseFind } from '../query/parse.js';
 import { mergeFind } from './merge.js';
-import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbService } from './service.js';
+import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from './service.js';
 import { runImport } from './import.js';
 
 export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
@@ -280,7 +280,7 @@ export class VdbEngine implements VdbService {
     return mergeFind(q, results.map((r) => ({ docs: r.docs, total: r.meta.total, stats: r.stats })));
   }
 
-  async getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>> {
+  async getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>> {
     return this.#o.docs.getDoc(this.dbFor(name, id), id, options);
   }
 

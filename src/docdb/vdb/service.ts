@@ -2,7 +2,7 @@
 // the cluster's Raft-replicated shards (`cluster/doc-shards.ts`).
 import type { HashFunction } from '../../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
-import type { EditResult } from '../engine.js';
+import type { EditResult, GetDocOptions } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
 import type { MergedFind } from './merge.js';
 import type { AttachmentMeta } from '../records.js';
@@ -34,6 +34,9 @@ export interface ImportSpec {
 }
 
 /** An attachment of a revision: its metadata and its bytes in chunks. */
+/** A VDB document read's options: a database's (`GetDocOptions`) but for tombstones. */
+export type VdbGetOptions = Pick<GetDocOptions, 'rev' | 'revs' | 'conflicts' | 'deletedConflicts' | 'revsInfo' | 'latest'>;
+
 export interface VdbAttachment {
   meta: AttachmentMeta;
   rev: string;
@@ -69,7 +72,7 @@ export interface VdbService {
   /** `_find` from its request body; `stale`: any replica may answer from what it applied (cluster). */
   find(name: string, raw: unknown, options?: { stale?: boolean }): Promise<MergedFind>;
   changes(name: string, options: VdbChangesOptions): Promise<Record<string, unknown>>;
-  getDoc(name: string, id: string, options: { rev?: string; revs?: boolean; conflicts?: boolean }): Promise<Record<string, unknown>>;
+  getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>>;
   putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }>;
   deleteDoc(name: string, id: string, rev: string): Promise<EditResult & { ok: true }>;
   /** Add or replace (`blob`) or remove (`undefined`) one attachment: a document update. */

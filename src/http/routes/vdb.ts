@@ -10,6 +10,7 @@ import { parseDoc } from '../../docdb/doc-input.js';
 import { checkDocId } from '../../docdb/names.js';
 import { parseFind } from '../../docdb/query/parse.js';
 import { findAnswer } from '../../docdb/query/stats.js';
+import { inlineWith } from '../../docdb/inline-attachments.js';
 import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
@@ -243,15 +244,41 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
   );
 
   // ---- documents, routed by hash
-  app.get<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string; revs?: boolean; conflicts?: boolean } }>(
+  // A database's read options (docs/docdb.md) but `open_revs`, `deleted` and `atts_since`.
+  const vdbGetQuery = {
+    type: 'object',
+    properties: {
+      rev: { type: 'string' },
+      revs: { type: 'boolean' },
+      conflicts: { type: 'boolean' },
+      deleted_conflicts: { type: 'boolean' },
+      revs_info: { type: 'boolean' },
+      meta: { type: 'boolean' },
+      latest: { type: 'boolean' },
+      attachments: { type: 'boolean' },
+    },
+  } as const;
+  type VdbGetQuery = { rev?: string; revs?: boolean; conflicts?: boolean; deleted_conflicts?: boolean; revs_info?: boolean; meta?: boolean; latest?: boolean; attachments?: boolean };
+  app.get<{ Params: { vdb: string; docid: string }; Querystring: VdbGetQuery }>(
     '/vdb/:vdb/:docid',
-    { schema: { params: docParams, querystring: { type: 'object', properties: { rev: { type: 'string' }, revs: { type: 'boolean' }, conflicts: { type: 'boolean' } } } }, config: scoped },
+    { schema: { params: docParams, querystring: vdbGetQuery }, config: scoped },
     async (r, reply) => {
       const id = checkDocId(r.params.docid);
-      const rev = r.query.rev === undefined ? undefined : expectedRev({ query: r.query.rev });
-      const doc = await vdbs().getDoc(r.params.vdb, id, { rev, revs: r.query.revs, conflicts: r.query.conflicts });
+      const q = r.query;
+      const rev = q.rev === undefined ? undefined : expectedRev({ query: q.rev });
+      const meta = q.meta === true;
+      const doc = await vdbs().getDoc(r.params.vdb, id, {
+        rev,
+        revs: q.revs,
+        conflicts: q.conflicts === true || meta,
+        deletedConflicts: q.deleted_conflicts === true || meta,
+        revsInfo: q.revs_info === true || meta,
+        latest: q.latest,
+      });
       reply.header('etag', `"${doc._rev as string}"`);
-      return doc;
+      if (q.attachments !== true || doc._attachments === undefined) return doc;
+      const at = doc._rev as string;
+      return { ...doc, _attachments: await inlineWith((name) => vdbs().getAttachment(r.params.vdb, id, name, at), doc) };
     },
   );
 

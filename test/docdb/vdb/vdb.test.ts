@@ -179,6 +179,14 @@ t.test('attachments of VDB documents: the routes of /db, routed by the id', asyn
   t.equal((await node.request('GET', `/vdb/files/mydoc/_attachments/notes.txt?rev=${created.body.rev}`)).status, 404, 'not in the older revision');
   t.equal((await bytes(`/vdb/files/mydoc/pic.png?rev=${created.body.rev}`)).status, 200, '?rev= reads an older revision');
 
+  // CouchDB's read options, as on a database.
+  const inline = await node.request('GET', '/vdb/files/mydoc?attachments=true&revs_info=true');
+  t.equal(inline.body._attachments['notes.txt'].data, Buffer.from('hello').toString('base64'), 'attachments=true inlines each one');
+  t.equal(Buffer.from(inline.body._attachments['pic.png'].data, 'base64').length, png.length);
+  t.same(inline.body._revs_info.map((i: { status: string }) => i.status), ['available', 'available'], 'revs_info');
+  t.equal((await node.request('GET', `/vdb/files/mydoc?rev=${created.body.rev}&latest=true`)).body._rev, second.body.rev, 'latest: the leaf from an older rev');
+  t.match((await node.request('GET', '/vdb/files/mydoc?meta=true')).body, { _revs_info: [{ rev: second.body.rev }, { rev: created.body.rev }] });
+
   // Delete: needs the rev, 404 for an unknown name, makes a new revision.
   t.equal((await node.request('DELETE', '/vdb/files/mydoc/notes.txt')).status, 409);
   const missing = await node.request('DELETE', `/vdb/files/mydoc/nope.txt?rev=${second.body.rev}`);
