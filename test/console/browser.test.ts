@@ -220,6 +220,12 @@ if (!existsSync(CHROMIUM)) {
       await query.getByRole('button', { name: 'Explain' }).click();
       await query.getByText(/^Plan: index scan/).waitFor();
       t.pass('count and plan shown');
+      t.equal(await query.getByLabel('Query warning').count(), 0, 'an indexed query has no warning');
+      await query.getByLabel(/^Query \(JSON/).fill(JSON.stringify({ selector: { colour: { $ne: 'red' } } }));
+      await query.getByRole('button', { name: 'Find' }).click();
+      await query.getByLabel('Query warning').getByText(/no index could narrow this selector/).waitFor();
+      t.pass('a full scan shows the node\'s warning');
+      await query.getByLabel(/^Query \(JSON/).fill(JSON.stringify({ selector: { kind: 'fruit' }, order_by: [{ path: ['colour'], dir: 'asc' }] }));
 
       const put = await node.request('PUT', '/db/shop/invoice', {
         body: { total: 12, _attachments: { 'note.txt': { content_type: 'text/plain', data: Buffer.from('paid in full').toString('base64') } } },

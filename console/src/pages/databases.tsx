@@ -272,6 +272,8 @@ function ChangesFeed({ db }: { db: string }) {
 interface FindAnswer {
   docs: Record<string, unknown>[];
   meta: { total: number; offset: number; limit: number | null };
+  /** The node's note when no index could narrow the selector (a full scan). */
+  warning?: string;
 }
 
 type FindResult =
@@ -357,10 +359,11 @@ function FindOutput({ result, onOpen }: { result: FindResult; onOpen: (id: strin
         </div>
       );
     case 'find': {
-      const { docs, meta } = result.answer;
+      const { docs, meta, warning } = result.answer;
       return (
         <>
           <p role="status" aria-label="Query summary">{docs.length} of {meta.total} matching documents from offset {meta.offset} ({took})</p>
+          {warning !== undefined && <p class="muted" aria-label="Query warning">{warning}</p>}
           <VirtualTable
             label="Query results"
             items={docs}

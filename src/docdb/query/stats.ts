@@ -1,10 +1,12 @@
-// What a find read, for CouchDB's `execution_stats`: counted by the executor, summed over
-// shards, shown only when asked. Pure.
+// What a find read, for CouchDB's `execution_stats` (counted by the executor, summed over
+// shards, shown only when asked) and its `warning` (a selector no index could narrow). Pure.
 export interface FindStats {
   /** Index entries read (path postings, or documents in id order for a full scan). */
   keysExamined: number;
   /** Documents read to answer (their records, and bodies where the selector needs them). */
   docsExamined: number;
+  /** Why every document was read, when a selector with conditions could use no index. */
+  fullScan?: string;
 }
 
 /** Several shards' or members' stats as one (a missing one counts nothing). */
@@ -13,6 +15,7 @@ export function sumStats(parts: readonly (FindStats | undefined)[]): FindStats {
   for (const p of parts) {
     out.keysExamined += p?.keysExamined ?? 0;
     out.docsExamined += p?.docsExamined ?? 0;
+    if (out.fullScan === undefined && p?.fullScan !== undefined) out.fullScan = p.fullScan;
   }
   return out;
 }
@@ -21,8 +24,14 @@ export function sumStats(parts: readonly (FindStats | undefined)[]): FindStats {
  * A find's answer as HTTP returns it: the stats only under CouchDB's `execution_stats`, with
  * the time the caller measured around the whole request.
  */
-export function findAnswer<T extends { docs: readonly unknown[]; stats: FindStats }>(result: T, wanted: boolean, elapsedMs: number): Omit<T, 'stats'> & { execution_stats?: Record<string, number> } {
-  const { stats, ...answer } = result;
+export function findAnswer<T extends { docs: readonly unknown[]; stats: FindStats }>(
+  result: T,
+  wanted: boolean,
+  elapsedMs: number,
+): Omit<T, 'stats'> & { warning?: string; execution_stats?: Record<string, number> } {
+  const { stats, ...rest } = result;
+  // CouchDB's `warning` (PouchDB shows it): here every field is indexed, so say why none helped.
+  const answer = stats.fullScan === undefined ? rest : { ...rest, warning: `no index could narrow this selector (${stats.fullScan}): every document was read; a condition on a field (equality, range, $in, $exists, $prefix, $regex) lets one` };
   if (!wanted) return answer;
   return {
     ...answer,
@@ -39,6 +48,7 @@ export function findAnswer<T extends { docs: readonly unknown[]; stats: FindStat
 /** Stats from another node's reply, when it sent them (an older node does not). */
 export function statsOf(value: unknown): FindStats | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
-  const { keysExamined, docsExamined } = value as Record<string, unknown>;
-  return typeof keysExamined === 'number' && typeof docsExamined === 'number' ? { keysExamined, docsExamined } : undefined;
+  const { keysExamined, docsExamined, fullScan } = value as Record<string, unknown>;
+  if (typeof keysExamined !== 'number' || typeof docsExamined !== 'number') return undefined;
+  return typeof fullScan === 'string' ? { keysExamined, docsExamined, fullScan } : { keysExamined, docsExamined };
 }

@@ -1,5 +1,5 @@
 // CouchDB's `execution_stats: true` on `_find`: what the answer read (index entries,
-// documents) and how long it took; absent unless asked. Databases and VDBs (summed over
+// documents) and how long it took; absent unless asked. And its `warning` on a full scan. Databases and VDBs (summed over
 // shards). It was accepted and ignored.
 import t from 'tap';
 import { startTestNode } from '../../support/node.js';
@@ -47,4 +47,10 @@ t.test('execution_stats on a database and a VDB', async (t) => {
   t.equal(vdb.execution_stats!.results_returned, 39);
   t.notOk('stats' in (await find('/vdb/v/_find', { selector: {} })));
   t.equal((await node.request('POST', '/db/s/_find', { body: { selector: {}, execution_stats: 'yes' } })).status, 400);
+
+  // CouchDB's `warning`: a selector no index could narrow says so; an indexed one and "everything" do not.
+  t.match((await find('/db/s/_find', { selector: { n: { $ne: 3 } } })) as object, { warning: /no index could narrow this selector \(.+\): every document was read/ });
+  t.match((await find('/vdb/v/_find', { selector: { n: { $ne: 3 } } })) as object, { warning: /every document was read/ }, 'from a VDB\'s shards too');
+  t.notOk('warning' in (await find('/db/s/_find', { selector: { color: 'red' } })), 'an index served it');
+  t.notOk('warning' in (await find('/db/s/_find', { selector: {} })), 'everything was asked for');
 });
