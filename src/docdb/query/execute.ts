@@ -49,7 +49,6 @@ export interface FindResult {
   stats: FindStats;
 }
 
-
 export interface Explained {
   plan: Plan;
   exact: boolean;
@@ -225,10 +224,10 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
       throw new FirkinError('bad_request', `${total} documents match, more than ${QUERY_LIMITS.resultsMax} in one response: page with limit and offset`);
     }
   };
-  /** The answer for a page (before projection: the bookmark may need a field it drops). */
   const stats: FindStats = { keysExamined: 0, docsExamined: 0 };
   // Asking for everything reads everything; a selector with conditions that no index served is worth a warning.
   if (plan.kind === 'full_scan' && conjuncts(q.where).length > 0 && !onlyIds(q.where)) stats.fullScan = plan.reason;
+  /** The answer for a page (before projection: the bookmark may need a field it drops). */
   const answer = async (docs: readonly FoundDoc[], total: number): Promise<FindResult> => ({
     docs: await outputAll(ctx.docs, db, docs, q),
     meta: { total, offset: q.offset, limit: limit ?? null },
