@@ -2,7 +2,7 @@
 // and the `since` of a changes read, each from all the places a client may put it.
 import { FirkinError } from '../../core/errors.js';
 import { type Hlc, parseHlc } from '../../core/hlc.js';
-import type { DocEngine } from '../../docdb/engine.js';
+import type { DocEngine, GetDocOptions } from '../../docdb/engine.js';
 import { checkDbName } from '../../docdb/names.js';
 import { isRev } from '../../docdb/revtree.js';
 
@@ -17,6 +17,42 @@ export const docParams = {
   required: ['db', 'docid'],
   properties: { db: { type: 'string' }, docid: { type: 'string' } },
 } as const;
+
+/** A document GET's CouchDB read options, as databases and VDBs take them (docs/docdb.md). */
+export const readOptionParams = {
+  rev: { type: 'string' },
+  revs: { type: 'boolean' },
+  conflicts: { type: 'boolean' },
+  deleted_conflicts: { type: 'boolean' },
+  revs_info: { type: 'boolean' },
+  meta: { type: 'boolean' },
+  latest: { type: 'boolean' },
+  attachments: { type: 'boolean' },
+} as const;
+
+export interface ReadOptionsQuery {
+  rev?: string;
+  revs?: boolean;
+  conflicts?: boolean;
+  deleted_conflicts?: boolean;
+  revs_info?: boolean;
+  /** CouchDB's shorthand for conflicts, deleted_conflicts and revs_info. */
+  meta?: boolean;
+  latest?: boolean;
+  attachments?: boolean;
+}
+
+/** The engine's options for a read (`revs` is the caller's: attachments may need the history). */
+export function readOptions(q: ReadOptionsQuery): Pick<GetDocOptions, 'rev' | 'conflicts' | 'deletedConflicts' | 'revsInfo' | 'latest'> {
+  const meta = q.meta === true;
+  return {
+    rev: q.rev === undefined ? undefined : expectedRev({ query: q.rev }),
+    conflicts: q.conflicts === true || meta,
+    deletedConflicts: q.deleted_conflicts === true || meta,
+    revsInfo: q.revs_info === true || meta,
+    latest: q.latest,
+  };
+}
 
 /** 400 for a malformed name, 404 for a database that does not exist. */
 export function existingDb(docs: DocEngine, db: string): string {

@@ -10,7 +10,7 @@ import { compareStrings } from '../../core/keys.js';
 import { inlineAttachments, withInlineAttachments } from '../../docdb/inline-attachments.js';
 import { conflicts, findRev, isRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
 import { wantsCbor } from '../codec.js';
-import { dbParams, docParams, existingDb, expectedRev } from './docdb-shared.js';
+import { type ReadOptionsQuery, dbParams, docParams, existingDb, expectedRev, readOptionParams, readOptions } from './docdb-shared.js';
 import { allows } from '../../auth/api-keys.js';
 import { READ } from '../hooks/auth.js';
 
@@ -25,33 +25,12 @@ export interface DocdbRouteDeps {
 
 const getDocQuery = {
   type: 'object',
-  properties: {
-    rev: { type: 'string' },
-    revs: { type: 'boolean' },
-    conflicts: { type: 'boolean' },
-    deleted_conflicts: { type: 'boolean' },
-    deleted: { type: 'boolean' },
-    open_revs: { type: 'string' },
-    revs_info: { type: 'boolean' },
-    meta: { type: 'boolean' },
-    latest: { type: 'boolean' },
-    attachments: { type: 'boolean' },
-    atts_since: { type: 'string' },
-  },
+  properties: { ...readOptionParams, deleted: { type: 'boolean' }, open_revs: { type: 'string' }, atts_since: { type: 'string' } },
 } as const;
 
-interface GetDocQuery {
-  rev?: string;
-  revs?: boolean;
-  conflicts?: boolean;
-  deleted_conflicts?: boolean;
+interface GetDocQuery extends ReadOptionsQuery {
   deleted?: boolean;
   open_revs?: string;
-  revs_info?: boolean;
-  /** CouchDB's shorthand for conflicts, deleted_conflicts and revs_info. */
-  meta?: boolean;
-  latest?: boolean;
-  attachments?: boolean;
   atts_since?: string;
 }
 
@@ -338,17 +317,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
       }
       return out;
     }
-    const rev = q.rev === undefined ? undefined : expectedRev({ query: q.rev });
-    const meta = q.meta === true;
-    const doc = await docs.getDoc(db, docId, {
-      rev,
-      revs: withHistory,
-      conflicts: q.conflicts === true || meta,
-      deletedConflicts: q.deleted_conflicts === true || meta,
-      deleted: q.deleted,
-      revsInfo: q.revs_info === true || meta,
-      latest: q.latest,
-    });
+    const doc = await docs.getDoc(db, docId, { ...readOptions(q), revs: withHistory, deleted: q.deleted });
     reply.header('etag', `"${doc._rev as string}"`);
     return finish(doc);
   });

@@ -14,7 +14,7 @@ import { inlineWith } from '../../docdb/inline-attachments.js';
 import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
-import { expectedRev } from './docdb-shared.js';
+import { type ReadOptionsQuery, expectedRev, readOptionParams, readOptions } from './docdb-shared.js';
 import { READ } from '../hooks/auth.js';
 import { indexRoutes } from './couchdb-index.js';
 
@@ -245,36 +245,13 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
 
   // ---- documents, routed by hash
   // A database's read options (docs/docdb.md) but `open_revs`, `deleted` and `atts_since`.
-  const vdbGetQuery = {
-    type: 'object',
-    properties: {
-      rev: { type: 'string' },
-      revs: { type: 'boolean' },
-      conflicts: { type: 'boolean' },
-      deleted_conflicts: { type: 'boolean' },
-      revs_info: { type: 'boolean' },
-      meta: { type: 'boolean' },
-      latest: { type: 'boolean' },
-      attachments: { type: 'boolean' },
-    },
-  } as const;
-  type VdbGetQuery = { rev?: string; revs?: boolean; conflicts?: boolean; deleted_conflicts?: boolean; revs_info?: boolean; meta?: boolean; latest?: boolean; attachments?: boolean };
-  app.get<{ Params: { vdb: string; docid: string }; Querystring: VdbGetQuery }>(
+  app.get<{ Params: { vdb: string; docid: string }; Querystring: ReadOptionsQuery }>(
     '/vdb/:vdb/:docid',
-    { schema: { params: docParams, querystring: vdbGetQuery }, config: scoped },
+    { schema: { params: docParams, querystring: { type: 'object', properties: readOptionParams } }, config: scoped },
     async (r, reply) => {
       const id = checkDocId(r.params.docid);
       const q = r.query;
-      const rev = q.rev === undefined ? undefined : expectedRev({ query: q.rev });
-      const meta = q.meta === true;
-      const doc = await vdbs().getDoc(r.params.vdb, id, {
-        rev,
-        revs: q.revs,
-        conflicts: q.conflicts === true || meta,
-        deletedConflicts: q.deleted_conflicts === true || meta,
-        revsInfo: q.revs_info === true || meta,
-        latest: q.latest,
-      });
+      const doc = await vdbs().getDoc(r.params.vdb, id, { ...readOptions(q), revs: q.revs });
       reply.header('etag', `"${doc._rev as string}"`);
       if (q.attachments !== true || doc._attachments === undefined) return doc;
       const at = doc._rev as string;
