@@ -26,6 +26,8 @@ export interface ChaosOptions {
   convergeSeconds: number;
   /** Run nodes with a deliberately broken guarantee (a test fixture) to show the checker can fail. */
   broken?: BrokenFixture;
+  /** Each phase's hard bound times this (default 1; a test shrinks it to see a bound fire). */
+  boundScale: number;
 }
 
 /**
@@ -46,6 +48,7 @@ export const DEFAULT_CHAOS: ChaosOptions = {
   keepQuorum: true,
   out: 'data/chaos',
   convergeSeconds: 60,
+  boundScale: 1,
 };
 
 export class OptionError extends Error {}
@@ -99,12 +102,15 @@ export function parseChaosArgs(argv: readonly string[]): ChaosOptions {
         if (!(BROKEN_FIXTURES as readonly string[]).includes(value ?? '')) throw new OptionError(`--broken must be one of ${BROKEN_FIXTURES.join(', ')}, got ${JSON.stringify(value ?? '')}`);
         o.broken = value as BrokenFixture;
         break;
+      case 'bound-scale':
+        o.boundScale = num(name, value, 0.0001, 1, false);
+        break;
       case 'out':
         if (value === undefined || value === '') throw new OptionError('--out needs a directory');
         o.out = value;
         break;
       default:
-        throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --out --converge-seconds --broken)`);
+        throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --out --converge-seconds --broken --bound-scale)`);
     }
   }
   return o;

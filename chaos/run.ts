@@ -724,11 +724,12 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.res
   let bound: NodeJS.Timeout | undefined;
   onPhase((what, budgetMs) => {
     clearTimeout(bound);
+    const ms = budgetMs * options.boundScale;
     bound = setTimeout(() => {
-      process.stderr.write(`chaos: ${what} overran its bound of ${Math.round(budgetMs / 1000)} s; killing its nodes, removing its data, exiting\n`);
+      process.stderr.write(`chaos: ${what} overran its bound of ${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s; killing its nodes, removing its data, exiting\n`);
       abandonRuns();
       process.exit(3);
-    }, budgetMs);
+    }, ms);
     bound.unref();
   });
   const outcome = await runChaos(options);

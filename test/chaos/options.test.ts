@@ -9,5 +9,7 @@ t.test('workloads and bad values', (t) => {
   t.throws(() => parseChaosArgs(['--workload', 'bank']), new OptionError('--workload must be one of keys, register, set, cas, got "bank"'));
   t.throws(() => parseChaosArgs(['--nodes', '2']), /--nodes must be an integer from 3 to 9/);
   t.throws(() => parseChaosArgs(['--nemesis', 'kill,flood']), /--nemesis takes a comma list/);
+  t.equal(parseChaosArgs(['--bound-scale', '0.005']).boundScale, 0.005);
+  t.throws(() => parseChaosArgs(['--bound-scale', '2']), /--bound-scale must be a number from 0.0001 to 1/);
   t.end();
 });

@@ -2,6 +2,7 @@
 // workload, kill and partition faults for 60 s, then heal, converge and check. Longer runs:
 // `npm run chaos -- --minutes 30 --nemesis kill,pause,partition,isolate,bridge,one-way,restart`.
 import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 
@@ -34,4 +35,31 @@ t.test('chaos: a deliberately broken build (stale keys) fails the checker', asyn
   t.match(out, /ANOMALY keys revoked-accepted/, out.slice(-3000));
   t.match(last, /^chaos: \d+ ops, \d+ faults, [1-9]\d* anomalies$/);
   t.equal(code, 1, 'exit status 1 on anomalies');
+});
+
+/** Live processes whose command line or environment names `text` (the run's node processes name its data dir). */
+function processesNaming(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const seen = readFileSync(`/proc/${entry}/cmdline`, 'latin1') + readFileSync(`/proc/${entry}/environ`, 'latin1');
+      if (seen.includes(text)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return pids;
+}
+
+t.test('chaos: a phase that overruns its bound kills the run\'s nodes, removes its data, exits 3', async (t) => {
+  // Forming a 3-node cluster gets (3 + 1) minutes times the scale: 1.2 s, time to spawn its nodes
+  // but not to form (their start alone takes longer here).
+  const { code, out } = await chaos(t, ['--seed', '2', '--minutes', '0.5', '--nodes', '3', '--nemesis', 'kill', '--bound-scale', '0.005']);
+  t.equal(code, 3, out.slice(-2000));
+  t.match(out, /chaos: forming the cluster overran its bound of 1\.2 s; killing its nodes, removing its data, exiting/);
+  const dir = /data in (\S+)/.exec(out)?.[1];
+  t.ok(dir !== undefined, 'the run named its data dir');
+  t.notOk(existsSync(dir!), 'its data dir is gone');
+  t.same(processesNaming(dir!), [], 'no node process of the run is left');
 });
