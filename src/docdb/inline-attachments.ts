@@ -13,11 +13,6 @@ interface Stub {
 /** An attachment's content by name, at the revision being read (a database's or a VDB's). */
 export type AttachmentReader = (name: string) => Promise<{ chunks: () => AsyncIterable<Buffer> }>;
 
-/** A database's attachments of one revision. */
-export function engineReader(docs: DocEngine, db: string, docId: string, rev: string): AttachmentReader {
-  return (name) => docs.getAttachment(db, docId, name, rev);
-}
-
 /**
  * A read revision's attachments as the reader wants them: content inline, or a stub for what
  * it already holds. CouchDB's `atts_since`: an attachment unchanged since a revision the
@@ -48,7 +43,7 @@ export async function inlineWith(read: AttachmentReader, doc: Record<string, unk
 
 /** `inlineWith` over a database's revision. */
 export function inlineAttachments(docs: DocEngine, db: string, docId: string, rev: string, doc: Record<string, unknown>, attsSince?: readonly string[]): Promise<Record<string, unknown>> {
-  return inlineWith(engineReader(docs, db, docId, rev), doc, attsSince);
+  return inlineWith((name) => docs.getAttachment(db, docId, name, rev), doc, attsSince);
 }
 
 /** The document with its attachments inline (itself when it has none): how documents move between databases. */

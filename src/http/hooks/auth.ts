@@ -47,6 +47,14 @@ export function presentedKey(header: string | undefined): string | undefined {
  */
 export const READ = { permission: 'read' } as const;
 
+/**
+ * Whether the request's key allows `permission` on a database the route did not check (one
+ * named in a body, or each entry of a listing); with auth off there is no key, and it does.
+ */
+export function keyAllows(request: FastifyRequest, permission: Permission, db: string): boolean {
+  return request.apiKey === undefined || allows(request.apiKey, permission, db);
+}
+
 export function neededPermission(request: FastifyRequest): Permission {
   const configured = request.routeOptions.config.permission;
   if (configured !== undefined) return configured;

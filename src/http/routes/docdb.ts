@@ -11,8 +11,7 @@ import { inlineAttachments, withInlineAttachments } from '../../docdb/inline-att
 import { conflicts, findRev, isRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
 import { wantsCbor } from '../codec.js';
 import { type ReadOptionsQuery, dbParams, docParams, existingDb, expectedRev, readOptionParams, readOptions } from './docdb-shared.js';
-import { allows } from '../../auth/api-keys.js';
-import { READ } from '../hooks/auth.js';
+import { READ, keyAllows } from '../hooks/auth.js';
 
 export interface DocdbRouteDeps {
   docs: DocEngine;
@@ -221,8 +220,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
   for (const url of ['/_all_dbs', '/db/_all_dbs']) {
     app.get<{ Querystring: AllDbsQuery }>(url, { schema: { querystring: allDbsQuery } }, async (request) => {
       const q = request.query;
-      const key = request.apiKey;
-      const readable = docs.listDbs().filter((db) => docs.has(db) && (key === undefined || allows(key, 'read', db)));
+      const readable = docs.listDbs().filter((db) => docs.has(db) && keyAllows(request, 'read', db));
       return pageDbNames(readable, {
         startkey: keyParam('startkey', q.startkey ?? q.start_key, 'a database name'),
         endkey: keyParam('endkey', q.endkey ?? q.end_key, 'a database name'),
@@ -374,19 +372,16 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
 
   // ---- _all_docs, and CouchDB's _design_docs (the same over the design documents' ids)
   /** One answer for GET and POST (keys in the body win over the query's). */
-  const allDocsAnswer = (request: FastifyRequest, reply: FastifyReply, q: AllDocsQuery, bodyKeys: readonly string[] | undefined, designOnly: boolean) => {
+  const allDocsAnswer = async (request: FastifyRequest, reply: FastifyReply, q: AllDocsQuery, bodyKeys: readonly string[] | undefined, designOnly: boolean) => {
     const db = existingDb(docs, (request.params as { db: string }).db);
     const info = docs.dbInfo(db);
     const includeDocs = q.include_docs === true;
     const keys = bodyKeys ?? (q.keys !== undefined ? keysParam(q.keys) : q.key !== undefined ? [keyParam('key', q.key)!] : undefined);
     if (keys !== undefined) {
+      const rows = await docs.allDocsByKeys(db, keys, includeDocs);
       // A key that is no design document's id is not found in _design_docs.
-      const rows = async () => {
-        if (!designOnly) return docs.allDocsByKeys(db, keys, includeDocs);
-        const found = new Map((await docs.allDocsByKeys(db, keys.filter(isDesignDocId), includeDocs)).map((r) => [r.key, r]));
-        return keys.map((key): AllDocsRow => found.get(key) ?? { key, error: 'not_found' });
-      };
-      return rows().then((r) => sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, q, r)));
+      const shown = designOnly ? rows.map((row): AllDocsRow => (isDesignDocId(row.key) ? row : { key: row.key, error: 'not_found' })) : rows;
+      return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, q, shown));
     }
     const asked: AllDocsOptions = {
       startkey: keyParam('startkey', q.startkey ?? q.start_key),

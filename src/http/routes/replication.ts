@@ -1,7 +1,7 @@
 // POST /db/:db/_replicate and the task listing GET/DELETE /_replications[/:id].
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
-import { allows } from '../../auth/api-keys.js';
+import { keyAllows } from '../hooks/auth.js';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
 import { localDbOfDisplayed } from '../../docdb/replication/endpoint-spec.js';
@@ -33,7 +33,7 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
   app.post<{ Params: { db: string }; Body: unknown }>('/db/:db/_replicate', { schema: { params: dbParams } }, async (request, reply) => {
     const req = replication.parseRequest(request.params.db, request.body);
     // The key must also be allowed to write a local target, not only the source.
-    if (req.target.kind === 'local' && request.apiKey !== undefined && !allows(request.apiKey, 'write', req.target.db)) {
+    if (req.target.kind === 'local' && !keyAllows(request, 'write', req.target.db)) {
       throw new FirkinError('forbidden', `this API key lacks the write permission on database ${JSON.stringify(req.target.db)}`);
     }
     const taskId = replication.replicationId(req);
@@ -73,10 +73,9 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
    * only with write on every local database it touches (what creating it needed).
    */
   const may = (request: FastifyRequest, permission: 'read' | 'write', view: TaskView): boolean => {
-    const key = request.apiKey;
-    if (key === undefined) return true; // auth is off
+    if (request.apiKey === undefined) return true; // auth is off
     const dbs = [view.source, view.target].map(localDbOfDisplayed).filter((db): db is string => db !== undefined);
-    return permission === 'read' ? dbs.some((db) => allows(key, 'read', db)) : dbs.length > 0 && dbs.every((db) => allows(key, 'write', db));
+    return permission === 'read' ? dbs.some((db) => keyAllows(request, 'read', db)) : dbs.length > 0 && dbs.every((db) => keyAllows(request, 'write', db));
   };
   const notFound = (id: string) => new FirkinError('not_found', `replication task ${JSON.stringify(id)} not found`);
   /** The task, else the newest one-shot run, with this id (undefined when neither). */

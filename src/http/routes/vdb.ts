@@ -5,7 +5,6 @@ import { LIMITS } from '../../docdb/names.js';
 import { errorInStream } from '../errors.js';
 import { clientGone } from './docdb-changes.js';
 import { FirkinError } from '../../core/errors.js';
-import { allows } from '../../auth/api-keys.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import { checkDocId } from '../../docdb/names.js';
 import { parseFind } from '../../docdb/query/parse.js';
@@ -15,7 +14,7 @@ import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
 import { type ReadOptionsQuery, expectedRev, readOptionParams, readOptions } from './docdb-shared.js';
-import { READ } from '../hooks/auth.js';
+import { READ, keyAllows } from '../hooks/auth.js';
 import { indexRoutes } from './couchdb-index.js';
 
 export interface VdbRouteDeps {
@@ -84,8 +83,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
 
   // The VDBs the key may read (as GET /_all_dbs lists databases): a scoped key sees its own.
   app.get('/vdb', async (request) => {
-    const key = request.apiKey;
-    const readable = vdbs().list().filter((name) => key === undefined || allows(key, 'read', name));
+    const readable = vdbs().list().filter((name) => keyAllows(request, 'read', name));
     return { vdbs: await Promise.all(readable.map((name) => vdbs().info(name))) };
   });
   app.get<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().info(r.params.vdb));
@@ -103,7 +101,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
       const b = r.body;
       // Importing reads the source: the key must be allowed to, or a write key on a VDB would
       // copy in (then read) any database.
-      if (r.apiKey !== undefined && !allows(r.apiKey, 'read', b.source_db)) {
+      if (!keyAllows(r, 'read', b.source_db)) {
         throw new FirkinError('forbidden', `this API key lacks the read permission on database ${JSON.stringify(b.source_db)}`);
       }
       return vdbs().import(r.params.vdb, {
