@@ -1,5 +1,6 @@
 // Body-level evaluation of a condition tree: the ground truth every plan is checked against.
 import { unreachable } from '../../core/unreachable.js';
+import { isPlainObject } from '../../core/values.js';
 import type { Condition, Json, JsonType, Path, Position } from './ast.js';
 import { MISSING, type MaybeJson, collate, compareStrings, jsonEqual } from './collate.js';
 
@@ -90,7 +91,7 @@ export function matches(body: Json, cond: Condition): boolean {
     }
     case 'keyMapMatch': {
       const v = valueAt(body, cond.path);
-      return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).some((k) => matches(k, cond.condition));
+      return isPlainObject(v) && Object.keys(v).some((k) => matches(k, cond.condition));
     }
     case 'and':
       return cond.all.every((c) => matches(body, c));
