@@ -315,10 +315,10 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         store.state === 'open'
           ? { status: 'ok', state: store.state, dir: store.dir, ...store.stats() }
           : { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] },
-      cluster: () =>
+      cluster: (viewer) =>
         !config.cluster.enabled
           ? { status: 'ok', state: 'standalone' }
-          : (member?.health() ?? { status: 'degraded', state: 'starting', problems: ['cluster side not started yet'] }),
+          : (member?.health(viewer) ?? { status: 'degraded', state: 'starting', problems: ['cluster side not started yet'] }),
       ...(docShards === undefined ? {} : { shards: () => ({ ...mergeHealth([vectorShards?.health(), docShards?.health()]), vector: vectorShards?.hosted() ?? 0, vdb: docShards?.hosted() ?? 0 }) }),
       // `collections`/`documents`: this node's standalone ones; `cluster`: the replicated ones.
       ...(vectors === undefined ? {} : { vector: () => ({ status: 'ok', ...vectors!.stats(), ...(vectorShards === undefined ? {} : { cluster: vectorShards.healthStats() }) }) }),
@@ -362,7 +362,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       startedAtMs,
       checks,
     };
-    checks.replication = () => replication.health();
+    checks.replication = (viewer) => replication.health(viewer);
     const replicationFeature = async (app: FastifyInstance) => {
       await app.register(replicationProtocolRoutes, { docs, localDocs: replication.localDocs });
       await app.register(replicationRoutes, { docs, replication });

@@ -6,6 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { HealthViewer } from '../core/health.js';
 import type { Clock } from '../core/hlc.js';
 import { FirkinError, committedNotApplied, isFirkinError } from '../core/errors.js';
 import { RaftGroup, type RaftGroupOptions } from '../raft/group.js';
@@ -348,8 +349,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       });
   }
 
-  /** For /health: what is wrong, if anything. */
-  health(): { status: 'ok' | 'degraded' | 'failing'; [k: string]: unknown } {
+  /** For /health: what is wrong, if anything; VDBs named only to a viewer who may read them. */
+  health(viewer: HealthViewer): { status: 'ok' | 'degraded' | 'failing'; [k: string]: unknown } {
     const problems: string[] = [];
     const state = this.memberState();
     if (this.#group.failure !== undefined) problems.push(`metadata group stopped: ${this.#group.failure.message}`);
@@ -360,7 +361,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       byStatus[n.status] = (byStatus[n.status] ?? 0) + 1;
       if (n.status === 'suspect' || n.status === 'down') problems.push(`node ${n.name} is ${n.status}`);
     }
-    if (state === 'member') problems.push(...describeShortfalls(replicaShortfalls(this.#fsm.state)));
+    if (state === 'member') problems.push(...describeShortfalls(replicaShortfalls(this.#fsm.state), (kind, owner) => kind === 'collection' || viewer.mayRead(owner)));
     const failing = this.#group.failure !== undefined || (state === 'member' && this.leader() === null);
     return {
       status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok',

@@ -144,15 +144,22 @@ export function replicaShortfalls(state: MetaState): ReplicaShortfall[] {
   return out;
 }
 
-/** `replicaShortfalls` as /health problems: one line per owner, the worst first. */
-export function describeShortfalls(shortfalls: readonly ReplicaShortfall[]): string[] {
+/**
+ * `replicaShortfalls` as /health problems: one line per owner, the worst first. An owner the
+ * reader may not see (`named` false: a VDB the caller's key may not read) is described without
+ * its name.
+ */
+export function describeShortfalls(shortfalls: readonly ReplicaShortfall[], named: (kind: ShardOwnerKind, owner: string) => boolean = () => true): string[] {
   const byOwner = new Map<string, ReplicaShortfall[]>();
   for (const s of shortfalls) {
-    const key = `${s.kind === 'collection' ? 'collection' : 'VDB'} ${s.owner}`;
+    const key = `${s.kind} ${s.owner}`;
     byOwner.set(key, [...(byOwner.get(key) ?? []), s]);
   }
   const lines: { worst: number; text: string }[] = [];
-  for (const [owner, list] of byOwner) {
+  for (const list of byOwner.values()) {
+    const { kind, owner: name } = list[0]!;
+    const noun = kind === 'collection' ? 'collection' : 'VDB';
+    const owner = named(kind, name) ? `${noun} ${name}` : `a ${noun} this key may not read`;
     const noMajority = list.filter((s) => s.live <= s.placed / 2);
     const groups = list.map((s) => `${s.group} ${s.live}/${s.placed}`).join(', ');
     const where = list.every((s) => s.repairable) ? 'repairable: their replicas move to other nodes (a down node\'s after the grace period)' : 'no other live node can take the missing ones: a node must join';

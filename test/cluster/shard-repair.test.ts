@@ -84,6 +84,16 @@ t.test('shards with replicas on nodes that are not live, for /health', (t) => {
     'collection c: 2 shard groups with replicas on nodes that are not live (vs0 1/3, vs1 1/2 live); vs0, vs1 without a majority (no writes, no linearizable reads); no other live node can take the missing ones: a node must join',
   ]);
   t.same(replicaShortfalls(withCollection([node('a', 'up'), node('b', 'up')], [['a', 'b']])), [], 'all live: nothing');
+  // /health is open: a VDB the caller's key may not read is described, not named.
+  const mixed = [
+    { kind: 'vdb' as const, owner: 'payroll', group: 'ds1', placed: 3, live: 2, repairable: true },
+    { kind: 'vdb' as const, owner: 'notes', group: 'ds2', placed: 3, live: 2, repairable: true },
+    { kind: 'collection' as const, owner: 'c', group: 'vs0', placed: 3, live: 2, repairable: true },
+  ];
+  const lines = describeShortfalls(mixed, (kind, owner) => kind === 'collection' || owner === 'notes');
+  t.same(lines.map((l) => l.split(':')[0]), ['a VDB this key may not read', 'VDB notes', 'collection c'], 'the hidden VDB without its name');
+  t.notOk(lines.join(' ').includes('payroll'));
+  t.match(lines[0], /\(ds1 2\/3 live\); repairable/, 'but with what is wrong');
 
   // Against the repair planner: with the nodes that are not live gone (moved at once), a
   // shortfall is repairable exactly when the planner moves a replica of that shard.

@@ -3,6 +3,7 @@
 // count for anyone; GET /vdb lists the VDBs the key may read (as GET /_all_dbs does).
 import t from 'tap';
 import { startTestNode } from '../support/node.js';
+import { waitFor } from '../support/wait.js';
 
 t.test('/health names only the databases the caller may read', async (t) => {
   const node = await startTestNode();
@@ -63,4 +64,29 @@ t.test('replication tasks: a key sees those on databases it may read, removes on
   t.same(await listed(node.adminKey), [id], 'the admin key sees every task');
   t.equal((await node.request('DELETE', `/_replications/${id}`, { key: owner })).status, 200, 'a writer of both removes it');
   t.same(await listed(node.adminKey), []);
+});
+
+t.test('/health describes a failing replication task only to a key that may see the task', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  for (const db of ['private', 'missing']) t.equal((await node.request('PUT', `/db/${db}`)).status, 201);
+  // A continuous task whose target is then deleted fails and keeps retrying.
+  const made = await node.request('POST', '/db/private/_replicate', { body: { target: 'missing', continuous: true } });
+  t.equal(made.status, 202, made.text);
+  t.equal((await node.request('DELETE', '/db/missing')).status, 200);
+  await node.request('PUT', '/db/private/d1', { body: { v: 1 } });
+  const problems = async (key?: string | false) => ((await node.request('GET', '/health', key === undefined ? {} : { key })).body.replication.problems ?? []) as string[];
+  const admin = await waitFor(async () => {
+    const p = await problems();
+    return p.length > 0 ? p : undefined;
+  }, { what: 'the failing task on /health' });
+  t.match(admin, [new RegExp(`^replication ${made.body.task_id} \\(private -> missing\\) failing: `)], 'the admin key sees which task and why');
+  const outsider = (await node.request('POST', '/_keys', { body: { permissions: ['read'], databases: ['elsewhere'] } })).body.key as string;
+  for (const key of [false, outsider] as const) {
+    const seen = await problems(key);
+    t.same(seen, ['1 failing replication task of databases this key may not read'], `${key === false ? 'no key' : 'another database\'s key'}: a count, no names`);
+  }
+  const health = (await node.request('GET', '/health', { key: false })).body;
+  t.equal(health.status, 'degraded', 'the node is degraded for anyone');
+  t.notOk(/private|missing/.test(JSON.stringify(health)), 'the databases are named nowhere in it');
 });

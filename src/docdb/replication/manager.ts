@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { FirkinError } from '../../core/errors.js';
+import type { HealthViewer } from '../../core/health.js';
 import type { Clock, HybridClock } from '../../core/hlc.js';
 import { encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
@@ -21,6 +22,7 @@ import {
   type StoredEndpoint,
   checkOutbound,
   displayEndpoint,
+  localDbOfDisplayed,
   loadEndpoint,
   parseAuth,
   parseEndpoint,
@@ -507,14 +509,24 @@ export class ReplicationManager {
   }
 
   /** For /health: `degraded` while a task is in error. */
-  health(): { status: 'ok' | 'degraded'; tasks: number; active: number; error: number; stopped: number; completed: number; problems?: string[] } {
+  /**
+   * For /health: the counts for anyone; a failing task is described (ids, endpoints, error)
+   * to a viewer who may read one of its local databases, as `GET /_replications` lists it.
+   */
+  health(viewer: HealthViewer): { status: 'ok' | 'degraded'; tasks: number; active: number; error: number; stopped: number; completed: number; problems?: string[] } {
     const views = this.list();
     const count = (s: TaskStatus) => views.filter((v) => v.status === s).length;
     const failing = views.filter((v) => v.status === 'error');
     const report = { tasks: views.length, active: count('active'), error: failing.length, stopped: count('stopped'), completed: count('completed') };
-    return failing.length === 0
-      ? { status: 'ok', ...report }
-      : { status: 'degraded', ...report, problems: failing.map((v) => `replication ${v.task_id} (${v.source} -> ${v.target}) failing: ${v.last_error}`) };
+    if (failing.length === 0) return { status: 'ok', ...report };
+    const shown = failing.filter((v) => [v.source, v.target].some((displayed) => {
+      const db = localDbOfDisplayed(displayed);
+      return db !== undefined && viewer.mayRead(db);
+    }));
+    const problems = shown.map((v) => `replication ${v.task_id} (${v.source} -> ${v.target}) failing: ${v.last_error}`);
+    const hidden = failing.length - shown.length;
+    if (hidden > 0) problems.push(`${hidden} failing replication ${hidden === 1 ? 'task' : 'tasks'} of databases this key may not read`);
+    return { status: 'degraded', ...report, problems };
   }
 
   #checkOpen(): void {
