@@ -20,10 +20,11 @@ import { type Clock, type Hlc, type HybridClock, compareHlc, parseHlc } from '..
 import { type HashFunction, type HashRange, areAdjacent, hashId, initialRanges, shardFor, splitRanges } from '../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../docdb/doc-input.js';
 import type { AttachmentMeta } from '../docdb/records.js';
-import { type ChangeEntry, type DocEdit, type DocEngine, type EditResult, bulkEdits, leftOlderBody } from '../docdb/engine.js';
+import { type AllDocsRow, type ChangeEntry, type DocEdit, type DocEngine, type EditResult, bulkEdits, leftOlderBody } from '../docdb/engine.js';
 import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind, sourceQuery } from '../docdb/query/execute.js';
-import { type MergedFind, mergeFind } from '../docdb/vdb/merge.js';
+import { type MergedFind, mergeAllDocs, mergeFind } from '../docdb/vdb/merge.js';
+import { type ShardAllDocsRange, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
 import { statsOf } from '../docdb/query/stats.js';
 import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { parseFind } from '../docdb/query/parse.js';
@@ -33,7 +34,7 @@ import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, isRe
 import { VdbRebalanceCoordinator, rebalanceView } from './vdb-rebalance.js';
 import type { ColumnFamily } from '../storage/db.js';
 import { type DocShardCommand, type DocShardOutcome, checkOwned, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
-import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from '../docdb/vdb/service.js';
+import type { CreateVdb, ImportSpec, VdbAllDocs, VdbAllDocsQuery, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { placeShards, placementCandidates } from './placement.js';
@@ -67,6 +68,10 @@ type ReadRequest =
   | ({ op: 'get'; id: string } & VdbGetOptions)
   | { op: 'att'; id: string; name: string; rev?: string }
   | { op: 'find'; q: unknown; limit: number | null; m?: [number, number]; h?: HashFunction }
+  /** A page of `_all_docs` by id range (`o.limit`: the page's skip + limit), only ids of `m`. */
+  | { op: 'all'; o: ShardAllDocsRange; m?: [number, number]; h?: HashFunction }
+  /** `_all_docs` rows of these ids, all routed to this shard; `d`: include_docs, `c`: conflicts. */
+  | { op: 'keys'; ids: string[]; d: boolean; c: boolean }
   /**
    * `m`/`h`: only ids hashing into `m` (the router's range for the shard; the coordinator's
    * moving range); `x`: the rebalance coordinator's read, whatever the shard owns.
@@ -399,6 +404,15 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         const result = await executeFind({ docs, store, counts }, fsm.db, sourceQuery(parsed, q.limit ?? undefined), owns);
         return { docs: result.docs, total: result.meta.total, stats: result.stats };
       }
+      case 'all': {
+        const m = q.m;
+        if (m !== undefined && q.h !== undefined && !fsm.ownsRange(q.h, m)) throw fenced();
+        const owns = m === undefined || q.h === undefined ? undefined : (id: string) => ownsId({ hash: q.h!, ranges: [m] }, id);
+        return { rows: await shardAllDocs(docs, fsm.db, q.o, owns) };
+      }
+      case 'keys':
+        if (!q.ids.every((id) => fsm.owns(id))) throw fenced();
+        return { rows: await shardAllDocsByKeys(docs, fsm.db, q.ids, { includeDocs: q.d, conflicts: q.c }) };
       case 'changes':
         return this.#changesPage(fsm, q, fenced);
       case 'info': {
@@ -756,6 +770,47 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       const results = await Promise.all(live(v).map(({ shard: s }) => this.#readShard(s, { op: 'find', q: raw, limit: perShard, m: [s.range[0], s.range[1]], h: v.config.hashFunction }, options.stale === true)));
       return mergeFind(q, results.map((r) => ({ docs: r.docs as Record<string, unknown>[], total: r.total as number, stats: statsOf(r.stats) })));
     });
+  }
+
+  /**
+   * `_all_docs` on each shard's leader, merged by id; with keys, each shard reads the ids
+   * routed to it. Like `find`, each shard keeps only the ids of its range in this node's map.
+   */
+  async allDocs(name: string, q: VdbAllDocsQuery): Promise<VdbAllDocs> {
+    const total = ((await this.info(name)) as { total_docs: number }).total_docs;
+    if (q.keys !== undefined) {
+      const keys = q.keys;
+      const rows = await this.#onMap(name, async (v) => {
+        const byShard = new Map<number, number[]>();
+        keys.forEach((id, i) => {
+          const at = this.#route(v, id);
+          byShard.set(at, [...(byShard.get(at) ?? []), i]);
+        });
+        const out: AllDocsRow[] = new Array(keys.length);
+        await Promise.all(
+          [...byShard].map(async ([at, idx]) => {
+            const reply = await this.#readShard(v.shards[at]!, { op: 'keys', ids: idx.map((i) => keys[i]!), d: q.includeDocs, c: q.conflicts });
+            (reply.rows as AllDocsRow[]).forEach((row, j) => (out[idx[j]!] = row));
+          }),
+        );
+        return out;
+      });
+      return { total_rows: total, offset: 0, rows };
+    }
+    const o: ShardAllDocsRange = {
+      ...(q.startkey === undefined ? {} : { startkey: q.startkey }),
+      ...(q.endkey === undefined ? {} : { endkey: q.endkey }),
+      ...(q.limit === undefined ? {} : { limit: q.skip + q.limit }),
+      inclusiveEnd: q.inclusiveEnd,
+      descending: q.descending,
+      includeDocs: q.includeDocs,
+      conflicts: q.conflicts,
+    };
+    const rows = await this.#onMap(name, async (v) => {
+      const pages = await Promise.all(live(v).map(async ({ shard: s }) => (await this.#readShard(s, { op: 'all', o, m: [s.range[0], s.range[1]], h: v.config.hashFunction })).rows as AllDocsRow[]));
+      return mergeAllDocs(pages, q);
+    });
+    return { total_rows: total, offset: q.skip, rows };
   }
 
   /**

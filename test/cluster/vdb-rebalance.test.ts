@@ -7,6 +7,7 @@
 // shard has one digest, and `_changes` from a cursor taken before both still reaches every
 // document.
 import t from 'tap';
+import { compareStrings } from '../../src/core/keys.js';
 import { TEST_ADMIN_KEY } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
@@ -162,6 +163,8 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   const ids = (all.body.docs as { _id: string }[]).map((d) => d._id);
   t.equal(ids.length, new Set(ids).size, '_find lists each document once');
   t.equal(all.body.meta.total, acked.size + 1, '_find counts every live document once (the acknowledged ones and the conflict)');
+  const listing = await cluster.request('n1', 'GET', '/vdb/rb/_all_docs');
+  t.same(listing.body.rows.map((r: { id: string }) => r.id), [...ids].sort(compareStrings), '_all_docs lists the same documents, each once, in id order');
 
   // The old cursor (two shards, before both jobs) still reaches every document written since.
   const tail = await feed('n1', before.cursor);

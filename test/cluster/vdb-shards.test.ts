@@ -113,6 +113,15 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   t.equal((await cluster.request('n2', 'GET', '/vdb/v/c1?rev=1-aaaa&latest=true')).body._rev, '1-aaaa', 'latest: a leaf is its own');
   const clash = await cluster.request('n3', 'POST', '/vdb/v/_find', { body: { selector: { _id: 'c1' }, conflicts: true, fields: ['_id', '_rev', '_conflicts'] } });
   t.same(clash.body.docs, [{ _id: 'c1', _rev: '1-bbbb', _conflicts: ['1-aaaa'] }], '_find with conflicts: true lists the losing leaf');
+  // _all_docs: each shard leader's first rows, merged by id through another node.
+  const listed = await cluster.request('n1', 'GET', '/vdb/v/_all_docs?descending=true&skip=2&limit=3&include_docs=true&conflicts=true');
+  t.equal(listed.status, 200, JSON.stringify(listed.body).slice(0, 200));
+  t.match(listed.body, { total_rows: 121, offset: 2 }, '_all_docs: total_rows counts every shard');
+  t.same(listed.body.rows.map((r: { id: string }) => r.id), ['d117', 'd116', 'd115'], 'the third to fifth ids from the end, over four shards');
+  t.equal(listed.body.rows[0].value.rev, revs.get('d117'));
+  const byKeys = await cluster.request('n3', 'POST', '/vdb/v/_all_docs?include_docs=true&conflicts=true', { body: { keys: ['c1', 'nope', 'd007'] } });
+  t.same(byKeys.body.rows.map((r: { key: string; error?: string }) => r.error ?? r.key), ['c1', 'not_found', 'd007'], '_all_docs by keys, in their order');
+  t.same(byKeys.body.rows[0].doc._conflicts, ['1-aaaa'], 'conflicts=true on the shard leader');
   const tail = await feed('n3', first.cursor);
   t.same(tail.seen, ['c1'], 'the feed resumes from its cursor on another node');
   // Long-poll and an event stream through n2 while n1 writes.

@@ -1,5 +1,5 @@
 // A read key may call every route that only reads, including the POSTs that carry a query in
-// their body (CouchDB's `_find`, `_all_docs` with keys, `_bulk_get`, `_revs_diff`, filtered
+// their body (CouchDB's `_find`, `_all_docs` with keys (of a database or a VDB), `_bulk_get`, `_revs_diff`, filtered
 // changes), as a CouchDB reader may; it may call nothing that writes. Every POST under a
 // database is classified here, so a new one must be placed on one side.
 import t from 'tap';
@@ -16,6 +16,7 @@ const READ_POSTS = [
   'POST /db/:db/_changes',
   'POST /db/:db/_changes/stream',
   'POST /vdb/:vdb/_find',
+  'POST /vdb/:vdb/_all_docs',
 ];
 
 /** POSTs that write (or run admin work): a read key is refused with 403. */

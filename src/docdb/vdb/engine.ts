@@ -17,7 +17,8 @@ import type { Catalog } from '../../core/catalog.js';
 import { FirkinError } from '../../core/errors.js';
 import { type Clock, HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Store } from '../../storage/db.js';
-import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
+import type { AllDocsRow, ChangeEntry, DocEngine, EditResult } from '../engine.js';
+import { shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
 import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind, sourceQuery } from '../query/execute.js';
@@ -27,8 +28,8 @@ import { WriteGate } from './gate.js';
 import { copyDocs } from '../move.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import { parseFind } from '../query/parse.js';
-import { mergeFind } from './merge.js';
-import type { CreateVdb, ImportSpec, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from './service.js';
+import { mergeAllDocs, mergeFind } from './merge.js';
+import type { CreateVdb, ImportSpec, VdbAllDocs, VdbAllDocsQuery, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from './service.js';
 import { runImport } from './import.js';
 
 export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
@@ -278,6 +279,35 @@ export class VdbEngine implements VdbService {
       }),
     );
     return mergeFind(q, results.map((r) => ({ docs: r.docs, total: r.meta.total, stats: r.stats })));
+  }
+
+  /** `_all_docs`: each shard's first rows merged by id; with keys, each id read where it is routed. */
+  async allDocs(name: string, q: VdbAllDocsQuery): Promise<VdbAllDocs> {
+    const total = (this.info(name) as { total_docs: number }).total_docs;
+    const extras = { includeDocs: q.includeDocs, conflicts: q.conflicts };
+    if (q.keys !== undefined) {
+      const byDb = new Map<string, number[]>();
+      q.keys.forEach((id, i) => {
+        const db = this.dbFor(name, id);
+        byDb.set(db, [...(byDb.get(db) ?? []), i]);
+      });
+      const rows: AllDocsRow[] = new Array(q.keys.length);
+      await Promise.all(
+        [...byDb].map(async ([db, idx]) => {
+          const got = await shardAllDocsByKeys(this.#o.docs, db, idx.map((i) => q.keys![i]!), extras);
+          got.forEach((row, j) => (rows[idx[j]!] = row));
+        }),
+      );
+      return { total_rows: total, offset: 0, rows };
+    }
+    const range = { startkey: q.startkey, endkey: q.endkey, inclusiveEnd: q.inclusiveEnd, descending: q.descending, limit: q.limit === undefined ? undefined : q.skip + q.limit, ...extras };
+    // As `find`: during a split or merge a shard may hold copies it does not own.
+    const read = (record: VdbRecord, filterOwned: boolean) =>
+      Promise.all(this.#liveShards(record).map((id) => shardAllDocs(this.#o.docs, shardDb(name, id), range, filterOwned ? this.#owns(record, id) : undefined)));
+    const record = this.record(name);
+    let pages = await read(record, record.job !== undefined);
+    if (this.record(name) !== record && record.job === undefined) pages = await read(this.record(name), true);
+    return { total_rows: total, offset: q.skip, rows: mergeAllDocs(pages, q) };
   }
 
   async getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>> {

@@ -2,7 +2,7 @@
 // the cluster's Raft-replicated shards (`cluster/doc-shards.ts`).
 import type { HashFunction } from '../../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
-import type { EditResult, GetDocOptions } from '../engine.js';
+import type { AllDocsRow, EditResult, GetDocOptions } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
 import type { MergedFind } from './merge.js';
 import type { AttachmentMeta } from '../records.js';
@@ -43,6 +43,27 @@ export interface VdbAttachment {
   chunks: () => AsyncIterable<Buffer>;
 }
 
+/** A VDB's `_all_docs`: by `keys` (in their order), else a page of the id range. */
+export interface VdbAllDocsQuery {
+  readonly keys?: readonly string[];
+  readonly startkey?: string;
+  readonly endkey?: string;
+  readonly inclusiveEnd: boolean;
+  readonly descending: boolean;
+  readonly skip: number;
+  readonly limit?: number;
+  readonly includeDocs: boolean;
+  /** With `includeDocs`: `_conflicts` on each document that has any. */
+  readonly conflicts: boolean;
+}
+
+/** CouchDB's `_all_docs` answer; `total_rows` counts every shard's documents. */
+export interface VdbAllDocs {
+  total_rows: number;
+  offset: number;
+  rows: AllDocsRow[];
+}
+
 /** What `_import` answers. */
 export interface ImportResult {
   docs_read: number;
@@ -72,6 +93,8 @@ export interface VdbService {
   /** `_find` from its request body; `stale`: any replica may answer from what it applied (cluster). */
   find(name: string, raw: unknown, options?: { stale?: boolean }): Promise<MergedFind>;
   changes(name: string, options: VdbChangesOptions): Promise<Record<string, unknown>>;
+  /** `_all_docs` over every shard, merged by id (node-local shards, or each shard's leader). */
+  allDocs(name: string, q: VdbAllDocsQuery): Promise<VdbAllDocs>;
   getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>>;
   putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }>;
   deleteDoc(name: string, id: string, rev: string): Promise<EditResult & { ok: true }>;

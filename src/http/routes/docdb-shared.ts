@@ -2,8 +2,11 @@
 // and the `since` of a changes read, each from all the places a client may put it.
 import { FirkinError } from '../../core/errors.js';
 import { type Hlc, parseHlc } from '../../core/hlc.js';
-import type { DocEngine, GetDocOptions } from '../../docdb/engine.js';
-import { checkDbName } from '../../docdb/names.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Readable } from 'node:stream';
+import type { AllDocsRow, DocEngine, GetDocOptions } from '../../docdb/engine.js';
+import { LIMITS, checkDbName } from '../../docdb/names.js';
+import { wantsCbor } from '../codec.js';
 import { isRev } from '../../docdb/revtree.js';
 
 export const dbParams = {
@@ -115,4 +118,100 @@ export function parseDocIds(raw: unknown): Set<string> | undefined {
   }
   if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) throw new FirkinError('bad_request', 'doc_ids must be an array of strings');
   return new Set(ids as string[]);
+}
+
+// ---- `_all_docs` requests, of databases and of VDBs
+
+/** CouchDB's range over names or ids, as `_all_docs` and `_all_dbs` take it. */
+export const keyRangeParams = {
+  startkey: { type: 'string' },
+  start_key: { type: 'string' },
+  endkey: { type: 'string' },
+  end_key: { type: 'string' },
+  skip: { type: 'integer', minimum: 0 },
+  descending: { type: 'boolean' },
+  inclusive_end: { type: 'boolean' },
+} as const;
+
+export const allDocsQuery = {
+  type: 'object',
+  properties: {
+    ...keyRangeParams,
+    key: { type: 'string' },
+    keys: { type: 'string' },
+    limit: { type: 'integer', minimum: 0, maximum: LIMITS.allDocsLimitMax },
+    include_docs: { type: 'boolean' },
+    conflicts: { type: 'boolean' },
+    attachments: { type: 'boolean' },
+  },
+} as const;
+
+export const allDocsBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    keys: { type: 'array', maxItems: LIMITS.bulkDocsMax, items: { type: 'string' } },
+  },
+} as const;
+
+export type AllDocsQuery = {
+  startkey?: string;
+  start_key?: string;
+  endkey?: string;
+  end_key?: string;
+  key?: string;
+  keys?: string;
+  limit?: number;
+  skip?: number;
+  descending?: boolean;
+  include_docs?: boolean;
+  inclusive_end?: boolean;
+  conflicts?: boolean;
+  attachments?: boolean;
+};
+
+/** CouchDB sends keys JSON-encoded (`startkey="a"`); a bare string is taken as it is. */
+export function keyParam(name: string, raw: string | undefined, what = 'a document id'): string | undefined {
+  if (raw === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+  if (typeof value !== 'string') throw new FirkinError('bad_request', `${name} must be ${what} (a JSON string)`);
+  return value;
+}
+
+export function keysParam(raw: string): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new FirkinError('bad_request', 'keys must be a JSON array of document ids');
+  }
+  if (!Array.isArray(value) || !value.every((k) => typeof k === 'string') || value.length > LIMITS.bulkDocsMax) {
+    throw new FirkinError('bad_request', `keys must be a JSON array of at most ${LIMITS.bulkDocsMax} document ids`);
+  }
+  return value as string[];
+}
+
+/** Rows streamed as JSON text (a large listing never sits in memory); CBOR clients get one buffer. */
+export async function sendRows(request: FastifyRequest, reply: FastifyReply, head: { total_rows: number; offset: number }, rows: AsyncIterable<AllDocsRow> | AllDocsRow[]) {
+  if (wantsCbor(request.headers.accept)) {
+    const all: AllDocsRow[] = [];
+    for await (const row of rows) all.push(row);
+    return { ...head, rows: all };
+  }
+  async function* json() {
+    yield `{"total_rows":${head.total_rows},"offset":${head.offset},"rows":[`;
+    let first = true;
+    for await (const row of rows) {
+      yield (first ? '\n' : ',\n') + JSON.stringify(row);
+      first = false;
+    }
+    yield '\n]}\n';
+  }
+  reply.type('application/json; charset=utf-8');
+  return reply.send(Readable.from(json()));
 }

@@ -1,16 +1,30 @@
 // Databases, documents, _bulk_docs, _all_docs, _revs_diff and _sync_hlc.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { Readable } from 'node:stream';
 import { FirkinError } from '../../core/errors.js';
 import { type HybridClock, hlcToBase64, hlcToText, parseHlc } from '../../core/hlc.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.js';
 import { LIMITS, checkDbName, checkDocId, isDesignDocId, pageDbNames } from '../../docdb/names.js';
 import { compareStrings } from '../../core/keys.js';
-import { inlineAttachments, withInlineAttachments } from '../../docdb/inline-attachments.js';
-import { conflicts, findRev, isRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
-import { wantsCbor } from '../codec.js';
-import { type ReadOptionsQuery, dbParams, docParams, existingDb, expectedRev, readOptionParams, readOptions } from './docdb-shared.js';
+import { withDocExtras } from '../../docdb/all-docs.js';
+import { inlineAttachments } from '../../docdb/inline-attachments.js';
+import { findRev, isRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
+import {
+  type AllDocsQuery,
+  type ReadOptionsQuery,
+  allDocsBody,
+  allDocsQuery,
+  dbParams,
+  docParams,
+  existingDb,
+  expectedRev,
+  keyParam,
+  keyRangeParams,
+  keysParam,
+  readOptionParams,
+  readOptions,
+  sendRows,
+} from './docdb-shared.js';
 import { READ, keyAllows } from '../hooks/auth.js';
 
 export interface DocdbRouteDeps {
@@ -68,38 +82,6 @@ const bulkBody = {
   },
 } as const;
 
-/** CouchDB's range over names or ids, as `_all_docs` and `_all_dbs` take it. */
-const keyRangeParams = {
-  startkey: { type: 'string' },
-  start_key: { type: 'string' },
-  endkey: { type: 'string' },
-  end_key: { type: 'string' },
-  skip: { type: 'integer', minimum: 0 },
-  descending: { type: 'boolean' },
-  inclusive_end: { type: 'boolean' },
-} as const;
-
-const allDocsQuery = {
-  type: 'object',
-  properties: {
-    ...keyRangeParams,
-    key: { type: 'string' },
-    keys: { type: 'string' },
-    limit: { type: 'integer', minimum: 0, maximum: LIMITS.allDocsLimitMax },
-    include_docs: { type: 'boolean' },
-    conflicts: { type: 'boolean' },
-    attachments: { type: 'boolean' },
-  },
-} as const;
-
-const allDocsBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    keys: { type: 'array', maxItems: LIMITS.bulkDocsMax, items: { type: 'string' } },
-  },
-} as const;
-
 const syncHlcBody = {
   type: 'object',
   required: ['hlc'],
@@ -117,45 +99,6 @@ const allDbsQuery = { type: 'object', properties: { ...keyRangeParams, limit: { 
 
 type AllDbsQuery = Pick<AllDocsQuery, 'startkey' | 'start_key' | 'endkey' | 'end_key' | 'limit' | 'skip' | 'descending' | 'inclusive_end'>;
 
-type AllDocsQuery = {
-  startkey?: string;
-  start_key?: string;
-  endkey?: string;
-  end_key?: string;
-  key?: string;
-  keys?: string;
-  limit?: number;
-  skip?: number;
-  descending?: boolean;
-  include_docs?: boolean;
-  inclusive_end?: boolean;
-  conflicts?: boolean;
-  attachments?: boolean;
-};
-
-/**
- * With `include_docs`, CouchDB's extras on each row's document (PouchDB's allDocs asks for
- * both): `conflicts=true` adds `_conflicts`, `attachments=true` puts content inline.
- */
-async function* withDocExtras(
-  docs: DocEngine,
-  db: string,
-  q: { conflicts?: boolean; attachments?: boolean },
-  rows: AsyncIterable<AllDocsRow> | Iterable<AllDocsRow>,
-): AsyncGenerator<AllDocsRow> {
-  for await (const row of rows) {
-    if (row.doc !== undefined && row.doc !== null && row.id !== undefined) {
-      if (q.conflicts === true) {
-        const rec = await docs.getRecord(db, row.id);
-        const others = rec === undefined ? [] : conflicts(rec.tree);
-        if (others.length > 0) row.doc = { ...row.doc, _conflicts: others };
-      }
-      if (q.attachments === true) row.doc = await withInlineAttachments(docs, db, row.id, row.doc);
-    }
-    yield row;
-  }
-}
-
 /** Every design document's id sorts in [_design/, _design0): `_design0` is no valid id. */
 const DESIGN_IDS = { low: '_design/', high: '_design0' } as const;
 
@@ -165,52 +108,6 @@ function designRange(o: AllDocsOptions): AllDocsOptions {
   const min = (a: string | undefined, b: string) => (a === undefined || compareStrings(a, b) > 0 ? b : a);
   const { low, high } = DESIGN_IDS;
   return o.descending ? { ...o, startkey: min(o.startkey, high), endkey: max(o.endkey, low) } : { ...o, startkey: max(o.startkey, low), endkey: min(o.endkey, high) };
-}
-
-/** CouchDB sends keys JSON-encoded (`startkey="a"`); a bare string is taken as it is. */
-function keyParam(name: string, raw: string | undefined, what = 'a document id'): string | undefined {
-  if (raw === undefined) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return raw;
-  }
-  if (typeof value !== 'string') throw new FirkinError('bad_request', `${name} must be ${what} (a JSON string)`);
-  return value;
-}
-
-function keysParam(raw: string): string[] {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    throw new FirkinError('bad_request', 'keys must be a JSON array of document ids');
-  }
-  if (!Array.isArray(value) || !value.every((k) => typeof k === 'string') || value.length > LIMITS.bulkDocsMax) {
-    throw new FirkinError('bad_request', `keys must be a JSON array of at most ${LIMITS.bulkDocsMax} document ids`);
-  }
-  return value as string[];
-}
-
-/** Rows streamed as JSON text (a large listing never sits in memory); CBOR clients get one buffer. */
-async function sendRows(request: FastifyRequest, reply: FastifyReply, head: { total_rows: number; offset: number }, rows: AsyncIterable<AllDocsRow> | AllDocsRow[]) {
-  if (wantsCbor(request.headers.accept)) {
-    const all: AllDocsRow[] = [];
-    for await (const row of rows) all.push(row);
-    return { ...head, rows: all };
-  }
-  async function* json() {
-    yield `{"total_rows":${head.total_rows},"offset":${head.offset},"rows":[`;
-    let first = true;
-    for await (const row of rows) {
-      yield (first ? '\n' : ',\n') + JSON.stringify(row);
-      first = false;
-    }
-    yield '\n]}\n';
-  }
-  reply.type('application/json; charset=utf-8');
-  return reply.send(Readable.from(json()));
 }
 
 export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { docs, hlc, newId, locate = async (db) => db }) => {

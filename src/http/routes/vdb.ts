@@ -1,5 +1,5 @@
 // Virtual databases: /vdb and /vdb/:vdb/...
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { once } from 'node:events';
 import { LIMITS } from '../../docdb/names.js';
 import { errorInStream } from '../errors.js';
@@ -13,7 +13,7 @@ import { inlineWith } from '../../docdb/inline-attachments.js';
 import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
-import { type ReadOptionsQuery, expectedRev, readOptionParams, readOptions } from './docdb-shared.js';
+import { type AllDocsQuery, type ReadOptionsQuery, allDocsBody, allDocsQuery, expectedRev, keyParam, keysParam, readOptionParams, readOptions, sendRows } from './docdb-shared.js';
 import { READ, keyAllows } from '../hooks/auth.js';
 import { indexRoutes } from './couchdb-index.js';
 
@@ -239,6 +239,32 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
         if (!raw.writableEnded) raw.end();
       }
     },
+  );
+
+  // ---- _all_docs: every shard's first rows, merged by id (docs/vdb.md)
+  const allDocsAnswer = async (request: FastifyRequest, reply: FastifyReply, q: AllDocsQuery, bodyKeys: readonly string[] | undefined) => {
+    if (q.attachments === true) throw new FirkinError('bad_request', 'attachments=true is not offered on a VDB listing: read a document with ?attachments=true, or its attachments one by one');
+    const keys = bodyKeys ?? (q.keys !== undefined ? keysParam(q.keys) : q.key !== undefined ? [keyParam('key', q.key)!] : undefined);
+    const answer = await vdbs().allDocs((request.params as { vdb: string }).vdb, {
+      ...(keys === undefined ? {} : { keys }),
+      startkey: keyParam('startkey', q.startkey ?? q.start_key),
+      endkey: keyParam('endkey', q.endkey ?? q.end_key),
+      inclusiveEnd: q.inclusive_end !== false,
+      descending: q.descending === true,
+      skip: q.skip ?? 0,
+      limit: q.limit,
+      includeDocs: q.include_docs === true,
+      conflicts: q.conflicts === true,
+    });
+    return sendRows(request, reply, { total_rows: answer.total_rows, offset: answer.offset }, answer.rows);
+  };
+  app.get<{ Params: { vdb: string }; Querystring: AllDocsQuery }>('/vdb/:vdb/_all_docs', { schema: { params: vdbParams, querystring: allDocsQuery }, config: scoped }, (request, reply) =>
+    allDocsAnswer(request, reply, request.query, undefined),
+  );
+  app.post<{ Params: { vdb: string }; Querystring: AllDocsQuery; Body: { keys?: string[] } | undefined }>(
+    '/vdb/:vdb/_all_docs',
+    { schema: { params: vdbParams, querystring: allDocsQuery, body: allDocsBody }, config: { ...scoped, ...READ } },
+    (request, reply) => allDocsAnswer(request, reply, request.query, request.body?.keys),
   );
 
   // ---- documents, routed by hash

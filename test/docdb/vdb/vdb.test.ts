@@ -76,6 +76,36 @@ t.test('VDB lifecycle, routing and reads', async (t) => {
     t.equal((await node.request('POST', '/vdb/users/_find', { body: { where: [{ path: ['n'], op: 'bogus' }] } })).status, 400);
   });
 
+  t.test('_all_docs: every shard\'s rows merged by id', async (t) => {
+    const live = ['a', 'doc2', 'mydoc', ...Array.from({ length: 40 }, (_, i) => `u${i}`)].sort();
+    const ids = (body: { rows: { id?: string; key: string; error?: string }[] }) => body.rows.map((r) => r.error ?? r.id);
+    const all = await node.request('GET', '/vdb/users/_all_docs');
+    t.equal(all.status, 200);
+    t.same([all.body.total_rows, all.body.offset], [43, 0]);
+    t.same(ids(all.body), live, 'every live document once, in id order (doc1 is deleted)');
+    const page = await node.request('GET', '/vdb/users/_all_docs?descending=true&skip=2&limit=3&include_docs=true');
+    t.same(ids(page.body), [...live].reverse().slice(2, 5), 'descending, skip and limit over the merge');
+    t.equal(page.body.offset, 2);
+    t.equal(page.body.rows[0].doc.n, Number(page.body.rows[0].id.slice(1)), 'include_docs: the document');
+    t.equal(page.body.rows[0].doc._rev, page.body.rows[0].value.rev);
+    const range = await node.request('GET', '/vdb/users/_all_docs?startkey=%22u1%22&endkey=%22u13%22&inclusive_end=false');
+    t.same(ids(range.body), ['u1', 'u10', 'u11', 'u12'], 'startkey to endkey, the end excluded');
+    const byKeys = await node.request('GET', `/vdb/users/_all_docs?include_docs=true&keys=${encodeURIComponent(JSON.stringify(['u5', 'doc1', 'nope']))}`);
+    t.same(byKeys.body.rows.map((r: { key: string; error?: string; value?: { deleted?: boolean }; doc?: unknown }) => [r.key, r.error ?? (r.value?.deleted === true ? 'deleted' : 'live'), r.doc === null ? null : typeof r.doc]), [
+      ['u5', 'live', 'object'],
+      ['doc1', 'deleted', null],
+      ['nope', 'not_found', 'undefined'],
+    ], 'keys: in their order, a deleted one with its tombstone revision, a missing one not_found');
+    const posted = await node.request('POST', '/vdb/users/_all_docs', { body: { keys: ['mydoc', 'a'] } });
+    t.same(ids(posted.body), ['mydoc', 'a'], 'POST with keys');
+    t.equal((await node.request('GET', '/vdb/users/_all_docs?attachments=true&include_docs=true')).status, 400, 'attachments=true is refused, not ignored');
+    t.equal((await node.request('GET', '/vdb/users/_all_docs?keys=nope')).status, 400, 'keys must be JSON');
+    t.equal((await node.request('GET', '/vdb/users/_all_docs?limit=-1')).status, 400);
+    t.equal((await node.request('GET', '/vdb/nothere/_all_docs')).status, 404);
+    const other = (await node.request('POST', '/_keys', { body: { permissions: ['read'], databases: ['elsewhere'] } })).body.key as string;
+    t.equal((await node.request('GET', '/vdb/users/_all_docs', { key: other })).status, 403, "another database's key");
+  });
+
   t.test('changes: merged by sequence; paging by last_seq neither skips nor repeats', async (t) => {
     const all = await node.request('GET', '/vdb/users/_changes?since=first&limit=1000');
     t.equal(all.status, 200);
@@ -265,6 +295,19 @@ t.test('split and merge under concurrent writes: every acknowledged write presen
       if (res.status === 201) acked.add(`w${n}`);
     }
   })();
+  // A lister beside the writer: while a shard holds copies it does not own yet (or any more),
+  // `_all_docs` keeps each id once.
+  const twice: string[] = [];
+  let listings = 0;
+  const lister = (async () => {
+    while (writing) {
+      const rows = (await node.request('GET', '/vdb/moving/_all_docs')).body.rows as { id: string }[];
+      listings++;
+      const seen = new Set<string>();
+      for (const r of rows) if (seen.has(r.id)) twice.push(r.id);
+      else seen.add(r.id);
+    }
+  })();
   const split = await node.request('POST', '/vdb/moving/_shards/0/_split', { body: { batch_size: 50 } });
   t.equal(split.status, 200);
   t.match(split.body, { ok: true, new_shard_id: 2 });
@@ -286,6 +329,8 @@ t.test('split and merge under concurrent writes: every acknowledged write presen
   t.match(merge.body, { ok: true, shard_id: 2, target_shard: 0 });
   writing = false;
   await writer;
+  await lister;
+  t.same(twice, [], `no listing during the split and the merge showed an id twice (${listings} listings)`);
 
   t.equal((await node.request('GET', '/db/moving_s2')).status, 404, 'the merged shard database is gone');
   const ids = await allIds(node, 'moving');
