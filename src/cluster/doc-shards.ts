@@ -381,7 +381,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       case 'get':
         if (!fsm.owns(q.id)) throw fenced();
         // An older router sends only rev, revs and conflicts; the rest are then undefined.
-        return { d: await docs.getDoc(fsm.db, q.id, { rev: q.rev, revs: q.revs, conflicts: q.conflicts, deletedConflicts: q.deletedConflicts, revsInfo: q.revsInfo, latest: q.latest }) };
+        return { d: await docs.getDoc(fsm.db, q.id, { rev: q.rev, revs: q.revs, conflicts: q.conflicts, deletedConflicts: q.deletedConflicts, revsInfo: q.revsInfo, latest: q.latest, deleted: q.deleted }) };
       case 'revs': {
         const out: Record<string, unknown>[] = [];
         for (const id of q.ids) for (const leaf of await docs.openRevs(fsm.db, id)) out.push(await withInlineAttachments(docs, fsm.db, id, leaf));

@@ -70,6 +70,8 @@ export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
       return createServer();
     },
   }) as unknown as FastifyInstance;
+  // CouchDB's COPY of a document (routes/docdb.ts, routes/vdb.ts): not among fastify's defaults.
+  app.addHttpMethod('COPY');
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(makeErrorHandler(deps.log));
   const routes = installNotFound(app);

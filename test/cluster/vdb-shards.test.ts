@@ -111,6 +111,8 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const meta = await cluster.request('n3', 'GET', '/vdb/v/c1?meta=true');
   t.match(meta.body, { _rev: '1-bbbb', _conflicts: ['1-aaaa'], _revs_info: [{ rev: '1-bbbb', status: 'available' }] }, 'meta=true through the shard leader');
   t.equal((await cluster.request('n2', 'GET', '/vdb/v/c1?rev=1-aaaa&latest=true')).body._rev, '1-aaaa', 'latest: a leaf is its own');
+  const leavesOfC1 = await cluster.request('n1', 'GET', '/vdb/v/c1?open_revs=all');
+  t.same((leavesOfC1.body as { ok: { _rev: string; side: string } }[]).map((e) => [e.ok._rev, e.ok.side]).sort(), [['1-aaaa', 'a'], ['1-bbbb', 'b']], 'open_revs=all: both leaves through the shard leader');
   const clash = await cluster.request('n3', 'POST', '/vdb/v/_find', { body: { selector: { _id: 'c1' }, conflicts: true, fields: ['_id', '_rev', '_conflicts'] } });
   t.same(clash.body.docs, [{ _id: 'c1', _rev: '1-bbbb', _conflicts: ['1-aaaa'] }], '_find with conflicts: true lists the losing leaf');
   // _all_docs: each shard leader's first rows, merged by id through another node.

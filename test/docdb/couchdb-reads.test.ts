@@ -127,3 +127,42 @@ t.test('_design_docs lists the design documents; POST _all_docs takes the query 
   t.same(ids((await node.request('GET', '/db/d/_all_docs')).body), ['_design/a', '_design/b', '_design/c', 'alpha', 'zed'], '_all_docs lists them with the rest');
   t.same(ids((await node.request('POST', '/db/d/_all_docs?startkey=%22alpha%22&limit=1', { body: {} })).body), ['alpha'], 'POST _all_docs honours startkey and limit');
 });
+
+t.test('a VDB document takes the same read options: open_revs, deleted, atts_since', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('POST', '/vdb', { body: { name: 'vr', shard_count: 3 } })).status, 201);
+  const att = (text: string) => ({ 'a.txt': { content_type: 'text/plain', data: Buffer.from(text).toString('base64') } });
+  const r1 = (await node.request('PUT', '/vdb/vr/doc', { body: { v: 1, _attachments: att('one') } })).body.rev as string;
+  const r2 = (await node.request('PUT', '/vdb/vr/doc', { body: { v: 2, _rev: r1, _attachments: { 'a.txt': { stub: true }, ...{ 'b.txt': att('two')['a.txt'] } } } })).body.rev as string;
+  // A conflicting branch from r1, and a deleted one.
+  const h = (rev: string) => rev.slice(2);
+  const branch = `2-${'f'.repeat(64)}`;
+  const dead = `2-${'0'.repeat(64)}`;
+  t.equal((await node.request('POST', '/vdb/vr/_bulk_docs', { body: { new_edits: false, docs: [{ _id: 'doc', _rev: branch, _revisions: { start: 2, ids: [h(branch), h(r1)] }, v: 'b' }, { _id: 'doc', _rev: dead, _deleted: true, _revisions: { start: 2, ids: [h(dead), h(r1)] } }] } })).status, 201);
+
+  const all = await node.request('GET', '/vdb/vr/doc?open_revs=all');
+  t.equal(all.status, 200, all.text);
+  const leafRevs = (all.body as { ok: { _rev: string } }[]).map((e) => e.ok._rev).sort();
+  t.same(leafRevs, [branch, r2, dead].sort(), 'open_revs=all: every leaf, the deleted one too');
+  const asked = await node.request('GET', `/vdb/vr/doc?open_revs=${encodeURIComponent(JSON.stringify([r2, `7-${'a'.repeat(8)}`]))}&revs=true`);
+  t.match(asked.body, [{ ok: { _rev: r2, v: 2, _revisions: { start: 2 } } }, { missing: `7-${'a'.repeat(8)}` }], 'open_revs by list, with their history; an unknown one missing');
+  const latest = await node.request('GET', `/vdb/vr/doc?open_revs=${encodeURIComponent(JSON.stringify([branch]))}&latest=true`);
+  t.equal(latest.body[0].ok._rev, branch, 'a leaf is its own latest');
+  t.equal((await node.request('GET', '/vdb/vr/doc?open_revs=nope')).status, 400);
+
+  // atts_since: what the reader holds since r1 stays a stub, the newer attachment comes inline.
+  const since = await node.request('GET', `/vdb/vr/doc?rev=${r2}&attachments=true&atts_since=${encodeURIComponent(JSON.stringify([r1]))}`);
+  t.equal(since.status, 200, since.text);
+  t.equal(since.body._attachments['a.txt'].stub, true, 'a.txt (revpos 1) held since r1: a stub');
+  t.equal(Buffer.from(since.body._attachments['b.txt'].data, 'base64').toString(), 'two', 'b.txt (revpos 2) inline');
+  t.notOk('_revisions' in since.body, 'the history it needed is not sent unasked');
+  t.equal((await node.request('GET', '/vdb/vr/doc?atts_since=nope&attachments=true')).status, 400);
+
+  // deleted=true: a deleted document's tombstone.
+  const gone = (await node.request('PUT', '/vdb/vr/gone', { body: { v: 1 } })).body.rev as string;
+  const tomb = (await node.request('DELETE', `/vdb/vr/gone?rev=${gone}`)).body.rev as string;
+  t.equal((await node.request('GET', '/vdb/vr/gone')).status, 404);
+  const shown = await node.request('GET', '/vdb/vr/gone?deleted=true');
+  t.match(shown.body, { _id: 'gone', _rev: tomb, _deleted: true }, 'deleted=true shows the tombstone');
+});

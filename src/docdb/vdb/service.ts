@@ -35,7 +35,7 @@ export interface ImportSpec {
 
 /** An attachment of a revision: its metadata and its bytes in chunks. */
 /** A VDB document read's options: a database's (`GetDocOptions`) but for tombstones. */
-export type VdbGetOptions = Pick<GetDocOptions, 'rev' | 'revs' | 'conflicts' | 'deletedConflicts' | 'revsInfo' | 'latest'>;
+export type VdbGetOptions = Pick<GetDocOptions, 'rev' | 'revs' | 'conflicts' | 'deletedConflicts' | 'revsInfo' | 'latest' | 'deleted'>;
 
 export interface VdbAttachment {
   meta: AttachmentMeta;

@@ -5,7 +5,9 @@ import { type Hlc, parseHlc } from '../../core/hlc.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import type { AllDocsRow, DocEngine, GetDocOptions } from '../../docdb/engine.js';
-import { LIMITS, checkDbName } from '../../docdb/names.js';
+import { type ParsedDoc, parseDoc } from '../../docdb/doc-input.js';
+import { inlineWith } from '../../docdb/inline-attachments.js';
+import { LIMITS, checkDbName, checkDocId } from '../../docdb/names.js';
 import { wantsCbor } from '../codec.js';
 import { isRev } from '../../docdb/revtree.js';
 
@@ -43,6 +45,33 @@ export interface ReadOptionsQuery {
   meta?: boolean;
   latest?: boolean;
   attachments?: boolean;
+}
+
+/** A document GET's query: the read options, and those a database and a VDB answer in the route. */
+export const getDocQuery = {
+  type: 'object',
+  properties: { ...readOptionParams, deleted: { type: 'boolean' }, open_revs: { type: 'string' }, atts_since: { type: 'string' } },
+} as const;
+
+export interface GetDocQuery extends ReadOptionsQuery {
+  deleted?: boolean;
+  open_revs?: string;
+  atts_since?: string;
+}
+
+/** `open_revs=all`, or a JSON array of revs (CouchDB); undefined for anything else. */
+export function parseOpenRevs(text: string): 'all' | string[] | undefined {
+  return text === 'all' ? 'all' : parseRevList(text);
+}
+
+/** A JSON array of at most bulkDocsMax revisions; undefined for anything else. */
+export function parseRevList(text: string): string[] | undefined {
+  try {
+    const revs: unknown = JSON.parse(text);
+    return Array.isArray(revs) && revs.length <= LIMITS.bulkDocsMax && revs.every(isRev) ? revs : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The engine's options for a read (`revs` is the caller's: attachments may need the history). */
@@ -214,4 +243,89 @@ export async function sendRows(request: FastifyRequest, reply: FastifyReply, hea
   }
   reply.type('application/json; charset=utf-8');
   return reply.send(Readable.from(json()));
+}
+
+// ---- a document's GET and COPY, of a database and of a VDB
+
+/** Where a document is read: a database (the engine) or a VDB (the shard that owns the id). */
+export interface DocSource {
+  getDoc(options: GetDocOptions): Promise<Record<string, unknown>>;
+  /** What `inlineWith` reads an attachment of revision `rev` through. */
+  attachment(name: string, rev: string): Promise<{ chunks: () => AsyncIterable<Buffer> }>;
+  /** The revisions `open_revs` serves: every leaf (`all`), or each asked one (with `latest`, its leaves). */
+  openRevs(wanted: 'all' | readonly string[], latest: boolean): Promise<string[]>;
+}
+
+/** A document GET with every CouchDB read option (docs/docdb.md). */
+export async function answerDocGet(source: DocSource, q: GetDocQuery, reply: FastifyReply): Promise<unknown> {
+  const attsSince = q.atts_since === undefined ? undefined : parseRevList(q.atts_since);
+  if (attsSince === undefined && q.atts_since !== undefined) throw new FirkinError('bad_request', 'atts_since must be a JSON array of revisions');
+  /** A read revision as asked: attachments inline (whose `atts_since` needs the history), `_revisions` only when asked. */
+  const finish = async (doc: Record<string, unknown>) => {
+    const at = doc._rev as string;
+    if (q.attachments === true && doc._attachments !== undefined) doc._attachments = await inlineWith((name) => source.attachment(name, at), doc, attsSince);
+    if (q.revs !== true) delete doc._revisions;
+    return doc;
+  };
+  const withHistory = q.revs === true || (q.attachments === true && attsSince !== undefined);
+  if (q.open_revs !== undefined) {
+    // CouchDB's JSON form: one `{ok: doc}` or `{missing: rev}` per revision asked for.
+    const wanted = parseOpenRevs(q.open_revs);
+    if (wanted === undefined) throw new FirkinError('bad_request', 'open_revs must be "all" or a JSON array of revisions');
+    const out: ({ ok: Record<string, unknown> } | { missing: string })[] = [];
+    for (const rev of await source.openRevs(wanted, q.latest === true)) {
+      try {
+        out.push({ ok: await finish(await source.getDoc({ rev, revs: withHistory })) });
+      } catch (err) {
+        if (!(err instanceof FirkinError) || err.code !== 'not_found') throw err;
+        out.push({ missing: rev });
+      }
+    }
+    return out;
+  }
+  const doc = await source.getDoc({ ...readOptions(q), revs: withHistory, deleted: q.deleted });
+  reply.header('etag', `"${doc._rev as string}"`);
+  return finish(doc);
+}
+
+/**
+ * CouchDB's COPY: the winner (or `rev`) with its attachments, written by `write` as the
+ * document the `Destination` header names (`<id>?rev=R` replaces that document's revision R).
+ */
+export async function answerCopy(
+  source: DocSource,
+  rev: string | undefined,
+  destination: string | string[] | undefined,
+  write: (destId: string, doc: ParsedDoc, destRev: string | undefined) => Promise<{ rev: string }>,
+  reply: FastifyReply,
+): Promise<unknown> {
+  const dest = parseDestination(destination);
+  const destId = checkDocId(dest.id);
+  if (rev !== undefined && !isRev(rev)) throw new FirkinError('bad_request', `rev ${JSON.stringify(rev)} is not a revision`);
+  const doc = await source.getDoc({ rev });
+  if (doc._deleted === true) throw new FirkinError('not_found', `revision ${doc._rev as string} of ${JSON.stringify(doc._id)} is deleted`);
+  const at = doc._rev as string;
+  const atts = doc._attachments === undefined ? undefined : await inlineWith((name) => source.attachment(name, at), doc);
+  const { _id, id: _alias, _rev, _attachments, _revisions, ...body } = doc;
+  const result = await write(destId, parseDoc({ ...body, _id: destId, ...(atts === undefined ? {} : { _attachments: atts }) }), dest.rev);
+  reply.code(201).header('etag', `"${result.rev}"`);
+  return result;
+}
+
+/**
+ * CouchDB's `Destination` header: the target document's id (percent-encoded or not), with
+ * `?rev=R` to replace that document's revision R (without it, the target must not exist).
+ */
+export function parseDestination(header: string | string[] | undefined): { id: string; rev: string | undefined } {
+  if (typeof header !== 'string' || header.trim() === '') throw new FirkinError('bad_request', 'COPY needs a Destination header naming the new document (Destination: <id>, or <id>?rev=<rev> to replace one)');
+  const [rawId, query] = header.trim().split('?', 2) as [string, string | undefined];
+  let id: string;
+  try {
+    id = decodeURIComponent(rawId);
+  } catch {
+    throw new FirkinError('bad_request', `Destination ${JSON.stringify(header)} is not a valid percent-encoded document id`);
+  }
+  const rev = query === undefined ? undefined : (new URLSearchParams(query).get('rev') ?? undefined);
+  if (rev !== undefined && !isRev(rev)) throw new FirkinError('bad_request', `Destination's rev ${JSON.stringify(rev)} is not a revision (<generation>-<hash>)`);
+  return { id, rev };
 }

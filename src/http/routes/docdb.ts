@@ -7,22 +7,23 @@ import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.j
 import { LIMITS, checkDbName, checkDocId, isDesignDocId, pageDbNames } from '../../docdb/names.js';
 import { compareStrings } from '../../core/keys.js';
 import { withDocExtras } from '../../docdb/all-docs.js';
-import { inlineAttachments } from '../../docdb/inline-attachments.js';
-import { findRev, isRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
+import { findRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
 import {
   type AllDocsQuery,
-  type ReadOptionsQuery,
+  type DocSource,
+  type GetDocQuery,
   allDocsBody,
   allDocsQuery,
+  answerCopy,
+  answerDocGet,
   dbParams,
   docParams,
   existingDb,
   expectedRev,
+  getDocQuery,
   keyParam,
   keyRangeParams,
   keysParam,
-  readOptionParams,
-  readOptions,
   sendRows,
 } from './docdb-shared.js';
 import { READ, keyAllows } from '../hooks/auth.js';
@@ -36,31 +37,6 @@ export interface DocdbRouteDeps {
   locate?: (db: string, docId: string) => Promise<string>;
 }
 
-const getDocQuery = {
-  type: 'object',
-  properties: { ...readOptionParams, deleted: { type: 'boolean' }, open_revs: { type: 'string' }, atts_since: { type: 'string' } },
-} as const;
-
-interface GetDocQuery extends ReadOptionsQuery {
-  deleted?: boolean;
-  open_revs?: string;
-  atts_since?: string;
-}
-
-/** `open_revs=all`, or a JSON array of revs (CouchDB); undefined for anything else. */
-function parseOpenRevs(text: string): 'all' | string[] | undefined {
-  return text === 'all' ? 'all' : parseRevList(text);
-}
-
-/** A JSON array of at most bulkDocsMax revisions; undefined for anything else. */
-function parseRevList(text: string): string[] | undefined {
-  try {
-    const revs: unknown = JSON.parse(text);
-    return Array.isArray(revs) && revs.length <= LIMITS.bulkDocsMax && revs.every(isRev) ? revs : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 const designParams = {
   type: 'object',
@@ -175,46 +151,25 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     throw new FirkinError('bad_request', what);
   });
 
-  app.get<{ Params: { db: string; docid: string }; Querystring: GetDocQuery }>('/db/:db/:docid', { schema: { params: docParams, querystring: getDocQuery } }, async (request, reply) => {
-    const docId = checkDocId(request.params.docid);
-    const db = await locate(existingDb(docs, request.params.db), docId);
-    const q = request.query;
-    const attsSince = q.atts_since === undefined ? undefined : parseRevList(q.atts_since);
-    if (attsSince === undefined && q.atts_since !== undefined) throw new FirkinError('bad_request', 'atts_since must be a JSON array of revisions');
-    /** A read revision as asked: attachments inline (whose `atts_since` needs the history), `_revisions` only when asked. */
-    const finish = async (doc: Record<string, unknown>) => {
-      if (q.attachments === true && doc._attachments !== undefined) doc._attachments = await inlineAttachments(docs, db, docId, doc._rev as string, doc, attsSince);
-      if (q.revs !== true) delete doc._revisions;
-      return doc;
-    };
-    const withHistory = q.revs === true || (q.attachments === true && attsSince !== undefined);
-    if (q.open_revs !== undefined) {
-      // CouchDB's JSON form: one `{ok: doc}` or `{missing: rev}` per revision asked for.
-      const wanted = parseOpenRevs(q.open_revs);
-      if (wanted === undefined) throw new FirkinError('bad_request', 'open_revs must be "all" or a JSON array of revisions');
+  /** A database's document as GET and COPY read it (through its tier, if it moved). */
+  const dbDocSource = (db: string, docId: string): DocSource => ({
+    getDoc: (options) => docs.getDoc(db, docId, options),
+    attachment: (name, rev) => docs.getAttachment(db, docId, name, rev),
+    openRevs: async (wanted, latest) => {
       const rec = await docs.getRecord(db, docId);
-      let revs: string[];
       if (wanted === 'all') {
         if (rec === undefined) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} not found`);
-        revs = leaves(rec.tree).map((n) => n.rev);
-      } else if (q.latest === true && rec !== undefined) {
-        // Each asked revision's descending leaves in its place (a leaf is its own), once each.
-        revs = [...new Set(wanted.flatMap((r) => latestLeaves(rec.tree, r).concat(findRev(rec.tree, r) === undefined ? [r] : [])))];
-      } else revs = wanted;
-      const out: ({ ok: Record<string, unknown> } | { missing: string })[] = [];
-      for (const r of revs) {
-        try {
-          out.push({ ok: await finish(await docs.getDoc(db, docId, { rev: r, revs: withHistory })) });
-        } catch (err) {
-          if (!(err instanceof FirkinError) || err.code !== 'not_found') throw err;
-          out.push({ missing: r });
-        }
+        return leaves(rec.tree).map((n) => n.rev);
       }
-      return out;
-    }
-    const doc = await docs.getDoc(db, docId, { ...readOptions(q), revs: withHistory, deleted: q.deleted });
-    reply.header('etag', `"${doc._rev as string}"`);
-    return finish(doc);
+      // Each asked revision's descending leaves in its place (a leaf is its own), once each.
+      if (latest && rec !== undefined) return [...new Set(wanted.flatMap((r) => latestLeaves(rec.tree, r).concat(findRev(rec.tree, r) === undefined ? [r] : [])))];
+      return [...wanted];
+    },
+  });
+
+  app.get<{ Params: { db: string; docid: string }; Querystring: GetDocQuery }>('/db/:db/:docid', { schema: { params: docParams, querystring: getDocQuery } }, async (request, reply) => {
+    const docId = checkDocId(request.params.docid);
+    return answerDocGet(dbDocSource(await locate(existingDb(docs, request.params.db), docId), docId), request.query, reply);
   });
 
   app.put<{ Params: { db: string; docid: string }; Querystring: { rev?: string; new_edits?: boolean }; Body: unknown }>(
@@ -254,6 +209,20 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
       return result;
     },
   );
+
+  // CouchDB's COPY: the winner (or `?rev=`) with its attachments, written to the document the
+  // Destination header names; a write on the database, answered as a PUT of the copy.
+  app.route<{ Params: { db: string; docid: string }; Querystring: { rev?: string } }>({
+    method: 'COPY',
+    url: '/db/:db/:docid',
+    schema: { params: docParams, querystring: writeQuery },
+    handler: async (request, reply) => {
+      const sourceId = checkDocId(request.params.docid);
+      const name = existingDb(docs, request.params.db);
+      const source = dbDocSource(await locate(name, sourceId), sourceId);
+      return answerCopy(source, request.query.rev, request.headers.destination, async (destId, doc, rev) => docs.putDoc(await locate(name, destId), destId, doc, rev), reply);
+    },
+  });
 
   // ---- bulk
   app.post<{ Params: { db: string }; Body: { docs: unknown[]; new_edits?: boolean } }>(

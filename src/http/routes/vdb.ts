@@ -9,11 +9,23 @@ import { parseDoc } from '../../docdb/doc-input.js';
 import { checkDocId } from '../../docdb/names.js';
 import { parseFind } from '../../docdb/query/parse.js';
 import { findAnswer } from '../../docdb/query/stats.js';
-import { inlineWith } from '../../docdb/inline-attachments.js';
 import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
-import { type AllDocsQuery, type ReadOptionsQuery, allDocsBody, allDocsQuery, expectedRev, keyParam, keysParam, readOptionParams, readOptions, sendRows } from './docdb-shared.js';
+import {
+  type AllDocsQuery,
+  type DocSource,
+  type GetDocQuery,
+  allDocsBody,
+  allDocsQuery,
+  answerCopy,
+  answerDocGet,
+  expectedRev,
+  getDocQuery,
+  keyParam,
+  keysParam,
+  sendRows,
+} from './docdb-shared.js';
 import { READ, keyAllows } from '../hooks/auth.js';
 import { indexRoutes } from './couchdb-index.js';
 
@@ -268,19 +280,28 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
   );
 
   // ---- documents, routed by hash
-  // A database's read options (docs/docdb.md) but `open_revs`, `deleted` and `atts_since`.
-  app.get<{ Params: { vdb: string; docid: string }; Querystring: ReadOptionsQuery }>(
-    '/vdb/:vdb/:docid',
-    { schema: { params: docParams, querystring: { type: 'object', properties: readOptionParams } }, config: scoped },
-    async (r, reply) => {
-      const id = checkDocId(r.params.docid);
-      const q = r.query;
-      const doc = await vdbs().getDoc(r.params.vdb, id, { ...readOptions(q), revs: q.revs });
-      reply.header('etag', `"${doc._rev as string}"`);
-      if (q.attachments !== true || doc._attachments === undefined) return doc;
-      const at = doc._rev as string;
-      return { ...doc, _attachments: await inlineWith((name) => vdbs().getAttachment(r.params.vdb, id, name, at), doc) };
+  /** A VDB's document as GET and COPY read it, each read through the shard that owns the id. */
+  const vdbDocSource = (name: string, id: string): DocSource => ({
+    getDoc: (options) => vdbs().getDoc(name, id, options),
+    attachment: (att, rev) => vdbs().getAttachment(name, id, att, rev),
+    openRevs: async (wanted, latest) => {
+      if (wanted === 'all') {
+        // The leaves: the winner and the others, live and deleted.
+        const winner = await vdbs().getDoc(name, id, { conflicts: true, deletedConflicts: true, deleted: true });
+        return [winner._rev, ...((winner._conflicts ?? []) as string[]), ...((winner._deleted_conflicts ?? []) as string[])] as string[];
+      }
+      if (!latest) return [...wanted];
+      // One leaf per asked revision (the shard's latest; a database gives every descending leaf), once each.
+      const revs = await Promise.all(wanted.map((rev) => vdbs().getDoc(name, id, { rev, latest: true }).then((d) => d._rev as string, () => rev)));
+      return [...new Set(revs)];
     },
+  });
+
+  // A database's read options (docs/docdb.md), each answered through the shard that owns the id.
+  app.get<{ Params: { vdb: string; docid: string }; Querystring: GetDocQuery }>(
+    '/vdb/:vdb/:docid',
+    { schema: { params: docParams, querystring: getDocQuery }, config: scoped },
+    async (r, reply) => answerDocGet(vdbDocSource(r.params.vdb, checkDocId(r.params.docid)), r.query, reply),
   );
 
   app.put<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string }; Body: unknown }>(
@@ -296,6 +317,16 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
       return result;
     },
   );
+
+  // CouchDB's COPY, as a database's (routes/docdb.ts): source and destination route on their own.
+  app.route<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string } }>({
+    method: 'COPY',
+    url: '/vdb/:vdb/:docid',
+    schema: { params: docParams, querystring: { type: 'object', properties: { rev: { type: 'string' } } } },
+    config: scoped,
+    handler: async (r, reply) =>
+      answerCopy(vdbDocSource(r.params.vdb, checkDocId(r.params.docid)), r.query.rev, r.headers.destination, (destId, doc, rev) => vdbs().putDoc(r.params.vdb, destId, doc, rev), reply),
+  });
 
   app.delete<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string } }>(
     '/vdb/:vdb/:docid',
