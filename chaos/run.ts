@@ -442,7 +442,12 @@ async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
   await Promise.all(Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)));
 }
 
-/** Final linearizable reads of every cas document through every node. */
+/**
+ * Final linearizable reads of every cas document through every node; then the whole VDB
+ * through `_all_docs` on every node (each shard's leader after a ReadIndex barrier): every
+ * register it lists, and at null every one it lacks, is a read over the listing's interval,
+ * checked with the rest.
+ */
 async function finalCasReads(nodes: NodeProc[], rec: Recorder, minutes: number): Promise<void> {
   for (const n of nodes) {
     for (let k = 0; k < registerKeys(minutes); k++) {
@@ -450,6 +455,21 @@ async function finalCasReads(nodes: NodeProc[], rec: Recorder, minutes: number):
       const invokeMs = rec.now();
       const r = await casRead(n.url, key, rec);
       rec.registers.push({ kind: 'read', process: `final-${n.name}`, node: n.name, invokeMs, completeMs: rec.now(), outcome: r.outcome === 'ok' ? 'ok' : 'unknown', key, ...(r.outcome === 'ok' ? { value: r.value! } : {}) });
+    }
+  }
+  for (const n of nodes) {
+    const invokeMs = rec.now();
+    const r = await call(n.url, 'GET', `/vdb/${DATA}/_all_docs?include_docs=true`);
+    const completeMs = rec.now();
+    if (r?.status !== 200) {
+      rec.refused('read', r);
+      continue;
+    }
+    const listed = new Map((r.body.rows as { id: string; doc?: { v?: string } }[]).map((row) => [row.id, row.doc?.v ?? null]));
+    for (let k = 0; k < registerKeys(minutes); k++) {
+      const key = `k${k}`;
+      // One process per listed register: the rows were read concurrently, one per shard.
+      rec.registers.push({ kind: 'read', process: `list-${n.name}-${key}`, node: n.name, invokeMs, completeMs, outcome: 'ok', key, value: listed.get(key) ?? null });
     }
   }
 }
