@@ -23,8 +23,8 @@ import type { AttachmentMeta } from '../docdb/records.js';
 import { type AllDocsRow, type ChangeEntry, type DocEdit, type DocEngine, type EditResult, bulkEdits, leftOlderBody } from '../docdb/engine.js';
 import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind, sourceQuery } from '../docdb/query/execute.js';
-import { type MergedFind, mergeAllDocs, mergeFind } from '../docdb/vdb/merge.js';
-import { type ShardAllDocsRange, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
+import { type MergedFind, mergeFind } from '../docdb/vdb/merge.js';
+import { type ListingShards, type ShardAllDocsRange, mergedListing, primed, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
 import { statsOf } from '../docdb/query/stats.js';
 import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { parseFind } from '../docdb/query/parse.js';
@@ -797,20 +797,32 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       });
       return { total_rows: total, offset: 0, rows };
     }
-    const o: ShardAllDocsRange = {
+    const range = {
       ...(q.startkey === undefined ? {} : { startkey: q.startkey }),
       ...(q.endkey === undefined ? {} : { endkey: q.endkey }),
-      ...(q.limit === undefined ? {} : { limit: q.skip + q.limit }),
       inclusiveEnd: q.inclusiveEnd,
       descending: q.descending,
       includeDocs: q.includeDocs,
       conflicts: q.conflicts,
     };
-    const rows = await this.#onMap(name, async (v) => {
-      const pages = await Promise.all(live(v).map(async ({ shard: s }) => (await this.#readShard(s, { op: 'all', o, m: [s.range[0], s.range[1]], h: v.config.hashFunction })).rows as AllDocsRow[]));
-      return mergeAllDocs(pages, q);
-    });
-    return { total_rows: total, offset: q.skip, rows };
+    // Pages from each shard's leader, only the ids of its range in this node's map; a split
+    // or merge switching meanwhile restarts the cursors on the new map (mergedListing).
+    const shardsNow = async (afterStale: boolean): Promise<ListingShards> => {
+      let v = this.#vdb(name);
+      if (afterStale) {
+        await this.#awaitNewer(name, v.epoch);
+        v = this.#vdb(name);
+      }
+      const hash = v.config.hashFunction;
+      return {
+        version: v.epoch,
+        readers: live(v).map(({ shard: s }) => async (after: string | undefined, limit: number) => {
+          const o: ShardAllDocsRange = { ...range, ...(after === undefined ? {} : { after }), limit };
+          return (await this.#readShard(s, { op: 'all', o, m: [s.range[0], s.range[1]], h: hash })).rows as AllDocsRow[];
+        }),
+      };
+    };
+    return { total_rows: total, offset: q.skip, rows: await primed(mergedListing(shardsNow, q)) };
   }
 
   /**

@@ -1,7 +1,10 @@
 // `_all_docs` rows beyond the engine's listing: CouchDB's extras on each row's document, and a
-// VDB shard's part of a merged listing (node-local shards and shard leaders read the same way).
+// VDB's listing: each shard's pages (node-local shards and shard leaders read the same way)
+// merged by id.
 import type { AllDocsRow, DocEngine } from './engine.js';
 import { withInlineAttachments } from './inline-attachments.js';
+import { FirkinError, isFirkinError } from '../core/errors.js';
+import { compareStrings } from '../core/keys.js';
 import { conflicts } from './revtree.js';
 
 /**
@@ -27,31 +30,108 @@ export async function* withDocExtras(
   }
 }
 
-/** What one VDB shard reads for a page of `_all_docs` by range (the merge applies `skip`). */
+/** One page of a VDB shard's `_all_docs` by range. */
 export interface ShardAllDocsRange {
   readonly startkey?: string;
   readonly endkey?: string;
   readonly inclusiveEnd: boolean;
   readonly descending: boolean;
-  /** The page's skip + limit: no shard contributes more rows than that. */
-  readonly limit?: number;
+  /** The next page starts after this id (the last one the shard gave), not at `startkey`. */
+  readonly after?: string;
+  readonly limit: number;
   readonly includeDocs: boolean;
   readonly conflicts: boolean;
 }
 
-/** A shard's first rows of the range, only ids it owns (`owns`: during a split or merge). */
+/** A shard's page of the range, only ids it owns (`owns`: its range in the map the reader holds). */
 export async function shardAllDocs(docs: DocEngine, db: string, o: ShardAllDocsRange, owns?: (id: string) => boolean): Promise<AllDocsRow[]> {
   const out: AllDocsRow[] = [];
-  const max = o.limit ?? Number.POSITIVE_INFINITY;
-  if (max <= 0) return out;
-  // With an ownership filter the engine cannot stop at the limit: copies it skips do not count.
-  const rows = docs.allDocs(db, { startkey: o.startkey, endkey: o.endkey, inclusiveEnd: o.inclusiveEnd, descending: o.descending, includeDocs: o.includeDocs, skip: 0, limit: owns === undefined ? o.limit : undefined });
+  if (o.limit <= 0) return out;
+  const startkey = o.after ?? o.startkey;
+  // Rows the engine may give that do not count: the `after` row itself, and ids not owned.
+  const rows = docs.allDocs(db, { startkey, endkey: o.endkey, inclusiveEnd: o.inclusiveEnd, descending: o.descending, includeDocs: o.includeDocs, skip: 0, limit: owns === undefined && o.after === undefined ? o.limit : undefined });
   for await (const row of withDocExtras(docs, db, { conflicts: o.conflicts }, rows)) {
-    if (owns !== undefined && !owns(row.id!)) continue;
+    if (row.id === o.after || (owns !== undefined && !owns(row.id!))) continue;
     out.push(row);
-    if (out.length >= max) break;
+    if (out.length >= o.limit) break;
   }
   return out;
+}
+
+/** Reads a shard's next page of a listing: ids after `after` (undefined: from the range's start). */
+export type ListingPageReader = (after: string | undefined, limit: number) => Promise<AllDocsRow[]>;
+
+/** A VDB's shards as a listing reads them now; `version` changes when a split or merge switches the map. */
+export interface ListingShards {
+  readonly version: unknown;
+  readonly readers: readonly ListingPageReader[];
+}
+
+/** Rows a listing asks each shard for at a time. */
+export const LISTING_PAGE_ROWS = 500;
+/** Times a listing starts again on a newer map before it gives up. */
+const LISTING_REMAPS_MAX = 8;
+
+/**
+ * Every shard's rows of a listing merged by id, read a page at a time, then cut to `skip` and
+ * `limit`: what one database holding every shard's documents would list, in bounded memory.
+ * When the map changes under it (`shardsNow` answers a new version, or a reader says
+ * `stale_epoch`), every shard's cursor starts again after the last row merged, on the new
+ * map's shards: each id is listed once, in order. `shardsNow(true)` waits for a newer map.
+ */
+export async function* mergedListing(
+  shardsNow: (afterStale: boolean) => ListingShards | Promise<ListingShards>,
+  o: { descending: boolean; skip: number; limit?: number; pageRows?: number },
+): AsyncGenerator<AllDocsRow> {
+  const pageRows = o.pageRows ?? LISTING_PAGE_ROWS;
+  const before = (a: string, b: string) => (o.descending ? compareStrings(a, b) > 0 : compareStrings(a, b) < 0);
+  type Cursor = { read: ListingPageReader; rows: AllDocsRow[]; at: number; after: string | undefined; done: boolean };
+  let lastMerged: string | undefined;
+  let shards = await shardsNow(false);
+  const open = (s: ListingShards): Cursor[] => s.readers.map((read) => ({ read, rows: [], at: 0, after: lastMerged, done: false }));
+  let cursors = open(shards);
+  let merged = 0;
+  let given = 0;
+  let remaps = 0;
+  while (o.limit === undefined || given < o.limit) {
+    const empty = cursors.filter((c) => c.at >= c.rows.length && !c.done);
+    if (empty.length > 0) {
+      let next: ListingShards | undefined = await shardsNow(false);
+      if (next.version === shards.version) {
+        next = undefined;
+        try {
+          await Promise.all(
+            empty.map(async (c) => {
+              c.rows = await c.read(c.after, pageRows);
+              c.at = 0;
+              c.done = c.rows.length < pageRows;
+              if (c.rows.length > 0) c.after = c.rows[c.rows.length - 1]!.id;
+            }),
+          );
+        } catch (err) {
+          // The map moved during the read (a shard switched away, or was dropped): go on on the new one.
+          const now = await shardsNow(false);
+          if (now.version !== shards.version) next = now;
+          else if (isFirkinError(err) && err.code === 'stale_epoch') next = await shardsNow(true);
+          else throw err;
+        }
+      }
+      if (next !== undefined) {
+        if (++remaps > LISTING_REMAPS_MAX) throw new FirkinError('unavailable', `the shard map kept changing under the listing (${LISTING_REMAPS_MAX} times): list again`);
+        shards = next;
+        cursors = open(shards);
+        continue;
+      }
+    }
+    let best: Cursor | undefined;
+    for (const c of cursors) if (c.at < c.rows.length && (best === undefined || before(c.rows[c.at]!.id!, best.rows[best.at]!.id!))) best = c;
+    if (best === undefined) return;
+    const row = best.rows[best.at++]!;
+    lastMerged = row.id;
+    if (merged++ < o.skip) continue;
+    given++;
+    yield row;
+  }
 }
 
 /** A shard's rows for ids it owns, in the order given. */
@@ -59,4 +139,14 @@ export async function shardAllDocsByKeys(docs: DocEngine, db: string, ids: reado
   const out: AllDocsRow[] = [];
   for await (const row of withDocExtras(docs, db, { conflicts: o.conflicts }, await docs.allDocsByKeys(db, ids, o.includeDocs))) out.push(row);
   return out;
+}
+
+/** The rows with the first one read: what fails at once is an HTTP error, not a cut stream. */
+export async function primed<T>(rows: AsyncGenerator<T>): Promise<AsyncIterable<T>> {
+  const first = await rows.next();
+  return (async function* () {
+    if (first.done === true) return;
+    yield first.value;
+    yield* rows;
+  })();
 }

@@ -99,7 +99,23 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
         else failures.push(`${id} update: ${u.status} ${JSON.stringify(u.body)}`);
       }
     })();
-  const writers = [writer(w1, 'a'), writer(w2, 'b')];
+  // A lister beside them: every `_all_docs` through w2 lists ids once, in order, whatever the
+  // split and the merge are doing (a shard switched away mid-listing restarts the cursors).
+  const listingFaults: string[] = [];
+  let listings = 0;
+  const lister = (async () => {
+    while (running) {
+      const r = await cluster.request(w2, 'GET', '/vdb/rb/_all_docs').catch((e: Error) => ({ status: 0, body: { message: e.message } }) as never);
+      if (r.status !== 200) {
+        if (r.status !== 503) listingFaults.push(`${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+        continue;
+      }
+      listings++;
+      const ids = (r.body.rows as { id: string }[]).map((row) => row.id);
+      if (ids.some((id, i) => i > 0 && compareStrings(ids[i - 1]!, id) >= 0)) listingFaults.push(`a listing of ${ids.length} out of order or with an id twice`);
+    }
+  })();
+  const writers = [writer(w1, 'a'), writer(w2, 'b'), lister];
   const writes = () => [...acked.keys()].filter((k) => /^[ab]/.test(k)).length;
   await waitFor(() => writes() >= 20, { timeoutMs: 20_000, what: 'writes before the split' });
 
@@ -138,6 +154,7 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   await waitFor(() => writes() >= atMerge + 10, { timeoutMs: 20_000, what: 'writes after the merge' });
   running = false;
   await Promise.all(writers);
+  t.same(listingFaults, [], `every listing during the split and the merge in order, each id once (${listings} listings)`);
   // Only the kill may fail a write (a shard whose leader it was elects a new one): 503s, no other error.
   t.ok(failures.every((f) => / 503 /.test(f)), `no write failed during the split and the merge but for the kill's elections (${writes()} written, ${failures.length} refused with 503: ${failures.slice(0, 2).join('; ')})`);
 

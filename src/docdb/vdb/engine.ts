@@ -18,7 +18,7 @@ import { FirkinError } from '../../core/errors.js';
 import { type Clock, HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Store } from '../../storage/db.js';
 import type { AllDocsRow, ChangeEntry, DocEngine, EditResult } from '../engine.js';
-import { shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
+import { mergedListing, primed, shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
 import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind, sourceQuery } from '../query/execute.js';
@@ -28,7 +28,7 @@ import { WriteGate } from './gate.js';
 import { copyDocs } from '../move.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import { parseFind } from '../query/parse.js';
-import { mergeAllDocs, mergeFind } from './merge.js';
+import { mergeFind } from './merge.js';
 import type { CreateVdb, ImportSpec, VdbAllDocs, VdbAllDocsQuery, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from './service.js';
 import { runImport } from './import.js';
 
@@ -300,14 +300,17 @@ export class VdbEngine implements VdbService {
       );
       return { total_rows: total, offset: 0, rows };
     }
-    const range = { startkey: q.startkey, endkey: q.endkey, inclusiveEnd: q.inclusiveEnd, descending: q.descending, limit: q.limit === undefined ? undefined : q.skip + q.limit, ...extras };
-    // As `find`: during a split or merge a shard may hold copies it does not own.
-    const read = (record: VdbRecord, filterOwned: boolean) =>
-      Promise.all(this.#liveShards(record).map((id) => shardAllDocs(this.#o.docs, shardDb(name, id), range, filterOwned ? this.#owns(record, id) : undefined)));
-    const record = this.record(name);
-    let pages = await read(record, record.job !== undefined);
-    if (this.record(name) !== record && record.job === undefined) pages = await read(this.record(name), true);
-    return { total_rows: total, offset: q.skip, rows: mergeAllDocs(pages, q) };
+    const range = { startkey: q.startkey, endkey: q.endkey, inclusiveEnd: q.inclusiveEnd, descending: q.descending, ...extras };
+    // Each page keeps only the ids its shard owns in the record of the moment: a split's or
+    // merge's copies are never listed twice, and a switch restarts the cursors on the new record.
+    const shardsNow = () => {
+      const record = this.record(name);
+      return {
+        version: record,
+        readers: this.#liveShards(record).map((id) => (after: string | undefined, limit: number) => shardAllDocs(this.#o.docs, shardDb(name, id), { ...range, ...(after === undefined ? {} : { after }), limit }, this.#owns(record, id))),
+      };
+    };
+    return { total_rows: total, offset: q.skip, rows: await primed(mergedListing(shardsNow, q)) };
   }
 
   async getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>> {

@@ -4,7 +4,6 @@ import type { FindQuery } from '../query/ast.js';
 import { type FindStats, sumStats } from '../query/stats.js';
 import { compareForOrder, project } from '../query/match.js';
 import { bookmarkAfter } from '../query/bookmark.js';
-import { compareStrings } from '../../core/keys.js';
 
 /**
  * Shard pages of one `_find` (each the first offset+limit of its matches, whole documents:
@@ -38,26 +37,3 @@ export function mergeFind(
   };
 }
 
-/**
- * Shard pages of one `_all_docs` (each sorted by id in the listing's direction, each at most
- * the page's skip + limit rows), merged by id, then cut to the page: the rows one database
- * holding every shard's documents would list.
- */
-export function mergeAllDocs<R extends { readonly id?: string }>(pages: readonly (readonly R[])[], o: { descending: boolean; skip: number; limit?: number }): R[] {
-  const sign = o.descending ? -1 : 1;
-  const at = pages.map(() => 0);
-  const out: R[] = [];
-  const end = o.limit === undefined ? Number.POSITIVE_INFINITY : o.skip + o.limit;
-  let seen = 0;
-  while (seen < end) {
-    let best = -1;
-    for (let i = 0; i < pages.length; i++) {
-      const row = pages[i]![at[i]!];
-      if (row !== undefined && (best < 0 || sign * compareStrings(row.id!, pages[best]![at[best]!]!.id!) < 0)) best = i;
-    }
-    if (best < 0) break;
-    const row = pages[best]![at[best]!++]!;
-    if (seen++ >= o.skip) out.push(row);
-  }
-  return out;
-}

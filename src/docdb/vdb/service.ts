@@ -57,11 +57,11 @@ export interface VdbAllDocsQuery {
   readonly conflicts: boolean;
 }
 
-/** CouchDB's `_all_docs` answer; `total_rows` counts every shard's documents. */
+/** CouchDB's `_all_docs` answer; `total_rows` counts every shard's documents; the rows stream. */
 export interface VdbAllDocs {
   total_rows: number;
   offset: number;
-  rows: AllDocsRow[];
+  rows: AsyncIterable<AllDocsRow> | AllDocsRow[];
 }
 
 /** What `_import` answers. */

@@ -1,5 +1,6 @@
-// Helpers shared by the document-database route files: the expected revision of a write
-// and the `since` of a changes read, each from all the places a client may put it.
+// Helpers shared by the document-database route files (databases and VDBs): the expected
+// revision of a write and the `since` of a changes read, each from all the places a client may
+// put it; `_all_docs` requests; a document's GET and COPY over where it is read.
 import { FirkinError } from '../../core/errors.js';
 import { type Hlc, parseHlc } from '../../core/hlc.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
