@@ -35,6 +35,7 @@ import { tierRoutes } from './http/routes/tier.js';
 import { docdbAttachmentRoutes } from './http/routes/docdb-attachments.js';
 import { docdbChangesRoutes } from './http/routes/docdb-changes.js';
 import { replicationRoutes } from './http/routes/replication.js';
+import { activeTasksRoutes } from './http/routes/active-tasks.js';
 import { replicationPolicyRoutes } from './http/routes/replication-policies.js';
 import { replicationProtocolRoutes } from './http/routes/replication-protocol.js';
 import { type HealthCheck, mergeHealth } from './core/health.js';
@@ -401,6 +402,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           ];
     const clusterFeature = async (app: FastifyInstance) => {
       await app.register(clusterAdminRoutes, { member: () => member, shards: () => vectorShards, docShards: () => docShards });
+      await app.register(activeTasksRoutes, { nodeName: config.nodeName, docs, replication, jobs: () => member?.jobs() });
     };
     const { app, handler, routes } = await buildHttp({
       ...httpDeps,

@@ -120,6 +120,18 @@ interface DbState {
   writesSinceCompact: number;
   /** The compaction in progress, if any: a second request joins it. */
   compaction: Promise<void> | undefined;
+  /** How far it got, for `_active_tasks`. */
+  compactionProgress: CompactionProgress | undefined;
+}
+
+/** A running compaction, as `_active_tasks` shows it (CouchDB's `database_compaction`). */
+export interface CompactionProgress {
+  readonly database: string;
+  readonly startedMs: number;
+  updatedMs: number;
+  /** Document records walked so far, and how many the database had when it started. */
+  docsDone: number;
+  readonly docsTotal: number;
 }
 
 /** Documents one compaction slice rewrites in one batch, between two write groups. */
@@ -147,6 +159,7 @@ function newState(record: DbRecord): DbState {
     bodies: new LRUCache({ maxSize: BODY_CACHE_BYTES_MAX, maxEntrySize: BODY_CACHE_ENTRY_BYTES_MAX }),
     writesSinceCompact: 0,
     compaction: undefined,
+    compactionProgress: undefined,
   };
 }
 
@@ -936,35 +949,41 @@ export class DocEngine {
     const db = state.record.name;
     if (state.compaction !== undefined) return state.compaction;
     state.writesSinceCompact = 0;
+    const startedMs = this.#clock.nowMs();
+    const info = this.#info(state.record);
+    const progress: CompactionProgress = { database: db, startedMs, updatedMs: startedMs, docsDone: 0, docsTotal: info.doc_count + info.doc_del_count };
+    state.compactionProgress = progress;
     const run = (async () => {
-      const startedMs = this.#clock.nowMs();
       this.#log.info({ db }, 'compaction started');
       let after: Buffer | undefined;
       let docsCompacted = 0;
       let bytesFreed = 0;
       for (;;) {
         if (state.dropped || this.#closed) break;
-        let slice: { next: Buffer | undefined; docs: number; bytes: number } = { next: undefined, docs: 0, bytes: 0 };
+        let slice: { next: Buffer | undefined; docs: number; bytes: number; walked: number } = { next: undefined, docs: 0, bytes: 0, walked: 0 };
         await this.#exclusive(state, async () => {
           slice = await this.#compactSlice(state, after);
         });
         docsCompacted += slice.docs;
         bytesFreed += slice.bytes;
+        progress.docsDone += slice.walked;
+        progress.updatedMs = this.#clock.nowMs();
         if (slice.next === undefined) break;
         after = slice.next;
       }
       this.#log.info({ db, docsCompacted, bytesFreed, tookMs: this.#clock.nowMs() - startedMs }, 'compaction finished');
     })().finally(() => {
       state.compaction = undefined;
+      state.compactionProgress = undefined;
     });
     state.compaction = run;
     return run;
   }
 
   /** One slice: the next COMPACT_SLICE_DOCS document records after `after`, rewritten without kept bodies. */
-  async #compactSlice(state: DbState, after: Buffer | undefined): Promise<{ next: Buffer | undefined; docs: number; bytes: number }> {
+  async #compactSlice(state: DbState, after: Buffer | undefined): Promise<{ next: Buffer | undefined; docs: number; bytes: number; walked: number }> {
     const db = state.record.name;
-    if (state.dropped) return { next: undefined, docs: 0, bytes: 0 };
+    if (state.dropped) return { next: undefined, docs: 0, bytes: 0, walked: 0 };
     const prefix = keys.docs(db);
     const range = after === undefined ? { gte: prefix.gte, lt: prefix.lt } : { gt: after, lt: prefix.lt };
     const ops: BatchOp[] = [];
@@ -999,14 +1018,14 @@ export class DocEngine {
       if (scanned >= COMPACT_SLICE_DOCS) break;
     }
     const next = scanned >= COMPACT_SLICE_DOCS ? last : undefined;
-    if (ops.length === 0) return { next, docs: 0, bytes: 0 };
+    if (ops.length === 0) return { next, docs: 0, bytes: 0, walked: scanned };
     const record: DbRecord = { ...state.record, dataBytes: state.record.dataBytes - freed };
     ops.push({ type: 'put', cf: 'system', key: keys.dbRecord(db), value: encodeDbRecord(record) });
     await this.#store.batch(ops, { sync: true });
     state.record = record;
     state.version++;
     for (const [docId, rec] of rewritten) if (state.cache.has(docId)) state.cache.set(docId, rec);
-    return { next, docs: rewritten.size, bytes: freed };
+    return { next, docs: rewritten.size, bytes: freed, walked: scanned };
   }
 
   // ---- reads -----------------------------------------------------------------------------
@@ -1251,6 +1270,11 @@ export class DocEngine {
       signal?.addEventListener('abort', done, { once: true });
       if (signal?.aborted || this.#stopping) done();
     });
+  }
+
+  /** The compactions running now, with how far each got (CouchDB's `_active_tasks`). */
+  compactions(): CompactionProgress[] {
+    return [...this.#dbs.values()].flatMap((state) => (state.compactionProgress === undefined ? [] : [{ ...state.compactionProgress }]));
   }
 
   /** Long polls and streams waiting on the database right now (for /health). */

@@ -122,11 +122,17 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   // Split shard 1; while it runs, the job shows in /_cluster/jobs and a second job is refused;
   // the metadata leader that runs it is killed -9, and the next one resumes it.
   const split = cluster.request(w1, 'POST', '/vdb/rb/_shards/1/_split');
+  // CouchDB's _active_tasks on another node lists it too, with its progress.
+  const active = waitFor(async () => {
+    const tasks = (await cluster.request(w2, 'GET', '/_active_tasks')).body as { type: string; target?: string }[];
+    return tasks.find((task) => task.type === 'cluster_vdb_rebalance' && task.target === 'rb');
+  }, { timeoutMs: 20_000, intervalMs: 5, what: 'the split in /_active_tasks' });
   const shown = await waitFor(async () => {
     const jobs = (await cluster.request(w2, 'GET', '/_cluster/jobs')).body.jobs as { kind: string; target: string; step: string; vdb?: { copied: number } }[];
     return jobs.find((j) => j.kind === 'vdb-rebalance' && j.target === 'rb');
   }, { timeoutMs: 20_000, intervalMs: 5, what: 'the split job in /_cluster/jobs' });
   t.match(shown, { kind: 'vdb-rebalance', vdb: { op: 'split', source: 1, target: 2 } }, `the split shows in /_cluster/jobs (${shown.step})`);
+  t.match(await active, { type: 'cluster_vdb_rebalance', node: w2, target: 'rb', step: String, vdb: { op: 'split', source: 1, target: 2 }, started_on: Number, updated_on: Number }, 'and in /_active_tasks');
   const second = await cluster.request(w2, 'POST', '/vdb/rb/_shards/0/_split');
   t.same([second.status, second.body.error], [409, 'conflict'], 'another job on the VDB is a 409 while one runs');
   await cluster.kill9(metaLeader);

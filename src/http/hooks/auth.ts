@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type ApiKeys, type ApiKeyRecord, type Permission, allows } from '../../auth/api-keys.js';
 import { FirkinError } from '../../core/errors.js';
 
-export const PROTECTED_PREFIXES = ['/db', '/_all_dbs', '/vdb', '/_policies', '/_federation', '/_keys', '/_replications', '/_cluster'] as const;
+export const PROTECTED_PREFIXES = ['/db', '/_all_dbs', '/vdb', '/_policies', '/_federation', '/_keys', '/_replications', '/_active_tasks', '/_cluster'] as const;
 
 declare module 'fastify' {
   interface FastifyContextConfig {

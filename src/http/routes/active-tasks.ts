@@ -1,0 +1,65 @@
+// CouchDB's `GET /_active_tasks` (admin, as CouchDB's server admin): what this node works on
+// now, each with its progress: replications (tasks and one-shot runs), database compactions,
+// and on a cluster the cluster's running jobs (reshards, VDB splits and merges, replica
+// repairs, leaves), which any node lists. Fauxton-style tools read this one list.
+import type { FastifyPluginAsync } from 'fastify';
+import type { Job } from '../../cluster/meta-state.js';
+import { isReshardEnded } from '../../cluster/meta-state.js';
+import type { DocEngine } from '../../docdb/engine.js';
+import type { ReplicationManager } from '../../docdb/replication/manager.js';
+
+export interface ActiveTasksDeps {
+  nodeName: string;
+  docs: DocEngine;
+  replication: ReplicationManager;
+  /** The cluster's jobs; undefined on a standalone node (or before it joined). */
+  jobs: () => readonly Job[] | undefined;
+}
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+export const activeTasksRoutes: FastifyPluginAsync<ActiveTasksDeps> = async (app, { nodeName, docs, replication, jobs }) => {
+  app.get('/_active_tasks', { config: { permission: 'admin' } }, async () => {
+    const replications = [...replication.list(), ...replication.oneShots()]
+      .filter((v) => v.status === 'active')
+      .map((v) => ({
+        type: 'replication',
+        node: nodeName,
+        pid: v.task_id,
+        replication_id: v.task_id,
+        source: v.source,
+        target: v.target,
+        continuous: v.mode === 'continuous',
+        docs_read: v.docs_read,
+        docs_written: v.docs_written,
+        doc_write_failures: v.doc_write_failures,
+        checkpointed_source_seq: v.last_seq,
+        started_on: seconds(Date.parse(v.created_at)),
+        updated_on: seconds(Date.parse(v.updated_at)),
+      }));
+    const compactions = docs.compactions().map((c) => ({
+      type: 'database_compaction',
+      node: nodeName,
+      database: c.database,
+      changes_done: c.docsDone,
+      total_changes: c.docsTotal,
+      // Documents written meanwhile may take it past the count it started with.
+      progress: c.docsTotal === 0 ? 0 : Math.min(99, Math.floor((100 * c.docsDone) / c.docsTotal)),
+      started_on: seconds(c.startedMs),
+      updated_on: seconds(c.updatedMs),
+    }));
+    const cluster = (jobs() ?? [])
+      .filter((j) => !isReshardEnded(j.step))
+      .map(({ id, kind, target, step, createdAtMs, updatedAtMs, ...detail }) => ({
+        type: `cluster_${kind.replace('-', '_')}`,
+        node: nodeName,
+        pid: id,
+        target,
+        step,
+        ...detail,
+        started_on: seconds(createdAtMs),
+        updated_on: seconds(updatedAtMs),
+      }));
+    return [...replications, ...compactions, ...cluster];
+  });
+};
