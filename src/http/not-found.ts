@@ -4,7 +4,7 @@ import type { FastifyInstance, HTTPMethods } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { FirkinError } from '../core/errors.js';
 
-const METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'COPY'];
 
 export interface RouteInfo {
   method: string;

@@ -63,6 +63,10 @@ t.test('COPY in a database', async (t) => {
   t.equal((await node.request('PUT', '/db/copies')).status, 201);
   await checkCopies(t, node, '/db/copies');
   t.equal((await copy(node, '/db/nowhere/src', 'x')).status, 404, 'a missing database');
+  const patch = await node.request('PATCH', '/db/copies/src');
+  t.equal(patch.status, 405);
+  t.match(patch.headers.get('allow'), /\bCOPY\b/, 'a 405 on a document path names COPY among what it takes');
+  t.ok(node.node.routes.some((r) => r.method === 'COPY' && r.url === '/db/:db/:docid'), 'the route list (which the fuzzer walks) has it');
 });
 
 t.test('COPY in a VDB, across shards', async (t) => {
