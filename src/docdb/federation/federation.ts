@@ -15,6 +15,7 @@ import type { ValueCounts } from '../query/counts.js';
 import { executeFind, sourceQuery } from '../query/execute.js';
 import { compareForOrder, project } from '../query/match.js';
 import { parseFind } from '../query/parse.js';
+import { type FindStats, sumStats } from '../query/stats.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
 import { type EndpointSpec, type RemoteAuth, checkOutbound, parseAuth, parseEndpoint } from '../replication/endpoint-spec.js';
 import { RemoteDb } from '../replication/remote-client.js';
@@ -72,6 +73,8 @@ export interface MemberAnswer {
   member: string;
   docs: Record<string, unknown>[];
   total: number;
+  /** What the member read (a remote's from its `execution_stats` and `warning`). */
+  stats?: FindStats;
 }
 
 /**
@@ -218,6 +221,7 @@ export class Federations {
   }
 
   async find(name: string, requestBody: Record<string, unknown>) {
+    const startedMs = performance.now();
     const rec = this.#get(name);
     const { auth: authOverride, ...request } = requestBody;
     const auth = parseAuth(authOverride ?? rec.auth);
@@ -231,15 +235,18 @@ export class Federations {
       const spec: EndpointSpec = parseEndpoint(member, auth, 'member');
       if (spec.kind === 'local') {
         const r = await executeFind({ docs: this.#d.docs, store: this.#d.store, counts: this.#d.counts }, spec.db, sourceQuery(q, limit, includeDocs));
-        return { member, docs: r.docs, total: r.meta.total };
+        return { member, docs: r.docs, total: r.meta.total, stats: r.stats };
       }
       checkOutbound(spec, this.#d.outbound);
       const remote = new RemoteDb({ url: spec.url, auth: spec.auth, hlc: this.#d.hlc, timeoutMs: this.#d.timeoutMs, signal: deadline });
-      const body = { ...raw, offset: 0, include_docs: includeDocs, ...(limit === undefined ? {} : { limit }), fields: includeDocs ? undefined : ['_id', '_rev'] };
-      const reply = (await remote.call('POST', '/_find', { body })).body as { docs?: unknown; meta?: { total?: unknown } };
+      const body = { ...raw, offset: 0, include_docs: includeDocs, ...(limit === undefined ? {} : { limit }), fields: includeDocs ? undefined : ['_id', '_rev'], execution_stats: true };
+      const reply = (await remote.call('POST', '/_find', { body })).body as { docs?: unknown; meta?: { total?: unknown }; execution_stats?: Record<string, unknown>; warning?: unknown };
       if (!Array.isArray(reply.docs)) throw new FirkinError('bad_gateway', 'the member answered without docs');
       const docs = reply.docs.filter((d): d is Record<string, unknown> => isPlainObject(d) && typeof d._id === 'string');
-      return { member, docs, total: typeof reply.meta?.total === 'number' ? reply.meta.total : docs.length };
+      const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0);
+      // A CouchDB member (or an older Firkin) may send neither: it counts as nothing read.
+      const stats: FindStats = { keysExamined: count(reply.execution_stats?.total_keys_examined), docsExamined: count(reply.execution_stats?.total_docs_examined), ...(typeof reply.warning === 'string' ? { fullScan: reply.warning } : {}) };
+      return { member, docs, total: typeof reply.meta?.total === 'number' ? reply.meta.total : docs.length, stats };
     };
     const answers = await Promise.all(
       rec.members.map(async (member): Promise<MemberAnswer | undefined> => {
@@ -280,7 +287,22 @@ export class Federations {
     }
     // Members answered whole documents (the order may need fields the projection drops).
     const results = q.includeDocs ? merged.results.map((d) => project(d, q.fields)) : merged.results.map((d) => ({ _id: d._id, _rev: d._rev }));
+    // CouchDB's `warning` and `execution_stats`, over the members that answered the first round.
+    const scanned = ok.filter((a) => a.stats?.fullScan !== undefined).map((a) => a.member);
+    const stats = sumStats(ok.map((a) => a.stats));
     return {
+      ...(scanned.length === 0 ? {} : { warning: `no index could narrow this selector on ${scanned.join(', ')}: every document there was read; a condition on a field (equality, range, $in, $exists, $prefix, $regex) lets one` }),
+      ...(request.execution_stats === true
+        ? {
+            execution_stats: {
+              total_keys_examined: stats.keysExamined,
+              total_docs_examined: stats.docsExamined,
+              total_quorum_docs_examined: 0,
+              results_returned: results.length,
+              execution_time_ms: Math.round((performance.now() - startedMs) * 1000) / 1000,
+            },
+          }
+        : {}),
       results,
       meta: {
         total,

@@ -107,6 +107,20 @@ t.test('federations over HTTP', async (t) => {
     t.same(counted.body.results, []);
   });
 
+  t.test('execution_stats and warning: the members\' counts summed, the full scans named', async (t) => {
+    const plain = await node.request('POST', '/_federation', { body: { name: 'plain', members: ['eu', remoteMember], auth: { bearer_token: TEST_ADMIN_KEY } } });
+    t.equal(plain.status, 201);
+    const scan = await node.request('POST', '/_federation/plain/_find', { body: { selector: { n: { $ne: 0 } }, execution_stats: true } });
+    t.equal(scan.status, 200, scan.text);
+    t.equal(scan.body.results.length, 4, 'a, c, dup and e (dup once)');
+    t.match(scan.body.execution_stats, { total_docs_examined: 5, total_quorum_docs_examined: 0, results_returned: 4, execution_time_ms: Number }, 'every document of both members read: 3 + 2');
+    t.match(scan.body.warning, new RegExp(`^no index could narrow this selector on eu, ${remoteMember.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:`), 'both members scanned, the remote one by its own warning');
+    const narrowed = await node.request('POST', '/_federation/plain/_find', { body: { selector: { region: 'eu' } } });
+    t.notOk('warning' in narrowed.body, 'an equality narrows on every member: no warning');
+    t.notOk('execution_stats' in narrowed.body, 'execution_stats only when asked');
+    t.equal((await node.request('DELETE', '/_federation/plain')).status, 200);
+  });
+
   t.test('members are managed by URL-encoded path', async (t) => {
     const gone = 'http://127.0.0.1:1/db/nowhere';
     t.equal((await node.request('POST', `/_federation/world/members/${encodeURIComponent(gone)}`)).status, 200);
