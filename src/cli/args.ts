@@ -18,7 +18,8 @@ export type Command =
   | { readonly kind: 'reshard-cancel'; readonly collection: string }
   | { readonly kind: 'vdb-split'; readonly vdb: string; readonly shard: number }
   | { readonly kind: 'vdb-merge'; readonly vdb: string; readonly shard: number; readonly into: number }
-  | { readonly kind: 'vdb-cancel'; readonly vdb: string };
+  | { readonly kind: 'vdb-cancel'; readonly vdb: string }
+  | { readonly kind: 'tasks' };
 
 export const VDB_COMMANDS = ['split', 'merge', 'cancel'] as const;
 export type VdbCommand = (typeof VDB_COMMANDS)[number];
@@ -85,6 +86,7 @@ const SHARD_ID = /^(0|[1-9][0-9]{0,5})$/;
 function helpTopic(words: readonly string[]): HelpTopic {
   if (words[0] === 'collection') return 'reshard';
   if (words[0] === 'vdb') return isVdbCommand(words[1]) ? `vdb-${words[1]}` : 'vdb';
+  if (words[0] === 'tasks') return 'tasks';
   if (words[0] !== 'cluster') return 'firkin';
   return isClusterCommand(words[1]) ? words[1] : 'cluster';
 }
@@ -138,6 +140,11 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   if (cancel) return usage('--cancel only applies to collection reshard');
   if (words[0] === 'vdb') return parseVdb(words.slice(1), values, env, json);
   if (values.into !== undefined) return usage('--into only applies to vdb merge');
+  if (words[0] === 'tasks') {
+    if (words.length > 1) return usage(`unexpected argument ${JSON.stringify(words[1])} for tasks`);
+    if (values.seed !== undefined) return usage('--seed only applies to cluster join');
+    return withTarget({ kind: 'tasks' }, values, env, json, 'tasks');
+  }
   if (words[0] !== 'cluster') return usage(`unknown command ${JSON.stringify(words[0])} (try firkin --help)`);
   const name = words[1];
   if (name === undefined) return usage(`missing cluster command: one of ${CLUSTER_COMMANDS.join(', ')}`);

@@ -294,3 +294,34 @@ export function asHealth(raw: unknown): HealthBody {
     problems: b.problems === undefined ? [] : field(b, 'problems', what, isStrings, 'a list of strings'),
   };
 }
+
+/** One entry of GET /_active_tasks, cut to what the table shows (the rest is in --json). */
+export interface TaskRow {
+  type: string;
+  /** What it works on: a replication's source -> target, a database, a job's target. */
+  what: string;
+  /** Progress in words: documents, records walked, a job's step and counts. */
+  progress: string;
+  updatedOnS: number;
+}
+
+export function asTasks(raw: unknown): TaskRow[] {
+  if (!Array.isArray(raw)) throw new CliFailure('bad_response', 'active tasks: expected a list');
+  return raw.map((entry, i) => {
+    const what = `task ${i}`;
+    const b = object(entry, what);
+    const type = field(b, 'type', what, isString, 'a string');
+    const updatedOnS = field(b, 'updated_on', what, isNumber, 'a number');
+    const n = (name: string) => (isNumber(b[name]) ? (b[name] as number) : 0);
+    if (type === 'replication') {
+      return { type, what: `${String(b.source)} -> ${String(b.target)}${b.continuous === true ? ' (continuous)' : ''}`, progress: `${n('docs_written')} of ${n('docs_read')} documents written${n('doc_write_failures') > 0 ? `, ${n('doc_write_failures')} failed` : ''}`, updatedOnS };
+    }
+    if (type === 'database_compaction') {
+      return { type, what: String(b.database), progress: `${n('progress')}% (${n('changes_done')} of ${n('total_changes')} records)`, updatedOnS };
+    }
+    const detail = (typeof b.reshard === 'object' && b.reshard !== null ? b.reshard : typeof b.vdb === 'object' && b.vdb !== null ? b.vdb : {}) as Json;
+    const moved = isNumber(detail.migrated) ? detail.migrated : isNumber(detail.copied) ? detail.copied : undefined;
+    const counts = moved === undefined ? '' : `, ${moved}${isNumber(detail.expected) ? ` of ${detail.expected}` : ''} documents`;
+    return { type, what: String(b.target ?? ''), progress: `${String(b.step ?? '')}${counts}`, updatedOnS };
+  });
+}

@@ -2,11 +2,11 @@
 // API, checks the answer (contract.ts) and prints it (render.ts), or prints the JSON as the
 // node sent it with --json. bin/firkin.js runs it.
 import { type Command, type Target, parseArgs } from './args.js';
-import { asHealth, asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asVdbRebalance, asVdbShardChange } from './contract.js';
+import { asHealth, asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asTasks, asVdbRebalance, asVdbShardChange } from './contract.js';
 import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
 import { cleanCell } from './table.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
-import { type NodeHealth, renderClusterHealth, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from './render.js';
+import { type NodeHealth, renderClusterHealth, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderTasks, renderVdbCancel, renderVdbProgress } from './render.js';
 
 export interface CliIo {
   out(text: string): void;
@@ -90,6 +90,8 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
       return print(await call('GET', `/_cluster/collections/${encodeURIComponent(command.collection)}/shards`), asShards, renderShards);
     case 'jobs':
       return print(await call('GET', '/_cluster/jobs'), asJobs, (jobs) => renderJobs(jobs, Date.now()));
+    case 'tasks':
+      return print(await call('GET', '/_active_tasks'), asTasks, (tasks) => renderTasks(tasks, Date.now()));
     case 'reshard-cancel':
       return print(await call('DELETE', `/vectordb/collections/${encodeURIComponent(command.collection)}/reshard`), asReshardJob, renderReshardProgress);
     case 'vdb-cancel':

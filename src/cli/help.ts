@@ -1,5 +1,5 @@
 // The --help texts of `firkin`, one per command (docs/cli.md shows the same with examples).
-export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'health' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel';
+export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'health' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel' | 'tasks';
 
 const TARGET = `Options:
   --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
@@ -11,7 +11,7 @@ const EXIT = `Exit status: 0 done, 1 the node answered with an error or could no
 2 usage error. Errors are one line on stderr: firkin: <code>: <message>.`;
 
 export const HELP: Record<HelpTopic, string> = {
-  firkin: `Usage: firkin <cluster|collection|vdb> <command> [options]
+  firkin: `Usage: firkin <cluster|collection|vdb|tasks> <command> [options]
 
 Administer a Firkin node or cluster over its HTTP API.
 
@@ -31,6 +31,8 @@ Commands:
   vdb merge VDB SHARD --into T
                               merge a VDB shard into the adjacent shard T
   vdb cancel VDB              cancel the split or merge running on VDB (before its switch)
+  tasks                       what the node works on now (replications, compactions, the
+                              cluster's jobs) with progress: CouchDB's _active_tasks
 
 ${TARGET}
 
@@ -155,4 +157,15 @@ Cancels the split or merge running on VDB, before its switching step (DELETE
 shards stay as they were. Prints the job as it ended. Needs the admin key.
 
 ${TARGET}`,
+
+  tasks: `Usage: firkin tasks [options]
+
+What the node works on now, from GET /_active_tasks (CouchDB's list; needs the admin key):
+active replications with the documents read and written, database compactions with their
+progress, and on a cluster its running jobs (reshards, VDB splits and merges, repairs,
+leaves), one row each, the most recently updated first.
+
+${TARGET}
+
+${EXIT}`,
 };

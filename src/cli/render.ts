@@ -1,6 +1,6 @@
 // What each command prints by default: the node's answer as aligned text. Pure; every
 // function returns the whole output, lines joined, ending with a newline.
-import type { HealthBody, JobRow, NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody, VdbRebalanceBody } from './contract.js';
+import type { HealthBody, JobRow, NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody, TaskRow, VdbRebalanceBody } from './contract.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
 import { cleanCell, formatTable } from './table.js';
 
@@ -143,4 +143,12 @@ export function renderClusterHealth(nodes: readonly NodeHealth[]): string {
   const ok = nodes.filter((n) => n.health.status === 'ok').length;
   const summary = `${nodes.length} node${nodes.length === 1 ? '' : 's'}: ${ok} ok${ok === nodes.length ? '' : `, ${nodes.length - ok} not`}`;
   return lines([...formatTable([header, ...rows]), ...(problems.length === 0 ? [] : ['', ...problems]), '', summary]);
+}
+
+/** GET /_active_tasks as a table, the most recently updated first. */
+export function renderTasks(tasks: readonly TaskRow[], nowMs: number): string {
+  if (tasks.length === 0) return 'no active tasks\n';
+  const sorted = [...tasks].sort((a, b) => b.updatedOnS - a.updatedOnS);
+  const rows = sorted.map((t) => [cleanCell(t.type), cleanCell(t.what) || NONE, cleanCell(t.progress) || NONE, formatAgo(nowMs - t.updatedOnS * 1000)]);
+  return lines(formatTable([['TYPE', 'WHAT', 'PROGRESS', 'UPDATED'], ...rows]));
 }

@@ -221,3 +221,13 @@ t.test('vdb split, merge and cancel', async (t) => {
   }
   t.same(parseArgs(['vdb', '-h'], {}), { kind: 'help', text: HELP.vdb });
 });
+
+t.test('tasks', async (t) => {
+  const target = { url: DEFAULT_URL, key: KEY, json: false };
+  t.same(parseArgs(['tasks', '--key', KEY], {}), { kind: 'run', command: { kind: 'tasks' }, target });
+  t.same(parseArgs(['tasks', '--json'], { FIRKIN_KEY: KEY }), { kind: 'run', command: { kind: 'tasks' }, target: { ...target, json: true } });
+  t.same(parseArgs(['tasks'], {}), { kind: 'usage_error', message: 'tasks needs the admin key: --key KEY or FIRKIN_KEY' });
+  t.same(parseArgs(['tasks', 'all', '--key', KEY], {}), { kind: 'usage_error', message: 'unexpected argument "all" for tasks' });
+  t.same(parseArgs(['tasks', '--help'], {}), { kind: 'help', text: HELP.tasks });
+  t.match(HELP.firkin, /\n {2}tasks {2,}what the node works on now/, 'listed in the overview');
+});

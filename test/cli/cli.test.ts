@@ -42,6 +42,16 @@ t.test('against a standalone node', async (t) => {
   t.same([namesWithKey.code, namesWithKey.stdout], [0, 'test-node\n'], 'a standalone node has no detailed view: the names');
   t.same([viaEnv.code, viaEnv.stdout], [0, table.stdout], 'FIRKIN_URL and FIRKIN_KEY stand for the flags');
   failed(t, leave, 1, /^firkin: not_clustered: \S.*\n$/, 'leave on a standalone node');
+
+  // tasks: GET /_active_tasks; a continuous replication is a row.
+  await node.request('PUT', '/db/a');
+  const made = await node.request('POST', '/db/a/_replicate', { body: { target: 'b', create_target: true, continuous: true } });
+  t.equal(made.status, 202, made.text);
+  const tasks = await runFirkin(['tasks', '--key', node.adminKey, ...url]);
+  t.equal(tasks.code, 0, tasks.stderr);
+  t.match(tasks.stdout, /^TYPE +WHAT +PROGRESS +UPDATED\nreplication +a -> b \(continuous\) +\d+ of \d+ documents written +\S+ ago\n$/, 'the replication as a row');
+  t.same(JSON.parse((await runFirkin(['tasks', '--json', '--key', node.adminKey, ...url])).stdout).map((x: { type: string }) => x.type), ['replication'], '--json: the node\'s list');
+  failed(t, await runFirkin(['tasks', '--key', 'fk_not-a-key', ...url]), 1, /^firkin: unauthorized: /, 'a bad key');
 });
 
 t.test('usage errors, help and an unreachable node', async (t) => {

@@ -1,9 +1,9 @@
 // What firkin prints for each answer, and the shape checks that guard it.
 import t from 'tap';
-import { asHealth, asJobs, asNodeDetails, asNodeStatus, asNodes, asStatus, asVdbRebalance } from '../../src/cli/contract.js';
+import { asHealth, asJobs, asNodeDetails, asNodeStatus, asNodes, asStatus, asTasks, asVdbRebalance } from '../../src/cli/contract.js';
 import { failureLine } from '../../src/cli/failure.js';
 import { DETAILS, DETAILS_TABLE } from './fixtures.js';
-import { formatAgo, progressBar, renderClusterHealth, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderVdbCancel, renderVdbProgress } from '../../src/cli/render.js';
+import { formatAgo, progressBar, renderClusterHealth, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderTasks, renderVdbCancel, renderVdbProgress } from '../../src/cli/render.js';
 
 t.test('status: this node, the leader, members and the unhealthy ones', (t) => {
   t.equal(
@@ -124,6 +124,27 @@ t.test('jobs: running first, then the ended ones, newest first; progress in word
   t.equal(renderJobs([], 0), 'no jobs\n');
   t.throws(() => asJobs({ jobs: [{ id: 'x' }] }), { code: 'bad_response', message: 'job 0: kind must be a string, got nothing' });
   t.throws(() => asJobs({}), { code: 'bad_response', message: 'cluster jobs: jobs must be a list, got nothing' });
+});
+
+t.test('tasks: one row each, the most recently updated first; progress in words', async (t) => {
+  const tasks = asTasks([
+    { type: 'replication', node: 'n1', source: 'src', target: 'http://n2:8080/db/dst', continuous: true, docs_read: 120, docs_written: 118, doc_write_failures: 2, started_on: 10, updated_on: 50 },
+    { type: 'database_compaction', node: 'n1', database: 'orders', changes_done: 512, total_changes: 2048, progress: 25, started_on: 40, updated_on: 58 },
+    { type: 'cluster_vdb_rebalance', node: 'n1', target: 'users', step: 'copying', vdb: { op: 'split', copied: 300, expected: 900 }, started_on: 20, updated_on: 59 },
+  ]);
+  t.equal(
+    renderTasks(tasks, 60_000),
+    [
+      'TYPE                   WHAT                                       PROGRESS                                UPDATED',
+      'cluster_vdb_rebalance  users                                      copying, 300 of 900 documents           1.0s ago',
+      'database_compaction    orders                                     25% (512 of 2048 records)               2.0s ago',
+      'replication            src -> http://n2:8080/db/dst (continuous)  118 of 120 documents written, 2 failed  10.0s ago',
+      '',
+    ].join('\n'),
+  );
+  t.equal(renderTasks([], 0), 'no active tasks\n');
+  t.throws(() => asTasks({}), { code: 'bad_response', message: 'active tasks: expected a list' });
+  t.throws(() => asTasks([{ type: 'replication' }]), { code: 'bad_response', message: 'task 0: updated_on must be a number, got nothing' });
 });
 
 t.test('a VDB split or merge: its progress line, and its cancel', async (t) => {
