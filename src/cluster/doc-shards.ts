@@ -68,7 +68,7 @@ type ReadRequest =
   | ({ op: 'get'; id: string } & VdbGetOptions)
   | { op: 'att'; id: string; name: string; rev?: string }
   | { op: 'find'; q: unknown; limit: number | null; m?: [number, number]; h?: HashFunction }
-  /** A page of `_all_docs` by id range (`o.limit`: the page's skip + limit), only ids of `m`. */
+  /** A page of `_all_docs` by id range (after `o.after`, at most `o.limit` rows), only ids of `m`. */
   | { op: 'all'; o: ShardAllDocsRange; m?: [number, number]; h?: HashFunction }
   /** `_all_docs` rows of these ids, all routed to this shard; `d`: include_docs, `c`: conflicts. */
   | { op: 'keys'; ids: string[]; d: boolean; c: boolean }
