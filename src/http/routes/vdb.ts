@@ -253,7 +253,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     },
   );
 
-  // ---- _all_docs: every shard's first rows, merged by id (docs/vdb.md)
+  // ---- _all_docs: every shard's pages merged by id, streamed (docs/vdb.md)
   const allDocsAnswer = async (request: FastifyRequest, reply: FastifyReply, q: AllDocsQuery, bodyKeys: readonly string[] | undefined) => {
     if (q.attachments === true) throw new FirkinError('bad_request', 'attachments=true is not offered on a VDB listing: read a document with ?attachments=true, or its attachments one by one');
     const keys = bodyKeys ?? (q.keys !== undefined ? keysParam(q.keys) : q.key !== undefined ? [keyParam('key', q.key)!] : undefined);
