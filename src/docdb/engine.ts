@@ -950,8 +950,7 @@ export class DocEngine {
     if (state.compaction !== undefined) return state.compaction;
     state.writesSinceCompact = 0;
     const startedMs = this.#clock.nowMs();
-    const info = this.#info(state.record);
-    const progress: CompactionProgress = { database: db, startedMs, updatedMs: startedMs, docsDone: 0, docsTotal: info.doc_count + info.doc_del_count };
+    const progress: CompactionProgress = { database: db, startedMs, updatedMs: startedMs, docsDone: 0, docsTotal: state.record.docCount + state.record.delCount };
     state.compactionProgress = progress;
     const run = (async () => {
       this.#log.info({ db }, 'compaction started');

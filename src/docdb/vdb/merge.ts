@@ -36,4 +36,3 @@ export function mergeFind(
     stats: sumStats(results.map((r) => r.stats)),
   };
 }
-

@@ -33,10 +33,10 @@ export interface ImportSpec {
   onConflict: 'skip' | 'overwrite' | 'merge';
 }
 
-/** An attachment of a revision: its metadata and its bytes in chunks. */
-/** A VDB document read's options: a database's (`GetDocOptions`) but for tombstones. */
-export type VdbGetOptions = Pick<GetDocOptions, 'rev' | 'revs' | 'conflicts' | 'deletedConflicts' | 'revsInfo' | 'latest' | 'deleted'>;
+/** A VDB document read's options: a database's, each answered by the shard that owns the id. */
+export type VdbGetOptions = GetDocOptions;
 
+/** An attachment of a revision: its metadata and its bytes in chunks. */
 export interface VdbAttachment {
   meta: AttachmentMeta;
   rev: string;

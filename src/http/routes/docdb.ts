@@ -37,7 +37,6 @@ export interface DocdbRouteDeps {
   locate?: (db: string, docId: string) => Promise<string>;
 }
 
-
 const designParams = {
   type: 'object',
   properties: { db: dbParams.properties.db, name: { type: 'string' } },
