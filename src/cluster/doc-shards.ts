@@ -24,7 +24,7 @@ import { type AllDocsRow, type ChangeEntry, type DocEdit, type DocEngine, type E
 import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind, sourceQuery } from '../docdb/query/execute.js';
 import { type MergedFind, mergeFind } from '../docdb/vdb/merge.js';
-import { type ListingShards, type ShardAllDocsRange, mergedListing, primed, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
+import { type ListingShards, type ShardAllDocsRange, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
 import { statsOf } from '../docdb/query/stats.js';
 import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { parseFind } from '../docdb/query/parse.js';
@@ -780,21 +780,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     const total = ((await this.info(name)) as { total_docs: number }).total_docs;
     if (q.keys !== undefined) {
       const keys = q.keys;
-      const rows = await this.#onMap(name, async (v) => {
-        const byShard = new Map<number, number[]>();
-        keys.forEach((id, i) => {
-          const at = this.#route(v, id);
-          byShard.set(at, [...(byShard.get(at) ?? []), i]);
-        });
-        const out: AllDocsRow[] = new Array(keys.length);
-        await Promise.all(
-          [...byShard].map(async ([at, idx]) => {
-            const reply = await this.#readShard(v.shards[at]!, { op: 'keys', ids: idx.map((i) => keys[i]!), d: q.includeDocs, c: q.conflicts });
-            (reply.rows as AllDocsRow[]).forEach((row, j) => (out[idx[j]!] = row));
-          }),
-        );
-        return out;
-      });
+      const rows = await this.#onMap(name, (v) =>
+        rowsByRoute(keys, (id) => this.#route(v, id), async (at, ids) => (await this.#readShard(v.shards[at]!, { op: 'keys', ids, d: q.includeDocs, c: q.conflicts })).rows as AllDocsRow[]),
+      );
       return { total_rows: total, offset: 0, rows };
     }
     const range = {

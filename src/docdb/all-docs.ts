@@ -134,6 +134,21 @@ export async function* mergedListing(
   }
 }
 
+/**
+ * `_all_docs` rows of ids asked for by key, each read on the shard it routes to (`shardOf`),
+ * one read per shard, the rows back in the order asked.
+ */
+export async function rowsByRoute<S>(ids: readonly string[], shardOf: (id: string) => S, read: (shard: S, ids: string[]) => Promise<AllDocsRow[]>): Promise<AllDocsRow[]> {
+  const byShard = new Map<S, number[]>();
+  ids.forEach((id, i) => {
+    const shard = shardOf(id);
+    byShard.set(shard, [...(byShard.get(shard) ?? []), i]);
+  });
+  const rows: AllDocsRow[] = new Array(ids.length);
+  await Promise.all([...byShard].map(async ([shard, idx]) => (await read(shard, idx.map((i) => ids[i]!))).forEach((row, j) => (rows[idx[j]!] = row))));
+  return rows;
+}
+
 /** A shard's rows for ids it owns, in the order given. */
 export async function shardAllDocsByKeys(docs: DocEngine, db: string, ids: readonly string[], o: { includeDocs: boolean; conflicts: boolean }): Promise<AllDocsRow[]> {
   const out: AllDocsRow[] = [];

@@ -17,8 +17,8 @@ import type { Catalog } from '../../core/catalog.js';
 import { FirkinError } from '../../core/errors.js';
 import { type Clock, HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Store } from '../../storage/db.js';
-import type { AllDocsRow, ChangeEntry, DocEngine, EditResult } from '../engine.js';
-import { mergedListing, primed, shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
+import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
+import { mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
 import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind, sourceQuery } from '../query/execute.js';
@@ -286,18 +286,7 @@ export class VdbEngine implements VdbService {
     const total = (this.info(name) as { total_docs: number }).total_docs;
     const extras = { includeDocs: q.includeDocs, conflicts: q.conflicts };
     if (q.keys !== undefined) {
-      const byDb = new Map<string, number[]>();
-      q.keys.forEach((id, i) => {
-        const db = this.dbFor(name, id);
-        byDb.set(db, [...(byDb.get(db) ?? []), i]);
-      });
-      const rows: AllDocsRow[] = new Array(q.keys.length);
-      await Promise.all(
-        [...byDb].map(async ([db, idx]) => {
-          const got = await shardAllDocsByKeys(this.#o.docs, db, idx.map((i) => q.keys![i]!), extras);
-          got.forEach((row, j) => (rows[idx[j]!] = row));
-        }),
-      );
+      const rows = await rowsByRoute(q.keys, (id) => this.dbFor(name, id), (db, ids) => shardAllDocsByKeys(this.#o.docs, db, ids, extras));
       return { total_rows: total, offset: 0, rows };
     }
     const range = { startkey: q.startkey, endkey: q.endkey, inclusiveEnd: q.inclusiveEnd, descending: q.descending, ...extras };

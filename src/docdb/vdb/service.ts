@@ -2,7 +2,7 @@
 // the cluster's Raft-replicated shards (`cluster/doc-shards.ts`).
 import type { HashFunction } from '../../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
-import type { AllDocsRow, EditResult, GetDocOptions } from '../engine.js';
+import type { AllDocsOptions, AllDocsRow, EditResult, GetDocOptions } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
 import type { MergedFind } from './merge.js';
 import type { AttachmentMeta } from '../records.js';
@@ -43,19 +43,11 @@ export interface VdbAttachment {
   chunks: () => AsyncIterable<Buffer>;
 }
 
-/** A VDB's `_all_docs`: by `keys` (in their order), else a page of the id range. */
-export interface VdbAllDocsQuery {
-  readonly keys?: readonly string[];
-  readonly startkey?: string;
-  readonly endkey?: string;
-  readonly inclusiveEnd: boolean;
-  readonly descending: boolean;
-  readonly skip: number;
-  readonly limit?: number;
-  readonly includeDocs: boolean;
-  /** With `includeDocs`: `_conflicts` on each document that has any. */
-  readonly conflicts: boolean;
-}
+/**
+ * A VDB's `_all_docs`: by `keys` (in their order), else a database's listing options over the
+ * id range; `conflicts` (with `includeDocs`): `_conflicts` on each document that has any.
+ */
+export type VdbAllDocsQuery = AllDocsOptions & { readonly keys?: readonly string[]; readonly conflicts: boolean };
 
 /** CouchDB's `_all_docs` answer; `total_rows` counts every shard's documents; the rows stream. */
 export interface VdbAllDocs {

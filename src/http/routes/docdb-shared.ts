@@ -5,7 +5,7 @@ import { FirkinError } from '../../core/errors.js';
 import { type Hlc, parseHlc } from '../../core/hlc.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
-import type { AllDocsRow, DocEngine, GetDocOptions } from '../../docdb/engine.js';
+import type { AllDocsOptions, AllDocsRow, DocEngine, GetDocOptions } from '../../docdb/engine.js';
 import { type ParsedDoc, parseDoc } from '../../docdb/doc-input.js';
 import { inlineWith } from '../../docdb/inline-attachments.js';
 import { LIMITS, checkDbName, checkDocId } from '../../docdb/names.js';
@@ -224,6 +224,25 @@ export function keysParam(raw: string): string[] {
     throw new FirkinError('bad_request', `keys must be a JSON array of at most ${LIMITS.bulkDocsMax} document ids`);
   }
   return value as string[];
+}
+
+/**
+ * An `_all_docs` request as the listing reads it: the ids asked for (body keys win over the
+ * query's `keys` and `key`), else the range of the query's options.
+ */
+export function allDocsRequest(q: AllDocsQuery, bodyKeys: readonly string[] | undefined): { keys: readonly string[] | undefined; range: AllDocsOptions } {
+  return {
+    keys: bodyKeys ?? (q.keys !== undefined ? keysParam(q.keys) : q.key !== undefined ? [keyParam('key', q.key)!] : undefined),
+    range: {
+      startkey: keyParam('startkey', q.startkey ?? q.start_key),
+      endkey: keyParam('endkey', q.endkey ?? q.end_key),
+      inclusiveEnd: q.inclusive_end !== false,
+      limit: q.limit,
+      skip: q.skip ?? 0,
+      descending: q.descending === true,
+      includeDocs: q.include_docs === true,
+    },
+  };
 }
 
 /** Rows streamed as JSON text (a large listing never sits in memory); CBOR clients get one buffer. */

@@ -14,6 +14,7 @@ import {
   type GetDocQuery,
   allDocsBody,
   allDocsQuery,
+  allDocsRequest,
   answerCopy,
   answerDocGet,
   dbParams,
@@ -23,7 +24,6 @@ import {
   getDocQuery,
   keyParam,
   keyRangeParams,
-  keysParam,
   sendRows,
 } from './docdb-shared.js';
 import { READ, keyAllows } from '../hooks/auth.js';
@@ -240,23 +240,13 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
   const allDocsAnswer = async (request: FastifyRequest, reply: FastifyReply, q: AllDocsQuery, bodyKeys: readonly string[] | undefined, designOnly: boolean) => {
     const db = existingDb(docs, (request.params as { db: string }).db);
     const info = docs.dbInfo(db);
-    const includeDocs = q.include_docs === true;
-    const keys = bodyKeys ?? (q.keys !== undefined ? keysParam(q.keys) : q.key !== undefined ? [keyParam('key', q.key)!] : undefined);
+    const { keys, range: asked } = allDocsRequest(q, bodyKeys);
     if (keys !== undefined) {
-      const rows = await docs.allDocsByKeys(db, keys, includeDocs);
+      const rows = await docs.allDocsByKeys(db, keys, asked.includeDocs);
       // A key that is no design document's id is not found in _design_docs.
       const shown = designOnly ? rows.map((row): AllDocsRow => (isDesignDocId(row.key) ? row : { key: row.key, error: 'not_found' })) : rows;
       return sendRows(request, reply, { total_rows: info.doc_count, offset: 0 }, withDocExtras(docs, db, q, shown));
     }
-    const asked: AllDocsOptions = {
-      startkey: keyParam('startkey', q.startkey ?? q.start_key),
-      endkey: keyParam('endkey', q.endkey ?? q.end_key),
-      inclusiveEnd: q.inclusive_end !== false,
-      limit: q.limit,
-      skip: q.skip ?? 0,
-      descending: q.descending === true,
-      includeDocs,
-    };
     const options = designOnly ? designRange(asked) : asked;
     return sendRows(request, reply, { total_rows: info.doc_count, offset: options.skip }, withDocExtras(docs, db, q, docs.allDocs(db, options)));
   };

@@ -18,12 +18,11 @@ import {
   type GetDocQuery,
   allDocsBody,
   allDocsQuery,
+  allDocsRequest,
   answerCopy,
   answerDocGet,
   expectedRev,
   getDocQuery,
-  keyParam,
-  keysParam,
   sendRows,
 } from './docdb-shared.js';
 import { READ, keyAllows } from '../hooks/auth.js';
@@ -256,18 +255,8 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
   // ---- _all_docs: every shard's pages merged by id, streamed (docs/vdb.md)
   const allDocsAnswer = async (request: FastifyRequest, reply: FastifyReply, q: AllDocsQuery, bodyKeys: readonly string[] | undefined) => {
     if (q.attachments === true) throw new FirkinError('bad_request', 'attachments=true is not offered on a VDB listing: read a document with ?attachments=true, or its attachments one by one');
-    const keys = bodyKeys ?? (q.keys !== undefined ? keysParam(q.keys) : q.key !== undefined ? [keyParam('key', q.key)!] : undefined);
-    const answer = await vdbs().allDocs((request.params as { vdb: string }).vdb, {
-      ...(keys === undefined ? {} : { keys }),
-      startkey: keyParam('startkey', q.startkey ?? q.start_key),
-      endkey: keyParam('endkey', q.endkey ?? q.end_key),
-      inclusiveEnd: q.inclusive_end !== false,
-      descending: q.descending === true,
-      skip: q.skip ?? 0,
-      limit: q.limit,
-      includeDocs: q.include_docs === true,
-      conflicts: q.conflicts === true,
-    });
+    const { keys, range } = allDocsRequest(q, bodyKeys);
+    const answer = await vdbs().allDocs((request.params as { vdb: string }).vdb, { ...range, ...(keys === undefined ? {} : { keys }), conflicts: q.conflicts === true });
     return sendRows(request, reply, { total_rows: answer.total_rows, offset: answer.offset }, answer.rows);
   };
   app.get<{ Params: { vdb: string }; Querystring: AllDocsQuery }>('/vdb/:vdb/_all_docs', { schema: { params: vdbParams, querystring: allDocsQuery }, config: scoped }, (request, reply) =>
