@@ -15,7 +15,7 @@ import type { ValueCounts } from '../query/counts.js';
 import { executeFind, sourceQuery } from '../query/execute.js';
 import { compareForOrder, project } from '../query/match.js';
 import { parseFind } from '../query/parse.js';
-import { type FindStats, sumStats } from '../query/stats.js';
+import { type FindStats, executionStats, fullScanWarning, sumStats } from '../query/stats.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
 import { type EndpointSpec, type RemoteAuth, checkOutbound, parseAuth, parseEndpoint } from '../replication/endpoint-spec.js';
 import { RemoteDb } from '../replication/remote-client.js';
@@ -291,18 +291,8 @@ export class Federations {
     const scanned = ok.filter((a) => a.stats?.fullScan !== undefined).map((a) => a.member);
     const stats = sumStats(ok.map((a) => a.stats));
     return {
-      ...(scanned.length === 0 ? {} : { warning: `no index could narrow this selector on ${scanned.join(', ')}: every document there was read; a condition on a field (equality, range, $in, $exists, $prefix, $regex) lets one` }),
-      ...(request.execution_stats === true
-        ? {
-            execution_stats: {
-              total_keys_examined: stats.keysExamined,
-              total_docs_examined: stats.docsExamined,
-              total_quorum_docs_examined: 0,
-              results_returned: results.length,
-              execution_time_ms: Math.round((performance.now() - startedMs) * 1000) / 1000,
-            },
-          }
-        : {}),
+      ...(scanned.length === 0 ? {} : { warning: fullScanWarning(`on ${scanned.join(', ')}: every document there was read`) }),
+      ...(request.execution_stats === true ? { execution_stats: executionStats(stats, results.length, performance.now() - startedMs) } : {}),
       results,
       meta: {
         total,

@@ -30,18 +30,26 @@ export function findAnswer<T extends { docs: readonly unknown[]; stats: FindStat
   elapsedMs: number,
 ): Omit<T, 'stats'> & { warning?: string; execution_stats?: Record<string, number> } {
   const { stats, ...rest } = result;
-  // CouchDB's `warning` (PouchDB shows it): here every field is indexed, so say why none helped.
-  const answer = stats.fullScan === undefined ? rest : { ...rest, warning: `no index could narrow this selector (${stats.fullScan}): every document was read; a condition on a field (equality, range, $in, $exists, $prefix, $regex) lets one` };
-  if (!wanted) return answer;
+  const answer = stats.fullScan === undefined ? rest : { ...rest, warning: fullScanWarning(`(${stats.fullScan}): every document was read`) };
+  return wanted ? { ...answer, execution_stats: executionStats(stats, result.docs.length, elapsedMs) } : answer;
+}
+
+/**
+ * CouchDB's `warning` (PouchDB shows it) for a selector no index could narrow: here every
+ * field is indexed, so it says why none helped (`what`: where, and what was read).
+ */
+export function fullScanWarning(what: string): string {
+  return `no index could narrow this selector ${what}; a condition on a field (equality, range, $in, $exists, $prefix, $regex) lets one`;
+}
+
+/** CouchDB's `execution_stats`, with the time the caller measured around the whole request. */
+export function executionStats(stats: FindStats, returned: number, elapsedMs: number): Record<string, number> {
   return {
-    ...answer,
-    execution_stats: {
-      total_keys_examined: stats.keysExamined,
-      total_docs_examined: stats.docsExamined,
-      total_quorum_docs_examined: 0,
-      results_returned: result.docs.length,
-      execution_time_ms: Math.round(elapsedMs * 1000) / 1000,
-    },
+    total_keys_examined: stats.keysExamined,
+    total_docs_examined: stats.docsExamined,
+    total_quorum_docs_examined: 0,
+    results_returned: returned,
+    execution_time_ms: Math.round(elapsedMs * 1000) / 1000,
   };
 }
 
