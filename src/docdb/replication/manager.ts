@@ -130,6 +130,14 @@ export interface TaskView {
   updated_at: string;
 }
 
+/**
+ * The local databases a task touches (its source, its target, or both): who may see a task
+ * (`GET /_replications`, `/health`) and who may remove it is decided by keys on these.
+ */
+export function localDbsOf(view: TaskView): string[] {
+  return [view.source, view.target].map(localDbOfDisplayed).filter((db): db is string => db !== undefined);
+}
+
 /** Ended one-shot runs kept for `GET /_replications` (memory only: a run belongs to its request). */
 const RECENT_ONE_SHOTS = 20;
 
@@ -519,10 +527,7 @@ export class ReplicationManager {
     const failing = views.filter((v) => v.status === 'error');
     const report = { tasks: views.length, active: count('active'), error: failing.length, stopped: count('stopped'), completed: count('completed') };
     if (failing.length === 0) return { status: 'ok', ...report };
-    const shown = failing.filter((v) => [v.source, v.target].some((displayed) => {
-      const db = localDbOfDisplayed(displayed);
-      return db !== undefined && viewer.mayRead(db);
-    }));
+    const shown = failing.filter((v) => localDbsOf(v).some((db) => viewer.mayRead(db)));
     const problems = shown.map((v) => `replication ${v.task_id} (${v.source} -> ${v.target}) failing: ${v.last_error}`);
     const hidden = failing.length - shown.length;
     if (hidden > 0) problems.push(`${hidden} failing replication ${hidden === 1 ? 'task' : 'tasks'} of databases this key may not read`);

@@ -4,8 +4,7 @@ import { Readable } from 'node:stream';
 import { keyAllows } from '../hooks/auth.js';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
-import { localDbOfDisplayed } from '../../docdb/replication/endpoint-spec.js';
-import type { ReplicationManager, TaskView } from '../../docdb/replication/manager.js';
+import { type ReplicationManager, type TaskView, localDbsOf } from '../../docdb/replication/manager.js';
 import { errorInStream } from '../errors.js';
 
 export interface ReplicationRouteDeps {
@@ -74,7 +73,7 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
    */
   const may = (request: FastifyRequest, permission: 'read' | 'write', view: TaskView): boolean => {
     if (request.apiKey === undefined) return true; // auth is off
-    const dbs = [view.source, view.target].map(localDbOfDisplayed).filter((db): db is string => db !== undefined);
+    const dbs = localDbsOf(view);
     return permission === 'read' ? dbs.some((db) => keyAllows(request, 'read', db)) : dbs.length > 0 && dbs.every((db) => keyAllows(request, 'write', db));
   };
   const notFound = (id: string) => new FirkinError('not_found', `replication task ${JSON.stringify(id)} not found`);
