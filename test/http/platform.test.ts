@@ -132,6 +132,24 @@ t.test('platform routes', async (t) => {
     t.equal((await node.request('DELETE', '/_keys/not-an-id')).status, 400);
   });
 
+  t.test('dropping a database needs admin on it, not write', async (t) => {
+    t.equal((await node.request('PUT', '/db/precious')).status, 201);
+    t.equal((await node.request('PUT', '/db/precious/a', { body: { v: 1 } })).status, 201);
+    const keyWith = async (permissions: string[], databases: string[]) =>
+      (await node.request('POST', '/_keys', { body: { permissions, databases } })).body.key as string;
+    const writer = await keyWith(['write'], ['precious']);
+    const dropped = await node.request('DELETE', '/db/precious', { key: writer });
+    t.equal(dropped.status, 403);
+    t.match(dropped.body.message, /lacks the admin permission on database "precious"/);
+    t.equal((await node.request('GET', '/db/precious/a', { key: writer })).status, 200, 'the database is still there');
+    t.equal((await node.request('PUT', '/db/precious/b', { key: writer, body: { v: 2 } })).status, 201, 'the writer still writes');
+    const elsewhereAdmin = await keyWith(['admin'], ['other']);
+    t.equal((await node.request('DELETE', '/db/precious', { key: elsewhereAdmin })).status, 403, "another database's admin may not");
+    const ownAdmin = await keyWith(['admin'], ['precious']);
+    t.equal((await node.request('DELETE', '/db/precious', { key: ownAdmin })).status, 200);
+    t.equal((await node.request('GET', '/db/precious')).status, 404);
+  });
+
   t.test('health and metrics', async (t) => {
     const health = await node.request('GET', '/health');
     t.match(health.body, { status: 'ok', node: 'test-node', storage: { status: 'ok', state: 'open' }, cluster: { state: 'standalone' } });

@@ -119,7 +119,9 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     return { ok: true };
   });
 
-  app.delete<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams } }, async (request) => {
+  // Dropping a database is an admin's act (a CouchDB server admin's), as a VDB's is: a key
+  // that may write documents must not be able to lose them all at once.
+  app.delete<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams }, config: { permission: 'admin' } }, async (request) => {
     checkDbName(request.params.db);
     await docs.deleteDb(request.params.db);
     return { ok: true };
