@@ -312,9 +312,10 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       log.info({ grpc: cluster.grpcAdvertise, seeds: cluster.seedNodes, zone: cluster.zone }, `cluster mode: node ${config.nodeName} on gRPC ${cluster.grpcAdvertise}`);
     }
     const checks: Record<string, HealthCheck> = {
-      storage: () =>
+      // The data directory is a path on the host: for an admin's eyes only.
+      storage: (viewer) =>
         store.state === 'open'
-          ? { status: 'ok', state: store.state, dir: store.dir, ...store.stats() }
+          ? { status: 'ok', state: store.state, ...(viewer.admin ? { dir: store.dir } : {}), ...store.stats() }
           : { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] },
       cluster: (viewer) =>
         !config.cluster.enabled

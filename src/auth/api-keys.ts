@@ -51,10 +51,16 @@ export function generateKey(): string {
 // admin implies write, write implies read.
 const RANK: Record<Permission, number> = { read: 1, write: 2, admin: 3 };
 
-/** Does a key with these grants allow `needed` on `db` (undefined = not database-scoped)? */
+/**
+ * Does a key with these grants allow `needed` on `db` (undefined = not database-scoped)? An
+ * admin act that names no database (keys, the cluster, policies, federations, tasks) is the
+ * whole node's: it needs an admin key for every database, or a key scoped to one database
+ * could mint itself a key for all of them.
+ */
 export function allows(record: ApiKeyRecord, needed: Permission, db: string | undefined): boolean {
   if (!record.permissions.some((p) => RANK[p] >= RANK[needed])) return false;
-  if (db === undefined || record.databases === 'all') return true;
+  if (record.databases === 'all') return true;
+  if (db === undefined) return needed !== 'admin';
   return record.databases.includes(db);
 }
 

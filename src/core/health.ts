@@ -16,6 +16,8 @@ export interface HealthReport {
  */
 export interface HealthViewer {
   mayRead(db: string): boolean;
+  /** Whether the caller presented an admin key (or auth is off): it may see where the data lives. */
+  readonly admin: boolean;
 }
 
 /** Each subsystem reports its own part of /health. */

@@ -150,10 +150,27 @@ t.test('platform routes', async (t) => {
     t.equal((await node.request('GET', '/db/precious')).status, 404);
   });
 
+  t.test("a database's admin is not the node's: no keys, no tasks, no policies", async (t) => {
+    t.equal((await node.request('PUT', '/db/mine')).status, 201);
+    const scoped = (await node.request('POST', '/_keys', { body: { permissions: ['admin'], databases: ['mine'] } })).body.key as string;
+    const minted = await node.request('POST', '/_keys', { key: scoped, body: { permissions: ['admin'], databases: 'all' } });
+    t.equal(minted.status, 403, 'it cannot mint itself a key for every database');
+    t.match(minted.body.message, /lacks the admin permission/);
+    for (const path of ['/_keys', '/_active_tasks', '/_policies']) t.equal((await node.request('GET', path, { key: scoped })).status, 403, path);
+    t.equal((await node.request('POST', '/db/mine/_compact', { key: scoped })).status, 202, 'its own database it still administers');
+  });
+
   t.test('health and metrics', async (t) => {
     const health = await node.request('GET', '/health');
     t.match(health.body, { status: 'ok', node: 'test-node', storage: { status: 'ok', state: 'open' }, cluster: { state: 'standalone' } });
     t.type(health.body.uptime_s, 'number');
+    t.type(health.body.storage.dir, 'string', 'the admin sees where the data lives');
+    const open = await node.request('GET', '/health', { key: false });
+    t.equal(open.status, 200);
+    t.match(open.body.storage, { status: 'ok', state: 'open' });
+    t.notOk('dir' in open.body.storage, 'a probe without a key does not');
+    const reader = (await node.request('POST', '/_keys', { body: { permissions: ['read'] } })).body.key as string;
+    t.notOk('dir' in (await node.request('GET', '/health', { key: reader })).body.storage, 'nor does a reader');
     const metrics = await node.request('GET', '/metrics');
     t.match(metrics.text, /firkin_http_requests_total\{method="GET",route="\/health",status="200"\} \d+/);
     t.match(metrics.text, /firkin_http_request_duration_seconds_bucket/);

@@ -45,10 +45,10 @@ const keyIdParams = {
 export const systemRoutes: FastifyPluginAsync<SystemRouteDeps> = async (app, deps) => {
   /** The caller of an open route, by the key it presents (if any): a bad key is no key here. */
   const viewerOf = async (authorization: string | undefined): Promise<HealthViewer> => {
-    if (deps.authDisabled) return { mayRead: () => true };
+    if (deps.authDisabled) return { mayRead: () => true, admin: true };
     const presented = presentedKey(authorization);
     const record = presented === undefined ? undefined : await deps.keys.verify(presented);
-    return record === undefined ? { mayRead: () => false } : { mayRead: (db) => allows(record, 'read', db) };
+    return record === undefined ? { mayRead: () => false, admin: false } : { mayRead: (db) => allows(record, 'read', db), admin: allows(record, 'admin', undefined) };
   };
 
   app.get('/health', async (request, reply) => {
