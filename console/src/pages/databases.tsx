@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, describeError, enc, headers, timedApi } from '../api.js';
 import { usePoll } from '../hooks.js';
 import { type LeafAnswer, type RevNode, buildRevTree } from '../revtree.js';
+import { feedStep, takeEvents } from '../sse.js';
 import { ErrorBox, Json, Loaded, Pager, VirtualList, VirtualTable, usePaged } from '../ui.js';
 
 const PAGE_SIZES = [20, 100, 500] as const;
@@ -213,48 +214,60 @@ interface Change {
   deleted: boolean;
 }
 
-/** Reads the SSE feed with fetch (EventSource cannot send the Authorization header). */
+/**
+ * Reads the SSE feed with fetch (EventSource cannot send the Authorization header); resumes
+ * after a pause from the last cursor the feed gave (sse.ts: no change skipped or repeated).
+ */
 function ChangesFeed({ db }: { db: string }) {
   const [changes, setChanges] = useState<Change[]>([]);
   const [paused, setPaused] = useState(false);
+  // The node answered: the feed's `since` is fixed, so a write from now on is in it.
+  const [open, setOpen] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const lastSeq = useRef<string>('now');
+  const cursor = useRef<string>('now');
   useEffect(() => {
     if (paused) return;
     const abort = new AbortController();
     const run = async () => {
-      const res = await fetch(`/db/${enc(db)}/_changes/stream?since=${enc(lastSeq.current)}`, { headers: headers(), signal: abort.signal });
-      if (!res.ok || res.body === null) throw new Error(`changes feed answered ${res.status}`);
+      const res = await fetch(`/db/${enc(db)}/_changes/stream?since=${enc(cursor.current)}`, { headers: headers(), signal: abort.signal });
+      if (!res.ok || res.body === null) {
+        const err = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
+        throw new ApiError(res.status, err.error ?? 'error', err.message ?? `the changes feed answered ${res.status}`);
+      }
       setError(null);
+      setOpen(true);
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = '';
+      let held: Change[] = [];
       for (;;) {
         const { value, done } = await reader.read();
         if (done) return;
-        buffer += value;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) !== -1) {
-          const event = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = event.split('\n').find((l) => l.startsWith('data: '));
-          if (data === undefined) continue;
-          const change = JSON.parse(data.slice(6)) as Change;
-          lastSeq.current = change.seq;
-          setChanges((cs) => [change, ...cs].slice(0, FEED_ROWS_MAX));
-        }
+        const { events, rest } = takeEvents(buffer + value);
+        buffer = rest;
+        const step = feedStep(held, events, (data) => JSON.parse(data) as Change);
+        held = step.held;
+        if (step.cursor !== undefined) cursor.current = step.cursor;
+        if (step.shown.length > 0) setChanges((cs) => [...step.shown.reverse(), ...cs].slice(0, FEED_ROWS_MAX));
+        if (step.error !== undefined) throw new Error(step.error);
       }
     };
-    run().catch((err: unknown) => {
-      if (!abort.signal.aborted) setError(describeError(err));
-    });
-    return () => abort.abort();
+    // A feed this effect aborted says nothing: the next one (or none) owns the status.
+    run()
+      .catch((err: unknown) => {
+        if (!abort.signal.aborted) setError(describeError(err));
+      })
+      .finally(() => !abort.signal.aborted && setOpen(false));
+    return () => {
+      abort.abort();
+      setOpen(false);
+    };
   }, [db, paused]);
   return (
     <section aria-label="Live changes">
       <h2>Live changes</h2>
       <div class="row">
         <button type="button" onClick={() => setPaused((p) => !p)} aria-pressed={paused}>{paused ? 'Resume' : 'Pause'}</button>
-        <span class="muted" role="status">{paused ? 'paused' : 'following'}</span>
+        <span class="muted" role="status">{paused ? 'paused' : open ? 'following' : 'connecting…'}</span>
       </div>
       {error !== null && <ErrorBox message={error} />}
       <VirtualList
@@ -262,7 +275,7 @@ function ChangesFeed({ db }: { db: string }) {
         items={changes}
         rowPx={FEED_ROW_PX}
         heightPx={FEED_HEIGHT_PX}
-        row={(c) => ({ key: c.seq, attrs: { 'data-id': c.id }, content: `${c.id} ${c.rev.slice(0, 10)}…${c.deleted ? ' (deleted)' : ''}` })}
+        row={(c) => ({ key: `${c.seq} ${c.id}`, attrs: { 'data-id': c.id }, content: `${c.id} ${c.rev.slice(0, 10)}…${c.deleted ? ' (deleted)' : ''}` })}
       />
       <p class="muted">{changes.length === 0 ? 'No change since the feed opened.' : `${changes.length} ${changes.length === 1 ? 'change' : 'changes'} shown, newest first (at most ${FEED_ROWS_MAX}).`}</p>
     </section>
