@@ -272,3 +272,19 @@ export function latestLeaves(tree: RevTree, rev: string): string[] {
     .sort((a, b) => (a.deleted !== b.deleted ? (a.deleted ? 1 : -1) : compareRevs(b.rev, a.rev)))
     .map((leaf) => leaf.rev);
 }
+
+/**
+ * What `open_revs=[...]&latest=true` serves: each asked revision's descending leaves in its
+ * place (a leaf is its own), once each; a revision the tree lacks stays as asked (it is
+ * answered `missing`).
+ */
+export function openRevsLatest(tree: RevTree, wanted: readonly string[]): string[] {
+  return [...new Set(wanted.flatMap((r) => (findRev(tree, r) === undefined ? [r] : latestLeaves(tree, r))))];
+}
+
+/** The tree the leaves' histories (`_revisions`, as a read with `revs=true` gives them) span. */
+export function treeOfLeaves(leafDocs: readonly { readonly revisions: { start: number; ids: readonly string[] }; readonly deleted: boolean }[]): RevTree {
+  let tree: RevTree = [];
+  for (const leaf of leafDocs) tree = mergePath(tree, pathFromRevisions(leaf.revisions, leaf.deleted)).tree;
+  return tree;
+}

@@ -149,6 +149,12 @@ t.test('a VDB document takes the same read options: open_revs, deleted, atts_sin
   t.match(asked.body, [{ ok: { _rev: r2, v: 2, _revisions: { start: 2 } } }, { missing: `7-${'a'.repeat(8)}` }], 'open_revs by list, with their history; an unknown one missing');
   const latest = await node.request('GET', `/vdb/vr/doc?open_revs=${encodeURIComponent(JSON.stringify([branch]))}&latest=true`);
   t.equal(latest.body[0].ok._rev, branch, 'a leaf is its own latest');
+  const fromRoot = await node.request('GET', `/vdb/vr/doc?open_revs=${encodeURIComponent(JSON.stringify([r1, `7-${'a'.repeat(8)}`]))}&latest=true`);
+  t.same(
+    fromRoot.body.map((e: { ok?: { _rev: string }; missing?: string }) => e.ok?._rev ?? `missing ${e.missing}`),
+    [branch, r2, dead, `missing 7-${'a'.repeat(8)}`], // branch's hash (all f) is the greatest: it wins over r2
+    'with latest, every leaf descending from r1 (live ones first, the winner rule\'s order), as a database answers; an unknown one missing',
+  );
   t.equal((await node.request('GET', '/vdb/vr/doc?open_revs=nope')).status, 400);
 
   // atts_since: what the reader holds since r1 stays a stub, the newer attachment comes inline.

@@ -14,12 +14,14 @@ import {
   latestLeaves,
   leaves,
   mergePath,
+  openRevsLatest,
   parseRev,
   revGen,
   revisions,
   revsDiff,
   revsInfo,
   stem,
+  treeOfLeaves,
   winningRev,
 } from '../../src/docdb/revtree.js';
 import { fcParams } from '../support/fc.js';
@@ -243,6 +245,22 @@ t.test('revsInfo: the history of a rev with each body\'s status', (t) => {
         JSON.stringify(info.map((i) => i.rev)) === JSON.stringify(history(tree, rev)) &&
         info.every((i) => i.status === (!kept(i.rev) ? 'missing' : byRev.get(i.rev)!.deleted ? 'deleted' : 'available'))
       );
+    }),
+    fcParams(),
+  );
+  t.end();
+});
+
+t.test('openRevsLatest over the tree rebuilt from the leaves\' histories answers as over the stored tree', (t) => {
+  fc.assert(
+    fc.property(arbHistory, fc.array(fc.nat(), { maxLength: 4 }), fc.boolean(), (nodes, picks, unknown) => {
+      const tree = build(nodes.map((n) => pathOf(nodes, n)));
+      const wanted = picks.map((p) => nodes[p % nodes.length]!.rev).concat(unknown ? ['99-ab'] : []);
+      // What a VDB reads: each leaf with `revs=true`.
+      const rebuilt = treeOfLeaves(leaves(tree).map((leaf) => ({ revisions: revisions(tree, leaf.rev), deleted: leaf.deleted })));
+      const got = openRevsLatest(rebuilt, wanted);
+      const expected = [...new Set(wanted.flatMap((r) => (nodes.some((n) => n.rev === r) ? latestLeaves(tree, r) : [r])))];
+      return JSON.stringify(got) === JSON.stringify(expected) && JSON.stringify(openRevsLatest(tree, wanted)) === JSON.stringify(expected);
     }),
     fcParams(),
   );

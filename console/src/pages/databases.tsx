@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, describeError, enc, headers, timedApi } from '../api.js';
+import { type DocStore, allDocsPath, attachmentPath, changesStreamPath, docPath, explainPath, findPath, storeId, storeTitle } from '../doc-store.js';
 import { usePoll } from '../hooks.js';
 import { type LeafAnswer, type RevNode, buildRevTree } from '../revtree.js';
 import { feedStep, takeEvents } from '../sse.js';
@@ -58,14 +59,15 @@ interface AllDocs {
   rows: { id: string; value: { rev: string } }[];
 }
 
-function AllDocsTable({ db, onOpen }: { db: string; onOpen: (id: string) => void }) {
+function AllDocsTable({ store, onOpen }: { store: DocStore; onOpen: (id: string) => void }) {
   // Keyset paging: each page starts at the first id the previous page did not show.
   const [starts, setStarts] = useState<string[]>([]);
   const [pageRows, setPageRows] = useState<number>(PAGE_SIZES[0]);
   const start = starts[starts.length - 1];
+  // One row more than the page: its id starts the next page, and says there is one.
   const [page, reload] = usePoll(
-    () => api<AllDocs>('GET', `/db/${enc(db)}/_all_docs?limit=${pageRows + 1}${start === undefined ? '' : `&startkey=${enc(JSON.stringify(start))}`}`),
-    [db, start, pageRows],
+    () => api<AllDocs>('GET', allDocsPath(store, pageRows + 1, start)),
+    [storeId(store), start, pageRows],
     DATABASES_POLL_MS,
   );
   return (
@@ -134,8 +136,8 @@ interface AttachmentStub {
 }
 
 /** The Authorization header cannot ride on a plain link: fetch the bytes, then save them from a blob URL. */
-async function download(db: string, id: string, name: string, contentType: string): Promise<void> {
-  const res = await fetch(`/db/${enc(db)}/${enc(id)}/_attachments/${enc(name)}`, { headers: headers() });
+async function download(store: DocStore, id: string, name: string, contentType: string): Promise<void> {
+  const res = await fetch(attachmentPath(store, id, name), { headers: headers() });
   if (!res.ok) {
     const err = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
     throw new ApiError(res.status, err.error ?? 'error', err.message ?? res.statusText);
@@ -149,7 +151,7 @@ async function download(db: string, id: string, name: string, contentType: strin
   setTimeout(() => URL.revokeObjectURL(url), 0);
 }
 
-function Attachments({ db, id, attachments }: { db: string; id: string; attachments: Record<string, AttachmentStub> | undefined }) {
+function Attachments({ store, id, attachments }: { store: DocStore; id: string; attachments: Record<string, AttachmentStub> | undefined }) {
   const [error, setError] = useState<string | null>(null);
   const names = Object.keys(attachments ?? {}).sort();
   if (attachments === undefined || names.length === 0) return <p class="muted">No attachments.</p>;
@@ -166,7 +168,7 @@ function Attachments({ db, id, attachments }: { db: string; id: string; attachme
                 <td>{a.content_type}</td>
                 <td>{a.length} B</td>
                 <td>
-                  <button type="button" aria-label={`Download ${name}`} onClick={() => download(db, id, name, a.content_type).catch((err: unknown) => setError(describeError(err)))}>
+                  <button type="button" aria-label={`Download ${name}`} onClick={() => download(store, id, name, a.content_type).catch((err: unknown) => setError(describeError(err)))}>
                     Download
                   </button>
                 </td>
@@ -180,12 +182,12 @@ function Attachments({ db, id, attachments }: { db: string; id: string; attachme
   );
 }
 
-function DocumentView({ db, id }: { db: string; id: string }) {
+function DocumentView({ store, id }: { store: DocStore; id: string }) {
   const [load] = usePoll(async () => {
-    const doc = await api<{ _rev: string; _attachments?: Record<string, AttachmentStub> }>('GET', `/db/${enc(db)}/${enc(id)}?deleted=true&conflicts=true&deleted_conflicts=true`);
-    const leaves = await api<LeafAnswer[]>('GET', `/db/${enc(db)}/${enc(id)}?open_revs=all&revs=true`);
+    const doc = await api<{ _rev: string; _attachments?: Record<string, AttachmentStub> }>('GET', docPath(store, id, 'deleted=true&conflicts=true&deleted_conflicts=true'));
+    const leaves = await api<LeafAnswer[]>('GET', docPath(store, id, 'open_revs=all&revs=true'));
     return { doc, tree: buildRevTree(leaves, doc._rev) };
-  }, [db, id]);
+  }, [storeId(store), id]);
   return (
     <section aria-label={`Document ${id}`}>
       <h2>Document {id}</h2>
@@ -195,7 +197,7 @@ function DocumentView({ db, id }: { db: string; id: string }) {
             <Json value={doc} />
             <div>
               <h3>Attachments</h3>
-              <Attachments db={db} id={id} attachments={doc._attachments} />
+              <Attachments store={store} id={id} attachments={doc._attachments} />
               <h3>Revision tree</h3>
               <p class="muted">green: winner · amber: conflict · red: deleted leaf</p>
               <RevTreeSvg nodes={tree} />
@@ -218,7 +220,7 @@ interface Change {
  * Reads the SSE feed with fetch (EventSource cannot send the Authorization header); resumes
  * after a pause from the last cursor the feed gave (sse.ts: no change skipped or repeated).
  */
-function ChangesFeed({ db }: { db: string }) {
+function ChangesFeed({ store }: { store: DocStore }) {
   const [changes, setChanges] = useState<Change[]>([]);
   const [paused, setPaused] = useState(false);
   // The node answered: the feed's `since` is fixed, so a write from now on is in it.
@@ -229,7 +231,7 @@ function ChangesFeed({ db }: { db: string }) {
     if (paused) return;
     const abort = new AbortController();
     const run = async () => {
-      const res = await fetch(`/db/${enc(db)}/_changes/stream?since=${enc(cursor.current)}`, { headers: headers(), signal: abort.signal });
+      const res = await fetch(changesStreamPath(store, cursor.current), { headers: headers(), signal: abort.signal });
       if (!res.ok || res.body === null) {
         const err = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
         throw new ApiError(res.status, err.error ?? 'error', err.message ?? `the changes feed answered ${res.status}`);
@@ -261,7 +263,7 @@ function ChangesFeed({ db }: { db: string }) {
       abort.abort();
       setOpen(false);
     };
-  }, [db, paused]);
+  }, [storeId(store), paused]);
   return (
     <section aria-label="Live changes">
       <h2>Live changes</h2>
@@ -307,7 +309,8 @@ function planSummary(e: ExplainAnswer): string {
   return `index scan ${JSON.stringify(e.plan.scan)}, about ${e.plan.estimated_postings} postings${e.exact ? ', exact (answered by the index alone)' : ', each candidate checked against its body'}`;
 }
 
-function FindPanel({ db, onOpen }: { db: string; onOpen: (id: string) => void }) {
+function FindPanel({ store, onOpen }: { store: DocStore; onOpen: (id: string) => void }) {
+  const explain = explainPath(store);
   const [query, setQuery] = useState(FIND_EXAMPLE);
   const [result, setResult] = useState<FindResult | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -323,14 +326,15 @@ function FindPanel({ db, onOpen }: { db: string; onOpen: (id: string) => void })
         throw new Error('The query is not valid JSON');
       }
       if (kind === 'explain') {
-        const { body: plan, latencyMs } = await timedApi<ExplainAnswer>('POST', `/db/${enc(db)}/_explain`, body);
+        if (explain === undefined) throw new Error(`${storeTitle(store)} has no _explain`);
+        const { body: plan, latencyMs } = await timedApi<ExplainAnswer>('POST', explain, body);
         setResult({ kind, plan, latencyMs });
       } else if (kind === 'count') {
         // limit 0 answers the exact total alone.
-        const { body: answer, latencyMs } = await timedApi<FindAnswer>('POST', `/db/${enc(db)}/_find`, { ...body, limit: 0 });
+        const { body: answer, latencyMs } = await timedApi<FindAnswer>('POST', findPath(store), { ...body, limit: 0 });
         setResult({ kind, total: answer.meta.total, latencyMs });
       } else {
-        const { body: answer, latencyMs } = await timedApi<FindAnswer>('POST', `/db/${enc(db)}/_find`, body);
+        const { body: answer, latencyMs } = await timedApi<FindAnswer>('POST', findPath(store), body);
         setResult({ kind, answer, latencyMs });
       }
     } catch (err) {
@@ -349,9 +353,12 @@ function FindPanel({ db, onOpen }: { db: string; onOpen: (id: string) => void })
         </label>
         <div class="row">
           <button type="submit" disabled={busy}>Find</button>
-          <button type="button" disabled={busy} onClick={() => void run('explain')}>Explain</button>
+          {explain !== undefined && <button type="button" disabled={busy} onClick={() => void run('explain')}>Explain</button>}
           <button type="button" disabled={busy} onClick={() => void run('count')}>Count</button>
         </div>
+        {explain === undefined && (
+          <p class="muted">No Explain here: a virtual database has no <code>_explain</code> (each shard plans its part of the query on its own). Find and Count ask every shard and merge their answers.</p>
+        )}
       </form>
       {error !== null && <ErrorBox message={error} />}
       {result !== null && <FindOutput result={result} onOpen={onOpen} />}
@@ -383,11 +390,16 @@ function FindOutput({ result, onOpen }: { result: FindResult; onOpen: (id: strin
             rowPx={TABLE_ROW_PX}
             heightPx={TABLE_HEIGHT_PX}
             head={['id', 'rev', 'body']}
-            row={(d) => {
-              const { _id, _rev, ...body } = d as { _id: string; _rev: string };
+            row={(d, index) => {
+              // `fields` may leave out `_rev` (and `_id`): the row says so rather than failing.
+              const { _id, _rev, ...body } = d as { _id?: string; _rev?: string };
               return {
-                key: _id,
-                cells: [<button type="button" class="find-id" onClick={() => onOpen(_id)}>{_id}</button>, <code>{_rev.slice(0, 12)}…</code>, <code>{JSON.stringify(body)}</code>],
+                key: _id ?? `#${index}`,
+                cells: [
+                  _id === undefined ? <span class="muted">(no _id)</span> : <button type="button" class="find-id" onClick={() => onOpen(_id)}>{_id}</button>,
+                  _rev === undefined ? <span class="muted">–</span> : <code>{_rev.slice(0, 12)}…</code>,
+                  <code>{JSON.stringify(body)}</code>,
+                ],
               };
             }}
           />
@@ -397,27 +409,27 @@ function FindOutput({ result, onOpen }: { result: FindResult; onOpen: (id: strin
   }
 }
 
-function DatabaseDetail({ db }: { db: string }) {
+function DatabaseDetail({ store }: { store: DocStore }) {
   const [open, setOpen] = useState<string | null>(null);
   const [idInput, setIdInput] = useState('');
   return (
-    <>
-      <h2>Database {db}</h2>
+    <section aria-label={storeTitle(store)}>
+      <h2>{storeTitle(store)}</h2>
       <form class="row" aria-label="Open a document" onSubmit={(e) => { e.preventDefault(); setOpen(idInput); }}>
         <label>Document id<input name="open-doc-id" required value={idInput} onInput={(e) => setIdInput(e.currentTarget.value)} /></label>
         <button type="submit">Open document</button>
       </form>
       <div class="columns">
-        <AllDocsTable db={db} onOpen={setOpen} />
-        <ChangesFeed key={db} db={db} />
+        <AllDocsTable store={store} onOpen={setOpen} />
+        <ChangesFeed store={store} />
       </div>
-      {open !== null && <DocumentView key={open} db={db} id={open} />}
-      <FindPanel db={db} onOpen={setOpen} />
-    </>
+      {open !== null && <DocumentView key={open} store={store} id={open} />}
+      <FindPanel store={store} onOpen={setOpen} />
+    </section>
   );
 }
 
-function DatabaseTable({ dbs, selected, onSelect }: { dbs: DbSummary[]; selected: string | null; onSelect: (name: string) => void }) {
+function DatabaseTable({ dbs, selected, onSelect }: { dbs: DbSummary[]; selected: DocStore | null; onSelect: (store: DocStore) => void }) {
   const [view, setPage] = usePaged(dbs);
   if (dbs.length === 0) return <p class="muted">No databases yet.</p>;
   return (
@@ -427,7 +439,7 @@ function DatabaseTable({ dbs, selected, onSelect }: { dbs: DbSummary[]; selected
         <tbody>
           {view.rows.map((d) => (
             <tr key={d.name}>
-              <td><button type="button" onClick={() => onSelect(d.name)} aria-pressed={selected === d.name}>{d.name}</button></td>
+              <td><button type="button" onClick={() => onSelect({ kind: 'db', name: d.name })} aria-pressed={selected?.kind === 'db' && selected.name === d.name}>{d.name}</button></td>
               <td>{d.doc_count}</td>
               <td>{d.doc_del_count}</td>
               <td>{d.disk_size} B</td>
@@ -447,8 +459,8 @@ interface VdbInfo {
   placement: { replica_factor: number };
 }
 
-/** Virtual databases, when there are any: their shards are drawn on the Cluster page. */
-function VdbTable() {
+/** Virtual databases, when there are any: browsed here like a database, their shards drawn on the Cluster page. */
+function VdbTable({ selected, onSelect }: { selected: DocStore | null; onSelect: (store: DocStore) => void }) {
   const [list] = usePoll(() => api<{ vdbs: VdbInfo[] }>('GET', '/vdb'), [], DATABASES_POLL_MS);
   if (list.state === 'loading' || (list.state === 'ready' && list.value.vdbs.length === 0)) return null;
   return (
@@ -461,7 +473,7 @@ function VdbTable() {
             <tbody>
               {vdbs.map((v) => (
                 <tr key={v.name} data-vdb={v.name}>
-                  <td>{v.name}</td>
+                  <td><button type="button" onClick={() => onSelect({ kind: 'vdb', name: v.name })} aria-pressed={selected?.kind === 'vdb' && selected.name === v.name}>{v.name}</button></td>
                   <td>{v.shard_count}</td>
                   <td>{v.total_docs}</td>
                   <td>{v.placement.replica_factor}</td>
@@ -478,13 +490,13 @@ function VdbTable() {
 
 export function DatabasesPage() {
   const [list, reload] = usePoll(fetchDatabases, [], DATABASES_POLL_MS);
-  const [selected, setSelected] = useState<string | null>(null);
+  const [selected, setSelected] = useState<DocStore | null>(null);
   return (
     <>
       <CreateDatabase onCreated={reload} />
       <Loaded load={list}>{(dbs) => <DatabaseTable dbs={dbs} selected={selected} onSelect={setSelected} />}</Loaded>
-      <VdbTable />
-      {selected !== null && <DatabaseDetail key={selected} db={selected} />}
+      <VdbTable selected={selected} onSelect={setSelected} />
+      {selected !== null && <DatabaseDetail key={storeId(selected)} store={selected} />}
     </>
   );
 }

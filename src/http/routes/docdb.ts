@@ -7,7 +7,7 @@ import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.j
 import { LIMITS, checkDbName, checkDocId, isDesignDocId, pageDbNames } from '../../docdb/names.js';
 import { compareStrings } from '../../core/keys.js';
 import { withDocExtras } from '../../docdb/all-docs.js';
-import { findRev, latestLeaves, leaves, pathFromRevisions } from '../../docdb/revtree.js';
+import { leaves, openRevsLatest, pathFromRevisions } from '../../docdb/revtree.js';
 import {
   type AllDocsQuery,
   type DocSource,
@@ -163,7 +163,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
         return leaves(rec.tree).map((n) => n.rev);
       }
       // Each asked revision's descending leaves in its place (a leaf is its own), once each.
-      if (latest && rec !== undefined) return [...new Set(wanted.flatMap((r) => latestLeaves(rec.tree, r).concat(findRev(rec.tree, r) === undefined ? [r] : [])))];
+      if (latest && rec !== undefined) return openRevsLatest(rec.tree, wanted);
       return [...wanted];
     },
   });

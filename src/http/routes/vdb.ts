@@ -7,10 +7,12 @@ import { clientGone } from './docdb-changes.js';
 import { FirkinError } from '../../core/errors.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import { checkDocId } from '../../docdb/names.js';
+import { openRevsLatest, treeOfLeaves } from '../../docdb/revtree.js';
 import { parseFind } from '../../docdb/query/parse.js';
 import { findAnswer } from '../../docdb/query/stats.js';
 import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
+import type { ImportTasks } from '../../docdb/vdb/import-tasks.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
 import {
   type AllDocsQuery,
@@ -34,6 +36,8 @@ export interface VdbRouteDeps {
   defaults: { shardCount: number; replicaFactor: number; batchSize: number };
   /** Default SSE heartbeat (SERVICE_STREAM_HEARTBEAT_MS). */
   heartbeatMs: number;
+  /** This node's running imports, which `_active_tasks` lists. */
+  imports: ImportTasks;
 }
 
 const vdbParams = { type: 'object', required: ['vdb'], properties: { vdb: { type: 'string', maxLength: 200 } } } as const;
@@ -77,7 +81,7 @@ interface CreateBody {
   placement?: { replica_factor?: number; zones?: string[] };
 }
 
-export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults, heartbeatMs }) => {
+export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults, heartbeatMs, imports }) => {
   const vdbs = () => service();
   app.post<{ Body: CreateBody }>('/vdb', { schema: { body: createBody }, config: { permission: 'admin' } }, async (request, reply) => {
     const b = request.body;
@@ -120,6 +124,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
         filter: b.filter === undefined ? undefined : parseFind(b.filter),
         batchSize: b.batch_size ?? defaults.batchSize,
         onConflict: b.on_conflict ?? 'skip',
+        tasks: imports,
       });
     },
   );
@@ -274,15 +279,29 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     getDoc: (options) => vdbs().getDoc(name, id, options),
     attachment: (att, rev) => vdbs().getAttachment(name, id, att, rev),
     openRevs: async (wanted, latest) => {
-      if (wanted === 'all') {
-        // The leaves: the winner and the others, live and deleted.
+      // The leaves: the winner and the others, live and deleted.
+      const leavesOf = async () => {
         const winner = await vdbs().getDoc(name, id, { conflicts: true, deletedConflicts: true, deleted: true });
         return [winner._rev, ...((winner._conflicts ?? []) as string[]), ...((winner._deleted_conflicts ?? []) as string[])] as string[];
-      }
+      };
+      if (wanted === 'all') return leavesOf();
       if (!latest) return [...wanted];
-      // One leaf per asked revision (the shard's latest; a database gives every descending leaf), once each.
-      const revs = await Promise.all(wanted.map((rev) => vdbs().getDoc(name, id, { rev, latest: true }).then((d) => d._rev as string, () => rev)));
-      return [...new Set(revs)];
+      // Every leaf descending from each asked revision, as a database answers: the tree is
+      // rebuilt from the leaves' histories (reads the shards have always served).
+      let leaves: string[];
+      try {
+        leaves = await leavesOf();
+      } catch (err) {
+        if (err instanceof FirkinError && err.code === 'not_found') return [...wanted];
+        throw err;
+      }
+      const histories = await Promise.all(
+        leaves.map(async (rev) => {
+          const doc = await vdbs().getDoc(name, id, { rev, revs: true });
+          return { revisions: doc._revisions as { start: number; ids: string[] }, deleted: doc._deleted === true };
+        }),
+      );
+      return openRevsLatest(treeOfLeaves(histories), wanted);
     },
   });
 
