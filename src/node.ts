@@ -19,6 +19,7 @@ import { ReplicationManager } from './docdb/replication/manager.js';
 import { PolicyManager } from './docdb/replication/policies.js';
 import { REPLICATION_DEFAULTS } from './docdb/replication/replicator.js';
 import { VdbEngine } from './docdb/vdb/engine.js';
+import { ImportTasks } from './docdb/vdb/import-tasks.js';
 import { Federations } from './docdb/federation/federation.js';
 import { Tiers, creationIndexer } from './docdb/tier/tiers.js';
 import { type OpenedGateway, openGateway } from './gateway/open.js';
@@ -177,6 +178,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       clock,
       newId,
     });
+    // Either VDB service's imports (node-local or the cluster's) run here, inside their request.
+    const imports = new ImportTasks(clock);
     docs.addIndexer(creationIndexer);
     const tiers = await Tiers.open({
       store,
@@ -387,6 +390,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         vdbs: vdbService,
         defaults: { shardCount: config.docdb.vdbShardCount, replicaFactor: config.docdb.vdbReplicaFactor, batchSize: config.docdb.importBatchSize },
         heartbeatMs: config.docdb.streamHeartbeatMs,
+        imports,
       });
       await app.register(vdbAttachmentRoutes, { vdbs: vdbService, attachmentMaxBytes: config.docdb.attachmentMaxBytes });
     };
@@ -403,7 +407,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           ];
     const clusterFeature = async (app: FastifyInstance) => {
       await app.register(clusterAdminRoutes, { member: () => member, shards: () => vectorShards, docShards: () => docShards });
-      await app.register(activeTasksRoutes, { nodeName: config.nodeName, docs, replication, jobs: () => member?.jobs() });
+      await app.register(activeTasksRoutes, { nodeName: config.nodeName, docs, replication, imports, jobs: () => member?.jobs() });
     };
     const { app, handler, routes } = await buildHttp({
       ...httpDeps,

@@ -1,6 +1,8 @@
 // `_import` of a VDB, whichever serves it (node-local shards or the cluster's): the live
 // documents of a local database, filtered, in batches handed to `writeBatch`, with counts and
-// progress logs. How a batch is written (and what a conflict means) is the caller's.
+// progress logs. How a batch is written (and what a conflict means) is the caller's. While it
+// runs it is listed in `spec.tasks` (`_active_tasks`), its counts updated after every document
+// read and every batch written.
 import type { Logger } from 'pino';
 import type { Clock } from '../../core/hlc.js';
 import type { DocEngine } from '../engine.js';
@@ -15,19 +17,21 @@ export interface ImportCounts {
 }
 
 export async function runImport(
-  o: { docs: Pick<DocEngine, 'allDocs' | 'assertDb'>; log: Logger; clock: Clock; vdb: string; spec: ImportSpec },
+  o: { docs: Pick<DocEngine, 'allDocs' | 'dbInfo'>; log: Logger; clock: Clock; vdb: string; spec: ImportSpec },
   writeBatch: (docs: Record<string, unknown>[], counts: ImportCounts) => Promise<void>,
 ): Promise<ImportCounts & { started_at: number; finished_at: number; status: 'completed' | 'failed' }> {
   const { docs, log, clock, vdb, spec } = o;
-  docs.assertDb(spec.sourceDb);
+  const docsTotal = docs.dbInfo(spec.sourceDb).doc_count; // not_found when there is no source
   const startedAt = clock.nowMs();
   const counts: ImportCounts = { docs_read: 0, docs_written: 0, docs_skipped: 0, errors: 0 };
+  const task = spec.tasks.start({ vdb, sourceDb: spec.sourceDb, onConflict: spec.onConflict, batchSize: spec.batchSize, docsTotal });
   let batch: Record<string, unknown>[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
     const next = batch;
     batch = [];
     await writeBatch(next, counts);
+    spec.tasks.update(task.id, counts);
     log.info({ vdb, source: spec.sourceDb, ...counts }, 'import progress');
   };
   let status: 'completed' | 'failed' = 'completed';
@@ -35,18 +39,22 @@ export async function runImport(
     for await (const row of docs.allDocs(spec.sourceDb, { inclusiveEnd: true, skip: 0, descending: false, includeDocs: true })) {
       counts.docs_read++;
       const doc = row.doc as Record<string, unknown> | undefined;
-      if (doc === undefined || doc === null) continue;
-      if (spec.filter !== undefined && !matches({ ...doc, _id: row.key } as never, spec.filter.where)) {
-        counts.docs_skipped++;
-        continue;
+      if (doc !== undefined && doc !== null) {
+        if (spec.filter !== undefined && !matches({ ...doc, _id: row.key } as never, spec.filter.where)) counts.docs_skipped++;
+        else {
+          batch.push(doc);
+          if (batch.length >= spec.batchSize) await flush();
+        }
       }
-      batch.push(doc);
-      if (batch.length >= spec.batchSize) await flush();
+      // Per document, not per batch: a filter that skips most of them still shows progress.
+      spec.tasks.update(task.id, counts);
     }
     await flush();
   } catch (err) {
     status = 'failed';
     log.error({ err, vdb }, 'import failed');
+  } finally {
+    spec.tasks.end(task.id);
   }
   return { ...counts, started_at: startedAt, finished_at: clock.nowMs(), status };
 }

@@ -4,6 +4,7 @@ import type { HashFunction } from '../../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import type { AllDocsOptions, AllDocsRow, EditResult, GetDocOptions } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
+import type { ImportTasks } from './import-tasks.js';
 import type { MergedFind } from './merge.js';
 import type { AttachmentMeta } from '../records.js';
 
@@ -31,6 +32,8 @@ export interface ImportSpec {
   filter: FindQuery | undefined;
   batchSize: number;
   onConflict: 'skip' | 'overwrite' | 'merge';
+  /** This node's running imports (`_active_tasks`): the import is listed there until it answers. */
+  tasks: ImportTasks;
 }
 
 /** A VDB document read's options: a database's, each answered by the shard that owns the id. */

@@ -1,24 +1,27 @@
 // CouchDB's `GET /_active_tasks` (admin, as CouchDB's server admin): what this node works on
 // now, each with its progress: replications (tasks and one-shot runs), database compactions,
-// and on a cluster the cluster's running jobs (reshards, VDB splits and merges, replica
-// repairs, leaves), which any node lists. Fauxton-style tools read this one list.
+// VDB imports (each runs inside its request: only the node that took it lists it), and on a
+// cluster the cluster's running jobs (reshards, VDB splits and merges, replica repairs,
+// leaves), which any node lists. Fauxton-style tools read this one list.
 import type { FastifyPluginAsync } from 'fastify';
 import type { Job } from '../../cluster/meta-state.js';
 import { isReshardEnded } from '../../cluster/meta-state.js';
 import type { DocEngine } from '../../docdb/engine.js';
 import type { ReplicationManager } from '../../docdb/replication/manager.js';
+import type { ImportTasks } from '../../docdb/vdb/import-tasks.js';
 
 export interface ActiveTasksDeps {
   nodeName: string;
   docs: DocEngine;
   replication: ReplicationManager;
+  imports: ImportTasks;
   /** The cluster's jobs; undefined on a standalone node (or before it joined). */
   jobs: () => readonly Job[] | undefined;
 }
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
-export const activeTasksRoutes: FastifyPluginAsync<ActiveTasksDeps> = async (app, { nodeName, docs, replication, jobs }) => {
+export const activeTasksRoutes: FastifyPluginAsync<ActiveTasksDeps> = async (app, { nodeName, docs, replication, imports, jobs }) => {
   app.get('/_active_tasks', { config: { permission: 'admin' } }, async () => {
     const replications = [...replication.list(), ...replication.oneShots()]
       .filter((v) => v.status === 'active')
@@ -48,6 +51,22 @@ export const activeTasksRoutes: FastifyPluginAsync<ActiveTasksDeps> = async (app
       started_on: seconds(c.startedMs),
       updated_on: seconds(c.updatedMs),
     }));
+    const vdbImports = imports.list().map((i) => ({
+      type: 'vdb_import',
+      node: nodeName,
+      vdb: i.vdb,
+      source_db: i.sourceDb,
+      on_conflict: i.onConflict,
+      batch_size: i.batchSize,
+      docs_read: i.counts.docs_read,
+      docs_written: i.counts.docs_written,
+      docs_skipped: i.counts.docs_skipped,
+      errors: i.counts.errors,
+      total_docs: i.docsTotal,
+      progress: i.progress,
+      started_on: seconds(i.startedMs),
+      updated_on: seconds(i.updatedMs),
+    }));
     const cluster = (jobs() ?? [])
       .filter((j) => !isReshardEnded(j.step))
       .map(({ id, kind, target, step, createdAtMs, updatedAtMs, ...detail }) => ({
@@ -60,6 +79,6 @@ export const activeTasksRoutes: FastifyPluginAsync<ActiveTasksDeps> = async (app
         started_on: seconds(createdAtMs),
         updated_on: seconds(updatedAtMs),
       }));
-    return [...replications, ...compactions, ...cluster];
+    return [...replications, ...compactions, ...vdbImports, ...cluster];
   });
 };
