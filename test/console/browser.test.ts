@@ -313,6 +313,105 @@ if (!existsSync(CHROMIUM)) {
       t.equal(await grid.locator('tr[data-shard="0"] .tag').count(), 0, 'the other is not');
     });
 
+    await t.test('a VDB of 4 shards is browsed like a database: pages, a conflict, an attachment, _find, the live feed', async (t) => {
+      t.equal((await node.request('POST', '/vdb', { body: { name: 'orders', shard_count: 4, placement: { replica_factor: 1 } } })).status, 201);
+      const orders = Array.from({ length: 24 }, (_, i) => ({ _id: `o${String(i).padStart(2, '0')}`, kind: i % 2 === 0 ? 'even' : 'odd', n: i }));
+      t.equal((await node.request('POST', '/vdb/orders/_bulk_docs', { body: { docs: orders } })).status, 201);
+      const conflict = await node.request('POST', '/vdb/orders/_bulk_docs', {
+        body: {
+          new_edits: false,
+          docs: [
+            { _id: 'cart', _rev: `2-${HEX_A}`, _revisions: { start: 2, ids: [HEX_A, HEX_ROOT] }, items: 1 },
+            { _id: 'cart', _rev: `2-${HEX_B}`, _revisions: { start: 2, ids: [HEX_B, HEX_ROOT] }, items: 2 },
+          ],
+        },
+      });
+      t.equal(conflict.status, 201, conflict.text);
+      const invoice = await node.request('PUT', '/vdb/orders/invoice', {
+        body: { total: 12, _attachments: { 'note.txt': { content_type: 'text/plain', data: Buffer.from('paid by VDB').toString('base64') } } },
+      });
+      t.equal(invoice.status, 201, invoice.text);
+      // Standalone, each shard is a database of this node: where every id went.
+      const perShard = await Promise.all(
+        [0, 1, 2, 3].map(async (i) => (await node.request<{ rows: { id: string }[] }>('GET', `/db/orders_s${i}/_all_docs`)).body.rows.map((r) => r.id)),
+      );
+      const ids = perShard.flat().sort();
+      t.equal(ids.length, 26, 'every document on exactly one shard');
+      t.ok(perShard.filter((s) => s.length > 0).length >= 3, `spread over the shards (${perShard.map((s) => s.length).join(', ')})`);
+
+      await page.getByRole('link', { name: 'Databases' }).click();
+      await page.getByRole('table', { name: 'Virtual databases' }).locator('tr[data-vdb="orders"]').getByRole('button', { name: 'orders', exact: true }).click();
+      const detail = page.getByRole('region', { name: 'Virtual database orders' });
+      await detail.getByRole('heading', { name: 'Virtual database orders' }).waitFor();
+      // Keyset pages of 20: the first page starts at the first id, the second at the 21st.
+      await detail.getByText('page 1, 26 documents').waitFor();
+      const listed = detail.getByRole('table', { name: 'Documents' }).locator('tbody tr:not(.spacer) td:first-child');
+      await listed.first().getByRole('button', { name: ids[0], exact: true }).waitFor();
+      const firstPage = await listed.allTextContents();
+      t.same(firstPage, ids.slice(0, firstPage.length), `page 1 lists the merged shards in id order (${firstPage.length} rows in view)`);
+      await detail.getByRole('button', { name: 'Next page' }).click();
+      await detail.getByText('page 2, 26 documents').waitFor();
+      await waitForTexts(listed, ids.slice(20));
+      t.ok(await detail.getByRole('button', { name: 'Next page' }).isDisabled(), 'no page after the last');
+      const shardsOnPage2 = perShard.filter((s) => s.some((id) => ids.slice(20).includes(id))).length;
+      t.ok(shardsOnPage2 >= 2, `page 2 mixes ids from ${shardsOnPage2} shards`);
+      await detail.getByRole('button', { name: 'Previous page' }).click();
+      await detail.getByText('page 1, 26 documents').waitFor();
+
+      // The conflicted document: its JSON with _conflicts, and its revision tree.
+      await detail.getByRole('table', { name: 'Documents' }).getByRole('button', { name: 'cart', exact: true }).click();
+      const cart = detail.getByRole('region', { name: 'Document cart' });
+      await cart.getByText(`"_conflicts": [`).waitFor();
+      t.ok(await cart.getByText(`"2-${HEX_A}"`).isVisible(), 'the losing leaf is listed in _conflicts');
+      const tree = cart.locator('svg.revtree');
+      await tree.locator('g[data-kind="conflict"]').waitFor();
+      t.same(
+        [await tree.locator('g[data-kind="winner"]').getAttribute('data-rev'), await tree.locator('g[data-kind="conflict"]').getAttribute('data-rev'), await tree.locator('g[data-kind="inner"]').getAttribute('data-rev')],
+        [`2-${HEX_B}`, `2-${HEX_A}`, `1-${HEX_ROOT}`],
+        'winner, conflicting leaf and their parent, read through the owning shard',
+      );
+
+      // The attachment, downloaded with the key through /vdb/orders/invoice/_attachments/note.txt.
+      await detail.getByLabel('Document id').fill('invoice');
+      await detail.getByRole('button', { name: 'Open document' }).click();
+      const row = detail.getByRole('table', { name: 'Attachments' }).locator('tr[data-attachment="note.txt"]');
+      await row.getByText('text/plain').waitFor();
+      const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('button', { name: 'Download note.txt' }).click()]);
+      t.equal(readFileSync(await download.path(), 'utf8'), 'paid by VDB', 'the downloaded bytes are the attachment');
+
+      // _find merges the shards in the query's order; Count asks with limit 0; no Explain.
+      const query = detail.getByRole('region', { name: 'Query', exact: true });
+      t.equal(await query.getByRole('button', { name: 'Explain' }).count(), 0, 'no Explain button for a VDB');
+      await query.getByText('No Explain here: a virtual database has no').waitFor();
+      await query.getByLabel(/^Query \(JSON/).fill(JSON.stringify({ selector: { kind: 'odd', n: { $gte: 15 } }, order_by: [{ path: ['n'], dir: 'desc' }] }));
+      await query.getByRole('button', { name: 'Find' }).click();
+      await waitForTexts(query.locator('button.find-id'), ['o23', 'o21', 'o19', 'o17', 'o15']);
+      await query.getByText('5 of 5 matching documents from offset 0').waitFor();
+      t.pass('_find: the odd orders from 15 on, by n descending');
+      await query.getByRole('button', { name: 'Count' }).click();
+      await query.getByText(/^5 matching documents \(/).waitFor();
+      t.pass('count');
+      await query.getByRole('button', { name: 'Find' }).click();
+      await waitForTexts(query.locator('button.find-id'), ['o23', 'o21', 'o19', 'o17', 'o15']);
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'databases-vdb.png'), fullPage: true });
+
+      // The live feed (the VDB's eventsource feed): a write shows once; one made while paused
+      // shows after Resume, from the feed's cursor, and nothing twice.
+      const live = detail.getByRole('region', { name: 'Live changes' });
+      const feed = live.getByRole('list', { name: 'Changes feed' });
+      await live.getByText('following').waitFor();
+      t.equal((await node.request('PUT', '/vdb/orders/late-1', { body: { n: 100 } })).status, 201);
+      await feed.locator('li[data-id="late-1"]').waitFor();
+      await live.getByRole('button', { name: 'Pause' }).click();
+      await live.getByText('paused').waitFor();
+      t.equal((await node.request('POST', '/vdb/orders/_bulk_docs', { body: { docs: [{ _id: 'late-2' }, { _id: 'late-3' }] } })).status, 201);
+      await live.getByRole('button', { name: 'Resume' }).click();
+      await feed.locator('li[data-id="late-3"]').waitFor();
+      await feed.locator('li[data-id="late-2"]').waitFor();
+      const shown = await Promise.all((await feed.locator('li').all()).map((li) => li.getAttribute('data-id')));
+      t.same(shown, ['late-3', 'late-2', 'late-1'], 'newest first, each once');
+    });
+
     await t.test('every page fits a 1024 px wide window', async (t) => {
       await page.setViewportSize({ width: 1024, height: 768 });
       for (const name of ['Overview', 'Cluster', 'Collections', 'Databases', 'Replication', 'Gateway']) {
