@@ -390,6 +390,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         vdbs: vdbService,
         defaults: { shardCount: config.docdb.vdbShardCount, replicaFactor: config.docdb.vdbReplicaFactor, batchSize: config.docdb.importBatchSize },
         heartbeatMs: config.docdb.streamHeartbeatMs,
+        keepAliveMs: config.replication.keepAliveMs,
         imports,
       });
       await app.register(vdbAttachmentRoutes, { vdbs: vdbService, attachmentMaxBytes: config.docdb.attachmentMaxBytes });

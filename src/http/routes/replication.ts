@@ -1,28 +1,14 @@
 // POST /db/:db/_replicate and the task listing GET/DELETE /_replications[/:id].
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Readable } from 'node:stream';
 import { keyAllows } from '../hooks/auth.js';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
 import { type ReplicationManager, type TaskView, localDbsOf } from '../../docdb/replication/manager.js';
-import { errorInStream } from '../errors.js';
+import { answerWhenDone } from '../long-answer.js';
 
 export interface ReplicationRouteDeps {
   docs: DocEngine;
   replication: ReplicationManager;
-}
-
-async function* keepAlive(run: Promise<unknown>, everyMs: number, request: FastifyRequest): AsyncGenerator<string> {
-  let result: { done: boolean; body: unknown } = { done: false, body: undefined };
-  const finished = run.then(
-    (body) => (result = { done: true, body }),
-    (err: unknown) => (result = { done: true, body: { ok: false, ...errorInStream(err, request) } }),
-  );
-  while (!result.done) {
-    yield '\n';
-    await Promise.race([finished, new Promise((r) => setTimeout(r, everyMs).unref())]);
-  }
-  yield `${JSON.stringify(result.body)}\n`;
 }
 
 const dbParams = { type: 'object', required: ['db'], properties: { db: { type: 'string' } } } as const;
@@ -57,14 +43,7 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
       }
       throw err;
     });
-    // Most runs finish quickly and answer normally (errors with their status). A long one
-    // would outlive the server's idle timeout: after a while the answer starts as a 200 JSON
-    // stream of whitespace keep-alives, ended by the result, or by {ok: false, error,
-    // message} when the run fails after that point.
-    const settled = await Promise.race([run.then(() => true, () => true), new Promise<false>((r) => setTimeout(() => r(false), replication.settings.keepAliveMs).unref())]);
-    if (settled) return run;
-    reply.type('application/json; charset=utf-8');
-    return reply.send(Readable.from(keepAlive(run, replication.settings.keepAliveMs, request)));
+    return answerWhenDone(run, replication.settings.keepAliveMs, request, reply);
   });
 
   /**

@@ -3,6 +3,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { once } from 'node:events';
 import { LIMITS } from '../../docdb/names.js';
 import { errorInStream } from '../errors.js';
+import { answerWhenDone } from '../long-answer.js';
 import { clientGone } from './docdb-changes.js';
 import { FirkinError } from '../../core/errors.js';
 import { parseDoc } from '../../docdb/doc-input.js';
@@ -36,6 +37,8 @@ export interface VdbRouteDeps {
   defaults: { shardCount: number; replicaFactor: number; batchSize: number };
   /** Default SSE heartbeat (SERVICE_STREAM_HEARTBEAT_MS). */
   heartbeatMs: number;
+  /** After this long, `_import`, `_split` and `_merge` answer as a keep-alive stream (long-answer.ts; SERVICE_REPLICATION_KEEPALIVE_MS). */
+  keepAliveMs: number;
   /** This node's running imports, which `_active_tasks` lists. */
   imports: ImportTasks;
 }
@@ -81,7 +84,7 @@ interface CreateBody {
   placement?: { replica_factor?: number; zones?: string[] };
 }
 
-export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults, heartbeatMs, imports }) => {
+export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults, heartbeatMs, keepAliveMs, imports }) => {
   const vdbs = () => service();
   app.post<{ Body: CreateBody }>('/vdb', { schema: { body: createBody }, config: { permission: 'admin' } }, async (request, reply) => {
     const b = request.body;
@@ -112,27 +115,23 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
   app.post<{ Params: { vdb: string }; Body: { source_db: string; filter?: unknown; batch_size?: number; on_conflict?: 'skip' | 'overwrite' | 'merge' } }>(
     '/vdb/:vdb/_import',
     { schema: { params: vdbParams, body: importBody }, config: scoped },
-    async (r) => {
+    async (r, reply) => {
       const b = r.body;
       // Importing reads the source: the key must be allowed to, or a write key on a VDB would
       // copy in (then read) any database.
       if (!keyAllows(r, 'read', b.source_db)) {
         throw new FirkinError('forbidden', `this API key lacks the read permission on database ${JSON.stringify(b.source_db)}`);
       }
-      return vdbs().import(r.params.vdb, {
-        sourceDb: b.source_db,
-        filter: b.filter === undefined ? undefined : parseFind(b.filter),
-        batchSize: b.batch_size ?? defaults.batchSize,
-        onConflict: b.on_conflict ?? 'skip',
-        tasks: imports,
-      });
+      const filter = b.filter === undefined ? undefined : parseFind(b.filter);
+      const run = vdbs().import(r.params.vdb, { sourceDb: b.source_db, filter, batchSize: b.batch_size ?? defaults.batchSize, onConflict: b.on_conflict ?? 'skip', tasks: imports });
+      return answerWhenDone(run, keepAliveMs, r, reply);
     },
   );
 
   app.post<{ Params: { vdb: string; shard: number }; Body: { batch_size?: number } | undefined }>(
     '/vdb/:vdb/_shards/:shard/_split',
     { schema: { params: shardParams, body: { type: ['object', 'null'], additionalProperties: false, properties: { batch_size: batchSize } } }, config: admin },
-    async (r) => vdbs().split(r.params.vdb, r.params.shard, r.body?.batch_size ?? defaults.batchSize),
+    async (r, reply) => answerWhenDone(vdbs().split(r.params.vdb, r.params.shard, r.body?.batch_size ?? defaults.batchSize), keepAliveMs, r, reply),
   );
 
   app.post<{ Params: { vdb: string; shard: number }; Body: { target_shard: number; batch_size?: number } }>(
@@ -144,7 +143,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
       },
       config: admin,
     },
-    async (r) => vdbs().merge(r.params.vdb, r.params.shard, r.body.target_shard, r.body.batch_size ?? defaults.batchSize),
+    async (r, reply) => answerWhenDone(vdbs().merge(r.params.vdb, r.params.shard, r.body.target_shard, r.body.batch_size ?? defaults.batchSize), keepAliveMs, r, reply),
   );
 
   // Cancel the running split or merge (a cluster's job, before its switch): 200 with the job as it ended.
