@@ -380,7 +380,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await app.register(docdbAttachmentRoutes, { docs, attachmentMaxBytes: config.docdb.attachmentMaxBytes, locate });
       await app.register(docdbQueryRoutes, { finder });
       await app.register(federationRoutes, { federations });
-      await app.register(tierRoutes, { tiers });
+      await app.register(tierRoutes, { tiers, keepAliveMs: config.replication.keepAliveMs });
       const vdbService = () => {
         if (!config.cluster.enabled) return vdbs;
         if (docShards === undefined) throw new FirkinError('unavailable', 'this node has not joined its cluster yet: virtual databases are the cluster\'s; retry shortly');

@@ -1,10 +1,11 @@
 // The answer of a request whose work runs inside it and may outlive the server's idle
 // timeout (120 s without a byte on the socket): a one-shot `_replicate`, a VDB's `_import`,
-// `_split` and `_merge`. Most finish quickly and answer normally, errors with their status.
-// A long one would have its connection cut while the work goes on, its answer lost: after
-// `keepAliveMs` the answer starts as a 200 JSON stream of whitespace keep-alives (one every
-// `keepAliveMs`), ended by the result, or by `{ok: false, error, message}` when the work
-// fails after that point. JSON parsers skip the leading whitespace.
+// `_split` and `_merge`, a tiered database's `run_migration`. Most finish quickly and answer
+// normally, errors with their status. A long one would have its connection cut while the
+// work goes on, its answer lost: after `keepAliveMs` the answer starts as a 200 JSON stream
+// of whitespace keep-alives (one every `keepAliveMs`), ended by the result, or by `{ok:
+// false, error, message}` when the work fails after that point. JSON parsers skip the
+// leading whitespace.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { errorInStream } from './errors.js';

@@ -1,13 +1,22 @@
 // Tiered storage routes: /db/:db/_tier/... and /db/:db/:doc_id/_tier...
 import type { FastifyPluginAsync } from 'fastify';
+import { FirkinError } from '../../core/errors.js';
+import { keyAllows } from '../hooks/auth.js';
 import { checkDbName, checkDocId } from '../../docdb/names.js';
 import { TIERS, type Tier } from '../../docdb/tier/policy.js';
 import type { Tiers } from '../../docdb/tier/tiers.js';
+import { answerWhenDone } from '../long-answer.js';
 
 const dbParams = { type: 'object', required: ['db'], properties: { db: { type: 'string', maxLength: 200 } } } as const;
 const docParams = { type: 'object', required: ['db', 'docid'], properties: { db: { type: 'string', maxLength: 200 }, docid: { type: 'string' } } } as const;
 
-export const tierRoutes: FastifyPluginAsync<{ tiers: Tiers }> = async (app, { tiers }) => {
+export interface TierRouteDeps {
+  tiers: Tiers;
+  /** After this long a running migration answers as a keep-alive stream (long-answer.ts). */
+  keepAliveMs: number;
+}
+
+export const tierRoutes: FastifyPluginAsync<TierRouteDeps> = async (app, { tiers, keepAliveMs }) => {
   const db = (name: string) => {
     checkDbName(name);
     return name;
@@ -18,7 +27,17 @@ export const tierRoutes: FastifyPluginAsync<{ tiers: Tiers }> = async (app, { ti
   app.post<{ Params: { db: string }; Body: Record<string, unknown> }>(
     '/db/:db/_tier/config',
     { schema: { params: dbParams, body: { type: 'object' } }, config: { permission: 'admin' } },
-    async (r) => ({ ok: true, ...(await tiers.setConfig(db(r.params.db), r.body)) }),
+    async (r) => {
+      // The tiers named are databases the node will write documents into, and purge and
+      // tombstone them there: the key must administer those too, not only this one.
+      for (const field of ['warm_db', 'cold_db']) {
+        const target = r.body[field];
+        if (typeof target === 'string' && !keyAllows(r, 'admin', target)) {
+          throw new FirkinError('forbidden', `this API key lacks the admin permission on database ${JSON.stringify(target)} (${field})`);
+        }
+      }
+      return { ok: true, ...(await tiers.setConfig(db(r.params.db), r.body)) };
+    },
   );
 
   app.get<{ Params: { db: string } }>('/db/:db/_tier/capacity', { schema: { params: dbParams } }, async (r) => tiers.capacity(db(r.params.db)));
@@ -34,7 +53,10 @@ export const tierRoutes: FastifyPluginAsync<{ tiers: Tiers }> = async (app, { ti
     async (r) => tiers.migrate(db(r.params.db), checkDocId(r.body.doc_id), r.body.to_tier),
   );
 
-  app.post<{ Params: { db: string } }>('/db/:db/_tier/run_migration', { schema: { params: dbParams } }, async (r) => tiers.runMigration(db(r.params.db)));
+  // A pass over the whole database, inside its request.
+  app.post<{ Params: { db: string } }>('/db/:db/_tier/run_migration', { schema: { params: dbParams } }, async (r, reply) =>
+    answerWhenDone(tiers.runMigration(db(r.params.db)), keepAliveMs, r, reply),
+  );
 
   app.get<{ Params: { db: string; docid: string } }>('/db/:db/:docid/_tier', { schema: { params: docParams } }, async (r) =>
     tiers.docTier(db(r.params.db), checkDocId(r.params.docid)),

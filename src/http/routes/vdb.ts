@@ -86,8 +86,11 @@ interface CreateBody {
 
 export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults, heartbeatMs, keepAliveMs, imports }) => {
   const vdbs = () => service();
-  app.post<{ Body: CreateBody }>('/vdb', { schema: { body: createBody }, config: { permission: 'admin' } }, async (request, reply) => {
+  // The name is in the body, so the hook checks only that the key writes; creating a VDB is
+  // its admin's act (as deleting it is): admin on that name, or on every database.
+  app.post<{ Body: CreateBody }>('/vdb', { schema: { body: createBody } }, async (request, reply) => {
     const b = request.body;
+    if (!keyAllows(request, 'admin', b.name)) throw new FirkinError('forbidden', `this API key lacks the admin permission on database ${JSON.stringify(b.name)}`);
     await vdbs().create({
       name: b.name,
       shardCount: b.shard_count ?? defaults.shardCount,

@@ -133,3 +133,36 @@ t.test('kill -9 in the middle of a migration run: every document in exactly one 
   for (let i = 0; i < n; i += 37) if ((await call('GET', `/db/h/k${i}`)).status === 200) readable++;
   t.equal(readable, Math.ceil(n / 37), 'every document readable through the hot database');
 });
+
+t.test('a long run_migration answers as a keep-alive stream, as a long _replicate does', async (t) => {
+  let now = Date.UTC(2026, 0, 1);
+  const node = await startTestNode({ SERVICE_REPLICATION_KEEPALIVE_MS: '20' }, { clock: { nowMs: () => now } });
+  t.teardown(() => node.close());
+  for (const db of ['big', 'bigwarm', 'bigcold']) t.equal((await node.request('PUT', `/db/${db}`)).status, 201);
+  t.equal((await node.request('POST', '/db/big/_tier/config', { body: { warm_db: 'bigwarm', cold_db: 'bigcold' } })).status, 200);
+  for (let i = 0; i < 3; i++) {
+    const docs = Array.from({ length: 500 }, (_, j) => ({ _id: `d${i * 500 + j}`, j }));
+    t.equal((await node.request('POST', '/db/big/_bulk_docs', { body: { docs } })).status, 201);
+  }
+  now += 8 * DAY_MS;
+  const run = await node.request('POST', '/db/big/_tier/run_migration');
+  t.equal(run.status, 200);
+  t.match(run.text, /^\n+\{/, 'keep-alive newlines first (moving 1,500 documents takes longer than 20 ms)');
+  t.match(JSON.parse(run.text), { ok: true, action: 'migration_run', age: { classified: 1500 } });
+  t.equal((await node.request('GET', '/db/bigwarm')).body.doc_count, 1500, 'every document moved');
+  t.equal((await node.request('POST', '/db/nope/_tier/run_migration')).status, 404, 'what fails at once keeps its status');
+});
+
+t.test("a database's admin may not make another database its tier", async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  for (const db of ['mine', 'theirs', 'minewarm']) t.equal((await node.request('PUT', `/db/${db}`)).status, 201);
+  const key = (await node.request('POST', '/_keys', { body: { permissions: ['admin'], databases: ['mine', 'minewarm'] } })).body.key as string;
+  const intoTheirs = await node.request('POST', '/db/mine/_tier/config', { key, body: { warm_db: 'theirs' } });
+  t.equal(intoTheirs.status, 403, 'the node would write into (and purge in) a database the key may not touch');
+  t.match(intoTheirs.body.message, /admin permission on database "theirs" \(warm_db\)/);
+  t.equal((await node.request('POST', '/db/mine/_tier/config', { key, body: { cold_db: 'theirs' } })).status, 403);
+  t.equal((await node.request('GET', '/db/mine/_tier/config')).body.configured, false, 'nothing was set');
+  t.equal((await node.request('POST', '/db/mine/_tier/config', { key, body: { warm_db: 'minewarm' } })).status, 200, 'its own databases it may');
+  t.equal((await node.request('POST', '/db/mine/_tier/config', { body: { warm_db: 'minewarm', cold_db: 'theirs' } })).status, 200, 'the node admin may name any');
+});

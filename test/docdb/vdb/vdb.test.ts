@@ -167,6 +167,19 @@ t.test('VDB lifecycle, routing and reads', async (t) => {
     t.equal((await node.request('GET', '/db/tmp_s1')).status, 404);
     t.equal((await node.request('GET', '/vdb/tmp')).status, 404);
   });
+
+  t.test('creating a VDB needs admin on its name', async (t) => {
+    const keyOf = async (permissions: string[], databases: string[]) => (await node.request('POST', '/_keys', { body: { permissions, databases } })).body.key as string;
+    const writer = await keyOf(['write'], ['mine']);
+    t.equal((await node.request('POST', '/vdb', { key: writer, body: { name: 'mine', shard_count: 2 } })).status, 403, 'a writer may not');
+    const admin = await keyOf(['admin'], ['mine']);
+    const other = await node.request('POST', '/vdb', { key: admin, body: { name: 'notmine', shard_count: 2 } });
+    t.equal(other.status, 403, 'nor may the admin of another name');
+    t.match(other.body.message, /admin permission on database "notmine"/);
+    t.equal((await node.request('POST', '/vdb', { key: admin, body: { name: 'mine', shard_count: 2 } })).status, 201, 'its own name it may create');
+    t.equal((await node.request('DELETE', '/vdb/mine', { key: admin })).status, 200, 'and delete');
+    t.equal((await node.request('POST', '/vdb', { key: writer, body: { name: 'x' } })).status, 403);
+  });
 });
 
 t.test('attachments of VDB documents: the routes of /db, routed by the id', async (t) => {
