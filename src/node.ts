@@ -71,6 +71,8 @@ export interface NodeOptions {
   log?: Logger;
   /** The node cannot go on (it could not join its cluster). Default: log and exit(1). */
   onFatal?(message: string): void;
+  /** The version this node records in its cluster (default: the package's): tests of a mixed cluster. */
+  version?: string;
 }
 
 export function createLogger(config: Config): Logger {
@@ -271,6 +273,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         grpcListen: `${cluster.grpcIp}:${cluster.grpcPort}`,
         grpcAdvertise: cluster.grpcAdvertise,
         zone: cluster.zone,
+        version: options.version ?? VERSION,
         dialMap: cluster.dialMap,
         seeds: cluster.seedNodes,
         bootstrap: cluster.bootstrap,

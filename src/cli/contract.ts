@@ -23,6 +23,8 @@ export interface NodeDetail {
   http: string;
   grpc: string;
   zone: string;
+  /** null from a node that records none (older than the field). */
+  version: string | null;
   status: string;
   role: string;
   joined_at: number;
@@ -109,6 +111,8 @@ function asNodeDetail(value: unknown, i: number): NodeDetail {
     http: field(b, 'http', what, isString, 'a string'),
     grpc: field(b, 'grpc', what, isString, 'a string'),
     zone: field(b, 'zone', what, isString, 'a string'),
+    // An older server's answer has no version at all.
+    version: b.version === undefined ? null : field(b, 'version', what, isStringOrNull, 'a string or null'),
     status: field(b, 'status', what, isString, 'a string'),
     role: field(b, 'role', what, isString, 'a string'),
     joined_at: field(b, 'joined_at', what, isNumber, 'a number'),

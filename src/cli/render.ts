@@ -44,12 +44,13 @@ export function renderNodeNames(body: NodesBody): string {
 
 export function renderNodeDetails(body: NodeDetailsBody): string {
   const summary = `leader ${cleanCell(body.leader ?? NONE)}  term ${body.term}  commit ${body.commit}  applied ${body.applied}`;
-  const header = ['NAME', 'STATUS', 'ROLE', 'ZONE', 'HTTP', 'GRPC', 'HEARTBEAT'];
+  const header = ['NAME', 'STATUS', 'ROLE', 'ZONE', 'VERSION', 'HTTP', 'GRPC', 'HEARTBEAT'];
   const rows = body.nodes.map((n) => [
     n.name === body.leader ? `${n.name} *` : n.name,
     n.status,
     n.role,
     n.zone,
+    n.version ?? '?',
     n.http,
     n.grpc,
     formatAgo(n.last_heartbeat_ms_ago),

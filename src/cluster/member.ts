@@ -19,6 +19,7 @@ import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
+import { mixedVersionsProblem } from './versions.js';
 import { type Job, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { Transport, wasNotSent } from './transport.js';
@@ -56,6 +57,8 @@ export interface ClusterOptions {
   /** host:port the other nodes dial. */
   grpcAdvertise: string;
   zone: string;
+  /** The Firkin version this node runs (recorded in its node record; tests give another). */
+  version: string;
   /** Peers dialled at these addresses instead of their advertised ones (fault proxies in chaos tests). */
   dialMap?: Readonly<Record<string, string>>;
   seeds: readonly string[];
@@ -90,6 +93,8 @@ export interface NodeView {
   http: string;
   grpc: string;
   zone: string;
+  /** What the node recorded when it joined or last restarted; `null` for a node older than this field. */
+  version: string | null;
   status: NodeRecord['status'];
   role: 'voter' | 'learner' | 'none';
   joined_at: number;
@@ -341,6 +346,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           http: n.http,
           grpc: n.grpc,
           zone: n.zone,
+          version: n.version ?? null,
           status: n.status,
           role: conf.voters.includes(n.name) ? 'voter' : conf.learners.includes(n.name) ? 'learner' : 'none',
           joined_at: n.joinedAtMs,
@@ -361,6 +367,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       byStatus[n.status] = (byStatus[n.status] ?? 0) + 1;
       if (n.status === 'suspect' || n.status === 'down') problems.push(`node ${n.name} is ${n.status}`);
     }
+    const mixed = mixedVersionsProblem(this.liveNodes());
+    if (mixed !== undefined) problems.push(mixed);
     if (state === 'member') problems.push(...describeShortfalls(replicaShortfalls(this.#fsm.state), (kind, owner) => kind === 'collection' || viewer.mayRead(owner)));
     const failing = this.#group.failure !== undefined || (state === 'member' && this.leader() === null);
     return {
@@ -500,7 +508,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   // ---- join, leave, remove -------------------------------------------------------------------
 
   #address(): NodeAddress {
-    return { name: this.#o.nodeName, incarnation: this.#incarnation, http: this.#httpUrl, grpc: this.#o.grpcAdvertise, zone: this.#o.zone };
+    return { name: this.#o.nodeName, incarnation: this.#incarnation, http: this.#httpUrl, grpc: this.#o.grpcAdvertise, zone: this.#o.zone, version: this.#o.version };
   }
 
   /** POST /_cluster/join: join through `seed` (a node started without seeds and without bootstrap). */
@@ -589,7 +597,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
         // The joiner learns every address from the answer, ours included: register first.
         const me = this.#fsm.state.nodes[this.#o.nodeName];
         if (me === undefined || me.grpc !== this.#o.grpcAdvertise) await this.propose({ type: 'node.join', node: this.#address(), atMs: this.#o.clock.nowMs() });
-        await this.propose({ type: 'node.join', node: { name: node.name, incarnation: node.incarnation, http: String(node.http), grpc: node.grpc, zone: String(node.zone) }, atMs: this.#o.clock.nowMs() });
+        const version = typeof node.version === 'string' ? { version: node.version } : {}; // an older joiner sends none
+        await this.propose({ type: 'node.join', node: { name: node.name, incarnation: node.incarnation, http: String(node.http), grpc: node.grpc, zone: String(node.zone), ...version }, atMs: this.#o.clock.nowMs() });
         const nodes = this.liveNodes().map((n) => ({ name: n.name, grpc: n.grpc }));
         return encodeCbor({ nodes });
       }
@@ -657,7 +666,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     // Our own record: written when missing or stale (first start of a bootstrap node, a restart
     // at new addresses). A joining node is registered by the leader that accepted it.
     const want = this.#address();
-    if (inGroup && this.leader() !== null && (me === undefined || me.http !== want.http || me.grpc !== want.grpc || me.zone !== want.zone) && (me === undefined || me.incarnation === this.#incarnation)) {
+    const stale = me === undefined || me.http !== want.http || me.grpc !== want.grpc || me.zone !== want.zone || me.version !== want.version;
+    if (inGroup && this.leader() !== null && stale && (me === undefined || me.incarnation === this.#incarnation)) {
       this.#once('self', () => this.propose({ type: 'node.join', node: want, atMs: now }));
     }
 

@@ -25,6 +25,8 @@ export interface NodeRecord {
   readonly http: string;
   readonly grpc: string;
   readonly zone: string;
+  /** The Firkin version the node runs (its package version); absent in records of older nodes. */
+  readonly version?: string;
   readonly status: NodeStatus;
   readonly joinedAtMs: number;
   readonly statusSinceMs: number;
@@ -189,7 +191,7 @@ export function shardOwners(state: MetaState): { kind: ShardOwnerKind; name: str
   ];
 }
 
-export type NodeAddress = Pick<NodeRecord, 'name' | 'incarnation' | 'http' | 'grpc' | 'zone'>;
+export type NodeAddress = Pick<NodeRecord, 'name' | 'incarnation' | 'http' | 'grpc' | 'zone' | 'version'>;
 
 export type MetaCommand =
   | { readonly type: 'node.join'; readonly node: NodeAddress; readonly atMs: number }

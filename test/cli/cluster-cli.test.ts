@@ -51,7 +51,7 @@ t.test('status and nodes agree with the HTTP API on every node', async (t) => {
     t.match(table.stdout, new RegExp(`^node +${n.name}\nstate +member\nleader +${status.leader}`), `${n.name}: status table`);
     const rows = detail.stdout.trimEnd().split('\n');
     t.match(rows[0], /^leader n\d +term \d+ +commit \d+ +applied \d+$/);
-    t.match(rows[1], /^NAME +STATUS +ROLE +ZONE +HTTP +GRPC +HEARTBEAT$/);
+    t.match(rows[1], /^NAME +STATUS +ROLE +ZONE +VERSION +HTTP +GRPC +HEARTBEAT$/);
     t.same(rows.slice(2).map((r) => r.split(/ +/)[0]).sort(), names, `${n.name}: a row per node`);
     t.same(plain.stdout.trimEnd().split('\n').sort(), names, `${n.name}: plain names`);
   };

@@ -9,6 +9,7 @@ import t, { type Test } from 'tap';
 import { ensureConsoleBuilt } from '../support/console.js';
 import { TEST_ADMIN_KEY, request, startTestNode, tempDir } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
+import { VERSION } from '../../src/version.js';
 import { TestCluster } from '../cluster/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -618,6 +619,7 @@ if (!existsSync(CHROMIUM)) {
     await signIn(page, TEST_ADMIN_KEY);
     await page.getByRole('link', { name: 'Cluster' }).click();
     for (const name of ['n1', 'n2', 'n3']) await page.locator(`tr[data-node="${name}"] td.node-status`).getByText('up').waitFor();
+    for (const name of ['n1', 'n2', 'n3']) t.equal(await page.locator(`tr[data-node="${name}"] td.node-version`).textContent(), VERSION, `${name} runs this build`);
     await page.locator('section[aria-label="Shards of c"] td.leader').first().waitFor();
     const vdbGrid = page.locator('section[aria-label="Shards of VDB v"]');
     const vdbRows = vdbGrid.locator('tr[data-shard]');

@@ -11,6 +11,8 @@ interface NodeView {
   name: string;
   http: string;
   zone: string;
+  /** null: the node recorded none (older than the field); absent from an older server. */
+  version?: string | null;
   status: string;
   role: 'voter' | 'learner' | 'none';
   last_heartbeat_ms_ago: number | null;
@@ -277,7 +279,7 @@ export function ClusterPage() {
             <h2>Nodes</h2>
             <table aria-label="Nodes">
               <thead>
-                <tr><th>node</th><th>status</th><th>zone</th><th>role</th><th>last heartbeat</th><th>HTTP</th></tr>
+                <tr><th>node</th><th>status</th><th>zone</th><th>role</th><th>version</th><th>last heartbeat</th><th>HTTP</th></tr>
               </thead>
               <tbody>
                 {view.nodes.map((n) => (
@@ -286,6 +288,7 @@ export function ClusterPage() {
                     <td class="node-status"><StatusDot status={n.status} /> {n.status}</td>
                     <td>{n.zone}</td>
                     <td>{n.role}</td>
+                    <td class="node-version">{n.version ?? 'older (unrecorded)'}</td>
                     <td>{n.last_heartbeat_ms_ago === null ? 'never' : `${n.last_heartbeat_ms_ago} ms ago`}</td>
                     <td>{n.http}</td>
                   </tr>

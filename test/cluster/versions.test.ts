@@ -1,0 +1,56 @@
+// Which version each member runs: recorded in its node record when it joins, refreshed when it
+// restarts on another build, shown by /_cluster/nodes, and a /health problem while the members
+// disagree (a rolling upgrade under way, or one forgotten).
+import fc from 'fast-check';
+import t from 'tap';
+import { UNKNOWN_VERSION, membersByVersion, mixedVersionsProblem } from '../../src/cluster/versions.js';
+import { VERSION } from '../../src/version.js';
+import { startTestNode, tempDir } from '../support/node.js';
+import { freePorts } from '../raft/kv-cluster.js';
+import { waitFor } from '../support/wait.js';
+
+t.test('mixedVersionsProblem: none while every member agrees, else each member named once with its version', async () => {
+  const node = fc.record({ name: fc.constantFrom('a', 'b', 'c', 'd', 'e'), version: fc.option(fc.constantFrom('1.0.0', '1.1.0', '2.0.0'), { nil: undefined }) });
+  fc.assert(
+    fc.property(fc.uniqueArray(node, { selector: (n) => n.name, maxLength: 5 }), (nodes) => {
+      const problem = mixedVersionsProblem(nodes);
+      const versions = new Set(nodes.map((n) => n.version ?? UNKNOWN_VERSION));
+      if (versions.size <= 1) return problem === undefined;
+      const byVersion = membersByVersion(nodes);
+      return (
+        problem !== undefined &&
+        [...byVersion.values()].flat().sort().join() === nodes.map((n) => n.name).sort().join() &&
+        [...versions].every((v) => problem.includes(` on ${v}`)) &&
+        nodes.every((n) => byVersion.get(n.version ?? UNKNOWN_VERSION)!.includes(n.name))
+      );
+    }),
+  );
+});
+
+t.test('a member on another version is shown and makes /health degraded until it is upgraded', async (t) => {
+  const [grpcA, grpcB] = await freePorts(2);
+  const cluster = { SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'versions-cookie' };
+  const a = await startTestNode({ ...cluster, SERVICE_NODE_NAME: 'a', SERVICE_GRPC_PORT: String(grpcA) });
+  t.teardown(() => a.close());
+  const member = (n: typeof a) => waitFor(async () => ((await n.request('GET', '/vectordb/cluster/status')).body.state === 'member' ? true : undefined), { what: 'a member', timeoutMs: 30_000 });
+  await member(a);
+  const bEnv = { ...cluster, SERVICE_NODE_NAME: 'b', SERVICE_GRPC_PORT: String(grpcB), SERVICE_SEED_NODES: `127.0.0.1:${grpcA}`, SERVICE_DATA_DIR: tempDir() };
+  let b = await startTestNode(bEnv, { version: '0.0.1-old' });
+  t.teardown(() => b.close());
+  await member(b);
+
+  const versionsOf = async () => Object.fromEntries(((await a.request('GET', '/_cluster/nodes')).body.nodes as { name: string; version: string }[]).map((n) => [n.name, n.version]));
+  t.same(await waitFor(async () => ((await versionsOf()).b === '0.0.1-old' ? versionsOf() : undefined), { what: "b's version recorded" }), { a: VERSION, b: '0.0.1-old' });
+  const problems = async (n: typeof a) => ((await n.request('GET', '/health')).body.cluster.problems ?? []) as string[];
+  const mixed = await waitFor(async () => (await problems(a)).find((p) => p.startsWith('members run different versions')), { what: 'the mixed-version problem' });
+  t.equal(mixed, `members run different versions (b on 0.0.1-old; a on ${VERSION}): finish the rolling upgrade, as a newer node's requests may be refused by an older one`);
+  t.equal((await a.request('GET', '/health')).body.status, 'degraded');
+  t.ok((await problems(b)).includes(mixed), 'every member says so');
+
+  // The upgrade: b restarts on this build, and its record follows.
+  await b.close();
+  b = await startTestNode(bEnv);
+  await waitFor(async () => ((await versionsOf()).b === VERSION ? true : undefined), { what: "b's new version recorded", timeoutMs: 30_000 });
+  await waitFor(async () => ((await problems(a)).some((p) => p.startsWith('members run different versions')) ? undefined : true), { what: 'the problem gone' });
+  t.equal((await a.request('GET', '/health')).body.status, 'ok');
+});
