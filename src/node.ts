@@ -73,6 +73,8 @@ export interface NodeOptions {
   onFatal?(message: string): void;
   /** The version this node records in its cluster (default: the package's): tests of a mixed cluster. */
   version?: string;
+  /** The cluster protocol it records (default: this build's PROTOCOL): tests of a mixed cluster. */
+  protocol?: number;
 }
 
 export function createLogger(config: Config): Logger {
@@ -274,6 +276,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         grpcAdvertise: cluster.grpcAdvertise,
         zone: cluster.zone,
         version: options.version ?? VERSION,
+        ...(options.protocol === undefined ? {} : { protocol: options.protocol }),
         dialMap: cluster.dialMap,
         seeds: cluster.seedNodes,
         bootstrap: cluster.bootstrap,

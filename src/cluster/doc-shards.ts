@@ -37,6 +37,7 @@ import { type DocShardCommand, type DocShardOutcome, checkOwned, encodeDocShardC
 import type { CreateVdb, ImportSpec, VdbAllDocs, VdbAllDocsQuery, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
+import { requireProtocol } from './versions.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { type HostedReplica, ShardHost, awaitNewShardLeaders, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
@@ -777,6 +778,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    * routed to it. Like `find`, each shard keeps only the ids of its range in this node's map.
    */
   async allDocs(name: string, q: VdbAllDocsQuery): Promise<VdbAllDocs> {
+    // The shards' `all` and `keys` reads are protocol 1: a member from before answers neither.
+    requireProtocol(this.#o.member.liveNodes(), 1, `listing VDB ${JSON.stringify(name)} (_all_docs)`);
     const total = ((await this.info(name)) as { total_docs: number }).total_docs;
     if (q.keys !== undefined) {
       const keys = q.keys;

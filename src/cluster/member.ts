@@ -19,7 +19,7 @@ import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
-import { mixedVersionsProblem } from './versions.js';
+import { PROTOCOL, mixedVersionsProblem } from './versions.js';
 import { type Job, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { Transport, wasNotSent } from './transport.js';
@@ -59,6 +59,8 @@ export interface ClusterOptions {
   zone: string;
   /** The Firkin version this node runs (recorded in its node record; tests give another). */
   version: string;
+  /** The cluster protocol it speaks (default PROTOCOL; tests of a mixed cluster give an older one). */
+  protocol?: number;
   /** Peers dialled at these addresses instead of their advertised ones (fault proxies in chaos tests). */
   dialMap?: Readonly<Record<string, string>>;
   seeds: readonly string[];
@@ -508,7 +510,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   // ---- join, leave, remove -------------------------------------------------------------------
 
   #address(): NodeAddress {
-    return { name: this.#o.nodeName, incarnation: this.#incarnation, http: this.#httpUrl, grpc: this.#o.grpcAdvertise, zone: this.#o.zone, version: this.#o.version };
+    return { name: this.#o.nodeName, incarnation: this.#incarnation, http: this.#httpUrl, grpc: this.#o.grpcAdvertise, zone: this.#o.zone, version: this.#o.version, protocol: this.#o.protocol ?? PROTOCOL };
   }
 
   /** POST /_cluster/join: join through `seed` (a node started without seeds and without bootstrap). */
@@ -597,7 +599,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
         // The joiner learns every address from the answer, ours included: register first.
         const me = this.#fsm.state.nodes[this.#o.nodeName];
         if (me === undefined || me.grpc !== this.#o.grpcAdvertise) await this.propose({ type: 'node.join', node: this.#address(), atMs: this.#o.clock.nowMs() });
-        const version = typeof node.version === 'string' ? { version: node.version } : {}; // an older joiner sends none
+        // An older joiner sends neither.
+        const version = { ...(typeof node.version === 'string' ? { version: node.version } : {}), ...(typeof node.protocol === 'number' ? { protocol: node.protocol } : {}) };
         await this.propose({ type: 'node.join', node: { name: node.name, incarnation: node.incarnation, http: String(node.http), grpc: node.grpc, zone: String(node.zone), ...version }, atMs: this.#o.clock.nowMs() });
         const nodes = this.liveNodes().map((n) => ({ name: n.name, grpc: n.grpc }));
         return encodeCbor({ nodes });
@@ -666,7 +669,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     // Our own record: written when missing or stale (first start of a bootstrap node, a restart
     // at new addresses). A joining node is registered by the leader that accepted it.
     const want = this.#address();
-    const stale = me === undefined || me.http !== want.http || me.grpc !== want.grpc || me.zone !== want.zone || me.version !== want.version;
+    const stale = me === undefined || me.http !== want.http || me.grpc !== want.grpc || me.zone !== want.zone || me.version !== want.version || me.protocol !== want.protocol;
     if (inGroup && this.leader() !== null && stale && (me === undefined || me.incarnation === this.#incarnation)) {
       this.#once('self', () => this.propose({ type: 'node.join', node: want, atMs: now }));
     }

@@ -27,6 +27,8 @@ export interface NodeRecord {
   readonly zone: string;
   /** The Firkin version the node runs (its package version); absent in records of older nodes. */
   readonly version?: string;
+  /** The cluster protocol it speaks (versions.ts); absent in records of older nodes (0). */
+  readonly protocol?: number;
   readonly status: NodeStatus;
   readonly joinedAtMs: number;
   readonly statusSinceMs: number;
@@ -191,7 +193,7 @@ export function shardOwners(state: MetaState): { kind: ShardOwnerKind; name: str
   ];
 }
 
-export type NodeAddress = Pick<NodeRecord, 'name' | 'incarnation' | 'http' | 'grpc' | 'zone' | 'version'>;
+export type NodeAddress = Pick<NodeRecord, 'name' | 'incarnation' | 'http' | 'grpc' | 'zone' | 'version' | 'protocol'>;
 
 export type MetaCommand =
   | { readonly type: 'node.join'; readonly node: NodeAddress; readonly atMs: number }

@@ -1,8 +1,26 @@
 // Which Firkin each member runs, as the metadata records it (each node writes its own version
-// into its record when it joins or restarts on another build). Members on different versions
-// are a rolling upgrade under way, or one forgotten: a newer node may ask an older one for
-// something it cannot serve, so /health says so until every member runs the same build.
+// and protocol into its record when it joins or restarts on another build). Members on
+// different versions are a rolling upgrade under way, or one forgotten: /health says so until
+// every member runs the same build. A request that needs what only newer members serve is
+// refused with a clear error while an older one is a member (`requireProtocol`), rather than
+// sent to a node that answers it with an error of its own.
+import { FirkinError } from '../core/errors.js';
 import type { NodeRecord } from './meta-state.js';
+
+/**
+ * The cluster protocol this build speaks: raised when members start asking each other for
+ * something an earlier build cannot serve. 1: a VDB shard's `all` and `keys` reads
+ * (`_all_docs`). A record without one is from a build before protocols: 0.
+ */
+export const PROTOCOL = 1;
+
+/** Refuses `what` unless every live member speaks at least `needed`. */
+export function requireProtocol(nodes: readonly Pick<NodeRecord, 'name' | 'version' | 'protocol'>[], needed: number, what: string): void {
+  const behind = nodes.filter((n) => (n.protocol ?? 0) < needed);
+  if (behind.length === 0) return;
+  const named = behind.map((n) => `${n.name} (${n.version ?? UNKNOWN_VERSION})`).join(', ');
+  throw new FirkinError('unavailable', `${what} needs every member on cluster protocol ${needed} or later; ${named} ${behind.length === 1 ? 'runs' : 'run'} an older Firkin: finish the rolling upgrade`);
+}
 
 /** A record written by a node older than the versions in the records: it wrote none. */
 export const UNKNOWN_VERSION = 'older (unrecorded)';

@@ -3,7 +3,8 @@
 // disagree (a rolling upgrade under way, or one forgotten).
 import fc from 'fast-check';
 import t from 'tap';
-import { UNKNOWN_VERSION, membersByVersion, mixedVersionsProblem } from '../../src/cluster/versions.js';
+import { PROTOCOL, UNKNOWN_VERSION, membersByVersion, mixedVersionsProblem, requireProtocol } from '../../src/cluster/versions.js';
+import { FirkinError } from '../../src/core/errors.js';
 import { VERSION } from '../../src/version.js';
 import { startTestNode, tempDir } from '../support/node.js';
 import { freePorts } from '../raft/kv-cluster.js';
@@ -27,6 +28,22 @@ t.test('mixedVersionsProblem: none while every member agrees, else each member n
   );
 });
 
+t.test('requireProtocol: refuses while any member is behind, naming those', async (t) => {
+  const node = fc.record({ name: fc.constantFrom('a', 'b', 'c', 'd'), version: fc.option(fc.constantFrom('1.0.0', '2.0.0'), { nil: undefined }), protocol: fc.option(fc.nat({ max: 3 }), { nil: undefined }) });
+  fc.assert(
+    fc.property(fc.uniqueArray(node, { selector: (n) => n.name, maxLength: 4 }), fc.nat({ max: 3 }), (nodes, needed) => {
+      const behind = nodes.filter((n) => (n.protocol ?? 0) < needed);
+      try {
+        requireProtocol(nodes, needed, 'doing it');
+        return behind.length === 0;
+      } catch (err) {
+        return err instanceof FirkinError && err.code === 'unavailable' && behind.length > 0 && behind.every((n) => err.message.includes(`${n.name} (`)) && nodes.filter((n) => !behind.includes(n)).every((n) => !err.message.includes(`${n.name} (`));
+      }
+    }),
+  );
+  t.ok(PROTOCOL >= 1, 'this build speaks the protocol of the VDB listing');
+});
+
 t.test('a member on another version is shown and makes /health degraded until it is upgraded', async (t) => {
   const [grpcA, grpcB] = await freePorts(2);
   const cluster = { SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'versions-cookie' };
@@ -35,7 +52,8 @@ t.test('a member on another version is shown and makes /health degraded until it
   const member = (n: typeof a) => waitFor(async () => ((await n.request('GET', '/vectordb/cluster/status')).body.state === 'member' ? true : undefined), { what: 'a member', timeoutMs: 30_000 });
   await member(a);
   const bEnv = { ...cluster, SERVICE_NODE_NAME: 'b', SERVICE_GRPC_PORT: String(grpcB), SERVICE_SEED_NODES: `127.0.0.1:${grpcA}`, SERVICE_DATA_DIR: tempDir() };
-  let b = await startTestNode(bEnv, { version: '0.0.1-old' });
+  // b plays a build from before cluster protocols: it records none, and cannot serve a VDB listing's shard reads.
+  let b = await startTestNode(bEnv, { version: '0.0.1-old', protocol: 0 });
   t.teardown(() => b.close());
   await member(b);
 
@@ -46,6 +64,15 @@ t.test('a member on another version is shown and makes /health degraded until it
   t.equal(mixed, `members run different versions (b on 0.0.1-old; a on ${VERSION}): finish the rolling upgrade, as a newer node's requests may be refused by an older one`);
   t.equal((await a.request('GET', '/health')).body.status, 'degraded');
   t.ok((await problems(b)).includes(mixed), 'every member says so');
+  // A VDB listing needs protocol 1 of every member: refused with the reason, not sent to b.
+  t.equal((await a.request('POST', '/vdb', { body: { name: 'v', shard_count: 2, placement: { replica_factor: 2 } } })).status, 201);
+  t.equal((await a.request('PUT', '/vdb/v/doc', { body: { x: 1 } })).status, 201);
+  for (const n of [a, b]) {
+    const refused = await n.request('GET', '/vdb/v/_all_docs');
+    t.equal(refused.status, 503);
+    t.equal(refused.body.message, 'listing VDB "v" (_all_docs) needs every member on cluster protocol 1 or later; b (0.0.1-old) runs an older Firkin: finish the rolling upgrade');
+  }
+  t.equal((await a.request('GET', '/vdb/v/doc')).status, 200, 'what both protocols serve goes on');
 
   // The upgrade: b restarts on this build, and its record follows.
   await b.close();
@@ -53,4 +80,7 @@ t.test('a member on another version is shown and makes /health degraded until it
   await waitFor(async () => ((await versionsOf()).b === VERSION ? true : undefined), { what: "b's new version recorded", timeoutMs: 30_000 });
   await waitFor(async () => ((await problems(a)).some((p) => p.startsWith('members run different versions')) ? undefined : true), { what: 'the problem gone' });
   t.equal((await a.request('GET', '/health')).body.status, 'ok');
+  const listed = await a.request('GET', '/vdb/v/_all_docs');
+  t.equal(listed.status, 200, 'once every member speaks it, the listing answers');
+  t.same(listed.body.rows.map((r: { id: string }) => r.id), ['doc']);
 });

@@ -79,7 +79,7 @@ export async function request<T = any>(base: string, method: string, urlPath: st
 }
 
 /** `clock`: an injected wall clock (tests of time-based behaviour advance it instead of sleeping). */
-export async function startTestNode(env: Record<string, string> = {}, options: { clock?: Clock; version?: string } = {}): Promise<TestNode> {
+export async function startTestNode(env: Record<string, string> = {}, options: { clock?: Clock; version?: string; protocol?: number } = {}): Promise<TestNode> {
   const dataDir = env.SERVICE_DATA_DIR ?? tempDir();
   const fullEnv = {
     SERVICE_DATA_DIR: dataDir,
