@@ -5,7 +5,8 @@
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { StateMachine } from '../raft/group.js';
 import type { Entry } from '../raft/types.js';
-import { EMPTY_META, type MetaCommand, type MetaResult, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState } from './meta-state.js';
+import { EMPTY_META, type MetaCommand, type MetaResult, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState, isLive } from './meta-state.js';
+import { PROTOCOL } from './versions.js';
 
 export const META_GROUP = 'meta';
 
@@ -33,17 +34,30 @@ export class MetaFsm implements StateMachine {
   }
 
   apply(entry: Entry): Applied | undefined {
-    this.applied = entry.index;
-    if (entry.kind !== 'normal') return undefined;
+    if (entry.kind !== 'normal') {
+      this.applied = entry.index;
+      return undefined;
+    }
     let cmd: MetaCommand;
     try {
       cmd = checkMetaCommand(decodeCbor(entry.data));
     } catch (err) {
-      // Only our code proposes; an undecodable entry is a bug. Skipping it on every replica
-      // keeps them equal, where throwing would stop the group everywhere.
+      // A member on a newer protocol may have proposed what this build cannot read: skipping it
+      // here alone would leave this node's state apart from the others'. Stop applying (the
+      // group halts on this node, /health says why) until it runs the newer build.
+      const newer = Object.values(this.state.nodes).filter((n) => isLive(n) && (n.protocol ?? 0) > PROTOCOL);
+      if (newer.length > 0) {
+        const names = newer.map((n) => `${n.name} (${n.version ?? '?'}, protocol ${n.protocol})`).join(', ');
+        throw new Error(`this build (cluster protocol ${PROTOCOL}) cannot read metadata entry ${entry.index}, which newer members may have written (${names}): upgrade this node (${(err as Error).message})`);
+      }
+      // Every member runs this protocol: only our code proposes, so an undecodable entry is a
+      // bug. Skipping it on every replica keeps them equal, where throwing would stop the group
+      // everywhere.
+      this.applied = entry.index;
       this.#onBadEntry(entry.index, err);
       return { result: { ok: false, code: 'conflict', message: 'undecodable metadata command' }, index: entry.index };
     }
+    this.applied = entry.index;
     const { state, result } = applyMeta(this.state, cmd);
     this.state = state;
     for (const l of this.#listeners) l(state, cmd);

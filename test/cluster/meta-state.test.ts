@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState, reshardLogFloor } from '../../src/cluster/meta-state.js';
 import { encodeCbor } from '../../src/core/codec.js';
 import { MetaFsm } from '../../src/cluster/metadata.js';
+import { PROTOCOL } from '../../src/cluster/versions.js';
 import type { Entry } from '../../src/raft/types.js';
 import { fcParams } from '../support/fc.js';
 
@@ -286,5 +287,30 @@ t.test('a running reshard holds its old groups\' logs from where its replay stan
   step({ type: 'reshard.switch', jobId: 'r1', atMs: 6 });
   step({ type: 'reshard.progress', jobId: 'r1', atMs: 7, step: 'done' });
   t.equal(reshardLogFloor(state, g0), undefined, 'an ended reshard holds nothing');
+  t.end();
+});
+
+t.test('an entry this build cannot read: skipped while every member speaks its protocol, else the group stops here', (t) => {
+  const unreadable: Entry = { index: 3, term: 1, kind: 'normal', data: encodeCbor({ type: 'node.rename', from: 'n1', to: 'n9' }) };
+  const join = (index: number, protocol: number | undefined): Entry => ({
+    index,
+    term: 1,
+    kind: 'normal',
+    data: encodeCbor({ type: 'node.join', node: { name: `n${index}`, incarnation: 'a', http: 'http://x', grpc: `h:${index}`, zone: 'z', version: 'v', ...(protocol === undefined ? {} : { protocol }) }, atMs: 0 }),
+  });
+
+  const skipped: number[] = [];
+  const same = new MetaFsm((index) => skipped.push(index));
+  same.apply(join(1, PROTOCOL));
+  same.apply(join(2, undefined)); // a build from before protocols
+  t.match(same.apply(unreadable), { result: { ok: false, code: 'conflict' }, index: 3 }, 'nobody newer: a bug, skipped on every replica alike');
+  t.same(skipped, [3]);
+  t.equal(same.applied, 3);
+
+  const behind = new MetaFsm(() => t.fail('not skipped'));
+  behind.apply(join(1, PROTOCOL));
+  behind.apply(join(2, PROTOCOL + 1));
+  t.throws(() => behind.apply(unreadable), new RegExp(`this build \\(cluster protocol ${PROTOCOL}\\) cannot read metadata entry 3, which newer members may have written \\(n2 \\(v, protocol ${PROTOCOL + 1}\\)\\): upgrade this node`));
+  t.equal(behind.applied, 2, 'the entry is not counted as applied: the node resumes from it on the newer build');
   t.end();
 });
