@@ -140,16 +140,14 @@ t.test('a long run_migration answers as a keep-alive stream, as a long _replicat
   t.teardown(() => node.close());
   for (const db of ['big', 'bigwarm', 'bigcold']) t.equal((await node.request('PUT', `/db/${db}`)).status, 201);
   t.equal((await node.request('POST', '/db/big/_tier/config', { body: { warm_db: 'bigwarm', cold_db: 'bigcold' } })).status, 200);
-  for (let i = 0; i < 3; i++) {
-    const docs = Array.from({ length: 500 }, (_, j) => ({ _id: `d${i * 500 + j}`, j }));
-    t.equal((await node.request('POST', '/db/big/_bulk_docs', { body: { docs } })).status, 201);
-  }
+  const docs = Array.from({ length: 200 }, (_, j) => ({ _id: `d${j}`, j }));
+  t.equal((await node.request('POST', '/db/big/_bulk_docs', { body: { docs } })).status, 201);
   now += 8 * DAY_MS;
   const run = await node.request('POST', '/db/big/_tier/run_migration');
   t.equal(run.status, 200);
-  t.match(run.text, /^\n+\{/, 'keep-alive newlines first (moving 1,500 documents takes longer than 20 ms)');
-  t.match(JSON.parse(run.text), { ok: true, action: 'migration_run', age: { classified: 1500 } });
-  t.equal((await node.request('GET', '/db/bigwarm')).body.doc_count, 1500, 'every document moved');
+  t.match(run.text, /^\n+\{/, 'keep-alive newlines first (moving 200 documents, each in its own writes, takes longer than 20 ms)');
+  t.match(JSON.parse(run.text), { ok: true, action: 'migration_run', age: { classified: 200 } });
+  t.equal((await node.request('GET', '/db/bigwarm')).body.doc_count, 200, 'every document moved');
   t.equal((await node.request('POST', '/db/nope/_tier/run_migration')).status, 404, 'what fails at once keeps its status');
 });
 
