@@ -129,6 +129,7 @@ for (const mode of ['standalone', 'a one-node cluster'] as const) {
     t.match(seen[0], {
       type: 'vdb_import',
       node: 'test-node',
+      pid: /^vdb_import:\d+$/,
       vdb: 'v',
       source_db: 'src',
       on_conflict: 'overwrite',

@@ -54,6 +54,8 @@ export const activeTasksRoutes: FastifyPluginAsync<ActiveTasksDeps> = async (app
     const vdbImports = imports.list().map((i) => ({
       type: 'vdb_import',
       node: nodeName,
+      // Two imports alike (same VDB, source and options) are told apart by it, as CouchDB's pids do.
+      pid: `vdb_import:${i.id}`,
       vdb: i.vdb,
       source_db: i.sourceDb,
       on_conflict: i.onConflict,
