@@ -235,8 +235,10 @@ async function callNode(fetchFn: typeof fetch, target: Target, method: string, p
     const quoted = JSON.stringify(text.slice(0, QUOTED_CHARS_MAX));
     throw new CliFailure(res.ok ? 'bad_response' : `http_${res.status}`, `${where} answered ${res.status} with non-JSON ${quoted}`);
   }
-  if (res.ok) return parsed;
-  const e = parsed as { error?: unknown; message?: unknown } | null;
+  const e = parsed as { ok?: unknown; error?: unknown; message?: unknown } | null;
+  // A long request (a split, a merge) answers 200 at once and streams keep-alives; a failure
+  // after that point ends the body as {ok: false, error, message}: the node's error all the same.
+  if (res.ok && !(e?.ok === false && typeof e.error === 'string' && typeof e.message === 'string')) return parsed;
   if (typeof e?.error === 'string' && typeof e.message === 'string') throw new CliFailure(e.error, e.message);
   throw new CliFailure(`http_${res.status}`, `${where} answered ${res.status} with ${JSON.stringify(parsed).slice(0, QUOTED_CHARS_MAX)}`);
 }

@@ -111,6 +111,15 @@ t.test('vdb merge on a standalone node: no job list to follow; a refusal is the 
   t.same([merged.code, merged.out, merged.err, merged.calls[0]!.init.body], [0, 'v1: shard 1 merged into shard 0 (7 documents moved)\n', '', '{"target_shard":0}']);
   const refused = await cli(['vdb', 'merge', 'v1', '1', '--into', '3', '--key', 'k1'], json(409, { error: 'conflict', message: 'shards 1 [5, 9] and 3 [20, 29] are not adjacent in hash space' }));
   t.same([refused.code, refused.out, refused.err], [1, '', 'firkin: conflict: shards 1 [5, 9] and 3 [20, 29] are not adjacent in hash space\n']);
+  // A long merge answers 200 with keep-alives first; one that fails after that ends the body with the error.
+  const late = await cli(['vdb', 'merge', 'v1', '1', '--into', '0', '--key', 'k1'], async (_url, init) =>
+    init.method === 'POST' ? text(200, '\n\n\n{"ok":false,"error":"unavailable","message":"storage is closed"}\n')() : json(400, { error: 'not_clustered', message: 'standalone' })(),
+  );
+  t.same([late.code, late.out, late.err], [1, '', 'firkin: unavailable: storage is closed\n'], 'the late failure is the node\'s error, not a malformed answer');
+  const streamed = await cli(['vdb', 'merge', 'v1', '1', '--into', '0', '--key', 'k1'], async (_url, init) =>
+    init.method === 'POST' ? text(200, '\n\n{"ok":true,"shard_id":1,"target_shard":0,"docs_moved":7,"message":"shard 1 merged into shard 0"}\n')() : json(400, { error: 'not_clustered', message: 'standalone' })(),
+  );
+  t.same([streamed.code, streamed.out], [0, 'v1: shard 1 merged into shard 0 (7 documents moved)\n'], 'and a late success is the answer');
 });
 
 t.test('cancels and the job list: method, path, what is printed', async (t) => {
