@@ -4,10 +4,8 @@
 // three RaftGroups over real RocksDB in this process, wired by an in-memory router: the
 // cost of consensus + synced writes without HTTP and gRPC.
 //   npx tsx bench/raft.ts [filter]
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { findLeader, freePorts, put, spawnKv, status, type KvProc } from '../test/raft/kv-cluster.js';
+import { tempDir } from '../test/support/node.js';
 import { waitFor } from '../test/support/wait.js';
 import { Store } from '../src/storage/db.js';
 import { RocksLog } from '../src/raft/rocks-log.js';
@@ -25,7 +23,7 @@ async function cluster() {
   const ids = ['n1', 'n2', 'n3'];
   const ports = await freePorts(3);
   const peers = ids.map((id, i) => `${id}=127.0.0.1:${ports[i]}`).join(',');
-  const dirs = new Map(ids.map((id) => [id, mkdtempSync(join(tmpdir(), `firkin-raft-bench-${id}-`))]));
+  const dirs = new Map(ids.map((id) => [id, tempDir(`firkin-raft-bench-${id}-`)]));
   const nodes = new Map<string, KvProc>();
   await Promise.all(ids.map(async (id) => nodes.set(id, await spawnKv(id, dirs.get(id)!, peers))));
   return { ids, peers, dirs, nodes, all: () => [...nodes.values()] };
@@ -100,7 +98,7 @@ async function inProcess(proposersList: number[]): Promise<BenchResult[]> {
     for (const m of ms) setImmediate(() => groups.get(m.to)?.step(m));
   };
   for (const id of ids) {
-    const store = await Store.open(mkdtempSync(join(tmpdir(), `firkin-raft-bench-inproc-${id}-`)));
+    const store = await Store.open(tempDir(`firkin-raft-bench-inproc-${id}-`));
     stores.push(store);
     const log = await RocksLog.open(store, 'g', { voters: ids, learners: [] });
     const group = new RaftGroup({
