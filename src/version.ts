@@ -1,7 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { packagePath } from './core/package-root.js';
 
-// src/version.ts runs from src/ (tsx) or dist/src/ (built): take the nearest package.json.
-const candidates = ['../package.json', '../../package.json'].map((p) => new URL(p, import.meta.url));
-const file = candidates.find((url) => existsSync(url));
-if (file === undefined) throw new Error('package.json not found next to the program');
-export const VERSION: string = (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+export const VERSION: string = (JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string }).version;

@@ -12,15 +12,15 @@
 // Request frame, the listener answers with a Response frame of the same id. Peers can be
 // added, moved and removed at run time (`setPeer`, `removePeer`): membership changes.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { type Backoff, nominalDelayMs } from '../core/backoff.js';
+import { packagePath } from '../core/package-root.js';
 import { FirkinError, isFirkinError, ERROR_CODES, type ErrorCode } from '../core/errors.js';
 import { decodeMessage, encodeValue } from '../raft/codec.js';
 import type { Message, NodeId } from '../raft/types.js';
 
-const PROTO_PATH = fileURLToPath(new URL('../../proto/cluster.proto', import.meta.url));
+const PROTO_PATH = packagePath('proto', 'cluster.proto');
 
 export const TRANSPORT_LIMITS = {
   queuedMessagesMax: 10_000,

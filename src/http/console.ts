@@ -2,11 +2,10 @@
 // /_console/, and the redirect of browsers from `/` to it. API clients asking for `/` keep
 // getting the 404 they always got.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { FirkinError } from '../core/errors.js';
+import { packagePath } from '../core/package-root.js';
 
 export const CONSOLE_PREFIX = '/_console';
 
@@ -46,13 +45,7 @@ function wantsHtml(accept: string | undefined): boolean {
 
 /** dist/console of the package this file belongs to (it runs from src/ under tsx, dist/src/ when built). */
 export function defaultConsoleDir(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(path.join(dir, 'package.json'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('no package.json above src/http/console.ts');
-    dir = parent;
-  }
-  return path.join(dir, 'dist', 'console');
+  return packagePath('dist', 'console');
 }
 
 export function installConsole(app: FastifyInstance, options: { assetsDir: string }): void {

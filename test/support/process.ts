@@ -18,12 +18,14 @@ export interface ChildNode {
 }
 
 /**
- * Start a TypeScript script under tsx as a child process; resolves once its output matches
- * `ready` (the first capture group is the URL). A child that fails to start is killed.
+ * Start a TypeScript script under tsx as a child process (or, with `cwd` and `js`, a built
+ * JavaScript one elsewhere); resolves once its output matches `ready` (the first capture
+ * group is the URL). A child that fails to start is killed.
  */
-export async function spawnScript(options: { script: string; args?: string[]; env: Record<string, string>; ready: RegExp; what: string }): Promise<ChildNode> {
-  const proc = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', options.script, ...(options.args ?? [])], {
-    cwd: root,
+export async function spawnScript(options: { script: string; args?: string[]; env: Record<string, string>; ready: RegExp; what: string; cwd?: string; js?: boolean }): Promise<ChildNode> {
+  const loader = options.js === true ? [] : ['--import', 'tsx'];
+  const proc = spawn(process.execPath, [...NODE_FLAGS, ...loader, options.script, ...(options.args ?? [])], {
+    cwd: options.cwd ?? root,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
