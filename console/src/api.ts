@@ -74,6 +74,12 @@ export async function timedApi<T>(method: string, path: string, body?: unknown, 
   return { body: parsed as T, latencyMs };
 }
 
+/** The node's `{error, message}` of a failed response read as a stream or bytes (not through `api`). */
+export async function responseError(res: Response, fallback = res.statusText): Promise<ApiError> {
+  const err = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
+  return new ApiError(res.status, err.error ?? 'error', err.message ?? fallback);
+}
+
 export async function api<T>(method: string, path: string, body?: unknown, options: CallOptions = {}): Promise<T> {
   return (await timedApi<T>(method, path, body, options)).body;
 }

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, api, describeError, enc, headers, timedApi } from '../api.js';
+import { api, describeError, enc, headers, responseError, timedApi } from '../api.js';
 import { type DocStore, allDocsPath, attachmentPath, changesStreamPath, docPath, explainPath, findPath, storeId, storeTitle } from '../doc-store.js';
 import { usePoll } from '../hooks.js';
 import { type LeafAnswer, type RevNode, buildRevTree } from '../revtree.js';
@@ -138,10 +138,7 @@ interface AttachmentStub {
 /** The Authorization header cannot ride on a plain link: fetch the bytes, then save them from a blob URL. */
 async function download(store: DocStore, id: string, name: string, contentType: string): Promise<void> {
   const res = await fetch(attachmentPath(store, id, name), { headers: headers() });
-  if (!res.ok) {
-    const err = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
-    throw new ApiError(res.status, err.error ?? 'error', err.message ?? res.statusText);
-  }
+  if (!res.ok) throw await responseError(res);
   const url = URL.createObjectURL(new Blob([await res.arrayBuffer()], { type: contentType }));
   const link = document.createElement('a');
   link.href = url;
@@ -232,10 +229,7 @@ function ChangesFeed({ store }: { store: DocStore }) {
     const abort = new AbortController();
     const run = async () => {
       const res = await fetch(changesStreamPath(store, cursor.current), { headers: headers(), signal: abort.signal });
-      if (!res.ok || res.body === null) {
-        const err = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
-        throw new ApiError(res.status, err.error ?? 'error', err.message ?? `the changes feed answered ${res.status}`);
-      }
+      if (!res.ok || res.body === null) throw await responseError(res, `the changes feed answered ${res.status}`);
       setError(null);
       setOpen(true);
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();

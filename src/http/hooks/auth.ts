@@ -55,6 +55,17 @@ export function keyAllows(request: FastifyRequest, permission: Permission, db: s
   return request.apiKey === undefined || allows(request.apiKey, permission, db);
 }
 
+/** The 403 of a key that lacks `permission` on `db` (`why`: what named it, when not the route). */
+function lacks(permission: Permission, db: string | undefined, why?: string): FirkinError {
+  const scope = db === undefined ? '' : ` on database ${JSON.stringify(db)}`;
+  return new FirkinError('forbidden', `this API key lacks the ${permission} permission${scope}${why === undefined ? '' : ` (${why})`}`);
+}
+
+/** `keyAllows`, or the 403 saying what the key lacks. */
+export function requireKey(request: FastifyRequest, permission: Permission, db: string, why?: string): void {
+  if (!keyAllows(request, permission, db)) throw lacks(permission, db, why);
+}
+
 export function neededPermission(request: FastifyRequest): Permission {
   const configured = request.routeOptions.config.permission;
   if (configured !== undefined) return configured;
@@ -80,10 +91,7 @@ export function installAuth(app: FastifyInstance, options: { keys: ApiKeys; disa
     const needed = neededPermission(request);
     const param = request.routeOptions.config.databaseParam ?? 'db';
     const db = (request.params as Record<string, string> | undefined)?.[param];
-    if (!allows(record, needed, db)) {
-      const scope = db === undefined ? '' : ` on database ${JSON.stringify(db)}`;
-      throw new FirkinError('forbidden', `this API key lacks the ${needed} permission${scope}`);
-    }
+    if (!allows(record, needed, db)) throw lacks(needed, db);
     request.apiKey = record;
   });
 }

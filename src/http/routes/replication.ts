@@ -1,6 +1,6 @@
 // POST /db/:db/_replicate and the task listing GET/DELETE /_replications[/:id].
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { keyAllows } from '../hooks/auth.js';
+import { keyAllows, requireKey } from '../hooks/auth.js';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
 import { type ReplicationManager, type TaskView, localDbsOf } from '../../docdb/replication/manager.js';
@@ -18,9 +18,7 @@ export const replicationRoutes: FastifyPluginAsync<ReplicationRouteDeps> = async
   app.post<{ Params: { db: string }; Body: unknown }>('/db/:db/_replicate', { schema: { params: dbParams } }, async (request, reply) => {
     const req = replication.parseRequest(request.params.db, request.body);
     // The key must also be allowed to write a local target, not only the source.
-    if (req.target.kind === 'local' && !keyAllows(request, 'write', req.target.db)) {
-      throw new FirkinError('forbidden', `this API key lacks the write permission on database ${JSON.stringify(req.target.db)}`);
-    }
+    if (req.target.kind === 'local') requireKey(request, 'write', req.target.db);
     const taskId = replication.replicationId(req);
     if ((request.body as { cancel?: boolean }).cancel === true) {
       const running = replication.cancelOneShots(taskId);

@@ -1,7 +1,6 @@
 // Tiered storage routes: /db/:db/_tier/... and /db/:db/:doc_id/_tier...
 import type { FastifyPluginAsync } from 'fastify';
-import { FirkinError } from '../../core/errors.js';
-import { keyAllows } from '../hooks/auth.js';
+import { requireKey } from '../hooks/auth.js';
 import { checkDbName, checkDocId } from '../../docdb/names.js';
 import { TIERS, type Tier } from '../../docdb/tier/policy.js';
 import type { Tiers } from '../../docdb/tier/tiers.js';
@@ -32,9 +31,7 @@ export const tierRoutes: FastifyPluginAsync<TierRouteDeps> = async (app, { tiers
       // tombstone them there: the key must administer those too, not only this one.
       for (const field of ['warm_db', 'cold_db']) {
         const target = r.body[field];
-        if (typeof target === 'string' && !keyAllows(r, 'admin', target)) {
-          throw new FirkinError('forbidden', `this API key lacks the admin permission on database ${JSON.stringify(target)} (${field})`);
-        }
+        if (typeof target === 'string') requireKey(r, 'admin', target, field);
       }
       return { ok: true, ...(await tiers.setConfig(db(r.params.db), r.body)) };
     },

@@ -28,7 +28,7 @@ import {
   getDocQuery,
   sendRows,
 } from './docdb-shared.js';
-import { READ, keyAllows } from '../hooks/auth.js';
+import { READ, keyAllows, requireKey } from '../hooks/auth.js';
 import { indexRoutes } from './couchdb-index.js';
 
 export interface VdbRouteDeps {
@@ -90,7 +90,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
   // its admin's act (as deleting it is): admin on that name, or on every database.
   app.post<{ Body: CreateBody }>('/vdb', { schema: { body: createBody } }, async (request, reply) => {
     const b = request.body;
-    if (!keyAllows(request, 'admin', b.name)) throw new FirkinError('forbidden', `this API key lacks the admin permission on database ${JSON.stringify(b.name)}`);
+    requireKey(request, 'admin', b.name);
     await vdbs().create({
       name: b.name,
       shardCount: b.shard_count ?? defaults.shardCount,
@@ -122,9 +122,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
       const b = r.body;
       // Importing reads the source: the key must be allowed to, or a write key on a VDB would
       // copy in (then read) any database.
-      if (!keyAllows(r, 'read', b.source_db)) {
-        throw new FirkinError('forbidden', `this API key lacks the read permission on database ${JSON.stringify(b.source_db)}`);
-      }
+      requireKey(r, 'read', b.source_db);
       const filter = b.filter === undefined ? undefined : parseFind(b.filter);
       const run = vdbs().import(r.params.vdb, { sourceDb: b.source_db, filter, batchSize: b.batch_size ?? defaults.batchSize, onConflict: b.on_conflict ?? 'skip', tasks: imports });
       return answerWhenDone(run, keepAliveMs, r, reply);
