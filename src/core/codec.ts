@@ -4,7 +4,7 @@
 // CBOR options are part of the on-disk format: every record written so far was encoded with
 // exactly these, so they must not change. `useRecords: false` keeps the output plain RFC 8949
 // maps that any CBOR client can read; `mapsAsObjects` decodes maps to plain objects.
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { Decoder, Encoder } from 'cbor-x';
 import { FirkinError } from './errors.js';
 
@@ -39,7 +39,8 @@ const recordAjv = new Ajv({ allErrors: false, strict: false });
 
 /** `what` names the record in errors ("API key record"). */
 export function jsonRecordCodec<T>(what: string, schema: RecordSchema): JsonRecordCodec<T> {
-  const isShaped = recordAjv.compile<T>(schema);
+  // Compiled by the first read, not at import: most records are never read in a process.
+  let isShaped: ValidateFunction<T> | undefined;
   return {
     encode: (value) => Buffer.from(JSON.stringify(value), 'utf8'),
     decode: (bytes) => {
@@ -49,6 +50,7 @@ export function jsonRecordCodec<T>(what: string, schema: RecordSchema): JsonReco
       } catch (err) {
         throw new FirkinError('error', `stored ${what} is not JSON: ${(err as Error).message}`);
       }
+      isShaped ??= recordAjv.compile<T>(schema);
       if (!isShaped(value)) throw new FirkinError('error', `stored ${what} has a bad shape: ${recordAjv.errorsText(isShaped.errors)}`);
       return value;
     },
