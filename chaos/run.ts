@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../src/core/node-flags.js';
 import { TEST_ADMIN_KEY, TEST_CACHE_ENV, request, tempDir } from '../test/support/node.js';
 import { waitFor } from '../test/support/wait.js';
+import { nodeMainArgs } from '../test/support/built-node.js';
 import { freePorts } from '../test/raft/kv-cluster.js';
 import { FAST_CLUSTER_ENV } from '../test/cluster/harness.js';
 import type { FaultWindow } from './checker/availability.js';
@@ -82,7 +83,7 @@ function log(line: string): void {
 
 /** Start a node process; resolves with its URL once it listens (or undefined if it was killed first). */
 function startNode(n: NodeProc, waitReady = true): Promise<void> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...n.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeMainArgs()], { cwd: ROOT, env: { ...process.env, ...n.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   n.child = child;
   liveChildren.add(child);
   child.once('exit', () => liveChildren.delete(child));

@@ -32,7 +32,7 @@ t.test('chaos: register workload, seed 5, kill and partition: linearizable, conv
 });
 
 t.test('chaos: a deliberately broken build (reads without ReadIndex) fails the linearizability checker', async (t) => {
-  const { code, out, last } = await chaos(t, ['--seed', '3', '--minutes', '0.3', '--workload', 'register', '--nemesis', 'partition', '--broken', 'stale-reads']);
+  const { code, out, last } = await chaos(t, ['--seed', '3', '--minutes', '0.2', '--workload', 'register', '--nemesis', 'partition', '--broken', 'stale-reads']);
   t.match(out, /ANOMALY linearizable not-linearizable/, out.slice(-3000));
   t.match(last, /^chaos: \d+ ops, \d+ faults, [1-9]\d* anomalies$/);
   t.equal(code, 1, 'exit status 1 on anomalies');

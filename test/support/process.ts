@@ -2,6 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../src/core/node-flags.js';
+import { nodeMainArgs } from './built-node.js';
 import { TEST_ADMIN_KEY, TEST_CACHE_ENV } from './node.js';
 import { waitFor } from './wait.js';
 
@@ -19,12 +20,12 @@ export interface ChildNode {
 
 /**
  * Start a TypeScript script under tsx as a child process (or, with `cwd` and `js`, a built
- * JavaScript one elsewhere); resolves once its output matches `ready` (the first capture
+ * JavaScript one elsewhere; or what `entry` says after node's flags); resolves once its output matches `ready` (the first capture
  * group is the URL). A child that fails to start is killed.
  */
-export async function spawnScript(options: { script: string; args?: string[]; env: Record<string, string>; ready: RegExp; what: string; cwd?: string; js?: boolean }): Promise<ChildNode> {
-  const loader = options.js === true ? [] : ['--import', 'tsx'];
-  const proc = spawn(process.execPath, [...NODE_FLAGS, ...loader, options.script, ...(options.args ?? [])], {
+export async function spawnScript(options: { script: string; args?: string[]; env: Record<string, string>; ready: RegExp; what: string; cwd?: string; js?: boolean; entry?: string[] }): Promise<ChildNode> {
+  const entry = options.entry ?? (options.js === true ? [options.script] : ['--import', 'tsx', options.script]);
+  const proc = spawn(process.execPath, [...NODE_FLAGS, ...entry, ...(options.args ?? [])], {
     cwd: options.cwd ?? root,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -66,10 +67,11 @@ export function spawnTestNode(env: Record<string, string>, args: string[] = []):
   return spawnNode({ ...TEST_CACHE_ENV, ...env }, args);
 }
 
-/** Start `src/main.ts` under tsx with the given env; resolves once it logs its URL (it must log at info). */
+/** Start the node (built-node.ts: the build, or src/main.ts under tsx) with the given env; resolves once it logs its URL (it must log at info). */
 export function spawnNode(env: Record<string, string>, args: string[] = []): Promise<ChildNode> {
   return spawnScript({
     script: 'src/main.ts',
+    entry: nodeMainArgs(),
     args,
     env: { SERVICE_HTTP_PORT: '0', SERVICE_ADMIN_KEY: TEST_ADMIN_KEY, SERVICE_LOG_LEVEL: 'info', ...env },
     ready: /listening on (https?:\/\/[^\s]+) /,
@@ -77,9 +79,9 @@ export function spawnNode(env: Record<string, string>, args: string[] = []): Pro
   });
 }
 
-/** Run `src/main.ts` expecting it to exit (config errors); returns code and output. */
+/** Run the node expecting it to exit (config errors); returns code and output. */
 export async function runNodeExpectingExit(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; output: string }> {
-  const proc = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', 'src/main.ts', ...args], {
+  const proc = spawn(process.execPath, [...NODE_FLAGS, ...nodeMainArgs(), ...args], {
     cwd: root,
     env: { ...process.env, SERVICE_HTTP_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

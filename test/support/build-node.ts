@@ -1,0 +1,20 @@
+// tap's `before` script (package.json): compiles src/ to .test-build/src/ with esbuild, file by
+// file as tsx would (no bundling), so the node processes of the run start from JavaScript
+// (test/support/built-node.ts says why and when the build is used).
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { BUILD_DIR, BUILD_STAMP, tsFiles } from './built-node.js';
+
+const src = fileURLToPath(new URL('../../src', import.meta.url));
+const startedAt = Date.now();
+const sources = tsFiles(src);
+// Built beside, then swapped in whole: a test of another run reading the old build meanwhile
+// sees either build complete, or no stamp (and takes tsx).
+const next = `${BUILD_DIR}.${process.pid}`;
+rmSync(next, { recursive: true, force: true });
+await build({ entryPoints: sources, outdir: path.join(next, 'src'), outbase: src, format: 'esm', platform: 'node', target: 'node20', logLevel: 'error' });
+writeFileSync(path.join(next, path.basename(BUILD_STAMP)), `${startedAt} ${sources.length}\n`);
+rmSync(BUILD_DIR, { recursive: true, force: true });
+renameSync(next, BUILD_DIR);
