@@ -68,6 +68,7 @@ t.test('three nodes: environment, secrets, env, signals', async (t) => {
     if (n.name !== 'n1') expected.SERVICE_SEED_NODES = n1Grpc;
     const env = await envOf(c, n.name);
     delete env.SERVICE_LOG_LEVEL; // may come from the test runner's environment
+    delete env.SERVICE_STORAGE_CACHE_MB; // the harness's small caches (support/cluster.ts)
     t.same(env, expected, `${n.name}'s environment (n1 bootstraps: no seeds)`);
   }
   t.equal(Number(new URL(c.node('n2').url).port), Number(new URL(c.node('n1').url).port) + 1, 'ports count up from the base');
