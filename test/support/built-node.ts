@@ -20,18 +20,25 @@ export function tsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? tsFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
 }
 
-/** True when the build's stamp is newer than every source file (and the tree's shape is unchanged). */
-function buildIsFresh(): boolean {
-  let startedAt: number;
-  let count: number;
-  try {
-    [startedAt, count] = readFileSync(BUILD_STAMP, 'utf8').trim().split(' ').map(Number) as [number, number];
-  } catch {
-    return false;
-  }
-  const sources = tsFiles(path.join(root, 'src'));
+/**
+ * Whether a build whose stamp reads `stamp` (`<started ms> <source count>`, or undefined when
+ * there is none) holds the sources whose modification times are `sourceMtimesMs`.
+ */
+export function buildHolds(stamp: string | undefined, sourceMtimesMs: readonly number[]): boolean {
+  const [startedAt, count] = (stamp ?? '').trim().split(' ').map(Number);
+  if (!Number.isFinite(startedAt) || !Number.isInteger(count)) return false;
   // A deleted source leaves its compiled file behind: a different count is a stale build.
-  return sources.length === count && sources.every((f) => statSync(f).mtimeMs < startedAt);
+  return sourceMtimesMs.length === count && sourceMtimesMs.every((m) => m < startedAt!);
+}
+
+function buildIsFresh(): boolean {
+  let stamp: string | undefined;
+  try {
+    stamp = readFileSync(BUILD_STAMP, 'utf8');
+  } catch {
+    stamp = undefined;
+  }
+  return buildHolds(stamp, tsFiles(path.join(root, 'src')).map((f) => statSync(f).mtimeMs));
 }
 
 let fresh: boolean | undefined;
