@@ -5,11 +5,12 @@
 // The layout is made in a temp dir (esbuild transpiles src/ as tsc would lay it out, in well
 // under a second; node_modules is the clone's).
 import { execFileSync } from 'node:child_process';
-import { cpSync, readdirSync, symlinkSync } from 'node:fs';
+import { cpSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import t from 'tap';
+import { tsFiles } from '../support/built-node.js';
 import { ensureConsoleBuilt } from '../support/console.js';
 import { TEST_ADMIN_KEY, TEST_CACHE_ENV, request, tempDir } from '../support/node.js';
 import { spawnScript } from '../support/process.js';
@@ -17,10 +18,6 @@ import { waitFor } from '../support/wait.js';
 import { freePorts } from '../raft/kv-cluster.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-
-function tsFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? tsFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
-}
 
 async function imageLayout(): Promise<string> {
   const app = tempDir('firkin-image-');
