@@ -10,11 +10,18 @@ import { BUILD_DIR, BUILD_STAMP, tsFiles } from './built-node.js';
 const src = fileURLToPath(new URL('../../src', import.meta.url));
 const startedAt = Date.now();
 const sources = tsFiles(src);
-// Built beside, then swapped in whole: a test of another run reading the old build meanwhile
-// sees either build complete, or no stamp (and takes tsx).
+// Built beside, then swapped in whole: a test of another run sees one build or the other.
 const next = `${BUILD_DIR}.${process.pid}`;
 rmSync(next, { recursive: true, force: true });
 await build({ entryPoints: sources, outdir: path.join(next, 'src'), outbase: src, format: 'esm', platform: 'node', target: 'node20', logLevel: 'error' });
 writeFileSync(path.join(next, path.basename(BUILD_STAMP)), `${startedAt} ${sources.length}\n`);
-rmSync(BUILD_DIR, { recursive: true, force: true });
+// Two renames, then the old build's removal: the path is missing for an instant only, not for
+// the time a recursive delete takes (another run's node may be starting from it).
+const old = `${BUILD_DIR}.old.${process.pid}`;
+try {
+  renameSync(BUILD_DIR, old);
+} catch (err) {
+  if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+}
 renameSync(next, BUILD_DIR);
+rmSync(old, { recursive: true, force: true });
