@@ -22,7 +22,8 @@ import { type DetectorOptions, type Observation, observe, statusChanges } from '
 import { PROTOCOL, mixedVersionsProblem } from './versions.js';
 import { type Job, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
-import { Transport, wasNotSent } from './transport.js';
+import { wasNotSent } from './not-sent.js';
+import type { Transport } from './transport.js';
 import { describeShortfalls, describeStranded, leaveBlockers, planRepairs, replicaShortfalls, strandedReplicas } from './shard-repair.js';
 import { planVoters } from './voters.js';
 
@@ -153,7 +154,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   /** The one clock of every Raft group on this node (metadata and shards). */
   readonly ticker: RaftTicker;
 
-  private constructor(o: ClusterOptions) {
+  /** `transport`: the gRPC transport's class, imported by `start` (a standalone node never loads gRPC). */
+  private constructor(o: ClusterOptions, transport: typeof Transport) {
     this.#o = o;
     this.#httpUrl = o.httpUrl;
     this.ticker = new RaftTicker(o.timings.tickMs);
@@ -162,7 +164,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       this.#syncPeers(state);
       if (cmd === undefined) o.log.info({ applied: this.#fsm.applied, nodes: Object.keys(state.nodes).length }, `restored the metadata from a snapshot at index ${this.#fsm.applied}`);
     });
-    this.#transport = new Transport({
+    this.#transport = new transport({
       nodeId: o.nodeName,
       cookie: o.cookie,
       listen: o.grpcListen,
@@ -181,7 +183,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   }
 
   static async start(o: ClusterOptions): Promise<ClusterMember> {
-    const m = new ClusterMember(o);
+    const { Transport } = await import('./transport.js');
+    const m = new ClusterMember(o, Transport);
     await m.#start();
     return m;
   }

@@ -32,7 +32,7 @@ import type { Store } from '../storage/db.js';
 import type { ClusterMember, GroupHost } from './member.js';
 import type { MetaState, ShardPlacement } from './meta-state.js';
 import { planShardConf } from './shard-repair.js';
-import { wasNotSent } from './transport.js';
+import { wasNotSent } from './not-sent.js';
 
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;

@@ -18,6 +18,7 @@ import { type Backoff, nominalDelayMs } from '../core/backoff.js';
 import { packagePath } from '../core/package-root.js';
 import { FirkinError, isFirkinError, ERROR_CODES, type ErrorCode } from '../core/errors.js';
 import { decodeMessage, encodeValue } from '../raft/codec.js';
+import { notSent } from './not-sent.js';
 import type { Message, NodeId } from '../raft/types.js';
 
 const PROTO_PATH = packagePath('proto', 'cluster.proto');
@@ -71,15 +72,6 @@ interface PendingCall {
   resolve(body: Buffer): void;
   reject(err: unknown): void;
   timer: NodeJS.Timeout;
-}
-
-/** A call that never left this node: the caller may safely try again (elsewhere). */
-export function notSent(peer: NodeId, why: string): FirkinError {
-  return new FirkinError('unavailable', `call not sent to ${peer}: ${why}`, { details: { sent: false } });
-}
-
-export function wasNotSent(err: unknown): boolean {
-  return isFirkinError(err) && err.code === 'unavailable' && err.details?.sent === false;
 }
 
 function responseError(r: NonNullable<Frame['response']>): FirkinError {
