@@ -33,8 +33,7 @@ t.test('the built node starts a cluster, serves its console and answers the CLI 
   const app = await imageLayout();
   const [grpc] = await freePorts(1);
   const node = await spawnScript({
-    script: 'dist/src/main.js',
-    js: true,
+    entry: ['dist/src/main.js'],
     cwd: app,
     env: {
       ...TEST_CACHE_ENV,

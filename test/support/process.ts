@@ -19,12 +19,12 @@ export interface ChildNode {
 }
 
 /**
- * Start a TypeScript script under tsx as a child process (or, with `cwd` and `js`, a built
- * JavaScript one elsewhere; or what `entry` says after node's flags); resolves once its output matches `ready` (the first capture
- * group is the URL). A child that fails to start is killed.
+ * Start a child process: `script` under tsx, or `entry` (node's arguments after its flags: a
+ * built JavaScript file, the node by built-node.ts); resolves once its output matches `ready`
+ * (the first capture group is the URL). A child that fails to start is killed.
  */
-export async function spawnScript(options: { script: string; args?: string[]; env: Record<string, string>; ready: RegExp; what: string; cwd?: string; js?: boolean; entry?: string[] }): Promise<ChildNode> {
-  const entry = options.entry ?? (options.js === true ? [options.script] : ['--import', 'tsx', options.script]);
+export async function spawnScript(options: ({ script: string } | { entry: string[] }) & { args?: string[]; env: Record<string, string>; ready: RegExp; what: string; cwd?: string }): Promise<ChildNode> {
+  const entry = 'entry' in options ? options.entry : ['--import', 'tsx', options.script];
   const proc = spawn(process.execPath, [...NODE_FLAGS, ...entry, ...(options.args ?? [])], {
     cwd: options.cwd ?? root,
     env: { ...process.env, ...options.env },
@@ -70,7 +70,6 @@ export function spawnTestNode(env: Record<string, string>, args: string[] = []):
 /** Start the node (built-node.ts: the build, or src/main.ts under tsx) with the given env; resolves once it logs its URL (it must log at info). */
 export function spawnNode(env: Record<string, string>, args: string[] = []): Promise<ChildNode> {
   return spawnScript({
-    script: 'src/main.ts',
     entry: nodeMainArgs(),
     args,
     env: { SERVICE_HTTP_PORT: '0', SERVICE_ADMIN_KEY: TEST_ADMIN_KEY, SERVICE_LOG_LEVEL: 'info', ...env },
