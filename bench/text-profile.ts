@@ -6,6 +6,7 @@
 //        TEXT_PROFILE_SEARCHES, default 5000; TEXT_PROFILE_BACKEND memory | disk, default memory;
 //        TEXT_PROFILE_WHAT=insert profiles the inserts instead: TEXT_PROFILE_N documents in
 //        CBOR batches of 1000 into the profiled node, per document instead of per request;
+//        TEXT_PROFILE_INDEX_M=0 makes the collection's vector index flat (no HNSW graph);
 //        KEEP_PROF=1 keeps the server's .cpuprofile and prints its path)
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -19,6 +20,7 @@ const N = Number(process.env.TEXT_PROFILE_N ?? 100_000);
 const SEARCHES = Number(process.env.TEXT_PROFILE_SEARCHES ?? 5_000);
 const BACKEND = process.env.TEXT_PROFILE_BACKEND ?? 'memory';
 const INSERTS = process.env.TEXT_PROFILE_WHAT === 'insert';
+const INDEX_M = process.env.TEXT_PROFILE_INDEX_M === undefined ? undefined : Number(process.env.TEXT_PROFILE_INDEX_M);
 
 const dataDir = tempDir('firkin-bench-tprof-');
 const profDir = tempDir('firkin-bench-tprof-cpu-');
@@ -28,7 +30,7 @@ try {
   const texts = textCorpus(N, SEED);
   const queries = textQueries(1_000, SEED + 1);
   const fill = async (url: string) => {
-    await call(url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: BACKEND });
+    await call(url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: BACKEND, ...(INDEX_M === undefined ? {} : { index: { m: INDEX_M } }) });
     for (let i = 0; i < N; i += 1_000) {
       const documents = texts.slice(i, i + 1_000).map((text, j) => ({ id: String(i + j), text }));
       await call(url, 'POST', '/vectordb/collections/text/docs', { documents }, true);

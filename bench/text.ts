@@ -4,6 +4,8 @@
 // from the same distribution, the 20 most common words excluded. Queries are OR, top-10.
 // The node runs in its own process. Cases (filter by name with the first argument):
 //   insert disk / insert memory   batched inserts (CBOR, 1000 docs per request), docs/s
+//   insert disk flat / insert memory flat  the same into a collection with no HNSW graph
+//                                 (`index: {m: 0}`: a flat vector index); no searches
 //   bm25 disk c=N / bm25 memory c=N  QPS, p50/p99 with 1 and 8 clients; `exact` is the share
 //                                 of queries whose top-10 ids equal an exact client-side BM25
 //   lancedb index / lancedb c=N   the peer, LanceDB's full-text search (BM25 over Tantivy-style
@@ -111,6 +113,16 @@ async function lancedbPeer(texts: readonly string[], queries: readonly string[],
   return out;
 }
 
+/** Inserts the corpus in CBOR batches of BATCH documents, one request at a time; docs/s. */
+async function insertCorpus(collection: string, texts: readonly string[]): Promise<number> {
+  const start = performance.now();
+  for (let i = 0; i < texts.length; i += BATCH) {
+    const documents = texts.slice(i, i + BATCH).map((text, j) => ({ id: String(i + j), text }));
+    await call(node.url, 'POST', `/vectordb/collections/${collection}/docs`, { documents }, true);
+  }
+  return texts.length / ((performance.now() - start) / 1000);
+}
+
 const results: BenchResult[] = [];
 const dataDir = tempDir('firkin-bench-text-');
 const node = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
@@ -124,12 +136,7 @@ try {
     const c = `text_${backend}`;
     // The hash embedder: a collection needs vectors; it is the cheapest one.
     await call(node.url, 'PUT', `/vectordb/collections/${c}`, { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: backend });
-    const start = performance.now();
-    for (let i = 0; i < N; i += BATCH) {
-      const documents = texts.slice(i, i + BATCH).map((text, j) => ({ id: String(i + j), text }));
-      await call(node.url, 'POST', `/vectordb/collections/${c}/docs`, { documents }, true);
-    }
-    results.push({ bench: `insert ${backend} n=${N}`, 'docs/s': N / ((performance.now() - start) / 1000) });
+    results.push({ bench: `insert ${backend} n=${N}`, 'docs/s': await insertCorpus(c, texts) });
     await warmUp(queries, (query) => call(node.url, 'POST', `/vectordb/collections/${c}/search/bm25`, { query, k: K }));
     for (const clients of [1, 8]) {
       let same = 0;
@@ -140,6 +147,14 @@ try {
       });
       results.push({ bench: `bm25 ${backend} c=${clients}`, qps: r.qps, p50_ms: r.p50, p99_ms: r.p99, exact: same / queries.length });
     }
+  }
+  // The same inserts into a collection without an HNSW graph (`index.m: 0`, a flat vector
+  // index, as a keyword-first collection would be made): what BM25 and the write cost alone.
+  for (const backend of ['disk', 'memory'] as const) {
+    if (!selected(`insert ${backend} flat`)) continue;
+    const c = `text_${backend}_flat`;
+    await call(node.url, 'PUT', `/vectordb/collections/${c}`, { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: backend, index: { m: 0 } });
+    results.push({ bench: `insert ${backend} flat n=${N}`, 'docs/s': await insertCorpus(c, texts) });
   }
 } finally {
   agent.destroy();

@@ -7,6 +7,7 @@ import { FirkinError } from '../core/errors.js';
 import {
   type CollectionConfig,
   DEFAULTS,
+  LIMITS,
   type EmbedderConfig,
   type EmbedderType,
   type Fusion,
@@ -192,6 +193,8 @@ function stopwords(value: StopwordSet | readonly string[] | undefined): Stopword
 }
 
 export function createCollectionRequest(collection: string, body: CollectionBody): CreateCollectionRequest {
+  // The schema allows 0..mMax: a graph needs two links a node; 0 is no graph (a flat index).
+  if (body.index?.m === 1) throw new FirkinError('bad_request', `index.m must be 0 (no graph: every vector search is exact, a flat index) or 2 to ${LIMITS.mMax}, got 1`);
   return {
     collection,
     config: {

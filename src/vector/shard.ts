@@ -444,7 +444,7 @@ export class Shard implements ShardHandle {
     const after = (kind: 's' | 't') => ({ gt: this.#key(kind, fromSeq), lt: prefixRange([this.id, kind]).lt });
     for await (const [, value] of store.entries('vec', after('t'))) {
       const e = decodeCbor(value) as SeqValue;
-      if (index.remove(BigInt(e.l))) removed++;
+      if (index.remove(BigInt(e.l)) && index.keepsRemoved) removed++;
       replayed++;
     }
     let chunk: SeqValue[] = [];
@@ -456,7 +456,7 @@ export class Shard implements ShardHandle {
         const raw = raws[i];
         assert.ok(raw !== undefined, `seq entry for ${e.id} without its record`);
         const rec = decodeRecord(e.id, raw);
-        if (index.remove(BigInt(e.l))) removed++;
+        if (index.remove(BigInt(e.l)) && index.keepsRemoved) removed++;
         keys.push(BigInt(e.l));
         vectors.push(rec.vector);
       });
@@ -499,9 +499,9 @@ export class Shard implements ShardHandle {
     addMany(this.#ann, this.config.dimensions, keys, vectors);
   }
 
-  /** Removes a label from the live index, counting the tombstone it leaves. */
+  /** Removes a label from the live index, counting the tombstone it leaves (a graph's). */
   #removeLabel(label: number): void {
-    if (this.#ann.remove(BigInt(label))) this.#removed++;
+    if (this.#ann.remove(BigInt(label)) && this.#ann.keepsRemoved) this.#removed++;
   }
 
   /** Runs `fn` after every earlier write of this shard: one writer at a time. */

@@ -8,6 +8,7 @@ function fakeIndex(calls: string[], failEf?: number): AnnIndex {
   const answer = (q: Float32Array): AnnMatches => ({ keys: BigUint64Array.of(BigInt(q[0]!)), distances: Float32Array.of(q[0]!) });
   return {
     size: 10,
+    keepsRemoved: true,
     add: () => undefined,
     remove: () => false,
     has: () => false,

@@ -95,6 +95,48 @@ t.test('index precision: f16 by default, f32 on request; the same hits, scores w
   await compare('after a restart (the index files are read back with their precision)');
 });
 
+t.test('index.m 0: no graph, every search exact, through updates, deletes, a filter and a restart', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', `${P}/collections/flat`, { body: { dimensions: 8, metric: 'l2', index: { m: 0 } } })).status, 201);
+  t.match((await node.request('GET', `${P}/collections/flat`)).body, { index: { m: 0 } });
+  let seed = 11;
+  const rnd = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+  const vectors = new Map<string, number[]>();
+  const put = async (n: number, from: number) => {
+    const documents = Array.from({ length: n }, (_, i) => ({ id: `d${from + i}`, vector: Array.from({ length: 8 }, rnd), metadata: { odd: (from + i) % 2 === 1 } }));
+    t.equal((await node.request('POST', `${P}/collections/flat/docs`, { body: { documents } })).status, 200);
+    for (const d of documents) vectors.set(d.id, d.vector);
+  };
+  await put(400, 0);
+  await put(50, 100); // updates: new vectors for d100..d149
+  for (const id of ['d3', 'd5', 'd250']) {
+    t.equal((await node.request('DELETE', `${P}/collections/flat/docs/${id}`)).status, 200);
+    vectors.delete(id);
+  }
+  const queries = Array.from({ length: 25 }, () => Array.from({ length: 8 }, rnd));
+  // The exact answer: every live document by squared distance (f32 rounding aside, no ties).
+  const exact = (q: number[], odd?: boolean) =>
+    [...vectors]
+      .filter(([id]) => odd === undefined || Number(id.slice(1)) % 2 === (odd ? 1 : 0))
+      .map(([id, v]) => ({ id, d: v.reduce((s, x, i) => s + (x - q[i]!) ** 2, 0) }))
+      .sort((a, b) => a.d - b.d)
+      .slice(0, 10)
+      .map((h) => h.id);
+  const check = async (when: string) => {
+    for (const q of queries) {
+      const plain = await node.request('POST', `${P}/collections/flat/search`, { body: { vector: q, k: 10, ef: 1 } });
+      t.same(plain.body.results.map((h: { id: string }) => h.id), exact(q), `${when}: the exact top 10 (ef has nothing to narrow)`);
+      const odd = await node.request('POST', `${P}/collections/flat/search`, { body: { vector: q, k: 10, filter: { odd: true } } });
+      t.same(odd.body.results.map((h: { id: string }) => h.id), exact(q, true), `${when}: the exact top 10 of a filter`);
+    }
+  };
+  await check('written');
+  await node.restart();
+  t.match((await node.request('GET', '/health')).body.vector.shards.find((s: { collection: string }) => s.collection === 'flat'), { recovery: { source: 'file' } }, 'the flat index file was read back');
+  await check('after a restart');
+});
+
 t.test('collection create: bad input is a 400', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
@@ -109,6 +151,7 @@ t.test('collection create: bad input is a 400', async (t) => {
     ['c1', { dimensions: 3, replication_factor: 0 }],
     ['c1', { dimensions: 3, metric: 'hamming' }],
     ['c1', { dimensions: 3, index: { m: 1 } }],
+    ['c1', { dimensions: 3, index: { m: -1 } }],
     ['c1', { dimensions: 3, index: { ef_search: 0 } }],
     ['c1', { dimensions: 3, index: { precision: 'f8' } }],
     ['c1', { dimensions: 3, embedder: { type: 'magic' } }],

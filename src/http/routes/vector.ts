@@ -78,7 +78,7 @@ export const collectionSchema = {
     index: {
       type: ['object', 'null'],
       additionalProperties: false,
-      properties: { m: int(2, LIMITS.mMax), ef_construction: int(1, LIMITS.efConstructionMax), ef_search: int(1, LIMITS.efMax), precision: { enum: INDEX_PRECISIONS } },
+      properties: { m: int(0, LIMITS.mMax), ef_construction: int(1, LIMITS.efConstructionMax), ef_search: int(1, LIMITS.efMax), precision: { enum: INDEX_PRECISIONS } },
     },
     // null: none, as GET shows it.
     embedder: { ...embedderSchema, type: ['object', 'null'] },

@@ -6,7 +6,7 @@ import type { IndexPrecision, Metric } from '../collection-config.js';
 export interface AnnOptions {
   readonly dimensions: number;
   readonly metric: Metric;
-  /** HNSW links per node (M). */
+  /** HNSW links per node (M); 0: no graph, a flat index searched exactly (`flat.ts`). */
   readonly m: number;
   readonly efConstruction: number;
   /** How the index keeps vectors (absent: f32). */
@@ -22,6 +22,11 @@ export interface AnnMatches {
 
 export interface AnnIndex {
   readonly size: number;
+  /**
+   * Whether a removed vector stays in the structure until the index is rebuilt (an HNSW graph
+   * marks it deleted), which the shard counts towards a compaction.
+   */
+  readonly keepsRemoved: boolean;
   /** `vectors` holds keys.length vectors back to back. A key must not be present already. */
   add(keys: BigUint64Array, vectors: Float32Array): void;
   /** True when the key was present. */

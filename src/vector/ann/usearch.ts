@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import usearch from 'usearch';
 import type { Metric } from '../collection-config.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnMatches, AnnOptions } from './ann-index.js';
+import { FlatIndex } from './flat.js';
 
 const require = createRequire(import.meta.url);
 
@@ -117,6 +118,7 @@ async function buildInWorker(options: AnnOptions, chunks: AsyncIterable<AnnChunk
 }
 
 class UsearchIndex implements AnnIndex {
+  readonly keepsRemoved = true;
   readonly #native: NativeIndex;
   /**
    * Threads the index holds contexts for. The binding reserves (capacity and thread contexts,
@@ -181,11 +183,13 @@ class UsearchIndex implements AnnIndex {
   }
 }
 
+/** HNSW through usearch's `Index`; with `m: 0` a flat index over usearch's exact search. */
 export const usearchEngine: AnnEngine = {
   name: 'usearch',
-  create: (options) => new UsearchIndex(build(options)),
-  build: buildInWorker,
+  create: (options) => (options.m === 0 ? new FlatIndex(options) : new UsearchIndex(build(options))),
+  build: (options, chunks, file, signal) => (options.m === 0 ? FlatIndex.build(options, chunks, file, signal) : buildInWorker(options, chunks, file, signal)),
   load(file, options) {
+    if (options.m === 0) return FlatIndex.load(file, options);
     const native = build(options);
     native.load(file);
     // usearch adopts the file's dimensions silently: a mismatch means the file is not ours.
