@@ -1,5 +1,5 @@
 // BM25 postings of one shard, two backends behind one interface:
-//   memory  postings in Maps, rebuilt from the shard's records at start (nothing on disk)
+//   memory  postings in arrays per term, rebuilt from the shard's records at start (nothing on disk)
 //   disk    postings and corpus stats in the `bm25` column family, written in the same atomic
 //           batch as the records they describe:
 //             [shard, 'p', term, docId] -> u32 tf, u32 doc length   (big-endian, 8 bytes)
@@ -135,31 +135,52 @@ function unpackPosting(posting: PackedPosting, tfs: Uint32Array, docLengths: Uin
   }
 }
 
+/**
+ * A term's postings in the order of the documents' ordinals, which only grow, so an add appends.
+ * A removed document's posting stays (its ordinal no longer names a document) until the list
+ * holds more removed postings than live ones.
+ */
+interface TermList {
+  ords: number[];
+  packed: PackedPosting[];
+  removed: number;
+}
+
+/** Renumber (and drop every removed posting) once this many ordinals are spent beyond twice the live documents. */
+export const SPENT_ORDINALS_SLACK = 1_024;
+
 class MemoryBm25 implements Bm25Index {
   readonly backend = 'memory' as const;
   readonly #analyzer: Analyzer;
   /**
-   * term -> doc id -> its posting, packed into a small integer where it fits (`packPosting`):
-   * an object per posting, millions of them, made every major GC mark them all (144 µs of GC
-   * a search in a profile).
+   * term -> its postings as two arrays of small integers (a posting's tf and document length
+   * packed into one where they fit: `packPosting`). A map entry per posting, or an object,
+   * cost most of an add's time and made every major GC mark millions of them.
    */
-  readonly #postings = new Map<string, Map<string, PackedPosting>>();
+  readonly #terms = new Map<string, TermList>();
   /**
-   * Per term, kept with `#postings`: df === its map's size. Updated in place (a search here is
-   * synchronous, so none sees one half-changed): a new object per posting was most of an add.
+   * Per term, kept with `#terms`: df counts its live postings. Updated in place (a search here
+   * is synchronous, so none sees one half-changed): a new object per posting was most of an add.
    */
   readonly #bounds = new Map<string, MutableBound>();
-  readonly #lengths = new Map<string, number>();
+  /** Document id -> its ordinal: a document gets a new one each time it is added. */
+  readonly #ordOf = new Map<string, number>();
+  /** Ordinal -> document id; undefined once removed (ordinals are never reused). */
+  #idOf: (string | undefined)[] = [];
+  /** Ordinal -> document length (tokens). */
+  #lengthOf: number[] = [];
   /** A term's postings as the columns a full read answers, until a write touches the term. */
   readonly #lists = new Map<string, PostingColumns>();
   #totalLength = 0;
+  readonly #spentSlack: number;
 
-  constructor(config: CollectionConfig['bm25']) {
+  constructor(config: CollectionConfig['bm25'], spentOrdinalsSlack: number) {
     this.#analyzer = new Analyzer(config);
+    this.#spentSlack = spentOrdinalsSlack;
   }
 
   stats(): CorpusStats {
-    return { docCount: this.#lengths.size, totalLength: this.#totalLength };
+    return { docCount: this.#ordOf.size, totalLength: this.#totalLength };
   }
 
   prepare(changes: readonly TextChange[]): PreparedChange {
@@ -170,49 +191,103 @@ class MemoryBm25 implements Bm25Index {
           if (c.oldText !== undefined) this.#remove(c.id, c.oldText);
           if (c.newText !== undefined) this.#add(c.id, c.newText);
         }
+        if (this.#idOf.length > 2 * this.#ordOf.size + this.#spentSlack) this.#renumber();
       },
     };
   }
 
+  /** Removes a document's postings: `text` is the one it was added with. */
   #remove(id: string, text: string): void {
-    const len = this.#lengths.get(id);
-    if (len === undefined) return;
+    const ord = this.#ordOf.get(id);
+    if (ord === undefined) return;
     for (const term of new Set(this.#analyzer.tokens(text))) {
-      const docs = this.#postings.get(term);
-      if (docs?.delete(id) !== true) continue;
-      this.#lists.delete(term);
+      const list = this.#terms.get(term);
       const bound = this.#bounds.get(term);
       assertCounted(bound, term);
+      assert.ok(list !== undefined, `a counted term has a list: ${JSON.stringify(term)}`);
+      if (this.#lists.size > 0) this.#lists.delete(term);
       if (--bound.df === 0) {
-        this.#postings.delete(term);
+        this.#terms.delete(term);
         this.#bounds.delete(term);
+      } else if (++list.removed * 2 > list.ords.length) {
+        this.#compact(list, ord);
       }
     }
-    this.#lengths.delete(id);
-    this.#totalLength -= len;
+    this.#ordOf.delete(id);
+    this.#idOf[ord] = undefined;
+    this.#totalLength -= this.#lengthOf[ord]!;
   }
 
   #add(id: string, text: string): void {
+    // The shard removes a document's old text first: its old postings could not be found without it.
+    assert.ok(!this.#ordOf.has(id), `BM25 add of ${JSON.stringify(id)}, which is indexed already`);
     const tokens = this.#analyzer.tokens(text);
     const docLength = tokens.length;
+    const ord = this.#idOf.length;
+    this.#idOf.push(id);
+    this.#lengthOf.push(docLength);
+    this.#ordOf.set(id, ord);
+    const touched = this.#lists.size > 0;
     for (const [term, tf] of termFrequencies(tokens)) {
-      let docs = this.#postings.get(term);
-      if (docs === undefined) this.#postings.set(term, (docs = new Map()));
-      const before = docs.size;
-      docs.set(id, packPosting(tf, docLength));
-      this.#lists.delete(term);
-      const bound = this.#bounds.get(term);
-      if (bound === undefined) {
+      const list = this.#terms.get(term);
+      if (list === undefined) {
+        this.#terms.set(term, { ords: [ord], packed: [packPosting(tf, docLength)], removed: 0 });
         this.#bounds.set(term, { df: 1, tfMax: tf, docLengthMin: docLength });
         continue;
       }
-      // Replacing a posting (an add without the remove) keeps df; the bound only widens.
-      if (docs.size > before) bound.df++;
+      list.ords.push(ord);
+      list.packed.push(packPosting(tf, docLength));
+      if (touched) this.#lists.delete(term);
+      const bound = this.#bounds.get(term)!;
+      bound.df++;
       if (tf > bound.tfMax) bound.tfMax = tf;
       if (docLength < bound.docLengthMin) bound.docLengthMin = docLength;
     }
-    this.#lengths.set(id, docLength);
     this.#totalLength += docLength;
+  }
+
+  /** Drops the removed postings of `list` (`removing`: the ordinal being removed now). */
+  #compact(list: TermList, removing: number): void {
+    let kept = 0;
+    for (let i = 0; i < list.ords.length; i++) {
+      const ord = list.ords[i]!;
+      if (ord === removing || this.#idOf[ord] === undefined) continue;
+      list.ords[kept] = ord;
+      list.packed[kept++] = list.packed[i]!;
+    }
+    list.ords.length = kept;
+    list.packed.length = kept;
+    list.removed = 0;
+  }
+
+  /** Gives the live documents ordinals 0..n-1 again, in the same order; drops removed postings. */
+  #renumber(): void {
+    const next = new Map<number, number>();
+    const idOf: string[] = [];
+    const lengthOf: number[] = [];
+    this.#idOf.forEach((id, ord) => {
+      if (id === undefined) return;
+      next.set(ord, idOf.length);
+      this.#ordOf.set(id, idOf.length);
+      idOf.push(id);
+      lengthOf.push(this.#lengthOf[ord]!);
+    });
+    for (const list of this.#terms.values()) {
+      let kept = 0;
+      for (let i = 0; i < list.ords.length; i++) {
+        const ord = next.get(list.ords[i]!);
+        if (ord === undefined) continue;
+        list.ords[kept] = ord;
+        list.packed[kept++] = list.packed[i]!;
+      }
+      list.ords.length = kept;
+      list.packed.length = kept;
+      list.removed = 0;
+    }
+    this.#idOf = idOf;
+    this.#lengthOf = lengthOf;
+    // Cached columns carry the old ordinals as their keys.
+    this.#lists.clear();
   }
 
   async search(query: string, k: number, collection?: QueryStats): Promise<ScoredId[]> {
@@ -225,33 +300,75 @@ class MemoryBm25 implements Bm25Index {
   }
 
   #read(read: PostingRead): PostingColumns {
-    const docs = this.#postings.get(read.term);
-    assert.ok(docs !== undefined, 'a query term has postings');
+    const list = this.#terms.get(read.term);
+    assert.ok(list !== undefined, 'a query term has postings');
     if (read.kind === 'lookup') {
-      const tfs = new Uint32Array(read.docIds.length);
-      const docLengths = new Uint32Array(read.docIds.length);
-      read.docIds.forEach((docId, i) => {
-        const posting = docs.get(docId);
-        if (posting !== undefined) unpackPosting(posting, tfs, docLengths, i);
-      });
-      return { docIds: read.docIds, tfs, docLengths };
-    }
-    let list = this.#lists.get(read.term);
-    if (list === undefined) {
-      const docIds = new Array<string>(docs.size);
-      const tfs = new Uint32Array(docs.size);
-      const docLengths = new Uint32Array(docs.size);
-      let i = 0;
-      for (const [docId, posting] of docs) {
-        docIds[i] = docId;
-        unpackPosting(posting, tfs, docLengths, i++);
+      const { docIds, keys } = read;
+      const tfs = new Uint32Array(docIds.length);
+      const docLengths = new Uint32Array(docIds.length);
+      const { ords, packed } = list;
+      // The keys (ordinals) of documents met in one of this index's lists come in that list's
+      // order, ascending, so each search starts where the last one ended: the candidates and the
+      // list are walked once, in order, instead of a map lookup per candidate.
+      let from = 0;
+      let last = -1;
+      for (let i = 0; i < docIds.length; i++) {
+        const ord = keys?.[i] ?? this.#ordOf.get(docIds[i]!);
+        if (ord === undefined) continue;
+        if (ord < last) from = 0;
+        last = ord;
+        const at = gallopTo(ords, ord, from);
+        if (at < ords.length && ords[at] === ord) unpackPosting(packed[at]!, tfs, docLengths, i);
+        from = at;
       }
-      list = { docIds, tfs, docLengths };
-      this.#lists.set(read.term, list);
-      this.#bounds.set(read.term, exactBound(list)); // the whole list was read: the tightest bound
+      return { docIds, tfs, docLengths };
     }
-    return list;
+    let columns = this.#lists.get(read.term);
+    if (columns === undefined) {
+      const live = list.ords.length - list.removed;
+      const docIds = new Array<string>(live);
+      const keys = new Array<number>(live);
+      const tfs = new Uint32Array(live);
+      const docLengths = new Uint32Array(live);
+      let n = 0;
+      for (let i = 0; i < list.ords.length; i++) {
+        const ord = list.ords[i]!;
+        const id = this.#idOf[ord];
+        if (id === undefined) continue;
+        docIds[n] = id;
+        keys[n] = ord;
+        unpackPosting(list.packed[i]!, tfs, docLengths, n++);
+      }
+      assert.equal(n, live, `the live postings of ${JSON.stringify(read.term)} are counted`);
+      columns = { docIds, tfs, docLengths, keys };
+      this.#lists.set(read.term, columns);
+      this.#bounds.set(read.term, exactBound(columns)); // the whole list was read: the tightest bound
+    }
+    return columns;
   }
+}
+
+/**
+ * The first index at or after `from` whose value in the ascending `sorted` is at least `value`
+ * (`sorted.length` if none): steps of 1, 2, 4, ... from `from`, then a binary search in the
+ * last step, so a walk through ascending values costs the log of each gap.
+ */
+export function gallopTo(sorted: readonly number[], value: number, from: number): number {
+  let lo = from;
+  let step = 1;
+  let hi = from;
+  while (hi < sorted.length && sorted[hi]! < value) {
+    lo = hi + 1;
+    hi += step;
+    step *= 2;
+  }
+  hi = Math.min(hi, sorted.length);
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function postingValue(tf: number, docLength: number): Buffer {
@@ -585,13 +702,16 @@ async function migrateToBounds(store: Store, shard: number): Promise<Map<string,
   return bounds;
 }
 
-/** `cache`: shared by the node's shards; `limits`: tests exercise both read paths with small ones. */
-export async function openBm25(config: CollectionConfig, store: Store, shard: number, cache: PostingCache, limits = DISK_READ_LIMITS): Promise<Bm25Index | undefined> {
+/**
+ * `cache`: shared by the node's shards; `limits` (disk) and `spentOrdinalsSlack` (memory): tests
+ * exercise every read path and the renumbering with small ones.
+ */
+export async function openBm25(config: CollectionConfig, store: Store, shard: number, cache: PostingCache, limits = DISK_READ_LIMITS, spentOrdinalsSlack = SPENT_ORDINALS_SLACK): Promise<Bm25Index | undefined> {
   switch (config.bm25_backend) {
     case 'none':
       return undefined;
     case 'memory':
-      return new MemoryBm25(config.bm25);
+      return new MemoryBm25(config.bm25, spentOrdinalsSlack);
     case 'disk':
       return DiskBm25.open(config.bm25, store, shard, limits, cache);
   }

@@ -10,7 +10,7 @@ import { decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
 import { Store } from '../../src/storage/db.js';
 import { type Posting, byScoreThenId, rankBm25, sumQueryStats } from '../../src/vector/bm25.js';
 import { type PostingColumns, type PostingRead, type QueryTerm, driveSync, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
-import { type Bm25Index, POSTING_CACHE_BYTES, bm25ShardRange, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
+import { type Bm25Index, POSTING_CACHE_BYTES, SPENT_ORDINALS_SLACK, bm25ShardRange, gallopTo, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { fcParams } from '../support/fc.js';
 import { tempDir } from '../support/node.js';
@@ -166,17 +166,20 @@ const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 
 /** The shared list cache's bound: nothing fits, a few short lists fit (evictions), the default. */
 const arbCacheBytes = fc.constantFrom(1, 4_000, POSTING_CACHE_BYTES);
 
+/** When the memory backend renumbers its documents: after every write that removes one, sometimes, or as a node does. */
+const arbSpentSlack = fc.constantFrom(0, 3, SPENT_ORDINALS_SLACK);
+
 const arbQueries = fc.array(fc.tuple(arbQuery, fc.integer({ min: 1, max: 10 })), { minLength: 1, maxLength: 6 });
 
 t.test('both backends: search equals the oracle after random writes; disk also after a reopen and a migration', async (t) => {
   const store = await openTestStore(t);
   let shard = 1;
   await fc.assert(
-    fc.asyncProperty(arbBatches, arbQueries, arbReadLimits, arbCacheBytes, async (batches, queries, limits, cacheBytes) => {
+    fc.asyncProperty(arbBatches, arbQueries, arbReadLimits, arbCacheBytes, arbSpentSlack, async (batches, queries, limits, cacheBytes, spentSlack) => {
       // One cache for every index of the run, as a node shares one between its shards.
       const cache = newPostingCache(cacheBytes);
       const memoryModel = new Map<string, string>();
-      const memory = (await openBm25(bm25Config('memory'), store, 0, cache))!;
+      const memory = (await openBm25(bm25Config('memory'), store, 0, cache, undefined, spentSlack))!;
       await applyBatches(memory, store, memoryModel, batches);
       await expectOracle(t, memory, memoryModel, queries, 'memory');
       // Written after the searches cached their lists (new documents, then the old ones
@@ -300,4 +303,18 @@ t.test('both backends: shards ranking with the collection’s summed statistics 
     }),
     fcParams(60),
   );
+});
+
+t.test('gallopTo finds the first place at or after `from` holding at least the value', async (t) => {
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.nat(200), { maxLength: 60 }), fc.integer({ min: -5, max: 210 }), fc.nat(70), (values, value, fromSeed) => {
+      const sorted = [...values].sort((a, b) => a - b);
+      const from = fromSeed % (sorted.length + 1);
+      let want = from;
+      while (want < sorted.length && sorted[want]! < value) want++;
+      return gallopTo(sorted, value, from) === want;
+    }),
+    fcParams(500),
+  );
+  t.pass();
 });
