@@ -89,7 +89,12 @@ function shrinkDf(bound: TermBound | undefined, term: string): TermBound | undef
 }
 
 /** The index's query terms that occur in the shard, in query order, with their bounds. */
-function queryTerms(analyzer: Analyzer, bounds: ReadonlyMap<string, TermBound>, query: string): QueryTerm[] {
+/** Where a backend keeps its terms' bounds (a map, or the memory backend's lists). */
+interface BoundsOf {
+  get(term: string): TermBound | undefined;
+}
+
+function queryTerms(analyzer: Analyzer, bounds: BoundsOf, query: string): QueryTerm[] {
   const out: QueryTerm[] = [];
   for (const term of analyzer.queryTerms(query)) {
     const bound = bounds.get(term);
@@ -98,7 +103,7 @@ function queryTerms(analyzer: Analyzer, bounds: ReadonlyMap<string, TermBound>, 
   return out;
 }
 
-function queryStatsOf(analyzer: Analyzer, bounds: ReadonlyMap<string, TermBound>, stats: CorpusStats, query: string): QueryStats {
+function queryStatsOf(analyzer: Analyzer, bounds: BoundsOf, stats: CorpusStats, query: string): QueryStats {
   const df: Record<string, number> = {};
   for (const term of analyzer.queryTerms(query)) df[term] = bounds.get(term)?.df ?? 0;
   return { docCount: stats.docCount, totalLength: stats.totalLength, df };
@@ -144,6 +149,11 @@ interface TermList {
   ords: number[];
   packed: PackedPosting[];
   removed: number;
+  /**
+   * df counts the live postings. Updated in place (a search here is synchronous, so none sees
+   * one half-changed): a new object per posting was most of an add.
+   */
+  bound: MutableBound;
 }
 
 /** Renumber (and drop every removed posting) once this many ordinals are spent beyond twice the live documents. */
@@ -158,11 +168,7 @@ class MemoryBm25 implements Bm25Index {
    * cost most of an add's time and made every major GC mark millions of them.
    */
   readonly #terms = new Map<string, TermList>();
-  /**
-   * Per term, kept with `#terms`: df counts its live postings. Updated in place (a search here
-   * is synchronous, so none sees one half-changed): a new object per posting was most of an add.
-   */
-  readonly #bounds = new Map<string, MutableBound>();
+  readonly #bounds: BoundsOf = { get: (term) => this.#terms.get(term)?.bound };
   /** Document id -> its ordinal: a document gets a new one each time it is added. */
   readonly #ordOf = new Map<string, number>();
   /** Ordinal -> document id; undefined once removed (ordinals are never reused). */
@@ -202,15 +208,12 @@ class MemoryBm25 implements Bm25Index {
     if (ord === undefined) return;
     for (const term of new Set(this.#analyzer.tokens(text))) {
       const list = this.#terms.get(term);
-      const bound = this.#bounds.get(term);
-      assertCounted(bound, term);
-      assert.ok(list !== undefined, `a counted term has a list: ${JSON.stringify(term)}`);
+      assertCounted(list?.bound, term);
       if (this.#lists.size > 0) this.#lists.delete(term);
-      if (--bound.df === 0) {
+      if (--list!.bound.df === 0) {
         this.#terms.delete(term);
-        this.#bounds.delete(term);
-      } else if (++list.removed * 2 > list.ords.length) {
-        this.#compact(list, ord);
+      } else if (++list!.removed * 2 > list!.ords.length) {
+        this.#compact(list!, ord);
       }
     }
     this.#ordOf.delete(id);
@@ -231,14 +234,13 @@ class MemoryBm25 implements Bm25Index {
     for (const [term, tf] of termFrequencies(tokens)) {
       const list = this.#terms.get(term);
       if (list === undefined) {
-        this.#terms.set(term, { ords: [ord], packed: [packPosting(tf, docLength)], removed: 0 });
-        this.#bounds.set(term, { df: 1, tfMax: tf, docLengthMin: docLength });
+        this.#terms.set(term, { ords: [ord], packed: [packPosting(tf, docLength)], removed: 0, bound: { df: 1, tfMax: tf, docLengthMin: docLength } });
         continue;
       }
       list.ords.push(ord);
       list.packed.push(packPosting(tf, docLength));
       if (touched) this.#lists.delete(term);
-      const bound = this.#bounds.get(term)!;
+      const bound = list.bound;
       bound.df++;
       if (tf > bound.tfMax) bound.tfMax = tf;
       if (docLength < bound.docLengthMin) bound.docLengthMin = docLength;
@@ -342,7 +344,7 @@ class MemoryBm25 implements Bm25Index {
       assert.equal(n, live, `the live postings of ${JSON.stringify(read.term)} are counted`);
       columns = { docIds, tfs, docLengths, keys };
       this.#lists.set(read.term, columns);
-      this.#bounds.set(read.term, exactBound(columns)); // the whole list was read: the tightest bound
+      list.bound = exactBound(columns); // the whole list was read: the tightest bound
     }
     return columns;
   }
