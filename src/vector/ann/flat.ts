@@ -7,15 +7,11 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import usearch from 'usearch';
 import type { Metric } from '../collection-config.js';
+import { USEARCH_METRIC } from './usearch-metric.js';
 import type { AnnChunk, AnnIndex, AnnMatches, AnnOptions } from './ann-index.js';
 
-const { exactSearch, MetricKind } = usearch;
+const { exactSearch } = usearch;
 
-const METRIC_KIND: Record<Metric, (typeof MetricKind)[keyof typeof MetricKind]> = {
-  cosine: MetricKind.Cos,
-  l2: MetricKind.L2sq,
-  ip: MetricKind.IP,
-};
 const METRIC_CODES: readonly Metric[] = ['l2', 'cosine', 'ip'];
 
 /** File layout, little-endian: magic, dimensions u32, metric code u32, count u64, keys u64[], vectors f32[]. */
@@ -85,7 +81,7 @@ export class FlatIndex implements AnnIndex {
   search(query: Float32Array, count: number): AnnMatches {
     const wanted = Math.min(count, this.#size);
     if (wanted === 0) return EMPTY;
-    const m = exactSearch(this.#live(), query, this.#dims, wanted, METRIC_KIND[this.#metric], 1);
+    const m = exactSearch(this.#live(), query, this.#dims, wanted, USEARCH_METRIC[this.#metric], 1);
     return { keys: this.#keysOf(m.keys), distances: m.distances };
   }
 
@@ -95,7 +91,7 @@ export class FlatIndex implements AnnIndex {
     const wanted = Math.min(count, this.#size);
     if (wanted === 0) return Array.from({ length: n }, () => EMPTY);
     if (n === 1) return [this.search(queries, count)];
-    const m = exactSearch(this.#live(), queries, this.#dims, wanted, METRIC_KIND[this.#metric], Math.max(1, threads)) as unknown as { keys: BigUint64Array; distances: Float32Array; counts: BigUint64Array };
+    const m = exactSearch(this.#live(), queries, this.#dims, wanted, USEARCH_METRIC[this.#metric], Math.max(1, threads)) as unknown as { keys: BigUint64Array; distances: Float32Array; counts: BigUint64Array };
     return Array.from({ length: n }, (_, i) => {
       const at = i * wanted;
       const found = Math.min(wanted, Number(m.counts[i]));

@@ -7,20 +7,15 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import usearch from 'usearch';
-import type { Metric } from '../collection-config.js';
+import { USEARCH_METRIC } from './usearch-metric.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnMatches, AnnOptions } from './ann-index.js';
 import { FlatIndex } from './flat.js';
 
 const require = createRequire(import.meta.url);
 
-const { Index, MetricKind, ScalarKind } = usearch;
+const { Index, ScalarKind } = usearch;
 type NativeIndex = InstanceType<typeof Index>;
 
-const METRIC_KIND: Record<Metric, (typeof MetricKind)[keyof typeof MetricKind]> = {
-  cosine: MetricKind.Cos,
-  l2: MetricKind.L2sq,
-  ip: MetricKind.IP,
-};
 
 /**
  * Keys each thread of a batch add gets at least: a batch uses one thread per this many keys, up
@@ -39,7 +34,7 @@ export function addThreads(keys: number, cores: number): number {
 function nativeOptions(options: AnnOptions) {
   return {
     dimensions: options.dimensions,
-    metric: METRIC_KIND[options.metric],
+    metric: USEARCH_METRIC[options.metric],
     quantization: options.precision === 'f16' ? ScalarKind.F16 : ScalarKind.F32,
     connectivity: options.m,
     expansion_add: options.efConstruction,
