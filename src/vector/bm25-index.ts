@@ -264,12 +264,13 @@ class MemoryBm25 implements Bm25Index {
 
   /** Gives the live documents ordinals 0..n-1 again, in the same order; drops removed postings. */
   #renumber(): void {
-    const next = new Map<number, number>();
+    // Old ordinal -> new one, -1 for a removed document.
+    const next = new Int32Array(this.#idOf.length).fill(-1);
     const idOf: string[] = [];
     const lengthOf: number[] = [];
     this.#idOf.forEach((id, ord) => {
       if (id === undefined) return;
-      next.set(ord, idOf.length);
+      next[ord] = idOf.length;
       this.#ordOf.set(id, idOf.length);
       idOf.push(id);
       lengthOf.push(this.#lengthOf[ord]!);
@@ -277,8 +278,8 @@ class MemoryBm25 implements Bm25Index {
     for (const list of this.#terms.values()) {
       let kept = 0;
       for (let i = 0; i < list.ords.length; i++) {
-        const ord = next.get(list.ords[i]!);
-        if (ord === undefined) continue;
+        const ord = next[list.ords[i]!]!;
+        if (ord < 0) continue;
         list.ords[kept] = ord;
         list.packed[kept++] = list.packed[i]!;
       }
