@@ -88,12 +88,12 @@ function shrinkDf(bound: TermBound | undefined, term: string): TermBound | undef
   return bound.df === 1 ? undefined : { ...bound, df: bound.df - 1 };
 }
 
-/** The index's query terms that occur in the shard, in query order, with their bounds. */
 /** Where a backend keeps its terms' bounds (a map, or the memory backend's lists). */
 interface BoundsOf {
   get(term: string): TermBound | undefined;
 }
 
+/** The index's query terms that occur in the shard, in query order, with their bounds. */
 function queryTerms(analyzer: Analyzer, bounds: BoundsOf, query: string): QueryTerm[] {
   const out: QueryTerm[] = [];
   for (const term of analyzer.queryTerms(query)) {
@@ -208,12 +208,15 @@ class MemoryBm25 implements Bm25Index {
     if (ord === undefined) return;
     for (const term of new Set(this.#analyzer.tokens(text))) {
       const list = this.#terms.get(term);
-      assertCounted(list?.bound, term);
+      // Only a posting the document has: a text other than the one added must not miscount df.
+      const at: number = list === undefined ? -1 : gallopTo(list.ords, ord, 0);
+      if (list === undefined || list.ords[at] !== ord) continue;
+      assertCounted(list.bound, term);
       if (this.#lists.size > 0) this.#lists.delete(term);
-      if (--list!.bound.df === 0) {
+      if (--list.bound.df === 0) {
         this.#terms.delete(term);
-      } else if (++list!.removed * 2 > list!.ords.length) {
-        this.#compact(list!, ord);
+      } else if (++list.removed * 2 > list.ords.length) {
+        this.#compact(list, ord);
       }
     }
     this.#ordOf.delete(id);

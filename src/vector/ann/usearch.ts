@@ -16,7 +16,6 @@ const require = createRequire(import.meta.url);
 const { Index, ScalarKind } = usearch;
 type NativeIndex = InstanceType<typeof Index>;
 
-
 /**
  * Keys each thread of a batch add gets at least: a batch uses one thread per this many keys, up
  * to every core. Threads inserting into a small graph at once make a worse graph, and one that
