@@ -182,3 +182,28 @@ t.test('an import whose client went away runs on, listed, until it ends; a faile
   t.match((await failing).body, { status: 'failed' }, 'the import failed');
   t.same(await importsListed(node), [], 'and is gone');
 });
+
+t.test('DELETE /vdb/:vdb/_import cancels the imports into it running on this node: they answer cancelled, what they wrote stays', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await importSetup(node);
+  t.match(await node.request('DELETE', '/vdb/v/_import'), { status: 404, body: { error: 'not_found' } }, 'none running: 404');
+
+  const answer = node.request('POST', '/vdb/v/_import', { body: { source_db: 'src', batch_size: 10 } });
+  await waitFor(async () => (await importsListed(node)).find((e) => e.docs_written > 0 && e.docs_read < IMPORT_DOCS / 2), { intervalMs: 1, what: 'the import part way' });
+  t.match(await node.request('DELETE', '/vdb/v/_import'), { status: 200, body: { ok: true, cancelled: 1 } });
+  const result = (await answer).body as { status: string; docs_read: number; docs_written: number; errors: number };
+  t.equal(result.status, 'cancelled', 'the import answers cancelled');
+  t.ok(result.docs_read < IMPORT_DOCS, `it stopped part way (${result.docs_read} of ${IMPORT_DOCS} read)`);
+  t.ok(result.docs_written > 0 && result.docs_written <= result.docs_read, `${result.docs_written} written`);
+  t.equal(result.errors, 0);
+  const shards = (await node.request('GET', '/vdb/v')).body.shards as { doc_count: number }[];
+  t.equal(shards.reduce((sum, s) => sum + s.doc_count, 0), result.docs_written, 'the VDB holds what it wrote, nothing more');
+  t.same(await importsListed(node), [], 'no longer listed');
+  t.match(await node.request('DELETE', '/vdb/v/_import'), { status: 404 }, 'nothing left to cancel');
+
+  // A key that may not write the VDB may not cancel its imports.
+  const reader = (await node.request('POST', '/_keys', { body: { permissions: ['read'], databases: ['v'] } })).body.key as string;
+  const refused = await node.request('DELETE', '/vdb/v/_import', { key: reader });
+  t.equal(refused.status, 403, `a read-only key: 403 (${refused.status} ${refused.text})`);
+});

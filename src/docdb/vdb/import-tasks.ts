@@ -37,6 +37,8 @@ export class ImportTasks {
   readonly #clock: Clock;
   /** By id, in the order they started. */
   readonly #running = new Map<number, ImportTask>();
+  /** Aborted by `cancel`: the import stops before its next document. */
+  readonly #stops = new Map<number, AbortController>();
   #lastId = 0;
 
   constructor(clock: Clock) {
@@ -48,7 +50,26 @@ export class ImportTasks {
     const counts = { docs_read: 0, docs_written: 0, docs_skipped: 0, errors: 0 };
     const task: ImportTask = { ...start, id: ++this.#lastId, counts, progress: 0, startedMs: nowMs, updatedMs: nowMs };
     this.#running.set(task.id, task);
+    this.#stops.set(task.id, new AbortController());
     return task;
+  }
+
+  /** Aborted once the import is cancelled. */
+  signal(id: number): AbortSignal {
+    this.#get(id);
+    return this.#stops.get(id)!.signal;
+  }
+
+  /** Cancels the imports of `vdb` running here; how many. */
+  cancel(vdb: string): number {
+    let cancelled = 0;
+    for (const task of this.#running.values()) {
+      const stop = this.#stops.get(task.id)!;
+      if (task.vdb !== vdb || stop.signal.aborted) continue;
+      stop.abort();
+      cancelled++;
+    }
+    return cancelled;
   }
 
   /** The counts so far; they only grow, as `runImport` counts. */
@@ -65,6 +86,7 @@ export class ImportTasks {
   end(id: number): ImportTask {
     const task = this.#get(id);
     this.#running.delete(id);
+    this.#stops.delete(id);
     return task;
   }
 

@@ -16,10 +16,13 @@ export interface ImportCounts {
   errors: number;
 }
 
+/** `cancelled`: stopped by `DELETE /vdb/:vdb/_import` (what was written stays). */
+export type ImportStatus = 'completed' | 'failed' | 'cancelled';
+
 export async function runImport(
   o: { docs: Pick<DocEngine, 'allDocs' | 'dbInfo'>; log: Logger; clock: Clock; vdb: string; spec: ImportSpec },
   writeBatch: (docs: Record<string, unknown>[], counts: ImportCounts) => Promise<void>,
-): Promise<ImportCounts & { started_at: number; finished_at: number; status: 'completed' | 'failed' }> {
+): Promise<ImportCounts & { started_at: number; finished_at: number; status: ImportStatus }> {
   const { docs, log, clock, vdb, spec } = o;
   const docsTotal = docs.dbInfo(spec.sourceDb).doc_count; // not_found when there is no source
   const startedAt = clock.nowMs();
@@ -34,9 +37,16 @@ export async function runImport(
     spec.tasks.update(task.id, counts);
     log.info({ vdb, source: spec.sourceDb, ...counts }, 'import progress');
   };
-  let status: 'completed' | 'failed' = 'completed';
+  let status: ImportStatus = 'completed';
+  const stop = spec.tasks.signal(task.id);
+  let stopped = false;
   try {
     for await (const row of docs.allDocs(spec.sourceDb, { inclusiveEnd: true, skip: 0, descending: false, includeDocs: true })) {
+      // Cancelled: stop before the next document; the batch being gathered is not written.
+      if (stop.aborted) {
+        stopped = true;
+        break;
+      }
       counts.docs_read++;
       const doc = row.doc as Record<string, unknown> | undefined;
       if (doc !== undefined && doc !== null) {
@@ -49,7 +59,12 @@ export async function runImport(
       // Per document, not per batch: a filter that skips most of them still shows progress.
       spec.tasks.update(task.id, counts);
     }
-    await flush();
+    if (stopped) {
+      status = 'cancelled';
+      log.info({ vdb, source: spec.sourceDb, ...counts }, 'import cancelled');
+    } else {
+      await flush();
+    }
   } catch (err) {
     status = 'failed';
     log.error({ err, vdb }, 'import failed');

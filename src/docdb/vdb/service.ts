@@ -4,6 +4,7 @@ import type { HashFunction } from '../../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import type { AllDocsOptions, AllDocsRow, EditResult, GetDocOptions } from '../engine.js';
 import type { FindQuery } from '../query/ast.js';
+import type { ImportStatus } from './import.js';
 import type { ImportTasks } from './import-tasks.js';
 import type { MergedFind } from './merge.js';
 import type { AttachmentMeta } from '../records.js';
@@ -67,7 +68,7 @@ export interface ImportResult {
   errors: number;
   started_at: number;
   finished_at: number;
-  status: 'completed' | 'failed';
+  status: ImportStatus;
 }
 
 export interface VdbService {

@@ -129,6 +129,14 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     },
   );
 
+  // Cancel the imports of a VDB running on this node (each runs inside its request, on the node
+  // that took it, which `GET /_active_tasks` names): each answers `cancelled` with its counts.
+  app.delete<{ Params: { vdb: string } }>('/vdb/:vdb/_import', { schema: { params: vdbParams }, config: scoped }, async (r) => {
+    const cancelled = imports.cancel(r.params.vdb);
+    if (cancelled === 0) throw new FirkinError('not_found', `no import into VDB ${JSON.stringify(r.params.vdb)} is running on this node (GET /_active_tasks on each node lists its own)`);
+    return { ok: true, cancelled };
+  });
+
   app.post<{ Params: { vdb: string; shard: number }; Body: { batch_size?: number } | undefined }>(
     '/vdb/:vdb/_shards/:shard/_split',
     { schema: { params: shardParams, body: { type: ['object', 'null'], additionalProperties: false, properties: { batch_size: batchSize } } }, config: admin },
