@@ -84,3 +84,19 @@ t.test('progress never goes back and matches the oracle', (t) => {
   );
   t.end();
 });
+
+t.test('cancel aborts the running imports of one VDB, each once; an ended one has no signal', (t) => {
+  const tasks = new ImportTasks(manualClock());
+  const a = tasks.start(start);
+  const b = tasks.start(start);
+  const other = tasks.start({ ...start, vdb: 'w' });
+  t.equal(tasks.cancel('none'), 0, 'no import of that VDB');
+  t.equal(tasks.cancel('v'), 2, 'both imports of v');
+  t.ok(tasks.signal(a.id).aborted && tasks.signal(b.id).aborted, 'their signals are aborted');
+  t.notOk(tasks.signal(other.id).aborted, "w's is not");
+  t.equal(tasks.cancel('v'), 0, 'a cancelled import is not counted again');
+  t.same(tasks.list().map((x) => x.id), [a.id, b.id, other.id], 'still listed until they end');
+  tasks.end(a.id);
+  t.throws(() => tasks.signal(a.id), /not running/);
+  t.end();
+});
