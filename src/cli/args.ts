@@ -19,9 +19,10 @@ export type Command =
   | { readonly kind: 'vdb-split'; readonly vdb: string; readonly shard: number }
   | { readonly kind: 'vdb-merge'; readonly vdb: string; readonly shard: number; readonly into: number }
   | { readonly kind: 'vdb-cancel'; readonly vdb: string }
+  | { readonly kind: 'vdb-cancel-import'; readonly vdb: string }
   | { readonly kind: 'tasks' };
 
-export const VDB_COMMANDS = ['split', 'merge', 'cancel'] as const;
+export const VDB_COMMANDS = ['split', 'merge', 'cancel', 'cancel-import'] as const;
 export type VdbCommand = (typeof VDB_COMMANDS)[number];
 
 /** Which node to talk to and how to print. */
@@ -202,7 +203,7 @@ function parseCollection(words: readonly string[], values: Partial<Record<ValueO
   return withTarget({ kind: 'reshard', collection, shards: Number(count), wait }, values, env, json, undefined);
 }
 
-/** `vdb split VDB SHARD`, `vdb merge VDB SHARD --into TARGET`, `vdb cancel VDB` (admin routes). */
+/** `vdb split VDB SHARD`, `vdb merge VDB SHARD --into TARGET`, `vdb cancel VDB` (admin routes), `vdb cancel-import VDB`. */
 function parseVdb(words: readonly string[], values: Partial<Record<ValueOption, string>>, env: Readonly<Record<string, string | undefined>>, json: boolean): Parsed {
   const [sub, vdb, ...rest] = words;
   if (!isVdbCommand(sub)) return usage(`unknown vdb command ${JSON.stringify(sub ?? '')}: one of ${VDB_COMMANDS.join(', ')}`);
@@ -212,6 +213,8 @@ function parseVdb(words: readonly string[], values: Partial<Record<ValueOption, 
   let command: Command;
   if (sub === 'cancel') {
     command = { kind: 'vdb-cancel', vdb };
+  } else if (sub === 'cancel-import') {
+    command = { kind: 'vdb-cancel-import', vdb };
   } else {
     const shard = rest.shift();
     if (shard === undefined || !SHARD_ID.test(shard)) return usage(`vdb ${sub} needs a SHARD id (0, 1, ...), got ${JSON.stringify(shard ?? '')}`);
@@ -224,7 +227,8 @@ function parseVdb(words: readonly string[], values: Partial<Record<ValueOption, 
     }
   }
   if (rest.length > 0) return usage(`unexpected argument ${JSON.stringify(rest[0])} for vdb ${sub}`);
-  return withTarget(command, values, env, json, `vdb ${sub}`);
+  // An import's cancel needs a key that may write the VDB, not the admin key; a node with auth off needs none.
+  return withTarget(command, values, env, json, sub === 'cancel-import' ? undefined : `vdb ${sub}`);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -261,6 +261,12 @@ export interface VdbRebalanceBody {
   last_error: string | null;
 }
 
+/** What `DELETE /vdb/:vdb/_import` answers. */
+export function asImportCancel(raw: unknown): { cancelled: number } {
+  const what = 'import cancel answer';
+  return { cancelled: field(object(raw, what), 'cancelled', what, isNumber, 'a number') };
+}
+
 export function asVdbRebalance(raw: unknown): VdbRebalanceBody {
   const what = 'VDB rebalance job';
   const b = object(raw, what);
@@ -322,6 +328,10 @@ export function asTasks(raw: unknown): TaskRow[] {
     }
     if (type === 'database_compaction') {
       return { type, what: String(b.database), progress: `${n('progress')}% (${n('changes_done')} of ${n('total_changes')} records)`, updatedOnS };
+    }
+    if (type === 'vdb_import') {
+      const more = `${n('docs_skipped') > 0 ? `, ${n('docs_skipped')} skipped` : ''}${n('errors') > 0 ? `, ${n('errors')} errors` : ''}`;
+      return { type, what: `${String(b.source_db)} -> vdb ${String(b.vdb)}`, progress: `${n('progress')}% (${n('docs_read')} of ${n('total_docs')} read, ${n('docs_written')} written${more})`, updatedOnS };
     }
     const detail = (typeof b.reshard === 'object' && b.reshard !== null ? b.reshard : typeof b.vdb === 'object' && b.vdb !== null ? b.vdb : {}) as Json;
     const moved = isNumber(detail.migrated) ? detail.migrated : isNumber(detail.copied) ? detail.copied : undefined;

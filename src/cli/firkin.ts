@@ -2,7 +2,7 @@
 // API, checks the answer (contract.ts) and prints it (render.ts), or prints the JSON as the
 // node sent it with --json. bin/firkin.js runs it.
 import { type Command, type Target, parseArgs } from './args.js';
-import { asHealth, asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asTasks, asVdbRebalance, asVdbShardChange } from './contract.js';
+import { asHealth, asImportCancel, asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asTasks, asVdbRebalance, asVdbShardChange } from './contract.js';
 import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
 import { cleanCell } from './table.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
@@ -96,6 +96,12 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
       return print(await call('DELETE', `/vectordb/collections/${encodeURIComponent(command.collection)}/reshard`), asReshardJob, renderReshardProgress);
     case 'vdb-cancel':
       return print(await call('DELETE', `/vdb/${encodeURIComponent(command.vdb)}/_rebalance`), asVdbRebalance, renderVdbCancel);
+    case 'vdb-cancel-import':
+      return print(
+        await call('DELETE', `/vdb/${encodeURIComponent(command.vdb)}/_import`),
+        asImportCancel,
+        (b) => `${cleanCell(command.vdb)}: ${b.cancelled} import${b.cancelled === 1 ? '' : 's'} cancelled (each answers its client "cancelled"; what it wrote stays)\n`,
+      );
     case 'vdb-split':
     case 'vdb-merge': {
       const path = `/vdb/${encodeURIComponent(command.vdb)}/_shards/${command.shard}/${command.kind === 'vdb-split' ? '_split' : '_merge'}`;

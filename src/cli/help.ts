@@ -1,5 +1,5 @@
 // The --help texts of `firkin`, one per command (docs/cli.md shows the same with examples).
-export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'health' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel' | 'tasks';
+export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'health' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel' | 'vdb-cancel-import' | 'tasks';
 
 const TARGET = `Options:
   --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
@@ -31,6 +31,7 @@ Commands:
   vdb merge VDB SHARD --into T
                               merge a VDB shard into the adjacent shard T
   vdb cancel VDB              cancel the split or merge running on VDB (before its switch)
+  vdb cancel-import VDB       cancel the imports into VDB running on the node
   tasks                       what the node works on now (replications, compactions, the
                               cluster's jobs) with progress: CouchDB's _active_tasks
 
@@ -121,11 +122,12 @@ shards go, the old ones stayed authoritative throughout.
 
 ${TARGET}`,
 
-  vdb: `Usage: firkin vdb <split|merge|cancel> VDB ... [options]
+  vdb: `Usage: firkin vdb <split|merge|cancel|cancel-import> VDB ... [options]
 
   vdb split VDB SHARD            split shard SHARD of a clustered VDB in two
   vdb merge VDB SHARD --into T   merge shard SHARD into the adjacent shard T
   vdb cancel VDB                 cancel the split or merge running on VDB
+  vdb cancel-import VDB          cancel the imports into VDB running on the node
 
 ${TARGET}
 
@@ -158,11 +160,20 @@ shards stay as they were. Prints the job as it ended. Needs the admin key.
 
 ${TARGET}`,
 
+  'vdb-cancel-import': `Usage: firkin vdb cancel-import VDB [--key KEY] [--url URL] [--json]
+
+Cancels the imports into virtual database VDB (POST /vdb/VDB/_import) running on the node at
+--url: each runs on the node that took it, which firkin tasks on that node lists (DELETE
+/vdb/VDB/_import). Each stops before its next document and answers its client "cancelled"
+with its counts; the batches it wrote stay. Needs a key that may write VDB.
+
+${TARGET}`,
+
   tasks: `Usage: firkin tasks [options]
 
 What the node works on now, from GET /_active_tasks (CouchDB's list; needs the admin key):
-active replications with the documents read and written, database compactions with their
-progress, and on a cluster its running jobs (reshards, VDB splits and merges, repairs,
+active replications with the documents read and written, database compactions and VDB
+imports with their progress, and on a cluster its running jobs (reshards, VDB splits and merges, repairs,
 leaves), one row each, the most recently updated first.
 
 ${TARGET}

@@ -127,6 +127,10 @@ t.test('cancels and the job list: method, path, what is printed', async (t) => {
   t.same([cancel.calls[0]!.url, cancel.calls[0]!.init.method, cancel.out], ['http://127.0.0.1:8080/vdb/v%201/_rebalance', 'DELETE', 'split of v 1 shard 0 -> 2: cancelled (12 documents had been copied; the shards are as they were)\n']);
   const none = await cli(['vdb', 'cancel', 'v1', '--key', 'k1'], json(404, { error: 'not_found', message: 'virtual database "v1" has no split or merge running' }));
   t.same([none.code, none.err], [1, 'firkin: not_found: virtual database "v1" has no split or merge running\n']);
+  const imports = await cli(['vdb', 'cancel-import', 'v 1', '--key', 'k1'], json(200, { ok: true, cancelled: 2 }));
+  t.same([imports.calls[0]!.url, imports.calls[0]!.init.method, imports.out], ['http://127.0.0.1:8080/vdb/v%201/_import', 'DELETE', 'v 1: 2 imports cancelled (each answers its client "cancelled"; what it wrote stays)\n']);
+  const noImport = await cli(['vdb', 'cancel-import', 'v1'], json(404, { error: 'not_found', message: 'no import into VDB "v1" is running on this node' }));
+  t.same([noImport.code, noImport.err], [1, 'firkin: not_found: no import into VDB "v1" is running on this node\n']);
   const reshard = await cli(['collection', 'reshard', 'docs', '--cancel'], json(200, { collection: 'docs', state: 'cancelled', old_shards: 2, new_shards: 5, documents_migrated: 10, documents_expected: 100, last_error: null }));
   t.same([reshard.calls[0]!.url, reshard.calls[0]!.init.method, reshard.out], ['http://127.0.0.1:8080/vectordb/collections/docs/reshard', 'DELETE', 'reshard docs 2 -> 5: cancelled   [##------------------]  10% 10/100 documents\n']);
   const jobs = await cli(['cluster', 'jobs', '--key', 'k1', '--json'], json(200, { jobs: [] }));
