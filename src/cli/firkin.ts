@@ -6,7 +6,7 @@ import { asHealth, asImportCancel, asJobs, asNodeDetails, asNodeStatus, asNodes,
 import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
 import { cleanCell } from './table.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
-import { type NodeHealth, renderClusterHealth, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderTasks, renderVdbCancel, renderVdbProgress } from './render.js';
+import { type NodeHealth, renderClusterHealth, renderImportCancel, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderTasks, renderVdbCancel, renderVdbProgress } from './render.js';
 
 export interface CliIo {
   out(text: string): void;
@@ -97,11 +97,7 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
     case 'vdb-cancel':
       return print(await call('DELETE', `/vdb/${encodeURIComponent(command.vdb)}/_rebalance`), asVdbRebalance, renderVdbCancel);
     case 'vdb-cancel-import':
-      return print(
-        await call('DELETE', `/vdb/${encodeURIComponent(command.vdb)}/_import`),
-        asImportCancel,
-        (b) => `${cleanCell(command.vdb)}: ${b.cancelled} import${b.cancelled === 1 ? '' : 's'} cancelled (each answers its client "cancelled"; what it wrote stays)\n`,
-      );
+      return print(await call('DELETE', `/vdb/${encodeURIComponent(command.vdb)}/_import`), asImportCancel, (b) => renderImportCancel(command.vdb, b.cancelled));
     case 'vdb-split':
     case 'vdb-merge': {
       const path = `/vdb/${encodeURIComponent(command.vdb)}/_shards/${command.shard}/${command.kind === 'vdb-split' ? '_split' : '_merge'}`;

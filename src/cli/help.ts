@@ -173,8 +173,8 @@ ${TARGET}`,
 
 What the node works on now, from GET /_active_tasks (CouchDB's list; needs the admin key):
 active replications with the documents read and written, database compactions and VDB
-imports with their progress, and on a cluster its running jobs (reshards, VDB splits and merges, repairs,
-leaves), one row each, the most recently updated first.
+imports with their progress, and on a cluster its running jobs (reshards, VDB splits and
+merges, repairs, leaves), one row each, the most recently updated first.
 
 ${TARGET}
 

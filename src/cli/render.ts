@@ -128,6 +128,11 @@ export function renderVdbCancel(job: VdbRebalanceBody): string {
   return `${what}: cancel taken, the job is still ${job.state} (follow it with firkin cluster jobs)\n`;
 }
 
+/** The answer to `firkin vdb cancel-import VDB`. */
+export function renderImportCancel(vdb: string, cancelled: number): string {
+  return `${cleanCell(vdb)}: ${cancelled} import${cancelled === 1 ? '' : 's'} cancelled (each answers its client "cancelled"; what it wrote stays)\n`;
+}
+
 /** One node's answer to GET /health, or why there was none. */
 export interface NodeHealth {
   name: string;

@@ -156,6 +156,23 @@ interface TermList {
   bound: MutableBound;
 }
 
+/**
+ * Keeps the postings of `list` whose ordinal `to` maps to one (-1: drop it), under that
+ * ordinal, in order: `to` must keep the ordinals ascending. None is removed afterwards.
+ */
+function remapPostings(list: TermList, to: (ord: number) => number): void {
+  let kept = 0;
+  for (let i = 0; i < list.ords.length; i++) {
+    const ord = to(list.ords[i]!);
+    if (ord < 0) continue;
+    list.ords[kept] = ord;
+    list.packed[kept++] = list.packed[i]!;
+  }
+  list.ords.length = kept;
+  list.packed.length = kept;
+  list.removed = 0;
+}
+
 /** Renumber (and drop every removed posting) once this many ordinals are spent beyond twice the live documents. */
 export const SPENT_ORDINALS_SLACK = 1_024;
 
@@ -253,16 +270,7 @@ class MemoryBm25 implements Bm25Index {
 
   /** Drops the removed postings of `list` (`removing`: the ordinal being removed now). */
   #compact(list: TermList, removing: number): void {
-    let kept = 0;
-    for (let i = 0; i < list.ords.length; i++) {
-      const ord = list.ords[i]!;
-      if (ord === removing || this.#idOf[ord] === undefined) continue;
-      list.ords[kept] = ord;
-      list.packed[kept++] = list.packed[i]!;
-    }
-    list.ords.length = kept;
-    list.packed.length = kept;
-    list.removed = 0;
+    remapPostings(list, (ord) => (ord === removing || this.#idOf[ord] === undefined ? -1 : ord));
   }
 
   /** Gives the live documents ordinals 0..n-1 again, in the same order; drops removed postings. */
@@ -278,18 +286,7 @@ class MemoryBm25 implements Bm25Index {
       idOf.push(id);
       lengthOf.push(this.#lengthOf[ord]!);
     });
-    for (const list of this.#terms.values()) {
-      let kept = 0;
-      for (let i = 0; i < list.ords.length; i++) {
-        const ord = next[list.ords[i]!]!;
-        if (ord < 0) continue;
-        list.ords[kept] = ord;
-        list.packed[kept++] = list.packed[i]!;
-      }
-      list.ords.length = kept;
-      list.packed.length = kept;
-      list.removed = 0;
-    }
+    for (const list of this.#terms.values()) remapPostings(list, (ord) => next[ord]!);
     this.#idOf = idOf;
     this.#lengthOf = lengthOf;
     // Cached columns carry the old ordinals as their keys.

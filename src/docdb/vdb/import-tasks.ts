@@ -35,10 +35,8 @@ function progressOf(docsRead: number, docsTotal: number): number {
 
 export class ImportTasks {
   readonly #clock: Clock;
-  /** By id, in the order they started. */
-  readonly #running = new Map<number, ImportTask>();
-  /** Aborted by `cancel`: the import stops before its next document. */
-  readonly #stops = new Map<number, AbortController>();
+  /** By id, in the order they started: the last snapshot, and what `cancel` aborts (the import stops before its next document). */
+  readonly #running = new Map<number, { task: ImportTask; readonly stop: AbortController }>();
   #lastId = 0;
 
   constructor(clock: Clock) {
@@ -49,22 +47,19 @@ export class ImportTasks {
     const nowMs = this.#clock.nowMs();
     const counts = { docs_read: 0, docs_written: 0, docs_skipped: 0, errors: 0 };
     const task: ImportTask = { ...start, id: ++this.#lastId, counts, progress: 0, startedMs: nowMs, updatedMs: nowMs };
-    this.#running.set(task.id, task);
-    this.#stops.set(task.id, new AbortController());
+    this.#running.set(task.id, { task, stop: new AbortController() });
     return task;
   }
 
   /** Aborted once the import is cancelled. */
   signal(id: number): AbortSignal {
-    this.#get(id);
-    return this.#stops.get(id)!.signal;
+    return this.#get(id).stop.signal;
   }
 
   /** Cancels the imports of `vdb` running here; how many. */
   cancel(vdb: string): number {
     let cancelled = 0;
-    for (const task of this.#running.values()) {
-      const stop = this.#stops.get(task.id)!;
+    for (const { task, stop } of this.#running.values()) {
       if (task.vdb !== vdb || stop.signal.aborted) continue;
       stop.abort();
       cancelled++;
@@ -74,30 +69,29 @@ export class ImportTasks {
 
   /** The counts so far; they only grow, as `runImport` counts. */
   update(id: number, counts: Readonly<ImportCounts>): ImportTask {
-    const task = this.#get(id);
+    const entry = this.#get(id);
+    const { task } = entry;
     // Progress never goes back, whatever a caller reports.
     const progress = Math.max(task.progress, progressOf(counts.docs_read, task.docsTotal));
-    const next: ImportTask = { ...task, counts: { ...counts }, progress, updatedMs: Math.max(task.updatedMs, this.#clock.nowMs()) };
-    this.#running.set(id, next);
-    return next;
+    entry.task = { ...task, counts: { ...counts }, progress, updatedMs: Math.max(task.updatedMs, this.#clock.nowMs()) };
+    return entry.task;
   }
 
   /** The import answered (or failed): off the list; its last snapshot. */
   end(id: number): ImportTask {
-    const task = this.#get(id);
+    const { task } = this.#get(id);
     this.#running.delete(id);
-    this.#stops.delete(id);
     return task;
   }
 
   /** The imports running now, oldest first. */
   list(): ImportTask[] {
-    return [...this.#running.values()];
+    return [...this.#running.values()].map((e) => e.task);
   }
 
-  #get(id: number): ImportTask {
-    const task = this.#running.get(id);
-    if (task === undefined) throw new Error(`import task ${id} is not running (ended twice, or never started)`);
-    return task;
+  #get(id: number): { task: ImportTask; readonly stop: AbortController } {
+    const entry = this.#running.get(id);
+    if (entry === undefined) throw new Error(`import task ${id} is not running (ended twice, or never started)`);
+    return entry;
   }
 }

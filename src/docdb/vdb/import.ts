@@ -39,12 +39,11 @@ export async function runImport(
   };
   let status: ImportStatus = 'completed';
   const stop = spec.tasks.signal(task.id);
-  let stopped = false;
   try {
     for await (const row of docs.allDocs(spec.sourceDb, { inclusiveEnd: true, skip: 0, descending: false, includeDocs: true })) {
       // Cancelled: stop before the next document; the batch being gathered is not written.
       if (stop.aborted) {
-        stopped = true;
+        status = 'cancelled';
         break;
       }
       counts.docs_read++;
@@ -59,8 +58,7 @@ export async function runImport(
       // Per document, not per batch: a filter that skips most of them still shows progress.
       spec.tasks.update(task.id, counts);
     }
-    if (stopped) {
-      status = 'cancelled';
+    if (status === 'cancelled') {
       log.info({ vdb, source: spec.sourceDb, ...counts }, 'import cancelled');
     } else {
       await flush();

@@ -122,11 +122,14 @@ export class FlatIndex implements AnnIndex {
     const count = Number(bytes.readBigUInt64LE(MAGIC.length + 8));
     if (dims !== options.dimensions || metric !== options.metric) throw new Error(`flat index file ${file} has dimensions ${dims} and metric ${metric}, not ${options.dimensions} and ${options.metric}`);
     if (bytes.length !== HEADER_BYTES + count * 8 + count * dims * 4) throw new Error(`flat index file ${file} is ${bytes.length} bytes, not what ${count} vectors take`);
-    // Copies: a Buffer from readFileSync may share a pool and need not be aligned for typed arrays.
-    const keys = new BigUint64Array(bytes.buffer.slice(bytes.byteOffset + HEADER_BYTES, bytes.byteOffset + HEADER_BYTES + count * 8));
-    const vectors = new Float32Array(bytes.buffer.slice(bytes.byteOffset + HEADER_BYTES + count * 8, bytes.byteOffset + bytes.length));
-    const index = new FlatIndex(options, Math.max(count, 1));
-    index.add(keys, vectors);
+    // Copied out once, straight into the index's arrays: a Buffer from readFileSync may share a
+    // pool and need not be aligned for typed arrays.
+    const index = new FlatIndex(options, 0);
+    index.#keys = new BigUint64Array(bytes.buffer.slice(bytes.byteOffset + HEADER_BYTES, bytes.byteOffset + HEADER_BYTES + count * 8));
+    index.#vectors = new Float32Array(bytes.buffer.slice(bytes.byteOffset + HEADER_BYTES + count * 8, bytes.byteOffset + bytes.length));
+    index.#size = count;
+    index.#keys.forEach((key, slot) => index.#slots.set(Number(key), slot));
+    if (index.#slots.size !== count) throw new Error(`flat index file ${file} holds a key twice`);
     return index;
   }
 
