@@ -1,16 +1,21 @@
 // Where a `_bulk_docs` write spends the node's main-thread time: a CPU profile of the node
 // while one client posts bench/docs.ts's documents in batches of 500 (new documents, durable),
 // summarised per document by place and function (bench/profile-summary.ts).
-// Usage: npx tsx bench/docs-profile.ts   (DOCS_PROFILE_N documents, default 100000)
+// DOCS_PROFILE_WHAT=put: single-document PUTs of new documents from DOCS_PROFILE_CLIENTS (16)
+// clients instead, as bench/docs.ts's durable PUT row.
+// Usage: npx tsx bench/docs-profile.ts   (DOCS_PROFILE_N documents, default 100000; 30000 for put)
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { spawnScript } from '../test/support/process.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
-import { call } from './http-client.js';
+import { call, drive } from './http-client.js';
 import { profileWindow, summarise, table } from './profile-summary.js';
 import { benchDoc } from './support.js';
 
-const N = Number(process.env.DOCS_PROFILE_N ?? 100_000);
+const WHAT = process.env.DOCS_PROFILE_WHAT ?? 'bulk';
+if (WHAT !== 'bulk' && WHAT !== 'put') throw new Error(`DOCS_PROFILE_WHAT is bulk or put, not ${WHAT}`);
+const N = Number(process.env.DOCS_PROFILE_N ?? (WHAT === 'put' ? 30_000 : 100_000));
+const CLIENTS = Number(process.env.DOCS_PROFILE_CLIENTS ?? 16);
 const BATCH = 500;
 
 function doc(i: number) {
@@ -32,13 +37,22 @@ try {
   await call(node.url, 'PUT', '/db/bulk', undefined, false, auth);
   const seconds = await profileWindow(node, async () => {
     const t0 = performance.now();
-    for (let start = 0; start < N; start += BATCH) {
-      await call(node.url, 'POST', '/db/bulk/_bulk_docs', { docs: Array.from({ length: Math.min(BATCH, N - start) }, (_, i) => doc(start + i)) }, false, auth);
+    if (WHAT === 'put') {
+      const ids = Array.from({ length: N }, (_, i) => i);
+      await drive(ids, CLIENTS, async (i) => {
+        const { _id, ...body } = doc(i);
+        await call(node.url, 'PUT', `/db/bulk/${_id}`, body, false, auth);
+      });
+    } else {
+      for (let start = 0; start < N; start += BATCH) {
+        await call(node.url, 'POST', '/db/bulk/_bulk_docs', { docs: Array.from({ length: Math.min(BATCH, N - start) }, (_, i) => doc(start + i)) }, false, auth);
+      }
     }
     return (performance.now() - t0) / 1000;
   });
   await node.stop();
-  console.log(`${N} documents through _bulk_docs in batches of ${BATCH}, 1 client: ${(N / seconds).toFixed(0)} docs/s`);
+  const how = WHAT === 'put' ? `single PUTs, ${CLIENTS} clients` : `_bulk_docs in batches of ${BATCH}, 1 client`;
+  console.log(`${N} documents through ${how}: ${(N / seconds).toFixed(0)} docs/s`);
   const server = summarise(JSON.parse(readFileSync(serverProfile, 'utf8')));
   table(`server by place (${server.totalMs.toFixed(0)} ms sampled), per document`, server.byPlace, server.totalMs, 20, N);
   table('server by function (self time), per document', server.byFunction, server.totalMs, 35, N);
