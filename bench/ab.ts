@@ -13,6 +13,10 @@
 //   bm25-search    BM25 searches, AB_CLIENTS (8) clients, slices of 1,000 queries, on
 //                  bench/text.ts's corpus (100k documents) in a collection with the AB_BM25
 //                  backend (disk), filled once like vector-search's data
+//   bm25-insert    bench/text.ts's corpus inserted in CBOR batches of 1,000 (one request at a
+//                  time, as its insert rows) into a collection with the AB_BM25 backend (memory)
+//                  and no HNSW graph (`index.m: 0`; AB_INDEX_M for another m), slices of 10,000
+//                  new documents, so each node's collection grows alike
 //   bulk-docs      `_bulk_docs` of bench/docs.ts's documents, batches of 500, AB_CLIENTS (1)
 //                  clients, slices of 10,000 new documents into one database per node
 //   put-docs       single-document PUTs of new documents, AB_CLIENTS (16) clients, slices of
@@ -115,6 +119,30 @@ function bm25Search(): Workload {
   );
 }
 
+function bm25Insert(): Workload {
+  const backend = process.env.AB_BM25 ?? 'memory';
+  const m = Number(process.env.AB_INDEX_M ?? 0);
+  const perSlice = 10_000;
+  const texts = textCorpus(perSlice * (ROUNDS + 1), SEED);
+  const load = async (url: string, first: number) => {
+    for (let i = first; i < first + perSlice; i += 1_000) {
+      const documents = texts.slice(i, i + 1_000).map((text, j) => ({ id: String(i + j), text }));
+      await call(url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
+    }
+  };
+  return {
+    label: `BM25 ${backend} insert, index m ${m} (per document)`,
+    async warm(url) {
+      await call(url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: backend, index: { m } });
+      await load(url, 0);
+    },
+    async slice(url, slice) {
+      await load(url, (slice + 1) * perSlice);
+      return perSlice;
+    },
+  };
+}
+
 function bulkDocs(): Workload {
   const clients = Number(process.env.AB_CLIENTS ?? 1);
   const batch = 500;
@@ -179,7 +207,7 @@ function replicateLocal(): Workload {
   };
 }
 
-const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bm25-search': bm25Search, 'bulk-docs': bulkDocs, 'put-docs': putDocs, 'replicate-local': replicateLocal };
+const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bm25-search': bm25Search, 'bm25-insert': bm25Insert, 'bulk-docs': bulkDocs, 'put-docs': putDocs, 'replicate-local': replicateLocal };
 if (workloadName === undefined || workloads[workloadName] === undefined || checkouts.length !== 2) {
   throw new Error(`usage: npx tsx bench/ab.ts <${Object.keys(workloads).join('|')}> <before-checkout> <after-checkout>`);
 }
