@@ -1,4 +1,5 @@
 // The only place that turns an error into an HTTP response: `{error, message}` always.
+import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { type ErrorCode, isFirkinError } from '../core/errors.js';
@@ -54,6 +55,27 @@ export interface ErrorReply {
   status: number;
   body: { error: string; message: string; [extra: string]: unknown };
   headers: Record<string, string>;
+}
+
+/**
+ * A request that fails its schema, in words: fastify's form (`body/index/m must be >= 0`) plus
+ * what ajv's message leaves out, so a client can fix the request from the answer alone: an
+ * unknown property's name and the properties that are known there, an enum's values. Errors
+ * need ajv's `verbose` for the known properties (the schema is on them then).
+ */
+export function schemaErrorMessage(errors: readonly Partial<ErrorObject>[], dataVar: string): string {
+  return errors.map((e) => `${dataVar}${e.instancePath ?? ''} ${e.message ?? 'is invalid'}${schemaErrorDetail(e)}`).join(', ');
+}
+
+function schemaErrorDetail(e: Partial<ErrorObject>): string {
+  const params = (e.params ?? {}) as { additionalProperty?: unknown; allowedValues?: unknown };
+  if (e.keyword === 'additionalProperties' && params.additionalProperty !== undefined) {
+    const properties = (e.parentSchema as { properties?: unknown } | undefined)?.properties;
+    const known = typeof properties === 'object' && properties !== null ? Object.keys(properties) : [];
+    return `: ${JSON.stringify(params.additionalProperty)}${known.length > 0 ? ` (known: ${known.join(', ')})` : ''}`;
+  }
+  if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) return `: ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+  return '';
 }
 
 export function toErrorReply(err: unknown): ErrorReply {

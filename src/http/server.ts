@@ -9,7 +9,7 @@ import type { Metrics } from '../metrics.js';
 import { installCodec } from './codec.js';
 import { designDocUrl } from './design-url.js';
 import { defaultConsoleDir, installConsole } from './console.js';
-import { makeErrorHandler } from './errors.js';
+import { makeErrorHandler, schemaErrorMessage } from './errors.js';
 import { installAuth } from './hooks/auth.js';
 import { installObserve } from './hooks/observe.js';
 import { type RouteInfo, installNotFound } from './not-found.js';
@@ -46,7 +46,9 @@ export interface BuiltHttp {
 // to a one-element array) is what their schemas mean. A body is typed JSON/CBOR: `"10"` for
 // an integer or `"x"` for an array is the client's mistake and must be a 400, not silently
 // converted. Hence two ajv instances, chosen by the part being validated.
-const AJV_OPTIONS = { allErrors: false, useDefaults: true, removeAdditional: false, allowUnionTypes: true } as const;
+// `verbose`: a failing check carries its schema, which names the properties a bad request's
+// message lists (errors.ts, `schemaErrorMessage`).
+const AJV_OPTIONS = { allErrors: false, useDefaults: true, removeAdditional: false, allowUnionTypes: true, verbose: true } as const;
 const textAjv = new Ajv({ ...AJV_OPTIONS, coerceTypes: 'array' });
 const bodyAjv = new Ajv({ ...AJV_OPTIONS, coerceTypes: false });
 
@@ -80,6 +82,7 @@ export async function buildHttp(deps: HttpDeps): Promise<BuiltHttp> {
     // One debug line per request comes from hooks/observe.ts instead of fastify's two at info.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.bodyLimitBytes,
+    schemaErrorFormatter: (errors, dataVar) => new Error(schemaErrorMessage(errors, dataVar)),
     // Sockets belong to listener.ts; fastify only routes.
     serverFactory: (h) => {
       handler = h;

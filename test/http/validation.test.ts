@@ -54,3 +54,25 @@ t.test('Content-Type: application/json with an empty body is no body, on every r
   r = await node.request('POST', '/db/e/_bulk_docs', { body: '{"docs": [', raw: true, headers: json });
   t.same([r.status, r.body.error], [400, 'bad_request']);
 });
+
+t.test('a schema refusal says what to fix: the unknown property and the known ones, the allowed values', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  // `shard_count` for `num_shards`: the answer names both.
+  let r = await node.request('PUT', '/vectordb/collections/c', { body: { dimensions: 4, shard_count: 2 } });
+  t.equal(r.status, 400);
+  t.match(r.body.message, /^body must NOT have additional properties: "shard_count" \(known: [a-z_, ]*num_shards/);
+  r = await node.request('PUT', '/vectordb/collections/c', { body: { dimensions: 4, metric: 'cos' } });
+  t.same(r.body, { error: 'bad_request', message: 'body/metric must be equal to one of the allowed values: "cosine", "l2", "ip"' });
+  // Query strings too, and the other keywords keep fastify's words.
+  t.equal((await node.request('PUT', '/db/v')).status, 201);
+  r = await node.request('GET', '/db/v/_changes?feed=sometimes');
+  t.match(r.body.message, /^querystring\/feed must be equal to one of the allowed values: "normal", /);
+  r = await node.request('GET', '/db/v/_changes?limit=ten');
+  t.same(r.body, { error: 'bad_request', message: 'querystring/limit must be integer' });
+  // A document of a batch refused on its own carries the same words, under its place.
+  t.equal((await node.request('PUT', '/vectordb/collections/c', { body: { dimensions: 2 } })).status, 201);
+  r = await node.request('POST', '/vectordb/collections/c/docs', { body: { documents: [{ id: 'a', vector: [1, 0] }, { id: 'b', vector: [0, 1], txt: 'x' }] } });
+  t.equal(r.status, 200);
+  t.match(r.body.results[1], { id: 'b', error: 'bad_request', message: /^documents\[1\] must NOT have additional properties: "txt" \(known: id, text, metadata, vector\)$/ });
+});

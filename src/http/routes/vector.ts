@@ -3,6 +3,7 @@
 // `vectorRoutes` mounts both. The schemas below are the one definition of each request body:
 // the gateway's /v1 (`gateway-v1.ts`) builds its own from them. Handlers turn a checked
 // body into a typed request (`vector/requests.ts`) and call the engine.
+import type { ErrorObject } from 'ajv';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';
 import type { VectorCluster } from '../../vector/cluster.js';
@@ -18,6 +19,7 @@ import {
 } from '../../vector/collection-config.js';
 import type { SearchAnswer, VectorEngine } from '../../vector/engine.js';
 import { FLOAT32_MAX } from '../../vector/metric.js';
+import { schemaErrorMessage } from '../errors.js';
 import {
   CONSISTENCIES,
   type Bm25SearchBody,
@@ -204,8 +206,8 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
         if (checkDoc(doc) === true) docs.push(doc as DocBody);
         else {
           const id = (doc as { id?: unknown } | null)?.id;
-          const e = (checkDoc as { errors?: { instancePath: string; message?: string }[] }).errors?.[0];
-          const message = `documents[${i}]${e?.instancePath ?? ''} ${e?.message ?? 'is invalid'}`;
+          const e = (checkDoc as { errors?: ErrorObject[] | null }).errors?.[0];
+          const message = schemaErrorMessage([e ?? {}], `documents[${i}]`);
           refused.set(i, { ...(typeof id === 'string' ? { id } : {}), error: 'bad_request', message });
         }
       });
