@@ -19,8 +19,8 @@ import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
-import { PROTOCOL, mixedVersionsProblem } from './versions.js';
-import { type Job, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, isLive } from './meta-state.js';
+import { PROTOCOL, mixedVersionsProblem, requireProtocol } from './versions.js';
+import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { wasNotSent } from './not-sent.js';
 import type { Transport } from './transport.js';
@@ -404,6 +404,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
 
   async #proposeApplied(cmd: MetaCommand): Promise<Applied> {
     if (this.#left) throw new FirkinError('not_member', `node ${this.#o.nodeName} left the cluster`);
+    // Not proposed while a member could not read it (the leader checks again with its view).
+    requireProtocol(this.liveNodes(), META_COMMAND_PROTOCOL[cmd.type], `the metadata command ${cmd.type}`);
     const deadline = this.#o.clock.nowMs() + this.#o.timings.proposalTimeoutMs;
     const bytes = encodeCbor(cmd);
     let waitMs = 20;
@@ -587,10 +589,33 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
 
   // ---- answering peers -----------------------------------------------------------------------
 
+  /**
+   * Why this leader will not log a forwarded command (undefined: it will). Logged, a command
+   * this build cannot read would stop the metadata group on this node and on every member of
+   * its build; one a live member's protocol predates, on that member.
+   */
+  #logRefusal(body: Buffer): string | undefined {
+    let cmd: MetaCommand;
+    try {
+      cmd = checkMetaCommand(decodeCbor(body));
+    } catch (err) {
+      return `the metadata leader ${this.#o.nodeName} (cluster protocol ${PROTOCOL}) cannot read the command (${(err as Error).message}): it runs an older Firkin than the proposer; finish the rolling upgrade`;
+    }
+    try {
+      requireProtocol(this.liveNodes(), META_COMMAND_PROTOCOL[cmd.type], `the metadata command ${cmd.type}`);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return undefined;
+  }
+
   async #answer(from: string, method: string, body: Buffer): Promise<Uint8Array> {
     switch (method) {
       case 'meta.propose': {
         if (!this.isLeader()) throw new FirkinError('not_leader', `${this.#o.nodeName} does not lead the metadata group`, { details: { leader: this.leader() } });
+        const refusal = this.#logRefusal(body);
+        // Refused before the log: index 0, which the proposer has applied already.
+        if (refusal !== undefined) return encodeCbor({ result: { ok: false, code: 'unavailable', message: refusal }, index: 0 } satisfies Applied);
         return encodeCbor(await this.#group.propose(body).catch(noQuorum));
       }
       case 'meta.join': {

@@ -250,15 +250,24 @@ export type MetaCommand =
   | { readonly type: 'job.put'; readonly job: Job }
   | { readonly type: 'job.delete'; readonly id: string };
 
-export const META_COMMAND_TYPES: readonly MetaCommand['type'][] = [
-  'node.join', 'node.status', 'node.leave', 'node.left', 'node.remove', 'apikey.put', 'apikey.revoke',
-  'tenant.create', 'tenant.put', 'tenant.delete', 'tenantkey.put', 'tenantkey.delete',
-  'tenantcoll.create', 'tenantcoll.usage', 'tenantcoll.recount', 'tenantcoll.delete', 'collection.create', 'collection.delete', 'shard.replace', 'vdb.create', 'vdb.delete', 'vdb.status', 'reshard.begin', 'reshard.progress', 'reshard.switch', 'reshard.abort',
-  'vdb.rebalance.begin', 'vdb.rebalance.progress', 'vdb.rebalance.switch', 'vdb.rebalance.end', 'job.put', 'job.delete',
-];
+/**
+ * Every command type, with the cluster protocol (versions.ts) of the first builds that read it.
+ * A build that adds a type raises `PROTOCOL` and gives the type that number: the metadata
+ * leader then logs it only while every live member speaks it (an older member could not apply
+ * it, and would stop its metadata group until upgraded). Types from before protocols: 0.
+ */
+export const META_COMMAND_PROTOCOL: { readonly [T in MetaCommand['type']]: number } = {
+  'node.join': 0, 'node.status': 0, 'node.leave': 0, 'node.left': 0, 'node.remove': 0, 'apikey.put': 0, 'apikey.revoke': 0,
+  'tenant.create': 0, 'tenant.put': 0, 'tenant.delete': 0, 'tenantkey.put': 0, 'tenantkey.delete': 0,
+  'tenantcoll.create': 0, 'tenantcoll.usage': 0, 'tenantcoll.recount': 0, 'tenantcoll.delete': 0, 'collection.create': 0, 'collection.delete': 0, 'shard.replace': 0, 'vdb.create': 0, 'vdb.delete': 0, 'vdb.status': 0, 'reshard.begin': 0, 'reshard.progress': 0, 'reshard.switch': 0, 'reshard.abort': 0,
+  'vdb.rebalance.begin': 0, 'vdb.rebalance.progress': 0, 'vdb.rebalance.switch': 0, 'vdb.rebalance.end': 0, 'job.put': 0, 'job.delete': 0,
+};
+
+export const META_COMMAND_TYPES = Object.keys(META_COMMAND_PROTOCOL) as readonly MetaCommand['type'][];
 
 /** What applying a command answers its proposer. Errors are data: the log must not throw. */
-export type MetaRefusal = 'conflict' | 'not_found' | 'already_exists' | 'quota_exceeded' | 'reshard_in_progress';
+// `unavailable`: refused by the metadata leader before the log (a command some member could not read).
+export type MetaRefusal = 'conflict' | 'not_found' | 'already_exists' | 'quota_exceeded' | 'reshard_in_progress' | 'unavailable';
 export type MetaResult = { readonly ok: true } | { readonly ok: false; readonly code: MetaRefusal; readonly message: string };
 
 const OK: MetaResult = { ok: true };

@@ -3,7 +3,11 @@
 // disagree (a rolling upgrade under way, or one forgotten).
 import fc from 'fast-check';
 import t from 'tap';
+import { META_COMMAND_PROTOCOL, META_COMMAND_TYPES, checkMetaCommand } from '../../src/cluster/meta-state.js';
+import type { Applied } from '../../src/cluster/metadata.js';
+import { Transport } from '../../src/cluster/transport.js';
 import { PROTOCOL, UNKNOWN_VERSION, membersByVersion, mixedVersionsProblem, requireProtocol } from '../../src/cluster/versions.js';
+import { decodeCbor, encodeCbor } from '../../src/core/codec.js';
 import { FirkinError } from '../../src/core/errors.js';
 import { VERSION } from '../../src/version.js';
 import { startTestNode, tempDir } from '../support/node.js';
@@ -83,4 +87,31 @@ t.test('a member on another version is shown and makes /health degraded until it
   const listed = await a.request('GET', '/vdb/v/_all_docs');
   t.equal(listed.status, 200, 'once every member speaks it, the listing answers');
   t.same(listed.body.rows.map((r: { id: string }) => r.id), ['doc']);
+});
+
+t.test('every metadata command type is read by this build, and by the protocol it names', async (t) => {
+  for (const [type, protocol] of Object.entries(META_COMMAND_PROTOCOL)) t.ok(protocol >= 0 && protocol <= PROTOCOL, `${type}: protocol ${protocol}`);
+  t.same([...META_COMMAND_TYPES].sort(), Object.keys(META_COMMAND_PROTOCOL).sort());
+  t.throws(() => checkMetaCommand({ type: 'future.command' }), /unknown type "future.command"/);
+});
+
+t.test('the metadata leader refuses, before its log, a forwarded command it cannot read', async (t) => {
+  const [grpc] = await freePorts(1);
+  const cookie = 'versions-cookie';
+  const a = await startTestNode({ SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: cookie, SERVICE_NODE_NAME: 'a', SERVICE_GRPC_PORT: String(grpc) });
+  t.teardown(() => a.close());
+  await waitFor(async () => ((await a.request('GET', '/vectordb/cluster/status')).body.state === 'member' ? true : undefined), { what: 'a member', timeoutMs: 30_000 });
+  // A peer with the cookie playing a newer build's member: it forwards what a's build cannot read.
+  const newer = new Transport({ nodeId: 'newer', cookie, listen: '127.0.0.1:0', peers: new Map([['a', `127.0.0.1:${grpc}`]]), onMessages: () => undefined, heartbeatIntervalMs: 1_000 });
+  await newer.start();
+  t.teardown(() => newer.close());
+  await waitFor(() => newer.isConnected('a'), { what: 'the link to a' });
+  const reply = decodeCbor(await newer.call('a', 'meta.propose', encodeCbor({ type: 'future.command', x: 1 }), 10_000)) as Applied;
+  // Logged, it would have taken an index (and, on a build of another protocol, stopped the group).
+  t.match(reply, { index: 0, result: { ok: false, code: 'unavailable', message: /^the metadata leader a \(cluster protocol \d+\) cannot read the command \(metadata command: unknown type "future.command"\): it runs an older Firkin than the proposer; finish the rolling upgrade$/ } });
+  t.equal((await a.request('GET', '/health')).body.status, 'ok');
+  // What it reads it logs as before.
+  const known = decodeCbor(await newer.call('a', 'meta.propose', encodeCbor({ type: 'vdb.delete', name: 'nothing' }), 10_000)) as Applied;
+  t.ok(known.index > 0, 'a command it reads is logged');
+  t.match(known.result, { ok: false, code: 'not_found' });
 });
