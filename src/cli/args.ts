@@ -20,9 +20,10 @@ export type Command =
   | { readonly kind: 'vdb-merge'; readonly vdb: string; readonly shard: number; readonly into: number }
   | { readonly kind: 'vdb-cancel'; readonly vdb: string }
   | { readonly kind: 'vdb-cancel-import'; readonly vdb: string }
+  | { readonly kind: 'vdb-shards'; readonly vdb: string }
   | { readonly kind: 'tasks' };
 
-export const VDB_COMMANDS = ['split', 'merge', 'cancel', 'cancel-import'] as const;
+export const VDB_COMMANDS = ['shards', 'split', 'merge', 'cancel', 'cancel-import'] as const;
 export type VdbCommand = (typeof VDB_COMMANDS)[number];
 
 /** Which node to talk to and how to print. */
@@ -203,7 +204,7 @@ function parseCollection(words: readonly string[], values: Partial<Record<ValueO
   return withTarget({ kind: 'reshard', collection, shards: Number(count), wait }, values, env, json, undefined);
 }
 
-/** `vdb split VDB SHARD`, `vdb merge VDB SHARD --into TARGET`, `vdb cancel VDB` (admin routes), `vdb cancel-import VDB`. */
+/** `vdb split VDB SHARD`, `vdb merge VDB SHARD --into TARGET`, `vdb cancel VDB` (admin routes), `vdb cancel-import VDB`, `vdb shards VDB`. */
 function parseVdb(words: readonly string[], values: Partial<Record<ValueOption, string>>, env: Readonly<Record<string, string | undefined>>, json: boolean): Parsed {
   const [sub, vdb, ...rest] = words;
   if (!isVdbCommand(sub)) return usage(`unknown vdb command ${JSON.stringify(sub ?? '')}: one of ${VDB_COMMANDS.join(', ')}`);
@@ -215,6 +216,8 @@ function parseVdb(words: readonly string[], values: Partial<Record<ValueOption, 
     command = { kind: 'vdb-cancel', vdb };
   } else if (sub === 'cancel-import') {
     command = { kind: 'vdb-cancel-import', vdb };
+  } else if (sub === 'shards') {
+    command = { kind: 'vdb-shards', vdb };
   } else {
     const shard = rest.shift();
     if (shard === undefined || !SHARD_ID.test(shard)) return usage(`vdb ${sub} needs a SHARD id (0, 1, ...), got ${JSON.stringify(shard ?? '')}`);
@@ -227,8 +230,9 @@ function parseVdb(words: readonly string[], values: Partial<Record<ValueOption, 
     }
   }
   if (rest.length > 0) return usage(`unexpected argument ${JSON.stringify(rest[0])} for vdb ${sub}`);
-  // An import's cancel needs a key that may write the VDB, not the admin key; a node with auth off needs none.
-  return withTarget(command, values, env, json, sub === 'cancel-import' ? undefined : `vdb ${sub}`);
+  // An import's cancel needs a key that may write the VDB, the shards a key that may read it,
+  // not the admin key; a node with auth off needs none.
+  return withTarget(command, values, env, json, sub === 'cancel-import' || sub === 'shards' ? undefined : `vdb ${sub}`);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

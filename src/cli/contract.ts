@@ -47,6 +47,8 @@ export interface ShardRow {
   term?: number;
   learners?: string[];
   lag?: Record<string, number | null>;
+  /** Replicas on nodes the cluster does not count live (absent from a node before this field). */
+  down?: string[];
   error?: string;
   message?: string;
 }
@@ -156,6 +158,7 @@ export function asShards(value: unknown): ShardsBody {
         ...(typeof r.term === 'number' ? { term: r.term } : {}),
         ...(isStrings(r.learners) ? { learners: r.learners } : {}),
         ...(typeof r.lag === 'object' && r.lag !== null ? { lag: r.lag as Record<string, number | null> } : {}),
+        ...(isStrings(r.down) ? { down: r.down } : {}),
         ...(typeof r.error === 'string' ? { error: r.error, message: String(r.message ?? '') } : {}),
       };
     }),
@@ -259,6 +262,46 @@ export interface VdbRebalanceBody {
   target: number;
   documents_copied: number;
   last_error: string | null;
+}
+
+/** A shard as `GET /vdb/:vdb/_shards` shows it. */
+export interface VdbShardRow {
+  shard_id: number;
+  primary: string | null;
+  replicas: string[];
+  status: string;
+  /** Its hash range, from the answer's `ranges`. */
+  range: [number, number] | undefined;
+  group?: string;
+  lag?: Record<string, number | null>;
+  down?: string[];
+}
+
+/** What `GET /vdb/:vdb/_shards` answers: each shard with its range. */
+export function asVdbShards(raw: unknown): VdbShardRow[] {
+  const what = 'VDB shards';
+  const b = object(raw, what);
+  const ranges = new Map<number, [number, number]>();
+  for (const [i, r] of (field(b, 'ranges', what, Array.isArray, 'a list') as unknown[]).entries()) {
+    const w = `range ${i}`;
+    const o = object(r, w);
+    ranges.set(field(o, 'shard_id', w, isNumber, 'a number'), [field(o, 'start_hash', w, isNumber, 'a number'), field(o, 'end_hash', w, isNumber, 'a number')]);
+  }
+  return (field(b, 'shards', what, Array.isArray, 'a list') as unknown[]).map((raw, i) => {
+    const w = `shard ${i}`;
+    const r = object(raw, w);
+    const id = field(r, 'shard_id', w, isNumber, 'a number');
+    return {
+      shard_id: id,
+      primary: field(r, 'primary', w, isStringOrNull, 'a node name or null'),
+      replicas: field(r, 'replicas', w, isStrings, 'a list of names'),
+      status: field(r, 'status', w, isString, 'a string'),
+      range: ranges.get(id),
+      ...(isString(r.group) ? { group: r.group } : {}),
+      ...(typeof r.lag === 'object' && r.lag !== null ? { lag: r.lag as Record<string, number | null> } : {}),
+      ...(isStrings(r.down) ? { down: r.down } : {}),
+    };
+  });
 }
 
 /** What `DELETE /vdb/:vdb/_import` answers. */

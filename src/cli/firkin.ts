@@ -2,11 +2,11 @@
 // API, checks the answer (contract.ts) and prints it (render.ts), or prints the JSON as the
 // node sent it with --json. bin/firkin.js runs it.
 import { type Command, type Target, parseArgs } from './args.js';
-import { asHealth, asImportCancel, asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asTasks, asVdbRebalance, asVdbShardChange } from './contract.js';
+import { asHealth, asImportCancel, asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asTasks, asVdbRebalance, asVdbShardChange, asVdbShards } from './contract.js';
 import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
 import { cleanCell } from './table.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
-import { type NodeHealth, renderClusterHealth, renderImportCancel, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderTasks, renderVdbCancel, renderVdbProgress } from './render.js';
+import { type NodeHealth, renderClusterHealth, renderImportCancel, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderTasks, renderVdbCancel, renderVdbProgress, renderVdbShards } from './render.js';
 
 export interface CliIo {
   out(text: string): void;
@@ -96,6 +96,8 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
       return print(await call('DELETE', `/vectordb/collections/${encodeURIComponent(command.collection)}/reshard`), asReshardJob, renderReshardProgress);
     case 'vdb-cancel':
       return print(await call('DELETE', `/vdb/${encodeURIComponent(command.vdb)}/_rebalance`), asVdbRebalance, renderVdbCancel);
+    case 'vdb-shards':
+      return print(await call('GET', `/vdb/${encodeURIComponent(command.vdb)}/_shards`), asVdbShards, (shards) => renderVdbShards(command.vdb, shards));
     case 'vdb-cancel-import':
       return print(await call('DELETE', `/vdb/${encodeURIComponent(command.vdb)}/_import`), asImportCancel, (b) => renderImportCancel(command.vdb, b.cancelled));
     case 'vdb-split':

@@ -1,5 +1,5 @@
 // The --help texts of `firkin`, one per command (docs/cli.md shows the same with examples).
-export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'health' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel' | 'vdb-cancel-import' | 'tasks';
+export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'health' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel' | 'vdb-cancel-import' | 'vdb-shards' | 'tasks';
 
 const TARGET = `Options:
   --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
@@ -27,6 +27,7 @@ Commands:
   collection reshard C N      reshard collection C to N shards online (--wait: show progress)
   collection reshard C --cancel
                               cancel the reshard of C (before its switch)
+  vdb shards VDB              a VDB's shards: hash range, replicas, primary, status, lag
   vdb split VDB SHARD         split a clustered VDB's shard in two, following its progress
   vdb merge VDB SHARD --into T
                               merge a VDB shard into the adjacent shard T
@@ -122,8 +123,9 @@ shards go, the old ones stayed authoritative throughout.
 
 ${TARGET}`,
 
-  vdb: `Usage: firkin vdb <split|merge|cancel|cancel-import> VDB ... [options]
+  vdb: `Usage: firkin vdb <shards|split|merge|cancel|cancel-import> VDB ... [options]
 
+  vdb shards VDB                 each shard: hash range, replicas, primary, status, lag
   vdb split VDB SHARD            split shard SHARD of a clustered VDB in two
   vdb merge VDB SHARD --into T   merge shard SHARD into the adjacent shard T
   vdb cancel VDB                 cancel the split or merge running on VDB
@@ -132,6 +134,16 @@ ${TARGET}`,
 ${TARGET}
 
 Run firkin vdb <command> --help for one command.`,
+
+  'vdb-shards': `Usage: firkin vdb shards VDB [--key KEY] [--url URL] [--json]
+
+Each shard of virtual database VDB (GET /vdb/VDB/_shards): its hash range, the nodes holding
+a replica, its primary (the shard's Raft leader now; - while it has none) and status (active,
+readonly, splitting, merging, unavailable), and per replica how many log entries it is
+behind the primary (down: its node is down, whatever it was behind). Standalone, every shard
+is a database on the node. Needs a key that may read VDB.
+
+${TARGET}`,
 
   'vdb-split': `Usage: firkin vdb split VDB SHARD --key KEY [--url URL] [--json]
 

@@ -1,6 +1,6 @@
 // What each command prints by default: the node's answer as aligned text. Pure; every
 // function returns the whole output, lines joined, ending with a newline.
-import type { HealthBody, JobRow, NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody, TaskRow, VdbRebalanceBody } from './contract.js';
+import type { HealthBody, JobRow, NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody, TaskRow, VdbRebalanceBody, VdbShardRow } from './contract.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
 import { cleanCell, formatTable } from './table.js';
 
@@ -63,20 +63,37 @@ export function renderNodeStatus(body: NodeStatusBody, via?: string): string {
   return lines([`${cleanCell(body.node)}: ${cleanCell(body.status)}${via === undefined ? '' : ` (${via})`}`]);
 }
 
-/** One row per shard: replicas, leader (term), lag per member in entries (`?` unknown, `+` a learner). */
+/** Lag per member in entries: `?` unknown, `+` a learner, `down` a member whose node is not live. */
+function lagCell(lag: Record<string, number | null> | undefined, learners: readonly string[] | undefined, down: readonly string[] | undefined): string {
+  if (lag === undefined) return NONE;
+  return Object.entries(lag)
+    .map(([n, l]) => `${cleanCell(n)}${learners?.includes(n) === true ? '+' : ''}:${down?.includes(n) === true ? 'down' : l === null ? '?' : l}`)
+    .join(' ');
+}
+
+/** One row per shard: replicas, leader (term), lag per member (`lagCell`). */
 export function renderShards(body: ShardsBody): string {
   const header = ['SHARD', 'GROUP', 'REPLICAS', 'LEADER', 'LAG'];
   const rows = body.shards.map((s) => {
     const leader = s.leader === null ? `${NONE} (${cleanCell(s.error ?? 'no leader')})` : `${cleanCell(s.leader)} (term ${s.term ?? '?'})`;
-    const lag =
-      s.lag === undefined
-        ? NONE
-        : Object.entries(s.lag)
-            .map(([n, l]) => `${cleanCell(n)}${s.learners?.includes(n) ? '+' : ''}:${l === null ? '?' : l}`)
-            .join(' ');
-    return [String(s.shard), cleanCell(s.group), list(s.replicas), leader, lag];
+    return [String(s.shard), cleanCell(s.group), list(s.replicas), leader, lagCell(s.lag, s.learners, s.down)];
   });
   return lines([`${cleanCell(body.collection)}: replication factor ${body.replication_factor}`, ...formatTable([header, ...rows])]);
+}
+
+/** A VDB's shards: hash range (hex), replicas, primary, status, lag per replica (`lagCell`). */
+export function renderVdbShards(vdb: string, shards: readonly VdbShardRow[]): string {
+  const hex = (n: number) => n.toString(16).padStart(8, '0');
+  const header = ['SHARD', 'RANGE', 'REPLICAS', 'PRIMARY', 'STATUS', 'LAG'];
+  const rows = shards.map((s) => [
+    String(s.shard_id),
+    s.range === undefined ? NONE : `${hex(s.range[0])}-${hex(s.range[1])}`,
+    s.replicas.length === 0 ? '(this node)' : list(s.replicas),
+    s.primary === null ? NONE : cleanCell(s.primary),
+    cleanCell(s.status),
+    lagCell(s.lag, undefined, s.down),
+  ]);
+  return lines([`${cleanCell(vdb)}: ${shards.length} shard${shards.length === 1 ? '' : 's'}`, ...formatTable([header, ...rows])]);
 }
 
 /** A text progress bar: `[########------------]  40%` (fraction clamped to 0..1). */

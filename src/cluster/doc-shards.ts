@@ -157,6 +157,17 @@ export function encodeSinceToken(seqs: readonly (Hlc | null)[]): string {
   return `c1-${Buffer.from(encodeCbor(seqs.map((h) => (h === null ? null : [h.wallMs, h.logical])))).toString('base64url')}`;
 }
 
+/**
+ * A replica's replication as `_replication` names it: `down` while its node is not live (its
+ * lag is then the leader's last word on it), else by its lag behind the leader.
+ */
+export function taskStatus(leader: string | null, down: boolean, lag: number | null | undefined): 'no_leader' | 'down' | 'in_sync' | 'catching_up' | 'unknown' {
+  if (leader === null) return 'no_leader';
+  if (down) return 'down';
+  if (lag === null || lag === undefined) return 'unknown';
+  return lag === 0 ? 'in_sync' : 'catching_up';
+}
+
 /** `since` of a clustered VDB feed: first/0 (nothing), a cursor, or one plain sequence for every shard. */
 export function decodeSince(raw: string | undefined, shardCount: number): (Hlc | null)[] {
   if (raw === undefined || raw === '' || raw === '0' || raw === 'first') return new Array<Hlc | null>(shardCount).fill(null);
@@ -691,7 +702,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       shards: shards.map(({ id, shard: s }, i) => {
         const st = statuses[i]!;
         const leader = typeof st.leader === 'string' ? st.leader : null;
-        return { shard_id: id, primary: leader, replicas: s.replicas, status: s.readonly === true ? 'readonly' : leader === null ? 'unavailable' : (moving(id) ?? 'active'), group: s.group, ...(st.lag === undefined ? {} : { lag: st.lag, voters: st.voters, learners: st.learners }) };
+        return { shard_id: id, primary: leader, replicas: s.replicas, down: st.down, status: s.readonly === true ? 'readonly' : leader === null ? 'unavailable' : (moving(id) ?? 'active'), group: s.group, ...(st.lag === undefined ? {} : { lag: st.lag, voters: st.voters, learners: st.learners }) };
       }),
       ranges: shards.map(({ id, shard: s }) => ({ shard_id: id, start_hash: s.range[0], end_hash: s.range[1] })),
     };
@@ -710,11 +721,12 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         const st = statuses[i]!;
         const leader = typeof st.leader === 'string' ? st.leader : null;
         const lag = (st.lag ?? {}) as Record<string, number | null>;
+        const down = st.down as readonly string[];
         return {
           shard_id: id,
           replication_tasks: s.replicas
             .filter((r) => r !== leader)
-            .map((r) => ({ source: leader ?? 'none', target: r, status: leader === null ? 'no_leader' : lag[r] === 0 ? 'in_sync' : lag[r] === null || lag[r] === undefined ? 'unknown' : 'catching_up', lag: lag[r] ?? null })),
+            .map((r) => ({ source: leader ?? 'none', target: r, status: taskStatus(leader, down.includes(r), lag[r]), lag: lag[r] ?? null })),
         };
       }),
     };

@@ -516,12 +516,15 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   /**
    * Each shard as its leader sees it: desired replicas, the group's voters and learners, and
    * each member's lag in log entries (null: not known to the leader yet). A shard with no
-   * reachable leader says so instead.
+   * reachable leader says so instead. `down`: the replicas on nodes the cluster counts down (or
+   * gone) now: their lag is the leader's last word on them, not a sign they are in sync.
    */
   protected shardStatuses(shards: readonly ShardPlacement[]): Promise<Record<string, unknown>[]> {
+    const nodes = this.o.member.state.nodes;
+    const isDown = (name: string) => nodes[name] === undefined || nodes[name].status === 'down' || nodes[name].status === 'left';
     return Promise.all(
       shards.map(async (s, i) => {
-        const base = { shard: i, group: s.group, replicas: s.replicas };
+        const base = { shard: i, group: s.group, replicas: s.replicas, down: s.replicas.filter(isDown) };
         try {
           const st = await this.leaderCall(s, `${this.prefix}.status`, {});
           const last = st.last as number;

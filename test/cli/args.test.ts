@@ -190,7 +190,7 @@ t.test('collection reshard --cancel', async (t) => {
   }
 });
 
-t.test('vdb split, merge, cancel and cancel-import', async (t) => {
+t.test('vdb shards, split, merge, cancel and cancel-import', async (t) => {
   const target = { url: DEFAULT_URL, key: KEY, json: false };
   t.same(parseArgs(['vdb', 'split', 'v1', '0', '--key', KEY], {}), { kind: 'run', command: { kind: 'vdb-split', vdb: 'v1', shard: 0 }, target });
   t.same(parseArgs(['vdb', 'merge', 'v1', '2', '--into', '1', '--key', KEY], {}), { kind: 'run', command: { kind: 'vdb-merge', vdb: 'v1', shard: 2, into: 1 }, target });
@@ -198,9 +198,12 @@ t.test('vdb split, merge, cancel and cancel-import', async (t) => {
   t.same(parseArgs(['vdb', 'cancel', 'v1', '--key', KEY, '--json'], {}), { kind: 'run', command: { kind: 'vdb-cancel', vdb: 'v1' }, target: { ...target, json: true } });
   t.same(parseArgs(['vdb', 'cancel-import', 'v1', '--key', KEY], {}), { kind: 'run', command: { kind: 'vdb-cancel-import', vdb: 'v1' }, target });
   t.same(parseArgs(['vdb', 'cancel-import', 'v1'], {}), { kind: 'run', command: { kind: 'vdb-cancel-import', vdb: 'v1' }, target: { ...target, key: undefined } }, 'no admin key needed: a key that may write the VDB, or none on a node without auth');
+  t.same(parseArgs(['vdb', 'shards', 'v1'], {}), { kind: 'run', command: { kind: 'vdb-shards', vdb: 'v1' }, target: { ...target, key: undefined } }, 'no admin key needed: a key that may read the VDB');
   const cases: [string[], string][] = [
-    [['vdb'], 'unknown vdb command "": one of split, merge, cancel, cancel-import'],
-    [['vdb', 'shrink', 'v1'], 'unknown vdb command "shrink": one of split, merge, cancel, cancel-import'],
+    [['vdb'], 'unknown vdb command "": one of shards, split, merge, cancel, cancel-import'],
+    [['vdb', 'shrink', 'v1'], 'unknown vdb command "shrink": one of shards, split, merge, cancel, cancel-import'],
+    [['vdb', 'shards'], 'vdb shards needs a VDB name'],
+    [['vdb', 'shards', 'v1', '0'], 'unexpected argument "0" for vdb shards'],
     [['vdb', 'cancel-import', '--key', KEY], 'vdb cancel-import needs a VDB name'],
     [['vdb', 'cancel-import', 'v1', 'x', '--key', KEY], 'unexpected argument "x" for vdb cancel-import'],
     [['vdb', 'split', '--key', KEY], 'vdb split needs a VDB name'],

@@ -131,6 +131,19 @@ t.test('cancels and the job list: method, path, what is printed', async (t) => {
   t.same([imports.calls[0]!.url, imports.calls[0]!.init.method, imports.out], ['http://127.0.0.1:8080/vdb/v%201/_import', 'DELETE', 'v 1: 2 imports cancelled (each answers its client "cancelled"; what it wrote stays)\n']);
   const noImport = await cli(['vdb', 'cancel-import', 'v1'], json(404, { error: 'not_found', message: 'no import into VDB "v1" is running on this node' }));
   t.same([noImport.code, noImport.err], [1, 'firkin: not_found: no import into VDB "v1" is running on this node\n']);
+  const shards = await cli(['vdb', 'shards', 'v 1'], json(200, {
+    shards: [
+      { shard_id: 0, primary: 'n1', replicas: ['n1', 'n2', 'n3'], down: ['n3'], status: 'active', group: 'ds0', lag: { n1: 0, n2: 2, n3: 0 }, voters: ['n1', 'n2', 'n3'], learners: [] },
+      { shard_id: 1, primary: null, replicas: ['n2', 'n3', 'n1'], down: [], status: 'unavailable', group: 'ds1' },
+    ],
+    ranges: [{ shard_id: 0, start_hash: 0, end_hash: 2147483647 }, { shard_id: 1, start_hash: 2147483648, end_hash: 4294967295 }],
+  }));
+  t.same([shards.calls[0]!.url, shards.calls[0]!.init.method], ['http://127.0.0.1:8080/vdb/v%201/_shards', 'GET']);
+  t.equal(shards.out.split('\n')[0], 'v 1: 2 shards');
+  t.match(shards.out, /0 +00000000-7fffffff +n1, n2, n3 +n1 +active +n1:0 n2:2 n3:down/);
+  t.match(shards.out, /1 +80000000-ffffffff +n2, n3, n1 +- +unavailable +-/);
+  const standalone = await cli(['vdb', 'shards', 'v1'], json(200, { shards: [{ shard_id: 0, primary: 'solo', replicas: [], status: 'active' }], ranges: [{ shard_id: 0, start_hash: 0, end_hash: 4294967295 }] }));
+  t.match(standalone.out, /0 +00000000-ffffffff +\(this node\) +solo +active +-/);
   const reshard = await cli(['collection', 'reshard', 'docs', '--cancel'], json(200, { collection: 'docs', state: 'cancelled', old_shards: 2, new_shards: 5, documents_migrated: 10, documents_expected: 100, last_error: null }));
   t.same([reshard.calls[0]!.url, reshard.calls[0]!.init.method, reshard.out], ['http://127.0.0.1:8080/vectordb/collections/docs/reshard', 'DELETE', 'reshard docs 2 -> 5: cancelled   [##------------------]  10% 10/100 documents\n']);
   const jobs = await cli(['cluster', 'jobs', '--key', 'k1', '--json'], json(200, { jobs: [] }));

@@ -44,11 +44,13 @@ t.test('shards: replicas, leader and term, lag per member (learners marked)', (t
     shards: [
       { shard: 0, group: 'vs0', replicas: ['n1', 'n2', 'n4'], leader: 'n1', term: 3, learners: ['n4'], lag: { n1: 0, n2: 1, n4: null } },
       { shard: 1, group: 'vs1', replicas: ['n2', 'n3', 'n1'], leader: null, error: 'no_quorum', message: 'x' },
+      { shard: 2, group: 'vs2', replicas: ['n1', 'n2', 'n3'], leader: 'n2', term: 4, lag: { n1: 0, n2: 0, n3: 0 }, down: ['n3'] },
     ],
   });
   t.equal(out.split('\n')[0], 'c: replication factor 3');
   t.match(out, /0 +vs0 +n1, n2, n4 +n1 \(term 3\) +n1:0 n2:1 n4\+:\?/);
   t.match(out, /1 +vs1 +n2, n3, n1 +- \(no_quorum\) +-/);
+  t.match(out, /2 +vs2 +n1, n2, n3 +n2 \(term 4\) +n1:0 n2:0 n3:down/, 'a replica on a node that is down shows it, not its last lag');
   t.end();
 });
 

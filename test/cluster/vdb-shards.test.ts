@@ -203,6 +203,14 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   t.ok(ackedAfterKill >= 40, `writes resumed after ${victim} was killed (${failed} failed during the election)`);
   const moved = (await cluster.request(reader, 'GET', '/vdb/v/_shards')).body.shards as { primary: string | null }[];
   t.ok(moved.every((s) => s.primary !== null && s.primary !== victim), 'every shard has a new primary');
+  // The dead node's replicas say so once the cluster counts it down, whatever lag the leader last saw.
+  const downView = await waitFor(async () => {
+    const [shardsNow, replication] = await Promise.all([cluster.request(reader, 'GET', '/vdb/v/_shards'), cluster.request(reader, 'GET', '/vdb/v/_replication')]);
+    return (shardsNow.body.shards as { down: string[] }[]).every((s) => s.down.includes(victim)) ? { shardsNow: shardsNow.body, replication: replication.body } : undefined;
+  }, { timeoutMs: 15_000, what: `${victim} counted down in the VDB's shard views` });
+  t.ok((downView.shardsNow.shards as { down: string[] }[]).every((s) => s.down.length === 1), 'only the dead node is down');
+  const tasks = (downView.replication.shards as { replication_tasks: { target: string; status: string }[] }[]).flatMap((s) => s.replication_tasks);
+  t.ok(tasks.filter((task) => task.target === victim).length === 4 && tasks.every((task) => (task.target === victim) === (task.status === 'down')), `every task to ${victim} is down, none other: ${JSON.stringify(tasks)}`);
 
   for (const [id, rev] of acked) {
     const r = await cluster.request(reader, 'GET', `/vdb/v/${id}`);
