@@ -31,7 +31,8 @@ export function installNotFound(app: FastifyInstance): RouteInfo[] {
     const path = request.url.split('?', 1)[0]!;
     const allowed = METHODS.filter((m) => m !== request.method && shadow.find(m as never, path) !== null);
     if (allowed.length > 0) {
-      throw new FirkinError('method_not_allowed', `${request.method} is not allowed on ${path}`, {
+      // The methods in the message too: a client that shows only the body still learns them.
+      throw new FirkinError('method_not_allowed', `${request.method} is not allowed on ${path} (allowed: ${allowed.join(', ')})`, {
         headers: { allow: allowed.join(', ') },
       });
     }

@@ -45,6 +45,7 @@ t.test('platform routes', async (t) => {
     t.equal(wrongMethod.status, 405);
     t.equal(wrongMethod.body.error, 'method_not_allowed');
     t.match(wrongMethod.headers.get('allow'), /GET/);
+    t.equal(wrongMethod.body.message, `PUT is not allowed on /metrics (allowed: ${wrongMethod.headers.get('allow')})`, 'the body names the methods the Allow header lists');
     const badJson = await node.request('POST', '/_keys', { body: '{"permissions": [', raw: true, headers: { 'content-type': 'application/json' } });
     t.equal(badJson.status, 400);
     t.equal(badJson.body.error, 'bad_request');
