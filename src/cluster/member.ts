@@ -366,6 +366,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const state = this.memberState();
     if (this.#group.failure !== undefined) problems.push(`metadata group stopped: ${this.#group.failure.message}`);
     if (state === 'joining') problems.push('not a member yet (joining)');
+    // Still up and answering, but for nothing of the cluster's: a load balancer's operator should see why.
+    if (state === 'left') problems.push(`node ${this.#o.nodeName} is out of its cluster (it left, or an operator removed it): it answers for its own databases only; to serve the cluster again, start it on an empty data directory (it joins as a new node)`);
     if (state !== 'left' && this.leader() === null) problems.push('no metadata leader known');
     const byStatus: Record<string, number> = {};
     for (const n of this.liveNodes()) {

@@ -98,7 +98,10 @@ t.test('three nodes: join, agree, cookie, keys through consensus, leader failove
   await c.startNode('n4');
   await waitFor(async () => (await c.status('n4')).state === 'left', { timeoutMs: 15_000, what: 'the removed n4 to learn it is out' });
   t.match(c.node('n4').child!.output(), /this node is out of its cluster \(it left, or an operator removed it while it was down\)/, 'and it says so in its log');
-  t.equal((await c.request('n4', 'GET', '/health')).body.cluster.state, 'left', 'and in /health');
+  const leftHealth = (await c.request('n4', 'GET', '/health')).body;
+  t.equal(leftHealth.cluster.state, 'left', 'and in /health');
+  t.equal(leftHealth.status, 'degraded', 'which is not ok: it answers for nothing of the cluster');
+  t.ok((leftHealth.problems as string[]).includes('cluster: node n4 is out of its cluster (it left, or an operator removed it): it answers for its own databases only; to serve the cluster again, start it on an empty data directory (it joins as a new node)'), JSON.stringify(leftHealth.problems));
   await c.stop('n4');
   c.nodes.delete('n4');
 
