@@ -47,7 +47,7 @@ export interface ShardRow {
   term?: number;
   learners?: string[];
   lag?: Record<string, number | null>;
-  /** Replicas on nodes the cluster does not count live (absent from a node before this field). */
+  /** Replicas on nodes the cluster counts down or gone (absent from a node before this field). */
   down?: string[];
   error?: string;
   message?: string;

@@ -63,7 +63,7 @@ export function renderNodeStatus(body: NodeStatusBody, via?: string): string {
   return lines([`${cleanCell(body.node)}: ${cleanCell(body.status)}${via === undefined ? '' : ` (${via})`}`]);
 }
 
-/** Lag per member in entries: `?` unknown, `+` a learner, `down` a member whose node is not live. */
+/** Lag per member in entries: `?` unknown, `+` a learner, `down` a member whose node the cluster counts down. */
 function lagCell(lag: Record<string, number | null> | undefined, learners: readonly string[] | undefined, down: readonly string[] | undefined): string {
   if (lag === undefined) return NONE;
   return Object.entries(lag)

@@ -158,8 +158,8 @@ export function encodeSinceToken(seqs: readonly (Hlc | null)[]): string {
 }
 
 /**
- * A replica's replication as `_replication` names it: `down` while its node is not live (its
- * lag is then the leader's last word on it), else by its lag behind the leader.
+ * A replica's replication as `_replication` names it: `down` while the cluster counts its node
+ * down (its lag is then the leader's last word on it), else by its lag behind the leader.
  */
 export function taskStatus(leader: string | null, down: boolean, lag: number | null | undefined): 'no_leader' | 'down' | 'in_sync' | 'catching_up' | 'unknown' {
   if (leader === null) return 'no_leader';
