@@ -141,6 +141,12 @@ t.test('replicated vector shards across three processes', async (t) => {
     if (r.status !== 200) missing.push(`${id}:${r.status}`);
   }
   t.same(missing, [], 'every acknowledged write is there after the failover');
+  // The collection's shard view marks the dead node's replicas once the cluster counts it down.
+  const view = await waitFor(async () => {
+    const body = (await cluster.request(survivors[0]!, 'GET', '/_cluster/collections/c/shards')).body as { shards: { replicas: string[]; down: string[] }[] };
+    return body.shards.every((s) => s.down.includes(victim)) ? body : undefined;
+  }, { timeoutMs: 15_000, what: `${victim} counted down in the collection's shard view` });
+  t.ok(view.shards.every((s) => s.replicas.includes(victim) && s.down.length === 1), `every shard lists ${victim}, and only it, as down`);
 
   // The killed node returns and catches up: every replica of every shard at one digest.
   await cluster.startNode(victim);
