@@ -100,6 +100,14 @@ function vectorSearch(): Workload {
   );
 }
 
+/** Texts [from, to) of `texts` into collection `text`, in CBOR batches of 1,000 (ids: their positions). */
+async function insertTexts(url: string, texts: readonly string[], from: number, to: number): Promise<void> {
+  for (let i = from; i < to; i += 1_000) {
+    const documents = texts.slice(i, Math.min(i + 1_000, to)).map((text, j) => ({ id: String(i + j), text }));
+    await call(url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
+  }
+}
+
 function bm25Search(): Workload {
   const clients = Number(process.env.AB_CLIENTS ?? 8);
   const backend = process.env.AB_BM25 ?? 'disk';
@@ -110,10 +118,7 @@ function bm25Search(): Workload {
     async (url) => {
       const texts = textCorpus(100_000, SEED);
       await call(url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: backend });
-      for (let i = 0; i < texts.length; i += 1_000) {
-        const documents = texts.slice(i, i + 1_000).map((text, j) => ({ id: String(i + j), text }));
-        await call(url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
-      }
+      await insertTexts(url, texts, 0, texts.length);
     },
     (url, query) => call(url, 'POST', '/vectordb/collections/text/search/bm25', { query, k: 10 }),
   );
@@ -124,12 +129,7 @@ function bm25Insert(): Workload {
   const m = Number(process.env.AB_INDEX_M ?? 0);
   const perSlice = 10_000;
   const texts = textCorpus(perSlice * (ROUNDS + 1), SEED);
-  const load = async (url: string, first: number) => {
-    for (let i = first; i < first + perSlice; i += 1_000) {
-      const documents = texts.slice(i, i + 1_000).map((text, j) => ({ id: String(i + j), text }));
-      await call(url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
-    }
-  };
+  const load = (url: string, first: number) => insertTexts(url, texts, first, first + perSlice);
   return {
     label: `BM25 ${backend} insert, index m ${m} (per document)`,
     async warm(url) {

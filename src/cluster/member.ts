@@ -19,7 +19,7 @@ import type { Rand } from '../core/rand.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
-import { PROTOCOL, mixedVersionsProblem, requireProtocol } from './versions.js';
+import { PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
 import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { wasNotSent } from './not-sent.js';
@@ -407,7 +407,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   async #proposeApplied(cmd: MetaCommand): Promise<Applied> {
     if (this.#left) throw new FirkinError('not_member', `node ${this.#o.nodeName} left the cluster`);
     // Not proposed while a member could not read it (the leader checks again with its view).
-    requireProtocol(this.liveNodes(), META_COMMAND_PROTOCOL[cmd.type], `the metadata command ${cmd.type}`);
+    const unreadable = this.#unreadableBy(cmd);
+    if (unreadable !== undefined) throw new FirkinError('unavailable', unreadable);
     const deadline = this.#o.clock.nowMs() + this.#o.timings.proposalTimeoutMs;
     const bytes = encodeCbor(cmd);
     let waitMs = 20;
@@ -603,12 +604,12 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     } catch (err) {
       return `the metadata leader ${this.#o.nodeName} (cluster protocol ${PROTOCOL}) cannot read the command (${(err as Error).message}): it runs an older Firkin than the proposer; finish the rolling upgrade`;
     }
-    try {
-      requireProtocol(this.liveNodes(), META_COMMAND_PROTOCOL[cmd.type], `the metadata command ${cmd.type}`);
-    } catch (err) {
-      return (err as Error).message;
-    }
-    return undefined;
+    return this.#unreadableBy(cmd);
+  }
+
+  /** Why a live member could not read `cmd` (undefined: every one can). */
+  #unreadableBy(cmd: MetaCommand): string | undefined {
+    return protocolShortfall(this.liveNodes(), META_COMMAND_PROTOCOL[cmd.type], `the metadata command ${cmd.type}`);
   }
 
   async #answer(from: string, method: string, body: Buffer): Promise<Uint8Array> {

@@ -288,6 +288,11 @@ export function isLive(node: NodeRecord | undefined): node is NodeRecord {
   return node !== undefined && node.status !== 'left';
 }
 
+/** A node the failure detector counts down, or one no longer (or never) a member. */
+export function isDownOrGone(node: NodeRecord | undefined): boolean {
+  return node === undefined || node.status === 'down' || node.status === 'left';
+}
+
 export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaState; result: MetaResult } {
   const same = (result: MetaResult) => ({ state, result });
   switch (cmd.type) {

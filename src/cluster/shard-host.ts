@@ -30,7 +30,7 @@ import { RocksLog } from '../raft/rocks-log.js';
 import type { Message } from '../raft/types.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterMember, GroupHost } from './member.js';
-import type { MetaState, ShardPlacement } from './meta-state.js';
+import { type MetaState, type ShardPlacement, isDownOrGone } from './meta-state.js';
 import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
 
@@ -521,10 +521,9 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
    */
   protected shardStatuses(shards: readonly ShardPlacement[]): Promise<Record<string, unknown>[]> {
     const nodes = this.o.member.state.nodes;
-    const isDown = (name: string) => nodes[name] === undefined || nodes[name].status === 'down' || nodes[name].status === 'left';
     return Promise.all(
       shards.map(async (s, i) => {
-        const base = { shard: i, group: s.group, replicas: s.replicas, down: s.replicas.filter(isDown) };
+        const base = { shard: i, group: s.group, replicas: s.replicas, down: s.replicas.filter((r) => isDownOrGone(nodes[r])) };
         try {
           const st = await this.leaderCall(s, `${this.prefix}.status`, {});
           const last = st.last as number;

@@ -14,12 +14,20 @@ import type { NodeRecord } from './meta-state.js';
  */
 export const PROTOCOL = 1;
 
-/** Refuses `what` unless every live member speaks at least `needed`. */
-export function requireProtocol(nodes: readonly Pick<NodeRecord, 'name' | 'version' | 'protocol'>[], needed: number, what: string): void {
+type ProtocolNode = Pick<NodeRecord, 'name' | 'version' | 'protocol'>;
+
+/** Why `what` cannot be done while these members run (undefined: every one speaks at least `needed`). */
+export function protocolShortfall(nodes: readonly ProtocolNode[], needed: number, what: string): string | undefined {
   const behind = nodes.filter((n) => (n.protocol ?? 0) < needed);
-  if (behind.length === 0) return;
+  if (behind.length === 0) return undefined;
   const named = behind.map((n) => `${n.name} (${n.version ?? UNKNOWN_VERSION})`).join(', ');
-  throw new FirkinError('unavailable', `${what} needs every member on cluster protocol ${needed} or later; ${named} ${behind.length === 1 ? 'runs' : 'run'} an older Firkin: finish the rolling upgrade`);
+  return `${what} needs every member on cluster protocol ${needed} or later; ${named} ${behind.length === 1 ? 'runs' : 'run'} an older Firkin: finish the rolling upgrade`;
+}
+
+/** Refuses `what` (503) unless every live member speaks at least `needed`. */
+export function requireProtocol(nodes: readonly ProtocolNode[], needed: number, what: string): void {
+  const shortfall = protocolShortfall(nodes, needed, what);
+  if (shortfall !== undefined) throw new FirkinError('unavailable', shortfall);
 }
 
 /** A record written by a node older than the versions in the records: it wrote none. */
