@@ -121,6 +121,7 @@ const SETTINGS = {
   SERVICE_FD_MIN_DWELL_MS: { parse: int(0, 600_000), default: 3_000 },
   SERVICE_DEAD_VOTER_GRACE_MS: { parse: int(0, 86_400_000), default: 10_000 },
   SERVICE_REPLICA_REPAIR_GRACE_MS: { parse: int(0, 86_400_000), default: 60_000 },
+  SERVICE_SHARD_LEADER_BALANCE: { parse: bool, default: true },
   SERVICE_RESHARD_DOCS_PER_SEC: { parse: int(1, 10_000_000), default: 20_000 },
   SERVICE_VDB_REBALANCE_DOCS_PER_SEC: { parse: int(1, 10_000_000), default: 20_000 },
   SERVICE_JOIN_TIMEOUT_MS: { parse: int(100, 3_600_000), default: 30_000 },
@@ -219,6 +220,8 @@ export interface Config {
     deadVoterGraceMs: number;
     /** A shard replica on a node `down` this long is replaced on a healthy node. */
     replicaRepairGraceMs: number;
+    /** Hand shard leaderships to voters leading fewer groups (SERVICE_SHARD_LEADER_BALANCE). */
+    leaderBalance: boolean;
     /** A reshard copies at most this many documents per second (foreground traffic keeps its latency). */
     reshardDocsPerSec: number;
     /** A clustered VDB split or merge copies at most this many documents a second. */
@@ -395,6 +398,7 @@ function assemble(v: Values): Config {
       detector: { suspectAfterMs: v.SERVICE_FD_SUSPECT_MS, downAfterMs: v.SERVICE_FD_DOWN_MS, recoverAfterMs: v.SERVICE_FD_RECOVER_MS, minDwellMs: v.SERVICE_FD_MIN_DWELL_MS },
       deadVoterGraceMs: v.SERVICE_DEAD_VOTER_GRACE_MS,
       replicaRepairGraceMs: v.SERVICE_REPLICA_REPAIR_GRACE_MS,
+      leaderBalance: v.SERVICE_SHARD_LEADER_BALANCE,
       reshardDocsPerSec: v.SERVICE_RESHARD_DOCS_PER_SEC,
       vdbRebalanceDocsPerSec: v.SERVICE_VDB_REBALANCE_DOCS_PER_SEC,
       joinTimeoutMs: v.SERVICE_JOIN_TIMEOUT_MS,

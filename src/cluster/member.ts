@@ -40,6 +40,7 @@ export type ClusterTimings = Pick<
   | 'detector'
   | 'deadVoterGraceMs'
   | 'replicaRepairGraceMs'
+  | 'leaderBalance'
   | 'joinTimeoutMs'
   | 'proposalTimeoutMs'
   | 'keyFreshnessMs'
@@ -84,6 +85,8 @@ export interface GroupHost {
   answer(from: string, method: string, body: Buffer): Promise<Uint8Array>;
   /** How many replicas this node still hosts (a leaving node stays until they moved away). */
   hosted(): number;
+  /** How many of its groups this node leads now (its link heartbeats say it, for leader balancing). */
+  ledGroups(): number;
   /** Stop hosting, keeping the data: the node is out of its cluster. */
   close(): Promise<void>;
 }
@@ -170,6 +173,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       listen: o.grpcListen,
       peers: new Map(),
       heartbeatIntervalMs: o.timings.nodeHeartbeatMs,
+      leadCounts: () => Object.fromEntries(this.#hosts.map((h) => [h.prefix, h.ledGroups()])),
       onMessages: (ms) => {
         for (const m of ms) {
           if (m.group === META_GROUP) this.#group?.step(m);
@@ -262,6 +266,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const seen = this.#transport.lastSeenMs(node);
     const t = this.#o.timings;
     return seen !== undefined && Date.now() - seen < Math.max(t.electionTicks * t.tickMs, 3 * t.nodeHeartbeatMs);
+  }
+
+  /** Shard groups of kind `prefix` that `node` leads, as its last link heartbeat said (undefined: not heard). */
+  peerLeads(node: string, prefix: string): number | undefined {
+    return this.#transport.peerLeads(node, prefix);
   }
 
   /** The cluster link to `node` was up and broke (its process is likely gone: see `RaftGroup`'s `linkLost`). */

@@ -21,7 +21,7 @@
 import { type Backoff, nominalDelayMs } from '../core/backoff.js';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Logger } from 'pino';
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { FirkinError, isFirkinError } from '../core/errors.js';
 import type { HealthReport } from '../core/health.js';
 import type { Rand } from '../core/rand.js';
@@ -31,6 +31,7 @@ import type { Message } from '../raft/types.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterMember, GroupHost } from './member.js';
 import { type MetaState, type ShardPlacement, isDownOrGone } from './meta-state.js';
+import { type LedGroup, planLeaderTransfer } from './leader-balance.js';
 import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
 
@@ -116,6 +117,18 @@ function registerGauge(registry: Registry, host: ShardHost<HostedReplica, unknow
   hosts.add(host);
 }
 
+/** Leader balancing's transfers, one counter per registry for every kind. */
+const transferCounters = new WeakMap<Registry, Counter<'kind'>>();
+
+function transferCounter(registry: Registry): Counter<'kind'> {
+  let c = transferCounters.get(registry);
+  if (c === undefined) {
+    c = new Counter({ name: 'firkin_shard_leader_transfers_total', help: 'Shard leaderships this node handed to a voter leading fewer groups (leader balancing), by kind', labelNames: ['kind'] as const, registers: [registry] });
+    transferCounters.set(registry, c);
+  }
+  return c;
+}
+
 export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost {
   abstract readonly prefix: string;
   protected readonly o: ShardHostOptions;
@@ -138,6 +151,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   #confLoop: NodeJS.Timeout | undefined;
   /** Groups with a membership step or a removal check under way. */
   readonly #busy = new Set<string>();
+  /** When leader balancing last handed a group over (the next waits for fresh counts). */
+  #lastTransferMs = 0;
 
   protected constructor(o: ShardHostOptions) {
     this.o = o;
@@ -243,6 +258,12 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
 
   hosted(): number {
     return this.replicas.size;
+  }
+
+  ledGroups(): number {
+    let n = 0;
+    for (const r of this.replicas.values()) if (r.group.core.role === 'leader') n++;
+    return n;
   }
 
   /** The groups of this kind the metadata places on this node now. */
@@ -420,6 +441,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   #confRound(): void {
     if (this.#closed) return;
     this.housekeeping();
+    const steady: LedGroup[] = [];
     for (const [group, r] of this.replicas) {
       if (this.#busy.has(group)) continue;
       const core = r.group.core;
@@ -439,7 +461,11 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         if (p !== undefined && p.match > 0 && last - p.match <= CAUGHT_UP_LAG) caughtUp.add(l);
       }
       const step = planShardConf({ conf: core.confState(), desired, caughtUp, leader: this.me });
-      if (step === undefined) continue;
+      if (step === undefined) {
+        const voters = core.confState().voters;
+        steady.push({ group, voters, caughtUp: new Set(voters.filter((v) => core.progress.get(v)?.match === last)) });
+        continue;
+      }
       this.#busy.add(group);
       const run = async () => {
         this.o.log.info({ group, step }, step.kind === 'transfer' ? `${group}: handing leadership to ${step.to} (${step.why})` : `${group}: ${step.change.type} ${step.change.node} (${step.why})`);
@@ -450,6 +476,41 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         .catch((err: unknown) => this.o.log.warn({ group, err: (err as Error).message }, 'shard membership step failed; retrying'))
         .finally(() => this.#busy.delete(group));
     }
+    this.#balanceLeaders(steady);
+  }
+
+  /**
+   * Leader balancing (`leader-balance.ts`): hand one steady group to a caught-up voter that
+   * leads two fewer groups of this kind, at most once per cooldown, so the counts the next
+   * decision reads (link heartbeats) have caught up with this one.
+   */
+  #balanceLeaders(steady: LedGroup[]): void {
+    const { member } = this.o;
+    if (!member.timings.leaderBalance || steady.length === 0) return;
+    const now = Date.now();
+    if (now - this.#lastTransferMs < Math.max(1_000, 4 * member.timings.nodeHeartbeatMs)) return;
+    const nodes = member.state.nodes;
+    if (nodes[this.me]?.status !== 'up') return;
+    const peerLeads = new Map<string, number>();
+    for (const g of steady) {
+      for (const v of g.voters) {
+        const n = v === this.me ? undefined : member.peerLeads(v, this.prefix);
+        if (n !== undefined) peerLeads.set(v, n);
+      }
+    }
+    const transfer = planLeaderTransfer({
+      me: this.me,
+      leads: this.ledGroups(),
+      movable: steady,
+      peerLeads,
+      eligible: (node) => nodes[node]?.status === 'up' && member.peerAlive(node),
+    });
+    if (transfer === undefined) return;
+    const r = this.replicas.get(transfer.group);
+    if (r === undefined || !r.group.transferLeadership(transfer.to)) return;
+    this.#lastTransferMs = now;
+    if (this.o.registry !== undefined) transferCounter(this.o.registry).inc({ kind: this.prefix });
+    this.o.log.info({ group: transfer.group, to: transfer.to }, `${transfer.group}: handing leadership to ${transfer.to} to balance leaders (${transfer.why})`);
   }
 
   /** A replica the metadata moved away: drop it once its group's conf (as its leader says) no longer has this node. */

@@ -52,6 +52,8 @@ export interface TransportOptions {
   onMessages(messages: Message[]): void;
   onRequest?: RequestHandler;
   heartbeatIntervalMs: number;
+  /** What this node's heartbeats carry: the shard groups it leads, by data kind. */
+  leadCounts?(): Record<string, number>;
   log?(line: string): void;
 }
 
@@ -60,7 +62,7 @@ interface Frame {
   challenge?: { node: string; nonce: Buffer; mac: Buffer };
   proof?: { mac: Buffer };
   batch?: { messages: { group: string; payload: Buffer }[] };
-  heartbeat?: { node: string; sent_ms: string | number };
+  heartbeat?: { node: string; sent_ms: string | number; leads?: Record<string, number>; has_leads?: boolean };
   chunk?: { group: string; id: string | number; seq: number; last: boolean; data: Buffer };
   request?: { id: string | number; method: string; body: Buffer };
   response?: { id: string | number; ok: boolean; body: Buffer; code: string; message: string };
@@ -147,6 +149,8 @@ export class Transport {
   });
   readonly #links = new Map<NodeId, PeerLink>();
   readonly #lastSeen = new Map<NodeId, number>();
+  /** The shard groups each peer leads, by data kind, from its last heartbeat that said. */
+  readonly #peerLeads = new Map<NodeId, Readonly<Record<string, number>>>();
   readonly #inbound = new Set<ServerDuplex>();
   #flushScheduled = false;
   #heartbeatTimer: NodeJS.Timeout | undefined;
@@ -170,6 +174,12 @@ export class Transport {
     this.#started = true;
     for (const link of this.#links.values()) this.#dial(link);
     this.#heartbeatTimer = setInterval(() => this.#heartbeat(), this.#o.heartbeatIntervalMs);
+  }
+
+  /** Shard groups of a data kind `peer` leads, as its last heartbeat said; undefined: not heard. */
+  peerLeads(peer: NodeId, kind: string): number | undefined {
+    const leads = this.#peerLeads.get(peer);
+    return leads === undefined ? undefined : (leads[kind] ?? 0);
   }
 
   /** Milliseconds-since-epoch of the last frame received from `peer`, if any. */
@@ -450,8 +460,10 @@ export class Transport {
   }
 
   #heartbeat(): void {
+    const leads = this.#o.leadCounts?.();
+    const heartbeat = { node: this.#o.nodeId, sent_ms: Date.now(), ...(leads === undefined ? {} : { leads, has_leads: true }) };
     for (const link of this.#links.values()) {
-      if (link.ready && !link.blocked) link.stream?.write({ heartbeat: { node: this.#o.nodeId, sent_ms: Date.now() } });
+      if (link.ready && !link.blocked) link.stream?.write({ heartbeat });
     }
   }
 
@@ -507,6 +519,8 @@ export class Transport {
           if (m !== undefined) msgs.push(m);
         }
         if (msgs.length > 0) this.#o.onMessages(msgs);
+      } else if (f.heartbeat !== undefined) {
+        if (f.heartbeat.has_leads === true) this.#peerLeads.set(peer!, { ...f.heartbeat.leads });
       } else if (f.chunk !== undefined) {
         const key = String(f.chunk.id);
         const acc = chunks.get(key) ?? { parts: [], bytes: 0 };

@@ -2,7 +2,8 @@
 // each shard a Raft group. Writes through one node, reads, `_find` and `_changes` through the
 // others; conflicting foreign revisions through different nodes reach one winner everywhere;
 // kill -9 of a shard's primary during writes loses nothing acknowledged, writes resume, and
-// the restarted node catches up to the same digest as the other replicas.
+// the restarted node catches up to the same digest as the other replicas and is handed shard
+// leaderships back (leader balancing).
 import t from 'tap';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
@@ -242,6 +243,18 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   t.ok(loaded.length > 0, `the restarted node loaded ${loaded.length} replica(s) from another replica's snapshot`);
   const total = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
   t.equal(total, 120 + 1 + 2 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones, the imported ones and the acknowledged writes');
+
+  // Leader balancing: the restarted node came back leading nothing (its shards elected leaders
+  // elsewhere while it was down); the leaders hand it shards until no node leads two more than
+  // another, here 2/1/1.
+  const leaderCounts = await waitFor(async () => {
+    const now = (await cluster.request(reader, 'GET', '/vdb/v/_shards')).body.shards as { primary: string | null }[];
+    const counts = nodes.map((n) => now.filter((s) => s.primary === n).length);
+    return now.every((s) => s.primary !== null) && Math.max(...counts) - Math.min(...counts) <= 1 ? counts : undefined;
+  }, { timeoutMs: 30_000, intervalMs: 200, what: 'the shard leaders spread over the three nodes' });
+  t.ok(leaderCounts[nodes.indexOf(victim)]! >= 1, `the restarted ${victim} leads shards again (leaders per node ${nodes.map((n, i) => `${n}:${leaderCounts[i]}`).join(' ')})`);
+  const transfers = await Promise.all(nodes.map(async (n) => (await cluster.request(n, 'GET', '/metrics')).text ?? ''));
+  t.match(transfers.join('\n'), /firkin_shard_leader_transfers_total\{kind="dshard"\} [1-9]/, 'the transfers are counted');
 
   // Plain databases stay node-local: a shard's replica database refuses direct writes.
   const replicaDb = [...converged.values()][0]![0]!.db;
