@@ -378,7 +378,8 @@ export function asTasks(raw: unknown): TaskRow[] {
     }
     const detail = (typeof b.reshard === 'object' && b.reshard !== null ? b.reshard : typeof b.vdb === 'object' && b.vdb !== null ? b.vdb : {}) as Json;
     const moved = isNumber(detail.migrated) ? detail.migrated : isNumber(detail.copied) ? detail.copied : undefined;
-    const counts = moved === undefined ? '' : `, ${moved}${isNumber(detail.expected) ? ` of ${detail.expected}` : ''} documents`;
+    const expected = isNumber(detail.expected) ? detail.expected : undefined;
+    const counts = moved === undefined ? '' : expected === undefined ? `, ${moved} documents` : moved > expected ? `, ${moved} documents (${expected} when it began)` : `, ${moved} of ${expected} documents`;
     return { type, what: String(b.target ?? ''), progress: `${String(b.step ?? '')}${counts}`, updatedOnS };
   });
 }

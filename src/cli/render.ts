@@ -108,13 +108,19 @@ export function renderReshardProgress(job: ReshardJobBody): string {
   const expected = job.documents_expected;
   const done = job.state === 'done' || job.state === 'cleaning';
   const fraction = done ? 1 : expected === null || expected === 0 ? 0 : job.documents_migrated / expected;
-  const counts = expected === null ? `${job.documents_migrated} documents` : `${job.documents_migrated}/${expected} documents`;
+  const counts = documents(job.documents_migrated, expected ?? undefined);
   const error = job.last_error === null || done ? '' : ` (last error: ${cleanCell(job.last_error)})`;
   return `reshard ${cleanCell(job.collection)} ${job.old_shards} -> ${job.new_shards}: ${job.state.padEnd(11)} ${progressBar(fraction)} ${counts}${error}\n`;
 }
 
-/** `400/1000 documents` (or `400 documents` toward an unknown total). */
-const documents = (moved: number, expected: number | undefined): string => (expected === undefined ? `${moved} documents` : `${moved}/${expected} documents`);
+/**
+ * `400/1000 documents` (or `400 documents` toward an unknown total). The total is the count when
+ * the job began; writes during the copy can take the copies past it: `1040 documents (1000 when it began)`.
+ */
+export function documents(moved: number, expected: number | undefined): string {
+  if (expected === undefined) return `${moved} documents`;
+  return moved > expected ? `${moved} documents (${expected} when it began)` : `${moved}/${expected} documents`;
+}
 
 /** One row per job, running ones first (newest first within each). */
 export function renderJobs(jobs: readonly JobRow[], nowMs: number): string {

@@ -98,6 +98,7 @@ t.test('reshard progress', async (t) => {
   t.equal(renderReshardProgress(job), 'reshard c 2 -> 5: copying     [#####---------------]  25% 500/2000 documents\n');
   t.match(renderReshardProgress({ ...job, last_error: 'no leader\nyet' }), /\(last error: no leader\uFFFDyet\)\n$/, 'errors shown on one line');
   t.match(renderReshardProgress({ ...job, state: 'done', documents_expected: null }), /done        \[#{20}\] 100% 500 documents\n$/);
+  t.match(renderReshardProgress({ ...job, state: 'done', documents_migrated: 2040 }), /100% 2040 documents \(2000 when it began\)\n$/, 'writes during the copy take the count past the total it began with: said so, not "2040/2000"');
 });
 
 /** GET /_cluster/jobs as the metadata records them: a leave, a reshard that ended, a VDB split under way. */
@@ -146,6 +147,8 @@ t.test('tasks: one row each, the most recently updated first; progress in words'
       '',
     ].join('\n'),
   );
+  const past = asTasks([{ type: 'cluster_reshard', node: 'n1', target: 'c', step: 'done', reshard: { migrated: 204, expected: 200 }, started_on: 20, updated_on: 59 }]);
+  t.match(renderTasks(past, 60_000), /done, 204 documents \(200 when it began\)/, 'copies past the starting count say so');
   t.equal(renderTasks([], 0), 'no active tasks\n');
   t.throws(() => asTasks({}), { code: 'bad_response', message: 'active tasks: expected a list' });
   t.throws(() => asTasks([{ type: 'replication' }]), { code: 'bad_response', message: 'task 0: updated_on must be a number, got nothing' });

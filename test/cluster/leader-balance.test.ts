@@ -49,7 +49,7 @@ t.test('a planned transfer goes to a caught-up, eligible, heard voter leading tw
       const movable: LedGroup[] = raw.map((g, i) => ({ group: `g${i}`, voters: ['n1', ...g.voters.filter((v) => v !== 'n1')], caughtUp: new Set(g.caughtUp) }));
       const leads = movable.length + extra;
       const peerLeads = new Map(Object.entries(heard));
-      const eligible = (n: string) => !ineligible.includes(n);
+      const eligible = (n: string) => !(ineligible as string[]).includes(n);
       const plan = planLeaderTransfer({ me: 'n1', leads, movable, peerLeads, eligible });
       const allowed = (g: LedGroup, to: string) => to !== 'n1' && g.caughtUp.has(to) && eligible(to) && peerLeads.has(to) && leads - peerLeads.get(to)! >= 2;
       if (plan === undefined) return movable.every((g) => g.voters.every((v) => !allowed(g, v)));
