@@ -97,7 +97,7 @@ function moveProgress(job: JobRecord): JobProgress {
   if (at === -1 || detail === undefined) return { steps: [], fraction: null, current: job.step };
   const copied = detail.expected === undefined || detail.expected === 0 ? 0 : Math.min(1, detail.moved / detail.expected);
   const fraction = at === 0 ? 0.75 * copied : 0.75 + (0.25 * (at - 1)) / (MOVE_STEPS.length - 1);
-  const counts = detail.expected === undefined ? `${detail.moved} documents` : `${detail.moved} of ${detail.expected} documents`;
+  const counts = detail.expected === undefined ? `${detail.moved} documents` : detail.moved > detail.expected ? `${detail.moved} documents (${detail.expected} when it began)` : `${detail.moved} of ${detail.expected} documents`;
   const notes = [detail.cancel ? 'cancel requested' : undefined, detail.error === undefined ? undefined : `last error: ${detail.error}`].filter((x) => x !== undefined);
   return { steps, fraction, current: `step ${at + 1} of ${MOVE_STEPS.length}: ${MOVE_DOING[MOVE_STEPS[at]!]} (${counts})${notes.length === 0 ? '' : `; ${notes.join('; ')}`}` };
 }

@@ -65,6 +65,8 @@ t.test('a reshard and a VDB split show their step and the documents copied', (t)
   t.equal(switching.fraction, 0.75 + 0.25 / 3);
   t.equal(switching.current, 'step 3 of 4: switching (writes of the moving range wait) (2000 of 2000 documents); last error: n2: timeout');
   t.same(switching.steps.map((s) => s.done), [true, true, false, false]);
+  const past = jobProgress({ ...reshard, step: 'catching_up', reshard: { ...reshard.reshard!, migrated: 2040 } }, [], []);
+  t.match(past.current, /\(2040 documents \(2000 when it began\)\)$/, 'copies past the starting count (writes during the copy) say so');
   t.same(jobProgress({ ...reshard, step: 'done' }, [], []).fraction, 1);
   const split: JobRecord = { id: 'v1', kind: 'vdb-rebalance', target: 'orders', step: 'catching_up', createdAtMs: 0, updatedAtMs: 0, vdb: { op: 'split', source: 0, target: 2, copied: 40, cancelRequested: true } };
   const p = jobProgress(split, [], []);
