@@ -75,7 +75,12 @@ interface NodeProc {
   output: string;
   /** Output of this node's earlier processes (bounded), kept for the report. */
   logs: string[];
+  /** Shard leaderships its processes handed over to balance leaders (their log lines). */
+  leaderTransfers: number;
 }
+
+/** The log line of a leader balancing transfer (ShardHost), counted by the runner. */
+const LEADER_TRANSFER_LINE = /to balance leaders/g;
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -93,7 +98,9 @@ function startNode(n: NodeProc, waitReady = true): Promise<void> {
   if (n.output !== '') n.logs = [...n.logs, n.output].slice(-5);
   n.output = ''; // this process's output only: an old "listening on" line names an old port
   const onData = (d: Buffer) => {
-    n.output = (n.output + d.toString()).slice(-200_000);
+    const text = d.toString();
+    n.leaderTransfers += text.match(LEADER_TRANSFER_LINE)?.length ?? 0;
+    n.output = (n.output + text).slice(-200_000);
     n.url ??= /listening on (https?:\/\/[^\s]+) /.exec(n.output)?.[1];
   };
   child.stdout!.on('data', onData);
@@ -597,6 +604,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     paused: false,
     output: '',
     logs: [],
+    leaderTransfers: 0,
   }));
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const durationMs = Math.round(o.minutes * 60_000);
@@ -691,11 +699,14 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       anomalies.push({ checker: 'convergence', type: 'no-convergence', key: 'cluster', node: '', detail: JSON.stringify(converged.detail).slice(0, 2000) });
     }
     const ops = o.workload === 'keys' ? rec.ops.filter((op) => op.kind !== 'final').length : o.workload === 'register' || o.workload === 'cas' ? rec.registers.filter((op) => op.process?.startsWith('final-') !== true).length : rec.set.filter((op) => !(op.kind === 'read' && op.final === true)).length;
+    const leaderTransfers = nodes.reduce((sum, n) => sum + n.leaderTransfers, 0);
+    log(`chaos: ${leaderTransfers} shard leadership transfers to balance leaders`);
     const report = {
       options: o,
       faults,
       windows,
       ops,
+      leaderTransfers,
       converged: converged.ok,
       checkers,
       anomalies,
