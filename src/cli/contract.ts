@@ -29,6 +29,8 @@ export interface NodeDetail {
   role: string;
   joined_at: number;
   last_heartbeat_ms_ago: number | null;
+  /** Shard groups it leads; null when not known (or from a server older than the field). */
+  shard_leaders: number | null;
 }
 
 export interface NodeDetailsBody {
@@ -119,6 +121,7 @@ function asNodeDetail(value: unknown, i: number): NodeDetail {
     role: field(b, 'role', what, isString, 'a string'),
     joined_at: field(b, 'joined_at', what, isNumber, 'a number'),
     last_heartbeat_ms_ago: field(b, 'last_heartbeat_ms_ago', what, isNumberOrNull, 'a number or null'),
+    shard_leaders: b.shard_leaders === undefined ? null : field(b, 'shard_leaders', what, isNumberOrNull, 'a number or null'),
   };
 }
 

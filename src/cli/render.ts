@@ -44,11 +44,12 @@ export function renderNodeNames(body: NodesBody): string {
 
 export function renderNodeDetails(body: NodeDetailsBody): string {
   const summary = `leader ${cleanCell(body.leader ?? NONE)}  term ${body.term}  commit ${body.commit}  applied ${body.applied}`;
-  const header = ['NAME', 'STATUS', 'ROLE', 'ZONE', 'VERSION', 'HTTP', 'GRPC', 'HEARTBEAT'];
+  const header = ['NAME', 'STATUS', 'ROLE', 'LEADS', 'ZONE', 'VERSION', 'HTTP', 'GRPC', 'HEARTBEAT'];
   const rows = body.nodes.map((n) => [
     n.name === body.leader ? `${n.name} *` : n.name,
     n.status,
     n.role,
+    n.shard_leaders === null ? '-' : String(n.shard_leaders),
     n.zone,
     n.version ?? '?',
     n.http,

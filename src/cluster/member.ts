@@ -105,6 +105,8 @@ export interface NodeView {
   role: 'voter' | 'learner' | 'none';
   joined_at: number;
   last_heartbeat_ms_ago: number | null;
+  /** Shard groups (vector and VDB) it leads: its own count exact, a peer's as its last link heartbeat said; null: not heard, or its link is down. */
+  shard_leaders: number | null;
 }
 
 const INCARNATION_KEY = Buffer.from('cluster\u0000incarnation');
@@ -365,8 +367,22 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           role: conf.voters.includes(n.name) ? 'voter' : conf.learners.includes(n.name) ? 'learner' : 'none',
           joined_at: n.joinedAtMs,
           last_heartbeat_ms_ago: seen === undefined ? null : Math.max(0, now - seen),
+          shard_leaders: this.#shardLeaders(n.name),
         };
       });
+  }
+
+  /** Shard groups `node` leads (all kinds): exact for this node, else as heard while its link is alive. */
+  #shardLeaders(node: string): number | null {
+    if (node === this.#o.nodeName) return this.#hosts.reduce((sum, h) => sum + h.ledGroups(), 0);
+    if (!this.peerAlive(node)) return null;
+    let sum = 0;
+    for (const h of this.#hosts) {
+      const n = this.#transport.peerLeads(node, h.prefix);
+      if (n === undefined) return null;
+      sum += n;
+    }
+    return sum;
   }
 
   /** For /health: what is wrong, if anything; VDBs named only to a viewer who may read them. */

@@ -7,12 +7,12 @@ import { type ClusterNode, type LocalCluster, startCluster } from '../support/cl
 import { waitFor } from '../support/wait.js';
 import { runFirkin } from './fixtures.js';
 
-/** The admin view without what moves on its own between two reads (heartbeat ages, indexes). */
+/** The admin view without what moves on its own between two reads (heartbeat ages, indexes, leader counts). */
 function facts(body: any) {
   return {
     leader: body.leader,
     term: body.term,
-    nodes: body.nodes.map(({ last_heartbeat_ms_ago: _h, ...n }: any) => n),
+    nodes: body.nodes.map(({ last_heartbeat_ms_ago: _h, shard_leaders: _l, ...n }: any) => n),
   };
 }
 
@@ -42,6 +42,8 @@ t.test('status and nodes agree with the HTTP API on every node', async (t) => {
     leaders.add(status.leader);
     const nodes = (await agree(c, n, ['cluster', 'nodes'], '/_cluster/nodes', facts)) as any;
     t.same(nodes.nodes.map((x: any) => x.name).sort(), names, `${n.name}: nodes`);
+    // Peers' shard leaderships come with their link heartbeats: known once one arrived.
+    await waitFor(async () => ((await c.request(n, 'GET', '/_cluster/nodes')).body.nodes as { shard_leaders: number | null }[]).every((x) => typeof x.shard_leaders === 'number') || undefined, { what: `${n.name} to have heard every peer's shard leaderships` });
 
     const [table, detail, plain] = await Promise.all([
       runFirkin(['cluster', 'status', '--url', n.url]),
@@ -51,7 +53,8 @@ t.test('status and nodes agree with the HTTP API on every node', async (t) => {
     t.match(table.stdout, new RegExp(`^node +${n.name}\nstate +member\nleader +${status.leader}`), `${n.name}: status table`);
     const rows = detail.stdout.trimEnd().split('\n');
     t.match(rows[0], /^leader n\d +term \d+ +commit \d+ +applied \d+$/);
-    t.match(rows[1], /^NAME +STATUS +ROLE +ZONE +VERSION +HTTP +GRPC +HEARTBEAT$/);
+    t.match(rows[1], /^NAME +STATUS +ROLE +LEADS +ZONE +VERSION +HTTP +GRPC +HEARTBEAT$/);
+    t.ok(rows.slice(2).every((r) => / (voter|learner|none) +\d+ /.test(r)), `${n.name}: every live node's shard leaderships are known (${rows.slice(2).join(' | ')})`);
     t.same(rows.slice(2).map((r) => r.split(/ +/)[0]).sort(), names, `${n.name}: a row per node`);
     t.same(plain.stdout.trimEnd().split('\n').sort(), names, `${n.name}: plain names`);
   };

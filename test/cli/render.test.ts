@@ -84,6 +84,9 @@ t.test('answers of the wrong shape are one-line bad_response failures', (t) => {
     code: 'bad_response',
     message: 'cluster node 0: http must be a string, got nothing',
   });
+  const { shard_leaders: _l, ...older } = DETAILS.nodes[1]!;
+  t.equal(asNodeDetails({ ...DETAILS, nodes: [older] }).nodes[0]!.shard_leaders, null, "an older server's node without shard_leaders: not known");
+  t.throws(() => asNodeDetails({ ...DETAILS, nodes: [{ ...older, shard_leaders: 'x' }] }), { code: 'bad_response', message: 'cluster node 0: shard_leaders must be a number or null, got "x"' });
   t.throws(() => asNodeStatus({ node: 'n1' }, 'leave answer'), { code: 'bad_response', message: 'leave answer: status must be a string, got nothing' });
   t.equal(failureLine('not_found', 'no node\nnamed "x"\r\n'), 'firkin: not_found: no node named "x"');
   t.end();

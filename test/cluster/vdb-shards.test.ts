@@ -253,6 +253,12 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
     return now.every((s) => s.primary !== null) && Math.max(...counts) - Math.min(...counts) <= 1 ? counts : undefined;
   }, { timeoutMs: 30_000, intervalMs: 200, what: 'the shard leaders spread over the three nodes' });
   t.ok(leaderCounts[nodes.indexOf(victim)]! >= 1, `the restarted ${victim} leads shards again (leaders per node ${nodes.map((n, i) => `${n}:${leaderCounts[i]}`).join(' ')})`);
+  // Every node's admin view counts them too (a peer's count from its link heartbeats).
+  const viewed = await waitFor(async () => {
+    const views = await Promise.all(nodes.map(async (n) => ((await cluster.request(n, 'GET', '/_cluster/nodes')).body.nodes as { name: string; shard_leaders: number | null }[]).map((v) => v.shard_leaders)));
+    return views.every((v) => JSON.stringify(v) === JSON.stringify(leaderCounts)) ? views : undefined;
+  }, { timeoutMs: 10_000, what: `/_cluster/nodes to show the leader counts ${leaderCounts.join('/')} on every node` });
+  t.equal(viewed.length, 3, 'every node shows every node\'s shard leaderships');
   const transfers = await Promise.all(nodes.map(async (n) => (await cluster.request(n, 'GET', '/metrics')).text ?? ''));
   t.match(transfers.join('\n'), /firkin_shard_leader_transfers_total\{kind="dshard"\} [1-9]/, 'the transfers are counted');
 

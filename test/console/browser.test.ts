@@ -620,6 +620,13 @@ if (!existsSync(CHROMIUM)) {
     await page.getByRole('link', { name: 'Cluster' }).click();
     for (const name of ['n1', 'n2', 'n3']) await page.locator(`tr[data-node="${name}"] td.node-status`).getByText('up').waitFor();
     for (const name of ['n1', 'n2', 'n3']) t.equal(await page.locator(`tr[data-node="${name}"] td.node-version`).textContent(), VERSION, `${name} runs this build`);
+    // Shard leaderships per node: numbers adding up to every shard group of c and v (heard over the links).
+    const shardGroups = report.shards.length + 4;
+    const leadCells = await waitFor(async () => {
+      const cells = await Promise.all(['n1', 'n2', 'n3'].map(async (name) => (await page.locator(`tr[data-node="${name}"] td.node-leads`).textContent()) ?? ''));
+      return cells.every((c) => /^\d+$/.test(c)) && cells.reduce((sum, c) => sum + Number(c), 0) === shardGroups ? cells : undefined;
+    }, { timeoutMs: WAIT_MS, what: `the nodes' shard leaderships to add up to ${shardGroups}` });
+    t.pass(`shard leaderships per node shown: ${leadCells.join(' / ')}`);
     await page.locator('section[aria-label="Shards of c"] td.leader').first().waitFor();
     const vdbGrid = page.locator('section[aria-label="Shards of VDB v"]');
     const vdbRows = vdbGrid.locator('tr[data-shard]');

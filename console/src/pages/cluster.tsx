@@ -16,6 +16,8 @@ interface NodeView {
   status: string;
   role: 'voter' | 'learner' | 'none';
   last_heartbeat_ms_ago: number | null;
+  /** Shard groups it leads; null: not known; absent from an older server. */
+  shard_leaders?: number | null;
 }
 interface ShardRow {
   shard: number;
@@ -279,7 +281,7 @@ export function ClusterPage() {
             <h2>Nodes</h2>
             <table aria-label="Nodes">
               <thead>
-                <tr><th>node</th><th>status</th><th>zone</th><th>role</th><th>version</th><th>last heartbeat</th><th>HTTP</th></tr>
+                <tr><th>node</th><th>status</th><th>zone</th><th>role</th><th>shard leaderships</th><th>version</th><th>last heartbeat</th><th>HTTP</th></tr>
               </thead>
               <tbody>
                 {view.nodes.map((n) => (
@@ -288,6 +290,7 @@ export function ClusterPage() {
                     <td class="node-status"><StatusDot status={n.status} /> {n.status}</td>
                     <td>{n.zone}</td>
                     <td>{n.role}</td>
+                    <td class="node-leads">{n.shard_leaders ?? '-'}</td>
                     <td class="node-version">{n.version ?? 'older (unrecorded)'}</td>
                     <td>{n.last_heartbeat_ms_ago === null ? 'never' : `${n.last_heartbeat_ms_ago} ms ago`}</td>
                     <td>{n.http}</td>
