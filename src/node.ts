@@ -36,7 +36,8 @@ import { tierRoutes } from './http/routes/tier.js';
 import { docdbAttachmentRoutes } from './http/routes/docdb-attachments.js';
 import { docdbChangesRoutes } from './http/routes/docdb-changes.js';
 import { replicationRoutes } from './http/routes/replication.js';
-import { activeTasksRoutes } from './http/routes/active-tasks.js';
+import { activeTasksRoutes, nodeTasks } from './http/routes/active-tasks.js';
+import { PeerTasks } from './cluster/peer-tasks.js';
 import { replicationPolicyRoutes } from './http/routes/replication-policies.js';
 import { replicationProtocolRoutes } from './http/routes/replication-protocol.js';
 import { type HealthCheck, mergeHealth } from './core/health.js';
@@ -184,6 +185,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     });
     // Either VDB service's imports (node-local or the cluster's) run here, inside their request.
     const imports = new ImportTasks(clock);
+    const taskSources = { nodeName: config.nodeName, docs, replication, imports };
     docs.addIndexer(creationIndexer);
     const tiers = await Tiers.open({
       store,
@@ -243,6 +245,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     // Cluster mode: the member starts once HTTP listens (it advertises its URL); until then the
     // vector API's cluster view says `joining`.
     let member: ClusterMember | undefined;
+    /** The other members' tasks (`GET /_active_tasks`, import cancels): set once the member starts. */
+    let peerTasks: PeerTasks | undefined;
     const standalone = standaloneCluster({ nodeName: config.nodeName, clusterEnabled: config.cluster.enabled });
     const vectorCluster: VectorCluster = !config.cluster.enabled
       ? standalone
@@ -309,6 +313,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, caches: shardCaches, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchDelayMs: testReshardSwitchDelay(), exitInSnapshotLoad: process.env.FIRKIN_UNSAFE_FIXTURE === 'exit-in-snapshot-load' });
       }
       docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, rebalanceDocsPerSecond: cluster.vdbRebalanceDocsPerSec });
+      peerTasks = new PeerTasks(m, { list: () => nodeTasks(taskSources), cancelImports: (vdb) => imports.cancel(vdb) }, log.child({ mod: 'tasks' }));
       const hosted = vectorShards;
       const hostedDocs = docShards;
       // After HTTP stops taking requests (closers run front to back), before storage closes:
@@ -398,6 +403,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         heartbeatMs: config.docdb.streamHeartbeatMs,
         keepAliveMs: config.replication.keepAliveMs,
         imports,
+        peers: () => peerTasks,
       });
       await app.register(vdbAttachmentRoutes, { vdbs: vdbService, attachmentMaxBytes: config.docdb.attachmentMaxBytes });
     };
@@ -414,7 +420,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
           ];
     const clusterFeature = async (app: FastifyInstance) => {
       await app.register(clusterAdminRoutes, { member: () => member, shards: () => vectorShards, docShards: () => docShards });
-      await app.register(activeTasksRoutes, { nodeName: config.nodeName, docs, replication, imports, jobs: () => member?.jobs() });
+      await app.register(activeTasksRoutes, { ...taskSources, jobs: () => member?.jobs(), peers: () => peerTasks });
     };
     const { app, handler, routes } = await buildHttp({
       ...httpDeps,

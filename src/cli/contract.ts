@@ -354,6 +354,8 @@ export function asHealth(raw: unknown): HealthBody {
 /** One entry of GET /_active_tasks, cut to what the table shows (the rest is in --json). */
 export interface TaskRow {
   type: string;
+  /** The node it runs on (a cluster's node lists every member's tasks); '' when not said. */
+  node: string;
   /** What it works on: a replication's source -> target, a database, a job's target. */
   what: string;
   /** Progress in words: documents, records walked, a job's step and counts. */
@@ -368,21 +370,22 @@ export function asTasks(raw: unknown): TaskRow[] {
     const b = object(entry, what);
     const type = field(b, 'type', what, isString, 'a string');
     const updatedOnS = field(b, 'updated_on', what, isNumber, 'a number');
+    const node = isString(b.node) ? b.node : '';
     const n = (name: string) => (isNumber(b[name]) ? (b[name] as number) : 0);
     if (type === 'replication') {
-      return { type, what: `${String(b.source)} -> ${String(b.target)}${b.continuous === true ? ' (continuous)' : ''}`, progress: `${n('docs_written')} of ${n('docs_read')} documents written${n('doc_write_failures') > 0 ? `, ${n('doc_write_failures')} failed` : ''}`, updatedOnS };
+      return { type, node, what: `${String(b.source)} -> ${String(b.target)}${b.continuous === true ? ' (continuous)' : ''}`, progress: `${n('docs_written')} of ${n('docs_read')} documents written${n('doc_write_failures') > 0 ? `, ${n('doc_write_failures')} failed` : ''}`, updatedOnS };
     }
     if (type === 'database_compaction') {
-      return { type, what: String(b.database), progress: `${n('progress')}% (${n('changes_done')} of ${n('total_changes')} records)`, updatedOnS };
+      return { type, node, what: String(b.database), progress: `${n('progress')}% (${n('changes_done')} of ${n('total_changes')} records)`, updatedOnS };
     }
     if (type === 'vdb_import') {
       const more = `${n('docs_skipped') > 0 ? `, ${n('docs_skipped')} skipped` : ''}${n('errors') > 0 ? `, ${n('errors')} errors` : ''}`;
-      return { type, what: `${String(b.source_db)} -> vdb ${String(b.vdb)}`, progress: `${n('progress')}% (${n('docs_read')} of ${n('total_docs')} read, ${n('docs_written')} written${more})`, updatedOnS };
+      return { type, node, what: `${String(b.source_db)} -> vdb ${String(b.vdb)}`, progress: `${n('progress')}% (${n('docs_read')} of ${n('total_docs')} read, ${n('docs_written')} written${more})`, updatedOnS };
     }
     const detail = (typeof b.reshard === 'object' && b.reshard !== null ? b.reshard : typeof b.vdb === 'object' && b.vdb !== null ? b.vdb : {}) as Json;
     const moved = isNumber(detail.migrated) ? detail.migrated : isNumber(detail.copied) ? detail.copied : undefined;
     const expected = isNumber(detail.expected) ? detail.expected : undefined;
     const counts = moved === undefined ? '' : expected === undefined ? `, ${moved} documents` : moved > expected ? `, ${moved} documents (${expected} when it began)` : `, ${moved} of ${expected} documents`;
-    return { type, what: String(b.target ?? ''), progress: `${String(b.step ?? '')}${counts}`, updatedOnS };
+    return { type, node, what: String(b.target ?? ''), progress: `${String(b.step ?? '')}${counts}`, updatedOnS };
   });
 }

@@ -32,7 +32,7 @@ Commands:
   vdb merge VDB SHARD --into T
                               merge a VDB shard into the adjacent shard T
   vdb cancel VDB              cancel the split or merge running on VDB (before its switch)
-  vdb cancel-import VDB       cancel the imports into VDB running on the node
+  vdb cancel-import VDB       cancel the imports into VDB (on a cluster: on every member)
   tasks                       what the node works on now (replications, compactions, the
                               cluster's jobs) with progress: CouchDB's _active_tasks
 
@@ -129,7 +129,7 @@ ${TARGET}`,
   vdb split VDB SHARD            split shard SHARD of a clustered VDB in two
   vdb merge VDB SHARD --into T   merge shard SHARD into the adjacent shard T
   vdb cancel VDB                 cancel the split or merge running on VDB
-  vdb cancel-import VDB          cancel the imports into VDB running on the node
+  vdb cancel-import VDB          cancel the imports into VDB (on a cluster: on every member)
 
 ${TARGET}
 
@@ -174,8 +174,9 @@ ${TARGET}`,
 
   'vdb-cancel-import': `Usage: firkin vdb cancel-import VDB [--key KEY] [--url URL] [--json]
 
-Cancels the imports into virtual database VDB (POST /vdb/VDB/_import) running on the node at
---url: each runs on the node that took it, which firkin tasks on that node lists (DELETE
+Cancels the imports into virtual database VDB (POST /vdb/VDB/_import): on a cluster wherever
+they run (each runs on the node that took it, which firkin tasks names; the node at --url
+passes the cancel on to every member), standalone on the node at --url (DELETE
 /vdb/VDB/_import). Each stops before its next document and answers its client "cancelled"
 with its counts; the batches it wrote stay. Needs a key that may write VDB.
 

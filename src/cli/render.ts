@@ -179,6 +179,6 @@ export function renderClusterHealth(nodes: readonly NodeHealth[]): string {
 export function renderTasks(tasks: readonly TaskRow[], nowMs: number): string {
   if (tasks.length === 0) return 'no active tasks\n';
   const sorted = [...tasks].sort((a, b) => b.updatedOnS - a.updatedOnS);
-  const rows = sorted.map((t) => [cleanCell(t.type), cleanCell(t.what) || NONE, cleanCell(t.progress) || NONE, formatAgo(nowMs - t.updatedOnS * 1000)]);
-  return lines(formatTable([['TYPE', 'WHAT', 'PROGRESS', 'UPDATED'], ...rows]));
+  const rows = sorted.map((t) => [cleanCell(t.type), cleanCell(t.node) || NONE, cleanCell(t.what) || NONE, cleanCell(t.progress) || NONE, formatAgo(nowMs - t.updatedOnS * 1000)]);
+  return lines(formatTable([['TYPE', 'NODE', 'WHAT', 'PROGRESS', 'UPDATED'], ...rows]));
 }

@@ -156,6 +156,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   readonly #metrics: ReturnType<typeof clusterMetrics>;
   /** Data groups (replicated shards) hosted on this node: their messages and calls go there. */
   readonly #hosts: GroupHost[] = [];
+  /** Answerers of other node-level calls, by method prefix (`handleCalls`). */
+  readonly #callHandlers = new Map<string, (from: string, method: string, body: Buffer) => Promise<Uint8Array>>();
   /** The one clock of every Raft group on this node (metadata and shards). */
   readonly ticker: RaftTicker;
 
@@ -247,6 +249,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   /** Route the messages of every other Raft group, and calls whose method starts with `prefix.`, to `host` (one host per data kind). */
   attachGroups(host: GroupHost): void {
     this.#hosts.push(host);
+  }
+
+  /** Answer the calls `<prefix>.*` from other members with `handler` (node-level services, such as the tasks list). */
+  handleCalls(prefix: string, handler: (from: string, method: string, body: Buffer) => Promise<Uint8Array>): void {
+    this.#callHandlers.set(prefix, handler);
   }
 
   /** Hand Raft messages of a data group to the transport (after they are safe to send). */
@@ -669,6 +676,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       }
       default:
         for (const h of this.#hosts) if (method.startsWith(`${h.prefix}.`)) return h.answer(from, method, body);
+        {
+          const handler = this.#callHandlers.get(method.slice(0, method.indexOf('.')));
+          if (handler !== undefined) return handler(from, method, body);
+        }
         throw new FirkinError('not_found', `unknown cluster call ${method}`);
     }
   }

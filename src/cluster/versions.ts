@@ -10,9 +10,10 @@ import type { NodeRecord } from './meta-state.js';
 /**
  * The cluster protocol this build speaks: raised when members start asking each other for
  * something an earlier build cannot serve. 1: a VDB shard's `all` and `keys` reads
- * (`_all_docs`). A record without one is from a build before protocols: 0.
+ * (`_all_docs`). 2: the members' task lists and import cancels (`tasks.*`, peer-tasks.ts).
+ * A record without one is from a build before protocols: 0.
  */
-export const PROTOCOL = 1;
+export const PROTOCOL = 2;
 
 type ProtocolNode = Pick<NodeRecord, 'name' | 'version' | 'protocol'>;
 

@@ -49,7 +49,7 @@ t.test('against a standalone node', async (t) => {
   t.equal(made.status, 202, made.text);
   const tasks = await runFirkin(['tasks', '--key', node.adminKey, ...url]);
   t.equal(tasks.code, 0, tasks.stderr);
-  t.match(tasks.stdout, /^TYPE +WHAT +PROGRESS +UPDATED\nreplication +a -> b \(continuous\) +\d+ of \d+ documents written +\S+ ago\n$/, 'the replication as a row');
+  t.match(tasks.stdout, /^TYPE +NODE +WHAT +PROGRESS +UPDATED\nreplication +\S+ +a -> b \(continuous\) +\d+ of \d+ documents written +\S+ ago\n$/, 'the replication as a row');
   t.same(JSON.parse((await runFirkin(['tasks', '--json', '--key', node.adminKey, ...url])).stdout).map((x: { type: string }) => x.type), ['replication'], '--json: the node\'s list');
   failed(t, await runFirkin(['tasks', '--key', 'fk_not-a-key', ...url]), 1, /^firkin: unauthorized: /, 'a bad key');
 });

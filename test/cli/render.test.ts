@@ -134,19 +134,19 @@ t.test('jobs: running first, then the ended ones, newest first; progress in word
 
 t.test('tasks: one row each, the most recently updated first; progress in words', async (t) => {
   const tasks = asTasks([
-    { type: 'replication', node: 'n1', source: 'src', target: 'http://n2:8080/db/dst', continuous: true, docs_read: 120, docs_written: 118, doc_write_failures: 2, started_on: 10, updated_on: 50 },
+    { type: 'replication', source: 'src', target: 'http://n2:8080/db/dst', continuous: true, docs_read: 120, docs_written: 118, doc_write_failures: 2, started_on: 10, updated_on: 50 },
     { type: 'database_compaction', node: 'n1', database: 'orders', changes_done: 512, total_changes: 2048, progress: 25, started_on: 40, updated_on: 58 },
     { type: 'cluster_vdb_rebalance', node: 'n1', target: 'users', step: 'copying', vdb: { op: 'split', copied: 300, expected: 900 }, started_on: 20, updated_on: 59 },
-    { type: 'vdb_import', node: 'n1', pid: 'vdb_import:3', vdb: 'orders_v', source_db: 'orders', on_conflict: 'skip', batch_size: 100, docs_read: 400, docs_written: 390, docs_skipped: 10, errors: 0, total_docs: 1000, progress: 40, started_on: 30, updated_on: 57 },
+    { type: 'vdb_import', node: 'n2', pid: 'vdb_import:3', vdb: 'orders_v', source_db: 'orders', on_conflict: 'skip', batch_size: 100, docs_read: 400, docs_written: 390, docs_skipped: 10, errors: 0, total_docs: 1000, progress: 40, started_on: 30, updated_on: 57 },
   ]);
   t.equal(
     renderTasks(tasks, 60_000),
     [
-      'TYPE                   WHAT                                       PROGRESS                                         UPDATED',
-      'cluster_vdb_rebalance  users                                      copying, 300 of 900 documents                    1.0s ago',
-      'database_compaction    orders                                     25% (512 of 2048 records)                        2.0s ago',
-      'vdb_import             orders -> vdb orders_v                     40% (400 of 1000 read, 390 written, 10 skipped)  3.0s ago',
-      'replication            src -> http://n2:8080/db/dst (continuous)  118 of 120 documents written, 2 failed           10.0s ago',
+      'TYPE                   NODE  WHAT                                       PROGRESS                                         UPDATED',
+      'cluster_vdb_rebalance  n1    users                                      copying, 300 of 900 documents                    1.0s ago',
+      'database_compaction    n1    orders                                     25% (512 of 2048 records)                        2.0s ago',
+      'vdb_import             n2    orders -> vdb orders_v                     40% (400 of 1000 read, 390 written, 10 skipped)  3.0s ago',
+      'replication            -     src -> http://n2:8080/db/dst (continuous)  118 of 120 documents written, 2 failed           10.0s ago',
       '',
     ].join('\n'),
   );

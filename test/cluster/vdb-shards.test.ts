@@ -153,6 +153,25 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   t.match(imported.body, { docs_read: 3, docs_written: 2, docs_skipped: 1, errors: 0, status: 'completed' }, 'import through n3: an existing id is skipped');
   t.equal((await cluster.request('n1', 'GET', '/vdb/v/imp2')).body.x, 2, 'an imported document reads through n1');
 
+  // As in CouchDB 2+, every member's /_active_tasks lists every member's tasks, and an import is
+  // cancelled through any node: one running on n3 (small batches: many commits), seen and
+  // stopped through the others.
+  t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'imports', shard_count: 2, placement: { replica_factor: 3 } } })).status, 201);
+  t.equal((await cluster.request('n3', 'PUT', '/db/bulk')).status, 201);
+  t.equal((await cluster.request('n3', 'POST', '/db/bulk/_bulk_docs', { body: { docs: Array.from({ length: 6000 }, (_, i) => ({ _id: `b${i}`, i })) } })).status, 201);
+  const importing = cluster.request('n3', 'POST', '/vdb/imports/_import', { body: { source_db: 'bulk', batch_size: 5 } });
+  const importListed = await waitFor(async () => ((await cluster.request('n1', 'GET', '/_active_tasks')).body as { type: string; vdb?: string }[]).find((task) => task.type === 'vdb_import' && task.vdb === 'imports'), { timeoutMs: 20_000, intervalMs: 20, what: "n3's import in n1's /_active_tasks" });
+  t.match(importListed, { type: 'vdb_import', node: 'n3', vdb: 'imports', source_db: 'bulk', total_docs: 6000 }, "n3's import is listed by n1, naming n3");
+  const cancelled = await cluster.request('n2', 'DELETE', '/vdb/imports/_import');
+  t.same([cancelled.status, cancelled.body], [200, { ok: true, cancelled: 1 }], 'cancelled through n2');
+  const stopped = await importing;
+  t.match([stopped.status, stopped.body], [200, { status: 'cancelled' }], `the import answers cancelled (${stopped.body.docs_written} of 6000 written)`);
+  t.ok(stopped.body.docs_read < 6000, 'before the end');
+  const none = await cluster.request('n1', 'DELETE', '/vdb/imports/_import');
+  t.same([none.status, none.body.message], [404, 'no import into VDB "imports" is running on any member'], 'none left anywhere');
+  t.notOk(((await cluster.request('n2', 'GET', '/_active_tasks')).body as { type: string }[]).some((task) => task.type === 'vdb_import'), 'and none listed');
+  t.equal((await cluster.request('n1', 'DELETE', '/vdb/imports')).status, 200);
+
   // An attachment written through n1 (one log entry carrying its bytes), read through n2 and n3 (their leaders), then removed.
   const blob = Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7) % 251));
   const imp1 = await cluster.request('n1', 'GET', '/vdb/v/imp1');

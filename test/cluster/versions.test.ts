@@ -77,6 +77,10 @@ t.test('a member on another version is shown and makes /health degraded until it
     t.equal(refused.body.message, 'listing VDB "v" (_all_docs) needs every member on cluster protocol 1 or later; b (0.0.1-old) runs an older Firkin: finish the rolling upgrade');
   }
   t.equal((await a.request('GET', '/vdb/v/doc')).status, 200, 'what both protocols serve goes on');
+  // Protocol 2: an older member is not asked for its tasks, and a cancel says it was not asked.
+  t.equal((await a.request('GET', '/_active_tasks')).status, 200, "the task list answers without b's");
+  const cancel = await a.request('DELETE', '/vdb/v/_import');
+  t.same([cancel.status, cancel.body.message], [404, 'no import into VDB "v" is running on any member; b runs an older Firkin and was not asked: cancel there']);
 
   // The upgrade: b restarts on this build, and its record follows.
   await b.close();

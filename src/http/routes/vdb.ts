@@ -14,6 +14,7 @@ import { findAnswer } from '../../docdb/query/stats.js';
 import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { ImportTasks } from '../../docdb/vdb/import-tasks.js';
+import type { PeerTasks } from '../../cluster/peer-tasks.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
 import {
   type AllDocsQuery,
@@ -41,6 +42,8 @@ export interface VdbRouteDeps {
   keepAliveMs: number;
   /** This node's running imports, which `_active_tasks` lists. */
   imports: ImportTasks;
+  /** The other members, to cancel imports running there; undefined on a standalone node (or before it joined). */
+  peers?: () => Pick<PeerTasks, 'cancelImports'> | undefined;
 }
 
 const vdbParams = { type: 'object', required: ['vdb'], properties: { vdb: { type: 'string', maxLength: 200 } } } as const;
@@ -84,7 +87,7 @@ interface CreateBody {
   placement?: { replica_factor?: number; zones?: string[] };
 }
 
-export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults, heartbeatMs, keepAliveMs, imports }) => {
+export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: service, defaults, heartbeatMs, keepAliveMs, imports, peers }) => {
   const vdbs = () => service();
   // The name is in the body, so the hook checks only that the key writes; creating a VDB is
   // its admin's act (as deleting it is): admin on that name, or on every database.
@@ -129,11 +132,25 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     },
   );
 
-  // Cancel the imports of a VDB running on this node (each runs inside its request, on the node
-  // that took it, which `GET /_active_tasks` names): each answers `cancelled` with its counts.
+  // Cancel the imports of a VDB (each runs inside its request, on the node that took it, which
+  // `GET /_active_tasks` names): this node's, and on a cluster every other member's. Each
+  // answers `cancelled` with its counts.
   app.delete<{ Params: { vdb: string } }>('/vdb/:vdb/_import', { schema: { params: vdbParams }, config: scoped }, async (r) => {
-    const cancelled = imports.cancel(r.params.vdb);
-    if (cancelled === 0) throw new FirkinError('not_found', `no import into VDB ${JSON.stringify(r.params.vdb)} is running on this node (GET /_active_tasks on each node lists its own)`);
+    const name = JSON.stringify(r.params.vdb);
+    const here = imports.cancel(r.params.vdb);
+    const others = await peers?.()?.cancelImports(r.params.vdb);
+    if (others === undefined) {
+      if (here === 0) throw new FirkinError('not_found', `no import into VDB ${name} is running on this node`);
+      return { ok: true, cancelled: here };
+    }
+    const cancelled = here + others.cancelled;
+    if (cancelled === 0) {
+      const unsure = [
+        others.unreachable.length === 0 ? '' : `; ${others.unreachable.join(', ')} did not answer`,
+        others.older.length === 0 ? '' : `; ${others.older.join(', ')} ${others.older.length === 1 ? 'runs' : 'run'} an older Firkin and ${others.older.length === 1 ? 'was' : 'were'} not asked: cancel there`,
+      ].join('');
+      throw new FirkinError('not_found', `no import into VDB ${name} is running on any member${unsure}`);
+    }
     return { ok: true, cancelled };
   });
 
