@@ -40,7 +40,8 @@ NODE is n3 or 3. Settings (environment):
   FIRKIN_GRPC_BASE    9081               FIRKIN_ZONES      zones given to n1, n2, ... in turn
   FIRKIN_WAIT_S       60 (0: no wait)    FIRKIN_STOP_TIMEOUT_S  10
   FIRKIN_NODE_CMD     node --max-semi-space-size=32 --import tsx src/main.ts (run from the repository root)
-Any other SERVICE_* setting in the environment reaches every node."
+Any other SERVICE_* setting in the environment reaches every node (the gateway, with
+SERVICE_GATEWAY_ENABLED, on each node's own HTTP port)."
 
 # --- the directory: ports, secrets, nodes -------------------------------------------------
 
@@ -131,6 +132,8 @@ node_env() {
   export SERVICE_NODE_NAME=n$i
   export SERVICE_HTTP_IP=127.0.0.1
   export SERVICE_HTTP_PORT; SERVICE_HTTP_PORT=$(http_port "$i")
+  # The gateway (SERVICE_GATEWAY_ENABLED) joins each node's own port: one fixed port for every node would clash.
+  export SERVICE_GATEWAY_PORT=$SERVICE_HTTP_PORT
   export SERVICE_GRPC_IP=127.0.0.1
   export SERVICE_GRPC_PORT; SERVICE_GRPC_PORT=$(grpc_port "$i")
   export SERVICE_GRPC_ADVERTISE=127.0.0.1:$SERVICE_GRPC_PORT
