@@ -75,6 +75,13 @@ function schemaErrorDetail(e: Partial<ErrorObject>): string {
     return `: ${JSON.stringify(params.additionalProperty)}${known.length > 0 ? ` (known: ${known.join(', ')})` : ''}`;
   }
   if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) return `: ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (e.keyword === 'required') {
+    // A misspelt property is reported as the one it should have been, missing: name the spelling given.
+    const properties = (e.parentSchema as { properties?: unknown } | undefined)?.properties;
+    const given = typeof e.data === 'object' && e.data !== null && !Array.isArray(e.data) ? Object.keys(e.data) : [];
+    const unknown = typeof properties === 'object' && properties !== null ? given.filter((k) => !Object.hasOwn(properties, k)) : [];
+    if (unknown.length > 0) return ` (${unknown.map((k) => JSON.stringify(k)).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not a property of it)`;
+  }
   return '';
 }
 

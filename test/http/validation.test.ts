@@ -62,6 +62,11 @@ t.test('a schema refusal says what to fix: the unknown property and the known on
   let r = await node.request('PUT', '/vectordb/collections/c', { body: { dimensions: 4, shard_count: 2 } });
   t.equal(r.status, 400);
   t.match(r.body.message, /^body must NOT have additional properties: "shard_count" \(known: [a-z_, ]*num_shards/);
+  // `dimension` (as GET shows it) for `dimensions`: the missing property and the spelling given.
+  r = await node.request('PUT', '/vectordb/collections/c', { body: { dimension: 4 } });
+  t.same(r.body, { error: 'bad_request', message: 'body must have required property \'dimensions\' ("dimension" is not a property of it)' });
+  r = await node.request('PUT', '/vectordb/collections/c', { body: { num_shards: 2 } });
+  t.same(r.body, { error: 'bad_request', message: 'body must have required property \'dimensions\'' }, 'nothing more when every property given is known');
   r = await node.request('PUT', '/vectordb/collections/c', { body: { dimensions: 4, metric: 'cos' } });
   t.same(r.body, { error: 'bad_request', message: 'body/metric must be equal to one of the allowed values: "cosine", "l2", "ip"' });
   // Query strings too, and the other keywords keep fastify's words.
