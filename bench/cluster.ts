@@ -11,6 +11,9 @@
 //   against a 4-shard VDB on one standalone node: `_bulk_docs` docs/s (batches of 500, 2
 //   clients), single PUT/s and GET/s at 16 clients, and shard primary failover after kill -9.
 //   DOC_COUNT: documents loaded (default 50,000).
+// - shard leader placement (`doc-leaders-*`): a VDB of 6 shards after a rolling restart of two
+//   nodes, without leader balancing (the leaders piled on the node never restarted) and with
+//   it: single GET/s and PUT/s at 16 clients, and where the leaders were.
 // - keyword search (`text-*`): BM25 top-10 QPS at 1 and 8 clients over a collection of 3
 //   shards (TEXT_DOCS documents of the issue's Zipf corpus, default 20,000), cluster
 //   (replication factor 3, the shards' statistics summed first) against standalone.
@@ -344,6 +347,65 @@ async function docFailover(c: TestCluster): Promise<BenchResult> {
   return { bench: 'doc-primary-failover', runs: times.length, medianMs: percentile(sorted, 50), maxMs: sorted[sorted.length - 1]!, allMs: times.map((x) => Math.round(x)).join(' ') };
 }
 
+/** Shards each node leads: `n1:4 n2:1 n3:1`, once every shard has a caught-up leader. */
+async function vdbLeaders(c: TestCluster, vdb: string): Promise<Map<string, number>> {
+  const shards = await waitFor(async () => {
+    const r = await c.request(c.running()[0]!, 'GET', `/vdb/${vdb}/_shards`);
+    const list = r.body?.shards as { primary: string | null; lag?: Record<string, number | null> }[] | undefined;
+    return list !== undefined && list.every((s) => typeof s.primary === 'string' && Object.values(s.lag ?? {}).length === 3 && Object.values(s.lag ?? {}).every((l) => l === 0)) ? list : undefined;
+  }, { timeoutMs: 60_000, intervalMs: 200, what: 'every VDB shard led and caught up' });
+  const led = new Map(c.running().map((n) => [n, 0]));
+  for (const s of shards) led.set(s.primary!, (led.get(s.primary!) ?? 0) + 1);
+  return led;
+}
+
+/**
+ * Where the shard leaders sit after a rolling restart, and what it costs: a VDB of 6 shards
+ * (replica_factor 3, DOC_COUNT documents) on 3 nodes, n2 and n3 restarted twice in turn as an
+ * upgrade would (n1 never: each stopping node hands its leaderships to the others, so they pile
+ * up on n1). Without leader balancing they stay there; with it (the default) they spread
+ * again. Then single GETs and PUTs at 16 clients round-robin over the nodes.
+ */
+async function leaderPlacement(balance: boolean): Promise<BenchResult[]> {
+  const name = balance ? 'balanced' : 'unbalanced';
+  const c = await TestCluster.start(3, { ...DEFAULT_TIMINGS, SERVICE_SHARD_LEADER_BALANCE: String(balance) });
+  try {
+    await c.waitVoters(3);
+    const pick = (i: number) => c.url(c.running()[i % 3]!);
+    const created = await call(pick(0), 'POST', '/vdb', { name: 'lead', shard_count: 6, placement: { replica_factor: 3 } });
+    if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
+    for (let from = 0; from < docCount; from += 500) {
+      const docs = Array.from({ length: Math.min(500, docCount - from) }, (_, j) => ({ _id: `d${from + j}`, n: from + j, name: `user ${from + j}` }));
+      const r = await call(pick(from / 500), 'POST', '/vdb/lead/_bulk_docs', { docs });
+      if (r.status !== 201) throw new Error(`bulk: ${r.status}`);
+    }
+    const before = await vdbLeaders(c, 'lead');
+    for (const n of ['n2', 'n3', 'n2', 'n3']) {
+      await c.stop(n);
+      await c.startNode(n);
+      await c.waitMembers();
+      await vdbLeaders(c, 'lead');
+    }
+    let led = await vdbLeaders(c, 'lead');
+    if (balance) {
+      led = await waitFor(async () => {
+        const now = await vdbLeaders(c, 'lead');
+        return Math.max(...now.values()) - Math.min(...now.values()) <= 1 ? now : undefined;
+      }, { timeoutMs: 60_000, intervalMs: 500, what: 'the leaders spread again' });
+    }
+    const leaders = [...led].map(([n, k]) => `${n}:${k}`).join(' ');
+    const initial = [...before].map(([n, k]) => `${n}:${k}`).join(' ');
+    const out: BenchResult[] = [];
+    const get = await timed(16, async (client, i) => (await call(pick(client + i), 'GET', `/vdb/lead/d${(i * 7919) % docCount}`)).status === 200);
+    out.push({ bench: `doc-leaders-${name}-get-c16`, readsPerSec: get.perSec, p50Ms: get.p50Ms, p99Ms: get.p99Ms, errors: get.errors, leaders, initial });
+    const put = await timed(16, async (client, i) => (await call(pick(client + i), 'PUT', `/vdb/lead/p${i}`, { n: i })).status === 201);
+    out.push({ bench: `doc-leaders-${name}-put-c16`, writesPerSec: put.perSec, p50Ms: put.p50Ms, p99Ms: put.p99Ms, errors: put.errors, leaders });
+    return out;
+  } finally {
+    await c.close();
+  }
+}
+
 const results: BenchResult[] = [];
 for (const learners of [0, 10, 50]) if (selected(`meta-fanout-5v-${learners}l`)) results.push(fanOut(learners, 2_000));
 if (selected('meta-write') || selected('meta-failover')) {
@@ -431,5 +493,9 @@ for (const target of ['standalone', 'cluster'] as const) {
       await c.close();
     }
   }
+}
+for (const balance of [false, true]) {
+  const name = balance ? 'balanced' : 'unbalanced';
+  if ([`doc-leaders-${name}-get-c16`, `doc-leaders-${name}-put-c16`].some(selected)) results.push(...(await leaderPlacement(balance)));
 }
 report(results);
