@@ -66,8 +66,12 @@ export class RaftGroup {
   #again = false;
   #closed = false;
   #waiters = new Map<number, Waiter>();
-  #reads = new Map<string, { index: number | undefined; resolve(): void; reject(err: unknown): void; timer: NodeJS.Timeout }>();
+  /** ReadIndex rounds asked of the core, by ctx; `term` and `leader` as they were when asked. */
+  #reads = new Map<string, { index: number | undefined; term: number; leader: NodeId | null; resolve(): void; reject(err: unknown): void; timer: NodeJS.Timeout }>();
   #readSeq = 0;
+  /** Barriers waiting for the next ReadIndex round (`readBarrier`), and whether one runs now. */
+  #nextReadRound: { resolve(): void; reject(err: unknown): void }[] | undefined;
+  #readRoundRunning = false;
   #idle: (() => void)[] = [];
   /** Failure of the persistence path: fatal, the group stops. */
   failure: Error | undefined;
@@ -145,8 +149,41 @@ export class RaftGroup {
     return ok;
   }
 
-  /** A linearizable read barrier: resolves once this node applied everything committed before the call. */
+  /**
+   * A linearizable read barrier: resolves once this node applied everything committed before the
+   * call. Barriers share ReadIndex rounds, as etcd's read loop does: one round at a time; the
+   * barriers asked while it runs wait for the next, started when it ends. Each barrier of a round
+   * was asked before the round began, so the round's index covers every write acknowledged before
+   * it was asked; and a stream of concurrent reads costs one heartbeat round per round trip, not
+   * one each.
+   */
   readBarrier(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      (this.#nextReadRound ??= []).push({ resolve, reject });
+      if (!this.#readRoundRunning) this.#startReadRound();
+    });
+  }
+
+  #startReadRound(): void {
+    const barriers = this.#nextReadRound ?? [];
+    this.#nextReadRound = undefined;
+    this.#readRoundRunning = true;
+    // The next round starts before this one's barriers resume: a barrier asked after one of
+    // them resolved finds no round running, and starts one (or joins the one just started).
+    const end = (settle: (b: { resolve(): void; reject(err: unknown): void }) => void) => {
+      this.#readRoundRunning = false;
+      if (this.#nextReadRound !== undefined) this.#startReadRound();
+      for (const b of barriers) settle(b);
+    };
+    this.#readRound().then(
+      () => end((b) => b.resolve()),
+      (err: unknown) => end((b) => b.reject(err)),
+    );
+  }
+
+  /** One ReadIndex round: resolves once this node applied the index the quorum confirmed. */
+  #readRound(): Promise<void> {
+    if (this.#closed) return Promise.reject(new FirkinError('unavailable', 'raft group closed'));
     const ctx = `${this.#o.id}:${++this.#readSeq}`;
     if (!this.core.readIndex(ctx)) return Promise.reject(this.#notLeader());
     this.#kick();
@@ -155,7 +192,7 @@ export class RaftGroup {
         this.#reads.delete(ctx);
         reject(new FirkinError('timeout', 'read was not confirmed by a quorum in time'));
       }, this.#o.proposalTimeoutMs);
-      this.#reads.set(ctx, { index: undefined, resolve, reject, timer });
+      this.#reads.set(ctx, { index: undefined, term: this.core.term, leader: this.core.leader, resolve, reject, timer });
     });
   }
 
@@ -253,6 +290,16 @@ export class RaftGroup {
     for (const rs of rd.readStates) {
       const r = this.#reads.get(rs.ctx);
       if (r !== undefined) r.index = rs.index;
+    }
+    // A round not confirmed yet when the leader it went to changed (a transfer, a step-down, an
+    // election) will never be: the core dropped it. Refuse it now, so the caller asks the new
+    // leader, rather than at its timeout.
+    for (const [ctx, r] of this.#reads) {
+      if (r.index === undefined && (this.core.term !== r.term || this.core.leader !== r.leader)) {
+        this.#reads.delete(ctx);
+        clearTimeout(r.timer);
+        r.reject(this.#notLeader());
+      }
     }
     const applied = this.core.log.applied;
     for (const [ctx, r] of this.#reads) {

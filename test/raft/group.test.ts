@@ -253,3 +253,91 @@ t.test('followers whose link to a dead leader is lost elect a new leader within 
   t.ok(next.core.term > old.core.term, 'in a later term');
   await next.propose(utf8.encode('after'));
 });
+
+t.test('read barriers share ReadIndex rounds; one asked during a round waits for the next', async (t) => {
+  const members = new Map<string, Member>();
+  const violations: string[] = [];
+  let holdFrom: string | undefined;
+  const held: Message[] = [];
+  const route = (ms: readonly Message[]) => {
+    for (const m of ms) {
+      if (m.from === holdFrom) held.push(m);
+      else setImmediate(() => members.get(m.to)?.group.step(m));
+    }
+  };
+  for (const id of ids) members.set(id, await startMember(id, tempDir(), route, violations));
+  t.teardown(async () => {
+    for (const m of members.values()) {
+      await m.group.close();
+      await m.store.close();
+    }
+  });
+  const l = await waitFor(() => [...members.values()].find((m) => m.group.core.role === 'leader'), { timeoutMs: 10_000, what: 'a leader' });
+  await l.group.propose(utf8.encode('first'));
+  await l.group.readBarrier();
+  // Count the ReadIndex rounds the leader starts from here on; hold its messages from each
+  // round's start, so a round ends only when the test lets it.
+  const core = l.group.core;
+  const readIndex = core.readIndex.bind(core);
+  let rounds = 0;
+  core.readIndex = (ctx: string) => {
+    rounds++;
+    holdFrom = l.id;
+    return readIndex(ctx);
+  };
+  const release = () => {
+    holdFrom = undefined;
+    for (const m of held.splice(0)) setImmediate(() => members.get(m.to)?.group.step(m));
+  };
+  let laterDone = 0;
+  const first = l.group.readBarrier();
+  t.equal(rounds, 1, 'the first barrier starts a round');
+  const later = Array.from({ length: 49 }, () => l.group.readBarrier().then(() => laterDone++));
+  t.equal(rounds, 1, 'the 49 asked during it start none');
+  release();
+  await first;
+  t.equal(rounds, 2, 'when the first round ended, one more started for the 49');
+  t.equal(laterDone, 0, 'none of the 49 resolved with the round that was running when they were asked');
+  release();
+  await Promise.all(later);
+  t.equal(laterDone, 49, 'all of them resolved with the next');
+  t.equal(rounds, 2, 'in one round');
+  t.same(violations, []);
+});
+
+t.test('a read round cut short by a change of leader is refused as not_leader, not left to its timeout', async (t) => {
+  const members = new Map<string, Member>();
+  const violations: string[] = [];
+  let holdHeartbeatsFrom: string | undefined;
+  const held: Message[] = [];
+  const route = (ms: readonly Message[]) => {
+    for (const m of ms) {
+      if (m.from === holdHeartbeatsFrom && m.kind === 'heartbeat') held.push(m);
+      else setImmediate(() => members.get(m.to)?.group.step(m));
+    }
+  };
+  for (const id of ids) members.set(id, await startMember(id, tempDir(), route, violations));
+  t.teardown(async () => {
+    for (const m of members.values()) {
+      await m.group.close();
+      await m.store.close();
+    }
+  });
+  const l = await waitFor(() => [...members.values()].find((m) => m.group.core.role === 'leader'), { timeoutMs: 10_000, what: 'a leader' });
+  await l.group.propose(utf8.encode('first'));
+  // The read's heartbeat round is held, so it cannot be confirmed; then leadership moves.
+  holdHeartbeatsFrom = l.id;
+  const read = l.group.readBarrier().then(
+    () => 'resolved',
+    (err: unknown) => (isFirkinError(err) ? err.code : String(err)),
+  );
+  const to = ids.find((id) => id !== l.id)!;
+  t.ok(l.group.transferLeadership(to), `${l.id} hands leadership to ${to}`);
+  t.equal(await read, 'not_leader', 'the read is refused once the leader changed (a timeout would say "timeout")');
+  holdHeartbeatsFrom = undefined;
+  for (const m of held.splice(0)) setImmediate(() => members.get(m.to)?.group.step(m));
+  const next = await waitFor(() => [...members.values()].find((m) => m.group.core.role === 'leader' && m.id !== l.id), { timeoutMs: 10_000, what: 'the new leader' });
+  await next.group.readBarrier();
+  t.pass(`a read on the new leader ${next.id} goes through`);
+  t.same(violations, []);
+});
