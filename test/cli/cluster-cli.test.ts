@@ -79,7 +79,7 @@ t.test('status and nodes agree with the HTTP API on every node', async (t) => {
   const split = await runFirkin(['vdb', 'split', 'cv', '0', ...admin]);
   t.match([split.code, split.stdout], [0, /^cv: shard 0 split: shard 1 took the upper half of its range \(\d+ documents moved\)\n$/], 'split');
   const jobs = await runFirkin(['cluster', 'jobs', ...admin]);
-  t.match(jobs.stdout, /\nvdb-split-[0-9a-f]+ +vdb-rebalance +cv +done +split 0 -> 1, \d+\/\d+ documents /, 'the split in the job list');
+  t.match(jobs.stdout, /\nvdb-split-[0-9a-f]+ +vdb-rebalance +cv +done +split 0 -> 1, (\d+\/\d+ documents|\d+ documents \(\d+ when it began\)) /, 'the split in the job list');
   const merge = await runFirkin(['vdb', 'merge', 'cv', '1', '--into', '0', ...admin]);
   t.match([merge.code, merge.stdout], [0, /^cv: shard 1 merged into shard 0 \(\d+ documents moved\)\n$/], 'merge');
   t.equal((await c.request('n3', 'GET', '/vdb/cv')).body.total_docs, 40, 'every document still there once');

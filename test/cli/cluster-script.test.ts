@@ -57,6 +57,8 @@ t.test('three nodes: environment, secrets, env, signals', async (t) => {
       SERVICE_NODE_NAME: n.name,
       SERVICE_HTTP_IP: '127.0.0.1',
       SERVICE_HTTP_PORT: http,
+      // The gateway, when enabled, joins the node's own port.
+      SERVICE_GATEWAY_PORT: http,
       SERVICE_GRPC_IP: '127.0.0.1',
       SERVICE_GRPC_PORT: grpc,
       SERVICE_GRPC_ADVERTISE: n.grpc,
