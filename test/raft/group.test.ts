@@ -1,5 +1,5 @@
 // The driver over real RocksDB: three in-process groups wired by an in-memory router.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { Store } from '../../src/storage/db.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
 import { mathRand } from '../../src/core/rand.js';
@@ -254,15 +254,19 @@ t.test('followers whose link to a dead leader is lost elect a new leader within 
   await next.propose(utf8.encode('after'));
 });
 
-t.test('read barriers share ReadIndex rounds; one asked during a round waits for the next', async (t) => {
+/**
+ * Three members over a router that holds the messages `hold` picks until `release()`, torn
+ * down with the test; returns them once a leader committed a first entry.
+ */
+async function threeWithHeldMessages(t: Test, hold: (m: Message) => boolean) {
   const members = new Map<string, Member>();
   const violations: string[] = [];
-  let holdFrom: string | undefined;
   const held: Message[] = [];
+  const deliver = (m: Message) => setImmediate(() => members.get(m.to)?.group.step(m));
   const route = (ms: readonly Message[]) => {
     for (const m of ms) {
-      if (m.from === holdFrom) held.push(m);
-      else setImmediate(() => members.get(m.to)?.group.step(m));
+      if (hold(m)) held.push(m);
+      else deliver(m);
     }
   };
   for (const id of ids) members.set(id, await startMember(id, tempDir(), route, violations));
@@ -272,8 +276,14 @@ t.test('read barriers share ReadIndex rounds; one asked during a round waits for
       await m.store.close();
     }
   });
-  const l = await waitFor(() => [...members.values()].find((m) => m.group.core.role === 'leader'), { timeoutMs: 10_000, what: 'a leader' });
-  await l.group.propose(utf8.encode('first'));
+  const leader = await waitFor(() => [...members.values()].find((m) => m.group.core.role === 'leader'), { timeoutMs: 10_000, what: 'a leader' });
+  await leader.group.propose(utf8.encode('first'));
+  return { members, violations, leader, release: () => held.splice(0).forEach(deliver) };
+}
+
+t.test('read barriers share ReadIndex rounds; one asked during a round waits for the next', async (t) => {
+  let holdFrom: string | undefined;
+  const { violations, leader: l, release: deliverHeld } = await threeWithHeldMessages(t, (m) => m.from === holdFrom);
   await l.group.readBarrier();
   // Count the ReadIndex rounds the leader starts from here on; hold its messages from each
   // round's start, so a round ends only when the test lets it.
@@ -287,7 +297,7 @@ t.test('read barriers share ReadIndex rounds; one asked during a round waits for
   };
   const release = () => {
     holdFrom = undefined;
-    for (const m of held.splice(0)) setImmediate(() => members.get(m.to)?.group.step(m));
+    deliverHeld();
   };
   let laterDone = 0;
   const first = l.group.readBarrier();
@@ -306,25 +316,8 @@ t.test('read barriers share ReadIndex rounds; one asked during a round waits for
 });
 
 t.test('a read round cut short by a change of leader is refused as not_leader, not left to its timeout', async (t) => {
-  const members = new Map<string, Member>();
-  const violations: string[] = [];
   let holdHeartbeatsFrom: string | undefined;
-  const held: Message[] = [];
-  const route = (ms: readonly Message[]) => {
-    for (const m of ms) {
-      if (m.from === holdHeartbeatsFrom && m.kind === 'heartbeat') held.push(m);
-      else setImmediate(() => members.get(m.to)?.group.step(m));
-    }
-  };
-  for (const id of ids) members.set(id, await startMember(id, tempDir(), route, violations));
-  t.teardown(async () => {
-    for (const m of members.values()) {
-      await m.group.close();
-      await m.store.close();
-    }
-  });
-  const l = await waitFor(() => [...members.values()].find((m) => m.group.core.role === 'leader'), { timeoutMs: 10_000, what: 'a leader' });
-  await l.group.propose(utf8.encode('first'));
+  const { members, violations, leader: l, release } = await threeWithHeldMessages(t, (m) => m.from === holdHeartbeatsFrom && m.kind === 'heartbeat');
   // The read's heartbeat round is held, so it cannot be confirmed; then leadership moves.
   holdHeartbeatsFrom = l.id;
   const read = l.group.readBarrier().then(
@@ -335,7 +328,7 @@ t.test('a read round cut short by a change of leader is refused as not_leader, n
   t.ok(l.group.transferLeadership(to), `${l.id} hands leadership to ${to}`);
   t.equal(await read, 'not_leader', 'the read is refused once the leader changed (a timeout would say "timeout")');
   holdHeartbeatsFrom = undefined;
-  for (const m of held.splice(0)) setImmediate(() => members.get(m.to)?.group.step(m));
+  release();
   const next = await waitFor(() => [...members.values()].find((m) => m.group.core.role === 'leader' && m.id !== l.id), { timeoutMs: 10_000, what: 'the new leader' });
   await next.group.readBarrier();
   t.pass(`a read on the new leader ${next.id} goes through`);
