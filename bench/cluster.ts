@@ -322,13 +322,7 @@ async function docFailover(c: TestCluster): Promise<BenchResult> {
   for (let run = 0; run < failoverRuns; run++) {
     await c.waitMembers();
     await c.waitVoters(3);
-    const shards = await waitFor(async () => {
-      const r = await c.request(c.running()[0]!, 'GET', '/vdb/bench/_shards');
-      const list = r.body?.shards as { primary: string | null; lag?: Record<string, number | null> }[] | undefined;
-      return list !== undefined && list.every((s) => typeof s.primary === 'string' && Object.values(s.lag ?? {}).length === 3 && Object.values(s.lag ?? {}).every((l) => l === 0)) ? list : undefined;
-    }, { timeoutMs: 60_000, intervalMs: 200, what: 'every VDB shard led and caught up' });
-    const led = new Map<string, number>();
-    for (const s of shards) led.set(s.primary!, (led.get(s.primary!) ?? 0) + 1);
+    const led = await vdbLeaders(c, 'bench');
     const victim = [...led].sort((a, b) => b[1] - a[1])[0]![0];
     const survivor = c.running().find((n) => n !== victim)!;
     let attempt = 0;

@@ -351,6 +351,16 @@ export function asHealth(raw: unknown): HealthBody {
   };
 }
 
+/**
+ * `400/1000 documents` (or `400 documents` toward an unknown total; `between` ' of ' in prose).
+ * The total is the count when the job began; writes during the copy can take the copies past
+ * it: `1040 documents (1000 when it began)`.
+ */
+export function documentCount(moved: number, expected: number | undefined, between = '/'): string {
+  if (expected === undefined) return `${moved} documents`;
+  return moved > expected ? `${moved} documents (${expected} when it began)` : `${moved}${between}${expected} documents`;
+}
+
 /** One entry of GET /_active_tasks, cut to what the table shows (the rest is in --json). */
 export interface TaskRow {
   type: string;
@@ -384,8 +394,7 @@ export function asTasks(raw: unknown): TaskRow[] {
     }
     const detail = (typeof b.reshard === 'object' && b.reshard !== null ? b.reshard : typeof b.vdb === 'object' && b.vdb !== null ? b.vdb : {}) as Json;
     const moved = isNumber(detail.migrated) ? detail.migrated : isNumber(detail.copied) ? detail.copied : undefined;
-    const expected = isNumber(detail.expected) ? detail.expected : undefined;
-    const counts = moved === undefined ? '' : expected === undefined ? `, ${moved} documents` : moved > expected ? `, ${moved} documents (${expected} when it began)` : `, ${moved} of ${expected} documents`;
+    const counts = moved === undefined ? '' : `, ${documentCount(moved, isNumber(detail.expected) ? detail.expected : undefined, ' of ')}`;
     return { type, node, what: String(b.target ?? ''), progress: `${String(b.step ?? '')}${counts}`, updatedOnS };
   });
 }

@@ -1,6 +1,6 @@
 // What each command prints by default: the node's answer as aligned text. Pure; every
 // function returns the whole output, lines joined, ending with a newline.
-import type { HealthBody, JobRow, NodeDetailsBody, NodeStatusBody, NodesBody, ReshardJobBody, ShardsBody, StatusBody, TaskRow, VdbRebalanceBody, VdbShardRow } from './contract.js';
+import { type HealthBody, type JobRow, type NodeDetailsBody, type NodeStatusBody, type NodesBody, type ReshardJobBody, type ShardsBody, type StatusBody, type TaskRow, type VdbRebalanceBody, type VdbShardRow, documentCount } from './contract.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
 import { cleanCell, formatTable } from './table.js';
 
@@ -109,18 +109,9 @@ export function renderReshardProgress(job: ReshardJobBody): string {
   const expected = job.documents_expected;
   const done = job.state === 'done' || job.state === 'cleaning';
   const fraction = done ? 1 : expected === null || expected === 0 ? 0 : job.documents_migrated / expected;
-  const counts = documents(job.documents_migrated, expected ?? undefined);
+  const counts = documentCount(job.documents_migrated, expected ?? undefined);
   const error = job.last_error === null || done ? '' : ` (last error: ${cleanCell(job.last_error)})`;
   return `reshard ${cleanCell(job.collection)} ${job.old_shards} -> ${job.new_shards}: ${job.state.padEnd(11)} ${progressBar(fraction)} ${counts}${error}\n`;
-}
-
-/**
- * `400/1000 documents` (or `400 documents` toward an unknown total). The total is the count when
- * the job began; writes during the copy can take the copies past it: `1040 documents (1000 when it began)`.
- */
-export function documents(moved: number, expected: number | undefined): string {
-  if (expected === undefined) return `${moved} documents`;
-  return moved > expected ? `${moved} documents (${expected} when it began)` : `${moved}/${expected} documents`;
 }
 
 /** One row per job, running ones first (newest first within each). */
@@ -129,7 +120,7 @@ export function renderJobs(jobs: readonly JobRow[], nowMs: number): string {
   const sorted = [...jobs].sort((a, b) => Number(isReshardEnded(a.step)) - Number(isReshardEnded(b.step)) || b.updatedAtMs - a.updatedAtMs);
   const header = ['ID', 'KIND', 'TARGET', 'STEP', 'PROGRESS', 'UPDATED'];
   const rows = sorted.map((j) => {
-    const parts = [j.what, j.moved === undefined ? undefined : documents(j.moved, j.expected), j.cancelRequested === true && !isReshardEnded(j.step) ? 'cancel requested' : undefined, j.error === undefined ? undefined : `error: ${j.error}`, j.waiting === undefined ? undefined : `waiting: ${j.waiting}`];
+    const parts = [j.what, j.moved === undefined ? undefined : documentCount(j.moved, j.expected), j.cancelRequested === true && !isReshardEnded(j.step) ? 'cancel requested' : undefined, j.error === undefined ? undefined : `error: ${j.error}`, j.waiting === undefined ? undefined : `waiting: ${j.waiting}`];
     const progress = parts.filter((p) => p !== undefined).join(', ');
     return [cleanCell(j.id), cleanCell(j.kind), cleanCell(j.target), cleanCell(j.step), progress === '' ? NONE : cleanCell(progress), formatAgo(nowMs - j.updatedAtMs)];
   });
@@ -141,7 +132,7 @@ export function renderVdbProgress(job: JobRow): string {
   const done = job.step === 'done' || job.step === 'cleaning';
   const fraction = done ? 1 : job.expected === undefined || job.expected === 0 ? 0 : (job.moved ?? 0) / job.expected;
   const error = job.error === undefined || done ? '' : ` (last error: ${cleanCell(job.error)})`;
-  return `${cleanCell(job.target)} ${cleanCell(job.what ?? job.kind)}: ${job.step.padEnd(11)} ${progressBar(fraction)} ${documents(job.moved ?? 0, job.expected)}${error}\n`;
+  return `${cleanCell(job.target)} ${cleanCell(job.what ?? job.kind)}: ${job.step.padEnd(11)} ${progressBar(fraction)} ${documentCount(job.moved ?? 0, job.expected)}${error}\n`;
 }
 
 /** A cancelled (or cancelling) VDB split or merge. */

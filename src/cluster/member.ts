@@ -177,7 +177,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       listen: o.grpcListen,
       peers: new Map(),
       heartbeatIntervalMs: o.timings.nodeHeartbeatMs,
-      leadCounts: () => Object.fromEntries(this.#hosts.map((h) => [h.prefix, h.ledGroups()])),
+      leadCounts: () => this.#leadCounts(),
       onMessages: (ms) => {
         for (const m of ms) {
           if (m.group === META_GROUP) this.#group?.step(m);
@@ -379,17 +379,17 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       });
   }
 
+  /** The shard groups this node leads, by kind (its link heartbeats carry them). */
+  #leadCounts(): Record<string, number> {
+    return Object.fromEntries(this.#hosts.map((h) => [h.prefix, h.ledGroups()]));
+  }
+
   /** Shard groups `node` leads (all kinds): exact for this node, else as heard while its link is alive. */
   #shardLeaders(node: string): number | null {
-    if (node === this.#o.nodeName) return this.#hosts.reduce((sum, h) => sum + h.ledGroups(), 0);
+    if (node === this.#o.nodeName) return Object.values(this.#leadCounts()).reduce((sum, n) => sum + n, 0);
     if (!this.peerAlive(node)) return null;
-    let sum = 0;
-    for (const h of this.#hosts) {
-      const n = this.#transport.peerLeads(node, h.prefix);
-      if (n === undefined) return null;
-      sum += n;
-    }
-    return sum;
+    const heard = this.#hosts.map((h) => this.#transport.peerLeads(node, h.prefix));
+    return heard.includes(undefined) ? null : (heard as number[]).reduce((sum, n) => sum + n, 0);
   }
 
   /** For /health: what is wrong, if anything; VDBs named only to a viewer who may read them. */
@@ -674,13 +674,12 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
         const { name } = decodeCbor(body) as { name: string };
         return encodeCbor({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
       }
-      default:
+      default: {
         for (const h of this.#hosts) if (method.startsWith(`${h.prefix}.`)) return h.answer(from, method, body);
-        {
-          const handler = this.#callHandlers.get(method.slice(0, method.indexOf('.')));
-          if (handler !== undefined) return handler(from, method, body);
-        }
+        const handler = this.#callHandlers.get(method.slice(0, method.indexOf('.')));
+        if (handler !== undefined) return handler(from, method, body);
         throw new FirkinError('not_found', `unknown cluster call ${method}`);
+      }
     }
   }
 

@@ -56,12 +56,12 @@ export class PeerTasks {
     }
   }
 
-  /** The other members to ask (up or suspect, on protocol 2 or later), and the older ones left out. */
+  /** The other members to ask (live and not down, on protocol 2 or later), and the older ones left out. */
   #peers(): { ask: string[]; older: string[] } {
     const ask: string[] = [];
     const older: string[] = [];
     for (const n of this.#member.liveNodes()) {
-      if (n.name === this.#member.name || n.status === 'down' || n.status === 'left') continue;
+      if (n.name === this.#member.name || n.status === 'down') continue;
       if ((n.protocol ?? 0) < TASKS_PROTOCOL) older.push(n.name);
       else ask.push(n.name);
     }

@@ -58,6 +58,12 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
+/** A caller of `readBarrier`, waiting for its round. */
+interface ReadBarrierWaiter {
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
 export class RaftGroup {
   readonly core: RaftCore;
   readonly #o: RaftGroupOptions;
@@ -70,7 +76,7 @@ export class RaftGroup {
   #reads = new Map<string, { index: number | undefined; term: number; leader: NodeId | null; resolve(): void; reject(err: unknown): void; timer: NodeJS.Timeout }>();
   #readSeq = 0;
   /** Barriers waiting for the next ReadIndex round (`readBarrier`), and whether one runs now. */
-  #nextReadRound: { resolve(): void; reject(err: unknown): void }[] | undefined;
+  #nextReadRound: ReadBarrierWaiter[] | undefined;
   #readRoundRunning = false;
   #idle: (() => void)[] = [];
   /** Failure of the persistence path: fatal, the group stops. */
@@ -170,7 +176,7 @@ export class RaftGroup {
     this.#readRoundRunning = true;
     // The next round starts before this one's barriers resume: a barrier asked after one of
     // them resolved finds no round running, and starts one (or joins the one just started).
-    const end = (settle: (b: { resolve(): void; reject(err: unknown): void }) => void) => {
+    const end = (settle: (b: ReadBarrierWaiter) => void) => {
       this.#readRoundRunning = false;
       if (this.#nextReadRound !== undefined) this.#startReadRound();
       for (const b of barriers) settle(b);
@@ -291,23 +297,18 @@ export class RaftGroup {
       const r = this.#reads.get(rs.ctx);
       if (r !== undefined) r.index = rs.index;
     }
-    // A round not confirmed yet when the leader it went to changed (a transfer, a step-down, an
-    // election) will never be: the core dropped it. Refuse it now, so the caller asks the new
-    // leader, rather than at its timeout.
-    for (const [ctx, r] of this.#reads) {
-      if (r.index === undefined && (this.core.term !== r.term || this.core.leader !== r.leader)) {
-        this.#reads.delete(ctx);
-        clearTimeout(r.timer);
-        r.reject(this.#notLeader());
-      }
-    }
     const applied = this.core.log.applied;
     for (const [ctx, r] of this.#reads) {
-      if (r.index !== undefined && r.index <= applied) {
-        this.#reads.delete(ctx);
-        clearTimeout(r.timer);
-        r.resolve();
-      }
+      const confirmed = r.index !== undefined;
+      // A round not confirmed yet when the leader it went to changed (a transfer, a step-down,
+      // an election) never will be: the core dropped it. Refuse it now, so the caller asks the
+      // new leader, rather than at its timeout.
+      const lost = !confirmed && (this.core.term !== r.term || this.core.leader !== r.leader);
+      if (!lost && !(confirmed && r.index! <= applied)) continue;
+      this.#reads.delete(ctx);
+      clearTimeout(r.timer);
+      if (lost) r.reject(this.#notLeader());
+      else r.resolve();
     }
     o.onSoftState?.(rd.softState);
     if (applied - o.log.mem.snapshot().meta.index >= o.snapshotEveryEntries) {
