@@ -24,17 +24,20 @@ import { type AllDocsRow, type ChangeEntry, type DocEdit, type DocEngine, type E
 import type { ValueCounts } from '../docdb/query/counts.js';
 import { executeFind, sourceQuery } from '../docdb/query/execute.js';
 import { type MergedFind, mergeFind } from '../docdb/vdb/merge.js';
-import { type ListingShards, type ShardAllDocsRange, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
+import { type ListingShards, type ShardAllDocsRange, byRoute, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
+import { type BulkGetRequest, type BulkGetResult, bulkGet, diffByRoute, leafRevs } from '../docdb/replication/bulk-get.js';
+import type { RevsDiff } from '../docdb/replication/endpoints.js';
+import { checkLocalId, localWrite } from '../docdb/replication/local-docs.js';
 import { statsOf } from '../docdb/query/stats.js';
 import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { parseFind } from '../docdb/query/parse.js';
 import type { FindQuery } from '../docdb/query/ast.js';
 import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
-import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, isRequestRecord, ownsId } from '../docdb/vdb/shard-fsm.js';
+import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, docShardLocalKeys, isRequestRecord, ownsId } from '../docdb/vdb/shard-fsm.js';
 import { VdbRebalanceCoordinator, rebalanceView } from './vdb-rebalance.js';
 import type { ColumnFamily } from '../storage/db.js';
 import { type DocShardCommand, type DocShardOutcome, checkOwned, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
-import type { CreateVdb, ImportSpec, VdbAllDocs, VdbAllDocsQuery, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from '../docdb/vdb/service.js';
+import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { requireProtocol } from './versions.js';
@@ -77,7 +80,11 @@ type ReadRequest =
    * `m`/`h`: only ids hashing into `m` (the router's range for the shard; the coordinator's
    * moving range); `x`: the rebalance coordinator's read, whatever the shard owns.
    */
-  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number; m?: [number, number]; h?: HashFunction; x?: boolean }
+  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number; m?: [number, number]; h?: HashFunction; x?: boolean; a?: boolean }
+  /** CouchDB's replication protocol (cluster protocol 3): `_revs_diff` and `_bulk_get` of ids routed here, a `_local` document. */
+  | { op: 'rdiff'; r: Record<string, string[]> }
+  | { op: 'bget'; e: BulkGetRequest[]; revs: boolean; atts: boolean }
+  | { op: 'lget'; id: string }
   /** Every leaf revision of each id with its history and attachment bytes (a rebalance's copy). */
   | { op: 'revs'; ids: string[] }
   | { op: 'info' }
@@ -249,6 +256,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   protected async dropData(group: string, replica: DocReplica): Promise<void> {
     if (this.#o.docs.has(replica.fsm.db)) await this.#o.docs.deleteDb(replica.fsm.db, group);
     await this.#o.store.clearRange('system', docShardKeys(group));
+    await this.#o.store.clearRange('system', docShardLocalKeys(group));
   }
 
   protected stopReplica(replica: DocReplica): void {
@@ -427,6 +435,15 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         return { rows: await shardAllDocsByKeys(docs, fsm.db, q.ids, { includeDocs: q.d, conflicts: q.c }) };
       case 'changes':
         return this.#changesPage(fsm, q, fenced);
+      case 'rdiff':
+        if (!Object.keys(q.r).every((id) => fsm.owns(id))) throw fenced();
+        return { d: await docs.revsDiff(fsm.db, q.r) };
+      case 'bget':
+        if (!q.e.every((e) => fsm.owns(e.id))) throw fenced();
+        return { r: await bulkGet(docs, fsm.db, q.e, { revs: q.revs, attachments: q.atts }) };
+      case 'lget':
+        if (!fsm.owns(localRouteId(q.id))) throw fenced();
+        return { d: (await fsm.local(q.id)) ?? null };
       case 'info': {
         const info = docs.dbInfo(fsm.db);
         const last = docs.lastSeq(fsm.db);
@@ -476,8 +493,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       page = await read();
       if (page.results.length === 0) break;
     }
+    const leaves = q.a === true ? await leafRevs(docs, fsm.db, results) : undefined;
     return {
-      results: results.map((e) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(q.docs ? { doc: e.doc ?? null } : {}) })),
+      results: results.map((e, i) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(q.docs ? { doc: e.doc ?? null } : {}), ...(leaves === undefined ? {} : { revs: leaves[i] }) })),
       last: page.lastSeq === undefined ? null : [page.lastSeq.wallMs, page.lastSeq.logical],
       scanned: scanned === undefined ? null : [scanned.wallMs, scanned.logical],
       more,
@@ -836,19 +854,29 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    * shard's position is ignored (the target's copies have later sequences than any cursor
    * into it held).
    */
-  async changes(name: string, options: VdbChangesOptions): Promise<Record<string, unknown>> {
+  async changes(name: string, options: VdbChangesOptions): Promise<VdbChangesPage> {
+    if (options.allLeaves === true) this.#requireReplicationProtocol(name, '_changes?style=all_docs');
     return this.#onMap(name, (v) => this.#changes(v, options));
   }
 
-  async #changes(v: VdbPlacement, options: VdbChangesOptions): Promise<Record<string, unknown>> {
+  async #changes(v: VdbPlacement, options: VdbChangesOptions): Promise<VdbChangesPage> {
     const limit = options.limit ?? 1_000;
     const since = options.since === 'now' ? await this.#nowCursor(v) : afterMerges(v, decodeSince(options.since, v.shards.length));
-    type Entry = { id: string; seq: string; rev: string; deleted: boolean; doc?: unknown; shard: number; hlc: Hlc };
+    type Entry = { id: string; seq: string; rev: string; deleted: boolean; doc?: unknown; revs?: string[]; shard: number; hlc: Hlc };
     const shards = live(v);
     const round = (waitMs: number) =>
       shards.map(async ({ id: i, shard: s }): Promise<Entry[]> => {
         const from = since[i] ?? null;
-        const reply = await this.#readShard(s, { op: 'changes', since: from === null ? null : [from.wallMs, from.logical], limit, docs: options.includeDocs, m: [s.range[0], s.range[1]], h: v.config.hashFunction, ...(waitMs > 0 ? { w: waitMs } : {}) });
+        const reply = await this.#readShard(s, {
+          op: 'changes',
+          since: from === null ? null : [from.wallMs, from.logical],
+          limit,
+          docs: options.includeDocs,
+          m: [s.range[0], s.range[1]],
+          h: v.config.hashFunction,
+          ...(waitMs > 0 ? { w: waitMs } : {}),
+          ...(options.allLeaves === true ? { a: true } : {}),
+        });
         return (reply.results as Omit<Entry, 'shard' | 'hlc'>[]).map((e) => ({ ...e, shard: i, hlc: parseHlc(e.seq)! }));
       });
     let pages = await Promise.all(round(0));
@@ -872,12 +900,15 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       .sort((a, b) => compareHlc(a.hlc, b.hlc) || a.shard - b.shard)
       .slice(0, limit);
     const cursor = [...since];
-    for (const e of merged) cursor[e.shard] = e.hlc;
     for (const { id } of retired(v)) cursor[id] = MERGED;
-    return {
-      changes: merged.map((e) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(options.includeDocs ? { doc: e.doc ?? null } : {}) })),
-      last_seq: encodeSinceToken(cursor),
-    };
+    const changes = merged.map((e) => {
+      cursor[e.shard] = e.hlc;
+      // A cursor per change resumes right after it: entries of one write share a sequence
+      // across shards, so the entry's own sequence would skip the rest of them.
+      const seq = options.cursorSeqs === true ? encodeSinceToken(cursor) : e.seq;
+      return { id: e.id, seq, rev: e.rev, deleted: e.deleted, ...(options.includeDocs ? { doc: e.doc ?? null } : {}), ...(e.revs === undefined ? {} : { revs: e.revs }) };
+    });
+    return { changes, last_seq: encodeSinceToken(cursor) };
   }
 
   async #nowCursor(v: VdbPlacement): Promise<(Hlc | null)[]> {
@@ -890,6 +921,72 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       }),
     );
     return cursor;
+  }
+
+  // ---- CouchDB's replication protocol (docs/vdb.md "Replicating a VDB")
+
+  /** The shards' reads and `local` entries for it are cluster protocol 3: an older member serves neither. */
+  #requireReplicationProtocol(name: string, what: string): void {
+    requireProtocol(this.#o.member.liveNodes(), 3, `${what} on VDB ${JSON.stringify(name)}`);
+  }
+
+  async revsDiff(name: string, request: Readonly<Record<string, readonly string[]>>): Promise<RevsDiff> {
+    this.#requireReplicationProtocol(name, '_revs_diff');
+    return this.#onMap(name, (v) => diffByRoute(request, (id) => this.#route(v, id), async (at, r) => (await this.#readShard(v.shards[at]!, { op: 'rdiff', r: r as Record<string, string[]> })).d as RevsDiff));
+  }
+
+  async bulkGet(name: string, entries: readonly BulkGetRequest[], options: { revs: boolean; attachments: boolean }): Promise<BulkGetResult[]> {
+    this.#requireReplicationProtocol(name, '_bulk_get');
+    return this.#onMap(name, (v) =>
+      byRoute(entries, (e) => this.#route(v, e.id), async (at, e) => (await this.#readShard(v.shards[at]!, { op: 'bget', e, revs: options.revs, atts: options.attachments })).r as BulkGetResult[]),
+    );
+  }
+
+  async getLocal(name: string, id: string): Promise<Record<string, unknown> | undefined> {
+    this.#requireReplicationProtocol(name, '_local documents');
+    checkLocalId(id);
+    const reply = await this.#onMap(name, (v) => this.#readShard(v.shards[this.#route(v, localRouteId(id))]!, { op: 'lget', id }));
+    return (reply.d as Record<string, unknown> | null) ?? undefined;
+  }
+
+  putLocal(name: string, id: string, body: unknown, rev: string | undefined): Promise<LocalWriteResult> {
+    // Refuse what no replica would take before it is logged (shape, size).
+    localWrite(id, undefined, body, { force: true });
+    const given = rev ?? (body as { _rev?: unknown })._rev;
+    if (given !== undefined && typeof given !== 'string') throw new FirkinError('bad_request', `_rev of a local document looks like 0-<n>, got ${JSON.stringify(given)}`);
+    return this.#writeLocal(name, id, body as Record<string, unknown>, given);
+  }
+
+  deleteLocal(name: string, id: string, rev: string | undefined): Promise<LocalWriteResult> {
+    checkLocalId(id);
+    return this.#writeLocal(name, id, null, rev);
+  }
+
+  /**
+   * A `local` entry in the log of the shard the id routes to (a read-only shard takes it too:
+   * checkpoints are not documents). A shard a split or merge fenced refuses it with no effect:
+   * it is routed again on the new map, as a document write is.
+   */
+  async #writeLocal(name: string, id: string, body: Record<string, unknown> | null, rev: string | undefined): Promise<LocalWriteResult> {
+    this.#requireReplicationProtocol(name, '_local documents');
+    const rid = randomBytes(12).toString('base64url');
+    for (let attempt = 0; ; attempt++) {
+      const v = this.#vdb(name);
+      let outcome: DocShardOutcome;
+      try {
+        outcome = await this.#propose(v.shards[this.#route(v, localRouteId(id))]!, { kind: 'local', rid, id, body, ...(rev === undefined ? {} : { rev }) });
+      } catch (err) {
+        if (!this.#mapMoved(name, v.epoch)) throw err;
+        outcome = { kind: 'fenced' };
+      }
+      if (outcome.kind === 'local') {
+        if ('refused' in outcome) throw new FirkinError(outcome.refused.code as FirkinError['code'], outcome.refused.message);
+        return { ok: true, id: `_local/${id}`, rev: outcome.rev };
+      }
+      if (outcome.kind !== 'fenced') throw new FirkinError('error', `a shard answered a _local write with a ${outcome.kind} outcome`);
+      if (attempt >= STALE_RETRIES_MAX) throw new FirkinError('unavailable', `virtual database ${JSON.stringify(name)} is switching shards and the new map did not arrive; retry`);
+      await this.#awaitNewer(name, v.epoch);
+    }
   }
 
   /** Import every live document of a local database (optionally filtered) in batches. */

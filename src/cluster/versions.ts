@@ -11,9 +11,11 @@ import type { NodeRecord } from './meta-state.js';
  * The cluster protocol this build speaks: raised when members start asking each other for
  * something an earlier build cannot serve. 1: a VDB shard's `all` and `keys` reads
  * (`_all_docs`). 2: the members' task lists and import cancels (`tasks.*`, peer-tasks.ts).
+ * 3: CouchDB's replication protocol on a VDB (a shard's `rdiff`, `bget`, `lget` reads, leaves
+ * in its `changes`, and `local` log entries, which an older replica cannot decode).
  * A record without one is from a build before protocols: 0.
  */
-export const PROTOCOL = 2;
+export const PROTOCOL = 3;
 
 type ProtocolNode = Pick<NodeRecord, 'name' | 'version' | 'protocol'>;
 

@@ -139,14 +139,19 @@ export async function* mergedListing(
  * one read per shard, the rows back in the order asked.
  */
 export async function rowsByRoute<S>(ids: readonly string[], shardOf: (id: string) => S, read: (shard: S, ids: string[]) => Promise<AllDocsRow[]>): Promise<AllDocsRow[]> {
+  return byRoute(ids, shardOf, read);
+}
+
+/** Items grouped by the shard each routes to, each group read in one call (in parallel); answers in the items' order. */
+export async function byRoute<I, S, R>(items: readonly I[], shardOf: (item: I) => S, read: (shard: S, items: I[]) => Promise<readonly R[]>): Promise<R[]> {
   const byShard = new Map<S, number[]>();
-  ids.forEach((id, i) => {
-    const shard = shardOf(id);
+  items.forEach((item, i) => {
+    const shard = shardOf(item);
     byShard.set(shard, [...(byShard.get(shard) ?? []), i]);
   });
-  const rows: AllDocsRow[] = new Array(ids.length);
-  await Promise.all([...byShard].map(async ([shard, idx]) => (await read(shard, idx.map((i) => ids[i]!))).forEach((row, j) => (rows[idx[j]!] = row))));
-  return rows;
+  const out: R[] = new Array(items.length);
+  await Promise.all([...byShard].map(async ([shard, idx]) => (await read(shard, idx.map((i) => items[i]!))).forEach((r, j) => (out[idx[j]!] = r))));
+  return out;
 }
 
 /** A shard's rows for ids it owns, in the order given. */

@@ -3,12 +3,21 @@
 // others; conflicting foreign revisions through different nodes reach one winner everywhere;
 // kill -9 of a shard's primary during writes loses nothing acknowledged, writes resume, and
 // the restarted node catches up to the same digest as the other replicas and is handed shard
-// leaderships back (leader balancing).
+// leaderships back (leader balancing). CouchDB's replication protocol on the VDB: PouchDB
+// pushes and pulls through different nodes, its checkpoints are `_local` documents in the
+// shards' logs (the digests the replicas agree on include them).
+import { createRequire } from 'node:module';
 import t from 'tap';
+import type { Test } from 'tap';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 import { checkVdbFeeds } from '../support/vdb-feeds.js';
 import { TEST_ADMIN_KEY } from '../support/node.js';
+
+const require = createRequire(import.meta.url);
+// PouchDB ships no types; it is a test-only peer.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const PouchDB: any = require('pouchdb-core').plugin(require('pouchdb-adapter-memory')).plugin(require('pouchdb-adapter-http')).plugin(require('pouchdb-replication'));
 
 interface ReplicaView {
   group: string;
@@ -103,7 +112,8 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   // Conflicting foreign revisions through different nodes: one winner everywhere.
   const a = await cluster.request('n1', 'POST', '/vdb/v/_bulk_docs', { body: { new_edits: false, docs: [{ _id: 'c1', _rev: '1-aaaa', side: 'a' }] } });
   const b = await cluster.request('n2', 'POST', '/vdb/v/_bulk_docs', { body: { new_edits: false, docs: [{ _id: 'c1', _rev: '1-bbbb', side: 'b' }] } });
-  t.ok(a.body.results[0].ok && b.body.results[0].ok, 'both revisions merged');
+  // A replicator's write answers CouchDB's array, as a database's does.
+  t.ok(a.body[0].ok && b.body[0].ok, 'both revisions merged');
   for (const n of nodes) {
     const r = await cluster.request(n, 'GET', '/vdb/v/c1?conflicts=true');
     t.equal(r.body._rev, '1-bbbb', `${n}: the same winner`);
@@ -129,6 +139,7 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   t.same(tail.seen, ['c1'], 'the feed resumes from its cursor on another node');
   // Long-poll and an event stream through n2 while n1 writes.
   await checkVdbFeeds(t, 'v', { call: (m, p, o) => cluster.request('n2', m, p, o), url: cluster.url('n2'), key: TEST_ADMIN_KEY }, (m, p, o) => cluster.request('n1', m, p, o));
+  await couchReplication(t, cluster);
 
   // Read-only shards go through the metadata: refused writes on every node, reads go on.
   const shard0 = (await cluster.request('n2', 'PUT', '/vdb/v/_shards/0/_status', { body: { status: 'readonly' } }));
@@ -261,7 +272,7 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const loaded = [...converged.values()].flat().filter((r) => r.snapshots_loaded > 0);
   t.ok(loaded.length > 0, `the restarted node loaded ${loaded.length} replica(s) from another replica's snapshot`);
   const total = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
-  t.equal(total, 120 + 1 + 2 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones, the imported ones and the acknowledged writes');
+  t.equal(total, 120 + 1 + 2 + 30 + 1 + 5 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones, the replicated ones, the imported ones and the acknowledged writes');
 
   // Leader balancing: the restarted node came back leading nothing (its shards elected leaders
   // elsewhere while it was down); the leaders hand it shards until no node leads two more than
@@ -293,3 +304,51 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
     t.equal((await cluster.request(n, 'GET', '/vdb/v')).status, 404, `${n}: gone`);
   }
 });
+
+/**
+ * CouchDB's replication protocol on the clustered VDB `v`: PouchDB pushes through n2 and pulls
+ * through n3, conflicts included; its checkpoint (a `_local` document, written through a
+ * shard's log) resumes the next pull; `_local` documents through different nodes; Firkin's own
+ * replicator writes a node-local database into the VDB by its URL.
+ */
+async function couchReplication(t: Test, cluster: TestCluster): Promise<void> {
+  const remote = (n: string) =>
+    new PouchDB(`${cluster.url(n)}/vdb/v`, {
+      fetch: (url: string, opts: { headers: Headers }) => {
+        opts.headers.set('Authorization', `Bearer ${TEST_ADMIN_KEY}`);
+        return PouchDB.fetch(url, opts);
+      },
+    });
+  const mobile = new PouchDB(`mobile-${Date.now()}`, { adapter: 'memory' });
+  await mobile.bulkDocs(Array.from({ length: 30 }, (_, i) => ({ _id: `p${String(i).padStart(2, '0')}`, i })));
+  const push = await mobile.replicate.to(remote('n2'));
+  t.equal(push.docs_written, 30, 'PouchDB pushed 30 documents through n2');
+  t.equal((await cluster.request('n3', 'GET', '/vdb/v/p07')).body.i, 7, '... readable through n3');
+
+  const copy = new PouchDB(`copy-${Date.now()}`, { adapter: 'memory' });
+  const pull = await copy.replicate.from(remote('n3'));
+  t.equal(pull.ok, true);
+  const total = (await cluster.request('n1', 'GET', '/vdb/v')).body.total_docs as number;
+  t.equal((await copy.info()).doc_count, total, `PouchDB pulled every document through n3 (${total})`);
+  const c1 = await copy.get('c1', { conflicts: true });
+  t.equal(c1._rev, '1-bbbb', 'the same winner in PouchDB');
+  t.same(c1._conflicts, ['1-aaaa'], 'the losing leaf travelled too (style=all_docs)');
+  t.equal((await cluster.request('n1', 'PUT', '/vdb/v/after-pull', { body: { n: 1 } })).status, 201);
+  const again = await copy.replicate.from(remote('n3'));
+  t.equal(again.docs_read, 1, 'the next pull resumed from its checkpoint: one new document read');
+
+  // `_local` documents: written through one node's shard log, read and checked through the others.
+  const put = await cluster.request('n1', 'PUT', '/vdb/v/_local/probe', { body: { at: 1 } });
+  t.match(put, { status: 201, body: { ok: true, id: '_local/probe', rev: '0-1' } });
+  t.match((await cluster.request('n2', 'GET', '/vdb/v/_local/probe')).body, { _id: '_local/probe', _rev: '0-1', at: 1 }, '_local read through n2');
+  t.equal((await cluster.request('n3', 'PUT', '/vdb/v/_local/probe', { body: { at: 2, _rev: '0-7' } })).status, 409, 'a stale _rev is a conflict through n3');
+  t.equal((await cluster.request('n3', 'PUT', '/vdb/v/_local/probe', { body: { at: 2, _rev: '0-1' } })).body.rev, '0-2');
+  t.match((await cluster.request('n1', 'GET', '/vdb/v/_local/probe')).body, { _rev: '0-2', at: 2 });
+
+  // Firkin's replicator: a node-local database into the VDB by its URL (through another node).
+  t.equal((await cluster.request('n1', 'PUT', '/db/outside')).status, 201);
+  await cluster.request('n1', 'POST', '/db/outside/_bulk_docs', { body: { docs: Array.from({ length: 5 }, (_, i) => ({ _id: `o${i}`, i })) } });
+  const rep = await cluster.request('n1', 'POST', '/db/outside/_replicate', { body: { target: `${cluster.url('n2')}/vdb/v`, auth: { bearer_token: TEST_ADMIN_KEY } } });
+  t.equal(rep.status, 200, `_replicate into the VDB's URL (${JSON.stringify(rep.body).slice(0, 200)})`);
+  t.equal((await cluster.request('n3', 'GET', '/vdb/v/o3')).body.i, 3, 'a replicated document read through n3');
+}

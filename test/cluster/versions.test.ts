@@ -81,6 +81,11 @@ t.test('a member on another version is shown and makes /health degraded until it
   t.equal((await a.request('GET', '/_active_tasks')).status, 200, "the task list answers without b's");
   const cancel = await a.request('DELETE', '/vdb/v/_import');
   t.same([cancel.status, cancel.body.message], [404, 'no import into VDB "v" is running on any member; b runs an older Firkin and was not asked: cancel there']);
+  // Protocol 3: CouchDB's replication protocol on a VDB (b's replicas could not decode a `local` entry).
+  for (const [method, path, body] of [['PUT', '/vdb/v/_local/cp', { seq: 1 }], ['POST', '/vdb/v/_revs_diff', { doc: ['1-abc'] }], ['GET', '/vdb/v/_changes?style=all_docs', undefined]] as const) {
+    const refused = await a.request(method, path, body === undefined ? {} : { body });
+    t.same([refused.status, refused.body.message], [503, `${/_local/.test(path) ? '_local documents' : path.includes('_changes') ? '_changes?style=all_docs' : '_revs_diff'} on VDB "v" needs every member on cluster protocol 3 or later; b (0.0.1-old) runs an older Firkin: finish the rolling upgrade`], `${method} ${path}: 503 while b is behind`);
+  }
 
   // The upgrade: b restarts on this build, and its record follows.
   await b.close();
@@ -91,6 +96,7 @@ t.test('a member on another version is shown and makes /health degraded until it
   const listed = await a.request('GET', '/vdb/v/_all_docs');
   t.equal(listed.status, 200, 'once every member speaks it, the listing answers');
   t.same(listed.body.rows.map((r: { id: string }) => r.id), ['doc']);
+  t.equal((await b.request('PUT', '/vdb/v/_local/cp', { body: { seq: 1 } })).status, 201, 'and a _local write is taken');
 });
 
 t.test('every metadata command type is read by this build, and by the protocol it names', async (t) => {

@@ -17,6 +17,8 @@ const READ_POSTS = [
   'POST /db/:db/_changes/stream',
   'POST /vdb/:vdb/_find',
   'POST /vdb/:vdb/_all_docs',
+  'POST /vdb/:vdb/_bulk_get',
+  'POST /vdb/:vdb/_revs_diff',
 ];
 
 /** POSTs that write (or run admin work): a read key is refused with 403. */
@@ -40,6 +42,7 @@ const WRITE_POSTS = [
   'POST /vdb/:vdb/_bulk_docs',
   'POST /vdb/:vdb/_compact',
   'POST /vdb/:vdb/_index',
+  'POST /vdb/:vdb/_ensure_full_commit',
 ];
 
 const fill = (url: string) => url.replace(':db', 'r').replace(':vdb', 'v').replace(':docid', 'd1').replace(':shard', '0').replace(':name', 'app').replace('*', '_update/u');
@@ -75,6 +78,9 @@ t.test('read keys: every read-only POST, and no write', async (t) => {
   const vfind = await node.request('POST', '/vdb/v/_find', { key: reader, body: { selector: { city: 'oslo' } } });
   t.equal(vfind.status, 200);
   t.same(vfind.body.docs.map((d: { _id: string }) => d._id), ['d1']);
+  // A VDB is a replication source for a read key too.
+  t.equal((await node.request('POST', '/vdb/v/_bulk_get', { key: reader, body: { docs: [{ id: 'd1' }] } })).body.results[0].docs[0].ok.city, 'oslo');
+  t.match((await node.request('POST', '/vdb/v/_revs_diff', { key: reader, body: { d1: ['9-x'] } })).body, { d1: { missing: ['9-x'] } });
   // A stream: its status is known from the headers.
   const aborter = new AbortController();
   const stream = await fetch(`${node.url}/db/r/_changes/stream`, { method: 'POST', signal: aborter.signal, headers: { authorization: `Bearer ${reader}`, 'content-type': 'application/json' }, body: '{}' });
@@ -87,7 +93,7 @@ t.test('read keys: every read-only POST, and no write', async (t) => {
     const r = await request(node.url, 'POST', url, { key: reader, body: {} });
     t.equal(r.status, 403, `${route}: a read key is refused`);
   }
-  for (const [method, url] of [['PUT', '/db/r/d2'], ['DELETE', '/db/r/_index/_design/_auto/json/_auto'], ['PUT', '/vdb/v/d2']]) {
+  for (const [method, url] of [['PUT', '/db/r/d2'], ['DELETE', '/db/r/_index/_design/_auto/json/_auto'], ['PUT', '/vdb/v/d2'], ['PUT', '/vdb/v/_local/cp']]) {
     t.equal((await request(node.url, method!, url!, { key: reader, body: method === 'PUT' ? {} : undefined })).status, 403, `${method} ${url}: a read key is refused`);
   }
   t.same((await node.request('GET', '/db/r/_all_docs')).body.rows.map((r: { id: string }) => r.id), ['d1'], 'nothing was written');

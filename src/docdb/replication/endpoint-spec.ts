@@ -1,8 +1,10 @@
 // Where a replication reads or writes: a local database name, or a remote database URL
-// `http(s)://host[:port][/prefix]/db/<name>` with optional credentials. Parsing, the SSRF
-// allow-list and the credential-free display form live here. Pure.
+// `http(s)://host[:port][/prefix]/db/<name>` (or `/vdb/<name>`: a virtual database speaks the
+// same protocol) with optional credentials. Parsing, the SSRF allow-list and the
+// credential-free display form live here. Pure.
 import { FirkinError } from '../../core/errors.js';
 import { checkDbName, isDbName } from '../names.js';
+import { isVdbName } from '../vdb/catalog.js';
 import { type OutboundPolicy, outboundAllowed } from '../../core/outbound.js';
 import { isPlainObject } from '../../core/values.js';
 
@@ -13,7 +15,8 @@ export type RemoteAuth =
 
 export type EndpointSpec =
   | { readonly kind: 'local'; readonly db: string }
-  | { readonly kind: 'remote'; readonly url: string; readonly host: string; readonly db: string; readonly auth: RemoteAuth };
+  /** `db`: the remote database's name (a virtual database's when `vdb`). */
+  | { readonly kind: 'remote'; readonly url: string; readonly host: string; readonly db: string; readonly vdb?: true; readonly auth: RemoteAuth };
 
 const bad = (message: string) => new FirkinError('bad_request', message);
 const CREDENTIAL_BYTES_MAX = 4096;
@@ -66,11 +69,12 @@ export function parseEndpoint(raw: unknown, auth: RemoteAuth, where: string): En
   }
   if (url.username !== '' || url.password !== '') throw bad(`${where}: put credentials in auth, not in the URL`);
   if (url.search !== '' || url.hash !== '') throw bad(`${where}: a database URL has no query or fragment`);
-  const m = /^((?:\/[^/]+)*)\/db\/([^/]+)\/?$/.exec(url.pathname);
-  const db = m === null ? undefined : decodeURIComponent(m[2]!);
-  if (m === null || db === undefined || !isDbName(db)) throw bad(`${where} ${JSON.stringify(raw)} must look like http(s)://host:port/db/<name>`);
-  const normal = `${url.protocol}//${url.host}${m[1]}/db/${encodeURIComponent(db)}`;
-  return { kind: 'remote', url: normal, host: url.host, db, auth };
+  const m = /^((?:\/[^/]+)*)\/(db|vdb)\/([^/]+)\/?$/.exec(url.pathname);
+  const db = m === null ? undefined : decodeURIComponent(m[3]!);
+  const vdb = m?.[2] === 'vdb';
+  if (m === null || db === undefined || !(vdb ? isVdbName(db) : isDbName(db))) throw bad(`${where} ${JSON.stringify(raw)} must look like http(s)://host:port/db/<name> (or /vdb/<name>)`);
+  const normal = `${url.protocol}//${url.host}${m[1]}/${m[2]}/${encodeURIComponent(db)}`;
+  return { kind: 'remote', url: normal, host: url.host, db, ...(vdb ? { vdb: true as const } : {}), auth };
 }
 
 /** The endpoint as shown in listings and logs: never with credentials. */

@@ -17,7 +17,7 @@ interface Stored {
   readonly b: Record<string, unknown>;
 }
 
-function checkLocalId(id: unknown): string {
+export function checkLocalId(id: unknown): string {
   if (typeof id !== 'string' || id === '' || Buffer.byteLength(id) > LOCAL_LIMITS.idBytesMax) {
     throw new FirkinError('bad_request', `local document id must be 1 to ${LOCAL_LIMITS.idBytesMax} bytes`);
   }
@@ -31,6 +31,45 @@ function parseLocalRev(raw: unknown): number | undefined {
   return Number(m[1]);
 }
 
+/** A stored local document as its readers see it. */
+export function renderLocal(id: string, stored: Uint8Array): Record<string, unknown> {
+  const s = decodeCbor(stored) as Stored;
+  return { ...s.b, _id: `_local/${id}`, _rev: `0-${s.r}` };
+}
+
+/**
+ * A write of `_local/<id>` over what is stored (`current`): the value to store and its
+ * revision, or a conflict. `rev` (from `?rev=`, else the body's `_rev`) must name the current
+ * revision when one exists; `force` skips the check (the replicator owns its checkpoint ids).
+ * Pure: a replicated VDB shard decides it at the same log index on every replica.
+ */
+export function localWrite(id: string, current: Uint8Array | undefined, body: unknown, options: { rev?: unknown; force?: boolean } = {}): { value: Buffer; rev: string } {
+  checkLocalId(id);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new FirkinError('bad_request', 'a local document must be a JSON object');
+  const raw = body as Record<string, unknown>;
+  const given = parseLocalRev(options.rev ?? raw._rev);
+  const currentRev = current === undefined ? undefined : (decodeCbor(current) as Stored).r;
+  if (options.force !== true && currentRev !== given) {
+    if (!(currentRev === undefined && given === 0)) {
+      throw new FirkinError('conflict', `local document update conflict: _local/${id} is at ${currentRev === undefined ? 'no revision' : `0-${currentRev}`}`);
+    }
+  }
+  const stored: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw)) if (!k.startsWith('_')) stored[k] = v;
+  const value = encodeCbor({ r: (currentRev ?? 0) + 1, b: stored });
+  if (value.length > LOCAL_LIMITS.bodyBytesMax) throw new FirkinError('too_large', `a local document may hold at most ${LOCAL_LIMITS.bodyBytesMax} bytes`);
+  return { value, rev: `0-${(currentRev ?? 0) + 1}` };
+}
+
+/** A delete of `_local/<id>` over what is stored: refused when missing, or when `rev` names another revision. */
+export function localDelete(id: string, current: Uint8Array | undefined, rev: unknown): void {
+  checkLocalId(id);
+  if (current === undefined) throw new FirkinError('not_found', `local document _local/${id} not found`);
+  const given = parseLocalRev(rev);
+  const currentRev = (decodeCbor(current) as Stored).r;
+  if (given !== undefined && given !== currentRev) throw new FirkinError('conflict', `local document update conflict: _local/${id} is at 0-${currentRev}`);
+}
+
 export class LocalDocs {
   readonly #store: Store;
 
@@ -40,44 +79,22 @@ export class LocalDocs {
 
   async get(db: string, id: string): Promise<Record<string, unknown> | undefined> {
     const buf = await this.#store.get('system', key(db, checkLocalId(id)));
-    if (buf === undefined) return undefined;
-    const s = decodeCbor(buf) as Stored;
-    return { ...s.b, _id: `_local/${id}`, _rev: `0-${s.r}` };
+    return buf === undefined ? undefined : renderLocal(id, buf);
   }
 
-  /**
-   * Write a local document. `rev` (from `_rev` or `?rev=`) must name the current revision
-   * when one exists; `force` skips the check (the replicator owns its checkpoint ids).
-   */
+  /** Write a local document (`localWrite` says how `rev` and `force` are checked). */
   async put(db: string, id: string, body: unknown, options: { rev?: unknown; force?: boolean } = {}): Promise<{ ok: true; id: string; rev: string }> {
     checkLocalId(id);
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new FirkinError('bad_request', 'a local document must be a JSON object');
-    const raw = body as Record<string, unknown>;
-    const given = parseLocalRev(options.rev ?? raw._rev);
-    const current = await this.#store.get('system', key(db, id));
-    const currentRev = current === undefined ? undefined : (decodeCbor(current) as Stored).r;
-    if (options.force !== true && currentRev !== given) {
-      if (!(currentRev === undefined && given === 0)) {
-        throw new FirkinError('conflict', `local document update conflict: _local/${id} is at ${currentRev === undefined ? 'no revision' : `0-${currentRev}`}`);
-      }
-    }
-    const stored: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(raw)) if (!k.startsWith('_')) stored[k] = v;
-    const value = encodeCbor({ r: (currentRev ?? 0) + 1, b: stored });
-    if (value.length > LOCAL_LIMITS.bodyBytesMax) throw new FirkinError('too_large', `a local document may hold at most ${LOCAL_LIMITS.bodyBytesMax} bytes`);
+    const { value, rev } = localWrite(id, await this.#store.get('system', key(db, id)), body, options);
     // Not synced: a lost checkpoint only makes the next run start earlier, and `_revs_diff`
     // keeps that from writing anything twice. A process crash loses nothing (the WAL is written).
     await this.#store.put('system', key(db, id), value, { sync: false });
-    return { ok: true, id: `_local/${id}`, rev: `0-${(currentRev ?? 0) + 1}` };
+    return { ok: true, id: `_local/${id}`, rev };
   }
 
   async delete(db: string, id: string, rev: unknown): Promise<{ ok: true; id: string; rev: string }> {
     checkLocalId(id);
-    const current = await this.#store.get('system', key(db, id));
-    if (current === undefined) throw new FirkinError('not_found', `local document _local/${id} not found`);
-    const given = parseLocalRev(rev);
-    const currentRev = (decodeCbor(current) as Stored).r;
-    if (given !== undefined && given !== currentRev) throw new FirkinError('conflict', `local document update conflict: _local/${id} is at 0-${currentRev}`);
+    localDelete(id, await this.#store.get('system', key(db, id)), rev);
     await this.#store.del('system', key(db, id), { sync: true });
     return { ok: true, id: `_local/${id}`, rev: '0-0' };
   }

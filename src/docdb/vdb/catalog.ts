@@ -42,8 +42,12 @@ export interface VdbRecord {
 export const VDB_NAME_CHARS_MAX = LIMITS.dbNameChars - 6;
 const VDB_NAME = /^[a-z][a-z0-9_$()+-]*$/;
 
+export function isVdbName(name: string): boolean {
+  return name.length <= VDB_NAME_CHARS_MAX && VDB_NAME.test(name);
+}
+
 export function checkVdbName(name: string): void {
-  if (name.length > VDB_NAME_CHARS_MAX || !VDB_NAME.test(name)) {
+  if (!isVdbName(name)) {
     throw new FirkinError(
       'bad_request',
       `invalid VDB name ${JSON.stringify(name)}: 1 to ${VDB_NAME_CHARS_MAX} characters, a lowercase letter first, then a-z 0-9 _ $ ( ) + -`,

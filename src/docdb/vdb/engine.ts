@@ -18,7 +18,10 @@ import { FirkinError } from '../../core/errors.js';
 import { type Clock, HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Store } from '../../storage/db.js';
 import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
-import { mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
+import { byRoute, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
+import { type BulkGetRequest, type BulkGetResult, bulkGet, diffByRoute, leafRevs } from '../replication/bulk-get.js';
+import type { RevsDiff } from '../replication/endpoints.js';
+import { LocalDocs } from '../replication/local-docs.js';
 import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind, sourceQuery } from '../query/execute.js';
@@ -29,7 +32,7 @@ import { copyDocs } from '../move.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import { parseFind } from '../query/parse.js';
 import { mergeFind } from './merge.js';
-import type { CreateVdb, ImportSpec, VdbAllDocs, VdbAllDocsQuery, VdbAttachment, VdbChangesOptions, VdbGetOptions, VdbService } from './service.js';
+import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId } from './service.js';
 import { runImport } from './import.js';
 
 export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
@@ -62,10 +65,13 @@ export class VdbEngine implements VdbService {
   /** The durable records; #vdbs adds each one's in-memory write gate. */
   readonly #records: Catalog<VdbRecord>;
   readonly #vdbs = new Map<string, VdbState>();
+  /** `_local` documents, kept as a database's by the shard database their id routes to. */
+  readonly #locals: LocalDocs;
 
   private constructor(options: VdbEngineOptions, records: Catalog<VdbRecord>) {
     this.#o = options;
     this.#records = records;
+    this.#locals = new LocalDocs(options.store);
   }
 
   static async open(options: VdbEngineOptions): Promise<VdbEngine> {
@@ -350,7 +356,7 @@ export class VdbEngine implements VdbService {
       since = parseHlc(raw);
       if (since === undefined) throw new FirkinError('bad_request', `since must be first, 0, now or a sequence like {timestamp,W,L}, got ${JSON.stringify(raw)}`);
     }
-    const read = () => this.#changes(name, { since, limit: options.limit, includeDocs: options.includeDocs });
+    const read = () => this.#changes(name, { since, limit: options.limit, includeDocs: options.includeDocs, allLeaves: options.allLeaves === true });
     const wait = options.longpoll;
     if (wait === undefined) return read();
     const deadline = Date.now() + wait.timeoutMs;
@@ -372,7 +378,7 @@ export class VdbEngine implements VdbService {
     }
   }
 
-  async #changes(name: string, options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean }) {
+  async #changes(name: string, options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean; allLeaves: boolean }): Promise<VdbChangesPage> {
     const record = this.record(name);
     const limit = options.limit ?? 1_000;
     const pages = await Promise.all(
@@ -391,10 +397,35 @@ export class VdbEngine implements VdbService {
       .slice(0, limit);
     // Nothing returned: every entry up to `bound` was examined and not ours, so resume there.
     const last = entries.length > 0 ? entries[entries.length - 1]!.seq : hlcToText(bound ?? options.since ?? HLC_ZERO);
+    const leaves = options.allLeaves ? await byRoute(entries, (e) => this.dbFor(name, e.id), (db, es) => leafRevs(this.#o.docs, db, es)) : undefined;
     return {
-      changes: entries.map((e) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(options.includeDocs ? { doc: e.doc ?? null } : {}) })),
+      changes: entries.map((e, i) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(options.includeDocs ? { doc: e.doc ?? null } : {}), ...(leaves === undefined ? {} : { revs: leaves[i]! }) })),
       last_seq: last,
     };
+  }
+
+  // ---- CouchDB's replication protocol, each id on the shard database that owns it
+
+  async revsDiff(name: string, request: Readonly<Record<string, readonly string[]>>): Promise<RevsDiff> {
+    this.record(name);
+    return diffByRoute(request, (id) => this.dbFor(name, id), (db, part) => this.#o.docs.revsDiff(db, part));
+  }
+
+  async bulkGet(name: string, entries: readonly BulkGetRequest[], options: { revs: boolean; attachments: boolean }): Promise<BulkGetResult[]> {
+    this.record(name);
+    return byRoute(entries, (e) => this.dbFor(name, e.id), (db, some) => bulkGet(this.#o.docs, db, some, options));
+  }
+
+  getLocal(name: string, id: string): Promise<Record<string, unknown> | undefined> {
+    return this.#locals.get(this.dbFor(name, localRouteId(id)), id);
+  }
+
+  putLocal(name: string, id: string, body: unknown, rev: string | undefined): Promise<LocalWriteResult> {
+    return this.#locals.put(this.dbFor(name, localRouteId(id)), id, body, { rev });
+  }
+
+  deleteLocal(name: string, id: string, rev: string | undefined): Promise<LocalWriteResult> {
+    return this.#locals.delete(this.dbFor(name, localRouteId(id)), id, rev);
   }
 
   /** Import every live document of a database (optionally filtered) into the VDB, in batches. */

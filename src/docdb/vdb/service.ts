@@ -8,6 +8,8 @@ import type { ImportStatus } from './import.js';
 import type { ImportTasks } from './import-tasks.js';
 import type { MergedFind } from './merge.js';
 import type { AttachmentMeta } from '../records.js';
+import type { BulkGetRequest, BulkGetResult } from '../replication/bulk-get.js';
+import type { RevsDiff } from '../replication/endpoints.js';
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -26,6 +28,39 @@ export interface VdbChangesOptions {
   includeDocs: boolean;
   /** Long-poll: with nothing new, wait up to `timeoutMs` for a change (or until `signal`). */
   longpoll?: { readonly timeoutMs: number; readonly signal?: AbortSignal };
+  /** CouchDB's `style=all_docs`: each change also lists every leaf revision (`revs`). */
+  allLeaves?: boolean;
+  /**
+   * Each change's `seq` resumes the feed right after it as `since` (CouchDB's clustered
+   * sequences: PouchDB checkpoints a change's seq). A standalone node's sequences already do.
+   */
+  cursorSeqs?: boolean;
+}
+
+/** A change as the VDB feed lists it; `revs` (every leaf) when `allLeaves` was asked. */
+export interface VdbChange {
+  id: string;
+  seq: string;
+  rev: string;
+  deleted: boolean;
+  doc?: unknown;
+  revs?: string[];
+}
+
+/** A page of the VDB feed (the spec's shape). */
+export interface VdbChangesPage {
+  changes: VdbChange[];
+  last_seq: string;
+}
+
+/** The id a `_local/<id>` document is routed by: its shard holds it (docs/vdb.md). */
+export const localRouteId = (id: string): string => `_local/${id}`;
+
+/** What a `_local` write answers. */
+export interface LocalWriteResult {
+  ok: true;
+  id: string;
+  rev: string;
 }
 
 export interface ImportSpec {
@@ -88,7 +123,15 @@ export interface VdbService {
   bulkDocs(name: string, docs: readonly unknown[], newEdits: boolean): Promise<EditResult[]>;
   /** `_find` from its request body; `stale`: any replica may answer from what it applied (cluster). */
   find(name: string, raw: unknown, options?: { stale?: boolean }): Promise<MergedFind>;
-  changes(name: string, options: VdbChangesOptions): Promise<Record<string, unknown>>;
+  changes(name: string, options: VdbChangesOptions): Promise<VdbChangesPage>;
+  /** CouchDB's `_revs_diff`: each id's revisions the VDB lacks (asked of the shard that owns it). */
+  revsDiff(name: string, request: Readonly<Record<string, readonly string[]>>): Promise<RevsDiff>;
+  /** CouchDB's `_bulk_get`, each entry read on the shard that owns its id; results in order. */
+  bulkGet(name: string, entries: readonly BulkGetRequest[], options: { revs: boolean; attachments: boolean }): Promise<BulkGetResult[]>;
+  /** `_local/<id>` documents (replication checkpoints), each held by the shard `localRouteId` routes to. */
+  getLocal(name: string, id: string): Promise<Record<string, unknown> | undefined>;
+  putLocal(name: string, id: string, body: unknown, rev: string | undefined): Promise<LocalWriteResult>;
+  deleteLocal(name: string, id: string, rev: string | undefined): Promise<LocalWriteResult>;
   /** `_all_docs` over every shard, merged by id (node-local shards, or each shard's leader). */
   allDocs(name: string, q: VdbAllDocsQuery): Promise<VdbAllDocs>;
   getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>>;

@@ -32,13 +32,21 @@ export type DocShardCommand =
    */
   | { readonly kind: 'own'; readonly rid: string; readonly owned: OwnedRanges }
   /** A split's cleanup: remove, as if never written, every document whose id hashes into `range`. */
-  | { readonly kind: 'purge'; readonly rid: string; readonly hash: HashFunction; readonly range: readonly [number, number] };
+  | { readonly kind: 'purge'; readonly rid: string; readonly hash: HashFunction; readonly range: readonly [number, number] }
+  /**
+   * Write (`body`) or delete (`body` null) `_local/<id>` (a replication checkpoint), checked
+   * against `rev` at apply (cluster protocol 3: an older replica cannot decode it).
+   */
+  | { readonly kind: 'local'; readonly rid: string; readonly id: string; readonly body: Record<string, unknown> | null; readonly rev?: string };
 
 export type DocShardOutcome =
   | { readonly kind: 'edits'; readonly results: readonly EditResult[] }
   | { readonly kind: 'compact' }
   | { readonly kind: 'own' }
   | { readonly kind: 'purge'; readonly purged: number }
+  /** A `_local` write: its new revision, or why it was refused (the same on every replica). */
+  | { readonly kind: 'local'; readonly rev: string }
+  | { readonly kind: 'local'; readonly refused: { readonly code: string; readonly message: string } }
   /** Edits refused whole, with no effect: an id is outside what the shard owns (a router with an older map). */
   | { readonly kind: 'fenced' };
 
@@ -115,6 +123,10 @@ export function decodeDocShardCommand(data: Uint8Array): DocShardCommand {
   if (v.kind === 'purge') {
     const owned = checkOwned({ hash: v.hash, ranges: [v.range] });
     return { kind: 'purge', rid: v.rid, hash: owned.hash, range: owned.ranges[0]! };
+  }
+  if (v.kind === 'local') {
+    if (!isString(v.id) || !(v.body === null || isPlainObject(v.body)) || !(v.rev === undefined || v.rev === null || isString(v.rev))) return bad('malformed local document write');
+    return { kind: 'local', rid: v.rid, id: v.id, body: v.body as Record<string, unknown> | null, ...(isString(v.rev) ? { rev: v.rev } : {}) };
   }
   if (v.kind !== 'edits') return bad(`unknown kind ${JSON.stringify(v.kind)}`);
   const at = v.at as { wallMs?: unknown; logical?: unknown } | undefined;

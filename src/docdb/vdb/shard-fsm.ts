@@ -12,7 +12,9 @@
 //   that has it (`DocStateSource`: the database's keys as they are there, read from iterators
 //   opened between two commits, at an applied index at or past the snapshot's), then its log
 //   continues from there. A transfer that fails is retried with backoff.
-import { FirkinError } from '../../core/errors.js';
+import { FirkinError, isFirkinError } from '../../core/errors.js';
+import { localDelete, localWrite, renderLocal } from '../replication/local-docs.js';
+import { localRouteId } from './service.js';
 import { jitteredDelayMs } from '../../core/backoff.js';
 import type { Rand } from '../../core/rand.js';
 import { decodeCbor, encodeCbor } from '../../core/codec.js';
@@ -31,6 +33,8 @@ const appliedKey = (group: string) => encodeKey(['dshard', group, 'applied']);
 const requestKey = (group: string, rid: string) => encodeKey(['dshard', group, 'req', rid]);
 const requestRange = (group: string) => prefixRange(['dshard', group, 'req']);
 const ownedKey = (group: string) => encodeKey(['dshard', group, 'owned']);
+/** `_local/<id>` documents: beside the bookkeeping, so a transfer streams them with the documents. */
+const localKey = (group: string, id: string) => encodeKey(['dshard.local', group, id]);
 /** Documents purged per batch by a split's cleanup entry. */
 const PURGE_BATCH = 500;
 
@@ -43,11 +47,14 @@ export function ownsId(owned: OwnedRanges, id: string): boolean {
 /** Every key of the shard's own bookkeeping (dropped with the replica). */
 export const docShardKeys = (group: string) => prefixRange(['dshard', group]);
 
+/** The shard's `_local` documents (dropped with the replica). */
+export const docShardLocalKeys = (group: string) => prefixRange(['dshard.local', group]);
+
 /** Shape check of a request record from a transfer (input from another node). */
 export function isRequestRecord(v: unknown): v is RequestRecord {
   const r = v as Partial<RequestRecord> | null;
   const o = r?.outcome as { kind?: unknown; results?: unknown } | undefined;
-  return typeof r === 'object' && r !== null && typeof r.rid === 'string' && Number.isSafeInteger(r.index) && typeof o === 'object' && o !== null && (o.kind === 'compact' || o.kind === 'own' || o.kind === 'purge' || o.kind === 'fenced' || (o.kind === 'edits' && Array.isArray(o.results)));
+  return typeof r === 'object' && r !== null && typeof r.rid === 'string' && Number.isSafeInteger(r.index) && typeof o === 'object' && o !== null && (o.kind === 'compact' || o.kind === 'own' || o.kind === 'purge' || o.kind === 'fenced' || o.kind === 'local' || (o.kind === 'edits' && Array.isArray(o.results)));
 }
 
 export interface RequestRecord {
@@ -149,6 +156,12 @@ export class DocShardFsm implements StateMachine {
     return this.#owned.ranges.some(([start, end]) => range[0] >= start && range[1] <= end);
   }
 
+  /** `_local/<id>` as this replica holds it (a read on the leader sees every acknowledged write). */
+  async local(id: string): Promise<Record<string, unknown> | undefined> {
+    const raw = await this.#store.get('system', localKey(this.group, id));
+    return raw === undefined ? undefined : renderLocal(id, raw);
+  }
+
   /** The last entry whose effects are durable. */
   get appliedIndex(): number {
     return this.#applied;
@@ -179,13 +192,34 @@ export class DocShardFsm implements StateMachine {
     }
     let outcome: DocShardOutcome;
     const owned = this.#owned;
-    if (cmd.kind === 'edits' && cmd.copy !== true && owned !== undefined && cmd.edits.some((e) => !ownsId(owned, e.docId))) {
+    const fenced = owned !== undefined && ((cmd.kind === 'edits' && cmd.copy !== true && cmd.edits.some((e) => !ownsId(owned, e.docId))) || (cmd.kind === 'local' && !ownsId(owned, localRouteId(cmd.id))));
+    if (fenced) {
       // A router with an older map: refused whole, with no effect (it routes again on the new map).
       outcome = { kind: 'fenced' };
       await this.#store.batch(this.#remember(cmd.rid, entry.index, outcome, ops), { sync: true });
     } else if (cmd.kind === 'edits') {
       const results = await this.#docs.applyLogged(this.db, cmd.edits, { at: cmd.at, ops: (r) => this.#remember(cmd.rid, entry.index, { kind: 'edits', results: r }, ops) });
       outcome = { kind: 'edits', results };
+    } else if (cmd.kind === 'local') {
+      const key = localKey(this.group, cmd.id);
+      const current = await this.#store.get('system', key);
+      let write: BatchOp[] = [];
+      try {
+        if (cmd.body === null) {
+          localDelete(cmd.id, current, cmd.rev);
+          write = [{ type: 'del', cf: 'system', key }];
+          outcome = { kind: 'local', rev: '0-0' };
+        } else {
+          const w = localWrite(cmd.id, current, cmd.body, { rev: cmd.rev });
+          write = [{ type: 'put', cf: 'system', key, value: w.value }];
+          outcome = { kind: 'local', rev: w.rev };
+        }
+      } catch (err) {
+        // A refusal is decided by the replicated state alone: every replica refuses alike.
+        if (!isFirkinError(err)) throw err;
+        outcome = { kind: 'local', refused: { code: err.code, message: err.message } };
+      }
+      await this.#store.batch([...this.#remember(cmd.rid, entry.index, outcome, ops), ...write], { sync: true });
     } else if (cmd.kind === 'own') {
       outcome = { kind: 'own' };
       await this.#store.batch([...this.#remember(cmd.rid, entry.index, outcome, ops), { type: 'put', cf: 'system', key: ownedKey(this.group), value: encodeCbor(cmd.owned) }], { sync: true });
@@ -254,6 +288,7 @@ export class DocShardFsm implements StateMachine {
   async #load(source: DocStateSource, index: number): Promise<void> {
     if (this.#docs.has(this.db)) await this.#docs.deleteDb(this.db, this.group);
     await this.#store.clearRange('system', docShardKeys(this.group));
+    await this.#store.clearRange('system', docShardLocalKeys(this.group));
     this.#requests.clear();
     this.#applied = 0;
     const state = await source(index);
@@ -264,7 +299,21 @@ export class DocShardFsm implements StateMachine {
       ...(state.owned === undefined ? [] : [{ type: 'put', cf: 'system', key: ownedKey(this.group), value: encodeCbor(state.owned) } as BatchOp]),
       ...requests.map((r): BatchOp => ({ type: 'put', cf: 'system', key: requestKey(this.group, r.rid), value: encodeCbor({ i: r.index, o: r.outcome }) })),
     ];
-    await this.#docs.importDb(this.db, state.record, state.chunks, ops);
+    // The `_local` documents come as system entries among the documents' chunks: written
+    // here (the import's final synced batch makes them durable with the rest).
+    const locals = docShardLocalKeys(this.group);
+    const store = this.#store;
+    async function* documents(): AsyncGenerator<{ cf: ColumnFamily; entries: readonly [Buffer, Buffer][] }> {
+      for await (const chunk of state.chunks) {
+        if (chunk.cf !== 'system') {
+          yield chunk;
+          continue;
+        }
+        if (chunk.entries.some(([k]) => Buffer.compare(k, locals.gte) < 0 || Buffer.compare(k, locals.lt) >= 0)) throw new FirkinError('bad_request', 'a shard copy holds a system key outside its local documents');
+        await store.batch(chunk.entries.map(([key, value]): BatchOp => ({ type: 'put', cf: 'system', key, value })), { sync: false });
+      }
+    }
+    await this.#docs.importDb(this.db, state.record, documents(), ops);
     for (const r of requests) this.#requests.set(r.rid, { index: r.index, outcome: r.outcome });
     this.#applied = state.applied;
     this.#owned = state.owned;
@@ -276,7 +325,8 @@ export class DocShardFsm implements StateMachine {
    * with the applied index and request ids of that same moment.
    */
   async exportState(): Promise<DocShardState> {
-    const view = await this.#docs.exportDb(this.db, [docShardKeys(this.group)]);
+    // The local documents stream among the chunks (a shard may hold many); the bookkeeping last.
+    const view = await this.#docs.exportDb(this.db, [docShardLocalKeys(this.group), docShardKeys(this.group)]);
     const own = view.ranges.at(-1)!;
     let applied = 0;
     let owned: OwnedRanges | undefined;

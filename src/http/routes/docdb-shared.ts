@@ -349,3 +349,10 @@ export function parseDestination(header: string | string[] | undefined): { id: s
   if (rev !== undefined && !isRev(rev)) throw new FirkinError('bad_request', `Destination's rev ${JSON.stringify(rev)} is not a revision (<generation>-<hash>)`);
   return { id, rev };
 }
+
+/** `_revs_diff`'s body: revisions by document id (a database's and a VDB's). */
+export const revsDiffBody = {
+  type: 'object',
+  maxProperties: LIMITS.bulkDocsMax,
+  additionalProperties: { type: 'array', maxItems: 1000, items: { type: 'string', maxLength: 200 } },
+} as const;

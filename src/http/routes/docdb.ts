@@ -23,6 +23,7 @@ import {
   expectedRev,
   getDocQuery,
   keyParam,
+  revsDiffBody,
   keyRangeParams,
   sendRows,
 } from './docdb-shared.js';
@@ -62,12 +63,6 @@ const syncHlcBody = {
   required: ['hlc'],
   additionalProperties: false,
   properties: { hlc: { type: 'string', maxLength: 64 } },
-} as const;
-
-const revsDiffBody = {
-  type: 'object',
-  maxProperties: LIMITS.bulkDocsMax,
-  additionalProperties: { type: 'array', maxItems: 1000, items: { type: 'string', maxLength: 200 } },
 } as const;
 
 const allDbsQuery = { type: 'object', properties: { ...keyRangeParams, limit: { type: 'integer', minimum: 0 } } } as const;

@@ -15,7 +15,8 @@ import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { ImportTasks } from '../../docdb/vdb/import-tasks.js';
 import type { PeerTasks } from '../../cluster/peer-tasks.js';
-import type { VdbService } from '../../docdb/vdb/service.js';
+import type { VdbChangesPage, VdbService } from '../../docdb/vdb/service.js';
+import { type BulkGetRequest, bulkGetBody, bulkGetQuery } from '../../docdb/replication/bulk-get.js';
 import {
   type AllDocsQuery,
   type DocSource,
@@ -27,6 +28,7 @@ import {
   answerDocGet,
   expectedRev,
   getDocQuery,
+  revsDiffBody,
   sendRows,
 } from './docdb-shared.js';
 import { READ, keyAllows, requireKey } from '../hooks/auth.js';
@@ -193,7 +195,9 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     async (r, reply) => {
       const results = await vdbs().bulkDocs(r.params.vdb, r.body.docs, r.body.new_edits !== false);
       reply.code(201);
-      return { results };
+      // A replicator's write (`new_edits: false`) answers as a database's, CouchDB's array:
+      // PouchDB and CouchDB replicators read it so. Ordinary writes keep the spec's shape.
+      return r.body.new_edits === false ? results : { results };
     },
   );
 
@@ -225,7 +229,10 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
 
   // Poll, long-poll (`feed=longpoll`, `timeout` ms) and server-sent events (`feed=eventsource`:
   // each page's last event carries the feed's cursor as its `id`, so EventSource resumes).
-  app.get<{ Params: { vdb: string }; Querystring: { since?: string; limit?: number; include_docs?: boolean; feed?: 'normal' | 'longpoll' | 'eventsource'; timeout?: number; heartbeat?: number } }>(
+  app.get<{
+    Params: { vdb: string };
+    Querystring: { since?: string; limit?: number; include_docs?: boolean; feed?: 'normal' | 'longpoll' | 'eventsource'; timeout?: number; heartbeat?: number; style?: 'main_only' | 'all_docs' };
+  }>(
     '/vdb/:vdb/_changes',
     {
       schema: {
@@ -239,6 +246,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
             feed: { enum: ['normal', 'longpoll', 'eventsource'] },
             timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
             heartbeat: { type: 'integer', minimum: 10, maximum: 3_600_000 },
+            style: { enum: ['main_only', 'all_docs'] },
           },
         },
       },
@@ -250,7 +258,10 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
       if (q.feed !== 'eventsource') {
         const gone = clientGone(r, reply);
         const longpoll = q.feed === 'longpoll' ? { timeoutMs: q.timeout ?? LIMITS.longPollTimeoutMsDefault, signal: gone.signal } : undefined;
-        return vdbs().changes(name, { since: q.since, limit: q.limit, includeDocs: q.include_docs === true, longpoll });
+        const page = await vdbs().changes(name, { since: q.since, limit: q.limit, includeDocs: q.include_docs === true, longpoll, allLeaves: q.style === 'all_docs', cursorSeqs: q.style !== undefined });
+        // `style` is a CouchDB replicator's parameter: it gets CouchDB's shape (`results`, each
+        // change's revisions in `changes`); without it, the spec's.
+        return q.style === undefined ? page : couchChanges(page);
       }
       const feed = vdbs();
       // The first page answers errors (unknown VDB, bad since) as a plain HTTP error.
@@ -280,6 +291,48 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
         if (!raw.writableEnded) raw.end();
       }
     },
+  );
+
+  // ---- CouchDB's replication protocol: a VDB is a replication source and target (docs/vdb.md)
+  app.post<{ Params: { vdb: string }; Body: Record<string, string[]> }>(
+    '/vdb/:vdb/_revs_diff',
+    { schema: { params: vdbParams, body: revsDiffBody }, config: { ...scoped, ...READ } },
+    async (r) => vdbs().revsDiff(r.params.vdb, r.body),
+  );
+
+  app.post<{ Params: { vdb: string }; Querystring: { revs?: boolean; attachments?: boolean }; Body: { docs: BulkGetRequest[] } }>(
+    '/vdb/:vdb/_bulk_get',
+    { schema: { params: vdbParams, body: bulkGetBody, querystring: bulkGetQuery }, config: { ...scoped, ...READ } },
+    async (r) => ({ results: await vdbs().bulkGet(r.params.vdb, r.body.docs, { revs: r.query.revs === true, attachments: r.query.attachments === true }) }),
+  );
+
+  // Every write is durable (a majority's, on a cluster) before it is acknowledged: nothing to flush.
+  app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_ensure_full_commit', { schema: { params: vdbParams }, config: scoped }, async (r, reply) => {
+    await vdbs().info(r.params.vdb);
+    reply.code(201);
+    return { ok: true, instance_start_time: '0' };
+  });
+
+  const localParams = { type: 'object', required: ['vdb', 'id'], properties: { vdb: { type: 'string', maxLength: 200 }, id: { type: 'string' } } } as const;
+  const revQuery = { type: 'object', properties: { rev: { type: 'string' } } } as const;
+  app.get<{ Params: { vdb: string; id: string } }>('/vdb/:vdb/_local/:id', { schema: { params: localParams }, config: scoped }, async (r) => {
+    const doc = await vdbs().getLocal(r.params.vdb, r.params.id);
+    if (doc === undefined) throw new FirkinError('not_found', `local document _local/${r.params.id} not found`);
+    return doc;
+  });
+  app.put<{ Params: { vdb: string; id: string }; Querystring: { rev?: string }; Body: unknown }>(
+    '/vdb/:vdb/_local/:id',
+    { schema: { params: localParams, querystring: revQuery }, config: scoped },
+    async (r, reply) => {
+      const result = await vdbs().putLocal(r.params.vdb, r.params.id, r.body, r.query.rev);
+      reply.code(201);
+      return result;
+    },
+  );
+  app.delete<{ Params: { vdb: string; id: string }; Querystring: { rev?: string } }>(
+    '/vdb/:vdb/_local/:id',
+    { schema: { params: localParams, querystring: revQuery }, config: scoped },
+    async (r) => vdbs().deleteLocal(r.params.vdb, r.params.id, r.query.rev),
   );
 
   // ---- _all_docs: every shard's pages merged by id, streamed (docs/vdb.md)
@@ -374,3 +427,17 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     },
   );
 };
+
+/** A VDB feed page in CouchDB's shape: `results`, each change's revisions (every leaf with `style=all_docs`) in `changes`. */
+function couchChanges(page: VdbChangesPage): Record<string, unknown> {
+  return {
+    results: page.changes.map((c) => ({
+      seq: c.seq,
+      id: c.id,
+      changes: (c.revs ?? [c.rev]).map((rev) => ({ rev })),
+      ...(c.deleted ? { deleted: true } : {}),
+      ...(c.doc === undefined ? {} : { doc: c.doc }),
+    })),
+    last_seq: page.last_seq,
+  };
+}

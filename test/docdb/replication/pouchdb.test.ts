@@ -44,11 +44,20 @@ t.test('PouchDB replicates both ways with a plain database on a cluster node', a
   await pouchSync(t, node);
 });
 
-async function pouchSync(t: Test, node: TestNode): Promise<void> {  t.equal((await node.request('PUT', '/db/shared')).status, 201);
+t.test('PouchDB replicates both ways with a virtual database', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await pouchSync(t, node, '/vdb/shared');
+});
+
+/** Sync with the database at `base` (`/db/shared`, or the virtual database `/vdb/shared`). */
+async function pouchSync(t: Test, node: TestNode, base = '/db/shared'): Promise<void> {
+  if (base.startsWith('/vdb/')) t.equal((await node.request('POST', '/vdb', { body: { name: base.slice(5), shard_count: 3 } })).status, 201);
+  else t.equal((await node.request('PUT', base)).status, 201);
   // Count PouchDB's requests in flight: cancelling a live sync returns at once while a
   // checkpoint write may still be on the wire, and the node must outlive it.
   let inFlight = 0;
-  const remote = new PouchDB(`${node.url}/db/shared`, {
+  const remote = new PouchDB(`${node.url}${base}`, {
     fetch: async (url: string, opts: { headers: Headers }) => {
       opts.headers.set('Authorization', `Bearer ${node.adminKey}`);
       inFlight++;
@@ -66,10 +75,10 @@ async function pouchSync(t: Test, node: TestNode): Promise<void> {  t.equal((awa
   await local.remove(gone);
   const push = await local.replicate.to(remote);
   t.equal(push.ok, true);
-  t.equal((await node.request('GET', '/db/shared/a')).body.n, 1, 'pushed document readable over HTTP');
-  t.equal((await node.request('GET', '/db/shared/gone')).status, 404, 'the deletion travelled');
+  t.equal((await node.request('GET', `${base}/a`)).body.n, 1, 'pushed document readable over HTTP');
+  t.equal((await node.request('GET', `${base}/gone`)).status, 404, 'the deletion travelled');
 
-  await node.request('PUT', '/db/shared/c', { body: { n: 3, from: 'firkin' } });
+  await node.request('PUT', `${base}/c`, { body: { n: 3, from: 'firkin' } });
   const pull = await local.replicate.from(remote);
   t.equal(pull.ok, true);
   t.equal((await local.get('c')).from, 'firkin', 'a Firkin document pulled into PouchDB');
@@ -77,12 +86,12 @@ async function pouchSync(t: Test, node: TestNode): Promise<void> {  t.equal((awa
   // Concurrent edits of the same document on both sides make a conflict.
   const la = await local.get('a');
   await local.put({ ...la, n: 10, side: 'pouch' });
-  const fa = await node.request('GET', '/db/shared/a');
-  await node.request('PUT', '/db/shared/a', { body: { n: 20, side: 'firkin' }, headers: { 'if-match': fa.body._rev } });
+  const fa = await node.request('GET', `${base}/a`);
+  await node.request('PUT', `${base}/a`, { body: { n: 20, side: 'firkin' }, headers: { 'if-match': fa.body._rev } });
   await local.replicate.to(remote);
   await local.replicate.from(remote);
   const ours = await state(local);
-  const firkinA = await node.request('GET', '/db/shared/a?conflicts=true');
+  const firkinA = await node.request('GET', `${base}/a?conflicts=true`);
   t.equal(firkinA.body._rev, ours.a!.rev, 'same winner on both sides');
   t.same([...(firkinA.body._conflicts ?? [])].sort(), ours.a!.conflicts, 'same conflicts on both sides');
   t.equal(ours.a!.conflicts.length, 1);
@@ -98,8 +107,8 @@ async function pouchSync(t: Test, node: TestNode): Promise<void> {  t.equal((awa
       await waitFor(() => complete && inFlight === 0, { what: 'the sync to stop and its last requests to finish' });
     });
     await local.put({ _id: 'live-from-pouch', v: 1 });
-    await waitFor(async () => (await node.request('GET', '/db/shared/live-from-pouch')).status === 200, { what: 'a live push' });
-    await node.request('PUT', '/db/shared/live-from-firkin', { body: { v: 2 } });
+    await waitFor(async () => (await node.request('GET', `${base}/live-from-pouch`)).status === 200, { what: 'a live push' });
+    await node.request('PUT', `${base}/live-from-firkin`, { body: { v: 2 } });
     await waitFor(async () => (await local.get('live-from-firkin').catch(() => undefined))?.v === 2, { what: 'a live pull' });
     t.pass('live replication carried both writes');
   });

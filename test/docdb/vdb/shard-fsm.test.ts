@@ -14,7 +14,7 @@ import t from 'tap';
 import { HybridClock } from '../../../src/core/hlc.js';
 import { prefixRange } from '../../../src/core/keys.js';
 import { type DocEdit, DocEngine } from '../../../src/docdb/engine.js';
-import { DocShardFsm } from '../../../src/docdb/vdb/shard-fsm.js';
+import { type DocStateSource, DocShardFsm } from '../../../src/docdb/vdb/shard-fsm.js';
 import { type DocShardCommand, encodeDocShardCommand } from '../../../src/docdb/vdb/shard-commands.js';
 import type { Entry } from '../../../src/raft/types.js';
 import { Store } from '../../../src/storage/db.js';
@@ -31,12 +31,12 @@ interface Replica {
   fsm: DocShardFsm;
 }
 
-async function openReplica(dir: string, offsetMs: number): Promise<Replica> {
+async function openReplica(dir: string, offsetMs: number, source?: DocStateSource): Promise<Replica> {
   const clock = { nowMs: () => Date.now() + offsetMs };
   const store = await Store.open(dir, { writeWorker: false });
   // Automatic compaction on: a replica must ignore it (its log decides).
   const docs = await DocEngine.open({ store, hlc: new HybridClock(clock), log, clock, revsLimit: 5, compactAfterWrites: 3 });
-  const fsm = await DocShardFsm.open(docs, store, GROUP, DB, 1_700_000_000_000);
+  const fsm = await DocShardFsm.open(docs, store, GROUP, DB, 1_700_000_000_000, source === undefined ? {} : { source });
   return { dir, store, docs, fsm };
 }
 
@@ -51,6 +51,9 @@ async function digest(r: Replica): Promise<string> {
     hash.update(cf);
     for await (const [k, v] of r.store.entries(cf, prefixRange([DB]))) hash.update(k).update(v);
   }
+  // The shard's `_local` documents too.
+  hash.update('local');
+  for await (const [k, v] of r.store.entries('system', prefixRange(['dshard.local', GROUP]))) hash.update(k).update(v);
   const info = r.docs.dbInfo(DB);
   hash.update(JSON.stringify([info.doc_count, info.doc_del_count, info.update_seq, info.disk_size]));
   return hash.digest('hex');
@@ -69,8 +72,11 @@ const editArb = fc.record({
   value: fc.integer({ min: 0, max: 5 }),
   revPick: fc.option(fc.nat(), { nil: undefined }),
 });
+/** A `_local` write or delete, its `_rev` right, stale or absent. */
+const localArb = fc.record({ id: fc.constantFrom('cp1', 'cp2'), del: fc.boolean(), rev: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }), value: fc.nat(9) });
 const commandArb = fc.record({
   edits: fc.array(editArb, { minLength: 1, maxLength: 4 }),
+  local: fc.option(localArb, { nil: undefined }),
   compact: fc.boolean(),
   retry: fc.boolean(),
   wallMs: fc.integer({ min: 1_700_000_000_000, max: 1_700_000_100_000 }),
@@ -106,7 +112,9 @@ t.test('replicas applying the same log reach the same state', async (t) => {
             }
           });
           const command: DocShardCommand = { kind: 'edits', rid: `r${rid++}`, at: { wallMs: step.wallMs, logical: 0 }, edits };
-          const commands = [command, ...(step.retry ? [command] : []), ...(step.compact ? [{ kind: 'compact' as const, rid: `r${rid++}` }] : [])];
+          const l = step.local;
+          const local: DocShardCommand[] = l === undefined ? [] : [{ kind: 'local', rid: `r${rid++}`, id: l.id, body: l.del ? null : { seq: l.value }, ...(l.rev === undefined ? {} : { rev: `0-${l.rev}` }) }];
+          const commands = [...local, command, ...(step.retry ? [command] : []), ...(step.compact ? [{ kind: 'compact' as const, rid: `r${rid++}` }] : [])];
           for (const c of commands) {
             const entry: Entry = { index: entries.length + 1, term: 1, kind: 'normal', data: encodeDocShardCommand(c) };
             entries.push(entry);
@@ -137,6 +145,33 @@ t.test('replicas applying the same log reach the same state', async (t) => {
     }),
     fcParams(15),
   );
+});
+
+t.test('_local documents: checked against their revision at apply, and carried by a snapshot transfer', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
+  const a = await openReplica(join(root, 'a'), 0);
+  let index = 0;
+  const apply = (c: DocShardCommand) => a.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry);
+  t.same(await apply({ kind: 'local', rid: 'l1', id: 'cp', body: { seq: 'c1-x' } }), { kind: 'local', rev: '0-1' });
+  t.match(await apply({ kind: 'local', rid: 'l2', id: 'cp', body: { seq: 'c1-y' }, rev: '0-5' }), { kind: 'local', refused: { code: 'conflict' } }, 'a stale _rev is refused, with no effect');
+  t.same(await apply({ kind: 'local', rid: 'l3', id: 'cp', body: { seq: 'c1-z', _rev: 'ignored' }, rev: '0-1' }), { kind: 'local', rev: '0-2' });
+  t.same(await apply({ kind: 'local', rid: 'l3', id: 'cp', body: { seq: 'again' }, rev: '0-2' }), { kind: 'local', rev: '0-2' }, 'a retried request id answers what it answered first');
+  t.same(await a.fsm.local('cp'), { seq: 'c1-z', _id: '_local/cp', _rev: '0-2' });
+  t.same(await apply({ kind: 'local', rid: 'l4', id: 'gone', body: { n: 1 } }), { kind: 'local', rev: '0-1' });
+  t.same(await apply({ kind: 'local', rid: 'l5', id: 'gone', body: null, rev: '0-1' }), { kind: 'local', rev: '0-0' });
+  t.match(await apply({ kind: 'local', rid: 'l6', id: 'gone', body: null }), { kind: 'local', refused: { code: 'not_found' } });
+  await apply({ kind: 'edits', rid: 'e1', at: { wallMs: 1_700_000_000_000, logical: 0 }, edits: [{ kind: 'update', docId: 'doc', body: { v: 1 }, attachments: undefined, deleted: false, rev: undefined }] });
+  // A replica behind the snapshot loads a's state, `_local` documents included.
+  const c = await openReplica(join(root, 'c'), 0, async () => a.fsm.exportState());
+  t.teardown(async () => {
+    await closeReplica(a);
+    await closeReplica(c);
+    await rm(root, { recursive: true, force: true });
+  });
+  await c.fsm.restore(a.fsm.snapshot());
+  t.equal(await digest(c), await digest(a), 'the copy holds the same documents and _local documents');
+  t.same(await c.fsm.local('cp'), { seq: 'c1-z', _id: '_local/cp', _rev: '0-2' });
+  t.equal(await c.fsm.local('gone'), undefined);
 });
 
 t.test('a replica database is written only by its log', async (t) => {
