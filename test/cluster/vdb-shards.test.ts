@@ -336,6 +336,16 @@ async function couchReplication(t: Test, cluster: TestCluster): Promise<void> {
   t.equal((await cluster.request('n1', 'PUT', '/vdb/v/after-pull', { body: { n: 1 } })).status, 201);
   const again = await copy.replicate.from(remote('n3'));
   t.equal(again.docs_read, 1, 'the next pull resumed from its checkpoint: one new document read');
+  // Paged as PouchDB pages (each page from its last change's seq): one write's entries share a
+  // sequence across shards, so a page cut inside them must not skip the rest.
+  const paged: string[] = [];
+  for (let since = '0'; ; ) {
+    const page = await cluster.request('n2', 'GET', `/vdb/v/_changes?style=all_docs&limit=7&since=${encodeURIComponent(since)}`);
+    if (page.body.results.length === 0) break;
+    paged.push(...page.body.results.map((c: { id: string }) => c.id));
+    since = page.body.results.at(-1).seq;
+  }
+  t.equal(new Set(paged).size, total + 1, `paged by each page's last change seq, every document once or more (${paged.length} changes)`);
 
   // `_local` documents: written through one node's shard log, read and checked through the others.
   const put = await cluster.request('n1', 'PUT', '/vdb/v/_local/probe', { body: { at: 1 } });
