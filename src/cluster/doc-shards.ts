@@ -33,6 +33,7 @@ import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { parseFind } from '../docdb/query/parse.js';
 import type { FindQuery } from '../docdb/query/ast.js';
 import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
+import { changeFilterFrom } from '../docdb/query/change-filter.js';
 import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, docShardLocalKeys, isRequestRecord, ownsId } from '../docdb/vdb/shard-fsm.js';
 import { VdbRebalanceCoordinator, rebalanceView } from './vdb-rebalance.js';
 import type { ColumnFamily } from '../storage/db.js';
@@ -80,7 +81,7 @@ type ReadRequest =
    * `m`/`h`: only ids hashing into `m` (the router's range for the shard; the coordinator's
    * moving range); `x`: the rebalance coordinator's read, whatever the shard owns.
    */
-  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number; m?: [number, number]; h?: HashFunction; x?: boolean; a?: boolean }
+  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number; m?: [number, number]; h?: HashFunction; x?: boolean; a?: boolean; ids?: string[]; sel?: unknown }
   /** CouchDB's replication protocol (cluster protocol 3): `_revs_diff` and `_bulk_get` of ids routed here, a `_local` document. */
   | { op: 'rdiff'; r: Record<string, string[]> }
   | { op: 'bget'; e: BulkGetRequest[]; revs: boolean; atts: boolean }
@@ -467,7 +468,10 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     if (q.x !== true && m !== undefined && q.h !== undefined && !fsm.ownsRange(q.h, m)) throw fenced();
     const keep = m === undefined || q.h === undefined ? () => true : (id: string) => ownsId({ hash: q.h!, ranges: [m] }, id);
     let since: Hlc | undefined = q.since === null ? undefined : { wallMs: q.since[0], logical: q.since[1] };
-    const read = () => docs.changes(fsm.db, { since, limit: q.limit, descending: false, docIds: undefined, includeDocs: q.docs });
+    // CouchDB's filters (cluster protocol 3): `ids` (`_doc_ids`), `sel` (a `_selector`).
+    const docIds = q.ids === undefined ? undefined : new Set(q.ids);
+    const filter = q.sel === undefined ? undefined : changeFilterFrom(undefined, undefined, q.sel);
+    const read = () => docs.changes(fsm.db, { since, limit: q.limit, descending: false, docIds, includeDocs: q.docs, filter });
     // Long-poll slice: with nothing new, wait (bounded by the caller) for the next commit.
     const waitMs = typeof q.w === 'number' ? Math.min(Math.max(0, q.w), this.#longpollSliceMs) : 0;
     const woken = waitMs > 0 ? docs.waitForChange(fsm.db, waitMs) : undefined;
@@ -856,6 +860,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    */
   async changes(name: string, options: VdbChangesOptions): Promise<VdbChangesPage> {
     if (options.allLeaves === true) this.#requireReplicationProtocol(name, '_changes?style=all_docs');
+    if (options.docIds !== undefined || options.selector !== undefined) this.#requireReplicationProtocol(name, 'a filtered _changes');
     return this.#onMap(name, (v) => this.#changes(v, options));
   }
 
@@ -863,9 +868,11 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     const limit = options.limit ?? 1_000;
     const since = options.since === 'now' ? await this.#nowCursor(v) : afterMerges(v, decodeSince(options.since, v.shards.length));
     type Entry = { id: string; seq: string; rev: string; deleted: boolean; doc?: unknown; revs?: string[]; shard: number; hlc: Hlc };
+    /** A shard's page: its entries, and where its feed ended when it read it all (`end`). */
+    type Page = Entry[] & { end?: Hlc };
     const shards = live(v);
     const round = (waitMs: number) =>
-      shards.map(async ({ id: i, shard: s }): Promise<Entry[]> => {
+      shards.map(async ({ id: i, shard: s }): Promise<Page> => {
         const from = since[i] ?? null;
         const reply = await this.#readShard(s, {
           op: 'changes',
@@ -876,8 +883,13 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
           h: v.config.hashFunction,
           ...(waitMs > 0 ? { w: waitMs } : {}),
           ...(options.allLeaves === true ? { a: true } : {}),
+          ...(options.docIds === undefined ? {} : { ids: [...options.docIds] }),
+          ...(options.selector === undefined ? {} : { sel: options.selector }),
         });
-        return (reply.results as Omit<Entry, 'shard' | 'hlc'>[]).map((e) => ({ ...e, shard: i, hlc: parseHlc(e.seq)! }));
+        const page: Page = (reply.results as Omit<Entry, 'shard' | 'hlc'>[]).map((e) => ({ ...e, shard: i, hlc: parseHlc(e.seq)! }));
+        const last = reply.last as [number, number] | null;
+        if (reply.more === false && page.length < limit && last !== null) page.end = { wallMs: last[0], logical: last[1] };
+        return page;
       });
     let pages = await Promise.all(round(0));
     const wait = options.longpoll;
@@ -907,6 +919,17 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       // across shards, so the entry's own sequence would skip the rest of them.
       const seq = options.cursorSeqs === true ? encodeSinceToken(cursor) : e.seq;
       return { id: e.id, seq, rev: e.rev, deleted: e.deleted, ...(options.includeDocs ? { doc: e.doc ?? null } : {}), ...(e.revs === undefined ? {} : { revs: e.revs }) };
+    });
+    // Then `last_seq`: a shard read to its end whose entries all made the cut resumes after what
+    // it examined (a filtered feed does not read its skipped entries again; a later write in
+    // that shard gets a later sequence from its log). Not in the changes' own cursors: a
+    // change listed before that shard's entries must not resume past them.
+    const taken = new Map<number, number>();
+    for (const e of merged) taken.set(e.shard, (taken.get(e.shard) ?? 0) + 1);
+    shards.forEach(({ id }, k) => {
+      const end = pages[k]!.end;
+      const at = cursor[id];
+      if (end !== undefined && (taken.get(id) ?? 0) === pages[k]!.length && (at === null || at === undefined || compareHlc(end, at) > 0)) cursor[id] = end;
     });
     return { changes, last_seq: encodeSinceToken(cursor) };
   }

@@ -272,7 +272,7 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const loaded = [...converged.values()].flat().filter((r) => r.snapshots_loaded > 0);
   t.ok(loaded.length > 0, `the restarted node loaded ${loaded.length} replica(s) from another replica's snapshot`);
   const total = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
-  t.equal(total, 120 + 1 + 2 + 30 + 1 + 5 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones, the replicated ones, the imported ones and the acknowledged writes');
+  t.equal(total, 120 + 1 + 2 + 30 + 1 + 1 + 5 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones, the replicated ones, the imported ones and the acknowledged writes');
 
   // Leader balancing: the restarted node came back leading nothing (its shards elected leaders
   // elsewhere while it was down); the leaders hand it shards until no node leads two more than
@@ -346,6 +346,23 @@ async function couchReplication(t: Test, cluster: TestCluster): Promise<void> {
     since = page.body.results.at(-1).seq;
   }
   t.equal(new Set(paged).size, total + 1, `paged by each page's last change seq, every document once or more (${paged.length} changes)`);
+
+  // Filtered pulls through n1: CouchDB's `_doc_ids` and `_selector`, applied on each shard's leader.
+  const only = new PouchDB(`only-${Date.now()}`, { adapter: 'memory' });
+  await only.replicate.from(remote('n1'), { doc_ids: ['p03', 'd007', 'c1'] });
+  t.same((await only.allDocs()).rows.map((r: { id: string }) => r.id), ['c1', 'd007', 'p03'], 'doc_ids: only those documents, over three shards');
+  t.same((await only.get('c1', { conflicts: true }))._conflicts, ['1-aaaa'], '... with their conflicts');
+  const picked = new PouchDB(`picked-${Date.now()}`, { adapter: 'memory' });
+  await picked.replicate.from(remote('n1'), { selector: { i: { $gte: 27 }, colour: { $exists: false } } });
+  t.same((await picked.allDocs()).rows.map((r: { id: string }) => r.id), ['p27', 'p28', 'p29'], 'selector: only the matching documents');
+  // A filter that matches nothing moves its cursor past what it examined; the next match still comes.
+  const none = await cluster.request('n2', 'POST', '/vdb/v/_changes?filter=_doc_ids&style=all_docs', { body: { doc_ids: ['later'] } });
+  t.same(none.body.results, [], 'a filter matching nothing');
+  const start = (await cluster.request('n2', 'GET', '/vdb/v/_changes?limit=0')).body.last_seq;
+  t.not(none.body.last_seq, start, 'its cursor moved past the documents it examined');
+  t.equal((await cluster.request('n1', 'PUT', '/vdb/v/later', { body: {} })).status, 201);
+  const next = await cluster.request('n3', 'POST', `/vdb/v/_changes?filter=_doc_ids&style=all_docs&since=${encodeURIComponent(none.body.last_seq)}`, { body: { doc_ids: ['later'] } });
+  t.same(next.body.results.map((c: { id: string }) => c.id), ['later'], '... and the next match comes from it');
 
   // `_local` documents: written through one node's shard log, read and checked through the others.
   const put = await cluster.request('n1', 'PUT', '/vdb/v/_local/probe', { body: { at: 1 } });

@@ -19,6 +19,7 @@ const READ_POSTS = [
   'POST /vdb/:vdb/_all_docs',
   'POST /vdb/:vdb/_bulk_get',
   'POST /vdb/:vdb/_revs_diff',
+  'POST /vdb/:vdb/_changes',
 ];
 
 /** POSTs that write (or run admin work): a read key is refused with 403. */
@@ -81,6 +82,7 @@ t.test('read keys: every read-only POST, and no write', async (t) => {
   // A VDB is a replication source for a read key too.
   t.equal((await node.request('POST', '/vdb/v/_bulk_get', { key: reader, body: { docs: [{ id: 'd1' }] } })).body.results[0].docs[0].ok.city, 'oslo');
   t.match((await node.request('POST', '/vdb/v/_revs_diff', { key: reader, body: { d1: ['9-x'] } })).body, { d1: { missing: ['9-x'] } });
+  t.same((await node.request('POST', '/vdb/v/_changes', { key: reader, body: { doc_ids: ['d1'] } })).body.changes.map((c: { id: string }) => c.id), ['d1']);
   // A stream: its status is known from the headers.
   const aborter = new AbortController();
   const stream = await fetch(`${node.url}/db/r/_changes/stream`, { method: 'POST', signal: aborter.signal, headers: { authorization: `Bearer ${reader}`, 'content-type': 'application/json' }, body: '{}' });

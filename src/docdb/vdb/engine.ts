@@ -17,7 +17,8 @@ import type { Catalog } from '../../core/catalog.js';
 import { FirkinError } from '../../core/errors.js';
 import { type Clock, HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText, parseHlc } from '../../core/hlc.js';
 import type { Store } from '../../storage/db.js';
-import type { ChangeEntry, DocEngine, EditResult } from '../engine.js';
+import type { ChangeEntry, ChangeFilter, DocEngine, EditResult } from '../engine.js';
+import { changeFilterFrom } from '../query/change-filter.js';
 import { byRoute, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
 import { type BulkGetRequest, type BulkGetResult, bulkGet, diffByRoute, leafRevs } from '../replication/bulk-get.js';
 import type { RevsDiff } from '../replication/endpoints.js';
@@ -356,7 +357,9 @@ export class VdbEngine implements VdbService {
       since = parseHlc(raw);
       if (since === undefined) throw new FirkinError('bad_request', `since must be first, 0, now or a sequence like {timestamp,W,L}, got ${JSON.stringify(raw)}`);
     }
-    const read = () => this.#changes(name, { since, limit: options.limit, includeDocs: options.includeDocs, allLeaves: options.allLeaves === true });
+    const docIds = options.docIds === undefined ? undefined : new Set(options.docIds);
+    const filter = options.selector === undefined ? undefined : changeFilterFrom(undefined, undefined, options.selector);
+    const read = () => this.#changes(name, { since, limit: options.limit, includeDocs: options.includeDocs, allLeaves: options.allLeaves === true, docIds, filter });
     const wait = options.longpoll;
     if (wait === undefined) return read();
     const deadline = Date.now() + wait.timeoutMs;
@@ -378,12 +381,15 @@ export class VdbEngine implements VdbService {
     }
   }
 
-  async #changes(name: string, options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean; allLeaves: boolean }): Promise<VdbChangesPage> {
+  async #changes(
+    name: string,
+    options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean; allLeaves: boolean; docIds: ReadonlySet<string> | undefined; filter: ChangeFilter | undefined },
+  ): Promise<VdbChangesPage> {
     const record = this.record(name);
     const limit = options.limit ?? 1_000;
     const pages = await Promise.all(
       this.#liveShards(record).map(async (id) => {
-        const page = await this.#o.docs.changes(shardDb(name, id), { since: options.since, limit, descending: false, docIds: undefined, includeDocs: options.includeDocs });
+        const page = await this.#o.docs.changes(shardDb(name, id), { since: options.since, limit, descending: false, docIds: options.docIds, includeDocs: options.includeDocs, filter: options.filter });
         return { page, owns: this.#owns(record, id), full: page.results.length >= limit };
       }),
     );
@@ -395,8 +401,12 @@ export class VdbEngine implements VdbService {
       .filter((e) => bound === undefined || compareHlc(seqOf(e), bound) <= 0)
       .sort((a, b) => compareHlc(seqOf(a), seqOf(b)))
       .slice(0, limit);
-    // Nothing returned: every entry up to `bound` was examined and not ours, so resume there.
-    const last = entries.length > 0 ? entries[entries.length - 1]!.seq : hlcToText(bound ?? options.since ?? HLC_ZERO);
+    // Nothing returned: every entry up to `bound` was examined and not ours (or filtered out), so
+    // resume there; with no shard full, every feed was read to its end, and a later write gets a
+    // later sequence from the node's clock than any of them.
+    let examined = options.since ?? HLC_ZERO;
+    for (const p of pages) if (compareHlc(p.page.lastSeq, examined) > 0) examined = p.page.lastSeq;
+    const last = entries.length > 0 ? entries[entries.length - 1]!.seq : hlcToText(bound ?? examined);
     const leaves = options.allLeaves ? await byRoute(entries, (e) => this.dbFor(name, e.id), (db, es) => leafRevs(this.#o.docs, db, es)) : undefined;
     return {
       changes: entries.map((e, i) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(options.includeDocs ? { doc: e.doc ?? null } : {}), ...(leaves === undefined ? {} : { revs: leaves[i]! }) })),

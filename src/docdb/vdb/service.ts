@@ -35,6 +35,10 @@ export interface VdbChangesOptions {
    * sequences: PouchDB checkpoints a change's seq). A standalone node's sequences already do.
    */
   cursorSeqs?: boolean;
+  /** CouchDB's `_doc_ids` filter: only changes of these ids. */
+  docIds?: readonly string[];
+  /** CouchDB's `_selector` filter (a `_find` selector, checked by the caller): only changes whose document matches. */
+  selector?: unknown;
 }
 
 /** A change as the VDB feed lists it; `revs` (every leaf) when `allLeaves` was asked. */

@@ -5,6 +5,7 @@ import { LIMITS } from '../../docdb/names.js';
 import { errorInStream } from '../errors.js';
 import { answerWhenDone } from '../long-answer.js';
 import { clientGone } from './docdb-changes.js';
+import { changeFilterFrom, checkCouchFilter } from '../../docdb/query/change-filter.js';
 import { FirkinError } from '../../core/errors.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import { checkDocId } from '../../docdb/names.js';
@@ -28,6 +29,7 @@ import {
   answerDocGet,
   expectedRev,
   getDocQuery,
+  parseDocIds,
   revsDiffBody,
   sendRows,
 } from './docdb-shared.js';
@@ -77,6 +79,54 @@ const importBody = {
   required: ['source_db'],
   additionalProperties: false,
   properties: { source_db: { type: 'string' }, filter: { type: 'object' }, batch_size: batchSize, on_conflict: { enum: ['skip', 'overwrite', 'merge'] } },
+} as const;
+
+interface VdbChangesQuery {
+  since?: string;
+  limit?: number;
+  include_docs?: boolean;
+  feed?: 'normal' | 'longpoll' | 'eventsource';
+  timeout?: number;
+  heartbeat?: number;
+  style?: 'main_only' | 'all_docs';
+  doc_ids?: string;
+  filter?: string;
+}
+
+const vdbChangesQuery = {
+  type: 'object',
+  properties: {
+    since: { type: 'string' },
+    limit: { type: 'integer', minimum: 0, maximum: 100_000 },
+    include_docs: { type: 'boolean' },
+    feed: { enum: ['normal', 'longpoll', 'eventsource'] },
+    timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
+    heartbeat: { type: 'integer', minimum: 10, maximum: 3_600_000 },
+    style: { enum: ['main_only', 'all_docs'] },
+    doc_ids: { type: 'string' },
+    filter: { type: 'string' },
+  },
+} as const;
+
+/** POST `_changes`: CouchDB's filters in a body (its fields win over the query string's). */
+interface VdbChangesBody {
+  doc_ids?: string[];
+  selector?: Record<string, unknown>;
+  since?: string | number;
+  limit?: number;
+  include_docs?: boolean;
+}
+
+const vdbChangesBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    doc_ids: { type: 'array', maxItems: LIMITS.bulkDocsMax, items: { type: 'string' } },
+    selector: { type: 'object' },
+    since: { anyOf: [{ type: 'string' }, { type: 'integer', minimum: 0, maximum: 0 }] },
+    limit: { type: 'integer', minimum: 0, maximum: 100_000 },
+    include_docs: { type: 'boolean' },
+  },
 } as const;
 
 const admin = { permission: 'admin' as const, databaseParam: 'vdb' };
@@ -229,68 +279,62 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
 
   // Poll, long-poll (`feed=longpoll`, `timeout` ms) and server-sent events (`feed=eventsource`:
   // each page's last event carries the feed's cursor as its `id`, so EventSource resumes).
-  app.get<{
-    Params: { vdb: string };
-    Querystring: { since?: string; limit?: number; include_docs?: boolean; feed?: 'normal' | 'longpoll' | 'eventsource'; timeout?: number; heartbeat?: number; style?: 'main_only' | 'all_docs' };
-  }>(
-    '/vdb/:vdb/_changes',
-    {
-      schema: {
-        params: vdbParams,
-        querystring: {
-          type: 'object',
-          properties: {
-            since: { type: 'string' },
-            limit: { type: 'integer', minimum: 0, maximum: 100_000 },
-            include_docs: { type: 'boolean' },
-            feed: { enum: ['normal', 'longpoll', 'eventsource'] },
-            timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
-            heartbeat: { type: 'integer', minimum: 10, maximum: 3_600_000 },
-            style: { enum: ['main_only', 'all_docs'] },
-          },
-        },
-      },
-      config: scoped,
-    },
-    async (r, reply) => {
-      const q = r.query;
-      const name = r.params.vdb;
-      if (q.feed !== 'eventsource') {
-        const gone = clientGone(r, reply);
-        const longpoll = q.feed === 'longpoll' ? { timeoutMs: q.timeout ?? LIMITS.longPollTimeoutMsDefault, signal: gone.signal } : undefined;
-        const page = await vdbs().changes(name, { since: q.since, limit: q.limit, includeDocs: q.include_docs === true, longpoll, allLeaves: q.style === 'all_docs', cursorSeqs: q.style !== undefined });
-        // `style` is a CouchDB replicator's parameter: it gets CouchDB's shape (`results`, each
-        // change's revisions in `changes`); without it, the spec's.
-        return q.style === undefined ? page : couchChanges(page);
-      }
-      const feed = vdbs();
-      // The first page answers errors (unknown VDB, bad since) as a plain HTTP error.
-      let page = await feed.changes(name, { since: q.since, limit: LIMITS.streamPageSize, includeDocs: q.include_docs === true });
+  // CouchDB's filters: `doc_ids` (query or body, `filter=_doc_ids`) and a body `selector`
+  // (`filter=_selector`), applied on each shard.
+  const changesAnswer = async (r: FastifyRequest<{ Params: { vdb: string }; Querystring: VdbChangesQuery }>, reply: FastifyReply, body: VdbChangesBody) => {
+    const q = r.query;
+    const name = r.params.vdb;
+    const docIds = body.doc_ids ?? (q.doc_ids === undefined ? undefined : [...parseDocIds(q.doc_ids)!]);
+    const selector = body.selector;
+    checkCouchFilter(q.filter, { docIds: docIds !== undefined, selector: selector !== undefined });
+    // A bad selector is the client's 400 before any shard is asked.
+    if (selector !== undefined) changeFilterFrom(undefined, undefined, selector);
+    const filters = { ...(docIds === undefined ? {} : { docIds }), ...(selector === undefined ? {} : { selector }) };
+    const since = body.since === undefined ? q.since : String(body.since);
+    const includeDocs = (body.include_docs ?? q.include_docs) === true;
+    if (q.feed !== 'eventsource') {
       const gone = clientGone(r, reply);
-      const raw = reply.raw;
-      reply.hijack();
-      raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...(r.raw.httpVersionMajor < 2 ? { connection: 'keep-alive' } : {}) });
-      const write = async (text: string) => {
-        if (gone.signal.aborted) return;
-        if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
-      };
-      await write(': stream open\n\n');
-      const heartbeat = setInterval(() => void write(': heartbeat\n\n'), q.heartbeat ?? heartbeatMs);
-      let cursor = page.last_seq as string;
-      try {
-        while (!gone.signal.aborted) {
-          const changes = page.changes as unknown[];
-          for (const [i, c] of changes.entries()) await write(`${i === changes.length - 1 ? `id: ${cursor}\n` : ''}event: change\ndata: ${JSON.stringify(c)}\n\n`);
-          page = await feed.changes(name, { since: cursor, limit: LIMITS.streamPageSize, includeDocs: q.include_docs === true, longpoll: { timeoutMs: 30_000, signal: gone.signal } });
-          cursor = page.last_seq as string;
-        }
-      } catch (err) {
-        await write(`event: error\ndata: ${JSON.stringify({ ...errorInStream(err, r), last_seq: cursor })}\n\n`);
-      } finally {
-        clearInterval(heartbeat);
-        if (!raw.writableEnded) raw.end();
+      const longpoll = q.feed === 'longpoll' ? { timeoutMs: q.timeout ?? LIMITS.longPollTimeoutMsDefault, signal: gone.signal } : undefined;
+      const page = await vdbs().changes(name, { since, limit: body.limit ?? q.limit, includeDocs, longpoll, allLeaves: q.style === 'all_docs', cursorSeqs: q.style !== undefined, ...filters });
+      // `style` is a CouchDB replicator's parameter: it gets CouchDB's shape (`results`, each
+      // change's revisions in `changes`); without it, the spec's.
+      return q.style === undefined ? page : couchChanges(page);
+    }
+    const feed = vdbs();
+    // The first page answers errors (unknown VDB, bad since) as a plain HTTP error.
+    let page = await feed.changes(name, { since, limit: LIMITS.streamPageSize, includeDocs, ...filters });
+    const gone = clientGone(r, reply);
+    const raw = reply.raw;
+    reply.hijack();
+    raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...(r.raw.httpVersionMajor < 2 ? { connection: 'keep-alive' } : {}) });
+    const write = async (text: string) => {
+      if (gone.signal.aborted) return;
+      if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
+    };
+    await write(': stream open\n\n');
+    const heartbeat = setInterval(() => void write(': heartbeat\n\n'), q.heartbeat ?? heartbeatMs);
+    let cursor = page.last_seq;
+    try {
+      while (!gone.signal.aborted) {
+        const changes = page.changes;
+        for (const [i, c] of changes.entries()) await write(`${i === changes.length - 1 ? `id: ${cursor}\n` : ''}event: change\ndata: ${JSON.stringify(c)}\n\n`);
+        page = await feed.changes(name, { since: cursor, limit: LIMITS.streamPageSize, includeDocs, longpoll: { timeoutMs: 30_000, signal: gone.signal }, ...filters });
+        cursor = page.last_seq;
       }
-    },
+    } catch (err) {
+      await write(`event: error\ndata: ${JSON.stringify({ ...errorInStream(err, r), last_seq: cursor })}\n\n`);
+    } finally {
+      clearInterval(heartbeat);
+      if (!raw.writableEnded) raw.end();
+    }
+  };
+  app.get<{ Params: { vdb: string }; Querystring: VdbChangesQuery }>('/vdb/:vdb/_changes', { schema: { params: vdbParams, querystring: vdbChangesQuery }, config: scoped }, (r, reply) =>
+    changesAnswer(r, reply, {}),
+  );
+  app.post<{ Params: { vdb: string }; Querystring: VdbChangesQuery; Body: VdbChangesBody | undefined }>(
+    '/vdb/:vdb/_changes',
+    { schema: { params: vdbParams, querystring: vdbChangesQuery, body: vdbChangesBody }, config: { ...scoped, ...READ } },
+    (r, reply) => changesAnswer(r, reply, r.body ?? {}),
   );
 
   // ---- CouchDB's replication protocol: a VDB is a replication source and target (docs/vdb.md)

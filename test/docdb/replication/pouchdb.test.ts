@@ -98,6 +98,19 @@ async function pouchSync(t: Test, node: TestNode, base = '/db/shared'): Promise<
   const theirs = await state(remote);
   t.same(theirs, ours, 'PouchDB sees the same winners, bodies and conflicts through Firkin');
 
+  // Filtered pulls: CouchDB's `_doc_ids` and `_selector` filters (PouchDB's POST _changes).
+  const only = new PouchDB(`only-${Date.now()}`, { adapter: 'memory' });
+  await only.replicate.from(remote, { doc_ids: ['a', 'c'] });
+  t.same((await only.allDocs()).rows.map((r: { id: string }) => r.id), ['a', 'c'], 'doc_ids: only those documents');
+  const picked = new PouchDB(`picked-${Date.now()}`, { adapter: 'memory' });
+  await picked.replicate.from(remote, { selector: { from: 'firkin' } });
+  t.same((await picked.allDocs()).rows.map((r: { id: string }) => r.id), ['c'], 'selector: only the matching documents');
+  const none = await node.request('POST', `${base}/_changes?filter=_doc_ids&style=all_docs`, { body: { doc_ids: ['later'] } });
+  t.same(none.body.results, [], 'a filter matching nothing');
+  t.equal((await node.request('PUT', `${base}/later`, { body: { n: 9 } })).status, 201);
+  const next = await node.request('POST', `${base}/_changes?filter=_doc_ids&style=all_docs&since=${encodeURIComponent(none.body.last_seq)}`, { body: { doc_ids: ['later'] } });
+  t.same(next.body.results.map((c: { id: string }) => c.id), ['later'], '... resumed from its last_seq, the next match is there');
+
   t.test('live replication both ways', async (t) => {
     const sync = local.sync(remote, { live: true, retry: false });
     let complete = false;
