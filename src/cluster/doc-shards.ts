@@ -161,6 +161,14 @@ const REBALANCE_WAIT_MS = 30 * 60_000;
 const STALE_RETRIES_MAX = 20;
 
 /** A `_changes` cursor: one sequence per shard (null: from the start). */
+/** The cursor at each live shard's last sequence (`[0, 0]`: none yet); a retired shard's position is MERGED. */
+function cursorAt(v: VdbPlacement, last: ReadonlyMap<number, readonly [number, number]>): (Hlc | null)[] {
+  const cursor = new Array<Hlc | null>(v.shards.length).fill(null);
+  for (const { id } of retired(v)) cursor[id] = MERGED;
+  for (const [id, [w, l]] of last) cursor[id] = w === 0 && l === 0 ? null : { wallMs: w, logical: l };
+  return cursor;
+}
+
 export function encodeSinceToken(seqs: readonly (Hlc | null)[]): string {
   return `c1-${Buffer.from(encodeCbor(seqs.map((h) => (h === null ? null : [h.wallMs, h.logical])))).toString('base64url')}`;
 }
@@ -692,8 +700,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   async info(name: string): Promise<Record<string, unknown>> {
     const v = this.#vdb(name);
-    const shards = await Promise.all(live(v).map(async ({ id, shard }) => ({ db: shardDb(name, id), ...((await this.#readShard(shard, { op: 'info' })) as { doc_count: number; disk_size: number }) })));
+    const shards = await Promise.all(live(v).map(async ({ id, shard }) => ({ id, db: shardDb(name, id), ...((await this.#readShard(shard, { op: 'info' })) as { doc_count: number; disk_size: number; last: [number, number] }) })));
     const job = this.#jobOf(name);
+    const total = shards.reduce((n, s) => n + s.doc_count, 0);
     // During a split or merge a copy sits in two shards until the switch: the counts show both.
     return {
       name,
@@ -701,10 +710,14 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       hash_function: v.config.hashFunction,
       placement: { replica_factor: v.config.replicaFactor, zones: v.config.zones },
       created_at: v.config.createdMs,
-      total_docs: shards.reduce((n, s) => n + s.doc_count, 0),
+      total_docs: total,
       total_disk_size: shards.reduce((n, s) => n + s.disk_size, 0),
       shards: shards.map((s) => ({ db: s.db, doc_count: s.doc_count, disk_size: s.disk_size })),
       ...(job === undefined ? {} : { rebalance: rebalanceView(job) }),
+      // CouchDB's database info fields, for its clients (PouchDB's replication progress reads `update_seq`).
+      db_name: name,
+      doc_count: total,
+      update_seq: encodeSinceToken(cursorAt(v, new Map(shards.map((s) => [s.id, s.last])))),
     };
   }
 
@@ -935,15 +948,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   async #nowCursor(v: VdbPlacement): Promise<(Hlc | null)[]> {
-    const cursor = new Array<Hlc | null>(v.shards.length).fill(null);
-    for (const { id } of retired(v)) cursor[id] = MERGED;
-    await Promise.all(
-      live(v).map(async ({ id, shard }) => {
-        const [w, l] = (await this.#readShard(shard, { op: 'info' })).last as [number, number];
-        cursor[id] = w === 0 && l === 0 ? null : { wallMs: w, logical: l };
-      }),
-    );
-    return cursor;
+    const last = await Promise.all(live(v).map(async ({ id, shard }) => [id, (await this.#readShard(shard, { op: 'info' })).last as [number, number]] as const));
+    return cursorAt(v, new Map(last));
   }
 
   // ---- CouchDB's replication protocol (docs/vdb.md "Replicating a VDB")

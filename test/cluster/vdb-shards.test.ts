@@ -372,10 +372,18 @@ async function couchReplication(t: Test, cluster: TestCluster): Promise<void> {
   t.equal((await cluster.request('n3', 'PUT', '/vdb/v/_local/probe', { body: { at: 2, _rev: '0-1' } })).body.rev, '0-2');
   t.match((await cluster.request('n1', 'GET', '/vdb/v/_local/probe')).body, { _rev: '0-2', at: 2 });
 
+  // CouchDB's info fields: update_seq is the feed's end (a cursor), doc_count the live documents.
+  const vinfo = (await cluster.request('n3', 'GET', '/vdb/v')).body;
+  t.match(vinfo, { db_name: 'v', doc_count: vinfo.total_docs });
+  t.same((await cluster.request('n1', 'GET', `/vdb/v/_changes?style=all_docs&since=${encodeURIComponent(vinfo.update_seq)}`)).body.results, [], 'nothing after update_seq');
+
   // Firkin's replicator: a node-local database into the VDB by its URL (through another node).
   t.equal((await cluster.request('n1', 'PUT', '/db/outside')).status, 201);
   await cluster.request('n1', 'POST', '/db/outside/_bulk_docs', { body: { docs: Array.from({ length: 5 }, (_, i) => ({ _id: `o${i}`, i })) } });
   const rep = await cluster.request('n1', 'POST', '/db/outside/_replicate', { body: { target: `${cluster.url('n2')}/vdb/v`, auth: { bearer_token: TEST_ADMIN_KEY } } });
   t.equal(rep.status, 200, `_replicate into the VDB's URL (${JSON.stringify(rep.body).slice(0, 200)})`);
   t.equal((await cluster.request('n3', 'GET', '/vdb/v/o3')).body.i, 3, 'a replicated document read through n3');
+  const missing = await cluster.request('n1', 'POST', '/db/outside/_replicate', { body: { target: `${cluster.url('n2')}/vdb/nope`, create_target: true, auth: { bearer_token: TEST_ADMIN_KEY } } });
+  t.equal(missing.status, 404, 'create_target does not create a VDB');
+  t.match(missing.body.message, /create_target does not create a virtual database: create it with POST \/vdb/);
 }

@@ -66,7 +66,7 @@ export interface EndpointDeps {
 export function openEndpoint(spec: EndpointSpec, deps: EndpointDeps, signal: AbortSignal | undefined): Endpoint {
   return spec.kind === 'local'
     ? new LocalEndpoint(spec.db, deps, signal)
-    : new RemoteEndpoint(new RemoteDb({ url: spec.url, auth: spec.auth, hlc: deps.hlc, timeoutMs: deps.timeoutMs, signal }));
+    : new RemoteEndpoint(new RemoteDb({ url: spec.url, auth: spec.auth, hlc: deps.hlc, timeoutMs: deps.timeoutMs, signal }), spec.vdb === true);
 }
 
 function cleanDoc(doc: Record<string, unknown>): Record<string, unknown> {
@@ -214,9 +214,12 @@ interface RemoteChange {
 
 class RemoteEndpoint implements Endpoint {
   readonly #db: RemoteDb;
+  /** A virtual database (`/vdb/<name>`): created with `POST /vdb`, not by a replication. */
+  readonly #vdb: boolean;
 
-  constructor(db: RemoteDb) {
+  constructor(db: RemoteDb, vdb: boolean) {
     this.#db = db;
+    this.#vdb = vdb;
   }
 
   get display(): string {
@@ -229,6 +232,7 @@ class RemoteEndpoint implements Endpoint {
   }
 
   async create(): Promise<void> {
+    if (this.#vdb) throw new FirkinError('not_found', `${this.#db.url} does not exist, and create_target does not create a virtual database: create it with POST /vdb (its shard count and placement are its own)`);
     await this.#db.call('PUT', '', { accept: [409, 412] });
   }
 

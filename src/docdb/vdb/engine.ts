@@ -169,6 +169,10 @@ export class VdbEngine implements VdbService {
       total_disk_size: shards.reduce((n, s) => n + s.disk_size, 0),
       shards: shards.map(({ db, doc_count, disk_size }) => ({ db, doc_count, disk_size })),
       ...(record.job === undefined ? {} : { rebalance: { kind: record.job.kind, phase: record.job.phase, source: record.job.source, target: record.job.target } }),
+      // CouchDB's database info fields, for its clients (PouchDB's replication progress reads `update_seq`).
+      db_name: name,
+      doc_count: shards.reduce((n, s) => n + s.doc_count, 0),
+      update_seq: hlcToText(this.nowSeq(name)),
     };
   }
 

@@ -111,6 +111,12 @@ async function pouchSync(t: Test, node: TestNode, base = '/db/shared'): Promise<
   const next = await node.request('POST', `${base}/_changes?filter=_doc_ids&style=all_docs&since=${encodeURIComponent(none.body.last_seq)}`, { body: { doc_ids: ['later'] } });
   t.same(next.body.results.map((c: { id: string }) => c.id), ['later'], '... resumed from its last_seq, the next match is there');
 
+  // The info's update_seq is the feed's end, as CouchDB's (PouchDB's replication progress reads it).
+  const info = (await node.request('GET', base)).body;
+  t.equal(info.doc_count, Object.keys(await state(remote)).length, 'doc_count counts the live documents');
+  const tail = await node.request('GET', `${base}/_changes?style=all_docs&since=${encodeURIComponent(info.update_seq)}`);
+  t.same(tail.body.results, [], 'nothing after update_seq');
+
   t.test('live replication both ways', async (t) => {
     const sync = local.sync(remote, { live: true, retry: false });
     let complete = false;
