@@ -11,6 +11,8 @@
 //   against a 4-shard VDB on one standalone node: `_bulk_docs` docs/s (batches of 500, 2
 //   clients), single PUT/s and GET/s at 16 clients, and shard primary failover after kill -9.
 //   DOC_COUNT: documents loaded (default 50,000).
+//   `doc-pouchdb-pull-*`, `doc-pouchdb-push-*`: PouchDB's replicator pulling the loaded VDB
+//   through one node, and pushing it into a new VDB of the same shape.
 // - shard leader placement (`doc-leaders-*`): a VDB of 6 shards after a rolling restart of two
 //   nodes, without leader balancing (the leaders piled on the node never restarted) and with
 //   it: single GET/s and PUT/s at 16 clients, and where the leaders were.
@@ -25,6 +27,7 @@ import type { Message } from '../src/raft/types.js';
 import { TestCluster } from '../test/cluster/harness.js';
 import { waitFor } from '../test/support/wait.js';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnNode } from '../test/support/process.js';
@@ -313,6 +316,39 @@ async function docCases(t: Target): Promise<BenchResult[]> {
     const r = await timed(16, async (c, i) => (await call(pick(c + i), 'GET', `/vdb/bench/d${(i * 7919) % docCount}`)).status === 200);
     out.push({ bench: `doc-get-c16-${t.name}`, readsPerSec: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, errors: r.errors });
   }
+  if (selected(`doc-pouchdb-pull-${t.name}`) || selected(`doc-pouchdb-push-${t.name}`)) out.push(...(await pouchdbCases(t, pick(0))));
+  return out;
+}
+
+/**
+ * PouchDB 9's replicator (memory adapter, in this process) with the VDB through one node:
+ * pulling the loaded VDB whole, then pushing the same documents into a new VDB of the same
+ * shape. Batches of 500, 10 in flight (as bench/replication.ts).
+ */
+// PouchDB ships no types; it is a bench and test peer only. Its plugins register once per process.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+let pouchDb: any;
+async function pouchdbCases(t: Target, url: string): Promise<BenchResult[]> {
+  const require = createRequire(import.meta.url);
+  pouchDb ??= require('pouchdb-core').plugin(require('pouchdb-adapter-memory')).plugin(require('pouchdb-adapter-http')).plugin(require('pouchdb-replication'));
+  const PouchDB = pouchDb;
+  const remote = (vdb: string) =>
+    new PouchDB(`${url}/vdb/${vdb}`, {
+      fetch: (u: string, opts: { headers: Headers }) => {
+        opts.headers.set('Authorization', `Bearer ${TEST_ADMIN_KEY}`);
+        return PouchDB.fetch(u, opts);
+      },
+    });
+  const options = { batch_size: 500, batches_limit: 10 };
+  const local = new PouchDB(`bench-pull-${Date.now()}`, { adapter: 'memory' });
+  let t0 = performance.now();
+  const pulled = await PouchDB.replicate(remote('bench'), local, options);
+  const out: BenchResult[] = [{ bench: `doc-pouchdb-pull-${t.name}`, docsPerSec: pulled.docs_written / ((performance.now() - t0) / 1000), docs: pulled.docs_written }];
+  const created = await call(url, 'POST', '/vdb', { name: 'pushed', shard_count: 4, placement: { replica_factor: t.name === 'cluster' ? 3 : 1 } });
+  if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
+  t0 = performance.now();
+  const pushed = await PouchDB.replicate(local, remote('pushed'), options);
+  out.push({ bench: `doc-pouchdb-push-${t.name}`, docsPerSec: pushed.docs_written / ((performance.now() - t0) / 1000), docs: pushed.docs_written });
   return out;
 }
 
@@ -464,7 +500,7 @@ for (const target of ['standalone', 'cluster'] as const) {
   }
 }
 {
-  const docCaseNames = (target: Target['name']) => ['doc-bulk500-c2', 'doc-put-c16', 'doc-get-c16'].map((n) => `${n}-${target}`);
+  const docCaseNames = (target: Target['name']) => ['doc-bulk500-c2', 'doc-put-c16', 'doc-get-c16', 'doc-pouchdb-pull', 'doc-pouchdb-push'].map((n) => `${n}-${target}`);
   if (docCaseNames('standalone').some(selected)) {
     const dir = mkdtempSync(join(tmpdir(), 'firkin-bench-doc-'));
     const node = await spawnNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
