@@ -272,7 +272,7 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const loaded = [...converged.values()].flat().filter((r) => r.snapshots_loaded > 0);
   t.ok(loaded.length > 0, `the restarted node loaded ${loaded.length} replica(s) from another replica's snapshot`);
   const total = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
-  t.equal(total, 120 + 1 + 2 + 30 + 1 + 1 + 5 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones, the replicated ones, the imported ones and the acknowledged writes');
+  t.equal(total, 120 + 1 + 2 + 30 + 1 + 1 + 1 + 5 + 2 + acked.size, 'the replicas hold every document: the bulk, the conflict, the fed ones, the replicated ones, the imported ones and the acknowledged writes');
 
   // Leader balancing: the restarted node came back leading nothing (its shards elected leaders
   // elsewhere while it was down); the leaders hand it shards until no node leads two more than
@@ -376,6 +376,11 @@ async function couchReplication(t: Test, cluster: TestCluster): Promise<void> {
   const vinfo = (await cluster.request('n3', 'GET', '/vdb/v')).body;
   t.match(vinfo, { db_name: 'v', doc_count: vinfo.total_docs });
   t.same((await cluster.request('n1', 'GET', `/vdb/v/_changes?style=all_docs&since=${encodeURIComponent(vinfo.update_seq)}`)).body.results, [], 'nothing after update_seq');
+  // CouchDB's continuous feed through n2 while n3 writes: the change as a line, then last_seq.
+  const following = fetch(`${cluster.url('n2')}/vdb/v/_changes?feed=continuous&style=all_docs&limit=1&since=${encodeURIComponent(vinfo.update_seq)}`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } }).then((r) => r.text());
+  t.equal((await cluster.request('n3', 'PUT', '/vdb/v/followed', { body: {} })).status, 201);
+  const lines = (await following).trim().split('\n').map((l) => JSON.parse(l));
+  t.match(lines, [{ id: 'followed', seq: /^c1-/, changes: [{ rev: /^1-/ }] }, { last_seq: /^c1-/ }], 'continuous: the change, then last_seq');
 
   // Firkin's replicator: a node-local database into the VDB by its URL (through another node).
   t.equal((await cluster.request('n1', 'PUT', '/db/outside')).status, 201);

@@ -16,7 +16,7 @@ import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { ImportTasks } from '../../docdb/vdb/import-tasks.js';
 import type { PeerTasks } from '../../cluster/peer-tasks.js';
-import type { VdbChangesPage, VdbService } from '../../docdb/vdb/service.js';
+import type { VdbChange, VdbChangesPage, VdbService } from '../../docdb/vdb/service.js';
 import { type BulkGetRequest, bulkGetBody, bulkGetQuery } from '../../docdb/replication/bulk-get.js';
 import {
   type AllDocsQuery,
@@ -85,7 +85,7 @@ interface VdbChangesQuery {
   since?: string;
   limit?: number;
   include_docs?: boolean;
-  feed?: 'normal' | 'longpoll' | 'eventsource';
+  feed?: 'normal' | 'longpoll' | 'eventsource' | 'continuous';
   timeout?: number;
   heartbeat?: number;
   style?: 'main_only' | 'all_docs';
@@ -99,7 +99,7 @@ const vdbChangesQuery = {
     since: { type: 'string' },
     limit: { type: 'integer', minimum: 0, maximum: 100_000 },
     include_docs: { type: 'boolean' },
-    feed: { enum: ['normal', 'longpoll', 'eventsource'] },
+    feed: { enum: ['normal', 'longpoll', 'eventsource', 'continuous'] },
     timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
     heartbeat: { type: 'integer', minimum: 10, maximum: 3_600_000 },
     style: { enum: ['main_only', 'all_docs'] },
@@ -292,7 +292,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     const filters = { ...(docIds === undefined ? {} : { docIds }), ...(selector === undefined ? {} : { selector }) };
     const since = body.since === undefined ? q.since : String(body.since);
     const includeDocs = (body.include_docs ?? q.include_docs) === true;
-    if (q.feed !== 'eventsource') {
+    if (q.feed !== 'eventsource' && q.feed !== 'continuous') {
       const gone = clientGone(r, reply);
       const longpoll = q.feed === 'longpoll' ? { timeoutMs: q.timeout ?? LIMITS.longPollTimeoutMsDefault, signal: gone.signal } : undefined;
       const page = await vdbs().changes(name, { since, limit: body.limit ?? q.limit, includeDocs, longpoll, allLeaves: q.style === 'all_docs', cursorSeqs: q.style !== undefined, ...filters });
@@ -300,29 +300,55 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
       // change's revisions in `changes`); without it, the spec's.
       return q.style === undefined ? page : couchChanges(page);
     }
+    // A feed that stays open: server-sent events (each page's last event carries the cursor as
+    // its `id`), or CouchDB's continuous feed (a JSON line per change in CouchDB's shape, each
+    // `seq` a cursor; an empty line per heartbeat; without a heartbeat it ends after `timeout`
+    // without a change, and after `limit` changes, with a `{"last_seq"}` line).
+    const continuous = q.feed === 'continuous';
+    const total = continuous ? (body.limit ?? q.limit) : undefined;
+    const idleMs = continuous && q.heartbeat === undefined ? (q.timeout ?? LIMITS.longPollTimeoutMsDefault) : undefined;
+    const couch = continuous ? { allLeaves: q.style === 'all_docs', cursorSeqs: true } : {};
+    const pageSize = (sent: number) => (total === undefined ? LIMITS.streamPageSize : Math.min(LIMITS.streamPageSize, total - sent));
     const feed = vdbs();
     // The first page answers errors (unknown VDB, bad since) as a plain HTTP error.
-    let page = await feed.changes(name, { since, limit: LIMITS.streamPageSize, includeDocs, ...filters });
+    let page = await feed.changes(name, { since, limit: pageSize(0), includeDocs, ...couch, ...filters });
     const gone = clientGone(r, reply);
     const raw = reply.raw;
     reply.hijack();
-    raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...(r.raw.httpVersionMajor < 2 ? { connection: 'keep-alive' } : {}) });
+    raw.writeHead(200, {
+      'content-type': continuous ? 'application/json; charset=utf-8' : 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      ...(r.raw.httpVersionMajor < 2 ? { connection: 'keep-alive' } : {}),
+    });
     const write = async (text: string) => {
       if (gone.signal.aborted) return;
       if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
     };
-    await write(': stream open\n\n');
-    const heartbeat = setInterval(() => void write(': heartbeat\n\n'), q.heartbeat ?? heartbeatMs);
+    if (!continuous) await write(': stream open\n\n');
+    const every = q.heartbeat ?? (continuous ? undefined : heartbeatMs);
+    const heartbeat = every === undefined ? undefined : setInterval(() => void write(continuous ? '\n' : ': heartbeat\n\n'), every);
     let cursor = page.last_seq;
+    let sent = 0;
+    let idleSince = Date.now();
     try {
       while (!gone.signal.aborted) {
         const changes = page.changes;
-        for (const [i, c] of changes.entries()) await write(`${i === changes.length - 1 ? `id: ${cursor}\n` : ''}event: change\ndata: ${JSON.stringify(c)}\n\n`);
-        page = await feed.changes(name, { since: cursor, limit: LIMITS.streamPageSize, includeDocs, longpoll: { timeoutMs: 30_000, signal: gone.signal }, ...filters });
+        for (const [i, c] of changes.entries()) {
+          await write(continuous ? `${JSON.stringify(couchChange(c))}\n` : `${i === changes.length - 1 ? `id: ${cursor}\n` : ''}event: change\ndata: ${JSON.stringify(c)}\n\n`);
+        }
+        sent += changes.length;
+        if (changes.length > 0) idleSince = Date.now();
+        if (total !== undefined && sent >= total) break;
+        if (idleMs !== undefined && changes.length === 0 && Date.now() - idleSince >= idleMs) break;
+        const waitMs = idleMs === undefined ? 30_000 : Math.max(0, idleSince + idleMs - Date.now());
+        page = await feed.changes(name, { since: cursor, limit: pageSize(sent), includeDocs, longpoll: { timeoutMs: waitMs, signal: gone.signal }, ...couch, ...filters });
         cursor = page.last_seq;
       }
+      if (continuous) await write(`${JSON.stringify({ last_seq: cursor })}\n`);
     } catch (err) {
-      await write(`event: error\ndata: ${JSON.stringify({ ...errorInStream(err, r), last_seq: cursor })}\n\n`);
+      const body = JSON.stringify({ ...errorInStream(err, r), last_seq: cursor });
+      await write(continuous ? `${body}\n` : `event: error\ndata: ${body}\n\n`);
     } finally {
       clearInterval(heartbeat);
       if (!raw.writableEnded) raw.end();
@@ -474,14 +500,9 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
 
 /** A VDB feed page in CouchDB's shape: `results`, each change's revisions (every leaf with `style=all_docs`) in `changes`. */
 function couchChanges(page: VdbChangesPage): Record<string, unknown> {
-  return {
-    results: page.changes.map((c) => ({
-      seq: c.seq,
-      id: c.id,
-      changes: (c.revs ?? [c.rev]).map((rev) => ({ rev })),
-      ...(c.deleted ? { deleted: true } : {}),
-      ...(c.doc === undefined ? {} : { doc: c.doc }),
-    })),
-    last_seq: page.last_seq,
-  };
+  return { results: page.changes.map(couchChange), last_seq: page.last_seq };
+}
+
+function couchChange(c: VdbChange): Record<string, unknown> {
+  return { seq: c.seq, id: c.id, changes: (c.revs ?? [c.rev]).map((rev) => ({ rev })), ...(c.deleted ? { deleted: true } : {}), ...(c.doc === undefined ? {} : { doc: c.doc }) };
 }

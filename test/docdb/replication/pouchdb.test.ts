@@ -116,6 +116,13 @@ async function pouchSync(t: Test, node: TestNode, base = '/db/shared'): Promise<
   t.equal(info.doc_count, Object.keys(await state(remote)).length, 'doc_count counts the live documents');
   const tail = await node.request('GET', `${base}/_changes?style=all_docs&since=${encodeURIComponent(info.update_seq)}`);
   t.same(tail.body.results, [], 'nothing after update_seq');
+  // CouchDB's continuous feed (its replicator's, in continuous mode): a JSON line per change, then `last_seq`.
+  const following = fetch(`${node.url}${base}/_changes?feed=continuous&style=all_docs&limit=1&since=${encodeURIComponent(info.update_seq)}`, { headers: { authorization: `Bearer ${node.adminKey}` } }).then((r) => r.text());
+  t.equal((await node.request('PUT', `${base}/followed`, { body: { n: 10 } })).status, 201);
+  const lines = (await following).trim().split('\n').map((l) => JSON.parse(l));
+  t.match(lines, [{ id: 'followed', changes: [{ rev: /^1-/ }] }, { last_seq: lines[0].seq }], 'continuous: the change, then last_seq');
+  const idle = await fetch(`${node.url}${base}/_changes?feed=continuous&timeout=200&since=${encodeURIComponent(lines[1].last_seq)}`, { headers: { authorization: `Bearer ${node.adminKey}` } });
+  t.same((await idle.text()).trim().split('\n').map((l) => JSON.parse(l)), [{ last_seq: lines[1].last_seq }], 'without a heartbeat it ends after timeout idle');
 
   t.test('live replication both ways', async (t) => {
     const sync = local.sync(remote, { live: true, retry: false });
