@@ -886,6 +886,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     const shards = live(v);
     const round = (waitMs: number) =>
       shards.map(async ({ id: i, shard: s }): Promise<Page> => {
+        // `doc_ids`: each shard is asked for its own ids only, and one that owns none is not asked.
+        const ids = options.docIds?.filter((id) => this.#route(v, id) === i);
+        if (ids !== undefined && ids.length === 0) return [];
         const from = since[i] ?? null;
         const reply = await this.#readShard(s, {
           op: 'changes',
@@ -896,7 +899,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
           h: v.config.hashFunction,
           ...(waitMs > 0 ? { w: waitMs } : {}),
           ...(options.allLeaves === true ? { a: true } : {}),
-          ...(options.docIds === undefined ? {} : { ids: [...options.docIds] }),
+          ...(ids === undefined ? {} : { ids }),
           ...(options.selector === undefined ? {} : { sel: options.selector }),
         });
         const page: Page = (reply.results as Omit<Entry, 'shard' | 'hlc'>[]).map((e) => ({ ...e, shard: i, hlc: parseHlc(e.seq)! }));
