@@ -1001,6 +1001,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    */
   async #writeLocal(name: string, id: string, body: Record<string, unknown> | null, rev: string | undefined): Promise<LocalWriteResult> {
     this.#requireReplicationProtocol(name, '_local documents');
+    // One request id for every attempt: an attempt that committed but whose answer was lost
+    // answers the same again from that shard; a shard that fenced it (no effect) is not asked
+    // again, the new map routing the id elsewhere.
     const rid = randomBytes(12).toString('base64url');
     for (let attempt = 0; ; attempt++) {
       const v = this.#vdb(name);

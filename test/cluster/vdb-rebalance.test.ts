@@ -5,7 +5,8 @@
 // by the next leader) and then a merge of shard 0 into shard 1. Afterwards every acknowledged write is
 // present exactly once with its history, attachments are byte-equal, every replica of every
 // shard has one digest, and `_changes` from a cursor taken before both still reaches every
-// document.
+// document. A replication checkpoint (`_local`) written all along is never lost or failed by
+// the switches (only left behind by a move, as documented).
 import t from 'tap';
 import { compareStrings } from '../../src/core/keys.js';
 import { TEST_ADMIN_KEY } from '../support/node.js';
@@ -115,7 +116,28 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
       if (ids.some((id, i) => i > 0 && compareStrings(ids[i - 1]!, id) >= 0)) listingFaults.push(`a listing of ${ids.length} out of order or with an id twice`);
     }
   })();
-  const writers = [writer(w1, 'a'), writer(w2, 'b'), lister];
+  // A replication checkpoint written all along (`_local`, a `local` entry in its shard's log),
+  // each write naming the revision it last saw: a split or merge that moves its hash leaves it
+  // behind (the next write is a 409, the read a 404: a replication would start over), and a
+  // write routed by an older map is refused by the fence and routed again, never lost or failed.
+  const localFaults: string[] = [];
+  let checkpoints = 0;
+  let lastCheckpoint = -1;
+  const checkpointer = (async () => {
+    let rev: string | undefined;
+    for (let n = 0; running; n++) {
+      const r = await cluster.request(w1, 'PUT', '/vdb/rb/_local/checkpoint', { body: { n, ...(rev === undefined ? {} : { _rev: rev }) } }).catch((e: Error) => ({ status: 0, body: { message: e.message } }) as never);
+      if (r.status === 201) {
+        rev = r.body.rev;
+        checkpoints++;
+        lastCheckpoint = n;
+      } else if (r.status === 409) {
+        const g = await cluster.request(w1, 'GET', '/vdb/rb/_local/checkpoint');
+        rev = g.status === 200 ? g.body._rev : undefined;
+      } else if (r.status !== 503) localFaults.push(`${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+    }
+  })();
+  const writers = [writer(w1, 'a'), writer(w2, 'b'), lister, checkpointer];
   const writes = () => [...acked.keys()].filter((k) => /^[ab]/.test(k)).length;
   await waitFor(() => writes() >= 20, { timeoutMs: 20_000, what: 'writes before the split' });
 
@@ -161,6 +183,9 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   running = false;
   await Promise.all(writers);
   t.same(listingFaults, [], `every listing during the split and the merge in order, each id once (${listings} listings)`);
+  t.same(localFaults, [], `every checkpoint write answered 201, or 409 where a move left it behind (${checkpoints} written)`);
+  t.ok(checkpoints > 10, 'checkpoints were written all along');
+  t.match((await cluster.request(w2, 'GET', '/vdb/rb/_local/checkpoint')).body, { n: lastCheckpoint }, 'the last checkpoint written is the one read, through another node');
   // Only the kill may fail a write (a shard whose leader it was elects a new one): 503s, no other error.
   t.ok(failures.every((f) => / 503 /.test(f)), `no write failed during the split and the merge but for the kill's elections (${writes()} written, ${failures.length} refused with 503: ${failures.slice(0, 2).join('; ')})`);
 
