@@ -97,6 +97,17 @@ t.test('federations over HTTP', async (t) => {
   const filtered = await node.request('POST', '/_federation/world/_find', { body: { where: [{ path: ['region'], value: 'us' }] } });
   t.same(filtered.body.results.map((d: { _id: string }) => d._id), ['b', 'd'], 'request where is AND-ed with the stored query');
 
+  t.test('a virtual database is a member by its URL', async (t) => {
+    t.equal((await callRemote('POST', '/vdb', { name: 'asiav', shard_count: 3 })).status, 201);
+    await callRemote('POST', '/vdb/asiav/_bulk_docs', { docs: [{ _id: 'f', region: 'asia', n: 6 }, { _id: 'g', region: 'asia', n: 7 }] });
+    const vdbMember = `${remote.url}/vdb/asiav`;
+    t.equal((await node.request('POST', '/_federation', { body: { name: 'withvdb', members: ['us', vdbMember], auth: { bearer_token: TEST_ADMIN_KEY } } })).status, 201);
+    const found = await node.request('POST', '/_federation/withvdb/_find', { body: { sort: [{ n: 'asc' }] } });
+    t.same(found.body.results.map((d: { _id: string }) => d._id), ['b', 'f', 'g', 'd'], 'the VDB member merged with the database member');
+    t.match(found.body.meta, { total: 4, sources: ['us', vdbMember], errors: {} });
+    t.equal((await node.request('DELETE', '/_federation/withvdb')).status, 200);
+  });
+
   t.test('total is exact with a limit: a document on two members outside every page counts once', async (t) => {
     // Pages of one: eu gives a, us b, asia dup; eu also holds dup, outside its page.
     const paged = await node.request('POST', '/_federation/world/_find', { body: { limit: 1 } });
