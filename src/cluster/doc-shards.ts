@@ -27,7 +27,7 @@ import { type MergedFind, mergeFind } from '../docdb/vdb/merge.js';
 import { type ListingShards, type ShardAllDocsRange, byRoute, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
 import { type BulkGetRequest, type BulkGetResult, bulkGet, diffByRoute, leafRevs } from '../docdb/replication/bulk-get.js';
 import type { RevsDiff } from '../docdb/replication/endpoints.js';
-import { checkLocalId, localWrite } from '../docdb/replication/local-docs.js';
+import { checkLocalId, localWrite, parseLocalRev } from '../docdb/replication/local-docs.js';
 import { statsOf } from '../docdb/query/stats.js';
 import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { parseFind } from '../docdb/query/parse.js';
@@ -38,7 +38,7 @@ import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, docS
 import { VdbRebalanceCoordinator, rebalanceView } from './vdb-rebalance.js';
 import type { ColumnFamily } from '../storage/db.js';
 import { type DocShardCommand, type DocShardOutcome, checkOwned, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
-import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId } from '../docdb/vdb/service.js';
+import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId, notFoundVdb } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { requireProtocol } from './versions.js';
@@ -105,7 +105,6 @@ interface ExportSession {
   lastUsedMs: number;
 }
 
-const notFoundVdb = (name: string) => new FirkinError('not_found', `virtual database ${JSON.stringify(name)} does not exist`);
 
 /** The hash ranges of a clustered VDB, in the shape the routing functions take (retired shards own none). */
 function rangesOf(v: VdbPlacement): HashRange[] {
@@ -698,6 +697,10 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return Object.keys(this.#o.member.state.vdbs).sort();
   }
 
+  has(name: string): boolean {
+    return this.#o.member.state.vdbs[name] !== undefined;
+  }
+
   async info(name: string): Promise<Record<string, unknown>> {
     const v = this.#vdb(name);
     const shards = await Promise.all(live(v).map(async ({ id, shard }) => ({ id, db: shardDb(name, id), ...((await this.#readShard(shard, { op: 'info' })) as { doc_count: number; disk_size: number; last: [number, number] }) })));
@@ -985,8 +988,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     // Refuse what no replica would take before it is logged (shape, size).
     localWrite(id, undefined, body, { force: true });
     const given = rev ?? (body as { _rev?: unknown })._rev;
-    if (given !== undefined && typeof given !== 'string') throw new FirkinError('bad_request', `_rev of a local document looks like 0-<n>, got ${JSON.stringify(given)}`);
-    return this.#writeLocal(name, id, body as Record<string, unknown>, given);
+    parseLocalRev(given);
+    return this.#writeLocal(name, id, body as Record<string, unknown>, given as string | undefined);
   }
 
   deleteLocal(name: string, id: string, rev: string | undefined): Promise<LocalWriteResult> {

@@ -24,7 +24,8 @@ export function checkLocalId(id: unknown): string {
   return id;
 }
 
-function parseLocalRev(raw: unknown): number | undefined {
+/** A local document's `_rev` (`0-<n>`) as its number; undefined when none is given; 400 when malformed. */
+export function parseLocalRev(raw: unknown): number | undefined {
   if (raw === undefined || raw === null) return undefined;
   const m = typeof raw === 'string' ? /^0-(\d{1,15})$/.exec(raw) : null;
   if (m === null) throw new FirkinError('bad_request', `_rev of a local document looks like 0-<n>, got ${JSON.stringify(raw)}`);

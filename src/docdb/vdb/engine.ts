@@ -33,7 +33,7 @@ import { copyDocs } from '../move.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import { parseFind } from '../query/parse.js';
 import { mergeFind } from './merge.js';
-import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId } from './service.js';
+import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId, notFoundVdb } from './service.js';
 import { runImport } from './import.js';
 
 export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
@@ -59,7 +59,6 @@ interface VdbState {
   busy: boolean;
 }
 
-const notFoundVdb = (name: string) => new FirkinError('not_found', `virtual database ${JSON.stringify(name)} does not exist`);
 
 export class VdbEngine implements VdbService {
   readonly #o: VdbEngineOptions;
@@ -91,6 +90,10 @@ export class VdbEngine implements VdbService {
 
   list(): string[] {
     return [...this.#vdbs.keys()].sort();
+  }
+
+  has(name: string): boolean {
+    return this.#vdbs.has(name);
   }
 
   record(name: string): VdbRecord {

@@ -1,5 +1,6 @@
 // What the VDB routes need, served by the node-local engine (`engine.ts`, standalone) or by
 // the cluster's Raft-replicated shards (`cluster/doc-shards.ts`).
+import { FirkinError } from '../../core/errors.js';
 import type { HashFunction } from '../../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import type { AllDocsOptions, AllDocsRow, EditResult, GetDocOptions } from '../engine.js';
@@ -57,6 +58,9 @@ export interface VdbChangesPage {
   last_seq: string;
 }
 
+/** The error for a VDB name nothing is known by (both engines and the routes). */
+export const notFoundVdb = (name: string): FirkinError => new FirkinError('not_found', `virtual database ${JSON.stringify(name)} does not exist`);
+
 /** The id a `_local/<id>` document is routed by: its shard holds it (docs/vdb.md). */
 export const localRouteId = (id: string): string => `_local/${id}`;
 
@@ -113,6 +117,8 @@ export interface ImportResult {
 export interface VdbService {
   create(spec: CreateVdb): Promise<unknown>;
   list(): string[];
+  /** Whether the VDB exists (no shard is asked). */
+  has(name: string): boolean;
   info(name: string): Awaitable<Record<string, unknown>>;
   delete(name: string): Promise<void>;
   shards(name: string): Awaitable<Record<string, unknown>>;

@@ -16,7 +16,7 @@ import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { ImportTasks } from '../../docdb/vdb/import-tasks.js';
 import type { PeerTasks } from '../../cluster/peer-tasks.js';
-import type { VdbChange, VdbChangesPage, VdbService } from '../../docdb/vdb/service.js';
+import { type VdbChange, type VdbChangesPage, type VdbService, notFoundVdb } from '../../docdb/vdb/service.js';
 import { type BulkGetRequest, bulkGetBody, bulkGetQuery } from '../../docdb/replication/bulk-get.js';
 import {
   type AllDocsQuery,
@@ -128,6 +128,9 @@ const vdbChangesBody = {
     include_docs: { type: 'boolean' },
   },
 } as const;
+
+const localParams = { type: 'object', required: ['vdb', 'id'], properties: { vdb: { type: 'string', maxLength: 200 }, id: { type: 'string' } } } as const;
+const revQuery = { type: 'object', properties: { rev: { type: 'string' } } } as const;
 
 const admin = { permission: 'admin' as const, databaseParam: 'vdb' };
 const scoped = { databaseParam: 'vdb' };
@@ -376,15 +379,14 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     async (r) => ({ results: await vdbs().bulkGet(r.params.vdb, r.body.docs, { revs: r.query.revs === true, attachments: r.query.attachments === true }) }),
   );
 
-  // Every write is durable (a majority's, on a cluster) before it is acknowledged: nothing to flush.
+  // Every write is durable (a majority's, on a cluster) before it is acknowledged: nothing to
+  // flush. Older replicators call it after every batch: no shard is asked.
   app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_ensure_full_commit', { schema: { params: vdbParams }, config: scoped }, async (r, reply) => {
-    await vdbs().info(r.params.vdb);
+    if (!vdbs().has(r.params.vdb)) throw notFoundVdb(r.params.vdb);
     reply.code(201);
     return { ok: true, instance_start_time: '0' };
   });
 
-  const localParams = { type: 'object', required: ['vdb', 'id'], properties: { vdb: { type: 'string', maxLength: 200 }, id: { type: 'string' } } } as const;
-  const revQuery = { type: 'object', properties: { rev: { type: 'string' } } } as const;
   app.get<{ Params: { vdb: string; id: string } }>('/vdb/:vdb/_local/:id', { schema: { params: localParams }, config: scoped }, async (r) => {
     const doc = await vdbs().getLocal(r.params.vdb, r.params.id);
     if (doc === undefined) throw new FirkinError('not_found', `local document _local/${r.params.id} not found`);
