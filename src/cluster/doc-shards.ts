@@ -86,6 +86,8 @@ type ReadRequest =
   | { op: 'rdiff'; r: Record<string, string[]> }
   | { op: 'bget'; e: BulkGetRequest[]; revs: boolean; atts: boolean }
   | { op: 'lget'; id: string }
+  /** The `_local` documents routed into `m` as stored, after id `after` (cluster protocol 4: a split's or merge's carry). */
+  | { op: 'locals'; m: [number, number]; h: HashFunction; after?: string }
   /** Every leaf revision of each id with its history and attachment bytes (a rebalance's copy). */
   | { op: 'revs'; ids: string[] }
   | { op: 'info' }
@@ -95,6 +97,8 @@ type ReadRequest =
 const EXPORT_IDLE_MS = 60_000;
 /** Each call of a snapshot transfer waits at most this long for its chunk. */
 const EXPORT_CALL_MS = 30_000;
+/** A page of `_local` documents a split or merge carries holds about this many bytes (one document at least). */
+const LOCALS_PAGE_BYTES = 1 << 20;
 /** A transfer chunk carries about this many bytes of keys and values. */
 const EXPORT_CHUNK_BYTES = 1 << 20;
 
@@ -452,6 +456,11 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       case 'lget':
         if (!fsm.owns(localRouteId(q.id))) throw fenced();
         return { d: (await fsm.local(q.id)) ?? null };
+      case 'locals': {
+        // Whatever the shard owns now: the coordinator reads the moving range after its fence.
+        const page = await fsm.localsPage(q.h, q.m, q.after, LOCALS_PAGE_BYTES);
+        return { l: page.entries, more: page.more };
+      }
       case 'info': {
         const info = docs.dbInfo(fsm.db);
         const last = docs.lastSeq(fsm.db);
@@ -520,24 +529,27 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   async #digest(fsm: DocShardFsm): Promise<Record<string, unknown>> {
     const state = await fsm.exportState();
     const hash = createHash('sha256');
+    const localKeys = docShardLocalKeys(fsm.group);
     let entries = 0;
+    let locals = 0;
     for await (const chunk of state.chunks) {
       hash.update(chunk.cf);
       for (const [k, v] of chunk.entries) {
         hash.update(k).update(v);
         entries++;
+        if (chunk.cf === 'system' && k.compare(localKeys.gte) >= 0 && k.compare(localKeys.lt) < 0) locals++;
       }
     }
-    return { sha256: hash.digest('hex'), entries, applied: state.applied, docs: this.#o.docs.dbInfo(fsm.db).doc_count };
+    return { sha256: hash.digest('hex'), entries, applied: state.applied, docs: this.#o.docs.dbInfo(fsm.db).doc_count, locals };
   }
 
-  /** Digests of the VDB shard replicas hosted here (tests and the admin view compare them). */
-  async digests(): Promise<{ group: string; db: string; applied: number; sha256: string; docs: number }[]> {
-    const out: { group: string; db: string; applied: number; sha256: string; docs: number }[] = [];
+  /** Digests of the VDB shard replicas hosted here (tests and the admin view compare them), with their documents and `_local` documents. */
+  async digests(): Promise<{ group: string; db: string; applied: number; sha256: string; docs: number; locals: number }[]> {
+    const out: { group: string; db: string; applied: number; sha256: string; docs: number; locals: number }[] = [];
     for (const [group, r] of this.replicas) {
       if (!this.#o.docs.has(r.fsm.db)) continue; // loading a copy just now
       const d = await this.#digest(r.fsm);
-      out.push({ group, db: r.fsm.db, applied: d.applied as number, sha256: d.sha256 as string, docs: d.docs as number });
+      out.push({ group, db: r.fsm.db, applied: d.applied as number, sha256: d.sha256 as string, docs: d.docs as number, locals: d.locals as number });
     }
     return out;
   }

@@ -13,10 +13,11 @@
 //   switching    an `own` entry in the source's log fences the moving range (every later write
 //                of it is refused with no effect, on every replica alike: routers get
 //                `stale_epoch`, wait for the new map and route again); the changes up to the
-//                fence are copied; an `own` entry gives the target its new range; ONE
+//                fence are copied, then the range's `_local` documents as they are (a
+//                `locals` entry); an `own` entry gives the target its new range; ONE
 //                `vdb.rebalance.switch` metadata entry changes the ranges and bumps the epoch.
-//   cleaning     a split's source purges the moved documents through a log entry (every replica
-//                alike); a merged source, retired (not routed) by the switch but still hosted and
+//   cleaning     a split's source purges the moved documents and `_local` documents through log
+//                entries (every replica alike); a merged source, retired (not routed) by the switch but still hosted and
 //                fenced, leaves the placement with the end entry (every node drops its copy).
 //   done | failed | cancelled
 //
@@ -38,6 +39,8 @@ import type { DocShardCommand, DocShardOutcome } from '../docdb/vdb/shard-comman
 import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
 import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
+import { protocolShortfall } from './versions.js';
+import type { HashFunction } from '../core/shard-hash.js';
 
 /** What the coordinator needs of the VDB shard host. */
 export interface RebalanceShards {
@@ -252,8 +255,10 @@ export class VdbRebalanceCoordinator {
     const kept: [number, number][] = job.vdb.op === 'split' ? [[source.range[0], moving[0] - 1]] : [];
     const fence = await this.#o.shards.propose(source, { kind: 'own', rid: randomBytes(12).toString('base64url'), owned: { hash, ranges: kept } });
     if (fence.kind !== 'own') throw new FirkinError('error', `${source.group} did not take the fence (${fence.kind})`);
-    // The source takes no more writes of the moving range: copy what changed up to the fence.
+    // The source takes no more writes of the moving range: copy what changed up to the fence,
+    // then its `_local` documents as they are (replications through the VDB keep their checkpoints).
     await this.#copyChanges(job.id, job.vdb.caught ?? job.vdb.from);
+    await this.#carryLocals(job, source, hash, moving, target);
     const widened: [number, number] = job.vdb.op === 'split' ? [moving[0], moving[1]] : [Math.min(source.range[0], target.range[0]), Math.max(source.range[1], target.range[1])];
     const own = await this.#o.shards.propose(target, { kind: 'own', rid: randomBytes(12).toString('base64url'), owned: { hash, ranges: [widened] } });
     if (own.kind !== 'own') throw new FirkinError('error', `${target.group} did not take its new range (${own.kind})`);
@@ -276,6 +281,38 @@ export class VdbRebalanceCoordinator {
     const source = v.shards[job.vdb.source]!;
     const outcome = await this.#o.shards.propose(source, { kind: 'purge', rid: `purge-${job.id}`, hash: v.config.hashFunction, range: job.vdb.moving });
     if (outcome.kind !== 'purge') throw new FirkinError('error', `${source.group} answered the purge with ${outcome.kind}`);
+    await this.#carryLocals(job, source, v.config.hashFunction, job.vdb.moving, undefined);
+  }
+
+  /**
+   * The `_local` documents of the moving range in `source`, page by page: put as they are into
+   * `target`, or (no target: a split's cleanup) removed from the source. Both are idempotent.
+   * Skipped while a member predates cluster protocol 4 (it could not apply the entries): the
+   * moved checkpoints are then left behind, as before, and replications through them restart.
+   */
+  async #carryLocals(job: Job, source: ShardPlacement, hash: HashFunction, moving: readonly [number, number], target: ShardPlacement | undefined): Promise<void> {
+    const shortfall = protocolShortfall(this.#o.member.liveNodes(), 4, 'carrying _local documents in a split or merge');
+    if (shortfall !== undefined) {
+      this.#o.log.warn({ job: job.id, vdb: job.target }, `${shortfall}; the moved replication checkpoints are left behind`);
+      return;
+    }
+    let after: string | undefined;
+    let carried = 0;
+    for (;;) {
+      this.#check();
+      const page = await this.#o.shards.read(source, { op: 'locals', m: [moving[0], moving[1]], h: hash, ...(after === undefined ? {} : { after }) });
+      const entries = page.l as [string, Uint8Array][];
+      if (entries.length > 0) {
+        const to = target ?? source;
+        const command: DocShardCommand = target === undefined ? { kind: 'locals', rid: randomBytes(12).toString('base64url'), put: [], drop: entries.map(([id]) => id) } : { kind: 'locals', rid: randomBytes(12).toString('base64url'), put: entries, drop: [] };
+        const outcome = await this.#o.shards.propose(to, command);
+        if (outcome.kind !== 'locals') throw new FirkinError('error', `${to.group} answered a carry of local documents with ${outcome.kind}`);
+        carried += entries.length;
+        after = entries[entries.length - 1]![0];
+      }
+      if (page.more !== true) break;
+    }
+    if (carried > 0) this.#o.log.info({ job: job.id, vdb: job.target, locals: carried }, `${job.vdb!.op} of ${job.target}: ${carried} _local documents ${target === undefined ? 'removed from the source' : 'carried'}`);
   }
 }
 

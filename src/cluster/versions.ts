@@ -13,9 +13,11 @@ import type { NodeRecord } from './meta-state.js';
  * (`_all_docs`). 2: the members' task lists and import cancels (`tasks.*`, peer-tasks.ts).
  * 3: CouchDB's replication protocol on a VDB (a shard's `rdiff`, `bget`, `lget` reads, leaves
  * in its `changes`, and `local` log entries, which an older replica cannot decode).
+ * 4: a VDB split or merge carries the moving range's `_local` documents (a shard's `locals`
+ * read and `locals` log entries).
  * A record without one is from a build before protocols: 0.
  */
-export const PROTOCOL = 3;
+export const PROTOCOL = 4;
 
 type ProtocolNode = Pick<NodeRecord, 'name' | 'version' | 'protocol'>;
 

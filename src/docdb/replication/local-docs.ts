@@ -4,7 +4,7 @@
 // CouchDB's `0-<n>` form and a write must name the current one (409 otherwise).
 import { decodeCbor, encodeCbor } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
-import { encodeKey, prefixRange } from '../../core/keys.js';
+import { decodeKey, encodeKey, prefixRange } from '../../core/keys.js';
 import type { Store } from '../../storage/db.js';
 
 
@@ -30,6 +30,16 @@ export function parseLocalRev(raw: unknown): number | undefined {
   const m = typeof raw === 'string' ? /^0-(\d{1,15})$/.exec(raw) : null;
   if (m === null) throw new FirkinError('bad_request', `_rev of a local document looks like 0-<n>, got ${JSON.stringify(raw)}`);
   return Number(m[1]);
+}
+
+/** Whether `value` is a local document as stored (a split's or merge's carry comes from another node). */
+export function isStoredLocal(value: Uint8Array): boolean {
+  try {
+    const s = decodeCbor(value) as Partial<Stored> | null;
+    return typeof s === 'object' && s !== null && Number.isSafeInteger(s.r) && typeof s.b === 'object' && s.b !== null && !Array.isArray(s.b);
+  } catch {
+    return false;
+  }
 }
 
 /** A stored local document as its readers see it. */
@@ -98,6 +108,17 @@ export class LocalDocs {
     localDelete(id, await this.#store.get('system', key(db, id)), rev);
     await this.#store.del('system', key(db, id), { sync: true });
     return { ok: true, id: `_local/${id}`, rev: '0-0' };
+  }
+
+  /** Every local document of `db` as stored, `[id, value]` in id order: what a VDB split or merge carries verbatim. */
+  async *stored(db: string): AsyncGenerator<[string, Buffer]> {
+    for await (const [k, v] of this.#store.entries('system', prefixRange(['repl.local', db]))) yield [decodeKey(k)[2] as string, v];
+  }
+
+  /** Put stored values as they are (their revisions kept) and remove `drop`, in one synced write. */
+  async restore(db: string, put: readonly (readonly [string, Buffer])[], drop: readonly string[] = []): Promise<void> {
+    if (put.length === 0 && drop.length === 0) return;
+    await this.#store.batch([...put.map(([id, value]) => ({ type: 'put' as const, cf: 'system' as const, key: key(db, id), value })), ...drop.map((id) => ({ type: 'del' as const, cf: 'system' as const, key: key(db, id) }))], { sync: true });
   }
 
   /** Called when a database is dropped. */

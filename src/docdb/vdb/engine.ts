@@ -6,9 +6,11 @@
 //   1. record the job (phase `copy`), mark shards splitting/merging (the new one migrating);
 //   2. copy every moving document (all leaf revisions with history, attachments inline) while
 //      writes go on;
-//   3. close the write gate, copy what changed since step 2 began, switch the ranges and set
-//      phase `cleanup` in ONE synced write, open the gate;
-//   4. remove the source copies (tombstones on split, the whole database on merge).
+//   3. close the write gate, copy what changed since step 2 began and the moving range's
+//      `_local` documents (verbatim), switch the ranges and set phase `cleanup` in ONE synced
+//      write, open the gate;
+//   4. remove the source copies (tombstones and `_local` documents on split, the whole
+//      database on merge).
 // Reads never miss a document: until the switch the old owner serves it, after it the new
 // one; every shard read filters ids by the current ranges, so a copy waiting for removal is
 // invisible. A crash in `copy` rolls back; a crash in `cleanup` finishes the job.
@@ -438,11 +440,22 @@ export class VdbEngine implements VdbService {
   }
 
   putLocal(name: string, id: string, body: unknown, rev: string | undefined): Promise<LocalWriteResult> {
-    return this.#locals.put(this.dbFor(name, localRouteId(id)), id, body, { rev });
+    return this.#localWrite(name, id, (db) => this.#locals.put(db, id, body, { rev }));
   }
 
   deleteLocal(name: string, id: string, rev: string | undefined): Promise<LocalWriteResult> {
-    return this.#locals.delete(this.dbFor(name, localRouteId(id)), id, rev);
+    return this.#localWrite(name, id, (db) => this.#locals.delete(db, id, rev));
+  }
+
+  /** A `_local` write passes the write gate like a document's: a split or merge carries what it wrote. */
+  async #localWrite<T>(name: string, id: string, run: (db: string) => Promise<T>): Promise<T> {
+    const state = this.#state(name);
+    const leave = await state.gate.enter();
+    try {
+      return await run(shardDb(name, routeId(state.record, localRouteId(id))));
+    } finally {
+      leave();
+    }
   }
 
   /** Import every live document of a database (optionally filtered) into the VDB, in batches. */
@@ -649,6 +662,12 @@ export class VdbEngine implements VdbService {
         if (page.results.length < batchSize) break;
         since = page.lastSeq;
       }
+      // The `_local` documents (replication checkpoints) of the moving range, as they are: a
+      // replication through the VDB carries on from its checkpoint after the move.
+      const locals: [string, Buffer][] = [];
+      for await (const [id, value] of this.#locals.stored(from)) if (moves(localRouteId(id))) locals.push([id, value]);
+      await this.#locals.restore(to, locals);
+      if (locals.length > 0) this.#o.log.info({ from, to, locals: locals.length }, 'rebalance carried local documents');
       await this.#save(state, switched());
     } finally {
       state.gate.open();
@@ -667,6 +686,7 @@ export class VdbEngine implements VdbService {
     const from = shardDb(name, job.source);
     if (job.kind === 'merge') {
       if (this.#o.docs.has(from)) await this.#o.docs.deleteDb(from);
+      await this.#locals.dropDb(from);
     } else {
       await this.#removeForeign(from, (id) => routeId(state.record, id) !== job.source);
     }
@@ -678,11 +698,14 @@ export class VdbEngine implements VdbService {
     for await (const batch of this.#o.docs.scanRecords(db)) for (const d of batch) yield d.id;
   }
 
-  /** Purge the documents in `db` that `foreign` says do not belong there (in batches). */
+  /** Purge the documents and `_local` documents in `db` that `foreign` says do not belong there (in batches). */
   async #removeForeign(db: string, foreign: (id: string) => boolean): Promise<void> {
     const ids: string[] = [];
     for await (const id of this.#allIds(db)) if (foreign(id)) ids.push(id);
     for (let i = 0; i < ids.length; i += 500) await this.#o.docs.purge(db, ids.slice(i, i + 500));
+    const locals: string[] = [];
+    for await (const [id] of this.#locals.stored(db)) if (foreign(localRouteId(id))) locals.push(id);
+    await this.#locals.restore(db, [], locals);
   }
 
   async #recover(state: VdbState): Promise<void> {
@@ -694,6 +717,7 @@ export class VdbEngine implements VdbService {
     const target = shardDb(name, job.target);
     if (job.kind === 'split') {
       if (this.#o.docs.has(target)) await this.#o.docs.deleteDb(target);
+      await this.#locals.dropDb(target);
       await this.#save(state, {
         ...state.record,
         job: undefined,

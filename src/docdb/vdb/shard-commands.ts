@@ -10,6 +10,7 @@ import { HASH_FUNCTIONS, type HashFunction } from '../../core/shard-hash.js';
 import type { AttachmentInput, Blob } from '../doc-input.js';
 import type { DocEdit, EditResult } from '../engine.js';
 import { isPlainObject } from '../../core/values.js';
+import { isStoredLocal } from '../replication/local-docs.js';
 
 /** Hash ranges [start, end] (inclusive) of document ids, by a VDB's hash function. */
 export interface OwnedRanges {
@@ -37,7 +38,12 @@ export type DocShardCommand =
    * Write (`body`) or delete (`body` null) `_local/<id>` (a replication checkpoint), checked
    * against `rev` at apply (cluster protocol 3: an older replica cannot decode it).
    */
-  | { readonly kind: 'local'; readonly rid: string; readonly id: string; readonly body: Record<string, unknown> | null; readonly rev?: string };
+  | { readonly kind: 'local'; readonly rid: string; readonly id: string; readonly body: Record<string, unknown> | null; readonly rev?: string }
+  /**
+   * A split's or merge's carry of `_local` documents (cluster protocol 4): `put` stored values
+   * as they are (revisions kept), remove `drop`; taken whatever the shard owns, as a copy is.
+   */
+  | { readonly kind: 'locals'; readonly rid: string; readonly put: readonly (readonly [string, Uint8Array])[]; readonly drop: readonly string[] };
 
 export type DocShardOutcome =
   | { readonly kind: 'edits'; readonly results: readonly EditResult[] }
@@ -47,6 +53,7 @@ export type DocShardOutcome =
   /** A `_local` write: its new revision, or why it was refused (the same on every replica). */
   | { readonly kind: 'local'; readonly rev: string }
   | { readonly kind: 'local'; readonly refused: { readonly code: string; readonly message: string } }
+  | { readonly kind: 'locals' }
   /** Edits refused whole, with no effect: an id is outside what the shard owns (a router with an older map). */
   | { readonly kind: 'fenced' };
 
@@ -127,6 +134,16 @@ export function decodeDocShardCommand(data: Uint8Array): DocShardCommand {
   if (v.kind === 'local') {
     if (!isString(v.id) || !(v.body === null || isPlainObject(v.body)) || !(v.rev === undefined || v.rev === null || isString(v.rev))) return bad('malformed local document write');
     return { kind: 'local', rid: v.rid, id: v.id, body: v.body as Record<string, unknown> | null, ...(isString(v.rev) ? { rev: v.rev } : {}) };
+  }
+  if (v.kind === 'locals') {
+    const put = Array.isArray(v.put) ? v.put : bad('malformed local documents');
+    const drop = Array.isArray(v.drop) ? v.drop : bad('malformed local documents');
+    return {
+      kind: 'locals',
+      rid: v.rid,
+      put: put.map((e: unknown) => (Array.isArray(e) && e.length === 2 && isString(e[0]) && e[1] instanceof Uint8Array && isStoredLocal(e[1]) ? ([e[0], e[1]] as const) : bad('malformed local document'))),
+      drop: drop.map((id: unknown) => (isString(id) ? id : bad('malformed local document id'))),
+    };
   }
   if (v.kind !== 'edits') return bad(`unknown kind ${JSON.stringify(v.kind)}`);
   const at = v.at as { wallMs?: unknown; logical?: unknown } | undefined;

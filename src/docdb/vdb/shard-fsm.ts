@@ -23,7 +23,7 @@ import type { StateMachine } from '../../raft/group.js';
 import type { Entry } from '../../raft/types.js';
 import type { BatchOp, ColumnFamily, Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
-import { hashId } from '../../core/shard-hash.js';
+import { type HashFunction, hashId } from '../../core/shard-hash.js';
 import { type DocShardOutcome, type OwnedRanges, checkOwned, decodeDocShardCommand } from './shard-commands.js';
 
 /** Request ids remembered per shard. */
@@ -54,7 +54,7 @@ export const docShardLocalKeys = (group: string) => prefixRange(['dshard.local',
 export function isRequestRecord(v: unknown): v is RequestRecord {
   const r = v as Partial<RequestRecord> | null;
   const o = r?.outcome as { kind?: unknown; results?: unknown } | undefined;
-  return typeof r === 'object' && r !== null && typeof r.rid === 'string' && Number.isSafeInteger(r.index) && typeof o === 'object' && o !== null && (o.kind === 'compact' || o.kind === 'own' || o.kind === 'purge' || o.kind === 'fenced' || o.kind === 'local' || (o.kind === 'edits' && Array.isArray(o.results)));
+  return typeof r === 'object' && r !== null && typeof r.rid === 'string' && Number.isSafeInteger(r.index) && typeof o === 'object' && o !== null && (o.kind === 'compact' || o.kind === 'own' || o.kind === 'purge' || o.kind === 'fenced' || o.kind === 'local' || o.kind === 'locals' || (o.kind === 'edits' && Array.isArray(o.results)));
 }
 
 export interface RequestRecord {
@@ -162,6 +162,26 @@ export class DocShardFsm implements StateMachine {
     return raw === undefined ? undefined : renderLocal(id, raw);
   }
 
+  /**
+   * The `_local` documents whose id routes into `range` (by `hash`), as stored, in id order
+   * after `after`, about `maxBytes` of values at most (one at least): a split's or merge's carry.
+   */
+  async localsPage(hash: HashFunction, range: readonly [number, number], after: string | undefined, maxBytes: number): Promise<{ entries: [string, Buffer][]; more: boolean }> {
+    const all = docShardLocalKeys(this.group);
+    const gt = after === undefined ? undefined : localKey(this.group, after);
+    const moving: OwnedRanges = { hash, ranges: [range] };
+    const entries: [string, Buffer][] = [];
+    let bytes = 0;
+    for await (const [k, v] of this.#store.entries('system', gt === undefined ? all : { gt, lt: all.lt })) {
+      const id = decodeKey(k)[2] as string;
+      if (!ownsId(moving, localRouteId(id))) continue;
+      if (entries.length > 0 && bytes + v.length > maxBytes) return { entries, more: true };
+      entries.push([id, v]);
+      bytes += v.length;
+    }
+    return { entries, more: false };
+  }
+
   /** The last entry whose effects are durable. */
   get appliedIndex(): number {
     return this.#applied;
@@ -219,6 +239,13 @@ export class DocShardFsm implements StateMachine {
         if (!isFirkinError(err)) throw err;
         outcome = { kind: 'local', refused: { code: err.code, message: err.message } };
       }
+      await this.#store.batch([...this.#remember(cmd.rid, entry.index, outcome, ops), ...write], { sync: true });
+    } else if (cmd.kind === 'locals') {
+      outcome = { kind: 'locals' };
+      const write: BatchOp[] = [
+        ...cmd.put.map(([id, value]): BatchOp => ({ type: 'put', cf: 'system', key: localKey(this.group, id), value: Buffer.from(value) })),
+        ...cmd.drop.map((id): BatchOp => ({ type: 'del', cf: 'system', key: localKey(this.group, id) })),
+      ];
       await this.#store.batch([...this.#remember(cmd.rid, entry.index, outcome, ops), ...write], { sync: true });
     } else if (cmd.kind === 'own') {
       outcome = { kind: 'own' };

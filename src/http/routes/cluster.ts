@@ -73,7 +73,7 @@ export const clusterAdminRoutes: FastifyPluginAsync<ClusterRouteDeps> = async (a
     const host = deps.docShards?.();
     if (host === undefined) return { node: m.name, replicas: [] };
     const digests = new Map((await host.digests()).map((d) => [d.group, d]));
-    return { node: m.name, replicas: host.replicaStatus().map((r) => ({ ...r, docs: digests.get(r.group)?.docs ?? null, digest: digests.get(r.group)?.sha256 ?? null, digest_applied: digests.get(r.group)?.applied ?? null })) };
+    return { node: m.name, replicas: host.replicaStatus().map((r) => ({ ...r, docs: digests.get(r.group)?.docs ?? null, local_docs: digests.get(r.group)?.locals ?? null, digest: digests.get(r.group)?.sha256 ?? null, digest_applied: digests.get(r.group)?.applied ?? null })) };
   });
 
   app.post<{ Body: { seed: string } }>('/_cluster/join', { config: admin, schema: { body: joinBody } }, async (req, reply) => {

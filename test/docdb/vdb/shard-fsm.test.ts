@@ -15,7 +15,8 @@ import { HybridClock } from '../../../src/core/hlc.js';
 import { prefixRange } from '../../../src/core/keys.js';
 import { type DocEdit, DocEngine } from '../../../src/docdb/engine.js';
 import { type DocStateSource, DocShardFsm } from '../../../src/docdb/vdb/shard-fsm.js';
-import { type DocShardCommand, encodeDocShardCommand } from '../../../src/docdb/vdb/shard-commands.js';
+import { type DocShardCommand, decodeDocShardCommand, encodeDocShardCommand } from '../../../src/docdb/vdb/shard-commands.js';
+import { encodeCbor } from '../../../src/core/codec.js';
 import type { Entry } from '../../../src/raft/types.js';
 import { Store } from '../../../src/storage/db.js';
 import { fcParams } from '../../support/fc.js';
@@ -221,4 +222,52 @@ t.test('a fence (own entry) refuses writes outside the range with no effect; cop
   t.same(purged, { kind: 'purge', purged: inUpper.length }, 'the purge removes every document of the range');
   t.equal(r.docs.dbInfo(DB).doc_count, inLower.length, 'the kept ones stay');
   t.equal(await r.docs.getRecord(DB, inUpper[1]!), undefined, 'as if never written');
+});
+
+t.test('a split or merge carries _local documents: a locals entry puts them as stored and drops ids, past a fence', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
+  const src = await openReplica(join(root, 'src'), 0);
+  const dst = await openReplica(join(root, 'dst'), 0);
+  t.teardown(async () => {
+    await closeReplica(src);
+    await closeReplica(dst);
+    await rm(root, { recursive: true, force: true });
+  });
+  const applier = (r: Replica) => {
+    let index = 0;
+    return (c: DocShardCommand) => r.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry);
+  };
+  const onSrc = applier(src);
+  const onDst = applier(dst);
+  const ids = Array.from({ length: 30 }, (_, i) => `cp${i}`);
+  for (const id of ids) {
+    await onSrc({ kind: 'local', rid: `w1-${id}`, id, body: { seq: 1, big: 'x'.repeat(100) } });
+    await onSrc({ kind: 'local', rid: `w2-${id}`, id, body: { seq: 2, big: 'x'.repeat(100) }, rev: '0-1' });
+  }
+  const upper: [number, number] = [2147483648, 4294967295];
+  // The page reads whatever the replica owns (the coordinator reads after its fence), in id order, by bytes.
+  await onSrc({ kind: 'own', rid: 'fence', owned: { hash: 'phash2', ranges: [[0, 2147483647]] } });
+  const moving: [string, Buffer][] = [];
+  let after: string | undefined;
+  let pages = 0;
+  for (;;) {
+    const page = await src.fsm.localsPage('phash2', upper, after, 300);
+    pages++;
+    moving.push(...page.entries);
+    if (!page.more) break;
+    after = page.entries.at(-1)![0];
+  }
+  const expected = ids.filter((id) => !src.fsm.owns(`_local/${id}`)).sort();
+  t.ok(expected.length > 2 && expected.length < ids.length, `the range holds some of the ids (${expected.length})`);
+  t.same(moving.map(([id]) => id), expected, 'every local document of the range, once, in id order');
+  t.ok(pages > 1, `in pages bounded by bytes (${pages})`);
+  t.same(await onDst({ kind: 'locals', rid: 'carry', put: moving, drop: [] }), { kind: 'locals' });
+  for (const id of expected) t.same(await dst.fsm.local(id), { seq: 2, big: 'x'.repeat(100), _id: `_local/${id}`, _rev: '0-2' }, `${id} with its revision`);
+  t.same(await onDst({ kind: 'local', rid: 'next', id: expected[0]!, body: { seq: 3 }, rev: '0-2' }), { kind: 'local', rev: '0-3' }, 'a checkpointer naming the revision it had goes on');
+  t.match(await onSrc({ kind: 'local', rid: 'late', id: expected[1]!, body: { seq: 9 }, rev: '0-2' }), { kind: 'fenced' }, 'the fenced source refuses writes of the range');
+  t.same(await onSrc({ kind: 'locals', rid: 'drop', put: [], drop: expected }), { kind: 'locals' }, 'the drop passes the fence');
+  for (const id of expected) t.equal(await src.fsm.local(id), undefined);
+  t.equal((await src.fsm.localsPage('phash2', [0, 4294967295], undefined, 1 << 20)).entries.length, ids.length - expected.length, 'the kept ones stay');
+  t.throws(() => decodeDocShardCommand(encodeCbor({ kind: 'locals', rid: 'x', put: [['a', encodeCbor('nope')]], drop: [] })), /malformed local document/, 'a value that is not a stored local document is refused');
+  t.throws(() => decodeDocShardCommand(encodeCbor({ kind: 'locals', rid: 'x', put: [], drop: [7] })), /malformed local document id/);
 });

@@ -321,8 +321,36 @@ t.test('split and merge under concurrent writes: every acknowledged write presen
       else seen.add(r.id);
     }
   })();
+  // Replication checkpoints (`_local`) at their second revision, and one written all along:
+  // a split or merge carries them as they are, so a checkpointer naming its last revision is
+  // never refused and a replication through the VDB carries on from its checkpoint.
+  const cps = Array.from({ length: 24 }, (_, i) => `cp${i}`);
+  for (const id of cps) {
+    await node.request('PUT', `/vdb/moving/_local/${id}`, { body: { seq: 1 } });
+    t.equal((await node.request('PUT', `/vdb/moving/_local/${id}`, { body: { seq: 2, _rev: '0-1' } })).status, 201);
+  }
+  const inShard0: string[] = [];
+  for (const id of cps) if ((await node.request('GET', `/db/moving_s0/_local/${id}`)).status === 200) inShard0.push(id);
+  const checkpointFaults: string[] = [];
+  let checkpointRev: string | undefined;
+  const checkpointer = (async () => {
+    for (let n = 0; writing; n++) {
+      const res = await node.request('PUT', '/vdb/moving/_local/live', { body: { n, ...(checkpointRev === undefined ? {} : { _rev: checkpointRev }) } });
+      if (res.status === 201) checkpointRev = res.body.rev;
+      else checkpointFaults.push(`${res.status} ${JSON.stringify(res.body)}`);
+    }
+  })();
   const split = await node.request('POST', '/vdb/moving/_shards/0/_split', { body: { batch_size: 50 } });
   t.equal(split.status, 200);
+  const movedCps = [];
+  for (const id of cps) {
+    t.same((await node.request('GET', `/vdb/moving/_local/${id}`)).body, { seq: 2, _id: `_local/${id}`, _rev: '0-2' }, `${id} kept its revision through the split`);
+    if (inShard0.includes(id) && (await node.request('GET', `/db/moving_s0/_local/${id}`)).status === 404) movedCps.push(id);
+  }
+  const inTarget = [];
+  for (const id of cps) if ((await node.request('GET', `/db/moving_s2/_local/${id}`)).status === 200) inTarget.push(id);
+  t.ok(movedCps.length > 0 && movedCps.length < inShard0.length, `the split moved some of shard 0's checkpoints (${movedCps.length} of ${inShard0.length})`);
+  t.same(inTarget, movedCps, 'into the new shard, and left none behind');
   t.match(split.body, { ok: true, new_shard_id: 2 });
   const reads = await node.request('GET', '/vdb/moving/d7?revs=true');
   t.equal(reads.body._rev, d7v2.body.rev, 'the second revision survived the move');
@@ -343,7 +371,11 @@ t.test('split and merge under concurrent writes: every acknowledged write presen
   writing = false;
   await writer;
   await lister;
+  await checkpointer;
   t.same(twice, [], `no listing during the split and the merge showed an id twice (${listings} listings)`);
+  t.same(checkpointFaults, [], `every checkpoint write during the split and the merge answered 201 (at ${checkpointRev})`);
+  for (const id of cps) t.equal((await node.request('GET', `/vdb/moving/_local/${id}`)).body._rev, '0-2', `${id} kept its revision through the merge`);
+  t.equal((await node.request('PUT', `/vdb/moving/_local/${movedCps[0]}`, { body: { seq: 3, _rev: '0-2' } })).status, 201, 'a checkpointer naming its revision goes on');
 
   t.equal((await node.request('GET', '/db/moving_s2')).status, 404, 'the merged shard database is gone');
   const ids = await allIds(node, 'moving');
