@@ -6,7 +6,9 @@ import { NEMESIS_KINDS, type NemesisKind, isNemesisKind } from './nemesis/schedu
  * keys: API keys through the metadata group. register: a few documents of a replicated vector
  * collection written and read as registers (linearizability). set: documents added and
  * deleted, then every node's view of the whole set after healing. cas: a few documents of a
- * clustered VDB read and updated by compare-and-set on their revision (linearizability).
+ * clustered VDB and as many `_local` documents (replication checkpoints), read and updated by
+ * compare-and-set on their revision (linearizability); with `--rebalance true` its shards are
+ * split and merged all along.
  */
 export const WORKLOADS = ['keys', 'register', 'set', 'cas'] as const;
 export type Workload = (typeof WORKLOADS)[number];
@@ -28,6 +30,8 @@ export interface ChaosOptions {
   broken?: BrokenFixture;
   /** Each phase's hard bound times this (default 1; a test shrinks it to see a bound fire). */
   boundScale: number;
+  /** cas only: split and merge the VDB's shards all along, one job at a time (default false). */
+  rebalance: boolean;
 }
 
 /**
@@ -49,6 +53,7 @@ export const DEFAULT_CHAOS: ChaosOptions = {
   out: 'data/chaos',
   convergeSeconds: 60,
   boundScale: 1,
+  rebalance: false,
 };
 
 export class OptionError extends Error {}
@@ -98,6 +103,10 @@ export function parseChaosArgs(argv: readonly string[]): ChaosOptions {
         if (value !== 'true' && value !== 'false') throw new OptionError(`--keep-quorum must be true or false, got ${JSON.stringify(value ?? '')}`);
         o.keepQuorum = value === 'true';
         break;
+      case 'rebalance':
+        if (value !== 'true' && value !== 'false') throw new OptionError(`--rebalance must be true or false, got ${JSON.stringify(value ?? '')}`);
+        o.rebalance = value === 'true';
+        break;
       case 'broken':
         if (!(BROKEN_FIXTURES as readonly string[]).includes(value ?? '')) throw new OptionError(`--broken must be one of ${BROKEN_FIXTURES.join(', ')}, got ${JSON.stringify(value ?? '')}`);
         o.broken = value as BrokenFixture;
@@ -110,8 +119,9 @@ export function parseChaosArgs(argv: readonly string[]): ChaosOptions {
         o.out = value;
         break;
       default:
-        throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --out --converge-seconds --broken --bound-scale)`);
+        throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --rebalance --out --converge-seconds --broken --bound-scale)`);
     }
   }
+  if (o.rebalance && o.workload !== 'cas') throw new OptionError(`--rebalance splits and merges the cas workload's VDB: it needs --workload cas, got ${o.workload}`);
   return o;
 }

@@ -142,10 +142,10 @@ class Recorder {
 }
 
 /** One HTTP call with a bound: status and body, or undefined (a timeout or a refused connection). */
-async function call(url: string | undefined, method: string, p: string, options: { body?: unknown; key?: string; apiKey?: string; ifMatch?: string } = {}) {
+async function call(url: string | undefined, method: string, p: string, options: { body?: unknown; key?: string; apiKey?: string; ifMatch?: string; timeoutMs?: number } = {}) {
   if (url === undefined) return undefined;
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), REQUEST_TIMEOUT_MS);
+  const timer = setTimeout(() => ac.abort(), options.timeoutMs ?? REQUEST_TIMEOUT_MS);
   try {
     const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? TEST_ADMIN_KEY}` };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
@@ -395,14 +395,25 @@ interface CasRead {
   readonly rev?: string;
 }
 
-/** A linearizable GET of a cas document: 404 "document … not found" is the register at null. */
+/**
+ * A linearizable GET of a cas register: a document, or a `_local` one (key `_local/k<i>`);
+ * 404 "document … not found" ("local document …" for a `_local` one) is the register at null.
+ */
 async function casRead(url: string | undefined, key: string, rec: Recorder): Promise<CasRead> {
   const r = await call(url, 'GET', `/vdb/${DATA}/${key}`);
   if (r?.status === 200) return { outcome: 'ok', value: (r.body?.v as string | undefined) ?? null, rev: r.body?._rev as string };
-  if (r?.status === 404 && /^document .* not found$/.test(String(r.body?.message))) return { outcome: 'ok', value: null };
+  if (r?.status === 404 && (isLocalKey(key) ? /^local document .* not found$/ : /^document .* not found$/).test(String(r.body?.message))) return { outcome: 'ok', value: null };
   rec.refused('read', r);
   return { outcome: r?.status === 0 ? 'fail' : 'unknown' };
 }
+
+/**
+ * The cas registers: documents `k<i>` and as many `_local/k<i>` documents (replication
+ * checkpoints: a `local` entry in their shard's log, revisions `0-<n>`, one per value as for a
+ * document, since each write that passes its check is the next number).
+ */
+const casKeys = (minutes: number): string[] => Array.from({ length: registerKeys(minutes) }, (_, k) => [`k${k}`, `_local/k${k}`]).flat();
+const isLocalKey = (key: string) => key.startsWith('_local/');
 
 /**
  * read (40%): GET. write (30%): PUT naming the rev this client last read of the key, however
@@ -411,6 +422,7 @@ async function casRead(url: string | undefined, key: string, rec: Recorder): Pro
  */
 async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, untilMs: number, rand: SeededRand): Promise<void> {
   let seq = 0;
+  const keys = casKeys(o.minutes);
   const pickNode = () => nodes[rand.int(nodes.length)]!;
   const client = async (clientId: string) => {
     const lastRead = new Map<string, { value: string | null; rev?: string }>();
@@ -428,7 +440,7 @@ async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
         await new Promise((r) => setTimeout(r, 20));
         continue;
       }
-      const key = `k${rand.int(registerKeys(o.minutes))}`;
+      const key = keys[rand.int(keys.length)]!;
       const roll = rand.int(10);
       if (roll < 4) {
         await read(n, key);
@@ -438,7 +450,10 @@ async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
       const from = lastRead.get(key) ?? { value: null };
       const value = `${clientId}-${++seq}`;
       const invokeMs = rec.now();
-      const r = await call(n.url, 'PUT', `/vdb/${DATA}/${key}`, { body: { v: value }, ...(from.rev === undefined ? {} : { ifMatch: from.rev }) });
+      // A `_local` document names its revision in the body (CouchDB's checkpointers do).
+      const r = isLocalKey(key)
+        ? await call(n.url, 'PUT', `/vdb/${DATA}/${key}`, { body: { v: value, ...(from.rev === undefined ? {} : { _rev: from.rev }) } })
+        : await call(n.url, 'PUT', `/vdb/${DATA}/${key}`, { body: { v: value }, ...(from.rev === undefined ? {} : { ifMatch: from.rev }) });
       const conflict = r?.status === 409 && r.body?.error === 'conflict';
       const outcome: Outcome = r?.status === 201 || conflict ? 'ok' : writeOutcome(r, 201);
       if (outcome !== 'ok') rec.refused('cas', r);
@@ -458,8 +473,7 @@ async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
  */
 async function finalCasReads(nodes: NodeProc[], rec: Recorder, minutes: number): Promise<void> {
   for (const n of nodes) {
-    for (let k = 0; k < registerKeys(minutes); k++) {
-      const key = `k${k}`;
+    for (const key of casKeys(minutes)) {
       const invokeMs = rec.now();
       const r = await casRead(n.url, key, rec);
       rec.registers.push({ kind: 'read', process: `final-${n.name}`, node: n.name, invokeMs, completeMs: rec.now(), outcome: r.outcome === 'ok' ? 'ok' : 'unknown', key, ...(r.outcome === 'ok' ? { value: r.value! } : {}) });
@@ -479,6 +493,47 @@ async function finalCasReads(nodes: NodeProc[], rec: Recorder, minutes: number):
       // One process per listed register: the rows were read concurrently, one per shard.
       rec.registers.push({ kind: 'read', process: `list-${n.name}-${key}`, node: n.name, invokeMs, completeMs, outcome: 'ok', key, value: listed.get(key) ?? null });
     }
+  }
+}
+
+/** A split or merge waits this long for its answer (it answers when the job ends). */
+const REBALANCE_TIMEOUT_MS = 90_000;
+
+/**
+ * `--rebalance`: split and merge the cas VDB's shards all along, one job at a time, through a
+ * random node: at 2 shards a split, at 4 a merge of two adjacent shards,
+ * between either (seeded). Every 4 to 10 s after the last answer; none started in the run's
+ * last 30 s. Returns what the requests answered, by kind and status.
+ */
+async function rebalanceLoop(nodes: NodeProc[], untilMs: number, rec: Recorder, rand: SeededRand): Promise<Map<string, number>> {
+  const answers = new Map<string, number>();
+  const count = (what: string) => answers.set(what, (answers.get(what) ?? 0) + 1);
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 4_000 + rand.int(6_000)));
+    if (rec.now() > untilMs - 30_000) return answers;
+    const n = nodes[rand.int(nodes.length)]!;
+    const shards = await call(n.url, 'GET', `/vdb/${DATA}/_shards`);
+    if (shards?.status !== 200) {
+      count(`_shards ${shards?.status ?? 'timeout'}`);
+      continue;
+    }
+    const ranges = (shards.body.ranges as { shard_id: number; start_hash: number }[]).sort((a, b) => a.start_hash - b.start_hash);
+    const split = ranges.length <= 2 || (ranges.length < 4 && rand.int(2) === 0);
+    const startedMs = rec.now();
+    let r: Awaited<ReturnType<typeof call>>;
+    let what: string;
+    if (split) {
+      const shard = ranges[rand.int(ranges.length)]!.shard_id;
+      what = `split of shard ${shard}`;
+      r = await call(n.url, 'POST', `/vdb/${DATA}/_shards/${shard}/_split`, { body: {}, timeoutMs: REBALANCE_TIMEOUT_MS });
+    } else {
+      const i = rand.int(ranges.length - 1);
+      const [into, from] = [ranges[i]!.shard_id, ranges[i + 1]!.shard_id];
+      what = `merge of shard ${from} into ${into}`;
+      r = await call(n.url, 'POST', `/vdb/${DATA}/_shards/${from}/_merge`, { body: { target_shard: into }, timeoutMs: REBALANCE_TIMEOUT_MS });
+    }
+    count(`${split ? 'split' : 'merge'} ${r?.status ?? 'timeout'}`);
+    log(`chaos: ${String(rec.now()).padStart(7)} ms  ${what} through ${n.name}: ${r?.status ?? 'no answer'} after ${rec.now() - startedMs} ms${r !== undefined && r.status !== 200 ? ` ${JSON.stringify(r.body).slice(0, 200)}` : ''}`);
   }
 }
 
@@ -644,10 +699,14 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     })();
     let keys = new Map<string, string>();
     let attempted: string[] = [];
+    let rebalanceAnswers = new Map<string, number>();
     if (o.workload === 'keys') keys = await keysWorkload(nodes, o, rec, durationMs, rand);
     else if (o.workload === 'register') await registerWorkload(nodes, o, rec, durationMs, rand);
-    else if (o.workload === 'cas') await casWorkload(nodes, o, rec, durationMs, rand);
-    else attempted = await setWorkload(nodes, o, rec, durationMs, rand);
+    else if (o.workload === 'cas') {
+      const rebalancing = o.rebalance ? rebalanceLoop(nodes, durationMs, rec, new SeededRand(o.seed + 2)) : undefined;
+      await casWorkload(nodes, o, rec, durationMs, rand);
+      rebalanceAnswers = (await rebalancing) ?? rebalanceAnswers;
+    } else attempted = await setWorkload(nodes, o, rec, durationMs, rand);
     await nemesis;
 
     // Heal everything, then require convergence: same leader, same metadata at the same index.
@@ -663,7 +722,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const converged = await converge(nodes, o.convergeSeconds * 1000, o.workload === 'keys' ? 'none' : o.workload === 'cas' ? 'vdb' : 'collection');
     // Every element, register or key is read on every node; a node that stops answering costs
     // one read's 15 s retry bound before its reads are given up.
-    const finalReads = nodes.length * (o.workload === 'set' ? attempted.length : o.workload === 'keys' ? keys.size : registerKeys(o.minutes));
+    const finalReads = nodes.length * (o.workload === 'set' ? attempted.length : o.workload === 'keys' ? keys.size : o.workload === 'cas' ? casKeys(o.minutes).length : registerKeys(o.minutes));
     phase(`the final reads (${finalReads} on ${nodes.length} nodes)`, 60_000 + nodes.length * 15_000 + Math.ceil((finalReads / FINAL_READS_PER_S) * 1000));
     if (o.workload === 'register') await finalRegisterReads(nodes, rec, o.minutes);
     if (o.workload === 'cas') await finalCasReads(nodes, rec, o.minutes);
@@ -701,12 +760,14 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const ops = o.workload === 'keys' ? rec.ops.filter((op) => op.kind !== 'final').length : o.workload === 'register' || o.workload === 'cas' ? rec.registers.filter((op) => op.process?.startsWith('final-') !== true).length : rec.set.filter((op) => !(op.kind === 'read' && op.final === true)).length;
     const leaderTransfers = nodes.reduce((sum, n) => sum + n.leaderTransfers, 0);
     log(`chaos: ${leaderTransfers} shard leadership transfers to balance leaders`);
+    if (o.rebalance) log(`chaos: splits and merges answered: ${[...rebalanceAnswers].map(([k, v]) => `${k} x${v}`).join(', ') || 'none asked'}`);
     const report = {
       options: o,
       faults,
       windows,
       ops,
       leaderTransfers,
+      ...(o.rebalance ? { rebalance: Object.fromEntries(rebalanceAnswers) } : {}),
       converged: converged.ok,
       checkers,
       anomalies,
