@@ -37,4 +37,18 @@ export async function checkVdbFeeds(t: Test, vdb: string, reader: { call: Call; 
   ac.abort();
   const after = await reader.call('GET', `/vdb/${vdb}/_changes?since=${encodeURIComponent(cursor!)}`);
   t.same(after.body.changes, [], 'resuming from the event id repeats nothing');
+
+  // CouchDB's continuous feed, as PouchDB's live sync opens it: `heartbeat=true` (60 s) keeps it
+  // open until a change comes; `limit` ends it with a `last_seq` line. A long-poll takes a
+  // heartbeat too (PouchDB sends one), and a malformed one is a 400.
+  const continuous = await fetch(`${reader.url}/vdb/${vdb}/_changes?feed=continuous&heartbeat=true&limit=1&since=${encodeURIComponent(cursor!)}`, { headers: { authorization: `Bearer ${reader.key}` } });
+  t.equal(continuous.status, 200);
+  const lines = streamText(continuous, 15_000);
+  await writer('PUT', `/vdb/${vdb}/continued`, { body: { n: 3 } });
+  await lines.until((s) => s.includes('"last_seq"'), 'the continuous feed to end');
+  const rows = lines.text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { id?: string; changes?: unknown[]; last_seq?: string });
+  t.match(rows, [{ id: 'continued', changes: [{ rev: String }] }, { last_seq: String }], 'heartbeat=true: the write, then the end at limit 1');
+  t.equal((await reader.call('GET', `/vdb/${vdb}/_changes?feed=longpoll&heartbeat=10000&timeout=10&since=now`)).status, 200, 'a long-poll with a heartbeat');
+  const bad = await reader.call('GET', `/vdb/${vdb}/_changes?feed=continuous&heartbeat=soon`);
+  t.same([bad.status, bad.body.error], [400, 'bad_request'], 'heartbeat=soon: 400');
 }

@@ -1,8 +1,7 @@
 // The changes feed: poll, long-poll and CouchDB's continuous feed (`GET|POST /db/:db/_changes`)
 // and server-sent events (`GET /db/:db/_changes/stream`). All wait on the engine's notifier: a
-// write wakes them, nothing polls.
+// write wakes them, nothing polls. The open feeds run in `feed-stream.ts`, a VDB's too.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { once } from 'node:events';
 import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/hlc.js';
 import type { ChangeEntry, ChangeFilter, ChangesOptions, DocEngine } from '../../docdb/engine.js';
 import { changeFilterFrom, checkCouchFilter } from '../../docdb/query/change-filter.js';
@@ -10,7 +9,7 @@ import { withInlineAttachments } from '../../docdb/inline-attachments.js';
 import { conflicts, leaves } from '../../docdb/revtree.js';
 import { LIMITS } from '../../docdb/names.js';
 import { FirkinError } from '../../core/errors.js';
-import { errorInStream } from '../errors.js';
+import { clientGone, parseHeartbeat, serveFeed } from '../feed-stream.js';
 import { HLC_HEADER } from '../hooks/observe.js';
 import { dbParams, existingDb, parseDocIds, parseSince } from './docdb-shared.js';
 import { READ } from '../hooks/auth.js';
@@ -159,24 +158,15 @@ async function withExtras<T extends { results: ChangeEntry[] }>(docs: DocEngine,
   return page;
 }
 
-/**
- * CouchDB's `heartbeat` on `feed=continuous`: milliseconds, or `true` for 60 s. With one the
- * feed runs until the client leaves; without, it ends after `timeout` ms without a change.
- */
-function continuousHeartbeat(raw: string | undefined): number | undefined {
-  if (raw === undefined || raw === 'false') return undefined;
-  if (raw === 'true') return 60_000;
-  const ms = Number(raw);
-  if (!Number.isSafeInteger(ms) || ms < 10 || ms > 3_600_000) throw new FirkinError('bad_request', `heartbeat must be true or a number of milliseconds from 10 to 3600000, got ${JSON.stringify(raw)}`);
-  return ms;
-}
+/** A page as `_changes` answers it (its cursor as text only). */
+const answerPage = ({ results, last_seq }: { results: ChangeEntry[]; last_seq: string }) => ({ results, last_seq });
 
 const extrasOf = (q: ChangesQuery): PageExtras => ({ style: q.style, conflicts: q.conflicts, attachments: q.attachments });
 
 /** `feed=continuous`: the request's options as an open feed. */
 function continuousFeed(options: ChangesOptions, q: ChangesQuery): StreamFeed {
   if (options.descending) throw new FirkinError('bad_request', 'feed=continuous follows new changes forward: descending is not taken with it');
-  const heartbeatMs = continuousHeartbeat(q.heartbeat);
+  const heartbeatMs = parseHeartbeat(q.heartbeat);
   return {
     format: 'continuous',
     since: options.since,
@@ -191,14 +181,7 @@ function continuousFeed(options: ChangesOptions, q: ChangesQuery): StreamFeed {
   };
 }
 
-/** Abort when the client goes away (the response closes before we end it). */
-export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortController {
-  const ac = new AbortController();
-  reply.raw.once('close', () => ac.abort());
-  request.raw.once('aborted', () => ac.abort());
-  return ac;
-}
-
+/** A page of changes; with `feed=longpoll`, waiting up to `timeoutMs` for one when there are none yet. */
 async function read(
   docs: DocEngine,
   db: string,
@@ -206,11 +189,8 @@ async function read(
   feed: 'normal' | 'longpoll',
   timeoutMs: number,
   gone: AbortSignal,
-): Promise<{ results: ChangeEntry[]; last_seq: string }> {
-  if (feed === 'normal') {
-    const page = await docs.changes(db, options);
-    return { results: page.results, last_seq: page.last_seq };
-  }
+): Promise<{ results: ChangeEntry[]; last_seq: string; lastSeq: Hlc }> {
+  if (feed === 'normal') return docs.changes(db, options);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     // Subscribe before reading, so a write landing between the read and the wait still wakes us.
@@ -220,9 +200,7 @@ async function read(
     const woken = docs.waitForChange(db, Math.max(0, deadline - Date.now()), waiter.signal);
     try {
       const page = await docs.changes(db, options);
-      if (page.results.length > 0 || Date.now() >= deadline || gone.aborted || docs.stopping) {
-        return { results: page.results, last_seq: page.last_seq };
-      }
+      if (page.results.length > 0 || Date.now() >= deadline || gone.aborted || docs.stopping) return page;
       await woken;
     } finally {
       waiter.abort();
@@ -249,7 +227,7 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       checkCouchFilter(q.filter, { docIds: options.docIds !== undefined, selector: false });
       if (q.feed === 'continuous') return serveStream(request, reply, db, continuousFeed(options, q));
       const gone = clientGone(request, reply);
-      return withExtras(docs, db, extrasOf(q), await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
+      return answerPage(await withExtras(docs, db, extrasOf(q), await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal)));
     },
   );
 
@@ -272,85 +250,33 @@ export const docdbChangesRoutes: FastifyPluginAsync<ChangesRouteDeps> = async (a
       checkCouchFilter(q.filter, { docIds: options.docIds !== undefined, selector: b.selector !== undefined });
       if (q.feed === 'continuous') return serveStream(request, reply, db, continuousFeed(options, q));
       const gone = clientGone(request, reply);
-      return withExtras(docs, db, extrasOf(q), await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal));
+      return answerPage(await withExtras(docs, db, extrasOf(q), await read(docs, db, options, q.feed ?? 'normal', q.timeout ?? LIMITS.longPollTimeoutMsDefault, gone.signal)));
     },
   );
 
   /**
-   * A feed that stays open: server-sent events (`id:` is the entry's seq, so EventSource
-   * resumes with Last-Event-ID; runs until the client leaves), or CouchDB's continuous feed (a
-   * JSON line per change, an empty line per heartbeat; without a heartbeat it ends after
-   * `idleMs` without a change, and after `limit` changes, with a `{"last_seq"}` line).
+   * A feed that stays open (`feed-stream.ts`): server-sent events (`id:` is the entry's seq, so
+   * EventSource resumes with Last-Event-ID; runs until the client leaves), or CouchDB's
+   * continuous feed.
    */
-  const serveStream = async (request: FastifyRequest, reply: FastifyReply, db: string, feed: StreamFeed) => {
+  const serveStream = (request: FastifyRequest, reply: FastifyReply, db: string, feed: StreamFeed) => {
     const { docIds, includeDocs, filter } = feed;
     const sse = feed.format === 'sse';
     let cursor = feed.since;
-    let lastSeq = hlcToText(cursor ?? { wallMs: 0, logical: 0 });
-    let sent = 0;
-    const gone = clientGone(request, reply);
-    const raw = reply.raw;
-    reply.hijack();
-    const headers: Record<string, string> = {
-      'content-type': sse ? 'text/event-stream; charset=utf-8' : 'application/json; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-      [HLC_HEADER]: hlcToBase64(hlc.now()),
-    };
-    if (request.raw.httpVersionMajor < 2) headers.connection = 'keep-alive';
-    raw.writeHead(200, headers);
-    const write = async (text: string) => {
-      if (gone.signal.aborted) return;
-      if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
-    };
-    /** A continuous feed's last line. */
-    const writeEnd = () => write(`${JSON.stringify({ last_seq: lastSeq })}\n`);
-    if (sse) await write(': stream open\n\n');
-    const heartbeat = feed.heartbeatMs === undefined ? undefined : setInterval(() => void write(sse ? ': heartbeat\n\n' : '\n'), feed.heartbeatMs);
-    const unsubscribe = docs.onClose(() => gone.abort());
-    let idleSince = Date.now();
-    try {
-      while (!gone.signal.aborted) {
-        if (feed.limit !== undefined && sent >= feed.limit) {
-          await writeEnd();
-          break;
-        }
-        const waiter = new AbortController();
-        const stop = () => waiter.abort();
-        gone.signal.addEventListener('abort', stop, { once: true });
-        // A long wait is re-armed in the loop; the timeout only bounds the timer's life.
-        const waitMs = feed.idleMs === undefined ? 60_000 : Math.max(0, idleSince + feed.idleMs - Date.now());
-        const woken = docs.waitForChange(db, waitMs, waiter.signal);
-        try {
-          const limit = feed.limit === undefined ? LIMITS.streamPageSize : Math.min(LIMITS.streamPageSize, feed.limit - sent);
-          const page = await withExtras(docs, db, feed.extras, await docs.changes(db, { since: cursor, limit, descending: false, docIds, includeDocs, filter }));
-          for (const entry of page.results) {
-            await write(sse ? `id: ${entry.seq}\nevent: change\ndata: ${JSON.stringify(entry)}\n\n` : `${JSON.stringify(entry)}\n`);
-          }
-          cursor = page.lastSeq;
-          lastSeq = page.last_seq;
-          sent += page.results.length;
-          if (page.results.length > 0) idleSince = Date.now();
-          const caughtUp = page.results.length < limit;
-          if (caughtUp && feed.idleMs !== undefined && Date.now() - idleSince >= feed.idleMs) {
-            await writeEnd();
-            break;
-          }
-          if (caughtUp && !gone.signal.aborted) await woken;
-        } finally {
-          waiter.abort();
-          gone.signal.removeEventListener('abort', stop);
-        }
-      }
-    } catch (err) {
-      // The database was dropped (or storage closed) under the stream: say so, then end.
-      const body = JSON.stringify({ ...errorInStream(err, request), last_seq: lastSeq });
-      await write(sse ? `event: error\ndata: ${body}\n\n` : `${body}\n`);
-    } finally {
-      clearInterval(heartbeat);
-      unsubscribe();
-      if (!raw.writableEnded) raw.end();
-    }
+    return serveFeed(request, reply, {
+      format: feed.format,
+      heartbeatMs: feed.heartbeatMs,
+      ...(feed.idleMs === undefined ? {} : { idleMs: feed.idleMs }),
+      ...(feed.limit === undefined ? {} : { limit: feed.limit }),
+      lastSeq: hlcToText(cursor ?? { wallMs: 0, logical: 0 }),
+      headers: { [HLC_HEADER]: hlcToBase64(hlc.now()) },
+      next: async (limit, waitMs, signal) => {
+        const page = await withExtras(docs, db, feed.extras, await read(docs, db, { since: cursor, limit, descending: false, docIds, includeDocs, filter }, 'longpoll', waitMs, signal));
+        cursor = page.lastSeq;
+        return { lines: page.results.map((entry) => (sse ? `id: ${entry.seq}\nevent: change\ndata: ${JSON.stringify(entry)}\n\n` : `${JSON.stringify(entry)}\n`)), lastSeq: page.last_seq };
+      },
+      onSourceClose: (stop) => docs.onClose(stop),
+    });
   };
 
   app.get<{ Params: { db: string }; Querystring: { since?: string; include_docs?: boolean; heartbeat?: number; doc_ids?: string; paths?: string[] } }>(

@@ -1,10 +1,8 @@
 // Virtual databases: /vdb and /vdb/:vdb/...
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { once } from 'node:events';
 import { LIMITS } from '../../docdb/names.js';
-import { errorInStream } from '../errors.js';
 import { answerWhenDone } from '../long-answer.js';
-import { clientGone } from './docdb-changes.js';
+import { clientGone, parseHeartbeat, serveFeed } from '../feed-stream.js';
 import { changeFilterFrom, checkCouchFilter } from '../../docdb/query/change-filter.js';
 import { FirkinError } from '../../core/errors.js';
 import { parseDoc } from '../../docdb/doc-input.js';
@@ -87,7 +85,8 @@ interface VdbChangesQuery {
   include_docs?: boolean;
   feed?: 'normal' | 'longpoll' | 'eventsource' | 'continuous';
   timeout?: number;
-  heartbeat?: number;
+  /** Milliseconds, or `true` (60 s). */
+  heartbeat?: string;
   style?: 'main_only' | 'all_docs';
   doc_ids?: string;
   filter?: string;
@@ -101,7 +100,7 @@ const vdbChangesQuery = {
     include_docs: { type: 'boolean' },
     feed: { enum: ['normal', 'longpoll', 'eventsource', 'continuous'] },
     timeout: { type: 'integer', minimum: 0, maximum: LIMITS.longPollTimeoutMsMax },
-    heartbeat: { type: 'integer', minimum: 10, maximum: 3_600_000 },
+    heartbeat: { type: 'string' },
     style: { enum: ['main_only', 'all_docs'] },
     doc_ids: { type: 'string' },
     filter: { type: 'string' },
@@ -309,53 +308,28 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     // without a change, and after `limit` changes, with a `{"last_seq"}` line).
     const continuous = q.feed === 'continuous';
     const total = continuous ? (body.limit ?? q.limit) : undefined;
-    const idleMs = continuous && q.heartbeat === undefined ? (q.timeout ?? LIMITS.longPollTimeoutMsDefault) : undefined;
+    const heartbeat = parseHeartbeat(q.heartbeat);
     const couch = continuous ? { allLeaves: q.style === 'all_docs', cursorSeqs: true } : {};
-    const pageSize = (sent: number) => (total === undefined ? LIMITS.streamPageSize : Math.min(LIMITS.streamPageSize, total - sent));
     const feed = vdbs();
     // The first page answers errors (unknown VDB, bad since) as a plain HTTP error.
-    let page = await feed.changes(name, { since, limit: pageSize(0), includeDocs, ...couch, ...filters });
-    const gone = clientGone(r, reply);
-    const raw = reply.raw;
-    reply.hijack();
-    raw.writeHead(200, {
-      'content-type': continuous ? 'application/json; charset=utf-8' : 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-      ...(r.raw.httpVersionMajor < 2 ? { connection: 'keep-alive' } : {}),
-    });
-    const write = async (text: string) => {
-      if (gone.signal.aborted) return;
-      if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);
-    };
-    if (!continuous) await write(': stream open\n\n');
-    const every = q.heartbeat ?? (continuous ? undefined : heartbeatMs);
-    const heartbeat = every === undefined ? undefined : setInterval(() => void write(continuous ? '\n' : ': heartbeat\n\n'), every);
-    let cursor = page.last_seq;
-    let sent = 0;
-    let idleSince = Date.now();
-    try {
-      while (!gone.signal.aborted) {
-        const changes = page.changes;
-        for (const [i, c] of changes.entries()) {
-          await write(continuous ? `${JSON.stringify(couchChange(c))}\n` : `${i === changes.length - 1 ? `id: ${cursor}\n` : ''}event: change\ndata: ${JSON.stringify(c)}\n\n`);
-        }
-        sent += changes.length;
-        if (changes.length > 0) idleSince = Date.now();
-        if (total !== undefined && sent >= total) break;
-        if (idleMs !== undefined && changes.length === 0 && Date.now() - idleSince >= idleMs) break;
-        const waitMs = idleMs === undefined ? 30_000 : Math.max(0, idleSince + idleMs - Date.now());
-        page = await feed.changes(name, { since: cursor, limit: pageSize(sent), includeDocs, longpoll: { timeoutMs: waitMs, signal: gone.signal }, ...couch, ...filters });
+    let first: VdbChangesPage | undefined = await feed.changes(name, { since, limit: total === undefined ? LIMITS.streamPageSize : Math.min(LIMITS.streamPageSize, total), includeDocs, ...couch, ...filters });
+    let cursor = first.last_seq;
+    await serveFeed(r, reply, {
+      format: continuous ? 'continuous' : 'sse',
+      heartbeatMs: continuous ? heartbeat : (heartbeat ?? heartbeatMs),
+      // CouchDB: a heartbeat keeps a continuous feed open; without one it ends after `timeout` idle.
+      ...(continuous && heartbeat === undefined ? { idleMs: q.timeout ?? LIMITS.longPollTimeoutMsDefault } : {}),
+      ...(total === undefined ? {} : { limit: total }),
+      lastSeq: cursor,
+      next: async (limit, waitMs, signal) => {
+        const page = first ?? (await feed.changes(name, { since: cursor, limit, includeDocs, longpoll: { timeoutMs: waitMs, signal }, ...couch, ...filters }));
+        first = undefined;
         cursor = page.last_seq;
-      }
-      if (continuous) await write(`${JSON.stringify({ last_seq: cursor })}\n`);
-    } catch (err) {
-      const body = JSON.stringify({ ...errorInStream(err, r), last_seq: cursor });
-      await write(continuous ? `${body}\n` : `event: error\ndata: ${body}\n\n`);
-    } finally {
-      clearInterval(heartbeat);
-      if (!raw.writableEnded) raw.end();
-    }
+        // Each SSE page's last event carries the feed's cursor as its `id`: EventSource resumes from it.
+        const last = page.changes.length - 1;
+        return { lines: page.changes.map((c, i) => (continuous ? `${JSON.stringify(couchChange(c))}\n` : `${i === last ? `id: ${cursor}\n` : ''}event: change\ndata: ${JSON.stringify(c)}\n\n`)), lastSeq: cursor };
+      },
+    });
   };
   app.get<{ Params: { vdb: string }; Querystring: VdbChangesQuery }>('/vdb/:vdb/_changes', { schema: { params: vdbParams, querystring: vdbChangesQuery }, config: scoped }, (r, reply) =>
     changesAnswer(r, reply, {}),
