@@ -7,8 +7,8 @@ import { NEMESIS_KINDS, type NemesisKind, isNemesisKind } from './nemesis/schedu
  * collection written and read as registers (linearizability). set: documents added and
  * deleted, then every node's view of the whole set after healing. cas: a few documents of a
  * clustered VDB and as many `_local` documents (replication checkpoints), read and updated by
- * compare-and-set on their revision (linearizability); with `--rebalance true` its shards are
- * split and merged all along.
+ * compare-and-set on their revision (linearizability). `--rebalance true` splits and merges the
+ * VDB's shards (cas), or reshards the collection (register, set), all along.
  */
 export const WORKLOADS = ['keys', 'register', 'set', 'cas'] as const;
 export type Workload = (typeof WORKLOADS)[number];
@@ -30,7 +30,7 @@ export interface ChaosOptions {
   broken?: BrokenFixture;
   /** Each phase's hard bound times this (default 1; a test shrinks it to see a bound fire). */
   boundScale: number;
-  /** cas only: split and merge the VDB's shards all along, one job at a time (default false). */
+  /** Split and merge the cas VDB's shards, or reshard the register and set workloads' collection, all along, one job at a time (default false). */
   rebalance: boolean;
 }
 
@@ -122,6 +122,6 @@ export function parseChaosArgs(argv: readonly string[]): ChaosOptions {
         throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --rebalance --out --converge-seconds --broken --bound-scale)`);
     }
   }
-  if (o.rebalance && o.workload !== 'cas') throw new OptionError(`--rebalance splits and merges the cas workload's VDB: it needs --workload cas, got ${o.workload}`);
+  if (o.rebalance && o.workload === 'keys') throw new OptionError('--rebalance splits and merges the cas workload\'s VDB or reshards the register and set workloads\' collection: the keys workload has neither');
   return o;
 }

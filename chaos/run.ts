@@ -500,41 +500,77 @@ async function finalCasReads(nodes: NodeProc[], rec: Recorder, minutes: number):
 const REBALANCE_TIMEOUT_MS = 90_000;
 
 /**
- * `--rebalance`: split and merge the cas VDB's shards all along, one job at a time, through a
- * random node: at 2 shards a split, at 4 a merge of two adjacent shards,
- * between either (seeded). Every 4 to 10 s after the last answer; none started in the run's
- * last 30 s. Returns what the requests answered, by kind and status.
+ * `--rebalance`: through a random node every 4 to 10 s after the last answer (none started in
+ * the run's last 30 s), `step` asks for one job and says what it was answered (undefined:
+ * nothing asked). Returns the answers counted, by kind and status.
  */
-async function rebalanceLoop(nodes: NodeProc[], untilMs: number, rec: Recorder, rand: SeededRand): Promise<Map<string, number>> {
+async function rebalanceLoop(nodes: NodeProc[], untilMs: number, rec: Recorder, rand: SeededRand, step: (n: NodeProc) => Promise<string | undefined>): Promise<Map<string, number>> {
   const answers = new Map<string, number>();
-  const count = (what: string) => answers.set(what, (answers.get(what) ?? 0) + 1);
   for (;;) {
     await new Promise((r) => setTimeout(r, 4_000 + rand.int(6_000)));
     if (rec.now() > untilMs - 30_000) return answers;
-    const n = nodes[rand.int(nodes.length)]!;
-    const shards = await call(n.url, 'GET', `/vdb/${DATA}/_shards`);
-    if (shards?.status !== 200) {
-      count(`_shards ${shards?.status ?? 'timeout'}`);
-      continue;
-    }
-    const ranges = (shards.body.ranges as { shard_id: number; start_hash: number }[]).sort((a, b) => a.start_hash - b.start_hash);
-    const split = ranges.length <= 2 || (ranges.length < 4 && rand.int(2) === 0);
-    const startedMs = rec.now();
-    let r: Awaited<ReturnType<typeof call>>;
-    let what: string;
-    if (split) {
-      const shard = ranges[rand.int(ranges.length)]!.shard_id;
-      what = `split of shard ${shard}`;
-      r = await call(n.url, 'POST', `/vdb/${DATA}/_shards/${shard}/_split`, { body: {}, timeoutMs: REBALANCE_TIMEOUT_MS });
-    } else {
-      const i = rand.int(ranges.length - 1);
-      const [into, from] = [ranges[i]!.shard_id, ranges[i + 1]!.shard_id];
-      what = `merge of shard ${from} into ${into}`;
-      r = await call(n.url, 'POST', `/vdb/${DATA}/_shards/${from}/_merge`, { body: { target_shard: into }, timeoutMs: REBALANCE_TIMEOUT_MS });
-    }
-    count(`${split ? 'split' : 'merge'} ${r?.status ?? 'timeout'}`);
-    log(`chaos: ${String(rec.now()).padStart(7)} ms  ${what} through ${n.name}: ${r?.status ?? 'no answer'} after ${rec.now() - startedMs} ms${r !== undefined && r.status !== 200 ? ` ${JSON.stringify(r.body).slice(0, 200)}` : ''}`);
+    const answer = await step(nodes[rand.int(nodes.length)]!);
+    if (answer !== undefined) answers.set(answer, (answers.get(answer) ?? 0) + 1);
   }
+}
+
+/**
+ * cas: split or merge the VDB's shards, one job at a time: at 2 shards a split, at 4 a merge
+ * of two adjacent shards, between either (seeded). The request answers when the job ends.
+ */
+async function splitOrMerge(n: NodeProc, rec: Recorder, rand: SeededRand): Promise<string> {
+  const shards = await call(n.url, 'GET', `/vdb/${DATA}/_shards`);
+  if (shards?.status !== 200) return `_shards ${shards?.status ?? 'timeout'}`;
+  const ranges = (shards.body.ranges as { shard_id: number; start_hash: number }[]).sort((a, b) => a.start_hash - b.start_hash);
+  const split = ranges.length <= 2 || (ranges.length < 4 && rand.int(2) === 0);
+  const startedMs = rec.now();
+  let r: Awaited<ReturnType<typeof call>>;
+  let what: string;
+  if (split) {
+    const shard = ranges[rand.int(ranges.length)]!.shard_id;
+    what = `split of shard ${shard}`;
+    r = await call(n.url, 'POST', `/vdb/${DATA}/_shards/${shard}/_split`, { body: {}, timeoutMs: REBALANCE_TIMEOUT_MS });
+  } else {
+    const i = rand.int(ranges.length - 1);
+    const [into, from] = [ranges[i]!.shard_id, ranges[i + 1]!.shard_id];
+    what = `merge of shard ${from} into ${into}`;
+    r = await call(n.url, 'POST', `/vdb/${DATA}/_shards/${from}/_merge`, { body: { target_shard: into }, timeoutMs: REBALANCE_TIMEOUT_MS });
+  }
+  log(`chaos: ${String(rec.now()).padStart(7)} ms  ${what} through ${n.name}: ${r?.status ?? 'no answer'} after ${rec.now() - startedMs} ms${r !== undefined && r.status !== 200 ? ` ${JSON.stringify(r.body).slice(0, 200)}` : ''}`);
+  return `${split ? 'split' : 'merge'} ${r?.status ?? 'timeout'}`;
+}
+
+/**
+ * register, set: reshard the collection to a count from 2 to 5 other than its own, one job at a
+ * time (the request answers at once; the job runs on the metadata leader).
+ */
+async function reshard(n: NodeProc, rec: Recorder, rand: SeededRand): Promise<string | undefined> {
+  const job = await call(n.url, 'GET', `/vectordb/collections/${DATA}/reshard`);
+  if (job?.status === 200 && !['done', 'failed', 'cancelled'].includes(job.body.state as string)) return undefined; // one at a time
+  if (job?.status === 200 && job.body.state === 'failed') log(`chaos: ${String(rec.now()).padStart(7)} ms  the last reshard failed: ${JSON.stringify(job.body.last_error).slice(0, 300)}`);
+  const info = await call(n.url, 'GET', `/vectordb/collections/${DATA}`);
+  const current = info?.body?.num_shards as number | undefined;
+  if (info?.status !== 200 || current === undefined) return `collection info ${info?.status ?? 'timeout'}`;
+  const counts = [2, 3, 4, 5].filter((c) => c !== current);
+  const to = counts[rand.int(counts.length)]!;
+  const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/reshard`, { body: { num_shards: to } });
+  log(`chaos: ${String(rec.now()).padStart(7)} ms  reshard ${current} -> ${to} through ${n.name}: ${r?.status ?? 'no answer'}${r !== undefined && r.status !== 200 ? ` ${JSON.stringify(r.body).slice(0, 200)}` : ''}`);
+  return `reshard ${r?.status ?? 'timeout'}`;
+}
+
+/** After healing: wait until no split, merge or reshard job is running (they resume after the faults). */
+async function jobsEnded(nodes: NodeProc[], timeoutMs: number): Promise<void> {
+  const running = async () => {
+    for (const n of nodes) {
+      const r = await call(n.url, 'GET', '/_cluster/jobs');
+      if (r?.status !== 200) continue;
+      return (r.body.jobs as { id: string; step: string }[]).filter((j) => !['done', 'failed', 'cancelled'].includes(j.step));
+    }
+    return undefined;
+  };
+  await waitFor(async () => ((await running())?.length === 0 ? true : undefined), { timeoutMs, intervalMs: 250, what: 'the rebalance jobs to end' }).catch(async () => {
+    log(`chaos: jobs still running after ${timeoutMs / 1000} s: ${JSON.stringify(await running()).slice(0, 500)}`);
+  });
 }
 
 async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
@@ -700,13 +736,14 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     let keys = new Map<string, string>();
     let attempted: string[] = [];
     let rebalanceAnswers = new Map<string, number>();
+    // `--rebalance`: split and merge the cas VDB, or reshard the collection, all along.
+    const rebalanceRand = new SeededRand(o.seed + 2);
+    const rebalancing = o.rebalance ? rebalanceLoop(nodes, durationMs, rec, rebalanceRand, (n) => (o.workload === 'cas' ? splitOrMerge(n, rec, rebalanceRand) : reshard(n, rec, rebalanceRand))) : undefined;
     if (o.workload === 'keys') keys = await keysWorkload(nodes, o, rec, durationMs, rand);
     else if (o.workload === 'register') await registerWorkload(nodes, o, rec, durationMs, rand);
-    else if (o.workload === 'cas') {
-      const rebalancing = o.rebalance ? rebalanceLoop(nodes, durationMs, rec, new SeededRand(o.seed + 2)) : undefined;
-      await casWorkload(nodes, o, rec, durationMs, rand);
-      rebalanceAnswers = (await rebalancing) ?? rebalanceAnswers;
-    } else attempted = await setWorkload(nodes, o, rec, durationMs, rand);
+    else if (o.workload === 'cas') await casWorkload(nodes, o, rec, durationMs, rand);
+    else attempted = await setWorkload(nodes, o, rec, durationMs, rand);
+    rebalanceAnswers = (await rebalancing) ?? rebalanceAnswers;
     await nemesis;
 
     // Heal everything, then require convergence: same leader, same metadata at the same index.
@@ -716,6 +753,10 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       if (n.paused && n.proc !== undefined) resume(n.proc);
       n.paused = false;
       if (n.proc === undefined) await startNode(n);
+    }
+    if (o.rebalance) {
+      phase('the rebalance jobs ending', 150_000);
+      await jobsEnded(nodes, 120_000);
     }
     log('chaos: healed; waiting for convergence');
     phase('convergence', o.convergeSeconds * 1000 + 30_000);
@@ -760,7 +801,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const ops = o.workload === 'keys' ? rec.ops.filter((op) => op.kind !== 'final').length : o.workload === 'register' || o.workload === 'cas' ? rec.registers.filter((op) => op.process?.startsWith('final-') !== true).length : rec.set.filter((op) => !(op.kind === 'read' && op.final === true)).length;
     const leaderTransfers = nodes.reduce((sum, n) => sum + n.leaderTransfers, 0);
     log(`chaos: ${leaderTransfers} shard leadership transfers to balance leaders`);
-    if (o.rebalance) log(`chaos: splits and merges answered: ${[...rebalanceAnswers].map(([k, v]) => `${k} x${v}`).join(', ') || 'none asked'}`);
+    if (o.rebalance) log(`chaos: ${o.workload === 'cas' ? 'splits and merges' : 'reshards'} answered: ${[...rebalanceAnswers].map(([k, v]) => `${k} x${v}`).join(', ') || 'none asked'}`);
     const report = {
       options: o,
       faults,

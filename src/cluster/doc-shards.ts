@@ -27,7 +27,7 @@ import { type MergedFind, mergeFind } from '../docdb/vdb/merge.js';
 import { type ListingShards, type ShardAllDocsRange, byRoute, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
 import { type BulkGetRequest, type BulkGetResult, bulkGet, diffByRoute, leafRevs } from '../docdb/replication/bulk-get.js';
 import type { RevsDiff } from '../docdb/replication/endpoints.js';
-import { checkLocalId, localWrite, parseLocalRev } from '../docdb/replication/local-docs.js';
+import { checkLocalId, collectLocals, localWrite, parseLocalRev } from '../docdb/replication/local-docs.js';
 import { statsOf } from '../docdb/query/stats.js';
 import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { parseFind } from '../docdb/query/parse.js';
@@ -87,7 +87,7 @@ type ReadRequest =
   | { op: 'bget'; e: BulkGetRequest[]; revs: boolean; atts: boolean }
   | { op: 'lget'; id: string }
   /** The `_local` documents routed into `m` as stored, after id `after` (cluster protocol 4: a split's or merge's carry). */
-  | { op: 'locals'; m: [number, number]; h: HashFunction; after?: string }
+  | { op: 'locals'; m: [number, number]; h: HashFunction; after?: string; o?: boolean }
   /** Every leaf revision of each id with its history and attachment bytes (a rebalance's copy). */
   | { op: 'revs'; ids: string[] }
   | { op: 'info' }
@@ -457,7 +457,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         if (!fsm.owns(localRouteId(q.id))) throw fenced();
         return { d: (await fsm.local(q.id)) ?? null };
       case 'locals': {
-        // Whatever the shard owns now: the coordinator reads the moving range after its fence.
+        // `o`: a listing's read, of the router's range, which the shard must own; without it,
+        // the coordinator's read of the moving range after its fence, whatever the shard owns.
+        if (q.o === true && !fsm.ownsRange(q.h, q.m)) throw fenced();
         const page = await fsm.localsPage(q.h, q.m, q.after, LOCALS_PAGE_BYTES);
         return { l: page.entries, more: page.more };
       }
@@ -994,6 +996,25 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     checkLocalId(id);
     const reply = await this.#onMap(name, (v) => this.#readShard(v.shards[this.#route(v, localRouteId(id))]!, { op: 'lget', id }));
     return (reply.d as Record<string, unknown> | null) ?? undefined;
+  }
+
+  /** Each shard's `_local` documents of its range on this node's map, from its leader, page by page (cluster protocol 4). */
+  async localDocs(name: string): Promise<[string, Uint8Array][]> {
+    requireProtocol(this.#o.member.liveNodes(), 4, `_local_docs on VDB ${JSON.stringify(name)}`);
+    return this.#onMap(name, async (v) => {
+      const out: [string, Uint8Array][] = [];
+      for (const { shard: s } of live(v)) {
+        let after: string | undefined;
+        for (;;) {
+          const page = await this.#readShard(s, { op: 'locals', m: [s.range[0], s.range[1]], h: v.config.hashFunction, o: true, ...(after === undefined ? {} : { after }) });
+          const entries = page.l as [string, Uint8Array][];
+          await collectLocals(entries, out);
+          if (page.more !== true || entries.length === 0) break;
+          after = entries[entries.length - 1]![0];
+        }
+      }
+      return out;
+    });
   }
 
   putLocal(name: string, id: string, body: unknown, rev: string | undefined): Promise<LocalWriteResult> {

@@ -14,7 +14,7 @@ import type { NodeRecord } from './meta-state.js';
  * 3: CouchDB's replication protocol on a VDB (a shard's `rdiff`, `bget`, `lget` reads, leaves
  * in its `changes`, and `local` log entries, which an older replica cannot decode).
  * 4: a VDB split or merge carries the moving range's `_local` documents (a shard's `locals`
- * read and `locals` log entries).
+ * read and `locals` log entries), and a VDB's `_local_docs` (the same read).
  * A record without one is from a build before protocols: 0.
  */
 export const PROTOCOL = 4;

@@ -1,5 +1,6 @@
 // Names and limits of the document database, checked at the door.
 import { FirkinError } from '../core/errors.js';
+import { compareStrings } from '../core/keys.js';
 
 export const LIMITS = {
   dbNameChars: 63,
@@ -64,7 +65,8 @@ export function checkAttachmentName(name: string): string {
   return name;
 }
 
-export interface DbNamePage {
+/** A page of a key range: CouchDB's `startkey`, `endkey`, `inclusive_end`, `descending`, `skip`, `limit`. */
+export interface KeyPage {
   startkey?: string;
   endkey?: string;
   descending: boolean;
@@ -74,20 +76,20 @@ export interface DbNamePage {
 }
 
 /**
- * CouchDB's `_all_dbs` over a list of names (pure): by name, walked backwards when
- * `descending` (then `startkey` is the high end, as in CouchDB), from `startkey` to `endkey`,
- * then `skip` and `limit`.
+ * CouchDB's range over a list of keys (pure; `_all_dbs` over names, `_local_docs` over ids): in
+ * code point order, walked backwards when `descending` (then `startkey` is the high end, as in
+ * CouchDB), from `startkey` to `endkey`, then `skip` and `limit`.
  */
-export function pageDbNames(names: readonly string[], page: DbNamePage): string[] {
-  const sorted = [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+export function pageKeys(keys: readonly string[], page: KeyPage): string[] {
+  const sorted = [...keys].sort(compareStrings);
   if (page.descending) sorted.reverse();
   // Before the start or past the end, in the walk's direction.
-  const before = (name: string) => page.startkey !== undefined && (page.descending ? name > page.startkey : name < page.startkey);
-  const past = (name: string) => {
+  const before = (key: string) => page.startkey !== undefined && (page.descending ? compareStrings(key, page.startkey) > 0 : compareStrings(key, page.startkey) < 0);
+  const past = (key: string) => {
     if (page.endkey === undefined) return false;
-    if (name === page.endkey) return !page.inclusiveEnd;
-    return page.descending ? name < page.endkey : name > page.endkey;
+    if (key === page.endkey) return !page.inclusiveEnd;
+    return page.descending ? compareStrings(key, page.endkey) < 0 : compareStrings(key, page.endkey) > 0;
   };
-  const inRange = sorted.filter((name) => !before(name) && !past(name));
+  const inRange = sorted.filter((key) => !before(key) && !past(key));
   return inRange.slice(page.skip, page.limit === undefined ? undefined : page.skip + page.limit);
 }

@@ -12,7 +12,8 @@ t.test('workloads and bad values', (t) => {
   t.equal(parseChaosArgs(['--bound-scale', '0.005']).boundScale, 0.005);
   t.throws(() => parseChaosArgs(['--bound-scale', '2']), /--bound-scale must be a number from 0.0001 to 1/);
   t.equal(parseChaosArgs(['--workload', 'cas', '--rebalance', 'true']).rebalance, true);
-  t.throws(() => parseChaosArgs(['--rebalance', 'true']), new OptionError("--rebalance splits and merges the cas workload's VDB: it needs --workload cas, got keys"));
+  t.equal(parseChaosArgs(['--workload', 'set', '--rebalance', 'true']).rebalance, true);
+  t.throws(() => parseChaosArgs(['--rebalance', 'true']), new OptionError("--rebalance splits and merges the cas workload's VDB or reshards the register and set workloads' collection: the keys workload has neither"));
   t.throws(() => parseChaosArgs(['--workload', 'cas', '--rebalance', 'yes']), /--rebalance must be true or false/);
   t.end();
 });

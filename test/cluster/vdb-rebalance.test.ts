@@ -251,6 +251,9 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   const heldLocals = [...converged.values()].reduce((n, rs) => n + (rs[0]!.local_docs ?? 0), 0);
   t.equal(heldLocals, cps.length + 1, 'and each _local document once (the split source dropped the ones it gave away)');
   for (const id of cps) t.same((await cluster.request(nodes[id.length % 3]!, 'GET', `/vdb/rb/_local/${id}`)).body, { seq: 2, _id: `_local/${id}`, _rev: '0-2' }, `${id} moved with its revision`);
+  const listed = await cluster.request('n3', 'GET', '/vdb/rb/_local_docs?include_docs=true');
+  t.same(listed.body.rows.map((r: { key: string }) => r.key), [...cps, 'checkpoint'].map((id) => `_local/${id}`).sort(), '_local_docs lists every checkpoint once, in id order, from the shards that own them');
+  t.match(listed.body.rows.find((r: { key: string }) => r.key === '_local/checkpoint').doc, { n: lastCheckpoint });
   const jobs = (await cluster.request('n2', 'GET', '/_cluster/jobs')).body.jobs as { kind: string; step: string }[];
   t.ok(jobs.filter((j) => j.kind === 'vdb-rebalance').every((j) => j.step === 'done'), 'the jobs are done');
 });

@@ -86,6 +86,9 @@ t.test('a member on another version is shown and makes /health degraded until it
     const refused = await a.request(method, path, body === undefined ? {} : { body });
     t.same([refused.status, refused.body.message], [503, `${/_local/.test(path) ? '_local documents' : path.includes('_changes') ? '_changes?style=all_docs' : '_revs_diff'} on VDB "v" needs every member on cluster protocol 3 or later; b (0.0.1-old) runs an older Firkin: finish the rolling upgrade`], `${method} ${path}: 503 while b is behind`);
   }
+  // Protocol 4: the listing of a VDB's `_local` documents (a shard's `locals` read).
+  const listing = await a.request('GET', '/vdb/v/_local_docs');
+  t.same([listing.status, listing.body.message], [503, '_local_docs on VDB "v" needs every member on cluster protocol 4 or later; b (0.0.1-old) runs an older Firkin: finish the rolling upgrade'], '_local_docs: 503 while b is behind');
 
   // The upgrade: b restarts on this build, and its record follows.
   await b.close();
@@ -97,6 +100,7 @@ t.test('a member on another version is shown and makes /health degraded until it
   t.equal(listed.status, 200, 'once every member speaks it, the listing answers');
   t.same(listed.body.rows.map((r: { id: string }) => r.id), ['doc']);
   t.equal((await b.request('PUT', '/vdb/v/_local/cp', { body: { seq: 1 } })).status, 201, 'and a _local write is taken');
+  t.same((await a.request('GET', '/vdb/v/_local_docs')).body.rows, [{ id: '_local/cp', key: '_local/cp', value: { rev: '0-1' } }], 'and listed');
 });
 
 t.test('every metadata command type is read by this build, and by the protocol it names', async (t) => {

@@ -1,8 +1,10 @@
-// CouchDB's `_all_dbs`: the pure page (`pageDbNames`) and the route, which lists only the
-// databases the key may read.
+// CouchDB's key ranges over a list (`pageKeys`: `_all_dbs` over names, `_local_docs` over
+// ids), checked against the document engine's `_all_docs` range, and the `_all_dbs` route,
+// which lists only the databases the key may read.
 import fc from 'fast-check';
 import t from 'tap';
-import { pageDbNames } from '../../src/docdb/names.js';
+import { pageKeys } from '../../src/docdb/names.js';
+import { tempDocEngine } from '../support/doc-engine.js';
 import { fcParams } from '../support/fc.js';
 import { request, startTestNode } from '../support/node.js';
 
@@ -10,14 +12,14 @@ const all = { descending: false, inclusiveEnd: true, skip: 0 };
 
 t.test('examples', (t) => {
   const names = ['c', 'a', 'e', 'b', 'd'];
-  t.same(pageDbNames(names, all), ['a', 'b', 'c', 'd', 'e'], 'by name');
-  t.same(pageDbNames(names, { ...all, descending: true }), ['e', 'd', 'c', 'b', 'a']);
-  t.same(pageDbNames(names, { ...all, startkey: 'b', endkey: 'd' }), ['b', 'c', 'd']);
-  t.same(pageDbNames(names, { ...all, startkey: 'b', endkey: 'd', inclusiveEnd: false }), ['b', 'c']);
-  t.same(pageDbNames(names, { ...all, descending: true, startkey: 'd', endkey: 'b' }), ['d', 'c', 'b'], 'descending: startkey is the high end');
-  t.same(pageDbNames(names, { ...all, startkey: 'bb', skip: 1, limit: 2 }), ['d', 'e']);
-  t.same(pageDbNames(names, { ...all, startkey: 'd', endkey: 'b' }), [], 'bounds the wrong way round: nothing');
-  t.same(pageDbNames(names, { ...all, limit: 0 }), []);
+  t.same(pageKeys(names, all), ['a', 'b', 'c', 'd', 'e'], 'by name');
+  t.same(pageKeys(names, { ...all, descending: true }), ['e', 'd', 'c', 'b', 'a']);
+  t.same(pageKeys(names, { ...all, startkey: 'b', endkey: 'd' }), ['b', 'c', 'd']);
+  t.same(pageKeys(names, { ...all, startkey: 'b', endkey: 'd', inclusiveEnd: false }), ['b', 'c']);
+  t.same(pageKeys(names, { ...all, descending: true, startkey: 'd', endkey: 'b' }), ['d', 'c', 'b'], 'descending: startkey is the high end');
+  t.same(pageKeys(names, { ...all, startkey: 'bb', skip: 1, limit: 2 }), ['d', 'e']);
+  t.same(pageKeys(names, { ...all, startkey: 'd', endkey: 'b' }), [], 'bounds the wrong way round: nothing');
+  t.same(pageKeys(names, { ...all, limit: 0 }), []);
   t.end();
 });
 
@@ -27,16 +29,36 @@ const arbKey = fc.option(fc.stringMatching(/^[a-d]{1,3}$/), { nil: undefined });
 t.test('property: descending is the ascending page of the swapped bounds, reversed; a page is a run of the walk', (t) => {
   fc.assert(
     fc.property(arbNames, arbKey, arbKey, fc.boolean(), fc.nat(5), fc.option(fc.nat(5), { nil: undefined }), (names, lo, hi, inclusiveEnd, skip, limit) => {
-      const up = pageDbNames(names, { startkey: lo, endkey: hi, descending: false, inclusiveEnd: true, skip: 0 });
-      const down = pageDbNames(names, { startkey: hi, endkey: lo, descending: true, inclusiveEnd: true, skip: 0 });
+      const up = pageKeys(names, { startkey: lo, endkey: hi, descending: false, inclusiveEnd: true, skip: 0 });
+      const down = pageKeys(names, { startkey: hi, endkey: lo, descending: true, inclusiveEnd: true, skip: 0 });
       if (JSON.stringify(down) !== JSON.stringify([...up].reverse())) return false;
-      const walk = pageDbNames(names, { startkey: lo, endkey: hi, descending: false, inclusiveEnd, skip: 0 });
-      const page = pageDbNames(names, { startkey: lo, endkey: hi, descending: false, inclusiveEnd, skip, limit });
+      const walk = pageKeys(names, { startkey: lo, endkey: hi, descending: false, inclusiveEnd, skip: 0 });
+      const page = pageKeys(names, { startkey: lo, endkey: hi, descending: false, inclusiveEnd, skip, limit });
       return JSON.stringify(page) === JSON.stringify(walk.slice(skip, limit === undefined ? undefined : skip + limit));
     }),
     fcParams(),
   );
   t.end();
+});
+
+t.test("property: a page of the list is the page the engine's _all_docs reads from its key range", async (t) => {
+  const { docs } = await tempDocEngine(t, { prefix: 'firkin-pagekeys-' });
+  // Code points either side of the surrogates and an astral one: code point order, not UTF-16's.
+  const char = fc.constantFrom('a', 'b', 'z', 'é', '\uffef', '𝄞');
+  const id = fc.array(char, { minLength: 1, maxLength: 3 }).map((cs) => cs.join(''));
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.uniqueArray(id, { maxLength: 10 }), fc.option(id, { nil: undefined }), fc.option(id, { nil: undefined }), fc.boolean(), fc.boolean(), fc.nat(4), fc.option(fc.nat(6), { nil: undefined }), async (ids, startkey, endkey, descending, inclusiveEnd, skip, limit) => {
+      const db = `k${run++}`;
+      await docs.createDb(db);
+      await docs.bulkDocs(db, ids.map((i) => ({ _id: i })), true, () => 'unused');
+      const page = { startkey, endkey, descending, inclusiveEnd, skip, limit };
+      const read: string[] = [];
+      for await (const row of docs.allDocs(db, { ...page, includeDocs: false })) read.push(row.id!);
+      return JSON.stringify(pageKeys(ids, page)) === JSON.stringify(read);
+    }),
+    fcParams(100),
+  );
 });
 
 t.test('GET /_all_dbs and /db/_all_dbs: the databases the key may read', async (t) => {

@@ -1,14 +1,10 @@
 // Older revision bodies: kept when a leaf gets a child, served by ?rev=, _bulk_get and after
 // a restart, carried by replication, and dropped by POST /db/:db/_compact or the automatic
 // pass (SERVICE_COMPACT_AFTER_WRITES). Leaf bodies (conflicts, tombstones) always stay.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import t from 'tap';
-import { HybridClock, systemClock } from '../../src/core/hlc.js';
-import { DocEngine, leftOlderBody } from '../../src/docdb/engine.js';
-import { Store } from '../../src/storage/db.js';
+import { tempDocEngine } from '../support/doc-engine.js';
+import { leftOlderBody } from '../../src/docdb/engine.js';
 import { compactAndWait as compacted, until } from '../support/compact.js';
 import { type TestNode, startTestNode } from '../support/node.js';
 
@@ -146,16 +142,9 @@ t.test('_compact is for admins and needs the database', async (t) => {
 });
 
 t.test('new documents alone never start the automatic pass (nothing to drop); updates do', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'firkin-autocompact-'));
-  const store = await Store.open(dir);
   const started: string[] = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void (JSON.parse(line).msg === 'compaction started' && started.push(line)) });
-  const docs = await DocEngine.open({ store, hlc: new HybridClock(systemClock), log, clock: systemClock, revsLimit: 1000, compactAfterWrites: 4 });
-  t.teardown(async () => {
-    await docs.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { docs } = await tempDocEngine(t, { prefix: 'firkin-autocompact-', log, compactAfterWrites: 4 });
   await docs.createDb('fresh');
   const created = (await docs.bulkDocs('fresh', Array.from({ length: 20 }, (_, i) => ({ _id: `d${i}`, n: i })), true, () => 'unused')).map((r) => (r.ok ? r.rev : ''));
   for (let i = 0; i < 10; i++) await docs.bulkDocs('fresh', [{ _id: `single${i}` }], true, () => 'unused');

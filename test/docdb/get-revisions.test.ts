@@ -4,17 +4,12 @@
 // nothing where getDoc answers not_found: over random histories of local edits, conflicting
 // replicated branches, deletions (several edits of one document in one write group) and
 // compactions.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import pino from 'pino';
 import t from 'tap';
-import { HybridClock, systemClock } from '../../src/core/hlc.js';
+import { tempDocEngine } from '../support/doc-engine.js';
 import { isFirkinError } from '../../src/core/errors.js';
 import { DocEngine } from '../../src/docdb/engine.js';
-import { Store } from '../../src/storage/db.js';
 
 const IDS = ['a', 'b', 'c'];
 
@@ -41,14 +36,7 @@ async function getDocOrUndefined(docs: DocEngine, db: string, id: string, rev: s
 }
 
 t.test('getRevisions equals getDoc({ rev, revs: true }) for every wanted revision', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'firkin-getrevs-'));
-  const store = await Store.open(dir);
-  const docs = await DocEngine.open({ store, hlc: new HybridClock(systemClock), log: pino({ level: 'silent' }), clock: systemClock, revsLimit: 1000, compactAfterWrites: 0 });
-  t.teardown(async () => {
-    await docs.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { docs } = await tempDocEngine(t, { prefix: 'firkin-getrevs-' });
   let run = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(fc.array(step, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 }), fc.array(fc.nat(), { maxLength: 12 }), async (groups, picks) => {

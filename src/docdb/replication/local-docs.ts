@@ -5,6 +5,7 @@
 import { decodeCbor, encodeCbor } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../../core/keys.js';
+import { pageKeys } from '../names.js';
 import type { Store } from '../../storage/db.js';
 
 
@@ -79,6 +80,52 @@ export function localDelete(id: string, current: Uint8Array | undefined, rev: un
   const given = parseLocalRev(rev);
   const currentRev = (decodeCbor(current) as Stored).r;
   if (given !== undefined && given !== currentRev) throw new FirkinError('conflict', `local document update conflict: _local/${id} is at 0-${currentRev}`);
+}
+
+/** `_local_docs` lists at most this many documents (they are checkpoints: a database holds few). */
+export const LOCAL_DOCS_LIST_MAX = 100_000;
+
+/** A row of `_local_docs`: CouchDB's `_all_docs` row over the full ids (`_local/<id>`). */
+export interface LocalDocsRow {
+  readonly id?: string;
+  readonly key: string;
+  readonly value?: { readonly rev: string };
+  readonly doc?: Record<string, unknown>;
+  readonly error?: 'not_found';
+}
+
+/**
+ * CouchDB's `_local_docs` over stored local documents (`[id, value]`, any order): by `keys`
+ * (full ids, in their order; a missing one `not_found`), else the range, skip and limit of
+ * `_all_docs` over the full ids (`pageKeys`). Pure.
+ */
+export function localDocsRows(
+  stored: Iterable<readonly [string, Uint8Array]>,
+  range: { startkey?: string; endkey?: string; inclusiveEnd: boolean; limit?: number; skip: number; descending: boolean; includeDocs: boolean },
+  keys?: readonly string[],
+): LocalDocsRow[] {
+  const row = (id: string, value: Uint8Array): LocalDocsRow => {
+    const doc = renderLocal(id, value);
+    return { id: `_local/${id}`, key: `_local/${id}`, value: { rev: doc._rev as string }, ...(range.includeDocs ? { doc } : {}) };
+  };
+  const byId = new Map<string, Uint8Array>();
+  for (const [id, value] of stored) byId.set(id, value);
+  if (keys !== undefined) {
+    return keys.map((key) => {
+      const value = key.startsWith('_local/') ? byId.get(key.slice('_local/'.length)) : undefined;
+      return value === undefined ? { key, error: 'not_found' as const } : row(key.slice('_local/'.length), value);
+    });
+  }
+  return pageKeys([...byId.keys()].map((id) => `_local/${id}`), range).map((full) => row(full.slice('_local/'.length), byId.get(full.slice('_local/'.length))!));
+}
+
+/** Add what `source` yields to `into`, refused (413) past LOCAL_DOCS_LIST_MAX in all. */
+export async function collectLocals(source: AsyncIterable<readonly [string, Uint8Array]> | Iterable<readonly [string, Uint8Array]>, into: [string, Uint8Array][] = []): Promise<[string, Uint8Array][]> {
+  for await (const [id, value] of source) {
+    if (into.length >= LOCAL_DOCS_LIST_MAX) throw new FirkinError('too_large', `_local_docs lists at most ${LOCAL_DOCS_LIST_MAX} local documents; read one by its id (GET _local/<id>)`);
+    into.push([id, value]);
+  }
+  return into;
 }
 
 export class LocalDocs {

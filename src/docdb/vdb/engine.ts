@@ -24,7 +24,7 @@ import { changeFilterFrom } from '../query/change-filter.js';
 import { byRoute, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
 import { type BulkGetRequest, type BulkGetResult, bulkGet, diffByRoute, leafRevs } from '../replication/bulk-get.js';
 import type { RevsDiff } from '../replication/endpoints.js';
-import { LocalDocs } from '../replication/local-docs.js';
+import { LocalDocs, collectLocals } from '../replication/local-docs.js';
 import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind, sourceQuery } from '../query/execute.js';
@@ -445,6 +445,20 @@ export class VdbEngine implements VdbService {
 
   deleteLocal(name: string, id: string, rev: string | undefined): Promise<LocalWriteResult> {
     return this.#localWrite(name, id, (db) => this.#locals.delete(db, id, rev));
+  }
+
+  async localDocs(name: string): Promise<[string, Uint8Array][]> {
+    const record = this.record(name);
+    const out: [string, Uint8Array][] = [];
+    for (const { shardId } of record.ranges) {
+      const db = shardDb(name, shardId);
+      // A split's source holds what it gave away until its cleanup: each id from its owner only.
+      const owned = async function* (source: AsyncIterable<[string, Buffer]>) {
+        for await (const entry of source) if (routeId(record, localRouteId(entry[0])) === shardId) yield entry;
+      };
+      await collectLocals(owned(this.#locals.stored(db)), out);
+    }
+    return out;
   }
 
   /** A `_local` write passes the write gate like a document's: a split or merge carries what it wrote. */

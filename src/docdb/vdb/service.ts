@@ -142,6 +142,8 @@ export interface VdbService {
   getLocal(name: string, id: string): Promise<Record<string, unknown> | undefined>;
   putLocal(name: string, id: string, body: unknown, rev: string | undefined): Promise<LocalWriteResult>;
   deleteLocal(name: string, id: string, rev: string | undefined): Promise<LocalWriteResult>;
+  /** Every `_local` document as stored (`[id, value]`, any order), each from the shard that owns it: CouchDB's `_local_docs`. */
+  localDocs(name: string): Promise<[string, Uint8Array][]>;
   /** `_all_docs` over every shard, merged by id (node-local shards, or each shard's leader). */
   allDocs(name: string, q: VdbAllDocsQuery): Promise<VdbAllDocs>;
   getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>>;

@@ -4,7 +4,7 @@ import { FirkinError } from '../../core/errors.js';
 import { type HybridClock, hlcToBase64, hlcToText, parseHlc } from '../../core/hlc.js';
 import { parseDoc } from '../../docdb/doc-input.js';
 import type { AllDocsOptions, AllDocsRow, DocEngine } from '../../docdb/engine.js';
-import { LIMITS, checkDbName, checkDocId, isDesignDocId, pageDbNames } from '../../docdb/names.js';
+import { LIMITS, checkDbName, checkDocId, isDesignDocId, pageKeys } from '../../docdb/names.js';
 import { compareStrings } from '../../core/keys.js';
 import { withDocExtras } from '../../docdb/all-docs.js';
 import { leaves, openRevsLatest, pathFromRevisions } from '../../docdb/revtree.js';
@@ -88,7 +88,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     app.get<{ Querystring: AllDbsQuery }>(url, { schema: { querystring: allDbsQuery } }, async (request) => {
       const q = request.query;
       const readable = docs.listDbs().filter((db) => docs.has(db) && keyAllows(request, 'read', db));
-      return pageDbNames(readable, {
+      return pageKeys(readable, {
         startkey: keyParam('startkey', q.startkey ?? q.start_key, 'a database name'),
         endkey: keyParam('endkey', q.endkey ?? q.end_key, 'a database name'),
         descending: q.descending === true,

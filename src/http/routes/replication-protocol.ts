@@ -1,13 +1,15 @@
 // The replication protocol endpoints a peer (another Firkin node, or a CouchDB client such
 // as PouchDB) needs beside `_revs_diff`, `_bulk_docs` and `_changes` (docdb routes):
-// `POST /db/:db/_bulk_get` and the non-replicated `_local/:id` documents.
+// `POST /db/:db/_bulk_get`, the non-replicated `_local/:id` documents and their listing,
+// CouchDB's `_local_docs`.
 import type { FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';
 import type { DocEngine } from '../../docdb/engine.js';
 import { checkDbName } from '../../docdb/names.js';
 import { bulkGet, bulkGetBody, bulkGetQuery } from '../../docdb/replication/bulk-get.js';
-import type { LocalDocs } from '../../docdb/replication/local-docs.js';
+import { type LocalDocs, collectLocals, localDocsRows } from '../../docdb/replication/local-docs.js';
 import { READ } from '../hooks/auth.js';
+import { type AllDocsQuery, allDocsBody, allDocsQuery, allDocsRequest } from './docdb-shared.js';
 
 export interface ReplicationProtocolDeps {
   docs: DocEngine;
@@ -32,6 +34,21 @@ export const replicationProtocolRoutes: FastifyPluginAsync<ReplicationProtocolDe
     async (request) => ({
       results: await bulkGet(docs, existing(docs, request.params.db), request.body.docs, { revs: request.query.revs === true, attachments: request.query.attachments === true }),
     }),
+  );
+
+  // CouchDB's listing of the local documents: `_all_docs`'s parameters over the full ids
+  // (`_local/<id>`), `keys` in the query or a POST body; `total_rows` and `offset` null, as CouchDB answers.
+  const localDocsAnswer = async (db: string, q: AllDocsQuery, bodyKeys: readonly string[] | undefined) => {
+    const { keys, range } = allDocsRequest(q, bodyKeys);
+    return { total_rows: null, offset: null, rows: localDocsRows(await collectLocals(localDocs.stored(existing(docs, db))), range, keys) };
+  };
+  app.get<{ Params: { db: string }; Querystring: AllDocsQuery }>('/db/:db/_local_docs', { schema: { params: dbParams, querystring: allDocsQuery } }, (request) =>
+    localDocsAnswer(request.params.db, request.query, undefined),
+  );
+  app.post<{ Params: { db: string }; Querystring: AllDocsQuery; Body: { keys?: string[] } | undefined }>(
+    '/db/:db/_local_docs',
+    { schema: { params: dbParams, querystring: allDocsQuery, body: allDocsBody }, config: READ },
+    (request) => localDocsAnswer(request.params.db, request.query, request.body?.keys),
   );
 
   app.get<{ Params: { db: string; id: string } }>('/db/:db/_local/:id', { schema: { params: localParams } }, async (request) => {

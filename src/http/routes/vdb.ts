@@ -16,6 +16,7 @@ import type { ImportTasks } from '../../docdb/vdb/import-tasks.js';
 import type { PeerTasks } from '../../cluster/peer-tasks.js';
 import { type VdbChange, type VdbChangesPage, type VdbService, notFoundVdb } from '../../docdb/vdb/service.js';
 import { type BulkGetRequest, bulkGetBody, bulkGetQuery } from '../../docdb/replication/bulk-get.js';
+import { localDocsRows } from '../../docdb/replication/local-docs.js';
 import {
   type AllDocsQuery,
   type DocSource,
@@ -395,6 +396,21 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     '/vdb/:vdb/_all_docs',
     { schema: { params: vdbParams, querystring: allDocsQuery, body: allDocsBody }, config: { ...scoped, ...READ } },
     (request, reply) => allDocsAnswer(request, reply, request.query, request.body?.keys),
+  );
+
+  // CouchDB's `_local_docs`: the checkpoints of every shard, listed as a database's (`_all_docs`'s
+  // parameters over the full ids; `total_rows` and `offset` null, as CouchDB answers).
+  const localDocsAnswer = async (name: string, q: AllDocsQuery, bodyKeys: readonly string[] | undefined) => {
+    const { keys, range } = allDocsRequest(q, bodyKeys);
+    return { total_rows: null, offset: null, rows: localDocsRows(await vdbs().localDocs(name), range, keys) };
+  };
+  app.get<{ Params: { vdb: string }; Querystring: AllDocsQuery }>('/vdb/:vdb/_local_docs', { schema: { params: vdbParams, querystring: allDocsQuery }, config: scoped }, (request) =>
+    localDocsAnswer(request.params.vdb, request.query, undefined),
+  );
+  app.post<{ Params: { vdb: string }; Querystring: AllDocsQuery; Body: { keys?: string[] } | undefined }>(
+    '/vdb/:vdb/_local_docs',
+    { schema: { params: vdbParams, querystring: allDocsQuery, body: allDocsBody }, config: { ...scoped, ...READ } },
+    (request) => localDocsAnswer(request.params.vdb, request.query, request.body?.keys),
   );
 
   // ---- documents, routed by hash

@@ -2,14 +2,9 @@
 // document engine: random writes, deletes and purges issued while counts are being built,
 // drop and re-create of a database, and eviction.
 import fc from 'fast-check';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
 import t from 'tap';
-import { HybridClock, systemClock } from '../../../src/core/hlc.js';
+import { tempDocEngine } from '../../support/doc-engine.js';
 import { encodeKey } from '../../../src/core/keys.js';
-import { DocEngine } from '../../../src/docdb/engine.js';
 import { ValueCounts } from '../../../src/docdb/query/counts.js';
 import { TYPE_TAG, leafKey } from '../../../src/docdb/query/postings.js';
 import { Store } from '../../../src/storage/db.js';
@@ -19,18 +14,11 @@ const VALUES = ['a', 'b', 1, 2, true, null] as const;
 type Value = (typeof VALUES)[number];
 
 async function open(t: { teardown(fn: () => Promise<void>): void }, options: { max?: number; walkBatch?: number } = {}) {
-  const dir = await mkdtemp(join(tmpdir(), 'firkin-counts-'));
-  const store = await Store.open(dir, { writeWorker: true });
-  const docs = await DocEngine.open({ store, hlc: new HybridClock(systemClock), log: pino({ level: 'silent' }), clock: systemClock, revsLimit: 1000, compactAfterWrites: 0 });
+  const { docs, store } = await tempDocEngine(t, { prefix: 'firkin-counts-', writeWorker: true });
   const counts = new ValueCounts(store, docs, options);
   docs.addIndexer(counts.indexer);
   docs.onCommitted(counts.committed);
   docs.onDrop(counts.dropped);
-  t.teardown(async () => {
-    await docs.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
   return { store, docs, counts };
 }
 

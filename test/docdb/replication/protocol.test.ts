@@ -65,6 +65,36 @@ t.test('protocol endpoints and errors', async (t) => {
     t.equal((await node.request('GET', '/db/tmp/_local/x')).status, 404, 'dropped with the database');
   });
 
+  t.test("_local_docs: CouchDB's listing of the local documents, with _all_docs's parameters over the full ids", async (t) => {
+    await node.request('PUT', '/db/ld');
+    for (const id of ['b', 'a', 'c/d', 'é']) await node.request('PUT', `/db/ld/_local/${encodeURIComponent(id)}`, { body: { id } });
+    await node.request('PUT', '/db/ld/_local/a', { body: { id: 'a', again: true, _rev: '0-1' } });
+    await node.request('PUT', '/db/ld/doc', { body: { x: 1 } });
+    const all = await node.request('GET', '/db/ld/_local_docs');
+    t.equal(all.status, 200);
+    t.same(all.body, {
+      total_rows: null,
+      offset: null,
+      rows: [
+        { id: '_local/a', key: '_local/a', value: { rev: '0-2' } },
+        { id: '_local/b', key: '_local/b', value: { rev: '0-1' } },
+        { id: '_local/c/d', key: '_local/c/d', value: { rev: '0-1' } },
+        { id: '_local/é', key: '_local/é', value: { rev: '0-1' } },
+      ],
+    }, 'every local document in id order, no document');
+    const rows = async (query: string) => ((await node.request('GET', `/db/ld/_local_docs?${query}`)).body.rows as { key: string }[]).map((r) => r.key);
+    t.same(await rows('descending=true&limit=2'), ['_local/é', '_local/c/d']);
+    t.same(await rows(`startkey=${encodeURIComponent('"_local/b"')}&endkey=${encodeURIComponent('"_local/c/d"')}&inclusive_end=false`), ['_local/b']);
+    t.same(await rows('skip=3'), ['_local/é']);
+    const withDocs = await node.request('GET', '/db/ld/_local_docs?include_docs=true&key=%22_local%2Fa%22');
+    t.same(withDocs.body.rows, [{ id: '_local/a', key: '_local/a', value: { rev: '0-2' }, doc: { id: 'a', again: true, _id: '_local/a', _rev: '0-2' } }], 'include_docs, one key');
+    const byKeys = await node.request('POST', '/db/ld/_local_docs', { body: { keys: ['_local/b', '_local/zz', 'doc'] } });
+    t.same(byKeys.body.rows, [{ id: '_local/b', key: '_local/b', value: { rev: '0-1' } }, { key: '_local/zz', error: 'not_found' }, { key: 'doc', error: 'not_found' }], 'POST keys, in their order');
+    t.equal((await node.request('GET', '/db/nope/_local_docs')).status, 404);
+    t.equal((await node.request('GET', '/db/ld/_local_docs?limit=-1')).status, 400);
+    t.equal((await node.request('GET', '/db/ld/_local_docs', { key: false })).status, 401);
+  });
+
   t.test('_ensure_full_commit: every write is already durable; 201 as CouchDB answers', async (t) => {
     const r = await node.request('POST', '/db/p/_ensure_full_commit');
     t.equal(r.status, 201);

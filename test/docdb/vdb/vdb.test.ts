@@ -376,6 +376,9 @@ t.test('split and merge under concurrent writes: every acknowledged write presen
   t.same(checkpointFaults, [], `every checkpoint write during the split and the merge answered 201 (at ${checkpointRev})`);
   for (const id of cps) t.equal((await node.request('GET', `/vdb/moving/_local/${id}`)).body._rev, '0-2', `${id} kept its revision through the merge`);
   t.equal((await node.request('PUT', `/vdb/moving/_local/${movedCps[0]}`, { body: { seq: 3, _rev: '0-2' } })).status, 201, 'a checkpointer naming its revision goes on');
+  const listed = (await node.request('GET', '/vdb/moving/_local_docs')).body;
+  t.same(listed.rows.map((r: { key: string }) => r.key), [...cps, 'live'].map((id) => `_local/${id}`).sort(), '_local_docs lists every checkpoint once, in id order, across the shards');
+  t.same(listed.rows.find((r: { key: string }) => r.key === '_local/live').value, { rev: checkpointRev });
 
   t.equal((await node.request('GET', '/db/moving_s2')).status, 404, 'the merged shard database is gone');
   const ids = await allIds(node, 'moving');
