@@ -501,14 +501,14 @@ const REBALANCE_TIMEOUT_MS = 90_000;
 
 /**
  * `--rebalance`: through a random node every 4 to 10 s after the last answer (none started in
- * the run's last 30 s), `step` asks for one job and says what it was answered (undefined:
+ * the run's last 30 s, or its last quarter when shorter), `step` asks for one job and says what it was answered (undefined:
  * nothing asked). Returns the answers counted, by kind and status.
  */
 async function rebalanceLoop(nodes: NodeProc[], untilMs: number, rec: Recorder, rand: SeededRand, step: (n: NodeProc) => Promise<string | undefined>): Promise<Map<string, number>> {
   const answers = new Map<string, number>();
   for (;;) {
     await new Promise((r) => setTimeout(r, 4_000 + rand.int(6_000)));
-    if (rec.now() > untilMs - 30_000) return answers;
+    if (rec.now() > untilMs - Math.min(30_000, untilMs / 4)) return answers;
     const answer = await step(nodes[rand.int(nodes.length)]!);
     if (answer !== undefined) answers.set(answer, (answers.get(answer) ?? 0) + 1);
   }

@@ -309,10 +309,13 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       // reads and VDB document reads without ReadIndex, from any replica). Never set outside that test.
       const unsafeStaleReads = process.env.FIRKIN_UNSAFE_FIXTURE === 'stale-reads';
       if (unsafeStaleReads) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-reads: shard reads are deliberately not linearizable (chaos checker fixture)');
+      // FIRKIN_UNSAFE_FIXTURE=lost-checkpoints: a VDB split or merge leaves `_local` documents behind.
+      const unsafeNoLocalCarry = process.env.FIRKIN_UNSAFE_FIXTURE === 'lost-checkpoints';
+      if (unsafeNoLocalCarry) log.warn('FIRKIN_UNSAFE_FIXTURE=lost-checkpoints: VDB splits and merges deliberately lose replication checkpoints (chaos checker fixture)');
       if (vectors !== undefined) {
         vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, caches: shardCaches, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchDelayMs: testReshardSwitchDelay(), exitInSnapshotLoad: process.env.FIRKIN_UNSAFE_FIXTURE === 'exit-in-snapshot-load' });
       }
-      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, rebalanceDocsPerSecond: cluster.vdbRebalanceDocsPerSec });
+      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, unsafeNoLocalCarry, rebalanceDocsPerSecond: cluster.vdbRebalanceDocsPerSec });
       peerTasks = new PeerTasks(m, { list: () => nodeTasks(taskSources), cancelImports: (vdb) => imports.cancel(vdb) }, log.child({ mod: 'tasks' }));
       const hosted = vectorShards;
       const hostedDocs = docShards;

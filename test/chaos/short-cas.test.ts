@@ -1,7 +1,8 @@
 // The short seeded chaos run of clustered VDBs: 3 real nodes behind fault proxies, the cas
-// workload (documents of a VDB with 2 shards, replica_factor 3, read with linearizable GETs and
-// updated by PUT with If-Match: compare-and-set on the revision) under kill and partition, then
-// heal, converge (every VDB shard's replicas at one digest) and check linearizability.
+// workload (documents and `_local` documents of a VDB with 2 shards, replica_factor 3, read
+// with linearizable GETs and updated by PUT naming a revision: compare-and-set) under kill and
+// partition, with its shards split and merged all along, then heal, converge (every VDB
+// shard's replicas at one digest) and check linearizability.
 // Longer runs: `npm run chaos -- --workload cas --minutes 30 --nemesis …`.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -22,15 +23,24 @@ async function chaos(t: Test, args: string[]): Promise<{ code: number | null; ou
   return { code, out, last: out.trim().split('\n').at(-1) ?? '' };
 }
 
-// Seed 10 starts with two partitions, then kills: a restart under load can take 10 s, and the
-// nemesis applies events in order, so a schedule that starts with kills may see its partitions late.
-t.test('chaos: cas workload on a VDB, seed 10, partition and kill: linearizable, converged, everything stopped', async (t) => {
-  const { code, out, last } = await chaos(t, ['--seed', '10', '--minutes', '0.35', '--nodes', '3', '--workload', 'cas', '--nemesis', 'kill,partition']);
+// Seed 13: kills of n1 and n2 (the second takes the node a split's request went through: the
+// job goes on without it), a partition, then a merge; a split or merge is refused (503) while a
+// node is down or cut off (replica_factor 3 needs all three), so the seed matters.
+t.test('chaos: cas workload on a VDB, seed 13, kill and partition, splits and merges: linearizable, converged, everything stopped', async (t) => {
+  const { code, out, last } = await chaos(t, ['--seed', '13', '--minutes', '0.35', '--nodes', '3', '--workload', 'cas', '--rebalance', 'true', '--nemesis', 'kill,partition']);
   t.match(last, /^chaos: \d+ ops, \d+ faults, 0 anomalies$/, out.slice(-3000));
   t.equal(code, 0);
   const [, ops, faults] = /^chaos: (\d+) ops, (\d+) faults/.exec(last) ?? [];
   t.ok(Number(ops) > 100, 'the workload ran');
   t.ok(Number(faults) >= 3, 'faults were injected');
+  t.match(out, /splits and merges answered: .*(split|merge) 200/, 'a split or merge ran during the faults');
+});
+
+t.test('chaos: a deliberately broken build (splits and merges leave checkpoints behind) fails the linearizability checker', async (t) => {
+  const { code, out, last } = await chaos(t, ['--seed', '3', '--minutes', '0.3', '--workload', 'cas', '--rebalance', 'true', '--nemesis', 'delay', '--broken', 'lost-checkpoints']);
+  t.match(out, /ANOMALY linearizable not-linearizable _local\//, out.slice(-3000));
+  t.match(last, /^chaos: \d+ ops, \d+ faults, [1-9]\d* anomalies$/);
+  t.equal(code, 1, 'exit status 1 on anomalies');
 });
 
 t.test('chaos: a deliberately broken build (VDB reads without ReadIndex) fails the linearizability checker', async (t) => {
