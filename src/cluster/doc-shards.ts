@@ -30,6 +30,7 @@ import type { RevsDiff } from '../docdb/replication/endpoints.js';
 import { checkLocalId, collectLocals, localWrite, parseLocalRev } from '../docdb/replication/local-docs.js';
 import { statsOf } from '../docdb/query/stats.js';
 import { withInlineAttachments } from '../docdb/inline-attachments.js';
+import { withExtras } from '../docdb/change-extras.js';
 import { parseFind } from '../docdb/query/parse.js';
 import type { FindQuery } from '../docdb/query/ast.js';
 import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
@@ -86,7 +87,7 @@ type ReadRequest =
    * `m`/`h`: only ids hashing into `m` (the router's range for the shard; the coordinator's
    * moving range); `x`: the rebalance coordinator's read, whatever the shard owns.
    */
-  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number; m?: [number, number]; h?: HashFunction; x?: boolean; a?: boolean; ids?: string[]; sel?: unknown }
+  | { op: 'changes'; since: [number, number] | null; limit: number; docs: boolean; w?: number; m?: [number, number]; h?: HashFunction; x?: boolean; a?: boolean; ids?: string[]; sel?: unknown; c?: boolean }
   /** CouchDB's replication protocol (cluster protocol 3): `_revs_diff` and `_bulk_get` of ids routed here, a `_local` document. */
   | { op: 'rdiff'; r: Record<string, string[]> }
   | { op: 'bget'; e: BulkGetRequest[]; revs: boolean; atts: boolean }
@@ -522,6 +523,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       if (page.results.length === 0) break;
     }
     const leaves = q.a === true ? await leafRevs(docs, fsm.db, results) : undefined;
+    // `c`: each document's `_conflicts` (an older replica ignores it and answers without them).
+    if (q.c === true && q.docs) await withExtras(docs, fsm.db, { conflicts: true }, { results });
     return {
       results: results.map((e, i) => ({ id: e.id, seq: e.seq, rev: e.rev, deleted: e.deleted, ...(q.docs ? { doc: e.doc ?? null } : {}), ...(leaves === undefined ? {} : { revs: leaves[i] }) })),
       last: page.lastSeq === undefined ? null : [page.lastSeq.wallMs, page.lastSeq.logical],
@@ -922,6 +925,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
           h: v.config.hashFunction,
           ...(waitMs > 0 ? { w: waitMs } : {}),
           ...(options.allLeaves === true ? { a: true } : {}),
+          ...(options.conflicts === true ? { c: true } : {}),
           ...(ids === undefined ? {} : { ids }),
           ...(options.selector === undefined ? {} : { sel: options.selector }),
         });

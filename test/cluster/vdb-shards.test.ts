@@ -126,6 +126,8 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   t.same((leavesOfC1.body as { ok: { _rev: string; side: string } }[]).map((e) => [e.ok._rev, e.ok.side]).sort(), [['1-aaaa', 'a'], ['1-bbbb', 'b']], 'open_revs=all: both leaves through the shard leader');
   const clash = await cluster.request('n3', 'POST', '/vdb/v/_find', { body: { selector: { _id: 'c1' }, conflicts: true, fields: ['_id', '_rev', '_conflicts'] } });
   t.same(clash.body.docs, [{ _id: 'c1', _rev: '1-bbbb', _conflicts: ['1-aaaa'] }], '_find with conflicts: true lists the losing leaf');
+  const fed = await cluster.request('n3', 'GET', `/vdb/v/_changes?include_docs=true&conflicts=true&filter=_doc_ids&doc_ids=${encodeURIComponent('["c1"]')}`);
+  t.same(fed.body.changes.map((c: { id: string; doc: { _conflicts?: string[] } }) => [c.id, c.doc._conflicts]), [['c1', ['1-aaaa']]], '_changes with include_docs and conflicts: the losing leaf, from the shard leader');
   // _all_docs: each shard leader's first rows, merged by id through another node.
   const listed = await cluster.request('n1', 'GET', '/vdb/v/_all_docs?descending=true&skip=2&limit=3&include_docs=true&conflicts=true');
   t.equal(listed.status, 200, JSON.stringify(listed.body).slice(0, 200));

@@ -21,6 +21,7 @@ import { type Clock, HLC_ZERO, type Hlc, type HybridClock, compareHlc, hlcToText
 import type { Store } from '../../storage/db.js';
 import type { ChangeEntry, ChangeFilter, DocEngine, EditResult } from '../engine.js';
 import { changeFilterFrom } from '../query/change-filter.js';
+import { withExtras } from '../change-extras.js';
 import { byRoute, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../all-docs.js';
 import { type BulkGetRequest, type BulkGetResult, bulkGet, diffByRoute, leafRevs } from '../replication/bulk-get.js';
 import type { RevsDiff } from '../replication/endpoints.js';
@@ -368,7 +369,7 @@ export class VdbEngine implements VdbService {
     }
     const docIds = options.docIds === undefined ? undefined : new Set(options.docIds);
     const filter = options.selector === undefined ? undefined : changeFilterFrom(undefined, undefined, options.selector);
-    const read = () => this.#changes(name, { since, limit: options.limit, includeDocs: options.includeDocs, allLeaves: options.allLeaves === true, docIds, filter });
+    const read = () => this.#changes(name, { since, limit: options.limit, includeDocs: options.includeDocs, conflicts: options.conflicts === true, allLeaves: options.allLeaves === true, docIds, filter });
     const wait = options.longpoll;
     if (wait === undefined) return read();
     const deadline = Date.now() + wait.timeoutMs;
@@ -392,13 +393,14 @@ export class VdbEngine implements VdbService {
 
   async #changes(
     name: string,
-    options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean; allLeaves: boolean; docIds: ReadonlySet<string> | undefined; filter: ChangeFilter | undefined },
+    options: { since: Hlc | undefined; limit: number | undefined; includeDocs: boolean; conflicts: boolean; allLeaves: boolean; docIds: ReadonlySet<string> | undefined; filter: ChangeFilter | undefined },
   ): Promise<VdbChangesPage> {
     const record = this.record(name);
     const limit = options.limit ?? 1_000;
     const pages = await Promise.all(
       this.#liveShards(record).map(async (id) => {
-        const page = await this.#o.docs.changes(shardDb(name, id), { since: options.since, limit, descending: false, docIds: options.docIds, includeDocs: options.includeDocs, filter: options.filter });
+        const db = shardDb(name, id);
+        const page = await withExtras(this.#o.docs, db, { conflicts: options.conflicts }, await this.#o.docs.changes(db, { since: options.since, limit, descending: false, docIds: options.docIds, includeDocs: options.includeDocs, filter: options.filter }));
         return { page, owns: this.#owns(record, id), full: page.results.length >= limit };
       }),
     );

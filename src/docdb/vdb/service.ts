@@ -27,6 +27,8 @@ export interface VdbChangesOptions {
   since: string | undefined;
   limit: number | undefined;
   includeDocs: boolean;
+  /** With `includeDocs`: each document's `_conflicts` (CouchDB's `conflicts=true`). */
+  conflicts?: boolean;
   /** Long-poll: with nothing new, wait up to `timeoutMs` for a change (or until `signal`). */
   longpoll?: { readonly timeoutMs: number; readonly signal?: AbortSignal };
   /** CouchDB's `style=all_docs`: each change also lists every leaf revision (`revs`). */

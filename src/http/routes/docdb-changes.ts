@@ -5,8 +5,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { type Hlc, type HybridClock, hlcToBase64, hlcToText } from '../../core/hlc.js';
 import type { ChangeEntry, ChangeFilter, ChangesOptions, DocEngine } from '../../docdb/engine.js';
 import { changeFilterFrom, checkCouchFilter } from '../../docdb/query/change-filter.js';
-import { withInlineAttachments } from '../../docdb/inline-attachments.js';
-import { conflicts, leaves } from '../../docdb/revtree.js';
+import { type PageExtras, withExtras } from '../../docdb/change-extras.js';
 import { LIMITS } from '../../docdb/names.js';
 import { FirkinError } from '../../core/errors.js';
 import { clientGone, parseHeartbeat, serveFeed } from '../feed-stream.js';
@@ -128,34 +127,6 @@ interface StreamFeed {
   /** Continuous: end after this many changes. */
   limit?: number;
   extras: PageExtras;
-}
-
-/** What CouchDB adds to a page of changes on request (PouchDB asks for each). */
-interface PageExtras {
-  /** `style=all_docs`: every leaf revision, not just the winner. */
-  style?: 'main_only' | 'all_docs' | undefined;
-  /** With `include_docs`: `_conflicts` on each document. */
-  conflicts?: boolean | undefined;
-  /** With `include_docs`: attachments' content inline. */
-  attachments?: boolean | undefined;
-}
-
-/** A page of changes with the extras asked for (`PageExtras`). */
-async function withExtras<T extends { results: ChangeEntry[] }>(docs: DocEngine, db: string, extras: PageExtras, page: T): Promise<T> {
-  const withDocs = extras.conflicts === true || extras.attachments === true;
-  if (extras.style !== 'all_docs' && !withDocs) return page;
-  for (const entry of page.results) {
-    const rec = await docs.getRecord(db, entry.id);
-    if (rec === undefined) continue;
-    if (extras.style === 'all_docs') entry.changes = leaves(rec.tree).map((n) => ({ rev: n.rev }));
-    if (entry.doc === undefined || entry.doc === null) continue;
-    if (extras.conflicts === true) {
-      const others = conflicts(rec.tree);
-      if (others.length > 0) entry.doc = { ...entry.doc, _conflicts: others };
-    }
-    if (extras.attachments === true) entry.doc = await withInlineAttachments(docs, db, entry.id, entry.doc);
-  }
-  return page;
 }
 
 /** A page as `_changes` answers it (its cursor as text only). */

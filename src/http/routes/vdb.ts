@@ -91,6 +91,8 @@ interface VdbChangesQuery {
   style?: 'main_only' | 'all_docs';
   doc_ids?: string;
   filter?: string;
+  conflicts?: boolean;
+  attachments?: boolean;
 }
 
 const vdbChangesQuery = {
@@ -105,6 +107,8 @@ const vdbChangesQuery = {
     style: { enum: ['main_only', 'all_docs'] },
     doc_ids: { type: 'string' },
     filter: { type: 'string' },
+    conflicts: { type: 'boolean' },
+    attachments: { type: 'boolean' },
   },
 } as const;
 
@@ -295,10 +299,13 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     const filters = { ...(docIds === undefined ? {} : { docIds }), ...(selector === undefined ? {} : { selector }) };
     const since = body.since === undefined ? q.since : String(body.since);
     const includeDocs = (body.include_docs ?? q.include_docs) === true;
+    // A page of documents with their attachments inline could not be bounded (as on `_all_docs`).
+    if (q.attachments === true) throw new FirkinError('bad_request', 'attachments=true is not offered on a VDB feed: read a document with ?attachments=true, or its attachments one by one');
+    const conflicts = includeDocs && q.conflicts === true;
     if (q.feed !== 'eventsource' && q.feed !== 'continuous') {
       const gone = clientGone(r, reply);
       const longpoll = q.feed === 'longpoll' ? { timeoutMs: q.timeout ?? LIMITS.longPollTimeoutMsDefault, signal: gone.signal } : undefined;
-      const page = await vdbs().changes(name, { since, limit: body.limit ?? q.limit, includeDocs, longpoll, allLeaves: q.style === 'all_docs', cursorSeqs: q.style !== undefined, ...filters });
+      const page = await vdbs().changes(name, { since, limit: body.limit ?? q.limit, includeDocs, conflicts, longpoll, allLeaves: q.style === 'all_docs', cursorSeqs: q.style !== undefined, ...filters });
       // `style` is a CouchDB replicator's parameter: it gets CouchDB's shape (`results`, each
       // change's revisions in `changes`); without it, the spec's.
       return q.style === undefined ? page : couchChanges(page);
@@ -313,7 +320,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     const couch = continuous ? { allLeaves: q.style === 'all_docs', cursorSeqs: true } : {};
     const feed = vdbs();
     // The first page answers errors (unknown VDB, bad since) as a plain HTTP error.
-    let first: VdbChangesPage | undefined = await feed.changes(name, { since, limit: total === undefined ? LIMITS.streamPageSize : Math.min(LIMITS.streamPageSize, total), includeDocs, ...couch, ...filters });
+    let first: VdbChangesPage | undefined = await feed.changes(name, { since, limit: total === undefined ? LIMITS.streamPageSize : Math.min(LIMITS.streamPageSize, total), includeDocs, conflicts, ...couch, ...filters });
     let cursor = first.last_seq;
     await serveFeed(r, reply, {
       format: continuous ? 'continuous' : 'sse',
@@ -323,7 +330,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
       ...(total === undefined ? {} : { limit: total }),
       lastSeq: cursor,
       next: async (limit, waitMs, signal) => {
-        const page = first ?? (await feed.changes(name, { since: cursor, limit, includeDocs, longpoll: { timeoutMs: waitMs, signal }, ...couch, ...filters }));
+        const page = first ?? (await feed.changes(name, { since: cursor, limit, includeDocs, conflicts, longpoll: { timeoutMs: waitMs, signal }, ...couch, ...filters }));
         first = undefined;
         cursor = page.last_seq;
         // Each SSE page's last event carries the feed's cursor as its `id`: EventSource resumes from it.

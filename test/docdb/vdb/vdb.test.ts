@@ -425,3 +425,20 @@ t.test('VDB long-poll and event-stream feeds', async (t) => {
   const call = (m: string, p: string, o?: Parameters<TestNode['request']>[2]) => node.request(m, p, o);
   await checkVdbFeeds(t, 'fed', { call, url: node.url, key: node.adminKey }, call);
 });
+
+t.test("a VDB feed's documents with conflicts=true carry _conflicts, as a database's (PouchDB's changes({include_docs, conflicts}))", async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await mkVdb(node, { name: 'conf', shard_count: 3 })).status, 201);
+  await node.request('POST', '/vdb/conf/_bulk_docs', { body: { new_edits: false, docs: [{ _id: 'c', _rev: '1-aaaa', side: 'a' }, { _id: 'c', _rev: '1-bbbb', side: 'b' }] } });
+  await node.request('PUT', '/vdb/conf/plain', { body: { x: 1 } });
+  const docsOf = (body: { changes: { id: string; doc: Record<string, unknown> }[] }) => Object.fromEntries(body.changes.map((c) => [c.id, c.doc]));
+  const withConflicts = docsOf((await node.request('GET', '/vdb/conf/_changes?include_docs=true&conflicts=true')).body);
+  t.same(withConflicts.c!._conflicts, ['1-aaaa'], 'the losing leaf');
+  t.notOk('_conflicts' in withConflicts.plain!, 'none on a document without conflicts');
+  t.notOk('_conflicts' in docsOf((await node.request('GET', '/vdb/conf/_changes?include_docs=true')).body).c!, 'none unless asked');
+  const couch = await node.request('GET', '/vdb/conf/_changes?include_docs=true&conflicts=true&style=all_docs');
+  t.same(couch.body.results.find((r: { id: string }) => r.id === 'c').doc._conflicts, ['1-aaaa'], "in CouchDB's shape too");
+  const bad = await node.request('GET', '/vdb/conf/_changes?include_docs=true&attachments=true');
+  t.same([bad.status, bad.body.error], [400, 'bad_request'], 'attachments=true: 400, as on the listing');
+});
