@@ -17,8 +17,9 @@
 //                `locals` entry); an `own` entry gives the target its new range; ONE
 //                `vdb.rebalance.switch` metadata entry changes the ranges and bumps the epoch.
 //   cleaning     a split's source purges the moved documents and `_local` documents through log
-//                entries (every replica alike); a merged source, retired (not routed) by the switch but still hosted and
-//                fenced, leaves the placement with the end entry (every node drops its copy).
+//                entries (every replica alike); a merged source, retired (not routed) by the
+//                switch but still hosted and fenced, leaves the placement with the end entry
+//                (every node drops its copy).
 //   done | failed | cancelled
 //
 // Cancel (`DELETE /vdb/:vdb/_rebalance`, before the switching step only: from there the source
