@@ -569,7 +569,7 @@ async function jobsEnded(nodes: NodeProc[], timeoutMs: number): Promise<void> {
     return undefined;
   };
   await waitFor(async () => ((await running())?.length === 0 ? true : undefined), { timeoutMs, intervalMs: 250, what: 'the rebalance jobs to end' }).catch(async () => {
-    log(`chaos: jobs still running after ${timeoutMs / 1000} s: ${JSON.stringify(await running()).slice(0, 500)}`);
+    log(`chaos: jobs still running after ${timeoutMs / 1000} s: ${JSON.stringify(await running()).slice(0, 3000)}`);
   });
 }
 

@@ -151,7 +151,9 @@ export class ReshardCoordinator {
     const leader = String(status.leader);
     const call = (s?: string) => shards.callOn(leader, 'vshard.export', { g: old.group, ...(s === undefined ? {} : { s }) });
     let reply = await call();
-    const a0 = reply.a0;
+    // A shard with no document answers its tail at once; an older node's tail has no `a0`, and
+    // its `applied` is where that (empty) state stood.
+    const a0 = reply.a0 ?? reply.applied;
     const recorded = this.#job(jobId).reshard!.sources[old.group]!.from;
     if (recorded === null) {
       // Recorded before any document is written: a later attempt must replay from here.

@@ -485,7 +485,8 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       this.#exports.delete(id);
       await s.stream.return(undefined);
       if (next.done === true || 'docs' in next.value) throw new FirkinError('error', `snapshot transfer ${id} ended without its applied index`);
-      return encodeCbor({ s: id, applied: next.value.applied, requests: next.value.requests });
+      // `a0` on the tail too: a shard with no document has nothing else to say where it stood.
+      return encodeCbor({ s: id, a0: s.appliedAtStart, applied: next.value.applied, requests: next.value.requests });
     }
     // Documents travel in the one checked command codec.
     return encodeCbor({ s: id, a0: s.appliedAtStart, c: encodeShardCommand({ kind: 'upsert', docs: next.value.docs }) });
