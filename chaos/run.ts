@@ -558,8 +558,12 @@ async function reshard(n: NodeProc, rec: Recorder, rand: SeededRand): Promise<st
   return `reshard ${r?.status ?? 'timeout'}`;
 }
 
-/** After healing: wait until no split, merge or reshard job is running (they resume after the faults). */
-async function jobsEnded(nodes: NodeProc[], timeoutMs: number): Promise<void> {
+/**
+ * After healing: wait until no split, merge or reshard job is running (they resume after the
+ * faults). Returns the jobs still running at the deadline: each is an anomaly (a job that
+ * never ends leaves its VDB or collection half moved).
+ */
+async function jobsEnded(nodes: NodeProc[], timeoutMs: number): Promise<{ id: string; step: string }[]> {
   const running = async () => {
     for (const n of nodes) {
       const r = await call(n.url, 'GET', '/_cluster/jobs');
@@ -568,9 +572,14 @@ async function jobsEnded(nodes: NodeProc[], timeoutMs: number): Promise<void> {
     }
     return undefined;
   };
-  await waitFor(async () => ((await running())?.length === 0 ? true : undefined), { timeoutMs, intervalMs: 250, what: 'the rebalance jobs to end' }).catch(async () => {
-    log(`chaos: jobs still running after ${timeoutMs / 1000} s: ${JSON.stringify(await running()).slice(0, 3000)}`);
-  });
+  try {
+    await waitFor(async () => ((await running())?.length === 0 ? true : undefined), { timeoutMs, intervalMs: 250, what: 'the rebalance jobs to end' });
+    return [];
+  } catch {
+    const stuck = (await running()) ?? [];
+    log(`chaos: jobs still running after ${timeoutMs / 1000} s: ${JSON.stringify(stuck).slice(0, 3000)}`);
+    return stuck;
+  }
 }
 
 async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
@@ -754,9 +763,10 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       n.paused = false;
       if (n.proc === undefined) await startNode(n);
     }
+    let stuckJobs: { id: string; step: string }[] = [];
     if (o.rebalance) {
       phase('the rebalance jobs ending', 150_000);
-      await jobsEnded(nodes, 120_000);
+      stuckJobs = await jobsEnded(nodes, 120_000);
     }
     log('chaos: healed; waiting for convergence');
     phase('convergence', o.convergeSeconds * 1000 + 30_000);
@@ -794,6 +804,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       stepBudget: DEFAULT_STEP_BUDGET,
       gapMsMin: 1_000,
     });
+    for (const j of stuckJobs) anomalies.push({ checker: 'jobs', type: 'job-stuck', key: j.id, node: '', detail: JSON.stringify(j).slice(0, 2000) });
     // Leader and members are part of convergence too; the checker sees only the replicas.
     if (!converged.ok && !anomalies.some((a) => a.checker === 'convergence')) {
       anomalies.push({ checker: 'convergence', type: 'no-convergence', key: 'cluster', node: '', detail: JSON.stringify(converged.detail).slice(0, 2000) });

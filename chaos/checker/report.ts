@@ -13,7 +13,8 @@ import { type SetCheck, checkSet } from './set.js';
 export const PARTIAL_TAIL = 20;
 
 export interface ReportAnomaly {
-  readonly checker: 'keys' | 'linearizable' | 'set' | 'convergence';
+  /** `jobs`: a split, merge or reshard still running two minutes after the faults healed (the runner's own check). */
+  readonly checker: 'keys' | 'linearizable' | 'set' | 'convergence' | 'jobs';
   readonly type: string;
   readonly key: string;
   readonly node: string;

@@ -1,7 +1,9 @@
 // The short seeded chaos run of the replicated vector data: 3 real nodes behind fault proxies,
-// the register workload (linearizability of single documents) under kill and partition, then
-// heal, converge (every shard's replicas at one digest) and check. Seed 5 is the regression
-// seed of the duplicate apply fixed by request ids: before that fix it failed within a minute.
+// the register workload (linearizability of single documents) under kill and partition, with
+// the collection resharded all along, then heal, converge (every shard's replicas at one
+// digest) and check. Seed 5 is the regression seed of the duplicate apply fixed by request ids
+// (before that fix it failed within a minute), and of a reshard whose empty old shard kept it
+// in `copying` for good (its second reshard, 5 -> 3: a stuck job is an anomaly).
 // Longer runs: `npm run chaos -- --workload register|set --minutes 30 --nemesis …`.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -22,13 +24,14 @@ async function chaos(t: Test, args: string[]): Promise<{ code: number | null; ou
   return { code, out, last: out.trim().split('\n').at(-1) ?? '' };
 }
 
-t.test('chaos: register workload, seed 5, kill and partition: linearizable, converged, everything stopped', async (t) => {
-  const { code, out, last } = await chaos(t, ['--seed', '5', '--minutes', '0.75', '--nodes', '3', '--workload', 'register', '--nemesis', 'kill,partition']);
+t.test('chaos: register workload, seed 5, kill and partition, reshards: linearizable, converged, every job ended, everything stopped', async (t) => {
+  const { code, out, last } = await chaos(t, ['--seed', '5', '--minutes', '0.75', '--nodes', '3', '--workload', 'register', '--rebalance', 'true', '--nemesis', 'kill,partition']);
   t.match(last, /^chaos: \d+ ops, \d+ faults, 0 anomalies$/, out.slice(-3000));
   t.equal(code, 0);
   const [, ops, faults] = /^chaos: (\d+) ops, (\d+) faults/.exec(last) ?? [];
   t.ok(Number(ops) > 100, 'the workload ran');
   t.ok(Number(faults) >= 3, 'faults were injected');
+  t.match(out, /reshards answered: .*reshard 200 x2/, 'two reshards ran during the faults, and ended');
 });
 
 t.test('chaos: a deliberately broken build (reads without ReadIndex) fails the linearizability checker', async (t) => {
