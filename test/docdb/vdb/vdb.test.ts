@@ -402,6 +402,9 @@ t.test('a node restarted during a split rolls back or finishes it', async (t) =>
   await call('POST', '/vdb', { name: 'crash', shard_count: 1 });
   const docs = Array.from({ length: 2000 }, (_, i) => ({ _id: `c${i}`, i }));
   for (let i = 0; i < docs.length; i += 500) t.equal((await call('POST', '/vdb/crash/_bulk_docs', { docs: docs.slice(i, i + 500) })).status, 201);
+  // Checkpoints over the hash space: wherever the crash leaves them, each is found once, at its revision.
+  const cps = Array.from({ length: 12 }, (_, i) => `cp${i}`);
+  for (const id of cps) t.equal((await call('PUT', `/vdb/crash/_local/${id}`, { n: 1 })).status, 201);
   const splitting = call('POST', '/vdb/crash/_shards/0/_split', { batch_size: 10 }).catch(() => undefined);
   const { waitFor } = await import('../../support/wait.js');
   await waitFor(() => child.output().includes('rebalance progress'), { timeoutMs: 20_000, what: 'the split to start copying' });
@@ -414,8 +417,12 @@ t.test('a node restarted during a split rolls back or finishes it', async (t) =>
   const found = await call('POST', '/vdb/crash/_find', { where: [], include_docs: false, limit: 100_000 });
   t.equal(found.body.meta.total, 2000, 'every document exactly once');
   t.equal(new Set(found.body.docs.map((d: { _id: string }) => d._id)).size, 2000);
+  const listedCps = async () => ((await call('GET', '/vdb/crash/_local_docs')).body.rows as { key: string; value: { rev: string } }[]).map((r) => `${r.key} ${r.value.rev}`);
+  t.same(await listedCps(), cps.map((id) => `_local/${id} 0-1`).sort(), 'every checkpoint once, at its revision');
   t.equal((await call('POST', '/vdb/crash/_shards/0/_split', {})).status, 200, 'a new split works after recovery');
   t.equal((await call('POST', '/vdb/crash/_find', { where: [], limit: 0 })).body.meta.total, 2000);
+  t.same(await listedCps(), cps.map((id) => `_local/${id} 0-1`).sort(), 'and after it');
+  for (const id of cps) t.equal((await call('GET', `/vdb/crash/_local/${id}`)).body._rev, '0-1', `${id} read where it routes`);
 });
 
 t.test('VDB long-poll and event-stream feeds', async (t) => {
