@@ -23,7 +23,7 @@ import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
 import { runCheckers } from './checker/report.js';
 import { OptionError, type ChaosOptions, parseChaosArgs } from './options.js';
 import { type Proc, fromChild, kill9, pause, resume, stop } from './nemesis/process.js';
-import { type ScheduledEvent, SeededRand, schedule } from './nemesis/schedule.js';
+import { type ScheduledEvent, SeededRand, isHeal, schedule } from './nemesis/schedule.js';
 import { FaultNetwork } from './proxy/network.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -77,7 +77,12 @@ interface NodeProc {
   logs: string[];
   /** Shard leaderships its processes handed over to balance leaders (their log lines). */
   leaderTransfers: number;
+  /** A `replace` fault's leave was accepted: its rejoin waits for `left`, then starts it afresh. */
+  leaving: boolean;
 }
+
+/** A `replace` fault waits this long for its node to have left (its replicas moved). */
+const LEAVE_TIMEOUT_MS = 90_000;
 
 /** The log line of a leader balancing transfer (ShardHost), counted by the runner. */
 const LEADER_TRANSFER_LINE = /to balance leaders/g;
@@ -619,6 +624,32 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       if (n.proc !== undefined) resume(n.proc);
       n.paused = false;
       return;
+    case 'leave': {
+      const r = await call(n.url, 'POST', '/vectordb/cluster/leave');
+      n.leaving = r?.status === 200;
+      log(`chaos: ${n.name} leave: ${r?.status ?? 'no answer'}${r !== undefined && r.status !== 200 ? ` ${JSON.stringify(r.body).slice(0, 200)}` : ''}`);
+      return;
+    }
+    case 'rejoin': {
+      if (!n.leaving) return;
+      // Its replicas move first; it is a member until it hosts none.
+      const left = await waitFor(async () => ((await call(n.url, 'GET', '/vectordb/cluster/status'))?.body?.state === 'left' ? true : undefined), { timeoutMs: LEAVE_TIMEOUT_MS, intervalMs: 250, what: `${n.name} to leave` }).catch(() => false);
+      if (left !== true) {
+        log(`chaos: ${n.name} had not left after ${LEAVE_TIMEOUT_MS / 1000} s: it stays as it is (convergence will say what is wrong)`);
+        return;
+      }
+      n.leaving = false;
+      if (n.proc !== undefined) await stop(n.proc);
+      n.proc = undefined;
+      n.child = undefined;
+      n.url = undefined;
+      // A fresh data directory joins as a new member, through every other node (one may be down).
+      rmSync(n.env.SERVICE_DATA_DIR!, { recursive: true, force: true });
+      n.env = { ...n.env, SERVICE_SEED_NODES: [...byName.keys()].filter((m) => m !== n.name).map((m) => net.seedFor(n.name, m)).join(',') };
+      await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start again: ${(err as Error).message.slice(0, 300)}`));
+      log(`chaos: ${n.name} left and started again on an empty data directory`);
+      return;
+    }
   }
 }
 
@@ -705,6 +736,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     output: '',
     logs: [],
     leaderTransfers: 0,
+    leaving: false,
   }));
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const durationMs = Math.round(o.minutes * 60_000);
@@ -739,7 +771,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
         log(`chaos: ${String(rec.now()).padStart(7)} ms  ${e.action.padEnd(14)} ${typeof e.target === 'string' ? e.target : JSON.stringify(e.target)}`);
         if (!open.has(e.fault)) open.set(e.fault, rec.now());
         await applyEvent(e, byName, net);
-        if (e.action === 'start' || e.action === 'resume' || e.action === 'net-heal') windows.push({ kind: e.kind, startMs: open.get(e.fault)!, endMs: rec.now() });
+        if (isHeal(e)) windows.push({ kind: e.kind, startMs: open.get(e.fault)!, endMs: rec.now() });
       }
     })();
     let keys = new Map<string, string>();
@@ -756,12 +788,14 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     await nemesis;
 
     // Heal everything, then require convergence: same leader, same metadata at the same index.
-    phase('healing', 60_000 * o.nodes + 30_000);
+    phase('healing', 60_000 * o.nodes + 30_000 + LEAVE_TIMEOUT_MS);
     net.apply([]);
     for (const n of nodes) {
       if (n.paused && n.proc !== undefined) resume(n.proc);
       n.paused = false;
       if (n.proc === undefined) await startNode(n);
+      // A replace whose rejoin the schedule's end dropped: it rejoins now.
+      if (n.leaving) await applyEvent({ atMs: rec.now(), fault: -1, kind: 'replace', durationMs: 0, action: 'rejoin', target: n.name }, byName, net);
     }
     let stuckJobs: { id: string; step: string }[] = [];
     if (o.rebalance) {

@@ -9,7 +9,7 @@
 import type { Nemesis } from '../proxy/plan.js';
 import type { Rand } from '../../src/core/rand.js';
 
-export const NEMESIS_KINDS = ['kill', 'restart', 'pause', 'kill-during-startup', 'partition', 'isolate', 'bridge', 'one-way', 'delay', 'throttle'] as const;
+export const NEMESIS_KINDS = ['kill', 'restart', 'pause', 'kill-during-startup', 'replace', 'partition', 'isolate', 'bridge', 'one-way', 'delay', 'throttle'] as const;
 export type NemesisKind = (typeof NEMESIS_KINDS)[number];
 
 export function isNemesisKind(value: unknown): value is NemesisKind {
@@ -40,8 +40,12 @@ export interface ScheduleOptions {
   readonly startupKillMsMax?: number;
 }
 
-/** kill: SIGKILL; stop: clean SIGTERM; start-and-kill: spawn, SIGKILL after durationMs. */
-export type ProcessAction = 'kill' | 'stop' | 'start' | 'pause' | 'resume' | 'start-and-kill';
+/**
+ * kill: SIGKILL; stop: clean SIGTERM; start-and-kill: spawn, SIGKILL after durationMs; leave:
+ * the node leaves the cluster (its replicas move); rejoin: once it has left, it starts again
+ * on an empty data directory and joins as a new member.
+ */
+export type ProcessAction = 'kill' | 'stop' | 'start' | 'pause' | 'resume' | 'start-and-kill' | 'leave' | 'rejoin';
 
 interface EventBase {
   readonly atMs: number;
@@ -54,7 +58,7 @@ export type ScheduledEvent =
   | (EventBase & { readonly action: ProcessAction; readonly target: string })
   | (EventBase & { readonly action: 'net' | 'net-heal'; readonly target: Nemesis });
 
-const HEALS: readonly ScheduledEvent['action'][] = ['start', 'resume', 'net-heal'];
+const HEALS: readonly ScheduledEvent['action'][] = ['start', 'resume', 'rejoin', 'net-heal'];
 
 export function isHeal(e: ScheduledEvent): boolean {
   return HEALS.includes(e.action);
@@ -116,13 +120,14 @@ function drawFault(kind: NemesisKind, c: DrawContext): { events: ScheduledEvent[
     case 'kill':
     case 'restart':
     case 'pause':
+    case 'replace':
     case 'kill-during-startup': {
       const busy = new Set(c.active.flatMap((a) => a.down));
       const free = o.nodes.filter((x) => !busy.has(x));
       if (free.length === 0 || c.room < 1) return undefined;
       if (kind === 'kill-during-startup' && durationMs < 2) return undefined; // no room for a start inside the window
       const target = free[rand.int(free.length)]!;
-      const first = kind === 'pause' ? 'pause' : kind === 'restart' ? 'stop' : 'kill';
+      const first = kind === 'pause' ? 'pause' : kind === 'restart' ? 'stop' : kind === 'replace' ? 'leave' : 'kill';
       const events: ScheduledEvent[] = [{ ...base, action: first, target }];
       if (kind === 'kill-during-startup') {
         // down for a while, a start killed part-way, then a start left alone
@@ -130,7 +135,7 @@ function drawFault(kind: NemesisKind, c: DrawContext): { events: ScheduledEvent[
         const killAfterMs = rand.int(Math.max(1, Math.min(o.startupKillMsMax ?? 2_000, durationMs - spawnAfterMs)));
         events.push({ ...base, atMs: atMs + spawnAfterMs, action: 'start-and-kill', target, durationMs: killAfterMs });
       }
-      events.push({ ...heal, action: kind === 'pause' ? 'resume' : 'start', target });
+      events.push({ ...heal, action: kind === 'pause' ? 'resume' : kind === 'replace' ? 'rejoin' : 'start', target });
       return { events, down: [target], netCost: 0, net: false };
     }
     default: {
@@ -147,7 +152,7 @@ function drawFault(kind: NemesisKind, c: DrawContext): { events: ScheduledEvent[
 }
 
 /** A network nemesis of this kind whose cost (nodes cut from the majority) fits in `room`. */
-function drawNet(kind: Exclude<NemesisKind, 'kill' | 'restart' | 'pause' | 'kill-during-startup'>, o: ScheduleOptions, rand: SeededRand, room: number): { nemesis: Nemesis; cost: number } | undefined {
+function drawNet(kind: Exclude<NemesisKind, 'kill' | 'restart' | 'pause' | 'kill-during-startup' | 'replace'>, o: ScheduleOptions, rand: SeededRand, room: number): { nemesis: Nemesis; cost: number } | undefined {
   const nodes = o.nodes;
   const n = nodes.length;
   switch (kind) {

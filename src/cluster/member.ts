@@ -20,6 +20,7 @@ import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
 import { PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
+import { leftProbeTarget } from './left-probe.js';
 import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, isLive } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { wasNotSent } from './not-sent.js';
@@ -826,9 +827,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   async #checkLeft(): Promise<void> {
     // Out of the group, this node may not know the leader any more: any other member can
     // answer from its applied copy (a `left` it has applied is committed).
-    const others = this.liveNodes().map((n) => n.name).filter((n) => n !== this.#o.nodeName);
-    const leader = this.leader();
-    const ask = leader !== null && leader !== this.#o.nodeName ? leader : others[this.#leftProbe++ % Math.max(1, others.length)];
+    const ask = leftProbeTarget(this.leader(), this.#o.nodeName, this.liveNodes().map((n) => n.name), this.#leftProbe++);
     if (ask === undefined) return;
     const reply = decodeCbor(await this.#transport.call(ask, 'meta.node', encodeCbor({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
     // This process's own record only: a node of the same name that joined again since is another.

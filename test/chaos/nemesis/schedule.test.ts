@@ -81,6 +81,7 @@ t.test('a node has one process fault at a time, the network one nemesis at a tim
           case 'kill':
           case 'stop':
           case 'pause':
+          case 'leave':
             if (out.has(e.target)) return false;
             out.add(e.target);
             break;
@@ -89,6 +90,7 @@ t.test('a node has one process fault at a time, the network one nemesis at a tim
             break;
           case 'start':
           case 'resume':
+          case 'rejoin':
             if (!out.delete(e.target)) return false;
             break;
           case 'net':
