@@ -442,13 +442,18 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     if (this.#closed) return;
     this.housekeeping();
     const steady: LedGroup[] = [];
+    // A leaving node is soon out of the metadata group, and then its placements are stale: its
+    // replicas moving away stay placed here in its eyes. It asks each group's leader instead
+    // (else it hosted them for good, and its leave never ended: found by the chaos runner's
+    // `replace`, two nodes leaving one after the other).
+    const leaving = this.o.member.state.nodes[this.me]?.status === 'leaving';
     for (const [group, r] of this.replicas) {
       if (this.#busy.has(group)) continue;
       const core = r.group.core;
       const desired = r.placement.replicas;
       // Moved off this node: a follower waits to be removed; a leader still drives the move
       // (and hands leadership over before it removes itself).
-      if (!desired.includes(this.me) && core.role !== 'leader') {
+      if ((!desired.includes(this.me) || leaving) && core.role !== 'leader') {
         this.#busy.add(group);
         void this.#checkRemoved(group, r).finally(() => this.#busy.delete(group));
         continue;

@@ -11,6 +11,7 @@ import type { RaftGroup } from '../../src/raft/group.js';
 import type { Store } from '../../src/storage/db.js';
 import { mathRand } from '../../src/core/rand.js';
 import { waitFor } from '../support/wait.js';
+import { encodeCbor } from '../../src/core/codec.js';
 
 const ME = 'n1';
 
@@ -28,7 +29,7 @@ class FakeHost extends ShardHost<HostedReplica, null> {
   placed: ShardPlacement[];
 
   constructor(member: ClusterMember, placed: ShardPlacement[], readonly faults: Map<string, Faults>) {
-    super({ member, store: {} as Store, log: pino({ level: 'silent' }), rand: mathRand });
+    super({ member, store: { clearRange: async () => undefined } as unknown as Store, log: pino({ level: 'silent' }), rand: mathRand });
     this.placed = placed;
   }
 
@@ -68,7 +69,8 @@ class FakeHost extends ShardHost<HostedReplica, null> {
       close: async () => void this.closedGroups.push(g),
       step: () => undefined,
       failure: undefined,
-      core: { role: 'follower', quiesced: false, leader: undefined },
+      // A follower that believes it still votes, and knows a leader.
+      core: { role: 'follower', quiesced: false, leader: 'n2', confState: () => ({ voters: [ME, 'n2', 'n3'], learners: [] }) },
     };
     return { placement: shard, group: group as unknown as RaftGroup };
   }
@@ -133,4 +135,37 @@ t.test('a failing replica whose placement went away is not tried again', async (
   const opened = host.opens.get('g2')!;
   await waitFor(() => host.opens.get('g2')! > opened, { what: 'the retry pass' });
   t.equal(host.opens.get('g1'), 1, 'g1 was not opened again');
+});
+
+t.test("a leaving node's replica moved away while its placements were stale (out of the metadata group) is dropped once its group's leader says so", async (t) => {
+  // The metadata this node holds stopped when it left the metadata group: it still places g1
+  // here. Its group's leader answers that the voters are n2, n3, n4 now.
+  const confAsked: string[] = [];
+  const host = (status: 'leaving' | 'up') => {
+    const state = { nodes: { [ME]: { name: ME, status } } } as unknown as MetaState;
+    const member = {
+      name: ME,
+      state,
+      timings: { nodeHeartbeatMs: 50, proposalTimeoutMs: 1_000 },
+      attachGroups: () => undefined,
+      memberState: () => 'member',
+      callPeer: async (target: string, method: string) => {
+        confAsked.push(`${status} ${target} ${method}`);
+        return encodeCbor({ voters: ['n2', 'n3', 'n4'], learners: [] });
+      },
+      fsm: { listen: () => undefined },
+    } as unknown as ClusterMember;
+    return new FakeHost(member, [{ ...shard(1), replicas: [ME, 'n2', 'n3'] } as ShardPlacement], new Map());
+  };
+  const stays = host('up');
+  t.teardown(() => stays.close());
+  await stays.start();
+  const leaving = host('leaving');
+  t.teardown(() => leaving.close());
+  await leaving.start();
+  await waitFor(() => !leaving.isHosted('g1'), { timeoutMs: 10_000, what: 'the leaving node to drop g1' });
+  t.ok(leaving.closedGroups.includes('g1'), "the leaving node asked g1's leader, learned it was removed, and dropped its replica");
+  t.ok(confAsked.includes('leaving n2 fake.conf'), 'it asked the leader it knew');
+  t.ok(stays.isHosted('g1'), 'a node that is not leaving trusts its placement: still hosted');
+  t.notOk(confAsked.some((c) => c.startsWith('up ')), 'and asks nobody');
 });
