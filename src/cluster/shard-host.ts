@@ -451,6 +451,17 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       if (this.#busy.has(group)) continue;
       const core = r.group.core;
       const desired = r.placement.replicas;
+      // A leaving node hands the groups it leads to another voter: one whose placements are
+      // fresh drives the move of this replica (this node's may be stale, as above).
+      if (leaving && core.role === 'leader') {
+        const voters = core.confState().voters.filter((v) => v !== this.me);
+        const last = core.log.lastIndex();
+        const to = voters.find((v) => core.progress.get(v)?.match === last) ?? voters[0];
+        if (to !== undefined && r.group.transferLeadership(to)) {
+          this.o.log.info({ group, to }, `${group}: handing leadership to ${to} (${this.me} is leaving)`);
+          continue;
+        }
+      }
       // Moved off this node: a follower waits to be removed; a leader still drives the move
       // (and hands leadership over before it removes itself).
       if ((!desired.includes(this.me) || leaving) && core.role !== 'leader') {

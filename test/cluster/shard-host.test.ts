@@ -23,6 +23,9 @@ interface Faults {
 
 class FakeHost extends ShardHost<HostedReplica, null> {
   readonly prefix = 'fake';
+  /** The role every replica's fake group plays, and where it handed leadership. */
+  role: 'follower' | 'leader' = 'follower';
+  readonly transfers: string[] = [];
   readonly opens = new Map<string, number>();
   readonly starts = new Map<string, number>();
   readonly closedGroups: string[] = [];
@@ -69,8 +72,12 @@ class FakeHost extends ShardHost<HostedReplica, null> {
       close: async () => void this.closedGroups.push(g),
       step: () => undefined,
       failure: undefined,
-      // A follower that believes it still votes, and knows a leader.
-      core: { role: 'follower', quiesced: false, leader: 'n2', confState: () => ({ voters: [ME, 'n2', 'n3'], learners: [] }) },
+      // A replica that believes it still votes, and knows a leader (or leads).
+      core: { role: this.role, quiesced: false, leader: this.role === 'leader' ? ME : 'n2', confState: () => ({ voters: [ME, 'n2', 'n3'], learners: [] }), log: { lastIndex: () => 7 }, progress: new Map([['n3', { match: 7 }], ['n2', { match: 5 }]]) },
+      transferLeadership: (to: string) => {
+        this.transfers.push(`${g} ${to}`);
+        return true;
+      },
     };
     return { placement: shard, group: group as unknown as RaftGroup };
   }
@@ -168,4 +175,11 @@ t.test("a leaving node's replica moved away while its placements were stale (out
   t.ok(confAsked.includes('leaving n2 fake.conf'), 'it asked the leader it knew');
   t.ok(stays.isHosted('g1'), 'a node that is not leaving trusts its placement: still hosted');
   t.notOk(confAsked.some((c) => c.startsWith('up ')), 'and asks nobody');
+  // Leading a group, a leaving node hands it to a caught-up voter, which drives the move.
+  const leads = host('leaving');
+  leads.role = 'leader';
+  t.teardown(() => leads.close());
+  await leads.start();
+  await waitFor(() => leads.transfers.length > 0, { timeoutMs: 10_000, what: 'the leaving leader to hand g1 over' });
+  t.equal(leads.transfers[0], 'g1 n3', 'to the caught-up voter');
 });
