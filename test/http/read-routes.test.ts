@@ -15,11 +15,13 @@ const READ_POSTS = [
   'POST /db/:db/_revs_diff',
   'POST /db/:db/_changes',
   'POST /db/:db/_changes/stream',
+  'POST /db/:db/_local_docs',
   'POST /vdb/:vdb/_find',
   'POST /vdb/:vdb/_all_docs',
   'POST /vdb/:vdb/_bulk_get',
   'POST /vdb/:vdb/_revs_diff',
   'POST /vdb/:vdb/_changes',
+  'POST /vdb/:vdb/_local_docs',
 ];
 
 /** POSTs that write (or run admin work): a read key is refused with 403. */
@@ -83,6 +85,11 @@ t.test('read keys: every read-only POST, and no write', async (t) => {
   t.equal((await node.request('POST', '/vdb/v/_bulk_get', { key: reader, body: { docs: [{ id: 'd1' }] } })).body.results[0].docs[0].ok.city, 'oslo');
   t.match((await node.request('POST', '/vdb/v/_revs_diff', { key: reader, body: { d1: ['9-x'] } })).body, { d1: { missing: ['9-x'] } });
   t.same((await node.request('POST', '/vdb/v/_changes', { key: reader, body: { doc_ids: ['d1'] } })).body.changes.map((c: { id: string }) => c.id), ['d1']);
+  // The checkpoints' listing, by keys in a body: a read.
+  for (const base of ['/db/r', '/vdb/v']) {
+    const listed = await node.request('POST', `${base}/_local_docs`, { key: reader, body: { keys: ['_local/none'] } });
+    t.same([listed.status, listed.body.rows], [200, [{ key: '_local/none', error: 'not_found' }]], `POST ${base}/_local_docs with a read key`);
+  }
   // A stream: its status is known from the headers.
   const aborter = new AbortController();
   const stream = await fetch(`${node.url}/db/r/_changes/stream`, { method: 'POST', signal: aborter.signal, headers: { authorization: `Bearer ${reader}`, 'content-type': 'application/json' }, body: '{}' });
