@@ -11,6 +11,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../src/core/node-flags.js';
+import { isReshardEnded } from '../src/cluster/meta-state.js';
 import { TEST_ADMIN_KEY, TEST_CACHE_ENV, request, tempDir } from '../test/support/node.js';
 import { waitFor } from '../test/support/wait.js';
 import { nodeMainArgs } from '../test/support/built-node.js';
@@ -551,7 +552,7 @@ async function splitOrMerge(n: NodeProc, rec: Recorder, rand: SeededRand): Promi
  */
 async function reshard(n: NodeProc, rec: Recorder, rand: SeededRand): Promise<string | undefined> {
   const job = await call(n.url, 'GET', `/vectordb/collections/${DATA}/reshard`);
-  if (job?.status === 200 && !['done', 'failed', 'cancelled'].includes(job.body.state as string)) return undefined; // one at a time
+  if (job?.status === 200 && !isReshardEnded(job.body.state as string)) return undefined; // one at a time
   if (job?.status === 200 && job.body.state === 'failed') log(`chaos: ${String(rec.now()).padStart(7)} ms  the last reshard failed: ${JSON.stringify(job.body.last_error).slice(0, 300)}`);
   const info = await call(n.url, 'GET', `/vectordb/collections/${DATA}`);
   const current = info?.body?.num_shards as number | undefined;
@@ -573,7 +574,7 @@ async function jobsEnded(nodes: NodeProc[], timeoutMs: number): Promise<{ id: st
     for (const n of nodes) {
       const r = await call(n.url, 'GET', '/_cluster/jobs');
       if (r?.status !== 200) continue;
-      return (r.body.jobs as { id: string; step: string }[]).filter((j) => !['done', 'failed', 'cancelled'].includes(j.step));
+      return (r.body.jobs as { id: string; step: string }[]).filter((j) => !isReshardEnded(j.step));
     }
     return undefined;
   };

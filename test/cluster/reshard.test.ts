@@ -12,6 +12,7 @@ import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 import { runCli } from '../../src/cli/firkin.js';
 import { exactBm25 } from '../support/bm25-oracle.js';
+import { isReshardEnded } from '../../src/cluster/meta-state.js';
 
 const DIMS = 8;
 const DOCS = Number(process.env.RESHARD_DOCS ?? 2_500);
@@ -261,7 +262,7 @@ t.test('reshard errors, cancel, and the CLI', async (t) => {
   t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/sparse/reshard', { body: { num_shards: 2 } })).status, 200);
   const ended = await waitFor(async () => {
     const j = (await cluster.request('n1', 'GET', '/vectordb/collections/sparse/reshard')).body;
-    return ['done', 'failed', 'cancelled'].includes(j.state) ? j : undefined;
+    return isReshardEnded(j.state) ? j : undefined;
   }, { timeoutMs: 30_000, what: 'the reshard of a collection with empty shards to end' }).catch(async (err: Error) => {
     throw new Error(`${err.message}: ${JSON.stringify((await cluster.request('n1', 'GET', '/vectordb/collections/sparse/reshard')).body)}`);
   });

@@ -163,7 +163,7 @@ export class LocalDocs {
   }
 
   /** Put stored values as they are (their revisions kept) and remove `drop`, in one synced write. */
-  async restore(db: string, put: readonly (readonly [string, Buffer])[], drop: readonly string[] = []): Promise<void> {
+  async writeStored(db: string, put: readonly (readonly [string, Buffer])[], drop: readonly string[] = []): Promise<void> {
     if (put.length === 0 && drop.length === 0) return;
     await this.#store.batch([...put.map(([id, value]) => ({ type: 'put' as const, cf: 'system' as const, key: key(db, id), value })), ...drop.map((id) => ({ type: 'del' as const, cf: 'system' as const, key: key(db, id) }))], { sync: true });
   }

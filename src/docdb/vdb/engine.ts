@@ -682,7 +682,7 @@ export class VdbEngine implements VdbService {
       // replication through the VDB carries on from its checkpoint after the move.
       const locals: [string, Buffer][] = [];
       for await (const [id, value] of this.#locals.stored(from)) if (moves(localRouteId(id))) locals.push([id, value]);
-      await this.#locals.restore(to, locals);
+      await this.#locals.writeStored(to, locals);
       if (locals.length > 0) this.#o.log.info({ from, to, locals: locals.length }, 'rebalance carried local documents');
       await this.#save(state, switched());
     } finally {
@@ -721,7 +721,7 @@ export class VdbEngine implements VdbService {
     for (let i = 0; i < ids.length; i += 500) await this.#o.docs.purge(db, ids.slice(i, i + 500));
     const locals: string[] = [];
     for await (const [id] of this.#locals.stored(db)) if (foreign(localRouteId(id))) locals.push(id);
-    await this.#locals.restore(db, [], locals);
+    await this.#locals.writeStored(db, [], locals);
   }
 
   async #recover(state: VdbState): Promise<void> {
