@@ -23,7 +23,7 @@ for knob in WAIT_S STOP_S; do is_uint "${!knob}" || usage "FIRKIN_${knob/STOP_S/
 
 HELP="Usage: scripts/cluster.sh COMMAND [NODE]
 
-  up N          start n1..nN (new ones join n1; stopped ones restart), wait until all are members
+  up N          start n1..nN (stopped ones restart; empty ones join them), wait until all are members
   down          stop every node (SIGTERM, SIGKILL after FIRKIN_STOP_TIMEOUT_S), keep the data
   wipe          down, then delete the cluster directory
   status        one line per node: name, pid, process, HTTP URL, cluster state
@@ -147,17 +147,26 @@ node_env() {
   fi
 }
 
-# Seeds for a node with no data yet: n1 first (it bootstrapped), then the nodes that were
-# running before this batch. A node with data ignores seeds (it knows its cluster), and n1
-# on a new cluster has none: it bootstraps.
+# Seeds for a node with no data yet: n1 first when it has data (it bootstrapped, or joined
+# since), then the nodes that were running before this batch. A node with data ignores seeds
+# (it knows its cluster); a node with none and no seeds bootstraps a new cluster.
 seeds_for() {
   local i=$1 j seeds=()
   shift
-  if [[ $i != 1 ]]; then seeds+=("127.0.0.1:$(grpc_port 1)"); fi
+  if [[ $i != 1 ]] && has_data 1; then seeds+=("127.0.0.1:$(grpc_port 1)"); fi
   for j in "$@"; do
     if [[ $j != 1 && $j != "$i" ]]; then seeds+=("127.0.0.1:$(grpc_port "$j")"); fi
   done
   (IFS=,; echo "${seeds[*]}")
+}
+
+# The nodes other than $1 that have data: while there is one, the cluster exists and a node
+# with empty data must join it, never bootstrap another (n1 emptied and started again).
+others_with_data() {
+  local j
+  for j in $(node_ids); do
+    if [[ $j != "$1" ]] && has_data "$j"; then echo "$j"; fi
+  done
 }
 
 # The end of a node's log, for an error line.
@@ -280,7 +289,7 @@ cmd_up() {
     if [[ -n $(pid_of "$i") ]]; then running+=("$i"); fi
   done
   # A new cluster: n1 first, alone, until it has bootstrapped; then the rest join through it.
-  if [[ -z $(pid_of 1) ]] && ! has_data 1; then
+  if [[ -z $(pid_of 1) ]] && ! has_data 1 && [[ -z $(others_with_data 1) ]]; then
     launch 1 ""
     wait_members 1
     running+=(1)
@@ -288,8 +297,12 @@ cmd_up() {
   for ((i = 1; i <= n; i++)); do
     if [[ -z $(pid_of "$i") ]]; then batch+=("$i"); fi
   done
+  # Nodes with data restart first (they are the cluster); the empty ones join through them.
   for i in "${batch[@]+"${batch[@]}"}"; do
-    if has_data "$i"; then launch "$i" ""; else launch "$i" "$(seeds_for "$i" "${running[@]+"${running[@]}"}")"; fi
+    if has_data "$i"; then launch "$i" ""; running+=("$i"); fi
+  done
+  for i in "${batch[@]+"${batch[@]}"}"; do
+    if [[ -z $(pid_of "$i") ]]; then launch "$i" "$(seeds_for "$i" "${running[@]+"${running[@]}"}")"; fi
   done
   wait_members $(seq 1 "$n")
   echo "$n nodes are members; scripts/cluster.sh env prints their URLs and the admin key"
@@ -302,7 +315,13 @@ cmd_start() {
   for j in $(node_ids); do
     if [[ -n $(pid_of "$j") ]]; then running+=("$j"); fi
   done
-  if has_data "$i"; then launch "$i" ""; else launch "$i" "$(seeds_for "$i" "${running[@]+"${running[@]}"}")"; fi
+  if has_data "$i"; then
+    launch "$i" ""
+  elif ((${#running[@]} == 0)) && [[ -n $(others_with_data "$i") ]]; then
+    die "n$i has no data and no node of its cluster is running: it would start a new cluster; start a node with data first ($(printf 'n%s ' $(others_with_data "$i"))), then n$i joins through it"
+  else
+    launch "$i" "$(seeds_for "$i" "${running[@]+"${running[@]}"}")"
+  fi
   wait_members "$i"
 }
 

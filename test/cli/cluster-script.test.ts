@@ -36,6 +36,8 @@ function alive(pid: number): boolean {
   return !/\) Z /.test(stat);
 }
 
+/** What an operator does to make a stopped node join again as a new member. */
+const emptyData = (c: LocalCluster, name: string) => rmSync(path.join(c.dir, name, 'data'), { recursive: true, force: true });
 const procState = (pid: number) => /\) (\S) /.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
 const envOf = async (c: LocalCluster, name: string) => (await request(c.node(name).url, 'GET', '/env')).body as Record<string, string>;
 
@@ -95,7 +97,11 @@ t.test('three nodes: environment, secrets, env, signals', async (t) => {
   t.same([again.code, again.stderr], [1, 'cluster.sh: n2 is not running\n']);
   await c.start('n2');
   t.not(c.node('n2').pid, old);
-  t.equal((await envOf(c, 'n2')).SERVICE_SEED_NODES?.split(',')[0], n1Grpc, 'a node with no data joins through n1 first');
+  t.equal((await envOf(c, 'n2')).SERVICE_SEED_NODES, undefined, 'a node with data restarts: no seeds');
+  await c.stop('n2');
+  emptyData(c, 'n2');
+  await c.start('n2');
+  t.equal((await envOf(c, 'n2')).SERVICE_SEED_NODES, [n1Grpc, c.node('n3').grpc].join(','), 'a node with no data joins through n1 first, then the running nodes');
 
   await c.pause('n3');
   t.equal(procState(c.node('n3').pid!), 'T');
@@ -123,6 +129,23 @@ t.test('three nodes: environment, secrets, env, signals', async (t) => {
   t.ok(pids.every((p) => !alive(p!)), 'down stops every node');
   t.ok(existsSync(path.join(c.dir, 'n1', 'data')), 'down keeps the data');
   await c.script(['up', '4']);
+  t.match(await c.script(['status']), /^(n\d +\d+ +running +\S+ +member\n){4}$/);
+
+  // n1 emptied: it joins the cluster the others hold, never bootstraps a second one.
+  await c.stop('n1');
+  emptyData(c, 'n1');
+  await c.start('n1');
+  t.equal((await envOf(c, 'n1')).SERVICE_SEED_NODES, c.nodes.slice(1).map((n) => n.grpc).join(','), 'an empty n1 joins through the running nodes');
+  await c.script(['down']);
+  emptyData(c, 'n1');
+  const alone = await run(['start', 'n1'], { FIRKIN_CLUSTER_DIR: c.dir });
+  t.same(
+    [alone.code, alone.stderr],
+    [1, 'cluster.sh: n1 has no data and no node of its cluster is running: it would start a new cluster; start a node with data first (n2 n3 n4 ), then n1 joins through it\n'],
+  );
+  t.notOk(existsSync(path.join(c.dir, 'n1', 'pid')) && alive(Number(readFileSync(path.join(c.dir, 'n1', 'pid'), 'utf8'))), 'n1 was not started');
+  const up = await c.script(['up', '4']);
+  t.match(up, new RegExp(`started n1 \\(pid \\d+\\) \\S+ seeds ${c.nodes.slice(1).map((n) => n.grpc).join(',')}\n`), 'up: the nodes with data first, then n1 joins through them');
   t.match(await c.script(['status']), /^(n\d +\d+ +running +\S+ +member\n){4}$/);
   t.match(await c.script(['wipe']), /wiped /);
   t.notOk(existsSync(c.dir), 'wipe deletes the directory');

@@ -1,10 +1,18 @@
 // A stand-in for src/main.ts that scripts/cluster.sh can run (FIRKIN_NODE_CMD): it starts in
 // milliseconds, answers GET /vectordb/cluster/status as a member, and shows the environment
 // the script gave it at GET /env. FAKE_IGNORE_TERM=1 makes it ignore SIGTERM (to see the
-// script's SIGKILL after FIRKIN_STOP_TIMEOUT_S).
+// script's SIGKILL after FIRKIN_STOP_TIMEOUT_S). Like a real node it leaves a file in its data
+// directory: the script tells a node that has data (restarts) from one that has none (joins).
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import path from 'node:path';
 
 const name = process.env.SERVICE_NODE_NAME ?? 'fake';
+const dataDir = process.env.SERVICE_DATA_DIR;
+if (dataDir !== undefined) {
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(path.join(dataDir, 'fake-node'), name);
+}
 const server = createServer((req, res) => {
   const reply = (body: unknown) => {
     res.writeHead(200, { 'content-type': 'application/json' });
