@@ -21,7 +21,7 @@ import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
 import { PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
 import { leftProbeTarget } from './left-probe.js';
-import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, isLive } from './meta-state.js';
+import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, isLive, placedNodes } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { wasNotSent } from './not-sent.js';
 import type { Transport } from './transport.js';
@@ -781,12 +781,12 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       }
     }
     // Leaving nodes that are out of the group and hold no shard replica any more: done.
+    const placed = placedNodes(this.#fsm.state);
     for (const n of nodes) {
       if (n.status !== 'leaving' || conf.voters.includes(n.name) || conf.learners.includes(n.name)) continue;
       // Done when no placement holds it and it hosts no replica any more (its shard groups
       // removed it): asked of the node itself, since only it knows. Unreachable: it is gone.
-      const placed = Object.values(this.#fsm.state.collections).some((c) => c.shards.some((sh) => sh.replicas.includes(n.name)));
-      if (placed) continue;
+      if (placed.has(n.name)) continue;
       this.#once(`left:${n.name}`, async () => {
         const hosted = await this.#transport.call(n.name, 'meta.hosted', encodeCbor({}), 2_000).then(
           (reply) => (decodeCbor(reply) as { hosted?: number }).hosted ?? 0,
@@ -805,7 +805,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       const p = core.progress.get(l);
       if (p !== undefined && p.match > 0 && lastIndex - p.match <= CAUGHT_UP_LAG) caughtUp.add(l);
     }
-    const step = planVoters({ conf, nodes: this.#fsm.state.nodes, caughtUp, leader: o.nodeName, maxVoters: o.maxVoters, deadVoterGraceMs: o.timings.deadVoterGraceMs, nowMs: now });
+    const step = planVoters({ conf, nodes: this.#fsm.state.nodes, caughtUp, leader: o.nodeName, placed, maxVoters: o.maxVoters, deadVoterGraceMs: o.timings.deadVoterGraceMs, nowMs: now });
     if (step === undefined) return;
     if (step.kind === 'transfer') {
       this.#once('transfer', async () => {

@@ -193,6 +193,17 @@ export function shardOwners(state: MetaState): { kind: ShardOwnerKind; name: str
   ];
 }
 
+/** Every node placed in a shard of a collection or VDB, routed or pending (a reshard's, a split's). */
+export function placedNodes(state: MetaState): Set<string> {
+  const out = new Set<string>();
+  const add = (shards: readonly ShardPlacement[]) => {
+    for (const s of shards) for (const r of s.replicas) out.add(r);
+  };
+  for (const c of Object.values(state.collections)) add([...c.shards, ...(c.pending ?? [])]);
+  for (const v of Object.values(state.vdbs)) add(v.pending === undefined ? v.shards : [...v.shards, v.pending]);
+  return out;
+}
+
 export type NodeAddress = Pick<NodeRecord, 'name' | 'incarnation' | 'http' | 'grpc' | 'zone' | 'version' | 'protocol'>;
 
 export type MetaCommand =

@@ -5,9 +5,10 @@
 //
 // Rules, in order:
 // 1. A node that `left` is removed from the group.
-// 2. A `leaving` node: if it leads, hand leadership to a caught-up live voter; if it votes and
-//    the live voters would drop below the target, promote a caught-up learner first; then
-//    remove it.
+// 2. A `leaving` node: if it leads, hand leadership to a caught-up live voter; once no shard
+//    places it any more (its replicas moved), promote a caught-up learner first if it votes
+//    and the live voters would drop below the target, then remove it. Kept until then: out of
+//    the group it would not see the moves of its own replicas commit.
 // 3. Promote a caught-up live learner while live voters are below the target, where the target
 //    is the largest odd number <= min(maxVoters, live voters + caught-up live learners).
 // 4. A voter `down` past the grace period is removed once the voters exceed the target and the
@@ -21,6 +22,8 @@ export interface VoterPlanInput {
   /** Learners whose log matches the leader's closely enough to vote without stalling commits. */
   readonly caughtUp: ReadonlySet<string>;
   readonly leader: string;
+  /** Nodes a shard still places a replica on (`placedNodes`). */
+  readonly placed: ReadonlySet<string>;
   readonly maxVoters: number;
   readonly deadVoterGraceMs: number;
   readonly nowMs: number;
@@ -54,11 +57,12 @@ export function planVoters(input: VoterPlanInput): VoterStep | undefined {
   // 2
   for (const name of [...members].sort()) {
     if (status(name) !== 'leaving' && status(name) !== 'left') continue;
-    if (conf.learners.includes(name)) return { kind: 'change', change: { type: 'removeNode', node: name }, why: `${name} is leaving` };
     if (name === leader) {
       const to = liveVoters.filter((v) => v !== leader).sort()[0];
       return to === undefined ? promote(`${name} is leaving and leads alone`) : { kind: 'transfer', to, why: `${name} is leaving` };
     }
+    if (status(name) === 'leaving' && input.placed.has(name)) continue;
+    if (conf.learners.includes(name)) return { kind: 'change', change: { type: 'removeNode', node: name }, why: `${name} is leaving` };
     if (liveVoters.filter((v) => v !== name).length < target) {
       const p = promote(`${name} is leaving`);
       if (p !== undefined) return p;

@@ -3,7 +3,7 @@
 // plain replay (what a node restarting from a snapshot, or a learner fed one, relies on).
 import t from 'tap';
 import fc from 'fast-check';
-import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState, reshardLogFloor } from '../../src/cluster/meta-state.js';
+import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState, placedNodes, reshardLogFloor } from '../../src/cluster/meta-state.js';
 import { encodeCbor } from '../../src/core/codec.js';
 import { MetaFsm } from '../../src/cluster/metadata.js';
 import { PROTOCOL } from '../../src/cluster/versions.js';
@@ -222,6 +222,16 @@ t.test('a VDB split then a merge: one switch entry each, refusals, stable shard 
   step({ type: 'vdb.rebalance.end', jobId: 'j2', atMs: 12, step: 'done' });
   t.same(m.state.vdbs.v!.shards[0]!.replicas, [], 'the end entry removes it from the placement');
   t.match(step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j3', atMs: 13, op: 'split', source: 0, target: 3, moving: [0, 1], replicas: ['n1'] }), { ok: false, code: 'not_found' }, 'a retired shard does not split');
+  t.end();
+});
+
+t.test('placedNodes: the nodes of routed and pending shards, of collections and VDBs', (t) => {
+  const m = vdbStepper();
+  t.same([...placedNodes(m.state)].sort(), ['n1', 'n2', 'n3']);
+  m.step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j1', atMs: 1, op: 'split', source: 1, target: 2, moving: [3221225472, 4294967295], replicas: ['n4'] });
+  t.ok(placedNodes(m.state).has('n4'), "a split's pending shard places its replicas");
+  m.step({ type: 'collection.create', name: 'c', config: {}, replicationFactor: 1, shards: [{ range: [0, 1], replicas: ['n5'] }] });
+  t.same([...placedNodes(m.state)].sort(), ['n1', 'n2', 'n3', 'n4', 'n5']);
   t.end();
 });
 
