@@ -21,7 +21,7 @@ import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
 import { PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
 import { leftProbeTarget } from './left-probe.js';
-import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, isLive, placedNodes } from './meta-state.js';
+import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, deletedGroups, isLive, placedNodes } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { wasNotSent } from './not-sent.js';
 import type { Transport } from './transport.js';
@@ -88,6 +88,10 @@ export interface GroupHost {
   hosted(): number;
   /** How many of its groups this node leads now (its link heartbeats say it, for leader balancing). */
   ledGroups(): number;
+  /** The groups it hosts or is starting. */
+  hostedGroups(): string[];
+  /** Drop these replicas (the metadata deleted their groups) and never host them again. */
+  dropDeleted(groups: ReadonlySet<string>, why: string): Promise<void>;
   /** Stop hosting, keeping the data: the node is out of its cluster. */
   close(): Promise<void>;
 }
@@ -672,8 +676,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       case 'meta.hosted':
         return encodeCbor({ hosted: this.#hosts.reduce((n, h) => n + h.hosted(), 0) });
       case 'meta.node': {
-        const { name } = decodeCbor(body) as { name: string };
-        return encodeCbor({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader() });
+        // `groups` (a leaving node's hosted groups): which of them this node's metadata deleted.
+        const { name, groups } = decodeCbor(body) as { name: string; groups?: unknown };
+        const asked = Array.isArray(groups) ? groups.filter((g): g is string => typeof g === 'string') : [];
+        return encodeCbor({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader(), gone: deletedGroups(this.#fsm.state, asked) });
       }
       default: {
         for (const h of this.#hosts) if (method.startsWith(`${h.prefix}.`)) return h.answer(from, method, body);
@@ -829,9 +835,15 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     // answer from its applied copy (a `left` it has applied is committed).
     const ask = leftProbeTarget(this.leader(), this.#o.nodeName, this.liveNodes().map((n) => n.name), this.#leftProbe++);
     if (ask === undefined) return;
-    const reply = decodeCbor(await this.#transport.call(ask, 'meta.node', encodeCbor({ name: this.#o.nodeName }), 2_000)) as { node: NodeRecord | null };
+    const groups = this.#hosts.flatMap((h) => h.hostedGroups());
+    const reply = decodeCbor(await this.#transport.call(ask, 'meta.node', encodeCbor({ name: this.#o.nodeName, groups }), 2_000)) as { node: NodeRecord | null; gone?: string[] };
     // This process's own record only: a node of the same name that joined again since is another.
-    if (reply.node?.status === 'left' && reply.node.incarnation === this.#incarnation) await this.#stopAfterLeaving();
+    if (reply.node?.status === 'left' && reply.node.incarnation === this.#incarnation) return this.#stopAfterLeaving();
+    // Groups deleted while this node could not see it (out of the metadata group, lagging): their
+    // leaders are gone too, so no group can say it was removed, and hosting one holds up the
+    // leave. A member's applied deletion is committed; shard numbers are never reused.
+    const gone = new Set(reply.gone ?? []);
+    if (gone.size > 0) for (const h of this.#hosts) await h.dropDeleted(gone, `the metadata deleted its group, as ${ask} says`);
   }
 
   async #stopAfterLeaving(): Promise<void> {

@@ -204,6 +204,25 @@ export function placedNodes(state: MetaState): Set<string> {
   return out;
 }
 
+/**
+ * Of `groups`, the ones this state shows deleted: numbered below `nextShard` (their creation
+ * is applied here) and placed nowhere, neither routed with replicas nor pending (an owner
+ * deleted, a merge or reshard ended). Shard numbers are never reused, so a deleted group never
+ * comes back: a node that missed the deletion (out of the metadata group) may drop it.
+ */
+export function deletedGroups(state: MetaState, groups: readonly string[]): string[] {
+  const placed = new Set<string>();
+  const add = (shards: readonly ShardPlacement[]) => {
+    for (const s of shards) if (s.replicas.length > 0) placed.add(s.group);
+  };
+  for (const c of Object.values(state.collections)) add([...c.shards, ...(c.pending ?? [])]);
+  for (const v of Object.values(state.vdbs)) add(v.pending === undefined ? v.shards : [...v.shards, v.pending]);
+  return groups.filter((g) => {
+    const n = /^[a-z]+(\d+)$/.exec(g)?.[1];
+    return n !== undefined && Number(n) < state.nextShard && !placed.has(g);
+  });
+}
+
 export type NodeAddress = Pick<NodeRecord, 'name' | 'incarnation' | 'http' | 'grpc' | 'zone' | 'version' | 'protocol'>;
 
 export type MetaCommand =

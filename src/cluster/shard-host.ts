@@ -139,6 +139,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   readonly #pullAttempts = new Map<string, number>();
   /** Replicas opened whose group is still starting; not in `replicas` (not routed to) yet. */
   readonly #starting = new Map<string, StartingReplica<R>>();
+  /** Groups the metadata deleted that this node learned of by asking (its own copy is stale): never hosted again. */
+  readonly #deleted = new Set<string>();
   /** Snapshot transfers failing now (a success clears them), per group: for /health. */
   readonly #loadFailures = new Map<string, { attempts: number; lastError: string }>();
   /** Replicas placed here that failed to open or start (hosting one clears it), per group. */
@@ -260,6 +262,22 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     return this.replicas.size;
   }
 
+  hostedGroups(): string[] {
+    return [...this.replicas.keys(), ...this.#starting.keys()];
+  }
+
+  dropDeleted(groups: ReadonlySet<string>, why: string): Promise<void> {
+    return this.#queue(async () => {
+      for (const g of groups) this.#deleted.add(g);
+      for (const [group, r] of [...this.replicas]) if (groups.has(group)) await this.#drop(group, r, why);
+      for (const [group, s] of this.#starting) {
+        if (!groups.has(group) || s.dropped) continue;
+        s.dropped = true;
+        this.stopReplica(s.replica);
+      }
+    });
+  }
+
   ledGroups(): number {
     let n = 0;
     for (const r of this.replicas.values()) if (r.group.core.role === 'leader') n++;
@@ -288,7 +306,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     if (this.#closed) return;
     const all = this.placements(state);
     const wanted = new Map<string, WantedReplica<O>>();
-    for (const w of all) if (w.shard.replicas.includes(this.me)) wanted.set(w.shard.group, w);
+    // A group known deleted stays dropped, though this node's stale metadata still places it.
+    for (const w of all) if (w.shard.replicas.includes(this.me) && !this.#deleted.has(w.shard.group)) wanted.set(w.shard.group, w);
     const existing = new Map(all.map((w) => [w.shard.group, w.shard]));
     for (const [group, replica] of this.replicas) {
       if (wanted.has(group)) continue;

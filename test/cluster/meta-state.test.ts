@@ -3,7 +3,7 @@
 // plain replay (what a node restarting from a snapshot, or a learner fed one, relies on).
 import t from 'tap';
 import fc from 'fast-check';
-import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState, placedNodes, reshardLogFloor } from '../../src/cluster/meta-state.js';
+import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState, deletedGroups, placedNodes, reshardLogFloor } from '../../src/cluster/meta-state.js';
 import { encodeCbor } from '../../src/core/codec.js';
 import { MetaFsm } from '../../src/cluster/metadata.js';
 import { PROTOCOL } from '../../src/cluster/versions.js';
@@ -232,6 +232,24 @@ t.test('placedNodes: the nodes of routed and pending shards, of collections and 
   t.ok(placedNodes(m.state).has('n4'), "a split's pending shard places its replicas");
   m.step({ type: 'collection.create', name: 'c', config: {}, replicationFactor: 1, shards: [{ range: [0, 1], replicas: ['n5'] }] });
   t.same([...placedNodes(m.state)].sort(), ['n1', 'n2', 'n3', 'n4', 'n5']);
+  t.end();
+});
+
+t.test('deletedGroups: created (below nextShard) and placed nowhere; a group not created yet is not deleted', (t) => {
+  const m = vdbStepper();
+  const ask = ['ds0', 'ds1', 'ds2', 'vs2', 'ds9', 'nonsense'];
+  t.same(deletedGroups(m.state, ask), [], 'both shards placed; ds2 and beyond not created yet (a lagging member must not call them deleted)');
+  m.step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j', atMs: 1, op: 'merge', source: 0, target: 1, moving: [0, 2147483647] });
+  m.step({ type: 'vdb.rebalance.progress', jobId: 'j', atMs: 2, targetFrom: [4, 2], step: 'switching' });
+  m.step({ type: 'vdb.rebalance.switch', jobId: 'j', atMs: 3 });
+  t.same(deletedGroups(m.state, ask), [], 'a merged shard is still hosted (fenced) until its job ends');
+  m.step({ type: 'vdb.rebalance.end', jobId: 'j', atMs: 4, step: 'done' });
+  t.same(deletedGroups(m.state, ask), ['ds0'], 'the merge ended: its source group is gone');
+  m.step({ type: 'collection.create', name: 'c', config: {}, replicationFactor: 1, shards: [{ range: [0, 1], replicas: ['n5'] }] });
+  t.same(deletedGroups(m.state, ['vs2']), []);
+  m.step({ type: 'vdb.delete', name: 'v' });
+  m.step({ type: 'collection.delete', name: 'c' });
+  t.same(deletedGroups(m.state, ask), ['ds0', 'ds1', 'ds2', 'vs2'], 'owners deleted (and ds2 never existed: number 2 went to vs2)');
   t.end();
 });
 

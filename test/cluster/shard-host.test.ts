@@ -183,3 +183,19 @@ t.test("a leaving node's replica moved away while its placements were stale (out
   await waitFor(() => leads.transfers.length > 0, { timeoutMs: 10_000, what: 'the leaving leader to hand g1 over' });
   t.equal(leads.transfers[0], 'g1 n3', 'to the caught-up voter');
 });
+
+t.test('a replica whose group the metadata deleted (learned by asking: its own copy is stale) is dropped and never hosted again', async (t) => {
+  const { member, change } = fakeMember();
+  const host = new FakeHost(member, [shard(1), shard(2)], new Map());
+  t.teardown(() => host.close());
+  await host.start();
+  t.same(host.hostedGroups().sort(), ['g1', 'g2']);
+  await host.dropDeleted(new Set(['g1', 'g9']), 'deleted');
+  t.notOk(host.isHosted('g1'), 'dropped');
+  t.ok(host.closedGroups.includes('g1'), 'its group closed');
+  t.ok(host.isHosted('g2'), 'the other replica stays');
+  change(); // a hosting pass on the same stale metadata, which still places g1 here
+  await host.passes();
+  t.notOk(host.isHosted('g1'), 'not hosted again from the stale placement');
+  t.equal(host.opens.get('g1'), 1, 'nor opened');
+});
