@@ -7,6 +7,8 @@ import { type ChildNode, spawnTestNode } from '../support/process.js';
 import { TEST_ADMIN_KEY, type Reply, type RequestOptions, request, tempDir } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
 import { freePorts } from '../raft/kv-cluster.js';
+import { FaultNetwork } from '../../chaos/proxy/network.js';
+import { mathRand } from '../../src/core/rand.js';
 
 /** Fast failure detection for tests (the defaults are the product's). */
 export const FAST_CLUSTER_ENV = {
@@ -31,6 +33,36 @@ export class TestCluster {
   readonly nodes = new Map<string, ClusterNode>();
   readonly root = tempDir('firkin-cluster-');
   readonly cookie = 'test-cookie-1234';
+
+  /**
+   * Nodes whose peer links pass through the chaos fault proxy (`net` cuts, holds and delays
+   * them): the first bootstraps, the others join through it; every one a member on return.
+   * `close()` both, cluster first.
+   */
+  static async behindProxy(names: readonly string[]): Promise<{ cluster: TestCluster; net: FaultNetwork; close: () => Promise<void> }> {
+    const ports = await freePorts(names.length);
+    const grpcPorts = new Map(names.map((n, i) => [n, ports[i]!]));
+    const net = await FaultNetwork.open({ grpcPorts, rand: mathRand });
+    const cluster = new TestCluster();
+    const close = async () => {
+      await cluster.close();
+      await net.close();
+    };
+    try {
+      for (const n of names) {
+        await cluster.add(n, {
+          SERVICE_GRPC_PORT: String(grpcPorts.get(n)),
+          SERVICE_CLUSTER_DIAL_MAP: net.dialMap(n),
+          SERVICE_SEED_NODES: n === names[0] ? '' : net.seedFor(n, names[0]!),
+        });
+      }
+      await cluster.waitMembers();
+    } catch (err) {
+      await close();
+      throw err;
+    }
+    return { cluster, net, close };
+  }
 
   /** Start `count` nodes n1..nN: n1 bootstraps, the others join through n1. */
   static async start(count: number, env: Record<string, string> = {}): Promise<TestCluster> {

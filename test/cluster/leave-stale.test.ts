@@ -6,9 +6,6 @@
 // the chaos runner: seed 73, `--workload cas --rebalance true --nemesis replace,...`, a merge's
 // source group deleted while the leaving node was out of the metadata group).
 import t from 'tap';
-import { FaultNetwork } from '../../chaos/proxy/network.js';
-import { mathRand } from '../../src/core/rand.js';
-import { freePorts } from '../raft/kv-cluster.js';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 
@@ -18,22 +15,8 @@ interface ReplicaView {
 
 t.test('a leaving node cut off while its VDB is deleted drops the deleted groups when it hears again, and its leave ends', async (t) => {
   const names = ['n1', 'n2', 'n3', 'n4'];
-  const ports = await freePorts(names.length);
-  const grpcPorts = new Map(names.map((n, i) => [n, ports[i]!]));
-  const net = await FaultNetwork.open({ grpcPorts, rand: mathRand });
-  const cluster = new TestCluster();
-  t.teardown(async () => {
-    await cluster.close();
-    await net.close();
-  });
-  for (const n of names) {
-    await cluster.add(n, {
-      SERVICE_GRPC_PORT: String(grpcPorts.get(n)),
-      SERVICE_CLUSTER_DIAL_MAP: net.dialMap(n),
-      SERVICE_SEED_NODES: n === 'n1' ? '' : net.seedFor(n, 'n1'),
-    });
-  }
-  await cluster.waitMembers();
+  const { cluster, net, close } = await TestCluster.behindProxy(names);
+  t.teardown(close);
 
   // Four shards of three replicas on four nodes: n4 holds some.
   t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'v', shard_count: 4, placement: { replica_factor: 3 } } })).status, 201);

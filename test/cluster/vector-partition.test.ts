@@ -3,9 +3,6 @@
 // minority refuses writes (503 no_quorum) and linearizable reads, serves stale reads from its
 // own replica; after healing it catches up and every replica holds the same data.
 import t from 'tap';
-import { FaultNetwork } from '../../chaos/proxy/network.js';
-import { mathRand } from '../../src/core/rand.js';
-import { freePorts } from '../raft/kv-cluster.js';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 
@@ -14,22 +11,8 @@ const vec = (i: number) => [Math.sin(i), Math.cos(i), (i % 5) / 5, 1];
 
 t.test('minority partition: no writes, stale reads only; healing converges (vector shards and VDB shards)', async (t) => {
   const names = ['n1', 'n2', 'n3'];
-  const ports = await freePorts(3);
-  const grpcPorts = new Map(names.map((n, i) => [n, ports[i]!]));
-  const net = await FaultNetwork.open({ grpcPorts, rand: mathRand });
-  const cluster = new TestCluster();
-  t.teardown(async () => {
-    await cluster.close();
-    await net.close();
-  });
-  for (const n of names) {
-    await cluster.add(n, {
-      SERVICE_GRPC_PORT: String(grpcPorts.get(n)),
-      SERVICE_CLUSTER_DIAL_MAP: net.dialMap(n),
-      SERVICE_SEED_NODES: n === 'n1' ? '' : net.seedFor(n, 'n1'),
-    });
-  }
-  await cluster.waitMembers();
+  const { cluster, net, close } = await TestCluster.behindProxy(names);
+  t.teardown(close);
   await cluster.waitVoters(3);
 
   const put = await cluster.request('n1', 'PUT', '/vectordb/collections/p', { body: { dimensions: DIMS, num_shards: 2, replication_factor: 3, bm25_backend: 'memory' } });
