@@ -90,6 +90,21 @@ t.test('a member on another version is shown and makes /health degraded until it
   const listing = await a.request('GET', '/vdb/v/_local_docs');
   t.same([listing.status, listing.body.message], [503, '_local_docs on VDB "v" needs every member on cluster protocol 4 or later; b (0.0.1-old) runs an older Firkin: finish the rolling upgrade'], '_local_docs: 503 while b is behind');
 
+  // Protocol 4 also carries a split's `_local` documents into the new shard. b on protocol 3
+  // holds `_local` documents but could not apply the carry: the split goes on without it, and
+  // the checkpoints of the moved range are left behind (a replication through one restarts).
+  await b.close();
+  b = await startTestNode(bEnv, { version: '0.0.3-old', protocol: 3 });
+  await waitFor(async () => ((await versionsOf()).b === '0.0.3-old' ? true : undefined), { what: "b's protocol-3 build recorded", timeoutMs: 30_000 });
+  t.equal((await a.request('POST', '/vdb', { body: { name: 'w', shard_count: 2, placement: { replica_factor: 2 } } })).status, 201);
+  const checkpoints = Array.from({ length: 12 }, (_, i) => `_local/cp${i}`);
+  for (const id of checkpoints) t.equal((await a.request('PUT', `/vdb/w/${id}`, { body: { seq: 1 } })).status, 201, `${id} written on protocol 3`);
+  const split = await a.request('POST', '/vdb/w/_shards/0/_split');
+  t.equal(split.status, 200, `the split goes on (${JSON.stringify(split.body)})`);
+  const found = await Promise.all(checkpoints.map(async (id) => (await a.request('GET', `/vdb/w/${id}`)).status));
+  t.ok(found.includes(404), `the checkpoints of the moved range were left behind (${found.join(' ')})`);
+  t.ok(found.includes(200), 'the others are where they were');
+
   // The upgrade: b restarts on this build, and its record follows.
   await b.close();
   b = await startTestNode(bEnv);
