@@ -85,6 +85,9 @@ interface NodeProc {
 /** A `replace` fault waits this long for its node to have left (its replicas moved). */
 const LEAVE_TIMEOUT_MS = 90_000;
 
+/** A `remove` fault tries this long to have its dead node removed (it must be `down` first). */
+const REMOVE_TIMEOUT_MS = 20_000;
+
 /** The log line of a leader balancing transfer (ShardHost), counted by the runner. */
 const LEADER_TRANSFER_LINE = /to balance leaders/g;
 
@@ -645,13 +648,39 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       n.child = undefined;
       n.url = undefined;
       // A fresh data directory joins as a new member, through every other node (one may be down).
-      rmSync(n.env.SERVICE_DATA_DIR!, { recursive: true, force: true });
-      n.env = { ...n.env, SERVICE_SEED_NODES: [...byName.keys()].filter((m) => m !== n.name).map((m) => net.seedFor(n.name, m)).join(',') };
-      await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start again: ${(err as Error).message.slice(0, 300)}`));
+      await startAfresh(n, byName, net);
       log(`chaos: ${n.name} left and started again on an empty data directory`);
       return;
     }
+    case 'readd': {
+      // An operator replaces a dead machine: removes the node (its replicas are placed on the
+      // others), then a new one joins under its name. The node must be `down` to be removed.
+      if (n.proc !== undefined) return;
+      const removed = await waitFor(async () => {
+        const via = [...byName.values()].find((m) => m !== n && m.proc !== undefined && !m.paused);
+        const r = await call(via?.url, 'DELETE', `/_cluster/nodes/${n.name}`);
+        if (r?.status === 200) return true;
+        // Committed though the answer was lost: its record says so.
+        const record = ((await call(via?.url, 'GET', '/_cluster/nodes'))?.body?.nodes as { name: string; status: string }[] | undefined)?.find((x) => x.name === n.name);
+        return record?.status === 'left' ? true : undefined;
+      }, { timeoutMs: REMOVE_TIMEOUT_MS, intervalMs: 250, what: `${n.name} to be removed` }).catch(() => false);
+      if (removed !== true) {
+        log(`chaos: ${n.name} could not be removed within ${REMOVE_TIMEOUT_MS / 1000} s: it starts again on its data`);
+        await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start: ${(err as Error).message.slice(0, 300)}`));
+        return;
+      }
+      await startAfresh(n, byName, net);
+      log(`chaos: ${n.name} removed and started again on an empty data directory`);
+      return;
+    }
   }
+}
+
+/** Start a stopped node on an empty data directory: it joins as a new member, through every other node (one may be down). */
+async function startAfresh(n: NodeProc, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
+  rmSync(n.env.SERVICE_DATA_DIR!, { recursive: true, force: true });
+  n.env = { ...n.env, SERVICE_SEED_NODES: [...byName.keys()].filter((m) => m !== n.name).map((m) => net.seedFor(n.name, m)).join(',') };
+  await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start again: ${(err as Error).message.slice(0, 300)}`));
 }
 
 /**

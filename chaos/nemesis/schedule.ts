@@ -1,6 +1,7 @@
 // The fault schedule of a chaos run, drawn from its seed (pure: no clock, no I/O). Each fault
 // is a window [atMs, atMs + durationMs): its first event starts it and its heal ends it
-// (kill → start, stop → start, pause → resume, net → net-heal), inside the run's duration.
+// (kill → start, stop → start, pause → resume, leave → rejoin, kill → readd, net → net-heal),
+// inside the run's duration.
 //
 // Rules: a node has at most one process fault at a time; one network nemesis at a time
 // (FaultNetwork.apply replaces the last one). With `keepQuorum`, the nodes that are down or
@@ -9,7 +10,7 @@
 import type { Nemesis } from '../proxy/plan.js';
 import type { Rand } from '../../src/core/rand.js';
 
-export const NEMESIS_KINDS = ['kill', 'restart', 'pause', 'kill-during-startup', 'replace', 'partition', 'isolate', 'bridge', 'one-way', 'delay', 'throttle'] as const;
+export const NEMESIS_KINDS = ['kill', 'restart', 'pause', 'kill-during-startup', 'replace', 'remove', 'partition', 'isolate', 'bridge', 'one-way', 'delay', 'throttle'] as const;
 export type NemesisKind = (typeof NEMESIS_KINDS)[number];
 
 export function isNemesisKind(value: unknown): value is NemesisKind {
@@ -43,9 +44,10 @@ export interface ScheduleOptions {
 /**
  * kill: SIGKILL; stop: clean SIGTERM; start-and-kill: spawn, SIGKILL after durationMs; leave:
  * the node leaves the cluster (its replicas move); rejoin: once it has left, it starts again
- * on an empty data directory and joins as a new member.
+ * on an empty data directory and joins as a new member; readd (after a kill): an operator
+ * removes the dead node, then it starts on an empty data directory and joins as a new member.
  */
-export type ProcessAction = 'kill' | 'stop' | 'start' | 'pause' | 'resume' | 'start-and-kill' | 'leave' | 'rejoin';
+export type ProcessAction = 'kill' | 'stop' | 'start' | 'pause' | 'resume' | 'start-and-kill' | 'leave' | 'rejoin' | 'readd';
 
 interface EventBase {
   readonly atMs: number;
@@ -58,7 +60,7 @@ export type ScheduledEvent =
   | (EventBase & { readonly action: ProcessAction; readonly target: string })
   | (EventBase & { readonly action: 'net' | 'net-heal'; readonly target: Nemesis });
 
-const HEALS: readonly ScheduledEvent['action'][] = ['start', 'resume', 'rejoin', 'net-heal'];
+const HEALS: readonly ScheduledEvent['action'][] = ['start', 'resume', 'rejoin', 'readd', 'net-heal'];
 
 export function isHeal(e: ScheduledEvent): boolean {
   return HEALS.includes(e.action);
@@ -121,6 +123,7 @@ function drawFault(kind: NemesisKind, c: DrawContext): { events: ScheduledEvent[
     case 'restart':
     case 'pause':
     case 'replace':
+    case 'remove':
     case 'kill-during-startup': {
       const busy = new Set(c.active.flatMap((a) => a.down));
       const free = o.nodes.filter((x) => !busy.has(x));
@@ -135,7 +138,7 @@ function drawFault(kind: NemesisKind, c: DrawContext): { events: ScheduledEvent[
         const killAfterMs = rand.int(Math.max(1, Math.min(o.startupKillMsMax ?? 2_000, durationMs - spawnAfterMs)));
         events.push({ ...base, atMs: atMs + spawnAfterMs, action: 'start-and-kill', target, durationMs: killAfterMs });
       }
-      events.push({ ...heal, action: kind === 'pause' ? 'resume' : kind === 'replace' ? 'rejoin' : 'start', target });
+      events.push({ ...heal, action: kind === 'pause' ? 'resume' : kind === 'replace' ? 'rejoin' : kind === 'remove' ? 'readd' : 'start', target });
       return { events, down: [target], netCost: 0, net: false };
     }
     default: {
@@ -152,7 +155,7 @@ function drawFault(kind: NemesisKind, c: DrawContext): { events: ScheduledEvent[
 }
 
 /** A network nemesis of this kind whose cost (nodes cut from the majority) fits in `room`. */
-function drawNet(kind: Exclude<NemesisKind, 'kill' | 'restart' | 'pause' | 'kill-during-startup' | 'replace'>, o: ScheduleOptions, rand: SeededRand, room: number): { nemesis: Nemesis; cost: number } | undefined {
+function drawNet(kind: Exclude<NemesisKind, 'kill' | 'restart' | 'pause' | 'kill-during-startup' | 'replace' | 'remove'>, o: ScheduleOptions, rand: SeededRand, room: number): { nemesis: Nemesis; cost: number } | undefined {
   const nodes = o.nodes;
   const n = nodes.length;
   switch (kind) {

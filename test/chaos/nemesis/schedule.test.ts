@@ -91,6 +91,7 @@ t.test('a node has one process fault at a time, the network one nemesis at a tim
           case 'start':
           case 'resume':
           case 'rejoin':
+          case 'readd':
             if (!out.delete(e.target)) return false;
             break;
           case 'net':
@@ -115,6 +116,9 @@ t.test('a long run with every kind draws every kind', (t) => {
   const events = schedule({ seed: 42, nodes: ['n1', 'n2', 'n3', 'n4', 'n5'], kinds: NEMESIS_KINDS, durationMs: 30 * 60_000, gapMs: { min: 2_000, max: 10_000 }, faultMs: { min: 1_000, max: 20_000 }, keepQuorum: true });
   t.same(new Set(events.map((e) => e.kind)), new Set(NEMESIS_KINDS));
   t.ok(events.some((e) => e.action === 'start-and-kill'));
+  // A remove is a kill healed by a re-add (the operator removes the dead node; it joins again empty).
+  const removes = [...byFault(events).values()].filter((evs) => evs[0]!.kind === 'remove');
+  t.ok(removes.length > 0 && removes.every((evs) => evs.map((e) => e.action).join(' ') === 'kill readd'), 'remove: kill, then readd');
   t.end();
 });
 
