@@ -16,6 +16,7 @@ import type { Message } from '../raft/types.js';
 import { nominalDelayMs } from '../core/backoff.js';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Rand } from '../core/rand.js';
+import { REPEATED_FAILURE_LOG_MS, RepeatedFailures } from '../core/repeated-failures.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
@@ -713,11 +714,19 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   }
 
   /** Fire one proposal per key at a time; errors are logged, the next round retries. */
+  readonly #stepFailures = new RepeatedFailures(REPEATED_FAILURE_LOG_MS);
+
   #once(key: string, run: () => Promise<unknown>): void {
     if (this.#inFlight.has(key)) return;
     this.#inFlight.add(key);
     run()
-      .catch((err: unknown) => this.#o.log.warn({ err: (err as Error).message, key }, 'cluster step failed; retrying next round'))
+      .then(
+        () => {
+          if (this.#stepFailures.succeeded(key)) this.#o.log.info({ key }, `cluster step ${key} works again`);
+        },
+        // A step failing every round (a node cut off) is reported once per REPEATED_FAILURE_LOG_MS.
+        (err: unknown) => this.#stepFailures.logFailure(this.#o.log, key, this.#o.clock.nowMs(), { err: (err as Error).message, key }, 'cluster step failed; retrying next round'),
+      )
       .finally(() => this.#inFlight.delete(key));
   }
 

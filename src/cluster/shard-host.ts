@@ -19,6 +19,7 @@
 // - Routing: `leaderCall` sends a call to the shard's leader (or, for a stale read, to any
 //   replica, this node's first), following hints, until a deadline, then 503 `no_quorum`.
 import { type Backoff, nominalDelayMs } from '../core/backoff.js';
+import { REPEATED_FAILURE_LOG_MS, RepeatedFailures } from '../core/repeated-failures.js';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -139,6 +140,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   readonly #pullAttempts = new Map<string, number>();
   /** Replicas opened whose group is still starting; not in `replicas` (not routed to) yet. */
   readonly #starting = new Map<string, StartingReplica<R>>();
+  readonly #stepFailures = new RepeatedFailures(REPEATED_FAILURE_LOG_MS);
   /** Groups the metadata deleted that this node learned of by asking (its own copy is stale): never hosted again. */
   readonly #deleted = new Set<string>();
   /** Snapshot transfers failing now (a success clears them), per group: for /health. */
@@ -508,7 +510,11 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         else await r.group.proposeConfChange(step.change);
       };
       void run()
-        .catch((err: unknown) => this.o.log.warn({ group, err: (err as Error).message }, 'shard membership step failed; retrying'))
+        .then(
+          () => void this.#stepFailures.succeeded(group),
+          // Failing every round (a replica's node cut off): one line per REPEATED_FAILURE_LOG_MS.
+          (err: unknown) => this.#stepFailures.logFailure(this.o.log, group, Date.now(), { group, err: (err as Error).message }, 'shard membership step failed; retrying'),
+        )
         .finally(() => this.#busy.delete(group));
     }
     this.#balanceLeaders(steady);
