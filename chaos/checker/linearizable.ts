@@ -92,9 +92,26 @@ export function checkLinearizable(history: readonly RegisterOp[], options: Linea
   return { ok: verdict === 'ok', verdict, keys: byKey.size, ops: history.length, failures: [...bad, ...unknown] };
 }
 
-/** The ops the search must consider: failed ops did not happen; unknown reads say nothing. */
+/**
+ * The ops the search must consider: failed ops did not happen; unknown reads say nothing; and
+ * an unknown write or cas whose value no op read or expected is left out, as if it never took
+ * effect. That keeps the verdict: in a linearization that places such an op, no op reads or
+ * expects its value before the next write, so nothing but unknown ops that changed nothing
+ * (also left out) sits between them, and without it the value before it simply lasts until
+ * that write. A cas that answered false would break this (it requires the value NOT to be
+ * its `expected`, which the older value may be), so a key with one keeps every unknown op.
+ * Each unknown op kept doubles what the search may try (in it or out of it): a run of faults
+ * leaves dozens per key, nearly all of them never read.
+ */
 export function relevantOps(ops: readonly RegisterOp[]): RegisterOp[] {
-  return ops.filter((op) => op.outcome !== 'fail' && !(op.kind === 'read' && op.outcome === 'unknown'));
+  const happened = ops.filter((op) => op.outcome !== 'fail' && !(op.kind === 'read' && op.outcome === 'unknown'));
+  if (happened.some((op) => op.kind === 'cas' && op.outcome === 'ok' && op.result === false)) return happened;
+  const observed = new Set<RegisterValue>();
+  for (const op of happened) {
+    if (op.kind === 'read') observed.add(op.value!);
+    if (op.kind === 'cas') observed.add(op.expected);
+  }
+  return happened.filter((op) => op.outcome !== 'unknown' || op.kind === 'read' || observed.has(op.value));
 }
 
 /** The value after `op`, or undefined when the model forbids `op` from `value`. */
