@@ -216,6 +216,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const clusterCatalogue: ClusterCatalogue = {
       get: (name) => vectorShards?.get(name),
       names: () => vectorShards?.names() ?? [],
+      catchUp: () => (vectorShards === undefined ? Promise.reject(notClusteredYet()) : vectorShards.catchUp()),
       create: (name, c) => (vectorShards === undefined ? Promise.reject(notClusteredYet()) : vectorShards.create(name, c)),
       delete: (name) => (vectorShards === undefined ? Promise.reject(notClusteredYet()) : vectorShards.delete(name)),
     };

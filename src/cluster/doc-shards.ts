@@ -580,6 +580,16 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return v;
   }
 
+  /**
+   * The VDB's placement. Absent from this node's copy of the metadata, it is 404 only once that
+   * copy is brought up to date: a node that just joined, or lags, may not have applied the
+   * create yet, and a 404 there would tell a client its documents do not exist.
+   */
+  async #vdbNow(name: string): Promise<VdbPlacement> {
+    if (this.#o.member.state.vdbs[name] === undefined) await this.#o.member.catchUp();
+    return this.#vdb(name);
+  }
+
   #route(v: VdbPlacement, id: string): number {
     return shardFor(rangesOf(v), hashId(id, v.config.hashFunction));
   }
@@ -614,7 +624,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       else results[i] = e;
     });
     for (let attempt = 0; todo.length > 0; attempt++) {
-      const v = this.#vdb(name);
+      const v = await this.#vdbNow(name);
       const groups = new Map<number, number[]>();
       for (const i of todo) {
         const e = edits[i] as DocEdit;
@@ -672,7 +682,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   /** A read that a split or merge answered `stale_epoch`: run again on the newer map. */
   async #onMap<T>(name: string, run: (v: VdbPlacement) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      const v = this.#vdb(name);
+      const v = await this.#vdbNow(name);
       try {
         return await run(v);
       } catch (err) {
@@ -684,7 +694,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   async #writeOne(name: string, edit: DocEdit): Promise<EditResult & { ok: true }> {
-    this.#vdb(name);
+    await this.#vdbNow(name);
     const [result] = await this.#write(name, [edit]);
     if (result!.ok) return result!;
     throw new FirkinError(result!.error as FirkinError['code'], result!.message);
@@ -705,14 +715,14 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     });
     this.#o.log.info({ vdb: spec.name, shards: replicas }, `virtual database ${spec.name} placed: ${replicas.map((r, i) => `shard ${i} on ${r.join('+')}`).join(', ')}`);
     // Usable when it answers: every shard has a leader that can confirm a read.
-    const v = this.#vdb(spec.name);
+    const v = await this.#vdbNow(spec.name);
     const late = await awaitNewShardLeaders(() => Promise.all(v.shards.map((s) => this.#readShard(s, { op: 'info' }))));
     if (late !== undefined) throw late;
     return this.info(spec.name);
   }
 
   async delete(name: string): Promise<void> {
-    this.#vdb(name);
+    await this.#vdbNow(name);
     await this.#o.member.propose({ type: 'vdb.delete', name });
   }
 
@@ -725,7 +735,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   async info(name: string): Promise<Record<string, unknown>> {
-    const v = this.#vdb(name);
+    const v = await this.#vdbNow(name);
     const shards = await Promise.all(live(v).map(async ({ id, shard }) => ({ id, db: shardDb(name, id), ...((await this.#readShard(shard, { op: 'info' })) as { doc_count: number; disk_size: number; last: [number, number] }) })));
     const job = this.#jobOf(name);
     const total = shards.reduce((n, s) => n + s.doc_count, 0);
@@ -754,7 +764,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   /** Assignments: `primary` is the shard's Raft leader now (null while it has none). */
   async shards(name: string): Promise<Record<string, unknown>> {
-    const v = this.#vdb(name);
+    const v = await this.#vdbNow(name);
     const shards = live(v);
     const job = this.#jobOf(name)?.vdb;
     const statuses = await this.shardStatuses(shards.map((s) => s.shard));
@@ -771,7 +781,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   /** Replication is Raft's: each replica's lag behind its leader stands in for a task. */
   async replication(name: string): Promise<Record<string, unknown>> {
-    const v = this.#vdb(name);
+    const v = await this.#vdbNow(name);
     const shards = live(v);
     const statuses = await this.shardStatuses(shards.map((s) => s.shard));
     return {
@@ -794,7 +804,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   async bulkDocs(name: string, docs: readonly unknown[], newEdits = true): Promise<EditResult[]> {
-    this.#vdb(name);
+    await this.#vdbNow(name);
     return this.#write(name, bulkEdits(docs, newEdits, this.#o.newId));
   }
 
@@ -872,10 +882,10 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     // Pages from each shard's leader, only the ids of its range in this node's map; a split
     // or merge switching meanwhile restarts the cursors on the new map (mergedListing).
     const shardsNow = async (afterStale: boolean): Promise<ListingShards> => {
-      let v = this.#vdb(name);
+      let v = await this.#vdbNow(name);
       if (afterStale) {
         await this.#awaitNewer(name, v.epoch);
-        v = this.#vdb(name);
+        v = await this.#vdbNow(name);
       }
       const hash = v.config.hashFunction;
       return {
@@ -1052,7 +1062,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     // again, the new map routing the id elsewhere.
     const rid = randomBytes(12).toString('base64url');
     for (let attempt = 0; ; attempt++) {
-      const v = this.#vdb(name);
+      const v = await this.#vdbNow(name);
       let outcome: DocShardOutcome;
       try {
         outcome = await this.#propose(v.shards[this.#route(v, localRouteId(id))]!, { kind: 'local', rid, id, body, ...(rev === undefined ? {} : { rev }) });
@@ -1072,7 +1082,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   /** Import every live document of a local database (optionally filtered) in batches. */
   async import(name: string, spec: ImportSpec) {
-    const v = this.#vdb(name);
+    const v = await this.#vdbNow(name);
     return runImport({ docs: this.#o.docs, log: this.#o.log, clock: this.#o.clock, vdb: name, spec }, async (batch, counts) => {
       const writes: Record<string, unknown>[] = [];
       for (const doc of batch) {
@@ -1105,7 +1115,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   async setShardStatus(name: string, shardId: number, status: 'readonly' | 'active'): Promise<{ shard_id: number; status: string }> {
-    const v = this.#vdb(name);
+    const v = await this.#vdbNow(name);
     if (v.shards[shardId] === undefined || v.shards[shardId]!.retired === true) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
     const job = this.#jobOf(name)?.vdb;
     if (job !== undefined && (job.source === shardId || job.target === shardId)) throw new FirkinError('conflict', `shard ${shardId} is being ${job.op === 'split' ? 'split' : 'merged'}`);
@@ -1115,7 +1125,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   async compact(name: string): Promise<void> {
-    const v = this.#vdb(name);
+    const v = await this.#vdbNow(name);
     await Promise.all(live(v).map(({ shard }) => this.#propose(shard, { kind: 'compact', rid: randomBytes(12).toString('base64url') })));
   }
 
@@ -1125,7 +1135,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    * job is done, in the standalone route's shape.
    */
   async split(name: string, shardId: number): Promise<Record<string, unknown>> {
-    const v = this.#vdb(name);
+    const v = await this.#vdbNow(name);
     const shard = v.shards[shardId];
     if (shard === undefined || shard.retired === true) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
     if (shard.readonly === true) throw new FirkinError('conflict', `shard ${shardId} is readonly, not active`);
@@ -1147,7 +1157,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   /** Merge: the path shard's documents move into `targetShard` (adjacent), as a job; answers when it is done. */
   async merge(name: string, shardId: number, targetShard: number): Promise<Record<string, unknown>> {
-    const v = this.#vdb(name);
+    const v = await this.#vdbNow(name);
     if (shardId === targetShard) throw new FirkinError('bad_request', 'a shard cannot merge into itself');
     const ranges = rangesOf(v);
     const a = ranges.find((x) => x.shardId === shardId);
@@ -1170,7 +1180,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    * when `waitMs` passed: the cancel is recorded and goes on).
    */
   async cancelRebalance(name: string, waitMs = 60_000): Promise<Record<string, unknown>> {
-    this.#vdb(name);
+    await this.#vdbNow(name);
     const job = this.#jobOf(name);
     if (job === undefined) throw new FirkinError('not_found', `virtual database ${JSON.stringify(name)} has no split or merge running`);
     if (job.step !== 'copying' && job.step !== 'catching_up') throw new FirkinError('conflict', `the ${job.vdb?.op ?? 'job'} of ${JSON.stringify(name)} is ${job.step}; it can no longer be cancelled`);

@@ -506,6 +506,29 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     this.#freshSinceMs = Math.max(this.#freshSinceMs, started);
   }
 
+  /**
+   * Resolves once this node has applied everything the metadata committed before the call, so
+   * what its copy still lacks does not exist (a node that just joined, or lags, answers a
+   * lookup of a collection or VDB only after this). Tries for the proposal timeout, at least a
+   * second, then 503 no_quorum: this node cannot tell.
+   */
+  async catchUp(): Promise<void> {
+    const deadline = performance.now() + Math.max(this.#o.timings.proposalTimeoutMs, 1_000);
+    let lastError = 'no leader is known';
+    for (let attempt = 1; !this.#closed; attempt++) {
+      try {
+        await this.readBarrier();
+        return;
+      } catch (err) {
+        lastError = (err as Error).message;
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      await new Promise((r) => setTimeout(r, Math.min(nominalDelayMs(attempt, FRESHNESS_RETRY), left)));
+    }
+    throw new FirkinError('no_quorum', `node ${this.#o.nodeName} could not bring its copy of the cluster's metadata up to date with a majority (${lastError}), so it cannot tell whether that exists; ask another node`);
+  }
+
   /** The local copy reflects every write acknowledged more than `keyFreshnessMs` ago. */
   isFresh(): boolean {
     return this.#fsm.applied >= this.#mustApply && performance.now() - this.#freshSinceMs <= this.#o.timings.keyFreshnessMs;

@@ -262,6 +262,10 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     return view;
   }
 
+  catchUp(): Promise<void> {
+    return this.#o.member.catchUp();
+  }
+
   names(): string[] {
     return Object.keys(this.#o.member.state.collections);
   }

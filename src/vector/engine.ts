@@ -219,6 +219,17 @@ export class VectorEngine {
     return c;
   }
 
+  /**
+   * The collection, as `#collection` finds it; in a cluster, one absent from this node's copy
+   * of the metadata is 404 only once that copy is brought up to date (a node that just joined,
+   * or lags, may not have applied its create yet: a 404 there would say its documents do not
+   * exist).
+   */
+  async #collectionNow(name: string): Promise<Collection> {
+    if (this.#o.cluster !== undefined && !this.#collections.has(name) && this.#o.cluster.get(name) === undefined) await this.#o.cluster.catchUp();
+    return this.#collection(name);
+  }
+
   // ---- collections ----
 
   createCollection(request: CreateCollectionRequest): Promise<void> {
@@ -247,7 +258,7 @@ export class VectorEngine {
   deleteCollection(name: string): Promise<void> {
     return this.#catalogue(async () => {
       if (!this.#collections.has(name) && this.#o.cluster !== undefined) {
-        this.#collection(name); // 404 when the cluster does not have it either
+        await this.#collectionNow(name); // 404 when the cluster does not have it either
         return this.#o.cluster.delete(name);
       }
       const c = this.#collection(name);
@@ -364,7 +375,7 @@ export class VectorEngine {
 
   /** One document (an upsert). Returns its id. */
   async putDoc(name: string, doc: DocRequest): Promise<string> {
-    const c = this.#collection(name);
+    const c = await this.#collectionNow(name);
     const checked = this.#checkDoc(c, doc);
     const vector = checked.vector ?? (await this.#embed(c, [checked.text]))[0]!;
     const failed = await this.#writeDocs(c, [{ ...checked, vector }]);
@@ -379,7 +390,7 @@ export class VectorEngine {
    * else is a bug and fails the call.
    */
   async putDocs(request: PutDocsRequest): Promise<DocResult[]> {
-    const c = this.#collection(request.collection);
+    const c = await this.#collectionNow(request.collection);
     const results: DocResult[] = [];
     const checked: { index: number; doc: CheckedDoc }[] = [];
     request.docs.forEach((doc, index) => {
@@ -426,7 +437,7 @@ export class VectorEngine {
   async #onCurrentMap<T>(name: string, op: (c: Collection) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await op(this.#collection(name));
+        return await op(await this.#collectionNow(name));
       } catch (err) {
         if (!(isFirkinError(err) && err.code === 'stale_epoch') || attempt >= STALE_EPOCH_RETRIES) throw err;
       }
@@ -492,7 +503,7 @@ export class VectorEngine {
   }
 
   async search(request: SearchRequest): Promise<SearchAnswer<VectorHit>> {
-    const first = this.#collection(request.collection);
+    const first = await this.#collectionNow(request.collection);
     const query = await this.#queryVector(first, request.vector, request.query, 'search');
     return this.#onCurrentMap(request.collection, async (c) => {
       const ef = Math.max(request.k, request.ef ?? c.config.index.ef_search);
@@ -541,7 +552,7 @@ export class VectorEngine {
 
   /** BM25 and vector search of the same query, fused; the vector side uses the client's vector when given. */
   async searchHybrid(request: HybridSearchRequest): Promise<SearchAnswer<FusedHit>> {
-    const first = this.#collection(request.collection);
+    const first = await this.#collectionNow(request.collection);
     this.#requireBm25(first);
     const vector = await this.#queryVector(first, request.vector, request.query, 'hybrid search');
     return this.#onCurrentMap(request.collection, (c) => this.#hybrid(c, request, vector));

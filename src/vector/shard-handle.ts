@@ -63,6 +63,8 @@ export interface ClusteredCollection {
 /** The cluster's collection catalogue (the metadata group), as the engine sees it. */
 export interface ClusterCatalogue {
   get(name: string): ClusteredCollection | undefined;
+  /** Resolves once this node applied every metadata entry committed before the call (what `get` lacks then does not exist); 503 no_quorum when it cannot. */
+  catchUp(): Promise<void>;
   names(): string[];
   create(name: string, config: CollectionConfig): Promise<void>;
   delete(name: string): Promise<void>;

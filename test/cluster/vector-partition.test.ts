@@ -63,24 +63,41 @@ t.test('minority partition: no writes, stale reads only; healing converges (vect
   t.equal((await cluster.request('n2', 'GET', '/vectordb/collections/p/docs/majority')).status, 200, 'and reads');
   t.equal((await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/majority?consistency=stale')).status, 404, 'the minority has not seen it (stale)');
 
+  // Made while n3 is cut off: n3's copy of the metadata lacks them. It must not answer that
+  // they do not exist (a read of `null` to a client, once the register was written): it
+  // brings its copy up to date first, and cut off it cannot (503).
+  t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/late', { body: { dimensions: DIMS, num_shards: 1, replication_factor: 2, bm25_backend: 'memory' } })).status, 201);
+  t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/late/docs', { body: { id: 'x', text: 'late', metadata: {}, vector: vec(1) } })).status, 201);
+  t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'latev', shard_count: 1, placement: { replica_factor: 2 } } })).status, 201);
+  t.equal((await cluster.request('n1', 'PUT', '/vdb/latev/x', { body: {} })).status, 201);
+  for (const path of ['/vectordb/collections/late/docs/x', '/vectordb/collections/late/docs/x?consistency=stale', '/vdb/latev/x']) {
+    const r = await cluster.request('n3', 'GET', path);
+    t.same([r.status, r.body.error], [503, 'no_quorum'], `${path} on the cut-off node: 503, not 404 (${r.body.message})`);
+  }
+
   net.apply({ kind: 'heal' });
+  for (const path of ['/vectordb/collections/late/docs/x', '/vdb/latev/x']) {
+    await waitFor(async () => ((await cluster.request('n3', 'GET', path)).status === 200 ? true : undefined), { timeoutMs: 20_000, what: `n3 to answer ${path} after healing` });
+  }
   await waitFor(async () => (await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/majority')).status === 200, { timeoutMs: 20_000, what: 'n3 to catch up after healing' });
   await waitFor(
     async () => {
       const all = (await Promise.all(names.map(async (n) => (await cluster.request(n, 'GET', '/_cluster/shards')).body.replicas as { group: string; digest: string; digest_applied: number }[]))).flat();
       const groups = new Set(all.map((r) => r.group));
-      return groups.size === 2 && [...groups].every((g) => new Set(all.filter((r) => r.group === g).map((r) => `${r.digest}@${r.digest_applied}`)).size === 1);
+      // p's two shards, and late's one
+      return groups.size === 3 && [...groups].every((g) => new Set(all.filter((r) => r.group === g).map((r) => `${r.digest}@${r.digest_applied}`)).size === 1);
     },
-    { timeoutMs: 20_000, intervalMs: 200, what: 'every replica of both shards at one digest and applied index' },
+    { timeoutMs: 20_000, intervalMs: 200, what: 'every replica of every shard at one digest and applied index' },
   );
   t.pass('after healing every replica of every shard holds identical data');
   await waitFor(
     async () => {
       const all = (await Promise.all(names.map(async (n) => (await cluster.request(n, 'GET', '/_cluster/vdb-shards')).body.replicas as { group: string; digest: string; digest_applied: number }[]))).flat();
       const groups = new Set(all.map((r) => r.group));
-      return all.length === 6 && [...groups].every((g) => new Set(all.filter((r) => r.group === g).map((r) => `${r.digest}@${r.digest_applied}`)).size === 1);
+      // pv's 2 shards × 3 replicas, and latev's 1 × 2
+      return all.length === 8 && [...groups].every((g) => new Set(all.filter((r) => r.group === g).map((r) => `${r.digest}@${r.digest_applied}`)).size === 1);
     },
-    { timeoutMs: 20_000, intervalMs: 200, what: 'every replica of both VDB shards at one digest and applied index' },
+    { timeoutMs: 20_000, intervalMs: 200, what: 'every replica of every VDB shard at one digest and applied index' },
   );
   t.pass('and every replica of every VDB shard too');
   t.equal((await cluster.request('n3', 'GET', '/vdb/pv/majority')).status, 200, 'n3 reads the VDB write made while it was cut off');
