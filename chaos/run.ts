@@ -638,7 +638,12 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       return;
     }
     case 'rejoin': {
-      if (!n.leaving) return;
+      if (!n.leaving) {
+        // A leave answered 503 "it may still commit" (or not at all) may have committed.
+        const status = await recordedStatus(n, byName);
+        if (status !== 'leaving' && status !== 'left') return;
+        log(`chaos: ${n.name}'s leave committed though its answer said otherwise (its record: ${status})`);
+      }
       // Its replicas move first; it is a member until it hosts none.
       const left = await waitFor(async () => ((await call(n.url, 'GET', '/vectordb/cluster/status'))?.body?.state === 'left' ? true : undefined), { timeoutMs: LEAVE_TIMEOUT_MS, intervalMs: 250, what: `${n.name} to leave` }).catch(() => false);
       if (left !== true) {
@@ -664,8 +669,7 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
         const r = await call(via?.url, 'DELETE', `/_cluster/nodes/${n.name}`);
         if (r?.status === 200) return true;
         // Committed though the answer was lost: its record says so.
-        const record = ((await call(via?.url, 'GET', '/_cluster/nodes'))?.body?.nodes as { name: string; status: string }[] | undefined)?.find((x) => x.name === n.name);
-        return record?.status === 'left' ? true : undefined;
+        return (await recordedStatus(n, byName)) === 'left' ? true : undefined;
       }, { timeoutMs: REMOVE_TIMEOUT_MS, intervalMs: 250, what: `${n.name} to be removed` }).catch(() => false);
       if (removed !== true) {
         log(`chaos: ${n.name} could not be removed within ${REMOVE_TIMEOUT_MS / 1000} s: it starts again on its data`);
@@ -677,6 +681,17 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       return;
     }
   }
+}
+
+/** The node's status in the metadata, as the first other live node that answers has it. */
+async function recordedStatus(n: NodeProc, byName: Map<string, NodeProc>): Promise<string | undefined> {
+  for (const m of byName.values()) {
+    if (m === n || m.proc === undefined || m.paused) continue;
+    const nodes = (await call(m.url, 'GET', '/_cluster/nodes'))?.body?.nodes as { name: string; status: string }[] | undefined;
+    const record = nodes?.find((x) => x.name === n.name);
+    if (record !== undefined) return record.status;
+  }
+  return undefined;
 }
 
 /** Start a stopped node on an empty data directory: it joins as a new member, through every other node (one may be down). */
@@ -827,8 +842,9 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       if (n.paused && n.proc !== undefined) resume(n.proc);
       n.paused = false;
       if (n.proc === undefined) await startNode(n);
-      // A replace whose rejoin the schedule's end dropped: it rejoins now.
-      if (n.leaving) await applyEvent({ atMs: rec.now(), fault: -1, kind: 'replace', durationMs: 0, action: 'rejoin', target: n.name }, byName, net);
+      // A replace whose rejoin the schedule's end dropped (or whose leave committed though
+      // its answer said otherwise): it rejoins now.
+      if (n.leaving || o.nemeses.includes('replace')) await applyEvent({ atMs: rec.now(), fault: -1, kind: 'replace', durationMs: 0, action: 'rejoin', target: n.name }, byName, net);
     }
     let stuckJobs: { id: string; step: string }[] = [];
     if (o.rebalance) {
