@@ -743,13 +743,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     if (this.#inFlight.has(key)) return;
     this.#inFlight.add(key);
     run()
-      .then(
-        () => {
-          if (this.#stepFailures.succeeded(key)) this.#o.log.info({ key }, `cluster step ${key} works again`);
-        },
-        // A step failing every round (a node cut off) is reported once per REPEATED_FAILURE_LOG_MS.
-        (err: unknown) => this.#stepFailures.logFailure(this.#o.log, key, this.#o.clock.nowMs(), { err: (err as Error).message, key }, 'cluster step failed; retrying next round'),
-      )
+      // A step failing every round (a node cut off) is reported once per REPEATED_FAILURE_LOG_MS.
+      .catch((err: unknown) => this.#stepFailures.logFailure(this.#o.log, key, this.#o.clock.nowMs(), { err: (err as Error).message, key }, 'cluster step failed; retrying next round'))
       .finally(() => this.#inFlight.delete(key));
   }
 

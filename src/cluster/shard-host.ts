@@ -510,11 +510,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         else await r.group.proposeConfChange(step.change);
       };
       void run()
-        .then(
-          () => void this.#stepFailures.succeeded(group),
-          // Failing every round (a replica's node cut off): one line per REPEATED_FAILURE_LOG_MS.
-          (err: unknown) => this.#stepFailures.logFailure(this.o.log, group, Date.now(), { group, err: (err as Error).message }, 'shard membership step failed; retrying'),
-        )
+        // Failing every round (a replica's node cut off): one line per REPEATED_FAILURE_LOG_MS.
+        .catch((err: unknown) => this.#stepFailures.logFailure(this.o.log, group, Date.now(), { group, err: (err as Error).message }, 'shard membership step failed; retrying'))
         .finally(() => this.#busy.delete(group));
     }
     this.#balanceLeaders(steady);

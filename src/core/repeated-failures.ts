@@ -1,40 +1,30 @@
-// Which failures of a step retried every round deserve a log line: the first of a run of
-// failures, then one per `everyMs` while it goes on (saying how many were not logged), so a
-// node cut off for minutes does not write a warning every heartbeat. Pure: the caller passes
-// the time and the logger.
+// Which failures of a step retried every round deserve a log line: at most one per key per
+// `everyMs`, saying how many were not logged since the last line, so a node cut off for
+// minutes does not write a warning every heartbeat. A success does not reset it: a probe that
+// rotates over peers, one of them down, fails every other round. Pure: the caller passes the
+// time and the logger.
 import type { Logger } from 'pino';
 
 /** How often a step that fails every round is reported (its other failures go to debug). */
 export const REPEATED_FAILURE_LOG_MS = 30_000;
 
 export class RepeatedFailures {
-  readonly #runs = new Map<string, { loggedAtMs: number; unlogged: number }>();
+  readonly #lines = new Map<string, { loggedAtMs: number; unlogged: number }>();
 
   constructor(readonly everyMs: number) {}
 
   /**
    * A failure of `key` at `nowMs`. Returns undefined when it should not be logged, else how
-   * many failures of this run were not logged since the last line.
+   * many failures of `key` were not logged since its last line.
    */
   failed(key: string, nowMs: number): number | undefined {
-    const run = this.#runs.get(key);
-    if (run === undefined) {
-      this.#runs.set(key, { loggedAtMs: nowMs, unlogged: 0 });
-      return 0;
-    }
-    if (nowMs - run.loggedAtMs < this.everyMs) {
-      run.unlogged++;
+    const line = this.#lines.get(key);
+    if (line !== undefined && nowMs - line.loggedAtMs < this.everyMs) {
+      line.unlogged++;
       return undefined;
     }
-    const unlogged = run.unlogged;
-    run.loggedAtMs = nowMs;
-    run.unlogged = 0;
-    return unlogged;
-  }
-
-  /** `key` worked: its run of failures (if any) ended. Returns whether there was one. */
-  succeeded(key: string): boolean {
-    return this.#runs.delete(key);
+    this.#lines.set(key, { loggedAtMs: nowMs, unlogged: 0 });
+    return line?.unlogged ?? 0;
   }
 
   /** Log a failure of `key`: at warn when `failed` says so (with the count not logged), else at debug. */
@@ -44,5 +34,4 @@ export class RepeatedFailures {
     else if (unlogged === 0) log.warn(fields, msg);
     else log.warn({ ...fields, unlogged }, `${msg} (${unlogged} more failures of it since the last report)`);
   }
-
 }
