@@ -703,7 +703,9 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
         // `groups` (a leaving node's hosted groups): which of them this node's metadata deleted.
         const { name, groups } = decodeCbor(body) as { name: string; groups?: unknown };
         const asked = Array.isArray(groups) ? groups.filter((g): g is string => typeof g === 'string') : [];
-        return encodeCbor({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader(), gone: deletedGroups(this.#fsm.state, asked) });
+        // `nodes`: where the live members are, for an asker whose copy is stale (see #checkLeft).
+        const nodes = this.liveNodes().map((n) => ({ name: n.name, grpc: n.grpc }));
+        return encodeCbor({ node: this.#fsm.state.nodes[name] ?? null, leader: this.leader(), gone: deletedGroups(this.#fsm.state, asked), nodes });
       }
       default: {
         for (const h of this.#hosts) if (method.startsWith(`${h.prefix}.`)) return h.answer(from, method, body);
@@ -863,9 +865,19 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const ask = leftProbeTarget(this.leader(), this.#o.nodeName, this.liveNodes().map((n) => n.name), this.#leftProbe++);
     if (ask === undefined) return;
     const groups = this.#hosts.flatMap((h) => h.hostedGroups());
-    const reply = decodeCbor(await this.#transport.call(ask, 'meta.node', encodeCbor({ name: this.#o.nodeName, groups }), 2_000)) as { node: NodeRecord | null; gone?: string[] };
+    const reply = decodeCbor(await this.#transport.call(ask, 'meta.node', encodeCbor({ name: this.#o.nodeName, groups }), 2_000)) as { node: NodeRecord | null; gone?: string[]; nodes?: { name: string; grpc: string }[] };
     // This process's own record only: a node of the same name that joined again since is another.
     if (reply.node?.status === 'left' && reply.node.incarnation === this.#incarnation) return this.#stopAfterLeaving();
+    // Members this node's stale copy lacks, or has at an old address (one that joined again
+    // while it was down, perhaps the leader now): dial them. The failure detector hears a node
+    // only on links the node dials itself, so a leader this node does not know would never hear
+    // it, never mark it up, never add it back to the metadata group it was removed from while
+    // down, and its copy would stay stale for good (chaos, the `remove` nemesis, seed 9).
+    const peers = this.#transport.peers();
+    for (const n of reply.nodes ?? []) {
+      const address = this.#dialAddress(n.name, n.grpc);
+      if (n.name !== this.#o.nodeName && peers.get(n.name) !== address) this.#transport.setPeer(n.name, address);
+    }
     // Groups deleted while this node could not see it (out of the metadata group, lagging): their
     // leaders are gone too, so no group can say it was removed, and hosting one holds up the
     // leave. A member's applied deletion is committed; shard numbers are never reused.
