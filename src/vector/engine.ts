@@ -291,7 +291,15 @@ export class VectorEngine {
 
   /** The collection as this node knows it now; `count` covers its local shards only (see describeCollection). */
   getCollection(name: string): Record<string, unknown> {
-    const c = this.#collection(name);
+    return this.#view(this.#collection(name), name);
+  }
+
+  /** As `getCollection`, but a name this node's copy of the cluster's metadata lacks is looked up again once it is up to date. */
+  async getCollectionNow(name: string): Promise<Record<string, unknown>> {
+    return this.#view(await this.#collectionNow(name), name);
+  }
+
+  #view(c: Collection, name: string): Record<string, unknown> {
     const { dimensions, ...rest } = c.config;
     return { name, dimension: dimensions, count: c.count, dimensions, ...rest };
   }

@@ -70,7 +70,7 @@ t.test('minority partition: no writes, stale reads only; healing converges (vect
   t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/late/docs', { body: { id: 'x', text: 'late', metadata: {}, vector: vec(1) } })).status, 201);
   t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'latev', shard_count: 1, placement: { replica_factor: 2 } } })).status, 201);
   t.equal((await cluster.request('n1', 'PUT', '/vdb/latev/x', { body: {} })).status, 201);
-  for (const path of ['/vectordb/collections/late/docs/x', '/vectordb/collections/late/docs/x?consistency=stale', '/vdb/latev/x']) {
+  for (const path of ['/vectordb/collections/late/docs/x', '/vectordb/collections/late/docs/x?consistency=stale', '/vectordb/collections/late/reshard', '/vdb/latev/x']) {
     const r = await cluster.request('n3', 'GET', path);
     t.same([r.status, r.body.error], [503, 'no_quorum'], `${path} on the cut-off node: 503, not 404 (${r.body.message})`);
   }

@@ -265,20 +265,20 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
 
   app.post<CollectionReq<{ num_shards: number }>>('/collections/:collection/reshard', { schema: { params: collectionParams, body: reshardSchema } }, async (req) => {
     const n = req.body.num_shards;
-    const current = engine.getCollection(req.params.collection).num_shards;
+    const current = (await engine.getCollectionNow(req.params.collection)).num_shards;
     if (current === n) throw new FirkinError('same_shard_count', `collection ${JSON.stringify(req.params.collection)} already has ${n} shards`);
     return { status: 'resharding', info: await cluster.reshard(req.params.collection, n) };
   });
 
   // The job: state, counts, start and end times, rate, the last error (404 when there was none).
   app.get<CollectionReq>('/collections/:collection/reshard', { schema: { params: collectionParams } }, async (req) => {
-    engine.getCollection(req.params.collection);
+    await engine.getCollectionNow(req.params.collection);
     return cluster.reshardStatus(req.params.collection);
   });
 
   // Cancel before the switch: the old shards stay authoritative.
   app.delete<CollectionReq>('/collections/:collection/reshard', { schema: { params: collectionParams } }, async (req) => {
-    engine.getCollection(req.params.collection);
+    await engine.getCollectionNow(req.params.collection);
     return cluster.cancelReshard(req.params.collection);
   });
 };
