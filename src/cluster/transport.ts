@@ -152,6 +152,8 @@ export class Transport {
   /** The shard groups each peer leads, by data kind, from its last heartbeat that said. */
   readonly #peerLeads = new Map<NodeId, Readonly<Record<string, number>>>();
   readonly #inbound = new Set<ServerDuplex>();
+  /** Inbound streams past the handshake, by the peer that dialled: heartbeats go back on them too. */
+  readonly #inboundPeers = new Map<ServerDuplex, NodeId>();
   #flushScheduled = false;
   #heartbeatTimer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -393,6 +395,10 @@ export class Transport {
         this.#lastSeen.set(link.peer, Date.now());
         this.#flushLink(link);
         this.#flushCalls(link);
+      } else if (f.heartbeat !== undefined && link.ready) {
+        // The peer's heartbeat back on the stream this node dialled (see #heartbeat).
+        this.#lastSeen.set(link.peer, Date.now());
+        if (f.heartbeat.has_leads === true) this.#peerLeads.set(link.peer, { ...f.heartbeat.leads });
       } else if (f.response !== undefined) {
         const id = Number(f.response.id);
         const c = link.calls.get(id);
@@ -465,6 +471,15 @@ export class Transport {
     for (const link of this.#links.values()) {
       if (link.ready && !link.blocked) link.stream?.write({ heartbeat });
     }
+    // Back on the streams peers dialled: a peer hears this node even when this node does not
+    // dial it (its copy of the metadata lacks the peer, e.g. a leader that joined while it was
+    // away), so the failure detector's verdict does not hang on who knows whom.
+    for (const [call, peer] of this.#inboundPeers) {
+      if (call.destroyed || call.writableNeedDrain) continue;
+      const mine = this.#links.get(peer);
+      if (mine?.ready === true) continue; // our own link to it carries them already
+      call.write({ heartbeat });
+    }
   }
 
   // ---- listening side ----------------------------------------------------------------------
@@ -482,6 +497,7 @@ export class Transport {
       this.#o.log?.(`inbound link from ${peer ?? '?'} dropped: ${why}`);
       call.destroy(new Error(why));
       this.#inbound.delete(call);
+      this.#inboundPeers.delete(call);
     };
     const timer = setTimeout(() => {
       if (!authed) drop('handshake timeout');
@@ -504,6 +520,7 @@ export class Transport {
           authed = true;
           clearTimeout(timer);
           this.#lastSeen.set(peer, Date.now());
+          this.#inboundPeers.set(call, peer);
           return;
         }
         drop('unexpected frame before authentication');
@@ -549,11 +566,13 @@ export class Transport {
     call.on('error', () => {
       hungUp();
       this.#inbound.delete(call);
+      this.#inboundPeers.delete(call);
     });
     call.on('cancelled', hungUp);
     call.on('end', () => {
       hungUp();
       this.#inbound.delete(call);
+      this.#inboundPeers.delete(call);
       call.end();
     });
   }

@@ -56,6 +56,21 @@ t.test('messages sent in one turn arrive in one batch, in order; heartbeats mark
   t.end();
 });
 
+t.test('a peer that does not dial back (it does not know the dialler) is still heard: it heartbeats on the dialler\'s stream', async (t) => {
+  // b has no peers: it never dials a. a hears b past the handshake only through b's
+  // heartbeats back on a's own stream (a failure detector on a would otherwise call b down).
+  const { a, b } = await pair('cookie', 'cookie');
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  await waitFor(() => a.isConnected('b'), { what: 'link up' });
+  const first = a.lastSeenMs('b')!;
+  await waitFor(() => (a.lastSeenMs('b') ?? 0) >= first + 200, { timeoutMs: 5_000, what: "b heard again after the handshake, on a's stream" });
+  t.pass('a keeps hearing b');
+  t.end();
+});
+
 t.test('a wrong cookie is refused on both sides and nothing is delivered', async (t) => {
   const { a, b, gotB } = await pair('right', 'wrong');
   t.teardown(async () => {
