@@ -164,7 +164,9 @@ export function positionOf(d: Ordered, orderBy: readonly { path: Path }[]): Posi
 export function compareToPosition(d: Ordered, at: Position, orderBy: readonly { path: Path; dir: 'asc' | 'desc' }[]): number {
   for (let i = 0; i < orderBy.length; i++) {
     const key = orderBy[i]!;
-    const c = collate(orderValue(d, key.path), at.keys[i] ?? MISSING);
+    // `undefined` is a missing field; a `null` key is the value null (`??` would take it for missing).
+    const atKey = at.keys[i];
+    const c = collate(orderValue(d, key.path), atKey === undefined ? MISSING : atKey);
     if (c !== 0) return key.dir === 'asc' ? c : -c;
   }
   return compareStrings(d.id, at.id);

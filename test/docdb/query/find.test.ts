@@ -252,6 +252,17 @@ t.test('oracle: paging by bookmark returns every match once, in order, whatever 
   );
 });
 
+t.test('a bookmark after a document whose sort key is null starts after it (a null key is a value, not a missing field)', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await seed(node, 'nullkey', [{ _id: 'x1', a: null }]);
+  const query = { selector: {}, sort: [{ a: 'asc' }, { _id: 'desc' }], limit: 1 };
+  const first = await find(node, 'nullkey', query);
+  t.same(ids(first), ['x1']);
+  const next = await find(node, 'nullkey', { ...query, bookmark: first.body.bookmark });
+  t.same(ids(next), [], 'the next page is empty, not x1 again (found by the paging oracle, FC_SEED=189305295)');
+});
+
 t.test('bookmarks: stable while documents are written, refused when they are not one', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
