@@ -738,9 +738,9 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     }
   }
 
-  /** Fire one proposal per key at a time; errors are logged, the next round retries. */
   readonly #stepFailures = new RepeatedFailures(REPEATED_FAILURE_LOG_MS);
 
+  /** Fire one proposal per key at a time; errors are logged, the next round retries. */
   #once(key: string, run: () => Promise<unknown>): void {
     if (this.#inFlight.has(key)) return;
     this.#inFlight.add(key);
@@ -816,7 +816,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       }
     }
     // Leaving nodes that are out of the group and hold no shard replica any more: done.
-    const placed = placedNodes(this.#fsm.state);
+    // Only a leaving node's placements matter here (and to planVoters): walk the shards then only.
+    const placed = nodes.some((n) => n.status === 'leaving') ? placedNodes(this.#fsm.state) : new Set<string>();
     for (const n of nodes) {
       if (n.status !== 'leaving' || conf.voters.includes(n.name) || conf.learners.includes(n.name)) continue;
       // Done when no placement holds it and it hosts no replica any more (its shard groups

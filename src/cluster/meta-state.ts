@@ -193,15 +193,14 @@ export function shardOwners(state: MetaState): { kind: ShardOwnerKind; name: str
   ];
 }
 
-/** Every node placed in a shard of a collection or VDB, routed or pending (a reshard's, a split's). */
+/** Every shard of every collection and VDB, routed or pending (a reshard's, a split's). */
+function everyShard(state: MetaState): ShardPlacement[] {
+  return [...Object.values(state.collections).flatMap((c) => [...c.shards, ...(c.pending ?? [])]), ...Object.values(state.vdbs).flatMap((v) => (v.pending === undefined ? v.shards : [...v.shards, v.pending]))];
+}
+
+/** Every node placed in a shard of a collection or VDB, routed or pending. */
 export function placedNodes(state: MetaState): Set<string> {
-  const out = new Set<string>();
-  const add = (shards: readonly ShardPlacement[]) => {
-    for (const s of shards) for (const r of s.replicas) out.add(r);
-  };
-  for (const c of Object.values(state.collections)) add([...c.shards, ...(c.pending ?? [])]);
-  for (const v of Object.values(state.vdbs)) add(v.pending === undefined ? v.shards : [...v.shards, v.pending]);
-  return out;
+  return new Set(everyShard(state).flatMap((s) => s.replicas));
 }
 
 /**
@@ -211,12 +210,7 @@ export function placedNodes(state: MetaState): Set<string> {
  * comes back: a node that missed the deletion (out of the metadata group) may drop it.
  */
 export function deletedGroups(state: MetaState, groups: readonly string[]): string[] {
-  const placed = new Set<string>();
-  const add = (shards: readonly ShardPlacement[]) => {
-    for (const s of shards) if (s.replicas.length > 0) placed.add(s.group);
-  };
-  for (const c of Object.values(state.collections)) add([...c.shards, ...(c.pending ?? [])]);
-  for (const v of Object.values(state.vdbs)) add(v.pending === undefined ? v.shards : [...v.shards, v.pending]);
+  const placed = new Set(everyShard(state).filter((s) => s.replicas.length > 0).map((s) => s.group));
   return groups.filter((g) => {
     const n = /^[a-z]+(\d+)$/.exec(g)?.[1];
     return n !== undefined && Number(n) < state.nextShard && !placed.has(g);
