@@ -124,6 +124,14 @@ function startNode(n: NodeProc, waitReady = true): Promise<void> {
   ).then(() => undefined);
 }
 
+/** SIGTERM (the clean stop), and the node is down. */
+async function stopNode(n: NodeProc): Promise<void> {
+  if (n.proc !== undefined) await stop(n.proc);
+  n.proc = undefined;
+  n.child = undefined;
+  n.url = undefined;
+}
+
 async function killNode(n: NodeProc): Promise<void> {
   if (n.proc === undefined) return;
   const p = n.proc;
@@ -609,10 +617,7 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       await killNode(n);
       return;
     case 'stop':
-      if (n.proc !== undefined) await stop(n.proc);
-      n.proc = undefined;
-      n.child = undefined;
-      n.url = undefined;
+      await stopNode(n);
       return;
     case 'start':
       if (n.proc === undefined) await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start: ${(err as Error).message.slice(0, 300)}`));
@@ -651,10 +656,7 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
         return;
       }
       n.leaving = false;
-      if (n.proc !== undefined) await stop(n.proc);
-      n.proc = undefined;
-      n.child = undefined;
-      n.url = undefined;
+      await stopNode(n);
       // A fresh data directory joins as a new member, through every other node (one may be down).
       await startAfresh(n, byName, net);
       log(`chaos: ${n.name} left and started again on an empty data directory`);
