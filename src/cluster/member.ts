@@ -293,6 +293,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     return this.#transport.linkLost(node);
   }
 
+  /** This data directory's random id (a node joined again on an empty one is a new member). */
+  get incarnation(): string {
+    return this.#incarnation;
+  }
+
   get timings(): ClusterTimings {
     return this.#o.timings;
   }

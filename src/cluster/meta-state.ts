@@ -11,6 +11,7 @@ import type { ApiKeyRecord } from '../auth/api-keys.js';
 import type { CollectionRecord, KeyRecord, Tenant } from '../gateway/types.js';
 import { collectionQuotaError } from '../gateway/quota.js';
 import { isPlainObject } from '../core/values.js';
+import type { ConfState } from '../raft/types.js';
 
 export const NODE_STATUSES = ['up', 'suspect', 'down', 'leaving', 'left'] as const;
 export type NodeStatus = (typeof NODE_STATUSES)[number];
@@ -32,6 +33,12 @@ export interface NodeRecord {
   readonly status: NodeStatus;
   readonly joinedAtMs: number;
   readonly statusSinceMs: number;
+  /**
+   * `nextShard` when this incarnation joined: every shard numbered below it was created before
+   * it, so it is never among the replicas that bootstrap one (`bootstrapConf`); absent in
+   * records written before 2026-11-29.
+   */
+  readonly shardFloor?: number;
 }
 
 /** One shard's Raft group as placed on nodes. */
@@ -308,6 +315,22 @@ function without<T>(map: Readonly<Record<string, T>>, key: string): Record<strin
 }
 
 /** A node holding its name: anything but `left`. */
+/**
+ * The membership `node` (of data directory `incarnation`) bootstraps `shard`'s Raft group with,
+ * or undefined: it opens the group empty and its leader adds it. Only a replica the shard was
+ * created on bootstraps, and only the incarnation that was a member then: a node that joined
+ * again under the same name on an empty directory, placed back on a group of its old self,
+ * would start a second group of that name beside the real one (split brain; found by the
+ * chaos runner, seed 76). A state still catching up shows an older incarnation's record: no.
+ */
+export function bootstrapConf(state: MetaState, shard: ShardPlacement, node: string, incarnation: string): ConfState | undefined {
+  const initial = shard.initial ?? shard.replicas;
+  const me = state.nodes[node];
+  if (!initial.includes(node) || me === undefined || me.incarnation !== incarnation) return undefined;
+  if (me.shardFloor !== undefined && shard.number < me.shardFloor) return undefined;
+  return { voters: [...initial], learners: [] };
+}
+
 export function isLive(node: NodeRecord | undefined): node is NodeRecord {
   return node !== undefined && node.status !== 'left';
 }
@@ -329,7 +352,8 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       const joinedAtMs = isLive(old) ? old.joinedAtMs : cmd.atMs;
       const status: NodeStatus = isLive(old) && old.status === 'leaving' ? 'leaving' : 'up';
       const statusSinceMs = old !== undefined && old.status === status ? old.statusSinceMs : cmd.atMs;
-      const node: NodeRecord = { ...cmd.node, status, joinedAtMs, statusSinceMs };
+      const shardFloor = isLive(old) ? old.shardFloor : state.nextShard;
+      const node: NodeRecord = { ...cmd.node, status, joinedAtMs, statusSinceMs, ...(shardFloor === undefined ? {} : { shardFloor }) };
       return { state: { ...state, nodes: withEntry(state.nodes, node.name, node) }, result: OK };
     }
     case 'node.status': {

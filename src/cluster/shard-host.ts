@@ -31,7 +31,7 @@ import { RocksLog } from '../raft/rocks-log.js';
 import type { Message } from '../raft/types.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterMember, GroupHost } from './member.js';
-import { type MetaState, type ShardPlacement, isDownOrGone } from './meta-state.js';
+import { type MetaState, type ShardPlacement, bootstrapConf, isDownOrGone } from './meta-state.js';
 import { type LedGroup, planLeaderTransfer } from './leader-balance.js';
 import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
@@ -431,9 +431,9 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   protected async raftGroup(placement: ShardPlacement, fsm: StateMachine, appliedIndex: () => number, compactFloor?: () => number | undefined): Promise<RaftGroup> {
     const { store, member } = this.o;
     // The replicas it was created on bootstrap the same initial membership (themselves as
-    // voters); a replica placed later (repair, leave) starts empty and is added by the leader.
-    const initial = placement.initial ?? placement.replicas;
-    const raftLog = initial.includes(this.me) ? await RocksLog.open(store, placement.group, { voters: [...initial], learners: [] }) : await RocksLog.open(store, placement.group);
+    // voters); a replica placed later (repair, leave, a node joined again) starts empty and is
+    // added by the leader.
+    const raftLog = await RocksLog.open(store, placement.group, bootstrapConf(member.state, placement, this.me, member.incarnation));
     const t = member.timings;
     const group = new RaftGroup({
       id: this.me,

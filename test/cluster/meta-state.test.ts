@@ -3,7 +3,7 @@
 // plain replay (what a node restarting from a snapshot, or a learner fed one, relies on).
 import t from 'tap';
 import fc from 'fast-check';
-import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, canonicalMeta, checkMetaCommand, checkMetaState, deletedGroups, placedNodes, reshardLogFloor } from '../../src/cluster/meta-state.js';
+import { EMPTY_META, type MetaCommand, type MetaState, applyMeta, bootstrapConf, canonicalMeta, checkMetaCommand, checkMetaState, deletedGroups, placedNodes, reshardLogFloor } from '../../src/cluster/meta-state.js';
 import { encodeCbor } from '../../src/core/codec.js';
 import { MetaFsm } from '../../src/cluster/metadata.js';
 import { PROTOCOL } from '../../src/cluster/versions.js';
@@ -103,6 +103,63 @@ t.test('a live name held by another incarnation is refused; a retried join is id
   ({ state, result } = applyMeta(state, { type: 'node.remove', name: 'n2', atMs: 9 }));
   t.same(result, { ok: true });
   t.same(applyMeta(state, join('b', 10)).result, { ok: true });
+  t.end();
+});
+
+// The split brain of chaos seed 76: a node that joined again under its name on an empty data
+// directory, placed back on a group its old self was created on, bootstrapped that group's
+// initial membership; two such nodes elected each other beside the real group. Here the
+// model is the truth: a replica bootstraps a shard iff its membership (a record's life from
+// a join to `left`) is the one that was live, and among the shard's replicas, when the shard
+// was created. Moves (shard.replace) put names back on old shards at random.
+t.test('only the membership a shard was created on bootstraps it: never a later one under the same name', (t) => {
+  const inc = fc.constantFrom('a', 'b', 'c');
+  const step: fc.Arbitrary<MetaCommand> = fc.oneof(
+    fc.record({ type: fc.constant('node.join' as const), node: fc.record({ name: names, incarnation: inc, http: fc.constant('h'), grpc: fc.constant('g'), zone: fc.constant('z') }), atMs }),
+    fc.record({ type: fc.constant('node.status' as const), name: names, status: fc.constant('down' as const), atMs }),
+    fc.record({ type: fc.constant('node.remove' as const), name: names, atMs }),
+    fc.record({ type: fc.constant('node.leave' as const), name: names, jobId: fc.constant('j'), atMs }),
+    fc.record({ type: fc.constant('node.left' as const), name: names, atMs }),
+    fc.record({
+      type: fc.constant('collection.create' as const),
+      name: fc.constantFrom('c1', 'c2', 'c3', 'c4', 'c5', 'c6'),
+      config: fc.constant({}),
+      replicationFactor: fc.constant(2),
+      shards: fc.array(fc.record({ range: fc.constant([0, 1] as const), replicas: fc.uniqueArray(names, { minLength: 1, maxLength: 3 }) }), { minLength: 1, maxLength: 2 }),
+    }),
+    fc.record({ type: fc.constant('shard.replace' as const), collection: fc.constantFrom('c1', 'c2', 'c3'), group: fc.constantFrom('vs0', 'vs1', 'vs2', 'vs3'), from: names, to: names }),
+  );
+  fc.assert(
+    fc.property(fc.array(step, { maxLength: 80 }), (cmds) => {
+      let state = EMPTY_META;
+      // Per name, a count of its memberships; per shard, the memberships live among its replicas at creation.
+      const membership = new Map<string, number>();
+      const createdOn = new Map<number, Set<string>>();
+      const live = (s: MetaState, name: string) => s.nodes[name] !== undefined && s.nodes[name].status !== 'left';
+      for (const cmd of cmds) {
+        const before = state;
+        state = applyMeta(state, cmd).state;
+        for (const name of ['n1', 'n2', 'n3', 'n4']) if (!live(before, name) && live(state, name)) membership.set(name, (membership.get(name) ?? 0) + 1);
+        for (let n = before.nextShard; n < state.nextShard; n++) {
+          const shard = Object.values(state.collections).flatMap((c) => c.shards).find((sh) => sh.number === n)!;
+          createdOn.set(n, new Set(shard.replicas.filter((r) => live(before, r)).map((r) => `${r}#${membership.get(r)}`)));
+        }
+      }
+      for (const shard of Object.values(state.collections).flatMap((c) => c.shards)) {
+        for (const [name, record] of Object.entries(state.nodes)) {
+          if (record.status === 'left') continue;
+          const conf = bootstrapConf(state, shard, name, record.incarnation);
+          const expected = createdOn.get(shard.number)!.has(`${name}#${membership.get(name)}`);
+          if (expected !== (conf !== undefined)) return false;
+          if (conf !== undefined && !(conf.voters.join() === (shard.initial ?? shard.replicas).join() && conf.learners.length === 0)) return false;
+          // Another data directory under the name (a state still catching up shows the old one's record).
+          if (bootstrapConf(state, shard, name, `${record.incarnation}-other`) !== undefined) return false;
+        }
+      }
+      return true;
+    }),
+    fcParams(300),
+  );
   t.end();
 });
 

@@ -7,7 +7,9 @@ import t from 'tap';
 import type { ClusterMember } from '../../src/cluster/member.js';
 import type { MetaState, ShardPlacement } from '../../src/cluster/meta-state.js';
 import { type HostedReplica, ShardHost, type WantedReplica } from '../../src/cluster/shard-host.js';
-import type { RaftGroup } from '../../src/raft/group.js';
+import type { RaftGroup, StateMachine } from '../../src/raft/group.js';
+import { Store as RocksStore } from '../../src/storage/db.js';
+import { tempDir } from '../support/node.js';
 import type { Store } from '../../src/storage/db.js';
 import { mathRand } from '../../src/core/rand.js';
 import { waitFor } from '../support/wait.js';
@@ -31,8 +33,8 @@ class FakeHost extends ShardHost<HostedReplica, null> {
   readonly closedGroups: string[] = [];
   placed: ShardPlacement[];
 
-  constructor(member: ClusterMember, placed: ShardPlacement[], readonly faults: Map<string, Faults>) {
-    super({ member, store: { clearRange: async () => undefined } as unknown as Store, log: pino({ level: 'silent' }), rand: mathRand });
+  constructor(member: ClusterMember, placed: ShardPlacement[], readonly faults: Map<string, Faults>, store = { clearRange: async () => undefined } as unknown as Store) {
+    super({ member, store, log: pino({ level: 'silent' }), rand: mathRand });
     this.placed = placed;
   }
 
@@ -43,6 +45,11 @@ class FakeHost extends ShardHost<HostedReplica, null> {
   /** Resolves once the hosting passes queued so far ran. */
   passes(): Promise<void> {
     return this.settled();
+  }
+
+  /** The Raft group a real replica of `shard` opens with (not started). */
+  realGroup(shard: ShardPlacement): Promise<RaftGroup> {
+    return this.raftGroup(shard, { apply: () => undefined, snapshot: () => new Uint8Array(), restore: async () => undefined } as unknown as StateMachine, () => 0);
   }
 
   isHosted(group: string): boolean {
@@ -198,4 +205,35 @@ t.test('a replica whose group the metadata deleted (learned by asking: its own c
   await host.passes();
   t.notOk(host.isHosted('g1'), 'not hosted again from the stale placement');
   t.equal(host.opens.get('g1'), 1, 'nor opened');
+});
+
+// Chaos seed 76: n2 and n3, replaced (left, wiped, joined again under their names), were placed
+// back on a group created on n1, n2 and n3; each bootstrapped the creation-time voters on an
+// empty log, and the two elected each other beside the real group (split brain).
+t.test('a replica bootstraps its group only as the membership the group was created on; a node that joined again opens it empty', async (t) => {
+  const store = await RocksStore.open(tempDir());
+  t.teardown(() => store.close());
+  const record = (incarnation: string, shardFloor: number) => ({ name: ME, incarnation, http: 'h', grpc: 'g', zone: 'z', status: 'up', joinedAtMs: 1, statusSinceMs: 1, shardFloor });
+  const member = {
+    name: ME,
+    incarnation: 'fresh',
+    // This data directory joined when the cluster had made shards 0 to 4.
+    state: { nodes: { [ME]: record('fresh', 5) } } as unknown as MetaState,
+    timings: { nodeHeartbeatMs: 60_000, proposalTimeoutMs: 1_000, electionTicks: 10, heartbeatTicks: 1, quiesceTicks: 0 },
+    ticker: { register: () => () => undefined },
+    attachGroups: () => undefined,
+    fsm: { listen: () => undefined },
+  };
+  const host = new FakeHost(member as unknown as ClusterMember, [], new Map(), store);
+  const placed = (n: number): ShardPlacement => ({ number: n, group: `vs${n}`, range: [0, 1], replicas: [ME, 'n4', 'n5'], initial: [ME, 'n2', 'n3'] });
+
+  const old = await host.realGroup(placed(2));
+  t.same(old.core.confState(), { voters: [], learners: [] }, 'a group made before it joined: empty, waiting for its leader to add it');
+  t.equal(old.core.log.lastIndex(), 0, 'nothing written');
+  const mine = await host.realGroup(placed(5));
+  t.same(mine.core.confState().voters, [ME, 'n2', 'n3'], 'a group made on it since: bootstrapped with the voters it was made on');
+  t.equal(mine.core.log.lastIndex(), 3, 'the three membership entries');
+  member.state = { nodes: { [ME]: record('an-older-directory', 0) } } as unknown as MetaState;
+  const catchingUp = await host.realGroup(placed(6));
+  t.same(catchingUp.core.confState(), { voters: [], learners: [] }, 'metadata still catching up shows an older incarnation: no bootstrap');
 });
