@@ -39,9 +39,10 @@ export class EngineGatewayVectors implements GatewayVectors {
     }
   }
 
-  #config(internal: string): { dimension: number; metric: Metric; hasEmbedder: boolean } | undefined {
+  /** A name this node's metadata lacks is looked up again once it is up to date (a node catching up must not answer 404). */
+  async #config(internal: string): Promise<{ dimension: number; metric: Metric; hasEmbedder: boolean } | undefined> {
     try {
-      const c = this.#engine.getCollection(internal);
+      const c = await this.#engine.getCollectionNow(internal);
       return { dimension: c.dimension as number, metric: c.metric as Metric, hasEmbedder: c.embedder !== null };
     } catch (err) {
       if (isCode(err, 'not_found')) return undefined;
@@ -81,7 +82,7 @@ export class EngineGatewayVectors implements GatewayVectors {
    * Ids must be distinct (the gateway keeps the last of each).
    */
   async upsert(internal: string, docs: readonly GatewayDocument[]): Promise<void> {
-    const c = this.#config(internal);
+    const c = await this.#config(internal);
     if (c === undefined) throw new FirkinError('collection_not_found', 'collection not found');
     const bodies = docs.map((d, i) => {
       const where = docs.length === 1 ? 'vector' : `documents[${i}].vector`;
