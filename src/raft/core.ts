@@ -47,6 +47,12 @@ export interface RaftOptions {
    * by other means (a node-level heartbeat) and call `wake()` when it looks dead.
    */
   readonly quiesceAfterTicks: number;
+  /**
+   * The replica started with an empty log (default: its storage is empty now). It grants no
+   * vote until it holds what a leader has shown it (`catchingUp`); the driver persists this
+   * across restarts until then.
+   */
+  readonly fresh?: boolean;
 }
 
 export const DEFAULT_RAFT_OPTIONS = {
@@ -110,6 +116,14 @@ export class RaftCore {
 
   /** Leader: proposals appended since the last Ready; one broadcast covers them all (batching). */
   #bcastPending = false;
+  /**
+   * While `catchingUp`: the first index above 0 a leader showed this replica (an append's
+   * previous index or commit, a heartbeat's commit, a snapshot's index), Infinity before any;
+   * undefined once the log reached it. A leader's first append follows its last index, or the
+   * old member's match; its heartbeat carries min(match, commit): either bounds every committed
+   * entry the old member's acknowledgements counted for.
+   */
+  #catchUpTo: number | undefined;
   #prevHardState: HardState;
   #prevSoftState: SoftState;
   #readyOutstanding = false;
@@ -130,6 +144,17 @@ export class RaftCore {
     this.#prevHardState = this.hardState();
     this.becomeFollower(this.term, null);
     this.#prevSoftState = this.softState();
+    if (opts.fresh ?? this.log.lastIndex() === 0) this.#catchUpTo = Infinity;
+  }
+
+  /**
+   * Started empty and not yet holding what a leader has shown it. Such a replica is a new one
+   * (a learner, or a voter whose data was lost: a node back under its name on an empty data
+   * directory); its vote could elect a candidate missing entries its old self acknowledged,
+   * so it grants none until then (Raft's lost-disk hazard).
+   */
+  get catchingUp(): boolean {
+    return this.#catchUpTo !== undefined;
   }
 
   // ---- public API --------------------------------------------------------------------------
@@ -159,7 +184,8 @@ export class RaftCore {
   }
 
   isPromotable(): boolean {
-    return this.voters.has(this.id);
+    // A replica catching up from empty stands for nothing: its log may lack acknowledged entries.
+    return this.voters.has(this.id) && !this.catchingUp;
   }
 
   tick(): void {
@@ -356,7 +382,8 @@ export class RaftCore {
     if (m.kind === 'preVote' || m.kind === 'vote') {
       const canVote =
         this.vote === m.from || (this.vote === null && this.leader === null) || (m.kind === 'preVote' && m.term > this.term);
-      const grant = canVote && this.log.isUpToDate(m.lastIndex, m.lastTerm);
+      // A replica catching up from empty, or with an empty log, votes for no one (`catchingUp`).
+      const grant = canVote && !this.catchingUp && this.log.lastIndex() > 0 && this.log.isUpToDate(m.lastIndex, m.lastTerm);
       if (m.kind === 'vote') {
         if (grant) {
           this.electionElapsed = 0;
@@ -586,11 +613,16 @@ export class RaftCore {
       case 'append':
         this.#heardFromLeader(m.from);
         this.#handleAppend(m);
+        this.#shownByLeader(Math.max(m.prevIndex, m.commit));
         return;
       case 'heartbeat':
         this.#heardFromLeader(m.from);
-        // The leader sends min(match, commit), so this never passes our matched prefix.
+        // The leader sends min(match, commit), so this never passes our matched prefix...
         if (m.commit > this.log.committed) this.#commitTo(Math.min(m.commit, this.log.lastIndex()));
+        // ...unless this log lost what it acknowledged (a new data directory under this id): say
+        // so as a rejection, which an idle leader would otherwise never get.
+        if (m.commit > this.log.lastIndex()) this.#send(m.from, { kind: 'appendResp', index: m.commit, reject: true, rejectHint: this.log.lastIndex() });
+        this.#shownByLeader(m.commit);
         if (m.quiesce === true) {
           // No answer: an answer would wake the leader. A follower that is not caught up stays
           // awake, times out and wakes the group through its election messages.
@@ -602,6 +634,7 @@ export class RaftCore {
       case 'snapshot':
         this.#heardFromLeader(m.from);
         this.#handleSnapshot(m);
+        this.#shownByLeader(m.snapshot.meta.index);
         return;
       case 'timeoutNow':
         if (this.isPromotable()) this.#campaign('vote', true);
@@ -631,6 +664,16 @@ export class RaftCore {
         if (pr === undefined) return;
         pr.recentActive = true;
         if (m.reject) {
+          // A follower rejects with hint 0 only while its log is empty: after it acknowledged
+          // entries, it lost them (a new data directory under its id). Probing from the old
+          // match, which it rejects for ever, it would never catch up: start from scratch (it
+          // votes only once caught up, `catchingUp`).
+          if (m.rejectHint === 0 && pr.match > 0) {
+            pr.match = 0;
+            pr.becomeProbe();
+            this.#sendAppend(m.from, false);
+            return;
+          }
           if (pr.maybeDecrTo(m.index, m.rejectHint)) {
             if (pr.state === 'replicate') pr.becomeProbe();
             this.#sendAppend(m.from, false);
@@ -690,6 +733,13 @@ export class RaftCore {
   }
 
   // ---- replication -------------------------------------------------------------------------
+
+  #shownByLeader(index: number): void {
+    if (this.#catchUpTo === undefined) return;
+    // Fixed at the first sight: a target that followed the leader would never be reached under load.
+    if (this.#catchUpTo === Infinity && index > 0) this.#catchUpTo = index;
+    if (this.log.lastIndex() >= this.#catchUpTo) this.#catchUpTo = undefined;
+  }
 
   #handleAppend(m: Extract<Message, { kind: 'append' }>): void {
     if (m.prevIndex < this.log.committed) {

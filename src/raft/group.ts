@@ -93,6 +93,7 @@ export class RaftGroup {
       electionTicks: o.electionTicks,
       heartbeatTicks: o.heartbeatTicks,
       quiesceAfterTicks: o.peerAlive === undefined ? 0 : (o.quiesceAfterTicks ?? 0),
+      fresh: o.log.fresh,
     });
   }
 
@@ -270,6 +271,7 @@ export class RaftGroup {
     const o = this.#o;
     if (rd.earlyMessages.length > 0) o.send(rd.earlyMessages); // a leader's appends overlap its fsync
     await o.log.save(rd); // durable first
+    if (o.log.fresh && !this.core.catchingUp) await o.log.clearFresh(); // what it caught up to is durable now
     if (rd.messages.length > 0) o.send(rd.messages); // then talk
     if (rd.snapshot !== undefined) await o.fsm.restore(rd.snapshot.data);
     for (const e of rd.committed) {

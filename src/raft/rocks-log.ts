@@ -2,6 +2,7 @@
 //
 //   [group, 'log', index] -> entry      [group, 'hs'] -> hard state
 //   [group, 'snap']       -> snapshot   [group, 'offset'] -> {index, term} of the last compacted entry
+//   [group, 'fresh']      -> present while a replica opened empty is catching up (`RaftCore.catchingUp`)
 //
 // Reads are served by an in-memory MemoryStorage mirror (the uncompacted tail, bounded by
 // compaction); every write goes to RocksDB first, in one atomic batch, then to the mirror.
@@ -15,6 +16,9 @@ import type { ConfState, Entry, GroupId, Ready, SnapshotMeta } from './types.js'
 const CF = 'raft';
 
 export class RocksLog {
+  /** Opened empty without a bootstrap, and not caught up since (the core's `fresh`). */
+  fresh = false;
+
   private constructor(
     readonly store: Store,
     readonly group: GroupId,
@@ -48,7 +52,7 @@ export class RocksLog {
    * as committed conf entries at term 1 (every initial member writes the same ones).
    */
   static async open(store: Store, group: GroupId, bootstrap?: ConfState): Promise<RocksLog> {
-    const [hsBuf, snapBuf, offBuf] = await store.getMany(CF, [key(group, 'hs'), key(group, 'snap'), key(group, 'offset')]);
+    const [hsBuf, snapBuf, offBuf, freshBuf] = await store.getMany(CF, [key(group, 'hs'), key(group, 'snap'), key(group, 'offset'), key(group, 'fresh')]);
     const mem = new MemoryStorage();
     if (snapBuf !== undefined) mem.snap = decodeSnapshot(snapBuf);
     if (offBuf !== undefined) {
@@ -64,12 +68,24 @@ export class RocksLog {
     }
     const log = new RocksLog(store, group, mem);
     const empty = hsBuf === undefined && snapBuf === undefined && mem.entryList.length === 0;
+    log.fresh = freshBuf !== undefined;
     if (empty && bootstrap !== undefined) {
+      // The marker first: a crash between the two writes leaves an empty log, bootstrapped again.
+      if (log.fresh) await log.clearFresh();
       const ids = [...bootstrap.voters.map((node) => ({ type: 'addVoter' as const, node })), ...bootstrap.learners.map((node) => ({ type: 'addLearner' as const, node }))];
       const entries: Entry[] = ids.map((change, i) => ({ index: i + 1, term: 1, kind: 'conf', change }));
       await log.#write(entries, { term: 1, vote: null, commit: entries.length }, undefined, true);
+    } else if (empty && !log.fresh) {
+      await store.batch([{ type: 'put', cf: CF, key: key(group, 'fresh'), value: encodeValue({ fresh: true }) }], { sync: true });
+      log.fresh = true;
     }
     return log;
+  }
+
+  /** The replica caught up with what a leader showed it (`RaftCore.catchingUp` turned false). */
+  async clearFresh(): Promise<void> {
+    await this.store.batch([{ type: 'del', cf: CF, key: key(this.group, 'fresh') }], { sync: true });
+    this.fresh = false;
   }
 
   /** Persist a Ready's snapshot, entries and hard state atomically (fsync when `mustSync`). */

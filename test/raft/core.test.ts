@@ -334,6 +334,91 @@ t.test('a joiner with an empty log learns the membership from the log itself (no
   t.end();
 });
 
+// Raft's lost-disk hazard, met when a node joins again under its name on an empty data
+// directory while a group still lists its old self: entries committed on n1 and n2 alone are
+// lost if the new n2 votes n3 (which lacks them) in. Before the fix n3 won that election, and
+// the leader never caught the new n2 up either (its probes stopped at the old match, which
+// the empty log rejects for ever).
+t.test('a voter back with an empty log votes for no one until caught up, and its leader catches it up from scratch', (t) => {
+  const c = elected();
+  c.propose('n1', 'a');
+  c.isolated.add('n3');
+  c.propose('n1', 'b');
+  c.propose('n1', 'c');
+  t.same(c.n('n2').values, ['a', 'b', 'c'], 'b and c committed on n1 and n2 alone');
+  c.addEmptyNode('n2');
+  t.ok(c.c('n2').catchingUp);
+  // The leader is cut off before it hears from the new n2; n3 (which lacks b and c) campaigns.
+  c.isolated.add('n1');
+  c.isolated.delete('n3');
+  c.tick(['n2', 'n3'], 100);
+  t.same(c.leaders(), [], 'no leader: the empty replica votes for no one (nor campaigns)');
+  // The leader is back: an idle leader learns from a heartbeat's answer, and starts it over.
+  c.isolated.delete('n1');
+  c.tickAll(30);
+  t.equal(c.leaders()[0], 'n1', 'only n1 (with b and c) can win');
+  t.same(c.n('n2').values, ['a', 'b', 'c'], 'the new n2 caught up from scratch');
+  t.notOk(c.c('n2').catchingUp, 'and votes again');
+  // Now n2 and n3 elect without n1, and keep b and c.
+  c.isolated.add('n1');
+  for (let i = 0; i < 100 && c.leaders().length === 0; i++) c.tick(['n2', 'n3']);
+  t.equal(c.leaders()[0], 'n2', 'n2 (with b and c) wins; n3 cannot');
+  c.propose('n2', 'd');
+  t.same(c.n('n3').values, ['a', 'b', 'c', 'd']);
+  t.end();
+});
+
+// The same hazard when the leader changed after the old n2 died (a new term: its progress for
+// n2 starts at 0, so nothing looks lost): partly caught up, the new n2 must still not vote.
+t.test('a replica that started empty votes only once it holds what the first leader it heard showed it', (t) => {
+  const c = new Cluster(['n1', 'n2', 'n3'], { appendEntriesMax: 1 });
+  c.campaign('n1');
+  c.propose('n1', 'a');
+  c.isolated.add('n3');
+  for (const v of ['b', 'c', 'd']) c.propose('n1', v);
+  c.addEmptyNode('n2');
+  // n1 steps down (check-quorum: it hears no one), then is elected again in a new term (n3
+  // votes for it: n1's log is ahead).
+  c.isolated.add('n1');
+  c.tick(['n1', 'n3'], 30);
+  t.not(c.c('n1').role, 'leader');
+  c.isolated.delete('n1');
+  c.isolated.delete('n3');
+  c.isolated.add('n2');
+  c.campaign('n1');
+  t.equal(c.leaders()[0], 'n1');
+  t.equal(c.c('n1').progress.get('n2')?.match, 0, "the new term's leader knows nothing of n2");
+  // n3 is behind by design: keep it from catching up while n2 receives its first entries.
+  c.isolated.delete('n2');
+  c.isolated.add('n3');
+  c.dropIf = (m) => m.kind === 'append' && m.to === 'n2' && c.c('n2').log.lastIndex() >= 3;
+  c.tick(['n1', 'n2'], 20);
+  const partial = c.c('n2').log.lastIndex();
+  t.ok(partial > 0 && partial < c.c('n1').log.lastIndex(), `n2 holds part of the log (${partial} of ${c.c('n1').log.lastIndex()})`);
+  t.ok(c.c('n2').catchingUp, 'and is still catching up');
+  // n1 dies; n3 (without b, c, d) campaigns; the partly filled n2 must not elect it.
+  c.dropIf = undefined;
+  c.isolated.add('n1');
+  c.isolated.delete('n3');
+  c.tick(['n2', 'n3'], 100);
+  t.same(c.leaders(), [], 'no leader without the entries n1 alone holds');
+  t.end();
+});
+
+t.test('a replica catching up under constant writes reaches its target and votes', (t) => {
+  const c = new Cluster(['n1', 'n2', 'n3'], { appendEntriesMax: 2 });
+  c.campaign('n1');
+  for (let i = 0; i < 20; i++) c.propose('n1', `w${i}`);
+  c.addEmptyNode('n2');
+  // A write every tick while n2 catches up 2 entries an append.
+  for (let i = 0; i < 60 && c.c('n2').catchingUp; i++) {
+    c.c('n1').propose(new TextEncoder().encode(`x${i}`));
+    c.tickAll(1);
+  }
+  t.notOk(c.c('n2').catchingUp, 'caught up while the writes went on');
+  t.end();
+});
+
 t.test('one membership change at a time', (t) => {
   const c = elected();
   c.addEmptyNode('n4');

@@ -65,5 +65,23 @@ t.test('bootstrap, save, truncate, snapshot, compact: a reopen reads back the ex
   t.same(view(log), installed, 'reopen after installing a snapshot');
   let n = 0;
   for await (const _ of store.entries('raft')) n++;
-  t.equal(n, 4, 'no stale keys: entry 21, hard state, snapshot, offset (g2 wrote nothing)');
+  t.equal(n, 5, "no stale keys: entry 21, hard state, snapshot, offset, and g2's fresh marker (it wrote nothing else)");
+});
+
+t.test('a log opened empty without a bootstrap is fresh until cleared, across reopens; a bootstrap is never fresh', async (t) => {
+  const store = await Store.open(tempDir());
+  t.teardown(() => store.close());
+  const joiner = await RocksLog.open(store, 'g1');
+  t.equal(joiner.fresh, true, 'a replica waiting to be added');
+  await joiner.save(rd({ entries: [normal(1, 1, 'a')], hardState: { term: 1, vote: null, commit: 0 } }));
+  t.equal((await RocksLog.open(store, 'g1')).fresh, true, 'a restart before it caught up is still fresh');
+  await joiner.clearFresh();
+  t.equal((await RocksLog.open(store, 'g1')).fresh, false, 'caught up: never again');
+  // The first node's metadata log is probed empty, then opened again with its bootstrap.
+  t.equal((await RocksLog.open(store, 'meta')).fresh, true);
+  const booted = await RocksLog.open(store, 'meta', { voters: ['n1'], learners: [] });
+  t.equal(booted.fresh, false);
+  t.equal(booted.mem.lastIndex(), 1);
+  t.equal((await RocksLog.open(store, 'meta')).fresh, false);
+  t.equal((await RocksLog.open(store, 'g2', { voters: ['n1', 'n2'], learners: [] })).fresh, false);
 });
