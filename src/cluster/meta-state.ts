@@ -314,7 +314,6 @@ function without<T>(map: Readonly<Record<string, T>>, key: string): Record<strin
   return out;
 }
 
-/** A node holding its name: anything but `left`. */
 /**
  * The membership `node` (of data directory `incarnation`) bootstraps `shard`'s Raft group with,
  * or undefined: it opens the group empty and its leader adds it. Only a replica the shard was
@@ -331,6 +330,7 @@ export function bootstrapConf(state: MetaState, shard: ShardPlacement, node: str
   return { voters: [...initial], learners: [] };
 }
 
+/** A node holding its name: anything but `left`. */
 export function isLive(node: NodeRecord | undefined): node is NodeRecord {
   return node !== undefined && node.status !== 'left';
 }
