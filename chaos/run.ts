@@ -87,6 +87,8 @@ const LEAVE_TIMEOUT_MS = 90_000;
 
 /** A `remove` fault tries this long to have its dead node removed (it must be `down` first). */
 const REMOVE_TIMEOUT_MS = 20_000;
+/** A `replace` fault retries a leave refused for now (409, 503) this long. */
+const LEAVE_RETRY_MS = 10_000;
 
 /** The log line of a leader balancing transfer (ShardHost), counted by the runner. */
 const LEADER_TRANSFER_LINE = /to balance leaders/g;
@@ -637,7 +639,15 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       n.paused = false;
       return;
     case 'leave': {
-      const r = await call(n.url, 'POST', '/vectordb/cluster/leave');
+      // An operator retries a leave refused for now (409: its replicas have no taker yet, e.g.
+      // a node that just joined again is not live; 503: no quorum) for a while.
+      const until = Date.now() + LEAVE_RETRY_MS;
+      let r = await call(n.url, 'POST', '/vectordb/cluster/leave');
+      while ((r?.status === 409 || r?.status === 503) && Date.now() < until) {
+        log(`chaos: ${n.name} leave: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}; retrying`);
+        await new Promise((res) => setTimeout(res, 500));
+        r = await call(n.url, 'POST', '/vectordb/cluster/leave');
+      }
       n.leaving = r?.status === 200;
       log(`chaos: ${n.name} leave: ${r?.status ?? 'no answer'}${r !== undefined && r.status !== 200 ? ` ${JSON.stringify(r.body).slice(0, 200)}` : ''}`);
       return;
