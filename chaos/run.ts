@@ -87,6 +87,10 @@ const LEAVE_TIMEOUT_MS = 90_000;
 
 /** A `remove` fault tries this long to have its dead node removed (it must be `down` first). */
 const REMOVE_TIMEOUT_MS = 20_000;
+/** A `remove` fault waits this long for the replicas to be in step (`replicasInStep`) before it wipes a disk. */
+const READD_CATCH_UP_MS = 15_000;
+/** Entries a replica may trail its group's most advanced one and count as in step. */
+const REPLICA_LAG = 100;
 /** A `replace` fault retries a leave refused for now (409, 503) this long. */
 const LEAVE_RETRY_MS = 10_000;
 
@@ -676,6 +680,16 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       // An operator replaces a dead machine: removes the node (its replicas are placed on the
       // others), then a new one joins under its name. The node must be `down` to be removed.
       if (n.proc !== undefined) return;
+      // ...and only once the last machine replaced has caught up, as docs/cluster.md asks: a
+      // group that lost the disks of a majority of its replicas before then waits for ever
+      // (docs/raft.md, A lost disk; seed 79 wiped two of vs83's three). Not yet: the node
+      // starts again on its data (a bounded wait: the schedule, heals included, waits too).
+      const inStep = await waitFor(async () => ((await replicasInStep(byName)) ? true : undefined), { timeoutMs: READD_CATCH_UP_MS, intervalMs: 500, what: 'shard replicas to catch up' }).catch(() => false);
+      if (inStep !== true) {
+        log(`chaos: shard replicas still catching up after ${READD_CATCH_UP_MS / 1000} s: ${n.name} is not removed; it starts again on its data`);
+        await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start: ${(err as Error).message.slice(0, 300)}`));
+        return;
+      }
       const removed = await waitFor(async () => {
         const via = [...byName.values()].find((m) => m !== n && m.proc !== undefined && !m.paused);
         const r = await call(via?.url, 'DELETE', `/_cluster/nodes/${n.name}`);
@@ -693,6 +707,30 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       return;
     }
   }
+}
+
+/**
+ * Every replica the placement puts on a live node is hosted there and within REPLICA_LAG
+ * entries of its group's most advanced one (a replica catching up from an empty disk is far
+ * behind, or not open yet).
+ */
+async function replicasInStep(byName: Map<string, NodeProc>): Promise<boolean> {
+  const live = [...byName.values()].filter((m) => m.proc !== undefined && !m.paused);
+  const applied = new Map<string, Map<string, number>>();
+  for (const m of live) {
+    for (const route of ['/_cluster/shards', '/_cluster/vdb-shards']) {
+      const replicas = (await call(m.url, 'GET', route))?.body?.replicas as { group: string; applied: number }[] | undefined;
+      if (replicas === undefined) return false;
+      for (const r of replicas) applied.set(r.group, (applied.get(r.group) ?? new Map()).set(m.name, r.applied));
+    }
+  }
+  const placed: { group: string; replicas: string[] }[] = [];
+  for (const route of [`/_cluster/collections/${DATA}/shards`, `/vdb/${DATA}/_shards`]) placed.push(...(((await call(live[0]?.url, 'GET', route))?.body?.shards as { group: string; replicas: string[] }[] | undefined) ?? []));
+  return placed.every((s) => {
+    const byNode = applied.get(s.group) ?? new Map<string, number>();
+    const top = Math.max(0, ...byNode.values());
+    return s.replicas.every((r) => !live.some((m) => m.name === r) || (byNode.has(r) && top - byNode.get(r)! <= REPLICA_LAG));
+  });
 }
 
 /** The node's status in the metadata, as the first other live node that answers has it. */
@@ -972,6 +1010,15 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.res
     }, ms);
     bound.unref();
   });
+  // Stopped from outside (Ctrl-C, a job's timeout): its nodes and data go with it (they were
+  // left running, found 2026-11-29).
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`chaos: ${signal}; killing its nodes, removing its data, exiting\n`);
+      abandonRuns();
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    });
+  }
   const outcome = await runChaos(options);
   process.exit(outcome.anomalies > 0 ? 1 : 0);
 }
