@@ -130,6 +130,11 @@ function startNode(n: NodeProc, waitReady = true): Promise<void> {
   ).then(() => undefined);
 }
 
+/** Start a stopped node; one that does not come up is logged, and the run goes on (convergence will say). */
+async function startOrSay(n: NodeProc): Promise<void> {
+  await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start: ${(err as Error).message.slice(0, 300)}`));
+}
+
 /** SIGTERM (the clean stop), and the node is down. */
 async function stopNode(n: NodeProc): Promise<void> {
   if (n.proc !== undefined) await stop(n.proc);
@@ -626,7 +631,7 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       await stopNode(n);
       return;
     case 'start':
-      if (n.proc === undefined) await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start: ${(err as Error).message.slice(0, 300)}`));
+      if (n.proc === undefined) await startOrSay(n);
       return;
     case 'start-and-kill': {
       await startNode(n, false);
@@ -687,7 +692,7 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       const inStep = await waitFor(async () => ((await replicasInStep(byName)) ? true : undefined), { timeoutMs: READD_CATCH_UP_MS, intervalMs: 500, what: 'shard replicas to catch up' }).catch(() => false);
       if (inStep !== true) {
         log(`chaos: shard replicas still catching up after ${READD_CATCH_UP_MS / 1000} s: ${n.name} is not removed; it starts again on its data`);
-        await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start: ${(err as Error).message.slice(0, 300)}`));
+        await startOrSay(n);
         return;
       }
       const removed = await waitFor(async () => {
@@ -699,7 +704,7 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       }, { timeoutMs: REMOVE_TIMEOUT_MS, intervalMs: 250, what: `${n.name} to be removed` }).catch(() => false);
       if (removed !== true) {
         log(`chaos: ${n.name} could not be removed within ${REMOVE_TIMEOUT_MS / 1000} s: it starts again on its data`);
-        await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start: ${(err as Error).message.slice(0, 300)}`));
+        await startOrSay(n);
         return;
       }
       await startAfresh(n, byName, net);
@@ -748,7 +753,7 @@ async function recordedStatus(n: NodeProc, byName: Map<string, NodeProc>): Promi
 async function startAfresh(n: NodeProc, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
   rmSync(n.env.SERVICE_DATA_DIR!, { recursive: true, force: true });
   n.env = { ...n.env, SERVICE_SEED_NODES: [...byName.keys()].filter((m) => m !== n.name).map((m) => net.seedFor(n.name, m)).join(',') };
-  await startNode(n).catch((err: unknown) => log(`chaos: ${n.name} did not start again: ${(err as Error).message.slice(0, 300)}`));
+  await startOrSay(n);
 }
 
 /**
