@@ -715,17 +715,17 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
 }
 
 /**
- * Every replica the placement puts on a live node is hosted there and within REPLICA_LAG
- * entries of its group's most advanced one (a replica catching up from an empty disk is far
- * behind, or not open yet).
+ * Every replica the placement puts on a live node is hosted there, not `catching_up` (opened
+ * empty, holding less than a leader showed it), and within REPLICA_LAG entries of its group's
+ * most advanced one (a replica catching up from an empty disk is far behind, or not open yet).
  */
 async function replicasInStep(byName: Map<string, NodeProc>): Promise<boolean> {
   const live = [...byName.values()].filter((m) => m.proc !== undefined && !m.paused);
   const applied = new Map<string, Map<string, number>>();
   for (const m of live) {
     for (const route of ['/_cluster/shards', '/_cluster/vdb-shards']) {
-      const replicas = (await call(m.url, 'GET', route))?.body?.replicas as { group: string; applied: number }[] | undefined;
-      if (replicas === undefined) return false;
+      const replicas = (await call(m.url, 'GET', route))?.body?.replicas as { group: string; applied: number; catching_up: boolean }[] | undefined;
+      if (replicas === undefined || replicas.some((r) => r.catching_up)) return false;
       for (const r of replicas) applied.set(r.group, (applied.get(r.group) ?? new Map()).set(m.name, r.applied));
     }
   }

@@ -565,10 +565,10 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return out;
   }
 
-  replicaStatus(): { group: string; db: string; role: string; leader: string | null; term: number; applied: number; snapshots_loaded: number }[] {
+  replicaStatus(): { group: string; db: string; role: string; leader: string | null; term: number; applied: number; catching_up: boolean; snapshots_loaded: number }[] {
     return [...this.replicas].map(([group, r]) => {
       const s = r.group.status();
-      return { group, db: r.fsm.db, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.appliedIndex, snapshots_loaded: r.fsm.snapshotsLoaded };
+      return { group, db: r.fsm.db, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.appliedIndex, catching_up: s.catching_up, snapshots_loaded: r.fsm.snapshotsLoaded };
     });
   }
 

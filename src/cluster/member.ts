@@ -409,6 +409,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const state = this.memberState();
     if (this.#group.failure !== undefined) problems.push(`metadata group stopped: ${this.#group.failure.message}`);
     if (state === 'joining') problems.push('not a member yet (joining)');
+    if (this.#group.core.catchingUp) problems.push('the metadata replica opened empty and is catching up from the leader; it neither votes nor campaigns until then');
     // Still up and answering, but for nothing of the cluster's: a load balancer's operator should see why.
     if (state === 'left') problems.push(`node ${this.#o.nodeName} is out of its cluster (it left, or an operator removed it): it answers for its own databases only; to serve the cluster again, start it on an empty data directory (it joins as a new node)`);
     if (state !== 'left' && this.leader() === null) problems.push('no metadata leader known');

@@ -237,6 +237,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         problems.push(`shard replica ${group} stopped: ${r.group.failure.message}`);
       } else if (this.#loadFailures.has(group)) {
         problems.push(`shard replica ${group} is behind and cannot load a snapshot from another replica yet${tried(group)}`);
+      } else if (r.group.core.catchingUp) {
+        problems.push(`shard replica ${group} opened empty and is catching up from its leader; it neither votes nor campaigns until then`);
       }
     }
     return { status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok', ...(problems.length > 0 ? { problems } : {}) };

@@ -136,9 +136,10 @@ export class RaftGroup {
     this.#kick();
   }
 
-  status(): { role: string; term: number; leader: NodeId | null; commit: number; applied: number; lastIndex: number; quiesced: boolean } {
+  /** `catching_up`: this replica opened empty and neither votes nor campaigns until it holds what a leader showed it. */
+  status(): { role: string; term: number; leader: NodeId | null; commit: number; applied: number; lastIndex: number; quiesced: boolean; catching_up: boolean } {
     const c = this.core;
-    return { role: c.role, term: c.term, leader: c.leader, commit: c.log.committed, applied: c.log.applied, lastIndex: c.log.lastIndex(), quiesced: c.quiesced };
+    return { role: c.role, term: c.term, leader: c.leader, commit: c.log.committed, applied: c.log.applied, lastIndex: c.log.lastIndex(), quiesced: c.quiesced, catching_up: c.catchingUp };
   }
 
   /** Resolves with the state machine's result for this entry once applied on this node. */

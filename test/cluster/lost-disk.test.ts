@@ -12,6 +12,7 @@ import { TestCluster } from './harness.js';
 
 interface ReplicaView {
   group: string;
+  catching_up: boolean;
   docs: number | null;
   digest: string | null;
   digest_applied: number | null;
@@ -58,6 +59,8 @@ t.test('a node removed and started again empty under its name: its shard replica
     { timeoutMs: 45_000, intervalMs: 250, what: `${victim}'s new replica caught up with the others` },
   );
   t.equal(settled.length, 3);
+  t.same(settled.map((r) => r.catching_up), [false, false, false], 'the new replica caught up: it votes again');
+  t.notMatch(JSON.stringify((await c.request(victim, 'GET', '/health')).body), /catching up/, '/health no longer names it');
   await waitFor(async () => ((await c.request('n1', 'GET', '/_cluster/nodes')).body.nodes as { name: string; role: string; status: string }[]).every((n) => n.role === 'voter' && n.status === 'up'), { timeoutMs: 30_000, what: 'three metadata voters again' });
   // The new node holds the writes and votes: with the shard's old leader gone, it and the
   // third node still answer for all 80.

@@ -27,6 +27,8 @@ class FakeHost extends ShardHost<HostedReplica, null> {
   readonly prefix = 'fake';
   /** The role every replica's fake group plays, and where it handed leadership. */
   role: 'follower' | 'leader' = 'follower';
+  /** Groups whose fake replica opened empty and has not caught up yet. */
+  readonly catchingUp = new Set<string>();
   readonly transfers: string[] = [];
   readonly opens = new Map<string, number>();
   readonly starts = new Map<string, number>();
@@ -80,7 +82,7 @@ class FakeHost extends ShardHost<HostedReplica, null> {
       step: () => undefined,
       failure: undefined,
       // A replica that believes it still votes, and knows a leader (or leads).
-      core: { role: this.role, quiesced: false, leader: this.role === 'leader' ? ME : 'n2', confState: () => ({ voters: [ME, 'n2', 'n3'], learners: [] }), log: { lastIndex: () => 7 }, progress: new Map([['n3', { match: 7 }], ['n2', { match: 5 }]]) },
+      core: { role: this.role, quiesced: false, catchingUp: this.catchingUp.has(g), leader: this.role === 'leader' ? ME : 'n2', confState: () => ({ voters: [ME, 'n2', 'n3'], learners: [] }), log: { lastIndex: () => 7 }, progress: new Map([['n3', { match: 7 }], ['n2', { match: 5 }]]) },
       transferLeadership: (to: string) => {
         this.transfers.push(`${g} ${to}`);
         return true;
@@ -191,6 +193,17 @@ t.test("a leaving node's replica moved away while its placements were stale (out
   t.equal(leads.transfers[0], 'g1 n3', 'to the caught-up voter');
 });
 
+t.test('/health names a replica that opened empty and is still catching up from its leader', async (t) => {
+  const { member } = fakeMember();
+  const host = new FakeHost(member, [shard(1), shard(2)], new Map());
+  host.catchingUp.add('g2');
+  t.teardown(() => host.close());
+  await host.start();
+  const health = host.health();
+  t.equal(health.status, 'degraded');
+  t.same(health.problems, ['shard replica g2 opened empty and is catching up from its leader; it neither votes nor campaigns until then']);
+});
+
 t.test('a replica whose group the metadata deleted (learned by asking: its own copy is stale) is dropped and never hosted again', async (t) => {
   const { member, change } = fakeMember();
   const host = new FakeHost(member, [shard(1), shard(2)], new Map());
@@ -230,7 +243,9 @@ t.test('a replica bootstraps its group only as the membership the group was crea
   const old = await host.realGroup(placed(2));
   t.same(old.core.confState(), { voters: [], learners: [] }, 'a group made before it joined: empty, waiting for its leader to add it');
   t.equal(old.core.log.lastIndex(), 0, 'nothing written');
+  t.equal(old.status().catching_up, true, 'opened empty: it says it is catching up');
   const mine = await host.realGroup(placed(5));
+  t.equal(mine.status().catching_up, false, 'a bootstrapped replica is not');
   t.same(mine.core.confState().voters, [ME, 'n2', 'n3'], 'a group made on it since: bootstrapped with the voters it was made on');
   t.equal(mine.core.log.lastIndex(), 3, 'the three membership entries');
   member.state = { nodes: { [ME]: record('an-older-directory', 0) } } as unknown as MetaState;
