@@ -649,11 +649,13 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       return;
     case 'leave': {
       // An operator retries a leave refused for now (409: its replicas have no taker yet, e.g.
-      // a node that just joined again is not live; 503: no quorum) for a while.
+      // a node that just joined again is not live; 503: no quorum; 400 not_member: the node
+      // itself, started again on an empty disk, is still joining) for a while.
       const until = Date.now() + LEAVE_RETRY_MS;
+      const forNow = (r: Awaited<ReturnType<typeof call>>) => r?.status === 409 || r?.status === 503 || (r?.status === 400 && r.body?.error === 'not_member' && /is not a member/.test(String(r.body?.message)));
       let r = await call(n.url, 'POST', '/vectordb/cluster/leave');
-      while ((r?.status === 409 || r?.status === 503) && Date.now() < until) {
-        log(`chaos: ${n.name} leave: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}; retrying`);
+      while (forNow(r) && Date.now() < until) {
+        log(`chaos: ${n.name} leave: ${r?.status} ${JSON.stringify(r?.body).slice(0, 200)}; retrying`);
         await new Promise((res) => setTimeout(res, 500));
         r = await call(n.url, 'POST', '/vectordb/cluster/leave');
       }
@@ -784,9 +786,17 @@ async function converge(nodes: NodeProc[], deadlineMs: number, shardsOf: 'none' 
         last = views;
         reports = views.filter((v) => typeof v.meta?.applied === 'number' && typeof v.meta?.digest === 'string').map((v) => ({ node: v.node, shard: 'metadata', applied_index: v.meta.applied as number, digest: v.meta.digest as string }));
         if (withShards) {
-          // Which nodes should hold each shard: the placement as the metadata has it.
-          const placement = (await call(nodes[0]!.url, 'GET', placementPath))?.body?.shards as { group: string; replicas: string[] }[] | undefined;
-          for (const s of placement ?? []) expected[s.group] = [...s.replicas];
+          // Which nodes should hold each shard: the placement as the metadata has it now, on
+          // every node alike. A group a reshard's switch dropped since an earlier poll is
+          // expected no more (before, it stayed expected, and its dropped replicas read as
+          // `missing`: seed 79's vs75 and vs76, most likely), and one node's copy may lag
+          // behind that switch.
+          const placements = await Promise.all(nodes.map(async (n) => (await call(n.url, 'GET', placementPath))?.body?.shards as { group: string; replicas: string[] }[] | undefined));
+          const placement = placements.every((p) => JSON.stringify(p) === JSON.stringify(placements[0])) ? placements[0] : undefined;
+          if (placement !== undefined) {
+            for (const key of Object.keys(expected)) if (key !== 'metadata') delete expected[key];
+            for (const s of placement) expected[s.group] = [...s.replicas];
+          }
           for (const v of views) {
             for (const r of v.shards ?? []) if (r.digest !== null && r.digest_applied !== null) reports.push({ node: v.node, shard: r.group, applied_index: r.digest_applied, digest: r.digest });
           }
@@ -959,6 +969,8 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       leaderTransfers,
       ...(o.rebalance ? { rebalance: Object.fromEntries(rebalanceAnswers) } : {}),
       converged: converged.ok,
+      // What the last convergence poll saw, whole: a verdict is read back against it.
+      convergence: { verdict: converged.verdict, expected: converged.expected, reports: converged.reports, views: converged.detail },
       checkers,
       anomalies,
       // The recorded operations, to read an anomaly back against what happened around it.

@@ -34,8 +34,14 @@ export interface Target {
   readonly json: boolean;
 }
 
+/** Offline commands: they open a stopped node's data directory, not its HTTP API. */
+export type RecoverCommand =
+  | { readonly kind: 'recover-list'; readonly dataDir: string }
+  | { readonly kind: 'recover-force'; readonly dataDir: string; readonly node: string; readonly groups: readonly string[] | 'all' };
+
 export type Parsed =
   | { readonly kind: 'run'; readonly command: Command; readonly target: Target }
+  | { readonly kind: 'offline'; readonly command: RecoverCommand }
   | { readonly kind: 'help'; readonly text: string }
   | { readonly kind: 'usage_error'; readonly message: string };
 
@@ -89,12 +95,14 @@ function helpTopic(words: readonly string[]): HelpTopic {
   if (words[0] === 'collection') return 'reshard';
   if (words[0] === 'vdb') return isVdbCommand(words[1]) ? `vdb-${words[1]}` : 'vdb';
   if (words[0] === 'tasks') return 'tasks';
+  if (words[0] === 'recover') return 'recover';
   if (words[0] !== 'cluster') return 'firkin';
   return isClusterCommand(words[1]) ? words[1] : 'cluster';
 }
 
 /** Options may come before, between or after the words; a repeated option keeps its last value. */
 export function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Parsed {
+  if (argv[0] === 'recover') return parseRecover(argv.slice(1));
   const words: string[] = [];
   const values: Partial<Record<ValueOption, string>> = {};
   let json = false;
@@ -233,6 +241,49 @@ function parseVdb(words: readonly string[], values: Partial<Record<ValueOption, 
   // An import's cancel needs a key that may write the VDB, the shards a key that may read it,
   // not the admin key; a node with auth off needs none.
   return withTarget(command, values, env, json, sub === 'cancel-import' || sub === 'shards' ? undefined : `vdb ${sub}`);
+}
+
+/**
+ * `recover list --data-dir DIR`, `recover force --data-dir DIR --node NAME (--group G ... | --all)`.
+ * Its own options (`--group` repeats), and none of the HTTP ones: it talks to no node.
+ */
+export function parseRecover(argv: readonly string[]): Parsed {
+  const words: string[] = [];
+  const groups: string[] = [];
+  let dataDir: string | undefined;
+  let node: string | undefined;
+  let all = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '-h' || arg === '--help') return { kind: 'help', text: HELP.recover };
+    if (arg === '--all') {
+      all = true;
+      continue;
+    }
+    if (!arg.startsWith('-')) {
+      words.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = arg.slice(0, eq === -1 ? undefined : eq);
+    if (name !== '--data-dir' && name !== '--node' && name !== '--group') return usage(`unknown option ${name} for recover (it takes --data-dir, --node, --group, --all)`);
+    const value = eq !== -1 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined || value === '') return usage(`${name} needs a value`);
+    if (name === '--data-dir') dataDir = value;
+    else if (name === '--node') node = value;
+    else groups.push(value);
+  }
+  const [sub, ...rest] = words;
+  if (sub !== 'list' && sub !== 'force') return usage(`unknown recover command ${JSON.stringify(sub ?? '')}: list or force`);
+  if (rest.length > 0) return usage(`unexpected argument ${JSON.stringify(rest[0])} for recover ${sub}`);
+  if (dataDir === undefined) return usage(`recover ${sub} needs --data-dir DIR, the stopped node's data directory`);
+  if (sub === 'list') {
+    if (node !== undefined || groups.length > 0 || all) return usage('recover list takes only --data-dir');
+    return { kind: 'offline', command: { kind: 'recover-list', dataDir } };
+  }
+  if (node === undefined) return usage("recover force needs --node NAME, the stopped node's name (SERVICE_NODE_NAME)");
+  if (all === (groups.length > 0)) return usage('recover force needs either --group GROUP (repeatable) or --all');
+  return { kind: 'offline', command: { kind: 'recover-force', dataDir, node, groups: all ? 'all' : groups } };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

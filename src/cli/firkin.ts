@@ -31,8 +31,10 @@ export async function runCli(argv: readonly string[], env: Readonly<Record<strin
       io.err(`${failureLine('usage', parsed.message)}\n`);
       return EXIT_USAGE;
     case 'run':
+    case 'offline':
       try {
-        const result = await run(parsed.command, parsed.target, io.fetch, (line) => io.err(line));
+        // The offline commands load RocksDB: only when asked for.
+        const result = parsed.kind === 'offline' ? await (await import('./recover.js')).runRecover(parsed.command) : await run(parsed.command, parsed.target, io.fetch, (line) => io.err(line));
         if (typeof result === 'string') {
           io.out(result);
           return 0;

@@ -1,5 +1,5 @@
 // The --help texts of `firkin`, one per command (docs/cli.md shows the same with examples).
-export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'health' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel' | 'vdb-cancel-import' | 'vdb-shards' | 'tasks';
+export type HelpTopic = 'firkin' | 'cluster' | 'status' | 'nodes' | 'health' | 'join' | 'leave' | 'remove' | 'shards' | 'jobs' | 'reshard' | 'vdb' | 'vdb-split' | 'vdb-merge' | 'vdb-cancel' | 'vdb-cancel-import' | 'vdb-shards' | 'tasks' | 'recover';
 
 const TARGET = `Options:
   --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
@@ -35,6 +35,9 @@ Commands:
   vdb cancel-import VDB       cancel the imports into VDB (on a cluster: on every member)
   tasks                       what the node works on now (replications, compactions, the
                               cluster's jobs) with progress: CouchDB's _active_tasks
+  recover list|force          offline, on a stopped node's data directory: its Raft groups,
+                              and forcing a survivor to be its group's only voter (firkin
+                              recover --help)
 
 ${TARGET}
 
@@ -192,4 +195,22 @@ merges, repairs, leaves), one row each, the most recently updated first.
 ${TARGET}
 
 ${EXIT}`,
+  recover: `Usage: firkin recover list --data-dir DIR
+       firkin recover force --data-dir DIR --node NAME (--group GROUP ... | --all)
+
+Offline, with the node stopped (its data directory is locked while it runs). For a group
+that lost the disks of a majority of its voters for good: Raft waits for ever there, since
+nothing tells a lost voter from a slow one.
+
+  list    every Raft group stored in DIR: voters, learners, term, commit, last index and
+          term. Run it on every survivor; recover the one with the highest last term, then
+          last index: an entry only the lost voters held is gone.
+  force   make NAME (the node's SERVICE_NODE_NAME) the only voter of each GROUP (or of every
+          group stored in DIR where it votes): one removeNode entry per other voter at a new
+          term, and everything it holds committed. Started again, it elects itself; remove
+          the lost nodes (firkin cluster remove NODE) and repair places replicas again.
+          Unsafe where another voter is alive: its acknowledged writes may be lost, or two
+          leaders may serve one group. Use it on one survivor per group only.
+
+Exit status: 0 done, 1 a group refused or the directory could not be opened, 2 usage error.`,
 };

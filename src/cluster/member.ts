@@ -223,11 +223,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       await o.store.put('system', INCARNATION_KEY, Buffer.from(this.#incarnation), { sync: true });
     } else this.#incarnation = stored.toString('utf8');
 
-    const probe = await RocksLog.open(o.store, META_GROUP);
-    const empty = probe.mem.lastIndex() === 0 && probe.mem.snapshot().meta.index === 0;
-    const bootstrap = empty && o.seeds.length === 0 && o.bootstrap;
-    const log = bootstrap ? await RocksLog.open(o.store, META_GROUP, { voters: [o.nodeName], learners: [] }) : probe;
-    if (bootstrap) o.log.info({ node: o.nodeName }, 'bootstrapping a new cluster with this node as its first voter');
+    // Nothing stored and no seed to join through: this node starts a new cluster.
+    const log = await RocksLog.open(o.store, META_GROUP, () => (o.seeds.length === 0 && o.bootstrap ? { voters: [o.nodeName], learners: [] } : undefined));
+    if (log.bootstrapped) o.log.info({ node: o.nodeName }, 'bootstrapping a new cluster with this node as its first voter');
+    const empty = log.mem.lastIndex() === 0 && log.mem.snapshot().meta.index === 0;
     const groupOptions: RaftGroupOptions = {
       id: o.nodeName,
       group: META_GROUP,
@@ -249,7 +248,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     await this.#group.start();
     const roundMs = Math.max(50, Math.floor(o.timings.nodeHeartbeatMs));
     this.#loop = setInterval(() => void this.#round(), roundMs);
-    if (empty && !bootstrap && o.seeds.length > 0) this.#joining = this.#joinSeeds(o.seeds);
+    if (empty && o.seeds.length > 0) this.#joining = this.#joinSeeds(o.seeds);
   }
 
   /** Route the messages of every other Raft group, and calls whose method starts with `prefix.`, to `host` (one host per data kind). */

@@ -25,6 +25,7 @@ import type {
   SoftState,
 } from './types.js';
 import { unreachable } from '../core/unreachable.js';
+import { applyConfChange } from './conf.js';
 
 export interface RaftOptions {
   readonly id: NodeId;
@@ -875,21 +876,7 @@ export class RaftCore {
   }
 
   #applyConfChange(index: number, change: ConfChange): void {
-    switch (change.type) {
-      case 'addVoter':
-        this.learners.delete(change.node);
-        this.voters.add(change.node);
-        break;
-      case 'addLearner':
-        if (!this.voters.has(change.node)) this.learners.add(change.node);
-        break;
-      case 'removeNode':
-        this.voters.delete(change.node);
-        this.learners.delete(change.node);
-        break;
-      default:
-        unreachable(change.type);
-    }
+    this.#setConf(applyConfChange(this.confState(), change));
     this.#confHistory.push({ index, conf: this.confState() });
     if (this.role !== 'leader') return;
     for (const id of [...this.voters, ...this.learners]) {

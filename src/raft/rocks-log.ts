@@ -11,13 +11,15 @@ import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import { decodeEntry, decodeHardState, decodeOffset, decodeSnapshot, encodeValue } from './codec.js';
 import { MemoryStorage } from './storage.js';
-import type { ConfState, Entry, GroupId, Ready, SnapshotMeta } from './types.js';
+import type { ConfState, Entry, GroupId, HardState, Ready, SnapshotMeta } from './types.js';
 
 const CF = 'raft';
 
 export class RocksLog {
   /** Opened empty without a bootstrap, and not caught up since (the core's `fresh`). */
   fresh = false;
+  /** This open found nothing stored and wrote the bootstrap membership. */
+  bootstrapped = false;
 
   private constructor(
     readonly store: Store,
@@ -49,9 +51,10 @@ export class RocksLog {
 
   /**
    * Load a group's log. With `bootstrap` and nothing stored yet, write the initial membership
-   * as committed conf entries at term 1 (every initial member writes the same ones).
+   * as committed conf entries at term 1 (every initial member writes the same ones). A function
+   * is asked only when nothing is stored (whether to bootstrap may depend on that).
    */
-  static async open(store: Store, group: GroupId, bootstrap?: ConfState): Promise<RocksLog> {
+  static async open(store: Store, group: GroupId, bootstrapWith?: ConfState | (() => ConfState | undefined)): Promise<RocksLog> {
     const [hsBuf, snapBuf, offBuf, freshBuf] = await store.getMany(CF, [key(group, 'hs'), key(group, 'snap'), key(group, 'offset'), key(group, 'fresh')]);
     const mem = new MemoryStorage();
     if (snapBuf !== undefined) mem.snap = decodeSnapshot(snapBuf);
@@ -69,12 +72,14 @@ export class RocksLog {
     const log = new RocksLog(store, group, mem);
     const empty = hsBuf === undefined && snapBuf === undefined && mem.entryList.length === 0;
     log.fresh = freshBuf !== undefined;
-    if (empty && bootstrap !== undefined) {
+    const bootstrap = !empty ? undefined : typeof bootstrapWith === 'function' ? bootstrapWith() : bootstrapWith;
+    if (bootstrap !== undefined) {
       // The marker first: a crash between the two writes leaves an empty log, bootstrapped again.
       if (log.fresh) await log.clearFresh();
       const ids = [...bootstrap.voters.map((node) => ({ type: 'addVoter' as const, node })), ...bootstrap.learners.map((node) => ({ type: 'addLearner' as const, node }))];
       const entries: Entry[] = ids.map((change, i) => ({ index: i + 1, term: 1, kind: 'conf', change }));
       await log.#write(entries, { term: 1, vote: null, commit: entries.length }, undefined, true);
+      log.bootstrapped = true;
     } else if (empty && !log.fresh) {
       await store.batch([{ type: 'put', cf: CF, key: key(group, 'fresh'), value: encodeValue({ fresh: true }) }], { sync: true });
       log.fresh = true;
@@ -86,6 +91,12 @@ export class RocksLog {
   async clearFresh(): Promise<void> {
     await this.store.batch([{ type: 'del', cf: CF, key: key(this.group, 'fresh') }], { sync: true });
     this.fresh = false;
+  }
+
+  /** Offline recovery's write (raft/recover.ts), outside any Ready loop: entries after the last and a hard state, synced. */
+  async appendRecovered(entries: readonly Entry[], hardState: HardState): Promise<void> {
+    assert.ok(entries.length === 0 || entries[0]!.index === this.mem.lastIndex() + 1, 'recovered entries follow the log');
+    await this.#write(entries, hardState, undefined, true);
   }
 
   /** Persist a Ready's snapshot, entries and hard state atomically (fsync when `mustSync`). */

@@ -127,14 +127,14 @@ t.test('options may stand anywhere among the words', (t) => {
 
 t.test('parsing is total: any argv gives a command, a help or a one-line usage error', (t) => {
   const arbArg = fc.oneof(
-    fc.constantFrom('cluster', ...CLUSTER_COMMANDS, '--url', '--key', '--seed', '--json', '--help', '--', '-', '--url=', '--seed=a:1'),
+    fc.constantFrom('cluster', ...CLUSTER_COMMANDS, '--url', '--key', '--seed', '--json', '--help', '--', '-', '--url=', '--seed=a:1', 'recover', 'list', 'force', '--data-dir', '--node', '--group', '--all', '--group='),
     fc.string(),
   );
   fc.assert(
     fc.property(fc.array(arbArg, { maxLength: 8 }), fc.dictionary(fc.constantFrom('FIRKIN_URL', 'FIRKIN_KEY'), fc.string()), (argv, env) => {
       const p = parseArgs(argv, env);
       if (p.kind === 'usage_error') return p.message !== '' && !/[\n\r]/.test(p.message);
-      return p.kind === 'help' || p.kind === 'run';
+      return p.kind === 'help' || p.kind === 'run' || p.kind === 'offline';
     }),
     fcParams(),
   );
@@ -237,4 +237,26 @@ t.test('tasks', async (t) => {
   t.same(parseArgs(['tasks', 'all', '--key', KEY], {}), { kind: 'usage_error', message: 'unexpected argument "all" for tasks' });
   t.same(parseArgs(['tasks', '--help'], {}), { kind: 'help', text: HELP.tasks });
   t.match(HELP.firkin, /\n {2}tasks {2,}what the node works on now/, 'listed in the overview');
+});
+
+t.test('recover: offline commands on a data directory, with their own options', (t) => {
+  t.same(parseArgs(['recover', 'list', '--data-dir', '/d'], {}), { kind: 'offline', command: { kind: 'recover-list', dataDir: '/d' } });
+  t.same(parseArgs(['recover', 'force', '--data-dir=/d', '--node', 'n1', '--group', 'meta', '--group', 'vs3'], {}), { kind: 'offline', command: { kind: 'recover-force', dataDir: '/d', node: 'n1', groups: ['meta', 'vs3'] } });
+  t.same(parseArgs(['recover', '--all', 'force', '--node=n1', '--data-dir', '/d'], {}), { kind: 'offline', command: { kind: 'recover-force', dataDir: '/d', node: 'n1', groups: 'all' } });
+  t.same(parseArgs(['recover', 'force', '--help'], {}), { kind: 'help', text: HELP.recover });
+  t.same(parseArgs(['--help', 'recover'], {}), { kind: 'help', text: HELP.recover });
+  const usage = (argv: string[]) => {
+    const p = parseArgs(argv, {});
+    return p.kind === 'usage_error' ? p.message : `not a usage error: ${JSON.stringify(p)}`;
+  };
+  t.equal(usage(['recover']), 'unknown recover command "": list or force');
+  t.equal(usage(['recover', 'list']), "recover list needs --data-dir DIR, the stopped node's data directory");
+  t.equal(usage(['recover', 'list', '--data-dir', '/d', '--node', 'n1']), 'recover list takes only --data-dir');
+  t.equal(usage(['recover', 'force', '--data-dir', '/d', '--group', 'meta']), "recover force needs --node NAME, the stopped node's name (SERVICE_NODE_NAME)");
+  t.equal(usage(['recover', 'force', '--data-dir', '/d', '--node', 'n1']), 'recover force needs either --group GROUP (repeatable) or --all');
+  t.equal(usage(['recover', 'force', '--data-dir', '/d', '--node', 'n1', '--all', '--group', 'meta']), 'recover force needs either --group GROUP (repeatable) or --all');
+  t.equal(usage(['recover', 'list', '--url', 'http://x']), 'unknown option --url for recover (it takes --data-dir, --node, --group, --all)');
+  t.equal(usage(['recover', 'list', '--data-dir']), '--data-dir needs a value');
+  t.equal(usage(['recover', 'list', 'extra', '--data-dir', '/d']), 'unexpected argument "extra" for recover list');
+  t.end();
 });

@@ -77,11 +77,25 @@ t.test('a log opened empty without a bootstrap is fresh until cleared, across re
   t.equal((await RocksLog.open(store, 'g1')).fresh, true, 'a restart before it caught up is still fresh');
   await joiner.clearFresh();
   t.equal((await RocksLog.open(store, 'g1')).fresh, false, 'caught up: never again');
-  // The first node's metadata log is probed empty, then opened again with its bootstrap.
+  // Opened empty once (a crash before the bootstrap's write), then with its bootstrap.
   t.equal((await RocksLog.open(store, 'meta')).fresh, true);
   const booted = await RocksLog.open(store, 'meta', { voters: ['n1'], learners: [] });
   t.equal(booted.fresh, false);
+  t.equal(booted.bootstrapped, true);
   t.equal(booted.mem.lastIndex(), 1);
-  t.equal((await RocksLog.open(store, 'meta')).fresh, false);
+  const reopened = await RocksLog.open(store, 'meta', { voters: ['n1'], learners: [] });
+  t.same([reopened.fresh, reopened.bootstrapped], [false, false], 'reopened: not bootstrapped again');
   t.equal((await RocksLog.open(store, 'g2', { voters: ['n1', 'n2'], learners: [] })).fresh, false);
+});
+
+t.test('a bootstrap given as a function is asked only when nothing is stored', async (t) => {
+  const store = await Store.open(tempDir());
+  t.teardown(() => store.close());
+  let asked = 0;
+  const first = await RocksLog.open(store, 'meta', () => (asked++, { voters: ['n1'], learners: [] }));
+  t.same([asked, first.bootstrapped, first.fresh, first.mem.lastIndex()], [1, true, false, 1], 'empty: asked, and bootstrapped');
+  const again = await RocksLog.open(store, 'meta', () => (asked++, { voters: ['n9'], learners: [] }));
+  t.same([asked, again.bootstrapped, again.mem.lastIndex()], [1, false, 1], 'stored: not asked');
+  const joiner = await RocksLog.open(store, 'g1', () => (asked++, undefined));
+  t.same([asked, joiner.bootstrapped, joiner.fresh], [2, false, true], 'empty, and the answer is not to bootstrap: fresh, a single open');
 });
