@@ -75,6 +75,9 @@ export async function serveFeed(request: FastifyRequest, reply: FastifyReply, fe
     ...(request.raw.httpVersionMajor < 2 ? { connection: 'keep-alive' } : {}),
     ...feed.headers,
   });
+  // The headers now, not with the first change or heartbeat: a client waits for them before it
+  // reads a line (a quiet continuous feed with `heartbeat=true` held them back for 60 s).
+  raw.flushHeaders();
   const write = async (text: string) => {
     if (gone.signal.aborted) return;
     if (!raw.write(text)) await Promise.race([once(raw, 'drain'), once(gone.signal, 'abort')]);

@@ -41,7 +41,9 @@ export async function checkVdbFeeds(t: Test, vdb: string, reader: { call: Call; 
   // CouchDB's continuous feed, as PouchDB's live sync opens it: `heartbeat=true` (60 s) keeps it
   // open until a change comes; `limit` ends it with a `last_seq` line. A long-poll takes a
   // heartbeat too (PouchDB sends one), and a malformed one is a 400.
-  const continuous = await fetch(`${reader.url}/vdb/${vdb}/_changes?feed=continuous&heartbeat=true&limit=1&since=${encodeURIComponent(cursor!)}`, { headers: { authorization: `Bearer ${reader.key}` } });
+  // Its headers come at once, before any change or heartbeat (they waited for the first 60 s
+  // heartbeat before: a client saw nothing for a minute); the deadline fails the test instead.
+  const continuous = await fetch(`${reader.url}/vdb/${vdb}/_changes?feed=continuous&heartbeat=true&limit=1&since=${encodeURIComponent(cursor!)}`, { headers: { authorization: `Bearer ${reader.key}` }, signal: AbortSignal.timeout(15_000) });
   t.equal(continuous.status, 200);
   const lines = streamText(continuous, 15_000);
   await writer('PUT', `/vdb/${vdb}/continued`, { body: { n: 3 } });
