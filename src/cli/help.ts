@@ -210,7 +210,9 @@ nothing tells a lost voter from a slow one.
           term, and everything it holds committed. Started again, it elects itself; remove
           the lost nodes (firkin cluster remove NODE) and repair places replicas again.
           Unsafe where another voter is alive: its acknowledged writes may be lost, or two
-          leaders may serve one group. Use it on one survivor per group only.
+          leaders may serve one group. Each group on one survivor only: --all is for a
+          node that is the only survivor; with several, force each group with --group on
+          the survivor holding its newest log.
 
 Exit status: 0 done, 1 a group refused or the directory could not be opened, 2 usage error.`,
 };
