@@ -719,21 +719,31 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
 /**
  * Every replica the placement puts on a live node is hosted there, not `catching_up` (opened
  * empty, holding less than a leader showed it), and within REPLICA_LAG entries of its group's
- * most advanced one (a replica catching up from an empty disk is far behind, or not open yet).
+ * most advanced one (a replica catching up from an empty disk is far behind, or not open yet);
+ * and each group's leader counts exactly the placed replicas as its voters, no learner. A
+ * placement runs ahead of its group: a replica moved to a new node is a learner until caught
+ * up, and the replaced voter stays until then (seed 80: vs26's voters were n5, a wiped n1 and
+ * n3, its new replica on n4 still a learner, when n5 was removed and wiped: no majority left).
  */
 async function replicasInStep(byName: Map<string, NodeProc>): Promise<boolean> {
   const live = [...byName.values()].filter((m) => m.proc !== undefined && !m.paused);
   const applied = new Map<string, Map<string, number>>();
+  const leaderConf = new Map<string, { voters: string[]; learners: string[] }>();
   for (const m of live) {
     for (const route of ['/_cluster/shards', '/_cluster/vdb-shards']) {
-      const replicas = (await call(m.url, 'GET', route))?.body?.replicas as { group: string; applied: number; catching_up: boolean }[] | undefined;
+      const replicas = (await call(m.url, 'GET', route))?.body?.replicas as { group: string; role: string; applied: number; catching_up: boolean; voters: string[]; learners: string[] }[] | undefined;
       if (replicas === undefined || replicas.some((r) => r.catching_up)) return false;
-      for (const r of replicas) applied.set(r.group, (applied.get(r.group) ?? new Map()).set(m.name, r.applied));
+      for (const r of replicas) {
+        applied.set(r.group, (applied.get(r.group) ?? new Map()).set(m.name, r.applied));
+        if (r.role === 'leader') leaderConf.set(r.group, { voters: r.voters, learners: r.learners });
+      }
     }
   }
   const placed: { group: string; replicas: string[] }[] = [];
   for (const route of [`/_cluster/collections/${DATA}/shards`, `/vdb/${DATA}/_shards`]) placed.push(...(((await call(live[0]?.url, 'GET', route))?.body?.shards as { group: string; replicas: string[] }[] | undefined) ?? []));
   return placed.every((s) => {
+    const conf = leaderConf.get(s.group);
+    if (conf === undefined || conf.learners.length > 0 || JSON.stringify([...conf.voters].sort()) !== JSON.stringify([...s.replicas].sort())) return false;
     const byNode = applied.get(s.group) ?? new Map<string, number>();
     const top = Math.max(0, ...byNode.values());
     return s.replicas.every((r) => !live.some((m) => m.name === r) || (byNode.has(r) && top - byNode.get(r)! <= REPLICA_LAG));

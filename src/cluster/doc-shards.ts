@@ -565,10 +565,11 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return out;
   }
 
-  replicaStatus(): { group: string; db: string; role: string; leader: string | null; term: number; applied: number; catching_up: boolean; snapshots_loaded: number }[] {
+  replicaStatus(): { group: string; db: string; role: string; leader: string | null; term: number; applied: number; catching_up: boolean; voters: readonly string[]; learners: readonly string[]; snapshots_loaded: number }[] {
     return [...this.replicas].map(([group, r]) => {
       const s = r.group.status();
-      return { group, db: r.fsm.db, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.appliedIndex, catching_up: s.catching_up, snapshots_loaded: r.fsm.snapshotsLoaded };
+      const conf = r.group.core.confState();
+      return { group, db: r.fsm.db, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.appliedIndex, catching_up: s.catching_up, voters: conf.voters, learners: conf.learners, snapshots_loaded: r.fsm.snapshotsLoaded };
     });
   }
 

@@ -370,10 +370,11 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   }
 
   /** Status of the replicas hosted here, for the admin view and tests. */
-  replicaStatus(): { group: string; role: string; leader: string | null; term: number; applied: number; docs: number; quiesced: boolean; catching_up: boolean }[] {
+  replicaStatus(): { group: string; role: string; leader: string | null; term: number; applied: number; docs: number; quiesced: boolean; catching_up: boolean; voters: readonly string[]; learners: readonly string[] }[] {
     return [...this.replicas].map(([group, r]) => {
       const s = r.group.status();
-      return { group, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.shard.appliedIndex, docs: r.fsm.shard.count, quiesced: s.quiesced, catching_up: s.catching_up };
+      const conf = r.group.core.confState();
+      return { group, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.shard.appliedIndex, docs: r.fsm.shard.count, quiesced: s.quiesced, catching_up: s.catching_up, voters: conf.voters, learners: conf.learners };
     });
   }
 

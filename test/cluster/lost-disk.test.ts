@@ -13,6 +13,8 @@ import { TestCluster } from './harness.js';
 interface ReplicaView {
   group: string;
   catching_up: boolean;
+  voters: string[];
+  learners: string[];
   docs: number | null;
   digest: string | null;
   digest_applied: number | null;
@@ -60,6 +62,10 @@ t.test('a node removed and started again empty under its name: its shard replica
   );
   t.equal(settled.length, 3);
   t.same(settled.map((r) => r.catching_up), [false, false, false], 'the new replica caught up: it votes again');
+  await waitFor(async () => {
+    const views = await Promise.all(['n1', 'n2', 'n3'].map(async (n) => (await c.request(n, 'GET', '/_cluster/shards')).body.replicas as ReplicaView[]));
+    return views.flat().every((r) => JSON.stringify([r.voters, r.learners]) === JSON.stringify([['n1', 'n2', 'n3'], []])) ? true : undefined;
+  }, { what: 'every replica to list the three nodes as voters, no learner' });
   t.notMatch(JSON.stringify((await c.request(victim, 'GET', '/health')).body), /catching up/, '/health no longer names it');
   await waitFor(async () => ((await c.request('n1', 'GET', '/_cluster/nodes')).body.nodes as { name: string; role: string; status: string }[]).every((n) => n.role === 'voter' && n.status === 'up'), { timeoutMs: 30_000, what: 'three metadata voters again' });
   // The new node holds the writes and votes: with the shard's old leader gone, it and the
