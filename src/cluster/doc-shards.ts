@@ -316,7 +316,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       }
       case 'dshard.read': {
         const stale = req.s === true;
-        const r = stale ? this.hostedReplica(req.g) : this.leading(req.g);
+        const r = stale ? this.staleReplica(req.g) : this.leading(req.g);
         if (!stale) await r.group.readBarrier();
         return encodeCbor(await this.#read(r.fsm, req as unknown as ReadRequest));
       }

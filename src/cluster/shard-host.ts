@@ -576,6 +576,17 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     return r;
   }
 
+  /**
+   * A replica to answer a stale read: any hosted one, but not one that opened empty and has not
+   * caught up (it would answer "not found" for what exists: chaos seed 80's final reads on a
+   * node whose new replicas never found a leader). The caller tries the next replica.
+   */
+  protected staleReplica(group: string): R {
+    const r = this.hostedReplica(group);
+    if (r.group.core.catchingUp) throw new FirkinError('not_leader', `${this.me}'s replica of ${group} opened empty and is still catching up from its leader`, { details: { leader: r.group.core.leader } });
+    return r;
+  }
+
   protected leading(group: string): R {
     const r = this.hostedReplica(group);
     if (r.group.core.role !== 'leader') throw new FirkinError('not_leader', `${this.me} does not lead ${group}`, { details: { leader: r.group.core.leader } });

@@ -402,7 +402,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       case 'vshard.read': {
         // Stale: whatever this replica applied, with no leader and no quorum needed.
         const stale = req.s === true;
-        const r = stale ? this.hostedReplica(req.g) : this.leading(req.g);
+        const r = stale ? this.staleReplica(req.g) : this.leading(req.g);
         // A BM25 query's statistics need no barrier: a write racing the search moves them
         // as little as it moves the ranking (the second round reads linearizably).
         if (!stale && req.op !== 'bm25stats') await r.group.readBarrier();

@@ -54,6 +54,11 @@ class FakeHost extends ShardHost<HostedReplica, null> {
     return this.raftGroup(shard, { apply: () => undefined, snapshot: () => new Uint8Array(), restore: async () => undefined } as unknown as StateMachine, () => 0);
   }
 
+  /** The replica a stale read of `group` would be answered by here. */
+  staleFor(group: string): HostedReplica {
+    return this.staleReplica(group);
+  }
+
   isHosted(group: string): boolean {
     return this.replicas.has(group);
   }
@@ -202,6 +207,9 @@ t.test('/health names a replica that opened empty and is still catching up from 
   const health = host.health();
   t.equal(health.status, 'degraded');
   t.same(health.problems, ['shard replica g2 opened empty and is catching up from its leader; it neither votes nor campaigns until then']);
+  // Nor does it answer a stale read ("not found" for what exists): the caller tries another replica.
+  t.equal(host.staleFor('g1').placement.group, 'g1');
+  t.throws(() => host.staleFor('g2'), { code: 'not_leader', message: "n1's replica of g2 opened empty and is still catching up from its leader" });
 });
 
 t.test('a replica whose group the metadata deleted (learned by asking: its own copy is stale) is dropped and never hosted again', async (t) => {
