@@ -11,7 +11,7 @@ export type Command =
   | { readonly kind: 'health' }
   | { readonly kind: 'join'; readonly seed: string }
   | { readonly kind: 'leave' }
-  | { readonly kind: 'remove'; readonly node: string }
+  | { readonly kind: 'remove'; readonly node: string; readonly force?: true }
   | { readonly kind: 'shards'; readonly collection: string }
   | { readonly kind: 'jobs' }
   | { readonly kind: 'reshard'; readonly collection: string; readonly shards: number; readonly wait: boolean }
@@ -109,6 +109,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   let help = false;
   let wait = false;
   let cancel = false;
+  let force = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--') {
@@ -131,6 +132,10 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
       cancel = true;
       continue;
     }
+    if (arg === '--force') {
+      force = true;
+      continue;
+    }
     if (!arg.startsWith('-') || arg === '-') {
       words.push(arg);
       continue;
@@ -145,6 +150,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   if (help) return { kind: 'help', text: HELP[helpTopic(words)] };
 
   if (words.length === 0) return usage('missing command (try firkin --help)');
+  if (force && !(words[0] === 'cluster' && words[1] === 'remove')) return usage('--force only applies to cluster remove');
   if (words[0] === 'collection') return parseCollection(words.slice(1), values, env, json, wait, cancel);
   if (wait) return usage('--wait only applies to collection reshard');
   if (cancel) return usage('--cancel only applies to collection reshard');
@@ -169,7 +175,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   } else if (name === 'remove') {
     const node = rest.shift();
     if (node === undefined || node === '') return usage('cluster remove needs a NODE name');
-    command = { kind: 'remove', node };
+    command = { kind: 'remove', node, ...(force ? { force: true as const } : {}) };
   } else if (name === 'join') {
     const seed = values.seed;
     if (seed === undefined) return usage('cluster join needs --seed host:port');

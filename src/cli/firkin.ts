@@ -115,7 +115,7 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
     }
     case 'remove':
       return print(
-        await call('DELETE', `/_cluster/nodes/${encodeURIComponent(command.node)}`),
+        await call('DELETE', `/_cluster/nodes/${encodeURIComponent(command.node)}${command.force === true ? '?force=true' : ''}`),
         (raw) => asNodeStatus(raw, 'remove answer'),
         (body) => renderNodeStatus(body),
       );

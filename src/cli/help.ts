@@ -21,7 +21,8 @@ Commands:
   cluster health              every member's /health: status and problems
   cluster join --seed H:P     join the cluster that H:P (a member's gRPC address) belongs to
   cluster leave               make this node leave its cluster
-  cluster remove NODE         remove a dead node from the cluster
+  cluster remove NODE         remove a dead node from the cluster (--force: even where a
+                              shard group may need its disk for a majority)
   cluster shards COLLECTION   a replicated collection's shards: replicas, leader, lag
   cluster jobs                the cluster's jobs (leave, repair, reshard, VDB split and merge)
   collection reshard C N      reshard collection C to N shards online (--wait: show progress)
@@ -89,10 +90,13 @@ and is marked left. Calls POST /vectordb/cluster/leave.
 
 ${TARGET}`,
 
-  remove: `Usage: firkin cluster remove NODE --key KEY [--url URL] [--json]
+  remove: `Usage: firkin cluster remove NODE --key KEY [--force] [--url URL] [--json]
 
 Removes NODE, a node that is down and will not come back, from the cluster. Any member can
-take the request. Needs the admin key. Calls DELETE /_cluster/nodes/NODE.
+take the request. Needs the admin key. Calls DELETE /_cluster/nodes/NODE. Refused (409) while
+a shard group that counts NODE among its voters has no leader, or no caught-up majority
+without it: NODE's disk may hold what that majority needs. Start NODE again if its disk
+survives; --force removes it anyway.
 
 ${TARGET}`,
 

@@ -33,6 +33,7 @@ import type { Store } from '../storage/db.js';
 import type { ClusterMember, GroupHost } from './member.js';
 import { type MetaState, type ShardPlacement, bootstrapConf, isDownOrGone } from './meta-state.js';
 import { type LedGroup, planLeaderTransfer } from './leader-balance.js';
+import { type GroupView, removalRisks } from './removal-risk.js';
 import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
 
@@ -646,6 +647,12 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         }
       }),
     );
+  }
+
+  /** What removing `node` now would put at risk in this kind's groups (`removal-risk.ts`). */
+  async removalRisks(node: string): Promise<string[]> {
+    const statuses = await this.shardStatuses(this.placements(this.o.member.state).map((w) => w.shard));
+    return removalRisks(node, statuses as unknown as GroupView[]);
   }
 
   // ---- routing (from any node) ---------------------------------------------------------------

@@ -239,6 +239,13 @@ t.test('tasks', async (t) => {
   t.match(HELP.firkin, /\n {2}tasks {2,}what the node works on now/, 'listed in the overview');
 });
 
+t.test('cluster remove --force', (t) => {
+  t.same(parseArgs(['cluster', 'remove', 'n3', '--force', `--key=${KEY}`], {}), { kind: 'run', command: { kind: 'remove', node: 'n3', force: true }, target: { url: DEFAULT_URL, key: KEY, json: false } });
+  const p = parseArgs(['cluster', 'leave', '--force'], {});
+  t.same(p, { kind: 'usage_error', message: '--force only applies to cluster remove' });
+  t.end();
+});
+
 t.test('recover: offline commands on a data directory, with their own options', (t) => {
   t.same(parseArgs(['recover', 'list', '--data-dir', '/d'], {}), { kind: 'offline', command: { kind: 'recover-list', dataDir: '/d' } });
   t.same(parseArgs(['recover', 'force', '--data-dir=/d', '--node', 'n1', '--group', 'meta', '--group', 'vs3'], {}), { kind: 'offline', command: { kind: 'recover-force', dataDir: '/d', node: 'n1', groups: ['meta', 'vs3'] } });

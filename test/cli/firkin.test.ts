@@ -66,6 +66,8 @@ t.test('requests: method, path, headers, body', async (t) => {
   ]);
   const remove = await cli(['cluster', 'remove', 'n 3/x', ...key], json(200, { node: 'n 3/x', status: 'removed' }));
   t.same([remove.calls[0]!.url, remove.calls[0]!.init.method, remove.out], ['http://h:1/base/_cluster/nodes/n%203%2Fx', 'DELETE', 'n 3/x: removed\n']);
+  const forced = await cli(['cluster', 'remove', 'n3', '--force', ...key], json(200, { node: 'n3', status: 'removed' }));
+  t.same([forced.calls[0]!.url, forced.out], ['http://h:1/base/_cluster/nodes/n3?force=true', 'n3: removed\n'], '--force asks the node to remove it anyway');
   const leave = await cli(['cluster', 'leave'], json(200, { status: 'leaving', node: 'n2' }));
   t.same([leave.calls[0]!.url, leave.calls[0]!.init.method, leave.calls[0]!.init.headers, leave.out], [
     'http://127.0.0.1:8080/vectordb/cluster/leave',

@@ -31,6 +31,21 @@ t.test('a node removed and started again empty under its name: its shard replica
   t.equal(put.status, 201, JSON.stringify(put.body));
   t.equal((await c.request('n1', 'POST', '/vectordb/collections/r/docs', { body: { documents: docs(0, 40) } })).status, 200);
 
+  // First, a removal refused: a group of two replicas whose node b is dead has no leader (the
+  // survivor alone is no majority), and b's disk is half of what it needs. Removed and wiped,
+  // b would leave the group waiting for ever; started again on its disk, it heals.
+  t.equal((await c.request('n1', 'PUT', '/vectordb/collections/two', { body: { dimensions: 4, num_shards: 1, replication_factor: 2 } })).status, 201);
+  const pair = ((await c.request('n1', 'GET', '/_cluster/collections/two/shards')).body.shards as { group: string; replicas: string[] }[])[0]!;
+  const b = pair.replicas.find((n) => n !== 'n1')!;
+  await c.kill9(b);
+  await waitFor(async () => ((await c.request('n1', 'GET', '/_cluster/nodes')).body.nodes as { name: string; status: string }[]).some((n) => n.name === b && n.status === 'down'), { timeoutMs: 15_000, what: `${b} to be down` });
+  const refused = await c.request('n1', 'DELETE', `/_cluster/nodes/${b}`);
+  t.equal(refused.status, 409);
+  t.match(refused.body, { error: 'conflict', message: new RegExp(`^removing ${b} now could leave shard groups without a majority holding their data \\(${pair.group} has no leader now .*\\?force=true$`) });
+  await c.startNode(b);
+  await waitFor(async () => ((await c.request('n1', 'GET', '/_cluster/nodes')).body.nodes as { name: string; status: string }[]).every((n) => n.status === 'up'), { timeoutMs: 30_000, what: `${b} up again` });
+  t.equal((await c.request('n1', 'DELETE', '/vectordb/collections/two')).status, 200);
+
   // The victim is a follower of the shard group: its leader stays, and its progress still
   // counts what the old victim acknowledged (a new leader would know nothing of it).
   const leader = await waitFor(async () => ((await c.request('n1', 'GET', '/_cluster/shards')).body.replicas as { leader: string | null }[])[0]?.leader ?? undefined, { what: 'a leader of the shard' });

@@ -29,6 +29,12 @@ const nameParams = {
   properties: { name: { type: 'string', minLength: 1, maxLength: 255 } },
 } as const;
 
+const removeQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { force: { type: 'boolean' } },
+} as const;
+
 export const clusterAdminRoutes: FastifyPluginAsync<ClusterRouteDeps> = async (app, deps) => {
   const member = (): ClusterMember => {
     const m = deps.member();
@@ -81,5 +87,21 @@ export const clusterAdminRoutes: FastifyPluginAsync<ClusterRouteDeps> = async (a
     return reply.code(202).send(result);
   });
 
-  app.delete<{ Params: { name: string } }>('/_cluster/nodes/:name', { config: admin, schema: { params: nameParams } }, async (req) => member().remove(req.params.name));
+  // A down node whose data some shard group may still need for its majority is not removed
+  // unless asked with `force` (cluster/removal-risk.ts): after a removal the machine is wiped.
+  app.delete<{ Params: { name: string }; Querystring: { force?: boolean } }>(
+    '/_cluster/nodes/:name',
+    { config: admin, schema: { params: nameParams, querystring: removeQuery } },
+    async (req) => {
+      const m = member();
+      const name = req.params.name;
+      if (req.query.force !== true && m.state.nodes[name]?.status === 'down') {
+        const risks = (await Promise.all([deps.shards?.()?.removalRisks(name), deps.docShards?.()?.removalRisks(name)])).flatMap((r) => r ?? []);
+        if (risks.length > 0) {
+          throw new FirkinError('conflict', `removing ${name} now could leave shard groups without a majority holding their data (${risks.join('; ')}): if ${name}'s disk survives, start it again instead; once the groups are in step, remove it; to remove it anyway (its data then lost for good: firkin recover may be needed), DELETE /_cluster/nodes/${name}?force=true`);
+        }
+      }
+      return m.remove(name);
+    },
+  );
 };

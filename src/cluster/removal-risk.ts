@@ -1,0 +1,42 @@
+// Whether removing a dead node now could leave a shard group without a majority that holds its
+// data, pure. Removing a down node changes no group by itself; what follows it does: the
+// operator wipes the machine and starts it again under its name, or the repair moves its
+// replicas. If the group's other voters are not a caught-up majority (one is new and still a
+// learner's way behind, one is a wiped node catching up from empty, or the group has no leader
+// at all), the dead node's disk may be the only copy of acknowledged writes that a majority
+// needs, and after the wipe the group waits for ever (chaos seed 80). So the remove route
+// refuses, saying which groups, unless told `force`.
+
+/** A shard group as its leader reports it (`ShardHost.shardStatuses`). */
+export interface GroupView {
+  readonly group: string;
+  /** The replicas the placement wants. */
+  readonly replicas: readonly string[];
+  readonly leader: string | null;
+  readonly voters?: readonly string[];
+  /** Entries each member is behind the leader's last index (null: not known to the leader). */
+  readonly lag?: Readonly<Record<string, number | null>>;
+  /** Why no leader answered. */
+  readonly message?: string;
+}
+
+/** A voter this many entries behind or less holds the group's log, as far as a removal goes. */
+export const CAUGHT_UP_LAG = 100;
+
+/** One line per group the removal of `node` puts at risk; none: it is safe as far as the groups go. */
+export function removalRisks(node: string, groups: readonly GroupView[]): string[] {
+  const risks: string[] = [];
+  for (const g of groups) {
+    if (g.leader === null || g.voters === undefined) {
+      if (g.replicas.includes(node)) risks.push(`${g.group} has no leader now (${g.message ?? 'none answered'})`);
+      continue;
+    }
+    if (!g.voters.includes(node)) continue;
+    const majority = Math.floor(g.voters.length / 2) + 1;
+    const holding = g.voters.filter((v) => v !== node && (v === g.leader || (g.lag?.[v] ?? null) !== null && g.lag![v]! <= CAUGHT_UP_LAG));
+    if (holding.length < majority) {
+      risks.push(`${g.group}'s voters are ${g.voters.join(', ')}; without ${node}, ${holding.length === 0 ? 'none' : holding.join(', ')} ${holding.length === 1 ? 'holds' : 'hold'} its log, fewer than its majority of ${majority}`);
+    }
+  }
+  return risks;
+}

@@ -1,0 +1,43 @@
+// Whether removing a dead node could leave a shard group without a caught-up majority
+// (cluster/removal-risk.ts), against a direct count over random groups.
+import fc from 'fast-check';
+import t from 'tap';
+import { CAUGHT_UP_LAG, type GroupView, removalRisks } from '../../src/cluster/removal-risk.js';
+import { fcParams } from '../support/fc.js';
+
+const NODES = ['n1', 'n2', 'n3', 'n4', 'n5'];
+
+t.test('chaos seed 80: the leader gone, a wiped voter catching up: refused; a healthy group: allowed', (t) => {
+  const seed80: GroupView = { group: 'vs26', replicas: ['n3', 'n5', 'n4'], leader: null, message: 'no leader reachable' };
+  t.same(removalRisks('n5', [seed80]), ['vs26 has no leader now (no leader reachable)']);
+  const lagging: GroupView = { group: 'vs26', replicas: ['n3', 'n5', 'n4'], leader: 'n3', voters: ['n1', 'n3', 'n5'], lag: { n1: null, n3: 0, n5: 4, n4: 5000 } };
+  t.same(removalRisks('n5', [lagging]), ['vs26\'s voters are n1, n3, n5; without n5, n3 holds its log, fewer than its majority of 2']);
+  const healthy: GroupView = { group: 'vs0', replicas: ['n1', 'n2', 'n3'], leader: 'n1', voters: ['n1', 'n2', 'n3'], lag: { n1: 0, n2: 3, n3: 1200 } };
+  t.same(removalRisks('n3', [healthy]), [], 'the two others hold the log');
+  t.same(removalRisks('n4', [healthy, { ...seed80, replicas: ['n1', 'n2', 'n3'] }]), [], 'groups without the node are not its concern');
+  t.end();
+});
+
+t.test('a group is at risk iff it counts the node as a voter and fewer than a majority of the others are the leader or caught up (or it has no leader and places the node)', (t) => {
+  const view = fc.record({
+    voters: fc.subarray(NODES, { minLength: 1 }),
+    replicas: fc.subarray(NODES, { minLength: 1 }),
+    leaderAt: fc.option(fc.nat(4), { nil: undefined }),
+    lags: fc.array(fc.option(fc.nat(2 * CAUGHT_UP_LAG), { nil: null }), { minLength: 5, maxLength: 5 }),
+  });
+  fc.assert(
+    fc.property(view, fc.constantFrom(...NODES), ({ voters, replicas, leaderAt, lags }, node) => {
+      const leader = leaderAt === undefined ? null : voters[leaderAt % voters.length]!;
+      const lag = Object.fromEntries(NODES.map((n, i) => [n, n === leader ? 0 : lags[i]!]));
+      const g: GroupView = leader === null ? { group: 'g', replicas, leader, message: 'x' } : { group: 'g', replicas, leader, voters, lag };
+      const atRisk = removalRisks(node, [g]).length > 0;
+      if (leader === null) return atRisk === replicas.includes(node);
+      if (!voters.includes(node)) return !atRisk;
+      let holding = 0;
+      for (const v of voters) if (v !== node && (v === leader || (lag[v] !== null && lag[v]! <= CAUGHT_UP_LAG))) holding++;
+      return atRisk === holding * 2 <= voters.length;
+    }),
+    fcParams(500),
+  );
+  t.end();
+});
