@@ -148,6 +148,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   readonly #loadFailures = new Map<string, { attempts: number; lastError: string }>();
   /** Replicas placed here that failed to open or start (hosting one clears it), per group. */
   readonly #openFailures = new Map<string, { attempts: number; lastError: string; sinceMs: number }>();
+  /** Hosted replicas that knew no leader at a membership round, since when (for /health). */
+  readonly #leaderless = new Map<string, number>();
   /** Hosting passes failed in a row (a step other than one replica's open or start). */
   #failedPasses = 0;
   #reopenTimer: NodeJS.Timeout | undefined;
@@ -241,8 +243,20 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       } else if (r.group.core.catchingUp) {
         problems.push(`shard replica ${group} opened empty and is catching up from its leader; it neither votes nor campaigns until then`);
       }
+      const leaderlessMs = now - (this.#leaderless.get(group) ?? now);
+      if (r.group.core.leader === null && leaderlessMs >= this.#leaderlessReportMs()) {
+        const voters = r.group.core.confState().voters;
+        const live = voters.filter((v) => v === this.me || this.o.member.peerAlive(v));
+        problems.push(`shard replica ${group} has had no leader for ${Math.round(leaderlessMs / 1000)} s (voters ${voters.join(', ') || 'none known'}; live ${live.join(', ') || 'none'}): a group whose voters lost a majority of their disks for good waits for ever; see firkin recover (docs/raft.md, Forced recovery)`);
+      }
     }
     return { status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok', ...(problems.length > 0 ? { problems } : {}) };
+  }
+
+  /** A group without a leader this long is no election under way any more: /health says so. */
+  #leaderlessReportMs(): number {
+    const t = this.o.member.timings;
+    return Math.max(5_000, 10 * t.electionTicks * t.tickMs);
   }
 
   /** A replica's snapshot transfer failed and will be retried: logged, and kept for /health. */
@@ -465,6 +479,12 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   #confRound(): void {
     if (this.#closed) return;
     this.housekeeping();
+    const nowMs = Date.now();
+    for (const [group, r] of this.replicas) {
+      if (r.group.core.leader !== null) this.#leaderless.delete(group);
+      else if (!this.#leaderless.has(group)) this.#leaderless.set(group, nowMs);
+    }
+    for (const group of [...this.#leaderless.keys()]) if (!this.replicas.has(group)) this.#leaderless.delete(group);
     const steady: LedGroup[] = [];
     // A leaving node is soon out of the metadata group, and then its placements are stale: its
     // replicas moving away stay placed here in its eyes. It asks each group's leader instead
