@@ -448,7 +448,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   }
 
   async #proposeApplied(cmd: MetaCommand): Promise<Applied> {
-    if (this.#left) throw new FirkinError('not_member', `node ${this.#o.nodeName} left the cluster`);
+    // 503 as for its shards (a client or balancer retries on another node), not a client's error.
+    if (this.#left) throw new FirkinError('unavailable', `node ${this.#o.nodeName} is out of its cluster (it left, or an operator removed it): ask a member`);
     // Not proposed while a member could not read it (the leader checks again with its view).
     const unreadable = this.#unreadableBy(cmd);
     if (unreadable !== undefined) throw new FirkinError('unavailable', unreadable);

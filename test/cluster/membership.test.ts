@@ -102,6 +102,9 @@ t.test('three nodes: join, agree, cookie, keys through consensus, leader failove
   t.equal(leftHealth.cluster.state, 'left', 'and in /health');
   t.equal(leftHealth.status, 'degraded', 'which is not ok: it answers for nothing of the cluster');
   t.ok((leftHealth.problems as string[]).includes('cluster: node n4 is out of its cluster (it left, or an operator removed it): it answers for its own databases only; to serve the cluster again, start it on an empty data directory (it joins as a new node)'), JSON.stringify(leftHealth.problems));
+  // A cluster write through it is the cluster's to take: 503, ask a member (it was a 400 not_member).
+  const through = await c.request('n4', 'PUT', '/vectordb/collections/through-left', { body: { dimensions: 2 } });
+  t.match([through.status, through.body], [503, { error: 'unavailable', message: /^node n4 is out of its cluster \(it left, or an operator removed it\): ask a member/ }]);
   await c.stop('n4');
   c.nodes.delete('n4');
 
