@@ -33,7 +33,11 @@ export function removalRisks(node: string, groups: readonly GroupView[]): string
     }
     if (!g.voters.includes(node)) continue;
     const majority = Math.floor(g.voters.length / 2) + 1;
-    const holding = g.voters.filter((v) => v !== node && (v === g.leader || (g.lag?.[v] ?? null) !== null && g.lag![v]! <= CAUGHT_UP_LAG));
+    const caughtUp = (v: string) => {
+      const lag = g.lag?.[v];
+      return typeof lag === 'number' && lag <= CAUGHT_UP_LAG;
+    };
+    const holding = g.voters.filter((v) => v !== node && (v === g.leader || caughtUp(v)));
     if (holding.length < majority) {
       risks.push(`${g.group}'s voters are ${g.voters.join(', ')}; without ${node}, ${holding.length === 0 ? 'none' : holding.join(', ')} ${holding.length === 1 ? 'holds' : 'hold'} its log, fewer than its majority of ${majority}`);
     }

@@ -652,7 +652,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
    * reachable leader says so instead. `down`: the replicas on nodes the cluster counts down (or
    * gone) now: their lag is the leader's last word on them, not a sign they are in sync.
    */
-  protected shardStatuses(shards: readonly ShardPlacement[]): Promise<Record<string, unknown>[]> {
+  protected shardStatuses(shards: readonly ShardPlacement[]): Promise<(GroupView & { readonly shard: number; readonly down: readonly string[] } & Record<string, unknown>)[]> {
     const nodes = this.o.member.state.nodes;
     return Promise.all(
       shards.map(async (s, i) => {
@@ -661,7 +661,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
           const st = await this.leaderCall(s, `${this.prefix}.status`, {});
           const last = st.last as number;
           const lag = Object.fromEntries(Object.entries(st.matches as Record<string, number | null>).map(([n, m]) => [n, m === null ? null : last - m]));
-          return { ...base, leader: st.leader, term: st.term, commit: st.commit, voters: st.voters, learners: st.learners, lag };
+          return { ...base, leader: st.leader as string, term: st.term, commit: st.commit, voters: st.voters as string[], learners: st.learners, lag };
         } catch (err) {
           return { ...base, leader: null, error: isFirkinError(err) ? err.code : 'error', message: (err as Error).message };
         }
@@ -671,8 +671,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
 
   /** What removing `node` now would put at risk in this kind's groups (`removal-risk.ts`). */
   async removalRisks(node: string): Promise<string[]> {
-    const statuses = await this.shardStatuses(this.placements(this.o.member.state).map((w) => w.shard));
-    return removalRisks(node, statuses as unknown as GroupView[]);
+    return removalRisks(node, await this.shardStatuses(this.placements(this.o.member.state).map((w) => w.shard)));
   }
 
   // ---- routing (from any node) ---------------------------------------------------------------

@@ -13,7 +13,7 @@ export function applyConfChange(conf: ConfState, change: ConfChange): ConfState 
     case 'addVoter':
       return { voters: sorted([...conf.voters, node]), learners: sorted(conf.learners.filter((n) => n !== node)) };
     case 'addLearner':
-      return conf.voters.includes(node) ? { voters: sorted(conf.voters), learners: sorted(conf.learners) } : { voters: sorted(conf.voters), learners: sorted([...conf.learners, node]) };
+      return { voters: sorted(conf.voters), learners: sorted(conf.voters.includes(node) ? conf.learners : [...conf.learners, node]) };
     case 'removeNode':
       return { voters: sorted(conf.voters.filter((n) => n !== node)), learners: sorted(conf.learners.filter((n) => n !== node)) };
     default:

@@ -876,8 +876,9 @@ export class RaftCore {
   }
 
   #applyConfChange(index: number, change: ConfChange): void {
-    this.#setConf(applyConfChange(this.confState(), change));
-    this.#confHistory.push({ index, conf: this.confState() });
+    const conf = applyConfChange(this.confState(), change);
+    this.#setConf(conf);
+    this.#confHistory.push({ index, conf });
     if (this.role !== 'leader') return;
     for (const id of [...this.voters, ...this.learners]) {
       const pr = this.progress.get(id);
