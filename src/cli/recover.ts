@@ -37,7 +37,7 @@ export async function runRecover(command: RecoverCommand): Promise<{ out: string
 
 function stored(log: RocksLog): StoredLog {
   const { snap, entryList, hardState } = log.mem;
-  return { snapshotConf: snap.meta.conf, snapshotIndex: snap.meta.index, snapshotTerm: snap.meta.term, entries: entryList.filter((e) => e.index > snap.meta.index), hardState, fresh: log.fresh };
+  return { snapshotConf: snap.meta.conf, snapshotIndex: snap.meta.index, snapshotTerm: snap.meta.term, entries: entryList.filter((e) => e.index > snap.meta.index), hardState, fresh: log.fresh !== undefined };
 }
 
 function listGroups(logs: ReadonlyMap<string, RocksLog>): string {

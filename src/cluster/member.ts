@@ -20,7 +20,7 @@ import { REPEATED_FAILURE_LOG_MS, RepeatedFailures } from '../core/repeated-fail
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
-import { PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
+import { PROTOCOL, VOUCH_PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
 import { leftProbeTarget } from './left-probe.js';
 import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, deletedGroups, isLive, placedNodes } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
@@ -144,6 +144,9 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   #closed = false;
   #left = false;
   #joining: Promise<void> | undefined;
+  /** `vouching()` as of the metadata applied index `#vouchingAt`. */
+  #vouching = true;
+  #vouchingAt = -1;
   /** Leader only: per-peer observations and when this term's watching began. */
   #observations = new Map<string, Observation>();
   #watchingSinceMs = 0;
@@ -242,6 +245,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       retainEntries: o.timings.retainEntries,
       linkLost: (node) => this.#transport.linkLost(node),
       onSoftState: (s) => this.#onSoftState(s.leader),
+      vouching: () => this.vouching(),
     };
     this.#group = new RaftGroup(groupOptions);
     await this.#transport.start();
@@ -323,6 +327,16 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
 
   isLeader(): boolean {
     return this.#group.core.role === 'leader';
+  }
+
+  /** Every member speaks the vouch protocol (versions.ts `VOUCH_PROTOCOL`): read by every group's core, so cached per applied index. */
+  vouching(): boolean {
+    const at = this.#fsm.applied;
+    if (this.#vouchingAt !== at) {
+      this.#vouchingAt = at;
+      this.#vouching = Object.values(this.#fsm.state.nodes).every((n) => !isLive(n) || (n.protocol ?? 0) >= VOUCH_PROTOCOL);
+    }
+    return this.#vouching;
   }
 
   liveNodes(): NodeRecord[] {
@@ -841,12 +855,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       });
     }
     const core = this.#group.core;
-    const lastIndex = core.log.lastIndex();
-    const caughtUp = new Set<string>();
-    for (const l of conf.learners) {
-      const p = core.progress.get(l);
-      if (p !== undefined && p.match > 0 && lastIndex - p.match <= CAUGHT_UP_LAG) caughtUp.add(l);
-    }
+    const caughtUp = new Set(conf.learners.filter((l) => core.isCaughtUp(l, CAUGHT_UP_LAG)));
     const step = planVoters({ conf, nodes: this.#fsm.state.nodes, caughtUp, leader: o.nodeName, placed, maxVoters: o.maxVoters, deadVoterGraceMs: o.timings.deadVoterGraceMs, nowMs: now });
     if (step === undefined) return;
     if (step.kind === 'transfer') {

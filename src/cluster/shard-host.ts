@@ -465,6 +465,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       quiesceAfterTicks: t.quiesceTicks,
       peerAlive: (node) => member.peerAlive(node),
       linkLost: (node) => member.peerLinkLost(node),
+      vouching: () => member.vouching(),
       appliedIndex,
       proposalTimeoutMs: t.proposalTimeoutMs,
       snapshotEveryEntries: t.snapshotEntries,
@@ -499,8 +500,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       // fresh drives the move of this replica (this node's may be stale, as above).
       if (leaving && core.role === 'leader') {
         const voters = core.confState().voters.filter((v) => v !== this.me);
-        const last = core.log.lastIndex();
-        const to = voters.find((v) => core.progress.get(v)?.match === last) ?? voters[0];
+        const to = voters.find((v) => core.isCaughtUp(v, 0)) ?? voters[0];
         if (to !== undefined && r.group.transferLeadership(to)) {
           this.o.log.info({ group, to }, `${group}: handing leadership to ${to} (${this.me} is leaving)`);
           continue;
@@ -514,16 +514,11 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         continue;
       }
       if (core.role !== 'leader') continue;
-      const last = core.log.lastIndex();
-      const caughtUp = new Set<string>();
-      for (const l of core.confState().learners) {
-        const p = core.progress.get(l);
-        if (p !== undefined && p.match > 0 && last - p.match <= CAUGHT_UP_LAG) caughtUp.add(l);
-      }
+      const caughtUp = new Set(core.confState().learners.filter((l) => core.isCaughtUp(l, CAUGHT_UP_LAG)));
       const step = planShardConf({ conf: core.confState(), desired, caughtUp, leader: this.me });
       if (step === undefined) {
         const voters = core.confState().voters;
-        steady.push({ group, voters, caughtUp: new Set(voters.filter((v) => core.progress.get(v)?.match === last)) });
+        steady.push({ group, voters, caughtUp: new Set(voters.filter((v) => core.isCaughtUp(v, 0))) });
         continue;
       }
       this.#busy.add(group);

@@ -15,9 +15,17 @@ import type { NodeRecord } from './meta-state.js';
  * in its `changes`, and `local` log entries, which an older replica cannot decode).
  * 4: a VDB split or merge carries the moving range's `_local` documents (a shard's `locals`
  * read and `locals` log entries), and a VDB's `_local_docs` (the same read).
+ * 5: Raft `vouch` entries for a replica that opened empty (`VOUCH_PROTOCOL`).
  * A record without one is from a build before protocols: 0.
  */
-export const PROTOCOL = 4;
+export const PROTOCOL = 5;
+
+/**
+ * Leaders vouch for replicas that opened empty (raft/core.ts `catchingUp`) only while every
+ * member speaks this: an older replica cannot decode a `vouch` entry, and an older leader
+ * never writes one (a fresh replica then follows the catch-up rule from before).
+ */
+export const VOUCH_PROTOCOL = 5;
 
 type ProtocolNode = Pick<NodeRecord, 'name' | 'version' | 'protocol'>;
 

@@ -27,6 +27,7 @@ export function decodeEntry(buf: Uint8Array): Entry {
   if (e.kind === 'normal') return { index: e.index, term: e.term, kind: 'normal', data: toBytes(e.data) };
   if (e.kind === 'noop') return { index: e.index, term: e.term, kind: 'noop' };
   if (e.kind === 'conf') return e as unknown as Entry;
+  if (e.kind === 'vouch' && typeof e.node === 'string' && typeof e.incarnation === 'string') return { index: e.index, term: e.term, kind: 'vouch', node: e.node, incarnation: e.incarnation };
   throw new Error(`raft codec: unknown entry kind ${String(e.kind)}`);
 }
 

@@ -49,11 +49,18 @@ export interface RaftOptions {
    */
   readonly quiesceAfterTicks: number;
   /**
-   * The replica started with an empty log (default: its storage is empty now). It grants no
-   * vote until it holds what a leader has shown it (`catchingUp`); the driver persists this
-   * across restarts until then.
+   * The incarnation of a replica that started with an empty log and is not vouched for yet
+   * (default: one drawn from `rand` when its storage is empty now). It grants no vote and
+   * counts for no quorum until a committed entry vouches for it (`catchingUp`); the driver
+   * persists it across restarts until then.
    */
-  readonly fresh?: boolean;
+  readonly fresh?: string;
+  /**
+   * Whether every member speaks the vouch protocol (default: yes). While not (a rolling
+   * upgrade), leaders count fresh replicas and vouch for none, and a fresh replica stops
+   * catching up once it holds what the first leader it heard showed it (the rule before).
+   */
+  readonly vouching?: () => boolean;
 }
 
 export const DEFAULT_RAFT_OPTIONS = {
@@ -117,12 +124,12 @@ export class RaftCore {
 
   /** Leader: proposals appended since the last Ready; one broadcast covers them all (batching). */
   #bcastPending = false;
+  /** While `catchingUp`: this replica's incarnation, which a committed `vouch` entry must name. */
+  #fresh: string | undefined;
   /**
-   * While `catchingUp`: the first index above 0 a leader showed this replica (an append's
-   * previous index or commit, a heartbeat's commit, a snapshot's index), Infinity before any;
-   * undefined once the log reached it. A leader's first append follows its last index, or the
-   * old member's match; its heartbeat carries min(match, commit): either bounds every committed
-   * entry the old member's acknowledgements counted for.
+   * Without vouching (`RaftOptions.vouching`): the first index above 0 a leader showed this
+   * replica (an append's previous index or commit, a heartbeat's commit, a snapshot's index),
+   * Infinity before any; undefined once the log reached it.
    */
   #catchUpTo: number | undefined;
   #prevHardState: HardState;
@@ -138,24 +145,42 @@ export class RaftCore {
     this.term = hardState.term;
     this.vote = hardState.vote;
     const snapIndex = opts.storage.snapshot().meta.index;
+    this.#fresh = opts.fresh ?? (this.log.lastIndex() === 0 ? `r${opts.rand.int(2 ** 31)}` : undefined);
+    if (this.#fresh !== undefined) this.#catchUpTo = Infinity;
     this.#setConf(conf);
     this.#confHistory = [{ index: snapIndex, conf }];
-    // Committed membership changes after the snapshot are final: take them now.
-    this.#applyCommittedConf(snapIndex, this.log.committed);
+    // Committed membership changes (and vouches) after the snapshot are final: take them now.
+    this.#applyCommitted(snapIndex, this.log.committed);
     this.#prevHardState = this.hardState();
     this.becomeFollower(this.term, null);
     this.#prevSoftState = this.softState();
-    if (opts.fresh ?? this.log.lastIndex() === 0) this.#catchUpTo = Infinity;
   }
 
   /**
-   * Started empty and not yet holding what a leader has shown it. Such a replica is a new one
-   * (a learner, or a voter whose data was lost: a node back under its name on an empty data
-   * directory); its vote could elect a candidate missing entries its old self acknowledged,
-   * so it grants none until then (Raft's lost-disk hazard).
+   * Started empty and not vouched for yet. Such a replica is a new one (a learner, or a voter
+   * whose data was lost: a node back under its name on an empty data directory). Its old
+   * self's votes and acknowledgements are gone with its disk, so it stands for nothing: it
+   * grants no vote, never campaigns, and a leader counts it toward no quorum (commit,
+   * check-quorum, reads) until a `vouch` entry naming its incarnation is committed by a
+   * quorum of the others, then holds that entry: its log now has everything committed before
+   * it (Raft's lost-disk hazard; docs/raft.md).
    */
   get catchingUp(): boolean {
-    return this.#catchUpTo !== undefined;
+    return this.#fresh !== undefined;
+  }
+
+  /** The incarnation a vouch must name while `catchingUp`. */
+  get freshIncarnation(): string | undefined {
+    return this.#fresh;
+  }
+
+  /**
+   * Leader: `id` holds the log up to within `lag` entries of ours and counts for quorums (not
+   * a fresh replica awaiting its vouch): fit to be promoted, or handed leadership (lag 0).
+   */
+  isCaughtUp(id: NodeId, lag: number): boolean {
+    const pr = this.progress.get(id);
+    return pr !== undefined && pr.match > 0 && this.log.lastIndex() - pr.match <= lag && this.#counts(id);
   }
 
   // ---- public API --------------------------------------------------------------------------
@@ -495,7 +520,7 @@ export class RaftCore {
       if (this.#opts.checkQuorum) {
         const active = new Set<NodeId>([this.id]);
         for (const [id, pr] of this.progress) {
-          if (pr.recentActive) active.add(id);
+          if (pr.recentActive && this.#counts(id)) active.add(id);
           if (id !== this.id) pr.recentActive = false;
         }
         if (!hasQuorum([...this.voters], active)) {
@@ -524,7 +549,7 @@ export class RaftCore {
     const last = this.log.lastIndex();
     if (this.log.committed !== last || this.leadTransferee !== null || this.#pendingConfIndex > this.log.committed) return false;
     if (this.#pendingReads.length > 0 || this.#deferredReads.length > 0 || this.#bcastPending) return false;
-    for (const pr of this.progress.values()) if (pr.match !== last) return false;
+    for (const pr of this.progress.values()) if (pr.match !== last || pr.fresh !== undefined) return false;
     return true;
   }
 
@@ -618,8 +643,10 @@ export class RaftCore {
         return;
       case 'heartbeat':
         this.#heardFromLeader(m.from);
-        // The leader sends min(match, commit), so this never passes our matched prefix...
-        if (m.commit > this.log.committed) this.#commitTo(Math.min(m.commit, this.log.lastIndex()));
+        // The leader sends min(match, commit), so this never passes our matched prefix... unless
+        // that match is our old self's: a fresh replica takes its commit from appends alone,
+        // which check the log (a deposed leader may have filled it with other entries).
+        if (m.commit > this.log.committed && !this.catchingUp) this.#commitTo(Math.min(m.commit, this.log.lastIndex()));
         // ...unless this log lost what it acknowledged (a new data directory under this id): say
         // so as a rejection, which an idle leader would otherwise never get.
         if (m.commit > this.log.lastIndex()) this.#send(m.from, { kind: 'appendResp', index: m.commit, reject: true, rejectHint: this.log.lastIndex() });
@@ -664,6 +691,8 @@ export class RaftCore {
         const pr = this.progress.get(m.from);
         if (pr === undefined) return;
         pr.recentActive = true;
+        this.#noteFresh(pr, m.fresh);
+        if (m.fresh !== undefined && pr.vouchFor !== m.fresh) this.#vouch(m.from, m.fresh, pr);
         if (m.reject) {
           // A follower rejects with hint 0 only while its log is empty: after it acknowledged
           // entries, it lost them (a new data directory under its id). Probing from the old
@@ -704,11 +733,13 @@ export class RaftCore {
         if (pr === undefined) return;
         pr.recentActive = true;
         pr.probeSent = false;
+        this.#noteFresh(pr, m.fresh);
+        if (m.fresh !== undefined && pr.vouchFor !== m.fresh) this.#vouch(m.from, m.fresh, pr);
         // Lost appends would keep a full window full forever: free a slot per heartbeat reply.
         if (pr.state === 'replicate' && pr.inflight.length >= pr.inflightMax) pr.inflight.shift();
         // Even an empty append: a follower that lost appends answers with a rejection and
-        // the leader falls back to probing.
-        if (pr.match < this.log.lastIndex()) this.#sendAppend(m.from, true);
+        // the leader falls back to probing. A fresh one learns the commit (of its vouch) so.
+        if (pr.match < this.log.lastIndex() || pr.fresh !== undefined) this.#sendAppend(m.from, true);
         this.#ackReads(m.from, m.readSeq);
         return;
       }
@@ -736,10 +767,51 @@ export class RaftCore {
   // ---- replication -------------------------------------------------------------------------
 
   #shownByLeader(index: number): void {
-    if (this.#catchUpTo === undefined) return;
-    // Fixed at the first sight: a target that followed the leader would never be reached under load.
-    if (this.#catchUpTo === Infinity && index > 0) this.#catchUpTo = index;
-    if (this.log.lastIndex() >= this.#catchUpTo) this.#catchUpTo = undefined;
+    if (this.#catchUpTo !== undefined) {
+      // Fixed at the first sight: a target that followed the leader would never be reached under load.
+      if (this.#catchUpTo === Infinity && index > 0) this.#catchUpTo = index;
+      if (this.log.lastIndex() >= this.#catchUpTo) this.#catchUpTo = undefined;
+    }
+    // The rule before vouches (a rolling upgrade): caught up with that target is enough.
+    if (this.#catchUpTo === undefined && this.#fresh !== undefined && !this.#vouching()) this.#fresh = undefined;
+  }
+
+  #vouching(): boolean {
+    return this.#opts.vouching?.() ?? true;
+  }
+
+  /**
+   * Leader: whether `id`'s acknowledgements count toward quorums. A fresh replica's do not:
+   * a deposed leader could otherwise catch it up on its own shorter log and commit with it
+   * what its successor overwrote. With two voters or fewer they do: no other leader can have
+   * been elected behind this one's back (it would have needed this one's vote), and a fresh
+   * replica of the two could never be vouched for without its own count.
+   */
+  #counts(id: NodeId): boolean {
+    return id === this.id || this.voters.size <= 2 || !this.#vouching() || this.progress.get(id)?.fresh === undefined;
+  }
+
+  /**
+   * Leader: what a member's answer says of its incarnation. A new fresh one: the match we knew
+   * was its old self's (its log may differ below it, filled by a deposed leader), so probe
+   * again from our last index down, by its rejections.
+   */
+  #noteFresh(pr: Progress, fresh: string | undefined): void {
+    if (fresh !== undefined && fresh !== pr.fresh) {
+      pr.match = 0;
+      pr.becomeProbe();
+      pr.next = this.log.lastIndex() + 1;
+    }
+    pr.fresh = fresh;
+  }
+
+  /** Leader: propose a vouch for `id`'s fresh incarnation (once per incarnation and leader). */
+  #vouch(id: NodeId, incarnation: string, pr: Progress): void {
+    if (!this.#vouching()) return;
+    const r = this.#proposeEntry({ kind: 'vouch', node: id, incarnation });
+    if (!r.ok) return; // transferring: the next answer asks again
+    pr.vouchFor = incarnation;
+    pr.vouchIndex = r.index;
   }
 
   #handleAppend(m: Extract<Message, { kind: 'append' }>): void {
@@ -762,19 +834,24 @@ export class RaftCore {
   #handleSnapshot(m: Extract<Message, { kind: 'snapshot' }>): void {
     const snap = m.snapshot;
     const { index, term } = snap.meta;
+    // Whatever the case below, this replica holds the snapshot's state once it answers.
+    const vouched = m.vouch !== undefined && m.vouch === this.#fresh;
     if (index <= this.log.committed) {
+      if (vouched) this.#vouched();
       this.#send(m.from, { kind: 'appendResp', index: this.log.committed, reject: false, rejectHint: 0 });
       return;
     }
     if (this.log.matchTerm(index, term)) {
       // We already hold the snapshot's last entry: just fast-forward the commit.
       this.#commitTo(index);
+      if (vouched) this.#vouched();
       this.#send(m.from, { kind: 'appendResp', index: this.log.committed, reject: false, rejectHint: 0 });
       return;
     }
     this.log.restore(snap);
     this.#setConf(snap.meta.conf);
     this.#confHistory = [{ index, conf: snap.meta.conf }];
+    if (vouched) this.#vouched();
     this.#send(m.from, { kind: 'appendResp', index: this.log.lastIndex(), reject: false, rejectHint: 0 });
   }
 
@@ -790,7 +867,9 @@ export class RaftCore {
       if (!pr.recentActive) return false;
       const snapshot = this.log.snapshot();
       pr.becomeSnapshot(snapshot.meta.index);
-      this.#send(to, { kind: 'snapshot', snapshot });
+      // The vouch for it is inside (committed, applied, compacted): say so, it will not see the entry.
+      const covered = pr.fresh !== undefined && pr.vouchFor === pr.fresh && snapshot.meta.index >= pr.vouchIndex;
+      this.#send(to, covered ? { kind: 'snapshot', snapshot, vouch: pr.fresh } : { kind: 'snapshot', snapshot });
       return true;
     }
     if (entries.length === 0 && !sendIfEmpty && pr.state === 'replicate') return false;
@@ -842,7 +921,7 @@ export class RaftCore {
   /** Commit by counting, and only entries of the current term (Raft §5.4.2). */
   #maybeCommit(): boolean {
     const voters = [...this.voters];
-    const index = committedIndex(voters, (id) => this.progress.get(id)?.match ?? 0);
+    const index = committedIndex(voters, (id) => (this.#counts(id) ? (this.progress.get(id)?.match ?? 0) : 0));
     if (index <= this.log.committed || this.log.term(index) !== this.term) return false;
     this.#commitTo(index);
     return true;
@@ -853,7 +932,7 @@ export class RaftCore {
     const from = this.log.committed;
     const wasCommittedInTerm = this.role === 'leader' && this.log.term(from) === this.term;
     this.log.commitTo(index);
-    this.#applyCommittedConf(from, index);
+    this.#applyCommitted(from, index);
     if (this.role === 'leader' && !wasCommittedInTerm && this.log.term(this.log.committed) === this.term) {
       const deferred = this.#deferredReads;
       this.#deferredReads = [];
@@ -868,11 +947,24 @@ export class RaftCore {
     this.learners = new Set(conf.learners);
   }
 
-  #applyCommittedConf(from: number, to: number): void {
+  #applyCommitted(from: number, to: number): void {
     if (to <= from) return;
     const entries = this.log.slice(from + 1, to + 1);
     if (entries === undefined) return;
-    for (const e of entries) if (e.kind === 'conf') this.#applyConfChange(e.index, e.change);
+    for (const e of entries) {
+      if (e.kind === 'conf') this.#applyConfChange(e.index, e.change);
+      else if (e.kind === 'vouch' && e.node === this.id && e.incarnation === this.#fresh) this.#vouched();
+    }
+  }
+
+  /**
+   * A committed vouch for this incarnation: it stands for its acknowledgements again. No vote
+   * in this term (whatever the old self granted in it is lost), so none is granted until the next.
+   */
+  #vouched(): void {
+    this.#fresh = undefined;
+    this.#catchUpTo = undefined;
+    if (this.vote === null) this.vote = this.id;
   }
 
   #applyConfChange(index: number, change: ConfChange): void {
@@ -916,7 +1008,7 @@ export class RaftCore {
   }
 
   #ackReads(from: NodeId, seq: number): void {
-    if (this.#pendingReads.length === 0 || !this.voters.has(from)) return;
+    if (this.#pendingReads.length === 0 || !this.voters.has(from) || !this.#counts(from)) return;
     for (const r of this.#pendingReads) if (r.seq <= seq) r.acks.add(from);
     const voters = [...this.voters];
     while (this.#pendingReads.length > 0 && hasQuorum(voters, this.#pendingReads[0]!.acks)) {
@@ -936,7 +1028,8 @@ export class RaftCore {
   }
 
   #sendWithTerm(to: NodeId, term: number, body: MessageBody): void {
-    this.#msgs.push({ ...body, group: this.group, from: this.id, to, term } as Message);
+    const fresh = this.#fresh !== undefined && (body.kind === 'appendResp' || body.kind === 'heartbeatResp') ? { fresh: this.#fresh } : undefined;
+    this.#msgs.push({ ...body, ...fresh, group: this.group, from: this.id, to, term } as Message);
   }
 }
 

@@ -49,6 +49,8 @@ export interface RaftGroupOptions {
   /** An index the log must not be compacted past (entries after it are still to be read), if any. */
   compactFloor?(): number | undefined;
   onSoftState?(state: SoftState): void;
+  /** Whether every member speaks the vouch protocol (`RaftOptions.vouching`; default yes). */
+  vouching?(): boolean;
 }
 
 interface Waiter {
@@ -94,6 +96,7 @@ export class RaftGroup {
       heartbeatTicks: o.heartbeatTicks,
       quiesceAfterTicks: o.peerAlive === undefined ? 0 : (o.quiesceAfterTicks ?? 0),
       fresh: o.log.fresh,
+      ...(o.vouching === undefined ? {} : { vouching: () => o.vouching!() }),
     });
   }
 
@@ -272,7 +275,7 @@ export class RaftGroup {
     const o = this.#o;
     if (rd.earlyMessages.length > 0) o.send(rd.earlyMessages); // a leader's appends overlap its fsync
     await o.log.save(rd); // durable first
-    if (o.log.fresh && !this.core.catchingUp) await o.log.clearFresh(); // what it caught up to is durable now
+    if (o.log.fresh !== undefined && !this.core.catchingUp) await o.log.clearFresh(); // the vouch it holds is durable now
     if (rd.messages.length > 0) o.send(rd.messages); // then talk
     if (rd.snapshot !== undefined) await o.fsm.restore(rd.snapshot.data);
     for (const e of rd.committed) {

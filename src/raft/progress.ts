@@ -19,6 +19,11 @@ export class Progress {
   snapshotTicks = 0;
   /** Heard from since the last check-quorum round. */
   recentActive = true;
+  /** The follower's incarnation while it is fresh (its last answer said so): it counts for no quorum. */
+  fresh: string | undefined;
+  /** The incarnation this leader last vouched for, and that vouch's index (a snapshot covering it says so). */
+  vouchFor: string | undefined;
+  vouchIndex = 0;
   /** replicate: last index of every unacknowledged append, ascending. */
   readonly inflight: number[] = [];
 

@@ -20,7 +20,7 @@ export interface LogSummary {
   readonly commit: number;
   readonly lastIndex: number;
   readonly lastTerm: number;
-  /** Opened empty and never caught up with a leader: it holds nothing a leader acknowledged. */
+  /** Opened empty and never vouched for by a leader: it may lack what its old self acknowledged. */
   readonly fresh: boolean;
 }
 

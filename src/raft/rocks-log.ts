@@ -2,13 +2,15 @@
 //
 //   [group, 'log', index] -> entry      [group, 'hs'] -> hard state
 //   [group, 'snap']       -> snapshot   [group, 'offset'] -> {index, term} of the last compacted entry
-//   [group, 'fresh']      -> present while a replica opened empty is catching up (`RaftCore.catchingUp`)
+//   [group, 'fresh']      -> {incarnation} while a replica opened empty is not vouched for (`RaftCore.catchingUp`)
 //
 // Reads are served by an in-memory MemoryStorage mirror (the uncompacted tail, bounded by
 // compaction); every write goes to RocksDB first, in one atomic batch, then to the mirror.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { decodeKey, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
+import { decodeCbor } from '../core/codec.js';
 import { decodeEntry, decodeHardState, decodeOffset, decodeSnapshot, encodeValue } from './codec.js';
 import { MemoryStorage } from './storage.js';
 import type { ConfState, Entry, GroupId, HardState, Ready, SnapshotMeta } from './types.js';
@@ -16,8 +18,8 @@ import type { ConfState, Entry, GroupId, HardState, Ready, SnapshotMeta } from '
 const CF = 'raft';
 
 export class RocksLog {
-  /** Opened empty without a bootstrap, and not caught up since (the core's `fresh`). */
-  fresh = false;
+  /** Opened empty without a bootstrap and not vouched for since: its incarnation (the core's `fresh`). */
+  fresh: string | undefined;
   /** This open found nothing stored and wrote the bootstrap membership. */
   bootstrapped = false;
 
@@ -71,26 +73,28 @@ export class RocksLog {
     }
     const log = new RocksLog(store, group, mem);
     const empty = hsBuf === undefined && snapBuf === undefined && mem.entryList.length === 0;
-    log.fresh = freshBuf !== undefined;
+    log.fresh = freshBuf === undefined ? undefined : decodeFresh(freshBuf);
     const bootstrap = !empty ? undefined : typeof bootstrapWith === 'function' ? bootstrapWith() : bootstrapWith;
     if (bootstrap !== undefined) {
       // The marker first: a crash between the two writes leaves an empty log, bootstrapped again.
-      if (log.fresh) await log.clearFresh();
+      if (log.fresh !== undefined) await log.clearFresh();
       const ids = [...bootstrap.voters.map((node) => ({ type: 'addVoter' as const, node })), ...bootstrap.learners.map((node) => ({ type: 'addLearner' as const, node }))];
       const entries: Entry[] = ids.map((change, i) => ({ index: i + 1, term: 1, kind: 'conf', change }));
       await log.#write(entries, { term: 1, vote: null, commit: entries.length }, undefined, true);
       log.bootstrapped = true;
-    } else if (empty && !log.fresh) {
-      await store.batch([{ type: 'put', cf: CF, key: key(group, 'fresh'), value: encodeValue({ fresh: true }) }], { sync: true });
-      log.fresh = true;
+    } else if ((empty && log.fresh === undefined) || log.fresh === '') {
+      // A new incarnation; or a marker from a build before vouches, which named none.
+      const incarnation = randomBytes(8).toString('hex');
+      await store.batch([{ type: 'put', cf: CF, key: key(group, 'fresh'), value: encodeValue({ fresh: true, incarnation }) }], { sync: true });
+      log.fresh = incarnation;
     }
     return log;
   }
 
-  /** The replica caught up with what a leader showed it (`RaftCore.catchingUp` turned false). */
+  /** The replica was vouched for (`RaftCore.catchingUp` turned false). */
   async clearFresh(): Promise<void> {
     await this.store.batch([{ type: 'del', cf: CF, key: key(this.group, 'fresh') }], { sync: true });
-    this.fresh = false;
+    this.fresh = undefined;
   }
 
   /** Offline recovery's write (raft/recover.ts), outside any Ready loop: entries after the last and a hard state, synced. */
@@ -146,4 +150,10 @@ export class RocksLog {
 
 function key(group: GroupId, ...rest: (string | number)[]): Buffer {
   return encodeKey([group, ...rest]);
+}
+
+/** A fresh marker's incarnation ('' for a marker written before incarnations). */
+function decodeFresh(buf: Uint8Array): string {
+  const v = decodeCbor(buf) as { incarnation?: unknown } | null;
+  return typeof v === 'object' && v !== null && typeof v.incarnation === 'string' ? v.incarnation : '';
 }

@@ -20,7 +20,10 @@ export interface ConfState {
 export type EntryPayload =
   | { readonly kind: 'noop' } // appended by every new leader so it can commit entries of its term
   | { readonly kind: 'normal'; readonly data: Uint8Array }
-  | { readonly kind: 'conf'; readonly change: ConfChange };
+  | { readonly kind: 'conf'; readonly change: ConfChange }
+  // A leader vouches for `node`'s replica that opened empty as `incarnation` (`RaftCore.catchingUp`):
+  // committed by a quorum that did not count that replica, it holds every entry committed before.
+  | { readonly kind: 'vouch'; readonly node: NodeId; readonly incarnation: string };
 
 export type Entry = { readonly index: number; readonly term: number } & EntryPayload;
 
@@ -61,12 +64,15 @@ export type Message = MsgBase &
         readonly commit: number;
       }
     // index: the follower's last matching index (accept) or the rejected prevIndex (reject)
-    | { readonly kind: 'appendResp'; readonly index: number; readonly reject: boolean; readonly rejectHint: number }
+    // fresh (also on heartbeatResp): the replica's incarnation while it is not vouched for; its
+    // acknowledgements count for no quorum then (`RaftCore.catchingUp`)
+    | { readonly kind: 'appendResp'; readonly index: number; readonly reject: boolean; readonly rejectHint: number; readonly fresh?: string }
     // quiesce: the leader's last heartbeat before an idle group goes silent (RaftOptions.quiesceAfterTicks)
     | { readonly kind: 'heartbeat'; readonly commit: number; readonly readSeq: number; readonly quiesce?: true }
     // wake: a follower that left quiescence asks a silent leader to resume heartbeats
-    | { readonly kind: 'heartbeatResp'; readonly readSeq: number; readonly wake?: true }
-    | { readonly kind: 'snapshot'; readonly snapshot: Snapshot }
+    | { readonly kind: 'heartbeatResp'; readonly readSeq: number; readonly wake?: true; readonly fresh?: string }
+    // vouch: the fresh incarnation of the receiver that a committed vouch entry the snapshot covers names
+    | { readonly kind: 'snapshot'; readonly snapshot: Snapshot; readonly vouch?: string }
     | { readonly kind: 'timeoutNow' }
     | { readonly kind: 'readIndex'; readonly ctx: string }
     | { readonly kind: 'readIndexResp'; readonly ctx: string; readonly index: number; readonly reject: boolean }

@@ -3,6 +3,8 @@
 import t from 'tap';
 import { Store } from '../../src/storage/db.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
+import { encodeValue } from '../../src/raft/codec.js';
+import { encodeKey } from '../../src/core/keys.js';
 import type { Entry, Ready } from '../../src/raft/types.js';
 import { tempDir } from '../support/node.js';
 
@@ -72,20 +74,25 @@ t.test('a log opened empty without a bootstrap is fresh until cleared, across re
   const store = await Store.open(tempDir());
   t.teardown(() => store.close());
   const joiner = await RocksLog.open(store, 'g1');
-  t.equal(joiner.fresh, true, 'a replica waiting to be added');
+  t.match(joiner.fresh, /^[0-9a-f]{16}$/, 'a replica waiting to be added: a new incarnation');
   await joiner.save(rd({ entries: [normal(1, 1, 'a')], hardState: { term: 1, vote: null, commit: 0 } }));
-  t.equal((await RocksLog.open(store, 'g1')).fresh, true, 'a restart before it caught up is still fresh');
+  t.equal((await RocksLog.open(store, 'g1')).fresh, joiner.fresh, 'a restart before it was vouched for is still fresh, the same incarnation');
   await joiner.clearFresh();
-  t.equal((await RocksLog.open(store, 'g1')).fresh, false, 'caught up: never again');
+  t.equal((await RocksLog.open(store, 'g1')).fresh, undefined, 'vouched for: never again');
+  // A marker from a build before incarnations gets one.
+  await store.batch([{ type: 'put', cf: 'raft', key: encodeKey(['g3', 'fresh']), value: encodeValue({ fresh: true }) }], { sync: true });
+  const old = await RocksLog.open(store, 'g3');
+  t.match(old.fresh, /^[0-9a-f]{16}$/);
+  t.equal((await RocksLog.open(store, 'g3')).fresh, old.fresh, 'and keeps it');
   // Opened empty once (a crash before the bootstrap's write), then with its bootstrap.
-  t.equal((await RocksLog.open(store, 'meta')).fresh, true);
+  t.not((await RocksLog.open(store, 'meta')).fresh, undefined);
   const booted = await RocksLog.open(store, 'meta', { voters: ['n1'], learners: [] });
-  t.equal(booted.fresh, false);
+  t.equal(booted.fresh, undefined);
   t.equal(booted.bootstrapped, true);
   t.equal(booted.mem.lastIndex(), 1);
   const reopened = await RocksLog.open(store, 'meta', { voters: ['n1'], learners: [] });
-  t.same([reopened.fresh, reopened.bootstrapped], [false, false], 'reopened: not bootstrapped again');
-  t.equal((await RocksLog.open(store, 'g2', { voters: ['n1', 'n2'], learners: [] })).fresh, false);
+  t.same([reopened.fresh, reopened.bootstrapped], [undefined, false], 'reopened: not bootstrapped again');
+  t.equal((await RocksLog.open(store, 'g2', { voters: ['n1', 'n2'], learners: [] })).fresh, undefined);
 });
 
 t.test('a bootstrap given as a function is asked only when nothing is stored', async (t) => {
@@ -93,9 +100,9 @@ t.test('a bootstrap given as a function is asked only when nothing is stored', a
   t.teardown(() => store.close());
   let asked = 0;
   const first = await RocksLog.open(store, 'meta', () => (asked++, { voters: ['n1'], learners: [] }));
-  t.same([asked, first.bootstrapped, first.fresh, first.mem.lastIndex()], [1, true, false, 1], 'empty: asked, and bootstrapped');
+  t.same([asked, first.bootstrapped, first.fresh, first.mem.lastIndex()], [1, true, undefined, 1], 'empty: asked, and bootstrapped');
   const again = await RocksLog.open(store, 'meta', () => (asked++, { voters: ['n9'], learners: [] }));
   t.same([asked, again.bootstrapped, again.mem.lastIndex()], [1, false, 1], 'stored: not asked');
   const joiner = await RocksLog.open(store, 'g1', () => (asked++, undefined));
-  t.same([asked, joiner.bootstrapped, joiner.fresh], [2, false, true], 'empty, and the answer is not to bootstrap: fresh, a single open');
+  t.same([asked, joiner.bootstrapped, joiner.fresh !== undefined], [2, false, true], 'empty, and the answer is not to bootstrap: fresh, a single open');
 });

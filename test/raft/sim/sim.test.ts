@@ -15,11 +15,13 @@ t.test('raft simulation: safety every tick, liveness after healing', (t) => {
   let acked = 0;
   let worst = 0;
   let reads = 0;
+  let disksLost = 0;
   const run = (seed: number) => {
     const r = runSeed(seed, ticks);
     runs++;
     acked += r.acked;
     reads += r.reads;
+    disksLost += r.disksLost;
     worst = Math.max(worst, r.convergeTicks);
   };
   if (process.env.SIM_SEED !== undefined) {
@@ -42,6 +44,6 @@ t.test('raft simulation: safety every tick, liveness after healing', (t) => {
       t.pass(`${runs} simulated runs`);
     }
   }
-  t.comment(`${runs} runs, ${acked} acknowledged proposals, ${reads} confirmed reads, worst convergence ${worst} ticks after healing`);
+  t.comment(`${runs} runs, ${acked} acknowledged proposals, ${reads} confirmed reads, ${disksLost} disks lost, worst convergence ${worst} ticks after healing`);
   t.end();
 });

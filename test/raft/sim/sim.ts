@@ -19,6 +19,12 @@ export interface SimOptions {
   /** Probability per tick that an up node crashes (losing what it had not persisted). */
   crashRate: number;
   downTicksMax: number;
+  /**
+   * Probability that a crash also loses the disk: the node comes back under its id on an empty
+   * log (Raft's lost-disk hazard; core.ts `catchingUp`), after at least `WIPED_DOWN_TICKS` (a
+   * new machine), and only while no other replica awaits its vouch (one lost disk at a time).
+   */
+  wipeRate: number;
   proposeRate: number;
   /** Probability per tick that the leader proposes a membership change. */
   confChangeRate: number;
@@ -46,6 +52,8 @@ export interface SimOptions {
 }
 
 const GROUP = 'g1';
+/** A lost disk comes back no sooner: longer than any candidacy (two election timeouts) and its delayed messages. */
+const WIPED_DOWN_TICKS = 40;
 const utf8 = new TextEncoder();
 const utf8d = new TextDecoder();
 
@@ -61,6 +69,7 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
     partitionRate: rand.pick([0, 0.005, 0.02]),
     crashRate: rand.pick([0, 0.002, 0.01]),
     downTicksMax: rand.pick([5, 30, 100]),
+    wipeRate: rand.pick([0, 0, 0.3]),
     proposeRate: rand.pick([0.02, 0.1, 0.5, 1]),
     confChangeRate: rand.pick([0, 0, 0.01]),
     transferRate: rand.pick([0, 0, 0.005]),
@@ -79,9 +88,19 @@ export function swarmOptions(rand: SeededRand, ticks: number): SimOptions {
 
 interface SimNode {
   readonly id: NodeId;
-  readonly storage: MemoryStorage;
+  storage: MemoryStorage;
   core: RaftCore | undefined;
   downUntil: number;
+  /** Crashed with its disk: back on an empty log. */
+  wiped: boolean;
+  /**
+   * The disk it lost, until its new replica is vouched for: what its old self acknowledged
+   * still counted for commits decided after the loss (`#checkDurable`), and safely so, as the
+   * new replica counts for nothing until vouched for.
+   */
+  lostDisk: MemoryStorage | undefined;
+  /** Its fresh incarnation, kept across restarts until vouched for (RocksLog's `fresh` marker). */
+  fresh: string | undefined;
   /** The state machine: every applied normal entry's value, in order. */
   values: string[];
   appliedIndex: number;
@@ -112,6 +131,8 @@ function fingerprint(e: Entry): string {
       return `n:${utf8d.decode(e.data)}`;
     case 'conf':
       return `c:${e.change.type}:${e.change.node}`;
+    case 'vouch':
+      return `v:${e.node}:${e.incarnation}`;
   }
 }
 
@@ -161,6 +182,9 @@ export class RaftSim {
         storage,
         core: undefined,
         downUntil: 0,
+        wiped: false,
+        lostDisk: undefined,
+        fresh: undefined,
         values: [],
         appliedIndex: 0,
         checkedCommit: 0,
@@ -185,7 +209,9 @@ export class RaftSim {
       inflightMax: this.opts.inflightMax,
       appendEntriesMax: this.opts.appendEntriesMax,
       quiesceAfterTicks: this.opts.quiesceAfterTicks,
+      ...(node.fresh === undefined ? {} : { fresh: node.fresh }),
     });
+    node.fresh = node.core.freshIncarnation;
     const snap = node.storage.snapshot();
     node.values = snap.meta.index === 0 ? [] : (JSON.parse(utf8d.decode(snap.data)) as string[]);
     node.appliedIndex = snap.meta.index;
@@ -215,12 +241,25 @@ export class RaftSim {
     for (const [i, n] of this.nodes.entries()) {
       if (n.core === undefined) {
         if (this.now >= n.downUntil) {
+          if (n.wiped) {
+            n.wiped = false;
+            n.fresh = undefined;
+            n.lostDisk = n.storage;
+            n.storage = new MemoryStorage();
+            n.checkedCommit = 0;
+            n.checkedEntry = undefined;
+            n.checkedLeaderTerm = 0;
+          }
           this.#start(n);
-          this.log.push(`${this.now} restart ${n.id}`);
+          this.log.push(`${this.now} restart ${n.id}${n.storage.lastIndex() === 0 ? ' (empty)' : ''}`);
         }
         continue;
       }
       const core = n.core;
+      if (!core.catchingUp) {
+        n.lostDisk = undefined; // vouched for
+        n.fresh = undefined;
+      }
       // The node-level liveness signal a real node has (link heartbeats): a quiesced follower
       // wakes when its leader's process is down or the link from it is cut.
       if (core.quiesced && core.role !== 'leader' && core.leader !== null && !this.#linkAlive(core.leader, n.id)) core.wake();
@@ -236,7 +275,11 @@ export class RaftSim {
       if (this.rand.chance(o.partitionRate)) this.#repartition();
       if (this.rand.chance(o.crashRate)) {
         const victim = this.rand.pick(this.up());
-        if (victim !== undefined) this.crash(victim, 1 + this.rand.int(o.downTicksMax));
+        if (victim !== undefined) {
+          const awaitingVouch = this.nodes.some((n) => n.wiped || n.lostDisk !== undefined);
+          const wipe = !awaitingVouch && victim.storage.lastIndex() > 0 && this.rand.chance(o.wipeRate);
+          this.crash(victim, wipe ? WIPED_DOWN_TICKS + this.rand.int(o.downTicksMax) : 1 + this.rand.int(o.downTicksMax), wipe);
+        }
       }
     }
     if (!this.healed && this.rand.chance(o.proposeRate)) this.propose();
@@ -263,11 +306,15 @@ export class RaftSim {
     return this.node(from)?.core !== undefined && !this.#blocked.has(`${from}>${to}`);
   }
 
-  crash(n: SimNode, downTicks: number): void {
+  disksLost = 0;
+
+  crash(n: SimNode, downTicks: number, wipe = false): void {
+    if (wipe) this.disksLost++;
     n.core = undefined;
     n.persisting = undefined; // the write had not reached the disk
     n.downUntil = this.now + downTicks;
-    this.log.push(`${this.now} crash ${n.id} for ${downTicks}`);
+    n.wiped = wipe;
+    this.log.push(`${this.now} crash ${n.id} for ${downTicks}${wipe ? ', disk lost' : ''}`);
   }
 
   #repartition(): void {
@@ -338,9 +385,11 @@ export class RaftSim {
     const core = n.core!;
     const members = [...core.voters];
     const absent = this.ids.filter((id) => !core.voters.has(id) && !core.learners.has(id));
-    const learners = [...core.learners];
+    // As the product does (shard-host, member): only a learner vouched for (not fresh) is promoted.
+    const learners = [...core.learners].filter((id) => core.isCaughtUp(id, Number.MAX_SAFE_INTEGER));
     let change: ConfChange;
     if (learners.length > 0) change = { type: 'addVoter', node: this.rand.pick(learners) };
+    else if (core.learners.size > 0) return;
     else if (absent.length > 0) change = { type: 'addLearner', node: this.rand.pick(absent) };
     else if (members.length > 3) change = { type: 'removeNode', node: this.rand.pick(members) };
     else return;
@@ -489,7 +538,8 @@ export class RaftSim {
 
   /** Does `node`'s disk (log or snapshot) hold the entry (index, term)? */
   #onDisk(node: SimNode, index: number, term: number | undefined): boolean {
-    return node.storage.snapshot().meta.index >= index || (term !== undefined && node.storage.term(index) === term);
+    const held = (disk: MemoryStorage) => disk.snapshot().meta.index >= index || (term !== undefined && disk.term(index) === term);
+    return held(node.storage) || (node.lostDisk !== undefined && held(node.lostDisk));
   }
 
   /**
@@ -557,12 +607,12 @@ export class RaftSim {
   }
 }
 
-export function runSeed(seed: number, ticks = 1_500): { options: SimOptions; convergeTicks: number; acked: number; reads: number } {
+export function runSeed(seed: number, ticks = 1_500): { options: SimOptions; convergeTicks: number; acked: number; reads: number; disksLost: number } {
   const rand = new SeededRand(seed);
   const options = swarmOptions(rand, ticks);
   const sim = new RaftSim(seed, options, rand);
   for (let i = 0; i < ticks; i++) sim.tick();
   const convergeTicks = sim.healAndConverge(2_000);
   sim.checkAcked();
-  return { options, convergeTicks, acked: sim.acked.size, reads: sim.readsConfirmed };
+  return { options, convergeTicks, acked: sim.acked.size, reads: sim.readsConfirmed, disksLost: sim.disksLost };
 }
