@@ -77,6 +77,7 @@ class FakeHost extends ShardHost<HostedReplica, null> {
     this.opens.set(g, opened);
     const faults = this.faults.get(g);
     if (faults !== undefined && opened <= faults.open) throw new Error(`disk error opening ${g}`);
+    const matches = new Map([['n3', { match: 7 }], ['n2', { match: 5 }]]);
     const group = {
       start: async () => {
         const started = (this.starts.get(g) ?? 0) + 1;
@@ -87,7 +88,16 @@ class FakeHost extends ShardHost<HostedReplica, null> {
       step: () => undefined,
       failure: undefined,
       // A replica that believes it still votes, and knows a leader (or leads).
-      core: { role: this.role, quiesced: false, catchingUp: this.catchingUp.has(g), leader: this.role === 'leader' ? ME : 'n2', confState: () => ({ voters: [ME, 'n2', 'n3'], learners: [] }), log: { lastIndex: () => 7 }, progress: new Map([['n3', { match: 7 }], ['n2', { match: 5 }]]) },
+      core: {
+        role: this.role,
+        quiesced: false,
+        catchingUp: this.catchingUp.has(g),
+        leader: this.role === 'leader' ? ME : 'n2',
+        confState: () => ({ voters: [ME, 'n2', 'n3'], learners: [] }),
+        log: { lastIndex: () => 7 },
+        progress: matches,
+        isCaughtUp: (id: string, lag: number) => (matches.get(id)?.match ?? 0) > 0 && 7 - matches.get(id)!.match <= lag,
+      },
       transferLeadership: (to: string) => {
         this.transfers.push(`${g} ${to}`);
         return true;
