@@ -144,6 +144,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   readonly #stepFailures = new RepeatedFailures(REPEATED_FAILURE_LOG_MS);
   /** Groups the metadata deleted that this node learned of by asking (its own copy is stale): never hosted again. */
   readonly #deleted = new Set<string>();
+  /** Groups with a whole replica on this node's disk when it started (`RocksLog.intactGroups`), until dropped. */
+  #storedAtStart = new Set<string>();
   /** Snapshot transfers failing now (a success clears them), per group: for /health. */
   readonly #loadFailures = new Map<string, { attempts: number; lastError: string }>();
   /** Replicas placed here that failed to open or start (hosting one clears it), per group. */
@@ -186,6 +188,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   /** Attach to the member and open what is placed here; call once from the subclass's start. */
   protected async begin(): Promise<void> {
     const { member } = this.o;
+    this.#storedAtStart = new Set(await RocksLog.intactGroups(this.o.store));
     member.attachGroups(this);
     member.fsm.listen((state, cmd) => {
       if (cmd === undefined || this.concerns(cmd.type)) this.#reconcile(state);
@@ -327,6 +330,13 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     const wanted = new Map<string, WantedReplica<O>>();
     // A group known deleted stays dropped, though this node's stale metadata still places it.
     for (const w of all) if (w.shard.replicas.includes(this.me) && !this.#deleted.has(w.shard.group)) wanted.set(w.shard.group, w);
+    // A replica moved off this node while it was down is opened again from its data: it may
+    // still be a voter, and serves until its group removed it (#confRound), as one moved away
+    // while running does. Left closed, two such voters of three could stop their group for good.
+    for (const w of all) {
+      const group = w.shard.group;
+      if (this.#storedAtStart.has(group) && !wanted.has(group) && !this.#deleted.has(group)) wanted.set(group, w);
+    }
     const existing = new Map(all.map((w) => [w.shard.group, w.shard]));
     for (const [group, replica] of this.replicas) {
       if (wanted.has(group)) continue;
@@ -399,6 +409,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     }
     await r.group.close();
     if (s.dropped && !this.#closed) {
+      this.#storedAtStart.delete(group);
+      await RocksLog.markDropping(this.o.store, group);
       await this.dropData(group, r);
       await this.o.store.clearRange('raft', RocksLog.groupRange(group));
       this.o.log.info({ group }, `shard replica ${group} closed while it started and its data removed (its owner was deleted)`);
@@ -436,9 +448,11 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
 
   async #drop(group: string, replica: R, why: string): Promise<void> {
     this.replicas.delete(group);
+    this.#storedAtStart.delete(group);
     this.#loadFailures.delete(group);
     this.stopReplica(replica);
     await replica.group.close();
+    await RocksLog.markDropping(this.o.store, group);
     await this.dropData(group, replica);
     await this.o.store.clearRange('raft', RocksLog.groupRange(group));
     this.o.log.info({ group }, `shard replica ${group} closed and its data removed (${why})`);

@@ -235,6 +235,11 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     await this.settled();
     const hosted = this.heldGroups();
     for (const g of this.placedHere(member.state)) hosted.add(g);
+    // A whole replica of a group that still exists is kept, placed here or not: it may still
+    // vote (the host opens it again); only a removal begun (`RocksLog.markDropping`) or a
+    // deleted group is a leftover.
+    const intact = new Set(await RocksLog.intactGroups(store));
+    for (const w of this.placements(member.state)) if (intact.has(w.shard.group)) hosted.add(w.shard.group);
     await sweepLeftovers(store, hosted, indexDir, log);
   }
 
@@ -554,7 +559,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
 
 /**
  * Remove shard replica data this node no longer hosts: a removal (collection deleted, replica
- * moved away) that a crash interrupted. `#drop` clears the Raft log last, so any leftover
+ * moved away: `RocksLog.markDropping`) that a crash interrupted. `#drop` clears the Raft log last, so any leftover
  * still has its log, and the groups with a log are cheap to list.
  */
 export async function sweepLeftovers(store: Store, hosted: ReadonlySet<string>, indexDir: string, log: Logger): Promise<string[]> {

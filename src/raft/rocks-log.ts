@@ -3,6 +3,7 @@
 //   [group, 'log', index] -> entry      [group, 'hs'] -> hard state
 //   [group, 'snap']       -> snapshot   [group, 'offset'] -> {index, term} of the last compacted entry
 //   [group, 'fresh']      -> {incarnation} while a replica opened empty is not vouched for (`RaftCore.catchingUp`)
+//   [group, 'dropping']   -> present once its host began removing the replica's data (never reopened)
 //
 // Reads are served by an in-memory MemoryStorage mirror (the uncompacted tail, bounded by
 // compaction); every write goes to RocksDB first, in one atomic batch, then to the mirror.
@@ -89,6 +90,18 @@ export class RocksLog {
       log.fresh = incarnation;
     }
     return log;
+  }
+
+  /** Before a host removes a replica's data (its log last): a crash meanwhile leaves a leftover, never a replica to reopen. */
+  static async markDropping(store: Store, group: GroupId): Promise<void> {
+    await store.batch([{ type: 'put', cf: CF, key: key(group, 'dropping'), value: encodeValue({ dropping: true }) }], { sync: true });
+  }
+
+  /** The groups with anything stored whose removal never began: replicas this node still has whole. */
+  static async intactGroups(store: Store): Promise<GroupId[]> {
+    const groups = await RocksLog.groups(store);
+    const marks = await store.getMany(CF, groups.map((g) => key(g, 'dropping')));
+    return groups.filter((_, i) => marks[i] === undefined);
   }
 
   /** The replica was vouched for (`RaftCore.catchingUp` turned false). */

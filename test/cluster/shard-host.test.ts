@@ -9,6 +9,7 @@ import type { MetaState, ShardPlacement } from '../../src/cluster/meta-state.js'
 import { type HostedReplica, ShardHost, type WantedReplica } from '../../src/cluster/shard-host.js';
 import type { RaftGroup, StateMachine } from '../../src/raft/group.js';
 import { Store as RocksStore } from '../../src/storage/db.js';
+import { RocksLog } from '../../src/raft/rocks-log.js';
 import { tempDir } from '../support/node.js';
 import type { Store } from '../../src/storage/db.js';
 import { mathRand } from '../../src/core/rand.js';
@@ -35,7 +36,7 @@ class FakeHost extends ShardHost<HostedReplica, null> {
   readonly closedGroups: string[] = [];
   placed: ShardPlacement[];
 
-  constructor(member: ClusterMember, placed: ShardPlacement[], readonly faults: Map<string, Faults>, store = { clearRange: async () => undefined } as unknown as Store) {
+  constructor(member: ClusterMember, placed: ShardPlacement[], readonly faults: Map<string, Faults>, store = { clearRange: async () => undefined, batch: async () => undefined, getMany: async () => [], keys: async function* () {} } as unknown as Store) {
     super({ member, store, log: pino({ level: 'silent' }), rand: mathRand });
     this.placed = placed;
   }
@@ -241,6 +242,28 @@ t.test('a replica whose group the metadata deleted (learned by asking: its own c
 // Chaos seed 76: n2 and n3, replaced (left, wiped, joined again under their names), were placed
 // back on a group created on n1, n2 and n3; each bootstrapped the creation-time voters on an
 // empty log, and the two elected each other beside the real group (split brain).
+// Chaos seed 84: a VDB shard's placement moved off n2 and n3 while they were down; started
+// again, they opened only what was placed on them, and the group, whose voters they still
+// were (two of four), had no leader for good.
+t.test('a replica moved off this node while it was down is opened again from its data; one whose removal began is not', async (t) => {
+  const store = await RocksStore.open(tempDir());
+  t.teardown(() => store.close());
+  for (const g of ['g1', 'g2', 'g3']) await RocksLog.open(store, g, { voters: [ME, 'n2', 'n3'], learners: [] });
+  await RocksLog.markDropping(store, 'g2');
+  const { member } = fakeMember();
+  const elsewhere = (n: number): ShardPlacement => ({ ...shard(n), replicas: ['n2', 'n3', 'n4'] }) as ShardPlacement;
+  // g1 and g2 moved away (g2's removal had begun), g3 was deleted, g4 is placed here.
+  const host = new FakeHost(member, [elsewhere(1), elsewhere(2), shard(4)], new Map(), store);
+  await host.start();
+  await host.passes();
+  t.teardown(() => host.close());
+  t.ok(host.isHosted('g1'), 'g1: opened again, to serve until its group removes this node');
+  t.notOk(host.isHosted('g2'), 'g2: its removal had begun, a leftover');
+  t.notOk(host.isHosted('g3'), 'g3: its group is gone');
+  t.ok(host.isHosted('g4'), 'g4: placed here');
+  t.same(await RocksLog.intactGroups(store), ['g1', 'g3'], 'what is stored whole (g4 fake, g2 marked)');
+});
+
 t.test('a replica bootstraps its group only as the membership the group was created on; a node that joined again opens it empty', async (t) => {
   const store = await RocksStore.open(tempDir());
   t.teardown(() => store.close());
