@@ -91,6 +91,8 @@ export interface GroupHost {
   ledGroups(): number;
   /** The groups it hosts or is starting. */
   hostedGroups(): string[];
+  /** Why one of its kind's groups may still count `node` (asked of their leaders); undefined: none does. */
+  stillCounts(node: string): Promise<string | undefined>;
   /** Drop these replicas (the metadata deleted their groups) and never host them again. */
   dropDeleted(groups: ReadonlySet<string>, why: string): Promise<void>;
   /** Stop hosting, keeping the data: the node is out of its cluster. */
@@ -144,6 +146,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   #closed = false;
   #left = false;
   #joining: Promise<void> | undefined;
+  /** Per unreachable leaving node: why its leave waits, as last logged. */
+  readonly #leaveWaits = new Map<string, string>();
   /** `vouching()` as of the metadata applied index `#vouchingAt`. */
   #vouching = true;
   #vouchingAt = -1;
@@ -841,17 +845,29 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     for (const n of nodes) {
       if (n.status !== 'leaving' || conf.voters.includes(n.name) || conf.learners.includes(n.name)) continue;
       // Done when no placement holds it and it hosts no replica any more (its shard groups
-      // removed it): asked of the node itself, since only it knows. Unreachable: it is gone.
+      // removed it): asked of the node itself, since only it knows. Unreachable: done once no
+      // group's leader counts it any more (its disk may hold a vote a group still needs).
       if (placed.has(n.name)) continue;
       this.#once(`left:${n.name}`, async () => {
         const hosted = await this.#transport.call(n.name, 'meta.hosted', encodeCbor({}), 2_000).then(
           (reply) => (decodeCbor(reply) as { hosted?: number }).hosted ?? 0,
           (err: unknown) => {
-            if (wasNotSent(err)) return 0;
+            if (wasNotSent(err)) return undefined;
             throw err;
           },
         );
-        if (hosted === 0) await this.propose({ type: 'node.left', name: n.name, atMs: o.clock.nowMs() });
+        if (hosted === undefined) {
+          const why = (await Promise.all(this.#hosts.map((h) => h.stillCounts(n.name)))).find((w) => w !== undefined);
+          if (why !== undefined) {
+            if (this.#leaveWaits.get(n.name) !== why) o.log.warn({ node: n.name, why }, `leaving node ${n.name} does not answer, and its leave waits: ${why}`);
+            this.#leaveWaits.set(n.name, why);
+            return;
+          }
+        } else if (hosted > 0) {
+          return;
+        }
+        this.#leaveWaits.delete(n.name);
+        await this.propose({ type: 'node.left', name: n.name, atMs: o.clock.nowMs() });
       });
     }
     const core = this.#group.core;

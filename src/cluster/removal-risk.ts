@@ -23,6 +23,23 @@ export interface GroupView {
 /** A voter this many entries behind or less holds the group's log, as far as a removal goes. */
 export const CAUGHT_UP_LAG = 100;
 
+/**
+ * Why a leaving node that no longer answers may still be one of its groups' members (undefined:
+ * no group counts it). Its leave must not end then: a node that left is a machine to wipe, and
+ * a group that still counts it as a voter would lose that vote for good (chaos seed 84: a VDB
+ * shard counted a leaving node that was down, its leave ended as it was "gone", and with
+ * another voter's disk lost the group had no majority). A group without a leader may count it
+ * (its membership cannot be read, and cannot change).
+ */
+export function stillCounted(node: string, groups: readonly (GroupView & { readonly learners?: unknown })[]): string | undefined {
+  for (const g of groups) {
+    if (g.leader === null || g.voters === undefined) return `${g.group} has no leader now (${g.message ?? 'none answered'}): whether it still counts ${node} is unknown`;
+    if (g.voters.includes(node)) return `${g.group} still counts ${node} as a voter`;
+    if (Array.isArray(g.learners) && g.learners.includes(node)) return `${g.group} still lists ${node} as a learner`;
+  }
+  return undefined;
+}
+
 /** One line per group the removal of `node` puts at risk; none: it is safe as far as the groups go. */
 export function removalRisks(node: string, groups: readonly GroupView[]): string[] {
   const risks: string[] = [];

@@ -33,7 +33,7 @@ import type { Store } from '../storage/db.js';
 import type { ClusterMember, GroupHost } from './member.js';
 import { type MetaState, type ShardPlacement, bootstrapConf, isDownOrGone } from './meta-state.js';
 import { type LedGroup, planLeaderTransfer } from './leader-balance.js';
-import { type GroupView, removalRisks } from './removal-risk.js';
+import { type GroupView, removalRisks, stillCounted } from './removal-risk.js';
 import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
 
@@ -676,6 +676,11 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         }
       }),
     );
+  }
+
+  /** Why one of this kind's groups may still count `node` as a member (`stillCounted`); undefined: none does. */
+  async stillCounts(node: string): Promise<string | undefined> {
+    return stillCounted(node, await this.shardStatuses(this.placements(this.o.member.state).map((w) => w.shard)));
   }
 
   /** What removing `node` now would put at risk in this kind's groups (`removal-risk.ts`). */

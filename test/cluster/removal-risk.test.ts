@@ -2,7 +2,7 @@
 // (cluster/removal-risk.ts), against a direct count over random groups.
 import fc from 'fast-check';
 import t from 'tap';
-import { CAUGHT_UP_LAG, type GroupView, removalRisks } from '../../src/cluster/removal-risk.js';
+import { CAUGHT_UP_LAG, type GroupView, removalRisks, stillCounted } from '../../src/cluster/removal-risk.js';
 import { fcParams } from '../support/fc.js';
 
 const NODES = ['n1', 'n2', 'n3', 'n4', 'n5'];
@@ -38,6 +38,28 @@ t.test('a group is at risk iff it counts the node as a voter and fewer than a ma
       return atRisk === holding * 2 <= voters.length;
     }),
     fcParams(500),
+  );
+  t.end();
+});
+
+t.test("chaos seed 84: a dead leaving node's leave waits while a group still counts it, or has no leader to say", (t) => {
+  const ds2: GroupView & { learners: string[] } = { group: 'ds2', replicas: ['n4', 'n1', 'n5'], leader: 'n3', voters: ['n2', 'n3', 'n4', 'n5'], learners: [] };
+  t.equal(stillCounted('n2', [ds2]), 'ds2 still counts n2 as a voter');
+  t.equal(stillCounted('n2', [{ ...ds2, voters: ['n3', 'n4', 'n5'], learners: ['n2'] }]), 'ds2 still lists n2 as a learner');
+  t.equal(stillCounted('n2', [{ group: 'ds2', replicas: ['n4', 'n1', 'n5'], leader: null, message: 'no leader reachable' }]), 'ds2 has no leader now (no leader reachable): whether it still counts n2 is unknown');
+  t.equal(stillCounted('n2', [{ ...ds2, voters: ['n3', 'n4', 'n5'] }]), undefined, 'no group counts it: its leave may end');
+  t.end();
+});
+
+t.test('stillCounted names a group iff some group has no leader or counts the node', (t) => {
+  const view = fc.record({ voters: fc.subarray(NODES, { minLength: 1 }), learners: fc.subarray(NODES), led: fc.boolean() });
+  fc.assert(
+    fc.property(fc.array(view, { maxLength: 4 }), fc.constantFrom(...NODES), (views, node) => {
+      const groups = views.map((v, i) => (v.led ? { group: `g${i}`, replicas: [], leader: v.voters[0]!, voters: v.voters, learners: v.learners } : { group: `g${i}`, replicas: [], leader: null }));
+      const counted = views.some((v) => !v.led || v.voters.includes(node) || v.learners.includes(node));
+      return (stillCounted(node, groups) !== undefined) === counted;
+    }),
+    fcParams(),
   );
   t.end();
 });
