@@ -405,6 +405,17 @@ export class RaftCore {
       return;
     }
 
+    if (m.kind === 'preVote' || m.kind === 'vote' || m.kind === 'preVoteResp' || m.kind === 'voteResp') {
+      // A commit index is only ever a committed one: holding the sender's entry there, our log
+      // up to it is the same (log matching), so committed. Without it, after a leader removed
+      // itself, voters that had not seen the removal committed count the removed node, whose
+      // log is longer than theirs, and none is elected while another voter is down or lost its
+      // disk (the simulation: SIM_SEED=472991558, 1921035788). The removed node's rejection
+      // carries what it knows.
+      const { commit, commitTerm } = m;
+      if (commit !== undefined && commit > this.log.committed && commit <= this.log.lastIndex() && this.log.term(commit) === commitTerm) this.#commitTo(commit);
+    }
+
     if (m.kind === 'preVote' || m.kind === 'vote') {
       const canVote =
         this.vote === m.from || (this.vote === null && this.leader === null) || (m.kind === 'preVote' && m.term > this.term);
@@ -1029,7 +1040,10 @@ export class RaftCore {
 
   #sendWithTerm(to: NodeId, term: number, body: MessageBody): void {
     const fresh = this.#fresh !== undefined && (body.kind === 'appendResp' || body.kind === 'heartbeatResp') ? { fresh: this.#fresh } : undefined;
-    this.#msgs.push({ ...body, ...fresh, group: this.group, from: this.id, to, term } as Message);
+    const commitTerm = this.log.term(this.log.committed);
+    const election = body.kind === 'preVote' || body.kind === 'vote' || body.kind === 'preVoteResp' || body.kind === 'voteResp';
+    const commit = election && commitTerm !== undefined ? { commit: this.log.committed, commitTerm } : undefined;
+    this.#msgs.push({ ...body, ...fresh, ...commit, group: this.group, from: this.id, to, term } as Message);
   }
 }
 

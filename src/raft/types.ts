@@ -54,8 +54,11 @@ interface MsgBase {
 
 export type Message = MsgBase &
   (
-    | { readonly kind: 'preVote' | 'vote'; readonly lastIndex: number; readonly lastTerm: number; readonly force: boolean }
-    | { readonly kind: 'preVoteResp' | 'voteResp'; readonly reject: boolean }
+    // commit/commitTerm (also on their answers): the sender's commit index and that entry's term;
+    // a receiver holding the same entry there commits up to it (log matching), e.g. a
+    // membership change it had not seen committed
+    | { readonly kind: 'preVote' | 'vote'; readonly lastIndex: number; readonly lastTerm: number; readonly force: boolean; readonly commit?: number; readonly commitTerm?: number }
+    | { readonly kind: 'preVoteResp' | 'voteResp'; readonly reject: boolean; readonly commit?: number; readonly commitTerm?: number }
     | {
         readonly kind: 'append';
         readonly prevIndex: number;

@@ -501,6 +501,28 @@ t.test('without vouching (a rolling upgrade) a fresh replica follows the catch-u
   t.end();
 });
 
+// After a leader removed itself, voters that had not seen the removal committed count the
+// removed node (its log longer than theirs) and, with another voter lost, elect no one
+// (the simulation with lost disks: SIM_SEED=472991558, 1921035788). Election messages carry
+// the sender's commit index and its term: a receiver holding that entry commits up to it.
+t.test('election messages carry the commit: a voter holding the same entry there commits up to it', (t) => {
+  const c = elected();
+  c.propose('n1', 'a');
+  // n3 receives b but never hears that it committed.
+  c.dropIf = (m) => m.to === 'n3' && (m.kind === 'heartbeat' || (m.kind === 'append' && m.entries.length === 0));
+  const b = c.propose('n1', 'b');
+  t.equal(c.c('n3').log.lastIndex(), b);
+  t.ok(c.c('n3').log.committed < b, 'n3 holds b, not known committed');
+  const term = c.c('n1').term;
+  const ask = (commitTerm: number) =>
+    c.c('n3').step({ group: 'g', from: 'n2', to: 'n3', term: term + 1, kind: 'preVote', lastIndex: b, lastTerm: term, force: true, commit: b, commitTerm });
+  ask(term - 1);
+  t.ok(c.c('n3').log.committed < b, 'another entry there (another term): nothing learned');
+  ask(term);
+  t.equal(c.c('n3').log.committed, b, 'the same entry: committed');
+  t.end();
+});
+
 t.test('one membership change at a time', (t) => {
   const c = elected();
   c.addEmptyNode('n4');
