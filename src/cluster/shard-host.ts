@@ -217,6 +217,11 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   }
 
   /** The groups whose data this node holds: hosted, or opened and still starting. */
+  /** Groups with a whole replica stored here at start and not dropped since (`RocksLog.intactGroups`). */
+  protected storedGroups(): ReadonlySet<string> {
+    return this.#storedAtStart;
+  }
+
   protected heldGroups(): Set<string> {
     return new Set([...this.replicas.keys(), ...this.#starting.keys()]);
   }
@@ -328,14 +333,14 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     if (this.#closed) return;
     const all = this.placements(state);
     const wanted = new Map<string, WantedReplica<O>>();
-    // A group known deleted stays dropped, though this node's stale metadata still places it.
-    for (const w of all) if (w.shard.replicas.includes(this.me) && !this.#deleted.has(w.shard.group)) wanted.set(w.shard.group, w);
-    // A replica moved off this node while it was down is opened again from its data: it may
-    // still be a voter, and serves until its group removed it (#confRound), as one moved away
-    // while running does. Left closed, two such voters of three could stop their group for good.
     for (const w of all) {
       const group = w.shard.group;
-      if (this.#storedAtStart.has(group) && !wanted.has(group) && !this.#deleted.has(group)) wanted.set(group, w);
+      // A group known deleted stays dropped, though this node's stale metadata still places it.
+      if (this.#deleted.has(group)) continue;
+      // A replica moved off this node while it was down is opened again from its data: it may
+      // still be a voter, and serves until its group removed it (#confRound), as one moved away
+      // while running does. Left closed, two such voters of three could stop their group for good.
+      if (w.shard.replicas.includes(this.me) || this.#storedAtStart.has(group)) wanted.set(group, w);
     }
     const existing = new Map(all.map((w) => [w.shard.group, w.shard]));
     for (const [group, replica] of this.replicas) {

@@ -238,7 +238,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     // A whole replica of a group that still exists is kept, placed here or not: it may still
     // vote (the host opens it again); only a removal begun (`RocksLog.markDropping`) or a
     // deleted group is a leftover.
-    const intact = new Set(await RocksLog.intactGroups(store));
+    const intact = this.storedGroups();
     for (const w of this.placements(member.state)) if (intact.has(w.shard.group)) hosted.add(w.shard.group);
     await sweepLeftovers(store, hosted, indexDir, log);
   }

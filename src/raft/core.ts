@@ -702,8 +702,7 @@ export class RaftCore {
         const pr = this.progress.get(m.from);
         if (pr === undefined) return;
         pr.recentActive = true;
-        this.#noteFresh(pr, m.fresh);
-        if (m.fresh !== undefined && pr.vouchFor !== m.fresh) this.#vouch(m.from, m.fresh, pr);
+        this.#noteFresh(m.from, pr, m.fresh);
         if (m.reject) {
           // A follower rejects with hint 0 only while its log is empty: after it acknowledged
           // entries, it lost them (a new data directory under its id). Probing from the old
@@ -744,8 +743,7 @@ export class RaftCore {
         if (pr === undefined) return;
         pr.recentActive = true;
         pr.probeSent = false;
-        this.#noteFresh(pr, m.fresh);
-        if (m.fresh !== undefined && pr.vouchFor !== m.fresh) this.#vouch(m.from, m.fresh, pr);
+        this.#noteFresh(m.from, pr, m.fresh);
         // Lost appends would keep a full window full forever: free a slot per heartbeat reply.
         if (pr.state === 'replicate' && pr.inflight.length >= pr.inflightMax) pr.inflight.shift();
         // Even an empty append: a follower that lost appends answers with a rejection and
@@ -805,23 +803,21 @@ export class RaftCore {
   /**
    * Leader: what a member's answer says of its incarnation. A new fresh one: the match we knew
    * was its old self's (its log may differ below it, filled by a deposed leader), so probe
-   * again from our last index down, by its rejections.
+   * again from our last index down, by its rejections. A fresh one this leader has not vouched
+   * for yet: propose a vouch (once per incarnation and leader; a refused proposal, while
+   * transferring, is asked again at the next answer).
    */
-  #noteFresh(pr: Progress, fresh: string | undefined): void {
+  #noteFresh(id: NodeId, pr: Progress, fresh: string | undefined): void {
     if (fresh !== undefined && fresh !== pr.fresh) {
       pr.match = 0;
       pr.becomeProbe();
       pr.next = this.log.lastIndex() + 1;
     }
     pr.fresh = fresh;
-  }
-
-  /** Leader: propose a vouch for `id`'s fresh incarnation (once per incarnation and leader). */
-  #vouch(id: NodeId, incarnation: string, pr: Progress): void {
-    if (!this.#vouching()) return;
-    const r = this.#proposeEntry({ kind: 'vouch', node: id, incarnation });
-    if (!r.ok) return; // transferring: the next answer asks again
-    pr.vouchFor = incarnation;
+    if (fresh === undefined || pr.vouchFor === fresh || !this.#vouching()) return;
+    const r = this.#proposeEntry({ kind: 'vouch', node: id, incarnation: fresh });
+    if (!r.ok) return;
+    pr.vouchFor = fresh;
     pr.vouchIndex = r.index;
   }
 
@@ -846,23 +842,20 @@ export class RaftCore {
     const snap = m.snapshot;
     const { index, term } = snap.meta;
     // Whatever the case below, this replica holds the snapshot's state once it answers.
-    const vouched = m.vouch !== undefined && m.vouch === this.#fresh;
+    if (m.vouch !== undefined && m.vouch === this.#fresh) this.#vouched();
     if (index <= this.log.committed) {
-      if (vouched) this.#vouched();
       this.#send(m.from, { kind: 'appendResp', index: this.log.committed, reject: false, rejectHint: 0 });
       return;
     }
     if (this.log.matchTerm(index, term)) {
       // We already hold the snapshot's last entry: just fast-forward the commit.
       this.#commitTo(index);
-      if (vouched) this.#vouched();
       this.#send(m.from, { kind: 'appendResp', index: this.log.committed, reject: false, rejectHint: 0 });
       return;
     }
     this.log.restore(snap);
     this.#setConf(snap.meta.conf);
     this.#confHistory = [{ index, conf: snap.meta.conf }];
-    if (vouched) this.#vouched();
     this.#send(m.from, { kind: 'appendResp', index: this.log.lastIndex(), reject: false, rejectHint: 0 });
   }
 
@@ -1039,11 +1032,15 @@ export class RaftCore {
   }
 
   #sendWithTerm(to: NodeId, term: number, body: MessageBody): void {
-    const fresh = this.#fresh !== undefined && (body.kind === 'appendResp' || body.kind === 'heartbeatResp') ? { fresh: this.#fresh } : undefined;
-    const commitTerm = this.log.term(this.log.committed);
-    const election = body.kind === 'preVote' || body.kind === 'vote' || body.kind === 'preVoteResp' || body.kind === 'voteResp';
-    const commit = election && commitTerm !== undefined ? { commit: this.log.committed, commitTerm } : undefined;
-    this.#msgs.push({ ...body, ...fresh, ...commit, group: this.group, from: this.id, to, term } as Message);
+    let extra: { fresh: string } | { commit: number; commitTerm: number } | undefined;
+    if (body.kind === 'appendResp' || body.kind === 'heartbeatResp') {
+      if (this.#fresh !== undefined) extra = { fresh: this.#fresh };
+    } else if (body.kind === 'preVote' || body.kind === 'vote' || body.kind === 'preVoteResp' || body.kind === 'voteResp') {
+      // Only election messages carry the commit (rare): every append and heartbeat goes through here.
+      const commitTerm = this.log.term(this.log.committed);
+      if (commitTerm !== undefined) extra = { commit: this.log.committed, commitTerm };
+    }
+    this.#msgs.push({ ...body, ...extra, group: this.group, from: this.id, to, term } as Message);
   }
 }
 
