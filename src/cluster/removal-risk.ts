@@ -14,6 +14,7 @@ export interface GroupView {
   readonly replicas: readonly string[];
   readonly leader: string | null;
   readonly voters?: readonly string[];
+  readonly learners?: readonly string[];
   /** Entries each member is behind the leader's last index (null: not known to the leader). */
   readonly lag?: Readonly<Record<string, number | null>>;
   /** Why no leader answered. */
@@ -31,11 +32,11 @@ export const CAUGHT_UP_LAG = 100;
  * another voter's disk lost the group had no majority). A group without a leader may count it
  * (its membership cannot be read, and cannot change).
  */
-export function stillCounted(node: string, groups: readonly (GroupView & { readonly learners?: unknown })[]): string | undefined {
+export function stillCounted(node: string, groups: readonly GroupView[]): string | undefined {
   for (const g of groups) {
     if (g.leader === null || g.voters === undefined) return `${g.group} has no leader now (${g.message ?? 'none answered'}): whether it still counts ${node} is unknown`;
     if (g.voters.includes(node)) return `${g.group} still counts ${node} as a voter`;
-    if (Array.isArray(g.learners) && g.learners.includes(node)) return `${g.group} still lists ${node} as a learner`;
+    if (g.learners?.includes(node) === true) return `${g.group} still lists ${node} as a learner`;
   }
   return undefined;
 }

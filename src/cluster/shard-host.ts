@@ -675,7 +675,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
           const st = await this.leaderCall(s, `${this.prefix}.status`, {});
           const last = st.last as number;
           const lag = Object.fromEntries(Object.entries(st.matches as Record<string, number | null>).map(([n, m]) => [n, m === null ? null : last - m]));
-          return { ...base, leader: st.leader as string, term: st.term, commit: st.commit, voters: st.voters as string[], learners: st.learners, lag };
+          return { ...base, leader: st.leader as string, term: st.term, commit: st.commit, voters: st.voters as string[], learners: st.learners as string[], lag };
         } catch (err) {
           return { ...base, leader: null, error: isFirkinError(err) ? err.code : 'error', message: (err as Error).message };
         }
