@@ -361,7 +361,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         clock,
         log: log.child({ mod: 'gateway' }),
         registry: metrics.registry,
-        vectors: vectors === undefined ? undefined : { engine: new EngineGatewayVectors(vectors), bounds: engineBounds },
+        vectors: vectors === undefined ? undefined : { engine: new EngineGatewayVectors(vectors, { replicationFactor: config.cluster.replicationFactor }), bounds: engineBounds },
         ...(member === undefined ? {} : clusterGateway(member)),
       });
       checks.gateway = gateway.check;
@@ -420,6 +420,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
                 prefix: config.vectordb.prefix,
                 engine: vectors!,
                 cluster: vectorCluster,
+                collectionDefaults: { replicationFactor: config.cluster.replicationFactor },
               }),
           ];
     const clusterFeature = async (app: FastifyInstance) => {

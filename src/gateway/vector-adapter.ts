@@ -6,7 +6,7 @@ import { ERROR_CODES, type ErrorCode, FirkinError, isFirkinError } from '../core
 import { EMBEDDER_TYPES, LIMITS, type Metric } from '../vector/collection-config.js';
 import type { VectorEngine } from '../vector/engine.js';
 import { parseVector } from '../vector/metric.js';
-import { type EmbedderBody, createCollectionRequest, docRequest, scrollRequest, searchRequest } from '../vector/requests.js';
+import { type CollectionDefaults, type EmbedderBody, createCollectionRequest, docRequest, scrollRequest, searchRequest } from '../vector/requests.js';
 import type { Embedder } from './types.js';
 import type { GatewayDocument, GatewayHit, GatewayScroll, GatewayScrollPage, GatewaySearch, GatewayVectors, V1Bounds } from './vectors.js';
 
@@ -24,15 +24,17 @@ function collectionGone(err: unknown): never {
 
 export class EngineGatewayVectors implements GatewayVectors {
   readonly #engine: VectorEngine;
+  readonly #defaults: CollectionDefaults | undefined;
 
-  constructor(engine: VectorEngine) {
+  constructor(engine: VectorEngine, defaults?: CollectionDefaults) {
     this.#engine = engine;
+    this.#defaults = defaults;
   }
 
   async createCollection(internal: string, options: { dimension: number; embedder?: Embedder }): Promise<void> {
     try {
       // The /v1 schema admits only the engine's embedder types.
-      await this.#engine.createCollection(createCollectionRequest(internal, { dimensions: options.dimension, embedder: (options.embedder as EmbedderBody | undefined) ?? null }));
+      await this.#engine.createCollection(createCollectionRequest(internal, { dimensions: options.dimension, embedder: (options.embedder as EmbedderBody | undefined) ?? null }, this.#defaults));
     } catch (err) {
       if (isCode(err, 'already_exists')) throw new FirkinError('collection_already_exists', 'collection already exists');
       throw err;

@@ -192,7 +192,12 @@ function stopwords(value: StopwordSet | readonly string[] | undefined): Stopword
   return typeof value === 'string' ? value : [...new Set(value.map((w) => w.toLowerCase()))];
 }
 
-export function createCollectionRequest(collection: string, body: CollectionBody): CreateCollectionRequest {
+/** What a create request leaves out and the node's settings decide (`SERVICE_REPLICATION_FACTOR`). */
+export interface CollectionDefaults {
+  readonly replicationFactor: number;
+}
+
+export function createCollectionRequest(collection: string, body: CollectionBody, defaults: CollectionDefaults = { replicationFactor: DEFAULTS.replicationFactor }): CreateCollectionRequest {
   // The schema allows 0..mMax: a graph needs two links a node; 0 is no graph (a flat index).
   if (body.index?.m === 1) throw new FirkinError('bad_request', `index.m must be 0 (no graph: every vector search is exact, a flat index) or 2 to ${LIMITS.mMax}, got 1`);
   return {
@@ -200,7 +205,7 @@ export function createCollectionRequest(collection: string, body: CollectionBody
     config: {
       dimensions: body.dimensions,
       num_shards: body.num_shards ?? DEFAULTS.numShards,
-      replication_factor: body.replication_factor ?? DEFAULTS.replicationFactor,
+      replication_factor: body.replication_factor ?? defaults.replicationFactor,
       metric: body.metric ?? DEFAULTS.metric,
       index: {
         m: body.index?.m ?? DEFAULTS.m,

@@ -71,6 +71,15 @@ t.test('collections: create, list, get, delete, restart', async (t) => {
   t.same(Object.keys(r.body), ['tuned'], 'a deleted collection stays deleted');
 });
 
+t.test('replication_factor left out: the node\'s SERVICE_REPLICATION_FACTOR', async (t) => {
+  const node = await startTestNode({ SERVICE_REPLICATION_FACTOR: '3' });
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', `${P}/collections/plain`, { body: { dimensions: 3 } })).status, 201);
+  t.equal((await node.request('PUT', `${P}/collections/asked`, { body: { dimensions: 3, replication_factor: 1 } })).status, 201);
+  const r = await node.request('GET', `${P}/collections`);
+  t.same(r.body, { plain: { dimension: 3, shards: 4, replication_factor: 3 }, asked: { dimension: 3, shards: 4, replication_factor: 1 } });
+});
+
 t.test('index precision: f16 by default, f32 on request; the same hits, scores within f16 rounding, across a restart', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());

@@ -30,6 +30,7 @@ import {
   type ScrollBody,
   type SearchBody,
   bm25SearchRequest,
+  type CollectionDefaults,
   createCollectionRequest,
   docRequest,
   hybridSearchRequest,
@@ -161,6 +162,8 @@ const docParams = { type: 'object', required: ['collection', 'id'], properties: 
 export interface VectorRouteOptions {
   engine: VectorEngine;
   cluster: VectorCluster;
+  /** What a create request leaves out (the cluster-wide `replication_factor`). */
+  collectionDefaults?: CollectionDefaults;
 }
 
 type CollectionReq<Body = undefined> = { Params: { collection: string }; Body: Body };
@@ -171,7 +174,7 @@ function searchReply<T>(answer: SearchAnswer<T>): Record<string, unknown> {
   return answer.failed.length === 0 ? { results: answer.results } : { results: answer.results, partial: true, failed_shards: answer.failed };
 }
 
-export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, { engine, cluster }) => {
+export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, { engine, cluster, collectionDefaults }) => {
   const compile = app.validatorCompiler;
   if (compile === undefined) throw new Error('vector routes need the host to set a validator compiler');
   const checkDoc = compile({ schema: docSchema, method: 'POST', url: '/collections/:collection/docs', httpPart: 'body' });
@@ -181,7 +184,7 @@ export const collectionRoutes: FastifyPluginAsync<VectorRouteOptions> = async (a
   app.get<CollectionReq>('/collections/:collection', { schema: { params: collectionParams } }, async (req) => engine.describeCollection(req.params.collection));
 
   app.put<CollectionReq<CollectionBody>>('/collections/:collection', { schema: { params: collectionParams, body: collectionSchema } }, async (req, reply) => {
-    await engine.createCollection(createCollectionRequest(req.params.collection, req.body));
+    await engine.createCollection(createCollectionRequest(req.params.collection, req.body, collectionDefaults));
     return reply.code(201).send({ status: 'created' });
   });
 
