@@ -8,7 +8,8 @@ const TARGET = `Options:
   -h, --help   this text`;
 
 const EXIT = `Exit status: 0 done, 1 the node answered with an error or could not be reached,
-2 usage error. Errors are one line on stderr: firkin: <code>: <message>.`;
+2 usage error, 3 (cluster health) a member is not ok. Errors are one line on stderr:
+firkin: <code>: <message>.`;
 
 export const HELP: Record<HelpTopic, string> = {
   firkin: `Usage: firkin <cluster|collection|vdb|tasks> <command> [options]
@@ -53,7 +54,7 @@ Run firkin cluster <command> --help for one command.`,
 
   status: `Usage: firkin cluster status [--url URL] [--key KEY] [--json]
 
-Shows the node's cluster state (standalone, joining or member), the metadata leader, the
+Shows the node's cluster state (standalone, joining, member or left), the metadata leader, the
 members and which of them are healthy. Calls GET /vectordb/cluster/status.
 
 ${TARGET}`,
