@@ -5,19 +5,19 @@
 // for the returned page alone; for one value (equality) the count comes from `ValueCounts`
 // and only the page's keys are read.
 import { FirkinError } from '../../core/errors.js';
-import { type KeyRange, decodeKey } from '../../core/keys.js';
+import { type KeyRange, decodeKey, encodeKey } from '../../core/keys.js';
 import { isDesignDocId } from '../names.js';
 import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
 import type { Condition, FindQuery, Json } from './ast.js';
 import type { FindStats } from './stats.js';
 import type { ValueCounts } from './counts.js';
-import { compareForOrder, compareToPosition, matches, project } from './match.js';
+import { compareForOrder, compareToPosition, matches, project, valueAt } from './match.js';
 import { bookmarkAfter } from './bookmark.js';
-import { compareStrings } from './collate.js';
+import { MISSING, collate, compareStrings } from './collate.js';
 import { QUERY_LIMITS } from './parse.js';
 import { type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
-import { docIdOfPosting } from './postings.js';
+import { STRING_CHARS_MAX, TYPE_TAG, docIdOfPosting } from './postings.js';
 import { conflicts } from '../revtree.js';
 
 /** Counting a scan's postings stops here: past it, the scan is "big" and its exact size is irrelevant. */
@@ -88,6 +88,137 @@ function sortIds(ids: string[]): string[] {
   const encoded = ids.map((id) => ({ id, bytes: Buffer.from(id) }));
   encoded.sort((a, b) => Buffer.compare(a.bytes, b.bytes));
   return encoded.map((e) => e.id);
+}
+
+/** First bytes of a tuple element by type (core/keys.ts): under a path's prefix, bytes (an
+ * array segment) and strings (an object key) lead to deeper paths, numbers (a type tag) to the
+ * path's own value. */
+const ELEMENT_BYTES = 0x01;
+const ELEMENT_NUMBER = 0x03;
+const ELEMENT_BIGINT = 0x04;
+/** Bodies an index-order walk reads at once, at most (`orderedByIndex`). */
+const WALK_FETCH_MAX = 256;
+/** Postings under a path at deeper paths a desc walk looks through before giving up on the index order. */
+const DEEPER_POSTINGS_MAX = 4_096;
+
+/** The value a posting at a path's own band stands for: the value itself, or for a string its key form (cut to STRING_CHARS_MAX, lone surrogates as U+FFFD). */
+function postedValue(tag: number, value: number | string | undefined): Json {
+  switch (tag) {
+    case TYPE_TAG.null:
+      return null;
+    case TYPE_TAG.false:
+      return false;
+    case TYPE_TAG.true:
+      return true;
+    case TYPE_TAG.emptyArray:
+      return [];
+    case TYPE_TAG.emptyObject:
+      return {};
+    default:
+      return value as number | string;
+  }
+}
+
+/**
+ * Whether every document after this posting in a walk has a sort value no better than it. In
+ * ascending order always: a posted string is a lower bound of the real one (cut short, or a lone
+ * surrogate posted as U+FFFD, which sorts below any surrogate). In descending order only when
+ * it is the real value and no string the key order misplaces could follow it: not possibly cut
+ * (STRING_CHARS_MAX - 1 or more code units, a surrogate pair may have been dropped at the cut),
+ * and nothing at or above U+FFFD nor a surrogate (a lone surrogate, posted as U+FFFD, sorts above those).
+ */
+function boundHolds(v: Json, dir: 'asc' | 'desc'): boolean {
+  if (dir === 'asc' || typeof v !== 'string') return true;
+  return v.length < STRING_CHARS_MAX - 1 && !/[\uD800-\uDFFF\uFFFD-\uFFFF]/.test(v);
+}
+
+/** The condition kinds on a path whose match means the path is present in the document. */
+const PRESENCE_KINDS = new Set<Condition['kind']>(['eq', 'ne', 'cmp', 'in', 'contains', 'prefix', 'regex', 'exists', 'size', 'mod', 'type', 'elemMatch', 'allMatch', 'keyMapMatch']);
+
+const samePath = (a: readonly (string | number)[], b: readonly (string | number)[]) => a.length === b.length && a.every((s, i) => s === b[i]);
+
+/**
+ * A sorted page of an exact plan read in the first sort key's order, from that path's own
+ * postings, instead of reading every match's body. The matches are the plan's ids (keys only);
+ * the walk goes through the path's values in the sort's direction, reads the bodies of the
+ * matches it meets, and stops once the page is full and the next posted value is worse than the
+ * page's last (ties go on: later keys and the id break them on bodies). Order is CouchDB's
+ * collation with "missing" lowest, so the walk answers only when the documents it cannot see
+ * could not be on the page: ascending, the selector must imply the path is present (a missing
+ * one would come first); descending, no match may hold an array or object there (they come first,
+ * and are posted at deeper paths). Anything else, or a walk that ends before every match was
+ * seen with the page not decided, is undefined: the caller runs the general path.
+ */
+async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: Scan, owns: ((id: string) => boolean) | undefined, windowEnd: number): Promise<{ docs: FoundDoc[]; total: number; keys: number; bodies: number } | undefined> {
+  const first = q.orderBy[0]!;
+  const path = first.path;
+  if (path.some((s) => typeof s !== 'string') || (path[0] as string).startsWith('_')) return undefined;
+  const [only] = conjuncts(q.where);
+  if (first.dir === 'asc' && !(only !== undefined && 'path' in only && samePath(only.path, path) && PRESENCE_KINDS.has(only.kind))) return undefined;
+
+  let keys = 0;
+  let bodies = 0;
+  const matched = new Set<string>();
+  for (const id of await idsOf(ctx.store, scan)) if (owns === undefined || owns(id)) matched.add(id);
+  keys += matched.size;
+  if (q.limit === 0 || matched.size === 0) return { docs: [], total: matched.size, keys, bodies };
+
+  const prefix = encodeKey([db, ...(path as string[])]);
+  const band = (lo: number, hi: number) => ({ gte: Buffer.concat([prefix, Buffer.of(lo)]), lt: Buffer.concat([prefix, Buffer.of(hi)]) });
+  if (first.dir === 'desc') {
+    // Arrays and objects at the path sort above every value posted there.
+    let deeper = 0;
+    for await (const batch of ctx.store.keyBatches('paths', { ...band(ELEMENT_BYTES, ELEMENT_NUMBER), limit: DEEPER_POSTINGS_MAX + 1 })) {
+      keys += batch.length;
+      deeper += batch.length;
+      if (deeper > DEEPER_POSTINGS_MAX) return undefined;
+      for (const key of batch) if (matched.has(docIdOfPosting(key))) return undefined;
+    }
+  }
+
+  const page: FoundDoc[] = [];
+  let worst: Json | undefined; // the page's last first-key value, once the page is full
+  let pending: string[] = [];
+  let seen = 0;
+  const flush = async () => {
+    if (pending.length === 0) return;
+    const found = await winners(ctx.docs, db, pending);
+    bodies += pending.length;
+    pending = [];
+    for (const d of found) if (d !== undefined) page.push(d);
+    page.sort((a, b) => compareForOrder(a, b, q.orderBy));
+    if (page.length >= windowEnd) {
+      page.length = windowEnd;
+      const v = valueAt(page[windowEnd - 1]!.body, path);
+      worst = v === MISSING ? undefined : v;
+    }
+  };
+  // Bodies are read a chunk of matches at a time: the page's size, so the first read can fill it.
+  const chunk = Math.min(WALK_FETCH_MAX, Math.max(4, windowEnd));
+  let stopped = false;
+  walk: for await (const batch of ctx.store.keyBatches('paths', { ...band(ELEMENT_NUMBER, ELEMENT_BIGINT), reverse: first.dir === 'desc' }, 256)) {
+    for (const key of batch) {
+      keys++;
+      const [tag, ...rest] = decodeKey(key.subarray(prefix.length)) as [number, ...(number | string)[]];
+      const id = rest.at(-1) as string;
+      const value = postedValue(tag, rest.length === 2 ? rest[0] : undefined);
+      if (worst !== undefined && boundHolds(value, first.dir)) {
+        const c = collate(value, worst);
+        if (first.dir === 'asc' ? c > 0 : c < 0) {
+          stopped = true;
+          break walk;
+        }
+      }
+      if (!matched.has(id)) continue;
+      seen++;
+      pending.push(id);
+      if (pending.length >= chunk) await flush();
+    }
+  }
+  await flush();
+  // Every match seen: the page is whole whatever the walk could not see.
+  if (!stopped && seen < matched.size) return undefined;
+  return { docs: page.slice(q.offset, windowEnd), total: matched.size, keys, bodies };
 }
 
 /** One value's postings (an equality): its size is a per-value count. */
@@ -291,6 +422,15 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     const docs = (await winners(ctx.docs, db, page, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
     stats.docsExamined = page.length;
     return answer(docs, ids.length);
+  }
+
+  if (q.orderBy.length > 0 && q.after === undefined && limit !== undefined && plan.kind === 'index' && exact) {
+    const walked = await orderedByIndex(ctx, db, q, plan.scan, owns, windowEnd);
+    if (walked !== undefined) {
+      stats.keysExamined = walked.keys;
+      stats.docsExamined = walked.bodies;
+      return answer(walked.docs, walked.total);
+    }
   }
 
   const ordered = q.orderBy.length > 0;

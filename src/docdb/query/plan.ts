@@ -219,7 +219,13 @@ export function scansFor(db: string, cond: Condition): Scan[] {
     case 'keyMapMatch':
       // Each needs the field to be there: its postings narrow the candidates, the body decides.
       return [{ ...existsScan(db, cond.path), exact: false, describe: `${show(cond.path)} ${cond.kind} via exists` }];
-    case 'ne':
+    case 'ne': {
+      if (cond.value !== null) return [];
+      // CouchDB's `{"$gt": null}` (present, not null): every posting at or under the path but the null ones.
+      const all = prefixRange(base(db, cond.path));
+      const nulls = prefixRange([...base(db, cond.path), TYPE_TAG.null]);
+      return [{ ranges: [{ gte: all.gte, lt: nulls.gte }, { gte: nulls.lt, lt: all.lt }], exact: !hasIndex(cond.path), describe: `${show(cond.path)} not null` }];
+    }
     case 'missing':
     case 'not':
       return [];
