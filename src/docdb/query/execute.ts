@@ -149,7 +149,7 @@ const samePath = (a: readonly (string | number)[], b: readonly (string | number)
  * and are posted at deeper paths). Anything else, or a walk that ends before every match was
  * seen with the page not decided, is undefined: the caller runs the general path.
  */
-async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: Scan, owns: ((id: string) => boolean) | undefined, windowEnd: number): Promise<{ docs: FoundDoc[]; total: number; keys: number; bodies: number } | undefined> {
+async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: Scan | 'every document', owns: ((id: string) => boolean) | undefined, windowEnd: number): Promise<{ docs: FoundDoc[]; total: number; keys: number; bodies: number } | undefined> {
   const first = q.orderBy[0]!;
   const path = first.path;
   if (path.some((s) => typeof s !== 'string') || (path[0] as string).startsWith('_')) return undefined;
@@ -158,9 +158,17 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
 
   let keys = 0;
   let bodies = 0;
-  const matched = new Set<string>();
-  for (const id of await idsOf(ctx.store, scan)) if (owns === undefined || owns(id)) matched.add(id);
-  keys += matched.size;
+  // Every document: each posting is a live one's, and the database's record counts them.
+  let matched: { has(id: string): boolean; readonly size: number };
+  if (scan === 'every document') {
+    if (owns !== undefined) return undefined;
+    matched = { has: () => true, size: ctx.docs.dbInfo(db).doc_count - (await liveDesignDocs(ctx.docs, db)) };
+  } else {
+    const ids = new Set<string>();
+    for (const id of await idsOf(ctx.store, scan)) if (owns === undefined || owns(id)) ids.add(id);
+    keys += ids.size;
+    matched = ids;
+  }
   if (q.limit === 0 || matched.size === 0) return { docs: [], total: matched.size, keys, bodies };
 
   const prefix = encodeKey([db, ...(path as string[])]);
@@ -219,6 +227,18 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   // Every match seen: the page is whole whatever the walk could not see.
   if (!stopped && seen < matched.size) return undefined;
   return { docs: page.slice(q.offset, windowEnd), total: matched.size, keys, bodies };
+}
+
+/** How many live design documents a database holds (its record's count includes them; `_find` never returns them). */
+async function liveDesignDocs(docs: DocReader, db: string): Promise<number> {
+  let n = 0;
+  for await (const batch of docs.scanRecords(db, 16, '_design')) {
+    for (const d of batch) {
+      if (!isDesignDocId(d.id)) return n;
+      if (!d.record.deleted) n++;
+    }
+  }
+  return n;
 }
 
 /** One value's postings (an equality): its size is a per-value count. */
@@ -398,8 +418,8 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     return answer(docs, total);
   }
   if (!keyset && conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
-    // Everything: the database record counts live documents; the page comes in id order.
-    const total = ctx.docs.dbInfo(db).doc_count;
+    // Everything: the database record counts live documents (design ones too, which `_find` never returns); the page comes in id order.
+    const total = ctx.docs.dbInfo(db).doc_count - (await liveDesignDocs(ctx.docs, db));
     tooMany(total);
     const docs: FoundDoc[] = [];
     if (limit !== 0) {
@@ -424,8 +444,9 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     return answer(docs, ids.length);
   }
 
-  if (q.orderBy.length > 0 && q.after === undefined && limit !== undefined && plan.kind === 'index' && exact) {
-    const walked = await orderedByIndex(ctx, db, q, plan.scan, owns, windowEnd);
+  const everything = conjuncts(q.where).length === 0;
+  if (q.orderBy.length > 0 && q.after === undefined && limit !== undefined && ((plan.kind === 'index' && exact) || everything)) {
+    const walked = await orderedByIndex(ctx, db, q, plan.kind === 'index' ? plan.scan : 'every document', owns, windowEnd);
     if (walked !== undefined) {
       stats.keysExamined = walked.keys;
       stats.docsExamined = walked.bodies;

@@ -321,6 +321,7 @@ t.test('oracle: sorted pages read in the sort key\'s index order equal brute for
         [{ path: ['s'], value: 2 }],
         [{ path: ['t'], op: '<=', value: 1 }],
         [{ path: ['s'], op: '>', value: null }],
+        [],
       ),
       fc.constantFrom<unknown[]>([{ s: 'desc' }], [{ s: 'asc' }], [{ s: 'desc' }, { t: 'asc' }], [{ s: 'asc' }, { _id: 'desc' }], [{ s: 'desc' }, { t: 'desc' }, { _id: 'desc' }]),
       fc.integer({ min: 0, max: 8 }),
@@ -373,6 +374,14 @@ t.test('a sorted page of an indexed selector reads the bodies near the page, not
   await seed(node, 'ties', Array.from({ length: 12 }, (_, i) => ({ _id: `d${String(i).padStart(2, '0')}`, s: 1, g: 1 })));
   const tied = await find(node, 'ties', { selector: { g: 1 }, sort: [{ s: 'desc' }], limit: 3 });
   t.same(ids(tied), ['d00', 'd01', 'd02'], 'equal values: ids ascending, though the walk meets them descending');
+
+  // Every document, newest first: the walk needs no selector (a design document is never a match).
+  t.equal((await node.request('PUT', '/db/sorted/_design/app', { body: { views: {} } })).status, 201);
+  const newest = await find(node, 'sorted', { selector: {}, sort: [{ at: 'desc' }], limit: 4, execution_stats: true });
+  t.same(ids(newest), [...docs].sort((a, b) => b.at - a.at).slice(0, 4).map((d) => d._id));
+  t.equal(newest.body.meta.total, docs.length, 'the design document is not counted');
+  t.equal((await find(node, 'sorted', { selector: {}, limit: 0 })).body.meta.total, docs.length, 'nor without a sort');
+  t.ok(newest.body.execution_stats.total_docs_examined <= 32, `every document: ${newest.body.execution_stats.total_docs_examined} bodies read`);
 
   // A key holds a string's first 200 code units (199 when that would split a surrogate pair):
   // walking down, a cut key is no bound of what follows it.
