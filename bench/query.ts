@@ -43,6 +43,9 @@ try {
     'regex limit 10': { where: [{ path: ['name'], op: 'regex', value: '^name12' }], limit: 10 },
     'in limit 100': { where: [{ path: ['status'], op: 'in', value: ['banned', 'inactive'] }], limit: 100 },
     'top-K order_by age desc': { where: [{ path: ['type'], value: 'admin' }], order_by: [{ path: ['age'], dir: 'desc' }], limit: 10 },
+    'top-K range sorted by itself': { where: [{ path: ['age'], op: '>=', value: 60 }], order_by: [{ path: ['age'] }], limit: 10 },
+    'top-K newest first (every document)': { selector: {}, sort: [{ created_at: 'desc' }], limit: 20 },
+    'top-K $gt null asc': { selector: { created_at: { $gt: null } }, sort: [{ created_at: 'asc' }], limit: 20 },
     'count equality': { selector: { type: 'user' }, limit: 0 },
     'count all': { where: [], limit: 0 },
   };

@@ -139,8 +139,10 @@ const samePath = (a: readonly (string | number)[], b: readonly (string | number)
 
 /**
  * A sorted page of an exact plan read in the first sort key's order, from that path's own
- * postings, instead of reading every match's body. The matches are the plan's ids (keys only);
- * the walk goes through the path's values in the sort's direction, reads the bodies of the
+ * postings, instead of reading every match's body. The matches are the plan's ids (keys only:
+ * a set to test each posting against), or, when the plan scans the sort path itself, its own
+ * postings there (counted, no set: the walk goes through the scan's ranges), or every document.
+ * The walk goes through the path's values in the sort's direction, reads the bodies of the
  * matches it meets, and stops once the page is full and the next posted value is worse than the
  * page's last (ties go on: later keys and the id break them on bodies). Order is CouchDB's
  * collation with "missing" lowest, so the walk answers only when the documents it cannot see
@@ -153,34 +155,61 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   const first = q.orderBy[0]!;
   const path = first.path;
   if (path.some((s) => typeof s !== 'string') || (path[0] as string).startsWith('_')) return undefined;
+  const prefix = encodeKey([db, ...(path as string[])]);
+  const band = (lo: number, hi: number): KeyRange => ({ gte: Buffer.concat([prefix, Buffer.of(lo)]), lt: Buffer.concat([prefix, Buffer.of(hi)]) });
+  const ownBand = band(ELEMENT_NUMBER, ELEMENT_BIGINT); // the path's own values, in collation order
+  const deeperBand = band(ELEMENT_BYTES, ELEMENT_NUMBER); // arrays and objects at the path
+  // A scan on the sort path itself (every range under it): its postings there are the matches, met in order.
+  const onPath = scan !== 'every document' && owns === undefined && scan.exact && scan.keyFilter === undefined && scan.ranges.every((r) => Buffer.compare(r.gte, prefix) >= 0 && Buffer.compare(r.lt, Buffer.concat([prefix, Buffer.of(0xff)])) <= 0);
   const [only] = conjuncts(q.where);
-  if (first.dir === 'asc' && !(only !== undefined && 'path' in only && samePath(only.path, path) && PRESENCE_KINDS.has(only.kind))) return undefined;
+  if (first.dir === 'asc' && !onPath && !(only !== undefined && 'path' in only && samePath(only.path, path) && PRESENCE_KINDS.has(only.kind))) return undefined;
 
   let keys = 0;
   let bodies = 0;
-  // Every document: each posting is a live one's, and the database's record counts them.
-  let matched: { has(id: string): boolean; readonly size: number };
+  let walkRanges: KeyRange[] = [ownBand];
+  /** Whether a posting met in the walk is a match; undefined: every one is. */
+  let isMatch: ((id: string) => boolean) | undefined;
+  let total: number;
+  /** Matches holding an array or an object at the path, when counted (on-path scans). */
+  let deeperMatches: number | undefined;
   if (scan === 'every document') {
+    // Each posting is a live document's, and the database's record counts them.
     if (owns !== undefined) return undefined;
-    matched = { has: () => true, size: ctx.docs.dbInfo(db).doc_count - (await liveDesignDocs(ctx.docs, db)) };
+    total = ctx.docs.dbInfo(db).doc_count - (await liveDesignDocs(ctx.docs, db));
+  } else if (onPath) {
+    walkRanges = clipRanges(scan.ranges, ownBand);
+    const deeperIds = new Set<string>();
+    for (const r of clipRanges(scan.ranges, deeperBand)) {
+      for await (const batch of ctx.store.keyBatches('paths', r)) {
+        keys += batch.length;
+        for (const key of batch) deeperIds.add(docIdOfPosting(key));
+      }
+    }
+    let own = 0;
+    for (const r of walkRanges) own += await ctx.store.count('paths', r);
+    keys += own;
+    deeperMatches = deeperIds.size;
+    total = own + deeperMatches; // one value at the path: a document is in one band or the other
   } else {
-    const ids = new Set<string>();
-    for (const id of await idsOf(ctx.store, scan)) if (owns === undefined || owns(id)) ids.add(id);
+    const ids = await idSetOf(ctx.store, scan, owns);
     keys += ids.size;
-    matched = ids;
+    isMatch = (id) => ids.has(id);
+    total = ids.size;
   }
-  if (q.limit === 0 || matched.size === 0) return { docs: [], total: matched.size, keys, bodies };
+  if (q.limit === 0 || total === 0) return { docs: [], total, keys, bodies };
 
-  const prefix = encodeKey([db, ...(path as string[])]);
-  const band = (lo: number, hi: number) => ({ gte: Buffer.concat([prefix, Buffer.of(lo)]), lt: Buffer.concat([prefix, Buffer.of(hi)]) });
   if (first.dir === 'desc') {
     // Arrays and objects at the path sort above every value posted there.
-    let deeper = 0;
-    for await (const batch of ctx.store.keyBatches('paths', { ...band(ELEMENT_BYTES, ELEMENT_NUMBER), limit: DEEPER_POSTINGS_MAX + 1 })) {
-      keys += batch.length;
-      deeper += batch.length;
-      if (deeper > DEEPER_POSTINGS_MAX) return undefined;
-      for (const key of batch) if (matched.has(docIdOfPosting(key))) return undefined;
+    if (deeperMatches !== undefined) {
+      if (deeperMatches > 0) return undefined;
+    } else {
+      let deeper = 0;
+      for await (const batch of ctx.store.keyBatches('paths', { ...deeperBand, limit: DEEPER_POSTINGS_MAX + 1 })) {
+        keys += batch.length;
+        deeper += batch.length;
+        if (deeper > DEEPER_POSTINGS_MAX) return undefined;
+        for (const key of batch) if (isMatch === undefined || isMatch(docIdOfPosting(key))) return undefined;
+      }
     }
   }
 
@@ -188,12 +217,14 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   let worst: Json | undefined; // the page's last first-key value, once the page is full
   let pending: string[] = [];
   let seen = 0;
+  let lost = false; // a match's body was gone when read (a write raced the walk)
   const flush = async () => {
     if (pending.length === 0) return;
     const found = await winners(ctx.docs, db, pending);
     bodies += pending.length;
     pending = [];
     for (const d of found) if (d !== undefined) page.push(d);
+    if (found.includes(undefined)) lost = true;
     page.sort((a, b) => compareForOrder(a, b, q.orderBy));
     if (page.length >= windowEnd) {
       page.length = windowEnd;
@@ -203,30 +234,99 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   };
   // Bodies are read a chunk of matches at a time: the page's size, so the first read can fill it.
   const chunk = Math.min(WALK_FETCH_MAX, Math.max(4, windowEnd));
-  let stopped = false;
-  walk: for await (const batch of ctx.store.keyBatches('paths', { ...band(ELEMENT_NUMBER, ELEMENT_BIGINT), reverse: first.dir === 'desc' }, 256)) {
-    for (const key of batch) {
-      keys++;
-      const [tag, ...rest] = decodeKey(key.subarray(prefix.length)) as [number, ...(number | string)[]];
-      const id = rest.at(-1) as string;
-      const value = postedValue(tag, rest.length === 2 ? rest[0] : undefined);
-      if (worst !== undefined && boundHolds(value, first.dir)) {
-        const c = collate(value, worst);
-        if (first.dir === 'asc' ? c > 0 : c < 0) {
-          stopped = true;
-          break walk;
-        }
-      }
-      if (!matched.has(id)) continue;
-      seen++;
+  const desc = first.dir === 'desc';
+  // The postings of one value come together, in id order. With one sort key and every value met
+  // so far whole in its key, a value's matches tie and the id decides among them: only as many as
+  // the page still has room for are read, the lowest ids, and the page is done once it is full
+  // (what follows is worse: a key after a whole one holds a worse value even when cut, since a cut
+  // key is 199 code units or more of its value). Otherwise every match goes to the bodies.
+  const oneKey = q.orderBy.length === 1;
+  let exactSoFar = true;
+  let group: { tag: number; raw: number | string | undefined; value: Json; ids: string[] } | undefined;
+  const closeGroup = async () => {
+    if (group === undefined || group.ids.length === 0) return;
+    let ids = group.ids;
+    if (oneKey && exactSoFar) {
+      if (desc) ids.reverse(); // met from the highest id down
+      ids = ids.slice(0, Math.max(0, windowEnd - page.length - pending.length));
+    }
+    for (const id of ids) {
       pending.push(id);
       if (pending.length >= chunk) await flush();
     }
+  };
+  let stopped = false;
+  walk: for (const range of desc ? [...walkRanges].reverse() : walkRanges) {
+    for await (const batch of ctx.store.keyBatches('paths', { ...range, reverse: desc }, 256)) {
+      for (const key of batch) {
+        keys++;
+        const [tag, ...rest] = decodeKey(key.subarray(prefix.length)) as [number, ...(number | string)[]];
+        const id = rest.at(-1) as string;
+        const raw = rest.length === 2 ? rest[0] : undefined;
+        if (group === undefined || tag !== group.tag || raw !== group.raw) {
+          exactSoFar &&= group === undefined || boundHolds(group.value, 'desc');
+          await closeGroup();
+          const value = postedValue(tag, raw);
+          if (oneKey && exactSoFar && page.length + pending.length >= windowEnd) {
+            stopped = true;
+            break walk;
+          }
+          if (worst !== undefined && boundHolds(value, first.dir)) {
+            const c = collate(value, worst);
+            if (desc ? c < 0 : c > 0) {
+              stopped = true;
+              break walk;
+            }
+          }
+          group = { tag, raw, value, ids: [] };
+        }
+        if (isMatch !== undefined && !isMatch(id)) continue;
+        seen++;
+        group.ids.push(id);
+      }
+    }
+  }
+  if (!stopped) {
+    exactSoFar &&= group === undefined || boundHolds(group.value, 'desc');
+    await closeGroup();
   }
   await flush();
+  // A body gone under the walk: the page may be short of one; the general path decides.
+  if (lost) return undefined;
   // Every match seen: the page is whole whatever the walk could not see.
-  if (!stopped && seen < matched.size) return undefined;
-  return { docs: page.slice(q.offset, windowEnd), total: matched.size, keys, bodies };
+  if (!stopped && seen < total) return undefined;
+  return { docs: page.slice(q.offset, windowEnd), total, keys, bodies };
+}
+
+/** The parts of `ranges` inside `band`, in key order. */
+function clipRanges(ranges: readonly KeyRange[], band: KeyRange): KeyRange[] {
+  const out: KeyRange[] = [];
+  for (const r of ranges) {
+    const gte = Buffer.compare(r.gte, band.gte) > 0 ? r.gte : band.gte;
+    const lt = Buffer.compare(r.lt, band.lt) < 0 ? r.lt : band.lt;
+    if (Buffer.compare(gte, lt) < 0) out.push({ gte, lt });
+  }
+  return out.sort((a, b) => Buffer.compare(a.gte, b.gte));
+}
+
+/** A scan's document ids as a set (no order needed): one value's ranges decode only the id past the value. */
+async function idSetOf(store: Store, scan: Scan, owns: ((id: string) => boolean) | undefined): Promise<Set<string>> {
+  if (scan.idOffsets === undefined) {
+    const ids = new Set<string>();
+    for (const id of await idsOf(store, scan)) if (owns === undefined || owns(id)) ids.add(id);
+    return ids;
+  }
+  const ids = new Set<string>();
+  for (let i = 0; i < scan.ranges.length; i++) {
+    const offset = scan.idOffsets[i]!;
+    for await (const batch of store.keyBatches('paths', scan.ranges[i]!)) {
+      for (const key of batch) {
+        const id = decodeKey(key.subarray(offset))[0] as string;
+        if (owns === undefined || owns(id)) ids.add(id);
+      }
+    }
+  }
+  return ids;
 }
 
 /** How many live design documents a database holds (its record's count includes them; `_find` never returns them). */

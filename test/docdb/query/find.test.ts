@@ -321,6 +321,7 @@ t.test('oracle: sorted pages read in the sort key\'s index order equal brute for
         [{ path: ['s'], value: 2 }],
         [{ path: ['t'], op: '<=', value: 1 }],
         [{ path: ['s'], op: '>', value: null }],
+        [{ path: ['s'], op: 'in', value: [0, 'a', 2, 5, 'x'.repeat(199) + 'a', null] }],
         [],
       ),
       fc.constantFrom<unknown[]>([{ s: 'desc' }], [{ s: 'asc' }], [{ s: 'desc' }, { t: 'asc' }], [{ s: 'asc' }, { _id: 'desc' }], [{ s: 'desc' }, { t: 'desc' }, { _id: 'desc' }]),
@@ -360,6 +361,12 @@ t.test('a sorted page of an indexed selector reads the bodies near the page, not
     t.equal(res.body.meta.total, pool.length, `${dir}: the total counts every match`);
     t.ok(res.body.execution_stats.total_docs_examined <= 32, `${dir}: ${res.body.execution_stats.total_docs_examined} bodies read for ${pool.length} matches`);
   }
+  // Several values of the sort path: walked from the last value's range down.
+  const several = Array.from({ length: 60 }, (_, i) => i * 5);
+  const picked = await find(node, 'sorted', { selector: { at: { $in: several } }, sort: [{ at: 'desc' }], limit: 5, execution_stats: true });
+  t.same(ids(picked), docs.filter((d) => several.includes(d.at)).sort((a, b) => b.at - a.at).slice(0, 5).map((d) => d._id));
+  t.ok(picked.body.execution_stats.total_docs_examined <= 32, `$in: ${picked.body.execution_stats.total_docs_examined} bodies read`);
+
   // CouchDB's idiom for "has the field": `$gt: null`.
   const present = await find(node, 'sorted', { selector: { at: { $gt: null } }, sort: [{ at: 'asc' }], limit: 3, execution_stats: true });
   t.same(ids(present), [...docs].sort((a, b) => a.at - b.at).slice(0, 3).map((d) => d._id));
@@ -388,4 +395,6 @@ t.test('a sorted page of an indexed selector reads the bodies near the page, not
   const cut = ['x'.repeat(250), 'x'.repeat(250), 'x'.repeat(201) + 'a', 'x'.repeat(199) + 'a', 'x'.repeat(199) + '\u{1F600}a'];
   await seed(node, 'cut', cut.map((s, i) => ({ _id: `c${i}`, s, g: 1 })));
   t.same(ids(await find(node, 'cut', { selector: { g: 1 }, sort: [{ s: 'desc' }], limit: 1 })), ['c4'], 'the emoji sorts above every x, though its key is the shortest');
+  await seed(node, 'cut2', [{ _id: 'a', s: 'x'.repeat(199) + 'a', g: 1 }, { _id: 'b', s: 'x'.repeat(199) + '\u{1F600}a', g: 1 }]);
+  t.same(ids(await find(node, 'cut2', { selector: { g: 1 }, sort: [{ s: 'desc' }], limit: 1 })), ['b'], 'a full page is not done while the next key may be cut');
 });
