@@ -332,7 +332,8 @@ async function idSetOf(store: Store, scan: Scan, owns: ((id: string) => boolean)
 /** How many live design documents a database holds (its record's count includes them; `_find` never returns them). */
 async function liveDesignDocs(docs: DocReader, db: string): Promise<number> {
   let n = 0;
-  for await (const batch of docs.scanRecords(db, 16, '_design')) {
+  // Design ids are `_design/…`: between `_design` and `_design0` (`0` follows `/`).
+  for await (const batch of docs.scanRecords(db, 64, '_design', '_design0')) {
     for (const d of batch) {
       if (!isDesignDocId(d.id)) return n;
       if (!d.record.deleted) n++;
