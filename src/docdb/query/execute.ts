@@ -5,7 +5,7 @@
 // for the returned page alone; for one value (equality) the count comes from `ValueCounts`
 // and only the page's keys are read.
 import { FirkinError } from '../../core/errors.js';
-import { type KeyRange, decodeKey, encodeKey } from '../../core/keys.js';
+import { type KeyRange, decodeKey, encodeKey, prefixRange } from '../../core/keys.js';
 import { isDesignDocId } from '../names.js';
 import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
@@ -17,7 +17,7 @@ import { bookmarkAfter } from './bookmark.js';
 import { MISSING, collate, compareStrings } from './collate.js';
 import { QUERY_LIMITS } from './parse.js';
 import { type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
-import { STRING_CHARS_MAX, TYPE_TAG, docIdOfPosting } from './postings.js';
+import { STRING_CHARS_MAX, TYPE_TAG, docIdOfPosting, leafKey } from './postings.js';
 import { conflicts } from '../revtree.js';
 
 /** Counting a scan's postings stops here: past it, the scan is "big" and its exact size is irrelevant. */
@@ -196,7 +196,17 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
     isMatch = (id) => ids.has(id);
     total = ids.size;
   }
-  if (q.limit === 0 || total === 0) return { docs: [], total, keys, bodies };
+  const after = q.after;
+  if (after === undefined && (q.limit === 0 || total === 0)) return { docs: [], total, keys, bodies };
+  // A bookmark's page starts after its position: the walk starts at its first key's value.
+  let bookmarkGroup: KeyRange | undefined;
+  if (after !== undefined) {
+    const b = after.keys[0];
+    const leaf = b === undefined ? undefined : leafKey(b);
+    // A missing field or a container has no posting of its own; a long string may be cut in its key.
+    if (leaf === undefined || (typeof b === 'string' && !boundHolds(b, 'desc'))) return undefined;
+    bookmarkGroup = prefixRange([db, ...(path as string[]), leaf.tag, ...(leaf.value === undefined ? [] : [leaf.value])]);
+  }
 
   if (first.dir === 'desc') {
     // Arrays and objects at the path sort above every value posted there.
@@ -212,6 +222,50 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
       }
     }
   }
+
+  /** Of the bookmark's value's matches, those after its position (the rest, like everything walked before that value, is before it). */
+  let afterInGroup: Set<string> | undefined;
+  if (after !== undefined && bookmarkGroup !== undefined) {
+    const desc = first.dir === 'desc';
+    // Before the bookmark: what the walk meets before its value (missing fields, sorting first, are
+    // ruled out ascending; arrays and objects, first descending, were looked for above).
+    const before = clipRanges(walkRanges, desc ? { gte: bookmarkGroup.lt, lt: ownBand.lt } : { gte: ownBand.gte, lt: bookmarkGroup.gte });
+    let beforeCount = 0;
+    for (const r of before) {
+      if (isMatch === undefined) {
+        beforeCount += await ctx.store.count('paths', r);
+        continue;
+      }
+      for await (const batch of ctx.store.keyBatches('paths', r)) for (const key of batch) if (isMatch(docIdOfPosting(key))) beforeCount++;
+    }
+    const tied: string[] = [];
+    for (const r of clipRanges(walkRanges, bookmarkGroup)) {
+      for await (const batch of ctx.store.keyBatches('paths', r)) {
+        for (const key of batch) {
+          const id = docIdOfPosting(key);
+          if (isMatch === undefined || isMatch(id)) tied.push(id);
+        }
+      }
+    }
+    keys += beforeCount + tied.length;
+    if (q.orderBy.length === 1) {
+      // One sort key: the bookmark's value ties, and the id decides.
+      afterInGroup = new Set(tied.filter((id) => compareStrings(id, after.id) > 0));
+    } else {
+      afterInGroup = new Set<string>();
+      for (let i = 0; i < tied.length; i += FETCH_BATCH) {
+        const slice = tied.slice(i, i + FETCH_BATCH);
+        bodies += slice.length;
+        for (const d of await winners(ctx.docs, db, slice)) {
+          if (d === undefined) return undefined; // a write raced the walk
+          if (compareToPosition(d, after, q.orderBy) > 0) afterInGroup.add(d.id);
+        }
+      }
+    }
+    total -= beforeCount + (tied.length - afterInGroup.size);
+    walkRanges = clipRanges(walkRanges, desc ? { gte: ownBand.gte, lt: bookmarkGroup.lt } : { gte: bookmarkGroup.gte, lt: ownBand.lt });
+  }
+  if (q.limit === 0 || total === 0) return { docs: [], total, keys, bodies };
 
   const page: FoundDoc[] = [];
   let worst: Json | undefined; // the page's last first-key value, once the page is full
@@ -281,6 +335,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
           group = { tag, raw, value, ids: [] };
         }
         if (isMatch !== undefined && !isMatch(id)) continue;
+        if (afterInGroup !== undefined && bookmarkGroup !== undefined && Buffer.compare(key, bookmarkGroup.gte) >= 0 && Buffer.compare(key, bookmarkGroup.lt) < 0 && !afterInGroup.has(id)) continue;
         seen++;
         group.ids.push(id);
       }
@@ -546,7 +601,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   }
 
   const everything = conjuncts(q.where).length === 0;
-  if (q.orderBy.length > 0 && q.after === undefined && limit !== undefined && ((plan.kind === 'index' && exact) || everything)) {
+  if (q.orderBy.length > 0 && limit !== undefined && ((plan.kind === 'index' && exact) || everything)) {
     const walked = await orderedByIndex(ctx, db, q, plan.kind === 'index' ? plan.scan : 'every document', owns, windowEnd);
     if (walked !== undefined) {
       stats.keysExamined = walked.keys;
