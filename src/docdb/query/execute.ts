@@ -82,8 +82,12 @@ async function idsOf(store: Store, scan: Scan): Promise<string[]> {
   return sortIds([...ids]);
 }
 
+const HIGH_UNITS = /[\uD800-\uFFFF]/;
+
 /** Tuple keys order strings by code point (UTF-8 bytes): sort ids the same way so pages are stable. */
 function sortIds(ids: string[]): string[] {
+  // Below U+D800, UTF-16 order is code point order: the native string sort (ids are mostly ASCII).
+  if (!ids.some((id) => HIGH_UNITS.test(id))) return ids.sort();
   // Encode each id once, not once per comparison.
   const encoded = ids.map((id) => ({ id, bytes: Buffer.from(id) }));
   encoded.sort((a, b) => Buffer.compare(a.bytes, b.bytes));

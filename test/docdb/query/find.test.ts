@@ -460,3 +460,19 @@ t.test('a sorted page of an indexed selector reads the bodies near the page, not
   await seed(node, 'cut2', [{ _id: 'a', s: 'x'.repeat(199) + 'a', g: 1 }, { _id: 'b', s: 'x'.repeat(199) + '\u{1F600}a', g: 1 }]);
   t.same(ids(await find(node, 'cut2', { selector: { g: 1 }, sort: [{ s: 'desc' }], limit: 1 })), ['b'], 'a full page is not done while the next key may be cut');
 });
+
+t.test('a page in id order is in code point order, whatever characters the ids hold', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  const idsIn = ['b', 'a', '\uE000x', '\u{1F600}', 'A', 'é', '\uFFFDz', 'zz'];
+  await seed(node, 'ids', idsIn.map((_id) => ({ _id, n: 1 })));
+  const codePoints = [...idsIn].sort((a, b) => {
+    const x = [...a].map((c) => c.codePointAt(0)!);
+    const y = [...b].map((c) => c.codePointAt(0)!);
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+    return x.length - y.length;
+  });
+  t.same(ids(await find(node, 'ids', { selector: { n: { $gte: 0 } }, limit: 20 })), codePoints, 'a range plan sorts its ids');
+  const ascii = idsIn.filter((id) => /^[a-z]+$/.test(id));
+  t.same(ids(await find(node, 'ids', { selector: { n: { $gte: 0 }, _id: { $in: ascii } }, limit: 20 })), [...ascii].sort());
+});
