@@ -146,9 +146,10 @@ const samePath = (a: readonly (string | number)[], b: readonly (string | number)
  * postings, instead of reading every match's body. The matches are the plan's ids (keys only:
  * a set to test each posting against), or, when the plan scans the sort path itself, its own
  * postings there (counted, no set: the walk goes through the scan's ranges), or every document.
- * The walk goes through the path's values in the sort's direction, reads the bodies of the
- * matches it meets, and stops once the page is full and the next posted value is worse than the
- * page's last (ties go on: later keys and the id break them on bodies). Order is CouchDB's
+ * The walk goes through the path's values in the sort's direction (from a bookmark's value, the
+ * matches before it counted from keys), reads the bodies of the matches it meets, and stops once
+ * the page is full and the next posted value is worse than the page's last (ties go on: the id
+ * decides them from keys with one sort key, bodies with more). Order is CouchDB's
  * collation with "missing" lowest, so the walk answers only when the documents it cannot see
  * could not be on the page: ascending, the selector must imply the path is present (a missing
  * one would come first); descending, no match may hold an array or object there (they come first,
