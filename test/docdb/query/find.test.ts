@@ -29,6 +29,15 @@ async function find(node: TestNode, db: string, body: unknown) {
 
 const ids = (res: { body: { docs: { _id: string }[] } }) => res.body.docs.map((d) => d._id);
 
+/** Brute force: the documents matching a `_find` body, in its order. */
+function bruteForce(docs: readonly { _id: string }[], body: unknown): { id: string; body: Json }[] {
+  const q = parseFind(body);
+  return docs
+    .map((d) => ({ id: d._id, body: d as unknown as Json }))
+    .filter((d) => matches(d.body, q.where as Condition))
+    .sort((a, b) => compareForOrder(a, b, q.orderBy));
+}
+
 /** A property round's database: `docs` written as d00, d01, …; the documents with their ids and the write's answer. */
 async function roundDb<D extends object>(node: TestNode, db: string, docs: readonly D[]) {
   await node.request('PUT', `/db/${db}`);
@@ -192,11 +201,7 @@ t.test('oracle: _find returns exactly the brute-force answer, in order, with the
         }
         const body: Record<string, unknown> = { where, offset: page.offset, ...(page.limit === undefined ? {} : { limit: page.limit }) };
         if (page.order !== undefined) body.order_by = page.order;
-        const q = parseFind(body);
-        const live = withIds.filter((d) => !deleted.has(d._id)).map((d) => ({ id: d._id, body: { ...current.get(d._id), _id: d._id } as unknown as Json }));
-        const expected = live
-          .filter((d) => matches(d.body, q.where as Condition))
-          .sort((a, b) => compareForOrder(a, b, q.orderBy));
+        const expected = bruteForce(withIds.filter((d) => !deleted.has(d._id)).map((d) => ({ ...current.get(d._id), _id: d._id })), body);
         const res = await find(node, db, body);
         const want = expected.slice(page.offset, page.limit === undefined ? undefined : page.offset + page.limit).map((d) => d.id);
         await node.request('DELETE', `/db/${db}`);
@@ -229,12 +234,7 @@ t.test('oracle: paging by bookmark returns every match once, in order, whatever 
         const db = `pages${round++}`;
         const { withIds } = await roundDb(node, db, docs);
         const body: Record<string, unknown> = { where, limit, ...(order === undefined ? {} : { sort: order }) };
-        const q = parseFind(body);
-        const expected = withIds
-          .map((d) => ({ id: d._id, body: d as unknown as Json }))
-          .filter((d) => matches(d.body, q.where as Condition))
-          .sort((a, b) => compareForOrder(a, b, q.orderBy))
-          .map((d) => d.id);
+        const expected = bruteForce(withIds, body).map((d) => d.id);
         const got: string[] = [];
         let bookmark: string | undefined;
         for (let pages = 0; pages <= expected.length / limit + 1; pages++) {
@@ -331,11 +331,7 @@ t.test('oracle: sorted pages read in the sort key\'s index order equal brute for
         const db = `sorted${round++}`;
         const { withIds } = await roundDb(node, db, docs);
         const body = { where, sort, limit, skip };
-        const q = parseFind(body);
-        const expected = withIds
-          .map((d) => ({ id: d._id, body: d as unknown as Json }))
-          .filter((d) => matches(d.body, q.where as Condition))
-          .sort((a, b) => compareForOrder(a, b, q.orderBy));
+        const expected = bruteForce(withIds, body);
         const res = await find(node, db, body);
         await node.request('DELETE', `/db/${db}`);
         const want = expected.slice(skip, skip + limit).map((d) => d.id);
@@ -368,12 +364,7 @@ t.test('oracle: bookmark pages of a sorted query walked in index order: every ma
         const db = `sortedpages${round++}`;
         const { withIds } = await roundDb(node, db, docs);
         const body = { where, sort, limit, skip };
-        const q = parseFind(body);
-        const expected = withIds
-          .map((d) => ({ id: d._id, body: d as unknown as Json }))
-          .filter((d) => matches(d.body, q.where as Condition))
-          .sort((a, b) => compareForOrder(a, b, q.orderBy))
-          .map((d) => d.id);
+        const expected = bruteForce(withIds, body).map((d) => d.id);
         // Each page skips `skip` after the bookmark (CouchDB's `skip` applies after it).
         const want: string[] = [];
         let remaining = expected;
