@@ -2,6 +2,7 @@
 // function returns the whole output, lines joined, ending with a newline.
 import { type HealthBody, type JobRow, type NodeDetailsBody, type NodeStatusBody, type NodesBody, type ReshardJobBody, type ShardsBody, type StatusBody, type TaskRow, type VdbRebalanceBody, type VdbShardRow, documentCount } from './contract.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
+import { CAUGHT_UP_LAG } from '../cluster/removal-risk.js';
 import { cleanCell, formatTable } from './table.js';
 
 const NONE = '-';
@@ -72,14 +73,37 @@ function lagCell(lag: Record<string, number | null> | undefined, learners: reado
     .join(' ');
 }
 
-/** One row per shard: replicas, leader (term), lag per member (`lagCell`). */
+/**
+ * Why a shard is not settled (none: it is): no leader, a replica down, a learner, members other
+ * than its placement (a move under way), a member not heard from or more than CAUGHT_UP_LAG
+ * entries behind (the removal guard's "in step").
+ */
+export function unsettled(s: ShardsBody['shards'][number]): string[] {
+  if (s.leader === null || s.lag === undefined) return ['no leader'];
+  const why: string[] = [];
+  for (const n of s.down ?? []) why.push(`${n} down`);
+  for (const n of s.learners ?? []) why.push(`${n} a learner`);
+  const members = Object.keys(s.lag);
+  const moving = members.length !== s.replicas.length || s.replicas.some((r) => !members.includes(r));
+  if (moving) why.push(`members ${members.join(', ')} are not its placement`);
+  for (const [n, lag] of Object.entries(s.lag)) {
+    if (s.down?.includes(n) === true) continue;
+    if (lag === null) why.push(`${n} not heard from`);
+    else if (lag > CAUGHT_UP_LAG) why.push(`${n} ${lag} entries behind`);
+  }
+  return why;
+}
+
+/** One row per shard: replicas, leader (term), lag per member (`lagCell`); then whether every shard is settled. */
 export function renderShards(body: ShardsBody): string {
   const header = ['SHARD', 'GROUP', 'REPLICAS', 'LEADER', 'LAG'];
   const rows = body.shards.map((s) => {
     const leader = s.leader === null ? `${NONE} (${cleanCell(s.error ?? 'no leader')})` : `${cleanCell(s.leader)} (term ${s.term ?? '?'})`;
     return [String(s.shard), cleanCell(s.group), list(s.replicas), leader, lagCell(s.lag, s.learners, s.down)];
   });
-  return lines([`${cleanCell(body.collection)}: replication factor ${body.replication_factor}`, ...formatTable([header, ...rows])]);
+  const open = body.shards.map((s) => ({ shard: s.shard, why: unsettled(s) })).filter((s) => s.why.length > 0);
+  const verdict = open.length === 0 ? 'settled: every shard has a leader and its placement, all in step' : `not settled: ${open.map((s) => `shard ${s.shard} (${s.why.map(cleanCell).join('; ')})`).join(', ')}`;
+  return lines([`${cleanCell(body.collection)}: replication factor ${body.replication_factor}`, ...formatTable([header, ...rows]), verdict]);
 }
 
 /** A VDB's shards: hash range (hex), replicas, primary, status, lag per replica (`lagCell`). */

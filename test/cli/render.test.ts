@@ -51,6 +51,11 @@ t.test('shards: replicas, leader and term, lag per member (learners marked)', (t
   t.match(out, /0 +vs0 +n1, n2, n4 +n1 \(term 3\) +n1:0 n2:1 n4\+:\?/);
   t.match(out, /1 +vs1 +n2, n3, n1 +- \(no_quorum\) +-/);
   t.match(out, /2 +vs2 +n1, n2, n3 +n2 \(term 4\) +n1:0 n2:0 n3:down/, 'a replica on a node that is down shows it, not its last lag');
+  t.equal(out.trimEnd().split('\n').at(-1), 'not settled: shard 0 (n4 a learner; n4 not heard from), shard 1 (no leader), shard 2 (n3 down)');
+  const calm = renderShards({ collection: 'c', replication_factor: 2, shards: [{ shard: 0, group: 'vs0', replicas: ['n1', 'n2'], leader: 'n1', term: 3, lag: { n1: 0, n2: 100 } }] });
+  t.equal(calm.trimEnd().split('\n').at(-1), 'settled: every shard has a leader and its placement, all in step');
+  const behind = renderShards({ collection: 'c', replication_factor: 2, shards: [{ shard: 0, group: 'vs0', replicas: ['n1', 'n2'], leader: 'n1', term: 3, lag: { n1: 0, n3: 101 } }] });
+  t.equal(behind.trimEnd().split('\n').at(-1), 'not settled: shard 0 (members n1, n3 are not its placement; n3 101 entries behind)');
   t.end();
 });
 
