@@ -34,6 +34,8 @@ try {
     if (res.status >= 300) throw new Error(`load failed: ${res.status} ${res.text.slice(0, 200)}`);
   }
   const loadS = (performance.now() - loadStart) / 1000;
+  // A deep page by bookmark: where the page after the first 5,000 newest documents starts.
+  const deep = await call('POST', '/db/users/_find', { selector: {}, sort: [{ created_at: 'desc' }], limit: 5000, fields: ['_id'] });
   const cases: Record<string, unknown> = {
     'equality limit 10': { where: [{ path: ['type'], value: 'user' }], limit: 10 },
     'selective equality': { where: [{ path: ['name'], value: 'name4242' }] },
@@ -46,6 +48,7 @@ try {
     'top-K range sorted by itself': { where: [{ path: ['age'], op: '>=', value: 60 }], order_by: [{ path: ['age'] }], limit: 10 },
     'top-K newest first (every document)': { selector: {}, sort: [{ created_at: 'desc' }], limit: 20 },
     'top-K $gt null asc': { selector: { created_at: { $gt: null } }, sort: [{ created_at: 'asc' }], limit: 20 },
+    'top-K bookmark after 5000 (every document, created_at desc)': { selector: {}, sort: [{ created_at: 'desc' }], limit: 20, bookmark: deep.body.bookmark },
     'count equality': { selector: { type: 'user' }, limit: 0 },
     'count all': { where: [], limit: 0 },
   };
