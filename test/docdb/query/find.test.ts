@@ -467,3 +467,25 @@ t.test('a page in id order is in code point order, whatever characters the ids h
   const ascii = idsIn.filter((id) => /^[a-z]+$/.test(id));
   t.same(ids(await find(node, 'ids', { selector: { n: { $gte: 0 }, _id: { $in: ascii } }, limit: 20 })), [...ascii].sort());
 });
+
+t.test('sorted queries with any sort, selector and bookmark answer 200 or 400, never 5xx', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await seed(node, 'anysort', Array.from({ length: 30 }, (_, i) => ({ _id: `a${i}`, s: [i, `v${i}`, null, [i], { k: i }, 'x'.repeat(199 + (i % 3))][i % 6], g: i % 3 })));
+  const valid = await find(node, 'anysort', { selector: { s: { $gt: null } }, sort: [{ s: 'desc' }], limit: 4 });
+  const arbPathText = fc.oneof(fc.constantFrom('s', 'g', 's.k', 's.0', '_id', '_rev', '_x', '', 'a..b', 'nope'), fc.string({ maxLength: 6 }));
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.dictionary(arbPathText, fc.constantFrom('asc', 'desc', 'up', 1)), { maxLength: 3 }),
+      fc.oneof(fc.constant({}), fc.record({ s: fc.oneof(fc.constant({ $gt: null }), fc.constant({ $exists: true }), fc.constant({ $gte: 2 }), fc.jsonValue({ maxDepth: 2 })) }), fc.record({ g: fc.integer({ min: 0, max: 3 }) })),
+      fc.oneof(fc.constant(undefined), fc.constant(valid.body.bookmark), fc.string({ maxLength: 20 }), fc.jsonValue({ maxDepth: 2 }).map((v) => Buffer.from(JSON.stringify({ v: 1, k: [[1, v]], id: 'a1' })).toString('base64url'))),
+      fc.option(fc.integer({ min: -1, max: 40 }), { nil: undefined }),
+      async (sort, selector, bookmark, limit) => {
+        const res = await find(node, 'anysort', { selector, sort, ...(bookmark === undefined ? {} : { bookmark }), ...(limit === undefined ? {} : { limit }) });
+        return res.status === 200 || res.status === 400;
+      },
+    ),
+    fcParams(150),
+  );
+  t.equal((await node.request('GET', '/_up')).status < 500, true, 'the node still answers');
+});
