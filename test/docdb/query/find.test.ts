@@ -487,5 +487,5 @@ t.test('sorted queries with any sort, selector and bookmark answer 200 or 400, n
     ),
     fcParams(150),
   );
-  t.equal((await node.request('GET', '/_up')).status < 500, true, 'the node still answers');
+  t.equal((await node.request('GET', '/db/anysort')).status, 200, 'the node still answers');
 });
