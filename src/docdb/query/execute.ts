@@ -104,6 +104,13 @@ const ELEMENT_BIGINT = 0x04;
 const WALK_FETCH_MAX = 256;
 /** Postings under a path at deeper paths a desc walk looks through before giving up on the index order. */
 const DEEPER_POSTINGS_MAX = 4_096;
+/**
+ * Postings of the sort path a walk testing each against the matches' ids goes through, at least,
+ * before it gives up for the general path (which reads every match's body): with few matches
+ * spread over a long path (one document sorted among 100,000) the walk would cost more. Past
+ * this, the walk may go on for 8 postings a match.
+ */
+const WALK_POSTINGS_MIN = 4_096;
 
 /** The value a posting at a path's own band stands for: the value itself, or for a string its key form (cut to STRING_CHARS_MAX, lone surrogates as U+FFFD). */
 function postedValue(tag: number, value: number | string | undefined): Json {
@@ -156,7 +163,7 @@ const samePath = (a: readonly (string | number)[], b: readonly (string | number)
  * and are posted at deeper paths). Anything else, or a walk that ends before every match was
  * seen with the page not decided, is undefined: the caller runs the general path.
  */
-async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: Scan | 'every document', owns: ((id: string) => boolean) | undefined, windowEnd: number): Promise<{ docs: FoundDoc[]; total: number; keys: number; bodies: number } | undefined> {
+async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: Scan | 'every document', owns: ((id: string) => boolean) | undefined, windowEnd: number, spent: { keys: number; bodies: number }): Promise<{ docs: FoundDoc[]; total: number } | undefined> {
   const first = q.orderBy[0]!;
   const path = first.path;
   if (path.some((s) => typeof s !== 'string') || (path[0] as string).startsWith('_')) return undefined;
@@ -169,8 +176,6 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   const [only] = conjuncts(q.where);
   if (first.dir === 'asc' && !onPath && !(only !== undefined && 'path' in only && samePath(only.path, path) && PRESENCE_KINDS.has(only.kind))) return undefined;
 
-  let keys = 0;
-  let bodies = 0;
   let walkRanges: KeyRange[] = [ownBand];
   /** Whether a posting met in the walk is a match; undefined: every one is. */
   let isMatch: ((id: string) => boolean) | undefined;
@@ -186,23 +191,23 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
     const deeperIds = new Set<string>();
     for (const r of clipRanges(scan.ranges, deeperBand)) {
       for await (const batch of ctx.store.keyBatches('paths', r)) {
-        keys += batch.length;
+        spent.keys += batch.length;
         for (const key of batch) deeperIds.add(docIdOfPosting(key));
       }
     }
     let own = 0;
     for (const r of walkRanges) own += await ctx.store.count('paths', r);
-    keys += own;
+    spent.keys += own;
     deeperMatches = deeperIds.size;
     total = own + deeperMatches; // one value at the path: a document is in one band or the other
   } else {
     const ids = await idSetOf(ctx.store, scan, owns);
-    keys += ids.size;
+    spent.keys += ids.size;
     isMatch = (id) => ids.has(id);
     total = ids.size;
   }
   const after = q.after;
-  if (after === undefined && (q.limit === 0 || total === 0)) return { docs: [], total, keys, bodies };
+  if (after === undefined && (q.limit === 0 || total === 0)) return { docs: [], total };
   // A bookmark's page starts after its position: the walk starts at its first key's value.
   let bookmarkGroup: KeyRange | undefined;
   if (after !== undefined) {
@@ -220,7 +225,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
     } else {
       let deeper = 0;
       for await (const batch of ctx.store.keyBatches('paths', { ...deeperBand, limit: DEEPER_POSTINGS_MAX + 1 })) {
-        keys += batch.length;
+        spent.keys += batch.length;
         deeper += batch.length;
         if (deeper > DEEPER_POSTINGS_MAX) return undefined;
         for (const key of batch) if (isMatch === undefined || isMatch(docIdOfPosting(key))) return undefined;
@@ -252,7 +257,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
         }
       }
     }
-    keys += beforeCount + tied.length;
+    spent.keys += beforeCount + tied.length;
     if (q.orderBy.length === 1) {
       // One sort key: the bookmark's value ties, and the id decides.
       afterInGroup = new Set(tied.filter((id) => compareStrings(id, after.id) > 0));
@@ -260,7 +265,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
       afterInGroup = new Set<string>();
       for (let i = 0; i < tied.length; i += FETCH_BATCH) {
         const slice = tied.slice(i, i + FETCH_BATCH);
-        bodies += slice.length;
+        spent.bodies += slice.length;
         for (const d of await winners(ctx.docs, db, slice)) {
           if (d === undefined) return undefined; // a write raced the walk
           if (compareToPosition(d, after, q.orderBy) > 0) afterInGroup.add(d.id);
@@ -270,7 +275,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
     total -= beforeCount + (tied.length - afterInGroup.size);
     walkRanges = clipRanges(walkRanges, desc ? { gte: ownBand.gte, lt: bookmarkGroup.lt } : { gte: bookmarkGroup.gte, lt: ownBand.lt });
   }
-  if (q.limit === 0 || total === 0) return { docs: [], total, keys, bodies };
+  if (q.limit === 0 || total === 0) return { docs: [], total };
 
   const page: FoundDoc[] = [];
   let worst: Json | undefined; // the page's last first-key value, once the page is full
@@ -280,7 +285,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   const flush = async () => {
     if (pending.length === 0) return;
     const found = await winners(ctx.docs, db, pending);
-    bodies += pending.length;
+    spent.bodies += pending.length;
     pending = [];
     for (const d of found) if (d !== undefined) page.push(d);
     if (found.includes(undefined)) lost = true;
@@ -315,10 +320,13 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
     }
   };
   let stopped = false;
+  const walkMax = isMatch === undefined ? Infinity : Math.max(WALK_POSTINGS_MIN, 8 * total);
+  let walked = 0;
   walk: for (const range of desc ? [...walkRanges].reverse() : walkRanges) {
     for await (const batch of ctx.store.keyBatches('paths', { ...range, reverse: desc }, 256)) {
       for (const key of batch) {
-        keys++;
+        spent.keys++;
+        if (++walked > walkMax) return undefined;
         const [tag, ...rest] = decodeKey(key.subarray(prefix.length)) as [number, ...(number | string)[]];
         const id = rest.at(-1) as string;
         const raw = rest.length === 2 ? rest[0] : undefined;
@@ -355,7 +363,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   if (lost) return undefined;
   // Every match seen: the page is whole whatever the walk could not see.
   if (!stopped && seen < total) return undefined;
-  return { docs: page.slice(q.offset, windowEnd), total, keys, bodies };
+  return { docs: page.slice(q.offset, windowEnd), total };
 }
 
 /** The parts of `ranges` inside `band`, in key order. */
@@ -537,6 +545,8 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     }
   };
   const stats: FindStats = { keysExamined: 0, docsExamined: 0 };
+  /** What an index-order walk read, whether it answered or gave way to the general path. */
+  const spent = { keys: 0, bodies: 0 };
   // Asking for everything reads everything; a selector with conditions that no index served is worth a warning.
   if (plan.kind === 'full_scan' && conjuncts(q.where).length > 0 && !onlyIds(q.where)) stats.fullScan = plan.reason;
   /** The answer for a page (before projection: the bookmark may need a field it drops). */
@@ -544,7 +554,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     docs: await outputAll(ctx.docs, db, docs, q),
     meta: { total, offset: q.offset, limit: limit ?? null },
     bookmark: bookmarkAfter(docs, q),
-    stats,
+    stats: { ...stats, keysExamined: stats.keysExamined + spent.keys, docsExamined: stats.docsExamined + spent.bodies },
   });
 
   const idOffsets = plan.kind === 'index' ? plan.scan.idOffsets : undefined;
@@ -607,12 +617,8 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
 
   const everything = conjuncts(q.where).length === 0;
   if (q.orderBy.length > 0 && limit !== undefined && ((plan.kind === 'index' && exact) || everything)) {
-    const walked = await orderedByIndex(ctx, db, q, plan.kind === 'index' ? plan.scan : 'every document', owns, windowEnd);
-    if (walked !== undefined) {
-      stats.keysExamined = walked.keys;
-      stats.docsExamined = walked.bodies;
-      return answer(walked.docs, walked.total);
-    }
+    const walked = await orderedByIndex(ctx, db, q, plan.kind === 'index' ? plan.scan : 'every document', owns, windowEnd, spent);
+    if (walked !== undefined) return answer(walked.docs, walked.total);
   }
 
   const ordered = q.orderBy.length > 0;

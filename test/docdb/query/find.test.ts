@@ -468,6 +468,18 @@ t.test('a page in id order is in code point order, whatever characters the ids h
   t.same(ids(await find(node, 'ids', { selector: { n: { $gte: 0 }, _id: { $in: ascii } }, limit: 20 })), [...ascii].sort());
 });
 
+t.test('a sorted page of few matches spread over a long sort path gives way to reading the matches', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  // Two matches at the low end of 5,000 values: walking down from the top would pass them all.
+  const docs = Array.from({ length: 5_000 }, (_, i) => ({ _id: `r${String(i).padStart(4, '0')}`, at: i, ...(i < 2 ? { rare: true } : {}) }));
+  await seed(node, 'spread', docs);
+  const res = await find(node, 'spread', { selector: { rare: true }, sort: [{ at: 'desc' }], limit: 10, execution_stats: true });
+  t.same(ids(res), ['r0001', 'r0000']);
+  t.equal(res.body.meta.total, 2);
+  t.ok(res.body.execution_stats.total_keys_examined < 4_200, `the walk stopped at its bound (${res.body.execution_stats.total_keys_examined} keys read, 5,000 on the path)`);
+});
+
 t.test('sorted queries with any sort, selector and bookmark answer 200 or 400, never 5xx', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
