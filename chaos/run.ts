@@ -80,6 +80,8 @@ interface NodeProc {
   leaderTransfers: number;
   /** A `replace` fault's leave was accepted: its rejoin waits for `left`, then starts it afresh. */
   leaving: boolean;
+  /** A leave was asked since this node last started afresh, whatever it answered: only then may one have committed. */
+  leaveAsked: boolean;
 }
 
 /** A `replace` fault waits this long for its node to have left (its replicas moved). */
@@ -653,6 +655,7 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       // itself, started again on an empty disk, is still joining) for a while.
       const until = Date.now() + LEAVE_RETRY_MS;
       const forNow = (r: Awaited<ReturnType<typeof call>>) => r?.status === 409 || r?.status === 503 || (r?.status === 400 && r.body?.error === 'not_member' && /is not a member/.test(String(r.body?.message)));
+      n.leaveAsked = true;
       let r = await call(n.url, 'POST', '/vectordb/cluster/leave');
       while (forNow(r) && Date.now() < until) {
         log(`chaos: ${n.name} leave: ${r?.status} ${JSON.stringify(r?.body).slice(0, 200)}; retrying`);
@@ -665,7 +668,9 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
     }
     case 'rejoin': {
       if (!n.leaving) {
-        // A leave answered 503 "it may still commit" (or not at all) may have committed.
+        // A leave answered 503 "it may still commit" (or not at all) may have committed. A node
+        // removed and started afresh since (no leave asked) is recorded `left` until it joins again.
+        if (!n.leaveAsked) return;
         const status = await recordedStatus(n, byName);
         if (status !== 'leaving' && status !== 'left') return;
         log(`chaos: ${n.name}'s leave committed though its answer said otherwise (its record: ${status})`);
@@ -764,6 +769,7 @@ async function recordedStatus(n: NodeProc, byName: Map<string, NodeProc>): Promi
 /** Start a stopped node on an empty data directory: it joins as a new member, through every other node (one may be down). */
 async function startAfresh(n: NodeProc, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
   rmSync(n.env.SERVICE_DATA_DIR!, { recursive: true, force: true });
+  n.leaveAsked = false;
   n.env = { ...n.env, SERVICE_SEED_NODES: [...byName.keys()].filter((m) => m !== n.name).map((m) => net.seedFor(n.name, m)).join(',') };
   await startOrSay(n);
 }
@@ -860,6 +866,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     logs: [],
     leaderTransfers: 0,
     leaving: false,
+    leaveAsked: false,
   }));
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const durationMs = Math.round(o.minutes * 60_000);
