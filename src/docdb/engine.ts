@@ -1384,11 +1384,11 @@ export class DocEngine {
   }
 
   /** Every document record of a database (deleted ones too) in id order, in batches; from after `afterId` when given. */
-  async *scanRecords(db: string, batchSize = 256, afterId?: string, beforeId?: string): AsyncGenerator<{ id: string; record: DocRecord }[]> {
+  async *scanRecords(db: string, batchSize = 256, afterId?: string, beforeId?: string, descending = false): AsyncGenerator<{ id: string; record: DocRecord }[]> {
     this.#state(db);
     const all = keys.docs(db);
     const lt = beforeId === undefined ? all.lt : keys.doc(db, beforeId);
-    const range = afterId === undefined ? { gte: all.gte, lt } : { gt: keys.doc(db, afterId), lt };
+    const range = { ...(afterId === undefined ? { gte: all.gte, lt } : { gt: keys.doc(db, afterId), lt }), reverse: descending };
     let batch: { id: string; record: DocRecord }[] = [];
     for await (const [key, value] of this.#store.entries('docs', range)) {
       batch.push({ id: decodeKey(key)[1] as string, record: decodeDocRecord(value) });

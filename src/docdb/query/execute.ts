@@ -464,9 +464,9 @@ async function winners(docs: DocReader, db: string, ids: readonly string[], with
   return out;
 }
 
-/** Every live document of a database in id order, in batches. */
-async function* allDocs(docs: DocReader, db: string, afterId?: string): AsyncGenerator<FoundDoc[]> {
-  for await (const batch of docs.scanRecords(db, FETCH_BATCH, afterId)) {
+/** Every live document of a database in id order (or the reverse), in batches. */
+async function* allDocs(docs: DocReader, db: string, afterId?: string, descending = false): AsyncGenerator<FoundDoc[]> {
+  for await (const batch of docs.scanRecords(db, FETCH_BATCH, afterId, undefined, descending)) {
     // Design documents have no postings, so index plans never see them; a scan skips them too.
     const live = batch.filter((d) => !d.record.deleted && !isDesignDocId(d.id)).map((d) => ({ id: d.id, rev: d.record.winner }));
     const bodies = await docs.getBodies(db, live);
@@ -588,25 +588,31 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
     return answer(docs, total);
   }
-  if (!keyset && conjuncts(q.where).length === 0 && q.orderBy.length === 0 && owns === undefined) {
+  // `_id` descending is id order read backwards.
+  const idDesc = q.orderBy.length === 1 && samePath(q.orderBy[0]!.path, ['_id']) && q.orderBy[0]!.dir === 'desc';
+  const idOrder = q.orderBy.length === 0 || idDesc;
+  if (!keyset && conjuncts(q.where).length === 0 && idOrder && owns === undefined) {
     // Everything: the database record counts live documents (design ones too, which `_find` never returns); the page comes in id order.
     const total = ctx.docs.dbInfo(db).doc_count - (await liveDesignDocs(ctx.docs, db));
     tooMany(total);
     const docs: FoundDoc[] = [];
     if (limit !== 0) {
       let seen = 0;
-      for await (const batch of allDocs(ctx.docs, db)) {
+      for await (const batch of allDocs(ctx.docs, db, undefined, idDesc)) {
+        stats.docsExamined += batch.length;
+        stats.keysExamined += batch.length; // a scan in id order: each document is its own key
         for (const d of batch) if (seen++ >= q.offset && docs.length < windowEnd - q.offset) docs.push(d);
         if (docs.length >= windowEnd - q.offset) break;
       }
     }
     return answer(docs, total);
   }
-  if (plan.kind === 'index' && exact && q.orderBy.length === 0) {
+  if (plan.kind === 'index' && exact && idOrder) {
     const after = q.after?.id;
     const scanned = await idsOf(store, plan.scan);
     stats.keysExamined = scanned.length;
-    const ids = scanned.filter((id) => (owns === undefined || owns(id)) && (after === undefined || compareStrings(id, after) > 0));
+    const ids = scanned.filter((id) => (owns === undefined || owns(id)) && (after === undefined || (idDesc ? compareStrings(id, after) < 0 : compareStrings(id, after) > 0)));
+    if (idDesc) ids.reverse();
     tooMany(ids.length);
     if (limit === 0) return answer([], ids.length);
     const page = ids.slice(q.offset, windowEnd);

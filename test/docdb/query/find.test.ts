@@ -430,6 +430,16 @@ t.test('a sorted page of an indexed selector reads the bodies near the page, not
   const missingFirst = await find(node, 'sorted', { selector: { kind: 'even' }, sort: [{ at: 'asc' }], limit: 5, execution_stats: true });
   t.equal(missingFirst.body.execution_stats.total_docs_examined, evens.length);
 
+  // `_id` descending: the matches' ids read backwards, the bodies of the page only.
+  const lastEvens = await find(node, 'sorted', { selector: { kind: 'even' }, sort: [{ _id: 'desc' }], limit: 3, execution_stats: true });
+  const evenIds = evens.map((d) => d._id).sort().reverse();
+  t.same(ids(lastEvens), evenIds.slice(0, 3));
+  t.equal(lastEvens.body.execution_stats.total_docs_examined, 3);
+  t.same(ids(await find(node, 'sorted', { selector: { kind: 'even' }, sort: [{ _id: 'desc' }], limit: 3, bookmark: lastEvens.body.bookmark })), evenIds.slice(3, 6), 'and after a bookmark');
+  const lastAll = await find(node, 'sorted', { selector: {}, sort: [{ _id: 'desc' }], limit: 2, execution_stats: true });
+  t.same(ids(lastAll), ['p399', 'p398'], 'every document: the records read backwards');
+  t.ok(lastAll.body.execution_stats.total_docs_examined < 300, `every document: ${lastAll.body.execution_stats.total_docs_examined} read`);
+
   // Ties at the page's end go on being read: the id (or a later key) decides among them.
   await seed(node, 'ties', Array.from({ length: 12 }, (_, i) => ({ _id: `d${String(i).padStart(2, '0')}`, s: 1, g: 1 })));
   const tied = await find(node, 'ties', { selector: { g: 1 }, sort: [{ s: 'desc' }], limit: 3 });
