@@ -118,7 +118,13 @@ export function renderVdbShards(vdb: string, shards: readonly VdbShardRow[]): st
     cleanCell(s.status),
     lagCell(s.lag, undefined, s.down),
   ]);
-  return lines([`${cleanCell(vdb)}: ${shards.length} shard${shards.length === 1 ? '' : 's'}`, ...formatTable([header, ...rows])]);
+  // On a cluster, whether every shard is settled (as `renderShards` says it), and active.
+  const clustered = shards.some((s) => s.replicas.length > 0);
+  const open = shards
+    .map((s) => ({ shard: s.shard_id, why: [...(s.status === 'active' ? [] : [s.status]), ...unsettled({ shard: s.shard_id, group: s.group ?? '', replicas: s.replicas, leader: s.primary, lag: s.lag, down: s.down })] }))
+    .filter((s) => s.why.length > 0);
+  const verdict = !clustered ? [] : [open.length === 0 ? 'settled: every shard active, with a primary and its placement, all in step' : `not settled: ${open.map((s) => `shard ${s.shard} (${[...new Set(s.why)].map(cleanCell).join('; ')})`).join(', ')}`];
+  return lines([`${cleanCell(vdb)}: ${shards.length} shard${shards.length === 1 ? '' : 's'}`, ...formatTable([header, ...rows]), ...verdict]);
 }
 
 /** A text progress bar: `[########------------]  40%` (fraction clamped to 0..1). */

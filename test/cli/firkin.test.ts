@@ -144,8 +144,14 @@ t.test('cancels and the job list: method, path, what is printed', async (t) => {
   t.equal(shards.out.split('\n')[0], 'v 1: 2 shards');
   t.match(shards.out, /0 +00000000-7fffffff +n1, n2, n3 +n1 +active +n1:0 n2:2 n3:down/);
   t.match(shards.out, /1 +80000000-ffffffff +n2, n3, n1 +- +unavailable +-/);
+  t.equal(shards.out.trimEnd().split('\n').at(-1), 'not settled: shard 0 (n3 down), shard 1 (unavailable; no leader)');
+  const calm = await cli(['vdb', 'shards', 'v1'], json(200, { shards: [{ shard_id: 0, primary: 'n1', replicas: ['n1', 'n2'], down: [], status: 'active', group: 'ds0', lag: { n1: 0, n2: 0 } }], ranges: [{ shard_id: 0, start_hash: 0, end_hash: 4294967295 }] }));
+  t.equal(calm.out.trimEnd().split('\n').at(-1), 'settled: every shard active, with a primary and its placement, all in step');
+  const splitting = await cli(['vdb', 'shards', 'v1'], json(200, { shards: [{ shard_id: 0, primary: 'n1', replicas: ['n1', 'n2'], down: [], status: 'splitting', group: 'ds0', lag: { n1: 0, n2: 0 } }], ranges: [{ shard_id: 0, start_hash: 0, end_hash: 4294967295 }] }));
+  t.equal(splitting.out.trimEnd().split('\n').at(-1), 'not settled: shard 0 (splitting)');
   const standalone = await cli(['vdb', 'shards', 'v1'], json(200, { shards: [{ shard_id: 0, primary: 'solo', replicas: [], status: 'active' }], ranges: [{ shard_id: 0, start_hash: 0, end_hash: 4294967295 }] }));
   t.match(standalone.out, /0 +00000000-ffffffff +\(this node\) +solo +active +-/);
+  t.equal(standalone.out.trimEnd().split('\n').length, 3, 'standalone: no settled line (nothing is placed)');
   const reshard = await cli(['collection', 'reshard', 'docs', '--cancel'], json(200, { collection: 'docs', state: 'cancelled', old_shards: 2, new_shards: 5, documents_migrated: 10, documents_expected: 100, last_error: null }));
   t.same([reshard.calls[0]!.url, reshard.calls[0]!.init.method, reshard.out], ['http://127.0.0.1:8080/vectordb/collections/docs/reshard', 'DELETE', 'reshard docs 2 -> 5: cancelled   [##------------------]  10% 10/100 documents\n']);
   const jobs = await cli(['cluster', 'jobs', '--key', 'k1', '--json'], json(200, { jobs: [] }));
