@@ -48,6 +48,8 @@ try {
     'top-K range sorted by itself': { where: [{ path: ['age'], op: '>=', value: 60 }], order_by: [{ path: ['age'] }], limit: 10 },
     'top-K newest first (every document)': { selector: {}, sort: [{ created_at: 'desc' }], limit: 20 },
     'top-K $gt null asc': { selector: { created_at: { $gt: null } }, sort: [{ created_at: 'asc' }], limit: 20 },
+    'top-K _id desc (type = admin)': { selector: { type: 'admin' }, sort: [{ _id: 'desc' }], limit: 20 },
+    'top-K _id desc (every document)': { selector: {}, sort: [{ _id: 'desc' }], limit: 20 },
     'top-K bookmark after 5000 (every document, created_at desc)': { selector: {}, sort: [{ created_at: 'desc' }], limit: 20, bookmark: deep.body.bookmark },
     'count equality': { selector: { type: 'user' }, limit: 0 },
     'count all': { where: [], limit: 0 },
