@@ -16,10 +16,12 @@
 export type KeyPart = string | number | bigint | Uint8Array;
 export type KeyTuple = readonly KeyPart[];
 
-const TAG_BYTES = 0x01;
-const TAG_STRING = 0x02;
-const TAG_NUMBER = 0x03;
-const TAG_BIGINT = 0x04;
+/** Each element's first byte, by type: the types' order in keys (a caller may range over one type's band). */
+export const ELEMENT_TAG = { bytes: 0x01, string: 0x02, number: 0x03, bigint: 0x04 } as const;
+const TAG_BYTES = ELEMENT_TAG.bytes;
+const TAG_STRING = ELEMENT_TAG.string;
+const TAG_NUMBER = ELEMENT_TAG.number;
+const TAG_BIGINT = ELEMENT_TAG.bigint;
 const BIGINT_BYTES_MAX = 255;
 
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });

@@ -5,7 +5,7 @@
 // for the returned page alone; for one value (equality) the count comes from `ValueCounts`
 // and only the page's keys are read.
 import { FirkinError } from '../../core/errors.js';
-import { type KeyRange, decodeKey, encodeKey, prefixRange } from '../../core/keys.js';
+import { ELEMENT_TAG, type KeyRange, decodeKey, prefixRange } from '../../core/keys.js';
 import { isDesignDocId } from '../names.js';
 import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
@@ -17,7 +17,7 @@ import { bookmarkAfter } from './bookmark.js';
 import { MISSING, collate, compareStrings } from './collate.js';
 import { QUERY_LIMITS } from './parse.js';
 import { type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
-import { STRING_CHARS_MAX, TYPE_TAG, docIdOfPosting, leafKey } from './postings.js';
+import { TYPE_TAG, docIdOfPosting, leafKey } from './postings.js';
 import { conflicts } from '../revtree.js';
 
 /** Counting a scan's postings stops here: past it, the scan is "big" and its exact size is irrelevant. */
@@ -64,22 +64,34 @@ async function countRange(store: Store, ranges: readonly KeyRange[], cap: number
   return n;
 }
 
-async function idsOf(store: Store, scan: Scan): Promise<string[]> {
+/**
+ * A scan's document ids as a set: one value's ranges (equality, `in`) decode only the id past
+ * the value; a key filter drops the keys whose whole value fails it.
+ */
+async function idSetOf(store: Store, scan: Scan): Promise<Set<string>> {
   const ids = new Set<string>();
   const filter = scan.keyFilter;
-  for (const r of scan.ranges) {
-    for await (const batch of store.keyBatches('paths', r)) {
+  for (let i = 0; i < scan.ranges.length; i++) {
+    const idOffset = scan.idOffsets?.[i];
+    for await (const batch of store.keyBatches('paths', scan.ranges[i]!)) {
       for (const key of batch) {
-        if (filter === undefined) {
+        if (idOffset !== undefined) {
+          ids.add(decodeKey(key.subarray(idOffset))[0] as string);
+        } else if (filter === undefined) {
           ids.add(docIdOfPosting(key));
-          continue;
+        } else {
+          const [value, id] = decodeKey(key.subarray(filter.valueOffset)) as [string, string];
+          if (!wholeInKey(value) || filter.keep(value)) ids.add(id);
         }
-        const [value, id] = decodeKey(key.subarray(filter.valueOffset)) as [string, string];
-        if (!wholeInKey(value) || filter.keep(value)) ids.add(id);
       }
     }
   }
-  return sortIds([...ids]);
+  return ids;
+}
+
+/** A scan's document ids in id order. */
+async function idsOf(store: Store, scan: Scan): Promise<string[]> {
+  return sortIds([...(await idSetOf(store, scan))]);
 }
 
 const HIGH_UNITS = /[\uD800-\uFFFF]/;
@@ -94,12 +106,6 @@ function sortIds(ids: string[]): string[] {
   return encoded.map((e) => e.id);
 }
 
-/** First bytes of a tuple element by type (core/keys.ts): under a path's prefix, bytes (an
- * array segment) and strings (an object key) lead to deeper paths, numbers (a type tag) to the
- * path's own value. */
-const ELEMENT_BYTES = 0x01;
-const ELEMENT_NUMBER = 0x03;
-const ELEMENT_BIGINT = 0x04;
 /** Bodies an index-order walk reads at once, at most (`orderedByIndex`). */
 const WALK_FETCH_MAX = 256;
 /** Postings under a path at deeper paths a desc walk looks through before giving up on the index order. */
@@ -131,16 +137,22 @@ function postedValue(tag: number, value: number | string | undefined): Json {
 }
 
 /**
- * Whether every document after this posting in a walk has a sort value no better than it. In
- * ascending order always: a posted string is a lower bound of the real one (cut short, or a lone
- * surrogate posted as U+FFFD, which sorts below any surrogate). In descending order only when
- * it is the real value and no string the key order misplaces could follow it: not possibly cut
- * (STRING_CHARS_MAX - 1 or more code units, a surrogate pair may have been dropped at the cut),
- * and nothing at or above U+FFFD nor a surrogate (a lone surrogate, posted as U+FFFD, sorts above those).
+ * Whether a posted value is the document's real one, placed where the key order puts it: not a
+ * string possibly cut (`wholeInKey`), nor one holding anything at or above U+FFFD or a surrogate
+ * (a lone surrogate is posted as U+FFFD and sorts above those).
+ */
+function exactInKey(v: Json): boolean {
+  return typeof v !== 'string' || (wholeInKey(v) && !/[\uD800-\uDFFF\uFFFD-\uFFFF]/.test(v));
+}
+
+/**
+ * Whether every document after this posting in a walk has a sort value no better than it.
+ * Ascending always: a posted string is a lower bound of the real one (cut short, or a lone
+ * surrogate posted as U+FFFD, which sorts below any surrogate). Descending only when the value
+ * is exact in its key.
  */
 function boundHolds(v: Json, dir: 'asc' | 'desc'): boolean {
-  if (dir === 'asc' || typeof v !== 'string') return true;
-  return v.length < STRING_CHARS_MAX - 1 && !/[\uD800-\uDFFF\uFFFD-\uFFFF]/.test(v);
+  return dir === 'asc' || exactInKey(v);
 }
 
 /** The condition kinds on a path whose match means the path is present in the document. */
@@ -167,12 +179,15 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   const first = q.orderBy[0]!;
   const path = first.path;
   if (path.some((s) => typeof s !== 'string') || (path[0] as string).startsWith('_')) return undefined;
-  const prefix = encodeKey([db, ...(path as string[])]);
+  const under = prefixRange([db, ...(path as string[])]);
+  const prefix = under.gte;
+  // Under the path, the element after it is a type tag (a number) for the path's own value, an
+  // array segment (bytes) or an object key (a string) for deeper paths.
   const band = (lo: number, hi: number): KeyRange => ({ gte: Buffer.concat([prefix, Buffer.of(lo)]), lt: Buffer.concat([prefix, Buffer.of(hi)]) });
-  const ownBand = band(ELEMENT_NUMBER, ELEMENT_BIGINT); // the path's own values, in collation order
-  const deeperBand = band(ELEMENT_BYTES, ELEMENT_NUMBER); // arrays and objects at the path
+  const ownBand = band(ELEMENT_TAG.number, ELEMENT_TAG.bigint); // the path's own values, in collation order
+  const deeperBand = band(ELEMENT_TAG.bytes, ELEMENT_TAG.number); // arrays and objects at the path
   // A scan on the sort path itself (every range under it): its postings there are the matches, met in order.
-  const onPath = scan !== 'every document' && owns === undefined && scan.exact && scan.keyFilter === undefined && scan.ranges.every((r) => Buffer.compare(r.gte, prefix) >= 0 && Buffer.compare(r.lt, Buffer.concat([prefix, Buffer.of(0xff)])) <= 0);
+  const onPath = scan !== 'every document' && owns === undefined && scan.exact && scan.keyFilter === undefined && scan.ranges.every((r) => Buffer.compare(r.gte, under.gte) >= 0 && Buffer.compare(r.lt, under.lt) <= 0);
   const [only] = conjuncts(q.where);
   if (first.dir === 'asc' && !onPath && !(only !== undefined && 'path' in only && samePath(only.path, path) && PRESENCE_KINDS.has(only.kind))) return undefined;
 
@@ -201,7 +216,8 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
     deeperMatches = deeperIds.size;
     total = own + deeperMatches; // one value at the path: a document is in one band or the other
   } else {
-    const ids = await idSetOf(ctx.store, scan, owns);
+    const ids = await idSetOf(ctx.store, scan);
+    if (owns !== undefined) for (const id of ids) if (!owns(id)) ids.delete(id);
     spent.keys += ids.size;
     isMatch = (id) => ids.has(id);
     total = ids.size;
@@ -211,10 +227,11 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   // A bookmark's page starts after its position: the walk starts at its first key's value.
   let bookmarkGroup: KeyRange | undefined;
   if (after !== undefined) {
-    const b = after.keys[0];
-    const leaf = b === undefined ? undefined : leafKey(b);
     // A missing field or a container has no posting of its own; a long string may be cut in its key.
-    if (leaf === undefined || (typeof b === 'string' && !boundHolds(b, 'desc'))) return undefined;
+    const b = after.keys[0];
+    if (b === undefined) return undefined;
+    const leaf = leafKey(b);
+    if (leaf === undefined || !exactInKey(b)) return undefined;
     bookmarkGroup = prefixRange([db, ...(path as string[]), leaf.tag, ...(leaf.value === undefined ? [] : [leaf.value])]);
   }
 
@@ -331,7 +348,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
         const id = rest.at(-1) as string;
         const raw = rest.length === 2 ? rest[0] : undefined;
         if (group === undefined || tag !== group.tag || raw !== group.raw) {
-          exactSoFar &&= group === undefined || boundHolds(group.value, 'desc');
+          exactSoFar &&= group === undefined || exactInKey(group.value);
           await closeGroup();
           const value = postedValue(tag, raw);
           if (oneKey && exactSoFar && page.length + pending.length >= windowEnd) {
@@ -355,7 +372,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
     }
   }
   if (!stopped) {
-    exactSoFar &&= group === undefined || boundHolds(group.value, 'desc');
+    exactSoFar &&= group === undefined || exactInKey(group.value);
     await closeGroup();
   }
   await flush();
@@ -375,26 +392,6 @@ function clipRanges(ranges: readonly KeyRange[], band: KeyRange): KeyRange[] {
     if (Buffer.compare(gte, lt) < 0) out.push({ gte, lt });
   }
   return out.sort((a, b) => Buffer.compare(a.gte, b.gte));
-}
-
-/** A scan's document ids as a set (no order needed): one value's ranges decode only the id past the value. */
-async function idSetOf(store: Store, scan: Scan, owns: ((id: string) => boolean) | undefined): Promise<Set<string>> {
-  if (scan.idOffsets === undefined) {
-    const ids = new Set<string>();
-    for (const id of await idsOf(store, scan)) if (owns === undefined || owns(id)) ids.add(id);
-    return ids;
-  }
-  const ids = new Set<string>();
-  for (let i = 0; i < scan.ranges.length; i++) {
-    const offset = scan.idOffsets[i]!;
-    for await (const batch of store.keyBatches('paths', scan.ranges[i]!)) {
-      for (const key of batch) {
-        const id = decodeKey(key.subarray(offset))[0] as string;
-        if (owns === undefined || owns(id)) ids.add(id);
-      }
-    }
-  }
-  return ids;
 }
 
 /** How many live design documents a database holds (its record's count includes them; `_find` never returns them). */
