@@ -216,12 +216,12 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     }
   }
 
-  /** The groups whose data this node holds: hosted, or opened and still starting. */
   /** Groups with a whole replica stored here at start and not dropped since (`RocksLog.intactGroups`). */
   protected storedGroups(): ReadonlySet<string> {
     return this.#storedAtStart;
   }
 
+  /** The groups whose data this node holds: hosted, or opened and still starting. */
   protected heldGroups(): Set<string> {
     return new Set([...this.replicas.keys(), ...this.#starting.keys()]);
   }

@@ -405,7 +405,7 @@ export class RaftCore {
       return;
     }
 
-    if (m.kind === 'preVote' || m.kind === 'vote' || m.kind === 'preVoteResp' || m.kind === 'voteResp') {
+    if (isElection(m)) {
       // A commit index is only ever a committed one: holding the sender's entry there, our log
       // up to it is the same (log matching), so committed. Without it, after a leader removed
       // itself, voters that had not seen the removal committed count the removed node, whose
@@ -1035,13 +1035,18 @@ export class RaftCore {
     let extra: { fresh: string } | { commit: number; commitTerm: number } | undefined;
     if (body.kind === 'appendResp' || body.kind === 'heartbeatResp') {
       if (this.#fresh !== undefined) extra = { fresh: this.#fresh };
-    } else if (body.kind === 'preVote' || body.kind === 'vote' || body.kind === 'preVoteResp' || body.kind === 'voteResp') {
+    } else if (isElection(body)) {
       // Only election messages carry the commit (rare): every append and heartbeat goes through here.
       const commitTerm = this.log.term(this.log.committed);
       if (commitTerm !== undefined) extra = { commit: this.log.committed, commitTerm };
     }
     this.#msgs.push({ ...body, ...extra, group: this.group, from: this.id, to, term } as Message);
   }
+}
+
+/** Pre-votes, votes and their answers: the messages that carry the sender's commit. */
+function isElection<M extends { readonly kind: Message['kind'] }>(m: M): m is Extract<M, { readonly kind: 'preVote' | 'vote' | 'preVoteResp' | 'voteResp' }> {
+  return m.kind === 'preVote' || m.kind === 'vote' || m.kind === 'preVoteResp' || m.kind === 'voteResp';
 }
 
 function sameHardState(a: HardState, b: HardState): boolean {
