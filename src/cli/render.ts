@@ -1,6 +1,6 @@
 // What each command prints by default: the node's answer as aligned text. Pure; every
 // function returns the whole output, lines joined, ending with a newline.
-import { type HealthBody, type JobRow, type NodeDetailsBody, type NodeStatusBody, type NodesBody, type ReshardJobBody, type ShardsBody, type StatusBody, type TaskRow, type VdbRebalanceBody, type VdbShardRow, documentCount } from './contract.js';
+import { type HealthBody, type JobRow, type NodeDetailsBody, type NodeStatusBody, type NodesBody, type ReshardJobBody, type ShardRow, type ShardsBody, type StatusBody, type TaskRow, type VdbRebalanceBody, type VdbShardRow, documentCount } from './contract.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
 import { CAUGHT_UP_LAG } from '../cluster/removal-risk.js';
 import { cleanCell, formatTable } from './table.js';
@@ -78,7 +78,7 @@ function lagCell(lag: Record<string, number | null> | undefined, learners: reado
  * than its placement (a move under way), a member not heard from or more than CAUGHT_UP_LAG
  * entries behind (the removal guard's "in step").
  */
-export function unsettled(s: ShardsBody['shards'][number]): string[] {
+export function unsettled(s: Pick<ShardRow, 'leader' | 'lag' | 'down' | 'learners' | 'replicas'>): string[] {
   if (s.leader === null || s.lag === undefined) return ['no leader'];
   const why: string[] = [];
   for (const n of s.down ?? []) why.push(`${n} down`);
@@ -94,6 +94,12 @@ export function unsettled(s: ShardsBody['shards'][number]): string[] {
   return why;
 }
 
+/** The last line of a shard table: `settled: …`, or each unsettled shard with its reasons. */
+function settledLine(shards: readonly { shard: number; why: readonly string[] }[], settled: string): string {
+  const open = shards.filter((s) => s.why.length > 0);
+  return open.length === 0 ? `settled: ${settled}` : `not settled: ${open.map((s) => `shard ${s.shard} (${s.why.map(cleanCell).join('; ')})`).join(', ')}`;
+}
+
 /** One row per shard: replicas, leader (term), lag per member (`lagCell`); then whether every shard is settled. */
 export function renderShards(body: ShardsBody): string {
   const header = ['SHARD', 'GROUP', 'REPLICAS', 'LEADER', 'LAG'];
@@ -101,8 +107,7 @@ export function renderShards(body: ShardsBody): string {
     const leader = s.leader === null ? `${NONE} (${cleanCell(s.error ?? 'no leader')})` : `${cleanCell(s.leader)} (term ${s.term ?? '?'})`;
     return [String(s.shard), cleanCell(s.group), list(s.replicas), leader, lagCell(s.lag, s.learners, s.down)];
   });
-  const open = body.shards.map((s) => ({ shard: s.shard, why: unsettled(s) })).filter((s) => s.why.length > 0);
-  const verdict = open.length === 0 ? 'settled: every shard has a leader and its placement, all in step' : `not settled: ${open.map((s) => `shard ${s.shard} (${s.why.map(cleanCell).join('; ')})`).join(', ')}`;
+  const verdict = settledLine(body.shards.map((s) => ({ shard: s.shard, why: unsettled(s) })), 'every shard has a leader and its placement, all in step');
   return lines([`${cleanCell(body.collection)}: replication factor ${body.replication_factor}`, ...formatTable([header, ...rows]), verdict]);
 }
 
@@ -120,10 +125,8 @@ export function renderVdbShards(vdb: string, shards: readonly VdbShardRow[]): st
   ]);
   // On a cluster, whether every shard is settled (as `renderShards` says it), and active.
   const clustered = shards.some((s) => s.replicas.length > 0);
-  const open = shards
-    .map((s) => ({ shard: s.shard_id, why: [...(s.status === 'active' ? [] : [s.status]), ...unsettled({ shard: s.shard_id, group: s.group ?? '', replicas: s.replicas, leader: s.primary, lag: s.lag, down: s.down })] }))
-    .filter((s) => s.why.length > 0);
-  const verdict = !clustered ? [] : [open.length === 0 ? 'settled: every shard active, with a primary and its placement, all in step' : `not settled: ${open.map((s) => `shard ${s.shard} (${[...new Set(s.why)].map(cleanCell).join('; ')})`).join(', ')}`];
+  const why = (s: VdbShardRow) => [...(s.status === 'active' ? [] : [s.status]), ...unsettled({ ...s, leader: s.primary })];
+  const verdict = clustered ? [settledLine(shards.map((s) => ({ shard: s.shard_id, why: why(s) })), 'every shard active, with a primary and its placement, all in step')] : [];
   return lines([`${cleanCell(vdb)}: ${shards.length} shard${shards.length === 1 ? '' : 's'}`, ...formatTable([header, ...rows]), ...verdict]);
 }
 
