@@ -208,6 +208,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     });
 
     let vectors: VectorEngine | undefined;
+    // What a collection created without them takes (the standard API and the gateway alike).
+    const collectionDefaults = { replicationFactor: config.cluster.replicationFactor };
     // Cluster mode: collections are the cluster's (replicated shards). The host starts with the
     // member, after HTTP listens; until then the catalogue has nothing and creates are 503.
     let vectorShards: VectorShards | undefined;
@@ -361,7 +363,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         clock,
         log: log.child({ mod: 'gateway' }),
         registry: metrics.registry,
-        vectors: vectors === undefined ? undefined : { engine: new EngineGatewayVectors(vectors, { replicationFactor: config.cluster.replicationFactor }), bounds: engineBounds },
+        vectors: vectors === undefined ? undefined : { engine: new EngineGatewayVectors(vectors, collectionDefaults), bounds: engineBounds },
         ...(member === undefined ? {} : clusterGateway(member)),
       });
       checks.gateway = gateway.check;
@@ -420,7 +422,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
                 prefix: config.vectordb.prefix,
                 engine: vectors!,
                 cluster: vectorCluster,
-                collectionDefaults: { replicationFactor: config.cluster.replicationFactor },
+                collectionDefaults,
               }),
           ];
     const clusterFeature = async (app: FastifyInstance) => {
