@@ -200,7 +200,7 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   if (scan === 'every document') {
     // Each posting is a live document's, and the database's record counts them.
     if (owns !== undefined) return undefined;
-    total = ctx.docs.dbInfo(db).doc_count - (await liveDesignDocs(ctx.docs, db));
+    total = await findableDocs(ctx.docs, db);
   } else if (onPath) {
     walkRanges = clipRanges(scan.ranges, ownBand);
     const deeperIds = new Set<string>();
@@ -394,7 +394,12 @@ function clipRanges(ranges: readonly KeyRange[], band: KeyRange): KeyRange[] {
   return out.sort((a, b) => Buffer.compare(a.gte, b.gte));
 }
 
-/** How many live design documents a database holds (its record's count includes them; `_find` never returns them). */
+/** The live documents `_find` can return: the record's count, less the live design documents it includes. */
+async function findableDocs(docs: DocReader, db: string): Promise<number> {
+  return docs.dbInfo(db).doc_count - (await liveDesignDocs(docs, db));
+}
+
+/** How many live design documents a database holds. */
 async function liveDesignDocs(docs: DocReader, db: string): Promise<number> {
   let n = 0;
   // Design ids are `_design/…`: between `_design` and `_design0` (`0` follows `/`).
@@ -590,7 +595,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   const idOrder = q.orderBy.length === 0 || idDesc;
   if (!keyset && conjuncts(q.where).length === 0 && idOrder && owns === undefined) {
     // Everything: the database record counts live documents (design ones too, which `_find` never returns); the page comes in id order.
-    const total = ctx.docs.dbInfo(db).doc_count - (await liveDesignDocs(ctx.docs, db));
+    const total = await findableDocs(ctx.docs, db);
     tooMany(total);
     const docs: FoundDoc[] = [];
     if (limit !== 0) {
