@@ -1,5 +1,6 @@
 // _find over N generated user documents (default 100k; N=20000 for a quick run): equality,
-// selective equality, nested path, range, prefix, regex, in, top-K with order_by, counting.
+// selective equality, nested path, range, prefix, regex, in, several conditions, top-K with
+// order_by, counting.
 // The node runs in its own process. Usage: N=100000 npx tsx bench/query.ts [filter]
 import { request, tempDir, TEST_ADMIN_KEY } from '../test/support/node.js';
 import { spawnNode } from '../test/support/process.js';
@@ -51,6 +52,10 @@ try {
     'top-K _id desc (type = admin)': { selector: { type: 'admin' }, sort: [{ _id: 'desc' }], limit: 20 },
     'top-K _id desc (every document)': { selector: {}, sort: [{ _id: 'desc' }], limit: 20 },
     'top-K bookmark after 5000 (every document, created_at desc)': { selector: {}, sort: [{ created_at: 'desc' }], limit: 20, bookmark: deep.body.bookmark },
+    'two equalities limit 10': { selector: { type: 'user', status: 'active' }, limit: 10 },
+    'selective and common equality': { selector: { name: 'name4242', type: 'user' } },
+    'equality and range limit 10': { selector: { type: 'admin', age: { $gte: 60 } }, limit: 10 },
+    'top-K two equalities, created_at desc': { selector: { type: 'admin', status: 'banned' }, sort: [{ created_at: 'desc' }], limit: 20 },
     'count equality': { selector: { type: 'user' }, limit: 0 },
     'count all': { where: [], limit: 0 },
   };

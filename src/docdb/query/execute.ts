@@ -5,7 +5,7 @@
 // for the returned page alone; for one value (equality) the count comes from `ValueCounts`
 // and only the page's keys are read.
 import { FirkinError } from '../../core/errors.js';
-import { ELEMENT_TAG, type KeyRange, decodeKey, prefixRange } from '../../core/keys.js';
+import { ELEMENT_TAG, type KeyRange, decodeKey, extendKey, prefixRange } from '../../core/keys.js';
 import { isDesignDocId } from '../names.js';
 import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
@@ -53,6 +53,15 @@ export interface Explained {
   plan: Plan;
   exact: boolean;
   estimates: { scan: string; postings: number; capped: boolean }[];
+  /** Each top-level condition's best scan (undefined: none applies) and its measure. */
+  conditions: ConditionScan[];
+}
+
+interface ConditionScan {
+  readonly scan: Scan | undefined;
+  readonly estimate: number;
+  /** The estimate is the counting cap: the scan holds at least that many postings. */
+  readonly capped: boolean;
 }
 
 async function countRange(store: Store, ranges: readonly KeyRange[], cap: number): Promise<number> {
@@ -66,14 +75,20 @@ async function countRange(store: Store, ranges: readonly KeyRange[], cap: number
 
 /**
  * A scan's document ids as a set: one value's ranges (equality, `in`) decode only the id past
- * the value; a key filter drops the keys whose whole value fails it.
+ * the value; a key filter drops the keys whose whole value fails it. With `keysMax`, undefined
+ * once the scan holds more keys than that (the caller has a cheaper way).
  */
-async function idSetOf(store: Store, scan: Scan): Promise<Set<string>> {
+async function idSetOf(store: Store, scan: Scan): Promise<Set<string>>;
+async function idSetOf(store: Store, scan: Scan, keysMax: number): Promise<Set<string> | undefined>;
+async function idSetOf(store: Store, scan: Scan, keysMax = Infinity): Promise<Set<string> | undefined> {
   const ids = new Set<string>();
   const filter = scan.keyFilter;
+  let read = 0;
   for (let i = 0; i < scan.ranges.length; i++) {
     const idOffset = scan.idOffsets?.[i];
     for await (const batch of store.keyBatches('paths', scan.ranges[i]!)) {
+      read += batch.length;
+      if (read > keysMax) return undefined;
       for (const key of batch) {
         if (idOffset !== undefined) {
           ids.add(decodeKey(key.subarray(idOffset))[0] as string);
@@ -175,7 +190,7 @@ const samePath = (a: readonly (string | number)[], b: readonly (string | number)
  * and are posted at deeper paths). Anything else, or a walk that ends before every match was
  * seen with the page not decided, is undefined: the caller runs the general path.
  */
-async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: Scan | 'every document', owns: ((id: string) => boolean) | undefined, windowEnd: number, spent: { keys: number; bodies: number }): Promise<{ docs: FoundDoc[]; total: number } | undefined> {
+async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: Scan | Narrowed | 'every document', owns: ((id: string) => boolean) | undefined, windowEnd: number, spent: { keys: number; bodies: number }): Promise<{ docs: FoundDoc[]; total: number } | undefined> {
   const first = q.orderBy[0]!;
   const path = first.path;
   if (path.some((s) => typeof s !== 'string') || (path[0] as string).startsWith('_')) return undefined;
@@ -187,9 +202,10 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
   const ownBand = band(ELEMENT_TAG.number, ELEMENT_TAG.bigint); // the path's own values, in collation order
   const deeperBand = band(ELEMENT_TAG.bytes, ELEMENT_TAG.number); // arrays and objects at the path
   // A scan on the sort path itself (every range under it): its postings there are the matches, met in order.
-  const onPath = scan !== 'every document' && owns === undefined && scan.exact && scan.keyFilter === undefined && scan.ranges.every((r) => Buffer.compare(r.gte, under.gte) >= 0 && Buffer.compare(r.lt, under.lt) <= 0);
-  const [only] = conjuncts(q.where);
-  if (first.dir === 'asc' && !onPath && !(only !== undefined && 'path' in only && samePath(only.path, path) && PRESENCE_KINDS.has(only.kind))) return undefined;
+  const onPath = scan !== 'every document' && 'ranges' in scan && owns === undefined && scan.exact && scan.keyFilter === undefined && scan.ranges.every((r) => Buffer.compare(r.gte, under.gte) >= 0 && Buffer.compare(r.lt, under.lt) <= 0);
+  // Every match meets every condition: one on the sort path that needs the field there rules out missing ones.
+  const present = conjuncts(q.where).some((c) => 'path' in c && samePath(c.path, path) && PRESENCE_KINDS.has(c.kind));
+  if (first.dir === 'asc' && !onPath && !present) return undefined;
 
   let walkRanges: KeyRange[] = [ownBand];
   /** Whether a posting met in the walk is a match; undefined: every one is. */
@@ -215,6 +231,11 @@ async function orderedByIndex(ctx: FindContext, db: string, q: FindQuery, scan: 
     spent.keys += own;
     deeperMatches = deeperIds.size;
     total = own + deeperMatches; // one value at the path: a document is in one band or the other
+  } else if ('ids' in scan) {
+    // Narrowed by every condition, the owner's filter applied.
+    const { ids } = scan;
+    isMatch = (id) => ids.has(id);
+    total = ids.size;
   } else {
     const ids = await idSetOf(ctx.store, scan);
     if (owns !== undefined) for (const id of ids) if (!owns(id)) ids.delete(id);
@@ -422,14 +443,94 @@ function measure(ctx: FindContext, db: string, scan: Scan): Promise<number> {
 }
 
 export async function planFind(ctx: FindContext, db: string, q: FindQuery): Promise<Explained> {
-  const scans = conjuncts(q.where).flatMap((c) => scansFor(db, c));
+  const byCondition = conjuncts(q.where).map((c) => scansFor(db, c));
+  const scans = byCondition.flat();
   const estimates = await Promise.all(scans.map((s) => measure(ctx, db, s)));
+  const capped = scans.map((s, i) => !(oneValue(s) && ctx.counts !== undefined) && estimates[i]! >= ESTIMATE_CAP);
   const plan = choosePlan(scans, estimates);
+  let at = 0;
+  const conditions = byCondition.map((own): ConditionScan => {
+    let best: number | undefined;
+    for (let i = at; i < at + own.length; i++) if (best === undefined || estimates[i]! < estimates[best]!) best = i;
+    at += own.length;
+    return best === undefined ? { scan: undefined, estimate: Infinity, capped: false } : { scan: scans[best], estimate: estimates[best]!, capped: capped[best]! };
+  });
   return {
     plan,
     exact: planIsExact(plan, q.where),
-    estimates: scans.map((s, i) => ({ scan: s.describe, postings: estimates[i]!, capped: !(oneValue(s) && ctx.counts !== undefined) && estimates[i]! >= ESTIMATE_CAP })),
+    estimates: scans.map((s, i) => ({ scan: s.describe, postings: estimates[i]!, capped: capped[i]! })),
+    conditions,
   };
+}
+
+/** Another condition's scan is tested by looking each candidate's key up only for this many values at most (`in`). */
+const LOOKUP_VALUES_MAX = 8;
+/** One posting key looked up costs about as much as this many keys read in order (a seek each). */
+const LOOKUP_COST_KEYS = 4;
+/**
+ * One candidate's body read and checked costs about as much as this many keys read in order:
+ * another condition's keys are read for a set only up to this many a candidate; past that,
+ * the bodies decide the condition.
+ */
+const BODY_COST_KEYS = 16;
+
+/** The candidates of a selector of several conditions, narrowed by each condition's keys. */
+interface Narrowed {
+  readonly ids: Set<string>;
+  /** Every condition was decided from keys alone: the ids are exactly the matches. */
+  readonly exact: boolean;
+}
+
+/**
+ * The ids of the smallest condition's scan, kept where every other condition's scan holds them:
+ * each is tested by looking the candidates' keys up (one value's postings, or a few values':
+ * the key is the value's prefix and the id), or by reading its keys for a set, whichever reads
+ * fewer; a scan too long to read against the candidates left (more than `BODY_COST_KEYS` keys
+ * a candidate) is left to the bodies. Sound for any scan, exact or not: every match of a
+ * condition is in its scan. When each condition has an exact scan and each was tested, the
+ * ids left are exactly the matches (no body read to count them or to filter).
+ */
+async function narrowByConditions(ctx: FindContext, conditions: readonly ConditionScan[], owns: ((id: string) => boolean) | undefined, spent: { keys: number }): Promise<Narrowed> {
+  const scanned = conditions.filter((c): c is ConditionScan & { scan: Scan } => c.scan !== undefined).sort((a, b) => a.estimate - b.estimate);
+  let exact = scanned.length === conditions.length && scanned.every((c) => c.scan.exact);
+  const [driver, ...others] = scanned;
+  const ids = await idSetOf(ctx.store, driver!.scan);
+  spent.keys += ids.size;
+  if (owns !== undefined) for (const id of ids) if (!owns(id)) ids.delete(id);
+  for (const { scan, estimate, capped } of others) {
+    if (ids.size === 0) break;
+    const lookups = scan.idOffsets !== undefined && scan.ranges.length <= LOOKUP_VALUES_MAX ? ids.size * scan.ranges.length * LOOKUP_COST_KEYS : Infinity;
+    // Read for a set when that costs less than the lookups and the bodies; a scan past the
+    // counting cap (its size unknown) is tried up to that, then given up.
+    const readMax = Math.min(lookups, ids.size * BODY_COST_KEYS);
+    const other = estimate <= readMax ? await idSetOf(ctx.store, scan, readMax) : undefined;
+    if (other !== undefined) {
+      spent.keys += other.size;
+      for (const id of ids) if (!other.has(id)) ids.delete(id);
+    } else {
+      if (capped && estimate <= readMax) spent.keys += readMax;
+      if (lookups < Infinity) spent.keys += await keepPosted(ctx.store, scan.ranges, ids);
+      else exact = false;
+    }
+  }
+  return { ids, exact };
+}
+
+/** Keeps the ids that have a posting in one of `ranges` (each one value's postings: its prefix, then the id); how many keys were looked up. */
+async function keepPosted(store: Store, ranges: readonly KeyRange[], ids: Set<string>): Promise<number> {
+  const all = [...ids];
+  let looked = 0;
+  for (let i = 0; i < all.length; i += FETCH_BATCH * 4) {
+    const slice = all.slice(i, i + FETCH_BATCH * 4);
+    const found = new Set<string>();
+    for (const r of ranges) {
+      const values = await store.getMany('paths', slice.map((id) => extendKey(r.gte, [id])));
+      looked += slice.length;
+      values.forEach((v, j) => v !== undefined && found.add(slice[j]!));
+    }
+    for (const id of slice) if (!found.has(id)) ids.delete(id);
+  }
+  return looked;
 }
 
 /** The ids at positions [from, to) of one value's postings (in id order), and how many keys the range holds. */
@@ -535,7 +636,7 @@ function onlyIds(where: Condition): boolean {
  */
 export async function executeFind(ctx: FindContext, db: string, q: FindQuery, owns?: (id: string) => boolean): Promise<FindResult> {
   const { store } = ctx;
-  const { plan, exact } = await planFind(ctx, db, q);
+  const { plan, exact, conditions } = await planFind(ctx, db, q);
   if (plan.kind === 'full_scan' && q.allowFallback === false && !onlyIds(q.where)) {
     throw new FirkinError('bad_request', `no index can serve this selector (${plan.reason}) and "allow_fallback" is false: add a condition on a field (equality, range, $in, $exists, $prefix, $regex), or allow the full scan`);
   }
@@ -609,10 +710,12 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     }
     return answer(docs, total);
   }
-  if (plan.kind === 'index' && exact && idOrder) {
+  // Several conditions: the smallest one's ids narrowed by the others' keys.
+  const narrowed = plan.kind === 'index' && conditions.length > 1 ? await narrowByConditions(ctx, conditions, owns, spent) : undefined;
+  if (plan.kind === 'index' && (exact || narrowed?.exact === true) && idOrder) {
     const after = q.after?.id;
-    const scanned = await idsOf(store, plan.scan);
-    stats.keysExamined = scanned.length;
+    const scanned = narrowed === undefined ? await idsOf(store, plan.scan) : sortIds([...narrowed.ids]);
+    if (narrowed === undefined) stats.keysExamined = scanned.length;
     const ids = scanned.filter((id) => (owns === undefined || owns(id)) && (after === undefined || (idDesc ? compareStrings(id, after) < 0 : compareStrings(id, after) > 0)));
     if (idDesc) ids.reverse();
     tooMany(ids.length);
@@ -624,8 +727,8 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   }
 
   const everything = conjuncts(q.where).length === 0;
-  if (q.orderBy.length > 0 && limit !== undefined && ((plan.kind === 'index' && exact) || everything)) {
-    const walked = await orderedByIndex(ctx, db, q, plan.kind === 'index' ? plan.scan : 'every document', owns, windowEnd, spent);
+  if (q.orderBy.length > 0 && limit !== undefined && ((plan.kind === 'index' && exact) || narrowed?.exact === true || everything)) {
+    const walked = await orderedByIndex(ctx, db, q, narrowed ?? (plan.kind === 'index' ? plan.scan : 'every document'), owns, windowEnd, spent);
     if (walked !== undefined) return answer(walked.docs, walked.total);
   }
 
@@ -646,8 +749,8 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     total++;
   };
   if (plan.kind === 'index') {
-    const ids = await idsOf(store, plan.scan);
-    stats.keysExamined = ids.length;
+    const ids = narrowed === undefined ? await idsOf(store, plan.scan) : sortIds([...narrowed.ids]);
+    if (narrowed === undefined) stats.keysExamined = ids.length;
     for (let i = 0; i < ids.length; i += FETCH_BATCH) {
       for (const d of await winners(ctx.docs, db, ids.slice(i, i + FETCH_BATCH))) if (d !== undefined) consider(d);
     }

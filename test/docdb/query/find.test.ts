@@ -171,6 +171,12 @@ t.test('oracle: _find returns exactly the brute-force answer, in order, with the
         [{ path: ['a'], value: 'x' }, { path: ['b'], value: 1 }],
         [{ path: ['b'], value: 1 }],
         [{ path: ['a'], op: 'in', value: ['x', 'x', 1, -1] }],
+        // Several conditions: the smallest scan's ids narrowed by the others' keys.
+        [{ path: ['a'], op: '>', value: 0 }, { path: ['b'], value: 1 }],
+        [{ path: ['a'], op: 'in', value: ['x', 1] }, { path: ['n'], op: 'exists' }, { path: ['b'], op: '>=', value: 0 }],
+        [{ path: ['tags'], op: 'contains', value: 'x' }, { path: ['a'], value: 'x' }],
+        [{ path: ['a'], op: 'regex', value: '^x' }, { path: ['b'], op: 'exists' }],
+        [{ path: ['b'], value: 1 }, { path: ['_id'], op: '>', value: 'd05' }],
         [],
       ),
       fc.record({
@@ -226,6 +232,7 @@ t.test('oracle: paging by bookmark returns every match once, in order, whatever 
         [{ path: ['a'], op: 'in', value: [null, 'x', 2] }],
         [{ or: [{ path: ['a'], value: 'y' }, { path: ['b'], op: 'missing' }] }],
         [{ path: ['a', 'b'], op: 'ne', value: 1 }],
+        [{ path: ['a'], op: '>', value: 0 }, { path: ['b'], op: 'exists' }],
         [],
       ),
       fc.integer({ min: 1, max: 4 }),
@@ -322,6 +329,16 @@ t.test('oracle: sorted pages read in the sort key\'s index order equal brute for
         [{ path: ['t'], op: '<=', value: 1 }],
         [{ path: ['s'], op: '>', value: null }],
         [{ path: ['s'], op: 'in', value: [0, 'a', 2, 5, 'x'.repeat(199) + 'a', null] }],
+        [{ path: ['g'], value: 1 }, { path: ['t'], op: '<=', value: 1 }],
+        [{ path: ['g'], op: 'in', value: [0, 2] }, { path: ['s'], op: '>', value: 0 }],
+        [{ path: ['s'], op: 'exists' }, { path: ['g'], value: 1 }],
+        [{ path: ['s'], op: '>', value: null }, { path: ['t'], value: 2 }, { path: ['g'], op: '>=', value: 1 }],
+        [{ path: ['g'], value: 1 }, { path: ['s'], op: 'prefix', value: 'x' }],
+        [{ path: ['g'], value: 1 }, { path: ['s'], op: 'regex', value: 'a$' }],
+        // A rare value with common ones: the rare value's ids looked up in the others' postings.
+        [{ path: ['s'], value: 2 }, { path: ['g'], op: 'in', value: [0, 1] }],
+        [{ path: ['s'], value: 'a' }, { path: ['t'], op: '<=', value: 1 }, { path: ['g'], value: 1 }],
+        [{ path: ['t'], op: '>=', value: 1 }, { path: ['_id'], op: '<', value: 'd30' }],
         [],
       ),
       fc.constantFrom<unknown[]>([{ s: 'desc' }], [{ s: 'asc' }], [{ s: 'desc' }, { t: 'asc' }], [{ s: 'asc' }, { _id: 'desc' }], [{ s: 'desc' }, { t: 'desc' }, { _id: 'desc' }]),
@@ -355,6 +372,8 @@ t.test('oracle: bookmark pages of a sorted query walked in index order: every ma
         [{ path: ['s'], op: 'exists' }],
         [{ path: ['s'], op: '>', value: null }],
         [{ path: ['s'], op: 'in', value: [0, 'a', 2, 5, null] }],
+        [{ path: ['g'], value: 1 }, { path: ['s'], op: '>', value: 0 }],
+        [{ path: ['t'], op: '<=', value: 2 }, { path: ['g'], op: 'in', value: [0, 1] }],
         [],
       ),
       fc.constantFrom<unknown[]>([{ s: 'desc' }], [{ s: 'asc' }], [{ s: 'desc' }, { t: 'asc' }], [{ s: 'asc' }, { t: 'desc' }, { _id: 'desc' }]),
@@ -460,6 +479,79 @@ t.test('a sorted page of an indexed selector reads the bodies near the page, not
   t.same(ids(await find(node, 'cut', { selector: { g: 1 }, sort: [{ s: 'desc' }], limit: 1 })), ['c4'], 'the emoji sorts above every x, though its key is the shortest');
   await seed(node, 'cut2', [{ _id: 'a', s: 'x'.repeat(199) + 'a', g: 1 }, { _id: 'b', s: 'x'.repeat(199) + '\u{1F600}a', g: 1 }]);
   t.same(ids(await find(node, 'cut2', { selector: { g: 1 }, sort: [{ s: 'desc' }], limit: 1 })), ['b'], 'a full page is not done while the next key may be cut');
+});
+
+t.test('a selector of several conditions counts and pages from keys: bodies for the page only', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  const COLORS = ['red', 'green', 'blue'];
+  const docs = Array.from({ length: 600 }, (_, i) => ({ _id: `q${String(i).padStart(3, '0')}`, kind: i % 2 === 0 ? 'even' : 'odd', color: COLORS[i % 3]!, at: (i * 7919) % 600 }));
+  await seed(node, 'several', docs);
+  const stats = (res: { body: { execution_stats: { total_docs_examined: number } } }) => res.body.execution_stats.total_docs_examined;
+
+  const redEvens = docs.filter((d) => d.kind === 'even' && d.color === 'red');
+  const page = await find(node, 'several', { selector: { kind: 'even', color: 'red' }, limit: 5, skip: 2, execution_stats: true });
+  t.same(ids(page), redEvens.slice(2, 7).map((d) => d._id), 'two equalities: the page in id order');
+  t.equal(page.body.meta.total, redEvens.length, 'counted from keys');
+  t.equal(stats(page), 5, 'bodies of the page only');
+
+  const late = docs.filter((d) => d.color !== 'blue' && d.at >= 450);
+  const ranged = await find(node, 'several', { selector: { color: { $in: ['red', 'green'] }, at: { $gte: 450 } }, sort: [{ at: 'asc' }], limit: 4, execution_stats: true });
+  t.same(ids(ranged), [...late].sort((a, b) => a.at - b.at).slice(0, 4).map((d) => d._id), '$in and a range, sorted by the range\'s path');
+  t.equal(ranged.body.meta.total, late.length);
+  t.ok(stats(ranged) <= 32, `sorted: ${stats(ranged)} bodies read for ${late.length} matches`);
+
+  const newest = await find(node, 'several', { selector: { kind: 'odd', color: 'green' }, sort: [{ at: 'desc' }], limit: 3, execution_stats: true });
+  const greenOdds = docs.filter((d) => d.kind === 'odd' && d.color === 'green');
+  t.same(ids(newest), [...greenOdds].sort((a, b) => b.at - a.at).slice(0, 3).map((d) => d._id), 'two equalities, sorted descending');
+  t.equal(newest.body.meta.total, greenOdds.length);
+  t.ok(stats(newest) <= 32, `sorted descending: ${stats(newest)} bodies read for ${greenOdds.length} matches`);
+
+  // One match among many: its id is looked up in the other condition's postings, or a range
+  // too long to read for one candidate is left to its body.
+  type Doc = (typeof docs)[number];
+  const other = (kind: string) => (kind === 'even' ? 'odd' : 'even');
+  const one = docs.find((d) => d.at === 42)!;
+  const selective: [Record<string, unknown>, (d: Doc) => boolean][] = [
+    [{ at: 42, kind: one.kind }, (d) => d.at === 42 && d.kind === one.kind],
+    [{ at: 42, kind: other(one.kind) }, () => false],
+    [{ at: 42, color: { $gt: 'a' } }, (d) => d.at === 42],
+    [{ at: 42, color: { $in: [one.color, 'nope'] }, kind: { $in: ['even', 'odd'] } }, (d) => d.at === 42],
+  ];
+  for (const [selector, keep] of selective) {
+    const res = await find(node, 'several', { selector, execution_stats: true });
+    const want = docs.filter(keep).map((d) => d._id);
+    t.same(ids(res), want, JSON.stringify(selector));
+    t.equal(res.body.meta.total, want.length);
+    t.ok(stats(res) <= 1, `${JSON.stringify(selector)}: ${stats(res)} bodies read`);
+  }
+
+  // A condition the keys cannot decide (a regex's pattern may hold past what a key keeps) still
+  // narrows the candidates; the bodies of those left decide.
+  const patterned = await find(node, 'several', { selector: { kind: 'even', color: { $regex: '^gr' }, at: { $lt: 300 } }, limit: 100, execution_stats: true });
+  const want = docs.filter((d) => d.kind === 'even' && d.color === 'green' && d.at < 300);
+  t.same(ids(patterned), want.map((d) => d._id));
+  t.equal(patterned.body.meta.total, want.length);
+  t.ok(stats(patterned) <= want.length * 2, `with a regex: ${stats(patterned)} bodies for ${want.length} matches (the regex's own candidates only)`);
+
+  // Keys hold a string's first 200 code units: a regex's scan keeps what its key cannot decide,
+  // so with it the narrowed ids are candidates, not matches.
+  await seed(node, 'cutregex', [{ _id: 'c1', s: 'x'.repeat(250), g: 1 }, { _id: 'c2', s: 'x'.repeat(201) + 'a', g: 1 }, { _id: 'c3', s: 'xa', g: 1 }, { _id: 'c4', s: 'xa', g: 2 }]);
+  for (const sort of [undefined, [{ s: 'desc' }]]) {
+    const cutMatches = await find(node, 'cutregex', { selector: { g: 1, s: { $regex: 'a$' } }, limit: 5, ...(sort === undefined ? {} : { sort }) });
+    t.same(ids(cutMatches).sort(), ['c2', 'c3'], `a regex on cut strings, sort ${JSON.stringify(sort)}`);
+    t.equal(cutMatches.body.meta.total, 2);
+  }
+
+  // Updates and deletes move documents between the conditions' postings.
+  const moved = redEvens[0]!;
+  const got = await node.request('GET', `/db/several/${moved._id}`);
+  t.equal((await node.request('PUT', `/db/several/${moved._id}`, { body: { ...got.body, color: 'blue' } })).status, 201);
+  const gone = redEvens[1]!;
+  t.equal((await node.request('DELETE', `/db/several/${gone._id}?rev=${(await node.request('GET', `/db/several/${gone._id}`)).body._rev}`)).status, 200);
+  const after = await find(node, 'several', { selector: { kind: 'even', color: 'red' }, limit: 3 });
+  t.same(ids(after), redEvens.slice(2, 5).map((d) => d._id));
+  t.equal(after.body.meta.total, redEvens.length - 2);
 });
 
 t.test('a page in id order is in code point order, whatever characters the ids hold', async (t) => {
