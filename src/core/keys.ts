@@ -169,6 +169,27 @@ export function bytesPrefixRange(prefix: Uint8Array): KeyRange {
   return { gte, lt: Buffer.concat([gte, Buffer.from([0xff])]) };
 }
 
+/**
+ * A key's length in characters as `Store.keyStringBatches` reads keys: UTF-8, each sequence
+ * that is not UTF-8 as one U+FFFD (V8's decoder, which the binding uses too).
+ */
+export function keyStringLength(bytes: Uint8Array): number {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8').length;
+}
+
+/**
+ * The string at the end of a key read as a string (`Store.keyStringBatches`), when the key is
+ * `prefix ++ encodeKey([s])` and `prefixChars` is `keyStringLength(prefix)`: the part starts
+ * with its tag, an ASCII byte, so decoding the prefix never runs into it, and ends with its
+ * terminator; an escaped NUL (0x00 0xFF) reads as NUL and U+FFFD, and nothing else in the part
+ * reads as NUL.
+ */
+export function stringPartAfter(key: string, prefixChars: number): string {
+  if (key.charCodeAt(prefixChars) !== TAG_STRING || key.charCodeAt(key.length - 1) !== 0) throw new Error(`key ${JSON.stringify(key)} holds no string part after ${prefixChars} characters`);
+  const body = key.slice(prefixChars + 1, -1);
+  return body.includes('\0') ? body.replaceAll('\0\uFFFD', '\0') : body;
+}
+
 /** Range covering every key whose tuple starts with `prefix` (the prefix itself included). */
 export function prefixRange(prefix: KeyTuple): KeyRange {
   return bytesPrefixRange(encodeKey(prefix));

@@ -28,6 +28,12 @@ export interface RangeOptions {
   limit?: number;
 }
 
+/** The binding's own iterator, below abstract-level's (`Store.keyStringBatches`). */
+interface NativeKeyIterator {
+  _nextvAsync(size: number, options: object): Promise<{ rows: (string | undefined)[]; finished: boolean }>;
+  close(): Promise<void>;
+}
+
 /** See `Store.cursor`. */
 export interface EntryCursor {
   /** Up to `batchSize` entries; empty at the end. */
@@ -58,6 +64,8 @@ export class Store {
   readonly dir: string;
   /** Off-thread writer (undefined: writes run on the calling thread). */
   #writer: WriteWorker | undefined;
+  /** `keyStringBatches`' native reads in flight: the database closes after them. */
+  readonly #walks = new Set<Promise<unknown>>();
 
   private constructor(db: RocksLevel, dir: string, writer: WriteWorker | undefined) {
     this.#db = db;
@@ -237,6 +245,44 @@ export class Store {
     };
   }
 
+  /**
+   * The keys of a range as strings, a native batch at a time: the binding decodes each key as
+   * UTF-8 (a byte sequence that is not UTF-8 reads as U+FFFD), which costs about a third of the
+   * Buffer it makes of a key otherwise (0.35 against 0.9–1.5 µs here, with its iterator's
+   * layers). For walks that count keys, or read a string part at a place every key of the range
+   * shares (`stringPartAfter` in core/keys.ts); never for keys to decode whole. Created now, as
+   * `keyBatches`. The binding's iterator is driven directly (no layer to keep a read from
+   * running under a close): `close` waits for the reads in flight.
+   */
+  keyStringBatches(cf: ColumnFamily, range: RangeOptions = {}, batchSize = 4096): AsyncGenerator<string[]> {
+    const db = this.#db as unknown as { _iterator(options: object): NativeKeyIterator };
+    const it = db._iterator({ ...range, reverse: range.reverse === true, limit: range.limit ?? -1, keys: true, values: false, keyEncoding: 'utf8', valueEncoding: 'buffer', column: this.#column(cf) });
+    return this.#walkKeyStrings(it, batchSize);
+  }
+
+  async *#walkKeyStrings(it: NativeKeyIterator, batchSize: number): AsyncGenerator<string[]> {
+    try {
+      for (;;) {
+        if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
+        const read = it._nextvAsync(batchSize, {});
+        this.#walks.add(read);
+        let result: { rows: (string | undefined)[]; finished: boolean };
+        try {
+          result = await read;
+        } finally {
+          this.#walks.delete(read);
+        }
+        const { rows, finished } = result;
+        const keys: string[] = new Array(rows.length / 2);
+        for (let i = 0; i < keys.length; i++) keys[i] = rows[2 * i] as string;
+        if (keys.length > 0) yield keys;
+        if (finished || keys.length === 0) return;
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
   static async *#walkKeys(it: ReturnType<RocksLevel['iterator']>, batchSize: number): AsyncGenerator<Buffer[]> {
     try {
       for (;;) {
@@ -249,9 +295,10 @@ export class Store {
     }
   }
 
+  /** How many keys a range holds (up to its `limit`). */
   async count(cf: ColumnFamily, range: RangeOptions = {}): Promise<number> {
     let n = 0;
-    for await (const batch of this.keyBatches(cf, range)) n += batch.length;
+    for await (const batch of this.keyStringBatches(cf, range)) n += batch.length;
     return n;
   }
 
@@ -286,6 +333,7 @@ export class Store {
     if (this.#state !== 'open') return;
     this.#state = 'closing';
     await this.#writer?.stop();
+    await Promise.allSettled([...this.#walks]);
     await this.#db.close();
     this.#state = 'closed';
   }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { type KeyPart, compareTuples, decodeKey, decodeTrailingString, encodeKey, extendKey, prefixRange, stringPrefixRange } from '../../src/core/keys.js';
+import { type KeyPart, compareTuples, decodeKey, decodeTrailingString, encodeKey, extendKey, keyStringLength, prefixRange, stringPartAfter, stringPrefixRange } from '../../src/core/keys.js';
 import { fcParams } from '../support/fc.js';
 
 const arbString = fc.string({ unit: 'binary', maxLength: 12 });
@@ -139,5 +139,21 @@ t.test('decodeTrailingString reads the last part as decodeKey does', (t) => {
     }),
     fcParams(),
   );
+  t.end();
+});
+
+t.test('stringPartAfter reads a key decoded as UTF-8 (what Store.keyStringBatches returns) as decodeKey reads its bytes', (t) => {
+  // Prefixes of every kind of part (numbers and bigints hold bytes that are not UTF-8); ids of any
+  // code unit, NUL and U+FFFD next to each other included.
+  const arbId = fc.oneof(fc.string({ unit: 'binary', maxLength: 12 }), fc.string({ unit: fc.constantFrom('\u0000', '\uFFFD', '\u0002', 'a', '\uD800', '\u{1F600}'), maxLength: 8 }));
+  fc.assert(
+    fc.property(fc.array(arbPart, { maxLength: 4 }), arbId, (tuple, id) => {
+      const prefix = encodeKey(tuple);
+      const key = encodeKey([...tuple, id]);
+      return stringPartAfter(key.toString('utf8'), keyStringLength(prefix)) === decodeKey(key).at(-1);
+    }),
+    fcParams(2000),
+  );
+  t.throws(() => stringPartAfter(encodeKey(['a', 1]).toString('utf8'), keyStringLength(encodeKey(['a']))), /holds no string part/, 'a key whose last part is no string');
   t.end();
 });

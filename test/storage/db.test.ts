@@ -1,6 +1,6 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { encodeKey, prefixRange } from '../../src/core/keys.js';
+import { bytesPrefixRange, decodeKey, encodeKey, extendKey, keyStringLength, prefixRange, stringPartAfter } from '../../src/core/keys.js';
 import { Store } from '../../src/storage/db.js';
 import { fcParams } from '../support/fc.js';
 import { tempDir } from '../support/node.js';
@@ -142,4 +142,39 @@ t.test('with the write worker: batches that queue up while one is written share 
   t.ok(after.threadWrites - before.threadWrites < 50, `fewer writes than batches (${after.threadWrites - before.threadWrites})`);
   t.equal((await store.get('docs', encodeKey(['g', 'last'])))?.toString(), '49', 'in order: the last batch wrote last');
   for (let i = 0; i < 50; i++) t.same([(await store.get('docs', encodeKey(['g', i])))?.toString(), (await store.get('revs', encodeKey(['g', i])))?.toString()], ['a', 'b']);
+});
+
+t.test('keyStringBatches walks what keyBatches walks, keys as UTF-8 strings; a walk cut by close ends with unavailable', async (t) => {
+  const store = await Store.open(tempDir());
+  let round = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.oneof(fc.double({ noNaN: true }), fc.string({ unit: 'binary', maxLength: 6 })), { maxLength: 2 }), fc.uniqueArray(fc.string({ unit: 'binary', maxLength: 8 }), { maxLength: 40 }), fc.integer({ min: 1, max: 7 }), fc.boolean(), async (middle, ids, batchSize, reverse) => {
+      const prefix = encodeKey([`k${round++}`, ...middle]);
+      await store.batch(ids.map((id) => ({ type: 'put' as const, cf: 'paths' as const, key: extendKey(prefix, [id]), value: Buffer.alloc(0) })), { sync: false });
+      const range = { ...bytesPrefixRange(prefix), reverse };
+      const asBuffers: string[] = [];
+      for await (const batch of store.keyBatches('paths', range)) for (const key of batch) asBuffers.push(decodeKey(key).at(-1) as string);
+      const asStrings: string[] = [];
+      const prefixChars = keyStringLength(prefix);
+      for await (const batch of store.keyStringBatches('paths', range, batchSize)) {
+        t.ok(batch.length <= batchSize);
+        for (const key of batch) asStrings.push(stringPartAfter(key, prefixChars));
+      }
+      t.strictSame(asStrings, asBuffers);
+      t.equal(await store.count('paths', range), ids.length);
+      t.equal(await store.count('paths', { ...range, limit: 3 }), Math.min(3, ids.length));
+    }),
+    fcParams(60),
+  );
+  // A walk cut by the close (which waits for a native read in flight) ends with 'unavailable'.
+  await store.batch(Array.from({ length: 5000 }, (_, i) => ({ type: 'put' as const, cf: 'paths' as const, key: encodeKey(['big', i]), value: Buffer.alloc(0) })), { sync: false });
+  const walk = store.keyStringBatches('paths', prefixRange(['big']), 100);
+  t.equal((await walk.next()).value.length, 100);
+  const rest = walk.next();
+  await store.close();
+  await t.rejects(async () => {
+    await rest;
+    for (;;) if ((await walk.next()).done) break;
+  }, { code: 'unavailable' });
+  await t.rejects(store.count('paths', prefixRange(['big'])), { code: 'unavailable' }, 'no walk starts on a closed store');
 });

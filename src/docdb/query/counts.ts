@@ -113,7 +113,7 @@ export class ValueCounts {
     const generation = this.#generation.get(db) ?? 0;
     const collector = { delta: 0 };
     const walk = await this.#engine.atCommitBoundary(db, () => {
-      const batches = this.#store.keyBatches('paths', bytesPrefixRange(valuePrefix), this.#walkBatch);
+      const batches = this.#store.keyStringBatches('paths', bytesPrefixRange(valuePrefix), this.#walkBatch);
       const list = this.#collecting.get(prefix) ?? [];
       list.push(collector);
       this.#collecting.set(prefix, list);

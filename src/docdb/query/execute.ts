@@ -5,7 +5,7 @@
 // for the returned page alone; for one value (equality) the count comes from `ValueCounts`
 // and only the page's keys are read.
 import { FirkinError } from '../../core/errors.js';
-import { ELEMENT_TAG, type KeyRange, decodeKey, extendKey, prefixRange } from '../../core/keys.js';
+import { ELEMENT_TAG, type KeyRange, decodeKey, extendKey, keyStringLength, prefixRange, stringPartAfter } from '../../core/keys.js';
 import { isDesignDocId } from '../names.js';
 import type { Store } from '../../storage/db.js';
 import type { DocReader } from '../engine.js';
@@ -67,10 +67,16 @@ interface ConditionScan {
 async function countRange(store: Store, ranges: readonly KeyRange[], cap: number): Promise<number> {
   let n = 0;
   for (const r of ranges) {
-    for await (const _ of store.keys('paths', { gte: r.gte, lt: r.lt, limit: cap - n })) n++;
+    n += await store.count('paths', { gte: r.gte, lt: r.lt, limit: cap - n });
     if (n >= cap) break;
   }
   return n;
+}
+
+/** The document ids of one value's postings (`prefix ++ encoded id`), in id order, read as strings (`Store.keyStringBatches`). */
+async function* idsAfter(store: Store, range: KeyRange & { limit?: number }): AsyncGenerator<string[]> {
+  const prefixChars = keyStringLength(range.gte);
+  for await (const batch of store.keyStringBatches('paths', range)) yield batch.map((key) => stringPartAfter(key, prefixChars));
 }
 
 /**
@@ -85,14 +91,19 @@ async function idSetOf(store: Store, scan: Scan, keysMax = Infinity): Promise<Se
   const filter = scan.keyFilter;
   let read = 0;
   for (let i = 0; i < scan.ranges.length; i++) {
-    const idOffset = scan.idOffsets?.[i];
+    if (scan.idOffsets !== undefined) {
+      for await (const batch of idsAfter(store, scan.ranges[i]!)) {
+        read += batch.length;
+        if (read > keysMax) return undefined;
+        for (const id of batch) ids.add(id);
+      }
+      continue;
+    }
     for await (const batch of store.keyBatches('paths', scan.ranges[i]!)) {
       read += batch.length;
       if (read > keysMax) return undefined;
       for (const key of batch) {
-        if (idOffset !== undefined) {
-          ids.add(decodeKey(key.subarray(idOffset))[0] as string);
-        } else if (filter === undefined) {
+        if (filter === undefined) {
           ids.add(docIdOfPosting(key));
         } else {
           const [value, id] = decodeKey(key.subarray(filter.valueOffset)) as [string, string];
@@ -465,14 +476,12 @@ export async function planFind(ctx: FindContext, db: string, q: FindQuery): Prom
 
 /** Another condition's scan is tested by looking each candidate's key up only for this many values at most (`in`). */
 const LOOKUP_VALUES_MAX = 8;
-/** One posting key looked up costs about as much as this many keys read in order (a seek each). */
-const LOOKUP_COST_KEYS = 4;
 /**
- * One candidate's body read and checked costs about as much as this many keys read in order:
- * another condition's keys are read for a set only up to this many a candidate; past that,
- * the bodies decide the condition.
+ * What narrowing costs, in keys read as strings (`Store.keyStringBatches`, ~0.4 µs each here,
+ * `.scratch`-measured): a key read as a Buffer and decoded (a scan of several values) ~1.5 µs,
+ * a key looked up ~1.7 µs, a candidate's body read and checked ~9 µs.
  */
-const BODY_COST_KEYS = 16;
+const COST = { stringKey: 1, decodedKey: 3.5, lookup: 4, body: 20 } as const;
 
 /** The candidates of a selector of several conditions, narrowed by each condition's keys. */
 interface Narrowed {
@@ -485,8 +494,8 @@ interface Narrowed {
  * The ids of the smallest condition's scan, kept where every other condition's scan holds them:
  * each is tested by looking the candidates' keys up (one value's postings, or a few values':
  * the key is the value's prefix and the id), or by reading its keys for a set, whichever reads
- * fewer; a scan too long to read against the candidates left (more than `BODY_COST_KEYS` keys
- * a candidate) is left to the bodies. Sound for any scan, exact or not: every match of a
+ * fewer; a scan that would cost more to read than the candidates' bodies (`COST`) is left to
+ * the bodies. Sound for any scan, exact or not: every match of a
  * condition is in its scan. When each condition has an exact scan and each was tested, the
  * ids left are exactly the matches (no body read to count them or to filter).
  */
@@ -499,10 +508,10 @@ async function narrowByConditions(ctx: FindContext, conditions: readonly Conditi
   if (owns !== undefined) for (const id of ids) if (!owns(id)) ids.delete(id);
   for (const { scan, estimate, capped } of others) {
     if (ids.size === 0) break;
-    const lookups = scan.idOffsets !== undefined && scan.ranges.length <= LOOKUP_VALUES_MAX ? ids.size * scan.ranges.length * LOOKUP_COST_KEYS : Infinity;
+    const lookups = scan.idOffsets !== undefined && scan.ranges.length <= LOOKUP_VALUES_MAX ? ids.size * scan.ranges.length * COST.lookup : Infinity;
     // Read for a set when that costs less than the lookups and the bodies; a scan past the
     // counting cap (its size unknown) is tried up to that, then given up.
-    const readMax = Math.min(lookups, ids.size * BODY_COST_KEYS);
+    const readMax = Math.floor(Math.min(lookups, ids.size * COST.body) / (scan.idOffsets !== undefined ? COST.stringKey : COST.decodedKey));
     const other = estimate <= readMax ? await idSetOf(ctx.store, scan, readMax) : undefined;
     if (other !== undefined) {
       spent.keys += other.size;
@@ -534,11 +543,12 @@ async function keepPosted(store: Store, ranges: readonly KeyRange[], ids: Set<st
 }
 
 /** The ids at positions [from, to) of one value's postings (in id order), and how many keys the range holds. */
-async function pageOfOrderedScan(store: Store, range: KeyRange & { limit?: number }, idOffset: number, from: number, to: number): Promise<{ ids: string[]; total: number }> {
+async function pageOfOrderedScan(store: Store, range: KeyRange & { limit?: number }, from: number, to: number): Promise<{ ids: string[]; total: number }> {
   const ids: string[] = [];
   let total = 0;
-  for await (const batch of store.keyBatches('paths', range)) {
-    for (let i = Math.max(0, from - total); i < batch.length && total + i < to; i++) ids.push(decodeKey(batch[i]!.subarray(idOffset))[0] as string);
+  const prefixChars = keyStringLength(range.gte);
+  for await (const batch of store.keyStringBatches('paths', range)) {
+    for (let i = Math.max(0, from - total); i < batch.length && total + i < to; i++) ids.push(stringPartAfter(batch[i]!, prefixChars));
     total += batch.length;
   }
   return { ids, total };
@@ -675,7 +685,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     let ids: string[] = [];
     if (limit > 0) {
       const single = ranges.length === 1;
-      const lists = await Promise.all(ranges.map((r, i) => pageOfOrderedScan(store, { ...r, limit: windowEnd }, idOffsets[i]!, single ? q.offset : 0, windowEnd)));
+      const lists = await Promise.all(ranges.map((r, i) => pageOfOrderedScan(store, { ...r, limit: windowEnd }, single ? q.offset : 0, windowEnd)));
       ids = single ? lists[0]!.ids : sortIds(lists.flatMap((l) => l.ids)).slice(q.offset, windowEnd);
       stats.keysExamined = lists.reduce((n, l) => n + l.ids.length, 0);
     }
@@ -686,7 +696,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   if (!keyset && plan.kind === 'index' && exact && q.orderBy.length === 0 && idOffsets?.length === 1 && owns === undefined) {
     // One value's postings are already in id order: count keys without decoding them and
     // decode only the page's ids.
-    const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, idOffsets[0]!, q.offset, windowEnd);
+    const { ids, total } = await pageOfOrderedScan(store, plan.scan.ranges[0]!, q.offset, windowEnd);
     tooMany(total);
     const docs = (await winners(ctx.docs, db, ids, q.includeDocs)).filter((d): d is FoundDoc => d !== undefined);
     return answer(docs, total);
