@@ -32,6 +32,13 @@ t.test('equality totals on a VDB come from the per-value counts, and are exact',
       yield batch;
     }
   } as typeof store.keyBatches;
+  const keyStringBatches = store.keyStringBatches.bind(store);
+  store.keyStringBatches = async function* (cf, range, size) {
+    for await (const batch of keyStringBatches(cf, range, size)) {
+      if (cf === 'paths') postingsRead += batch.length;
+      yield batch;
+    }
+  } as typeof store.keyStringBatches;
   let n = 0;
   const vdbs = await VdbEngine.open({ store, counts, docs, hlc, log, nodeName: 'n1', clock: systemClock, newId: () => `gen${n++}` });
   t.teardown(async () => {
