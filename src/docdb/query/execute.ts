@@ -16,7 +16,7 @@ import { compareForOrder, compareToPosition, matches, project, valueAt } from '.
 import { bookmarkAfter } from './bookmark.js';
 import { MISSING, collate, compareStrings } from './collate.js';
 import { QUERY_LIMITS } from './parse.js';
-import { type Plan, type Scan, choosePlan, conjuncts, planIsExact, scansFor, wholeInKey } from './plan.js';
+import { type Plan, type Scan, candidateTest, choosePlan, conjuncts, describeTest, planIsExact, scansFor, wholeInKey } from './plan.js';
 import { TYPE_TAG, docIdOfPosting, leafKey } from './postings.js';
 import { conflicts } from '../revtree.js';
 
@@ -55,6 +55,8 @@ export interface Explained {
   estimates: { scan: string; postings: number; capped: boolean }[];
   /** Each top-level condition's best scan (undefined: none applies) and its measure. */
   conditions: ConditionScan[];
+  /** Several conditions: how the others would test the smallest one's ids, as estimated (`narrowByConditions`). */
+  narrowing?: { candidates: string; tests: { scan: string; postings: number; test: string }[]; exact: boolean };
 }
 
 interface ConditionScan {
@@ -471,17 +473,23 @@ export async function planFind(ctx: FindContext, db: string, q: FindQuery): Prom
     exact: planIsExact(plan, q.where),
     estimates: scans.map((s, i) => ({ scan: s.describe, postings: estimates[i]!, capped: capped[i]! })),
     conditions,
+    ...(plan.kind === 'index' && conditions.length > 1 ? { narrowing: predictNarrowing(conditions) } : {}),
   };
 }
 
-/** Another condition's scan is tested by looking each candidate's key up only for this many values at most (`in`). */
-const LOOKUP_VALUES_MAX = 8;
-/**
- * What narrowing costs, in keys read as strings (`Store.keyStringBatches`, ~0.4 µs each here,
- * `.scratch`-measured): a key read as a Buffer and decoded (a scan of several values) ~1.5 µs,
- * a key looked up ~1.7 µs, a candidate's body read and checked ~9 µs.
- */
-const COST = { stringKey: 1, decodedKey: 3.5, lookup: 4, body: 20 } as const;
+/** What `narrowByConditions` would do, with the smallest scan's estimate for its number of ids (at most what it reads). */
+function predictNarrowing(conditions: readonly ConditionScan[]): NonNullable<Explained['narrowing']> {
+  const scanned = conditions.filter((c): c is ConditionScan & { scan: Scan } => c.scan !== undefined).sort((a, b) => a.estimate - b.estimate);
+  let exact = scanned.length === conditions.length && scanned.every((c) => c.scan.exact);
+  const [driver, ...others] = scanned;
+  const tests = others.map(({ scan, estimate, capped }) => {
+    const test = candidateTest(scan, estimate, driver!.estimate);
+    // A read given up leaves the condition to the bodies unless the keys can be looked up.
+    if (!test.lookup && (test.readMax === undefined || capped)) exact = false;
+    return { scan: scan.describe, postings: estimate, test: describeTest(test, capped) };
+  });
+  return { candidates: driver!.scan.describe, tests, exact };
+}
 
 /** The candidates of a selector of several conditions, narrowed by each condition's keys. */
 interface Narrowed {
@@ -492,10 +500,8 @@ interface Narrowed {
 
 /**
  * The ids of the smallest condition's scan, kept where every other condition's scan holds them:
- * each is tested by looking the candidates' keys up (one value's postings, or a few values':
- * the key is the value's prefix and the id), or by reading its keys for a set, whichever reads
- * fewer; a scan that would cost more to read than the candidates' bodies (`COST`) is left to
- * the bodies. Sound for any scan, exact or not: every match of a
+ * each is tested as `candidateTest` says (plan.ts: look the candidates' keys up, or read its
+ * keys for a set, whichever costs less, or leave it to the bodies). Sound for any scan, exact or not: every match of a
  * condition is in its scan. When each condition has an exact scan and each was tested, the
  * ids left are exactly the matches (no body read to count them or to filter).
  */
@@ -506,19 +512,17 @@ async function narrowByConditions(ctx: FindContext, conditions: readonly Conditi
   const ids = await idSetOf(ctx.store, driver!.scan);
   spent.keys += ids.size;
   if (owns !== undefined) for (const id of ids) if (!owns(id)) ids.delete(id);
-  for (const { scan, estimate, capped } of others) {
+  for (const { scan, estimate } of others) {
     if (ids.size === 0) break;
-    const lookups = scan.idOffsets !== undefined && scan.ranges.length <= LOOKUP_VALUES_MAX ? ids.size * scan.ranges.length * COST.lookup : Infinity;
-    // Read for a set when that costs less than the lookups and the bodies; a scan past the
-    // counting cap (its size unknown) is tried up to that, then given up.
-    const readMax = Math.floor(Math.min(lookups, ids.size * COST.body) / (scan.idOffsets !== undefined ? COST.stringKey : COST.decodedKey));
-    const other = estimate <= readMax ? await idSetOf(ctx.store, scan, readMax) : undefined;
+    // A scan past the counting cap (its size unknown) is read up to its limit, then given up.
+    const { readMax, lookup } = candidateTest(scan, estimate, ids.size);
+    const other = readMax === undefined ? undefined : await idSetOf(ctx.store, scan, readMax);
     if (other !== undefined) {
       spent.keys += other.size;
       for (const id of ids) if (!other.has(id)) ids.delete(id);
     } else {
-      if (capped && estimate <= readMax) spent.keys += readMax;
-      if (lookups < Infinity) spent.keys += await keepPosted(ctx.store, scan.ranges, ids);
+      if (readMax !== undefined) spent.keys += readMax;
+      if (lookup) spent.keys += await keepPosted(ctx.store, scan.ranges, ids);
       else exact = false;
     }
   }

@@ -249,3 +249,35 @@ export function choosePlan(scans: readonly Scan[], estimates: readonly number[])
 export function planIsExact(plan: Plan, where: Condition): boolean {
   return plan.kind === 'index' && plan.scan.exact && conjuncts(where).length === 1;
 }
+
+/** Another condition's scan tests candidates by looking their keys up for this many values at most (`in`). */
+const LOOKUP_VALUES_MAX = 8;
+/**
+ * What testing candidates against a scan costs, in keys read as strings (`Store.keyStringBatches`,
+ * ~0.4 µs each here): a key read and decoded (a scan of several values) ~1.5 µs, a key looked up
+ * ~1.7 µs, a candidate's body read and checked ~9 µs (docs/benchmarks.md, "Keys read as strings").
+ */
+const COST = { stringKey: 1, decodedKey: 3.5, lookup: 4, body: 20 } as const;
+
+/** How another condition's scan tests a set of candidate ids, whichever costs least. */
+export interface CandidateTest {
+  /** Read the scan's keys for a set of ids, giving up past this many (undefined: not worth it: its size, known or the counting cap, is past what the others cost). */
+  readonly readMax: number | undefined;
+  /** Each candidate's key can be looked up (one value's postings, or a few values': the value's prefix, then the id). */
+  readonly lookup: boolean;
+}
+
+/** How `scan` (holding `estimate` postings, at least) tests `candidates` ids. */
+export function candidateTest(scan: Scan, estimate: number, candidates: number): CandidateTest {
+  const lookup = scan.idOffsets !== undefined && scan.ranges.length <= LOOKUP_VALUES_MAX;
+  const lookupCost = lookup ? candidates * scan.ranges.length * COST.lookup : Infinity;
+  const readMax = Math.floor(Math.min(lookupCost, candidates * COST.body) / (scan.idOffsets !== undefined ? COST.stringKey : COST.decodedKey));
+  return { readMax: estimate <= readMax ? readMax : undefined, lookup };
+}
+
+/** A test in words (`_explain`); `capped`: the scan's size is past the counting cap, so a read may be given up. */
+export function describeTest(test: CandidateTest, capped: boolean): string {
+  const otherwise = test.lookup ? 'look each candidate up' : 'check the candidates\' bodies';
+  if (test.readMax === undefined) return otherwise;
+  return capped ? `read its keys (up to ${test.readMax}), else ${otherwise}` : 'read its keys';
+}

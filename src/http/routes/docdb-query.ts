@@ -29,15 +29,17 @@ export const docdbQueryRoutes: FastifyPluginAsync<{ finder: FindContext }> = asy
   app.post<{ Params: { db: string } }>('/db/:db/_explain', { schema: { params }, config: READ }, async (request) => {
     requireDb(request.params.db);
     const query = parseFind(request.body);
-    const { plan, exact, estimates } = await planFind(finder, request.params.db, query);
+    const { plan, exact, estimates, narrowing } = await planFind(finder, request.params.db, query);
     return {
       plan:
         plan.kind === 'index'
           ? { kind: 'index', scan: plan.scan.describe, estimated_postings: plan.estimate, alternatives: plan.alternatives }
           : { kind: 'full_scan', reason: plan.reason },
       // An exact plan counts from the index alone; otherwise every candidate's body is checked.
-      exact,
+      exact: exact || narrowing?.exact === true,
       candidates: estimates,
+      // Several conditions: the plan's ids tested against each other condition's keys.
+      ...(narrowing === undefined ? {} : { narrowing: { candidates: narrowing.candidates, tests: narrowing.tests } }),
       limit: query.limit ?? null,
       offset: query.offset,
       order_by: query.orderBy,

@@ -143,8 +143,20 @@ t.test('_find over HTTP', async (t) => {
     const res = await node.request('POST', '/db/people/_explain', { body: { where: [{ path: ['type'], value: 'admin' }, { path: ['active'], op: 'missing' }] } });
     t.equal(res.status, 200);
     t.match(res.body.plan, { kind: 'index', scan: 'type = "admin"' });
+    t.equal(res.body.exact, false, '`missing` is no scan: the bodies decide it');
     const scan = await node.request('POST', '/db/people/_explain', { body: { where: [{ path: ['a'], op: 'missing' }] } });
     t.match(scan.body.plan, { kind: 'full_scan' });
+    // Several conditions: the smallest scan's ids, tested against the others' keys.
+    await seed(node, 'explained', Array.from({ length: 40 }, (_, i) => ({ _id: `e${i}`, kind: i % 2 === 0 ? 'a' : 'b', n: i, ...(i === 7 ? { tag: 'x' } : {}) })));
+    const explain = async (selector: unknown) => (await node.request('POST', '/db/explained/_explain', { body: { selector } })).body;
+    t.match(await explain({ kind: 'a', n: { $gte: 38 } }), { plan: { scan: 'n >= 38' }, exact: true, narrowing: { candidates: 'n >= 38', tests: [{ scan: 'kind = "a"', postings: 20, test: 'look each candidate up' }] } });
+    t.match(await explain({ kind: 'a', n: { $gte: 18 } }), { plan: { scan: 'kind = "a"' }, exact: true, narrowing: { tests: [{ scan: 'n >= 18', postings: 22, test: 'read its keys' }] } });
+    t.match(await explain({ kind: 'a', tag: 'x', n: { $gt: 10 } }), {
+      plan: { scan: 'tag = "x"' },
+      exact: false,
+      narrowing: { tests: [{ scan: 'kind = "a"', test: 'look each candidate up' }, { scan: 'n > 10', test: "check the candidates' bodies" }] },
+    });
+    t.equal((await explain({ kind: 'a', tag: { $regex: 'x$' } })).exact, false, 'a regex is decided by the bodies');
   });
 });
 
