@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { matches } from '../../../src/docdb/query/match.js';
-import { type Scan, anchoredLiteral, choosePlan, conjuncts, keyPrefix, scansFor, wholeInKey } from '../../../src/docdb/query/plan.js';
-import { decodeKey } from '../../../src/core/keys.js';
+import { type Scan, anchoredLiteral, candidateTest, choosePlan, conjuncts, keyPrefix, scansFor, wholeInKey } from '../../../src/docdb/query/plan.js';
+import { decodeKey, extendKey, prefixRange } from '../../../src/core/keys.js';
 import { POSTINGS_PER_DOC_MAX, postingKey, postingKeysOf, postingsDiff, postingsOf } from '../../../src/docdb/query/postings.js';
 import { fcParams } from '../../support/fc.js';
 import { arbCondition, arbDoc } from '../../support/query-arbitraries.js';
@@ -124,5 +124,50 @@ t.test('keyPrefix: at most 198 code units, never half a surrogate pair', (t) => 
   t.same(keyPrefix('x'.repeat(198)), { prefix: 'x'.repeat(198), whole: true });
   t.same(keyPrefix('x'.repeat(199)), { prefix: 'x'.repeat(198), whole: false });
   t.same(keyPrefix('x'.repeat(197) + '😀'), { prefix: 'x'.repeat(197), whole: false });
+  t.end();
+});
+
+t.test("one value's postings hold a document's key at the value's prefix and its id: looking that key up tests the condition", (t) => {
+  fc.assert(
+    fc.property(arbDoc, arbCondition, fc.string({ unit: 'binary', maxLength: 6 }), (doc, cond, id) => {
+      const keys = new Set(postingKeysOf('db', id, doc).map((k) => k.toString('latin1')));
+      for (const c of conjuncts(cond)) {
+        for (const scan of scansFor('db', c)) {
+          if (scan.idOffsets === undefined) continue;
+          if (scan.ranges.some((r, i) => r.gte.length !== scan.idOffsets![i])) return false;
+          const posted = scan.ranges.some((r) => keys.has(extendKey(r.gte, [id]).toString('latin1')));
+          // Every match is posted there (the lookup never drops one); an exact scan posts nothing else.
+          if (matches(doc, c) && !posted) return false;
+          if (scan.exact && posted !== matches(doc, c)) return false;
+        }
+      }
+      return true;
+    }),
+    fcParams(1000),
+  );
+  t.end();
+});
+
+t.test('candidateTest: a read costs no more than the lookups or the bodies, and is chosen only for a scan that fits it', (t) => {
+  const one = (values: number): Scan => {
+    const ranges = Array.from({ length: values }, (_, i) => prefixRange(['db', 'f', 3, i]));
+    return { ranges, exact: true, describe: 'f', idOffsets: ranges.map((r) => r.gte.length) };
+  };
+  const range: Scan = { ranges: [prefixRange(['db', 'f', 3])], exact: true, describe: 'f > 0' };
+  fc.assert(
+    fc.property(fc.oneof(fc.integer({ min: 1, max: 12 }).map(one), fc.constant(range)), fc.nat({ max: 100_000 }), fc.integer({ min: 1, max: 10_000 }), fc.integer({ min: 1, max: 10_000 }), (scan, estimate, fewer, more) => {
+      const [small, large] = fewer <= more ? [fewer, more] : [more, fewer];
+      const test = candidateTest(scan, estimate, small);
+      if (test.lookup !== (scan.idOffsets !== undefined && scan.ranges.length <= 8)) return false;
+      if (test.readMax !== undefined && estimate > test.readMax) return false;
+      // Reading keys (1 a string key, 3.5 a decoded one) costs at most looking each up (4 a key) or the bodies (20 each).
+      const perKey = scan.idOffsets !== undefined ? 1 : 3.5;
+      if (test.readMax !== undefined && test.readMax * perKey > Math.min(test.lookup ? small * scan.ranges.length * 4 : Infinity, small * 20)) return false;
+      // More candidates never make reading the scan less worth it.
+      const bigger = candidateTest(scan, estimate, large);
+      return test.readMax === undefined || (bigger.readMax !== undefined && bigger.readMax >= test.readMax);
+    }),
+    fcParams(1000),
+  );
   t.end();
 });
