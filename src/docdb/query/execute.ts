@@ -477,18 +477,27 @@ export async function planFind(ctx: FindContext, db: string, q: FindQuery): Prom
   };
 }
 
+/**
+ * The conditions with a scan, smallest first (the first gives the candidates), and whether every
+ * condition has an exact one (then testing each from keys decides the matches).
+ */
+function bySize(conditions: readonly ConditionScan[]): { driver: ConditionScan & { scan: Scan }; others: (ConditionScan & { scan: Scan })[]; exactScans: boolean } {
+  const scanned = conditions.filter((c): c is ConditionScan & { scan: Scan } => c.scan !== undefined).sort((a, b) => a.estimate - b.estimate);
+  const [driver, ...others] = scanned;
+  return { driver: driver!, others, exactScans: scanned.length === conditions.length && scanned.every((c) => c.scan.exact) };
+}
+
 /** What `narrowByConditions` would do, with the smallest scan's estimate for its number of ids (at most what it reads). */
 function predictNarrowing(conditions: readonly ConditionScan[]): NonNullable<Explained['narrowing']> {
-  const scanned = conditions.filter((c): c is ConditionScan & { scan: Scan } => c.scan !== undefined).sort((a, b) => a.estimate - b.estimate);
-  let exact = scanned.length === conditions.length && scanned.every((c) => c.scan.exact);
-  const [driver, ...others] = scanned;
+  const { driver, others, exactScans } = bySize(conditions);
+  let exact = exactScans;
   const tests = others.map(({ scan, estimate, capped }) => {
-    const test = candidateTest(scan, estimate, driver!.estimate);
+    const test = candidateTest(scan, estimate, driver.estimate);
     // A read given up leaves the condition to the bodies unless the keys can be looked up.
     if (!test.lookup && (test.readMax === undefined || capped)) exact = false;
     return { scan: scan.describe, postings: estimate, test: describeTest(test, capped) };
   });
-  return { candidates: driver!.scan.describe, tests, exact };
+  return { candidates: driver.scan.describe, tests, exact };
 }
 
 /** The candidates of a selector of several conditions, narrowed by each condition's keys. */
@@ -500,16 +509,16 @@ interface Narrowed {
 
 /**
  * The ids of the smallest condition's scan, kept where every other condition's scan holds them:
- * each is tested as `candidateTest` says (plan.ts: look the candidates' keys up, or read its
- * keys for a set, whichever costs less, or leave it to the bodies). Sound for any scan, exact or not: every match of a
- * condition is in its scan. When each condition has an exact scan and each was tested, the
- * ids left are exactly the matches (no body read to count them or to filter).
+ * each is tested as `candidateTest` (plan.ts) says: look the candidates' keys up, or read its
+ * keys for a set, whichever costs less, or leave it to the bodies. Sound for any scan, exact or
+ * not: every match of a condition is in its scan. When each condition has an exact scan and
+ * each was tested, the ids left are exactly the matches (no body read to count them or to
+ * filter; read at different moments, as an exact plan's ids and page always were).
  */
 async function narrowByConditions(ctx: FindContext, conditions: readonly ConditionScan[], owns: ((id: string) => boolean) | undefined, spent: { keys: number }): Promise<Narrowed> {
-  const scanned = conditions.filter((c): c is ConditionScan & { scan: Scan } => c.scan !== undefined).sort((a, b) => a.estimate - b.estimate);
-  let exact = scanned.length === conditions.length && scanned.every((c) => c.scan.exact);
-  const [driver, ...others] = scanned;
-  const ids = await idSetOf(ctx.store, driver!.scan);
+  const { driver, others, exactScans } = bySize(conditions);
+  let exact = exactScans;
+  const ids = await idSetOf(ctx.store, driver.scan);
   spent.keys += ids.size;
   if (owns !== undefined) for (const id of ids) if (!owns(id)) ids.delete(id);
   for (const { scan, estimate } of others) {
