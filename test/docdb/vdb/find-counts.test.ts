@@ -25,20 +25,16 @@ t.test('equality totals on a VDB come from the per-value counts, and are exact',
   // Posting keys read from the index: the counts' first build walks a value once; after
   // that an equality page reads only the keys of its window.
   let postingsRead = 0;
-  const keyBatches = store.keyBatches.bind(store);
-  store.keyBatches = async function* (cf, range, size) {
-    for await (const batch of keyBatches(cf, range, size)) {
-      if (cf === 'paths') postingsRead += batch.length;
-      yield batch;
-    }
-  } as typeof store.keyBatches;
-  const keyStringBatches = store.keyStringBatches.bind(store);
-  store.keyStringBatches = async function* (cf, range, size) {
-    for await (const batch of keyStringBatches(cf, range, size)) {
-      if (cf === 'paths') postingsRead += batch.length;
-      yield batch;
-    }
-  } as typeof store.keyStringBatches;
+  type Walk = (cf: Parameters<Store['keyBatches']>[0], range?: object, size?: number) => AsyncGenerator<unknown[]>;
+  for (const name of ['keyBatches', 'keyStringBatches'] as const) {
+    const walk = (store[name] as Walk).bind(store);
+    (store as unknown as Record<typeof name, Walk>)[name] = async function* (cf, range, size) {
+      for await (const batch of walk(cf, range, size)) {
+        if (cf === 'paths') postingsRead += batch.length;
+        yield batch;
+      }
+    };
+  }
   let n = 0;
   const vdbs = await VdbEngine.open({ store, counts, docs, hlc, log, nodeName: 'n1', clock: systemClock, newId: () => `gen${n++}` });
   t.teardown(async () => {
