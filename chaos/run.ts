@@ -74,7 +74,11 @@ interface NodeProc {
   url: string | undefined;
   paused: boolean;
   output: string;
-  /** Output of this node's earlier processes (bounded), kept for the report. */
+  /**
+   * Output of this node's earlier processes (the last 50, 1 MB each), kept for the report: an
+   * anomaly early in a run needs the logs of processes long restarted (seed 91's loss at 2 s was
+   * undiagnosable with the last 5).
+   */
   logs: string[];
   /** Shard leaderships its processes handed over to balance leaders (their log lines). */
   leaderTransfers: number;
@@ -112,12 +116,12 @@ function startNode(n: NodeProc, waitReady = true): Promise<void> {
   n.proc = fromChild(child);
   n.url = undefined;
   n.paused = false;
-  if (n.output !== '') n.logs = [...n.logs, n.output].slice(-5);
+  if (n.output !== '') n.logs = [...n.logs, n.output].slice(-50);
   n.output = ''; // this process's output only: an old "listening on" line names an old port
   const onData = (d: Buffer) => {
     const text = d.toString();
     n.leaderTransfers += text.match(LEADER_TRANSFER_LINE)?.length ?? 0;
-    n.output = (n.output + text).slice(-200_000);
+    n.output = (n.output + text).slice(-1_000_000);
     n.url ??= /listening on (https?:\/\/[^\s]+) /.exec(n.output)?.[1];
   };
   child.stdout!.on('data', onData);
