@@ -103,8 +103,15 @@ export class ShardFsm implements StateMachine {
       return { kind: 'fenced', at: this.#fencedAt } satisfies FenceOutcome;
     }
     // Refused alike on every replica; the shard's data and applied index do not move (a
-    // restart replays the entry and refuses it again).
-    if (this.#fencedAt !== undefined && entry.index > this.#fencedAt) return { kind: 'fenced', at: this.#fencedAt } satisfies FenceOutcome;
+    // restart replays the entry and refuses it again). But a retry of a write that applied
+    // before the fence (its first attempt's answer was lost: its leader died) answers what that
+    // write did: "fenced" would tell the router it had no effect, and the router would send it
+    // again to the new shards, where a delete finds nothing and answers 404 for the document it
+    // deleted, and an upsert undoes the writes made since (chaos seed 91).
+    if (this.#fencedAt !== undefined && entry.index > this.#fencedAt) {
+      const done = command.rid === undefined ? undefined : this.#shard.requestOutcome(command.rid);
+      return done ?? ({ kind: 'fenced', at: this.#fencedAt } satisfies FenceOutcome);
+    }
     return this.#shard.apply(command, entry.index);
   }
 

@@ -561,6 +561,11 @@ export class Shard implements ShardHandle {
     return this.#requests.get(rid)?.index;
   }
 
+  /** What request `rid` did when it first applied, while it is in the request window. */
+  requestOutcome(rid: string): ApplyOutcome | undefined {
+    return this.#requests.get(rid)?.outcome;
+  }
+
   apply(command: ShardCommand, index: number): Promise<ApplyOutcome | undefined> {
     if (this.#closing !== undefined) return Promise.reject(this.#closedError());
     return this.#exclusive(() => this.#applyAt(command, index));

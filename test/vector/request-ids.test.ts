@@ -6,7 +6,7 @@ import pino from 'pino';
 import t from 'tap';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
-import { type ShardCommand, decodeShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
+import { FENCE_ENTRY, type ShardCommand, decodeShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
 import { Shard, dropShardData } from '../../src/vector/shard.js';
 import { ShardFsm } from '../../src/vector/shard-fsm.js';
 import { smallShardConfig } from './engine-harness.js';
@@ -71,6 +71,24 @@ t.test('a retried command applies once, across restarts and snapshots', async (t
   t.same((await otherFsm.shard.get('x'))?.metadata, { v: 3 }, 'the snapshot carried the ids');
   await otherFsm.shard.close({ save: false });
   await other.store.close();
+  await shard.close({ save: false });
+  await store.close();
+});
+
+t.test('past a reshard\'s fence, a retry of a write that applied before it answers what it did; other writes are refused', async (t) => {
+  const { store, shard } = await open(tempDir('firkin-rid-fence-'));
+  const fsm = new ShardFsm(shard, { reopenEmpty: async () => shard });
+  const entry = (index: number, command: ShardCommand | 'fence') => ({ index, term: 1, kind: 'normal' as const, data: command === 'fence' ? FENCE_ENTRY : encodeShardCommand(command) });
+  t.same(await fsm.apply(entry(1, put('x', 1, 'A'))), { kind: 'upsert', written: 1 });
+  t.same(await fsm.apply(entry(2, del('x', 'B'))), { kind: 'delete', deleted: [true] });
+  t.same(await fsm.apply(entry(3, 'fence')), { kind: 'fenced', at: 3 });
+  // The delete's first answer was lost with its leader; the router retried it, after the fence.
+  t.same(await fsm.apply(entry(4, del('x', 'B'))), { kind: 'delete', deleted: [true] }, 'the retried delete answers that it deleted (a "fenced" answer sent it to the new shards, which answered 404)');
+  t.same(await fsm.apply(entry(5, put('x', 1, 'A'))), { kind: 'upsert', written: 1 }, 'a retried upsert too: it is not written again on the new shards');
+  t.same(await fsm.apply(entry(6, put('y', 2, 'C'))), { kind: 'fenced', at: 3 }, 'a new write is refused');
+  t.same(await fsm.apply(entry(7, put('z', 2))), { kind: 'fenced', at: 3 }, 'so is one without a request id');
+  t.equal(shard.appliedIndex, 2, 'nothing after the fence moved the shard');
+  t.equal(await shard.get('x'), undefined);
   await shard.close({ save: false });
   await store.close();
 });
