@@ -109,8 +109,7 @@ export class ShardFsm implements StateMachine {
     // again to the new shards, where a delete finds nothing and answers 404 for the document it
     // deleted, and an upsert undoes the writes made since (chaos seed 91).
     if (this.#fencedAt !== undefined && entry.index > this.#fencedAt) {
-      const done = command.rid === undefined ? undefined : this.#shard.requestOutcome(command.rid);
-      return done ?? ({ kind: 'fenced', at: this.#fencedAt } satisfies FenceOutcome);
+      return this.#shard.retryOutcome(command.rid, entry.index) ?? ({ kind: 'fenced', at: this.#fencedAt } satisfies FenceOutcome);
     }
     return this.#shard.apply(command, entry.index);
   }

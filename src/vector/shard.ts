@@ -561,9 +561,13 @@ export class Shard implements ShardHandle {
     return this.#requests.get(rid)?.index;
   }
 
-  /** What request `rid` did when it first applied, while it is in the request window. */
-  requestOutcome(rid: string): ApplyOutcome | undefined {
-    return this.#requests.get(rid)?.outcome;
+  /**
+   * What request `rid` did when it first applied, if a command carrying it at log `index` is a
+   * retry of it (within the request window), or undefined.
+   */
+  retryOutcome(rid: string | undefined, index: number): ApplyOutcome | undefined {
+    const seen = rid === undefined ? undefined : this.#requests.get(rid);
+    return seen !== undefined && index - seen.index < (this.#deps.requestWindow ?? REQUEST_ID_WINDOW) ? seen.outcome : undefined;
   }
 
   apply(command: ShardCommand, index: number): Promise<ApplyOutcome | undefined> {
@@ -582,15 +586,15 @@ export class Shard implements ShardHandle {
     if (!Number.isSafeInteger(index) || index <= 0) throw new FirkinError('error', `shard ${this.id}: bad log index ${index}`);
     if (index <= this.#applied) return undefined;
     const rid = command.rid;
-    const seen = rid === undefined ? undefined : this.#requests.get(rid);
-    if (seen !== undefined && index - seen.index < (this.#deps.requestWindow ?? REQUEST_ID_WINDOW)) {
+    const retried = this.retryOutcome(rid, index);
+    if (retried !== undefined) {
       // A retry of a command that already applied (through an earlier leader): applying it
       // again could undo writes made since. Only the applied index moves.
-      const ops: BatchOp[] = [...this.#requestOps(undefined, index, seen.outcome), { type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }) }];
+      const ops: BatchOp[] = [...this.#requestOps(undefined, index, retried), { type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }) }];
       await this.#deps.store.batch(ops, { sync: true });
       this.#applied = index;
-      this.#noteRequest(undefined, index, seen.outcome);
-      return seen.outcome;
+      this.#noteRequest(undefined, index, retried);
+      return retried;
     }
     if (command.kind === 'upsert') {
       const docs = lastOfEachId(command.docs);

@@ -735,10 +735,16 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
   }
   // Several conditions: the smallest one's ids narrowed by the others' keys.
   const narrowed = plan.kind === 'index' && conditions.length > 1 ? await narrowByConditions(ctx, conditions, owns, spent) : undefined;
+  /** The candidates in id order: the narrowed ids (their keys counted in `spent`), or the plan's scan read now. */
+  const candidateIds = async (scan: Scan): Promise<string[]> => {
+    if (narrowed !== undefined) return sortIds([...narrowed.ids]);
+    const ids = await idsOf(store, scan);
+    stats.keysExamined = ids.length;
+    return ids;
+  };
   if (plan.kind === 'index' && (exact || narrowed?.exact === true) && idOrder) {
     const after = q.after?.id;
-    const scanned = narrowed === undefined ? await idsOf(store, plan.scan) : sortIds([...narrowed.ids]);
-    if (narrowed === undefined) stats.keysExamined = scanned.length;
+    const scanned = await candidateIds(plan.scan);
     const ids = scanned.filter((id) => (owns === undefined || owns(id)) && (after === undefined || (idDesc ? compareStrings(id, after) < 0 : compareStrings(id, after) > 0)));
     if (idDesc) ids.reverse();
     tooMany(ids.length);
@@ -772,8 +778,7 @@ export async function executeFind(ctx: FindContext, db: string, q: FindQuery, ow
     total++;
   };
   if (plan.kind === 'index') {
-    const ids = narrowed === undefined ? await idsOf(store, plan.scan) : sortIds([...narrowed.ids]);
-    if (narrowed === undefined) stats.keysExamined = ids.length;
+    const ids = await candidateIds(plan.scan);
     for (let i = 0; i < ids.length; i += FETCH_BATCH) {
       for (const d of await winners(ctx.docs, db, ids.slice(i, i + FETCH_BATCH))) if (d !== undefined) consider(d);
     }
