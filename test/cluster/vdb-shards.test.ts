@@ -5,10 +5,14 @@
 // the restarted node catches up to the same digest as the other replicas and is handed shard
 // leaderships back (leader balancing). CouchDB's replication protocol on the VDB: PouchDB
 // pushes and pulls through different nodes, its checkpoints are `_local` documents in the
-// shards' logs (the digests the replicas agree on include them).
+// shards' logs (the digests the replicas agree on include them). The `_find` grammar oracle
+// on a VDB of its own, each request through the next node.
+import fc from 'fast-check';
 import { createRequire } from 'node:module';
 import t from 'tap';
 import type { Test } from 'tap';
+import { fcParams } from '../support/fc.js';
+import { type Send, arbFindCase, findRound } from '../support/find-oracle.js';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 import { checkVdbFeeds } from '../support/vdb-feeds.js';
@@ -142,6 +146,7 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   // Long-poll, an event stream and a continuous feed through n2 while n1 writes (3 documents).
   await checkVdbFeeds(t, 'v', { call: (m, p, o) => cluster.request('n2', m, p, o), url: cluster.url('n2'), key: TEST_ADMIN_KEY }, (m, p, o) => cluster.request('n1', m, p, o));
   await couchReplication(t, cluster);
+  await grammarOracle(t, cluster, nodes);
 
   // Read-only shards go through the metadata: refused writes on every node, reads go on.
   const shard0 = (await cluster.request('n2', 'PUT', '/vdb/v/_shards/0/_status', { body: { status: 'readonly' } }));
@@ -306,6 +311,33 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
     t.equal((await cluster.request(n, 'GET', '/vdb/v')).status, 404, `${n}: gone`);
   }
 });
+
+/**
+ * The `_find` grammar oracle (test/support/find-oracle.ts) on a VDB of 3 shards replicated on
+ * the three nodes, each request through the next node: the merged pages, totals and bookmarks
+ * of the shard leaders' answers must be brute force's. Rounds share the VDB (ids prefixed by
+ * the round); each clears its documents for the next.
+ */
+async function grammarOracle(t: Test, cluster: TestCluster, nodes: readonly string[]): Promise<void> {
+  const created = await cluster.request('n2', 'POST', '/vdb', { body: { name: 'g', shard_count: 3, placement: { replica_factor: 3 } } });
+  t.equal(created.status, 201, 'the oracle\'s VDB');
+  let turn = 0;
+  const send: Send = (method, path, body) => cluster.request(nodes[turn++ % nodes.length]!, method, path, body === undefined ? {} : { body });
+  let round = 0;
+  let hits = 0;
+  await fc.assert(
+    fc.asyncProperty(arbFindCase, async (c) => {
+      const r = await findRound(send, '/vdb/g', c, `r${round++}-`, false);
+      if (r.matched > 0) hits++;
+      if (r.mismatch !== undefined) throw new Error(r.mismatch);
+      const cleared = await send('POST', '/vdb/g/_bulk_docs', { docs: [...r.live].map(([_id, _rev]) => ({ _id, _rev, _deleted: true })) });
+      if (cleared.status !== 201 || cleared.body.results.some((x: { ok: boolean }) => !x.ok)) throw new Error(`clearing the round answered ${cleared.status}: ${JSON.stringify(cleared.body)}`);
+    }),
+    fcParams(50),
+  );
+  t.ok(hits > 0, `_find across the cluster answered brute force's pages (${round} rounds, ${hits} with matches)`);
+  t.equal((await cluster.request('n1', 'DELETE', '/vdb/g')).status, 200);
+}
 
 /**
  * CouchDB's replication protocol on the clustered VDB `v`: PouchDB pushes through n2 and pulls
