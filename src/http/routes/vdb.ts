@@ -93,6 +93,7 @@ interface VdbChangesQuery {
   filter?: string;
   conflicts?: boolean;
   attachments?: boolean;
+  descending?: boolean;
 }
 
 const vdbChangesQuery = {
@@ -109,6 +110,7 @@ const vdbChangesQuery = {
     filter: { type: 'string' },
     conflicts: { type: 'boolean' },
     attachments: { type: 'boolean' },
+    descending: { type: 'boolean' },
   },
 } as const;
 
@@ -301,6 +303,9 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     const includeDocs = (body.include_docs ?? q.include_docs) === true;
     // A page of documents with their attachments inline could not be bounded (as on `_all_docs`).
     if (q.attachments === true) throw new FirkinError('bad_request', 'attachments=true is not offered on a VDB feed: read a document with ?attachments=true, or its attachments one by one');
+    // The shards' feeds are merged oldest first; answering ascending to a client that asked
+    // for the newest first would hand it the wrong end of the feed.
+    if (q.descending === true) throw new FirkinError('bad_request', 'descending=true is not offered on a VDB feed: read it oldest first (since=now follows new changes)');
     const conflicts = includeDocs && q.conflicts === true;
     if (q.feed !== 'eventsource' && q.feed !== 'continuous') {
       const gone = clientGone(r, reply);
