@@ -2,9 +2,13 @@
 // shards with replication factor 3, writes and reads through every node, search equal to an
 // exact oracle, kill -9 of a shard leader during a stream of writes with nothing acknowledged
 // lost, and every replica of every shard at one digest after the killed node returns; then
-// the idle groups quiesce, and killing their leader's node still fails them over.
+// the idle groups quiesce, and killing their leader's node still fails them over. Filtered
+// searches, batches and scrolls of a flat collection of three shards against brute force.
+import fc from 'fast-check';
 import t from 'tap';
 import { exactBm25 } from '../support/bm25-oracle.js';
+import { fcParams } from '../support/fc.js';
+import { DIMS as ORACLE_DIMS, type Send, arbFilterCase, filterRound } from '../support/filter-oracle.js';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 
@@ -107,6 +111,26 @@ t.test('replicated vector shards across three processes', async (t) => {
     }
   }
   t.equal((await cluster.request('n3', 'DELETE', '/vectordb/collections/t')).status, 200, 'the BM25 collection deleted');
+
+  // Filtered searches, batches and scrolls over three shards (each searched exactly, then
+  // merged) answer what brute force answers (test/support/filter-oracle.ts), each request
+  // through the next node; rounds share the collection and delete their points after.
+  const flat = await cluster.request('n1', 'PUT', '/vectordb/collections/f', { body: { dimensions: ORACLE_DIMS, metric: 'l2', num_shards: 3, replication_factor: 2, index: { m: 0, precision: 'f32' } } });
+  t.equal(flat.status, 201, 'a flat collection of three shards');
+  let turn = 0;
+  const send: Send = (method, path, body) => cluster.request(nodes[turn++ % nodes.length]!, method, path, body === undefined ? {} : { body });
+  let rounds = 0;
+  let hits = 0;
+  await fc.assert(
+    fc.asyncProperty(arbFilterCase, async (c) => {
+      const r = await filterRound(send, 'f', c, `r${rounds++}-`);
+      hits += r.hits;
+      for (const id of r.live) if ((await send('DELETE', `/vectordb/collections/f/docs/${id}`)).status !== 200) throw new Error(`deleting ${id} failed`);
+    }),
+    fcParams(25),
+  );
+  t.ok(hits > 0, `filtered searches over three shards answered brute force's hits (${rounds} rounds, ${hits} hits)`);
+  t.equal((await cluster.request('n2', 'DELETE', '/vectordb/collections/f')).status, 200, 'the flat collection deleted');
 
   // Kill -9 the node leading the most shards while writes stream through the others.
   const shards = async (n: string) => (await cluster.request(n, 'GET', '/_cluster/shards')).body.replicas as ReplicaView[];
