@@ -22,7 +22,7 @@ import type { Blob, ParsedDoc } from '../docdb/doc-input.js';
 import type { AttachmentMeta } from '../docdb/records.js';
 import { type AllDocsRow, type ChangeEntry, type DocEdit, type DocEngine, type EditResult, bulkEdits, leftOlderBody } from '../docdb/engine.js';
 import type { ValueCounts } from '../docdb/query/counts.js';
-import { executeFind, sourceQuery } from '../docdb/query/execute.js';
+import { describePlan, executeFind, planFind, sourceQuery } from '../docdb/query/execute.js';
 import { type MergedFind, mergeFind } from '../docdb/vdb/merge.js';
 import { type ListingShards, type ShardAllDocsRange, byRoute, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocsByKeys } from '../docdb/all-docs.js';
 import { type BulkGetRequest, type BulkGetResult, bulkGet, diffByRoute, leafRevs } from '../docdb/replication/bulk-get.js';
@@ -39,7 +39,7 @@ import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, docS
 import { VdbRebalanceCoordinator, rebalanceView } from './vdb-rebalance.js';
 import type { ColumnFamily } from '../storage/db.js';
 import { type DocShardCommand, type DocShardOutcome, checkOwned, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
-import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId, notFoundVdb } from '../docdb/vdb/service.js';
+import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId, notFoundVdb, vdbExplain } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { requireProtocol } from './versions.js';
@@ -79,6 +79,8 @@ type ReadRequest =
   | ({ op: 'get'; id: string } & VdbGetOptions)
   | { op: 'att'; id: string; name: string; rev?: string }
   | { op: 'find'; q: unknown; limit: number | null; m?: [number, number]; h?: HashFunction }
+  /** The plan `find` would run (cluster protocol 6). */
+  | { op: 'explain'; q: unknown; limit: number | null }
   /** A page of `_all_docs` by id range (after `o.after`, at most `o.limit` rows), only ids of `m`. */
   | { op: 'all'; o: ShardAllDocsRange; m?: [number, number]; h?: HashFunction }
   /** `_all_docs` rows of these ids, all routed to this shard; `d`: include_docs, `c`: conflicts. */
@@ -443,6 +445,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         const result = await executeFind({ docs, store, counts }, fsm.db, sourceQuery(parsed, q.limit ?? undefined), owns);
         return { docs: result.docs, total: result.meta.total, stats: result.stats };
       }
+      case 'explain':
+        return describePlan(await planFind({ docs, store, counts }, fsm.db, sourceQuery(parseFind(q.q), q.limit ?? undefined)));
       case 'all': {
         const m = q.m;
         if (m !== undefined && q.h !== undefined && !fsm.ownsRange(q.h, m)) throw fenced();
@@ -855,6 +859,16 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       const results = await Promise.all(live(v).map(({ shard: s }) => this.#readShard(s, { op: 'find', q: raw, limit: perShard, m: [s.range[0], s.range[1]], h: v.config.hashFunction }, options.stale === true)));
       return mergeFind(q, results.map((r) => ({ docs: r.docs as Record<string, unknown>[], total: r.total as number, stats: statsOf(r.stats) })));
     });
+  }
+
+  /** `_explain` on each shard's leader, as `find` would ask it. */
+  async explain(name: string, raw: unknown): Promise<Record<string, unknown>> {
+    requireProtocol(this.#o.member.liveNodes(), 6, `_explain on VDB ${JSON.stringify(name)}`);
+    const q = parseFind(raw);
+    const perShard = q.limit === undefined ? null : q.offset + q.limit;
+    const v = await this.#vdbNow(name);
+    const plans = await Promise.all(live(v).map(async ({ id, shard: s }) => ({ shardId: id, plan: await this.#readShard(s, { op: 'explain', q: raw, limit: perShard }) })));
+    return vdbExplain(q, plans);
   }
 
   /**

@@ -16,9 +16,10 @@ import type { NodeRecord } from './meta-state.js';
  * 4: a VDB split or merge carries the moving range's `_local` documents (a shard's `locals`
  * read and `locals` log entries), and a VDB's `_local_docs` (the same read).
  * 5: Raft `vouch` entries for a replica that opened empty (`VOUCH_PROTOCOL`).
+ * 6: a VDB shard's `explain` read (`_explain` on a VDB).
  * A record without one is from a build before protocols: 0.
  */
-export const PROTOCOL = 5;
+export const PROTOCOL = 6;
 
 /**
  * Leaders vouch for replicas that opened empty (raft/core.ts `catchingUp`) only while every

@@ -89,6 +89,9 @@ t.test('a member on another version is shown and makes /health degraded until it
   // Protocol 4: the listing of a VDB's `_local` documents (a shard's `locals` read).
   const listing = await a.request('GET', '/vdb/v/_local_docs');
   t.same([listing.status, listing.body.message], [503, '_local_docs on VDB "v" needs every member on cluster protocol 4 or later; b (0.0.1-old) runs an older Firkin: finish the rolling upgrade'], '_local_docs: 503 while b is behind');
+  // Protocol 6: a VDB's `_explain` (a shard's `explain` read).
+  const explained = await a.request('POST', '/vdb/v/_explain', { body: { selector: { x: 1 } } });
+  t.same([explained.status, explained.body.message], [503, '_explain on VDB "v" needs every member on cluster protocol 6 or later; b (0.0.1-old) runs an older Firkin: finish the rolling upgrade'], '_explain: 503 while b is behind');
 
   // Protocol 4 also carries a split's `_local` documents into the new shard. b on protocol 3
   // holds `_local` documents but could not apply the carry: the split goes on without it, and

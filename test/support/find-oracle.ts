@@ -1,7 +1,8 @@
 // One round of the `_find` grammar oracle, for any place that answers `_find` over HTTP (a
 // database, a standalone VDB, a VDB across cluster nodes): write random documents, delete some,
 // ask a query drawn from the whole grammar (as a selector or a `where` list, sorted or not, paged
-// by offset or by bookmark) and compare with brute force: the ids, their order and the total.
+// by offset or by bookmark) and compare with brute force: the ids, their order and the total;
+// `_explain` must answer the query too.
 import fc from 'fast-check';
 import type { Condition, Json, Path } from '../../src/docdb/query/ast.js';
 import { compareForOrder, matches } from '../../src/docdb/query/match.js';
@@ -71,10 +72,10 @@ export interface FindRound {
 
 /**
  * One round under `at` (`/db/x` or `/vdb/x`, which must hold no live document): the case's
- * documents get ids `${prefix}d00`…, so rounds sharing a place do not collide. `explain` also
- * asks `_explain` (a database's route).
+ * documents get ids `${prefix}d00`…, so rounds sharing a place do not collide. `_explain` of
+ * the query must answer too.
  */
-export async function findRound(send: Send, at: string, c: FindCase, prefix: string, explain: boolean): Promise<FindRound> {
+export async function findRound(send: Send, at: string, c: FindCase, prefix: string): Promise<FindRound> {
   const docs: Doc[] = c.docs.map((d, i) => ({ ...d, _id: `${prefix}d${String(i).padStart(2, '0')}` }));
   const written = await send('POST', `${at}/_bulk_docs`, { docs });
   if (written.status !== 201) throw new Error(`bulk write answered ${written.status}: ${JSON.stringify(written.body)}`);
@@ -94,10 +95,8 @@ export async function findRound(send: Send, at: string, c: FindCase, prefix: str
   if (c.order !== undefined) query.sort = c.order;
   const expected = bruteForce(docs.filter((d) => revs.has(d._id)), query);
   const round = (mismatch: string | undefined): FindRound => ({ mismatch, asWhere: 'where' in query, matched: expected.length, live: revs });
-  if (explain) {
-    const explained = await send('POST', `${at}/_explain`, query);
-    if (explained.status !== 200) return round(`_explain of ${JSON.stringify(query)} answered ${explained.status}: ${JSON.stringify(explained.body)}`);
-  }
+  const explained = await send('POST', `${at}/_explain`, query);
+  if (explained.status !== 200) return round(`_explain of ${JSON.stringify(query)} answered ${explained.status}: ${JSON.stringify(explained.body)}`);
   const { limit, offset, byBookmark } = c.page;
   if (byBookmark && limit !== undefined) {
     const got: string[] = [];

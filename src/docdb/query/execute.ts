@@ -477,6 +477,21 @@ export async function planFind(ctx: FindContext, db: string, q: FindQuery): Prom
   };
 }
 
+/** `_explain`'s account of a plan (a database's answer, and each shard's in a VDB's). */
+export function describePlan({ plan, exact, estimates, narrowing }: Explained): Record<string, unknown> {
+  return {
+    plan:
+      plan.kind === 'index'
+        ? { kind: 'index', scan: plan.scan.describe, estimated_postings: plan.estimate, alternatives: plan.alternatives }
+        : { kind: 'full_scan', reason: plan.reason },
+    // An exact plan counts from the index alone; otherwise every candidate's body is checked.
+    exact: exact || narrowing?.exact === true,
+    candidates: estimates,
+    // Several conditions: the plan's ids tested against each other condition's keys.
+    ...(narrowing === undefined ? {} : { narrowing: { candidates: narrowing.candidates, tests: narrowing.tests } }),
+  };
+}
+
 /**
  * The conditions with a scan, smallest first (the first gives the candidates), and whether every
  * condition has an exact one (then testing each from keys decides the matches).

@@ -28,7 +28,7 @@ import type { RevsDiff } from '../replication/endpoints.js';
 import { LocalDocs, collectLocals } from '../replication/local-docs.js';
 import type { FindQuery } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
-import { executeFind, sourceQuery } from '../query/execute.js';
+import { describePlan, executeFind, planFind, sourceQuery } from '../query/execute.js';
 import { type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from '../../core/shard-hash.js';
 import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, openVdbCatalog, routeId, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
@@ -36,7 +36,7 @@ import { copyDocs } from '../move.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import { parseFind } from '../query/parse.js';
 import { mergeFind } from './merge.js';
-import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId, notFoundVdb } from './service.js';
+import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId, notFoundVdb, vdbExplain } from './service.js';
 import { runImport } from './import.js';
 
 export const VDB_LIMITS = { shardCountMax: 256, replicaFactorMax: 9, batchSizeMax: 10_000, zonesMax: 64 } as const;
@@ -274,6 +274,15 @@ export class VdbEngine implements VdbService {
     // A rebalance that started meanwhile may have copied documents into a live shard: ask
     // again with the ownership filter, so no document is counted twice.
     return this.record(name) === record || record.job !== undefined ? answer : this.#find(name, this.record(name), q, true);
+  }
+
+  async explain(name: string, raw: unknown): Promise<Record<string, unknown>> {
+    const q = parseFind(raw);
+    const record = this.record(name);
+    const shardQuery = sourceQuery(q, q.limit === undefined ? undefined : q.offset + q.limit);
+    const ctx = { docs: this.#o.docs, store: this.#o.store, counts: this.#o.counts };
+    const plans = await Promise.all(this.#liveShards(record).map(async (shardId) => ({ shardId, plan: describePlan(await planFind(ctx, shardDb(name, shardId), shardQuery)) })));
+    return vdbExplain(q, plans);
   }
 
   /**

@@ -135,6 +135,8 @@ export interface VdbService {
   bulkDocs(name: string, docs: readonly unknown[], newEdits: boolean): Promise<EditResult[]>;
   /** `_find` from its request body; `stale`: any replica may answer from what it applied (cluster). */
   find(name: string, raw: unknown, options?: { stale?: boolean }): Promise<MergedFind>;
+  /** `_explain` from a `_find` body: each live shard's plan for its part (`vdbExplain`). */
+  explain(name: string, raw: unknown): Promise<Record<string, unknown>>;
   changes(name: string, options: VdbChangesOptions): Promise<VdbChangesPage>;
   /** CouchDB's `_revs_diff`: each id's revisions the VDB lacks (asked of the shard that owns it). */
   revsDiff(name: string, request: Readonly<Record<string, readonly string[]>>): Promise<RevsDiff>;
@@ -157,4 +159,18 @@ export interface VdbService {
   getAttachment(name: string, id: string, attName: string, rev: string | undefined): Promise<VdbAttachment>;
   /** Drop kept non-leaf bodies on every shard (resolves when every shard finished). */
   compact(name: string): Promise<void>;
+}
+
+/**
+ * A VDB's `_explain`: every live shard plans the query as `_find` sends it there (offset 0,
+ * limit offset + limit, `shard_limit`), each with its own counts; `plans` in shard order.
+ */
+export function vdbExplain(q: FindQuery, plans: readonly { shardId: number; plan: Record<string, unknown> }[]): Record<string, unknown> {
+  return {
+    shards: plans.map(({ shardId, plan }) => ({ shard_id: shardId, ...plan })),
+    limit: q.limit ?? null,
+    offset: q.offset,
+    shard_limit: q.limit === undefined ? null : q.offset + q.limit,
+    order_by: q.orderBy,
+  };
 }

@@ -3,7 +3,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { FirkinError } from '../../core/errors.js';
 import { checkDbName } from '../../docdb/names.js';
-import { type FindContext, executeFind, planFind } from '../../docdb/query/execute.js';
+import { type FindContext, describePlan, executeFind, planFind } from '../../docdb/query/execute.js';
 import { parseFind } from '../../docdb/query/parse.js';
 import { findAnswer } from '../../docdb/query/stats.js';
 import { READ } from '../hooks/auth.js';
@@ -29,17 +29,8 @@ export const docdbQueryRoutes: FastifyPluginAsync<{ finder: FindContext }> = asy
   app.post<{ Params: { db: string } }>('/db/:db/_explain', { schema: { params }, config: READ }, async (request) => {
     requireDb(request.params.db);
     const query = parseFind(request.body);
-    const { plan, exact, estimates, narrowing } = await planFind(finder, request.params.db, query);
     return {
-      plan:
-        plan.kind === 'index'
-          ? { kind: 'index', scan: plan.scan.describe, estimated_postings: plan.estimate, alternatives: plan.alternatives }
-          : { kind: 'full_scan', reason: plan.reason },
-      // An exact plan counts from the index alone; otherwise every candidate's body is checked.
-      exact: exact || narrowing?.exact === true,
-      candidates: estimates,
-      // Several conditions: the plan's ids tested against each other condition's keys.
-      ...(narrowing === undefined ? {} : { narrowing: { candidates: narrowing.candidates, tests: narrowing.tests } }),
+      ...describePlan(await planFind(finder, request.params.db, query)),
       limit: query.limit ?? null,
       offset: query.offset,
       order_by: query.orderBy,

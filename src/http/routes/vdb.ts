@@ -283,6 +283,9 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     },
   );
 
+  // What `_find` would run on each shard (docs/query.md's `_explain`, one plan a shard).
+  app.post<{ Params: { vdb: string } }>('/vdb/:vdb/_explain', { schema: { params: vdbParams }, config: { ...scoped, ...READ } }, async (r) => vdbs().explain(r.params.vdb, r.body));
+
   // CouchDB's index routes, answered as a database's (docs/query.md: every field is indexed).
   indexRoutes(app, { base: '/vdb/:vdb', param: 'vdb', nameSchema: vdbParams.properties.vdb, config: scoped, requireDb: (name) => vdbs().info(name) });
 

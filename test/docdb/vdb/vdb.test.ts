@@ -76,6 +76,19 @@ t.test('VDB lifecycle, routing and reads', async (t) => {
     t.equal((await node.request('POST', '/vdb/users/_find', { body: { where: [{ path: ['n'], op: 'bogus' }] } })).status, 400);
   });
 
+  t.test('_explain: each shard\'s plan for its part of the query', async (t) => {
+    const res = await node.request('POST', '/vdb/users/_explain', { body: { selector: { even: true }, sort: [{ n: 'desc' }], limit: 3, skip: 1 } });
+    t.equal(res.status, 200, JSON.stringify(res.body).slice(0, 200));
+    t.match(res.body, { limit: 3, offset: 1, shard_limit: 4, order_by: [{ path: ['n'], dir: 'desc' }] }, 'each shard is asked for offset + limit');
+    t.same(res.body.shards.map((s: { shard_id: number }) => s.shard_id), [0, 1, 2, 3], 'one plan a shard, in shard order');
+    for (const s of res.body.shards) t.match(s, { plan: { kind: 'index', scan: 'even = true' }, exact: true }, `shard ${s.shard_id} plans the equality's index`);
+    // Each shard counts its own postings: together the even documents (20 of the 40 u*).
+    const postings = res.body.shards.reduce((sum: number, s: { plan: { estimated_postings: number } }) => sum + s.plan.estimated_postings, 0);
+    t.equal(postings, 20, 'the shards\' estimates add up to the matches');
+    t.equal((await node.request('POST', '/vdb/users/_explain', { body: { selector: { n: { $bogus: 1 } } } })).status, 400, 'a bad query is a 400');
+    t.equal((await node.request('POST', '/vdb/nope/_explain', { body: {} })).status, 404, 'an unknown VDB is a 404');
+  });
+
   t.test('_all_docs: every shard\'s rows merged by id', async (t) => {
     const live = ['a', 'doc2', 'mydoc', ...Array.from({ length: 40 }, (_, i) => `u${i}`)].sort();
     const ids = (body: { rows: { id?: string; key: string; error?: string }[] }) => body.rows.map((r) => r.error ?? r.id);
