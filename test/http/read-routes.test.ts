@@ -17,6 +17,7 @@ const READ_POSTS = [
   'POST /db/:db/_changes/stream',
   'POST /db/:db/_local_docs',
   'POST /vdb/:vdb/_find',
+  'POST /vdb/:vdb/_explain',
   'POST /vdb/:vdb/_all_docs',
   'POST /vdb/:vdb/_bulk_get',
   'POST /vdb/:vdb/_revs_diff',
@@ -81,6 +82,7 @@ t.test('read keys: every read-only POST, and no write', async (t) => {
   const vfind = await node.request('POST', '/vdb/v/_find', { key: reader, body: { selector: { city: 'oslo' } } });
   t.equal(vfind.status, 200);
   t.same(vfind.body.docs.map((d: { _id: string }) => d._id), ['d1']);
+  t.equal((await node.request('POST', '/vdb/v/_explain', { key: reader, body: { selector: { city: 'oslo' } } })).status, 200, "a VDB's _explain with a read key");
   // A VDB is a replication source for a read key too.
   t.equal((await node.request('POST', '/vdb/v/_bulk_get', { key: reader, body: { docs: [{ id: 'd1' }] } })).body.results[0].docs[0].ok.city, 'oslo');
   t.match((await node.request('POST', '/vdb/v/_revs_diff', { key: reader, body: { d1: ['9-x'] } })).body, { d1: { missing: ['9-x'] } });
