@@ -121,7 +121,7 @@ for (const target of TARGETS) {
           await node.request('DELETE', at);
         }
       }),
-      fcParams(60),
+      fcParams(40),
     );
   });
 }
