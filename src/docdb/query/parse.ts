@@ -19,6 +19,8 @@ export const QUERY_LIMITS = {
   fieldsMax: 100,
   /** A `_find` without `limit` returns at most this many documents (400 beyond: page with limit/offset). */
   resultsMax: 10_000,
+  /** The largest `limit` (as `_all_docs` and `_changes`): a page is built whole in memory. */
+  limitMax: 100_000,
 } as const;
 
 const OPS: Record<string, Condition['kind'] | Comparison> = {
@@ -302,9 +304,10 @@ function parseOrderKeys(raw: unknown): OrderKey[] {
   });
 }
 
-function parseCount(raw: unknown, name: string): number | undefined {
+function parseCount(raw: unknown, name: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
   if (raw === undefined || raw === null) return undefined;
   if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) throw bad(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  if (raw > max) throw bad(`${name} must be at most ${max}, got ${raw}: page with bookmark (or limit and skip)`);
   return raw;
 }
 
@@ -350,7 +353,7 @@ export function parseFind(raw: unknown): FindQuery {
   const after = decodeBookmark(raw.bookmark, orderBy.length);
   return {
     where: parts.length === 1 ? parts[0]! : { kind: 'and', all: parts },
-    limit: parseCount(raw.limit, 'limit'),
+    limit: parseCount(raw.limit, 'limit', QUERY_LIMITS.limitMax),
     offset: parseCount(raw.offset ?? raw.skip, 'offset') ?? 0,
     orderBy,
     includeDocs,

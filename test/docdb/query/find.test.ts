@@ -129,6 +129,7 @@ t.test('_find over HTTP', async (t) => {
       [{ where: [{ path: [{}], value: 1 }] }, /bad segment/],
       [{ selector: { a: { $near: 1 } } }, /unsupported selector operator/],
       [{ limit: 'ten' }, /limit/],
+      [{ limit: 100_001 }, /^limit must be at most 100000, got 100001: page with bookmark/],
     ] as const) {
       const res = await find(node, 'people', body);
       t.equal(res.status, 400, JSON.stringify(body));
@@ -137,6 +138,7 @@ t.test('_find over HTTP', async (t) => {
     }
     t.equal((await find(node, 'nosuchdb', {})).status, 404);
     t.equal((await find(node, 'Bad!Name', {})).status, 400);
+    t.equal((await find(node, 'people', { limit: 100_000 })).status, 200, 'a limit of 100,000 is taken');
   });
 
   t.test('_explain names the plan', async (t) => {
