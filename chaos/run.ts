@@ -535,6 +535,8 @@ async function finalCasReads(nodes: NodeProc[], rec: Recorder, minutes: number):
 
 /** A split or merge waits this long for its answer (it answers when the job ends). */
 const REBALANCE_TIMEOUT_MS = 90_000;
+/** A run with a longer time than this without an acknowledged write keeps the nodes' logs too, to read the gap against. */
+const LONG_GAP_MS = 15_000;
 
 /**
  * `--rebalance`: through a random node every 4 to 10 s after the last answer (none started in
@@ -1002,12 +1004,12 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const file = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}.json`);
     writeFileSync(file, JSON.stringify(report, null, 2));
     log(`chaos: report ${file}`);
-    if (anomalies.length > 0) {
-      // The nodes' own logs (the last 200 kB of each process), to read an anomaly against.
-      for (const n of nodes) writeFileSync(file.replace(/\.json$/, `-${n.name}.log`), n.logs.join('') + n.output);
-      log(`chaos: node logs beside the report (${nodes.map((n) => n.name).join(', ')})`);
-    }
     const avail = checkers.availability;
+    if (anomalies.length > 0 || avail.longestGap.ms > LONG_GAP_MS) {
+      // The nodes' own logs (each one's last processes), to read an anomaly or a long gap against.
+      for (const n of nodes) writeFileSync(file.replace(/\.json$/, `-${n.name}.log`), n.logs.join('') + n.output);
+      log(`chaos: node logs beside the report (${nodes.map((n) => n.name).join(', ')})${anomalies.length === 0 ? `: ${avail.longestGap.ms} ms without an acknowledged write` : ''}`);
+    }
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
     if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
