@@ -47,3 +47,34 @@ export class KeyedSerialQueue<K> {
     return this.#queues.size;
   }
 }
+
+/**
+ * Runs `tasks` in their order wherever they share a key: a task starts once every earlier task
+ * with one of its keys has finished, and tasks with no key in common overlap, at most `limit`
+ * at a time (a task waiting for an earlier one holds its place). Resolves when all have
+ * finished; on a failure, rejects with the first one once the running tasks have settled, and
+ * no task starts after it (nor any that waits on the failed one).
+ */
+export async function runInKeyOrder<T>(tasks: readonly T[], keysOf: (task: T) => readonly string[], run: (task: T) => Promise<void>, limit: number): Promise<void> {
+  const last = new Map<string, Promise<void>>();
+  const running = new Set<Promise<void>>();
+  let failure: { error: unknown } | undefined;
+  for (const task of tasks) {
+    while (running.size >= limit) await Promise.race(running);
+    if (failure !== undefined) break;
+    const keys = [...new Set(keysOf(task))];
+    const before = keys.flatMap((k) => last.get(k) ?? []);
+    const done = Promise.all(before).then(() => (failure === undefined ? run(task) : undefined));
+    for (const k of keys) last.set(k, done);
+    const settled: Promise<void> = done.then(
+      () => undefined,
+      (error: unknown) => {
+        failure ??= { error };
+      },
+    );
+    running.add(settled);
+    void settled.then(() => running.delete(settled));
+  }
+  await Promise.all(running);
+  if (failure !== undefined) throw failure.error;
+}

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { KeyedSerialQueue, SerialQueue } from '../../src/core/serial.js';
+import { KeyedSerialQueue, SerialQueue, runInKeyOrder } from '../../src/core/serial.js';
 import { fcParams } from '../support/fc.js';
 
 /** A job: how many microtask turns it takes, and whether it fails at the end. */
@@ -66,4 +66,53 @@ t.test('KeyedSerialQueue: in order per key, keys independent, idle keys forgotte
   const queue = new KeyedSerialQueue<string>();
   void queue.run('stuck', () => new Promise<void>(() => undefined));
   t.equal(await queue.run('free', async () => 1), 1);
+});
+
+t.test('runInKeyOrder: in order wherever keys are shared, overlapping otherwise, within the limit; a failure stops what depends on it', async (t) => {
+  const taskArb = fc.record({ keys: fc.uniqueArray(fc.constantFrom('a', 'b', 'c', 'd', 'e'), { maxLength: 3 }), turns: fc.nat(4), fails: fc.boolean() });
+  let overlapped = false;
+  await fc.assert(
+    fc.asyncProperty(fc.array(taskArb, { maxLength: 12 }), fc.integer({ min: 1, max: 4 }), fc.boolean(), async (tasks, limit, withFailures) => {
+      const events: { start: boolean; i: number }[] = [];
+      let running = 0;
+      let most = 0;
+      const failing = (i: number) => withFailures && tasks[i]!.fails;
+      const outcome = await runInKeyOrder(
+        tasks.map((task, i) => ({ ...task, i })),
+        (task) => task.keys,
+        async (task) => {
+          events.push({ start: true, i: task.i });
+          most = Math.max(most, ++running);
+          await turns(task.turns);
+          running--;
+          events.push({ start: false, i: task.i });
+          if (failing(task.i)) throw new Error(`task ${task.i}`);
+        },
+        limit,
+      ).then(
+        () => undefined,
+        (err: Error) => err.message,
+      );
+      const startAt = (i: number) => events.findIndex((e) => e.start && e.i === i);
+      const endAt = (i: number) => events.findIndex((e) => !e.start && e.i === i);
+      const started = events.filter((e) => e.start).map((e) => e.i);
+      const firstFailure = events.find((e) => !e.start && failing(e.i))?.i;
+      if (most > limit) return false;
+      if (most > 1) overlapped = true;
+      // The first failure is the answer; without one, every task ran, each once.
+      if (outcome !== (firstFailure === undefined ? undefined : `task ${firstFailure}`)) return false;
+      if (new Set(started).size !== started.length) return false;
+      if (firstFailure === undefined && started.length !== tasks.length) return false;
+      // A task starts only after every earlier task sharing a key with it ended, and none failed.
+      for (const j of started) {
+        for (let i = 0; i < j; i++) {
+          if (!tasks[i]!.keys.some((k) => tasks[j]!.keys.includes(k))) continue;
+          if (endAt(i) === -1 || endAt(i) > startAt(j) || failing(i)) return false;
+        }
+      }
+      return true;
+    }),
+    fcParams(500),
+  );
+  t.ok(overlapped, 'tasks without a shared key overlapped');
 });
