@@ -14,7 +14,7 @@ import type { Json } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind, sourceQuery } from '../query/execute.js';
 import { compareForOrder, project } from '../query/match.js';
-import { parseFind } from '../query/parse.js';
+import { QUERY_LIMITS, parseFind } from '../query/parse.js';
 import { type FindStats, executionStats, fullScanWarning, sumStats } from '../query/stats.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
 import { type EndpointSpec, type RemoteAuth, checkOutbound, parseAuth, parseEndpoint } from '../replication/endpoint-spec.js';
@@ -229,6 +229,10 @@ export class Federations {
     const q = parseFind(raw);
     if (q.after !== undefined) throw new FirkinError('bad_request', 'a bookmark pages one database or VDB; a federation pages with offset and limit');
     const perMember = q.limit === undefined ? undefined : q.offset + q.limit;
+    // Each member is asked for offset + limit documents, and a member's `_find` takes at most this.
+    if (perMember !== undefined && perMember > QUERY_LIMITS.limitMax) {
+      throw new FirkinError('bad_request', `offset + limit must be at most ${QUERY_LIMITS.limitMax} on a federation (each member is asked for that many), got ${perMember}`);
+    }
     const deadline = AbortSignal.timeout(this.#d.timeoutMs);
     const errors: Record<string, string> = {};
     const ask = async (member: string, limit: number | undefined, includeDocs: boolean): Promise<MemberAnswer> => {
@@ -273,8 +277,10 @@ export class Federations {
       const cap = FEDERATION_LIMITS.exactTotalIdsMax;
       const idLists = await Promise.all(
         ok.map((a) =>
-          ask(a.member, cap + 1, false).then(
-            (r) => r.docs.map((d) => d._id as string),
+          // At most `cap` ids (a `_find` limit past 100,000 is a 400): a member whose total
+          // grew past what it listed cannot be counted exactly.
+          ask(a.member, cap, false).then(
+            (r) => (r.docs.length < r.total ? undefined : r.docs.map((d) => d._id as string)),
             (err: unknown) => {
               this.#d.log.warn({ federation: name, member: a.member, err: (err as Error).message }, 'federation member failed the exact-total round');
               return undefined;

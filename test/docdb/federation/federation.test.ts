@@ -116,6 +116,9 @@ t.test('federations over HTTP', async (t) => {
     const counted = await node.request('POST', '/_federation/world/_find', { body: { limit: 0 } });
     t.match(counted.body.meta, { total: 6, total_exact: true });
     t.same(counted.body.results, []);
+    // Each member is asked for offset + limit documents: past a `_find`'s largest limit, a 400 here.
+    const far = await node.request('POST', '/_federation/world/_find', { body: { limit: 100_000, skip: 1 } });
+    t.same([far.status, far.body.message], [400, 'offset + limit must be at most 100000 on a federation (each member is asked for that many), got 100001']);
   });
 
   t.test('execution_stats and warning: the members\' counts summed, the full scans named', async (t) => {
