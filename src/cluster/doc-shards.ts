@@ -32,7 +32,7 @@ import { statsOf } from '../docdb/query/stats.js';
 import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { withExtras } from '../docdb/change-extras.js';
 import { parseFind } from '../docdb/query/parse.js';
-import type { FindQuery } from '../docdb/query/ast.js';
+import { type FindQuery, pageEnd } from '../docdb/query/ast.js';
 import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
 import { changeFilterFrom } from '../docdb/query/change-filter.js';
 import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, docShardLocalKeys, isRequestRecord, ownsId } from '../docdb/vdb/shard-fsm.js';
@@ -416,6 +416,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   async #read(fsm: DocShardFsm, q: ReadRequest): Promise<Record<string, unknown>> {
     const { docs, store, counts } = this.#o;
+    const ctx = { docs, store, counts };
     // A fenced range is being switched away from: the router waits for the new map.
     const fenced = () => new FirkinError('stale_epoch', `shard ${fsm.group} no longer owns what was asked (a split or merge switched it): route again on the new map`);
     switch (q.op) {
@@ -442,11 +443,11 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         if (m !== undefined && q.h !== undefined && !fsm.ownsRange(q.h, m)) throw fenced();
         // Only the ids of the router's range: a rebalance's copies are never counted twice.
         const owns = m === undefined || q.h === undefined ? undefined : (id: string) => ownsId({ hash: q.h!, ranges: [m] }, id);
-        const result = await executeFind({ docs, store, counts }, fsm.db, sourceQuery(parsed, q.limit ?? undefined), owns);
+        const result = await executeFind(ctx, fsm.db, sourceQuery(parsed, q.limit ?? undefined), owns);
         return { docs: result.docs, total: result.meta.total, stats: result.stats };
       }
       case 'explain':
-        return describePlan(await planFind({ docs, store, counts }, fsm.db, sourceQuery(parseFind(q.q), q.limit ?? undefined)));
+        return describePlan(await planFind(ctx, fsm.db, sourceQuery(parseFind(q.q), q.limit ?? undefined)));
       case 'all': {
         const m = q.m;
         if (m !== undefined && q.h !== undefined && !fsm.ownsRange(q.h, m)) throw fenced();
@@ -854,7 +855,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    */
   async find(name: string, raw: unknown, options: { stale?: boolean } = {}): Promise<MergedFind> {
     const q = parseFind(raw);
-    const perShard = q.limit === undefined ? null : q.offset + q.limit;
+    const perShard = pageEnd(q) ?? null;
     return this.#onMap(name, async (v) => {
       const results = await Promise.all(live(v).map(({ shard: s }) => this.#readShard(s, { op: 'find', q: raw, limit: perShard, m: [s.range[0], s.range[1]], h: v.config.hashFunction }, options.stale === true)));
       return mergeFind(q, results.map((r) => ({ docs: r.docs as Record<string, unknown>[], total: r.total as number, stats: statsOf(r.stats) })));
@@ -865,7 +866,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   async explain(name: string, raw: unknown): Promise<Record<string, unknown>> {
     requireProtocol(this.#o.member.liveNodes(), 6, `_explain on VDB ${JSON.stringify(name)}`);
     const q = parseFind(raw);
-    const perShard = q.limit === undefined ? null : q.offset + q.limit;
+    const perShard = pageEnd(q) ?? null;
     const v = await this.#vdbNow(name);
     const plans = await Promise.all(live(v).map(async ({ id, shard: s }) => ({ shardId: id, plan: await this.#readShard(s, { op: 'explain', q: raw, limit: perShard }) })));
     return vdbExplain(q, plans);

@@ -51,14 +51,13 @@ export const arbFindCase: fc.Arbitrary<FindCase> = fc.record({
   page: fc.record({ limit: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }), offset: fc.nat({ max: 3 }), byBookmark: fc.boolean() }),
 });
 
-/** Brute force: the ids matching a `_find` body, in its order. */
-function bruteForce(docs: readonly Doc[], body: unknown): string[] {
+/** Brute force: the documents matching a `_find` body, in its order. */
+export function bruteForce(docs: readonly { _id: string }[], body: unknown): { id: string; body: Json }[] {
   const q = parseFind(body);
   return docs
     .map((d) => ({ id: d._id, body: d as unknown as Json }))
     .filter((d) => matches(d.body, q.where as Condition))
-    .sort((a, b) => compareForOrder(a, b, q.orderBy))
-    .map((d) => d.id);
+    .sort((a, b) => compareForOrder(a, b, q.orderBy));
 }
 
 export interface FindRound {
@@ -93,7 +92,7 @@ export async function findRound(send: Send, at: string, c: FindCase, prefix: str
   const query: Record<string, unknown> =
     where.length > 0 && where.every((w) => w !== undefined) ? { where } : { selector: c.conditions.length === 1 ? toSelector(c.conditions[0]!) : { $and: c.conditions.map(toSelector) } };
   if (c.order !== undefined) query.sort = c.order;
-  const expected = bruteForce(docs.filter((d) => revs.has(d._id)), query);
+  const expected = bruteForce(docs.filter((d) => revs.has(d._id)), query).map((d) => d.id);
   const round = (mismatch: string | undefined): FindRound => ({ mismatch, asWhere: 'where' in query, matched: expected.length, live: revs });
   const explained = await send('POST', `${at}/_explain`, query);
   if (explained.status !== 200) return round(`_explain of ${JSON.stringify(query)} answered ${explained.status}: ${JSON.stringify(explained.body)}`);

@@ -10,7 +10,7 @@ import type { Clock, HybridClock } from '../../core/hlc.js';
 import { Catalog } from '../../core/catalog.js';
 import type { Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
-import type { Json } from '../query/ast.js';
+import { type Json, pageEnd } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
 import { executeFind, sourceQuery } from '../query/execute.js';
 import { compareForOrder, project } from '../query/match.js';
@@ -107,7 +107,7 @@ export function mergeAnswers(answers: readonly MemberAnswer[], q: { orderBy: Par
   const merged = [...best.values()].sort((x, y) =>
     compareForOrder({ id: x.doc._id as string, body: x.doc as Json }, { id: y.doc._id as string, body: y.doc as Json }, q.orderBy),
   );
-  const page = merged.slice(q.offset, q.limit === undefined ? undefined : q.offset + q.limit);
+  const page = merged.slice(q.offset, pageEnd(q));
   const sourceCounts: Record<string, number> = {};
   for (const m of page) sourceCounts[m.member] = (sourceCounts[m.member] ?? 0) + 1;
   // Members count their own matches exactly; documents held by several members are
@@ -228,7 +228,7 @@ export class Federations {
     const raw = mergeQueries(rec.query, request);
     const q = parseFind(raw);
     if (q.after !== undefined) throw new FirkinError('bad_request', 'a bookmark pages one database or VDB; a federation pages with offset and limit');
-    const perMember = q.limit === undefined ? undefined : q.offset + q.limit;
+    const perMember = pageEnd(q);
     // Each member is asked for offset + limit documents, and a member's `_find` takes at most this.
     if (perMember !== undefined && perMember > QUERY_LIMITS.limitMax) {
       throw new FirkinError('bad_request', `offset + limit must be at most ${QUERY_LIMITS.limitMax} on a federation (each member is asked for that many), got ${perMember}`);

@@ -71,3 +71,11 @@ export interface FindQuery {
   /** CouchDB's `execution_stats: true`: the answer says what it read and how long it took. */
   readonly executionStats?: boolean;
 }
+
+/**
+ * Where a page of `q` ends among its matches (offset + limit; undefined: no limit): what a
+ * merged `_find` asks of each source (VDB shard, federation member) and cuts the merge at.
+ */
+export function pageEnd(q: Pick<FindQuery, 'offset' | 'limit'>): number | undefined {
+  return q.limit === undefined ? undefined : q.offset + q.limit;
+}

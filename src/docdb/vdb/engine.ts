@@ -26,9 +26,9 @@ import { byRoute, mergedListing, primed, rowsByRoute, shardAllDocs, shardAllDocs
 import { type BulkGetRequest, type BulkGetResult, bulkGet, diffByRoute, leafRevs } from '../replication/bulk-get.js';
 import type { RevsDiff } from '../replication/endpoints.js';
 import { LocalDocs, collectLocals } from '../replication/local-docs.js';
-import type { FindQuery } from '../query/ast.js';
+import { type FindQuery, pageEnd } from '../query/ast.js';
 import type { ValueCounts } from '../query/counts.js';
-import { describePlan, executeFind, planFind, sourceQuery } from '../query/execute.js';
+import { type FindContext, describePlan, executeFind, planFind, sourceQuery } from '../query/execute.js';
 import { type HashRange, areAdjacent, hashId, initialRanges, mergeRanges, splitRanges } from '../../core/shard-hash.js';
 import { type RebalanceJob, type ShardAssignment, type VdbRecord, checkVdbName, openVdbCatalog, routeId, shardDb } from './catalog.js';
 import { WriteGate } from './gate.js';
@@ -276,12 +276,16 @@ export class VdbEngine implements VdbService {
     return this.record(name) === record || record.job !== undefined ? answer : this.#find(name, this.record(name), q, true);
   }
 
+  /** What the query engine needs to run a `_find` on one shard database. */
+  #findContext(): FindContext {
+    return { docs: this.#o.docs, store: this.#o.store, counts: this.#o.counts };
+  }
+
   async explain(name: string, raw: unknown): Promise<Record<string, unknown>> {
     const q = parseFind(raw);
     const record = this.record(name);
-    const shardQuery = sourceQuery(q, q.limit === undefined ? undefined : q.offset + q.limit);
-    const ctx = { docs: this.#o.docs, store: this.#o.store, counts: this.#o.counts };
-    const plans = await Promise.all(this.#liveShards(record).map(async (shardId) => ({ shardId, plan: describePlan(await planFind(ctx, shardDb(name, shardId), shardQuery)) })));
+    const shardQuery = sourceQuery(q, pageEnd(q));
+    const plans = await Promise.all(this.#liveShards(record).map(async (shardId) => ({ shardId, plan: describePlan(await planFind(this.#findContext(), shardDb(name, shardId), shardQuery)) })));
     return vdbExplain(q, plans);
   }
 
@@ -292,12 +296,11 @@ export class VdbEngine implements VdbService {
    * any more): each shard then keeps only its own ids.
    */
   async #find(name: string, record: VdbRecord, q: FindQuery, filterOwned: boolean) {
-    const perShard = q.limit === undefined ? undefined : q.offset + q.limit;
-    const shardQuery = sourceQuery(q, perShard);
+    const shardQuery = sourceQuery(q, pageEnd(q));
     const results = await Promise.all(
       this.#liveShards(record).map(async (id) => {
         try {
-          return await executeFind({ docs: this.#o.docs, store: this.#o.store, counts: this.#o.counts }, shardDb(name, id), shardQuery, filterOwned ? this.#owns(record, id) : undefined);
+          return await executeFind(this.#findContext(), shardDb(name, id), shardQuery, filterOwned ? this.#owns(record, id) : undefined);
         } catch (err) {
           if (err instanceof FirkinError && err.code === 'bad_request') throw err;
           throw new FirkinError('unavailable', `shard ${id} of ${JSON.stringify(name)} failed: ${(err as Error).message}`, { cause: err });

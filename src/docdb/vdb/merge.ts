@@ -1,6 +1,6 @@
 // Merging the shards' answers of a VDB read (pure): the same for node-local shards and for
 // shards that are Raft groups on other nodes.
-import type { FindQuery } from '../query/ast.js';
+import { type FindQuery, pageEnd } from '../query/ast.js';
 import { type FindStats, sumStats } from '../query/stats.js';
 import { compareForOrder, project } from '../query/match.js';
 import { bookmarkAfter } from '../query/bookmark.js';
@@ -27,7 +27,7 @@ export function mergeFind(
     .flatMap((r) => r.docs)
     .map((d) => ({ id: d._id as string, rev: d._rev as string, body: d as never, doc: d }))
     .sort((a, b) => compareForOrder(a, b, q.orderBy));
-  const page = merged.slice(q.offset, q.limit === undefined ? undefined : q.offset + q.limit);
+  const page = merged.slice(q.offset, pageEnd(q));
   return {
     docs: page.map((m) => (q.includeDocs ? project(m.doc, q.fields) : { _id: m.doc._id, _rev: m.doc._rev })),
     meta: { total, offset: q.offset, limit: q.limit ?? null },

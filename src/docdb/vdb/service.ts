@@ -4,7 +4,7 @@ import { FirkinError } from '../../core/errors.js';
 import type { HashFunction } from '../../core/shard-hash.js';
 import type { Blob, ParsedDoc } from '../doc-input.js';
 import type { AllDocsOptions, AllDocsRow, EditResult, GetDocOptions } from '../engine.js';
-import type { FindQuery } from '../query/ast.js';
+import { type FindQuery, pageEnd } from '../query/ast.js';
 import type { ImportStatus } from './import.js';
 import type { ImportTasks } from './import-tasks.js';
 import type { MergedFind } from './merge.js';
@@ -170,7 +170,7 @@ export function vdbExplain(q: FindQuery, plans: readonly { shardId: number; plan
     shards: plans.map(({ shardId, plan }) => ({ shard_id: shardId, ...plan })),
     limit: q.limit ?? null,
     offset: q.offset,
-    shard_limit: q.limit === undefined ? null : q.offset + q.limit,
+    shard_limit: pageEnd(q) ?? null,
     order_by: q.orderBy,
   };
 }

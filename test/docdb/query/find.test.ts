@@ -2,10 +2,9 @@
 // errors; and an oracle property: any plan returns exactly what brute force returns.
 import fc from 'fast-check';
 import t from 'tap';
-import type { Condition, Json } from '../../../src/docdb/query/ast.js';
-import { compareForOrder, matches } from '../../../src/docdb/query/match.js';
-import { parseFind } from '../../../src/docdb/query/parse.js';
+import type { Json } from '../../../src/docdb/query/ast.js';
 import { fcParams } from '../../support/fc.js';
+import { bruteForce } from '../../support/find-oracle.js';
 import { type TestNode, startTestNode } from '../../support/node.js';
 import { arbDoc } from '../../support/query-arbitraries.js';
 
@@ -28,15 +27,6 @@ async function find(node: TestNode, db: string, body: unknown) {
 }
 
 const ids = (res: { body: { docs: { _id: string }[] } }) => res.body.docs.map((d) => d._id);
-
-/** Brute force: the documents matching a `_find` body, in its order. */
-function bruteForce(docs: readonly { _id: string }[], body: unknown): { id: string; body: Json }[] {
-  const q = parseFind(body);
-  return docs
-    .map((d) => ({ id: d._id, body: d as unknown as Json }))
-    .filter((d) => matches(d.body, q.where as Condition))
-    .sort((a, b) => compareForOrder(a, b, q.orderBy));
-}
 
 /** A property round's database: `docs` written as d00, d01, …; the documents with their ids and the write's answer. */
 async function roundDb<D extends object>(node: TestNode, db: string, docs: readonly D[]) {
