@@ -123,6 +123,7 @@ const SETTINGS = {
   SERVICE_REPLICA_REPAIR_GRACE_MS: { parse: int(0, 86_400_000), default: 60_000 },
   SERVICE_SHARD_LEADER_BALANCE: { parse: bool, default: true },
   SERVICE_RESHARD_DOCS_PER_SEC: { parse: int(1, 10_000_000), default: 20_000 },
+  SERVICE_RESHARD_SWITCH_TIMEOUT_MS: { parse: int(100, 3_600_000), default: 10_000 },
   SERVICE_VDB_REBALANCE_DOCS_PER_SEC: { parse: int(1, 10_000_000), default: 20_000 },
   SERVICE_JOIN_TIMEOUT_MS: { parse: int(100, 3_600_000), default: 30_000 },
   SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS: { parse: int(100, 600_000), default: 5_000 },
@@ -224,6 +225,8 @@ export interface Config {
     leaderBalance: boolean;
     /** A reshard copies at most this many documents per second (foreground traffic keeps its latency). */
     reshardDocsPerSec: number;
+    /** A reshard's switch not done this long after its fences is rolled back (the old shards serve again). */
+    reshardSwitchTimeoutMs: number;
     /** A clustered VDB split or merge copies at most this many documents a second. */
     vdbRebalanceDocsPerSec: number;
     /** Give up joining (exit 1) when no seed accepted us within this time. */
@@ -400,6 +403,7 @@ function assemble(v: Values): Config {
       replicaRepairGraceMs: v.SERVICE_REPLICA_REPAIR_GRACE_MS,
       leaderBalance: v.SERVICE_SHARD_LEADER_BALANCE,
       reshardDocsPerSec: v.SERVICE_RESHARD_DOCS_PER_SEC,
+      reshardSwitchTimeoutMs: v.SERVICE_RESHARD_SWITCH_TIMEOUT_MS,
       vdbRebalanceDocsPerSec: v.SERVICE_VDB_REBALANCE_DOCS_PER_SEC,
       joinTimeoutMs: v.SERVICE_JOIN_TIMEOUT_MS,
       proposalTimeoutMs: v.SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS,

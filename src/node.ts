@@ -107,6 +107,12 @@ function testReshardSwitchDelay(): number | undefined {
   return raw === undefined ? undefined : Number(raw);
 }
 
+/** FIRKIN_TEST_RESHARD_SWITCH_STALLS: a test makes the first switch attempts run out of time, to see them rolled back. */
+function testReshardSwitchStalls(): number | undefined {
+  const raw = process.env.FIRKIN_TEST_RESHARD_SWITCH_STALLS;
+  return raw === undefined ? undefined : Number(raw);
+}
+
 function notClusteredYet(): FirkinError {
   return new FirkinError('unavailable', 'this node has not joined its cluster yet: collections are placed through the cluster; retry shortly');
 }
@@ -316,7 +322,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       const unsafeNoLocalCarry = process.env.FIRKIN_UNSAFE_FIXTURE === 'lost-checkpoints';
       if (unsafeNoLocalCarry) log.warn('FIRKIN_UNSAFE_FIXTURE=lost-checkpoints: VDB splits and merges deliberately lose replication checkpoints (chaos checker fixture)');
       if (vectors !== undefined) {
-        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, caches: shardCaches, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchDelayMs: testReshardSwitchDelay(), exitInSnapshotLoad: process.env.FIRKIN_UNSAFE_FIXTURE === 'exit-in-snapshot-load' });
+        vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, caches: shardCaches, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchTimeoutMs: cluster.reshardSwitchTimeoutMs, reshardSwitchDelayMs: testReshardSwitchDelay(), reshardSwitchStalls: testReshardSwitchStalls(), exitInSnapshotLoad: process.env.FIRKIN_UNSAFE_FIXTURE === 'exit-in-snapshot-load' });
       }
       docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, unsafeNoLocalCarry, rebalanceDocsPerSecond: cluster.vdbRebalanceDocsPerSec });
       peerTasks = new PeerTasks(m, { list: () => nodeTasks(taskSources), cancelImports: (vdb) => imports.cancel(vdb) }, log.child({ mod: 'tasks' }));

@@ -103,6 +103,18 @@ export interface ReshardDetail {
   readonly expected?: number;
   readonly endedAtMs?: number;
   readonly error?: string;
+  /**
+   * Switches rolled back (`reshard.rollback`): the next switch is attempt `rollbacks + 1`, and
+   * its fence entries, lifts and switch entry carry that number (vector/fence.ts).
+   */
+  readonly rollbacks?: number;
+  /** When the last rollback was recorded (the next attempt waits a backoff from here). */
+  readonly rolledBackAtMs?: number;
+  /**
+   * A rollback was recorded and the old groups' fences may still be in force: the coordinator
+   * lifts them before anything else, and the job cannot be cancelled until it has.
+   */
+  readonly lifting?: true;
 }
 
 /** What a clustered VDB is made with (decided by the proposer). */
@@ -259,9 +271,18 @@ export type MetaCommand =
   /** A reshard starts: the new groups are placed (pending) and the job recorded. Refused while one runs. */
   | { readonly type: 'reshard.begin'; readonly collection: string; readonly jobId: string; readonly atMs: number; readonly docs?: number; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
   /** Progress of one source (merged monotonically: a late report from a stale coordinator cannot undo a newer one). */
-  | { readonly type: 'reshard.progress'; readonly jobId: string; readonly atMs: number; readonly step?: ReshardStep; readonly group?: string; readonly source?: Partial<ReshardSource>; readonly error?: string }
-  /** The switch: the collection routes to the new groups (the old ones are fenced and drained). */
-  | { readonly type: 'reshard.switch'; readonly jobId: string; readonly atMs: number }
+  | { readonly type: 'reshard.progress'; readonly jobId: string; readonly atMs: number; readonly step?: ReshardStep; readonly group?: string; readonly source?: Partial<ReshardSource>; readonly error?: string; readonly lifted?: number }
+  /**
+   * The switch: the collection routes to the new groups (the old ones are fenced and drained).
+   * With `attempt` (protocol 7), only while that attempt is the one switching.
+   */
+  | { readonly type: 'reshard.switch'; readonly jobId: string; readonly atMs: number; readonly attempt?: number }
+  /**
+   * A switch that did not finish in time goes back to catching_up (only from switching, and only
+   * its own attempt): no switch of that attempt can apply after it, so the old groups' fences
+   * can be lifted. Protocol 7.
+   */
+  | { readonly type: 'reshard.rollback'; readonly jobId: string; readonly atMs: number; readonly attempt: number; readonly error: string }
   /** Cancel (before the switch) or fail: the pending groups go, the old ones stay authoritative. */
   | { readonly type: 'reshard.abort'; readonly jobId: string; readonly atMs: number; readonly step: 'cancelled' | 'failed'; readonly error?: string }
   /**
@@ -290,7 +311,7 @@ export type MetaCommand =
 export const META_COMMAND_PROTOCOL: { readonly [T in MetaCommand['type']]: number } = {
   'node.join': 0, 'node.status': 0, 'node.leave': 0, 'node.left': 0, 'node.remove': 0, 'apikey.put': 0, 'apikey.revoke': 0,
   'tenant.create': 0, 'tenant.put': 0, 'tenant.delete': 0, 'tenantkey.put': 0, 'tenantkey.delete': 0,
-  'tenantcoll.create': 0, 'tenantcoll.usage': 0, 'tenantcoll.recount': 0, 'tenantcoll.delete': 0, 'collection.create': 0, 'collection.delete': 0, 'shard.replace': 0, 'vdb.create': 0, 'vdb.delete': 0, 'vdb.status': 0, 'reshard.begin': 0, 'reshard.progress': 0, 'reshard.switch': 0, 'reshard.abort': 0,
+  'tenantcoll.create': 0, 'tenantcoll.usage': 0, 'tenantcoll.recount': 0, 'tenantcoll.delete': 0, 'collection.create': 0, 'collection.delete': 0, 'shard.replace': 0, 'vdb.create': 0, 'vdb.delete': 0, 'vdb.status': 0, 'reshard.begin': 0, 'reshard.progress': 0, 'reshard.switch': 0, 'reshard.abort': 0, 'reshard.rollback': 7,
   'vdb.rebalance.begin': 0, 'vdb.rebalance.progress': 0, 'vdb.rebalance.switch': 0, 'vdb.rebalance.end': 0, 'job.put': 0, 'job.delete': 0,
 };
 
@@ -539,6 +560,10 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
         detail = { ...detail, sources, migrated: Object.values(sources).reduce((n, s) => n + s.docs, 0) };
       }
       if (cmd.error !== undefined) detail = { ...detail, error: cmd.error };
+      // The fences of the last rollback are lifted (a late report of an earlier one clears nothing).
+      if (cmd.lifted !== undefined && cmd.lifted === detail.rollbacks && detail.lifting === true) detail = (({ lifting: _l, ...rest }) => rest)(detail);
+      // Not back to switching before the last rollback's fences are lifted.
+      if (cmd.step === 'switching' && detail.lifting === true) return same(refuse('conflict', `reshard job ${cmd.jobId} is still lifting the fences of its last switch`));
       const order = (s: string) => RESHARD_STEPS.indexOf(s as ReshardStep);
       // Steps only move forward: copying -> catching_up -> switching (the switch and abort
       // have their own commands), and cleaning -> done.
@@ -552,6 +577,9 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       if (job?.reshard === undefined) return same(refuse('not_found', `no reshard job ${cmd.jobId}`));
       if (job.step === 'cleaning' || job.step === 'done') return same(OK);
       if (isReshardEnded(job.step)) return same(refuse('conflict', `reshard job ${cmd.jobId} is ${job.step}`));
+      if (cmd.attempt !== undefined && (job.step !== 'switching' || cmd.attempt !== (job.reshard.rollbacks ?? 0) + 1)) {
+        return same(refuse('conflict', `switch attempt ${cmd.attempt} of reshard job ${cmd.jobId} was rolled back`));
+      }
       const c = state.collections[job.target];
       if (c?.pending === undefined) return same(refuse('conflict', `collection ${JSON.stringify(job.target)} has no pending shards`));
       const { pending, ...rest } = c;
@@ -561,6 +589,13 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
         state: { ...state, collections: withEntry(state.collections, c.name, switched), jobs: withEntry(state.jobs, job.id, { ...job, step: 'cleaning', updatedAtMs: cmd.atMs }) },
         result: OK,
       };
+    }
+    case 'reshard.rollback': {
+      const job = state.jobs[cmd.jobId];
+      if (job?.reshard === undefined) return same(refuse('not_found', `no reshard job ${cmd.jobId}`));
+      if (job.step !== 'switching' || cmd.attempt !== (job.reshard.rollbacks ?? 0) + 1) return same(refuse('conflict', `reshard job ${cmd.jobId} is ${job.step}, not switching in attempt ${cmd.attempt}`));
+      const detail: ReshardDetail = { ...job.reshard, rollbacks: cmd.attempt, rolledBackAtMs: cmd.atMs, lifting: true, error: cmd.error };
+      return { state: { ...state, jobs: withEntry(state.jobs, job.id, { ...job, step: 'catching_up', updatedAtMs: cmd.atMs, reshard: detail }) }, result: OK };
     }
     case 'reshard.abort': {
       const job = state.jobs[cmd.jobId];
@@ -572,6 +607,7 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       // Recorded as switching, its coordinator may have fenced the old groups (a fence is never
       // lifted): a cancel that lost the race to this step would leave the collection unwritable.
       if (cmd.step === 'cancelled' && job.step === 'switching') return same(refuse('conflict', `reshard job ${cmd.jobId} is switching; it can no longer be cancelled`));
+      if (cmd.step === 'cancelled' && job.reshard.lifting === true) return same(refuse('conflict', `reshard job ${cmd.jobId} is lifting the fences of a rolled-back switch; cancel it again in a moment`));
       if (isReshardEnded(job.step)) return same(OK);
       const c = state.collections[job.target];
       const collections = c?.pending === undefined ? state.collections : withEntry(state.collections, c.name, (({ pending: _p, ...rest }) => rest)(c));

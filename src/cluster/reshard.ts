@@ -14,6 +14,12 @@
 //                alike); the tail is drained up to the fence; one `reshard.switch` entry flips the
 //                collection to the new groups and bumps its epoch. Routers that hit a fenced shard
 //                get `stale_epoch`, wait for the new map and route again.
+//                A switch not done `switchTimeoutMs` after its fences (a new group lost its
+//                majority, a link crawls) is rolled back rather than left refusing writes: a
+//                `reshard.rollback` entry takes the job back to catching_up (no switch of that
+//                attempt can apply after it), then a lift entry in each old group ends its fence
+//                (`vector/fence.ts`). The next attempt comes after a backoff that doubles with
+//                each rollback; after SWITCH_ATTEMPTS_MAX the job fails, the old groups serving.
 //   cleaning     the old groups are no longer placed: every node drops its replicas of them.
 //   done | failed | cancelled
 //
@@ -27,12 +33,14 @@ import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
 import { hashId, shardFor } from '../core/shard-hash.js';
 import { runInKeyOrder } from '../core/serial.js';
-import { type ShardCommand, FENCE_ENTRY, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
+import { type ShardCommand, FENCE_ENTRY, decodeShardCommand, decodeShardEntry, encodeShardCommand, fenceEntry, liftEntry } from '../vector/commands.js';
+import type { FenceOutcome, LiftOutcome } from '../vector/fence.js';
 import type { DocInput } from '../vector/shard.js';
 import type { CollectionPlacement, Job, ReshardSource, ShardPlacement } from './meta-state.js';
 import { isReshardEnded } from './meta-state.js';
 import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
+import { protocolShortfall } from './versions.js';
 
 /** What the coordinator needs of the vector shard host. */
 export interface ReshardShards {
@@ -48,11 +56,28 @@ export interface ReshardOptions {
   /** Documents copied per second at most (foreground traffic keeps its latency). */
   docsPerSecond: number;
   /**
+   * A switch not finished this long after its first fence is rolled back, the old groups
+   * serving again (SERVICE_RESHARD_SWITCH_TIMEOUT_MS): about the longest writes wait on a switch.
+   */
+  switchTimeoutMs: number;
+  /**
    * Tests only (FIRKIN_TEST_RESHARD_SWITCH_DELAY_MS): wait this long between fencing and the
    * switch entry, so a test can kill the coordinator in the middle of a switch.
    */
   switchDelayMs?: number;
+  /** Tests only (FIRKIN_TEST_RESHARD_SWITCH_STALLS): the first this many switch attempts stall past their timeout. */
+  switchStalls?: number;
 }
+
+/** Lifts and numbered fences: an older replica could not decode them. */
+export const FENCE_LIFT_PROTOCOL = 7;
+/** Switch attempts (rollbacks + 1) before the job fails. */
+export const SWITCH_ATTEMPTS_MAX = 20;
+/** The wait before a switch's next attempt: the timeout, doubled with each rollback, at most this. */
+const SWITCH_BACKOFF_CAP_MS = 5 * 60_000;
+
+/** The switch ran out of time (its fences are to be lifted). */
+class SwitchTimeout extends Error {}
 
 /** Replay is done when every source is within this many entries of its leader. */
 const CAUGHT_UP_ENTRIES = 20;
@@ -71,13 +96,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export class ReshardCoordinator {
   readonly #o: ReshardOptions;
   readonly #runner: MetadataJobRunner;
+  /** When each switch attempt (`job/attempt`) fenced first here: its deadline holds across retries of the step. */
+  readonly #fencedSince = new Map<string, number>();
 
   constructor(o: ReshardOptions) {
     this.#o = o;
     this.#runner = new MetadataJobRunner({ member: o.member, log: o.log, kind: 'reshard', what: 'reshard' });
     this.#runner.drive({
       step: (jobId) => this.#step(jobId),
-      fail: (jobId, error) => o.member.propose({ type: 'reshard.abort', jobId, atMs: Date.now(), step: 'failed', error }).then(() => undefined),
+      fail: async (jobId, error) => {
+        // A failed job leaves no old group fenced: nobody would lift it after.
+        if (o.member.state.jobs[jobId]?.reshard?.lifting === true) await this.#lift(jobId).catch(() => undefined);
+        await o.member.propose({ type: 'reshard.abort', jobId, atMs: Date.now(), step: 'failed', error });
+      },
       noteError: (jobId, error) => this.#progress(jobId, { error }),
     });
   }
@@ -120,7 +151,10 @@ export class ReshardCoordinator {
         await this.#progress(jobId, { step: 'catching_up' });
         return 'next';
       case 'catching_up':
+        if (job.reshard!.lifting === true) await this.#lift(jobId);
         await this.#catchUp(job);
+        await this.#awaitNextAttempt(jobId);
+        await this.#targetsLed(job);
         await this.#progress(jobId, { step: 'switching' });
         return 'next';
       case 'switching':
@@ -134,7 +168,7 @@ export class ReshardCoordinator {
     return 'next';
   }
 
-  async #progress(jobId: string, p: { step?: 'catching_up' | 'switching' | 'done'; group?: string; source?: Partial<ReshardSource>; error?: string }): Promise<void> {
+  async #progress(jobId: string, p: { step?: 'catching_up' | 'switching' | 'done'; group?: string; source?: Partial<ReshardSource>; error?: string; lifted?: number }): Promise<void> {
     this.#check();
     await this.#o.member.propose({ type: 'reshard.progress', jobId, atMs: Date.now(), ...p });
   }
@@ -233,7 +267,7 @@ export class ReshardCoordinator {
    * Replay one old shard's log after where it stands: up to `until` (the fence, when
    * switching), or until it is within CAUGHT_UP_ENTRIES of the leader. Returns the lag left.
    */
-  async #tail(jobId: string, old: ShardPlacement, until?: number): Promise<number> {
+  async #tail(jobId: string, old: ShardPlacement, until?: number, deadline?: number): Promise<number> {
     const start = this.#job(jobId).reshard!.sources[old.group]!.tailed;
     let tailed = start;
     let reported = start;
@@ -246,6 +280,7 @@ export class ReshardCoordinator {
     };
     for (;;) {
       this.#check();
+      if (deadline !== undefined && Date.now() > deadline) throw new SwitchTimeout(`${old.group} was replayed to ${tailed} of its fence at ${until}`);
       const max = until === undefined ? TAIL_BATCH : Math.min(TAIL_BATCH, until - tailed);
       if (max <= 0) {
         await report();
@@ -286,22 +321,114 @@ export class ReshardCoordinator {
   // ---- switch ------------------------------------------------------------------------------
 
   async #switch(job: Job): Promise<void> {
+    const shortfall = protocolShortfall(this.#o.member.liveNodes(), FENCE_LIFT_PROTOCOL, 'rolling back a reshard switch that runs out of time');
+    if (shortfall !== undefined) {
+      // An older member could not decode a numbered fence or a lift: the switch of the builds
+      // before them, which waits for as long as it takes.
+      this.#o.log.warn({ job: job.id, collection: job.target }, `${shortfall}; the switch of ${job.target} has no time bound`);
+      await this.#fenceAndSwitch(job, undefined, undefined);
+      return;
+    }
+    const attempt = (job.reshard!.rollbacks ?? 0) + 1;
+    const key = `${job.id}/${attempt}`;
+    const since = this.#fencedSince.get(key) ?? Date.now();
+    this.#fencedSince.set(key, since);
+    const deadline = since + this.#o.switchTimeoutMs;
+    try {
+      await this.#fenceAndSwitch(job, attempt, deadline);
+      this.#fencedSince.delete(key);
+    } catch (err) {
+      if (!(err instanceof SwitchTimeout)) throw err; // retried by the runner; the deadline stands
+      this.#fencedSince.delete(key);
+      await this.#rollback(job, attempt, `switch attempt ${attempt} did not finish within ${this.#o.switchTimeoutMs} ms of its fences (${err.message}); the old shards serve writes again`);
+    }
+  }
+
+  /**
+   * Fence every old group (idempotent: a second fence answers the first's index), drain each up
+   * to its fence, then the switch entry. With a deadline, SwitchTimeout once it passes before
+   * the switch entry is proposed; from there the metadata log decides (a rollback proposed
+   * after it is refused).
+   */
+  async #fenceAndSwitch(job: Job, attempt: number | undefined, deadline: number | undefined): Promise<void> {
     const c = this.#collection(job);
     const started = Date.now();
-    // Fence every old group (idempotent: a second fence answers the first's index), then
-    // drain each up to its fence.
-    await Promise.all(
+    const fence = attempt === undefined ? FENCE_ENTRY : fenceEntry(attempt);
+    const drained = Promise.all(
       c.shards.map(async (old) => {
-        const reply = await this.#o.shards.leaderCall(old, 'vshard.propose', { c: FENCE_ENTRY });
-        const o = reply.o as { kind?: string; at?: number } | null;
+        const reply = await this.#o.shards.leaderCall(old, 'vshard.propose', { c: fence });
+        const o = reply.o as FenceOutcome | null;
+        if (o?.kind === 'fence_stale') throw new FirkinError('conflict', `${old.group} refused the fence of attempt ${o.attempt}: a later lift named it`);
         if (o?.kind !== 'fenced' || typeof o.at !== 'number') throw new FirkinError('error', `${old.group} did not take the fence`);
-        await this.#tail(job.id, old, o.at);
+        await this.#tail(job.id, old, o.at, deadline);
       }),
     );
+    const stall = attempt !== undefined && attempt <= (this.#o.switchStalls ?? 0) && deadline !== undefined ? deadline - Date.now() + 1_000 : undefined;
+    if (deadline === undefined) await drained;
+    else await raceDeadline(drained.then(() => (stall === undefined ? undefined : sleep(stall))), deadline, () => `the old groups were still draining`);
     if (this.#o.switchDelayMs !== undefined) await sleep(this.#o.switchDelayMs);
     this.#check();
-    await this.#o.member.propose({ type: 'reshard.switch', jobId: job.id, atMs: Date.now() });
-    this.#o.log.info({ job: job.id, collection: job.target, fenceToSwitchMs: Date.now() - started }, `reshard of ${job.target}: switched to ${job.reshard!.newShards} shards (writes waited at most ${Date.now() - started} ms)`);
+    if (deadline !== undefined && Date.now() > deadline) throw new SwitchTimeout('the old groups drained too late');
+    await this.#o.member.propose({ type: 'reshard.switch', jobId: job.id, atMs: Date.now(), ...(attempt === undefined ? {} : { attempt }) });
+    this.#o.log.info({ job: job.id, collection: job.target, fenceToSwitchMs: Date.now() - started, attempt }, `reshard of ${job.target}: switched to ${job.reshard!.newShards} shards (writes waited at most ${Date.now() - started} ms)`);
+  }
+
+  /** Record the rollback (only then can no switch of `attempt` apply), then lift the fences. */
+  async #rollback(job: Job, attempt: number, why: string): Promise<void> {
+    this.#o.log.warn({ job: job.id, collection: job.target, attempt }, `reshard of ${job.target}: ${why}`);
+    this.#check();
+    await this.#o.member.propose({ type: 'reshard.rollback', jobId: job.id, atMs: Date.now(), attempt, error: why });
+    await this.#lift(job.id);
+  }
+
+  /** Lift the last rollback's fence in every old group, then record that it is lifted. */
+  async #lift(jobId: string): Promise<void> {
+    const job = this.#job(jobId);
+    const attempt = job.reshard!.rollbacks;
+    if (job.reshard!.lifting !== true || attempt === undefined) return;
+    const c = this.#collection(job);
+    await Promise.all(
+      c.shards.map(async (old) => {
+        const reply = await this.#o.shards.leaderCall(old, 'vshard.propose', { c: liftEntry(attempt) });
+        if ((reply.o as LiftOutcome | null)?.kind !== 'unfenced') throw new FirkinError('error', `${old.group} did not take the lift of attempt ${attempt}`);
+      }),
+    );
+    await this.#progress(jobId, { lifted: attempt });
+    this.#o.log.info({ job: jobId, collection: job.target, attempt }, `reshard of ${job.target}: the fences of switch attempt ${attempt} are lifted; writes go to the old shards until the next attempt`);
+  }
+
+  /** After a rollback, the next attempt waits: the timeout doubled per rollback (catching up meanwhile). */
+  async #awaitNextAttempt(jobId: string): Promise<void> {
+    const r = this.#job(jobId).reshard!;
+    const rollbacks = r.rollbacks ?? 0;
+    if (rollbacks === 0) return;
+    if (rollbacks >= SWITCH_ATTEMPTS_MAX) throw new FatalJobError(`the switch was rolled back ${rollbacks} times (last: ${r.error ?? 'no reason recorded'}); the old shards serve the collection. Start the reshard again once the cluster is healthy`);
+    const readyAt = (r.rolledBackAtMs ?? 0) + Math.min(SWITCH_BACKOFF_CAP_MS, this.#o.switchTimeoutMs * 2 ** (rollbacks - 1));
+    while (Date.now() < readyAt) {
+      await sleep(Math.min(1_000, readyAt - Date.now()));
+      await this.#catchUp(this.#job(jobId));
+    }
+  }
+
+  /** Every new group has a leader before the old ones are fenced (a switch into a leaderless group could only roll back). */
+  async #targetsLed(job: Job): Promise<void> {
+    const pending = this.#collection(job).pending;
+    if (pending === undefined) throw new FatalJobError(`collection ${job.target} has no pending shards`);
+    await Promise.all(pending.map((s) => this.#o.shards.leaderCall(s, 'vshard.status', {})));
+  }
+}
+
+/** `work`, or SwitchTimeout when the deadline comes first (the work itself goes on, unawaited). */
+async function raceDeadline(work: Promise<unknown>, deadline: number, what: () => string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SwitchTimeout(what())), Math.max(0, deadline - Date.now()));
+  });
+  work.catch(() => undefined); // an abandoned drain's failure is nobody's
+  try {
+    await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -322,6 +449,7 @@ export function reshardView(job: Job): Record<string, unknown> {
     ended_at: ended ?? null,
     rate_docs_per_sec: seconds > 0 ? Math.round(r.migrated / seconds) : 0,
     last_error: r.error ?? null,
+    switch_rollbacks: r.rollbacks ?? 0,
     sources: Object.entries(r.sources).map(([group, s]) => ({ group, from: s.from, copied: s.copied, docs: s.docs, tailed: s.tailed })),
   };
 }

@@ -29,6 +29,7 @@ import type { AnnEngine } from '../vector/ann/ann-index.js';
 import type { QueryStats, ScoredId } from '../vector/bm25.js';
 import type { CollectionConfig } from '../vector/collection-config.js';
 import { type ApplyOutcome, type FenceOutcome, type ShardCommand, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
+import { fenceFromWire, fenceToWire } from '../vector/fence.js';
 import { encodeKey } from '../core/keys.js';
 import type { Filter } from '../vector/filter.js';
 import { type DocInput, Shard, type ShardCaches, type StoredDoc, type VectorHit, dropShardData, newShardCaches } from '../vector/shard.js';
@@ -68,8 +69,12 @@ export interface VectorShardsOptions extends ShardHostOptions {
   indexDir: string;
   /** A reshard copies at most this many documents per second. */
   reshardDocsPerSecond?: number;
+  /** A reshard's switch is rolled back when not done this long after its fences (default 10 s). */
+  reshardSwitchTimeoutMs?: number;
   /** Tests only: see `ReshardOptions.switchDelayMs`. */
   reshardSwitchDelayMs?: number;
+  /** Tests only: see `ReshardOptions.switchStalls`. */
+  reshardSwitchStalls?: number;
   /**
    * Tests only (FIRKIN_UNSAFE_FIXTURE=exit-in-snapshot-load): the process exits (code 86) when
    * a replica starts streaming a snapshot's state, its own data already dropped: the crash a
@@ -121,7 +126,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     super(o);
     this.#o = o;
     this.#caches = o.caches ?? newShardCaches();
-    this.#reshards = new ReshardCoordinator({ member: o.member, shards: this, log: o.log.child({ mod: 'reshard' }), docsPerSecond: o.reshardDocsPerSecond ?? 20_000, switchDelayMs: o.reshardSwitchDelayMs });
+    this.#reshards = new ReshardCoordinator({ member: o.member, shards: this, log: o.log.child({ mod: 'reshard' }), docsPerSecond: o.reshardDocsPerSecond ?? 20_000, switchTimeoutMs: o.reshardSwitchTimeoutMs ?? 10_000, switchDelayMs: o.reshardSwitchDelayMs, switchStalls: o.reshardSwitchStalls });
   }
 
   /** A call to one given node (this one answers itself). */
@@ -205,9 +210,16 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   /** Resolves once this node's metadata holds a newer shard map of `name` than `epoch` (or the deadline passed). */
   async awaitNewer(name: string, epoch: number, timeoutMs?: number): Promise<void> {
     const until = Date.now() + (timeoutMs ?? this.o.member.timings.proposalTimeoutMs);
+    // A switch rolled back (its fences lifted) since the wait began: the old map serves again.
+    const lifted = () => {
+      let n = 0;
+      for (const j of Object.values(this.#o.member.state.jobs)) if (j.kind === 'reshard' && j.target === name && j.reshard !== undefined && j.reshard.lifting !== true) n = Math.max(n, j.reshard.rollbacks ?? 0);
+      return n;
+    };
+    const liftedBefore = lifted();
     while (Date.now() < until && !this.closed) {
       const c = this.#o.member.state.collections[name];
-      if (c === undefined || c.epoch > epoch) return;
+      if (c === undefined || c.epoch > epoch || lifted() > liftedBefore) return;
       await new Promise((r) => setTimeout(r, 20));
     }
   }
@@ -348,9 +360,12 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
       fence: {
         load: async () => {
           const raw = await store.get('system', fenceKey(placement.group));
-          return raw === undefined ? undefined : (decodeCbor(raw) as number);
+          if (raw === undefined) return undefined;
+          const state = fenceFromWire(decodeCbor(raw));
+          if (state === undefined) throw new FirkinError('error', `the stored reshard fence of ${placement.group} does not decode`);
+          return state;
         },
-        save: (index) => store.put('system', fenceKey(placement.group), encodeCbor(index), { sync: true }),
+        save: (state) => store.put('system', fenceKey(placement.group), encodeCbor(fenceToWire(state)), { sync: true }),
       },
     });
     await fsm.loadFence();
@@ -456,15 +471,15 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     const entries = log.slice(after + 1, hi + 1);
     if (entries === undefined) return encodeCbor({ compacted: true, first: log.firstIndex(), applied });
     const shard = r.fsm.shard;
-    const fenced = r.fsm.fencedAt;
     const e: { i: number; d: Uint8Array }[] = [];
     for (const x of entries) {
       if (x.kind !== 'normal' || x.data.length === 0) continue;
-      // Not applied here, so not replayed: writes refused after the fence, and retries of a
-      // request that had applied earlier (replaying one could undo a later write).
-      if (fenced !== undefined && x.index > fenced) continue;
+      // Not applied here, so not replayed: writes refused by a fence (in force, or lifted by a
+      // rolled-back switch), and retries of a request that had applied earlier (replaying one
+      // could undo a later write).
+      if (r.fsm.refused(x.index)) continue;
       const command = decodeShardEntry(x.data);
-      if (command.kind === 'fence') continue;
+      if (command.kind === 'fence' || command.kind === 'lift') continue;
       const first = command.rid === undefined ? undefined : shard.requestIndex(command.rid);
       if (first !== undefined && first < x.index) continue;
       e.push({ i: x.index, d: x.data });
@@ -593,7 +608,7 @@ class RoutedShard implements ShardHandle {
     // shard applies an id once (a retry of a write that already committed changes nothing).
     const rid = randomBytes(12).toString('base64url');
     const reply = await this.host.leaderCall(this.placement, 'vshard.propose', { c: encodeShardCommand({ ...command, rid }) });
-    const outcome = (reply.o ?? undefined) as ApplyOutcome | FenceOutcome | undefined;
+    const outcome = (reply.o ?? undefined) as ApplyOutcome | Extract<FenceOutcome, { kind: 'fenced' }> | undefined;
     if (outcome?.kind === 'fenced') {
       // Refused (no effect) by a shard a reshard is leaving: wait for the new map, and let the
       // engine route the write again.

@@ -17,9 +17,11 @@ import type { NodeRecord } from './meta-state.js';
  * read and `locals` log entries), and a VDB's `_local_docs` (the same read).
  * 5: Raft `vouch` entries for a replica that opened empty (`VOUCH_PROTOCOL`).
  * 6: a VDB shard's `explain` read (`_explain` on a VDB).
+ * 7: a reshard's numbered fences and their lifts in a vector shard's log, and the metadata's
+ * `reshard.rollback` (a switch that runs out of time is rolled back: cluster/reshard.ts).
  * A record without one is from a build before protocols: 0.
  */
-export const PROTOCOL = 6;
+export const PROTOCOL = 7;
 
 /**
  * Leaders vouch for replicas that opened empty (raft/core.ts `catchingUp`) only while every

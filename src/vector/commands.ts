@@ -26,19 +26,38 @@ export const REQUEST_ID_CHARS_MAX = 64;
 export type ApplyOutcome = { readonly kind: 'upsert'; readonly written: number } | { readonly kind: 'delete'; readonly deleted: readonly boolean[] };
 
 /**
- * The other entry a shard's log carries: the fence a reshard puts in each old shard before
- * it switches the collection to the new ones. Every write after it is refused (`fenced`), on
- * every replica alike, so nothing lands in a shard the collection is leaving.
+ * The other entries a shard's log carries: the fence a reshard puts in each old shard before
+ * it switches the collection to the new ones (every write after it is refused, `fenced`, on
+ * every replica alike, so nothing lands in a shard the collection is leaving), and the lift
+ * that ends a fence when the switch is rolled back (`fence.ts`). Both name the switch attempt;
+ * `FENCE_ENTRY`, the fence of the builds before lifts (cluster protocol 7), is attempt 0.
  */
 export const FENCE_ENTRY = encodeCbor({ k: 'f' });
-export type FenceOutcome = { readonly kind: 'fenced'; readonly at: number };
+export type { FenceOutcome, LiftOutcome } from './fence.js';
 
-/** A log entry of a vector shard: a command, or the fence. */
-export function decodeShardEntry(bytes: Uint8Array): ShardCommand | { readonly kind: 'fence' } {
-  if (bytes.length === FENCE_ENTRY.length && Buffer.compare(Buffer.from(bytes), FENCE_ENTRY) === 0) return { kind: 'fence' };
+export const fenceEntry = (attempt: number): Buffer => encodeCbor({ k: 'f', n: attempt });
+export const liftEntry = (attempt: number): Buffer => encodeCbor({ k: 'lift', n: attempt });
+
+export type FenceEntry = { readonly kind: 'fence'; readonly attempt: number } | { readonly kind: 'lift'; readonly attempt: number };
+
+/** A log entry of a vector shard: a command, a fence or a lift. */
+export function decodeShardEntry(bytes: Uint8Array): ShardCommand | FenceEntry {
+  if (bytes.length === FENCE_ENTRY.length && Buffer.compare(Buffer.from(bytes), FENCE_ENTRY) === 0) return { kind: 'fence', attempt: 0 };
+  // Fences and lifts are a few bytes; a command is never that short.
+  if (bytes.length <= 32) {
+    let raw: unknown;
+    try {
+      raw = decodeCbor(bytes);
+    } catch {
+      raw = undefined;
+    }
+    if (isPlainObject(raw) && (raw.k === 'f' || raw.k === 'lift')) {
+      if (!Number.isSafeInteger(raw.n) || (raw.n as number) < 0) throw corrupt('a fence without its attempt');
+      return { kind: raw.k === 'f' ? 'fence' : 'lift', attempt: raw.n as number };
+    }
+  }
   return decodeShardCommand(bytes);
 }
-
 
 interface WireDoc {
   i: string;

@@ -20,7 +20,8 @@ import { FirkinError } from '../core/errors.js';
 import type { Rand } from '../core/rand.js';
 import type { StateMachine } from '../raft/group.js';
 import type { Entry } from '../raft/types.js';
-import { type ApplyOutcome, type FenceOutcome, decodeShardCommand, decodeShardEntry } from './commands.js';
+import { type ApplyOutcome, decodeShardCommand, decodeShardEntry } from './commands.js';
+import { type FenceOutcome, type FenceState, NO_FENCE, applyFence, applyLift, fenceFromWire, fenceToWire, refusedBy } from './fence.js';
 import type { DocInput, RequestRecord, Shard, ShardStateChunk } from './shard.js';
 
 /** Streams a replica's state at or past `index` (throws if the source cannot). */
@@ -33,8 +34,8 @@ export interface ShardFsmOptions {
   rand?: Rand;
   /** A failed transfer, before its retry. */
   onRetry?(err: unknown, attempt: number, delayMs: number): void;
-  /** Where the fence index (reshard) is kept: the shard's own records do not hold it. */
-  fence?: { load(): Promise<number | undefined>; save(index: number): Promise<void> };
+  /** Where the reshard fence state (`fence.ts`) is kept: the shard's own records do not hold it. */
+  fence?: { load(): Promise<FenceState | undefined>; save(state: FenceState): Promise<void> };
 }
 
 const RETRY = { baseMs: 100, capMs: 5_000 };
@@ -62,8 +63,8 @@ export class ShardFsm implements StateMachine {
   /** Raft index of the last entry applied here (any kind): what a snapshot taken now covers. */
   #lastIndex = 0;
   #stopped = false;
-  /** The index of the fence entry, once one applied: writes after it are refused. */
-  #fencedAt: number | undefined;
+  /** The reshard fence: writes after a fence in force, or inside a lifted one, are refused. */
+  #fence: FenceState = NO_FENCE;
 
   constructor(shard: Shard, options: ShardFsmOptions) {
     this.#shard = shard;
@@ -71,14 +72,25 @@ export class ShardFsm implements StateMachine {
     this.#lastIndex = shard.appliedIndex;
   }
 
-  /** Load the fence this replica applied before a restart. */
+  /** Load the fence state this replica applied before a restart. */
   async loadFence(): Promise<void> {
-    this.#fencedAt = await this.#o.fence?.load();
+    this.#fence = (await this.#o.fence?.load()) ?? NO_FENCE;
   }
 
-  /** Whether a reshard fenced this shard (it takes no more writes). */
+  /** The index of the fence in force (the shard takes no more writes), if a reshard fenced it. */
   get fencedAt(): number | undefined {
-    return this.#fencedAt;
+    return this.#fence.current?.index;
+  }
+
+  /** Whether the entry at `index` was refused by a fence (in force or lifted since): a reshard does not replay it. */
+  refused(index: number): boolean {
+    return refusedBy(this.#fence, index) !== undefined;
+  }
+
+  async #setFence(next: FenceState): Promise<void> {
+    if (next === this.#fence) return;
+    await this.#o.fence?.save(next);
+    this.#fence = next;
   }
 
   /** The shard as it is now (a restore replaces it). */
@@ -95,12 +107,10 @@ export class ShardFsm implements StateMachine {
     this.#lastIndex = entry.index;
     if (entry.kind !== 'normal' || entry.data.length === 0) return undefined;
     const command = decodeShardEntry(entry.data);
-    if (command.kind === 'fence') {
-      if (this.#fencedAt === undefined) {
-        await this.#o.fence?.save(entry.index);
-        this.#fencedAt = entry.index;
-      }
-      return { kind: 'fenced', at: this.#fencedAt } satisfies FenceOutcome;
+    if (command.kind === 'fence' || command.kind === 'lift') {
+      const { state, outcome } = command.kind === 'fence' ? applyFence(this.#fence, entry.index, command.attempt) : applyLift(this.#fence, entry.index, command.attempt);
+      await this.#setFence(state);
+      return outcome;
     }
     // Refused alike on every replica; the shard's data and applied index do not move (a
     // restart replays the entry and refuses it again). But a retry of a write that applied
@@ -108,24 +118,27 @@ export class ShardFsm implements StateMachine {
     // write did: "fenced" would tell the router it had no effect, and the router would send it
     // again to the new shards, where a delete finds nothing and answers 404 for the document it
     // deleted, and an upsert undoes the writes made since (chaos seed 91).
-    if (this.#fencedAt !== undefined && entry.index > this.#fencedAt) {
-      return this.#shard.retryOutcome(command.rid, entry.index) ?? ({ kind: 'fenced', at: this.#fencedAt } satisfies FenceOutcome);
+    const fencedAt = refusedBy(this.#fence, entry.index);
+    if (fencedAt !== undefined) {
+      return this.#shard.retryOutcome(command.rid, entry.index) ?? ({ kind: 'fenced', at: fencedAt } satisfies FenceOutcome);
     }
     return this.#shard.apply(command, entry.index);
   }
 
   snapshot(): Uint8Array {
-    return encodeCbor({ index: this.#lastIndex, v: 2, ...(this.#fencedAt === undefined ? {} : { fenced: this.#fencedAt }) });
+    // `fenced` for the builds before lifts, which read only the fence in force.
+    const fenced = this.#fence.current?.index;
+    return encodeCbor({ index: this.#lastIndex, v: 2, ...(fenced === undefined ? {} : { fenced }), ...(this.#fence.through === 0 ? {} : { fence: fenceToWire(this.#fence) }) });
   }
 
   async restore(data: Uint8Array): Promise<void> {
-    const snap = decodeCbor(data) as { index?: unknown; parts?: unknown; requests?: unknown; v?: unknown; fenced?: unknown };
+    const snap = decodeCbor(data) as { index?: unknown; parts?: unknown; requests?: unknown; v?: unknown; fenced?: unknown; fence?: unknown };
     if (typeof snap.index !== 'number') throw new FirkinError('error', 'shard snapshot does not decode');
     const index = snap.index;
-    if (typeof snap.fenced === 'number' && this.#fencedAt === undefined) {
-      await this.#o.fence?.save(snap.fenced);
-      this.#fencedAt = snap.fenced;
-    }
+    const fence = snap.fence !== undefined ? fenceFromWire(snap.fence) : snap.fenced !== undefined ? fenceFromWire(snap.fenced) : undefined;
+    if ((snap.fence !== undefined || snap.fenced !== undefined) && fence === undefined) throw new FirkinError('error', 'shard snapshot: the fence does not decode');
+    // The snapshot's fence state is as of its index: newer than this replica's, or the same.
+    if (fence !== undefined && fence.through > this.#fence.through) await this.#setFence(fence);
     this.#lastIndex = Math.max(this.#lastIndex, index);
     if (index <= this.#shard.appliedIndex) return; // this replica already holds it
     if (snap.parts !== undefined) {

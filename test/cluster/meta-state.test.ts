@@ -352,6 +352,37 @@ t.test('a reshard cancel that comes after its switching step is refused', (t) =>
   t.end();
 });
 
+t.test('a reshard switch that ran out of time is rolled back: only its own attempt, and no switch of it after', (t) => {
+  let state = replay([{ type: 'collection.create', name: 'c', config: { dimensions: 3 }, replicationFactor: 1, shards: [{ range: [0, 4294967295], replicas: ['n1'] }] }]);
+  const step = (cmd: MetaCommand) => {
+    const next = applyMeta(state, cmd);
+    state = next.state;
+    return next.result;
+  };
+  step({ type: 'reshard.begin', collection: 'c', jobId: 'r1', atMs: 1, shards: [{ range: [0, 2147483647], replicas: ['n1'] }, { range: [2147483648, 4294967295], replicas: ['n1'] }] });
+  t.match(step({ type: 'reshard.rollback', jobId: 'r1', atMs: 2, attempt: 1, error: 'late' }), { ok: false, code: 'conflict' }, 'not before switching');
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 3, step: 'switching' });
+  t.match(step({ type: 'reshard.rollback', jobId: 'r1', atMs: 4, attempt: 2, error: 'late' }), { ok: false, code: 'conflict' }, 'not another attempt than the one switching');
+  t.same(step({ type: 'reshard.rollback', jobId: 'r1', atMs: 5, attempt: 1, error: 'the new group has no leader' }), { ok: true });
+  t.match(state.jobs.r1, { step: 'catching_up', reshard: { rollbacks: 1, rolledBackAtMs: 5, lifting: true, error: 'the new group has no leader' } });
+  t.ok(state.collections.c!.pending !== undefined, 'the new groups stay placed for the next attempt');
+  t.match(step({ type: 'reshard.switch', jobId: 'r1', atMs: 6, attempt: 1 }), { ok: false, code: 'conflict' }, 'a late switch of the rolled-back attempt is refused');
+  t.equal(state.collections.c!.shards.length, 1, 'the map did not move');
+  t.match(step({ type: 'reshard.abort', jobId: 'r1', atMs: 7, step: 'cancelled' }), { ok: false, code: 'conflict' }, 'no cancel while the fences are being lifted');
+  t.match(step({ type: 'reshard.progress', jobId: 'r1', atMs: 8, step: 'switching' }), { ok: false, code: 'conflict' }, 'nor the next switch');
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 9, lifted: 0 });
+  t.equal(state.jobs.r1!.reshard!.lifting, true, 'a report naming another rollback clears nothing');
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 10, lifted: 1 });
+  t.equal(state.jobs.r1!.reshard!.lifting, undefined, 'lifted');
+  step({ type: 'reshard.progress', jobId: 'r1', atMs: 11, step: 'switching' });
+  t.match(step({ type: 'reshard.switch', jobId: 'r1', atMs: 12, attempt: 1 }), { ok: false, code: 'conflict' }, 'attempt 1 stays refused in attempt 2');
+  t.same(step({ type: 'reshard.switch', jobId: 'r1', atMs: 13, attempt: 2 }), { ok: true }, 'attempt 2 switches');
+  t.match(state.jobs.r1, { step: 'cleaning' });
+  t.equal(state.collections.c!.shards.length, 2);
+  t.match(step({ type: 'reshard.rollback', jobId: 'r1', atMs: 14, attempt: 2, error: 'late' }), { ok: false, code: 'conflict' }, 'a rollback after the switch is refused (so nothing is lifted)');
+  t.end();
+});
+
 t.test('a running reshard holds its old groups\' logs from where its replay stands; an ended one does not', (t) => {
   let state = replay([
     { type: 'collection.create', name: 'c', config: { dimensions: 3 }, replicationFactor: 1, shards: [{ range: [0, 2147483647], replicas: ['n1'] }, { range: [2147483648, 4294967295], replicas: ['n1'] }] },

@@ -270,6 +270,59 @@ t.test('reshard errors, cancel, and the CLI', async (t) => {
   t.match((await cluster.request('n1', 'GET', '/vectordb/collections/sparse')).body, { num_shards: 2, count: 1 });
 });
 
+t.test('a switch that runs out of time is rolled back: writes go on through it, the next attempt switches', async (t) => {
+  // The node's first switch attempt stalls past its timeout (after fencing and draining): the
+  // coordinator rolls it back, lifts the fences, waits its backoff and switches on attempt 2.
+  const cluster = await TestCluster.start(1, { SERVICE_RESHARD_SWITCH_TIMEOUT_MS: '1500', FIRKIN_TEST_RESHARD_SWITCH_STALLS: '1' });
+  t.teardown(() => cluster.close());
+  t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/rb', { body: { dimensions: 4, num_shards: 2, replication_factor: 1 } })).status, 201);
+  const initial = Array.from({ length: 50 }, (_, i) => ({ id: `b${i}`, text: 'b', metadata: { n: -1 }, vector: [i, 1, 0, 1] }));
+  t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/rb/docs', { body: { documents: initial } })).status, 200);
+  // The oracle: each document's last acknowledged `n`. Updates of the first 20 and new ids.
+  const last = new Map(initial.map((d) => [d.id, -1]));
+  const failures: string[] = [];
+  let writing = true;
+  let maxWriteMs = 0;
+  const writer = (async () => {
+    for (let i = 0; writing; i++) {
+      const id = i % 2 === 0 ? `b${(i / 2) % 20}` : `w${i}`;
+      const started = Date.now();
+      const r = await cluster.request('n1', 'POST', '/vectordb/collections/rb/docs', { body: { documents: [{ id, text: 'w', metadata: { n: i }, vector: [i, 2, 0, 1] }] } });
+      maxWriteMs = Math.max(maxWriteMs, Date.now() - started);
+      if (r.status === 200) last.set(id, i);
+      else failures.push(`${id}: ${r.status} ${JSON.stringify(r.body)}`);
+    }
+  })();
+  const job = async () => (await cluster.request('n1', 'GET', '/vectordb/collections/rb/reshard')).body;
+  t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/rb/reshard', { body: { num_shards: 3 } })).status, 200);
+  const rolled = await waitFor(async () => {
+    const j = await job();
+    return j.switch_rollbacks >= 1 ? j : undefined;
+  }, { timeoutMs: 60_000, what: 'the first switch to be rolled back' }).catch(async (err: Error) => {
+    throw new Error(`${err.message}: ${JSON.stringify(await job())}\n${cluster.node('n1').child!.output().split('\n').filter((l) => /reshard|vshard|fence/.test(l)).slice(-20).join('\n')}`);
+  });
+  t.match(rolled.last_error, /switch attempt 1 did not finish within 1500 ms/, 'the job says why');
+  const between = await cluster.request('n1', 'POST', '/vectordb/collections/rb/docs', { body: { documents: [{ id: 'between', text: 'x', metadata: { n: 0 }, vector: [0, 3, 0, 1] }] } });
+  t.equal(between.status, 200, 'a write between the attempts is acknowledged');
+  last.set('between', 0);
+  const ended = await waitFor(async () => {
+    const j = await job();
+    return isReshardEnded(j.state) ? j : undefined;
+  }, { timeoutMs: 60_000, what: 'the reshard to end' });
+  writing = false;
+  await writer;
+  t.match(ended, { state: 'done', old_shards: 2, new_shards: 3, switch_rollbacks: 1 }, 'switched on the second attempt');
+  t.same(failures.slice(0, 3), [], 'no write failed: those the fence refused ran again once it was lifted, or on the new map');
+  t.comment(`${last.size - 50} documents added, the longest write took ${maxWriteMs} ms`);
+  const wrong: string[] = [];
+  for (const [id, n] of last) {
+    const r = await cluster.request('n1', 'GET', `/vectordb/collections/rb/docs/${id}`);
+    if (r.status !== 200 || r.body.metadata?.n !== n) wrong.push(`${id}: ${r.status} ${JSON.stringify(r.body.metadata)} (want n ${n})`);
+  }
+  t.same(wrong.slice(0, 5), [], `every acknowledged write is there, last one wins (${last.size} documents)`);
+  t.match((await cluster.request('n1', 'GET', '/vectordb/collections/rb')).body, { num_shards: 3, count: last.size });
+});
+
 t.test('keyword scores do not move with a reshard: every layout ranks as one index over the collection', async (t) => {
   const cluster = await TestCluster.start(1);
   t.teardown(() => cluster.close());

@@ -6,7 +6,8 @@ import pino from 'pino';
 import t from 'tap';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
-import { FENCE_ENTRY, type ShardCommand, decodeShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
+import { FENCE_ENTRY, type ShardCommand, decodeShardCommand, decodeShardEntry, encodeShardCommand, fenceEntry, liftEntry } from '../../src/vector/commands.js';
+import type { FenceState } from '../../src/vector/fence.js';
 import { Shard, dropShardData } from '../../src/vector/shard.js';
 import { ShardFsm } from '../../src/vector/shard-fsm.js';
 import { smallShardConfig } from './engine-harness.js';
@@ -89,6 +90,38 @@ t.test('past a reshard\'s fence, a retry of a write that applied before it answe
   t.same(await fsm.apply(entry(7, put('z', 2))), { kind: 'fenced', at: 3 }, 'so is one without a request id');
   t.equal(shard.appliedIndex, 2, 'nothing after the fence moved the shard');
   t.equal(await shard.get('x'), undefined);
+  await shard.close({ save: false });
+  await store.close();
+});
+
+t.test('a lifted fence (a rolled-back switch): writes apply again, the refused ones stay refused, across a restart and in snapshots', async (t) => {
+  const { store, shard } = await open(tempDir('firkin-rid-lift-'));
+  let saved: FenceState | undefined;
+  const fence = { load: async () => saved, save: async (s: FenceState) => void (saved = s) };
+  const fsm = new ShardFsm(shard, { reopenEmpty: async () => shard, fence });
+  const entry = (index: number, data: Uint8Array) => ({ index, term: 1, kind: 'normal' as const, data });
+  t.same(await fsm.apply(entry(1, encodeShardCommand(put('x', 1)))), { kind: 'upsert', written: 1 });
+  t.same(await fsm.apply(entry(2, fenceEntry(1))), { kind: 'fenced', at: 2 });
+  t.same(await fsm.apply(entry(3, encodeShardCommand(put('x', 2, 'R')))), { kind: 'fenced', at: 2 }, 'refused while fenced');
+  t.same(await fsm.apply(entry(4, liftEntry(1))), { kind: 'unfenced', lifted: true });
+  t.equal(fsm.fencedAt, undefined, 'no fence in force');
+  t.same(await fsm.apply(entry(5, encodeShardCommand(put('x', 3)))), { kind: 'upsert', written: 1 }, 'writes apply after the lift');
+  t.same(await fsm.apply(entry(6, fenceEntry(1))), { kind: 'fence_stale', attempt: 1 }, 'a late fence of the lifted attempt fences nothing');
+  t.same(await fsm.apply(entry(7, encodeShardCommand(put('y', 1)))), { kind: 'upsert', written: 1 });
+  t.same([fsm.refused(3), fsm.refused(5), fsm.refused(7)], [true, false, false], 'what a replay skips: only the write refused inside the fence');
+  t.same(decodeShardEntry(liftEntry(3)), { kind: 'lift', attempt: 3 });
+  t.same(decodeShardEntry(FENCE_ENTRY), { kind: 'fence', attempt: 0 }, 'the fence of the builds before lifts');
+
+  // A restart: the fence state comes back from where it was saved (re-applying entries from
+  // any earlier point decides each as before: test/vector/fence.test.ts).
+  const again = new ShardFsm(shard, { reopenEmpty: async () => shard, fence });
+  await again.loadFence();
+  t.same([again.refused(3), again.refused(5), again.fencedAt], [true, false, undefined], 'the intervals survive a restart');
+
+  // A snapshot carries the intervals to a replica that never saw the entries.
+  const other = new ShardFsm(shard, { reopenEmpty: async () => shard });
+  await other.restore(fsm.snapshot());
+  t.same([other.refused(3), other.refused(5), other.fencedAt], [true, false, undefined]);
   await shard.close({ save: false });
   await store.close();
 });
