@@ -104,9 +104,13 @@ export interface ReshardDetail {
   readonly endedAtMs?: number;
   readonly error?: string;
   /**
-   * Switches rolled back (`reshard.rollback`): the next switch is attempt `rollbacks + 1`, and
-   * its fence entries, lifts and switch entry carry that number (vector/fence.ts).
+   * The switch attempt under way (or the last one): a number that only grows across the jobs of
+   * the cluster (the proposer's metadata applied index when it entered `switching`). Its fence
+   * and lift entries and its switch entry carry it (vector/fence.ts). Absent: a switch of the
+   * builds before protocol 7, with no time bound.
    */
+  readonly attempt?: number;
+  /** Switches rolled back (`reshard.rollback`). */
   readonly rollbacks?: number;
   /** When the last rollback was recorded (the next attempt waits a backoff from here). */
   readonly rolledBackAtMs?: number;
@@ -271,7 +275,7 @@ export type MetaCommand =
   /** A reshard starts: the new groups are placed (pending) and the job recorded. Refused while one runs. */
   | { readonly type: 'reshard.begin'; readonly collection: string; readonly jobId: string; readonly atMs: number; readonly docs?: number; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
   /** Progress of one source (merged monotonically: a late report from a stale coordinator cannot undo a newer one). */
-  | { readonly type: 'reshard.progress'; readonly jobId: string; readonly atMs: number; readonly step?: ReshardStep; readonly group?: string; readonly source?: Partial<ReshardSource>; readonly error?: string; readonly lifted?: number }
+  | { readonly type: 'reshard.progress'; readonly jobId: string; readonly atMs: number; readonly step?: ReshardStep; readonly group?: string; readonly source?: Partial<ReshardSource>; readonly error?: string; readonly attempt?: number; readonly lifted?: number }
   /**
    * The switch: the collection routes to the new groups (the old ones are fenced and drained).
    * With `attempt` (protocol 7), only while that attempt is the one switching.
@@ -561,7 +565,7 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       }
       if (cmd.error !== undefined) detail = { ...detail, error: cmd.error };
       // The fences of the last rollback are lifted (a late report of an earlier one clears nothing).
-      if (cmd.lifted !== undefined && cmd.lifted === detail.rollbacks && detail.lifting === true) detail = (({ lifting: _l, ...rest }) => rest)(detail);
+      if (cmd.lifted !== undefined && cmd.lifted === detail.attempt && detail.lifting === true) detail = (({ lifting: _l, ...rest }) => rest)(detail);
       // Not back to switching before the last rollback's fences are lifted.
       if (cmd.step === 'switching' && detail.lifting === true) return same(refuse('conflict', `reshard job ${cmd.jobId} is still lifting the fences of its last switch`));
       const order = (s: string) => RESHARD_STEPS.indexOf(s as ReshardStep);
@@ -570,6 +574,8 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       const forward = cmd.step !== undefined && ((order(cmd.step) > order(job.step) && order(cmd.step) <= order('switching')) || (job.step === 'cleaning' && cmd.step === 'done'));
       const step = forward ? cmd.step! : job.step;
       if (step === 'done') detail = { ...detail, endedAtMs: cmd.atMs };
+      // The attempt number comes with the step into switching (a later attempt, a larger number).
+      if (forward && step === 'switching' && cmd.attempt !== undefined) detail = { ...detail, attempt: cmd.attempt };
       return { state: { ...state, jobs: withEntry(state.jobs, job.id, { ...job, step, updatedAtMs: cmd.atMs, reshard: detail }) }, result: OK };
     }
     case 'reshard.switch': {
@@ -577,7 +583,7 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       if (job?.reshard === undefined) return same(refuse('not_found', `no reshard job ${cmd.jobId}`));
       if (job.step === 'cleaning' || job.step === 'done') return same(OK);
       if (isReshardEnded(job.step)) return same(refuse('conflict', `reshard job ${cmd.jobId} is ${job.step}`));
-      if (cmd.attempt !== undefined && (job.step !== 'switching' || cmd.attempt !== (job.reshard.rollbacks ?? 0) + 1)) {
+      if (cmd.attempt !== undefined && (job.step !== 'switching' || cmd.attempt !== job.reshard.attempt)) {
         return same(refuse('conflict', `switch attempt ${cmd.attempt} of reshard job ${cmd.jobId} was rolled back`));
       }
       const c = state.collections[job.target];
@@ -593,8 +599,8 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
     case 'reshard.rollback': {
       const job = state.jobs[cmd.jobId];
       if (job?.reshard === undefined) return same(refuse('not_found', `no reshard job ${cmd.jobId}`));
-      if (job.step !== 'switching' || cmd.attempt !== (job.reshard.rollbacks ?? 0) + 1) return same(refuse('conflict', `reshard job ${cmd.jobId} is ${job.step}, not switching in attempt ${cmd.attempt}`));
-      const detail: ReshardDetail = { ...job.reshard, rollbacks: cmd.attempt, rolledBackAtMs: cmd.atMs, lifting: true, error: cmd.error };
+      if (job.step !== 'switching' || cmd.attempt !== job.reshard.attempt) return same(refuse('conflict', `reshard job ${cmd.jobId} is ${job.step}, not switching in attempt ${cmd.attempt}`));
+      const detail: ReshardDetail = { ...job.reshard, rollbacks: (job.reshard.rollbacks ?? 0) + 1, rolledBackAtMs: cmd.atMs, lifting: true, error: cmd.error };
       return { state: { ...state, jobs: withEntry(state.jobs, job.id, { ...job, step: 'catching_up', updatedAtMs: cmd.atMs, reshard: detail }) }, result: OK };
     }
     case 'reshard.abort': {

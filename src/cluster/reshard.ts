@@ -71,7 +71,7 @@ export interface ReshardOptions {
 
 /** Lifts and numbered fences: an older replica could not decode them. */
 export const FENCE_LIFT_PROTOCOL = 7;
-/** Switch attempts (rollbacks + 1) before the job fails. */
+/** Switch attempts before the job fails. */
 export const SWITCH_ATTEMPTS_MAX = 20;
 /** The wait before a switch's next attempt: the timeout, doubled with each rollback, at most this. */
 const SWITCH_BACKOFF_CAP_MS = 5 * 60_000;
@@ -155,7 +155,9 @@ export class ReshardCoordinator {
         await this.#catchUp(job);
         await this.#awaitNextAttempt(jobId);
         await this.#targetsLed(job);
-        await this.#progress(jobId, { step: 'switching' });
+        // The attempt's number: the metadata applied index now, past every earlier attempt's
+        // rollback or end (a fence of a later attempt always carries a larger number).
+        await this.#progress(jobId, { step: 'switching', ...(this.#canRollBack() ? { attempt: this.#o.member.groupStatus().applied } : {}) });
         return 'next';
       case 'switching':
         await this.#switch(job);
@@ -168,7 +170,7 @@ export class ReshardCoordinator {
     return 'next';
   }
 
-  async #progress(jobId: string, p: { step?: 'catching_up' | 'switching' | 'done'; group?: string; source?: Partial<ReshardSource>; error?: string; lifted?: number }): Promise<void> {
+  async #progress(jobId: string, p: { step?: 'catching_up' | 'switching' | 'done'; group?: string; source?: Partial<ReshardSource>; error?: string; attempt?: number; lifted?: number }): Promise<void> {
     this.#check();
     await this.#o.member.propose({ type: 'reshard.progress', jobId, atMs: Date.now(), ...p });
   }
@@ -320,16 +322,21 @@ export class ReshardCoordinator {
 
   // ---- switch ------------------------------------------------------------------------------
 
-  async #switch(job: Job): Promise<void> {
+  /** Every member reads numbered fences, lifts and rollbacks (else a switch has no time bound). */
+  #canRollBack(): boolean {
     const shortfall = protocolShortfall(this.#o.member.liveNodes(), FENCE_LIFT_PROTOCOL, 'rolling back a reshard switch that runs out of time');
-    if (shortfall !== undefined) {
-      // An older member could not decode a numbered fence or a lift: the switch of the builds
-      // before them, which waits for as long as it takes.
-      this.#o.log.warn({ job: job.id, collection: job.target }, `${shortfall}; the switch of ${job.target} has no time bound`);
+    if (shortfall !== undefined) this.#o.log.warn(`${shortfall}; a reshard's switch has no time bound`);
+    return shortfall === undefined;
+  }
+
+  async #switch(job: Job): Promise<void> {
+    const attempt = job.reshard!.attempt;
+    if (attempt === undefined) {
+      // Entered switching while an older member could not decode a numbered fence or a lift:
+      // the switch of the builds before them, which waits for as long as it takes.
       await this.#fenceAndSwitch(job, undefined, undefined);
       return;
     }
-    const attempt = (job.reshard!.rollbacks ?? 0) + 1;
     const key = `${job.id}/${attempt}`;
     const since = this.#fencedSince.get(key) ?? Date.now();
     this.#fencedSince.set(key, since);
@@ -340,7 +347,7 @@ export class ReshardCoordinator {
     } catch (err) {
       if (!(err instanceof SwitchTimeout)) throw err; // retried by the runner; the deadline stands
       this.#fencedSince.delete(key);
-      await this.#rollback(job, attempt, `switch attempt ${attempt} did not finish within ${this.#o.switchTimeoutMs} ms of its fences (${err.message}); the old shards serve writes again`);
+      await this.#rollback(job, attempt, `switch attempt ${(job.reshard!.rollbacks ?? 0) + 1} did not finish within ${this.#o.switchTimeoutMs} ms of its fences (${err.message}); the old shards serve writes again`);
     }
   }
 
@@ -358,12 +365,12 @@ export class ReshardCoordinator {
       c.shards.map(async (old) => {
         const reply = await this.#o.shards.leaderCall(old, 'vshard.propose', { c: fence });
         const o = reply.o as FenceOutcome | null;
-        if (o?.kind === 'fence_stale') throw new FirkinError('conflict', `${old.group} refused the fence of attempt ${o.attempt}: a later lift named it`);
+        if (o?.kind === 'fence_stale') throw new FirkinError('conflict', `${old.group} refused fence ${o.attempt}: a later lift named it`);
         if (o?.kind !== 'fenced' || typeof o.at !== 'number') throw new FirkinError('error', `${old.group} did not take the fence`);
         await this.#tail(job.id, old, o.at, deadline);
       }),
     );
-    const stall = attempt !== undefined && attempt <= (this.#o.switchStalls ?? 0) && deadline !== undefined ? deadline - Date.now() + 1_000 : undefined;
+    const stall = attempt !== undefined && (job.reshard!.rollbacks ?? 0) < (this.#o.switchStalls ?? 0) && deadline !== undefined ? deadline - Date.now() + 1_000 : undefined;
     if (deadline === undefined) await drained;
     else await raceDeadline(drained.then(() => (stall === undefined ? undefined : sleep(stall))), deadline, () => `the old groups were still draining`);
     if (this.#o.switchDelayMs !== undefined) await sleep(this.#o.switchDelayMs);
@@ -381,20 +388,20 @@ export class ReshardCoordinator {
     await this.#lift(job.id);
   }
 
-  /** Lift the last rollback's fence in every old group, then record that it is lifted. */
+  /** Lift the rolled-back attempt's fence in every old group, then record that it is lifted. */
   async #lift(jobId: string): Promise<void> {
     const job = this.#job(jobId);
-    const attempt = job.reshard!.rollbacks;
+    const attempt = job.reshard!.attempt;
     if (job.reshard!.lifting !== true || attempt === undefined) return;
     const c = this.#collection(job);
     await Promise.all(
       c.shards.map(async (old) => {
         const reply = await this.#o.shards.leaderCall(old, 'vshard.propose', { c: liftEntry(attempt) });
-        if ((reply.o as LiftOutcome | null)?.kind !== 'unfenced') throw new FirkinError('error', `${old.group} did not take the lift of attempt ${attempt}`);
+        if ((reply.o as LiftOutcome | null)?.kind !== 'unfenced') throw new FirkinError('error', `${old.group} did not take the lift of fence ${attempt}`);
       }),
     );
     await this.#progress(jobId, { lifted: attempt });
-    this.#o.log.info({ job: jobId, collection: job.target, attempt }, `reshard of ${job.target}: the fences of switch attempt ${attempt} are lifted; writes go to the old shards until the next attempt`);
+    this.#o.log.info({ job: jobId, collection: job.target, attempt }, `reshard of ${job.target}: fence ${attempt} is lifted from every old shard; writes go to them until the next attempt`);
   }
 
   /** After a rollback, the next attempt waits: the timeout doubled per rollback (catching up meanwhile). */

@@ -5,8 +5,9 @@
 // majority, a link crawls) is rolled back: the metadata first takes the job back to
 // catching_up, then a lift entry in each old shard ends the fence, and writes apply again.
 //
-// Fences and lifts name the switch attempt they belong to (the job's rollbacks + 1), because a
-// proposal can commit long after its proposer gave up on it:
+// Fences and lifts name the switch attempt they belong to (a number that only grows across the
+// cluster's reshards: cluster/reshard.ts), because a proposal can commit long after its
+// proposer gave up on it:
 //   - a lift ends only a fence of its attempt or an earlier one, never a later attempt's;
 //   - a fence of an attempt that a lift already named is stale and fences nothing (else a
 //     rolled-back attempt's late fence would leave the shard refusing writes with no switch
