@@ -82,6 +82,8 @@ interface NodeProc {
   logs: string[];
   /** Shard leaderships its processes handed over to balance leaders (their log lines). */
   leaderTransfers: number;
+  /** Reshard, split or merge switches its processes rolled back for running out of time (their log lines). */
+  switchRollbacks: number;
   /** A `replace` fault's leave was accepted: its rejoin waits for `left`, then starts it afresh. */
   leaving: boolean;
   /** A leave was asked since this node last started afresh, whatever it answered: only then may one have committed. */
@@ -102,6 +104,8 @@ const LEAVE_RETRY_MS = 10_000;
 
 /** The log line of a leader balancing transfer (ShardHost), counted by the runner. */
 const LEADER_TRANSFER_LINE = /to balance leaders/g;
+/** The log line of a switch rolled back for running out of time (cluster/switch-bound.ts), counted by the runner. */
+const SWITCH_ROLLBACK_LINE = /did not finish within \d+ ms of its fence/g;
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -121,6 +125,7 @@ function startNode(n: NodeProc, waitReady = true): Promise<void> {
   const onData = (d: Buffer) => {
     const text = d.toString();
     n.leaderTransfers += text.match(LEADER_TRANSFER_LINE)?.length ?? 0;
+    n.switchRollbacks += text.match(SWITCH_ROLLBACK_LINE)?.length ?? 0;
     n.output = (n.output + text).slice(-1_000_000);
     n.url ??= /listening on (https?:\/\/[^\s]+) /.exec(n.output)?.[1];
   };
@@ -871,6 +876,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     output: '',
     logs: [],
     leaderTransfers: 0,
+    switchRollbacks: 0,
     leaving: false,
     leaveAsked: false,
   }));
@@ -983,14 +989,15 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const ops = o.workload === 'keys' ? rec.ops.filter((op) => op.kind !== 'final').length : o.workload === 'register' || o.workload === 'cas' ? rec.registers.filter((op) => op.process?.startsWith('final-') !== true).length : rec.set.filter((op) => !(op.kind === 'read' && op.final === true)).length;
     const leaderTransfers = nodes.reduce((sum, n) => sum + n.leaderTransfers, 0);
     log(`chaos: ${leaderTransfers} shard leadership transfers to balance leaders`);
-    if (o.rebalance) log(`chaos: ${o.workload === 'cas' ? 'splits and merges' : 'reshards'} answered: ${[...rebalanceAnswers].map(([k, v]) => `${k} x${v}`).join(', ') || 'none asked'}`);
+    const switchRollbacks = nodes.reduce((sum, n) => sum + n.switchRollbacks, 0);
+    if (o.rebalance) log(`chaos: ${o.workload === 'cas' ? 'splits and merges' : 'reshards'} answered: ${[...rebalanceAnswers].map(([k, v]) => `${k} x${v}`).join(', ') || 'none asked'}; ${switchRollbacks} switches rolled back for running out of time`);
     const report = {
       options: o,
       faults,
       windows,
       ops,
       leaderTransfers,
-      ...(o.rebalance ? { rebalance: Object.fromEntries(rebalanceAnswers) } : {}),
+      ...(o.rebalance ? { rebalance: Object.fromEntries(rebalanceAnswers), switchRollbacks } : {}),
       converged: converged.ok,
       // What the last convergence poll saw, whole: a verdict is read back against it.
       convergence: { verdict: converged.verdict, expected: converged.expected, reports: converged.reports, views: converged.detail },

@@ -324,7 +324,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       if (vectors !== undefined) {
         vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, caches: shardCaches, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchTimeoutMs: cluster.reshardSwitchTimeoutMs, reshardSwitchDelayMs: testReshardSwitchDelay(), reshardSwitchStalls: testReshardSwitchStalls(), exitInSnapshotLoad: process.env.FIRKIN_UNSAFE_FIXTURE === 'exit-in-snapshot-load' });
       }
-      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, unsafeNoLocalCarry, rebalanceDocsPerSecond: cluster.vdbRebalanceDocsPerSec });
+      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, unsafeNoLocalCarry, rebalanceDocsPerSecond: cluster.vdbRebalanceDocsPerSec, switchTimeoutMs: cluster.reshardSwitchTimeoutMs, switchStalls: testReshardSwitchStalls() });
       peerTasks = new PeerTasks(m, { list: () => nodeTasks(taskSources), cancelImports: (vdb) => imports.cancel(vdb) }, log.child({ mod: 'tasks' }));
       const hosted = vectorShards;
       const hostedDocs = docShards;

@@ -42,6 +42,7 @@ import { type DocShardCommand, type DocShardOutcome, checkOwned, encodeDocShardC
 import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId, notFoundVdb, vdbExplain } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
+import { liftedRollbacks } from './switch-bound.js';
 import { requireProtocol } from './versions.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { type HostedReplica, ShardHost, awaitNewShardLeaders, type ShardHostOptions, type WantedReplica } from './shard-host.js';
@@ -69,6 +70,10 @@ export interface DocShardsOptions extends ShardHostOptions {
   rebalanceBatchSize?: number;
   /** A split or merge copies at most this many documents a second (default 20,000). */
   rebalanceDocsPerSecond?: number;
+  /** A split's or merge's switch is rolled back when not done this long after its fence (default 10 s). */
+  switchTimeoutMs?: number;
+  /** Tests only: see `RebalanceOptions.switchStalls`. */
+  switchStalls?: number;
 }
 
 interface DocReplica extends HostedReplica {
@@ -240,6 +245,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       log: o.log,
       batchSize: o.rebalanceBatchSize ?? 100,
       docsPerSecond: o.rebalanceDocsPerSecond ?? 20_000,
+      switchTimeoutMs: o.switchTimeoutMs ?? 10_000,
+      ...(o.switchStalls === undefined ? {} : { switchStalls: o.switchStalls }),
       ...(o.unsafeNoLocalCarry === true ? { unsafeNoLocalCarry: true } : {}),
       shards: { read: (shard, q) => this.leaderCall(shard, 'dshard.read', q), propose: (shard, c) => this.#propose(shard, c) },
     });
@@ -672,9 +679,12 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   /** Wait (bounded) until this node applied a newer map of the VDB than `epoch`. */
   async #awaitNewer(name: string, epoch: number): Promise<void> {
     const until = Date.now() + this.#o.member.timings.proposalTimeoutMs;
+    // A switch rolled back (its fences lifted) since the wait began: the old map serves again.
+    const lifted = () => liftedRollbacks(this.#o.member.state.jobs, 'vdb-rebalance', name);
+    const liftedBefore = lifted();
     while (Date.now() < until && !this.closed) {
       const v = this.#o.member.state.vdbs[name];
-      if (v === undefined || v.epoch > epoch) return;
+      if (v === undefined || v.epoch > epoch || lifted() > liftedBefore) return;
       await new Promise((r) => setTimeout(r, 20));
     }
   }

@@ -165,6 +165,14 @@ export interface VdbRebalanceDetail {
   readonly cancelRequested?: true;
   readonly endedAtMs?: number;
   readonly error?: string;
+  /** The switch attempt under way or the last one, as a reshard's (`ReshardDetail.attempt`). */
+  readonly attempt?: number;
+  /** Switches rolled back (`vdb.rebalance.rollback`). */
+  readonly rollbacks?: number;
+  /** When the last rollback was recorded. */
+  readonly rolledBackAtMs?: number;
+  /** A rollback was recorded and the source's fence may still be in force (no cancel until lifted). */
+  readonly lifting?: true;
 }
 
 /** A long operation driven step by step by the metadata leader (leave now; reshard, repair later). */
@@ -298,9 +306,14 @@ export type MetaCommand =
    * Progress (monotonic: a stale coordinator's late report cannot undo a newer one). `cancel`:
    * an operator's cancel, taken only before the switching step; after it no step is taken.
    */
-  | { readonly type: 'vdb.rebalance.progress'; readonly jobId: string; readonly atMs: number; readonly step?: 'catching_up' | 'switching'; readonly from?: readonly [number, number]; readonly targetFrom?: readonly [number, number]; readonly caught?: readonly [number, number]; readonly copied?: number; readonly error?: string; readonly cancel?: true }
-  /** The one switch entry: new ranges (a split appends its shard, a merge retires the source), epoch + 1. */
-  | { readonly type: 'vdb.rebalance.switch'; readonly jobId: string; readonly atMs: number }
+  | { readonly type: 'vdb.rebalance.progress'; readonly jobId: string; readonly atMs: number; readonly step?: 'catching_up' | 'switching'; readonly from?: readonly [number, number]; readonly targetFrom?: readonly [number, number]; readonly caught?: readonly [number, number]; readonly copied?: number; readonly error?: string; readonly cancel?: true; readonly attempt?: number; readonly lifted?: number }
+  /**
+   * The one switch entry: new ranges (a split appends its shard, a merge retires the source),
+   * epoch + 1. With `attempt` (protocol 7), only while that attempt is the one switching.
+   */
+  | { readonly type: 'vdb.rebalance.switch'; readonly jobId: string; readonly atMs: number; readonly attempt?: number }
+  /** A switch that did not finish in time goes back to catching_up, as a reshard's (protocol 7). */
+  | { readonly type: 'vdb.rebalance.rollback'; readonly jobId: string; readonly atMs: number; readonly attempt: number; readonly error: string }
   /** Done after cleanup, or failed or cancelled (as asked) before the switch (the pending group goes, the ranges stay). */
   | { readonly type: 'vdb.rebalance.end'; readonly jobId: string; readonly atMs: number; readonly step: 'done' | 'failed' | 'cancelled'; readonly error?: string }
   | { readonly type: 'job.put'; readonly job: Job }
@@ -316,7 +329,7 @@ export const META_COMMAND_PROTOCOL: { readonly [T in MetaCommand['type']]: numbe
   'node.join': 0, 'node.status': 0, 'node.leave': 0, 'node.left': 0, 'node.remove': 0, 'apikey.put': 0, 'apikey.revoke': 0,
   'tenant.create': 0, 'tenant.put': 0, 'tenant.delete': 0, 'tenantkey.put': 0, 'tenantkey.delete': 0,
   'tenantcoll.create': 0, 'tenantcoll.usage': 0, 'tenantcoll.recount': 0, 'tenantcoll.delete': 0, 'collection.create': 0, 'collection.delete': 0, 'shard.replace': 0, 'vdb.create': 0, 'vdb.delete': 0, 'vdb.status': 0, 'reshard.begin': 0, 'reshard.progress': 0, 'reshard.switch': 0, 'reshard.abort': 0, 'reshard.rollback': 7,
-  'vdb.rebalance.begin': 0, 'vdb.rebalance.progress': 0, 'vdb.rebalance.switch': 0, 'vdb.rebalance.end': 0, 'job.put': 0, 'job.delete': 0,
+  'vdb.rebalance.begin': 0, 'vdb.rebalance.progress': 0, 'vdb.rebalance.switch': 0, 'vdb.rebalance.end': 0, 'vdb.rebalance.rollback': 7, 'job.put': 0, 'job.delete': 0,
 };
 
 export const META_COMMAND_TYPES = Object.keys(META_COMMAND_PROTOCOL) as readonly MetaCommand['type'][];
@@ -516,6 +529,7 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
     case 'vdb.rebalance.begin':
     case 'vdb.rebalance.progress':
     case 'vdb.rebalance.switch':
+    case 'vdb.rebalance.rollback':
     case 'vdb.rebalance.end':
       return applyVdbRebalance(state, cmd);
     case 'vdb.status': {
@@ -682,12 +696,19 @@ function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state:
       if (isReshardEnded(job.step) || job.step === 'cleaning') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}`));
       // Once the switching step is recorded the source may be fenced: only the switch undoes that.
       if (cmd.cancel === true && job.step !== 'copying' && job.step !== 'catching_up') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}: it can no longer be cancelled`));
+      if (cmd.cancel === true && detail.lifting === true) return same(refuse('conflict', `job ${cmd.jobId} is lifting the fence of a rolled-back switch; cancel it again in a moment`));
       const order = (s: string) => RESHARD_STEPS.indexOf(s as ReshardStep);
       const advances = cmd.step !== undefined && order(cmd.step) > order(job.step);
       if (advances && detail.cancelRequested === true) return same(refuse('conflict', `job ${cmd.jobId} is being cancelled`));
+      if (advances && cmd.step === 'switching' && detail.lifting === true) return same(refuse('conflict', `job ${cmd.jobId} is still lifting the fence of its last switch`));
       const step = advances ? cmd.step! : job.step;
+      // The fence of the last rollback is lifted (a late report of an earlier one clears nothing).
+      const lifted = cmd.lifted !== undefined && cmd.lifted === detail.attempt && detail.lifting === true;
+      const { lifting: _l, ...unlifted } = detail;
       const next: VdbRebalanceDetail = {
-        ...detail,
+        ...(lifted ? unlifted : detail),
+        // The attempt number comes with the step into switching.
+        ...(advances && step === 'switching' && cmd.attempt !== undefined ? { attempt: cmd.attempt } : {}),
         ...(cmd.cancel === true ? { cancelRequested: true as const } : {}),
         from: detail.from ?? cmd.from ?? null,
         ...(detail.targetFrom === undefined && cmd.targetFrom !== undefined ? { targetFrom: cmd.targetFrom } : {}),
@@ -700,6 +721,7 @@ function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state:
     case 'vdb.rebalance.switch': {
       if (job.step === 'cleaning' || job.step === 'done') return same(OK);
       if (job.step !== 'switching') return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}, not switching`));
+      if (cmd.attempt !== undefined && cmd.attempt !== detail.attempt) return same(refuse('conflict', `switch attempt ${cmd.attempt} of job ${cmd.jobId} was rolled back`));
       if (v === undefined) return same(refuse('not_found', `virtual database ${JSON.stringify(job.target)} does not exist`));
       const source = v.shards[detail.source]!;
       let shards: ShardPlacement[];
@@ -716,6 +738,11 @@ function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state:
         state: { ...state, vdbs: putVdb(state, { ...rest, epoch: v.epoch + 1, shards }), jobs: withEntry(state.jobs, job.id, { ...job, step: 'cleaning', updatedAtMs: cmd.atMs }) },
         result: OK,
       };
+    }
+    case 'vdb.rebalance.rollback': {
+      if (job.step !== 'switching' || cmd.attempt !== detail.attempt) return same(refuse('conflict', `job ${cmd.jobId} is ${job.step}, not switching in attempt ${cmd.attempt}`));
+      const next: VdbRebalanceDetail = { ...detail, rollbacks: (detail.rollbacks ?? 0) + 1, rolledBackAtMs: cmd.atMs, lifting: true, error: cmd.error };
+      return { state: { ...state, jobs: withEntry(state.jobs, job.id, { ...job, step: 'catching_up', updatedAtMs: cmd.atMs, vdb: next }) }, result: OK };
     }
     case 'vdb.rebalance.end': {
       if (isReshardEnded(job.step)) return same(OK);

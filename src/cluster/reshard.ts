@@ -41,6 +41,7 @@ import { isReshardEnded } from './meta-state.js';
 import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
 import { protocolShortfall } from './versions.js';
+import { SWITCH_ATTEMPTS_MAX, SWITCH_ROLLBACK_PROTOCOL, SwitchDeadlines, SwitchTimeout, nextAttemptAt, raceDeadline } from './switch-bound.js';
 
 /** What the coordinator needs of the vector shard host. */
 export interface ReshardShards {
@@ -69,16 +70,6 @@ export interface ReshardOptions {
   switchStalls?: number;
 }
 
-/** Lifts and numbered fences: an older replica could not decode them. */
-export const FENCE_LIFT_PROTOCOL = 7;
-/** Switch attempts before the job fails. */
-export const SWITCH_ATTEMPTS_MAX = 20;
-/** The wait before a switch's next attempt: the timeout, doubled with each rollback, at most this. */
-const SWITCH_BACKOFF_CAP_MS = 5 * 60_000;
-
-/** The switch ran out of time (its fences are to be lifted). */
-class SwitchTimeout extends Error {}
-
 /** Replay is done when every source is within this many entries of its leader. */
 const CAUGHT_UP_ENTRIES = 20;
 /** Entries per tail call. */
@@ -96,17 +87,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export class ReshardCoordinator {
   readonly #o: ReshardOptions;
   readonly #runner: MetadataJobRunner;
-  /** When each switch attempt (`job/attempt`) fenced first here: its deadline holds across retries of the step. */
-  readonly #fencedSince = new Map<string, number>();
+  readonly #deadlines: SwitchDeadlines;
 
   constructor(o: ReshardOptions) {
     this.#o = o;
+    this.#deadlines = new SwitchDeadlines(o.switchTimeoutMs);
     this.#runner = new MetadataJobRunner({ member: o.member, log: o.log, kind: 'reshard', what: 'reshard' });
     this.#runner.drive({
       step: (jobId) => this.#step(jobId),
       fail: async (jobId, error) => {
         // A failed job leaves no old group fenced: nobody would lift it after.
-        if (o.member.state.jobs[jobId]?.reshard?.lifting === true) await this.#lift(jobId).catch(() => undefined);
+        const job = o.member.state.jobs[jobId];
+        if (job?.reshard?.attempt !== undefined && job.step === 'switching') await this.#rollback(job, job.reshard.attempt, `failed: ${error}`).catch(() => undefined);
+        else if (job?.reshard?.lifting === true) await this.#lift(jobId).catch(() => undefined);
         await o.member.propose({ type: 'reshard.abort', jobId, atMs: Date.now(), step: 'failed', error });
       },
       noteError: (jobId, error) => this.#progress(jobId, { error }),
@@ -324,7 +317,7 @@ export class ReshardCoordinator {
 
   /** Every member reads numbered fences, lifts and rollbacks (else a switch has no time bound). */
   #canRollBack(): boolean {
-    const shortfall = protocolShortfall(this.#o.member.liveNodes(), FENCE_LIFT_PROTOCOL, 'rolling back a reshard switch that runs out of time');
+    const shortfall = protocolShortfall(this.#o.member.liveNodes(), SWITCH_ROLLBACK_PROTOCOL, 'rolling back a reshard switch that runs out of time');
     if (shortfall !== undefined) this.#o.log.warn(`${shortfall}; a reshard's switch has no time bound`);
     return shortfall === undefined;
   }
@@ -337,16 +330,13 @@ export class ReshardCoordinator {
       await this.#fenceAndSwitch(job, undefined, undefined);
       return;
     }
-    const key = `${job.id}/${attempt}`;
-    const since = this.#fencedSince.get(key) ?? Date.now();
-    this.#fencedSince.set(key, since);
-    const deadline = since + this.#o.switchTimeoutMs;
+    const deadline = this.#deadlines.deadline(job.id, attempt, Date.now());
     try {
       await this.#fenceAndSwitch(job, attempt, deadline);
-      this.#fencedSince.delete(key);
+      this.#deadlines.forget(job.id, attempt);
     } catch (err) {
       if (!(err instanceof SwitchTimeout)) throw err; // retried by the runner; the deadline stands
-      this.#fencedSince.delete(key);
+      this.#deadlines.forget(job.id, attempt);
       await this.#rollback(job, attempt, `switch attempt ${(job.reshard!.rollbacks ?? 0) + 1} did not finish within ${this.#o.switchTimeoutMs} ms of its fences (${err.message}); the old shards serve writes again`);
     }
   }
@@ -410,7 +400,7 @@ export class ReshardCoordinator {
     const rollbacks = r.rollbacks ?? 0;
     if (rollbacks === 0) return;
     if (rollbacks >= SWITCH_ATTEMPTS_MAX) throw new FatalJobError(`the switch was rolled back ${rollbacks} times (last: ${r.error ?? 'no reason recorded'}); the old shards serve the collection. Start the reshard again once the cluster is healthy`);
-    const readyAt = (r.rolledBackAtMs ?? 0) + Math.min(SWITCH_BACKOFF_CAP_MS, this.#o.switchTimeoutMs * 2 ** (rollbacks - 1));
+    const readyAt = nextAttemptAt(r.rolledBackAtMs ?? 0, rollbacks, this.#o.switchTimeoutMs);
     while (Date.now() < readyAt) {
       await sleep(Math.min(1_000, readyAt - Date.now()));
       await this.#catchUp(this.#job(jobId));
@@ -422,20 +412,6 @@ export class ReshardCoordinator {
     const pending = this.#collection(job).pending;
     if (pending === undefined) throw new FatalJobError(`collection ${job.target} has no pending shards`);
     await Promise.all(pending.map((s) => this.#o.shards.leaderCall(s, 'vshard.status', {})));
-  }
-}
-
-/** `work`, or SwitchTimeout when the deadline comes first (the work itself goes on, unawaited). */
-async function raceDeadline(work: Promise<unknown>, deadline: number, what: () => string): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new SwitchTimeout(what())), Math.max(0, deadline - Date.now()));
-  });
-  work.catch(() => undefined); // an abandoned drain's failure is nobody's
-  try {
-    await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

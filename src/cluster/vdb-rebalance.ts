@@ -16,17 +16,22 @@
 //                fence are copied, then the range's `_local` documents as they are (a
 //                `locals` entry); an `own` entry gives the target its new range; ONE
 //                `vdb.rebalance.switch` metadata entry changes the ranges and bumps the epoch.
+//                A switch not done SERVICE_RESHARD_SWITCH_TIMEOUT_MS after its fence is rolled
+//                back as a reshard's is (`switch-bound.ts`): a `vdb.rebalance.rollback` entry,
+//                then `own` entries numbered above the fence give the source (and a merge's
+//                target) their ranges back.
 //   cleaning     a split's source purges the moved documents and `_local` documents through log
 //                entries (every replica alike); a merged source, retired (not routed) by the
 //                switch but still hosted and fenced, leaves the placement with the end entry
 //                (every node drops its copy).
 //   done | failed | cancelled
 //
-// Cancel (`DELETE /vdb/:vdb/_rebalance`, before the switching step only: from there the source
-// may be fenced, and only the switch lifts that): the operator's `cancel` progress entry stops
-// every later step; the coordinator finishes the copy batch in hand, then, for a merge, purges
-// the moving range from the target (it owns none of it: what is there are this job's copies),
-// and ends the job `cancelled`; a split's pending group leaves the placement with that end.
+// Cancel (`DELETE /vdb/:vdb/_rebalance`, before the switching step only, and not while a
+// rolled-back switch's fence is being lifted: the source may be fenced): the operator's
+// `cancel` progress entry stops every later step; the coordinator finishes the copy batch in
+// hand, then, for a merge, purges the moving range from the target (it owns none of it: what is
+// there are this job's copies), and ends the job `cancelled`; a split's pending group leaves the
+// placement with that end.
 //
 // Every step is idempotent (a copy merges revision trees; own, purge and the switch are no-ops
 // the second time), so a step a crash interrupted is run again. As for a reshard, a new
@@ -41,6 +46,7 @@ import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
 import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { protocolShortfall } from './versions.js';
+import { SWITCH_ATTEMPTS_MAX, SWITCH_ROLLBACK_PROTOCOL, SwitchDeadlines, SwitchTimeout, nextAttemptAt, raceDeadline } from './switch-bound.js';
 import type { HashFunction } from '../core/shard-hash.js';
 
 /** What the coordinator needs of the VDB shard host. */
@@ -62,6 +68,10 @@ export interface RebalanceOptions {
   docsPerSecond: number;
   /** The chaos suite's broken build (lost-checkpoints): no `_local` document is carried. */
   unsafeNoLocalCarry?: boolean;
+  /** A switch not done this long after its fence is rolled back (SERVICE_RESHARD_SWITCH_TIMEOUT_MS). */
+  switchTimeoutMs: number;
+  /** Tests only (FIRKIN_TEST_RESHARD_SWITCH_STALLS): the first this many switch attempts stall past their timeout. */
+  switchStalls?: number;
 }
 
 /** Progress is recorded at most this often. */
@@ -74,13 +84,21 @@ type Seq = readonly [number, number];
 export class VdbRebalanceCoordinator {
   readonly #o: RebalanceOptions;
   readonly #runner: MetadataJobRunner;
+  readonly #deadlines: SwitchDeadlines;
 
   constructor(o: RebalanceOptions) {
     this.#o = o;
+    this.#deadlines = new SwitchDeadlines(o.switchTimeoutMs);
     this.#runner = new MetadataJobRunner({ member: o.member, log: o.log, kind: 'vdb-rebalance', what: 'VDB rebalance' });
     this.#runner.drive({
       step: (jobId) => this.#step(jobId),
-      fail: (jobId, error) => o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'failed', error }).then(() => undefined),
+      fail: async (jobId, error) => {
+        // A failed job leaves no range fenced: nobody would give it back after.
+        const job = o.member.state.jobs[jobId];
+        if (job?.vdb?.attempt !== undefined && job.step === 'switching') await this.#rollback(this.#job(jobId), job.vdb.attempt, `failed: ${error}`).catch(() => undefined);
+        else if (job?.vdb?.lifting === true) await this.#lift(jobId).catch(() => undefined);
+        await o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'failed', error });
+      },
       noteError: (jobId, error) => this.#progress(jobId, { error }),
     });
   }
@@ -133,11 +151,18 @@ export class VdbRebalanceCoordinator {
         if (this.#cancelRequested(jobId)) return 'next';
         await this.#progress(jobId, { step: 'catching_up' });
         return 'next';
-      case 'catching_up':
+      case 'catching_up': {
+        if (job.vdb.lifting === true) await this.#lift(jobId);
         await this.#catchUp(job);
         if (this.#cancelRequested(jobId)) return 'next';
-        await this.#progress(jobId, { step: 'switching' });
+        if (!(await this.#awaitNextAttempt(jobId))) return 'next';
+        // Both groups have a leader before the fence (a switch that cannot finish only rolls back).
+        const { source, target } = this.#groups(this.#job(jobId));
+        await Promise.all([this.#o.shards.read(source, { op: 'info' }), this.#o.shards.read(target, { op: 'info' })]);
+        // The attempt's number: the metadata applied index now (see switch-bound.ts).
+        await this.#progress(jobId, { step: 'switching', ...(this.#canRollBack() ? { attempt: this.#o.member.groupStatus().applied } : {}) });
         return 'next';
+      }
       case 'switching':
         await this.#switch(job);
         return 'next';
@@ -171,7 +196,7 @@ export class VdbRebalanceCoordinator {
     return 'ended';
   }
 
-  async #progress(jobId: string, p: { step?: 'catching_up' | 'switching'; from?: Seq; targetFrom?: Seq; caught?: Seq; copied?: number; error?: string }): Promise<void> {
+  async #progress(jobId: string, p: { step?: 'catching_up' | 'switching'; from?: Seq; targetFrom?: Seq; caught?: Seq; copied?: number; error?: string; attempt?: number; lifted?: number }): Promise<void> {
     this.#check();
     await this.#o.member.propose({ type: 'vdb.rebalance.progress', jobId, atMs: Date.now(), ...p });
   }
@@ -197,7 +222,7 @@ export class VdbRebalanceCoordinator {
    * Copy every document of the moving range the source changed after `since` (null: all), in
    * its sequence order, to the end of its feed as it is now. Returns the position reached.
    */
-  async #copyChanges(jobId: string, since: Seq | null): Promise<Seq | null> {
+  async #copyChanges(jobId: string, since: Seq | null, deadline?: number): Promise<Seq | null> {
     const { shards, log } = this.#o;
     let cursor = since;
     let copied = this.#job(jobId).vdb.copied;
@@ -207,6 +232,7 @@ export class VdbRebalanceCoordinator {
     const startCopied = copied;
     for (;;) {
       this.#check();
+      if (deadline !== undefined && Date.now() > deadline) throw new SwitchTimeout(`the copy after the fence stood at ${JSON.stringify(cursor)}`);
       const job = this.#job(jobId);
       // Stop between batches: the step that called sees the cancel and takes no step forward.
       if (job.vdb.cancelRequested === true) return cursor;
@@ -250,24 +276,105 @@ export class VdbRebalanceCoordinator {
 
   // ---- switch ------------------------------------------------------------------------------
 
+  /** Every member reads numbered `own` entries and rollbacks (else a switch has no time bound). */
+  #canRollBack(): boolean {
+    const shortfall = protocolShortfall(this.#o.member.liveNodes(), SWITCH_ROLLBACK_PROTOCOL, 'rolling back a split or merge switch that runs out of time');
+    if (shortfall !== undefined) this.#o.log.warn(`${shortfall}; a split's or merge's switch has no time bound`);
+    return shortfall === undefined;
+  }
+
   async #switch(job: Job & { vdb: NonNullable<Job['vdb']> }): Promise<void> {
+    const attempt = job.vdb.attempt;
+    // Entered switching while an older member could not read numbered entries: no time bound.
+    if (attempt === undefined) return this.#fenceAndSwitch(job, undefined, undefined);
+    const deadline = this.#deadlines.deadline(job.id, attempt, Date.now());
+    try {
+      await this.#fenceAndSwitch(job, attempt, deadline);
+      this.#deadlines.forget(job.id, attempt);
+    } catch (err) {
+      if (!(err instanceof SwitchTimeout)) throw err; // retried by the runner; the deadline stands
+      this.#deadlines.forget(job.id, attempt);
+      await this.#rollback(job, attempt, `switch attempt ${(job.vdb.rollbacks ?? 0) + 1} did not finish within ${this.#o.switchTimeoutMs} ms of its fence (${err.message}); the source serves the range again`);
+    }
+  }
+
+  /**
+   * Fence the moving range on the source, copy what changed up to the fence and the range's
+   * `_local` documents, widen the target, then the switch entry. With a deadline, SwitchTimeout
+   * once it passes before the switch entry is proposed.
+   */
+  async #fenceAndSwitch(job: Job & { vdb: NonNullable<Job['vdb']> }, attempt: number | undefined, deadline: number | undefined): Promise<void> {
     const started = Date.now();
     const { v, source, target } = this.#groups(job);
     const hash = v.config.hashFunction;
     const moving = job.vdb.moving;
     const kept: [number, number][] = job.vdb.op === 'split' ? [[source.range[0], moving[0] - 1]] : [];
-    const fence = await this.#o.shards.propose(source, { kind: 'own', rid: randomBytes(12).toString('base64url'), owned: { hash, ranges: kept } });
-    if (fence.kind !== 'own') throw new FirkinError('error', `${source.group} did not take the fence (${fence.kind})`);
-    // The source takes no more writes of the moving range: copy what changed up to the fence,
-    // then its `_local` documents as they are (replications through the VDB keep their checkpoints).
-    await this.#copyChanges(job.id, job.vdb.caught ?? job.vdb.from);
-    await this.#carryLocals(job, source, hash, moving, target);
-    const widened: [number, number] = job.vdb.op === 'split' ? [moving[0], moving[1]] : [Math.min(source.range[0], target.range[0]), Math.max(source.range[1], target.range[1])];
-    const own = await this.#o.shards.propose(target, { kind: 'own', rid: randomBytes(12).toString('base64url'), owned: { hash, ranges: [widened] } });
-    if (own.kind !== 'own') throw new FirkinError('error', `${target.group} did not take its new range (${own.kind})`);
+    const order = attempt === undefined ? {} : { n: 2 * attempt };
+    const drained = (async () => {
+      const fence = await this.#o.shards.propose(source, { kind: 'own', rid: randomBytes(12).toString('base64url'), owned: { hash, ranges: kept, ...order } });
+      if (fence.kind !== 'own' || fence.stale === true) throw new FirkinError('error', `${source.group} did not take the fence (${fence.kind}${fence.kind === 'own' ? ', numbered below what it holds' : ''})`);
+      // The source takes no more writes of the moving range: copy what changed up to the fence,
+      // then its `_local` documents as they are (replications through the VDB keep their checkpoints).
+      await this.#copyChanges(job.id, job.vdb.caught ?? job.vdb.from, deadline);
+      await this.#carryLocals(job, source, hash, moving, target);
+      const widened: [number, number] = job.vdb.op === 'split' ? [moving[0], moving[1]] : [Math.min(source.range[0], target.range[0]), Math.max(source.range[1], target.range[1])];
+      const own = await this.#o.shards.propose(target, { kind: 'own', rid: randomBytes(12).toString('base64url'), owned: { hash, ranges: [widened], ...order } });
+      if (own.kind !== 'own' || own.stale === true) throw new FirkinError('error', `${target.group} did not take its new range (${own.kind})`);
+    })();
+    if (deadline === undefined) await drained;
+    else {
+      const stall = (job.vdb.rollbacks ?? 0) < (this.#o.switchStalls ?? 0) ? deadline - Date.now() + 1_000 : undefined;
+      await raceDeadline(drained.then(() => (stall === undefined ? undefined : sleep(stall))), deadline, () => `${source.group} was still draining`);
+    }
     this.#check();
-    await this.#o.member.propose({ type: 'vdb.rebalance.switch', jobId: job.id, atMs: Date.now() });
+    if (deadline !== undefined && Date.now() > deadline) throw new SwitchTimeout(`${source.group} drained too late`);
+    await this.#o.member.propose({ type: 'vdb.rebalance.switch', jobId: job.id, atMs: Date.now(), ...(attempt === undefined ? {} : { attempt }) });
     this.#o.log.info({ job: job.id, vdb: job.target, fenceToSwitchMs: Date.now() - started }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: switched (writes of the moving range waited at most ${Date.now() - started} ms)`);
+  }
+
+  /** Record the rollback (only then can no switch of `attempt` apply), then give the ranges back. */
+  async #rollback(job: Job & { vdb: NonNullable<Job['vdb']> }, attempt: number, why: string): Promise<void> {
+    this.#o.log.warn({ job: job.id, vdb: job.target, attempt }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: ${why}`);
+    this.#check();
+    await this.#o.member.propose({ type: 'vdb.rebalance.rollback', jobId: job.id, atMs: Date.now(), attempt, error: why });
+    await this.#lift(job.id);
+  }
+
+  /**
+   * The source owns its whole range again, a merge's target its own (numbered above the
+   * rolled-back attempt's fence and widening: a late one of those changes nothing); then record it.
+   */
+  async #lift(jobId: string): Promise<void> {
+    const job = this.#job(jobId);
+    const attempt = job.vdb.attempt;
+    if (job.vdb.lifting !== true || attempt === undefined) return;
+    const { v, source, target } = this.#groups(job);
+    const hash = v.config.hashFunction;
+    const giveBack = async (shard: ShardPlacement) => {
+      const o = await this.#o.shards.propose(shard, { kind: 'own', rid: `lift-${job.id}-${attempt}-${shard.group}`, owned: { hash, ranges: [[shard.range[0], shard.range[1]]], n: 2 * attempt + 1 } });
+      if (o.kind !== 'own') throw new FirkinError('error', `${shard.group} answered the lift of a rolled-back switch with ${o.kind}`);
+    };
+    await Promise.all([giveBack(source), ...(job.vdb.op === 'merge' ? [giveBack(target)] : [])]);
+    await this.#progress(jobId, { lifted: attempt });
+    this.#o.log.info({ job: jobId, vdb: job.target, attempt }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: the fence of the rolled-back switch is lifted; the source serves the range until the next attempt`);
+  }
+
+  /**
+   * After a rollback, the next attempt waits (catching up meanwhile). False when a cancel came
+   * in the meantime.
+   */
+  async #awaitNextAttempt(jobId: string): Promise<boolean> {
+    const d = this.#job(jobId).vdb;
+    const rollbacks = d.rollbacks ?? 0;
+    if (rollbacks === 0) return true;
+    if (rollbacks >= SWITCH_ATTEMPTS_MAX) throw new FatalJobError(`the switch was rolled back ${rollbacks} times (last: ${d.error ?? 'no reason recorded'}); the source serves the range. Start the split or merge again once the cluster is healthy`);
+    const readyAt = nextAttemptAt(d.rolledBackAtMs ?? 0, rollbacks, this.#o.switchTimeoutMs);
+    while (Date.now() < readyAt) {
+      await sleep(Math.min(1_000, readyAt - Date.now()));
+      await this.#catchUp(this.#job(jobId));
+      if (this.#cancelRequested(jobId)) return false;
+    }
+    return true;
   }
 
   /**
@@ -323,5 +430,5 @@ export class VdbRebalanceCoordinator {
 /** A VDB rebalance job as `GET /_cluster/jobs` and the split/merge routes show it. */
 export function rebalanceView(job: Job): Record<string, unknown> {
   const d = job.vdb!;
-  return { id: job.id, vdb: job.target, op: d.op, state: job.step, source: d.source, target: d.target, moving: d.moving, documents_copied: d.copied, documents_expected: d.expected ?? null, cancel_requested: d.cancelRequested === true, last_error: d.error ?? null };
+  return { id: job.id, vdb: job.target, op: d.op, state: job.step, source: d.source, target: d.target, moving: d.moving, documents_copied: d.copied, documents_expected: d.expected ?? null, cancel_requested: d.cancelRequested === true, last_error: d.error ?? null, switch_rollbacks: d.rollbacks ?? 0 };
 }

@@ -37,6 +37,7 @@ import { ShardFsm, isRequestRecord } from '../vector/shard-fsm.js';
 import type { RequestRecord, ShardStateChunk } from '../vector/shard.js';
 import type { Bm25Options, ClusterCatalogue, ClusteredCollection, ReadOptions, ScrollOptions, ScrolledDoc, SearchOptions, ShardHandle } from '../vector/shard-handle.js';
 import type { CollectionPlacement, MetaState, ShardPlacement } from './meta-state.js';
+import { liftedRollbacks } from './switch-bound.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { ReshardCoordinator, reshardView } from './reshard.js';
 import { isReshardEnded, reshardLogFloor } from './meta-state.js';
@@ -211,11 +212,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   async awaitNewer(name: string, epoch: number, timeoutMs?: number): Promise<void> {
     const until = Date.now() + (timeoutMs ?? this.o.member.timings.proposalTimeoutMs);
     // A switch rolled back (its fences lifted) since the wait began: the old map serves again.
-    const lifted = () => {
-      let n = 0;
-      for (const j of Object.values(this.#o.member.state.jobs)) if (j.kind === 'reshard' && j.target === name && j.reshard !== undefined && j.reshard.lifting !== true) n = Math.max(n, j.reshard.rollbacks ?? 0);
-      return n;
-    };
+    const lifted = () => liftedRollbacks(this.#o.member.state.jobs, 'reshard', name);
     const liftedBefore = lifted();
     while (Date.now() < until && !this.closed) {
       const c = this.#o.member.state.collections[name];

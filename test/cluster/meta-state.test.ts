@@ -336,6 +336,34 @@ t.test('a VDB split or merge is cancelled only before its switching step, and ta
   t.end();
 });
 
+t.test('a VDB split whose switch ran out of time is rolled back: only its own attempt, no switch of it after, no cancel until lifted', (t) => {
+  const m = vdbStepper();
+  const step = m.step;
+  step({ type: 'vdb.rebalance.begin', name: 'v', jobId: 'j1', atMs: 1, op: 'split', source: 1, target: 2, moving: [3221225472, 4294967295], replicas: ['n1', 'n3'] });
+  step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 2, from: [5, 0], step: 'catching_up' });
+  t.match(step({ type: 'vdb.rebalance.rollback', jobId: 'j1', atMs: 3, attempt: 30, error: 'x' }), { ok: false, code: 'conflict' }, 'not before switching');
+  step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 4, step: 'switching', attempt: 30 });
+  t.match(m.state.jobs.j1, { step: 'switching', vdb: { attempt: 30 } });
+  t.match(step({ type: 'vdb.rebalance.rollback', jobId: 'j1', atMs: 5, attempt: 29, error: 'x' }), { ok: false, code: 'conflict' }, 'not another attempt');
+  t.same(step({ type: 'vdb.rebalance.rollback', jobId: 'j1', atMs: 6, attempt: 30, error: 'the target has no leader' }), { ok: true });
+  t.match(m.state.jobs.j1, { step: 'catching_up', vdb: { attempt: 30, rollbacks: 1, rolledBackAtMs: 6, lifting: true, error: 'the target has no leader' } });
+  t.match(step({ type: 'vdb.rebalance.switch', jobId: 'j1', atMs: 7, attempt: 30 }), { ok: false, code: 'conflict' }, 'a late switch of the rolled-back attempt is refused');
+  t.equal(m.state.vdbs.v!.shards.length, 2, 'the ranges did not move');
+  t.ok(m.state.vdbs.v!.pending !== undefined, "the split's new group stays placed for the next attempt");
+  t.match(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 8, cancel: true }), { ok: false, code: 'conflict' }, 'no cancel while the fence is being lifted');
+  t.match(step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 9, step: 'switching', attempt: 40 }), { ok: false, code: 'conflict' }, 'nor the next switch');
+  step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 10, lifted: 29 });
+  t.equal(m.state.jobs.j1!.vdb!.lifting, true, 'a report naming another attempt clears nothing');
+  step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 11, lifted: 30 });
+  t.equal(m.state.jobs.j1!.vdb!.lifting, undefined, 'lifted');
+  step({ type: 'vdb.rebalance.progress', jobId: 'j1', atMs: 12, step: 'switching', attempt: 41 });
+  t.match(step({ type: 'vdb.rebalance.switch', jobId: 'j1', atMs: 13, attempt: 30 }), { ok: false, code: 'conflict' }, 'the first attempt stays refused in the second');
+  t.same(step({ type: 'vdb.rebalance.switch', jobId: 'j1', atMs: 14, attempt: 41 }), { ok: true }, 'the second attempt switches');
+  t.equal(m.state.vdbs.v!.shards.length, 3);
+  t.match(step({ type: 'vdb.rebalance.rollback', jobId: 'j1', atMs: 15, attempt: 41, error: 'late' }), { ok: false, code: 'conflict' }, 'no rollback after the switch');
+  t.end();
+});
+
 t.test('a reshard cancel that comes after its switching step is refused', (t) => {
   let state = replay([{ type: 'collection.create', name: 'c', config: { dimensions: 3 }, replicationFactor: 1, shards: [{ range: [0, 4294967295], replicas: ['n1'] }] }]);
   const step = (cmd: MetaCommand) => {

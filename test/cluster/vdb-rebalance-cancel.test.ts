@@ -70,3 +70,47 @@ t.test('a VDB split and a merge cancelled while they copy', async (t) => {
   const late = await cluster.request('n1', 'DELETE', '/vdb/rb/_rebalance');
   t.equal(late.status, 404, 'a finished job cannot be cancelled');
 });
+
+t.test('a split whose switch runs out of time is rolled back: writes go on through it, the next attempt switches', async (t) => {
+  // The node's first switch attempt stalls past its timeout (after the fence and the drain):
+  // the coordinator rolls it back, gives the source its range back, waits its backoff, and
+  // switches on the second attempt.
+  const cluster = await TestCluster.start(1, { SERVICE_RESHARD_SWITCH_TIMEOUT_MS: '1500', FIRKIN_TEST_RESHARD_SWITCH_STALLS: '1' });
+  t.teardown(() => cluster.close());
+  t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'rs', shard_count: 2, placement: { replica_factor: 1 } } })).status, 201);
+  const seeded = await cluster.request('n1', 'POST', '/vdb/rs/_bulk_docs', { body: { docs: Array.from({ length: 100 }, (_, i) => ({ _id: `s${i}`, n: -1 })) } });
+  t.ok(seeded.body.results.every((r: { ok: boolean }) => r.ok), 'seeded');
+  // The oracle: each document's last acknowledged `n` (a write is a new document or an update of one of the first 20).
+  const last = new Map(Array.from({ length: 100 }, (_, i) => [`s${i}`, -1]));
+  const revs = new Map<string, string>(seeded.body.results.map((r: { id: string; rev: string }) => [r.id, r.rev]));
+  const failures: string[] = [];
+  let writing = true;
+  const writer = (async () => {
+    for (let i = 0; writing; i++) {
+      const id = i % 2 === 0 ? `s${(i / 2) % 20}` : `w${i}`;
+      const r = await cluster.request('n1', 'POST', '/vdb/rs/_bulk_docs', { body: { docs: [{ _id: id, n: i, ...(revs.has(id) ? { _rev: revs.get(id) } : {}) }] } });
+      const result = Array.isArray(r.body?.results) ? (r.body.results[0] as { ok?: boolean; rev?: string; error?: string }) : undefined;
+      if (result?.ok === true) {
+        last.set(id, i);
+        revs.set(id, result.rev!);
+      } else failures.push(`${id}: ${r.status} ${JSON.stringify(r.body)}`);
+    }
+  })();
+  const jobs = async () => ((await cluster.request('n1', 'GET', '/_cluster/jobs')).body.jobs as { kind: string; step: string; vdb?: { rollbacks?: number; error?: string } }[]).filter((j) => j.kind === 'vdb-rebalance');
+  const split = cluster.request('n1', 'POST', '/vdb/rs/_shards/1/_split');
+  const rolled = await waitFor(async () => (await jobs()).find((j) => (j.vdb?.rollbacks ?? 0) >= 1), { timeoutMs: 60_000, what: 'the first switch to be rolled back' });
+  t.match(rolled.vdb?.error, /switch attempt 1 did not finish within 1500 ms/, 'the job says why');
+  const answer = await split;
+  writing = false;
+  await writer;
+  t.equal(answer.status, 200, JSON.stringify(answer.body));
+  t.match((await jobs())[0], { step: 'done', vdb: { rollbacks: 1 } }, 'switched on the second attempt');
+  t.same(failures.slice(0, 3), [], 'no write failed: those the fence refused ran again once the range was given back, or on the new map');
+  const info = (await cluster.request('n1', 'GET', '/vdb/rs')).body as { total_docs: number; shards: unknown[] };
+  t.equal(info.shards.length, 3, 'three shards');
+  t.equal(info.total_docs, last.size, 'every document once');
+  const all = await cluster.request('n1', 'GET', '/vdb/rs/_all_docs?include_docs=true&limit=100000');
+  const got = new Map((all.body.rows as { id: string; doc: { n: number } }[]).map((r) => [r.id, r.doc.n]));
+  const wrong = [...last].filter(([id, n]) => got.get(id) !== n).map(([id, n]) => `${id}: ${got.get(id)} (want ${n})`);
+  t.same(wrong.slice(0, 5), [], `every acknowledged write is there, last one wins (${last.size} documents)`);
+});

@@ -16,6 +16,13 @@ import { isStoredLocal } from '../replication/local-docs.js';
 export interface OwnedRanges {
   readonly hash: HashFunction;
   readonly ranges: readonly (readonly [number, number])[];
+  /**
+   * The order of a split's or merge's `own` entries (protocol 7): one numbered lower than what
+   * the shard holds changes nothing, so a fence that commits after its switch was rolled back
+   * (and the range given back, numbered higher) cannot take the range again. The fence and the
+   * target's widening of a switch attempt A are 2A, the give-back 2A + 1. Absent: always applies.
+   */
+  readonly n?: number;
 }
 
 export type DocShardCommand =
@@ -48,7 +55,8 @@ export type DocShardCommand =
 export type DocShardOutcome =
   | { readonly kind: 'edits'; readonly results: readonly EditResult[] }
   | { readonly kind: 'compact' }
-  | { readonly kind: 'own' }
+  /** `stale`: numbered lower than what the shard holds, it changed nothing. */
+  | { readonly kind: 'own'; readonly stale?: true }
   | { readonly kind: 'purge'; readonly purged: number }
   /** A `_local` write: its new revision, or why it was refused (the same on every replica). */
   | { readonly kind: 'local'; readonly rev: string }
@@ -118,7 +126,8 @@ export function checkOwned(v: unknown): OwnedRanges {
     if (!Array.isArray(r) || r.length !== 2 || !r.every((x) => Number.isSafeInteger(x) && x >= 0 && x <= 0xffff_ffff) || r[0] > r[1]) return bad('malformed hash range');
     return [r[0] as number, r[1] as number] as const;
   });
-  return { hash: v.hash as HashFunction, ranges };
+  if (v.n !== undefined && !(Number.isSafeInteger(v.n) && (v.n as number) >= 0)) return bad('malformed owned ranges order');
+  return { hash: v.hash as HashFunction, ranges, ...(v.n === undefined ? {} : { n: v.n as number }) };
 }
 
 /** Decode and check an entry (it came from disk or another node). */

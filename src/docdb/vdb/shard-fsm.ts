@@ -247,6 +247,10 @@ export class DocShardFsm implements StateMachine {
         ...cmd.drop.map((id): BatchOp => ({ type: 'del', cf: 'system', key: localKey(this.group, id) })),
       ];
       await this.#store.batch([...this.#remember(cmd.rid, entry.index, outcome, ops), ...write], { sync: true });
+    } else if (cmd.kind === 'own' && cmd.owned.n !== undefined && this.#owned?.n !== undefined && cmd.owned.n < this.#owned.n) {
+      // A rolled-back switch's fence, committed after its range was given back: no effect.
+      outcome = { kind: 'own', stale: true };
+      await this.#store.batch(this.#remember(cmd.rid, entry.index, outcome, ops), { sync: true });
     } else if (cmd.kind === 'own') {
       outcome = { kind: 'own' };
       await this.#store.batch([...this.#remember(cmd.rid, entry.index, outcome, ops), { type: 'put', cf: 'system', key: ownedKey(this.group), value: encodeCbor(cmd.owned) }], { sync: true });

@@ -224,6 +224,39 @@ t.test('a fence (own entry) refuses writes outside the range with no effect; cop
   t.equal(await r.docs.getRecord(DB, inUpper[1]!), undefined, 'as if never written');
 });
 
+t.test('numbered own entries (a rolled-back switch): the range given back stays given back when the fence commits late', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
+  let r = await openReplica(join(root, 'r'), 0);
+  t.teardown(async () => {
+    await closeReplica(r);
+    await rm(root, { recursive: true, force: true });
+  });
+  let index = 0;
+  const apply = (c: DocShardCommand) => r.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry);
+  const at = { wallMs: 1_700_000_000_000, logical: 0 };
+  const put = (id: string): DocEdit => ({ kind: 'update', docId: id, body: { id }, attachments: undefined, deleted: false, rev: undefined });
+  const all: [number, number] = [0, 4294967295];
+  const lower: [number, number] = [0, 2147483647];
+  const ids = Array.from({ length: 20 }, (_, i) => `doc${i}`);
+  // Attempt 40: the fence (80), then the give-back (81) of its rollback.
+  t.same(await apply({ kind: 'own', rid: 'f1', owned: { hash: 'phash2', ranges: [lower], n: 80 } }), { kind: 'own' });
+  const upperId = ids.find((id) => !r.fsm.owns(id))!;
+  t.same(await apply({ kind: 'own', rid: 'g1', owned: { hash: 'phash2', ranges: [all], n: 81 } }), { kind: 'own' });
+  t.ok(r.fsm.owns(upperId), 'the range is given back');
+  // The same fence proposed again (its first answer lost), committed after the give-back.
+  t.same(await apply({ kind: 'own', rid: 'f1-again', owned: { hash: 'phash2', ranges: [lower], n: 80 } }), { kind: 'own', stale: true }, 'a late fence of the rolled-back attempt changes nothing');
+  t.ok(r.fsm.owns(upperId), 'the shard still owns the whole range');
+  t.match(await apply({ kind: 'edits', rid: 'w1', at, edits: ids.map(put) }), { kind: 'edits' }, 'and takes writes of it');
+  await closeReplica(r);
+  r = await openReplica(join(root, 'r'), 0);
+  t.same(r.fsm.owned, { hash: 'phash2', ranges: [all], n: 81 }, 'the order survives a restart');
+  // The next attempt (52 > 40) fences again; an own without a number (an older coordinator) always applies.
+  t.same(await apply({ kind: 'own', rid: 'f2', owned: { hash: 'phash2', ranges: [lower], n: 104 } }), { kind: 'own' });
+  t.notOk(r.fsm.owns(upperId), 'a later attempt fences');
+  t.same(await apply({ kind: 'own', rid: 'old', owned: { hash: 'phash2', ranges: [all] } }), { kind: 'own' });
+  t.ok(r.fsm.owns(upperId));
+});
+
 t.test('a split or merge carries _local documents: a locals entry puts them as stored and drops ids, past a fence', async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
   const src = await openReplica(join(root, 'src'), 0);

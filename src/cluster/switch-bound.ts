@@ -1,0 +1,74 @@
+// The time bound on a reshard's or a VDB split's or merge's switch, shared by both
+// coordinators (cluster/reshard.ts, cluster/vdb-rebalance.ts). A switch fences the old shards,
+// drains what they took, then flips the map in one metadata entry; writes to what moves wait
+// meanwhile. One that is not done `timeoutMs` after its first fence is rolled back: the
+// metadata takes the job back to catching_up (only while that attempt is the one switching),
+// then the fences are lifted, and the next attempt waits a backoff that doubles with each
+// rollback. Each attempt has a number that only grows across the cluster's jobs (the
+// metadata applied index when the job entered switching), carried by its fence, lift and
+// switch entries, so a proposal that commits long after its proposer gave up on it cannot
+// undo a later attempt's.
+
+import type { Job } from './meta-state.js';
+
+/** Numbered fences, lifts and rollbacks: an older member could not decode them. */
+export const SWITCH_ROLLBACK_PROTOCOL = 7;
+/** Switch attempts before the job fails (the old shards serving). */
+export const SWITCH_ATTEMPTS_MAX = 20;
+/** The wait before a switch's next attempt is at most this. */
+const SWITCH_BACKOFF_CAP_MS = 5 * 60_000;
+
+/** The switch ran out of time (its fences are to be lifted). */
+export class SwitchTimeout extends Error {}
+
+/** When the attempt after `rollbacks` rollbacks may start: the timeout doubled per rollback, capped. */
+export function nextAttemptAt(rolledBackAtMs: number, rollbacks: number, timeoutMs: number): number {
+  return rolledBackAtMs + Math.min(SWITCH_BACKOFF_CAP_MS, timeoutMs * 2 ** Math.max(0, rollbacks - 1));
+}
+
+/** When each switch attempt (job and number) fenced first on this node: its deadline holds across retries of the step. */
+export class SwitchDeadlines {
+  readonly #since = new Map<string, number>();
+
+  constructor(private readonly timeoutMs: number) {}
+
+  /** The attempt's deadline, counted from the first time it was asked for. */
+  deadline(jobId: string, attempt: number, nowMs: number): number {
+    const key = `${jobId}/${attempt}`;
+    const since = this.#since.get(key) ?? nowMs;
+    this.#since.set(key, since);
+    return since + this.timeoutMs;
+  }
+
+  /** The attempt switched or was rolled back. */
+  forget(jobId: string, attempt: number): void {
+    this.#since.delete(`${jobId}/${attempt}`);
+  }
+}
+
+/** `work`, or SwitchTimeout when the deadline comes first (the work itself goes on, unawaited). */
+export async function raceDeadline(work: Promise<unknown>, deadline: number, what: () => string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SwitchTimeout(what())), Math.max(0, deadline - Date.now()));
+  });
+  work.catch(() => undefined); // an abandoned drain's failure is nobody's
+  try {
+    await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Rolled-back switches of the running or last job of this kind on `target` whose fences are
+ * lifted: a router waiting on a fence runs again on the old map once this grows.
+ */
+export function liftedRollbacks(jobs: Readonly<Record<string, Job>>, kind: 'reshard' | 'vdb-rebalance', target: string): number {
+  let n = 0;
+  for (const j of Object.values(jobs)) {
+    const d = kind === 'reshard' ? j.reshard : j.vdb;
+    if (j.kind === kind && j.target === target && d !== undefined && d.lifting !== true) n = Math.max(n, d.rollbacks ?? 0);
+  }
+  return n;
+}

@@ -1,0 +1,46 @@
+// The time bound on a switch (`src/cluster/switch-bound.ts`): the backoff between attempts,
+// an attempt's deadline held across retries of its step, the race against it, and the count
+// routers watch for a lifted fence.
+import t from 'tap';
+import type { Job } from '../../src/cluster/meta-state.js';
+import { SwitchDeadlines, SwitchTimeout, liftedRollbacks, nextAttemptAt, raceDeadline } from '../../src/cluster/switch-bound.js';
+
+t.test('the next attempt waits the timeout, doubled with each rollback, at most five minutes', (t) => {
+  t.equal(nextAttemptAt(1_000, 1, 10_000), 11_000);
+  t.equal(nextAttemptAt(1_000, 2, 10_000), 21_000);
+  t.equal(nextAttemptAt(1_000, 4, 10_000), 81_000);
+  t.equal(nextAttemptAt(1_000, 12, 10_000), 301_000, 'capped');
+  t.end();
+});
+
+t.test('an attempt\'s deadline counts from the first time it was asked for, until forgotten', (t) => {
+  const d = new SwitchDeadlines(500);
+  t.equal(d.deadline('j', 7, 100), 600);
+  t.equal(d.deadline('j', 7, 400), 600, 'a retry of the step keeps the first deadline');
+  t.equal(d.deadline('j', 8, 400), 900, 'another attempt has its own');
+  d.forget('j', 7);
+  t.equal(d.deadline('j', 7, 1_000), 1_500);
+  t.end();
+});
+
+t.test('the race: the work\'s answer or failure, or SwitchTimeout at the deadline', async (t) => {
+  await raceDeadline(Promise.resolve(), Date.now() + 1_000, () => 'x');
+  await t.rejects(raceDeadline(Promise.reject(new Error('boom')), Date.now() + 1_000, () => 'x'), /boom/);
+  const never = new Promise(() => undefined);
+  await t.rejects(raceDeadline(never, Date.now() + 20, () => 'still draining'), new SwitchTimeout('still draining'));
+});
+
+t.test('routers watch the rollbacks whose fences are lifted, of the jobs on their collection or VDB', (t) => {
+  const job = (id: string, kind: Job['kind'], target: string, detail: Record<string, unknown>): Job =>
+    ({ id, kind, target, step: 'catching_up', createdAtMs: 0, updatedAtMs: 0, ...(kind === 'reshard' ? { reshard: detail } : { vdb: detail }) }) as unknown as Job;
+  const jobs = {
+    a: job('a', 'reshard', 'c', { rollbacks: 2 }),
+    b: job('b', 'reshard', 'c', { rollbacks: 5, lifting: true }),
+    c: job('c', 'vdb-rebalance', 'c', { rollbacks: 9 }),
+    d: job('d', 'reshard', 'other', { rollbacks: 7 }),
+  };
+  t.equal(liftedRollbacks(jobs, 'reshard', 'c'), 2, 'one still lifting does not count yet; other kinds and targets do not');
+  t.equal(liftedRollbacks(jobs, 'vdb-rebalance', 'c'), 9);
+  t.equal(liftedRollbacks(jobs, 'reshard', 'none'), 0);
+  t.end();
+});
