@@ -32,7 +32,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
 import { hashId, shardFor } from '../core/shard-hash.js';
-import { runInKeyOrder } from '../core/serial.js';
+import { runInKeyOrder, settleAll } from '../core/serial.js';
 import { type ShardCommand, FENCE_ENTRY, decodeShardCommand, decodeShardEntry, encodeShardCommand, fenceEntry, liftEntry } from '../vector/commands.js';
 import type { FenceOutcome, LiftOutcome } from '../vector/fence.js';
 import type { DocInput } from '../vector/shard.js';
@@ -172,7 +172,9 @@ export class ReshardCoordinator {
 
   async #copyAll(job: Job): Promise<void> {
     const c = this.#collection(job);
-    await Promise.all(
+    // Every source's copy settles before the step ends, failed or not: a retry must never run
+    // beside a copy still writing an older state of a source into the new shards.
+    await settleAll(
       c.shards.map(async (old) => {
         if (this.#job(job.id).reshard!.sources[old.group]?.copied === true) return;
         await this.#copy(job.id, old);
@@ -306,7 +308,9 @@ export class ReshardCoordinator {
   async #catchUp(job: Job): Promise<void> {
     const c = this.#collection(job);
     for (let round = 1; ; round++) {
-      const lags = await Promise.all(c.shards.map((old) => this.#tail(job.id, old)));
+      const lags: number[] = [];
+      // As for the copy: no replay of a source outlives its step.
+      await settleAll(c.shards.map(async (old, i) => void (lags[i] = await this.#tail(job.id, old))));
       const worst = Math.max(...lags);
       if (worst <= CAUGHT_UP_ENTRIES) return;
       if (round % 5 === 0) this.#o.log.info({ job: job.id, lags }, `reshard of ${job.target}: catching up (${worst} entries behind)`);
@@ -338,6 +342,8 @@ export class ReshardCoordinator {
       if (!(err instanceof SwitchTimeout)) throw err; // retried by the runner; the deadline stands
       this.#deadlines.forget(job.id, attempt);
       await this.#rollback(job, attempt, `switch attempt ${(job.reshard!.rollbacks ?? 0) + 1} did not finish within ${this.#o.switchTimeoutMs} ms of its fences (${err.message}); the old shards serve writes again`);
+      // The replay given up on stops at its next step (past its deadline): the next one starts after it.
+      await err.abandoned?.catch(() => undefined);
     }
   }
 
@@ -351,7 +357,8 @@ export class ReshardCoordinator {
     const c = this.#collection(job);
     const started = Date.now();
     const fence = attempt === undefined ? FENCE_ENTRY : fenceEntry(attempt);
-    const drained = Promise.all(
+    // Settled only once every source's replay has (no replay of a source may outlive its step).
+    const drained = settleAll(
       c.shards.map(async (old) => {
         const reply = await this.#o.shards.leaderCall(old, 'vshard.propose', { c: fence });
         const o = reply.o as FenceOutcome | null;

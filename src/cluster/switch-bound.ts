@@ -18,8 +18,19 @@ export const SWITCH_ATTEMPTS_MAX = 20;
 /** The wait before a switch's next attempt is at most this. */
 const SWITCH_BACKOFF_CAP_MS = 5 * 60_000;
 
-/** The switch ran out of time (its fences are to be lifted). */
-export class SwitchTimeout extends Error {}
+/**
+ * The switch ran out of time (its fences are to be lifted). `abandoned`: the drain it gave up
+ * on, still running; wait for it to settle after the lift, before the job goes on, so no two
+ * replays of one source ever run at once.
+ */
+export class SwitchTimeout extends Error {
+  constructor(
+    message: string,
+    readonly abandoned?: Promise<unknown>,
+  ) {
+    super(message);
+  }
+}
 
 /** When the attempt after `rollbacks` rollbacks may start: the timeout doubled per rollback, capped. */
 export function nextAttemptAt(rolledBackAtMs: number, rollbacks: number, timeoutMs: number): number {
@@ -50,7 +61,7 @@ export class SwitchDeadlines {
 export async function raceDeadline(work: Promise<unknown>, deadline: number, what: () => string): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new SwitchTimeout(what())), Math.max(0, deadline - Date.now()));
+    timer = setTimeout(() => reject(new SwitchTimeout(what(), work)), Math.max(0, deadline - Date.now()));
   });
   work.catch(() => undefined); // an abandoned drain's failure is nobody's
   try {

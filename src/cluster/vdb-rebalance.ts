@@ -295,6 +295,8 @@ export class VdbRebalanceCoordinator {
       if (!(err instanceof SwitchTimeout)) throw err; // retried by the runner; the deadline stands
       this.#deadlines.forget(job.id, attempt);
       await this.#rollback(job, attempt, `switch attempt ${(job.vdb.rollbacks ?? 0) + 1} did not finish within ${this.#o.switchTimeoutMs} ms of its fence (${err.message}); the source serves the range again`);
+      // The replay given up on stops at its next step (past its deadline): the next one starts after it.
+      await err.abandoned?.catch(() => undefined);
     }
   }
 

@@ -78,3 +78,12 @@ export async function runInKeyOrder<T>(tasks: readonly T[], keysOf: (task: T) =>
   await Promise.all(running);
   if (failure !== undefined) throw failure.error;
 }
+
+/**
+ * Waits for every promise to settle, then rejects with the first failure (in the given order),
+ * if any: unlike Promise.all, nothing started here is still running when it answers.
+ */
+export async function settleAll(work: readonly Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+}

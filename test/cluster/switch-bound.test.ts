@@ -27,7 +27,9 @@ t.test('the race: the work\'s answer or failure, or SwitchTimeout at the deadlin
   await raceDeadline(Promise.resolve(), Date.now() + 1_000, () => 'x');
   await t.rejects(raceDeadline(Promise.reject(new Error('boom')), Date.now() + 1_000, () => 'x'), /boom/);
   const never = new Promise(() => undefined);
-  await t.rejects(raceDeadline(never, Date.now() + 20, () => 'still draining'), new SwitchTimeout('still draining'));
+  const timedOut = await raceDeadline(never, Date.now() + 20, () => 'still draining').catch((err: unknown) => err);
+  t.ok(timedOut instanceof SwitchTimeout && timedOut.message === 'still draining', 'SwitchTimeout at the deadline');
+  t.equal((timedOut as SwitchTimeout).abandoned, never, 'carrying the work given up on, to wait for before going on');
 });
 
 t.test('routers watch the rollbacks whose fences are lifted, of the jobs on their collection or VDB', (t) => {

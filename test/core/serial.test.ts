@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { KeyedSerialQueue, SerialQueue, runInKeyOrder } from '../../src/core/serial.js';
+import { KeyedSerialQueue, SerialQueue, runInKeyOrder, settleAll } from '../../src/core/serial.js';
 import { fcParams } from '../support/fc.js';
 
 /** A job: how many microtask turns it takes, and whether it fails at the end. */
@@ -115,4 +115,15 @@ t.test('runInKeyOrder: in order wherever keys are shared, overlapping otherwise,
     fcParams(500),
   );
   t.ok(overlapped, 'tasks without a shared key overlapped');
+});
+
+t.test('settleAll: answers only once every promise settled, with the first failure', async (t) => {
+  const order: string[] = [];
+  const slow = new Promise<void>((r) => setTimeout(() => (order.push('slow done'), r()), 30));
+  const failing = Promise.reject(new Error('first'));
+  const later = new Promise<void>((_, reject) => setTimeout(() => reject(new Error('second')), 10));
+  await t.rejects(settleAll([slow, failing, later]).finally(() => order.push('answered')), /first/);
+  t.same(order, ['slow done', 'answered'], 'the slow one had settled before the failure came back');
+  await settleAll([Promise.resolve(1), Promise.resolve()]);
+  t.pass('all fulfilled: resolves');
 });
