@@ -21,6 +21,7 @@ import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
 import { PROTOCOL, VOUCH_PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
+import { switchRollbackProblems } from './switch-bound.js';
 import { leftProbeTarget } from './left-probe.js';
 import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, deletedGroups, isLive, placedNodes } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
@@ -438,6 +439,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const mixed = mixedVersionsProblem(this.liveNodes());
     if (mixed !== undefined) problems.push(mixed);
     if (state === 'member') problems.push(...describeShortfalls(replicaShortfalls(this.#fsm.state), (kind, owner) => kind === 'collection' || viewer.mayRead(owner)));
+    if (state === 'member') problems.push(...switchRollbackProblems(this.#fsm.state.jobs, (vdb) => viewer.mayRead(vdb)));
     const failing = this.#group.failure !== undefined || (state === 'member' && this.leader() === null);
     return {
       status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok',

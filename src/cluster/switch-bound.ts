@@ -9,7 +9,7 @@
 // switch entries, so a proposal that commits long after its proposer gave up on it cannot
 // undo a later attempt's.
 
-import type { Job } from './meta-state.js';
+import { type Job, isReshardEnded } from './meta-state.js';
 
 /** Numbered fences, lifts and rollbacks: an older member could not decode them. */
 export const SWITCH_ROLLBACK_PROTOCOL = 7;
@@ -82,4 +82,21 @@ export function liftedRollbacks(jobs: Readonly<Record<string, Job>>, kind: 'resh
     if (j.kind === kind && j.target === target && d !== undefined && d.lifting !== true) n = Math.max(n, d.rollbacks ?? 0);
   }
   return n;
+}
+
+/**
+ * For /health: each running reshard, split or merge whose switch was rolled back (the cluster
+ * could not finish one in time: a new group without a majority, a crawling link). VDB jobs
+ * only where `mayReadVdb` allows.
+ */
+export function switchRollbackProblems(jobs: Readonly<Record<string, Job>>, mayReadVdb: (name: string) => boolean): string[] {
+  const out: string[] = [];
+  for (const j of Object.values(jobs)) {
+    const d = j.kind === 'reshard' ? j.reshard : j.kind === 'vdb-rebalance' ? j.vdb : undefined;
+    if (d === undefined || isReshardEnded(j.step) || (d.rollbacks ?? 0) === 0) continue;
+    if (j.kind === 'vdb-rebalance' && !mayReadVdb(j.target)) continue;
+    const what = j.kind === 'reshard' ? `the reshard of collection ${JSON.stringify(j.target)}` : `the ${j.vdb!.op} of VDB ${JSON.stringify(j.target)} shard ${j.vdb!.source}`;
+    out.push(`${what} could not switch in time ${d.rollbacks === 1 ? 'once' : `${d.rollbacks} times`} and was rolled back (last: ${d.error ?? 'no reason recorded'}); it tries again after a backoff, the old shards serving meanwhile`);
+  }
+  return out;
 }

@@ -3,7 +3,7 @@
 // routers watch for a lifted fence.
 import t from 'tap';
 import type { Job } from '../../src/cluster/meta-state.js';
-import { SwitchDeadlines, SwitchTimeout, liftedRollbacks, nextAttemptAt, raceDeadline } from '../../src/cluster/switch-bound.js';
+import { SwitchDeadlines, SwitchTimeout, liftedRollbacks, nextAttemptAt, raceDeadline, switchRollbackProblems } from '../../src/cluster/switch-bound.js';
 
 t.test('the next attempt waits the timeout, doubled with each rollback, at most five minutes', (t) => {
   t.equal(nextAttemptAt(1_000, 1, 10_000), 11_000);
@@ -44,5 +44,20 @@ t.test('routers watch the rollbacks whose fences are lifted, of the jobs on thei
   t.equal(liftedRollbacks(jobs, 'reshard', 'c'), 2, 'one still lifting does not count yet; other kinds and targets do not');
   t.equal(liftedRollbacks(jobs, 'vdb-rebalance', 'c'), 9);
   t.equal(liftedRollbacks(jobs, 'reshard', 'none'), 0);
+  t.end();
+});
+
+t.test('/health names the running jobs whose switch was rolled back; VDBs only to who may read them', (t) => {
+  const jobs = {
+    a: { id: 'a', kind: 'reshard', target: 'c', step: 'catching_up', createdAtMs: 0, updatedAtMs: 0, reshard: { rollbacks: 2, error: 'no leader' } },
+    b: { id: 'b', kind: 'reshard', target: 'd', step: 'done', createdAtMs: 0, updatedAtMs: 0, reshard: { rollbacks: 1 } },
+    c: { id: 'c', kind: 'vdb-rebalance', target: 'v', step: 'switching', createdAtMs: 0, updatedAtMs: 0, vdb: { op: 'split', source: 1, rollbacks: 1, error: 'slow' } },
+    d: { id: 'd', kind: 'reshard', target: 'e', step: 'copying', createdAtMs: 0, updatedAtMs: 0, reshard: {} },
+  } as unknown as Record<string, Job>;
+  t.same(switchRollbackProblems(jobs, () => true), [
+    'the reshard of collection "c" could not switch in time 2 times and was rolled back (last: no leader); it tries again after a backoff, the old shards serving meanwhile',
+    'the split of VDB "v" shard 1 could not switch in time once and was rolled back (last: slow); it tries again after a backoff, the old shards serving meanwhile',
+  ]);
+  t.equal(switchRollbackProblems(jobs, () => false).length, 1, 'the VDB is not named to a viewer who may not read it');
   t.end();
 });
