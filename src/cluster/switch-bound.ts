@@ -55,6 +55,24 @@ export class SwitchDeadlines {
   forget(jobId: string, attempt: number): void {
     this.#since.delete(`${jobId}/${attempt}`);
   }
+
+  /**
+   * Runs an attempt's fence-and-switch by its deadline. Past it (SwitchTimeout): `rollBack`,
+   * then wait for the drain given up on (it stops at its next step, past its deadline), so the
+   * job's next step never runs beside it. Any other failure is the step's (retried by the
+   * runner, the deadline standing).
+   */
+  async run(jobId: string, attempt: number, switchBy: (deadline: number) => Promise<void>, rollBack: (timeout: SwitchTimeout) => Promise<void>): Promise<void> {
+    try {
+      await switchBy(this.deadline(jobId, attempt, Date.now()));
+      this.forget(jobId, attempt);
+    } catch (err) {
+      if (!(err instanceof SwitchTimeout)) throw err;
+      this.forget(jobId, attempt);
+      await rollBack(err);
+      await err.abandoned?.catch(() => undefined);
+    }
+  }
 }
 
 /** `work`, or SwitchTimeout when the deadline comes first (the work itself goes on, unawaited). */

@@ -287,17 +287,12 @@ export class VdbRebalanceCoordinator {
     const attempt = job.vdb.attempt;
     // Entered switching while an older member could not read numbered entries: no time bound.
     if (attempt === undefined) return this.#fenceAndSwitch(job, undefined, undefined);
-    const deadline = this.#deadlines.deadline(job.id, attempt, Date.now());
-    try {
-      await this.#fenceAndSwitch(job, attempt, deadline);
-      this.#deadlines.forget(job.id, attempt);
-    } catch (err) {
-      if (!(err instanceof SwitchTimeout)) throw err; // retried by the runner; the deadline stands
-      this.#deadlines.forget(job.id, attempt);
-      await this.#rollback(job, attempt, `switch attempt ${(job.vdb.rollbacks ?? 0) + 1} did not finish within ${this.#o.switchTimeoutMs} ms of its fence (${err.message}); the source serves the range again`);
-      // The replay given up on stops at its next step (past its deadline): the next one starts after it.
-      await err.abandoned?.catch(() => undefined);
-    }
+    await this.#deadlines.run(
+      job.id,
+      attempt,
+      (deadline) => this.#fenceAndSwitch(job, attempt, deadline),
+      (timeout) => this.#rollback(job, attempt, `switch attempt ${(job.vdb.rollbacks ?? 0) + 1} did not finish within ${this.#o.switchTimeoutMs} ms of its fence (${timeout.message}); the source serves the range again`),
+    );
   }
 
   /**

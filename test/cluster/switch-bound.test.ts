@@ -61,3 +61,21 @@ t.test('/health names the running jobs whose switch was rolled back; VDBs only t
   t.equal(switchRollbackProblems(jobs, () => false).length, 1, 'the VDB is not named to a viewer who may not read it');
   t.end();
 });
+
+t.test('an attempt run by its deadline: rolled back past it, and only then, after which the drain given up on is awaited', async (t) => {
+  const d = new SwitchDeadlines(50);
+  const events: string[] = [];
+  await d.run('j', 1, async () => void events.push('switched'), async () => void events.push('rolled back'));
+  t.same(events, ['switched']);
+  await t.rejects(d.run('j', 2, async () => { throw new Error('no leader'); }, async () => void events.push('rolled back')), /no leader/, 'another failure is the step\'s');
+  t.same(events, ['switched'], 'and is not rolled back');
+  let finishAbandoned: () => void = () => undefined;
+  const abandoned = new Promise<void>((r) => (finishAbandoned = () => (events.push('drain stopped'), r())));
+  let answered = false;
+  const run = d.run('j', 3, async () => { throw new SwitchTimeout('late', abandoned); }, async () => void events.push('rolled back')).then(() => (answered = true));
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+  t.notOk(answered, 'rolled back, and still waiting for the drain given up on');
+  finishAbandoned();
+  await run;
+  t.same(events, ['switched', 'rolled back', 'drain stopped'], 'rolled back, then the abandoned drain awaited');
+});
