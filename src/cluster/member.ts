@@ -22,6 +22,7 @@ import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
 import { PROTOCOL, VOUCH_PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
 import { switchRollbackProblems } from './switch-bound.js';
+import { peerChanges } from './peer-sync.js';
 import { leftProbeTarget } from './left-probe.js';
 import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, deletedGroups, isLive, placedNodes } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
@@ -744,12 +745,16 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
 
   // ---- the reconciler ------------------------------------------------------------------------
 
-  #syncPeers(state: MetaState): void {
-    for (const n of Object.values(state.nodes)) {
-      if (n.name === this.#o.nodeName) continue;
-      if (n.status === 'left') this.#transport.removePeer(n.name);
-      else this.#transport.setPeer(n.name, this.#dialAddress(n.name, n.grpc));
-    }
+  #syncPeers(state: MetaState, dial = true): void {
+    const { set, remove } = peerChanges(Object.values(state.nodes), {
+      self: this.#o.nodeName,
+      // The group exists once the node started (a snapshot restored before that knows no leader).
+      leader: (this.#group as RaftGroup | undefined)?.core.leader ?? null,
+      connected: (peer) => this.#transport.isConnected(peer),
+      address: (peer, advertised) => this.#dialAddress(peer, advertised),
+    });
+    if (dial) for (const [peer, address] of set) this.#transport.setPeer(peer, address);
+    for (const peer of remove) this.#transport.removePeer(peer);
   }
 
   #dialAddress(name: string, advertised: string): string {
@@ -789,6 +794,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       void this.#stopAfterLeaving();
       return;
     }
+    // A left peer whose link was up at its `left` entry goes once the link is down (the round
+    // only drops: the addresses come with applied entries, or from a member when this copy is
+    // stale, and a stale copy's would undo the fresher ones).
+    if (!this.#left) this.#syncPeers(this.#fsm.state, false);
     // A leaving node may miss its `left` entry, and a node removed while it was down comes back
     // believing it is a member, with no leader it can reach: both ask the others.
     if ((me?.status === 'leaving' || this.leader() === null) && !this.isLeader()) this.#once('left?', () => this.#checkLeft());

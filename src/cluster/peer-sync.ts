@@ -1,0 +1,38 @@
+// Which transport peers a node keeps, from its applied copy of the metadata (pure).
+//
+// A node recorded as `left` is dropped from the transport (it is gone for good: no more
+// redials), but not while its link is up, nor while it leads the metadata group as far as this
+// node knows. A copy of the metadata can be far behind: a node that joined again on an empty
+// disk replays the log from its start, and an old `left` of a peer that has since joined again
+// under the same name would cut the link this node answers that peer on. When that peer leads,
+// this node can then never catch up, since its answers never reach the leader (chaos seed 108:
+// n2 stuck at index 256, right after n1's old `left`, for the rest of the run). A live link
+// says the peer is there; the entries after catch-up say what it is.
+
+export interface PeerRecord {
+  readonly name: string;
+  readonly status: string;
+  readonly grpc: string;
+}
+
+export interface PeerView {
+  self: string;
+  /** The metadata leader this node knows, if any. */
+  leader: string | null;
+  /** Whether this node's link to `peer` is up now. */
+  connected(peer: string): boolean;
+  /** The address to dial `peer` at (its advertised one, or a test's dial map). */
+  address(peer: string, advertised: string): string;
+}
+
+/** What to do with each peer: dial it at an address, or drop it. */
+export function peerChanges(nodes: readonly PeerRecord[], view: PeerView): { set: [string, string][]; remove: string[] } {
+  const set: [string, string][] = [];
+  const remove: string[] = [];
+  for (const n of nodes) {
+    if (n.name === view.self) continue;
+    if (n.status !== 'left') set.push([n.name, view.address(n.name, n.grpc)]);
+    else if (n.name !== view.leader && !view.connected(n.name)) remove.push(n.name);
+  }
+  return { set, remove };
+}

@@ -1,0 +1,49 @@
+// Which transport peers a node keeps from its applied copy of the metadata
+// (`src/cluster/peer-sync.ts`): a node recorded as left is dropped, unless its link is up or it
+// leads; the others are dialled at their address.
+import fc from 'fast-check';
+import t from 'tap';
+import { peerChanges } from '../../src/cluster/peer-sync.js';
+import { fcParams } from '../support/fc.js';
+
+const view = (o: { leader?: string | null; connected?: string[] } = {}) => ({
+  self: 'n1',
+  leader: o.leader ?? null,
+  connected: (p: string) => (o.connected ?? []).includes(p),
+  address: (p: string, advertised: string) => (p === 'n4' ? 'proxy:4' : advertised),
+});
+
+t.test('left peers go, unless their link is up or they lead; the others are dialled', (t) => {
+  const nodes = [
+    { name: 'n1', status: 'up', grpc: 'a:1' },
+    { name: 'n2', status: 'left', grpc: 'a:2' },
+    { name: 'n3', status: 'left', grpc: 'a:3' },
+    { name: 'n4', status: 'down', grpc: 'a:4' },
+    { name: 'n5', status: 'left', grpc: 'a:5' },
+  ];
+  t.same(peerChanges(nodes, view({ leader: 'n5', connected: ['n3'] })), { set: [['n4', 'proxy:4']], remove: ['n2'] });
+  t.same(peerChanges(nodes, view()), { set: [['n4', 'proxy:4']], remove: ['n2', 'n3', 'n5'] }, 'a copy that knows no leader and no live link drops every left peer');
+  t.end();
+});
+
+t.test('property: never drops the leader, a live link or a node not recorded as left; never touches itself', (t) => {
+  const names = ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'];
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(fc.record({ name: fc.constantFrom(...names), status: fc.constantFrom('up', 'suspect', 'down', 'leaving', 'left'), grpc: fc.constant('x') }), { selector: (n) => n.name }),
+      fc.option(fc.constantFrom(...names), { nil: null }),
+      fc.subarray(names),
+      (nodes, leader, connected) => {
+        const { set, remove } = peerChanges(nodes, view({ leader, connected }));
+        for (const p of remove) {
+          const n = nodes.find((x) => x.name === p)!;
+          if (n.status !== 'left' || p === leader || connected.includes(p) || p === 'n1') return false;
+        }
+        const touched = [...set.map(([p]) => p), ...remove];
+        return !touched.includes('n1') && nodes.filter((n) => n.name !== 'n1' && n.status !== 'left').every((n) => set.some(([p]) => p === n.name));
+      },
+    ),
+    fcParams(),
+  );
+  t.end();
+});
