@@ -754,7 +754,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       address: (peer, advertised) => this.#dialAddress(peer, advertised),
     });
     if (dial) for (const [peer, address] of set) this.#transport.setPeer(peer, address);
-    for (const peer of remove) this.#transport.removePeer(peer);
+    for (const peer of remove) {
+      if (!this.#transport.peers().has(peer)) continue;
+      this.#transport.removePeer(peer);
+      this.#o.log.info({ peer }, `no more link to ${peer}: it left the cluster`);
+    }
   }
 
   #dialAddress(name: string, advertised: string): string {
