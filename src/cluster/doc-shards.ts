@@ -100,7 +100,7 @@ type ReadRequest =
   | { op: 'bget'; e: BulkGetRequest[]; revs: boolean; atts: boolean }
   | { op: 'lget'; id: string }
   /** The `_local` documents routed into `m` as stored, after id `after` (cluster protocol 4: a split's or merge's carry). */
-  | { op: 'locals'; m: [number, number]; h: HashFunction; after?: string; o?: boolean }
+  | { op: 'locals'; m: [number, number]; h: HashFunction; after?: string; o?: boolean; r?: boolean }
   /** Every leaf revision of each id with its history and attachment bytes (a rebalance's copy). */
   | { op: 'revs'; ids: string[] }
   | { op: 'info' }
@@ -173,6 +173,8 @@ function afterMerges(v: VdbPlacement, since: (Hlc | null)[]): (Hlc | null)[] {
 
 /** A split or merge may take this long before its HTTP request answers (the job goes on regardless). */
 const REBALANCE_WAIT_MS = 30 * 60_000;
+/** `_local` write outcomes a split or merge carries to the target (the most recent). */
+const LOCAL_REQUESTS_CARRIED = 2_000;
 /** A router waits at most this long for a newer map after a fenced shard refused it (each time). */
 const STALE_RETRIES_MAX = 20;
 
@@ -480,7 +482,8 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
         // the coordinator's read of the moving range after its fence, whatever the shard owns.
         if (q.o === true && !fsm.ownsRange(q.h, q.m)) throw fenced();
         const page = await fsm.localsPage(q.h, q.m, q.after, LOCALS_PAGE_BYTES);
-        return { l: page.entries, more: page.more };
+        // `r` (protocol 7): the recent `_local` write outcomes by request id, for the carry.
+        return { l: page.entries, more: page.more, ...(q.r === true ? { reqs: fsm.localRequests(LOCAL_REQUESTS_CARRIED) } : {}) };
       }
       case 'info': {
         const info = docs.dbInfo(fsm.db);

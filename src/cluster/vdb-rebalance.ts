@@ -41,7 +41,7 @@ import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
 import type { HybridClock } from '../core/hlc.js';
 import { type DocEdit, bulkEdits } from '../docdb/engine.js';
-import type { DocShardCommand, DocShardOutcome } from '../docdb/vdb/shard-commands.js';
+import type { DocShardCommand, DocShardOutcome, LocalOutcome } from '../docdb/vdb/shard-commands.js';
 import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
 import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
@@ -352,6 +352,9 @@ export class VdbRebalanceCoordinator {
       if (o.kind !== 'own') throw new FirkinError('error', `${shard.group} answered the lift of a rolled-back switch with ${o.kind}`);
     };
     await Promise.all([giveBack(source), ...(job.vdb.op === 'merge' ? [giveBack(target)] : [])]);
+    // The moving range's `_local` documents carried into the target go too: the next attempt
+    // carries them again as they are then, and one the source deleted meanwhile must not stay.
+    await this.#carryLocals(job, target, hash, job.vdb.moving, undefined);
     await this.#progress(jobId, { lifted: attempt });
     this.#o.log.info({ job: jobId, vdb: job.target, attempt }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: the fence of the rolled-back switch is lifted; the source serves the range until the next attempt`);
   }
@@ -406,17 +409,22 @@ export class VdbRebalanceCoordinator {
     }
     let after: string | undefined;
     let carried = 0;
+    // Into a target, the source's recent `_local` write outcomes go with the first page
+    // (protocol 7): a write retried after the switch answers what it did on the source.
+    const withRequests = target !== undefined && protocolShortfall(this.#o.member.liveNodes(), SWITCH_ROLLBACK_PROTOCOL, 'carrying _local request ids') === undefined;
     for (;;) {
       this.#check();
-      const page = await this.#o.shards.read(source, { op: 'locals', m: [moving[0], moving[1]], h: hash, ...(after === undefined ? {} : { after }) });
+      const first = after === undefined;
+      const page = await this.#o.shards.read(source, { op: 'locals', m: [moving[0], moving[1]], h: hash, ...(after === undefined ? {} : { after }), ...(first && withRequests ? { r: true } : {}) });
       const entries = page.l as [string, Uint8Array][];
-      if (entries.length > 0) {
+      const reqs = first && Array.isArray(page.reqs) ? (page.reqs as [string, LocalOutcome][]) : [];
+      if (entries.length > 0 || reqs.length > 0) {
         const to = target ?? source;
-        const command: DocShardCommand = target === undefined ? { kind: 'locals', rid: randomBytes(12).toString('base64url'), put: [], drop: entries.map(([id]) => id) } : { kind: 'locals', rid: randomBytes(12).toString('base64url'), put: entries, drop: [] };
+        const command: DocShardCommand = target === undefined ? { kind: 'locals', rid: randomBytes(12).toString('base64url'), put: [], drop: entries.map(([id]) => id) } : { kind: 'locals', rid: randomBytes(12).toString('base64url'), put: entries, drop: [], ...(reqs.length > 0 ? { reqs } : {}) };
         const outcome = await this.#o.shards.propose(to, command);
         if (outcome.kind !== 'locals') throw new FirkinError('error', `${to.group} answered a carry of local documents with ${outcome.kind}`);
         carried += entries.length;
-        after = entries[entries.length - 1]![0];
+        if (entries.length > 0) after = entries[entries.length - 1]![0];
       }
       if (page.more !== true) break;
     }

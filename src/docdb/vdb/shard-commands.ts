@@ -50,7 +50,22 @@ export type DocShardCommand =
    * A split's or merge's carry of `_local` documents (cluster protocol 4): `put` stored values
    * as they are (revisions kept), remove `drop`; taken whatever the shard owns, as a copy is.
    */
-  | { readonly kind: 'locals'; readonly rid: string; readonly put: readonly (readonly [string, Uint8Array])[]; readonly drop: readonly string[] };
+  | {
+      readonly kind: 'locals';
+      readonly rid: string;
+      readonly put: readonly (readonly [string, Uint8Array])[];
+      readonly drop: readonly string[];
+      /**
+       * The source's recent `_local` write outcomes by request id (protocol 7), remembered by
+       * the target: a `_local` write keeps its request id across attempts, so one that applied
+       * on the source, lost its answer and is sent again after the switch answers what it did
+       * (a compare-and-set would otherwise be refused as a conflict with its own write).
+       */
+      readonly reqs?: readonly (readonly [string, LocalOutcome])[];
+    };
+
+/** A `_local` write's outcome. */
+export type LocalOutcome = { readonly kind: 'local'; readonly rev: string } | { readonly kind: 'local'; readonly refused: { readonly code: string; readonly message: string } };
 
 export type DocShardOutcome =
   | { readonly kind: 'edits'; readonly results: readonly EditResult[] }
@@ -59,8 +74,7 @@ export type DocShardOutcome =
   | { readonly kind: 'own'; readonly stale?: true }
   | { readonly kind: 'purge'; readonly purged: number }
   /** A `_local` write: its new revision, or why it was refused (the same on every replica). */
-  | { readonly kind: 'local'; readonly rev: string }
-  | { readonly kind: 'local'; readonly refused: { readonly code: string; readonly message: string } }
+  | LocalOutcome
   | { readonly kind: 'locals' }
   /** Edits refused whole, with no effect: an id is outside what the shard owns (a router with an older map). */
   | { readonly kind: 'fenced' };
@@ -130,6 +144,21 @@ export function checkOwned(v: unknown): OwnedRanges {
   return { hash: v.hash as HashFunction, ranges, ...(v.n === undefined ? {} : { n: v.n as number }) };
 }
 
+function checkLocalRequests(v: unknown): (readonly [string, LocalOutcome])[] {
+  if (!Array.isArray(v)) return bad('malformed local request ids');
+  return v.map((e: unknown) => {
+    if (!Array.isArray(e) || e.length !== 2 || !isString(e[0]) || !isLocalOutcome(e[1])) return bad('malformed local request id');
+    return [e[0], e[1]] as const;
+  });
+}
+
+export function isLocalOutcome(v: unknown): v is LocalOutcome {
+  if (!isPlainObject(v) || v.kind !== 'local') return false;
+  if (isString(v.rev)) return true;
+  const r = v.refused;
+  return isPlainObject(r) && isString(r.code) && isString(r.message);
+}
+
 /** Decode and check an entry (it came from disk or another node). */
 export function decodeDocShardCommand(data: Uint8Array): DocShardCommand {
   const v = decodeCbor(data) as unknown;
@@ -152,6 +181,7 @@ export function decodeDocShardCommand(data: Uint8Array): DocShardCommand {
       rid: v.rid,
       put: put.map((e: unknown) => (Array.isArray(e) && e.length === 2 && isString(e[0]) && e[1] instanceof Uint8Array && isStoredLocal(e[1]) ? ([e[0], e[1]] as const) : bad('malformed local document'))),
       drop: drop.map((id: unknown) => (isString(id) ? id : bad('malformed local document id'))),
+      ...(v.reqs === undefined ? {} : { reqs: checkLocalRequests(v.reqs) }),
     };
   }
   if (v.kind !== 'edits') return bad(`unknown kind ${JSON.stringify(v.kind)}`);

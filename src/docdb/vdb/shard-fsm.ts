@@ -24,7 +24,7 @@ import type { Entry } from '../../raft/types.js';
 import type { BatchOp, ColumnFamily, Store } from '../../storage/db.js';
 import type { DocEngine } from '../engine.js';
 import { type HashFunction, hashId } from '../../core/shard-hash.js';
-import { type DocShardOutcome, type OwnedRanges, checkOwned, decodeDocShardCommand } from './shard-commands.js';
+import { type DocShardOutcome, type LocalOutcome, type OwnedRanges, checkOwned, decodeDocShardCommand, isLocalOutcome } from './shard-commands.js';
 
 /** Request ids remembered per shard. */
 export const REQUEST_WINDOW = 10_000;
@@ -139,6 +139,13 @@ export class DocShardFsm implements StateMachine {
     return fsm;
   }
 
+  /** The most recent `_local` write outcomes by request id (at most `max`), oldest first: what a split or merge carries. */
+  localRequests(max: number): [string, LocalOutcome][] {
+    const out: [string, LocalOutcome][] = [];
+    for (const [rid, r] of this.#requests) if (isLocalOutcome(r.outcome)) out.push([rid, r.outcome]);
+    return out.slice(-max);
+  }
+
   /** What the replica owns now (undefined: every id). */
   get owned(): OwnedRanges | undefined {
     return this.#owned;
@@ -214,9 +221,11 @@ export class DocShardFsm implements StateMachine {
     const owned = this.#owned;
     const fenced = owned !== undefined && ((cmd.kind === 'edits' && cmd.copy !== true && cmd.edits.some((e) => !ownsId(owned, e.docId))) || (cmd.kind === 'local' && !ownsId(owned, localRouteId(cmd.id))));
     if (fenced) {
-      // A router with an older map: refused whole, with no effect (it routes again on the new map).
+      // A router with an older map: refused whole, with no effect (it routes again on the new
+      // map). Not remembered: a switch rolled back gives the range back, and the router sends
+      // the same request again here (a `_local` write keeps its request id), to apply now.
       outcome = { kind: 'fenced' };
-      await this.#store.batch(this.#remember(cmd.rid, entry.index, outcome, ops), { sync: true });
+      await this.#store.batch(ops, { sync: true });
     } else if (cmd.kind === 'edits') {
       const results = await this.#docs.applyLogged(this.db, cmd.edits, { at: cmd.at, ops: (r) => this.#remember(cmd.rid, entry.index, { kind: 'edits', results: r }, ops) });
       outcome = { kind: 'edits', results };
@@ -246,7 +255,13 @@ export class DocShardFsm implements StateMachine {
         ...cmd.put.map(([id, value]): BatchOp => ({ type: 'put', cf: 'system', key: localKey(this.group, id), value: Buffer.from(value) })),
         ...cmd.drop.map((id): BatchOp => ({ type: 'del', cf: 'system', key: localKey(this.group, id) })),
       ];
-      await this.#store.batch([...this.#remember(cmd.rid, entry.index, outcome, ops), ...write], { sync: true });
+      let batch = this.#remember(cmd.rid, entry.index, outcome, ops);
+      for (const [rid, carried] of cmd.reqs ?? []) {
+        if (rid === cmd.rid || this.#requests.has(rid)) continue;
+        batch = this.#remember(rid, entry.index, carried, batch);
+        this.#requests.set(rid, { index: entry.index, outcome: carried });
+      }
+      await this.#store.batch([...batch, ...write], { sync: true });
     } else if (cmd.kind === 'own' && cmd.owned.n !== undefined && this.#owned?.n !== undefined && cmd.owned.n < this.#owned.n) {
       // A rolled-back switch's fence, committed after its range was given back: no effect.
       outcome = { kind: 'own', stale: true };
@@ -270,8 +285,10 @@ export class DocShardFsm implements StateMachine {
       outcome = { kind: 'compact' };
       await this.#store.batch(this.#remember(cmd.rid, entry.index, outcome, ops), { sync: true });
     }
-    this.#requests.set(cmd.rid, { index: entry.index, outcome });
-    while (this.#requests.size > REQUEST_WINDOW) this.#requests.delete(this.#requests.keys().next().value!);
+    if (!fenced) {
+      this.#requests.set(cmd.rid, { index: entry.index, outcome });
+      while (this.#requests.size > REQUEST_WINDOW) this.#requests.delete(this.#requests.keys().next().value!);
+    }
     this.#applied = entry.index;
     return outcome;
   }

@@ -211,7 +211,9 @@ t.test('a fence (own entry) refuses writes outside the range with no effect; cop
   const before = r.docs.dbInfo(DB).update_seq;
   t.same(await apply({ kind: 'edits', rid: 'r3', at, edits: [put('new-a'), put(inUpper[0]!)] }), { kind: 'fenced' }, 'an entry touching a fenced id is refused whole');
   t.equal(r.docs.dbInfo(DB).update_seq, before, '... with no effect');
-  t.match(await apply({ kind: 'edits', rid: 'r3', at, edits: [put(inLower[0]!)] }), { kind: 'fenced' }, 'its request id answers the same again');
+  t.match(await apply({ kind: 'edits', rid: 'r3', at, edits: [put(inUpper[0]!)] }), { kind: 'fenced' }, 'refused again while the id is fenced');
+  const freshLower = Array.from({ length: 50 }, (_, i) => `fresh${i}`).find((id) => r.fsm.owns(id))!;
+  t.match(await apply({ kind: 'edits', rid: 'r3', at, edits: [put(freshLower)] }), { kind: 'edits', results: [{ ok: true }] }, 'a refusal is not remembered: the same request id applies where the shard owns the ids (a rolled-back switch gives a range back)');
   t.match(await apply({ kind: 'edits', rid: 'r4', at, edits: [{ kind: 'replicate', docId: inUpper[0]!, body: { copied: true }, attachments: undefined, path: { revs: ['2-bbbb', '1-aaaa'], deleted: false } }], copy: true }), { kind: 'edits', results: [{ ok: true }] }, 'a copy passes the fence');
   t.ok(r.fsm.ownsRange('phash2', [0, 100]) && !r.fsm.ownsRange('phash2', upper), 'ownsRange');
   // The fence survives a restart.
@@ -220,7 +222,7 @@ t.test('a fence (own entry) refuses writes outside the range with no effect; cop
   t.notOk(r.fsm.owns(inUpper[0]!), 'the fence is durable');
   const purged = await apply({ kind: 'purge', rid: 'r5', hash: 'phash2', range: upper });
   t.same(purged, { kind: 'purge', purged: inUpper.length }, 'the purge removes every document of the range');
-  t.equal(r.docs.dbInfo(DB).doc_count, inLower.length, 'the kept ones stay');
+  t.equal(r.docs.dbInfo(DB).doc_count, inLower.length + 1, 'the kept ones stay (and the one written after the refusal)');
   t.equal(await r.docs.getRecord(DB, inUpper[1]!), undefined, 'as if never written');
 });
 
@@ -303,4 +305,35 @@ t.test('a split or merge carries _local documents: a locals entry puts them as s
   t.equal((await src.fsm.localsPage('phash2', [0, 4294967295], undefined, 1 << 20)).entries.length, ids.length - expected.length, 'the kept ones stay');
   t.throws(() => decodeDocShardCommand(encodeCbor({ kind: 'locals', rid: 'x', put: [['a', encodeCbor('nope')]], drop: [] })), /malformed local document/, 'a value that is not a stored local document is refused');
   t.throws(() => decodeDocShardCommand(encodeCbor({ kind: 'locals', rid: 'x', put: [], drop: [7] })), /malformed local document id/);
+});
+
+t.test('a carry takes the source\'s _local write outcomes: a write retried on the target after the switch answers what it did', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
+  const src = await openReplica(join(root, 'src'), 0);
+  const dst = await openReplica(join(root, 'dst'), 0);
+  t.teardown(async () => {
+    await closeReplica(src);
+    await closeReplica(dst);
+    await rm(root, { recursive: true, force: true });
+  });
+  const applier = (r: Replica) => {
+    let index = 0;
+    return (c: DocShardCommand) => r.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry);
+  };
+  const onSrc = applier(src);
+  const onDst = applier(dst);
+  await onSrc({ kind: 'local', rid: 'create', id: 'k9', body: { v: 'a' } });
+  // A compare-and-set that applied on the source; its answer was lost with a paused router.
+  t.same(await onSrc({ kind: 'local', rid: 'cas', id: 'k9', body: { v: 'b' }, rev: '0-1' }), { kind: 'local', rev: '0-2' });
+  await onSrc({ kind: 'edits', rid: 'doc', at: { wallMs: 1_700_000_000_000, logical: 0 }, edits: [{ kind: 'update', docId: 'd', body: {}, attachments: undefined, deleted: false, rev: undefined }] });
+  const reqs = src.fsm.localRequests(10);
+  t.same(reqs.map(([rid]) => rid), ['create', 'cas'], 'only _local write outcomes, oldest first');
+  t.same(src.fsm.localRequests(1).map(([rid]) => rid), ['cas'], 'at most the most recent');
+  const page = await src.fsm.localsPage('phash2', [0, 4294967295], undefined, 1 << 20);
+  t.same(await onDst({ kind: 'locals', rid: 'carry', put: page.entries, drop: [], reqs }), { kind: 'locals' });
+  // The router sends it again on the new map: same request id, the rev it expected then.
+  t.same(await onDst({ kind: 'local', rid: 'cas', id: 'k9', body: { v: 'b' }, rev: '0-1' }), { kind: 'local', rev: '0-2' }, 'answered as on the source, not refused as a conflict with its own write');
+  t.same(await dst.fsm.local('k9'), { v: 'b', _id: '_local/k9', _rev: '0-2' }, 'and not applied twice');
+  t.match(await onDst({ kind: 'local', rid: 'other', id: 'k9', body: { v: 'c' }, rev: '0-1' }), { kind: 'local', refused: { code: 'conflict' } }, 'a new request with that stale rev is still a conflict');
+  t.throws(() => decodeDocShardCommand(encodeDocShardCommand({ kind: 'locals', rid: 'x', put: [], drop: [], reqs: [['r', { kind: 'edits' } as never]] })), /malformed local request id/);
 });
