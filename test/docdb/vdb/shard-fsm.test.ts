@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import pino from 'pino';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { HybridClock } from '../../../src/core/hlc.js';
 import { prefixRange } from '../../../src/core/keys.js';
 import { type DocEdit, DocEngine } from '../../../src/docdb/engine.js';
@@ -259,7 +259,8 @@ t.test('numbered own entries (a rolled-back switch): the range given back stays 
   t.ok(r.fsm.owns(upperId));
 });
 
-t.test('a split or merge carries _local documents: a locals entry puts them as stored and drops ids, past a fence', async (t) => {
+/** A split's or merge's two replicas (source and target), each with its own log indexes. */
+async function sourceAndTarget(t: Test) {
   const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
   const src = await openReplica(join(root, 'src'), 0);
   const dst = await openReplica(join(root, 'dst'), 0);
@@ -272,8 +273,11 @@ t.test('a split or merge carries _local documents: a locals entry puts them as s
     let index = 0;
     return (c: DocShardCommand) => r.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry);
   };
-  const onSrc = applier(src);
-  const onDst = applier(dst);
+  return { src, dst, onSrc: applier(src), onDst: applier(dst) };
+}
+
+t.test('a split or merge carries _local documents: a locals entry puts them as stored and drops ids, past a fence', async (t) => {
+  const { src, dst, onSrc, onDst } = await sourceAndTarget(t);
   const ids = Array.from({ length: 30 }, (_, i) => `cp${i}`);
   for (const id of ids) {
     await onSrc({ kind: 'local', rid: `w1-${id}`, id, body: { seq: 1, big: 'x'.repeat(100) } });
@@ -308,20 +312,7 @@ t.test('a split or merge carries _local documents: a locals entry puts them as s
 });
 
 t.test('a carry takes the source\'s _local write outcomes: a write retried on the target after the switch answers what it did', async (t) => {
-  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
-  const src = await openReplica(join(root, 'src'), 0);
-  const dst = await openReplica(join(root, 'dst'), 0);
-  t.teardown(async () => {
-    await closeReplica(src);
-    await closeReplica(dst);
-    await rm(root, { recursive: true, force: true });
-  });
-  const applier = (r: Replica) => {
-    let index = 0;
-    return (c: DocShardCommand) => r.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry);
-  };
-  const onSrc = applier(src);
-  const onDst = applier(dst);
+  const { src, dst, onSrc, onDst } = await sourceAndTarget(t);
   await onSrc({ kind: 'local', rid: 'create', id: 'k9', body: { v: 'a' } });
   // A compare-and-set that applied on the source; its answer was lost with a paused router.
   t.same(await onSrc({ kind: 'local', rid: 'cas', id: 'k9', body: { v: 'b' }, rev: '0-1' }), { kind: 'local', rev: '0-2' });
