@@ -40,8 +40,7 @@ import type { CollectionPlacement, Job, ReshardSource, ShardPlacement } from './
 import { isReshardEnded } from './meta-state.js';
 import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
-import { protocolShortfall } from './versions.js';
-import { SWITCH_ATTEMPTS_MAX, SWITCH_ROLLBACK_PROTOCOL, SwitchDeadlines, SwitchTimeout, nextAttemptAt, raceDeadline } from './switch-bound.js';
+import { SwitchDeadlines, SwitchTimeout, awaitNextAttempt, newSwitchAttempt, raceDeadline } from './switch-bound.js';
 
 /** What the coordinator needs of the vector shard host. */
 export interface ReshardShards {
@@ -146,11 +145,14 @@ export class ReshardCoordinator {
       case 'catching_up':
         if (job.reshard!.lifting === true) await this.#lift(jobId);
         await this.#catchUp(job);
-        await this.#awaitNextAttempt(jobId);
+        await awaitNextAttempt(() => this.#job(jobId).reshard!, this.#o.switchTimeoutMs, { serving: 'the old shards serve the collection', again: 'the reshard' }, async () => {
+          await this.#catchUp(this.#job(jobId));
+          return true;
+        });
         await this.#targetsLed(job);
-        // The attempt's number: the metadata applied index now, past every earlier attempt's
-        // rollback or end (a fence of a later attempt always carries a larger number).
-        await this.#progress(jobId, { step: 'switching', ...(this.#canRollBack() ? { attempt: this.#o.member.groupStatus().applied } : {}) });
+        // A fence of a later attempt always carries a larger number (switch-bound.ts).
+        const attempt = newSwitchAttempt(this.#o.member, this.#o.log, "a reshard's");
+        await this.#progress(jobId, { step: 'switching', ...(attempt === undefined ? {} : { attempt }) });
         return 'next';
       case 'switching':
         await this.#switch(job);
@@ -319,13 +321,6 @@ export class ReshardCoordinator {
 
   // ---- switch ------------------------------------------------------------------------------
 
-  /** Every member reads numbered fences, lifts and rollbacks (else a switch has no time bound). */
-  #canRollBack(): boolean {
-    const shortfall = protocolShortfall(this.#o.member.liveNodes(), SWITCH_ROLLBACK_PROTOCOL, 'rolling back a reshard switch that runs out of time');
-    if (shortfall !== undefined) this.#o.log.warn(`${shortfall}; a reshard's switch has no time bound`);
-    return shortfall === undefined;
-  }
-
   async #switch(job: Job): Promise<void> {
     const attempt = job.reshard!.attempt;
     if (attempt === undefined) {
@@ -394,19 +389,6 @@ export class ReshardCoordinator {
     );
     await this.#progress(jobId, { lifted: attempt });
     this.#o.log.info({ job: jobId, collection: job.target, attempt }, `reshard of ${job.target}: fence ${attempt} is lifted from every old shard; writes go to them until the next attempt`);
-  }
-
-  /** After a rollback, the next attempt waits: the timeout doubled per rollback (catching up meanwhile). */
-  async #awaitNextAttempt(jobId: string): Promise<void> {
-    const r = this.#job(jobId).reshard!;
-    const rollbacks = r.rollbacks ?? 0;
-    if (rollbacks === 0) return;
-    if (rollbacks >= SWITCH_ATTEMPTS_MAX) throw new FatalJobError(`the switch was rolled back ${rollbacks} times (last: ${r.error ?? 'no reason recorded'}); the old shards serve the collection. Start the reshard again once the cluster is healthy`);
-    const readyAt = nextAttemptAt(r.rolledBackAtMs ?? 0, rollbacks, this.#o.switchTimeoutMs);
-    while (Date.now() < readyAt) {
-      await sleep(Math.min(1_000, readyAt - Date.now()));
-      await this.#catchUp(this.#job(jobId));
-    }
   }
 
   /** Every new group has a leader before the old ones are fenced (a switch into a leaderless group could only roll back). */

@@ -9,7 +9,11 @@
 // switch entries, so a proposal that commits long after its proposer gave up on it cannot
 // undo a later attempt's.
 
+import type { Logger } from 'pino';
+import { FatalJobError } from './job-runner.js';
+import type { ClusterMember } from './member.js';
 import { type Job, isReshardEnded } from './meta-state.js';
+import { protocolShortfall } from './versions.js';
 
 /** Numbered fences, lifts and rollbacks: an older member could not decode them. */
 export const SWITCH_ROLLBACK_PROTOCOL = 7;
@@ -30,6 +34,43 @@ export class SwitchTimeout extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * The number of a switch attempt about to start: the metadata applied index now, past every
+ * earlier attempt's rollback or end. Undefined (and logged) while a member is older than
+ * protocol 7: a switch of the builds before it, with no time bound. `what`: "a reshard's".
+ */
+export function newSwitchAttempt(member: ClusterMember, log: Logger, what: string): number | undefined {
+  const shortfall = protocolShortfall(member.liveNodes(), SWITCH_ROLLBACK_PROTOCOL, `rolling back ${what} switch that runs out of time`);
+  if (shortfall === undefined) return member.groupStatus().applied;
+  log.warn(`${shortfall}; ${what} switch has no time bound`);
+  return undefined;
+}
+
+/** A job's record of its rollbacks (a reshard's or a VDB split's or merge's detail). */
+export interface RollbackRecord {
+  readonly rollbacks?: number;
+  readonly rolledBackAtMs?: number;
+  readonly error?: string;
+}
+
+/**
+ * After a rollback, the next attempt waits its backoff, catching up meanwhile (`catchUp`
+ * answers false to stop waiting: a cancel came). A FatalJobError once SWITCH_ATTEMPTS_MAX
+ * switches were rolled back; `serving` and `again` complete its message. False when stopped.
+ */
+export async function awaitNextAttempt(record: () => RollbackRecord, timeoutMs: number, words: { serving: string; again: string }, catchUp: () => Promise<boolean>): Promise<boolean> {
+  const r = record();
+  const rollbacks = r.rollbacks ?? 0;
+  if (rollbacks === 0) return true;
+  if (rollbacks >= SWITCH_ATTEMPTS_MAX) throw new FatalJobError(`the switch was rolled back ${rollbacks} times (last: ${r.error ?? 'no reason recorded'}); ${words.serving}. Start ${words.again} again once the cluster is healthy`);
+  const readyAt = nextAttemptAt(r.rolledBackAtMs ?? 0, rollbacks, timeoutMs);
+  while (Date.now() < readyAt) {
+    await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, readyAt - Date.now())));
+    if (!(await catchUp())) return false;
+  }
+  return true;
 }
 
 /** When the attempt after `rollbacks` rollbacks may start: the timeout doubled per rollback, capped. */

@@ -46,7 +46,7 @@ import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
 import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { protocolShortfall } from './versions.js';
-import { SWITCH_ATTEMPTS_MAX, SWITCH_ROLLBACK_PROTOCOL, SwitchDeadlines, SwitchTimeout, nextAttemptAt, raceDeadline } from './switch-bound.js';
+import { SWITCH_ROLLBACK_PROTOCOL, SwitchDeadlines, SwitchTimeout, awaitNextAttempt, newSwitchAttempt, raceDeadline } from './switch-bound.js';
 import type { HashFunction } from '../core/shard-hash.js';
 
 /** What the coordinator needs of the VDB shard host. */
@@ -155,12 +155,16 @@ export class VdbRebalanceCoordinator {
         if (job.vdb.lifting === true) await this.#lift(jobId);
         await this.#catchUp(job);
         if (this.#cancelRequested(jobId)) return 'next';
-        if (!(await this.#awaitNextAttempt(jobId))) return 'next';
+        const waited = await awaitNextAttempt(() => this.#job(jobId).vdb, this.#o.switchTimeoutMs, { serving: 'the source serves the range', again: 'the split or merge' }, async () => {
+          await this.#catchUp(this.#job(jobId));
+          return !this.#cancelRequested(jobId);
+        });
+        if (!waited) return 'next';
         // Both groups have a leader before the fence (a switch that cannot finish only rolls back).
         const { source, target } = this.#groups(this.#job(jobId));
         await Promise.all([this.#o.shards.read(source, { op: 'info' }), this.#o.shards.read(target, { op: 'info' })]);
-        // The attempt's number: the metadata applied index now (see switch-bound.ts).
-        await this.#progress(jobId, { step: 'switching', ...(this.#canRollBack() ? { attempt: this.#o.member.groupStatus().applied } : {}) });
+        const attempt = newSwitchAttempt(this.#o.member, this.#o.log, "a split's or merge's");
+        await this.#progress(jobId, { step: 'switching', ...(attempt === undefined ? {} : { attempt }) });
         return 'next';
       }
       case 'switching':
@@ -276,13 +280,6 @@ export class VdbRebalanceCoordinator {
 
   // ---- switch ------------------------------------------------------------------------------
 
-  /** Every member reads numbered `own` entries and rollbacks (else a switch has no time bound). */
-  #canRollBack(): boolean {
-    const shortfall = protocolShortfall(this.#o.member.liveNodes(), SWITCH_ROLLBACK_PROTOCOL, 'rolling back a split or merge switch that runs out of time');
-    if (shortfall !== undefined) this.#o.log.warn(`${shortfall}; a split's or merge's switch has no time bound`);
-    return shortfall === undefined;
-  }
-
   async #switch(job: Job & { vdb: NonNullable<Job['vdb']> }): Promise<void> {
     const attempt = job.vdb.attempt;
     // Entered switching while an older member could not read numbered entries: no time bound.
@@ -357,24 +354,6 @@ export class VdbRebalanceCoordinator {
     await this.#carryLocals(job, target, hash, job.vdb.moving, undefined);
     await this.#progress(jobId, { lifted: attempt });
     this.#o.log.info({ job: jobId, vdb: job.target, attempt }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: the fence of the rolled-back switch is lifted; the source serves the range until the next attempt`);
-  }
-
-  /**
-   * After a rollback, the next attempt waits (catching up meanwhile). False when a cancel came
-   * in the meantime.
-   */
-  async #awaitNextAttempt(jobId: string): Promise<boolean> {
-    const d = this.#job(jobId).vdb;
-    const rollbacks = d.rollbacks ?? 0;
-    if (rollbacks === 0) return true;
-    if (rollbacks >= SWITCH_ATTEMPTS_MAX) throw new FatalJobError(`the switch was rolled back ${rollbacks} times (last: ${d.error ?? 'no reason recorded'}); the source serves the range. Start the split or merge again once the cluster is healthy`);
-    const readyAt = nextAttemptAt(d.rolledBackAtMs ?? 0, rollbacks, this.#o.switchTimeoutMs);
-    while (Date.now() < readyAt) {
-      await sleep(Math.min(1_000, readyAt - Date.now()));
-      await this.#catchUp(this.#job(jobId));
-      if (this.#cancelRequested(jobId)) return false;
-    }
-    return true;
   }
 
   /**
