@@ -754,11 +754,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       address: (peer, advertised) => this.#dialAddress(peer, advertised),
     });
     if (dial) for (const [peer, address] of set) this.#transport.setPeer(peer, address);
-    for (const peer of remove) {
-      if (!this.#transport.peers().has(peer)) continue;
-      this.#transport.removePeer(peer);
-      this.#o.log.info({ peer }, `no more link to ${peer}: it left the cluster`);
-    }
+    for (const peer of remove) if (this.#transport.removePeer(peer)) this.#o.log.info({ peer }, `no more link to ${peer}: it left the cluster`);
   }
 
   #dialAddress(name: string, advertised: string): string {

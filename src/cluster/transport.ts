@@ -212,11 +212,13 @@ export class Transport {
     if (this.#started) this.#dial(link);
   }
 
-  removePeer(peer: NodeId): void {
+  /** Drop a peer and its link; false when it was not a peer. */
+  removePeer(peer: NodeId): boolean {
     const link = this.#links.get(peer);
-    if (link === undefined) return;
+    if (link === undefined) return false;
     this.#links.delete(peer);
     this.#closeLink(link, 'peer removed');
+    return true;
   }
 
   peers(): Map<NodeId, string> {

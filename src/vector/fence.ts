@@ -38,10 +38,10 @@ export const NO_FENCE: FenceState = { lifted: [], liftedAttempt: -1, through: 0 
 
 /** Apply a fence entry of `attempt` at `index`. */
 export function applyFence(s: FenceState, index: number, attempt: number): { state: FenceState; outcome: FenceOutcome } {
-  if (index <= s.through || s.current !== undefined) {
-    if (s.current !== undefined) return { state: index <= s.through ? s : { ...s, current: { ...s.current, attempt: Math.max(s.current.attempt, attempt) }, through: index }, outcome: { kind: 'fenced', at: s.current.index } };
-    return { state: s, outcome: { kind: 'fence_stale', attempt } };
-  }
+  const { current } = s;
+  if (index <= s.through) return { state: s, outcome: current === undefined ? { kind: 'fence_stale', attempt } : { kind: 'fenced', at: current.index } };
+  // A second fence answers the first's index.
+  if (current !== undefined) return { state: { ...s, current: { ...current, attempt: Math.max(current.attempt, attempt) }, through: index }, outcome: { kind: 'fenced', at: current.index } };
   if (attempt <= s.liftedAttempt) return { state: { ...s, through: index }, outcome: { kind: 'fence_stale', attempt } };
   return { state: { ...s, current: { index, attempt }, through: index }, outcome: { kind: 'fenced', at: index } };
 }
