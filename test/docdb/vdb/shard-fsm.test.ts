@@ -189,7 +189,8 @@ t.test('a replica database is written only by its log', async (t) => {
   await t.rejects(DocShardFsm.open(r.docs, r.store, 'ds8', DB, 0), { code: 'conflict' }, 'another group cannot take the database');
 });
 
-t.test('a fence (own entry) refuses writes outside the range with no effect; copies pass; purge and reopen', async (t) => {
+/** One replica whose log indexes count up, reopened on the same data by `reopen` (`r` is the current one). */
+async function reopenableReplica(t: Test) {
   const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
   let r = await openReplica(join(root, 'r'), 0);
   t.teardown(async () => {
@@ -197,66 +198,70 @@ t.test('a fence (own entry) refuses writes outside the range with no effect; cop
     await rm(root, { recursive: true, force: true });
   });
   let index = 0;
-  const apply = (c: DocShardCommand) => r.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry);
-  const at = { wallMs: 1_700_000_000_000, logical: 0 };
-  const put = (id: string): DocEdit => ({ kind: 'update', docId: id, body: { id }, attachments: undefined, deleted: false, rev: undefined });
+  return {
+    get r() {
+      return r;
+    },
+    async reopen() {
+      await closeReplica(r);
+      r = await openReplica(join(root, 'r'), 0);
+    },
+    apply: (c: DocShardCommand) => r.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry),
+    at: { wallMs: 1_700_000_000_000, logical: 0 },
+    put: (id: string): DocEdit => ({ kind: 'update', docId: id, body: { id }, attachments: undefined, deleted: false, rev: undefined }),
+  };
+}
+
+t.test('a fence (own entry) refuses writes outside the range with no effect; copies pass; purge and reopen', async (t) => {
+  const one = await reopenableReplica(t);
+  const { apply, at, put } = one;
   const docIds = Array.from({ length: 40 }, (_, i) => `doc${i}`);
   await apply({ kind: 'edits', rid: 'r1', at, edits: docIds.map(put) });
   const upper: [number, number] = [2147483648, 4294967295];
   const owned = { hash: 'phash2' as const, ranges: [[0, 2147483647] as [number, number]] };
   t.same(await apply({ kind: 'own', rid: 'r2', owned }), { kind: 'own' });
-  const inUpper = docIds.filter((id) => !r.fsm.owns(id));
-  const inLower = docIds.filter((id) => r.fsm.owns(id));
+  const inUpper = docIds.filter((id) => !one.r.fsm.owns(id));
+  const inLower = docIds.filter((id) => one.r.fsm.owns(id));
   t.ok(inUpper.length > 0 && inLower.length > 0, `the fence splits the ids (${inLower.length} kept, ${inUpper.length} fenced)`);
-  const before = r.docs.dbInfo(DB).update_seq;
+  const before = one.r.docs.dbInfo(DB).update_seq;
   t.same(await apply({ kind: 'edits', rid: 'r3', at, edits: [put('new-a'), put(inUpper[0]!)] }), { kind: 'fenced' }, 'an entry touching a fenced id is refused whole');
-  t.equal(r.docs.dbInfo(DB).update_seq, before, '... with no effect');
+  t.equal(one.r.docs.dbInfo(DB).update_seq, before, '... with no effect');
   t.match(await apply({ kind: 'edits', rid: 'r3', at, edits: [put(inUpper[0]!)] }), { kind: 'fenced' }, 'refused again while the id is fenced');
-  const freshLower = Array.from({ length: 50 }, (_, i) => `fresh${i}`).find((id) => r.fsm.owns(id))!;
+  const freshLower = Array.from({ length: 50 }, (_, i) => `fresh${i}`).find((id) => one.r.fsm.owns(id))!;
   t.match(await apply({ kind: 'edits', rid: 'r3', at, edits: [put(freshLower)] }), { kind: 'edits', results: [{ ok: true }] }, 'a refusal is not remembered: the same request id applies where the shard owns the ids (a rolled-back switch gives a range back)');
   t.match(await apply({ kind: 'edits', rid: 'r4', at, edits: [{ kind: 'replicate', docId: inUpper[0]!, body: { copied: true }, attachments: undefined, path: { revs: ['2-bbbb', '1-aaaa'], deleted: false } }], copy: true }), { kind: 'edits', results: [{ ok: true }] }, 'a copy passes the fence');
-  t.ok(r.fsm.ownsRange('phash2', [0, 100]) && !r.fsm.ownsRange('phash2', upper), 'ownsRange');
+  t.ok(one.r.fsm.ownsRange('phash2', [0, 100]) && !one.r.fsm.ownsRange('phash2', upper), 'ownsRange');
   // The fence survives a restart.
-  await closeReplica(r);
-  r = await openReplica(join(root, 'r'), 0);
-  t.notOk(r.fsm.owns(inUpper[0]!), 'the fence is durable');
+  await one.reopen();
+  t.notOk(one.r.fsm.owns(inUpper[0]!), 'the fence is durable');
   const purged = await apply({ kind: 'purge', rid: 'r5', hash: 'phash2', range: upper });
   t.same(purged, { kind: 'purge', purged: inUpper.length }, 'the purge removes every document of the range');
-  t.equal(r.docs.dbInfo(DB).doc_count, inLower.length + 1, 'the kept ones stay (and the one written after the refusal)');
-  t.equal(await r.docs.getRecord(DB, inUpper[1]!), undefined, 'as if never written');
+  t.equal(one.r.docs.dbInfo(DB).doc_count, inLower.length + 1, 'the kept ones stay (and the one written after the refusal)');
+  t.equal(await one.r.docs.getRecord(DB, inUpper[1]!), undefined, 'as if never written');
 });
 
 t.test('numbered own entries (a rolled-back switch): the range given back stays given back when the fence commits late', async (t) => {
-  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
-  let r = await openReplica(join(root, 'r'), 0);
-  t.teardown(async () => {
-    await closeReplica(r);
-    await rm(root, { recursive: true, force: true });
-  });
-  let index = 0;
-  const apply = (c: DocShardCommand) => r.fsm.apply({ index: ++index, term: 1, kind: 'normal', data: encodeDocShardCommand(c) } as Entry);
-  const at = { wallMs: 1_700_000_000_000, logical: 0 };
-  const put = (id: string): DocEdit => ({ kind: 'update', docId: id, body: { id }, attachments: undefined, deleted: false, rev: undefined });
+  const one = await reopenableReplica(t);
+  const { apply, at, put } = one;
   const all: [number, number] = [0, 4294967295];
   const lower: [number, number] = [0, 2147483647];
   const ids = Array.from({ length: 20 }, (_, i) => `doc${i}`);
   // Attempt 40: the fence (80), then the give-back (81) of its rollback.
   t.same(await apply({ kind: 'own', rid: 'f1', owned: { hash: 'phash2', ranges: [lower], n: 80 } }), { kind: 'own' });
-  const upperId = ids.find((id) => !r.fsm.owns(id))!;
+  const upperId = ids.find((id) => !one.r.fsm.owns(id))!;
   t.same(await apply({ kind: 'own', rid: 'g1', owned: { hash: 'phash2', ranges: [all], n: 81 } }), { kind: 'own' });
-  t.ok(r.fsm.owns(upperId), 'the range is given back');
+  t.ok(one.r.fsm.owns(upperId), 'the range is given back');
   // The same fence proposed again (its first answer lost), committed after the give-back.
   t.same(await apply({ kind: 'own', rid: 'f1-again', owned: { hash: 'phash2', ranges: [lower], n: 80 } }), { kind: 'own', stale: true }, 'a late fence of the rolled-back attempt changes nothing');
-  t.ok(r.fsm.owns(upperId), 'the shard still owns the whole range');
+  t.ok(one.r.fsm.owns(upperId), 'the shard still owns the whole range');
   t.match(await apply({ kind: 'edits', rid: 'w1', at, edits: ids.map(put) }), { kind: 'edits' }, 'and takes writes of it');
-  await closeReplica(r);
-  r = await openReplica(join(root, 'r'), 0);
-  t.same(r.fsm.owned, { hash: 'phash2', ranges: [all], n: 81 }, 'the order survives a restart');
+  await one.reopen();
+  t.same(one.r.fsm.owned, { hash: 'phash2', ranges: [all], n: 81 }, 'the order survives a restart');
   // The next attempt (52 > 40) fences again; an own without a number (an older coordinator) always applies.
   t.same(await apply({ kind: 'own', rid: 'f2', owned: { hash: 'phash2', ranges: [lower], n: 104 } }), { kind: 'own' });
-  t.notOk(r.fsm.owns(upperId), 'a later attempt fences');
+  t.notOk(one.r.fsm.owns(upperId), 'a later attempt fences');
   t.same(await apply({ kind: 'own', rid: 'old', owned: { hash: 'phash2', ranges: [all] } }), { kind: 'own' });
-  t.ok(r.fsm.owns(upperId));
+  t.ok(one.r.fsm.owns(upperId));
 });
 
 /** A split's or merge's two replicas (source and target), each with its own log indexes. */
