@@ -85,6 +85,30 @@ export class MetadataJobRunner {
     if (!this.#o.member.isLeader()) throw new FirkinError('not_leader', 'this node no longer leads the metadata group');
   }
 
+  /**
+   * Ends the job `failed`. Until that sticks (a group it must undo a fence on, or the metadata,
+   * cannot be reached yet), it is asked again with backoff: a job that ended with a fence up
+   * would leave what it moves refusing writes for good. Stops when leadership or the node goes
+   * (the next leader runs the job, whose step fails it again).
+   */
+  async #fail(jobId: string, message: string): Promise<void> {
+    const { log, member, what } = this.#o;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.check();
+        if (isReshardEnded(member.state.jobs[jobId]?.step ?? 'done')) return;
+        await this.#steps!.fail(jobId, message);
+        return;
+      } catch (err) {
+        if (this.#closed || !member.isLeader()) return;
+        const delay = nominalDelayMs(attempt, STEP_BACKOFF);
+        log.warn({ job: jobId, attempt, delayMs: delay, err: (err as Error).message }, `${what} could not be ended as failed yet; retrying`);
+        await this.#steps!.noteError(jobId, (err as Error).message).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
   async #run(jobId: string): Promise<void> {
     const { log, member, what } = this.#o;
     const steps = this.#steps;
@@ -97,7 +121,7 @@ export class MetadataJobRunner {
       } catch (err) {
         if (err instanceof FatalJobError) {
           log.error({ job: jobId, err: err.message }, `${what} failed`);
-          await steps.fail(jobId, err.message).catch(() => undefined);
+          await this.#fail(jobId, err.message);
           return;
         }
         if (isFirkinError(err) && err.code === 'not_leader' && !member.isLeader()) return; // the new leader resumes it

@@ -40,7 +40,7 @@ import type { CollectionPlacement, Job, ReshardSource, ShardPlacement } from './
 import { isReshardEnded } from './meta-state.js';
 import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
-import { SwitchDeadlines, SwitchTimeout, awaitNextAttempt, newSwitchAttempt, raceDeadline } from './switch-bound.js';
+import { SwitchDeadlines, SwitchTimeout, awaitNextAttempt, newSwitchAttempt, raceDeadline, undoSwitchBeforeFailing } from './switch-bound.js';
 
 /** What the coordinator needs of the vector shard host. */
 export interface ReshardShards {
@@ -97,8 +97,8 @@ export class ReshardCoordinator {
       fail: async (jobId, error) => {
         // A failed job leaves no old group fenced: nobody would lift it after.
         const job = o.member.state.jobs[jobId];
-        if (job?.reshard?.attempt !== undefined && job.step === 'switching') await this.#rollback(job, job.reshard.attempt, `failed: ${error}`).catch(() => undefined);
-        else if (job?.reshard?.lifting === true) await this.#lift(jobId).catch(() => undefined);
+        const undo = { switchingAttempt: job?.step === 'switching' ? job.reshard?.attempt : undefined, lifting: job?.reshard?.lifting === true };
+        await undoSwitchBeforeFailing(undo, (attempt) => this.#rollback(job!, attempt, `failed: ${error}`), () => this.#lift(jobId));
         await o.member.propose({ type: 'reshard.abort', jobId, atMs: Date.now(), step: 'failed', error });
       },
       noteError: (jobId, error) => this.#progress(jobId, { error }),

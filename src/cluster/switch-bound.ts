@@ -48,6 +48,29 @@ export function newSwitchAttempt(member: ClusterMember, log: Logger, what: strin
   return undefined;
 }
 
+/** What a failing job's switch state needs undone before the job may end. */
+export interface SwitchUndo {
+  /** The job is switching in this attempt: its fences may be up. */
+  readonly switchingAttempt: number | undefined;
+  /** A rollback's fences are still being lifted. */
+  readonly lifting: boolean;
+}
+
+/**
+ * Before a job ends `failed`, no fence of it may stay up: nobody would lift it after, and what
+ * moves would refuse writes for good. Rolls back the attempt switching, or finishes a lift.
+ * A failure to reach a group is thrown (the job must not end yet; the runner asks again); a
+ * FatalJobError means the collection, VDB or shards are gone, and with them every fence.
+ */
+export async function undoSwitchBeforeFailing(undo: SwitchUndo, rollBack: (attempt: number) => Promise<void>, lift: () => Promise<void>): Promise<void> {
+  try {
+    if (undo.switchingAttempt !== undefined) await rollBack(undo.switchingAttempt);
+    else if (undo.lifting) await lift();
+  } catch (err) {
+    if (!(err instanceof FatalJobError)) throw err;
+  }
+}
+
 /** A job's record of its rollbacks (a reshard's or a VDB split's or merge's detail). */
 export interface RollbackRecord {
   readonly rollbacks?: number;

@@ -38,7 +38,8 @@
 // metadata leader waits `takeoverMs` before it runs a job, so an old leader's writes are over.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { FirkinError } from '../core/errors.js';
+import { type Backoff, nominalDelayMs } from '../core/backoff.js';
+import { FirkinError, isFirkinError } from '../core/errors.js';
 import type { HybridClock } from '../core/hlc.js';
 import { type DocEdit, bulkEdits } from '../docdb/engine.js';
 import type { DocShardCommand, DocShardOutcome, LocalOutcome } from '../docdb/vdb/shard-commands.js';
@@ -46,7 +47,7 @@ import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
 import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { protocolShortfall } from './versions.js';
-import { SWITCH_ROLLBACK_PROTOCOL, SwitchDeadlines, SwitchTimeout, awaitNextAttempt, newSwitchAttempt, raceDeadline } from './switch-bound.js';
+import { SWITCH_ROLLBACK_PROTOCOL, SwitchDeadlines, SwitchTimeout, awaitNextAttempt, newSwitchAttempt, raceDeadline, undoSwitchBeforeFailing } from './switch-bound.js';
 import type { HashFunction } from '../core/shard-hash.js';
 
 /** What the coordinator needs of the VDB shard host. */
@@ -79,6 +80,10 @@ const PROGRESS_EVERY_MS = 2_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A failed merge's purge of its copies: a few tries over about ten seconds, then they stay. */
+const FAILED_MERGE_PURGE_TRIES = 5;
+const FAILED_MERGE_PURGE_BACKOFF: Backoff = { baseMs: 500, capMs: 5_000 };
+
 type Seq = readonly [number, number];
 
 export class VdbRebalanceCoordinator {
@@ -95,9 +100,10 @@ export class VdbRebalanceCoordinator {
       fail: async (jobId, error) => {
         // A failed job leaves no range fenced: nobody would give it back after.
         const job = o.member.state.jobs[jobId];
-        if (job?.vdb?.attempt !== undefined && job.step === 'switching') await this.#rollback(this.#job(jobId), job.vdb.attempt, `failed: ${error}`).catch(() => undefined);
-        else if (job?.vdb?.lifting === true) await this.#lift(jobId).catch(() => undefined);
-        await o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'failed', error });
+        const undo = { switchingAttempt: job?.step === 'switching' ? job.vdb?.attempt : undefined, lifting: job?.vdb?.lifting === true };
+        await undoSwitchBeforeFailing(undo, (attempt) => this.#rollback(this.#job(jobId), attempt, `failed: ${error}`), () => this.#lift(jobId));
+        const purged = await this.#purgeFailedMerge(jobId);
+        await o.member.propose({ type: 'vdb.rebalance.end', jobId, atMs: Date.now(), step: 'failed', error: purged ? error : `${error} (its copies stay in the merge's target, outside its range: reads never show them, its doc_count counts them)` });
       },
       noteError: (jobId, error) => this.#progress(jobId, { error }),
     });
@@ -198,6 +204,35 @@ export class VdbRebalanceCoordinator {
     await this.#o.member.propose({ type: 'vdb.rebalance.end', jobId: job.id, atMs: Date.now(), step: 'cancelled' });
     log.info({ job: job.id, vdb: job.target, copied: job.vdb.copied }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source} cancelled (${job.vdb.copied} documents had been copied; the ranges never moved)`);
     return 'ended';
+  }
+
+  /**
+   * A merge failing before its switch would leave its copies in the target, outside the
+   * target's range: reads never show them, but its counts would. They go, as a cancel's do.
+   * Only before a switch (copying, or catching up with no fence up), and tried for a bounded
+   * time: false when the copies stay (the target cannot be reached now).
+   */
+  async #purgeFailedMerge(jobId: string): Promise<boolean> {
+    const job = this.#o.member.state.jobs[jobId];
+    if (job?.vdb?.op !== 'merge') return true;
+    if ((job.step !== 'copying' && job.step !== 'catching_up') || job.vdb.lifting === true) return false;
+    const target = this.#o.member.state.vdbs[job.target]?.shards[job.vdb.target];
+    const hash = this.#o.member.state.vdbs[job.target]?.config.hashFunction;
+    if (target === undefined || hash === undefined || target.retired === true) return true;
+    for (let attempt = 1; attempt <= FAILED_MERGE_PURGE_TRIES; attempt++) {
+      try {
+        this.#check();
+        const outcome = await this.#o.shards.propose(target, { kind: 'purge', rid: `fail-purge-${job.id}`, hash, range: job.vdb.moving });
+        if (outcome.kind === 'purge') return true;
+        this.#o.log.warn({ job: jobId, outcome: outcome.kind }, `${target.group} answered the purge of a failed merge's copies with ${outcome.kind}`);
+        return false;
+      } catch (err) {
+        if (isFirkinError(err) && err.code === 'not_leader') throw err; // the next metadata leader fails the job
+        this.#o.log.warn({ job: jobId, attempt, err: (err as Error).message }, `purging the copies of a failed merge from ${target.group}`);
+        if (attempt < FAILED_MERGE_PURGE_TRIES) await sleep(nominalDelayMs(attempt, FAILED_MERGE_PURGE_BACKOFF));
+      }
+    }
+    return false;
   }
 
   async #progress(jobId: string, p: { step?: 'catching_up' | 'switching'; from?: Seq; targetFrom?: Seq; caught?: Seq; copied?: number; error?: string; attempt?: number; lifted?: number }): Promise<void> {

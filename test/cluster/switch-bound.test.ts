@@ -3,7 +3,8 @@
 // routers watch for a lifted fence.
 import t from 'tap';
 import type { Job } from '../../src/cluster/meta-state.js';
-import { SwitchDeadlines, SwitchTimeout, liftedRollbacks, nextAttemptAt, raceDeadline, switchRollbackProblems } from '../../src/cluster/switch-bound.js';
+import { FatalJobError } from '../../src/cluster/job-runner.js';
+import { SwitchDeadlines, SwitchTimeout, liftedRollbacks, nextAttemptAt, raceDeadline, switchRollbackProblems, undoSwitchBeforeFailing } from '../../src/cluster/switch-bound.js';
 
 t.test('the next attempt waits the timeout, doubled with each rollback, at most five minutes', (t) => {
   t.equal(nextAttemptAt(1_000, 1, 10_000), 11_000);
@@ -78,4 +79,25 @@ t.test('an attempt run by its deadline: rolled back past it, and only then, afte
   finishAbandoned();
   await run;
   t.same(events, ['switched', 'rolled back', 'drain stopped'], 'rolled back, then the abandoned drain awaited');
+});
+
+t.test('a failing job rolls back or lifts first; a group it cannot reach keeps it from ending, one that is gone does not', async (t) => {
+  const calls: string[] = [];
+  const rollBack = async (attempt: number) => void calls.push(`rollback ${attempt}`);
+  const lift = async () => void calls.push('lift');
+  await undoSwitchBeforeFailing({ switchingAttempt: 30, lifting: false }, rollBack, lift);
+  await undoSwitchBeforeFailing({ switchingAttempt: undefined, lifting: true }, rollBack, lift);
+  await undoSwitchBeforeFailing({ switchingAttempt: undefined, lifting: false }, rollBack, lift);
+  t.same(calls, ['rollback 30', 'lift'], 'the attempt switching is rolled back, a pending lift finished, nothing else done');
+  const unreachable = async () => {
+    throw new Error('ds1 has no leader');
+  };
+  await t.rejects(undoSwitchBeforeFailing({ switchingAttempt: 30, lifting: false }, unreachable, lift), /no leader/, 'the job must not end with its fence up');
+  await t.rejects(undoSwitchBeforeFailing({ switchingAttempt: undefined, lifting: true }, rollBack, unreachable), /no leader/);
+  const gone = async () => {
+    throw new FatalJobError('virtual database v was deleted');
+  };
+  await undoSwitchBeforeFailing({ switchingAttempt: 30, lifting: false }, gone, lift);
+  await undoSwitchBeforeFailing({ switchingAttempt: undefined, lifting: true }, rollBack, gone);
+  t.pass('a deleted VDB or collection takes its fences with it');
 });
