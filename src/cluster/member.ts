@@ -20,7 +20,7 @@ import { REPEATED_FAILURE_LOG_MS, RepeatedFailures } from '../core/repeated-fail
 import type { Store } from '../storage/db.js';
 import type { ClusterStatus, VectorCluster } from '../vector/cluster.js';
 import { type DetectorOptions, type Observation, observe, statusChanges } from './failure-detector.js';
-import { PROTOCOL, VOUCH_PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
+import { PENDING_REPAIR_PROTOCOL, PROTOCOL, VOUCH_PROTOCOL, mixedVersionsProblem, protocolShortfall } from './versions.js';
 import { switchRollbackProblems } from './switch-bound.js';
 import { peerChanges } from './peer-sync.js';
 import { leftProbeTarget } from './left-probe.js';
@@ -833,9 +833,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
 
     // Shard replicas on nodes down past the grace period, leaving or gone: move them (the
     // shard's leader then adds the new replica, lets it catch up, and removes the old one).
-    for (const move of planRepairs(this.#fsm.state, now, o.timings.replicaRepairGraceMs)) {
+    const pending = protocolShortfall(this.liveNodes(), PENDING_REPAIR_PROTOCOL, 'moving the replicas of pending groups') === undefined;
+    for (const move of planRepairs(this.#fsm.state, now, o.timings.replicaRepairGraceMs, { pending })) {
       this.#once(`repair:${move.group}`, async () => {
-        await this.propose({ type: 'shard.replace', ...(move.kind === 'vdb' ? { kind: 'vdb' as const } : {}), collection: move.collection, group: move.group, from: move.from, to: move.to });
+        await this.propose({ type: move.pending ? 'shard.replace.pending' : 'shard.replace', ...(move.kind === 'vdb' ? { kind: 'vdb' as const } : {}), collection: move.collection, group: move.group, from: move.from, to: move.to });
         o.log.warn({ ...move }, `moving the replica of ${move.group} (${move.collection}) from ${move.from} to ${move.to}: ${move.why}`);
       });
     }

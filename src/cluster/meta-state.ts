@@ -276,6 +276,8 @@ export type MetaCommand =
   | { readonly type: 'collection.delete'; readonly name: string }
   /** Repair or leave: the replica on `from` is to live on `to` (the shard's leader moves it). `kind` absent: a collection's. */
   | { readonly type: 'shard.replace'; readonly kind?: ShardOwnerKind; readonly collection: string; readonly group: string; readonly from: string; readonly to: string }
+  /** As `shard.replace`, for a reshard's or split's pending group (protocol 8); routed by then, the move applies there. */
+  | { readonly type: 'shard.replace.pending'; readonly kind?: ShardOwnerKind; readonly collection: string; readonly group: string; readonly from: string; readonly to: string }
   | { readonly type: 'vdb.create'; readonly name: string; readonly config: VdbConfig; readonly shards: readonly { readonly range: readonly [number, number]; readonly replicas: readonly string[] }[] }
   | { readonly type: 'vdb.delete'; readonly name: string }
   /** A shard made read-only or active again (by its index, the VDB's `shard_id`). */
@@ -328,7 +330,7 @@ export type MetaCommand =
 export const META_COMMAND_PROTOCOL: { readonly [T in MetaCommand['type']]: number } = {
   'node.join': 0, 'node.status': 0, 'node.leave': 0, 'node.left': 0, 'node.remove': 0, 'apikey.put': 0, 'apikey.revoke': 0,
   'tenant.create': 0, 'tenant.put': 0, 'tenant.delete': 0, 'tenantkey.put': 0, 'tenantkey.delete': 0,
-  'tenantcoll.create': 0, 'tenantcoll.usage': 0, 'tenantcoll.recount': 0, 'tenantcoll.delete': 0, 'collection.create': 0, 'collection.delete': 0, 'shard.replace': 0, 'vdb.create': 0, 'vdb.delete': 0, 'vdb.status': 0, 'reshard.begin': 0, 'reshard.progress': 0, 'reshard.switch': 0, 'reshard.abort': 0, 'reshard.rollback': 7,
+  'tenantcoll.create': 0, 'tenantcoll.usage': 0, 'tenantcoll.recount': 0, 'tenantcoll.delete': 0, 'collection.create': 0, 'collection.delete': 0, 'shard.replace': 0, 'shard.replace.pending': 8, 'vdb.create': 0, 'vdb.delete': 0, 'vdb.status': 0, 'reshard.begin': 0, 'reshard.progress': 0, 'reshard.switch': 0, 'reshard.abort': 0, 'reshard.rollback': 7,
   'vdb.rebalance.begin': 0, 'vdb.rebalance.progress': 0, 'vdb.rebalance.switch': 0, 'vdb.rebalance.end': 0, 'vdb.rebalance.rollback': 7, 'job.put': 0, 'job.delete': 0,
 };
 
@@ -496,13 +498,35 @@ export function applyMeta(state: MetaState, cmd: MetaCommand): { state: MetaStat
       }
       return { state: { ...state, collections: without(state.collections, cmd.name), jobs }, result: OK };
     }
+    case 'shard.replace.pending': {
+      // A pending group is hosted and filled before it is routed. Its replicas move as a routed
+      // group's do: a node leaving or removed while the job runs would otherwise hold the job's
+      // group short, and its leave would wait for the job (chaos seed 110).
+      if (cmd.kind === 'vdb') {
+        const v = state.vdbs[cmd.collection];
+        if (v?.pending !== undefined && v.pending.group === cmd.group) {
+          const moved = replicaMoved(v.pending, cmd.from, cmd.to);
+          if ('ok' in moved) return same(moved);
+          return { state: { ...state, vdbs: withEntry(state.vdbs, v.name, { ...v, epoch: v.epoch + 1, pending: moved }) }, result: OK };
+        }
+      } else {
+        const c = state.collections[cmd.collection];
+        const pending = c?.pending?.find((s) => s.group === cmd.group);
+        if (c !== undefined && pending !== undefined) {
+          const moved = replicaMoved(pending, cmd.from, cmd.to);
+          if ('ok' in moved) return same(moved);
+          return { state: { ...state, collections: withEntry(state.collections, c.name, { ...c, epoch: c.epoch + 1, pending: c.pending!.map((s) => (s.group === cmd.group ? moved : s)) }) }, result: OK };
+        }
+      }
+      // The job switched meanwhile: the group is routed now.
+      return applyMeta(state, { ...cmd, type: 'shard.replace' });
+    }
     case 'shard.replace': {
       const owner = cmd.kind === 'vdb' ? state.vdbs[cmd.collection] : state.collections[cmd.collection];
       const shard = owner?.shards.find((s) => s.group === cmd.group);
       if (owner === undefined || shard === undefined) return same(refuse('not_found', `no shard ${cmd.group} in ${JSON.stringify(cmd.collection)}`));
-      if (!shard.replicas.includes(cmd.from)) return same(refuse('conflict', `${cmd.from} holds no replica of ${cmd.group}`));
-      if (shard.replicas.includes(cmd.to)) return same(refuse('conflict', `${cmd.to} already holds a replica of ${cmd.group}`));
-      const moved: ShardPlacement = { ...shard, initial: shard.initial ?? shard.replicas, replicas: shard.replicas.map((r) => (r === cmd.from ? cmd.to : r)) };
+      const moved = replicaMoved(shard, cmd.from, cmd.to);
+      if ('ok' in moved) return same(moved);
       const shards = owner.shards.map((s) => (s.group === cmd.group ? moved : s));
       if (cmd.kind === 'vdb') {
         const v = state.vdbs[cmd.collection]!;
@@ -760,6 +784,13 @@ function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state:
       return { state: { ...state, vdbs, jobs: withEntry(state.jobs, job.id, ended) }, result: OK };
     }
   }
+}
+
+/** `shard` with its replica on `from` placed on `to` instead, or why not. */
+function replicaMoved(shard: ShardPlacement, from: string, to: string): ShardPlacement | MetaResult {
+  if (!shard.replicas.includes(from)) return refuse('conflict', `${from} holds no replica of ${shard.group}`);
+  if (shard.replicas.includes(to)) return refuse('conflict', `${to} already holds a replica of ${shard.group}`);
+  return { ...shard, initial: shard.initial ?? shard.replicas, replicas: shard.replicas.map((r) => (r === from ? to : r)) };
 }
 
 /** A reshard that stopped (the collection is not being changed any more). */

@@ -8,7 +8,7 @@
 //   leadership over first if it is the leader). One change at a time, so the group never
 //   loses its majority, and every step is idempotent: a crash anywhere resumes from the state.
 import type { ConfChange, ConfState } from '../raft/types.js';
-import { type MetaState, type NodeRecord, type ShardOwnerKind, shardOwners } from './meta-state.js';
+import { type MetaState, type NodeRecord, type ShardOwnerKind, type ShardPlacement, shardOwners } from './meta-state.js';
 import { type PlacementNode, replaceReplica, replicaLoad } from './placement.js';
 
 export interface ReplicaMove {
@@ -19,6 +19,8 @@ export interface ReplicaMove {
   readonly from: string;
   readonly to: string;
   readonly why: string;
+  /** A running reshard's or split's group, not routed yet (`shard.replace.pending`). */
+  readonly pending?: true;
 }
 
 /** Why a replica on this node must move, or undefined if it may stay. */
@@ -30,14 +32,19 @@ function mustMove(node: NodeRecord | undefined, nowMs: number, graceMs: number):
   return undefined;
 }
 
-/** At most one move per shard; none where no healthy node outside the shard can take it. */
-export function planRepairs(state: MetaState, nowMs: number, graceMs: number): ReplicaMove[] {
+/**
+ * At most one move per shard; none where no healthy node outside the shard can take it.
+ * `pending`: a running reshard's or split's groups too (every member reads their moves), so a
+ * node that leaves or is lost while the job runs neither waits for it nor leaves its group short.
+ */
+export function planRepairs(state: MetaState, nowMs: number, graceMs: number, o: { pending?: boolean } = {}): ReplicaMove[] {
   const up = Object.values(state.nodes).filter((n) => n.status === 'up');
   const held = replicaLoad(state);
   const moves: ReplicaMove[] = [];
   const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   for (const c of shardOwners(state).sort((a, b) => (a.kind === b.kind ? byName(a, b) : a.kind === 'collection' ? -1 : 1))) {
-    for (const s of c.shards) {
+    const pending = o.pending === true ? pendingShards(state, c.kind, c.name) : [];
+    for (const s of [...c.shards, ...pending]) {
       for (const r of s.replicas) {
         const why = mustMove(state.nodes[r], nowMs, graceMs);
         if (why === undefined) continue;
@@ -49,12 +56,19 @@ export function planRepairs(state: MetaState, nowMs: number, graceMs: number): R
           break; // nowhere to go now; a node that joins later can take it
         }
         held.set(to, (held.get(to) ?? 0) + 1);
-        moves.push({ kind: c.kind, collection: c.name, group: s.group, from: r, to, why });
+        moves.push({ kind: c.kind, collection: c.name, group: s.group, from: r, to, why, ...(pending.includes(s) ? { pending: true as const } : {}) });
         break;
       }
     }
   }
   return moves;
+}
+
+/** The groups of a collection's reshard, or a VDB's split, that are placed but not routed yet. */
+function pendingShards(state: MetaState, kind: ShardOwnerKind, name: string): readonly ShardPlacement[] {
+  if (kind === 'collection') return state.collections[name]?.pending ?? [];
+  const p = state.vdbs[name]?.pending;
+  return p === undefined ? [] : [p];
 }
 
 /** A node that holds its replicas and answers: up, or suspect (expected back). */

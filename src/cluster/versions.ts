@@ -19,9 +19,14 @@ import type { NodeRecord } from './meta-state.js';
  * 6: a VDB shard's `explain` read (`_explain` on a VDB).
  * 7: a reshard's numbered fences and their lifts in a vector shard's log, and the metadata's
  * `reshard.rollback` (a switch that runs out of time is rolled back: cluster/reshard.ts).
+ * 8: the metadata's `shard.replace.pending` (a running reshard's or split's pending group is
+ * repaired: `PENDING_REPAIR_PROTOCOL`).
  * A record without one is from a build before protocols: 0.
  */
-export const PROTOCOL = 7;
+export const PROTOCOL = 8;
+
+/** The metadata leader moves the replicas of pending groups only while every member reads `shard.replace.pending`. */
+export const PENDING_REPAIR_PROTOCOL = 8;
 
 /**
  * Leaders vouch for replicas that opened empty (raft/core.ts `catchingUp`) only while every

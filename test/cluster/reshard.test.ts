@@ -341,3 +341,43 @@ t.test('keyword scores do not move with a reshard: every layout ranks as one ind
   const after = await ranked();
   queries.forEach((q, i) => t.ok(close(after[i]!, before[i]!), `3 shards: ${JSON.stringify(q)} ranks and scores as before`));
 });
+
+t.test('a node leaves while a reshard runs: its replicas of the new groups move too, and the leave ends before the job', async (t) => {
+  // Every switch attempt stalls past its bound here, so the job runs on (rolled back, backing
+  // off) while one of the nodes holding its new groups leaves. The new groups' replicas are
+  // repaired like a routed shard's (`shard.replace.pending`); before, the leave waited for the
+  // job to end (chaos seed 110: a leave held 115 s by a reshard).
+  const cluster = await TestCluster.start(3, { SERVICE_RESHARD_SWITCH_TIMEOUT_MS: '1500', FIRKIN_TEST_RESHARD_SWITCH_STALLS: '20' });
+  t.teardown(() => cluster.close());
+  t.equal((await cluster.request('n1', 'PUT', '/vectordb/collections/lv', { body: { dimensions: 4, num_shards: 1, replication_factor: 2 } })).status, 201);
+  const documents = Array.from({ length: 40 }, (_, i) => ({ id: `l${i}`, text: 'l', metadata: { i }, vector: [i, 1, 0, 1] }));
+  t.equal((await cluster.request('n1', 'POST', '/vectordb/collections/lv/docs', { body: { documents } })).status, 200);
+  const hosted = async (n: string): Promise<string[]> => ((await cluster.request(n, 'GET', '/_cluster/shards')).body.replicas as { group: string }[]).map((r) => r.group);
+  const oldGroups = new Set((await Promise.all(['n1', 'n2', 'n3'].map(hosted))).flat());
+  const metaLeader = await cluster.leader();
+  t.equal((await cluster.request(metaLeader, 'POST', '/vectordb/collections/lv/reshard', { body: { num_shards: 2 } })).status, 200);
+  const job = async () => (await cluster.request(metaLeader, 'GET', '/vectordb/collections/lv/reshard')).body;
+  await waitFor(async () => (await job()).switch_rollbacks >= 1, { timeoutMs: 60_000, what: 'the first switch to be rolled back' });
+  const newGroupsOn = async (n: string) => (await hosted(n)).filter((g) => !oldGroups.has(g));
+  const leaver = (await Promise.all(['n1', 'n2', 'n3'].filter((n) => n !== metaLeader).map(async (n) => ((await newGroupsOn(n)).length > 0 ? n : undefined)))).find((n) => n !== undefined);
+  t.ok(leaver !== undefined, `a node other than the metadata leader (${metaLeader}) holds a new group's replica`);
+  const moving = await newGroupsOn(leaver!);
+  t.equal((await cluster.request(leaver!, 'POST', '/vectordb/cluster/leave')).status, 200, `${leaver} (new groups ${moving.join(', ')}) asks to leave`);
+  await waitFor(async () => (await cluster.status(leaver!).catch(() => ({ state: 'gone' }))).state === 'left', { timeoutMs: 45_000, what: `${leaver} to finish leaving` }).catch(async (err: Error) => {
+    throw new Error(`${err.message}: job ${JSON.stringify(await job())}\n${cluster.node(metaLeader).child!.output().split('\n').filter((l) => /moving the replica|leav|reshard/.test(l)).slice(-15).join('\n')}`);
+  });
+  const during = await job();
+  t.notOk(isReshardEnded(during.state), `the leave ended while the reshard still ran (${during.state}, ${during.switch_rollbacks} rollbacks)`);
+  const staying = ['n1', 'n2', 'n3'].filter((n) => n !== leaver);
+  for (const g of moving) {
+    const on = (await Promise.all(staying.map(async (n) => ((await hosted(n)).includes(g) ? n : undefined)))).filter((n) => n !== undefined);
+    t.equal(on.length, 2, `${g} has its two replicas on the staying nodes (${on.join(', ')})`);
+  }
+  // Cancelled (between attempts) rather than waiting out twenty: the old shard serves throughout.
+  await waitFor(async () => [200, 202].includes((await cluster.request(metaLeader, 'DELETE', '/vectordb/collections/lv/reshard')).status), { timeoutMs: 60_000, what: 'a cancel between two attempts' });
+  t.match(await waitFor(async () => {
+    const j = await job();
+    return isReshardEnded(j.state) ? j : undefined;
+  }, { timeoutMs: 60_000, what: 'the reshard to end' }), { state: 'cancelled' });
+  t.match((await cluster.request(metaLeader, 'GET', '/vectordb/collections/lv')).body, { num_shards: 1, count: 40 });
+});

@@ -31,6 +31,39 @@ t.test('a replica moves once its node is down past the grace period, is leaving,
   t.end();
 });
 
+t.test("a running reshard's and split's pending groups are repaired too, once every member reads the move", (t) => {
+  const nodes = [node('a', 'up'), node('b', 'leaving'), node('c', 'up'), node('d', 'up')];
+  let s = withCollection(nodes, [['a', 'c']]);
+  s = applyMeta(s, { type: 'reshard.begin', collection: 'c', jobId: 'r', atMs: 1, shards: [{ range: [0, 2147483647], replicas: ['a', 'b'] }, { range: [2147483648, 4294967295], replicas: ['c', 'd'] }] }).state;
+  t.same(planRepairs(s, 0, 10_000), [], 'an older member in the cluster: pending groups wait for their job, as before');
+  const moves = planRepairs(s, 0, 10_000, { pending: true });
+  t.match(moves, [{ kind: 'collection', collection: 'c', group: 'vs1', from: 'b', to: 'd', pending: true }], "the leaving node's new-group replica moves to the least loaded node outside the group");
+  const moved = applyMeta(s, { type: 'shard.replace.pending', collection: 'c', group: 'vs1', from: 'b', to: 'd' });
+  t.same(moved.result, { ok: true });
+  t.same(moved.state.collections.c!.pending!.map((p) => p.replicas), [['a', 'd'], ['c', 'd']]);
+  t.same(moved.state.collections.c!.shards, s.collections.c!.shards, 'the routed shards are untouched');
+  t.match(applyMeta(moved.state, { type: 'shard.replace.pending', collection: 'c', group: 'vs1', from: 'b', to: 'd' }).result, { ok: false, code: 'conflict' }, 'a repeated move is refused');
+  t.match(applyMeta(s, { type: 'shard.replace', collection: 'c', group: 'vs1', from: 'b', to: 'd' }).result, { ok: false, code: 'not_found' }, 'the routed-shard command does not see pending groups (what older members apply)');
+  // The job switched before the move committed: the group is routed by then, and moves there.
+  const switched = applyMeta(applyMeta(s, { type: 'reshard.progress', jobId: 'r', atMs: 2, step: 'switching' } as never).state, { type: 'reshard.switch', jobId: 'r', atMs: 3 }).state;
+  t.equal(switched.collections.c!.pending, undefined, 'switched');
+  const late = applyMeta(switched, { type: 'shard.replace.pending', collection: 'c', group: 'vs1', from: 'b', to: 'd' });
+  t.same(late.result, { ok: true });
+  t.same(late.state.collections.c!.shards.find((x) => x.group === 'vs1')!.replicas, ['a', 'd'], 'applied to the routed group');
+
+  // A VDB split's pending group.
+  let v: MetaState = { ...EMPTY_META, nodes: Object.fromEntries(nodes.map((n) => [n.name, n])) };
+  const config = { hashFunction: 'phash2' as const, replicaFactor: 2, zones: [], createdMs: 0 };
+  v = applyMeta(v, { type: 'vdb.create', name: 'v', config, shards: [{ range: [0, 4294967295], replicas: ['a', 'c'] }] }).state;
+  v = applyMeta(v, { type: 'vdb.rebalance.begin', name: 'v', jobId: 'j', atMs: 1, op: 'split', source: 0, target: 1, moving: [2147483648, 4294967295], replicas: ['b', 'c'] }).state;
+  const vm = planRepairs(v, 0, 10_000, { pending: true });
+  t.match(vm, [{ kind: 'vdb', collection: 'v', group: 'ds1', from: 'b', pending: true }]);
+  const vMoved = applyMeta(v, { type: 'shard.replace.pending', kind: 'vdb', collection: 'v', group: 'ds1', from: 'b', to: vm[0]!.to });
+  t.same(vMoved.result, { ok: true });
+  t.same(vMoved.state.vdbs.v!.pending!.replicas, [vm[0]!.to, 'c']);
+  t.end();
+});
+
 t.test('a leave is stranded exactly where no other live node can take a replica', (t) => {
   const three = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'up')], [['a', 'b', 'c'], ['a', 'b', 'c']]);
   const stranded = strandedReplicas(three, 'c');
