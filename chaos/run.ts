@@ -901,20 +901,40 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const rec = new Recorder();
     const nemesis = (async () => {
       const open = new Map<number, number>();
-      for (const e of events) {
-        // A stalled event (a start that took its full minute) delays the rest: past the run's
-        // length the remaining faults are dropped, and healing below ends the open ones.
+      // A node's events run in order, each after the one before it on that node; a stalled one
+      // (a leave waited for, a start that took its minute) holds up that node's later events
+      // only. Before, it held every node's: seed 110's wait for n4's leave kept n2 stopped for
+      // 92 s, past its scheduled start, which took a new group its majority.
+      const perNode = new Map<string, Promise<void>>();
+      let dropped = false;
+      const run = async (e: ScheduledEvent) => {
+        // Past the run's length the remaining faults are dropped; healing below ends the open ones.
         if (rec.now() >= durationMs) {
-          log(`chaos: ${String(rec.now()).padStart(7)} ms  past the run's length: the schedule's remaining events are dropped`);
-          break;
+          if (!dropped) log(`chaos: ${String(rec.now()).padStart(7)} ms  past the run's length: the schedule's remaining events are dropped`);
+          dropped = true;
+          return;
         }
-        const wait = e.atMs - rec.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         log(`chaos: ${String(rec.now()).padStart(7)} ms  ${e.action.padEnd(14)} ${typeof e.target === 'string' ? e.target : JSON.stringify(e.target)}`);
         if (!open.has(e.fault)) open.set(e.fault, rec.now());
         await applyEvent(e, byName, net);
         if (isHeal(e)) windows.push({ kind: e.kind, startMs: open.get(e.fault)!, endMs: rec.now() });
+      };
+      let cut = false;
+      for (const e of events) {
+        if (rec.now() >= durationMs) {
+          cut = true;
+          break;
+        }
+        const wait = e.atMs - rec.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        if (typeof e.target !== 'string') {
+          await run(e); // the network's faults apply at once
+          continue;
+        }
+        perNode.set(e.target, (perNode.get(e.target) ?? Promise.resolve()).then(() => run(e)));
       }
+      await Promise.all(perNode.values());
+      if (cut && !dropped) log(`chaos: ${String(rec.now()).padStart(7)} ms  past the run's length: the schedule's remaining events are dropped`);
     })();
     let keys = new Map<string, string>();
     let attempted: string[] = [];
