@@ -400,7 +400,7 @@ export class ReshardCoordinator {
 }
 
 /** The job as `GET /vectordb/collections/:c/reshard` shows it. */
-export function reshardView(job: Job): Record<string, unknown> {
+export function reshardView(job: Job, pending?: readonly ShardPlacement[]): Record<string, unknown> {
   const r = job.reshard!;
   const ended = r.endedAtMs ?? (isReshardEnded(job.step) ? job.updatedAtMs : undefined);
   const seconds = ((ended ?? Date.now()) - job.createdAtMs) / 1000;
@@ -418,6 +418,8 @@ export function reshardView(job: Job): Record<string, unknown> {
     last_error: r.error ?? null,
     switch_rollbacks: r.rollbacks ?? 0,
     sources: Object.entries(r.sources).map(([group, s]) => ({ group, from: s.from, copied: s.copied, docs: s.docs, tailed: s.tailed })),
+    // Where the new shards live while the job runs (repair moves them off a node that leaves or is lost).
+    ...(pending === undefined || isReshardEnded(job.step) ? {} : { new_groups: pending.map((p) => ({ group: p.group, range: p.range, replicas: p.replicas })) }),
   };
 }
 

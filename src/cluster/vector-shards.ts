@@ -180,11 +180,12 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
 
   /** The collection's current (or last) reshard job. */
   reshardStatus(name: string): Record<string, unknown> {
-    if (this.#o.member.state.collections[name] === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} not found`);
+    const c = this.#o.member.state.collections[name];
+    if (c === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} not found`);
     const jobs = Object.values(this.#o.member.state.jobs).filter((j) => j.kind === 'reshard' && j.target === name && j.reshard !== undefined);
     const job = jobs.sort((a, b) => b.createdAtMs - a.createdAtMs)[0];
     if (job === undefined) throw new FirkinError('not_found', `collection ${JSON.stringify(name)} has no reshard job`);
-    return reshardView(job);
+    return reshardView(job, c.pending);
   }
 
   /** Cancel a reshard before its switch: the new groups go, the old ones stay authoritative. */

@@ -362,13 +362,17 @@ t.test('a node leaves while a reshard runs: its replicas of the new groups move 
   const leaver = (await Promise.all(['n1', 'n2', 'n3'].filter((n) => n !== metaLeader).map(async (n) => ((await newGroupsOn(n)).length > 0 ? n : undefined)))).find((n) => n !== undefined);
   t.ok(leaver !== undefined, `a node other than the metadata leader (${metaLeader}) holds a new group's replica`);
   const moving = await newGroupsOn(leaver!);
+  const staying0 = () => ['n1', 'n2', 'n3'].filter((n) => n !== leaver);
   t.equal((await cluster.request(leaver!, 'POST', '/vectordb/cluster/leave')).status, 200, `${leaver} (new groups ${moving.join(', ')}) asks to leave`);
   await waitFor(async () => (await cluster.status(leaver!).catch(() => ({ state: 'gone' }))).state === 'left', { timeoutMs: 45_000, what: `${leaver} to finish leaving` }).catch(async (err: Error) => {
     throw new Error(`${err.message}: job ${JSON.stringify(await job())}\n${cluster.node(metaLeader).child!.output().split('\n').filter((l) => /moving the replica|leav|reshard/.test(l)).slice(-15).join('\n')}`);
   });
   const during = await job();
   t.notOk(isReshardEnded(during.state), `the leave ended while the reshard still ran (${during.state}, ${during.switch_rollbacks} rollbacks)`);
-  const staying = ['n1', 'n2', 'n3'].filter((n) => n !== leaver);
+  const placed = during.new_groups as { group: string; replicas: string[] }[];
+  t.same(placed.map((g) => g.group).sort(), [...new Set([...(await Promise.all(staying0().map(newGroupsOn))).flat()])].sort(), 'the job names its new groups');
+  t.ok(placed.every((g) => g.replicas.length === 2 && !g.replicas.includes(leaver!)), `no new group is placed on ${leaver} any more (${JSON.stringify(placed)})`);
+  const staying = staying0();
   for (const g of moving) {
     const on = (await Promise.all(staying.map(async (n) => ((await hosted(n)).includes(g) ? n : undefined)))).filter((n) => n !== undefined);
     t.equal(on.length, 2, `${g} has its two replicas on the staying nodes (${on.join(', ')})`);
