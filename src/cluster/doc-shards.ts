@@ -768,7 +768,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
       total_docs: total,
       total_disk_size: shards.reduce((n, s) => n + s.disk_size, 0),
       shards: shards.map((s) => ({ db: s.db, doc_count: s.doc_count, disk_size: s.disk_size })),
-      ...(job === undefined ? {} : { rebalance: rebalanceView(job) }),
+      ...(job === undefined ? {} : { rebalance: rebalanceView(job, v.pending) }),
       // CouchDB's database info fields, for its clients (PouchDB's replication progress reads `update_seq`).
       db_name: name,
       doc_count: total,

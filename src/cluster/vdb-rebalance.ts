@@ -447,7 +447,9 @@ export class VdbRebalanceCoordinator {
 }
 
 /** A VDB rebalance job as `GET /_cluster/jobs` and the split/merge routes show it. */
-export function rebalanceView(job: Job): Record<string, unknown> {
+export function rebalanceView(job: Job, pending?: ShardPlacement): Record<string, unknown> {
   const d = job.vdb!;
-  return { id: job.id, vdb: job.target, op: d.op, state: job.step, source: d.source, target: d.target, moving: d.moving, documents_copied: d.copied, documents_expected: d.expected ?? null, cancel_requested: d.cancelRequested === true, last_error: d.error ?? null, switch_rollbacks: d.rollbacks ?? 0 };
+  // A running split's new group and where it is placed (repair moves it off a node that leaves or is lost).
+  const newGroup = pending === undefined || isReshardEnded(job.step) ? {} : { new_group: { group: pending.group, range: pending.range, replicas: pending.replicas } };
+  return { id: job.id, vdb: job.target, op: d.op, state: job.step, source: d.source, target: d.target, moving: d.moving, documents_copied: d.copied, documents_expected: d.expected ?? null, cancel_requested: d.cancelRequested === true, last_error: d.error ?? null, switch_rollbacks: d.rollbacks ?? 0, ...newGroup };
 }

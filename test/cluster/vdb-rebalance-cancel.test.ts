@@ -11,7 +11,7 @@ import { TestCluster } from './harness.js';
 interface Info {
   total_docs: number;
   shards: { db: string; doc_count: number }[];
-  rebalance?: { id: string; op: string; state: string; documents_copied: number; cancel_requested: boolean };
+  rebalance?: { id: string; op: string; state: string; documents_copied: number; cancel_requested: boolean; new_group?: { group: string; range: [number, number]; replicas: string[] } };
 }
 
 t.test('a VDB split and a merge cancelled while they copy', async (t) => {
@@ -33,6 +33,7 @@ t.test('a VDB split and a merge cancelled while they copy', async (t) => {
   // Split of shard 1, cancelled while it copies.
   const split = cluster.request('n1', 'POST', '/vdb/rb/_shards/1/_split');
   await waitFor(async () => ((await info()).rebalance?.state === 'copying' ? true : undefined), { what: 'the split to copy' });
+  t.match((await info()).rebalance?.new_group, { group: /^ds\d+$/, range: [3221225472, 4294967295], replicas: ['n1'] }, "the split's new group and where it is placed");
   const cancelled = await cluster.request('n1', 'DELETE', '/vdb/rb/_rebalance');
   t.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
   t.match(cancelled.body, { op: 'split', state: 'cancelled', cancel_requested: true }, 'the split ended cancelled');
