@@ -88,6 +88,8 @@ interface NodeProc {
   leaving: boolean;
   /** A leave was asked since this node last started afresh, whatever it answered: only then may one have committed. */
   leaveAsked: boolean;
+  /** Started on an empty data directory and not seen caught up since: it votes in no group yet. */
+  fresh: boolean;
 }
 
 /** A `replace` fault waits this long for its node to have left (its replicas moved). */
@@ -626,6 +628,28 @@ async function jobsEnded(nodes: NodeProc[], timeoutMs: number): Promise<{ id: st
   }
 }
 
+/** Process faults that take a node out (its heal is a no-op when the fault was skipped). */
+const TAKES_OUT: readonly ScheduledEvent['action'][] = ['kill', 'stop', 'pause'];
+
+/**
+ * With `keepQuorum`, whether taking `target` out now would leave fewer than a majority of
+ * nodes running and caught up. The schedule plans its faults so, but a node's event can run
+ * late (a readd waiting for replicas to catch up keeps its node down past its window) while
+ * the other nodes' go on; and a node back on an empty disk votes nowhere until it caught up,
+ * which the schedule cannot see (seeds 99, 109, 111: 16–40 s without a majority for a group).
+ */
+async function wouldBreakQuorum(target: string, byName: Map<string, NodeProc>): Promise<string | undefined> {
+  const nodes = [...byName.values()];
+  if (nodes.some((m) => m.fresh && m.proc !== undefined) && (await replicasInStep(byName))) for (const m of nodes) m.fresh = false;
+  const out = nodes.filter((m) => m.name !== target && (m.proc === undefined || m.url === undefined || m.paused || m.fresh));
+  const room = Math.floor((nodes.length - 1) / 2);
+  if (out.length + 1 <= room) return undefined;
+  return `${out.map((m) => `${m.name} ${m.proc === undefined ? 'down' : m.url === undefined ? 'starting' : m.paused ? 'paused' : 'catching up from empty'}`).join(', ')}`;
+}
+
+/** How long a kill, stop or pause waits for a majority to be back (running, caught up) before it is skipped. */
+const QUORUM_WAIT_MS = 30_000;
+
 async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
   if (e.action === 'net') {
     net.apply(e.target);
@@ -647,6 +671,7 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       if (n.proc === undefined) await startOrSay(n);
       return;
     case 'start-and-kill': {
+      if (n.proc !== undefined) return; // its kill was skipped (quorum)
       await startNode(n, false);
       await new Promise((r) => setTimeout(r, e.durationMs));
       await killNode(n);
@@ -781,6 +806,7 @@ async function recordedStatus(n: NodeProc, byName: Map<string, NodeProc>): Promi
 async function startAfresh(n: NodeProc, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
   rmSync(n.env.SERVICE_DATA_DIR!, { recursive: true, force: true });
   n.leaveAsked = false;
+  n.fresh = true;
   n.env = { ...n.env, SERVICE_SEED_NODES: [...byName.keys()].filter((m) => m !== n.name).map((m) => net.seedFor(n.name, m)).join(',') };
   await startOrSay(n);
 }
@@ -879,6 +905,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     switchRollbacks: 0,
     leaving: false,
     leaveAsked: false,
+    fresh: false,
   }));
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const durationMs = Math.round(o.minutes * 60_000);
@@ -906,6 +933,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       // only. Before, it held every node's: seed 110's wait for n4's leave kept n2 stopped for
       // 92 s, past its scheduled start, which took a new group its majority.
       const perNode = new Map<string, Promise<void>>();
+      const skipped = new Set<number>();
       let dropped = false;
       const run = async (e: ScheduledEvent) => {
         // Past the run's length the remaining faults are dropped; healing below ends the open ones.
@@ -914,6 +942,22 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
           dropped = true;
           return;
         }
+        if (o.keepQuorum && typeof e.target === 'string' && TAKES_OUT.includes(e.action) && byName.get(e.target)!.proc !== undefined) {
+          // It waits (this node's queue only) for a majority to be back, as the runner did when
+          // every event waited for the one before it; then it is skipped.
+          const since = rec.now();
+          let why = await wouldBreakQuorum(e.target, byName);
+          while (why !== undefined && rec.now() - since < QUORUM_WAIT_MS && rec.now() < durationMs) {
+            await new Promise((r) => setTimeout(r, 250));
+            why = await wouldBreakQuorum(e.target, byName);
+          }
+          if (why !== undefined) {
+            log(`chaos: ${String(rec.now()).padStart(7)} ms  ${e.action.padEnd(14)} ${e.target}: skipped, it would leave no majority running and caught up (${why})`);
+            skipped.add(e.fault);
+            return;
+          }
+        }
+        if (skipped.has(e.fault)) return; // the fault's later events: nothing to heal
         log(`chaos: ${String(rec.now()).padStart(7)} ms  ${e.action.padEnd(14)} ${typeof e.target === 'string' ? e.target : JSON.stringify(e.target)}`);
         if (!open.has(e.fault)) open.set(e.fault, rec.now());
         await applyEvent(e, byName, net);
