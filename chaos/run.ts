@@ -956,6 +956,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
             skipped.add(e.fault);
             return;
           }
+          if (rec.now() - since >= 250) log(`chaos: ${String(rec.now()).padStart(7)} ms  ${e.action.padEnd(14)} ${e.target}: waited ${rec.now() - since} ms for a majority running and caught up`);
         }
         if (skipped.has(e.fault)) return; // the fault's later events: nothing to heal
         log(`chaos: ${String(rec.now()).padStart(7)} ms  ${e.action.padEnd(14)} ${typeof e.target === 'string' ? e.target : JSON.stringify(e.target)}`);
