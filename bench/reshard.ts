@@ -2,13 +2,17 @@
 // RESHARD_DOCS documents (default 100,000, dimension 32) goes from 2 to 5 shards while one
 // writer and one searcher run. Reports the documents migrated per second, the longest write
 // pause (a write's latency) during the job, and search p50/p99 during the job against before it.
-//   npx tsx bench/reshard.ts            (RESHARD_DOCS, RESHARD_TO)
+// RESHARD_WRITERS writers (default 1) write new ids, or with RESHARD_HOT=n update n hot
+// documents over and over (the replay then carries long runs of one document's writes).
+//   npx tsx bench/reshard.ts            (RESHARD_DOCS, RESHARD_TO, RESHARD_WRITERS, RESHARD_HOT)
 import { TestCluster } from '../test/cluster/harness.js';
 import { waitFor } from '../test/support/wait.js';
 import { percentile, report, type BenchResult } from './support.js';
 
 const docs = Number(process.env.RESHARD_DOCS ?? 100_000);
 const to = Number(process.env.RESHARD_TO ?? 5);
+const writers = Number(process.env.RESHARD_WRITERS ?? 1);
+const hot = Number(process.env.RESHARD_HOT ?? 0);
 const dims = 32;
 const DEFAULT_TIMINGS = { SERVICE_FD_SUSPECT_MS: '1500', SERVICE_FD_DOWN_MS: '4000', SERVICE_FD_MIN_DWELL_MS: '3000', SERVICE_CLUSTER_HEARTBEAT_MS: '250', SERVICE_CLUSTER_PROPOSAL_TIMEOUT_MS: '5000' };
 let seed = 42;
@@ -50,16 +54,19 @@ try {
   let running = true;
   let maxWriteMs = 0;
   let writes = 0;
-  const writer = (async () => {
-    for (let i = 0; running; i++) {
-      const t0 = performance.now();
-      const r = await c.request(node(i), 'POST', '/vectordb/collections/rb/docs', { body: { id: `w${i}`, text: 'w', metadata: {}, vector: vector() } }).catch(() => undefined);
-      if (r?.status === 201) {
-        writes++;
-        maxWriteMs = Math.max(maxWriteMs, performance.now() - t0);
+  const writer = Promise.all(
+    Array.from({ length: writers }, async (_, w) => {
+      for (let i = 0; running; i++) {
+        const t0 = performance.now();
+        const id = hot > 0 ? `hot${(i + w) % hot}` : `w${w}-${i}`;
+        const r = await c.request(node(i + w), 'POST', '/vectordb/collections/rb/docs', { body: { id, text: 'w', metadata: { i }, vector: vector() } }).catch(() => undefined);
+        if (r?.status === 201 || r?.status === 200) {
+          writes++;
+          maxWriteMs = Math.max(maxWriteMs, performance.now() - t0);
+        }
       }
-    }
-  })();
+    }),
+  );
   const t0 = performance.now();
   const started = await c.request('n2', 'POST', '/vectordb/collections/rb/reshard', { body: { num_shards: to } });
   if (started.status !== 200) throw new Error(`reshard: ${started.status} ${JSON.stringify(started.body)}`);
@@ -75,9 +82,11 @@ try {
   running = false;
   const [lat] = await Promise.all([during, writer]);
   results.push({
-    bench: `reshard-2-to-${to}`,
+    bench: `reshard-2-to-${to}${hot > 0 ? `-hot${hot}` : ''}`,
     docs,
+    writers,
     seconds,
+    switchRollbacks: job.switch_rollbacks,
     migratedPerSec: job.documents_migrated / seconds,
     writesDuring: writes,
     longestWriteMs: maxWriteMs,

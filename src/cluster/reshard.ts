@@ -33,14 +33,14 @@ import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
 import { hashId, shardFor } from '../core/shard-hash.js';
 import { runInKeyOrder, settleAll } from '../core/serial.js';
-import { type ShardCommand, FENCE_ENTRY, decodeShardCommand, decodeShardEntry, encodeShardCommand, fenceEntry, liftEntry } from '../vector/commands.js';
+import { type ShardCommand, FENCE_ENTRY, REPLAY_RUN, commandRuns, decodeShardCommand, decodeShardEntry, encodeShardCommand, fenceEntry, liftEntry, splitCommands } from '../vector/commands.js';
 import type { FenceOutcome, LiftOutcome } from '../vector/fence.js';
-import type { DocInput } from '../vector/shard.js';
 import type { CollectionPlacement, Job, ReshardSource, ShardPlacement } from './meta-state.js';
 import { isReshardEnded } from './meta-state.js';
 import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
 import { SwitchDeadlines, SwitchTimeout, awaitNextAttempt, newSwitchAttempt, raceDeadline, undoSwitchBeforeFailing } from './switch-bound.js';
+import { REPLAY_RUN_PROTOCOL, protocolShortfall } from './versions.js';
 
 /** What the coordinator needs of the vector shard host. */
 export interface ReshardShards {
@@ -75,6 +75,9 @@ const CAUGHT_UP_ENTRIES = 20;
 const TAIL_BATCH = 256;
 /** Replayed entries forwarded at once (entries of one document one after another). */
 const FORWARDS_IN_FLIGHT = 16;
+
+/** A request id for a replayed command that had none (its parts share it). */
+const newRequestId = () => randomBytes(12).toString('base64url');
 
 /** The documents a replayed entry writes. */
 const commandIds = (c: ShardCommand): string[] => (c.kind === 'upsert' ? c.docs.map((d) => d.id) : [...c.ids]);
@@ -210,7 +213,7 @@ export class ReshardCoordinator {
       if (reply.c instanceof Uint8Array) {
         const command = decodeShardCommand(reply.c);
         if (command.kind !== 'upsert') throw new FirkinError('error', 'snapshot transfer: a chunk holds a delete');
-        await this.#forward(jobId, { kind: 'upsert', docs: command.docs, rid: randomBytes(12).toString('base64url') });
+        await this.#forwardOne(jobId, { kind: 'upsert', docs: command.docs, rid: newRequestId() });
         docs += command.docs.length;
         // Rate limit: never ahead of docsPerSecond on average.
         const ahead = (docs / this.#o.docsPerSecond) * 1000 - (Date.now() - started);
@@ -232,32 +235,42 @@ export class ReshardCoordinator {
     log.info({ job: jobId, source: old.group, docs, from }, `reshard: copied ${old.group} (${docs} documents, state at index ${from})`);
   }
 
-  /** Send a command's documents (or ids) to the new shards that own them now, each part in parallel. */
-  async #forward(jobId: string, command: ShardCommand): Promise<void> {
+  /** The new groups, and the one each document routes to. */
+  #targets(jobId: string): { pending: readonly ShardPlacement[]; shardOf: (id: string) => number } {
     const c = this.#collection(this.#job(jobId));
     const pending = c.pending;
     if (pending === undefined) throw new FatalJobError(`collection ${c.name} has no pending shards`);
     const ranges = pending.map((s, i) => ({ shardId: i, start: s.range[0], end: s.range[1] }));
-    const target = (id: string) => shardFor(ranges, hashId(id, 'xxhash'));
-    const rid = command.rid ?? randomBytes(12).toString('base64url');
-    const parts = new Map<number, DocInput[] | string[]>();
-    if (command.kind === 'upsert') {
-      for (const d of command.docs) {
-        const t = target(d.id);
-        parts.set(t, [...((parts.get(t) as DocInput[] | undefined) ?? []), d]);
-      }
-    } else {
-      for (const id of command.ids) {
-        const t = target(id);
-        parts.set(t, [...((parts.get(t) as string[] | undefined) ?? []), id]);
-      }
+    return { pending, shardOf: (id) => shardFor(ranges, hashId(id, 'xxhash')) };
+  }
+
+  /**
+   * Send replayed commands to the new shards that own their documents, each document's in log
+   * order. Each new group takes its part of the batch in runs (`vshard.proposeMany`, cluster
+   * protocol 8): a round trip per run, where a hot document's writes took one each and the
+   * replay could fall behind its writers. While an older member is live, one command a call.
+   */
+  async #forwardAll(jobId: string, commands: readonly ShardCommand[]): Promise<void> {
+    if (protocolShortfall(this.#o.member.liveNodes(), REPLAY_RUN_PROTOCOL, 'replaying in runs') !== undefined) {
+      await runInKeyOrder(commands, commandIds, (command) => this.#forwardOne(jobId, command), FORWARDS_IN_FLIGHT);
+      return;
     }
-    await Promise.all(
-      [...parts].map(([t, part]) => {
-        const sub: ShardCommand = command.kind === 'upsert' ? { kind: 'upsert', docs: part as DocInput[], rid } : { kind: 'delete', ids: part as string[], rid };
-        return this.#o.shards.leaderCall(pending[t]!, 'vshard.propose', { c: encodeShardCommand(sub) });
+    const { pending, shardOf } = this.#targets(jobId);
+    const parts = splitCommands(commands, shardOf, newRequestId);
+    await settleAll(
+      [...parts].map(async ([t, list]) => {
+        for (const run of commandRuns(list.map(encodeShardCommand), REPLAY_RUN.count, REPLAY_RUN.bytes)) {
+          await this.#o.shards.leaderCall(pending[t]!, 'vshard.proposeMany', { cs: run });
+        }
       }),
     );
+  }
+
+  /** Send a command's documents (or ids) to the new shards that own them now, each part in parallel. */
+  async #forwardOne(jobId: string, command: ShardCommand): Promise<void> {
+    const { pending, shardOf } = this.#targets(jobId);
+    const parts = splitCommands([command], shardOf, newRequestId);
+    await Promise.all([...parts].map(([t, subs]) => this.#o.shards.leaderCall(pending[t]!, 'vshard.propose', { c: encodeShardCommand(subs[0]!) })));
   }
 
   // ---- replay ------------------------------------------------------------------------------
@@ -293,7 +306,7 @@ export class ReshardCoordinator {
       // overlap, so the replay keeps up with writers on slow links (one proposal a round trip
       // was slower than a stream of client writes under a 100 ms delay: chaos seed 101).
       const commands = (reply.e as { i: number; d: Uint8Array }[]).map((e) => decodeShardEntry(e.d)).filter((c): c is ShardCommand => c.kind !== 'fence');
-      await runInKeyOrder(commands, commandIds, (command) => this.#forward(jobId, command), FORWARDS_IN_FLIGHT);
+      await this.#forwardAll(jobId, commands);
       const before = tailed;
       if (typeof reply.to === 'number' && reply.to > tailed) tailed = reply.to;
       if (Date.now() - lastReport > PROGRESS_EVERY_MS) await report();

@@ -28,7 +28,7 @@ import type { Store } from '../storage/db.js';
 import type { AnnEngine } from '../vector/ann/ann-index.js';
 import type { QueryStats, ScoredId } from '../vector/bm25.js';
 import type { CollectionConfig } from '../vector/collection-config.js';
-import { type ApplyOutcome, type FenceOutcome, type ShardCommand, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
+import { type ApplyOutcome, type FenceOutcome, REPLAY_RUN, type ShardCommand, decodeShardCommand, decodeShardEntry, encodeShardCommand } from '../vector/commands.js';
 import { fenceFromWire, fenceToWire } from '../vector/fence.js';
 import { encodeKey } from '../core/keys.js';
 import type { Filter } from '../vector/filter.js';
@@ -412,6 +412,26 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
         this.checkDeadline(req);
         const outcome = (await r.group.propose(c)) as ApplyOutcome | undefined;
         return encodeCbor({ o: outcome ?? null });
+      }
+      case 'vshard.proposeMany': {
+        // A reshard's replay: commands proposed back to back take consecutive places in the log,
+        // in this order (one document's writes stay in the order they had in the old shard).
+        const { cs } = req;
+        if (!Array.isArray(cs) || cs.length === 0 || cs.length > REPLAY_RUN.count || !cs.every((c) => c instanceof Uint8Array)) {
+          throw new FirkinError('bad_request', `a run of shard proposals is 1 to ${REPLAY_RUN.count} commands`);
+        }
+        const r = this.leading(req.g);
+        this.checkDeadline(req);
+        const proposed: Promise<ApplyOutcome | undefined>[] = [];
+        try {
+          for (const c of cs as Uint8Array[]) proposed.push(r.group.propose(c) as Promise<ApplyOutcome | undefined>);
+        } catch (err) {
+          // Leadership lost part way: the commands already in the log may still commit (the
+          // replay sends the run again; each applies its request id once).
+          for (const p of proposed) p.catch(() => undefined);
+          throw err;
+        }
+        return encodeCbor({ o: (await Promise.all(proposed)).map((o) => o ?? null) });
       }
       case 'vshard.export':
         return this.#export(req.g, req.s);

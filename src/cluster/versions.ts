@@ -20,13 +20,17 @@ import type { NodeRecord } from './meta-state.js';
  * 7: a reshard's numbered fences and their lifts in a vector shard's log, and the metadata's
  * `reshard.rollback` (a switch that runs out of time is rolled back: cluster/reshard.ts).
  * 8: the metadata's `shard.replace.pending` (a running reshard's or split's pending group is
- * repaired: `PENDING_REPAIR_PROTOCOL`).
+ * repaired: `PENDING_REPAIR_PROTOCOL`), and a vector shard's `proposeMany` (a reshard's replay
+ * sends a new group its part of a tail batch in one call: `REPLAY_RUN_PROTOCOL`).
  * A record without one is from a build before protocols: 0.
  */
 export const PROTOCOL = 8;
 
 /** The metadata leader moves the replicas of pending groups only while every member reads `shard.replace.pending`. */
 export const PENDING_REPAIR_PROTOCOL = 8;
+
+/** A reshard replays in runs (`vshard.proposeMany`) only while every member answers it; before, one call per command. */
+export const REPLAY_RUN_PROTOCOL = 8;
 
 /**
  * Leaders vouch for replicas that opened empty (raft/core.ts `catchingUp`) only while every

@@ -104,3 +104,61 @@ export function decodeShardCommand(bytes: Uint8Array): ShardCommand {
   });
   return { kind: 'upsert', docs, ...r };
 }
+
+/**
+ * Replayed commands (a reshard's tail of an old shard's log) split by the new shard each
+ * document routes to (`shardOf`), each shard's part in log order. A command whose documents
+ * land in several shards becomes one command per shard, all with its request id (`newRid`
+ * chooses one when it had none), so each part applies once. Each shard taking its part in this
+ * order, every document gets its writes in the order the log had them.
+ */
+export function splitCommands(commands: readonly ShardCommand[], shardOf: (id: string) => number, newRid: () => string): Map<number, ShardCommand[]> {
+  const out = new Map<number, ShardCommand[]>();
+  for (const command of commands) {
+    const rid = command.rid ?? newRid();
+    const parts = new Map<number, string[] | DocInput[]>();
+    if (command.kind === 'upsert') {
+      for (const d of command.docs) {
+        const t = shardOf(d.id);
+        const part = (parts.get(t) as DocInput[] | undefined) ?? [];
+        part.push(d);
+        parts.set(t, part);
+      }
+    } else {
+      for (const id of command.ids) {
+        const t = shardOf(id);
+        const part = (parts.get(t) as string[] | undefined) ?? [];
+        part.push(id);
+        parts.set(t, part);
+      }
+    }
+    for (const [t, part] of parts) {
+      const sub: ShardCommand = command.kind === 'upsert' ? { kind: 'upsert', docs: part as DocInput[], rid } : { kind: 'delete', ids: part as string[], rid };
+      const list = out.get(t) ?? [];
+      list.push(sub);
+      out.set(t, list);
+    }
+  }
+  return out;
+}
+
+/** A replay's commands travel to a new group's leader in runs of at most this many, and about this many bytes. */
+export const REPLAY_RUN = { count: 256, bytes: 512 * 1024 } as const;
+
+/** Encoded commands in runs of at most `maxCount` and about `maxBytes` (a larger command alone), in order. */
+export function commandRuns(encoded: readonly Uint8Array[], maxCount: number, maxBytes: number): Uint8Array[][] {
+  const runs: Uint8Array[][] = [];
+  let run: Uint8Array[] = [];
+  let bytes = 0;
+  for (const c of encoded) {
+    if (run.length > 0 && (run.length >= maxCount || bytes + c.byteLength > maxBytes)) {
+      runs.push(run);
+      run = [];
+      bytes = 0;
+    }
+    run.push(c);
+    bytes += c.byteLength;
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
+}

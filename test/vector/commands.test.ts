@@ -8,7 +8,7 @@ import t from 'tap';
 import { FirkinError } from '../../src/core/errors.js';
 import { Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
-import { type ShardCommand, decodeShardCommand, encodeShardCommand } from '../../src/vector/commands.js';
+import { type ShardCommand, commandRuns, decodeShardCommand, encodeShardCommand, splitCommands } from '../../src/vector/commands.js';
 import { Shard } from '../../src/vector/shard.js';
 import { smallShardConfig } from './engine-harness.js';
 import { fcParams } from '../support/fc.js';
@@ -107,4 +107,54 @@ t.test('delete says per id whether it was there; a standalone delete of nothing 
   t.equal(await s.shard.remove('b'), true);
   t.equal(s.shard.appliedIndex, 3, 'the standalone path numbers its own commands');
   await t.rejects(s.shard.apply({ kind: 'delete', ids: ['b'] }, 0), FirkinError);
+});
+
+t.test("a reshard's replay split by new shard: each shard's part, applied in order, is the log applied and cut to its ids", (t) => {
+  const withRid = fc.tuple(command, fc.option(fc.constantFrom('r1', 'r2', 'r3'), { nil: undefined })).map(([c, rid]): ShardCommand => (rid === undefined ? c : { ...c, rid }));
+  // A model shard: each id's last text, or gone.
+  const apply = (model: Map<string, string>, c: ShardCommand) => {
+    if (c.kind === 'upsert') for (const d of c.docs) model.set(d.id, d.text);
+    else for (const x of c.ids) model.delete(x);
+  };
+  fc.assert(
+    fc.property(fc.array(withRid, { maxLength: 30 }), fc.integer({ min: 1, max: 4 }), (commands, shards) => {
+      const shardOf = (x: string) => x.charCodeAt(0) % shards;
+      let fresh = 0;
+      const parts = splitCommands(commands, shardOf, () => `new${fresh++}`);
+      t.equal(fresh, commands.filter((c) => c.rid === undefined).length, 'one new request id per command that had none');
+      const whole = new Map<string, string>();
+      for (const c of commands) apply(whole, c);
+      for (const [shard, list] of parts) {
+        const model = new Map<string, string>();
+        for (const c of list) {
+          const ids = c.kind === 'upsert' ? c.docs.map((d) => d.id) : c.ids;
+          if (!ids.every((x) => shardOf(x) === shard)) return false;
+          apply(model, c);
+        }
+        const expected = new Map([...whole].filter(([x]) => shardOf(x) === shard));
+        if (JSON.stringify([...model].sort()) !== JSON.stringify([...expected].sort())) return false;
+      }
+      // Every write lands once, and the parts of one command carry its request id.
+      const written = (cs: readonly ShardCommand[]) => cs.flatMap((c) => (c.kind === 'upsert' ? c.docs.map((d) => `u${d.id}${d.text}`) : c.ids.map((x) => `d${x}`))).sort();
+      if (JSON.stringify(written([...parts.values()].flat())) !== JSON.stringify(written(commands))) return false;
+      const rids = new Set([...parts.values()].flat().map((c) => c.rid));
+      return [...rids].every((r) => r !== undefined) && commands.every((c) => c.rid === undefined || rids.has(c.rid));
+    }),
+    fcParams(300),
+  );
+  t.end();
+});
+
+t.test('replayed commands travel in runs bounded by count and bytes, in order; a large one alone', (t) => {
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: 1, max: 50 }), { maxLength: 60 }), fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 100 }), (sizes, maxCount, maxBytes) => {
+      const encoded = sizes.map((n, i) => new Uint8Array(n).fill(i % 256));
+      const runs = commandRuns(encoded, maxCount, maxBytes);
+      if (runs.flat().length !== encoded.length || !runs.flat().every((c, i) => c === encoded[i])) return false;
+      return runs.every((run) => run.length >= 1 && run.length <= maxCount && (run.length === 1 || run.reduce((n, c) => n + c.byteLength, 0) <= maxBytes));
+    }),
+    fcParams(300),
+  );
+  t.same(commandRuns([], 4, 10), []);
+  t.end();
 });
