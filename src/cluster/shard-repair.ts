@@ -149,7 +149,8 @@ export function replicaShortfalls(state: MetaState): ReplicaShortfall[] {
   const up = Object.values(state.nodes).filter((n) => n.status === 'up');
   const out: ReplicaShortfall[] = [];
   for (const c of shardOwners(state)) {
-    for (const s of c.shards) {
+    // A running reshard's or split's new groups too: repaired alike (`planRepairs`).
+    for (const s of [...c.shards, ...pendingShards(state, c.kind, c.name)]) {
       const live = s.replicas.filter((r) => answers(state.nodes[r])).length;
       if (live === s.replicas.length) continue;
       out.push({ kind: c.kind, owner: c.name, group: s.group, placed: s.replicas.length, live, repairable: up.some((n) => !s.replicas.includes(n.name)) });

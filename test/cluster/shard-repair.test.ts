@@ -58,6 +58,7 @@ t.test("a running reshard's and split's pending groups are repaired too, once ev
   v = applyMeta(v, { type: 'vdb.rebalance.begin', name: 'v', jobId: 'j', atMs: 1, op: 'split', source: 0, target: 1, moving: [2147483648, 4294967295], replicas: ['b', 'c'] }).state;
   const vm = planRepairs(v, 0, 10_000, { pending: true });
   t.match(vm, [{ kind: 'vdb', collection: 'v', group: 'ds1', from: 'b', pending: true }]);
+  t.match(replicaShortfalls(v), [{ kind: 'vdb', owner: 'v', group: 'ds1', placed: 2, live: 1, repairable: true }], "/health names the split's new group with a replica on a leaving node");
   const vMoved = applyMeta(v, { type: 'shard.replace.pending', kind: 'vdb', collection: 'v', group: 'ds1', from: 'b', to: vm[0]!.to });
   t.same(vMoved.result, { ok: true });
   t.same(vMoved.state.vdbs.v!.pending!.replicas, [vm[0]!.to, 'c']);
