@@ -302,9 +302,9 @@ export class ReshardCoordinator {
       if (reply.compacted === true) {
         throw new FatalJobError(`the log of ${old.group} was compacted past index ${tailed} before the reshard replayed it (first kept entry ${String(reply.first)}); start the reshard again`);
       }
-      // Each entry whole, and a document's writes in log order; entries of other documents
-      // overlap, so the replay keeps up with writers on slow links (one proposal a round trip
-      // was slower than a stream of client writes under a 100 ms delay: chaos seed 101).
+      // A document's writes in log order, the batch in a few round trips (`#forwardAll`), so the
+      // replay keeps up with writers on slow links (one proposal a round trip was slower than a
+      // stream of client writes under a 100 ms delay: chaos seed 101).
       const commands = (reply.e as { i: number; d: Uint8Array }[]).map((e) => decodeShardEntry(e.d)).filter((c): c is ShardCommand => c.kind !== 'fence');
       await this.#forwardAll(jobId, commands);
       const before = tailed;
