@@ -88,8 +88,6 @@ interface NodeProc {
   leaving: boolean;
   /** A leave was asked since this node last started afresh, whatever it answered: only then may one have committed. */
   leaveAsked: boolean;
-  /** Started on an empty data directory and not seen caught up since: it votes in no group yet. */
-  fresh: boolean;
 }
 
 /** A `replace` fault waits this long for its node to have left (its replicas moved). */
@@ -640,11 +638,27 @@ const TAKES_OUT: readonly ScheduledEvent['action'][] = ['kill', 'stop', 'pause']
  */
 async function wouldBreakQuorum(target: string, byName: Map<string, NodeProc>): Promise<string | undefined> {
   const nodes = [...byName.values()];
-  if (nodes.some((m) => m.fresh && m.proc !== undefined) && (await replicasInStep(byName))) for (const m of nodes) m.fresh = false;
-  const out = nodes.filter((m) => m.name !== target && (m.proc === undefined || m.url === undefined || m.paused || m.fresh));
+  const catchingUp = await catchingUpNodes(nodes);
+  const out = nodes.filter((m) => m.name !== target && (m.proc === undefined || m.url === undefined || m.paused || catchingUp.has(m.name)));
   const room = Math.floor((nodes.length - 1) / 2);
   if (out.length + 1 <= room) return undefined;
   return `${out.map((m) => `${m.name} ${m.proc === undefined ? 'down' : m.url === undefined ? 'starting' : m.paused ? 'paused' : 'catching up from empty'}`).join(', ')}`;
+}
+
+/** The running nodes hosting a replica that opened empty and is not vouched for yet (it votes in no group). */
+async function catchingUpNodes(nodes: readonly NodeProc[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  await Promise.all(
+    nodes
+      .filter((m) => m.proc !== undefined && m.url !== undefined && !m.paused)
+      .map(async (m) => {
+        for (const route of ['/_cluster/shards', '/_cluster/vdb-shards']) {
+          const replicas = (await call(m.url, 'GET', route))?.body?.replicas as { catching_up?: boolean }[] | undefined;
+          if (replicas?.some((r) => r.catching_up === true)) out.add(m.name);
+        }
+      }),
+  );
+  return out;
 }
 
 /** How long a kill, stop or pause waits for a majority to be back (running, caught up) before it is skipped. */
@@ -806,7 +820,6 @@ async function recordedStatus(n: NodeProc, byName: Map<string, NodeProc>): Promi
 async function startAfresh(n: NodeProc, byName: Map<string, NodeProc>, net: FaultNetwork): Promise<void> {
   rmSync(n.env.SERVICE_DATA_DIR!, { recursive: true, force: true });
   n.leaveAsked = false;
-  n.fresh = true;
   n.env = { ...n.env, SERVICE_SEED_NODES: [...byName.keys()].filter((m) => m !== n.name).map((m) => net.seedFor(n.name, m)).join(',') };
   await startOrSay(n);
 }
@@ -905,7 +918,6 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     switchRollbacks: 0,
     leaving: false,
     leaveAsked: false,
-    fresh: false,
   }));
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const durationMs = Math.round(o.minutes * 60_000);
