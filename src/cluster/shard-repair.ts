@@ -114,7 +114,12 @@ export function leaveBlockers(state: MetaState, node: string): string[] {
   const stranded = new Set(strandedReplicas(state, node).flatMap((s) => s.groups));
   const unrepairable = new Set(replicaShortfalls(state).filter((x) => !x.repairable).map((x) => x.group));
   const out: string[] = [];
+  const takers = Object.values(state.nodes).filter((n) => n.name !== node && answers(n));
   for (const c of shardOwners(state)) {
+    // A running job's new group on the node moves as a routed one does, if some live node can take it.
+    for (const p of pendingShards(state, c.kind, c.name)) {
+      if (p.replicas.includes(node) && takers.every((n) => p.replicas.includes(n.name))) out.push(`${p.group} of ${c.kind === 'collection' ? 'collection' : 'VDB'} ${c.name} (a running job's new group): every other live node already holds a replica`);
+    }
     for (const s of c.shards) {
       const what = `${s.group} of ${c.kind === 'collection' ? 'collection' : 'VDB'} ${c.name}`;
       if (s.replicas.includes(node)) {

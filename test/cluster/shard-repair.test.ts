@@ -59,6 +59,9 @@ t.test("a running reshard's and split's pending groups are repaired too, once ev
   const vm = planRepairs(v, 0, 10_000, { pending: true });
   t.match(vm, [{ kind: 'vdb', collection: 'v', group: 'ds1', from: 'b', pending: true }]);
   t.match(replicaShortfalls(v), [{ kind: 'vdb', owner: 'v', group: 'ds1', placed: 2, live: 1, repairable: true }], "/health names the split's new group with a replica on a leaving node");
+  t.same(leaveBlockers(v, 'b'), [], 'a live node (a or d) can take it: the leave goes on');
+  const crowded = { ...v, nodes: { a: { ...v.nodes.a!, status: 'down' as const }, b: v.nodes.b!, c: v.nodes.c! } };
+  t.same(leaveBlockers(crowded, 'b'), ["ds1 of VDB v (a running job's new group): every other live node already holds a replica"], 'the only other live node (c) holds one: the leave says why it waits');
   const vMoved = applyMeta(v, { type: 'shard.replace.pending', kind: 'vdb', collection: 'v', group: 'ds1', from: 'b', to: vm[0]!.to });
   t.same(vMoved.result, { ok: true });
   t.same(vMoved.state.vdbs.v!.pending!.replicas, [vm[0]!.to, 'c']);
