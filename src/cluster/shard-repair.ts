@@ -92,7 +92,9 @@ export function strandedReplicas(state: MetaState, node: string): StrandedReplic
   const takers = Object.values(state.nodes).filter((n) => n.name !== node && answers(n));
   const out: StrandedReplicas[] = [];
   for (const c of shardOwners(state)) {
-    const groups = c.shards.filter((s) => s.replicas.includes(node) && takers.every((n) => s.replicas.includes(n.name))).map((s) => s.group);
+    // A running job's new groups too: they move as routed ones do (`planRepairs`).
+    const shards = [...c.shards, ...pendingShards(state, c.kind, c.name)];
+    const groups = shards.filter((s) => s.replicas.includes(node) && takers.every((n) => s.replicas.includes(n.name))).map((s) => s.group);
     if (groups.length > 0) out.push({ kind: c.kind, owner: c.name, groups });
   }
   return out.sort((a, b) => (a.kind === b.kind ? (a.owner < b.owner ? -1 : a.owner > b.owner ? 1 : 0) : a.kind === 'collection' ? -1 : 1));
@@ -114,11 +116,9 @@ export function leaveBlockers(state: MetaState, node: string): string[] {
   const stranded = new Set(strandedReplicas(state, node).flatMap((s) => s.groups));
   const unrepairable = new Set(replicaShortfalls(state).filter((x) => !x.repairable).map((x) => x.group));
   const out: string[] = [];
-  const takers = Object.values(state.nodes).filter((n) => n.name !== node && answers(n));
   for (const c of shardOwners(state)) {
-    // A running job's new group on the node moves as a routed one does, if some live node can take it.
     for (const p of pendingShards(state, c.kind, c.name)) {
-      if (p.replicas.includes(node) && takers.every((n) => p.replicas.includes(n.name))) out.push(`${p.group} of ${c.kind === 'collection' ? 'collection' : 'VDB'} ${c.name} (a running job's new group): every other live node already holds a replica`);
+      if (stranded.has(p.group)) out.push(`${p.group} of ${c.kind === 'collection' ? 'collection' : 'VDB'} ${c.name} (a running job's new group): every other live node already holds a replica`);
     }
     for (const s of c.shards) {
       const what = `${s.group} of ${c.kind === 'collection' ? 'collection' : 'VDB'} ${c.name}`;

@@ -62,6 +62,8 @@ t.test("a running reshard's and split's pending groups are repaired too, once ev
   t.same(leaveBlockers(v, 'b'), [], 'a live node (a or d) can take it: the leave goes on');
   const crowded = { ...v, nodes: { a: { ...v.nodes.a!, status: 'down' as const }, b: v.nodes.b!, c: v.nodes.c! } };
   t.same(leaveBlockers(crowded, 'b'), ["ds1 of VDB v (a running job's new group): every other live node already holds a replica"], 'the only other live node (c) holds one: the leave says why it waits');
+  t.same(strandedReplicas(crowded, 'b'), [{ kind: 'vdb', owner: 'v', groups: ['ds1'] }], 'and a leave asked now is refused, as for a routed shard');
+  t.same(strandedReplicas(v, 'b'), [], 'not while another live node can take it');
   const vMoved = applyMeta(v, { type: 'shard.replace.pending', kind: 'vdb', collection: 'v', group: 'ds1', from: 'b', to: vm[0]!.to });
   t.same(vMoved.result, { ok: true });
   t.same(vMoved.state.vdbs.v!.pending!.replicas, [vm[0]!.to, 'c']);
