@@ -217,10 +217,10 @@ export const docShardGroupName = (n: number): string => `ds${n}`;
 export type ShardOwnerKind = 'collection' | 'vdb';
 
 /** Every placed shard group with its owner: collections, then VDBs. */
-export function shardOwners(state: MetaState): { kind: ShardOwnerKind; name: string; shards: readonly ShardPlacement[] }[] {
+export function shardOwners(state: MetaState): { kind: ShardOwnerKind; name: string; shards: readonly ShardPlacement[]; pending: readonly ShardPlacement[] }[] {
   return [
-    ...Object.values(state.collections).map((c) => ({ kind: 'collection' as const, name: c.name, shards: c.shards })),
-    ...Object.values(state.vdbs).map((v) => ({ kind: 'vdb' as const, name: v.name, shards: v.shards })),
+    ...Object.values(state.collections).map((c) => ({ kind: 'collection' as const, name: c.name, shards: c.shards, pending: c.pending ?? [] })),
+    ...Object.values(state.vdbs).map((v) => ({ kind: 'vdb' as const, name: v.name, shards: v.shards, pending: v.pending === undefined ? [] : [v.pending] })),
   ];
 }
 

@@ -8,7 +8,7 @@
 //   leadership over first if it is the leader). One change at a time, so the group never
 //   loses its majority, and every step is idempotent: a crash anywhere resumes from the state.
 import type { ConfChange, ConfState } from '../raft/types.js';
-import { type MetaState, type NodeRecord, type ShardOwnerKind, type ShardPlacement, shardOwners } from './meta-state.js';
+import { type MetaState, type NodeRecord, type ShardOwnerKind, shardOwners } from './meta-state.js';
 import { type PlacementNode, replaceReplica, replicaLoad } from './placement.js';
 
 export interface ReplicaMove {
@@ -43,7 +43,7 @@ export function planRepairs(state: MetaState, nowMs: number, graceMs: number, o:
   const moves: ReplicaMove[] = [];
   const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   for (const c of shardOwners(state).sort((a, b) => (a.kind === b.kind ? byName(a, b) : a.kind === 'collection' ? -1 : 1))) {
-    const pending = o.pending === true ? pendingShards(state, c.kind, c.name) : [];
+    const pending = o.pending === true ? c.pending : [];
     for (const s of [...c.shards, ...pending]) {
       for (const r of s.replicas) {
         const why = mustMove(state.nodes[r], nowMs, graceMs);
@@ -62,13 +62,6 @@ export function planRepairs(state: MetaState, nowMs: number, graceMs: number, o:
     }
   }
   return moves;
-}
-
-/** The groups of a collection's reshard, or a VDB's split, that are placed but not routed yet. */
-function pendingShards(state: MetaState, kind: ShardOwnerKind, name: string): readonly ShardPlacement[] {
-  if (kind === 'collection') return state.collections[name]?.pending ?? [];
-  const p = state.vdbs[name]?.pending;
-  return p === undefined ? [] : [p];
 }
 
 /** A node that holds its replicas and answers: up, or suspect (expected back). */
@@ -93,7 +86,7 @@ export function strandedReplicas(state: MetaState, node: string): StrandedReplic
   const out: StrandedReplicas[] = [];
   for (const c of shardOwners(state)) {
     // A running job's new groups too: they move as routed ones do (`planRepairs`).
-    const shards = [...c.shards, ...pendingShards(state, c.kind, c.name)];
+    const shards = [...c.shards, ...c.pending];
     const groups = shards.filter((s) => s.replicas.includes(node) && takers.every((n) => s.replicas.includes(n.name))).map((s) => s.group);
     if (groups.length > 0) out.push({ kind: c.kind, owner: c.name, groups });
   }
@@ -117,7 +110,7 @@ export function leaveBlockers(state: MetaState, node: string): string[] {
   const unrepairable = new Set(replicaShortfalls(state).filter((x) => !x.repairable).map((x) => x.group));
   const out: string[] = [];
   for (const c of shardOwners(state)) {
-    for (const p of pendingShards(state, c.kind, c.name)) {
+    for (const p of c.pending) {
       if (stranded.has(p.group)) out.push(`${p.group} of ${c.kind === 'collection' ? 'collection' : 'VDB'} ${c.name} (a running job's new group): every other live node already holds a replica`);
     }
     for (const s of c.shards) {
@@ -155,7 +148,7 @@ export function replicaShortfalls(state: MetaState): ReplicaShortfall[] {
   const out: ReplicaShortfall[] = [];
   for (const c of shardOwners(state)) {
     // A running reshard's or split's new groups too: repaired alike (`planRepairs`).
-    for (const s of [...c.shards, ...pendingShards(state, c.kind, c.name)]) {
+    for (const s of [...c.shards, ...c.pending]) {
       const live = s.replicas.filter((r) => answers(state.nodes[r])).length;
       if (live === s.replicas.length) continue;
       out.push({ kind: c.kind, owner: c.name, group: s.group, placed: s.replicas.length, live, repairable: up.some((n) => !s.replicas.includes(n.name)) });
