@@ -11,6 +11,7 @@ import t from 'tap';
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { tap: { serial: string[]; plugin?: string[]; 'node-arg'?: string[] } };
 const HARNESS = resolve(root, 'test/cluster/harness.ts');
+const RUN_CHAOS = resolve(root, 'test/chaos/run-chaos.ts');
 
 function testFiles(dir: string): string[] {
   return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) => {
@@ -25,7 +26,9 @@ function startsProcesses(file: string): string | undefined {
   if (file === 'test/suite.test.ts') return undefined; // names the probes' strings itself
   const source = readFileSync(join(root, file), 'utf8');
   for (const [, spec] of source.matchAll(/from '(\.[^']+)\.js'/g)) {
-    if (resolve(root, dirname(file), `${spec}.ts`) === HARNESS) return 'starts a cluster (test/cluster/harness.ts)';
+    const imported = resolve(root, dirname(file), `${spec}.ts`);
+    if (imported === HARNESS) return 'starts a cluster (test/cluster/harness.ts)';
+    if (imported === RUN_CHAOS) return 'runs the chaos runner (test/chaos/run-chaos.ts)';
   }
   if (source.includes("'chaos/run.ts'")) return 'runs the chaos runner';
   if (/URL\('[./]*scripts\/cluster\.sh'/.test(source)) return 'drives scripts/cluster.sh';
@@ -52,5 +55,6 @@ t.test('the probe itself: a harness import from another directory is seen', (t) 
   t.equal(relative(root, HARNESS), 'test/cluster/harness.ts');
   t.match(startsProcesses('test/cli/cluster-cli.test.ts') ?? '', /cluster/);
   t.equal(startsProcesses('test/cluster/placement.test.ts'), undefined);
+  t.match(startsProcesses('test/chaos/short-data.test.ts') ?? '', /chaos runner/);
   t.end();
 });

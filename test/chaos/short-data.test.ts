@@ -6,27 +6,11 @@
 // in `copying` for good (five registers resharded between 2 and 5 shards: an old shard is
 // often empty; which reshards are accepted depends on timing; a stuck job is an anomaly).
 // Longer runs: `npm run chaos -- --workload register|set --minutes 30 --nemesis …`.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import t, { type Test } from 'tap';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
-
-/** Run the chaos runner as a child process; resolves with its exit status and output. */
-async function chaos(t: Test, args: string[]): Promise<{ code: number | null; out: string; last: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/run.ts', ...args, '--out', `${root}data/chaos-ci`], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  return { code, out, last: out.trim().split('\n').at(-1) ?? '' };
-}
+import t from 'tap';
+import { runChaos } from './run-chaos.js';
 
 t.test('chaos: register workload, seed 5, kill and partition, reshards: linearizable, converged, every job ended, everything stopped', async (t) => {
-  const { code, out, last } = await chaos(t, ['--seed', '5', '--minutes', '0.75', '--nodes', '3', '--workload', 'register', '--rebalance', 'true', '--nemesis', 'kill,partition']);
+  const { code, out, last } = await runChaos(t, ['--seed', '5', '--minutes', '0.75', '--nodes', '3', '--workload', 'register', '--rebalance', 'true', '--nemesis', 'kill,partition']);
   t.match(last, /^chaos: \d+ ops, \d+ faults, 0 anomalies$/, out.slice(-3000));
   t.equal(code, 0);
   const [, ops, faults] = /^chaos: (\d+) ops, (\d+) faults/.exec(last) ?? [];
@@ -37,7 +21,7 @@ t.test('chaos: register workload, seed 5, kill and partition, reshards: lineariz
 });
 
 t.test('chaos: a deliberately broken build (reads without ReadIndex) fails the linearizability checker', async (t) => {
-  const { code, out, last } = await chaos(t, ['--seed', '3', '--minutes', '0.2', '--workload', 'register', '--nemesis', 'partition', '--broken', 'stale-reads']);
+  const { code, out, last } = await runChaos(t, ['--seed', '3', '--minutes', '0.2', '--workload', 'register', '--nemesis', 'partition', '--broken', 'stale-reads']);
   t.match(out, /ANOMALY linearizable not-linearizable/, out.slice(-3000));
   t.match(last, /^chaos: \d+ ops, \d+ faults, [1-9]\d* anomalies$/);
   t.equal(code, 1, 'exit status 1 on anomalies');

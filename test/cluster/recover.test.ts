@@ -44,10 +44,14 @@ t.test('a survivor of a lost majority, forced to be its groups\' only voter, ser
     rmSync(c.node(lost).dir, { recursive: true, force: true });
   }
   // What the operator sees first: the survivor's /health names the leaderless group and the way out.
+  let lastHealth: unknown;
   const health = await waitFor(async () => {
     const body = (await c.request('n1', 'GET', '/health')).body;
+    lastHealth = body;
     return /shard replica vs\d+ has had no leader for \d+ s \(voters n1, n2, n3; live n1\).*see firkin recover/.test(JSON.stringify(body)) ? body : undefined;
-  }, { timeoutMs: 30_000, what: "n1's /health to name the group without a leader" });
+  }, { timeoutMs: 30_000, what: "n1's /health to name the group without a leader" }).catch((err: Error) => {
+    throw new Error(`${err.message}; its last /health: ${JSON.stringify(lastHealth)}`);
+  });
   t.not(health.status, 'ok');
   await c.kill9('n1');
 
