@@ -61,6 +61,12 @@ export interface RaftOptions {
    * catching up once it holds what the first leader it heard showed it (the rule before).
    */
   readonly vouching?: () => boolean;
+  /**
+   * The driver's node-level liveness (link heartbeats), for quiescence: a quiesced follower
+   * wakes when its leader's node looks dead, and a leader quiesces only while the nodes of a
+   * majority of its voters look alive (`shouldWake`). Absent: the driver wakes replicas itself.
+   */
+  readonly peerAlive?: (node: NodeId) => boolean;
 }
 
 export const DEFAULT_RAFT_OPTIONS = {
@@ -227,6 +233,28 @@ export class RaftCore {
    */
   wake(): void {
     if (this.quiesced) this.#unquiesce(null);
+  }
+
+  /**
+   * Whether a quiesced replica should wake, by the driver's `peerAlive`: a follower when its
+   * leader's node looks dead (it must elect another); a leader when the nodes of a majority of
+   * its voters do. A quiesced leader does not tick, so checkQuorum never runs: without this it
+   * would call itself leader for ever after losing its majority (and a survivor's /health would
+   * name no leaderless group). Awake, it does not quiesce again while that lasts, and
+   * checkQuorum steps it down. With a majority live it stays quiet.
+   */
+  shouldWake(): boolean {
+    const peerAlive = this.#opts.peerAlive;
+    if (!this.quiesced || peerAlive === undefined) return false;
+    if (this.role === 'leader') return !this.#votersMostlyAlive(peerAlive);
+    return this.leader !== null && !peerAlive(this.leader);
+  }
+
+  /** The voters whose nodes look alive, this one included, are a quorum. */
+  #votersMostlyAlive(peerAlive: (node: NodeId) => boolean): boolean {
+    const live = new Set<NodeId>([this.id]);
+    for (const v of this.voters) if (v !== this.id && peerAlive(v)) live.add(v);
+    return hasQuorum([...this.voters], live);
   }
 
   /**
@@ -541,7 +569,8 @@ export class RaftCore {
       }
       if (this.leadTransferee !== null) this.leadTransferee = null; // transfer timed out
     }
-    if (this.#opts.quiesceAfterTicks > 0 && this.#isIdle()) {
+    const peerAlive = this.#opts.peerAlive;
+    if (this.#opts.quiesceAfterTicks > 0 && this.#isIdle() && (peerAlive === undefined || this.#votersMostlyAlive(peerAlive))) {
       if (++this.#idleTicks >= this.#opts.quiesceAfterTicks) {
         this.#quiesce();
         return;

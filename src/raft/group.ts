@@ -97,6 +97,7 @@ export class RaftGroup {
       quiesceAfterTicks: o.peerAlive === undefined ? 0 : (o.quiesceAfterTicks ?? 0),
       fresh: o.log.fresh,
       ...(o.vouching === undefined ? {} : { vouching: () => o.vouching!() }),
+      ...(o.peerAlive === undefined ? {} : { peerAlive: (node: NodeId) => o.peerAlive!(node) }),
     });
   }
 
@@ -114,8 +115,9 @@ export class RaftGroup {
   #tick(): void {
     const core = this.core;
     if (core.quiesced) {
-      // Silent and idle: nothing to do unless the leader's node stopped answering.
-      if (core.role === 'leader' || core.leader === null || this.#o.peerAlive?.(core.leader) !== false) return;
+      // Silent and idle: nothing to do unless the leader's node stopped answering, or, leading,
+      // a majority of the voters' nodes did (`shouldWake`).
+      if (!core.shouldWake()) return;
       core.wake();
     }
     core.tick();

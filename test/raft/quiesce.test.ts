@@ -82,6 +82,44 @@ t.test('a dead leader: followers stay silent until woken, then elect a new leade
   t.end();
 });
 
+t.test('a quiesced leader wakes when the nodes of a majority of its voters look dead, and steps down', (t) => {
+  const dead = new Set<string>();
+  const c = new Cluster(ids, { quiesceAfterTicks: QUIESCE, peerAlive: (node) => !dead.has(node) });
+  c.campaign('n1');
+  c.propose('n1', 'a');
+  c.tickAll(QUIESCE + 1);
+  t.ok(ids.every((id) => c.c(id).quiesced), 'quiesced');
+  dead.add('n3');
+  c.isolated.add('n3');
+  t.notOk(c.c('n1').shouldWake(), 'one follower dead: the leader keeps its majority and stays quiet');
+  t.notOk(c.c('n2').shouldWake(), 'a follower whose leader lives stays quiet');
+  dead.add('n2');
+  c.isolated.add('n2');
+  c.tick(['n1'], 200);
+  t.equal(c.c('n1').role, 'leader', 'never woken, a quiesced leader calls itself leader for ever (what the driver prevents)');
+  t.ok(c.c('n1').shouldWake(), 'a majority dead: wake');
+  c.c('n1').wake();
+  c.tick(['n1'], 25);
+  t.notOk(c.c('n1').quiesced, 'awake, it does not quiesce again while its majority looks dead');
+  t.not(c.c('n1').role, 'leader', 'checkQuorum steps it down');
+  t.equal(c.c('n1').leader, null, 'and it knows no leader: the group is seen without one');
+  t.notOk(c.c('n1').shouldWake(), 'a replica that is not quiesced is never asked to wake');
+  t.end();
+});
+
+t.test('a quiesced follower wakes by itself when its leader\'s node looks dead; without the signal it waits to be woken', (t) => {
+  const dead = new Set<string>();
+  const c = new Cluster(ids, { quiesceAfterTicks: QUIESCE, peerAlive: (node) => !dead.has(node) });
+  c.campaign('n1');
+  c.propose('n1', 'a');
+  c.tickAll(QUIESCE + 1);
+  t.notOk(c.c('n2').shouldWake());
+  dead.add('n1');
+  t.ok(c.c('n2').shouldWake(), 'its leader looks dead: wake');
+  t.notOk(idleCluster().c('n2').shouldWake(), 'no peerAlive: only the driver wakes it');
+  t.end();
+});
+
 t.test('a follower that missed the quiesce message wakes the group, and the leader keeps its term', (t) => {
   const c = new Cluster(ids, { quiesceAfterTicks: QUIESCE });
   c.campaign('n1');

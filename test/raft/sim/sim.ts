@@ -209,6 +209,7 @@ export class RaftSim {
       inflightMax: this.opts.inflightMax,
       appendEntriesMax: this.opts.appendEntriesMax,
       quiesceAfterTicks: this.opts.quiesceAfterTicks,
+      peerAlive: (peer) => this.#linkAlive(peer, node.id),
       ...(node.fresh === undefined ? {} : { fresh: node.fresh }),
     });
     node.fresh = node.core.freshIncarnation;
@@ -260,9 +261,10 @@ export class RaftSim {
         n.lostDisk = undefined; // vouched for
         n.fresh = undefined;
       }
-      // The node-level liveness signal a real node has (link heartbeats): a quiesced follower
-      // wakes when its leader's process is down or the link from it is cut.
-      if (core.quiesced && core.role !== 'leader' && core.leader !== null && !this.#linkAlive(core.leader, n.id)) core.wake();
+      // The node-level liveness signal a real node has (link heartbeats, `peerAlive`): a
+      // quiesced follower wakes when its leader's process is down or the link from it is cut, a
+      // quiesced leader when a majority of its voters' are.
+      if (core.shouldWake()) core.wake();
       if (this.healed || this.rand.chance(o.tickRates[i]!)) core.tick();
       const leader = core.leader;
       if (o.forgetLostLeader && core.role === 'follower' && leader !== null && core.electionElapsed > 1) {
