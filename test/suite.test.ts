@@ -1,12 +1,14 @@
-// The suite's own configuration: tap runs two files at a time, except the files listed in
-// package.json's `tap.serial`, which run alone. A test that starts a cluster of node processes
-// (or a browser) must be on that list: two of them at once on 2 cores turn elections and
-// deadlines into flakes. Everything else runs in parallel, so the list names files, not
-// directories; this test keeps it exact.
+// The suite's own configuration. A test that starts a cluster of node processes (or a
+// browser) must be listed in package.json's `tap.serial`: two of them at once on 2 cores turn
+// elections and deadlines into flakes. `npm test` (scripts/test-suite.ts) runs those files one
+// at a time in one lane and the rest one at a time in another, beside it; a plain `tap` runs
+// two files at a time, the listed ones alone. The list names files, not directories; this test
+// keeps it exact.
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { lastCounts, splitLanes, summaryLine } from '../scripts/test-lanes.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { tap: { serial: string[]; plugin?: string[]; 'node-arg'?: string[] } };
@@ -56,5 +58,27 @@ t.test('the probe itself: a harness import from another directory is seen', (t) 
   t.match(startsProcesses('test/cli/cluster-cli.test.ts') ?? '', /cluster/);
   t.equal(startsProcesses('test/cluster/placement.test.ts'), undefined);
   t.match(startsProcesses('test/chaos/short-data.test.ts') ?? '', /chaos runner/);
+  t.end();
+});
+
+t.test('npm test runs two lanes at once: the serial files one at a time, the rest one at a time beside them', (t) => {
+  const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  t.match(scripts.test!, /tap build && node --import tsx scripts\/test-suite\.ts$/);
+  const files = ['test/a.test.ts', 'test/cluster/b.test.ts', 'test/c.test.ts', 'test/cluster/d.test.ts'];
+  t.same(splitLanes(files, ['test/cluster/d.test.ts', 'test/cluster/b.test.ts', 'test/gone.test.ts']), {
+    cluster: ['test/cluster/b.test.ts', 'test/cluster/d.test.ts'],
+    unit: ['test/a.test.ts', 'test/c.test.ts'],
+  }, 'in tap\'s order; a listed file that is not there is no test');
+  t.end();
+});
+
+t.test('the suite\'s closing line is the sum of the lanes\' closing lines', (t) => {
+  const unit = 'ok 1 - x\n    # { total: 3, pass: 3 }\n# { total: 10, pass: 9, fail: 1 }\n# time=5ms\n';
+  const cluster = '# { total: 4, pass: 3, skip: 1 }\n';
+  t.same(lastCounts(unit), { total: 10, pass: 9, fail: 1 }, 'the last top-level summary, not a subtest\'s');
+  t.equal(lastCounts('crashed before its summary\n'), undefined);
+  const line = summaryLine([lastCounts(unit)!, lastCounts(cluster)!]);
+  t.equal(line, '# { total: 14, pass: 12, fail: 1, skip: 1 }');
+  t.same(lastCounts(line), { total: 14, pass: 12, fail: 1, skip: 1 }, 'it reads back as tap\'s own');
   t.end();
 });

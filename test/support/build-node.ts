@@ -5,7 +5,11 @@ import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { BUILD_DIR, BUILD_STAMP, tsFiles } from './built-node.js';
+import { BUILD_DIR, BUILD_STAMP, buildIsFresh, tsFiles } from './built-node.js';
+
+// The suite's runner (scripts/test-suite.ts) builds once, then starts two tap runs whose own
+// `before` would build again, each swapping the build under the other's starting nodes.
+if (process.env.FIRKIN_TEST_BUILT === '1' && buildIsFresh()) process.exit(0);
 
 const src = fileURLToPath(new URL('../../src', import.meta.url));
 const startedAt = Date.now();

@@ -31,7 +31,7 @@ export function buildHolds(stamp: string | undefined, sourceMtimesMs: readonly n
   return sourceMtimesMs.length === count && sourceMtimesMs.every((m) => m < startedAt!);
 }
 
-function buildIsFresh(): boolean {
+export function buildIsFresh(): boolean {
   let stamp: string | undefined;
   try {
     stamp = readFileSync(BUILD_STAMP, 'utf8');
