@@ -6,8 +6,9 @@ import { Cluster } from './harness.js';
 const ids = ['n1', 'n2', 'n3'];
 const QUIESCE = 5;
 
-function idleCluster(): Cluster {
-  const c = new Cluster(ids, { quiesceAfterTicks: QUIESCE });
+/** A quiesced group led by n1; `peerAlive`: the driver's node liveness the cores are given. */
+function idleCluster(peerAlive?: (node: string) => boolean): Cluster {
+  const c = new Cluster(ids, { quiesceAfterTicks: QUIESCE, ...(peerAlive === undefined ? {} : { peerAlive }) });
   c.campaign('n1');
   c.propose('n1', 'a');
   c.tickAll(QUIESCE + 1);
@@ -84,10 +85,7 @@ t.test('a dead leader: followers stay silent until woken, then elect a new leade
 
 t.test('a quiesced leader wakes when the nodes of a majority of its voters look dead, and steps down', (t) => {
   const dead = new Set<string>();
-  const c = new Cluster(ids, { quiesceAfterTicks: QUIESCE, peerAlive: (node) => !dead.has(node) });
-  c.campaign('n1');
-  c.propose('n1', 'a');
-  c.tickAll(QUIESCE + 1);
+  const c = idleCluster((node) => !dead.has(node));
   t.ok(ids.every((id) => c.c(id).quiesced), 'quiesced');
   dead.add('n3');
   c.isolated.add('n3');
@@ -109,10 +107,7 @@ t.test('a quiesced leader wakes when the nodes of a majority of its voters look 
 
 t.test('a quiesced follower wakes by itself when its leader\'s node looks dead; without the signal it waits to be woken', (t) => {
   const dead = new Set<string>();
-  const c = new Cluster(ids, { quiesceAfterTicks: QUIESCE, peerAlive: (node) => !dead.has(node) });
-  c.campaign('n1');
-  c.propose('n1', 'a');
-  c.tickAll(QUIESCE + 1);
+  const c = idleCluster((node) => !dead.has(node));
   t.notOk(c.c('n2').shouldWake());
   dead.add('n1');
   t.ok(c.c('n2').shouldWake(), 'its leader looks dead: wake');
