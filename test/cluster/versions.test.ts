@@ -108,6 +108,38 @@ t.test('a member on another version is shown and makes /health degraded until it
   t.ok(found.includes(404), `the checkpoints of the moved range were left behind (${found.join(' ')})`);
   t.ok(found.includes(200), 'the others are where they were');
 
+  // Protocol 8 replays a reshard's tail to each new group in runs (`vshard.proposeMany`). With
+  // b on protocol 7 the replay sends one command a call, as before 8: a reshard under writes
+  // still ends with every acknowledged write, once, in the new layout.
+  await b.close();
+  b = await startTestNode(bEnv, { version: '0.0.7-old', protocol: 7 });
+  await waitFor(async () => ((await versionsOf()).b === '0.0.7-old' ? true : undefined), { what: "b's protocol-7 build recorded", timeoutMs: 30_000 });
+  t.equal((await a.request('PUT', '/vectordb/collections/rs', { body: { dimensions: 4, num_shards: 1, replication_factor: 2 } })).status, 201);
+  const vec = (i: number) => [Math.sin(i), Math.cos(i), (i % 5) / 5, 1];
+  let written = 0;
+  const writeBatch = async (n: typeof a) => {
+    const documents = Array.from({ length: 20 }, (_, j) => ({ id: `d${written + j}`, text: `t${written + j}`, metadata: {}, vector: vec(written + j) }));
+    const r = await n.request('POST', '/vectordb/collections/rs/docs', { body: { documents } });
+    if (r.status === 200) written += documents.length;
+    return r.status;
+  };
+  for (let i = 0; i < 10; i++) t.equal(await writeBatch(a), 200);
+  const started = await a.request('POST', '/vectordb/collections/rs/reshard', { body: { num_shards: 2 } });
+  t.equal(started.status, 200, JSON.stringify(started.body));
+  let job: { state?: string; last_error?: string } = {};
+  let during = 0;
+  // Writes go on (through both nodes) until the job ends: the replay has a tail to forward.
+  while (job.state !== 'done') {
+    if (job.state === 'failed' || job.state === 'cancelled') break;
+    if ((await writeBatch(during % 2 === 0 ? a : b)) === 200) during++;
+    job = (await a.request('GET', '/vectordb/collections/rs/reshard')).body;
+  }
+  t.equal(job.state, 'done', `the reshard ends (${job.last_error ?? ''})`);
+  t.ok(during > 0, `writes were acknowledged while it ran (${during} batches)`);
+  const info = (await a.request('GET', '/vectordb/collections/rs')).body;
+  t.equal(info.count, written, 'every acknowledged write is there, once');
+  t.equal((await a.request('GET', `/vectordb/collections/rs/docs/d${written - 1}`)).status, 200, 'the last one included');
+
   // The upgrade: b restarts on this build, and its record follows.
   await b.close();
   b = await startTestNode(bEnv);
