@@ -129,7 +129,8 @@ t.test('a member on another version is shown and makes /health degraded until it
   let job: { state?: string; last_error?: string } = {};
   let during = 0;
   // Writes go on (through both nodes) until the job ends: the replay has a tail to forward.
-  while (job.state !== 'done') {
+  const deadline = Date.now() + 120_000;
+  while (job.state !== 'done' && Date.now() < deadline) {
     if (job.state === 'failed' || job.state === 'cancelled') break;
     if ((await writeBatch(during % 2 === 0 ? a : b)) === 200) during++;
     job = (await a.request('GET', '/vectordb/collections/rs/reshard')).body;
