@@ -11,17 +11,20 @@
 //           new bounds without reading and a query knows each term's df before reading it.
 // A change is prepared (ops to write + an in-memory apply) and applied only after its batch
 // commits, so memory never runs ahead of disk.
-// Both backends rank with MaxScore (`bm25-maxscore.ts`): a term's postings are read whole only
-// while the documents left unread could still enter the top k; otherwise the candidates already
-// found are looked up in it one by one. Bounds widen on writes and are never narrowed by a
-// delete (still valid, only looser); reading a term's whole list tightens them in memory.
+// The disk backend ranks with MaxScore (`bm25-maxscore.ts`): a term's postings are read whole
+// only while the documents left unread could still enter the top k; otherwise the candidates
+// already found are looked up in it one by one. The memory backend adds its lists term at a time
+// into an array of scores by ordinal (`bm25-accumulate.ts`). Bounds widen on writes and are never
+// narrowed by a delete (still valid, only looser); reading a term's whole list tightens them in
+// memory.
 import { NUMBER, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import assert from 'node:assert/strict';
 import { LRUCache } from 'lru-cache';
 import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import { type Bm25Params, type CorpusStats, type QueryStats, type ScoredId, termFrequencies } from './bm25.js';
-import { type PostingColumns, type PostingRead, type QueryTerm, type TermBound, driveSync, exactBound, rankBm25MaxScore, widenBound } from './bm25-maxscore.js';
+import { type KeyedColumns, newAccumulator, rankBm25Accumulate } from './bm25-accumulate.js';
+import { type PostingColumns, type PostingRead, type QueryTerm, type TermBound, exactBound, rankBm25MaxScore, widenBound } from './bm25-maxscore.js';
 import type { CollectionConfig } from './collection-config.js';
 import { ENGLISH_STOPWORDS, tokenize } from './tokenize.js';
 
@@ -192,8 +195,10 @@ class MemoryBm25 implements Bm25Index {
   #idOf: (string | undefined)[] = [];
   /** Ordinal -> document length (tokens). */
   #lengthOf: number[] = [];
-  /** A term's postings as the columns a full read answers, until a write touches the term. */
-  readonly #lists = new Map<string, PostingColumns>();
+  /** A term's postings as the columns a search reads, until a write touches the term. */
+  readonly #lists = new Map<string, KeyedColumns>();
+  /** Each search's partial scores by ordinal (searches here are synchronous: one at a time). */
+  readonly #accumulator = newAccumulator();
   #totalLength = 0;
   readonly #spentSlack: number;
 
@@ -295,38 +300,19 @@ class MemoryBm25 implements Bm25Index {
 
   async search(query: string, k: number, collection?: QueryStats): Promise<ScoredId[]> {
     const ranked = rankingInputs(queryTerms(this.#analyzer, this.#bounds, query), this.stats(), collection);
-    return driveSync(rankBm25MaxScore(ranked.terms, ranked.stats, this.#analyzer.params, k), (read) => this.#read(read));
+    const lists = ranked.terms.map((t) => this.#columns(t.term));
+    return rankBm25Accumulate(ranked.terms, lists, ranked.stats, this.#analyzer.params, k, this.#idOf.length, this.#accumulator);
   }
 
   queryStats(query: string): QueryStats {
     return queryStatsOf(this.#analyzer, this.#bounds, this.stats(), query);
   }
 
-  #read(read: PostingRead): PostingColumns {
-    const list = this.#terms.get(read.term);
+  /** A term's live postings as columns, keyed by ordinal (ascending), cached until a write touches the term. */
+  #columns(term: string): KeyedColumns {
+    const list = this.#terms.get(term);
     assert.ok(list !== undefined, 'a query term has postings');
-    if (read.kind === 'lookup') {
-      const { docIds, keys } = read;
-      const tfs = new Uint32Array(docIds.length);
-      const docLengths = new Uint32Array(docIds.length);
-      const { ords, packed } = list;
-      // The keys (ordinals) of documents met in one of this index's lists come in that list's
-      // order, ascending, so each search starts where the last one ended: the candidates and the
-      // list are walked once, in order, instead of a map lookup per candidate.
-      let from = 0;
-      let last = -1;
-      for (let i = 0; i < docIds.length; i++) {
-        const ord = keys?.[i] ?? this.#ordOf.get(docIds[i]!);
-        if (ord === undefined) continue;
-        if (ord < last) from = 0;
-        last = ord;
-        const at = gallopTo(ords, ord, from);
-        if (at < ords.length && ords[at] === ord) unpackPosting(packed[at]!, tfs, docLengths, i);
-        from = at;
-      }
-      return { docIds, tfs, docLengths };
-    }
-    let columns = this.#lists.get(read.term);
+    let columns = this.#lists.get(term);
     if (columns === undefined) {
       const live = list.ords.length - list.removed;
       const docIds = new Array<string>(live);
@@ -342,9 +328,9 @@ class MemoryBm25 implements Bm25Index {
         keys[n] = ord;
         unpackPosting(list.packed[i]!, tfs, docLengths, n++);
       }
-      assert.equal(n, live, `the live postings of ${JSON.stringify(read.term)} are counted`);
+      assert.equal(n, live, `the live postings of ${JSON.stringify(term)} are counted`);
       columns = { docIds, tfs, docLengths, keys };
-      this.#lists.set(read.term, columns);
+      this.#lists.set(term, columns);
       list.bound = exactBound(columns); // the whole list was read: the tightest bound
     }
     return columns;

@@ -1,7 +1,7 @@
 // Exact BM25 top-k with MaxScore pruning (Turtle & Flood 1995; the term-ordered form Lucene's
 // MaxScoreBulkScorer and Tantivy use). Pure: the algorithm is a generator that yields the
 // posting reads it needs and receives their answers, so it holds no I/O and never awaits;
-// the backend drives it (`driveSync` here for memory, an async loop for RocksDB).
+// the backend drives it (an async loop for RocksDB; `driveSync` here for tests).
 //
 //   ub(t)  = termScore(idf(t), tfMax(t), docLengthMin(t)) >= the score t gives any document
 //            (termScore grows with tf and shrinks with |d|; the bounds are kept by the index)
@@ -45,13 +45,7 @@ export interface QueryTerm {
  */
 export type PostingRead =
   | { readonly kind: 'list'; readonly term: string }
-  | {
-      readonly kind: 'lookup';
-      readonly term: string;
-      readonly docIds: readonly string[];
-      /** The documents' keys, where the list they were met in had them (`PostingColumns.keys`), in that list's order. */
-      readonly keys?: readonly number[];
-    };
+  | { readonly kind: 'lookup'; readonly term: string; readonly docIds: readonly string[] };
 
 /**
  * Postings column by column: entry i is document `docIds[i]`'s, with `tfs[i]` (0: it lacks the
@@ -63,12 +57,6 @@ export interface PostingColumns {
   readonly docIds: readonly string[];
   readonly tfs: Uint32Array;
   readonly docLengths: Uint32Array;
-  /**
-   * A list's answer may add the backend's own number for each document (the memory backend's
-   * ordinals): a lookup of documents met in this list carries them back, so the backend finds
-   * them without a map lookup per document.
-   */
-  readonly keys?: readonly number[];
 }
 
 export type MaxScoreRun = Generator<PostingRead, ScoredId[], PostingColumns>;
@@ -106,7 +94,7 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
    * Documents first met in list `p` (with that term's score), looked up in the later lists
    * while they can still enter; the sum runs in query-term order, as the exhaustive scorer's.
    */
-  function* scoreChunk(chunk: readonly string[], keys: readonly number[] | undefined, partial: number[], p: number): Generator<PostingRead, void, PostingColumns> {
+  function* scoreChunk(chunk: readonly string[], partial: number[], p: number): Generator<PostingRead, void, PostingColumns> {
     const ti = order[p]!;
     // contributions[j * n + i]: what query term i adds to chunk[j] (0: absent); `partial`
     // starts as list p's scores and gathers the later terms' (the caller hands it over).
@@ -118,7 +106,7 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
       if (alive.length === 0) break;
       const tq = order[q]!;
       const docIds = alive.map((j) => chunk[j]!);
-      const found = yield keys === undefined ? { kind: 'lookup', term: terms[tq]!.term, docIds } : { kind: 'lookup', term: terms[tq]!.term, docIds, keys: alive.map((j) => keys[j]!) };
+      const found = yield { kind: 'lookup', term: terms[tq]!.term, docIds };
       alive.forEach((j, a) => {
         const tf = found.tfs[a]!;
         if (tf === 0) return;
@@ -138,12 +126,11 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
     if (!canEnter(rest[p]!)) break;
     const ti = order[p]!;
     const idfT = idfs[ti]!;
-    const { docIds, tfs, docLengths, keys } = yield { kind: 'list', term: terms[ti]!.term };
+    const { docIds, tfs, docLengths } = yield { kind: 'list', term: terms[ti]!.term };
     // A later list skips what this one scored; the last list needs no memory of it.
     const remember = p + 1 < n;
     const afterThis = rest[p + 1]!;
     let chunk: string[] = [];
-    let chunkKeys: number[] | undefined = keys === undefined ? undefined : [];
     let scores: number[] = [];
     for (let i = 0; i < tfs.length; i++) {
       const tf = tfs[i]!;
@@ -161,22 +148,20 @@ export function* rankBm25MaxScore(terms: readonly QueryTerm[], stats: CorpusStat
         continue;
       }
       chunk.push(docId);
-      chunkKeys?.push(keys![i]!);
       scores.push(score);
       if (chunk.length === CHUNK_DOCS) {
-        yield* scoreChunk(chunk, chunkKeys, scores, p);
+        yield* scoreChunk(chunk, scores, p);
         chunk = [];
-        chunkKeys = keys === undefined ? undefined : [];
         scores = [];
       }
     }
-    if (chunk.length > 0) yield* scoreChunk(chunk, chunkKeys, scores, p);
+    if (chunk.length > 0) yield* scoreChunk(chunk, scores, p);
   }
   return best;
 }
 
 /** Adds `item` to the sorted window `best` of at most k items (the `topK` insertion). */
-function insertBest(best: ScoredId[], item: ScoredId, k: number): void {
+export function insertBest(best: ScoredId[], item: ScoredId, k: number): void {
   if (best.length === k && byScoreThenId(item, best[k - 1]!) >= 0) return;
   let lo = 0;
   let hi = best.length;
@@ -189,7 +174,7 @@ function insertBest(best: ScoredId[], item: ScoredId, k: number): void {
   if (best.length > k) best.pop();
 }
 
-/** Runs a MaxScore run against a synchronous reader (the memory backend, tests). */
+/** Runs a MaxScore run against a synchronous reader (tests). */
 export function driveSync(run: MaxScoreRun, read: (request: PostingRead) => PostingColumns): ScoredId[] {
   let step = run.next();
   while (step.done !== true) step = run.next(read(step.value));
