@@ -19,7 +19,7 @@ import { type PostingColumns, type QueryTerm, insertBest } from './bm25-maxscore
 
 /** A term's live postings with each document's key (`0 <= key < universe`), each key once. */
 export interface KeyedColumns extends PostingColumns {
-  readonly keys: readonly number[];
+  readonly keys: ArrayLike<number>;
 }
 
 /**

@@ -417,6 +417,8 @@ export const POSTING_CACHE_BYTES = 128 * 1024 * 1024;
 const CACHED_POSTING_BYTES = 36;
 /** ...and of its entry in the by-id map a lookup builds (measured ~29). */
 const CACHED_BY_ID_BYTES = 32;
+/** ...and of its slot (`CachedList.keyed`). */
+const CACHED_SLOT_BYTES = 4;
 /** A cached list's own overhead beside its postings. */
 const CACHED_LIST_BYTES = 96;
 
@@ -450,6 +452,9 @@ interface CachedList {
   readonly list: PostingColumns;
   /** Doc id -> its entry in the list; built on the first lookup. */
   byId: Map<string, number> | undefined;
+  /** The list with each document's slot in its index (`DiskBm25.#slots`), dealt in epoch `slotEpoch`. */
+  keyed: KeyedColumns;
+  slotEpoch: number;
 }
 
 /** Decoded term lists of disk-backed shards, keyed by an index instance's tag and a term. */
@@ -461,7 +466,7 @@ export function newPostingCache(maxBytes = POSTING_CACHE_BYTES): PostingCache {
 
 function cachedListBytes(term: string, entry: CachedList): number {
   let bytes = CACHED_LIST_BYTES + term.length;
-  for (const docId of entry.list.docIds) bytes += CACHED_POSTING_BYTES + docId.length;
+  for (const docId of entry.list.docIds) bytes += CACHED_POSTING_BYTES + CACHED_SLOT_BYTES + docId.length;
   if (entry.byId !== undefined) bytes += entry.list.docIds.length * CACHED_BY_ID_BYTES;
   return bytes;
 }
@@ -488,9 +493,21 @@ class DiskBm25 implements Bm25Index {
   /** Ids read by key per uncached term since its list was last read whole (see POINT_READ_COST). */
   readonly #pointReads = new LRUCache<string, number>({ max: LOOKUP_COUNTS_MAX });
   readonly #limits: DiskReadLimits;
+  /**
+   * Doc id -> a small number of its own (its slot), dealt as lists are read: a query whose
+   * lists are all cached ranks them into an array of scores by slot (`bm25-accumulate.ts`),
+   * a tenth of MaxScore's cost when common terms meet. Dealt anew (a new epoch; cached lists
+   * take new slots when next ranked) once removed documents' slots pass twice the live ones.
+   */
+  #slots = new Map<string, number>();
+  #slotEpoch = 0;
+  readonly #spentSlack: number;
+  /** Each ranking's partial scores by slot (a ranking runs synchronously: one at a time). */
+  readonly #accumulator = newAccumulator();
 
-  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskReadLimits, cache: PostingCache) {
+  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskReadLimits, cache: PostingCache, spentSlotsSlack: number) {
     this.#limits = limits;
+    this.#spentSlack = spentSlotsSlack;
     this.#cache = cache;
     this.#analyzer = new Analyzer(config);
     this.#store = store;
@@ -503,13 +520,13 @@ class DiskBm25 implements Bm25Index {
     return encodeKey([shard, 'n']);
   }
 
-  static async open(config: CollectionConfig['bm25'], store: Store, shard: number, limits: DiskReadLimits, cache: PostingCache): Promise<DiskBm25> {
+  static async open(config: CollectionConfig['bm25'], store: Store, shard: number, limits: DiskReadLimits, cache: PostingCache, spentSlotsSlack: number): Promise<DiskBm25> {
     const raw = await store.get('bm25', DiskBm25.statsKey(shard));
     const stats = raw === undefined ? { docCount: 0, totalLength: 0 } : corpusStatsCodec.decode(raw);
     const version = await store.get('bm25', encodeKey([shard, 'v']));
     const bounds = version === undefined ? await migrateToBounds(store, shard) : await loadBounds(store, shard);
     if (version !== undefined) assert.equal(version.readUInt32BE(0), LAYOUT_VERSION, `BM25 layout of shard ${shard}`);
-    return new DiskBm25(config, store, shard, stats, bounds, limits, cache);
+    return new DiskBm25(config, store, shard, stats, bounds, limits, cache, spentSlotsSlack);
   }
 
   stats(): CorpusStats {
@@ -578,7 +595,7 @@ class DiskBm25 implements Bm25Index {
     const max = this.#limits.syncListPostingsMax;
     const synced = df <= max ? this.#store.entriesSync('bm25', range, max) : undefined;
     const list = synced?.complete === true ? decodeList([synced.entries], prefixLength) : await this.#readListAsync(range, prefixLength, df);
-    const entry: CachedList = { list, byId: undefined };
+    const entry: CachedList = { list, byId: undefined, keyed: { ...list, keys: this.#slotsOf(list.docIds) }, slotEpoch: this.#slotEpoch };
     // Only what no applied change overtook while we read is cached or tightens the bound. (A
     // batch that committed during the read but is not applied yet is fine either way: its
     // apply() sets the bound it prepared, wider than both states, and drops the cached list.)
@@ -590,6 +607,25 @@ class DiskBm25 implements Bm25Index {
       if (size <= this.#cache.maxSize && !this.#cache.has(key)) this.#cache.set(key, entry, { size });
     }
     return entry;
+  }
+
+  #slotsOf(docIds: readonly string[]): Int32Array {
+    const keys = new Int32Array(docIds.length);
+    for (let i = 0; i < docIds.length; i++) {
+      let slot = this.#slots.get(docIds[i]!);
+      if (slot === undefined) this.#slots.set(docIds[i]!, (slot = this.#slots.size));
+      keys[i] = slot;
+    }
+    return keys;
+  }
+
+  /** A cached list with slots of the current epoch. */
+  #keyed(entry: CachedList): KeyedColumns {
+    if (entry.slotEpoch !== this.#slotEpoch) {
+      entry.keyed = { ...entry.list, keys: this.#slotsOf(entry.list.docIds) };
+      entry.slotEpoch = this.#slotEpoch;
+    }
+    return entry.keyed;
   }
 
   /** A long list through the thread pool, the bound's df sizing the native batches. */
@@ -648,6 +684,17 @@ class DiskBm25 implements Bm25Index {
 
   async search(query: string, k: number, collection?: QueryStats): Promise<ScoredId[]> {
     const ranked = rankingInputs(queryTerms(this.#analyzer, this.#bounds, query), this.#stats, collection);
+    // Every list cached: ranked at once from memory. (Dealing slots anew happens only here,
+    // before any list of this ranking takes its slots.)
+    if (this.#slots.size > 2 * this.#stats.docCount + this.#spentSlack) {
+      this.#slots = new Map();
+      this.#slotEpoch++;
+    }
+    const cached = ranked.terms.map((t) => this.#cache.get(this.#tag + t.term));
+    if (cached.every((entry) => entry !== undefined)) {
+      const lists = cached.map((entry) => this.#keyed(entry!));
+      return rankBm25Accumulate(ranked.terms, lists, ranked.stats, this.#analyzer.params, k, this.#slots.size, this.#accumulator);
+    }
     const run = rankBm25MaxScore(ranked.terms, ranked.stats, this.#analyzer.params, k);
     for (let step = run.next(); ; ) {
       if (step.done === true) return step.value;
@@ -692,8 +739,9 @@ async function migrateToBounds(store: Store, shard: number): Promise<Map<string,
 }
 
 /**
- * `cache`: shared by the node's shards; `limits` (disk) and `spentOrdinalsSlack` (memory): tests
- * exercise every read path and the renumbering with small ones.
+ * `cache`: shared by the node's shards; `limits` (disk) and `spentOrdinalsSlack` (the memory
+ * backend's ordinals, the disk backend's slots): tests exercise every read path and the
+ * renumbering with small ones.
  */
 export async function openBm25(config: CollectionConfig, store: Store, shard: number, cache: PostingCache, limits = DISK_READ_LIMITS, spentOrdinalsSlack = SPENT_ORDINALS_SLACK): Promise<Bm25Index | undefined> {
   switch (config.bm25_backend) {
@@ -702,7 +750,7 @@ export async function openBm25(config: CollectionConfig, store: Store, shard: nu
     case 'memory':
       return new MemoryBm25(config.bm25, spentOrdinalsSlack);
     case 'disk':
-      return DiskBm25.open(config.bm25, store, shard, limits, cache);
+      return DiskBm25.open(config.bm25, store, shard, limits, cache, spentOrdinalsSlack);
   }
 }
 

@@ -166,7 +166,7 @@ const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 
 /** The shared list cache's bound: nothing fits, a few short lists fit (evictions), the default. */
 const arbCacheBytes = fc.constantFrom(1, 4_000, POSTING_CACHE_BYTES);
 
-/** When the memory backend renumbers its documents: after every write that removes one, sometimes, or as a node does. */
+/** When the memory backend renumbers its documents (and the disk backend deals its slots anew): after every write that removes one, sometimes, or as a node does. */
 const arbSpentSlack = fc.constantFrom(0, 3, SPENT_ORDINALS_SLACK);
 
 const arbQueries = fc.array(fc.tuple(arbQuery, fc.integer({ min: 1, max: 10 })), { minLength: 1, maxLength: 6 });
@@ -193,18 +193,24 @@ t.test('both backends: search equals the oracle after random writes; disk also a
 
       const id = shard++;
       const model = new Map<string, string>();
-      const disk = (await openBm25(bm25Config('disk'), store, id, cache, limits))!;
+      const disk = (await openBm25(bm25Config('disk'), store, id, cache, limits, spentSlack))!;
       await applyBatches(disk, store, model, batches);
       await expectOracle(t, disk, model, queries, 'disk');
       // The same queries again: now answered from cached lists and tightened bounds.
       await expectOracle(t, disk, model, queries, 'disk, cached');
-      await expectOracle(t, (await openBm25(bm25Config('disk'), store, id, cache, limits))!, model, queries, 'disk, reopened');
+      // Deletions after the lists were cached: the slots of removed documents pile up until dealt anew.
+      await applyBatches(disk, store, model, [[...model.keys()].filter((_, i) => i % 2 === 0).map((id) => ({ kind: 'del' as const, id }))]);
+      await expectOracle(t, disk, model, queries, 'disk, deletions after searches');
+      await applyBatches(disk, store, model, batches.slice(0, 3).map((ops) => ops.map((op) => ({ ...op, id: `${op.id}c` }))));
+      await expectOracle(t, disk, model, queries, 'disk, new documents after deletions');
+      await expectOracle(t, disk, model, queries, 'disk, new documents after deletions, cached');
+      await expectOracle(t, (await openBm25(bm25Config('disk'), store, id, cache, limits, spentSlack))!, model, queries, 'disk, reopened');
 
       // Version 1 had exactly these keys minus the term bounds and the version.
       const v2Keys: Buffer[] = [];
       for await (const key of store.keys('bm25', prefixRange([id]))) if (['f', 'v'].includes(decodeKey(key)[1] as string)) v2Keys.push(key);
       await store.batch(v2Keys.map((key) => ({ type: 'del' as const, cf: 'bm25' as const, key })), { sync: false });
-      const migrated = (await openBm25(bm25Config('disk'), store, id, cache, limits))!;
+      const migrated = (await openBm25(bm25Config('disk'), store, id, cache, limits, spentSlack))!;
       t.ok(await store.get('bm25', encodeKey([id, 'v'])), 'the migration writes the layout version');
       await expectOracle(t, migrated, model, queries, 'disk, migrated from version 1');
       // A migrated shard keeps taking writes.
@@ -262,6 +268,22 @@ t.test('disk: a term only ever looked up is read whole and cached once its looku
   t.equal(cache.size, 1, 'still looked up by key after 33 queries (99 ids)');
   await expectOracle(t, index, model, [['w2 w1', 2]], 'query 34');
   t.equal(cache.size, 2, 'the 34th query reads the common list whole and keeps it');
+});
+
+t.test('disk: lists cached before the slots are dealt anew take new slots when next ranked', async (t) => {
+  const store = await openTestStore(t);
+  const model = new Map<string, string>();
+  // Slack 0: slots are dealt anew once removed documents' slots pass twice the live ones.
+  const index = (await openBm25(bm25Config('disk'), store, 10, newPostingCache(), undefined, 0))!;
+  const many = Array.from({ length: 20 }, (_, n) => `d${n}`);
+  await applyBatches(index, store, model, [[{ kind: 'put', id: 'a', text: 'w1 w4' }, { kind: 'put', id: 'b', text: 'w2' }, ...many.map((id) => ({ kind: 'put' as const, id, text: 'w3' }))]]);
+  await expectOracle(t, index, model, [['w1 w2', 5], ['w3', 5]], 'slots for a, b and the 20 w3 documents');
+  await applyBatches(index, store, model, [many.map((id) => ({ kind: 'del' as const, id }))]);
+  // 22 slots, 2 live documents: this search deals them anew, and w4's list takes new slots...
+  await expectOracle(t, index, model, [['w4', 5]], 'after the deletions');
+  // ...while w1's and w2's lists, still cached, were given theirs in the old deal.
+  await expectOracle(t, index, model, [['w1 w2 w4', 5], ['w2 w4', 5]], 'cached lists of both deals');
+  t.strictSame((await index.search('w1 w2 w4', 5)).map((h) => h.id).sort(), ['a', 'b']);
 });
 
 t.test('memory: postings too large to pack into a small integer score like the others', async (t) => {
