@@ -38,9 +38,17 @@ export interface TextChange {
   readonly newText: string | undefined;
 }
 
+/**
+ * A change's batch ops, and its effect on memory. The shard writes the ops, then calls `stage`
+ * (optional) while the batch is being written, then `apply` once it committed, or `abandon` if
+ * it failed. What `stage` does is invisible to searches until `apply`; `apply` stages first
+ * if nothing did.
+ */
 export interface PreparedChange {
   readonly ops: BatchOp[];
+  stage(): void;
   apply(): void;
+  abandon(): void;
 }
 
 export interface Bm25Index {
@@ -188,15 +196,33 @@ class MemoryBm25 implements Bm25Index {
    * cost most of an add's time and made every major GC mark millions of them.
    */
   readonly #terms = new Map<string, TermList>();
-  readonly #bounds: BoundsOf = { get: (term) => this.#terms.get(term)?.bound };
+  /** A term's bound as searches see it: without the postings of documents staged, not applied. */
+  readonly #bounds: BoundsOf = {
+    get: (term) => {
+      const list = this.#terms.get(term);
+      if (list === undefined) return undefined;
+      const staged = this.#stagedIn(list);
+      if (staged === 0) return list.bound;
+      return list.bound.df === staged ? undefined : { ...list.bound, df: list.bound.df - staged };
+    },
+  };
   /** Document id -> its ordinal: a document gets a new one each time it is added. */
   readonly #ordOf = new Map<string, number>();
   /** Ordinal -> document id; undefined once removed (ordinals are never reused). */
   #idOf: (string | undefined)[] = [];
   /** Ordinal -> document length (tokens). */
   #lengthOf: number[] = [];
-  /** A term's postings as the columns a search reads, until a write touches the term. */
-  readonly #lists = new Map<string, KeyedColumns>();
+  /**
+   * Ordinals from here on are staged: documents of a batch being written, whose postings are
+   * in the lists already (added while the write thread syncs) but not visible to searches
+   * until the batch commits and is applied.
+   */
+  #visibleOrds = 0;
+  /**
+   * A term's postings as the columns a search reads, built when `visibleOrds` was that; dropped
+   * when a removal touches the term, rebuilt when postings beyond it became visible.
+   */
+  readonly #lists = new Map<string, { readonly columns: KeyedColumns; readonly visibleOrds: number }>();
   /** Each search's partial scores by ordinal (searches here are synchronous: one at a time). */
   readonly #accumulator = newAccumulator();
   #totalLength = 0;
@@ -212,16 +238,42 @@ class MemoryBm25 implements Bm25Index {
   }
 
   prepare(changes: readonly TextChange[]): PreparedChange {
+    let staged: { readonly id: string; readonly ord: number }[] | undefined;
+    const stage = () => {
+      if (staged !== undefined) return;
+      // One change staged at a time (the shard writes one batch at a time).
+      assert.equal(this.#visibleOrds, this.#idOf.length, 'a BM25 change is staged while another is');
+      staged = [];
+      for (const c of changes) if (c.newText !== undefined) staged.push({ id: c.id, ord: this.#stage(c.id, c.newText) });
+    };
     return {
       ops: [],
+      stage,
       apply: () => {
-        for (const c of changes) {
-          if (c.oldText !== undefined) this.#remove(c.id, c.oldText);
-          if (c.newText !== undefined) this.#add(c.id, c.newText);
+        stage();
+        for (const c of changes) if (c.oldText !== undefined) this.#remove(c.id, c.oldText);
+        for (const { id, ord } of staged!) {
+          // The shard removes a document's old text first: its old postings could not be found without it.
+          assert.ok(!this.#ordOf.has(id), `BM25 add of ${JSON.stringify(id)}, which is indexed already`);
+          this.#ordOf.set(id, ord);
+          this.#totalLength += this.#lengthOf[ord]!;
         }
+        this.#visibleOrds = this.#idOf.length;
         if (this.#idOf.length > 2 * this.#ordOf.size + this.#spentSlack) this.#renumber();
       },
+      abandon: () => {
+        if (staged === undefined) return;
+        this.#unstage(changes.flatMap((c) => (c.newText === undefined ? [] : [c.newText])));
+        staged = undefined;
+      },
     };
+  }
+
+  /** How many of `list`'s postings are staged (they are its last ones: the largest ordinals). */
+  #stagedIn(list: TermList): number {
+    const { ords } = list;
+    if (ords.length === 0 || ords[ords.length - 1]! < this.#visibleOrds) return 0;
+    return ords.length - gallopTo(ords, this.#visibleOrds, 0);
   }
 
   /** Removes a document's postings: `text` is the one it was added with. */
@@ -246,16 +298,16 @@ class MemoryBm25 implements Bm25Index {
     this.#totalLength -= this.#lengthOf[ord]!;
   }
 
-  #add(id: string, text: string): void {
-    // The shard removes a document's old text first: its old postings could not be found without it.
-    assert.ok(!this.#ordOf.has(id), `BM25 add of ${JSON.stringify(id)}, which is indexed already`);
+  /**
+   * Adds a document's postings under a new ordinal, staged (see `#visibleOrds`): its term counts
+   * and bounds include it, searches subtract it (`#bounds`, `#columns`) until it is applied.
+   */
+  #stage(id: string, text: string): number {
     const tokens = this.#analyzer.tokens(text);
     const docLength = tokens.length;
     const ord = this.#idOf.length;
     this.#idOf.push(id);
     this.#lengthOf.push(docLength);
-    this.#ordOf.set(id, ord);
-    const touched = this.#lists.size > 0;
     for (const [term, tf] of termFrequencies(tokens)) {
       const list = this.#terms.get(term);
       if (list === undefined) {
@@ -264,13 +316,33 @@ class MemoryBm25 implements Bm25Index {
       }
       list.ords.push(ord);
       list.packed.push(packPosting(tf, docLength));
-      if (touched) this.#lists.delete(term);
       const bound = list.bound;
       bound.df++;
       if (tf > bound.tfMax) bound.tfMax = tf;
       if (docLength < bound.docLengthMin) bound.docLengthMin = docLength;
     }
-    this.#totalLength += docLength;
+    return ord;
+  }
+
+  /**
+   * The staged batch failed: drops its postings (the last ones of each list they are in) and
+   * its ordinals (the last ones). Bounds stay as widened: looser, still valid.
+   */
+  #unstage(texts: readonly string[]): void {
+    for (const text of texts) {
+      for (const term of new Set(this.#analyzer.tokens(text))) {
+        const list = this.#terms.get(term);
+        if (list === undefined) continue;
+        while (list.ords.length > 0 && list.ords[list.ords.length - 1]! >= this.#visibleOrds) {
+          list.ords.pop();
+          list.packed.pop();
+          list.bound.df--;
+        }
+        if (list.bound.df === 0) this.#terms.delete(term);
+      }
+    }
+    this.#idOf.length = this.#visibleOrds;
+    this.#lengthOf.length = this.#visibleOrds;
   }
 
   /** Drops the removed postings of `list` (`removing`: the ordinal being removed now). */
@@ -294,6 +366,7 @@ class MemoryBm25 implements Bm25Index {
     for (const list of this.#terms.values()) remapPostings(list, (ord) => next[ord]!);
     this.#idOf = idOf;
     this.#lengthOf = lengthOf;
+    this.#visibleOrds = idOf.length; // (nothing is staged while a change applies)
     // Cached columns carry the old ordinals as their keys.
     this.#lists.clear();
   }
@@ -308,31 +381,34 @@ class MemoryBm25 implements Bm25Index {
     return queryStatsOf(this.#analyzer, this.#bounds, this.stats(), query);
   }
 
-  /** A term's live postings as columns, keyed by ordinal (ascending), cached until a write touches the term. */
+  /** A term's visible live postings as columns, keyed by ordinal (ascending), cached. */
   #columns(term: string): KeyedColumns {
     const list = this.#terms.get(term);
     assert.ok(list !== undefined, 'a query term has postings');
-    let columns = this.#lists.get(term);
-    if (columns === undefined) {
-      const live = list.ords.length - list.removed;
-      const docIds = new Array<string>(live);
-      const keys = new Array<number>(live);
-      const tfs = new Uint32Array(live);
-      const docLengths = new Uint32Array(live);
-      let n = 0;
-      for (let i = 0; i < list.ords.length; i++) {
-        const ord = list.ords[i]!;
-        const id = this.#idOf[ord];
-        if (id === undefined) continue;
-        docIds[n] = id;
-        keys[n] = ord;
-        unpackPosting(list.packed[i]!, tfs, docLengths, n++);
-      }
-      assert.equal(n, live, `the live postings of ${JSON.stringify(term)} are counted`);
-      columns = { docIds, tfs, docLengths, keys };
-      this.#lists.set(term, columns);
-      list.bound = exactBound(columns); // the whole list was read: the tightest bound
+    const cached = this.#lists.get(term);
+    // Still whole unless postings it left out (staged then) are visible now.
+    if (cached !== undefined && (cached.visibleOrds === this.#visibleOrds || list.ords[list.ords.length - 1]! < cached.visibleOrds)) return cached.columns;
+    const staged = this.#stagedIn(list);
+    const visible = list.ords.length - staged;
+    const live = visible - list.removed;
+    const docIds = new Array<string>(live);
+    const keys = new Array<number>(live);
+    const tfs = new Uint32Array(live);
+    const docLengths = new Uint32Array(live);
+    let n = 0;
+    for (let i = 0; i < visible; i++) {
+      const ord = list.ords[i]!;
+      const id = this.#idOf[ord];
+      if (id === undefined) continue;
+      docIds[n] = id;
+      keys[n] = ord;
+      unpackPosting(list.packed[i]!, tfs, docLengths, n++);
     }
+    assert.equal(n, live, `the live postings of ${JSON.stringify(term)} are counted`);
+    const columns = { docIds, tfs, docLengths, keys };
+    this.#lists.set(term, { columns, visibleOrds: this.#visibleOrds });
+    // The whole list was read: the tightest bound (not while staged postings, unread, are in it).
+    if (staged === 0) list.bound = exactBound(columns);
     return columns;
   }
 }
@@ -567,6 +643,9 @@ class DiskBm25 implements Bm25Index {
     ops.push({ type: 'put', cf: 'bm25', key: DiskBm25.statsKey(this.#shard), value: corpusStatsCodec.encode(next) });
     return {
       ops,
+      // The postings are in the batch: nothing to do before it commits, nothing to undo.
+      stage: () => {},
+      abandon: () => {},
       apply: () => {
         this.#stats = next;
         this.#applied++;

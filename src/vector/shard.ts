@@ -681,7 +681,22 @@ export class Shard implements ShardHandle {
     if (bm25 !== undefined) ops.push(...bm25.ops);
     ops.push(...extra);
     ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: nextLabel, a: index }) });
-    await this.#deps.store.batch(ops, { sync: true });
+    const written = this.#deps.store.batch(ops, { sync: true });
+    // BM25's new postings go into its lists while the write thread syncs (most of a batch's
+    // time after it is sent), invisible to searches until applied below.
+    try {
+      bm25?.stage();
+    } catch (err) {
+      await written.catch(() => undefined);
+      bm25?.abandon();
+      throw err;
+    }
+    try {
+      await written;
+    } catch (err) {
+      bm25?.abandon();
+      throw err;
+    }
     this.#applied = index;
     // Committed: bring memory and the index up to it, with no await in between.
     for (const p of planned) {

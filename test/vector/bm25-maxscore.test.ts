@@ -221,6 +221,51 @@ t.test('both backends: search equals the oracle after random writes; disk also a
   );
 });
 
+/** The index's statistics for each query are `model`'s. */
+function expectDf(index: Bm25Index, model: ReadonlyMap<string, string>, queries: readonly [string, number][], label: string): void {
+  for (const [query] of queries) {
+    const { byTerm, stats } = fullPostings(model, query);
+    const got = index.queryStats(query);
+    const want = { docCount: stats.docCount, totalLength: stats.totalLength, df: Object.fromEntries(Object.keys(got.df).map((term) => [term, byTerm.get(term)?.length ?? 0])) };
+    if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`${label}: statistics of ${JSON.stringify(query)} are ${JSON.stringify(got)}, not ${JSON.stringify(want)}`);
+  }
+}
+
+t.test('memory: a staged change is invisible to searches until applied, and an abandoned one leaves nothing behind', async (t) => {
+  const arbFates = fc.array(fc.constantFrom('apply' as const, 'abandon' as const), { minLength: 8, maxLength: 8 });
+  await fc.assert(
+    fc.asyncProperty(arbBatches, arbFates, arbQueries, arbSpentSlack, async (batches, fates, queries, spentSlack) => {
+      const index = (await openBm25(bm25Config('memory'), undefined as unknown as Store, 0, newPostingCache(), undefined, spentSlack))!;
+      const model = new Map<string, string>();
+      // Each batch twice: the second time its documents are there already (updates).
+      for (const [b, ops] of [...batches, ...batches].entries()) {
+        const changes = ops
+          .filter((op) => op.kind === 'put' || model.has(op.id))
+          .map((op) => ({ id: op.id, oldText: model.get(op.id), newText: op.kind === 'put' ? op.text : undefined }));
+        const prepared = index.prepare(changes);
+        // Searched before staging too, so cached columns must notice what becomes visible.
+        await expectOracle(t, index, model, queries, `batch ${b}, before`);
+        prepared.stage();
+        await expectOracle(t, index, model, queries, `batch ${b}, staged`);
+        expectDf(index, model, queries, `batch ${b}, staged`);
+        if (fates[b % fates.length] === 'abandon') {
+          prepared.abandon();
+          await expectOracle(t, index, model, queries, `batch ${b}, abandoned`);
+          continue;
+        }
+        prepared.apply();
+        for (const op of ops) {
+          if (op.kind === 'put') model.set(op.id, op.text);
+          else model.delete(op.id);
+        }
+        await expectOracle(t, index, model, queries, `batch ${b}, applied`);
+        expectDf(index, model, queries, `batch ${b}, applied`);
+      }
+    }),
+    fcParams(100),
+  );
+});
+
 t.test('disk: a shard reopened over dropped data never reads the old instance’s lists from the shared cache', async (t) => {
   const store = await openTestStore(t);
   const cache = newPostingCache();

@@ -10,7 +10,7 @@ import t from 'tap';
 import { type BatchOp, Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
 import { VectorEngine } from '../../src/vector/engine.js';
-import { createCollectionRequest, docRequest } from '../../src/vector/requests.js';
+import { bm25SearchRequest, createCollectionRequest, docRequest } from '../../src/vector/requests.js';
 import { fcParams } from '../support/fc.js';
 import { testEmbedderDeps } from './engine-harness.js';
 
@@ -100,4 +100,38 @@ t.test('grouped writes apply in arrival order and survive a reopen', async (t) =
     }),
     fcParams(25),
   );
+});
+
+t.test('a batch whose write fails leaves the memory BM25 index as it was; searches during a write see none of it', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'firkin-vgc-fail-'));
+  const store = await Store.open(join(dir, 'db'), { writeWorker: true });
+  const engine = await open(dir, store);
+  t.teardown(async () => {
+    await engine.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  await engine.createCollection(createCollectionRequest('c', { dimensions: 3, bm25_backend: 'memory' }));
+  await engine.putDocs({ collection: 'c', docs: [docRequest({ id: 'a', vector: [1, 0, 0], text: 'apple pie' })] });
+  const search = async (query: string) => (await engine.searchBm25(bm25SearchRequest('c', { query }))).results.map((h) => h.id);
+
+  // The next vec batch fails after a search ran while it was being written.
+  const batch = store.batch.bind(store);
+  const seenDuringWrite: string[][] = [];
+  let fail = true;
+  store.batch = async (ops: readonly BatchOp[], options) => {
+    if (!fail || !ops.some((op) => op.cf === 'vec')) return batch(ops, options);
+    fail = false;
+    await new Promise((resolve) => setImmediate(resolve)); // the write's await: the shard stages now
+    seenDuringWrite.push(await search('apple tart'));
+    throw new Error('injected write failure');
+  };
+  await t.rejects(engine.putDocs({ collection: 'c', docs: [docRequest({ id: 'b', vector: [0, 1, 0], text: 'apple tart' }), docRequest({ id: 'a', vector: [1, 0, 0], text: 'tart' })] }));
+  t.strictSame(seenDuringWrite, [['a']], 'a search during the write saw only what was applied');
+  t.strictSame(await search('apple tart'), ['a'], 'nothing of the failed batch is left');
+  t.strictSame(await search('pie'), ['a'], "the failed batch's update of a never applied");
+
+  await engine.putDocs({ collection: 'c', docs: [docRequest({ id: 'b', vector: [0, 1, 0], text: 'apple tart' })] });
+  t.strictSame(await search('tart'), ['b'], 'the same batch written again applies');
+  t.strictSame((await search('apple')).sort(), ['a', 'b']);
 });
