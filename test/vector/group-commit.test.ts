@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { type BatchOp, Store } from '../../src/storage/db.js';
 import { usearchEngine } from '../../src/vector/ann/usearch.js';
 import { VectorEngine } from '../../src/vector/engine.js';
@@ -30,8 +30,9 @@ function countVecBatches(store: Store): { count: number } {
   return counter;
 }
 
-t.test('concurrent upserts share one synced batch', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'firkin-vgc-'));
+/** An engine over a store with its write thread in a temp dir, closed and removed when `t` ends. */
+async function openForTest(t: Test, prefix: string): Promise<{ engine: VectorEngine; store: Store }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
   const store = await Store.open(join(dir, 'db'), { writeWorker: true });
   const engine = await open(dir, store);
   t.teardown(async () => {
@@ -39,6 +40,11 @@ t.test('concurrent upserts share one synced batch', async (t) => {
     await store.close();
     await rm(dir, { recursive: true, force: true });
   });
+  return { engine, store };
+}
+
+t.test('concurrent upserts share one synced batch', async (t) => {
+  const { engine, store } = await openForTest(t, 'firkin-vgc-');
   await engine.createCollection(createCollectionRequest('c', { dimensions: 3 }));
   const batches = countVecBatches(store);
   await Promise.all(Array.from({ length: 100 }, (_, i) => engine.putDoc('c', docRequest({ id: `d${i}`, vector: [1, i, 2] }))));
@@ -103,14 +109,7 @@ t.test('grouped writes apply in arrival order and survive a reopen', async (t) =
 });
 
 t.test('a batch whose write fails leaves the memory BM25 index as it was; searches during a write see none of it', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'firkin-vgc-fail-'));
-  const store = await Store.open(join(dir, 'db'), { writeWorker: true });
-  const engine = await open(dir, store);
-  t.teardown(async () => {
-    await engine.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { engine, store } = await openForTest(t, 'firkin-vgc-fail-');
   await engine.createCollection(createCollectionRequest('c', { dimensions: 3, bm25_backend: 'memory' }));
   await engine.putDocs({ collection: 'c', docs: [docRequest({ id: 'a', vector: [1, 0, 0], text: 'apple pie' })] });
   const search = async (query: string) => (await engine.searchBm25(bm25SearchRequest('c', { query }))).results.map((h) => h.id);
