@@ -10,7 +10,8 @@
 //           Every term's bound is also kept in memory (loaded at open), so a write computes the
 //           new bounds without reading and a query knows each term's df before reading it.
 // A change is prepared (ops to write + an in-memory apply) and applied only after its batch
-// commits, so memory never runs ahead of disk.
+// commits, so what searches see never runs ahead of disk. (The memory backend stages a batch's
+// new postings while the batch is written, under ordinals searches leave out until the apply.)
 // The disk backend ranks with MaxScore (`bm25-maxscore.ts`): a term's postings are read whole
 // only while the documents left unread could still enter the top k; otherwise the candidates
 // already found are looked up in it one by one. The memory backend adds its lists term at a time
