@@ -513,17 +513,23 @@ const LOOKUP_COUNTS_MAX = 10_000;
 /** The largest native batch one list read asks for (a longer list takes several). */
 const LIST_READ_BATCH_MAX = 65_536;
 
-/**
- * Lists up to this long, and lookups of up to this many ids, are read on the event loop's
- * thread (`Store.entriesSync`, `getManySync`): BM25 data is small and hot, and a thread-pool
- * hop per term read cost more than the read (a query makes several). Longer ones go through
- * the pool so that a read which does reach the disk cannot hold the loop for long.
- */
-export interface DiskReadLimits {
+export interface DiskLimits {
+  /**
+   * Lists up to this long, and lookups of up to this many ids, are read on the event loop's
+   * thread (`Store.entriesSync`, `getManySync`): BM25 data is small and hot, and a thread-pool
+   * hop per term read cost more than the read (a query makes several). Longer ones go through
+   * the pool so that a read which does reach the disk cannot hold the loop for long.
+   */
   readonly syncListPostingsMax: number;
   readonly syncLookupsMax: number;
+  /**
+   * Slots (`DiskBm25.#slots`, ~50 bytes each) a shard keeps before dealing them anew, whatever
+   * its size: a disk-backed shard may hold far more documents than memory should name, and the
+   * shared posting cache holds at most ~3M postings of every shard together.
+   */
+  readonly slotsMax: number;
 }
-const DISK_READ_LIMITS: DiskReadLimits = { syncListPostingsMax: 4_096, syncLookupsMax: 256 };
+const DISK_LIMITS: DiskLimits = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20 };
 
 interface CachedList {
   readonly list: PostingColumns;
@@ -569,12 +575,13 @@ class DiskBm25 implements Bm25Index {
   #applied = 0;
   /** Ids read by key per uncached term since its list was last read whole (see POINT_READ_COST). */
   readonly #pointReads = new LRUCache<string, number>({ max: LOOKUP_COUNTS_MAX });
-  readonly #limits: DiskReadLimits;
+  readonly #limits: DiskLimits;
   /**
    * Doc id -> a small number of its own (its slot), dealt as lists are read: a query whose
    * lists are all cached ranks them into an array of scores by slot (`bm25-accumulate.ts`),
    * a tenth of MaxScore's cost when common terms meet. Dealt anew (a new epoch; cached lists
-   * take new slots when next ranked) once removed documents' slots pass twice the live ones.
+   * take new slots when next ranked) once removed documents' slots pass twice the live ones,
+   * or there are `limits.slotsMax` of them.
    */
   #slots = new Map<string, number>();
   #slotEpoch = 0;
@@ -582,7 +589,7 @@ class DiskBm25 implements Bm25Index {
   /** Each ranking's partial scores by slot (a ranking runs synchronously: one at a time). */
   readonly #accumulator = newAccumulator();
 
-  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskReadLimits, cache: PostingCache, spentSlotsSlack: number) {
+  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskLimits, cache: PostingCache, spentSlotsSlack: number) {
     this.#limits = limits;
     this.#spentSlack = spentSlotsSlack;
     this.#cache = cache;
@@ -597,7 +604,7 @@ class DiskBm25 implements Bm25Index {
     return encodeKey([shard, 'n']);
   }
 
-  static async open(config: CollectionConfig['bm25'], store: Store, shard: number, limits: DiskReadLimits, cache: PostingCache, spentSlotsSlack: number): Promise<DiskBm25> {
+  static async open(config: CollectionConfig['bm25'], store: Store, shard: number, limits: DiskLimits, cache: PostingCache, spentSlotsSlack: number): Promise<DiskBm25> {
     const raw = await store.get('bm25', DiskBm25.statsKey(shard));
     const stats = raw === undefined ? { docCount: 0, totalLength: 0 } : corpusStatsCodec.decode(raw);
     const version = await store.get('bm25', encodeKey([shard, 'v']));
@@ -766,7 +773,7 @@ class DiskBm25 implements Bm25Index {
     const ranked = rankingInputs(queryTerms(this.#analyzer, this.#bounds, query), this.#stats, collection);
     // Every list cached: ranked at once from memory. (Dealing slots anew happens only here,
     // before any list of this ranking takes its slots.)
-    if (this.#slots.size > 2 * this.#stats.docCount + this.#spentSlack) {
+    if (this.#slots.size > Math.min(2 * this.#stats.docCount + this.#spentSlack, this.#limits.slotsMax)) {
       this.#slots = new Map();
       this.#slotEpoch++;
     }
@@ -823,7 +830,7 @@ async function migrateToBounds(store: Store, shard: number): Promise<Map<string,
  * backend's ordinals, the disk backend's slots): tests exercise every read path and the
  * renumbering with small ones.
  */
-export async function openBm25(config: CollectionConfig, store: Store, shard: number, cache: PostingCache, limits = DISK_READ_LIMITS, spentOrdinalsSlack = SPENT_ORDINALS_SLACK): Promise<Bm25Index | undefined> {
+export async function openBm25(config: CollectionConfig, store: Store, shard: number, cache: PostingCache, limits = DISK_LIMITS, spentOrdinalsSlack = SPENT_ORDINALS_SLACK): Promise<Bm25Index | undefined> {
   switch (config.bm25_backend) {
     case 'none':
       return undefined;

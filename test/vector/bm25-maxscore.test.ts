@@ -160,8 +160,8 @@ async function expectOracle(t: Test, index: Bm25Index, model: ReadonlyMap<string
   }
 }
 
-/** Which reads go on the event loop's thread and which through the pool: all, none, a mix. */
-const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 4_096), syncLookupsMax: fc.constantFrom(0, 1, 256) });
+/** Which reads go on the event loop's thread and which through the pool: all, none, a mix; and how many slots a shard keeps (0: dealt anew at every search). */
+const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 4_096), syncLookupsMax: fc.constantFrom(0, 1, 256), slotsMax: fc.constantFrom(0, 2, 1 << 20) });
 
 /** The shared list cache's bound: nothing fits, a few short lists fit (evictions), the default. */
 const arbCacheBytes = fc.constantFrom(1, 4_000, POSTING_CACHE_BYTES);
