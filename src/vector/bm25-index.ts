@@ -185,6 +185,13 @@ function remapPostings(list: TermList, to: (ord: number) => number): void {
   list.removed = 0;
 }
 
+/**
+ * The partial scores of every ranking into an array (`rankBm25Accumulate`), one for the process:
+ * a ranking runs synchronously, so one at a time, and a scratch per shard would hold 20 bytes a
+ * document of every shard searched.
+ */
+const accumulator = newAccumulator();
+
 /** Renumber (and drop every removed posting) once this many ordinals are spent beyond twice the live documents. */
 export const SPENT_ORDINALS_SLACK = 1_024;
 
@@ -224,8 +231,6 @@ class MemoryBm25 implements Bm25Index {
    * when a removal touches the term, rebuilt when postings beyond it became visible.
    */
   readonly #lists = new Map<string, { readonly columns: KeyedColumns; readonly visibleOrds: number }>();
-  /** Each search's partial scores by ordinal (searches here are synchronous: one at a time). */
-  readonly #accumulator = newAccumulator();
   #totalLength = 0;
   readonly #spentSlack: number;
 
@@ -375,7 +380,7 @@ class MemoryBm25 implements Bm25Index {
   async search(query: string, k: number, collection?: QueryStats): Promise<ScoredId[]> {
     const ranked = rankingInputs(queryTerms(this.#analyzer, this.#bounds, query), this.stats(), collection);
     const lists = ranked.terms.map((t) => this.#columns(t.term));
-    return rankBm25Accumulate(ranked.terms, lists, ranked.stats, this.#analyzer.params, k, this.#idOf.length, this.#accumulator);
+    return rankBm25Accumulate(ranked.terms, lists, ranked.stats, this.#analyzer.params, k, this.#idOf.length, accumulator);
   }
 
   queryStats(query: string): QueryStats {
@@ -586,8 +591,6 @@ class DiskBm25 implements Bm25Index {
   #slots = new Map<string, number>();
   #slotEpoch = 0;
   readonly #spentSlack: number;
-  /** Each ranking's partial scores by slot (a ranking runs synchronously: one at a time). */
-  readonly #accumulator = newAccumulator();
 
   constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskLimits, cache: PostingCache, spentSlotsSlack: number) {
     this.#limits = limits;
@@ -780,7 +783,7 @@ class DiskBm25 implements Bm25Index {
     const cached = ranked.terms.map((t) => this.#cache.get(this.#tag + t.term));
     if (cached.every((entry) => entry !== undefined)) {
       const lists = cached.map((entry) => this.#keyed(entry!));
-      return rankBm25Accumulate(ranked.terms, lists, ranked.stats, this.#analyzer.params, k, this.#slots.size, this.#accumulator);
+      return rankBm25Accumulate(ranked.terms, lists, ranked.stats, this.#analyzer.params, k, this.#slots.size, accumulator);
     }
     const run = rankBm25MaxScore(ranked.terms, ranked.stats, this.#analyzer.params, k);
     for (let step = run.next(); ; ) {
