@@ -43,6 +43,7 @@ import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { liftedRollbacks } from './switch-bound.js';
+import { routeEdits } from './routed-edits.js';
 import { requireProtocol } from './versions.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { type HostedReplica, ShardHost, awaitNewShardLeaders, type ShardHostOptions, type WantedReplica } from './shard-host.js';
@@ -630,53 +631,33 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   /**
    * Propose edits grouped by shard, in parallel; results in the order of `edits`. A shard a
    * split or merge fenced refuses its part with no effect: that part waits for the new map and
-   * is routed again (clients see a short delay, never an error).
+   * is routed again (clients see a short delay, never an error), under the request id it was
+   * first proposed with (`routed-edits.ts`), so a write that did apply is answered, not applied
+   * twice.
    */
   async #write(name: string, edits: readonly (DocEdit | EditResult)[]): Promise<EditResult[]> {
-    const results: EditResult[] = new Array(edits.length);
-    let todo: number[] = [];
-    edits.forEach((e, i) => {
-      if ('kind' in e) todo.push(i);
-      else results[i] = e;
-    });
-    for (let attempt = 0; todo.length > 0; attempt++) {
-      const v = await this.#vdbNow(name);
-      const groups = new Map<number, number[]>();
-      for (const i of todo) {
-        const e = edits[i] as DocEdit;
-        const shardId = this.#route(v, e.docId);
-        const refused = this.#readonlyError(v, shardId);
-        if (refused !== undefined) results[i] = { ok: false, id: e.docId, error: refused.code, message: refused.message };
-        else groups.set(shardId, [...(groups.get(shardId) ?? []), i]);
-      }
-      const at = this.#o.hlc.now();
-      const again: number[] = [];
-      await Promise.all(
-        [...groups].map(async ([shardId, idx]) => {
-          const rid = randomBytes(12).toString('base64url');
-          let outcome: DocShardOutcome;
-          try {
-            outcome = await this.#propose(v.shards[shardId]!, { kind: 'edits', rid, at, edits: idx.map((i) => edits[i] as DocEdit) });
-          } catch (err) {
-            // The shard was switched away from while the write was under way (a merged shard's
-            // replicas are gone): route again on the newer map.
-            if (!this.#mapMoved(name, v.epoch)) throw err;
-            outcome = { kind: 'fenced' };
-          }
-          if (outcome.kind === 'fenced') {
-            again.push(...idx);
-            return;
-          }
-          if (outcome.kind !== 'edits' || outcome.results.length !== idx.length) throw new FirkinError('error', `shard ${shardId} answered a write with the wrong outcome`);
-          outcome.results.forEach((r, j) => (results[idx[j]!] = r));
-        }),
-      );
-      if (again.length === 0) break;
-      if (attempt >= STALE_RETRIES_MAX) throw new FirkinError('unavailable', `virtual database ${JSON.stringify(name)} is switching shards and the new map did not arrive; retry`);
-      await this.#awaitNewer(name, v.epoch);
-      todo = again.sort((a, b) => a - b);
-    }
-    return results;
+    return routeEdits<VdbPlacement, DocEdit, EditResult>(
+      edits.map((e) => ('kind' in e ? e : { result: e })),
+      {
+        map: () => this.#vdbNow(name),
+        route: (v, e) => {
+          const shard = this.#route(v, e.docId);
+          const refused = this.#readonlyError(v, shard);
+          return refused === undefined ? { shard } : { refused: { ok: false, id: e.docId, error: refused.code, message: refused.message } };
+        },
+        propose: async (v, shard, rid, part) => {
+          const outcome = await this.#propose(v.shards[shard]!, { kind: 'edits', rid, at: this.#o.hlc.now(), edits: part });
+          if (outcome.kind === 'fenced' || outcome.kind === 'edits') return outcome;
+          throw new FirkinError('error', `shard ${shard} answered a write with a ${outcome.kind} outcome`);
+        },
+        moved: (v) => this.#mapMoved(name, v.epoch),
+        awaitNewer: (v) => this.#awaitNewer(name, v.epoch),
+        newRid: () => randomBytes(12).toString('base64url'),
+        resultOf: (e, r) => r.id === e.docId,
+        retriesMax: STALE_RETRIES_MAX,
+        tooManyRetries: () => new FirkinError('unavailable', `virtual database ${JSON.stringify(name)} is switching shards and the new map did not arrive; retry`),
+      },
+    );
   }
 
   /** Wait (bounded) until this node applied a newer map of the VDB than `epoch`. */
