@@ -2,14 +2,14 @@
 // merge switched the map under them. The loop only: the caller injects the map, the routing and
 // the proposals (`DocShards.#write`), so its retry rules are tested with fakes.
 //
-// Request ids: each edit keeps the id of the command it was first proposed in, and a retry
-// groups edits by (shard, request id). A command that committed on the source before its range
-// moved reaches the new shard in the replay under that same id, in parts routed as these edits
-// are, so the new shard's request table answers the retry with what the command did (a new id
-// would apply it again: a create answered 409). A proposal that failed outright once the map
-// moved is first asked again of the same shard, same id: the source answers from its request
-// table if it applied it (the table is read before the fence), or refuses it whole, with no
-// effect, if it did not.
+// A proposal that failed outright once the map moved may have applied before its range moved:
+// the new shard then has its documents (copied), but not its request id, and routing it there
+// again would apply it again (a create answered 409). So it is first asked again of the same
+// shard under the same request id, as first sent: the shard answers from its request table if
+// it applied it (the table is read before the fence), or refuses it whole, with no effect, if
+// it did not, and only then are its edits routed on. Each edit also keeps the request id of the
+// command it was first proposed in (a retry groups edits by shard and request id), so a shard
+// that applied a command and is sent part of it again answers that part from its table.
 
 import { FirkinError } from '../core/errors.js';
 
