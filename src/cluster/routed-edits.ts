@@ -45,8 +45,8 @@ interface Uncertain<M> {
   readonly asks: number;
 }
 
-/** A command in doubt is asked again of its shard this many times before its edits are routed on. */
-const UNCERTAIN_ASKS = 3;
+/** A command in doubt is asked again of its shard this many times before its edits are routed on (a merged source gone costs each its proposal timeout). */
+const UNCERTAIN_ASKS = 2;
 
 /** Results in the order of `edits`; an entry that is a result already is kept as it is. */
 export async function routeEdits<M, E, R>(edits: readonly (E | { readonly result: R })[], deps: RoutedEditsDeps<M, E, R>): Promise<R[]> {
