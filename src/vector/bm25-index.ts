@@ -499,7 +499,7 @@ export const POSTING_CACHE_BYTES = 128 * 1024 * 1024;
 const CACHED_POSTING_BYTES = 36;
 /** ...and of its entry in the by-id map a lookup builds (measured ~29). */
 const CACHED_BY_ID_BYTES = 32;
-/** ...and of its slot (`CachedList.keyed`). */
+/** ...and of its slot (`CachedList.keyed`, counted from the start: it is dealt on the first ranking). */
 const CACHED_SLOT_BYTES = 4;
 /** A cached list's own overhead beside its postings. */
 const CACHED_LIST_BYTES = 96;
@@ -540,8 +540,12 @@ interface CachedList {
   readonly list: PostingColumns;
   /** Doc id -> its entry in the list; built on the first lookup. */
   byId: Map<string, number> | undefined;
-  /** The list with each document's slot in its index (`DiskBm25.#slots`), dealt in epoch `slotEpoch`. */
-  keyed: KeyedColumns;
+  /**
+   * The list with each document's slot in its index (`DiskBm25.#slots`), dealt in epoch
+   * `slotEpoch`; dealt when the list is first ranked from the cache (a list read for MaxScore
+   * and not kept takes none).
+   */
+  keyed: KeyedColumns | undefined;
   slotEpoch: number;
 }
 
@@ -685,7 +689,7 @@ class DiskBm25 implements Bm25Index {
     const max = this.#limits.syncListPostingsMax;
     const synced = df <= max ? this.#store.entriesSync('bm25', range, max) : undefined;
     const list = synced?.complete === true ? decodeList([synced.entries], prefixLength) : await this.#readListAsync(range, prefixLength, df);
-    const entry: CachedList = { list, byId: undefined, keyed: { ...list, keys: this.#slotsOf(list.docIds) }, slotEpoch: this.#slotEpoch };
+    const entry: CachedList = { list, byId: undefined, keyed: undefined, slotEpoch: -1 };
     // Only what no applied change overtook while we read is cached or tightens the bound. (A
     // batch that committed during the read but is not applied yet is fine either way: its
     // apply() sets the bound it prepared, wider than both states, and drops the cached list.)
@@ -711,7 +715,7 @@ class DiskBm25 implements Bm25Index {
 
   /** A cached list with slots of the current epoch. */
   #keyed(entry: CachedList): KeyedColumns {
-    if (entry.slotEpoch !== this.#slotEpoch) {
+    if (entry.keyed === undefined || entry.slotEpoch !== this.#slotEpoch) {
       entry.keyed = { ...entry.list, keys: this.#slotsOf(entry.list.docIds) };
       entry.slotEpoch = this.#slotEpoch;
     }

@@ -686,14 +686,10 @@ export class Shard implements ShardHandle {
     // time after it is sent), invisible to searches until applied below.
     try {
       bm25?.stage();
-    } catch (err) {
-      await written.catch(() => undefined);
-      bm25?.abandon();
-      throw err;
-    }
-    try {
       await written;
     } catch (err) {
+      // The write failed, or staging did: either way the batch must have ended before undoing.
+      await written.catch(() => undefined);
       bm25?.abandon();
       throw err;
     }
