@@ -1,7 +1,7 @@
 // Exact BM25 top-k with MaxScore pruning (Turtle & Flood 1995; the term-ordered form Lucene's
 // MaxScoreBulkScorer and Tantivy use). Pure: the algorithm is a generator that yields the
 // posting reads it needs and receives their answers, so it holds no I/O and never awaits;
-// the backend drives it (an async loop for RocksDB; `driveSync` here for tests).
+// the backend drives it (an async loop for RocksDB).
 //
 //   ub(t)  = termScore(idf(t), tfMax(t), docLengthMin(t)) >= the score t gives any document
 //            (termScore grows with tf and shrinks with |d|; the bounds are kept by the index)
@@ -172,13 +172,6 @@ export function insertBest(best: ScoredId[], item: ScoredId, k: number): void {
   }
   best.splice(lo, 0, item);
   if (best.length > k) best.pop();
-}
-
-/** Runs a MaxScore run against a synchronous reader (tests). */
-export function driveSync(run: MaxScoreRun, read: (request: PostingRead) => PostingColumns): ScoredId[] {
-  let step = run.next();
-  while (step.done !== true) step = run.next(read(step.value));
-  return step.value;
 }
 
 /** Widens a bound by one posting (a write adding it). */

@@ -8,8 +8,8 @@ import { rmSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
 import { Store } from '../../src/storage/db.js';
-import { type Posting, byScoreThenId, rankBm25, sumQueryStats } from '../../src/vector/bm25.js';
-import { type PostingColumns, type PostingRead, type QueryTerm, driveSync, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
+import { type Posting, type ScoredId, byScoreThenId, rankBm25, sumQueryStats } from '../../src/vector/bm25.js';
+import { type MaxScoreRun, type PostingColumns, type PostingRead, type QueryTerm, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
 import { type Bm25Index, POSTING_CACHE_BYTES, SPENT_ORDINALS_SLACK, bm25ShardRange, gallopTo, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { fcParams } from '../support/fc.js';
@@ -47,6 +47,13 @@ function listColumns(list: readonly Posting[]): PostingColumns {
   );
 }
 
+
+/** Runs a MaxScore run against a synchronous reader. */
+function driveSync(run: MaxScoreRun, read: (request: PostingRead) => PostingColumns): ScoredId[] {
+  let step = run.next();
+  while (step.done !== true) step = run.next(read(step.value));
+  return step.value;
+}
 
 /** A reader over full lists that counts the postings it hands out. */
 function memoryReader(byTerm: ReadonlyMap<string, readonly Posting[]>) {
