@@ -15,7 +15,7 @@
 // multiply-add into a typed array. The disk backend keeps MaxScore: its lists are read from
 // RocksDB, where not reading one is what pruning buys.
 import { type Bm25Params, type CorpusStats, type ScoredId, idf, termScore } from './bm25.js';
-import { type PostingColumns, type QueryTerm, insertBest } from './bm25-maxscore.js';
+import { BOUND_SLACK, type PostingColumns, type QueryTerm, insertBest } from './bm25-maxscore.js';
 
 /** A term's live postings with each document's key (`0 <= key < universe`), each key once. */
 export interface KeyedColumns extends PostingColumns {
@@ -49,9 +49,6 @@ function grow(scratch: Accumulator, universe: number): void {
   scratch.metList = new Int32Array(size);
   scratch.metAt = new Int32Array(size);
 }
-
-/** Relative slack on the bound, as MaxScore's: rounding moves a sum of n terms by ~n ulps. */
-const BOUND_SLACK = 1 + 1e-9;
 
 /**
  * The best `k` documents holding at least one of `terms` (distinct, in query order, df > 0;

@@ -62,7 +62,7 @@ export interface PostingColumns {
 export type MaxScoreRun = Generator<PostingRead, ScoredId[], PostingColumns>;
 
 /** Relative slack on every bound: rounding can move a sum of n terms by ~n ulps (1e-16 each). */
-const BOUND_SLACK = 1 + 1e-9;
+export const BOUND_SLACK = 1 + 1e-9;
 
 /**
  * New documents of a round are scored in chunks of this many, so the k-th best score rises
