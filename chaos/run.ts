@@ -84,7 +84,10 @@ interface NodeProc {
   leaderTransfers: number;
   /** Reshard, split or merge switches its processes rolled back for running out of time (their log lines). */
   switchRollbacks: number;
-  /** A `replace` fault's leave was accepted: its rejoin waits for `left`, then starts it afresh. */
+  /**
+   * A `replace` fault's leave was accepted: its rejoin waits for `left`, then starts it afresh.
+   * True until it has started again, so that another node's leave waits for it as a taker.
+   */
   leaving: boolean;
   /** A leave was asked since this node last started afresh, whatever it answered: only then may one have committed. */
   leaveAsked: boolean;
@@ -703,11 +706,18 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
       // An operator retries a leave refused for now (409: its replicas have no taker yet, e.g.
       // a node that just joined again is not live; 503: no quorum; 400 not_member: the node
       // itself, started again on an empty disk, is still joining) for a while.
-      const until = Date.now() + LEAVE_RETRY_MS;
+      // While another node is being replaced (its leave accepted, not yet started again), the
+      // window runs from when that one started again: it is the taker this leave waits for
+      // (seed 19 on a loaded CI machine: n4's replace outlasted n3's ten seconds of retries).
+      const startedMs = Date.now();
+      let until = startedMs + LEAVE_RETRY_MS;
+      const replaceUnderway = () => [...byName.values()].some((m) => m !== n && m.leaving);
       const forNow = (r: Awaited<ReturnType<typeof call>>) => r?.status === 409 || r?.status === 503 || (r?.status === 400 && r.body?.error === 'not_member' && /is not a member/.test(String(r.body?.message)));
       n.leaveAsked = true;
       let r = await call(n.url, 'POST', '/vectordb/cluster/leave');
-      while (forNow(r) && Date.now() < until) {
+      for (;;) {
+        if (replaceUnderway()) until = Math.max(until, Math.min(Date.now() + LEAVE_RETRY_MS, startedMs + LEAVE_TIMEOUT_MS));
+        if (!forNow(r) || Date.now() >= until) break;
         log(`chaos: ${n.name} leave: ${r?.status} ${JSON.stringify(r?.body).slice(0, 200)}; retrying`);
         await new Promise((res) => setTimeout(res, 500));
         r = await call(n.url, 'POST', '/vectordb/cluster/leave');
@@ -731,10 +741,10 @@ async function applyEvent(e: ScheduledEvent, byName: Map<string, NodeProc>, net:
         log(`chaos: ${n.name} had not left after ${LEAVE_TIMEOUT_MS / 1000} s: it stays as it is (convergence will say what is wrong)`);
         return;
       }
-      n.leaving = false;
       await stopNode(n);
       // A fresh data directory joins as a new member, through every other node (one may be down).
       await startAfresh(n, byName, net);
+      n.leaving = false;
       log(`chaos: ${n.name} left and started again on an empty data directory`);
       return;
     }
