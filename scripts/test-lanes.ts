@@ -1,8 +1,9 @@
 // The suite's two lanes (scripts/test-suite.ts): pure parts. The files that start clusters of
 // processes, the chaos runner or a browser (package.json's `tap.serial`) run one at a time in
 // the cluster lane; everything else runs one at a time in the unit lane, beside it. Each
-// lane is a tap run that ends with its own `# { total: …, pass: … }`; the suite prints one
-// more, their sum, last (what .ci/run reads).
+// lane runs its files one after another, each the node program a tap test is, and ends with its
+// own `# { total: …, pass: … }`, the sum of its files'; the suite prints one more, the sum of
+// the lanes', last (what .ci/run reads).
 
 export interface Lanes {
   cluster: string[];
@@ -34,4 +35,33 @@ export function summaryLine(lanes: readonly Counts[]): string {
   const sum: Counts = { total: 0, pass: 0 };
   for (const counts of lanes) for (const [key, value] of Object.entries(counts)) sum[key] = (sum[key] ?? 0) + value;
   return `# { ${Object.entries(sum).map(([k, v]) => `${k}: ${v}`).join(', ')} }`;
+}
+
+/**
+ * One test file's counts from its own output and exit: its closing line, plus one failure when
+ * it has none (it crashed or was killed) or exited non-zero with no failure counted.
+ */
+export function fileCounts(output: string, exitCode: number | null): { counts: Counts; ok: boolean } {
+  const counts: Counts = { ...(lastCounts(output) ?? { total: 0, pass: 0 }) };
+  if ((counts.fail ?? 0) === 0 && (exitCode !== 0 || lastCounts(output) === undefined)) {
+    counts.total = (counts.total ?? 0) + 1;
+    counts.fail = 1;
+  }
+  return { counts, ok: (counts.fail ?? 0) === 0 };
+}
+
+/** Indents a child's output as tap nests a subtest, line by line as it streams (`flush` ends it). */
+export function lineIndenter(write: (text: string) => void): { push: (chunk: string) => void; flush: () => void } {
+  let partial = '';
+  return {
+    push(chunk) {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop()!;
+      if (lines.length > 0) write(lines.map((l) => (l === '' ? '\n' : `    ${l}\n`)).join(''));
+    },
+    flush() {
+      if (partial !== '') write(`    ${partial}\n`);
+      partial = '';
+    },
+  };
 }

@@ -4,13 +4,14 @@
 // deadlines with about one core busy, so the other core ran idle while tap ran it alone, and
 // two of them at once turn those waits into flakes (test/suite.test.ts). The unit lane's output
 // is shown as it comes; the cluster lane's is held until the unit lane ends, then shown (and
-// followed live). Last: both lanes' times and one summary line, their sum.
+// followed live), each file nested as tap nests a subtest. Last: both lanes' times and one
+// summary line, their sum.
 // With arguments (files, tap options) it is one plain tap run: `npm test -- test/x.test.ts`.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Counts, lastCounts, splitLanes, summaryLine } from './test-lanes.js';
+import { type Counts, fileCounts, lastCounts, lineIndenter, splitLanes, summaryLine } from './test-lanes.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const tap = path.join(root, 'node_modules', '.bin', 'tap');
@@ -47,24 +48,49 @@ async function runLanes(): Promise<void> {
     if (live || held === undefined) process.stdout.write(text);
     else held.push(text);
   };
-  const lane = (name: string, laneFiles: string[], live: boolean) =>
-    new Promise<{ name: string; files: number; code: number | null; seconds: number; counts: Counts | undefined }>((resolve) => {
+  // Each file runs as the plain node program a tap test is, not through tap's runner: the
+  // runner puts @tapjs/processinfo in front of every test process and, through NODE_OPTIONS,
+  // of every node process a test starts (~0.6 s each on this machine kind, for coverage this
+  // suite does not collect). tap's own timeout still runs inside each file (TAP_TIMEOUT); the
+  // lane kills a file that outlives it by a minute.
+  const timeoutS = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { tap: { timeout: number } }).tap.timeout;
+  const runFile = (file: string, index: number, write: (text: string) => void) =>
+    new Promise<Counts>((resolve) => {
       const startedAt = Date.now();
-      const child = spawn(tap, ['--jobs=1', ...laneFiles], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      write(`# Subtest: ${file}\n`);
+      const child = spawn(process.execPath, ['--enable-source-maps', '--import=tsx', file], { cwd: root, env: { ...env, TAP_TIMEOUT: String(timeoutS) }, stdio: ['ignore', 'pipe', 'pipe'] });
       children.add(child);
+      const killer = setTimeout(() => child.kill('SIGKILL'), (timeoutS + 60) * 1000);
       let output = '';
+      const indented = lineIndenter(write);
       const take = (d: Buffer) => {
         const text = d.toString();
         output += text;
-        show(text, live);
+        indented.push(text);
       };
       child.stdout!.on('data', take);
       child.stderr!.on('data', take);
-      child.once('close', (code) => {
+      child.once('close', (code, signal) => {
+        clearTimeout(killer);
         children.delete(child);
-        resolve({ name, files: laneFiles.length, code, seconds: Math.round((Date.now() - startedAt) / 1000), counts: lastCounts(output) });
+        indented.flush();
+        const { counts, ok } = fileCounts(output, code);
+        const why = code === 0 ? '' : ` (exit ${code ?? signal})`;
+        write(`${ok ? 'ok' : 'not ok'} ${index + 1} - ${file}${why} # time=${Date.now() - startedAt}ms\n\n`);
+        resolve(counts);
       });
     });
+  const lane = async (name: string, laneFiles: string[], live: boolean) => {
+    const startedAt = Date.now();
+    const write = (text: string) => show(text, live);
+    write('TAP version 14\n');
+    const perFile: Counts[] = [];
+    for (const [i, file] of laneFiles.entries()) perFile.push(await runFile(file, i, write));
+    const counts = lastCounts(summaryLine(perFile));
+    write(`1..${laneFiles.length}\n${summaryLine(perFile)}\n`);
+    const failed = perFile.some((c) => (c.fail ?? 0) > 0);
+    return { name, files: laneFiles.length, code: failed ? 1 : 0, seconds: Math.round((Date.now() - startedAt) / 1000), counts };
+  };
 
   const unit = lane('unit', lanes.unit, true).then((result) => {
     for (const text of held ?? []) process.stdout.write(text);

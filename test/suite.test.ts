@@ -8,7 +8,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { lastCounts, splitLanes, summaryLine } from '../scripts/test-lanes.js';
+import { fileCounts, lastCounts, lineIndenter, splitLanes, summaryLine } from '../scripts/test-lanes.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { tap: { serial: string[]; plugin?: string[]; 'node-arg'?: string[] } };
@@ -82,5 +82,30 @@ t.test('the suite\'s closing line is the sum of the lanes\' closing lines', (t) 
   const line = summaryLine([lastCounts(unit)!, lastCounts(cluster)!]);
   t.equal(line, '# { total: 14, pass: 12, fail: 1, skip: 1 }');
   t.same(lastCounts(line), { total: 14, pass: 12, fail: 1, skip: 1 }, 'it reads back as tap\'s own');
+  t.end();
+});
+
+t.test('a lane counts each file from its own closing line and exit, and a file without one as a failure', (t) => {
+  const passed = 'TAP version 14\nok 1 - x\n1..1\n# { total: 3, pass: 2, skip: 1 }\n# time=4ms\n';
+  t.same(fileCounts(passed, 0), { counts: { total: 3, pass: 2, skip: 1 }, ok: true });
+  const failed = 'not ok 1 - x\n# { total: 2, pass: 1, fail: 1 }\n';
+  t.same(fileCounts(failed, 1), { counts: { total: 2, pass: 1, fail: 1 }, ok: false }, 'its own failures, not one more');
+  t.same(fileCounts('TAP version 14\nok 1 - x\n', null), { counts: { total: 1, pass: 0, fail: 1 }, ok: false }, 'killed before its closing line');
+  t.same(fileCounts(passed, 1), { counts: { total: 4, pass: 2, skip: 1, fail: 1 }, ok: false }, 'every assertion passed but it exited non-zero (a crash after its summary)');
+  t.same(fileCounts('    # { total: 5, pass: 5 }\n', 0).ok, false, 'a nested summary is a subtest\'s, not the file\'s');
+  t.end();
+});
+
+t.test('a file\'s output is nested as tap nests a subtest, whole lines only, however it arrives', (t) => {
+  let out = '';
+  const indented = lineIndenter((text) => (out += text));
+  indented.push('TAP vers');
+  t.equal(out, '', 'half a line waits');
+  indented.push('ion 14\nok 1 - a\n\n# { total: 1');
+  t.equal(out, '    TAP version 14\n    ok 1 - a\n\n');
+  indented.push(', pass: 1 }');
+  indented.flush();
+  t.equal(out, '    TAP version 14\n    ok 1 - a\n\n    # { total: 1, pass: 1 }\n', 'the last line without its newline comes out at the end');
+  t.same(lastCounts(out), undefined, 'so a lane\'s own closing line is the only top-level one');
   t.end();
 });
