@@ -17,9 +17,12 @@ const root = fileURLToPath(new URL('../', import.meta.url));
 const tap = path.join(root, 'node_modules', '.bin', 'tap');
 const args = process.argv.slice(2);
 const children = new Set<ChildProcess>();
+/** A signal came: the lanes start no further file. */
+let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    for (const child of children) child.kill(signal); // tap passes it to its test processes
+    stopping = true;
+    for (const child of children) child.kill(signal); // a test file, or a tap run that passes it on to its own
     process.exitCode = 1;
   });
 }
@@ -85,11 +88,14 @@ async function runLanes(): Promise<void> {
     const write = (text: string) => show(text, live);
     write('TAP version 14\n');
     const perFile: Counts[] = [];
-    for (const [i, file] of laneFiles.entries()) perFile.push(await runFile(file, i, write));
-    const counts = lastCounts(summaryLine(perFile));
-    write(`1..${laneFiles.length}\n${summaryLine(perFile)}\n`);
+    for (const [i, file] of laneFiles.entries()) {
+      if (stopping) break;
+      perFile.push(await runFile(file, i, write));
+    }
+    const line = summaryLine(perFile);
+    write(`1..${perFile.length}\n${line}\n`);
     const failed = perFile.some((c) => (c.fail ?? 0) > 0);
-    return { name, files: laneFiles.length, code: failed ? 1 : 0, seconds: Math.round((Date.now() - startedAt) / 1000), counts };
+    return { name, files: perFile.length, code: failed || stopping ? 1 : 0, seconds: Math.round((Date.now() - startedAt) / 1000), counts: lastCounts(line) };
   };
 
   const unit = lane('unit', lanes.unit, true).then((result) => {
