@@ -23,6 +23,7 @@ import type { KeyOp, Outcome, RegisterOp, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
 import { runCheckers } from './checker/report.js';
 import { OptionError, type ChaosOptions, parseChaosArgs } from './options.js';
+import { type ShardRow, groupsLosingMajority, mergeShardRows } from './nemesis/group-quorum.js';
 import { type Proc, fromChild, kill9, pause, resume, stop } from './nemesis/process.js';
 import { type ScheduledEvent, SeededRand, isHeal, schedule } from './nemesis/schedule.js';
 import { FaultNetwork } from './proxy/network.js';
@@ -33,8 +34,18 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const liveChildren = new Set<ChildProcess>();
 const liveDirs = new Set<string>();
 
-/** The run overran its bound: kill its node processes (paused ones too) and remove its data, now. */
+/** What each run still open writes before it is abandoned: its nodes' logs (synchronous: the process exits next). */
+const lastWords = new Set<() => void>();
+
+/** The run overran its bound: keep its nodes' logs, kill its node processes (paused ones too) and remove its data, now. */
 export function abandonRuns(): void {
+  for (const write of lastWords) {
+    try {
+      write();
+    } catch (err) {
+      process.stderr.write(`chaos: the nodes' logs could not be kept: ${(err as Error).message}\n`);
+    }
+  }
   for (const child of liveChildren) child.kill('SIGKILL');
   for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
 }
@@ -638,14 +649,41 @@ const TAKES_OUT: readonly ScheduledEvent['action'][] = ['kill', 'stop', 'pause']
  * late (a readd waiting for replicas to catch up keeps its node down past its window) while
  * the other nodes' go on; and a node back on an empty disk votes nowhere until it caught up,
  * which the schedule cannot see (seeds 99, 109, 111: 16–40 s without a majority for a group).
+ * Then per group, as the remove route judges (`group-quorum.ts`): a group one replica short
+ * loses its majority to the next node out though a majority of nodes runs (seed 116).
  */
 async function wouldBreakQuorum(target: string, byName: Map<string, NodeProc>): Promise<string | undefined> {
   const nodes = [...byName.values()];
   const catchingUp = await catchingUpNodes(nodes);
   const out = nodes.filter((m) => m.name !== target && (m.proc === undefined || m.url === undefined || m.paused || catchingUp.has(m.name)));
   const room = Math.floor((nodes.length - 1) / 2);
-  if (out.length + 1 <= room) return undefined;
-  return `${out.map((m) => `${m.name} ${m.proc === undefined ? 'down' : m.url === undefined ? 'starting' : m.paused ? 'paused' : 'catching up from empty'}`).join(', ')}`;
+  if (out.length + 1 > room) return `${out.map((m) => `${m.name} ${m.proc === undefined ? 'down' : m.url === undefined ? 'starting' : m.paused ? 'paused' : 'catching up from empty'}`).join(', ')}`;
+  const risks = groupsLosingMajority(target, await shardRows(nodes, target), new Set(out.map((m) => m.name)));
+  return risks.length === 0 ? undefined : risks.join('; ');
+}
+
+/** A placement route asks each group's leader: one cut off answers late, and the guard polls. */
+const SHARD_ROWS_TIMEOUT_MS = 2_000;
+
+/**
+ * The workload's shards as the placement routes show them (a VDB's and a collection's, which
+ * ever exists), asked of the running nodes other than `target` until every group has been
+ * seen with a leader: a node cut off from a group's leader answers without one.
+ */
+async function shardRows(nodes: readonly NodeProc[], target: string): Promise<ShardRow[]> {
+  const answers: ShardRow[][] = [];
+  for (const m of nodes) {
+    if (m.name === target || m.proc === undefined || m.url === undefined || m.paused) continue;
+    const rows: ShardRow[] = [];
+    for (const route of [`/vdb/${DATA}/_shards`, `/_cluster/collections/${DATA}/shards`]) {
+      const r = await call(m.url, 'GET', route, { timeoutMs: SHARD_ROWS_TIMEOUT_MS });
+      if (r?.status === 200 && Array.isArray(r.body?.shards)) rows.push(...(r.body.shards as ShardRow[]));
+    }
+    answers.push(rows);
+    const merged = mergeShardRows(answers);
+    if (rows.length > 0 && merged.every((s) => (s.primary ?? s.leader ?? null) !== null)) return merged;
+  }
+  return mergeShardRows(answers);
 }
 
 /** The running nodes hosting a replica that opened empty and is not vouched for yet (it votes in no group). */
@@ -930,6 +968,16 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     leaveAsked: false,
   }));
   const byName = new Map(nodes.map((n) => [n.name, n]));
+  // A run abandoned in a phase that overran its bound writes no report: its nodes' logs are
+  // all there is to read it by (seed 8 in CI, 2026-11-30: no convergence within 60 s of the
+  // heal, then its final reads overran, and nothing was left to say why).
+  const keepLogs = () => {
+    mkdirSync(o.out, { recursive: true });
+    const stem = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}-abandoned`);
+    for (const n of nodes) writeFileSync(`${stem}-${n.name}.log`, n.logs.join('') + n.output);
+    process.stderr.write(`chaos: node logs kept in ${stem}-*.log\n`);
+  };
+  lastWords.add(keepLogs);
   const durationMs = Math.round(o.minutes * 60_000);
   const events = schedule({ seed: o.seed, nodes: names, kinds: o.nemeses, durationMs, gapMs: { min: 2_000, max: 6_000 }, faultMs: { min: 1_500, max: 6_000 }, keepQuorum: o.keepQuorum });
   const faults = new Set(events.map((e) => e.fault)).size;
@@ -1035,6 +1083,8 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     log('chaos: healed; waiting for convergence');
     phase('convergence', o.convergeSeconds * 1000 + 30_000);
     const converged = await converge(nodes, o.convergeSeconds * 1000, o.workload === 'keys' ? 'none' : o.workload === 'cas' ? 'vdb' : 'collection');
+    // Said now: the final reads after a failed convergence may overrun, and then no report is written.
+    if (!converged.ok) log(`chaos: no convergence (${converged.verdict}); the last poll saw ${JSON.stringify(converged.detail).slice(0, 3000)}`);
     // Every element, register or key is read on every node; a node that stops answering costs
     // one read's 15 s retry bound before its reads are given up.
     const finalReads = nodes.length * (o.workload === 'set' ? attempted.length : o.workload === 'keys' ? keys.size : o.workload === 'cas' ? casKeys(o.minutes).length : registerKeys(o.minutes));
@@ -1111,6 +1161,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     log(`chaos: ${ops} ops, ${faults} faults, ${anomalies.length} anomalies`);
     return { anomalies: anomalies.length, ops, faults };
   } finally {
+    lastWords.delete(keepLogs);
     await Promise.all(nodes.map((n) => killNode(n)));
     await net.close();
     rmSync(dir, { recursive: true, force: true });

@@ -50,4 +50,8 @@ t.test('chaos: a phase that overruns its bound kills the run\'s nodes, removes i
   t.ok(dir !== undefined, 'the run named its data dir');
   t.notOk(existsSync(dir!), 'its data dir is gone');
   t.same(processesNaming(dir!), [], 'no node process of the run is left');
+  // With no report, its nodes' logs are what is left to read the overrun by.
+  const stem = /node logs kept in (\S+)-\*\.log/.exec(out)?.[1];
+  t.ok(stem !== undefined, 'the run says where it kept its nodes\' logs');
+  for (const n of ['n1', 'n2', 'n3']) t.ok(existsSync(`${stem}-${n}.log`), `${n}'s log was kept`);
 });
