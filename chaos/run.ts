@@ -23,7 +23,7 @@ import type { KeyOp, Outcome, RegisterOp, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
 import { runCheckers } from './checker/report.js';
 import { OptionError, type ChaosOptions, parseChaosArgs } from './options.js';
-import { type ShardRow, groupsLosingMajority, mergeShardRows } from './nemesis/group-quorum.js';
+import { type ShardRow, everyGroupLed, groupsLosingMajority, mergeShardRows } from './nemesis/group-quorum.js';
 import { type Proc, fromChild, kill9, pause, resume, stop } from './nemesis/process.js';
 import { type ScheduledEvent, SeededRand, isHeal, schedule } from './nemesis/schedule.js';
 import { FaultNetwork } from './proxy/network.js';
@@ -655,7 +655,7 @@ const TAKES_OUT: readonly ScheduledEvent['action'][] = ['kill', 'stop', 'pause']
 async function wouldBreakQuorum(target: string, byName: Map<string, NodeProc>): Promise<string | undefined> {
   const nodes = [...byName.values()];
   const catchingUp = await catchingUpNodes(nodes);
-  const out = nodes.filter((m) => m.name !== target && (m.proc === undefined || m.url === undefined || m.paused || catchingUp.has(m.name)));
+  const out = nodes.filter((m) => m.name !== target && (!running(m) || catchingUp.has(m.name)));
   const room = Math.floor((nodes.length - 1) / 2);
   if (out.length + 1 > room) return `${out.map((m) => `${m.name} ${m.proc === undefined ? 'down' : m.url === undefined ? 'starting' : m.paused ? 'paused' : 'catching up from empty'}`).join(', ')}`;
   const risks = groupsLosingMajority(target, await shardRows(nodes, target), new Set(out.map((m) => m.name)));
@@ -673,7 +673,7 @@ const SHARD_ROWS_TIMEOUT_MS = 2_000;
 async function shardRows(nodes: readonly NodeProc[], target: string): Promise<ShardRow[]> {
   const answers: ShardRow[][] = [];
   for (const m of nodes) {
-    if (m.name === target || m.proc === undefined || m.url === undefined || m.paused) continue;
+    if (m.name === target || !running(m)) continue;
     const rows: ShardRow[] = [];
     for (const route of [`/vdb/${DATA}/_shards`, `/_cluster/collections/${DATA}/shards`]) {
       const r = await call(m.url, 'GET', route, { timeoutMs: SHARD_ROWS_TIMEOUT_MS });
@@ -681,9 +681,19 @@ async function shardRows(nodes: readonly NodeProc[], target: string): Promise<Sh
     }
     answers.push(rows);
     const merged = mergeShardRows(answers);
-    if (rows.length > 0 && merged.every((s) => (s.primary ?? s.leader ?? null) !== null)) return merged;
+    if (rows.length > 0 && everyGroupLed(merged)) return merged;
   }
   return mergeShardRows(answers);
+}
+
+/** A node the runner has running: started, answering its port, not paused. */
+function running(m: NodeProc): boolean {
+  return m.proc !== undefined && m.url !== undefined && !m.paused;
+}
+
+/** Its processes' output, earlier ones first: what is kept beside a report or an abandoned run. */
+function nodeLog(n: NodeProc): string {
+  return n.logs.join('') + n.output;
 }
 
 /** The running nodes hosting a replica that opened empty and is not vouched for yet (it votes in no group). */
@@ -691,7 +701,7 @@ async function catchingUpNodes(nodes: readonly NodeProc[]): Promise<Set<string>>
   const out = new Set<string>();
   await Promise.all(
     nodes
-      .filter((m) => m.proc !== undefined && m.url !== undefined && !m.paused)
+      .filter(running)
       .map(async (m) => {
         for (const route of ['/_cluster/shards', '/_cluster/vdb-shards']) {
           const replicas = (await call(m.url, 'GET', route))?.body?.replicas as { catching_up?: boolean }[] | undefined;
@@ -974,7 +984,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
   const keepLogs = () => {
     mkdirSync(o.out, { recursive: true });
     const stem = path.join(o.out, `chaos-${o.workload}-seed${o.seed}-${Date.now()}-abandoned`);
-    for (const n of nodes) writeFileSync(`${stem}-${n.name}.log`, n.logs.join('') + n.output);
+    for (const n of nodes) writeFileSync(`${stem}-${n.name}.log`, nodeLog(n));
     process.stderr.write(`chaos: node logs kept in ${stem}-*.log\n`);
   };
   lastWords.add(keepLogs);
@@ -1151,7 +1161,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     const avail = checkers.availability;
     if (anomalies.length > 0 || avail.longestGap.ms > LONG_GAP_MS) {
       // The nodes' own logs (each one's last processes), to read an anomaly or a long gap against.
-      for (const n of nodes) writeFileSync(file.replace(/\.json$/, `-${n.name}.log`), n.logs.join('') + n.output);
+      for (const n of nodes) writeFileSync(file.replace(/\.json$/, `-${n.name}.log`), nodeLog(n));
       log(`chaos: node logs beside the report (${nodes.map((n) => n.name).join(', ')})${anomalies.length === 0 ? `: ${avail.longestGap.ms} ms without an acknowledged write` : ''}`);
     }
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);

@@ -30,11 +30,16 @@ export function lastCounts(output: string): Counts | undefined {
   return found;
 }
 
-/** The sum of the lanes' counts, as one tap summary line (total first, then pass, fail, …). */
-export function summaryLine(lanes: readonly Counts[]): string {
+/** The sum of several runs' counts (total first, then pass, fail, …). */
+export function sumCounts(runs: readonly Counts[]): Counts {
   const sum: Counts = { total: 0, pass: 0 };
-  for (const counts of lanes) for (const [key, value] of Object.entries(counts)) sum[key] = (sum[key] ?? 0) + value;
-  return `# { ${Object.entries(sum).map(([k, v]) => `${k}: ${v}`).join(', ')} }`;
+  for (const counts of runs) for (const [key, value] of Object.entries(counts)) sum[key] = (sum[key] ?? 0) + value;
+  return sum;
+}
+
+/** The sum of the lanes' counts, as one tap summary line. */
+export function summaryLine(lanes: readonly Counts[]): string {
+  return `# { ${Object.entries(sumCounts(lanes)).map(([k, v]) => `${k}: ${v}`).join(', ')} }`;
 }
 
 /**
@@ -42,8 +47,9 @@ export function summaryLine(lanes: readonly Counts[]): string {
  * it has none (it crashed or was killed) or exited non-zero with no failure counted.
  */
 export function fileCounts(output: string, exitCode: number | null): { counts: Counts; ok: boolean } {
-  const counts: Counts = { ...(lastCounts(output) ?? { total: 0, pass: 0 }) };
-  if ((counts.fail ?? 0) === 0 && (exitCode !== 0 || lastCounts(output) === undefined)) {
+  const closing = lastCounts(output);
+  const counts: Counts = { ...(closing ?? { total: 0, pass: 0 }) };
+  if ((counts.fail ?? 0) === 0 && (exitCode !== 0 || closing === undefined)) {
     counts.total = (counts.total ?? 0) + 1;
     counts.fail = 1;
   }

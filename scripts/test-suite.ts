@@ -11,7 +11,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Counts, fileCounts, lastCounts, lineIndenter, splitLanes, summaryLine } from './test-lanes.js';
+import { type Counts, fileCounts, lineIndenter, splitLanes, sumCounts, summaryLine } from './test-lanes.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const tap = path.join(root, 'node_modules', '.bin', 'tap');
@@ -42,7 +42,7 @@ async function runLanes(): Promise<void> {
   const listed = spawnSync(tap, ['list'], { cwd: root, encoding: 'utf8' });
   if (listed.status !== 0) throw new Error(`tap list failed: ${listed.stderr}`);
   const files = listed.stdout.split('\n').filter((f) => f.endsWith('.test.ts'));
-  const serial = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { tap: { serial: string[] } }).tap.serial;
+  const { serial, timeout: timeoutS } = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { tap: { serial: string[]; timeout: number } }).tap;
   const lanes = splitLanes(files, serial);
   const env = { ...process.env, FIRKIN_TEST_BUILT: '1' };
 
@@ -56,7 +56,6 @@ async function runLanes(): Promise<void> {
   // of every node process a test starts (~0.6 s each on this machine kind, for coverage this
   // suite does not collect). tap's own timeout still runs inside each file (TAP_TIMEOUT); the
   // lane kills a file that outlives it by a minute.
-  const timeoutS = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { tap: { timeout: number } }).tap.timeout;
   const runFile = (file: string, index: number, write: (text: string) => void) =>
     new Promise<Counts>((resolve) => {
       const startedAt = Date.now();
@@ -92,10 +91,9 @@ async function runLanes(): Promise<void> {
       if (stopping) break;
       perFile.push(await runFile(file, i, write));
     }
-    const line = summaryLine(perFile);
-    write(`1..${perFile.length}\n${line}\n`);
-    const failed = perFile.some((c) => (c.fail ?? 0) > 0);
-    return { name, files: perFile.length, code: failed || stopping ? 1 : 0, seconds: Math.round((Date.now() - startedAt) / 1000), counts: lastCounts(line) };
+    const counts = sumCounts(perFile);
+    write(`1..${perFile.length}\n${summaryLine([counts])}\n`);
+    return { name, files: perFile.length, code: (counts.fail ?? 0) > 0 || stopping ? 1 : 0, seconds: Math.round((Date.now() - startedAt) / 1000), counts };
   };
 
   const unit = lane('unit', lanes.unit, true).then((result) => {
@@ -104,15 +102,7 @@ async function runLanes(): Promise<void> {
     return result;
   });
   const results = await Promise.all([unit, lane('cluster', lanes.cluster, false)]);
-  const counts: Counts[] = [];
-  for (const r of results) {
-    process.stdout.write(`# ${r.name} lane: ${r.files} files in ${r.seconds} s, exit ${r.code}\n`);
-    if (r.counts !== undefined) counts.push(r.counts);
-    else {
-      process.stdout.write(`# the ${r.name} lane ended without a summary: counted as one failure\n`);
-      counts.push({ total: 1, fail: 1 });
-    }
-  }
-  process.stdout.write(`${summaryLine(counts)}\n`);
+  for (const r of results) process.stdout.write(`# ${r.name} lane: ${r.files} files in ${r.seconds} s, exit ${r.code}\n`);
+  process.stdout.write(`${summaryLine(results.map((r) => r.counts))}\n`);
   process.exitCode = results.every((r) => r.code === 0) ? (process.exitCode ?? 0) : 1;
 }

@@ -44,6 +44,11 @@ function leaderOf(r: ShardRow): string | null {
   return r.primary ?? r.leader ?? null;
 }
 
+/** Has every group of `rows` been seen with a leader? */
+export function everyGroupLed(rows: readonly ShardRow[]): boolean {
+  return rows.every((r) => leaderOf(r) !== null);
+}
+
 function groupView(r: ShardRow, out: ReadonlySet<string>): GroupView {
   const leader = leaderOf(r);
   if (leader !== null && out.has(leader)) return { group: r.group, replicas: r.replicas, leader: null, message: `its leader ${leader} is out` };
