@@ -32,15 +32,30 @@ export interface ChaosOptions {
   boundScale: number;
   /** Split and merge the cas VDB's shards, or reshard the register and set workloads' collection, all along, one job at a time (default false). */
   rebalance: boolean;
+  /**
+   * The set workload's keyword index (its documents have text, checked by chaos/checker/bm25.ts):
+   * `seed` (default) picks the memory backend for an even seed and the disk backend for an odd one.
+   */
+  bm25: Bm25Choice;
+}
+
+export const BM25_CHOICES = ['seed', 'memory', 'disk', 'none'] as const;
+export type Bm25Choice = (typeof BM25_CHOICES)[number];
+
+/** The set workload's collection's `bm25_backend`. */
+export function bm25Backend(o: Pick<ChaosOptions, 'bm25' | 'seed'>): 'memory' | 'disk' | 'none' {
+  if (o.bm25 !== 'seed') return o.bm25;
+  return o.seed % 2 === 0 ? 'memory' : 'disk';
 }
 
 /**
  * stale-keys: nodes accept cluster keys from a stale copy and acknowledge revokes at commit.
  * stale-reads: vector shard reads and VDB document reads are served by any replica without a
  * ReadIndex round. lost-checkpoints: a VDB split or merge leaves the moving range's `_local`
- * documents behind (with `--workload cas --rebalance true`).
+ * documents behind (with `--workload cas --rebalance true`). bm25-kept-deletes: a replica's
+ * keyword index keeps a deleted document's postings (with `--workload set`).
  */
-export const BROKEN_FIXTURES = ['stale-keys', 'stale-reads', 'lost-checkpoints'] as const;
+export const BROKEN_FIXTURES = ['stale-keys', 'stale-reads', 'lost-checkpoints', 'bm25-kept-deletes'] as const;
 export type BrokenFixture = (typeof BROKEN_FIXTURES)[number];
 
 export const DEFAULT_CHAOS: ChaosOptions = {
@@ -55,6 +70,7 @@ export const DEFAULT_CHAOS: ChaosOptions = {
   convergeSeconds: 60,
   boundScale: 1,
   rebalance: false,
+  bm25: 'seed',
 };
 
 export class OptionError extends Error {}
@@ -112,6 +128,10 @@ export function parseChaosArgs(argv: readonly string[]): ChaosOptions {
         if (!(BROKEN_FIXTURES as readonly string[]).includes(value ?? '')) throw new OptionError(`--broken must be one of ${BROKEN_FIXTURES.join(', ')}, got ${JSON.stringify(value ?? '')}`);
         o.broken = value as BrokenFixture;
         break;
+      case 'bm25':
+        if (!(BM25_CHOICES as readonly string[]).includes(value ?? '')) throw new OptionError(`--bm25 must be one of ${BM25_CHOICES.join(', ')}, got ${JSON.stringify(value ?? '')}`);
+        o.bm25 = value as Bm25Choice;
+        break;
       case 'bound-scale':
         o.boundScale = num(name, value, 0.0001, 1, false);
         break;
@@ -120,9 +140,10 @@ export function parseChaosArgs(argv: readonly string[]): ChaosOptions {
         o.out = value;
         break;
       default:
-        throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --rebalance --out --converge-seconds --broken --bound-scale)`);
+        throw new OptionError(`unknown option ${arg} (options: --seed --minutes --nodes --workload --nemesis --clients --keep-quorum --rebalance --out --converge-seconds --broken --bound-scale --bm25)`);
     }
   }
   if (o.rebalance && o.workload === 'keys') throw new OptionError('--rebalance splits and merges the cas workload\'s VDB or reshards the register and set workloads\' collection: the keys workload has neither');
+  if (o.bm25 !== 'seed' && o.workload !== 'set') throw new OptionError('--bm25 chooses the keyword index of the set workload\'s documents: only that workload has text');
   return o;
 }

@@ -21,8 +21,9 @@ import type { FaultWindow } from './checker/availability.js';
 import { type PollVerdict, type ReplicaReport, checkConvergence, pollVerdict } from './checker/convergence.js';
 import type { KeyOp, Outcome, RegisterOp, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
+import { type Bm25NodeRead, type Bm25Search, CHAOS_BM25_PARAMS, bucketToken, elementText } from './checker/bm25.js';
 import { runCheckers } from './checker/report.js';
-import { OptionError, type ChaosOptions, parseChaosArgs } from './options.js';
+import { OptionError, type ChaosOptions, bm25Backend, parseChaosArgs } from './options.js';
 import { type ShardRow, everyGroupLed, groupsLosingMajority, mergeShardRows } from './nemesis/group-quorum.js';
 import { type Proc, fromChild, kill9, pause, resume, stop } from './nemesis/process.js';
 import { type ScheduledEvent, SeededRand, isHeal, schedule } from './nemesis/schedule.js';
@@ -305,8 +306,10 @@ const DATA = 'chaos';
 const registerKeys = (minutes: number) => Math.max(5, Math.round(minutes * 2));
 const DOC_VECTOR = [1, 0, 0, 0];
 
-async function createDataCollection(nodes: NodeProc[]): Promise<void> {
-  const r = await call(nodes[0]!.url, 'PUT', `/vectordb/collections/${DATA}`, { body: { dimensions: DOC_VECTOR.length, num_shards: 3, replication_factor: 3 } });
+/** The collection of the register and set workloads; the set workload's has a keyword index (`--bm25`). */
+async function createDataCollection(nodes: NodeProc[], o: ChaosOptions): Promise<void> {
+  const bm25 = o.workload === 'set' ? { bm25_backend: bm25Backend(o), bm25: CHAOS_BM25_PARAMS } : {};
+  const r = await call(nodes[0]!.url, 'PUT', `/vectordb/collections/${DATA}`, { body: { dimensions: DOC_VECTOR.length, num_shards: 3, replication_factor: 3, ...bm25 } });
   if (r?.status !== 200 && r?.status !== 201) throw new Error(`chaos: could not create the data collection: ${r?.status} ${JSON.stringify(r?.body).slice(0, 300)}`);
 }
 
@@ -369,7 +372,7 @@ async function setWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
       if (rand.int(10) < 7 || attempted.length === 0) {
         const element = `e${++seq}`;
         attempted.push(element);
-        const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/docs`, { body: { id: element, vector: DOC_VECTOR, metadata: {} } });
+        const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/docs`, { body: { id: element, vector: DOC_VECTOR, text: elementText(element), metadata: {} } });
         rec.set.push({ kind: 'add', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome: writeOutcome(r, 201), element });
         await pauseAfterRefusal(r);
       } else {
@@ -415,6 +418,39 @@ async function finalSetReads(nodes: NodeProc[], rec: Recorder, attempted: readon
     }
     rec.set.push({ kind: 'read', node: n.name, invokeMs, completeMs: rec.now(), outcome: answered ? 'ok' : 'unknown', final: true, ...(answered ? { elements: present } : {}) });
   }
+}
+
+/** Element tokens searched on every node after the bucket tokens (the same ones on each). */
+const BM25_ELEMENT_PROBES = 20;
+
+/**
+ * After the final set reads: each node searches its replicas (`consistency: stale`) for every
+ * bucket token (k 1000, above a bucket's size) and some elements' own tokens, for the keyword
+ * index's checker to hold against that node's final read. An answer that is not a 200 or is
+ * partial is asked again for 15 s, as a final read is.
+ */
+async function finalBm25Searches(nodes: NodeProc[], rec: Recorder, attempted: readonly string[], rand: SeededRand): Promise<Bm25NodeRead[]> {
+  const buckets = [...new Set(attempted.map(bucketToken))];
+  const probes = Array.from({ length: Math.min(BM25_ELEMENT_PROBES, attempted.length) }, () => attempted[rand.int(attempted.length)]!);
+  const queries = [...buckets.map((query) => ({ query, k: 1000 })), ...probes.map((query) => ({ query, k: 10 }))];
+  const reads: Bm25NodeRead[] = [];
+  for (const n of nodes) {
+    const final = rec.set.find((op) => op.kind === 'read' && op.final === true && op.node === n.name);
+    const present = final?.kind === 'read' && final.outcome === 'ok' ? final.elements : undefined;
+    const searches = await Promise.all(
+      queries.map(async ({ query, k }): Promise<Bm25Search> => {
+        const until = performance.now() + 15_000;
+        for (;;) {
+          const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/search/bm25`, { body: { query, k, consistency: 'stale' } });
+          if (r?.status === 200 && r.body?.partial !== true) return { query, k, hits: (r.body.results as { id: string; score: number }[]).map(({ id, score }) => ({ id, score })) };
+          if (performance.now() > until) return { query, k };
+          await new Promise((res) => setTimeout(res, 100));
+        }
+      }),
+    );
+    reads.push({ node: n.name, present, searches });
+  }
+  return reads;
 }
 
 /** Final linearizable reads of every register through every node (they join the history). */
@@ -992,7 +1028,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
   const events = schedule({ seed: o.seed, nodes: names, kinds: o.nemeses, durationMs, gapMs: { min: 2_000, max: 6_000 }, faultMs: { min: 1_500, max: 6_000 }, keepQuorum: o.keepQuorum });
   const faults = new Set(events.map((e) => e.fault)).size;
   if (o.broken !== undefined) log(`chaos: BROKEN BUILD on purpose (${o.broken}): the checker must find anomalies`);
-  log(`chaos: seed ${o.seed}, ${o.nodes} nodes, ${o.minutes} min, workload ${o.workload}, nemeses ${o.nemeses.join(',')}: ${faults} faults scheduled; data in ${dir}`);
+  log(`chaos: seed ${o.seed}, ${o.nodes} nodes, ${o.minutes} min, workload ${o.workload}${o.workload === 'set' ? ` (keyword index: ${bm25Backend(o)})` : ''}, nemeses ${o.nemeses.join(',')}: ${faults} faults scheduled; data in ${dir}`);
   const windows: FaultWindow[] = [];
   phaseName = '';
   try {
@@ -1000,7 +1036,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     phase('forming the cluster', 60_000 * o.nodes + 60_000);
     for (const n of nodes) await startNode(n);
     await waitFor(async () => (await Promise.all(nodes.map((n) => call(n.url, 'GET', '/_cluster/nodes')))).every((r) => (r?.body?.nodes as { role: string }[] | undefined)?.filter((x) => x.role === 'voter').length === Math.min(o.nodes % 2 === 1 ? o.nodes : o.nodes - 1, 5)), { timeoutMs: 60_000, what: 'the cluster to form' });
-    if (o.workload === 'register' || o.workload === 'set') await createDataCollection(nodes);
+    if (o.workload === 'register' || o.workload === 'set') await createDataCollection(nodes, o);
     if (o.workload === 'cas') await createCasVdb(nodes);
     log('chaos: cluster formed; workload and faults start');
     // A fault in flight when the time is up (a start that waits its minute) ends first.
@@ -1098,10 +1134,16 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     // Every element, register or key is read on every node; a node that stops answering costs
     // one read's 15 s retry bound before its reads are given up.
     const finalReads = nodes.length * (o.workload === 'set' ? attempted.length : o.workload === 'keys' ? keys.size : o.workload === 'cas' ? casKeys(o.minutes).length : registerKeys(o.minutes));
-    phase(`the final reads (${finalReads} on ${nodes.length} nodes)`, 60_000 + nodes.length * 15_000 + Math.ceil((finalReads / FINAL_READS_PER_S) * 1000));
+    // The set workload's keyword searches after its reads: each node's in parallel, each search retried for 15 s at most.
+    const searchesMs = o.workload === 'set' ? nodes.length * 15_000 : 0;
+    phase(`the final reads (${finalReads} on ${nodes.length} nodes)`, 60_000 + nodes.length * 15_000 + searchesMs + Math.ceil((finalReads / FINAL_READS_PER_S) * 1000));
     if (o.workload === 'register') await finalRegisterReads(nodes, rec, o.minutes);
     if (o.workload === 'cas') await finalCasReads(nodes, rec, o.minutes);
-    if (o.workload === 'set') await finalSetReads(nodes, rec, attempted);
+    let bm25Reads: Bm25NodeRead[] | undefined;
+    if (o.workload === 'set') {
+      await finalSetReads(nodes, rec, attempted);
+      if (bm25Backend(o) !== 'none') bm25Reads = await finalBm25Searches(nodes, rec, attempted, new SeededRand(o.seed + 3));
+    }
     // Final reads: every key, on every node.
     // A node may still be catching up or renewing its key lease: 'unavailable' is retried
     // within a bound, and is an anomaly only if it lasts.
@@ -1121,6 +1163,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       ...(o.workload === 'keys' ? { keys: rec.ops } : {}),
       ...(o.workload === 'register' || o.workload === 'cas' ? { registers: rec.registers } : {}),
       ...(o.workload === 'set' ? { set: rec.set } : {}),
+      ...(bm25Reads === undefined ? {} : { bm25: bm25Reads }),
       convergence: { reports: converged.reports, expected: converged.expected, timedOut: converged.verdict === 'timeout' },
       windows,
       startMs: 0,
@@ -1166,6 +1209,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     }
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
+    if (checkers.bm25 !== null) log(`chaos: keyword index (${bm25Backend(o)}): ${checkers.bm25.searches} searches answered on ${nodes.length} nodes, ${checkers.bm25.hits} hits checked against each node's final read`);
     if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
     for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key} on ${a.node}: ${a.detail}`);
     log(`chaos: ${ops} ops, ${faults} faults, ${anomalies.length} anomalies`);

@@ -3,6 +3,7 @@
 // `anomalies` sections of the report JSON out. A checker whose workload did not run reports
 // null, so every report has the same shape whichever workload made it.
 import { type Availability, type FaultWindow, type TimedOp, availability } from './availability.js';
+import { type Bm25Check, type Bm25NodeRead, CHAOS_BM25_PARAMS, checkBm25 } from './bm25.js';
 import { type ConvergenceCheck, type ReplicaReport, checkConvergence } from './convergence.js';
 import type { KeyOp, RegisterOp, SetOp } from './history.js';
 import { type KeyCheck, checkKeys } from './keys.js';
@@ -14,7 +15,7 @@ export const PARTIAL_TAIL = 20;
 
 export interface ReportAnomaly {
   /** `jobs`: a split, merge or reshard still running two minutes after the faults healed (the runner's own check). */
-  readonly checker: 'keys' | 'linearizable' | 'set' | 'convergence' | 'jobs';
+  readonly checker: 'keys' | 'linearizable' | 'set' | 'bm25' | 'convergence' | 'jobs';
   readonly type: string;
   readonly key: string;
   readonly node: string;
@@ -34,6 +35,8 @@ export interface CheckersReport {
   readonly keys: KeyCheck | null;
   readonly linearizable: LinearizableReport | null;
   readonly set: SetCheck | null;
+  /** The set workload's keyword index against each node's final read. */
+  readonly bm25: Bm25Check | null;
   /** The last poll after healing; `timedOut`: the runner's deadline passed before it converged. */
   readonly convergence: (ConvergenceCheck & { readonly timedOut: boolean }) | null;
   readonly availability: Availability;
@@ -43,6 +46,8 @@ export interface CheckerInput {
   readonly keys?: readonly KeyOp[];
   readonly registers?: readonly RegisterOp[];
   readonly set?: readonly SetOp[];
+  /** Each node's keyword searches after its final set read. */
+  readonly bm25?: readonly Bm25NodeRead[];
   /** The last convergence poll, and whether the deadline passed before it converged. */
   readonly convergence?: { readonly reports: readonly ReplicaReport[]; readonly expected?: Readonly<Record<string, readonly string[]>>; readonly timedOut: boolean };
   readonly windows: readonly FaultWindow[];
@@ -81,6 +86,9 @@ export function runCheckers(input: CheckerInput): { checkers: CheckersReport; an
   const set = input.set === undefined ? null : checkSet(input.set);
   for (const a of set?.anomalies ?? []) anomalies.push({ checker: 'set', type: a.type, key: a.element === undefined ? '' : String(a.element), node: a.node ?? '', detail: a.detail });
 
+  const bm25 = input.bm25 === undefined ? null : checkBm25(input.bm25, CHAOS_BM25_PARAMS);
+  for (const a of bm25?.anomalies ?? []) anomalies.push({ checker: 'bm25', type: a.type, key: a.query, node: a.node, detail: `${a.detail}; e.g. ${a.elements.join(', ') || 'none'}` });
+
   let convergence: CheckersReport['convergence'] = null;
   if (input.convergence !== undefined) {
     const c = checkConvergence(input.convergence.reports, input.convergence.expected);
@@ -96,5 +104,5 @@ export function runCheckers(input: CheckerInput): { checkers: CheckersReport; an
   const timed: TimedOp[] = [...(input.keys ?? []).filter((op): op is Exclude<KeyOp, { kind: 'final' }> => op.kind !== 'final'), ...(input.registers ?? []), ...(input.set ?? []).filter((op) => !(op.kind === 'read' && op.final === true))];
   const avail = availability(timed, input.windows, { writeKinds: WRITE_KINDS, startMs: input.startMs, endMs: input.endMs, gapMsMin: input.gapMsMin });
 
-  return { checkers: { keys, linearizable, set, convergence, availability: avail }, anomalies };
+  return { checkers: { keys, linearizable, set, bm25, convergence, availability: avail }, anomalies };
 }

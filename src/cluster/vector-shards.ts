@@ -88,6 +88,11 @@ export interface VectorShardsOptions extends ShardHostOptions {
    * must catch it. Never set outside that test.
    */
   unsafeStaleReads?: boolean;
+  /**
+   * The chaos suite's broken build FIRKIN_UNSAFE_FIXTURE=bm25-kept-deletes: a deleted document's
+   * postings stay in its shard's keyword index. Never set outside that test.
+   */
+  unsafeBm25KeepsDeletes?: boolean;
   /** Shared with the node's standalone engine (default: the host's own). */
   caches?: ShardCaches;
 }
@@ -333,7 +338,7 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
     const { store, ann, indexDir, log } = this.#o;
     const config = collection.config as unknown as CollectionConfig;
     const storageId = CLUSTER_SHARD_BASE + placement.number;
-    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), caches: this.#caches };
+    const deps = { store, ann, indexDir, log: log.child({ group: placement.group }), caches: this.#caches, ...(this.#o.unsafeBm25KeepsDeletes === true ? { unsafeBm25KeepsDeletes: true } : {}) };
     const shard = await Shard.open(storageId, config, deps);
     try {
       return await this.#openGroup(shard, storageId, config, deps, placement);

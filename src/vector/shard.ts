@@ -162,6 +162,8 @@ export interface ShardDeps {
   requestWindow?: number;
   /** Decoded hit payloads and BM25 term lists, shared by the node's shards (one memory bound each); default: the shard's own. */
   caches?: ShardCaches;
+  /** The chaos suite's broken build (bm25-kept-deletes): deletes leave the keyword index as it was. */
+  unsafeBm25KeepsDeletes?: boolean;
 }
 
 function vectorBytes(v: Float32Array): Uint8Array {
@@ -727,7 +729,7 @@ export class Shard implements ShardHandle {
       ops.push({ type: 'put', cf: 'vec', key: this.#key('t', seq), value: encodeCbor({ id, l: prev.label } satisfies SeqValue) });
       return { id, label: prev.label };
     });
-    const bm25 = this.#bm25?.prepare(present.map((id) => ({ id, oldText: oldTexts.get(id), newText: undefined })));
+    const bm25 = this.#deps.unsafeBm25KeepsDeletes === true ? undefined : this.#bm25?.prepare(present.map((id) => ({ id, oldText: oldTexts.get(id), newText: undefined })));
     if (bm25 !== undefined) ops.push(...bm25.ops);
     ops.push(...extra);
     ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: this.#nextLabel, a: index }) });

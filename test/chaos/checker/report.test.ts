@@ -2,6 +2,7 @@
 // anomalies in one list.
 import t from 'tap';
 import type { KeyOp, RegisterOp, SetOp } from '../../../chaos/checker/history.js';
+import { CHAOS_BM25_PARAMS, expectedScore } from '../../../chaos/checker/bm25.js';
 import { runCheckers } from '../../../chaos/checker/report.js';
 
 const BASE = { windows: [{ kind: 'kill' as const, startMs: 100, endMs: 200 }], startMs: 0, endMs: 1000, stepBudget: 100_000, gapMsMin: 500 };
@@ -14,6 +15,7 @@ t.test('the keys workload: keys and convergence filled, the others null', (t) =>
   const { checkers, anomalies } = runCheckers({ ...BASE, keys, convergence: { reports: [{ node: 'n1', shard: 'metadata', applied_index: 3, digest: 'd' }, { node: 'n2', shard: 'metadata', applied_index: 2, digest: 'e' }], timedOut: true } });
   t.equal(checkers.linearizable, null);
   t.equal(checkers.set, null);
+  t.equal(checkers.bm25, null);
   t.equal(checkers.keys?.anomalies.length, 1);
   t.equal(checkers.convergence?.ok, false);
   t.same(anomalies.map((a) => [a.checker, a.type, a.key, a.node]), [['keys', 'lost-key', 'a', 'n1'], ['convergence', 'no-convergence', 'metadata', 'n2']]);
@@ -37,6 +39,18 @@ t.test('register and set workloads fill their parts; a failure keeps the tail of
   t.equal(f.partialTail.at(-1), registers[29]);
   t.same(anomalies.map((a) => [a.checker, a.type, a.key, a.node]), [['linearizable', 'not-linearizable', 'k', 'n2']]);
   t.equal(checkers.availability.calm.total + checkers.availability.duringFaults.kill!.total, 32, 'final set reads are not counted');
+  t.end();
+});
+
+t.test('the set workload\'s keyword searches: the bm25 part filled, its anomalies named by query and node', (t) => {
+  const set: SetOp[] = [{ kind: 'add', element: 'e1', invokeMs: 0, completeMs: 10, outcome: 'ok', node: 'n1' }, { kind: 'read', elements: ['e1'], final: true, invokeMs: 900, completeMs: 910, outcome: 'ok', node: 'n1' }];
+  const score = expectedScore(1, 1, CHAOS_BM25_PARAMS);
+  const found = { query: 'b0', k: 1000, hits: [{ id: 'e1', score }] };
+  t.equal(runCheckers({ ...BASE, set, bm25: [{ node: 'n1', present: ['e1'], searches: [found] }] }).checkers.bm25?.ok, true);
+  const { checkers, anomalies } = runCheckers({ ...BASE, set, bm25: [{ node: 'n2', present: ['e1'], searches: [{ ...found, hits: [...found.hits, { id: 'e2', score }] }] }] });
+  t.equal(checkers.bm25?.ok, false);
+  t.same(anomalies.map((a) => [a.checker, a.type, a.key, a.node]), [['bm25', 'extra', 'b0', 'n2']]);
+  t.match(anomalies[0]!.detail, /e\.g\. e2$/);
   t.end();
 });
 
