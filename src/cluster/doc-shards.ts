@@ -203,6 +203,17 @@ export function taskStatus(leader: string | null, down: boolean, lag: number | n
   return lag === 0 ? 'in_sync' : 'catching_up';
 }
 
+/** How many shard positions a `since` cursor holds (0: not a cursor, or not one that decodes). */
+export function cursorPositions(raw: string | undefined): number {
+  if (raw?.startsWith('c1-') !== true) return 0;
+  try {
+    const seqs = decodeCbor(Buffer.from(raw.slice(3), 'base64url'));
+    return Array.isArray(seqs) ? seqs.length : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** `since` of a clustered VDB feed: first/0 (nothing), a cursor, or one plain sequence for every shard. */
 export function decodeSince(raw: string | undefined, shardCount: number): (Hlc | null)[] {
   if (raw === undefined || raw === '' || raw === '0' || raw === 'first') return new Array<Hlc | null>(shardCount).fill(null);
@@ -920,6 +931,11 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   async changes(name: string, options: VdbChangesOptions): Promise<VdbChangesPage> {
     if (options.allLeaves === true) this.#requireReplicationProtocol(name, '_changes?style=all_docs');
     if (options.docIds !== undefined || options.selector !== undefined) this.#requireReplicationProtocol(name, 'a filtered _changes');
+    // A cursor with more positions than this node's map has shards was handed out by a node
+    // that had applied a split this one has not yet: it catches up first (503 when it cannot),
+    // rather than refuse a cursor the feed itself gave (a replicator stops on a 400; the chaos
+    // feed follower found it). Still longer after that, it is no cursor of this VDB.
+    if (cursorPositions(options.since) > (await this.#vdbNow(name)).shards.length) await this.#o.member.catchUp();
     return this.#onMap(name, (v) => this.#changes(v, options));
   }
 

@@ -1,7 +1,8 @@
 // The spec's partition table on replicated vector shards, three real processes whose peer
 // links pass through the chaos fault proxy: the majority reads and writes; the isolated
 // minority refuses writes (503 no_quorum) and linearizable reads, serves stale reads from its
-// own replica; after healing it catches up and every replica holds the same data.
+// own replica; after healing it catches up and every replica holds the same data. Then a
+// split it has not applied, and the feed's cursor from after it.
 import t from 'tap';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
@@ -103,4 +104,31 @@ t.test('minority partition: no writes, stale reads only; healing converges (vect
   t.equal((await cluster.request('n3', 'GET', '/vdb/pv/majority')).status, 200, 'n3 reads the VDB write made while it was cut off');
   t.equal((await cluster.request('n3', 'GET', '/vdb/pv/minority')).status, 404, 'the refused VDB write never happened');
   t.equal((await cluster.request('n3', 'GET', '/vectordb/collections/p/docs/minority')).status, 404, 'the refused write never happened');
+
+  // A split n3 has not applied: cut off again, at once (so it still counts as live and the
+  // split places on it), the split runs on n1 and n2. A `_changes` cursor from after it holds
+  // one position more than n3's map has shards. n3 must not refuse the feed's own cursor (a
+  // 400: a replicator gives up; the chaos suite's feed follower found it): it brings its map up
+  // to date first, and cut off it cannot (503); once healed, it follows the feed from there.
+  await waitFor(async () => ((await cluster.request('n1', 'GET', '/_cluster/nodes')).body.nodes as { name: string; status: string }[]).find((n) => n.name === 'n3')?.status === 'up', { timeoutMs: 20_000, what: 'n3 up again in the metadata' });
+  net.isolate('n3');
+  const split = await cluster.request('n1', 'POST', '/vdb/pv/_shards/0/_split', { body: {} });
+  t.equal(split.status, 200, `pv's shard 0 split while n3 is cut off (${JSON.stringify(split.body).slice(0, 300)})`);
+  const afterSplit = await cluster.request<{ changes: unknown[]; last_seq: string }>('n1', 'GET', '/vdb/pv/_changes?since=0&limit=1000');
+  t.equal(afterSplit.status, 200);
+  const cursor = afterSplit.body.last_seq;
+  const lagging = await cluster.request('n3', 'GET', `/vdb/pv/_changes?since=${encodeURIComponent(cursor)}`);
+  t.same([lagging.status, lagging.body.error], [503, 'no_quorum'], `a cursor from after the split on the cut-off node: 503, not 400 (${lagging.body.message})`);
+  // Five positions where pv has three shards, asked of an up-to-date node: no cursor of pv.
+  const fivePositions = `c1-${Buffer.from([0x85, 0xf6, 0xf6, 0xf6, 0xf6, 0xf6]).toString('base64url')}`;
+  t.equal((await cluster.request('n1', 'GET', `/vdb/pv/_changes?since=${fivePositions}`)).status, 400, 'a cursor with more positions than the VDB has shards, on an up-to-date node, is refused');
+  net.apply({ kind: 'heal' });
+  const followed = await waitFor(
+    async () => {
+      const r = await cluster.request<{ changes: unknown[] }>('n3', 'GET', `/vdb/pv/_changes?since=${encodeURIComponent(cursor)}`);
+      return r.status === 200 ? r : undefined;
+    },
+    { timeoutMs: 20_000, what: 'n3 to follow the feed from the cursor after healing' },
+  );
+  t.same(followed.body.changes, [], 'n3 follows the feed from the cursor taken after the split: nothing new since');
 });
