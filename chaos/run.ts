@@ -21,6 +21,7 @@ import type { FaultWindow } from './checker/availability.js';
 import { type PollVerdict, type ReplicaReport, checkConvergence, pollVerdict } from './checker/convergence.js';
 import type { KeyOp, Outcome, RegisterOp, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
+import type { AckedWrite, FeedPoll } from './checker/changes.js';
 import { type Bm25NodeRead, type Bm25Search, CHAOS_BM25_PARAMS, bucketToken, elementText } from './checker/bm25.js';
 import { runCheckers } from './checker/report.js';
 import { OptionError, type ChaosOptions, bm25Backend, parseChaosArgs } from './options.js';
@@ -182,6 +183,8 @@ class Recorder {
   readonly ops: KeyOp[] = [];
   readonly registers: RegisterOp[] = [];
   readonly set: SetOp[] = [];
+  /** The cas workload's `_changes` follower, and the document writes acknowledged with their revisions. */
+  readonly feed = { polls: [] as FeedPoll[], acked: [] as AckedWrite[], refusals: [] as { node: string; since: string; status: number; detail: string }[], cursor: '0' };
   /** Why writes and cas reads were not acknowledged: `<op> <status> <error>` -> count. */
   readonly refusals = new Map<string, number>();
   readonly t0 = performance.now();
@@ -550,11 +553,56 @@ async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
       const outcome: Outcome = r?.status === 201 || conflict ? 'ok' : writeOutcome(r, 201);
       if (outcome !== 'ok') rec.refused('cas', r);
       rec.registers.push({ kind: 'cas', process: clientId, node: n.name, invokeMs, completeMs: rec.now(), outcome, key, expected: from.value, value, ...(outcome === 'ok' ? { result: !conflict } : {}) });
-      if (r?.status === 201) lastRead.set(key, { value, rev: r.body?.rev as string });
+      if (r?.status === 201) {
+        lastRead.set(key, { value, rev: r.body?.rev as string });
+        if (!isLocalKey(key)) rec.feed.acked.push({ key, rev: r.body?.rev as string, invokeMs });
+      }
       await pauseAfterRefusal(r);
     }
   };
-  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)));
+  // Its own random stream: the clients' choices stay those of the seed before the follower.
+  await Promise.all([...Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)), feedFollower(nodes, rec, untilMs, new SeededRand(o.seed + 4))]);
+}
+
+/**
+ * One page of the cas VDB's `_changes` through `n`, from the follower's cursor (a replicator's
+ * poll): recorded, and the cursor moved to its `last_seq`. Returns how many changes it listed;
+ * undefined when it was not answered (a 5xx, a timeout, a refused connection, a 4xx: only a
+ * 400, the cursor refused, is the checker's).
+ */
+async function pollFeed(n: NodeProc, rec: Recorder): Promise<number | undefined> {
+  if (n.url === undefined) return undefined;
+  const since = rec.feed.cursor;
+  const invokeMs = rec.now();
+  const r = await call(n.url, 'GET', `/vdb/${DATA}/_changes?since=${encodeURIComponent(since)}&limit=1000`);
+  if (r?.status !== 200) {
+    if (r?.status === 400) rec.feed.refusals.push({ node: n.name, since, status: r.status, detail: JSON.stringify(r.body).slice(0, 300) });
+    else rec.refused('feed', r);
+    return undefined;
+  }
+  const changes = (r.body.changes as { id: string; rev: string }[]).map(({ id, rev }) => ({ id, rev }));
+  rec.feed.polls.push({ node: n.name, invokeMs, completeMs: rec.now(), changes });
+  rec.feed.cursor = String(r.body.last_seq);
+  return changes.length;
+}
+
+/** The follower during the run: a poll through a random node every 100-300 ms. */
+async function feedFollower(nodes: NodeProc[], rec: Recorder, untilMs: number, rand: SeededRand): Promise<void> {
+  while (rec.now() < untilMs) {
+    await pollFeed(nodes[rand.int(nodes.length)]!, rec);
+    await new Promise((r) => setTimeout(r, 100 + rand.int(200)));
+  }
+}
+
+/** After healing: the follower reads on, through each node in turn, to an empty page (60 s at most). */
+async function drainFeed(nodes: NodeProc[], rec: Recorder): Promise<boolean> {
+  const until = performance.now() + 60_000;
+  for (let i = 0; performance.now() < until; i++) {
+    const listed = await pollFeed(nodes[i % nodes.length]!, rec);
+    if (listed === 0) return true;
+    if (listed === undefined) await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
 }
 
 /**
@@ -1134,11 +1182,16 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     // Every element, register or key is read on every node; a node that stops answering costs
     // one read's 15 s retry bound before its reads are given up.
     const finalReads = nodes.length * (o.workload === 'set' ? attempted.length : o.workload === 'keys' ? keys.size : o.workload === 'cas' ? casKeys(o.minutes).length : registerKeys(o.minutes));
-    // The set workload's keyword searches after its reads: each node's in parallel, each search retried for 15 s at most.
-    const searchesMs = o.workload === 'set' ? nodes.length * 15_000 : 0;
-    phase(`the final reads (${finalReads} on ${nodes.length} nodes)`, 60_000 + nodes.length * 15_000 + searchesMs + Math.ceil((finalReads / FINAL_READS_PER_S) * 1000));
+    // After the reads: the set workload's keyword searches (each node's in parallel, each
+    // retried for 15 s at most), the cas workload's drain of its `_changes` follower (60 s at most).
+    const afterReadsMs = o.workload === 'set' ? nodes.length * 15_000 : o.workload === 'cas' ? 60_000 : 0;
+    phase(`the final reads (${finalReads} on ${nodes.length} nodes)`, 60_000 + nodes.length * 15_000 + afterReadsMs + Math.ceil((finalReads / FINAL_READS_PER_S) * 1000));
     if (o.workload === 'register') await finalRegisterReads(nodes, rec, o.minutes);
-    if (o.workload === 'cas') await finalCasReads(nodes, rec, o.minutes);
+    let drained: boolean | undefined;
+    if (o.workload === 'cas') {
+      await finalCasReads(nodes, rec, o.minutes);
+      drained = await drainFeed(nodes, rec);
+    }
     let bm25Reads: Bm25NodeRead[] | undefined;
     if (o.workload === 'set') {
       await finalSetReads(nodes, rec, attempted);
@@ -1164,6 +1217,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       ...(o.workload === 'register' || o.workload === 'cas' ? { registers: rec.registers } : {}),
       ...(o.workload === 'set' ? { set: rec.set } : {}),
       ...(bm25Reads === undefined ? {} : { bm25: bm25Reads }),
+      ...(drained === undefined ? {} : { feed: { polls: rec.feed.polls, acked: rec.feed.acked, refusals: rec.feed.refusals, drained, keys: new Set(casKeys(o.minutes).filter((k) => !isLocalKey(k))) } }),
       convergence: { reports: converged.reports, expected: converged.expected, timedOut: converged.verdict === 'timeout' },
       windows,
       startMs: 0,
@@ -1209,6 +1263,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     }
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
+    if (checkers.feed !== null) log(`chaos: _changes follower: ${checkers.feed.polls} polls, ${checkers.feed.changes} changes, ${checkers.feed.acked} acknowledged writes checked`);
     if (checkers.bm25 !== null) log(`chaos: keyword index (${bm25Backend(o)}): ${checkers.bm25.searches} searches answered on ${nodes.length} nodes, ${checkers.bm25.hits} hits checked against each node's final read`);
     if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
     for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key} on ${a.node}: ${a.detail}`);

@@ -4,6 +4,7 @@
 // null, so every report has the same shape whichever workload made it.
 import { type Availability, type FaultWindow, type TimedOp, availability } from './availability.js';
 import { type Bm25Check, type Bm25NodeRead, CHAOS_BM25_PARAMS, checkBm25 } from './bm25.js';
+import { type FeedCheck, type FeedHistory, checkFeed } from './changes.js';
 import { type ConvergenceCheck, type ReplicaReport, checkConvergence } from './convergence.js';
 import type { KeyOp, RegisterOp, SetOp } from './history.js';
 import { type KeyCheck, checkKeys } from './keys.js';
@@ -15,7 +16,7 @@ export const PARTIAL_TAIL = 20;
 
 export interface ReportAnomaly {
   /** `jobs`: a split, merge or reshard still running two minutes after the faults healed (the runner's own check). */
-  readonly checker: 'keys' | 'linearizable' | 'set' | 'bm25' | 'convergence' | 'jobs';
+  readonly checker: 'keys' | 'linearizable' | 'set' | 'bm25' | 'feed' | 'convergence' | 'jobs';
   readonly type: string;
   readonly key: string;
   readonly node: string;
@@ -37,6 +38,8 @@ export interface CheckersReport {
   readonly set: SetCheck | null;
   /** The set workload's keyword index against each node's final read. */
   readonly bm25: Bm25Check | null;
+  /** The cas workload's `_changes` follower. */
+  readonly feed: FeedCheck | null;
   /** The last poll after healing; `timedOut`: the runner's deadline passed before it converged. */
   readonly convergence: (ConvergenceCheck & { readonly timedOut: boolean }) | null;
   readonly availability: Availability;
@@ -48,6 +51,8 @@ export interface CheckerInput {
   readonly set?: readonly SetOp[];
   /** Each node's keyword searches after its final set read. */
   readonly bm25?: readonly Bm25NodeRead[];
+  /** The cas workload's `_changes` follower and the writes it is owed. */
+  readonly feed?: FeedHistory;
   /** The last convergence poll, and whether the deadline passed before it converged. */
   readonly convergence?: { readonly reports: readonly ReplicaReport[]; readonly expected?: Readonly<Record<string, readonly string[]>>; readonly timedOut: boolean };
   readonly windows: readonly FaultWindow[];
@@ -89,6 +94,9 @@ export function runCheckers(input: CheckerInput): { checkers: CheckersReport; an
   const bm25 = input.bm25 === undefined ? null : checkBm25(input.bm25, CHAOS_BM25_PARAMS);
   for (const a of bm25?.anomalies ?? []) anomalies.push({ checker: 'bm25', type: a.type, key: a.query, node: a.node, detail: `${a.detail}; e.g. ${a.elements.join(', ') || 'none'}` });
 
+  const feed = input.feed === undefined ? null : checkFeed(input.feed);
+  for (const a of feed?.anomalies ?? []) anomalies.push({ checker: 'feed', type: a.type, key: a.key, node: a.node, detail: a.detail });
+
   let convergence: CheckersReport['convergence'] = null;
   if (input.convergence !== undefined) {
     const c = checkConvergence(input.convergence.reports, input.convergence.expected);
@@ -104,5 +112,5 @@ export function runCheckers(input: CheckerInput): { checkers: CheckersReport; an
   const timed: TimedOp[] = [...(input.keys ?? []).filter((op): op is Exclude<KeyOp, { kind: 'final' }> => op.kind !== 'final'), ...(input.registers ?? []), ...(input.set ?? []).filter((op) => !(op.kind === 'read' && op.final === true))];
   const avail = availability(timed, input.windows, { writeKinds: WRITE_KINDS, startMs: input.startMs, endMs: input.endMs, gapMsMin: input.gapMsMin });
 
-  return { checkers: { keys, linearizable, set, bm25, convergence, availability: avail }, anomalies };
+  return { checkers: { keys, linearizable, set, bm25, feed, convergence, availability: avail }, anomalies };
 }

@@ -54,6 +54,15 @@ t.test('the set workload\'s keyword searches: the bm25 part filled, its anomalie
   t.end();
 });
 
+t.test('the cas workload\'s feed follower: the feed part filled, its anomalies in the list', (t) => {
+  const feed = { polls: [{ node: 'n1', invokeMs: 5, completeMs: 9, changes: [{ id: 'k0', rev: '1-a' }] }], acked: [{ key: 'k0', rev: '2-b', invokeMs: 3 }], keys: new Set(['k0']), refusals: [], drained: true };
+  const { checkers, anomalies } = runCheckers({ ...BASE, feed });
+  t.same([checkers.feed?.ok, checkers.feed?.polls], [false, 1]);
+  t.same(anomalies.map((a) => [a.checker, a.type, a.key]), [['feed', 'missed', 'k0']]);
+  t.equal(runCheckers({ ...BASE }).checkers.feed, null);
+  t.end();
+});
+
 t.test('out of budget is reported, not passed', (t) => {
   const registers: RegisterOp[] = [...Array.from({ length: 14 }, (_, i): RegisterOp => ({ kind: 'write', key: 'k', value: i, invokeMs: 0, completeMs: 100, outcome: 'ok', node: 'n1' })), { kind: 'read', key: 'k', value: 99, invokeMs: 200, completeMs: 210, outcome: 'ok', node: 'n1' }];
   const { checkers, anomalies } = runCheckers({ ...BASE, registers, stepBudget: 100 });
