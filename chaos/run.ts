@@ -21,7 +21,7 @@ import type { FaultWindow } from './checker/availability.js';
 import { type PollVerdict, type ReplicaReport, checkConvergence, pollVerdict } from './checker/convergence.js';
 import type { KeyOp, Outcome, RegisterOp, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
-import type { AckedWrite, FeedPoll } from './checker/changes.js';
+import { type AckedWrite, type FeedPoll, generation } from './checker/changes.js';
 import { type Bm25NodeRead, type Bm25Search, CHAOS_BM25_PARAMS, bucketToken, elementText } from './checker/bm25.js';
 import { runCheckers } from './checker/report.js';
 import { OptionError, type ChaosOptions, bm25Backend, parseChaosArgs } from './options.js';
@@ -184,7 +184,7 @@ class Recorder {
   readonly registers: RegisterOp[] = [];
   readonly set: SetOp[] = [];
   /** The cas workload's `_changes` follower, and the document writes acknowledged with their revisions. */
-  readonly feed = { polls: [] as FeedPoll[], acked: [] as AckedWrite[], refusals: [] as { node: string; since: string; status: number; detail: string }[], cursor: '0' };
+  readonly feed = { polls: [] as FeedPoll[], acked: [] as AckedWrite[], refusals: [] as { node: string; since: string; status: number; detail: string }[], cursor: '0', replicatorPolls: 0, resumedMidPage: 0 };
   /** Why writes and cas reads were not acknowledged: `<op> <status> <error>` -> count. */
   readonly refusals = new Map<string, number>();
   readonly t0 = performance.now();
@@ -566,30 +566,51 @@ async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
 
 /**
  * One page of the cas VDB's `_changes` through `n`, from the follower's cursor (a replicator's
- * poll): recorded, and the cursor moved to its `last_seq`. Returns how many changes it listed;
- * undefined when it was not answered (a 5xx, a timeout, a refused connection, a 4xx: only a
- * 400, the cursor refused, is the checker's).
+ * poll): recorded, and the cursor moved. Returns how many changes it listed; undefined when it
+ * was not answered (a 5xx, a timeout, a refused connection, a 4xx: only a 400, the cursor
+ * refused, is the checker's). `replicator`: CouchDB's replicator form (`style=all_docs`, each
+ * change's `seq` a cursor), and `cutAt` a change of the page to resume after, as a replicator
+ * that checkpointed there and stopped: only the changes up to it count as read.
  */
-async function pollFeed(n: NodeProc, rec: Recorder): Promise<number | undefined> {
+async function pollFeed(n: NodeProc, rec: Recorder, how: { replicator: boolean; cutAt?: number } = { replicator: false }): Promise<number | undefined> {
   if (n.url === undefined) return undefined;
   const since = rec.feed.cursor;
   const invokeMs = rec.now();
-  const r = await call(n.url, 'GET', `/vdb/${DATA}/_changes?since=${encodeURIComponent(since)}&limit=1000`);
+  const r = await call(n.url, 'GET', `/vdb/${DATA}/_changes?since=${encodeURIComponent(since)}&limit=1000${how.replicator ? '&style=all_docs' : ''}`);
   if (r?.status !== 200) {
     if (r?.status === 400) rec.feed.refusals.push({ node: n.name, since, status: r.status, detail: JSON.stringify(r.body).slice(0, 300) });
     else rec.refused('feed', r);
     return undefined;
   }
-  const changes = (r.body.changes as { id: string; rev: string }[]).map(({ id, rev }) => ({ id, rev }));
+  let changes: { id: string; rev: string }[];
+  let cursor = String(r.body.last_seq);
+  if (how.replicator) {
+    let rows = r.body.results as { id: string; seq: string; changes: { rev: string }[] }[];
+    rec.feed.replicatorPolls++;
+    if (how.cutAt !== undefined && rows.length > 1) {
+      rec.feed.resumedMidPage++;
+      rows = rows.slice(0, (how.cutAt % rows.length) + 1);
+      cursor = String(rows.at(-1)!.seq);
+    }
+    // The newest leaf (a cas chain has one).
+    changes = rows.map(({ id, changes: leaves }) => ({ id, rev: leaves.map((l) => l.rev).sort((a, b) => generation(b) - generation(a))[0]! }));
+  } else {
+    changes = (r.body.changes as { id: string; rev: string }[]).map(({ id, rev }) => ({ id, rev }));
+  }
   rec.feed.polls.push({ node: n.name, invokeMs, completeMs: rec.now(), changes });
-  rec.feed.cursor = String(r.body.last_seq);
+  rec.feed.cursor = cursor;
   return changes.length;
 }
 
-/** The follower during the run: a poll through a random node every 100-300 ms. */
+/**
+ * The follower during the run: a poll through a random node every 100-300 ms, half of them in
+ * the replicator's form, and half of those resuming after a change inside the page.
+ */
 async function feedFollower(nodes: NodeProc[], rec: Recorder, untilMs: number, rand: SeededRand): Promise<void> {
   while (rec.now() < untilMs) {
-    await pollFeed(nodes[rand.int(nodes.length)]!, rec);
+    const replicator = rand.int(2) === 0;
+    const cutAt = replicator && rand.int(2) === 0 ? rand.int(1000) : undefined;
+    await pollFeed(nodes[rand.int(nodes.length)]!, rec, { replicator, ...(cutAt === undefined ? {} : { cutAt }) });
     await new Promise((r) => setTimeout(r, 100 + rand.int(200)));
   }
 }
@@ -1263,7 +1284,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     }
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
-    if (checkers.feed !== null) log(`chaos: _changes follower: ${checkers.feed.polls} polls, ${checkers.feed.changes} changes, ${checkers.feed.acked} acknowledged writes checked`);
+    if (checkers.feed !== null) log(`chaos: _changes follower: ${checkers.feed.polls} polls (${rec.feed.replicatorPolls} in the replicator's form, ${rec.feed.resumedMidPage} resumed inside their page), ${checkers.feed.changes} changes, ${checkers.feed.acked} acknowledged writes checked`);
     if (checkers.bm25 !== null) log(`chaos: keyword index (${bm25Backend(o)}): ${checkers.bm25.searches} searches answered on ${nodes.length} nodes, ${checkers.bm25.hits} hits checked against each node's final read`);
     if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
     for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key} on ${a.node}: ${a.detail}`);
