@@ -22,6 +22,7 @@ import { type PollVerdict, type ReplicaReport, checkConvergence, pollVerdict } f
 import type { KeyOp, Outcome, RegisterOp, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
 import { type AckedWrite, type FeedPoll, generation } from './checker/changes.js';
+import type { NodeListing } from './checker/listing.js';
 import { type Bm25NodeRead, type Bm25Search, CHAOS_BM25_PARAMS, bucketToken, elementText } from './checker/bm25.js';
 import { runCheckers } from './checker/report.js';
 import { OptionError, type ChaosOptions, bm25Backend, parseChaosArgs } from './options.js';
@@ -454,6 +455,40 @@ async function finalBm25Searches(nodes: NodeProc[], rec: Recorder, attempted: re
     reads.push({ node: n.name, present, searches });
   }
   return reads;
+}
+
+/**
+ * After the final set reads: each node lists the whole collection with scroll (pages of 1,000
+ * from `next_offset`, linearizable), for the listing checker to hold against that node's final
+ * read. A page not answered is asked again for 15 s; then the node's listing is given up.
+ */
+async function finalListings(nodes: NodeProc[], rec: Recorder): Promise<NodeListing[]> {
+  const out: NodeListing[] = [];
+  for (const n of nodes) {
+    const final = rec.set.find((op) => op.kind === 'read' && op.final === true && op.node === n.name);
+    const present = final?.kind === 'read' && final.outcome === 'ok' ? final.elements : undefined;
+    const listed: string[] = [];
+    let offset: string | null | undefined;
+    let finished = true;
+    while (offset !== null && finished) {
+      const until = performance.now() + 15_000;
+      for (;;) {
+        const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/docs/scroll`, { body: { limit: 1000, ...(offset === undefined ? {} : { offset }) } });
+        if (r?.status === 200) {
+          listed.push(...(r.body.documents as { id: string }[]).map((d) => d.id));
+          offset = r.body.next_offset as string | null;
+          break;
+        }
+        if (performance.now() > until) {
+          finished = false;
+          break;
+        }
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    }
+    out.push({ node: n.name, present, listed: finished ? listed : undefined });
+  }
+  return out;
 }
 
 /** Final linearizable reads of every register through every node (they join the history). */
@@ -1203,9 +1238,10 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     // Every element, register or key is read on every node; a node that stops answering costs
     // one read's 15 s retry bound before its reads are given up.
     const finalReads = nodes.length * (o.workload === 'set' ? attempted.length : o.workload === 'keys' ? keys.size : o.workload === 'cas' ? casKeys(o.minutes).length : registerKeys(o.minutes));
-    // After the reads: the set workload's keyword searches (each node's in parallel, each
-    // retried for 15 s at most), the cas workload's drain of its `_changes` follower (60 s at most).
-    const afterReadsMs = o.workload === 'set' ? nodes.length * 15_000 : o.workload === 'cas' ? 60_000 : 0;
+    // After the reads: the set workload's listings and keyword searches (each node's searches in
+    // parallel; a page or a search retried for 15 s at most), the cas workload's drain of its
+    // `_changes` follower (60 s at most).
+    const afterReadsMs = o.workload === 'set' ? nodes.length * 30_000 + Math.ceil((attempted.length * nodes.length) / 1000) * 1000 : o.workload === 'cas' ? 60_000 : 0;
     phase(`the final reads (${finalReads} on ${nodes.length} nodes)`, 60_000 + nodes.length * 15_000 + afterReadsMs + Math.ceil((finalReads / FINAL_READS_PER_S) * 1000));
     if (o.workload === 'register') await finalRegisterReads(nodes, rec, o.minutes);
     let drained: boolean | undefined;
@@ -1214,8 +1250,10 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       drained = await drainFeed(nodes, rec);
     }
     let bm25Reads: Bm25NodeRead[] | undefined;
+    let listings: NodeListing[] | undefined;
     if (o.workload === 'set') {
       await finalSetReads(nodes, rec, attempted);
+      listings = await finalListings(nodes, rec);
       if (bm25Backend(o) !== 'none') bm25Reads = await finalBm25Searches(nodes, rec, attempted, new SeededRand(o.seed + 3));
     }
     // Final reads: every key, on every node.
@@ -1238,6 +1276,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       ...(o.workload === 'register' || o.workload === 'cas' ? { registers: rec.registers } : {}),
       ...(o.workload === 'set' ? { set: rec.set } : {}),
       ...(bm25Reads === undefined ? {} : { bm25: bm25Reads }),
+      ...(listings === undefined ? {} : { listings }),
       ...(drained === undefined ? {} : { feed: { polls: rec.feed.polls, acked: rec.feed.acked, refusals: rec.feed.refusals, drained, keys: new Set(casKeys(o.minutes).filter((k) => !isLocalKey(k))) } }),
       convergence: { reports: converged.reports, expected: converged.expected, timedOut: converged.verdict === 'timeout' },
       windows,
@@ -1285,6 +1324,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
     if (checkers.feed !== null) log(`chaos: _changes follower: ${checkers.feed.polls} polls (${rec.feed.replicatorPolls} in the replicator's form, ${rec.feed.resumedMidPage} resumed inside their page), ${checkers.feed.changes} changes, ${checkers.feed.acked} acknowledged writes checked`);
+    if (checkers.listing !== null) log(`chaos: listings (scroll): ${checkers.listing.listed} ids listed on ${nodes.length} nodes, each held to that node's final read`);
     if (checkers.bm25 !== null) log(`chaos: keyword index (${bm25Backend(o)}): ${checkers.bm25.searches} searches answered on ${nodes.length} nodes, ${checkers.bm25.hits} hits checked against each node's final read`);
     if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
     for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key} on ${a.node}: ${a.detail}`);

@@ -4,6 +4,7 @@
 // null, so every report has the same shape whichever workload made it.
 import { type Availability, type FaultWindow, type TimedOp, availability } from './availability.js';
 import { type Bm25Check, type Bm25NodeRead, CHAOS_BM25_PARAMS, checkBm25 } from './bm25.js';
+import { type ListingCheck, type NodeListing, checkListings } from './listing.js';
 import { type FeedCheck, type FeedHistory, checkFeed } from './changes.js';
 import { type ConvergenceCheck, type ReplicaReport, checkConvergence } from './convergence.js';
 import type { KeyOp, RegisterOp, SetOp } from './history.js';
@@ -16,7 +17,7 @@ export const PARTIAL_TAIL = 20;
 
 export interface ReportAnomaly {
   /** `jobs`: a split, merge or reshard still running two minutes after the faults healed (the runner's own check). */
-  readonly checker: 'keys' | 'linearizable' | 'set' | 'bm25' | 'feed' | 'convergence' | 'jobs';
+  readonly checker: 'keys' | 'linearizable' | 'set' | 'listing' | 'bm25' | 'feed' | 'convergence' | 'jobs';
   readonly type: string;
   readonly key: string;
   readonly node: string;
@@ -37,6 +38,8 @@ export interface CheckersReport {
   readonly linearizable: LinearizableReport | null;
   readonly set: SetCheck | null;
   /** The set workload's keyword index against each node's final read. */
+  /** The set workload's listings (scroll) against each node's final read. */
+  readonly listing: ListingCheck | null;
   readonly bm25: Bm25Check | null;
   /** The cas workload's `_changes` follower. */
   readonly feed: FeedCheck | null;
@@ -51,6 +54,8 @@ export interface CheckerInput {
   readonly set?: readonly SetOp[];
   /** Each node's keyword searches after its final set read. */
   readonly bm25?: readonly Bm25NodeRead[];
+  /** Each node's scroll of the whole collection after its final set read. */
+  readonly listings?: readonly NodeListing[];
   /** The cas workload's `_changes` follower and the writes it is owed. */
   readonly feed?: FeedHistory;
   /** The last convergence poll, and whether the deadline passed before it converged. */
@@ -94,6 +99,9 @@ export function runCheckers(input: CheckerInput): { checkers: CheckersReport; an
   const bm25 = input.bm25 === undefined ? null : checkBm25(input.bm25, CHAOS_BM25_PARAMS);
   for (const a of bm25?.anomalies ?? []) anomalies.push({ checker: 'bm25', type: a.type, key: a.query, node: a.node, detail: `${a.detail}; e.g. ${a.elements.join(', ') || 'none'}` });
 
+  const listing = input.listings === undefined ? null : checkListings(input.listings);
+  for (const a of listing?.anomalies ?? []) anomalies.push({ checker: 'listing', type: a.type, key: a.ids.join(','), node: a.node, detail: `${a.count} ids ${a.type} in ${a.node}'s scroll of the collection, e.g. ${a.ids.join(', ') || 'none'}` });
+
   const feed = input.feed === undefined ? null : checkFeed(input.feed);
   for (const a of feed?.anomalies ?? []) anomalies.push({ checker: 'feed', type: a.type, key: a.key, node: a.node, detail: a.detail });
 
@@ -112,5 +120,5 @@ export function runCheckers(input: CheckerInput): { checkers: CheckersReport; an
   const timed: TimedOp[] = [...(input.keys ?? []).filter((op): op is Exclude<KeyOp, { kind: 'final' }> => op.kind !== 'final'), ...(input.registers ?? []), ...(input.set ?? []).filter((op) => !(op.kind === 'read' && op.final === true))];
   const avail = availability(timed, input.windows, { writeKinds: WRITE_KINDS, startMs: input.startMs, endMs: input.endMs, gapMsMin: input.gapMsMin });
 
-  return { checkers: { keys, linearizable, set, bm25, feed, convergence, availability: avail }, anomalies };
+  return { checkers: { keys, linearizable, set, listing, bm25, feed, convergence, availability: avail }, anomalies };
 }

@@ -63,6 +63,14 @@ t.test('the cas workload\'s feed follower: the feed part filled, its anomalies i
   t.end();
 });
 
+t.test('the set workload\'s listings: the listing part filled, its anomalies named by node', (t) => {
+  const { checkers, anomalies } = runCheckers({ ...BASE, listings: [{ node: 'n3', present: ['e1', 'e2'], listed: ['e1'] }] });
+  t.same([checkers.listing?.ok, checkers.listing?.listed], [false, 1]);
+  t.same(anomalies.map((a) => [a.checker, a.type, a.key, a.node]), [['listing', 'missing', 'e2', 'n3']]);
+  t.equal(runCheckers({ ...BASE }).checkers.listing, null);
+  t.end();
+});
+
 t.test('out of budget is reported, not passed', (t) => {
   const registers: RegisterOp[] = [...Array.from({ length: 14 }, (_, i): RegisterOp => ({ kind: 'write', key: 'k', value: i, invokeMs: 0, completeMs: 100, outcome: 'ok', node: 'n1' })), { kind: 'read', key: 'k', value: 99, invokeMs: 200, completeMs: 210, outcome: 'ok', node: 'n1' }];
   const { checkers, anomalies } = runCheckers({ ...BASE, registers, stepBudget: 100 });
