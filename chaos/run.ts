@@ -185,7 +185,7 @@ class Recorder {
   readonly registers: RegisterOp[] = [];
   readonly set: SetOp[] = [];
   /** The cas workload's `_changes` follower, and the document writes acknowledged with their revisions. */
-  readonly feed = { polls: [] as FeedPoll[], acked: [] as AckedWrite[], refusals: [] as { node: string; since: string; status: number; detail: string }[], cursor: '0', replicatorPolls: 0, resumedMidPage: 0 };
+  readonly feed = { polls: [] as FeedPoll[], acked: [] as AckedWrite[], refusals: [] as { node: string; since: string; status: number; detail: string }[], cursor: '0', replicatorPolls: 0, resumedMidPage: 0, longPolls: 0 };
   /** Why writes and cas reads were not acknowledged: `<op> <status> <error>` -> count. */
   readonly refusals = new Map<string, number>();
   readonly t0 = performance.now();
@@ -605,13 +605,15 @@ async function casWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
  * was not answered (a 5xx, a timeout, a refused connection, a 4xx: only a 400, the cursor
  * refused, is the checker's). `replicator`: CouchDB's replicator form (`style=all_docs`, each
  * change's `seq` a cursor), and `cutAt` a change of the page to resume after, as a replicator
- * that checkpointed there and stopped: only the changes up to it count as read.
+ * that checkpointed there and stopped: only the changes up to it count as read. `longpoll`:
+ * the node holds the request up to a second until there is a change.
  */
-async function pollFeed(n: NodeProc, rec: Recorder, how: { replicator: boolean; cutAt?: number } = { replicator: false }): Promise<number | undefined> {
+async function pollFeed(n: NodeProc, rec: Recorder, how: { form: 'plain' | 'longpoll' | 'replicator'; cutAt?: number } = { form: 'plain' }): Promise<number | undefined> {
   if (n.url === undefined) return undefined;
   const since = rec.feed.cursor;
   const invokeMs = rec.now();
-  const r = await call(n.url, 'GET', `/vdb/${DATA}/_changes?since=${encodeURIComponent(since)}&limit=1000${how.replicator ? '&style=all_docs' : ''}`);
+  const form = how.form === 'replicator' ? '&style=all_docs' : how.form === 'longpoll' ? '&feed=longpoll&timeout=1000' : '';
+  const r = await call(n.url, 'GET', `/vdb/${DATA}/_changes?since=${encodeURIComponent(since)}&limit=1000${form}`);
   if (r?.status !== 200) {
     if (r?.status === 400) rec.feed.refusals.push({ node: n.name, since, status: r.status, detail: JSON.stringify(r.body).slice(0, 300) });
     else rec.refused('feed', r);
@@ -619,7 +621,7 @@ async function pollFeed(n: NodeProc, rec: Recorder, how: { replicator: boolean; 
   }
   let changes: { id: string; rev: string }[];
   let cursor = String(r.body.last_seq);
-  if (how.replicator) {
+  if (how.form === 'replicator') {
     let rows = r.body.results as { id: string; seq: string; changes: { rev: string }[] }[];
     rec.feed.replicatorPolls++;
     if (how.cutAt !== undefined && rows.length > 1) {
@@ -639,13 +641,16 @@ async function pollFeed(n: NodeProc, rec: Recorder, how: { replicator: boolean; 
 
 /**
  * The follower during the run: a poll through a random node every 100-300 ms, half of them in
- * the replicator's form, and half of those resuming after a change inside the page.
+ * the replicator's form (half of those resuming after a change inside the page), a quarter
+ * long-polls.
  */
 async function feedFollower(nodes: NodeProc[], rec: Recorder, untilMs: number, rand: SeededRand): Promise<void> {
   while (rec.now() < untilMs) {
-    const replicator = rand.int(2) === 0;
-    const cutAt = replicator && rand.int(2) === 0 ? rand.int(1000) : undefined;
-    await pollFeed(nodes[rand.int(nodes.length)]!, rec, { replicator, ...(cutAt === undefined ? {} : { cutAt }) });
+    const roll = rand.int(4);
+    const form = roll < 2 ? 'replicator' : roll === 2 ? 'plain' : 'longpoll';
+    const cutAt = form === 'replicator' && rand.int(2) === 0 ? rand.int(1000) : undefined;
+    if (form === 'longpoll') rec.feed.longPolls++;
+    await pollFeed(nodes[rand.int(nodes.length)]!, rec, { form, ...(cutAt === undefined ? {} : { cutAt }) });
     await new Promise((r) => setTimeout(r, 100 + rand.int(200)));
   }
 }
@@ -1323,7 +1328,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     }
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
-    if (checkers.feed !== null) log(`chaos: _changes follower: ${checkers.feed.polls} polls (${rec.feed.replicatorPolls} in the replicator's form, ${rec.feed.resumedMidPage} resumed inside their page), ${checkers.feed.changes} changes, ${checkers.feed.acked} acknowledged writes checked`);
+    if (checkers.feed !== null) log(`chaos: _changes follower: ${checkers.feed.polls} polls (${rec.feed.replicatorPolls} in the replicator's form, ${rec.feed.resumedMidPage} resumed inside their page, ${rec.feed.longPolls} long-polls asked), ${checkers.feed.changes} changes, ${checkers.feed.acked} acknowledged writes checked`);
     if (checkers.listing !== null) log(`chaos: listings (scroll): ${checkers.listing.listed} ids listed on ${nodes.length} nodes, each held to that node's final read`);
     if (checkers.bm25 !== null) log(`chaos: keyword index (${bm25Backend(o)}): ${checkers.bm25.searches} searches answered on ${nodes.length} nodes, ${checkers.bm25.hits} hits checked against each node's final read`);
     if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
