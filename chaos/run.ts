@@ -1312,6 +1312,8 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       convergence: { verdict: converged.verdict, expected: converged.expected, reports: converged.reports, views: converged.detail },
       checkers,
       anomalies,
+      // The feed follower's polls and the writes it was owed, to read a feed anomaly back.
+      ...(o.workload === 'cas' ? { feed: { polls: rec.feed.polls, acked: rec.feed.acked, refusals: rec.feed.refusals } } : {}),
       // The recorded operations, to read an anomaly back against what happened around it.
       history: o.workload === 'keys' ? rec.ops : o.workload === 'register' || o.workload === 'cas' ? rec.registers : rec.set,
     };
