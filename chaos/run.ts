@@ -640,7 +640,7 @@ async function pollFeed(n: NodeProc, rec: Recorder, how: { form: 'plain' | 'long
 }
 
 /**
- * The follower during the run: a poll through a random node every 100-300 ms, half of them in
+ * The follower during the run: a poll through a random node every 200-500 ms, half of them in
  * the replicator's form (half of those resuming after a change inside the page), a quarter
  * long-polls.
  */
@@ -651,7 +651,7 @@ async function feedFollower(nodes: NodeProc[], rec: Recorder, untilMs: number, r
     const cutAt = form === 'replicator' && rand.int(2) === 0 ? rand.int(1000) : undefined;
     if (form === 'longpoll') rec.feed.longPolls++;
     await pollFeed(nodes[rand.int(nodes.length)]!, rec, { form, ...(cutAt === undefined ? {} : { cutAt }) });
-    await new Promise((r) => setTimeout(r, 100 + rand.int(200)));
+    await new Promise((r) => setTimeout(r, 200 + rand.int(300)));
   }
 }
 

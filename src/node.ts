@@ -321,13 +321,16 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       // FIRKIN_UNSAFE_FIXTURE=lost-checkpoints: a VDB split or merge leaves `_local` documents behind.
       const unsafeNoLocalCarry = process.env.FIRKIN_UNSAFE_FIXTURE === 'lost-checkpoints';
       if (unsafeNoLocalCarry) log.warn('FIRKIN_UNSAFE_FIXTURE=lost-checkpoints: VDB splits and merges deliberately lose replication checkpoints (chaos checker fixture)');
+      // FIRKIN_UNSAFE_FIXTURE=feed-skips: a clustered VDB's `_changes` pages leave their last change out.
+      const unsafeFeedSkips = process.env.FIRKIN_UNSAFE_FIXTURE === 'feed-skips';
+      if (unsafeFeedSkips) log.warn('FIRKIN_UNSAFE_FIXTURE=feed-skips: VDB change feeds deliberately skip changes (chaos checker fixture)');
       // FIRKIN_UNSAFE_FIXTURE=bm25-kept-deletes: a replica's keyword index keeps deleted documents.
       const unsafeBm25KeepsDeletes = process.env.FIRKIN_UNSAFE_FIXTURE === 'bm25-kept-deletes';
       if (unsafeBm25KeepsDeletes) log.warn('FIRKIN_UNSAFE_FIXTURE=bm25-kept-deletes: replicated keyword indexes deliberately keep deleted documents (chaos checker fixture)');
       if (vectors !== undefined) {
         vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, unsafeBm25KeepsDeletes, caches: shardCaches, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchTimeoutMs: cluster.reshardSwitchTimeoutMs, reshardSwitchDelayMs: testReshardSwitchDelay(), reshardSwitchStalls: testReshardSwitchStalls(), exitInSnapshotLoad: process.env.FIRKIN_UNSAFE_FIXTURE === 'exit-in-snapshot-load' });
       }
-      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, unsafeNoLocalCarry, rebalanceDocsPerSecond: cluster.vdbRebalanceDocsPerSec, switchTimeoutMs: cluster.reshardSwitchTimeoutMs, switchStalls: testReshardSwitchStalls() });
+      docShards = await DocShards.start({ member: m, store, docs, counts, hlc, clock, newId, compactAfterWrites: config.docdb.compactAfterWrites, log: log.child({ mod: 'dshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, unsafeNoLocalCarry, unsafeFeedSkips, rebalanceDocsPerSecond: cluster.vdbRebalanceDocsPerSec, switchTimeoutMs: cluster.reshardSwitchTimeoutMs, switchStalls: testReshardSwitchStalls() });
       peerTasks = new PeerTasks(m, { list: () => nodeTasks(taskSources), cancelImports: (vdb) => imports.cancel(vdb) }, log.child({ mod: 'tasks' }));
       const hosted = vectorShards;
       const hostedDocs = docShards;
