@@ -23,6 +23,7 @@ import type { KeyOp, Outcome, RegisterOp, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
 import { type AckedWrite, type FeedPoll, generation } from './checker/changes.js';
 import type { NodeListing } from './checker/listing.js';
+import type { Scroll } from './checker/scroll.js';
 import { type Bm25NodeRead, type Bm25Search, CHAOS_BM25_PARAMS, bucketToken, elementText } from './checker/bm25.js';
 import { runCheckers } from './checker/report.js';
 import { OptionError, type ChaosOptions, bm25Backend, parseChaosArgs } from './options.js';
@@ -184,6 +185,8 @@ class Recorder {
   readonly ops: KeyOp[] = [];
   readonly registers: RegisterOp[] = [];
   readonly set: SetOp[] = [];
+  /** The set workload's scrolls during the run (each finished one). */
+  readonly scrolls: Scroll[] = [];
   /** The cas workload's `_changes` follower, and the document writes acknowledged with their revisions. */
   readonly feed = { polls: [] as FeedPoll[], acked: [] as AckedWrite[], refusals: [] as { node: string; since: string; status: number; detail: string }[], cursor: '0', replicatorPolls: 0, resumedMidPage: 0, longPolls: 0 };
   /** Why writes and cas reads were not acknowledged: `<op> <status> <error>` -> count. */
@@ -388,8 +391,49 @@ async function setWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
       }
     }
   };
-  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)));
+  // The scroller has its own random stream: the clients' choices stay those of the seed.
+  await Promise.all([...Array.from({ length: o.clients }, (_, i) => client(`c${i + 1}`)), scroller(nodes, rec, untilMs, new SeededRand(o.seed + 5))]);
   return attempted;
+}
+
+/** A scroll page of 100 (small: a scroll spans more of the run's switches). */
+const SCROLL_PAGE = 100;
+
+/**
+ * The set workload's scroller: lists the collection from its start over and over while the
+ * clients write and the collection is resharded, each page through a random node; a page not
+ * answered is asked again (through another node) for 10 s, then the scroll is dropped (not
+ * judged). Each finished scroll goes to the scroll checker.
+ */
+async function scroller(nodes: NodeProc[], rec: Recorder, untilMs: number, rand: SeededRand): Promise<void> {
+  while (rec.now() < untilMs) {
+    const startMs = rec.now();
+    const ids: string[] = [];
+    const via: string[] = [];
+    let offset: string | null | undefined;
+    let dropped = false;
+    while (offset !== null && !dropped) {
+      const until = performance.now() + 10_000;
+      for (;;) {
+        const n = nodes[rand.int(nodes.length)]!;
+        const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/docs/scroll`, { body: { limit: SCROLL_PAGE, ...(offset === undefined ? {} : { offset }) } });
+        if (r?.status === 200) {
+          ids.push(...(r.body.documents as { id: string }[]).map((d) => d.id));
+          via.push(n.name);
+          offset = r.body.next_offset as string | null;
+          break;
+        }
+        rec.refused('scroll', r);
+        if (performance.now() > until) {
+          dropped = true;
+          break;
+        }
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    }
+    if (!dropped) rec.scrolls.push({ startMs, endMs: rec.now(), ids, nodes: via });
+    await new Promise((res) => setTimeout(res, 200 + rand.int(300)));
+  }
 }
 
 /** After healing: each node's own view of the whole set (stale reads answer from its replicas). */
@@ -1282,6 +1326,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       ...(o.workload === 'set' ? { set: rec.set } : {}),
       ...(bm25Reads === undefined ? {} : { bm25: bm25Reads }),
       ...(listings === undefined ? {} : { listings }),
+      ...(o.workload === 'set' ? { scrolls: rec.scrolls } : {}),
       ...(drained === undefined ? {} : { feed: { polls: rec.feed.polls, acked: rec.feed.acked, refusals: rec.feed.refusals, drained, keys: new Set(casKeys(o.minutes).filter((k) => !isLocalKey(k))) } }),
       convergence: { reports: converged.reports, expected: converged.expected, timedOut: converged.verdict === 'timeout' },
       windows,
@@ -1331,6 +1376,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     log(`chaos: ok share calm ${fmt(avail.calm.share)}; during faults ${Object.entries(avail.duringFaults).map(([k, v]) => `${k} ${fmt(v.share)}`).join(', ') || 'none'}`);
     log(`chaos: longest time without an acknowledged write ${avail.longestGap.ms} ms (from ${avail.longestGap.startMs} ms; faults ${avail.longestGap.faults.join(',') || 'none'})`);
     if (checkers.feed !== null) log(`chaos: _changes follower: ${checkers.feed.polls} polls (${rec.feed.replicatorPolls} in the replicator's form, ${rec.feed.resumedMidPage} resumed inside their page, ${rec.feed.longPolls} long-polls asked), ${checkers.feed.changes} changes, ${checkers.feed.acked} acknowledged writes checked`);
+    if (checkers.scroll !== null) log(`chaos: scrolls during the run: ${checkers.scroll.scrolls} finished, ${checkers.scroll.listed} ids listed, each held to the adds and deletes around it`);
     if (checkers.listing !== null) log(`chaos: listings (scroll): ${checkers.listing.listed} ids listed on ${nodes.length} nodes, each held to that node's final read`);
     if (checkers.bm25 !== null) log(`chaos: keyword index (${bm25Backend(o)}): ${checkers.bm25.searches} searches answered on ${nodes.length} nodes, ${checkers.bm25.hits} hits checked against each node's final read`);
     if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);

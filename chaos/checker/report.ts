@@ -4,6 +4,7 @@
 // null, so every report has the same shape whichever workload made it.
 import { type Availability, type FaultWindow, type TimedOp, availability } from './availability.js';
 import { type Bm25Check, type Bm25NodeRead, CHAOS_BM25_PARAMS, checkBm25 } from './bm25.js';
+import { type Scroll, type ScrollCheck, checkScrolls } from './scroll.js';
 import { type ListingCheck, type NodeListing, checkListings } from './listing.js';
 import { type FeedCheck, type FeedHistory, checkFeed } from './changes.js';
 import { type ConvergenceCheck, type ReplicaReport, checkConvergence } from './convergence.js';
@@ -17,7 +18,7 @@ export const PARTIAL_TAIL = 20;
 
 export interface ReportAnomaly {
   /** `jobs`: a split, merge or reshard still running two minutes after the faults healed (the runner's own check). */
-  readonly checker: 'keys' | 'linearizable' | 'set' | 'listing' | 'bm25' | 'feed' | 'convergence' | 'jobs';
+  readonly checker: 'keys' | 'linearizable' | 'set' | 'scroll' | 'listing' | 'bm25' | 'feed' | 'convergence' | 'jobs';
   readonly type: string;
   readonly key: string;
   readonly node: string;
@@ -38,6 +39,8 @@ export interface CheckersReport {
   readonly linearizable: LinearizableReport | null;
   readonly set: SetCheck | null;
   /** The set workload's keyword index against each node's final read. */
+  /** The set workload's scrolls during the run, against the adds and deletes around each. */
+  readonly scroll: ScrollCheck | null;
   /** The set workload's listings (scroll) against each node's final read. */
   readonly listing: ListingCheck | null;
   readonly bm25: Bm25Check | null;
@@ -54,6 +57,8 @@ export interface CheckerInput {
   readonly set?: readonly SetOp[];
   /** Each node's keyword searches after its final set read. */
   readonly bm25?: readonly Bm25NodeRead[];
+  /** The set workload's scrolls during the run (judged with `set`'s history). */
+  readonly scrolls?: readonly Scroll[];
   /** Each node's scroll of the whole collection after its final set read. */
   readonly listings?: readonly NodeListing[];
   /** The cas workload's `_changes` follower and the writes it is owed. */
@@ -99,6 +104,9 @@ export function runCheckers(input: CheckerInput): { checkers: CheckersReport; an
   const bm25 = input.bm25 === undefined ? null : checkBm25(input.bm25, CHAOS_BM25_PARAMS);
   for (const a of bm25?.anomalies ?? []) anomalies.push({ checker: 'bm25', type: a.type, key: a.query, node: a.node, detail: `${a.detail}; e.g. ${a.elements.join(', ') || 'none'}` });
 
+  const scroll = input.scrolls === undefined ? null : checkScrolls(input.scrolls, input.set ?? []);
+  for (const a of scroll?.anomalies ?? []) anomalies.push({ checker: 'scroll', type: a.type, key: a.ids.join(','), node: '', detail: `${a.detail}; e.g. ${a.ids.join(', ')}` });
+
   const listing = input.listings === undefined ? null : checkListings(input.listings);
   for (const a of listing?.anomalies ?? []) anomalies.push({ checker: 'listing', type: a.type, key: a.ids.join(','), node: a.node, detail: `${a.count} ids ${a.type} in ${a.node}'s scroll of the collection, e.g. ${a.ids.join(', ') || 'none'}` });
 
@@ -120,5 +128,5 @@ export function runCheckers(input: CheckerInput): { checkers: CheckersReport; an
   const timed: TimedOp[] = [...(input.keys ?? []).filter((op): op is Exclude<KeyOp, { kind: 'final' }> => op.kind !== 'final'), ...(input.registers ?? []), ...(input.set ?? []).filter((op) => !(op.kind === 'read' && op.final === true))];
   const avail = availability(timed, input.windows, { writeKinds: WRITE_KINDS, startMs: input.startMs, endMs: input.endMs, gapMsMin: input.gapMsMin });
 
-  return { checkers: { keys, linearizable, set, listing, bm25, feed, convergence, availability: avail }, anomalies };
+  return { checkers: { keys, linearizable, set, scroll, listing, bm25, feed, convergence, availability: avail }, anomalies };
 }

@@ -39,6 +39,7 @@ t.test('chaos: set workload, seed 1, nodes removed and joined again empty, then 
   // snapshot) found exactly what its final read holds, with the statistics of those documents.
   t.match(out, /chaos: keyword index \(disk\): [1-9]\d* searches answered on 4 nodes, [1-9]\d* hits checked/, 'the keyword index was searched on every node');
   t.match(out, /chaos: listings \(scroll\): [1-9]\d* ids listed on 4 nodes/, 'and the collection listed (scroll) on every node');
+  t.match(out, /chaos: scrolls during the run: [1-9]\d* finished, [1-9]\d* ids listed/, 'scrolls ran during the faults and were checked');
 });
 
 t.test('chaos: a deliberately broken build (deletes kept in the keyword index) fails the keyword-index checker', { skip: BROKEN_BUILD_SKIP }, async (t) => {
