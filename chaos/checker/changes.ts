@@ -87,7 +87,8 @@ export function checkFeed(h: FeedHistory): FeedCheck {
   const missed = new Map<string, AckedWrite>();
   for (const w of h.acked) {
     const gen = generation(w.rev);
-    const caught = (seen.get(w.key) ?? []).some((s) => s.gen >= gen && s.completeMs > w.invokeMs);
+    // Whole milliseconds: a poll that completed in the millisecond the write was invoked may have seen it.
+    const caught = (seen.get(w.key) ?? []).some((s) => s.gen >= gen && s.completeMs >= w.invokeMs);
     if (!caught && (missed.get(w.key)?.invokeMs ?? -Infinity) < w.invokeMs) missed.set(w.key, w);
   }
   for (const [key, w] of missed) {

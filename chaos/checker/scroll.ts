@@ -79,8 +79,10 @@ export function checkScrolls(scrolls: readonly Scroll[], history: readonly SetOp
       else if (j > 0 && byCodePoint(s.ids[j - 1]!, id) >= 0) unordered.push(id);
       seen.add(id);
     });
-    const missing = [...ackedAt].filter(([k, at]) => at < s.startMs && !((mayDeleteFrom.get(k) ?? Infinity) < s.endMs) && !seen.has(k)).map(([k]) => k);
-    const unexpected = [...seen].filter((k) => !((mayAddFrom.get(k) ?? Infinity) < s.endMs));
+    // Times are whole milliseconds: an operation invoked in the millisecond a scroll ended may
+    // have taken effect before it, and one completed in the millisecond it began, after.
+    const missing = [...ackedAt].filter(([k, at]) => at < s.startMs && !((mayDeleteFrom.get(k) ?? Infinity) <= s.endMs) && !seen.has(k)).map(([k]) => k);
+    const unexpected = [...seen].filter((k) => !((mayAddFrom.get(k) ?? Infinity) <= s.endMs));
     report('missing', missing, `${missing.length} elements acknowledged before it began, never deleted during it, not listed`);
     report('unexpected', unexpected, `${unexpected.length} elements listed that no add invoked before its end made`);
     report('repeated', repeated, `${repeated.length} ids listed twice`);

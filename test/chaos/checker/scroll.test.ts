@@ -23,6 +23,8 @@ t.test('cases', (t) => {
   t.same(types([scroll(40, 45, ['e1', 'e2'])], h), [], 'a delete acknowledged before the scroll may still show (the checker is not the set checker)');
   t.same(types([scroll(40, 45, ['e1', 'e3'])], h), ['unexpected'], 'e3 was added after the scroll ended');
   t.same(types([scroll(40, 55, ['e1', 'e3'])], h), [], 'during it, it may show');
+  t.same(types([scroll(40, 50, ['e1', 'e3'])], h), [], 'invoked in the millisecond the scroll ended, too');
+  t.same(types([scroll(10, 45, [])], [add('e1', 0, 10)]), [], 'completed in the millisecond the scroll began: not surely before it');
   t.same(types([scroll(40, 55, ['e1', 'e9'])], h), ['unexpected'], 'nobody added e9');
   t.same(types([scroll(40, 45, ['e1'])], [...h, add('e4', 0, 10, 'fail')]), [], 'a failed add did not happen');
   t.same(types([scroll(40, 45, ['e1', 'e4'])], [...h, add('e4', 0, 10, 'fail')]), ['unexpected']);
@@ -110,7 +112,7 @@ t.test('broken scrolls: each fault found', (t) => {
       if (ids.length >= 2 && !found({ ...s, ids: [ids[1]!, ids[0]!, ...ids.slice(2)] }).includes('unordered')) return false;
       // Dropping an element is found when the checker could know it had to be there.
       const spec = specs[Number(victim.slice(1)) - 1]!;
-      const mustList = spec.addOutcome === 'ok' && spec.addAt + spec.addLen < s.startMs && (spec.del === undefined || spec.del.outcome === 'fail' || spec.addAt + spec.addLen + spec.del.gap >= s.endMs);
+      const mustList = spec.addOutcome === 'ok' && spec.addAt + spec.addLen < s.startMs && (spec.del === undefined || spec.del.outcome === 'fail' || spec.addAt + spec.addLen + spec.del.gap > s.endMs);
       const missed = found({ ...s, ids: ids.filter((id) => id !== victim) }).includes('missing');
       if (mustList) dropped++;
       return missed === mustList;
