@@ -209,27 +209,27 @@ export function taskStatus(leader: string | null, down: boolean, lag: number | n
   return lag === 0 ? 'in_sync' : 'catching_up';
 }
 
+/** A `c1-` cursor's positions as decoded, unchecked (undefined: it does not decode). */
+function cursorSeqs(raw: string): unknown {
+  try {
+    return decodeCbor(Buffer.from(raw.slice(3), 'base64url'));
+  } catch {
+    return undefined;
+  }
+}
+
 /** How many shard positions a `since` cursor holds (0: not a cursor, or not one that decodes). */
 export function cursorPositions(raw: string | undefined): number {
   if (raw?.startsWith('c1-') !== true) return 0;
-  try {
-    const seqs = decodeCbor(Buffer.from(raw.slice(3), 'base64url'));
-    return Array.isArray(seqs) ? seqs.length : 0;
-  } catch {
-    return 0;
-  }
+  const seqs = cursorSeqs(raw);
+  return Array.isArray(seqs) ? seqs.length : 0;
 }
 
 /** `since` of a clustered VDB feed: first/0 (nothing), a cursor, or one plain sequence for every shard. */
 export function decodeSince(raw: string | undefined, shardCount: number): (Hlc | null)[] {
   if (raw === undefined || raw === '' || raw === '0' || raw === 'first') return new Array<Hlc | null>(shardCount).fill(null);
   if (raw.startsWith('c1-')) {
-    let seqs: unknown;
-    try {
-      seqs = decodeCbor(Buffer.from(raw.slice(3), 'base64url'));
-    } catch {
-      seqs = undefined;
-    }
+    const seqs = cursorSeqs(raw);
     // A cursor from before a split is shorter: the new shard's feed starts from its beginning.
     const ok = Array.isArray(seqs) && seqs.length <= shardCount && seqs.every((s) => s === null || (Array.isArray(s) && s.length === 2 && s.every((x) => Number.isSafeInteger(x) && x >= 0)));
     if (!ok) throw new FirkinError('bad_request', `since ${JSON.stringify(raw)} is not a cursor of this virtual database (it has ${shardCount} shards)`);
