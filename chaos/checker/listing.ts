@@ -41,6 +41,19 @@ function byCodePoint(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
+/** A list of ids as a scroll gave them: the distinct ones, those listed again, those out of code-point order. */
+export function idOrder(ids: readonly string[]): { seen: Set<string>; repeated: string[]; unordered: string[] } {
+  const seen = new Set<string>();
+  const repeated: string[] = [];
+  const unordered: string[] = [];
+  ids.forEach((id, i) => {
+    if (seen.has(id)) repeated.push(id);
+    else if (i > 0 && byCodePoint(ids[i - 1]!, id) >= 0) unordered.push(id);
+    seen.add(id);
+  });
+  return { seen, repeated, unordered };
+}
+
 export function checkListings(listings: readonly NodeListing[]): ListingCheck {
   const anomalies: ListingAnomaly[] = [];
   let listed = 0;
@@ -55,14 +68,7 @@ export function checkListings(listings: readonly NodeListing[]): ListingCheck {
     }
     listed += l.listed.length;
     const present = new Set(l.present.map(String));
-    const seen = new Set<string>();
-    const repeated: string[] = [];
-    const unordered: string[] = [];
-    l.listed.forEach((id, i) => {
-      if (seen.has(id)) repeated.push(id);
-      seen.add(id);
-      if (i > 0 && byCodePoint(l.listed![i - 1]!, id) >= 0 && !repeated.includes(id)) unordered.push(id);
-    });
+    const { seen, repeated, unordered } = idOrder(l.listed);
     report('missing', [...present].filter((id) => !seen.has(id)));
     report('extra', [...seen].filter((id) => !present.has(id)));
     report('repeated', repeated);

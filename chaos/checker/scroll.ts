@@ -12,6 +12,7 @@
 // - repeated: listed twice in one scroll;
 // - unordered: an id not after the one before it (code points).
 import type { SetElement, SetOp } from './history.js';
+import { idOrder } from './listing.js';
 
 export interface Scroll {
   readonly startMs: number;
@@ -42,9 +43,6 @@ export interface ScrollCheck {
 const EXAMPLES = 5;
 const key = (e: SetElement) => String(e);
 
-function byCodePoint(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
 
 export function checkScrolls(scrolls: readonly Scroll[], history: readonly SetOp[]): ScrollCheck {
   // Per element: when an acknowledged add completed (the earliest), when any add that may
@@ -71,14 +69,7 @@ export function checkScrolls(scrolls: readonly Scroll[], history: readonly SetOp
     const report = (type: ScrollAnomaly['type'], ids: readonly string[], detail: string) => {
       if (ids.length > 0) anomalies.push({ type, scroll: i, detail: `scroll ${i} [${s.startMs}, ${s.endMs}] ms through ${[...new Set(s.nodes)].join(',')}: ${detail}`, ids: ids.slice(0, EXAMPLES), count: ids.length });
     };
-    const seen = new Set<string>();
-    const repeated: string[] = [];
-    const unordered: string[] = [];
-    s.ids.forEach((id, j) => {
-      if (seen.has(id)) repeated.push(id);
-      else if (j > 0 && byCodePoint(s.ids[j - 1]!, id) >= 0) unordered.push(id);
-      seen.add(id);
-    });
+    const { seen, repeated, unordered } = idOrder(s.ids);
     // Times are whole milliseconds: an operation invoked in the millisecond a scroll ended may
     // have taken effect before it, and one completed in the millisecond it began, after.
     const missing = [...ackedAt].filter(([k, at]) => at < s.startMs && !((mayDeleteFrom.get(k) ?? Infinity) <= s.endMs) && !seen.has(k)).map(([k]) => k);
