@@ -19,7 +19,7 @@ import { freePorts } from '../test/raft/kv-cluster.js';
 import { FAST_CLUSTER_ENV } from '../test/cluster/harness.js';
 import type { FaultWindow } from './checker/availability.js';
 import { type PollVerdict, type ReplicaReport, checkConvergence, pollVerdict } from './checker/convergence.js';
-import type { KeyOp, Outcome, RegisterOp, SetOp } from './checker/history.js';
+import type { KeyOp, Outcome, RegisterOp, SetElement, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
 import { type AckedWrite, type FeedPoll, generation } from './checker/changes.js';
 import type { NodeListing } from './checker/listing.js';
@@ -468,6 +468,12 @@ async function finalSetReads(nodes: NodeProc[], rec: Recorder, attempted: readon
   }
 }
 
+/** A node's final set read, the elements it holds (undefined: it had no answered one). */
+function finalPresent(rec: Recorder, n: NodeProc): readonly SetElement[] | undefined {
+  const final = rec.set.find((op) => op.kind === 'read' && op.final === true && op.node === n.name);
+  return final?.kind === 'read' && final.outcome === 'ok' ? final.elements : undefined;
+}
+
 /** Element tokens searched on every node after the bucket tokens (the same ones on each). */
 const BM25_ELEMENT_PROBES = 20;
 
@@ -483,8 +489,7 @@ async function finalBm25Searches(nodes: NodeProc[], rec: Recorder, attempted: re
   const queries = [...buckets.map((query) => ({ query, k: 1000 })), ...probes.map((query) => ({ query, k: 10 }))];
   const reads: Bm25NodeRead[] = [];
   for (const n of nodes) {
-    const final = rec.set.find((op) => op.kind === 'read' && op.final === true && op.node === n.name);
-    const present = final?.kind === 'read' && final.outcome === 'ok' ? final.elements : undefined;
+    const present = finalPresent(rec, n);
     const searches = await Promise.all(
       queries.map(async ({ query, k }): Promise<Bm25Search> => {
         const until = performance.now() + 15_000;
@@ -509,8 +514,7 @@ async function finalBm25Searches(nodes: NodeProc[], rec: Recorder, attempted: re
 async function finalListings(nodes: NodeProc[], rec: Recorder): Promise<NodeListing[]> {
   const out: NodeListing[] = [];
   for (const n of nodes) {
-    const final = rec.set.find((op) => op.kind === 'read' && op.final === true && op.node === n.name);
-    const present = final?.kind === 'read' && final.outcome === 'ok' ? final.elements : undefined;
+    const present = finalPresent(rec, n);
     const listed: string[] = [];
     let offset: string | null | undefined;
     let finished = true;
@@ -1380,7 +1384,8 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     if (checkers.listing !== null) log(`chaos: listings (scroll): ${checkers.listing.listed} ids listed on ${nodes.length} nodes, each held to that node's final read`);
     if (checkers.bm25 !== null) log(`chaos: keyword index (${bm25Backend(o)}): ${checkers.bm25.searches} searches answered on ${nodes.length} nodes, ${checkers.bm25.hits} hits checked against each node's final read`);
     if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
-    for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key} on ${a.node}: ${a.detail}`);
+    // Feed and scroll anomalies are a client's, not a node's: no `on`.
+    for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key}${a.node === '' ? '' : ` on ${a.node}`}: ${a.detail}`);
     log(`chaos: ${ops} ops, ${faults} faults, ${anomalies.length} anomalies`);
     return { anomalies: anomalies.length, ops, faults };
   } finally {
