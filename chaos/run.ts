@@ -396,6 +396,44 @@ async function setWorkload(nodes: NodeProc[], o: ChaosOptions, rec: Recorder, un
   return attempted;
 }
 
+/**
+ * `ask` again every 100 ms until it answers (not undefined) or `ms` have passed since the first
+ * ask: the final reads' and searches' retry. Undefined: no answer in time.
+ */
+async function untilAnswered<T>(ms: number, ask: () => Promise<T | undefined>): Promise<T | undefined> {
+  const until = performance.now() + ms;
+  for (;;) {
+    const answer = await ask();
+    if (answer !== undefined || performance.now() > until) return answer;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+/**
+ * The whole collection by scroll, pages of `limit` from `next_offset`, each page asked through
+ * `pick()` (again, for `retryMs`, when not answered: `refused` hears why). Undefined: a page was
+ * never answered.
+ */
+async function scrollAll(pick: () => NodeProc, limit: number, retryMs: number, refused: (r: Awaited<ReturnType<typeof call>>) => void = () => {}): Promise<{ ids: string[]; nodes: string[] } | undefined> {
+  const ids: string[] = [];
+  const nodes: string[] = [];
+  let offset: string | null | undefined;
+  while (offset !== null) {
+    const page = await untilAnswered(retryMs, async () => {
+      const n = pick();
+      const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/docs/scroll`, { body: { limit, ...(offset === undefined ? {} : { offset }) } });
+      if (r?.status === 200) return { node: n.name, documents: r.body.documents as { id: string }[], next: r.body.next_offset as string | null };
+      refused(r);
+      return undefined;
+    });
+    if (page === undefined) return undefined;
+    ids.push(...page.documents.map((d) => d.id));
+    nodes.push(page.node);
+    offset = page.next;
+  }
+  return { ids, nodes };
+}
+
 /** A scroll page of 100 (small: a scroll spans more of the run's switches). */
 const SCROLL_PAGE = 100;
 
@@ -408,30 +446,8 @@ const SCROLL_PAGE = 100;
 async function scroller(nodes: NodeProc[], rec: Recorder, untilMs: number, rand: SeededRand): Promise<void> {
   while (rec.now() < untilMs) {
     const startMs = rec.now();
-    const ids: string[] = [];
-    const via: string[] = [];
-    let offset: string | null | undefined;
-    let dropped = false;
-    while (offset !== null && !dropped) {
-      const until = performance.now() + 10_000;
-      for (;;) {
-        const n = nodes[rand.int(nodes.length)]!;
-        const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/docs/scroll`, { body: { limit: SCROLL_PAGE, ...(offset === undefined ? {} : { offset }) } });
-        if (r?.status === 200) {
-          ids.push(...(r.body.documents as { id: string }[]).map((d) => d.id));
-          via.push(n.name);
-          offset = r.body.next_offset as string | null;
-          break;
-        }
-        rec.refused('scroll', r);
-        if (performance.now() > until) {
-          dropped = true;
-          break;
-        }
-        await new Promise((res) => setTimeout(res, 100));
-      }
-    }
-    if (!dropped) rec.scrolls.push({ startMs, endMs: rec.now(), ids, nodes: via });
+    const scrolled = await scrollAll(() => nodes[rand.int(nodes.length)]!, SCROLL_PAGE, 10_000, (r) => rec.refused('scroll', r));
+    if (scrolled !== undefined) rec.scrolls.push({ startMs, endMs: rec.now(), ...scrolled });
     await new Promise((res) => setTimeout(res, 200 + rand.int(300)));
   }
 }
@@ -492,13 +508,11 @@ async function finalBm25Searches(nodes: NodeProc[], rec: Recorder, attempted: re
     const present = finalPresent(rec, n);
     const searches = await Promise.all(
       queries.map(async ({ query, k }): Promise<Bm25Search> => {
-        const until = performance.now() + 15_000;
-        for (;;) {
+        const hits = await untilAnswered(15_000, async () => {
           const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/search/bm25`, { body: { query, k, consistency: 'stale' } });
-          if (r?.status === 200 && r.body?.partial !== true) return { query, k, hits: (r.body.results as { id: string; score: number }[]).map(({ id, score }) => ({ id, score })) };
-          if (performance.now() > until) return { query, k };
-          await new Promise((res) => setTimeout(res, 100));
-        }
+          return r?.status === 200 && r.body?.partial !== true ? (r.body.results as { id: string; score: number }[]).map(({ id, score }) => ({ id, score })) : undefined;
+        });
+        return hits === undefined ? { query, k } : { query, k, hits };
       }),
     );
     reads.push({ node: n.name, present, searches });
@@ -513,29 +527,7 @@ async function finalBm25Searches(nodes: NodeProc[], rec: Recorder, attempted: re
  */
 async function finalListings(nodes: NodeProc[], rec: Recorder): Promise<NodeListing[]> {
   const out: NodeListing[] = [];
-  for (const n of nodes) {
-    const present = finalPresent(rec, n);
-    const listed: string[] = [];
-    let offset: string | null | undefined;
-    let finished = true;
-    while (offset !== null && finished) {
-      const until = performance.now() + 15_000;
-      for (;;) {
-        const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/docs/scroll`, { body: { limit: 1000, ...(offset === undefined ? {} : { offset }) } });
-        if (r?.status === 200) {
-          listed.push(...(r.body.documents as { id: string }[]).map((d) => d.id));
-          offset = r.body.next_offset as string | null;
-          break;
-        }
-        if (performance.now() > until) {
-          finished = false;
-          break;
-        }
-        await new Promise((res) => setTimeout(res, 100));
-      }
-    }
-    out.push({ node: n.name, present, listed: finished ? listed : undefined });
-  }
+  for (const n of nodes) out.push({ node: n.name, present: finalPresent(rec, n), listed: (await scrollAll(() => n, 1000, 15_000))?.ids });
   return out;
 }
 
