@@ -94,12 +94,6 @@ function assertCounted(bound: TermBound | undefined, term: string): asserts boun
   assert.ok(bound !== undefined && bound.df > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
 }
 
-/** A term's bound after one of its postings is removed (undefined: none left). */
-function shrinkDf(bound: TermBound | undefined, term: string): TermBound | undefined {
-  assertCounted(bound, term);
-  return bound.df === 1 ? undefined : { ...bound, df: bound.df - 1 };
-}
-
 /** Where a backend keeps its terms' bounds (a map, or the memory backend's lists). */
 interface BoundsOf {
   get(term: string): TermBound | undefined;
@@ -442,10 +436,37 @@ export function gallopTo(sorted: readonly number[], value: number, from: number)
   return lo;
 }
 
+/**
+ * `items` reordered by their groups (`groupOf[i]`), the groups in `order`; stable within a
+ * group. A counting sort: linear, no comparisons.
+ */
+export function byTermOrder<T>(items: readonly T[], groupOf: readonly number[], order: readonly number[]): T[] {
+  const rank = new Int32Array(order.length);
+  order.forEach((group, r) => (rank[group] = r));
+  const starts = new Int32Array(order.length + 1);
+  for (const group of groupOf) starts[rank[group]! + 1]! += 1;
+  for (let r = 0; r < order.length; r++) starts[r + 1]! += starts[r]!;
+  const out = new Array<T>(items.length);
+  for (let i = 0; i < items.length; i++) out[starts[rank[groupOf[i]!]!]!++] = items[i]!;
+  return out;
+}
+
+/**
+ * Posting values, shared: a batch has a few hundred distinct (tf, length) pairs among tens of
+ * thousands of postings. Never written to once made (the write thread copies them).
+ */
+const postingValues = new Map<number, Buffer>();
+const POSTING_VALUES_MAX = 65_536;
+
 function postingValue(tf: number, docLength: number): Buffer {
-  const b = Buffer.allocUnsafe(8);
+  const shared = tf < 0x10000 && docLength < 0x10000;
+  const at = tf * 0x10000 + docLength;
+  let b = shared ? postingValues.get(at) : undefined;
+  if (b !== undefined) return b;
+  b = Buffer.alloc(8);
   b.writeUInt32BE(tf, 0);
   b.writeUInt32BE(docLength, 4);
+  if (shared && postingValues.size < POSTING_VALUES_MAX) postingValues.set(at, b);
   return b;
 }
 
@@ -625,17 +646,39 @@ class DiskBm25 implements Bm25Index {
   }
 
   prepare(changes: readonly TextChange[]): PreparedChange {
-    const ops: BatchOp[] = [];
     let { docCount, totalLength } = this.#stats;
-    // Bounds this change sets (undefined: the term's last posting goes).
-    const changed = new Map<string, TermBound | undefined>();
-    const boundOf = (term: string) => (changed.has(term) ? changed.get(term) : this.#bounds.get(term));
+    // The terms the change touches, numbered as met, each with its bound as the change leaves
+    // it (df 0: its last posting goes). No object per posting beyond its op.
+    const numbers = new Map<string, number>();
+    const names: string[] = [];
+    const dfs: number[] = [];
+    const tfMaxes: number[] = [];
+    const lengthMins: number[] = [];
+    const numberOf = (term: string): number => {
+      let n = numbers.get(term);
+      if (n === undefined) {
+        const bound = this.#bounds.get(term);
+        numbers.set(term, (n = names.length));
+        names.push(term);
+        dfs.push(bound?.df ?? 0);
+        tfMaxes.push(bound?.tfMax ?? 0);
+        lengthMins.push(bound?.docLengthMin ?? Infinity);
+      }
+      return n;
+    };
+    // Posting ops in the changes' order (a document's delete before its put), with their terms.
+    const postings: BatchOp[] = [];
+    const termOfPosting: number[] = [];
     for (const c of changes) {
       if (c.oldText !== undefined) {
         const tokens = this.#analyzer.tokens(c.oldText);
         for (const term of new Set(tokens)) {
-          ops.push({ type: 'del', cf: 'bm25', key: encodeKey([this.#shard, 'p', term, c.id]) });
-          changed.set(term, shrinkDf(boundOf(term), term));
+          const n = numberOf(term);
+          assert.ok(dfs[n]! > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
+          postings.push({ type: 'del', cf: 'bm25', key: encodeKey([this.#shard, 'p', term, c.id]) });
+          termOfPosting.push(n);
+          // Its last posting gone, the term's next one sets its bound afresh.
+          if (--dfs[n]! === 0) (tfMaxes[n] = 0), (lengthMins[n] = Infinity);
         }
         docCount -= 1;
         totalLength -= tokens.length;
@@ -643,14 +686,28 @@ class DiskBm25 implements Bm25Index {
       if (c.newText !== undefined) {
         const tokens = this.#analyzer.tokens(c.newText);
         for (const [term, tf] of termFrequencies(tokens)) {
-          ops.push({ type: 'put', cf: 'bm25', key: encodeKey([this.#shard, 'p', term, c.id]), value: postingValue(tf, tokens.length) });
-          changed.set(term, widenBound(boundOf(term), tf, tokens.length));
+          const n = numberOf(term);
+          postings.push({ type: 'put', cf: 'bm25', key: encodeKey([this.#shard, 'p', term, c.id]), value: postingValue(tf, tokens.length) });
+          termOfPosting.push(n);
+          dfs[n]! += 1;
+          if (tf > tfMaxes[n]!) tfMaxes[n] = tf;
+          if (tokens.length < lengthMins[n]!) lengthMins[n] = tokens.length;
         }
         docCount += 1;
         totalLength += tokens.length;
       }
     }
-    for (const [term, bound] of changed) {
+    // Written term by term, in order: RocksDB inserts a batch's keys into its memtable one at
+    // a time, and a key next to the last one inserted costs the write thread about half of one
+    // elsewhere (docs/benchmarks.md, "BM25 disk backend: a batch's keys in order").
+    const sorted = [...names].sort();
+    const ops = byTermOrder(postings, termOfPosting, sorted.map((term) => numbers.get(term)!));
+    // Bounds this change sets (undefined: the term's last posting goes).
+    const changed = new Map<string, TermBound | undefined>();
+    for (const term of sorted) {
+      const n = numbers.get(term)!;
+      const bound = dfs[n] === 0 ? undefined : { df: dfs[n]!, tfMax: tfMaxes[n]!, docLengthMin: lengthMins[n]! };
+      changed.set(term, bound);
       const key = encodeKey([this.#shard, 'f', term]);
       ops.push(bound === undefined ? { type: 'del', cf: 'bm25', key } : { type: 'put', cf: 'bm25', key, value: boundValue(bound) });
     }

@@ -10,7 +10,7 @@ import { decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
 import { Store } from '../../src/storage/db.js';
 import { type Posting, type ScoredId, byScoreThenId, rankBm25, sumQueryStats } from '../../src/vector/bm25.js';
 import { type MaxScoreRun, type PostingColumns, type PostingRead, type QueryTerm, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
-import { type Bm25Index, POSTING_CACHE_BYTES, SPENT_ORDINALS_SLACK, bm25ShardRange, gallopTo, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
+import { type Bm25Index, POSTING_CACHE_BYTES, SPENT_ORDINALS_SLACK, bm25ShardRange, byTermOrder, gallopTo, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { fcParams } from '../support/fc.js';
 import { tempDir } from '../support/node.js';
@@ -270,6 +270,45 @@ t.test('memory: a staged change is invisible to searches until applied, and an a
       }
     }),
     fcParams(100),
+  );
+});
+
+t.test('disk: a change writes its postings term by term in order, each key\'s ops in the order made', async (t) => {
+  const store = await openTestStore(t);
+  const index = (await openBm25(bm25Config('disk'), store, 11, newPostingCache()))!;
+  const model = new Map<string, string>();
+  await applyBatches(index, store, model, [[{ kind: 'put', id: 'a', text: 'w9 w1 w5' }, { kind: 'put', id: 'b', text: 'w5 w2' }]]);
+  // a rewritten (w1 and w5 go, w3 comes, w9 stays), c new, b deleted: a del and a put of one key.
+  const prepared = index.prepare([
+    { id: 'c', oldText: undefined, newText: 'w7 w1 w0' },
+    { id: 'a', oldText: 'w9 w1 w5', newText: 'w9 w3' },
+    { id: 'b', oldText: 'w5 w2', newText: undefined },
+  ]);
+  const kinds = (kind: string) => prepared.ops.map((op) => ({ type: op.type, parts: decodeKey(op.key) })).filter((op) => op.parts[1] === kind);
+  t.strictSame(
+    kinds('p').map((op) => `${op.type} ${op.parts[2] as string} ${op.parts[3] as string}`),
+    ['put w0 c', 'put w1 c', 'del w1 a', 'del w2 b', 'put w3 a', 'del w5 a', 'del w5 b', 'put w7 c', 'del w9 a', 'put w9 a'],
+    'postings by term, then in the order the changes made them',
+  );
+  t.strictSame(
+    kinds('f').map((op) => `${op.type} ${op.parts[2] as string}`),
+    ['put w0', 'put w1', 'del w2', 'put w3', 'del w5', 'put w7', 'put w9'],
+    'one bound per term, in term order',
+  );
+  await store.batch(prepared.ops, { sync: false });
+  prepared.apply();
+  model.set('c', 'w7 w1 w0').set('a', 'w9 w3').delete('b');
+  await expectOracle(t, index, model, [['w9', 10], ['w1 w5', 10], ['w0 w3 w7 w2', 10]], 'after the change');
+});
+
+t.test('byTermOrder: a stable sort of the items by their group\'s place in the order', async (t) => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 12 }).chain((groups) => fc.tuple(fc.shuffledSubarray([...Array(groups).keys()], { minLength: groups }), fc.array(fc.nat(groups - 1), { maxLength: 80 }))), ([order, groupOf]) => {
+      const items = groupOf.map((group, i) => ({ group, i }));
+      const want = [...items].sort((a, b) => order.indexOf(a.group) - order.indexOf(b.group));
+      t.strictSame(byTermOrder(items, groupOf, order), want);
+    }),
+    fcParams(300),
   );
 });
 
