@@ -18,7 +18,8 @@
 //                  and no HNSW graph (`index.m: 0`; AB_INDEX_M for another m), slices of 10,000
 //                  new documents, so each node's collection grows alike
 //   bulk-docs      `_bulk_docs` of bench/docs.ts's documents, batches of 500, AB_CLIENTS (1)
-//                  clients, slices of 10,000 new documents into one database per node
+//                  clients, slices of 10,000 new documents into one database per node (ids in
+//                  order; AB_IDS=random: hashes, in no order)
 //   put-docs       single-document PUTs of new documents, AB_CLIENTS (16) clients, slices of
 //                  2,000, into one database per node
 //   replicate-local one-shot `_replicate` of a database of 10,000 of bench/docs.ts's documents
@@ -28,6 +29,7 @@
 // A checkout is a directory with this repository and its node_modules (a `git worktree` of
 // another commit with a symlink to this one's node_modules will do).
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { NODE_FLAGS } from '../src/core/node-flags.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
@@ -146,11 +148,13 @@ function bm25Insert(): Workload {
 function bulkDocs(): Workload {
   const clients = Number(process.env.AB_CLIENTS ?? 1);
   const batch = 500;
+  // AB_IDS=random: ids in no order (as UUIDs), every key of a batch somewhere else in its column.
+  const docId = process.env.AB_IDS === 'random' ? (n: number) => createHash('sha1').update(String(n)).digest('hex').slice(0, 24) : (n: number) => `d${String(n).padStart(8, '0')}`;
   const perSlice = 10_000;
   const load = async (url: string, first: number, count: number) => {
     const starts = Array.from({ length: Math.ceil(count / batch) }, (_, b) => first + b * batch);
     await drive(starts, clients, async (from) => {
-      const docs = Array.from({ length: batch }, (_, k) => ({ _id: `d${String(from + k).padStart(8, '0')}`, ...benchDoc(from + k) }));
+      const docs = Array.from({ length: batch }, (_, k) => ({ _id: docId(from + k), ...benchDoc(from + k) }));
       const results = (await call(url, 'POST', '/db/bench/_bulk_docs', { docs }, false, auth)) as { ok?: boolean }[];
       if (results.some((r) => r.ok !== true)) throw new Error('a bulk entry failed');
     });

@@ -21,7 +21,7 @@
 import { NUMBER, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import assert from 'node:assert/strict';
 import { LRUCache } from 'lru-cache';
-import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
+import { decodeKey, decodeTrailingString, encodeKey, extendKey, prefixRange } from '../core/keys.js';
 import type { BatchOp, Store } from '../storage/db.js';
 import { type Bm25Params, type CorpusStats, type QueryStats, type ScoredId, termFrequencies } from './bm25.js';
 import { type KeyedColumns, newAccumulator, rankBm25Accumulate } from './bm25-accumulate.js';
@@ -437,17 +437,17 @@ export function gallopTo(sorted: readonly number[], value: number, from: number)
 }
 
 /**
- * `items` reordered by their groups (`groupOf[i]`), the groups in `order`; stable within a
- * group. A counting sort: linear, no comparisons.
+ * The indexes of items in the order of their groups (`groupOf[i]`), the groups taken in
+ * `order`; stable within a group. A counting sort: linear, no comparisons.
  */
-export function byTermOrder<T>(items: readonly T[], groupOf: readonly number[], order: readonly number[]): T[] {
+export function byGroupOrder(groupOf: readonly number[], order: readonly number[]): Int32Array {
   const rank = new Int32Array(order.length);
   order.forEach((group, r) => (rank[group] = r));
   const starts = new Int32Array(order.length + 1);
   for (const group of groupOf) starts[rank[group]! + 1]! += 1;
   for (let r = 0; r < order.length; r++) starts[r + 1]! += starts[r]!;
-  const out = new Array<T>(items.length);
-  for (let i = 0; i < items.length; i++) out[starts[rank[groupOf[i]!]!]!++] = items[i]!;
+  const out = new Int32Array(groupOf.length);
+  for (let i = 0; i < groupOf.length; i++) out[starts[rank[groupOf[i]!]!]!++] = i;
   return out;
 }
 
@@ -666,17 +666,19 @@ class DiskBm25 implements Bm25Index {
       }
       return n;
     };
-    // Posting ops in the changes' order (a document's delete before its put), with their terms.
-    const postings: BatchOp[] = [];
-    const termOfPosting: number[] = [];
-    for (const c of changes) {
+    // Postings in the changes' order (a document's delete before its put): term, change, and
+    // tf and length (tf -1: a delete). Their ops are made once ordered (below).
+    const termOf: number[] = [];
+    const changeOf: number[] = [];
+    const tfOf: number[] = [];
+    const lengthOf: number[] = [];
+    changes.forEach((c, at) => {
       if (c.oldText !== undefined) {
         const tokens = this.#analyzer.tokens(c.oldText);
         for (const term of new Set(tokens)) {
           const n = numberOf(term);
           assert.ok(dfs[n]! > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
-          postings.push({ type: 'del', cf: 'bm25', key: encodeKey([this.#shard, 'p', term, c.id]) });
-          termOfPosting.push(n);
+          termOf.push(n), changeOf.push(at), tfOf.push(-1), lengthOf.push(0);
           // Its last posting gone, the term's next one sets its bound afresh.
           if (--dfs[n]! === 0) (tfMaxes[n] = 0), (lengthMins[n] = Infinity);
         }
@@ -687,8 +689,7 @@ class DiskBm25 implements Bm25Index {
         const tokens = this.#analyzer.tokens(c.newText);
         for (const [term, tf] of termFrequencies(tokens)) {
           const n = numberOf(term);
-          postings.push({ type: 'put', cf: 'bm25', key: encodeKey([this.#shard, 'p', term, c.id]), value: postingValue(tf, tokens.length) });
-          termOfPosting.push(n);
+          termOf.push(n), changeOf.push(at), tfOf.push(tf), lengthOf.push(tokens.length);
           dfs[n]! += 1;
           if (tf > tfMaxes[n]!) tfMaxes[n] = tf;
           if (tokens.length < lengthMins[n]!) lengthMins[n] = tokens.length;
@@ -696,12 +697,18 @@ class DiskBm25 implements Bm25Index {
         docCount += 1;
         totalLength += tokens.length;
       }
-    }
+    });
     // Written term by term, in order: RocksDB inserts a batch's keys into its memtable one at
     // a time, and a key next to the last one inserted costs the write thread about half of one
-    // elsewhere (docs/benchmarks.md, "BM25 disk backend: a batch's keys in order").
+    // elsewhere (docs/benchmarks.md, "BM25 disk backend: a batch's keys in order"). The ops are
+    // made in that order too: packing them reads them in the order they were allocated.
     const sorted = [...names].sort();
-    const ops = byTermOrder(postings, termOfPosting, sorted.map((term) => numbers.get(term)!));
+    const prefixes = names.map((term) => encodeKey([this.#shard, 'p', term]));
+    const ops: BatchOp[] = [];
+    for (const i of byGroupOrder(termOf, sorted.map((term) => numbers.get(term)!))) {
+      const key = extendKey(prefixes[termOf[i]!]!, [changes[changeOf[i]!]!.id]);
+      ops.push(tfOf[i]! < 0 ? { type: 'del', cf: 'bm25', key } : { type: 'put', cf: 'bm25', key, value: postingValue(tfOf[i]!, lengthOf[i]!) });
+    }
     // Bounds this change sets (undefined: the term's last posting goes).
     const changed = new Map<string, TermBound | undefined>();
     for (const term of sorted) {
