@@ -147,14 +147,27 @@ export function encodeKey(tuple: KeyTuple): Buffer {
 
 /** `encodeKey([...a, ...tuple])` given `prefix = encodeKey(a)`, without re-encoding `a`. */
 export function extendKey(prefix: Uint8Array, tuple: KeyTuple): Buffer {
+  encodeExtended(prefix, tuple);
+  const out = Buffer.allocUnsafe(length); // copied out at its exact size
+  out.set(scratch.subarray(0, length));
+  return out;
+}
+
+/**
+ * `extendKey`'s bytes without a Buffer of their own: a view of the encoder's scratch, valid
+ * only until the next key is encoded. For a caller that copies them at once (`PackedOps`).
+ */
+export function extendKeyView(prefix: Uint8Array, tuple: KeyTuple): Uint8Array {
+  encodeExtended(prefix, tuple);
+  return scratch.subarray(0, length);
+}
+
+function encodeExtended(prefix: Uint8Array, tuple: KeyTuple): void {
   length = 0;
   reserve(prefix.length);
   scratch.set(prefix, 0);
   length = prefix.length;
   for (const part of tuple) writePart(part);
-  const out = Buffer.allocUnsafe(length); // copied out at its exact size
-  out.set(scratch.subarray(0, length));
-  return out;
 }
 
 /** A scan range: gte <= key < lt. */

@@ -3,7 +3,7 @@
 import { RocksLevel } from '@nxtedition/rocksdb';
 import { mkdir } from 'node:fs/promises';
 import { FirkinError } from '../core/errors.js';
-import { WriteWorker } from './write-worker.js';
+import { WriteWorker, unpackOps } from './write-worker.js';
 
 /** Fixed column families (ARCHITECTURE.md, storage layout). `default` is required by RocksDB. */
 export const COLUMN_FAMILIES = ['docs', 'revs', 'seq', 'att', 'paths', 'vec', 'bm25', 'raft', 'system'] as const;
@@ -14,6 +14,11 @@ const DATA_COLUMNS = ['docs', 'revs', 'paths', 'vec', 'bm25'] as const satisfies
 /** Unsynced batches up to this many operations are written on the calling thread when the writer is idle. */
 const INLINE_UNSYNCED_OPS_MAX = 64;
 export type ColumnFamily = (typeof COLUMN_FAMILIES)[number];
+
+/** A column's number in packed ops (`PackedOps`): its place in COLUMN_FAMILIES, as the write thread reads it. */
+export function columnNumber(cf: ColumnFamily): number {
+  return COLUMN_FAMILIES.indexOf(cf);
+}
 
 export type BatchOp =
   | { readonly type: 'put'; readonly cf: ColumnFamily; readonly key: Buffer; readonly value: Buffer }
@@ -165,18 +170,23 @@ export class Store {
     await this.batch([{ type: 'del', cf, key }], options);
   }
 
-  /** All operations apply atomically, or none do. */
-  async batch(ops: readonly BatchOp[], options: WriteOptions): Promise<void> {
-    if (ops.length === 0) return;
+  /**
+   * All operations apply atomically, or none do. `packed`: more of them, already in the write
+   * thread's layout (`PackedOps`, columns by `columnNumber`), applied after `ops`.
+   */
+  async batch(ops: readonly BatchOp[], options: WriteOptions, packed?: Uint8Array): Promise<void> {
+    if (packed !== undefined && packed.length === 0) packed = undefined;
+    if (ops.length === 0 && packed === undefined) return;
     // An unsynced small batch with nothing queued on the thread is written here: it costs
     // microseconds (no fsync), where a trip to the thread and back costs two thread wake-ups
     // (a Raft commit-index update sits on the commit path). With writes queued it must follow
     // them, so it goes to the thread too.
-    if (this.#writer !== undefined && (options.sync || this.#writer.inFlight > 0 || ops.length > INLINE_UNSYNCED_OPS_MAX)) {
+    if (this.#writer !== undefined && (options.sync || this.#writer.inFlight > 0 || ops.length > INLINE_UNSYNCED_OPS_MAX || packed !== undefined)) {
       if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
-      await this.#writer.write(ops, options.sync).catch(writeFailed);
+      await this.#writer.write(ops, options.sync, packed).catch(writeFailed);
       return;
     }
+    if (packed !== undefined) ops = [...ops, ...(unpackOps(packed, COLUMN_FAMILIES) as BatchOp[])];
     const mapped = ops.map((op) =>
       op.type === 'put'
         ? { type: 'put' as const, key: op.key, value: op.value, column: this.#column(op.cf) }

@@ -109,12 +109,13 @@ export type WireOp =
 /**
  * One batch as one ArrayBuffer, transferred to the worker instead of structured-cloning
  * thousands of small Buffers (the clone and the garbage it leaves were ~7% of a bulk write).
+ * `packed`: ops already in this layout (`PackedOps`), after `ops`.
  */
-export function packOps(ops: readonly WireOp[], columnIndex: ReadonlyMap<string, number>): ArrayBuffer {
-  let size = 0;
+export function packOps(ops: readonly WireOp[], columnIndex: ReadonlyMap<string, number>, packed?: Uint8Array): ArrayBuffer {
+  let size = packed?.length ?? 0;
   for (const op of ops) size += 6 + op.key.length + (op.type === 'put' ? 4 + op.value.length : 0);
-  const packed = new ArrayBuffer(size);
-  const buf = Buffer.from(packed);
+  const out = new ArrayBuffer(size);
+  const buf = Buffer.from(out);
   let at = 0;
   for (const op of ops) {
     const column = columnIndex.get(op.cf);
@@ -130,7 +131,79 @@ export function packOps(ops: readonly WireOp[], columnIndex: ReadonlyMap<string,
       at += 4 + op.value.length;
     }
   }
-  return packed;
+  if (packed !== undefined) buf.set(packed, at);
+  return out;
+}
+
+/**
+ * Ops written straight into `packOps`'s layout, for a writer that makes tens of thousands of
+ * them a batch (a BM25 change's postings): no op object, key or value Buffer of their own,
+ * which the event loop's collector otherwise promotes while the batch is written. Columns by
+ * their place in the store's list (`columnNumber` in storage/db.ts).
+ */
+export class PackedOps {
+  #buf = Buffer.allocUnsafe(4096);
+  #length = 0;
+
+  #reserve(extra: number): void {
+    if (this.#length + extra <= this.#buf.length) return;
+    let size = this.#buf.length * 2;
+    while (size < this.#length + extra) size *= 2;
+    const next = Buffer.allocUnsafe(size);
+    this.#buf.copy(next, 0, 0, this.#length);
+    this.#buf = next;
+  }
+
+  put(column: number, key: Uint8Array, value: Uint8Array): void {
+    this.#reserve(10 + key.length + value.length);
+    const buf = this.#buf;
+    let at = this.#length;
+    buf[at] = 1;
+    buf[at + 1] = column;
+    buf.writeUInt32LE(key.length, at + 2);
+    buf.set(key, at + 6);
+    at += 6 + key.length;
+    buf.writeUInt32LE(value.length, at);
+    buf.set(value, at + 4);
+    this.#length = at + 4 + value.length;
+  }
+
+  del(column: number, key: Uint8Array): void {
+    this.#reserve(6 + key.length);
+    const buf = this.#buf;
+    const at = this.#length;
+    buf[at] = 0;
+    buf[at + 1] = column;
+    buf.writeUInt32LE(key.length, at + 2);
+    buf.set(key, at + 6);
+    this.#length = at + 6 + key.length;
+  }
+
+  /** The ops so far (a view: the builder is done with once this is taken). */
+  bytes(): Uint8Array {
+    return this.#buf.subarray(0, this.#length);
+  }
+}
+
+/** The ops of packed bytes, in order (columns by name): for writes on the calling thread, and tests. */
+export function unpackOps(bytes: Uint8Array, columnNames: readonly string[]): WireOp[] {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  const ops: WireOp[] = [];
+  for (let at = 0; at < buf.length; ) {
+    const cf = columnNames[buf[at + 1]!];
+    if (cf === undefined || buf[at]! > 1) throw new Error('malformed packed ops');
+    const keyEnd = at + 6 + buf.readUInt32LE(at + 2);
+    const key = buf.subarray(at + 6, keyEnd);
+    if (buf[at] === 1) {
+      const valueEnd = keyEnd + 4 + buf.readUInt32LE(keyEnd);
+      ops.push({ type: 'put', cf, key, value: buf.subarray(keyEnd + 4, valueEnd) });
+      at = valueEnd;
+    } else {
+      ops.push({ type: 'del', cf, key });
+      at = keyEnd;
+    }
+  }
+  return ops;
 }
 
 export class WriteWorker {
@@ -185,8 +258,10 @@ export class WriteWorker {
     return this.#pending.size;
   }
 
-  write(ops: readonly WireOp[], sync: boolean): Promise<void> {
-    return this.writeAfter(ops, sync, undefined).done;
+  /** `packed`: more ops, already packed (`PackedOps`), written after `ops` in the same batch. */
+  write(ops: readonly WireOp[], sync: boolean, packed?: Uint8Array): Promise<void> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    return this.writePackedAfter(packOps(ops, this.#columnIndex, packed), sync, undefined).done;
   }
 
   /**

@@ -21,14 +21,16 @@
 import { NUMBER, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import assert from 'node:assert/strict';
 import { LRUCache } from 'lru-cache';
-import { decodeKey, decodeTrailingString, encodeKey, extendKey, prefixRange } from '../core/keys.js';
-import type { BatchOp, Store } from '../storage/db.js';
+import { decodeKey, decodeTrailingString, encodeKey, extendKeyView, prefixRange } from '../core/keys.js';
+import { type BatchOp, type Store, columnNumber } from '../storage/db.js';
+import { PackedOps } from '../storage/write-worker.js';
 import { type Bm25Params, type CorpusStats, type QueryStats, type ScoredId, termFrequencies } from './bm25.js';
 import { type KeyedColumns, newAccumulator, rankBm25Accumulate } from './bm25-accumulate.js';
 import { type PostingColumns, type PostingRead, type QueryTerm, type TermBound, exactBound, rankBm25MaxScore, widenBound } from './bm25-maxscore.js';
 import type { CollectionConfig } from './collection-config.js';
 import { ENGLISH_STOPWORDS, tokenize } from './tokenize.js';
 
+const BM25_COLUMN = columnNumber('bm25');
 const corpusStatsCodec = jsonRecordCodec<CorpusStats>('BM25 corpus stats', objectSchema({ docCount: NUMBER, totalLength: NUMBER }));
 
 export interface TextChange {
@@ -47,6 +49,8 @@ export interface TextChange {
  */
 export interface PreparedChange {
   readonly ops: BatchOp[];
+  /** More ops, in the write thread's layout (`PackedOps`), for the same batch after `ops`. */
+  readonly packed?: Uint8Array;
   stage(): void;
   apply(): void;
   abandon(): void;
@@ -704,24 +708,29 @@ class DiskBm25 implements Bm25Index {
     // made in that order too: packing them reads them in the order they were allocated.
     const sorted = [...names].sort();
     const prefixes = names.map((term) => encodeKey([this.#shard, 'p', term]));
-    const ops: BatchOp[] = [];
+    // Straight into the write thread's layout: no op object or key Buffer per posting.
+    const packed = new PackedOps();
     for (const i of byGroupOrder(termOf, sorted.map((term) => numbers.get(term)!))) {
-      const key = extendKey(prefixes[termOf[i]!]!, [changes[changeOf[i]!]!.id]);
-      ops.push(tfOf[i]! < 0 ? { type: 'del', cf: 'bm25', key } : { type: 'put', cf: 'bm25', key, value: postingValue(tfOf[i]!, lengthOf[i]!) });
+      const key = extendKeyView(prefixes[termOf[i]!]!, [changes[changeOf[i]!]!.id]);
+      if (tfOf[i]! < 0) packed.del(BM25_COLUMN, key);
+      else packed.put(BM25_COLUMN, key, postingValue(tfOf[i]!, lengthOf[i]!));
     }
     // Bounds this change sets (undefined: the term's last posting goes).
     const changed = new Map<string, TermBound | undefined>();
+    const boundPrefix = encodeKey([this.#shard, 'f']);
     for (const term of sorted) {
       const n = numbers.get(term)!;
       const bound = dfs[n] === 0 ? undefined : { df: dfs[n]!, tfMax: tfMaxes[n]!, docLengthMin: lengthMins[n]! };
       changed.set(term, bound);
-      const key = encodeKey([this.#shard, 'f', term]);
-      ops.push(bound === undefined ? { type: 'del', cf: 'bm25', key } : { type: 'put', cf: 'bm25', key, value: boundValue(bound) });
+      const key = extendKeyView(boundPrefix, [term]);
+      if (bound === undefined) packed.del(BM25_COLUMN, key);
+      else packed.put(BM25_COLUMN, key, boundValue(bound));
     }
     const next = { docCount, totalLength };
-    ops.push({ type: 'put', cf: 'bm25', key: DiskBm25.statsKey(this.#shard), value: corpusStatsCodec.encode(next) });
+    packed.put(BM25_COLUMN, DiskBm25.statsKey(this.#shard), corpusStatsCodec.encode(next));
     return {
-      ops,
+      ops: [],
+      packed: packed.bytes(),
       // The postings are in the batch: nothing to do before it commits, nothing to undo.
       stage: () => {},
       abandon: () => {},

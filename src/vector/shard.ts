@@ -683,7 +683,7 @@ export class Shard implements ShardHandle {
     if (bm25 !== undefined) ops.push(...bm25.ops);
     ops.push(...extra);
     ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: nextLabel, a: index }) });
-    const written = this.#deps.store.batch(ops, { sync: true });
+    const written = this.#deps.store.batch(ops, { sync: true }, bm25?.packed);
     // BM25's new postings go into its lists while the write thread syncs (most of a batch's
     // time after it is sent), invisible to searches until applied below.
     try {
@@ -733,7 +733,7 @@ export class Shard implements ShardHandle {
     if (bm25 !== undefined) ops.push(...bm25.ops);
     ops.push(...extra);
     ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: this.#nextLabel, a: index }) });
-    await this.#deps.store.batch(ops, { sync: true });
+    await this.#deps.store.batch(ops, { sync: true }, bm25?.packed);
     this.#applied = index;
     for (const g of gone) {
       this.#removeLabel(g.label);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { type KeyPart, compareTuples, decodeKey, decodeTrailingString, encodeKey, extendKey, keyStringLength, prefixRange, stringPartAfter, stringPrefixRange } from '../../src/core/keys.js';
+import { type KeyPart, compareTuples, decodeKey, decodeTrailingString, encodeKey, extendKey, extendKeyView, keyStringLength, prefixRange, stringPartAfter, stringPrefixRange } from '../../src/core/keys.js';
 import { fcParams } from '../support/fc.js';
 
 const arbString = fc.string({ unit: 'binary', maxLength: 12 });
@@ -114,6 +114,20 @@ t.test('a decoded bytes part is a copy, not a view of the key', (t) => {
 t.test('extendKey(encodeKey(a), b) == encodeKey([...a, ...b])', (t) => {
   fc.assert(
     fc.property(arbTuple, arbTuple, (a, b) => extendKey(encodeKey(a), b).equals(encodeKey([...a, ...b]))),
+    fcParams(500),
+  );
+  t.end();
+});
+
+t.test('extendKeyView has extendKey\'s bytes until the next key is encoded', (t) => {
+  fc.assert(
+    fc.property(arbTuple, arbTuple, arbTuple, (a, b, c) => {
+      const view = extendKeyView(encodeKey(a), b);
+      const copy = Buffer.from(view);
+      const same = copy.equals(extendKey(encodeKey(a), b));
+      encodeKey(c);
+      return same;
+    }),
     fcParams(500),
   );
   t.end();

@@ -7,7 +7,8 @@ import path from 'node:path';
 import { rmSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { decodeKey, encodeKey, prefixRange } from '../../src/core/keys.js';
-import { Store } from '../../src/storage/db.js';
+import { COLUMN_FAMILIES, Store } from '../../src/storage/db.js';
+import { unpackOps } from '../../src/storage/write-worker.js';
 import { type Posting, type ScoredId, byScoreThenId, rankBm25, sumQueryStats } from '../../src/vector/bm25.js';
 import { type MaxScoreRun, type PostingColumns, type PostingRead, type QueryTerm, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
 import { type Bm25Index, POSTING_CACHE_BYTES, SPENT_ORDINALS_SLACK, bm25ShardRange, byGroupOrder, gallopTo, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
@@ -147,7 +148,7 @@ async function applyBatches(index: Bm25Index, store: Store, model: Map<string, s
       .filter((op) => op.kind === 'put' || model.has(op.id))
       .map((op) => ({ id: op.id, oldText: model.get(op.id), newText: op.kind === 'put' ? op.text : undefined }));
     const prepared = index.prepare(changes);
-    if (prepared.ops.length > 0) await store.batch(prepared.ops, { sync: false });
+    await store.batch(prepared.ops, { sync: false }, prepared.packed);
     prepared.apply();
     for (const op of ops) {
       if (op.kind === 'put') model.set(op.id, op.text);
@@ -284,7 +285,9 @@ t.test('disk: a change writes its postings term by term in order, each key\'s op
     { id: 'a', oldText: 'w9 w1 w5', newText: 'w9 w3' },
     { id: 'b', oldText: 'w5 w2', newText: undefined },
   ]);
-  const kinds = (kind: string) => prepared.ops.map((op) => ({ type: op.type, parts: decodeKey(op.key) })).filter((op) => op.parts[1] === kind);
+  const written = [...prepared.ops, ...unpackOps(prepared.packed ?? new Uint8Array(0), COLUMN_FAMILIES)];
+  t.ok(written.every((op) => op.cf === 'bm25'), 'only postings, bounds and stats');
+  const kinds = (kind: string) => written.map((op) => ({ type: op.type, parts: decodeKey(op.key) })).filter((op) => op.parts[1] === kind);
   t.strictSame(
     kinds('p').map((op) => `${op.type} ${op.parts[2] as string} ${op.parts[3] as string}`),
     ['put w0 c', 'put w1 c', 'del w1 a', 'del w2 b', 'put w3 a', 'del w5 a', 'del w5 b', 'put w7 c', 'del w9 a', 'put w9 a'],
@@ -295,7 +298,7 @@ t.test('disk: a change writes its postings term by term in order, each key\'s op
     ['put w0', 'put w1', 'del w2', 'put w3', 'del w5', 'put w7', 'put w9'],
     'one bound per term, in term order',
   );
-  await store.batch(prepared.ops, { sync: false });
+  await store.batch(prepared.ops, { sync: false }, prepared.packed);
   prepared.apply();
   model.set('c', 'w7 w1 w0').set('a', 'w9 w3').delete('b');
   await expectOracle(t, index, model, [['w9', 10], ['w1 w5', 10], ['w0 w3 w7 w2', 10]], 'after the change');
