@@ -168,6 +168,13 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   #freshnessBarrier: Promise<void> | undefined;
   /** Which member a leaving node asks next whether it has left (when it knows no leader). */
   #leftProbe = 0;
+  /**
+   * A member said this node is leaving, which its own copy may not know: out of the metadata
+   * group (removed while it was down, and asked to leave before it was added back), the copy
+   * stays stale, and the replicas it hosts would never be asked whether they moved (chaos
+   * seed 129). Never reset: a leave ends in `left`.
+   */
+  #toldLeaving = false;
   readonly #metrics: ReturnType<typeof clusterMetrics>;
   /** Data groups (replicated shards) hosted on this node: their messages and calls go there. */
   readonly #hosts: GroupHost[] = [];
@@ -317,6 +324,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   }
 
   // ---- views ---------------------------------------------------------------------------------
+
+  /** Whether this node is leaving: its own copy says so, or a member did (`#checkLeft`). */
+  isLeaving(): boolean {
+    return this.#toldLeaving || this.#fsm.state.nodes[this.#o.nodeName]?.status === 'leaving';
+  }
 
   memberState(): MemberState {
     if (this.#left) return 'left';
@@ -912,6 +924,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const reply = decodeCbor(await this.#transport.call(ask, 'meta.node', encodeCbor({ name: this.#o.nodeName, groups }), 2_000)) as { node: NodeRecord | null; gone?: string[]; nodes?: { name: string; grpc: string }[] };
     // This process's own record only: a node of the same name that joined again since is another.
     if (reply.node?.status === 'left' && reply.node.incarnation === this.#incarnation) return this.#stopAfterLeaving();
+    if (reply.node?.status === 'leaving' && reply.node.incarnation === this.#incarnation && !this.isLeaving()) {
+      this.#toldLeaving = true;
+      this.#o.log.warn({ node: this.#o.nodeName, told: ask }, `a member says this node is leaving (${ask}), which its own metadata does not know yet: its shard replicas ask their groups whether they moved`);
+    }
     // Members this node's stale copy lacks, or has at an old address (one that joined again
     // while it was down, perhaps the leader now): dial them. The failure detector hears a node
     // only on links the node dials itself, so a leader this node does not know would never hear

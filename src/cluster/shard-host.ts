@@ -510,7 +510,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     // replicas moving away stay placed here in its eyes. It asks each group's leader instead
     // (else it hosted them for good, and its leave never ended: found by the chaos runner's
     // `replace`, two nodes leaving one after the other).
-    const leaving = this.o.member.state.nodes[this.me]?.status === 'leaving';
+    const leaving = this.o.member.isLeaving();
     for (const [group, r] of this.replicas) {
       if (this.#busy.has(group)) continue;
       const core = r.group.core;
@@ -767,7 +767,10 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         if (!(wasNotSent(err) || code === 'not_leader' || code === 'unavailable' || code === 'timeout' || code === 'no_quorum')) throw err;
         if (code === 'timeout' && !wasNotSent(err)) maybeCommitted = true;
         this.#leaderHints.delete(shard.group);
-        const hinted = !stale && isFirkinError(err) && typeof err.details?.leader === 'string' && replicas.includes(err.details.leader) && err.details.leader !== target ? err.details.leader : undefined;
+        // A replica's word on who leads is followed even to a node this placement does not name:
+        // this node's placement may be stale (out of the metadata group, or behind it), and
+        // then the group's leader is just where it would not look (chaos seed 129).
+        const hinted = !stale && isFirkinError(err) && typeof err.details?.leader === 'string' && err.details.leader !== target ? err.details.leader : undefined;
         const fresh = stale ? undefined : known();
         target = hinted ?? (fresh !== undefined && fresh !== target ? fresh : replicas[(replicas.indexOf(target) + 1) % replicas.length]!);
         await new Promise((r) => setTimeout(r, Math.min(waitMs, Math.max(1, deadline - Date.now()))));

@@ -15,6 +15,7 @@ import type { Store } from '../../src/storage/db.js';
 import { mathRand } from '../../src/core/rand.js';
 import { waitFor } from '../support/wait.js';
 import { encodeCbor } from '../../src/core/codec.js';
+import { FirkinError } from '../../src/core/errors.js';
 
 const ME = 'n1';
 
@@ -123,6 +124,7 @@ function fakeMember(): { member: ClusterMember; change: () => void } {
     state,
     timings: { nodeHeartbeatMs: 60_000, proposalTimeoutMs: 1_000 },
     attachGroups: () => undefined,
+    isLeaving: () => false,
     fsm: { listen: (fn: (state: MetaState, cmd: undefined) => void) => void listeners.push(fn) },
   };
   return { member: member as unknown as ClusterMember, change: () => listeners.forEach((fn) => fn(state, undefined)) };
@@ -173,13 +175,15 @@ t.test("a leaving node's replica moved away while its placements were stale (out
   // The metadata this node holds stopped when it left the metadata group: it still places g1
   // here. Its group's leader answers that the voters are n2, n3, n4 now.
   const confAsked: string[] = [];
-  const host = (status: 'leaving' | 'up') => {
-    const state = { nodes: { [ME]: { name: ME, status } } } as unknown as MetaState;
+  // `told`: its own copy says it is up, a member said it is leaving (chaos seed 129).
+  const host = (status: 'leaving' | 'up' | 'told') => {
+    const state = { nodes: { [ME]: { name: ME, status: status === 'told' ? 'up' : status } } } as unknown as MetaState;
     const member = {
       name: ME,
       state,
       timings: { nodeHeartbeatMs: 50, proposalTimeoutMs: 1_000 },
       attachGroups: () => undefined,
+      isLeaving: () => status !== 'up',
       memberState: () => 'member',
       callPeer: async (target: string, method: string) => {
         confAsked.push(`${status} ${target} ${method}`);
@@ -200,6 +204,11 @@ t.test("a leaving node's replica moved away while its placements were stale (out
   t.ok(confAsked.includes('leaving n2 fake.conf'), 'it asked the leader it knew');
   t.ok(stays.isHosted('g1'), 'a node that is not leaving trusts its placement: still hosted');
   t.notOk(confAsked.some((c) => c.startsWith('up ')), 'and asks nobody');
+  const told = host('told');
+  t.teardown(() => told.close());
+  await told.start();
+  await waitFor(() => !told.isHosted('g1'), { timeoutMs: 10_000, what: 'the node told it is leaving to drop g1' });
+  t.ok(confAsked.includes('told n2 fake.conf'), 'a node whose copy says up, told by a member it is leaving, asks its groups too');
   // Leading a group, a leaving node hands it to a caught-up voter, which drives the move.
   const leads = host('leaving');
   leads.role = 'leader';
@@ -207,6 +216,35 @@ t.test("a leaving node's replica moved away while its placements were stale (out
   await leads.start();
   await waitFor(() => leads.transfers.length > 0, { timeoutMs: 10_000, what: 'the leaving leader to hand g1 over' });
   t.equal(leads.transfers[0], 'g1 n3', 'to the caught-up voter');
+});
+
+// Chaos seed 129: a leaving node's copy placed g1 on n1, n2 and n3; the group had moved to n2,
+// n3 and n5 and n5 led it. n2 and n3 said so ("not leader; n5 leads"), but the call followed
+// only hints the stale placement named, and asked n2 and n3 in turn until its deadline, every
+// round: the node never learned it was removed, and its leave never ended.
+t.test("a call to a group's leader follows a replica's hint to a node this node's (stale) placement does not name", async (t) => {
+  const asked: string[] = [];
+  const state = { nodes: { [ME]: { name: ME, status: 'leaving' } } } as unknown as MetaState;
+  const member = {
+    name: ME,
+    state,
+    timings: { nodeHeartbeatMs: 50, proposalTimeoutMs: 1_000 },
+    attachGroups: () => undefined,
+    isLeaving: () => true,
+    memberState: () => 'member',
+    callPeer: async (target: string, method: string) => {
+      asked.push(`${target} ${method}`);
+      if (target !== 'n5') throw new FirkinError('not_leader', `${target} does not lead g1`, { details: { leader: 'n5' } });
+      return encodeCbor({ voters: ['n2', 'n3', 'n5'], learners: [] });
+    },
+    fsm: { listen: () => undefined },
+  } as unknown as ClusterMember;
+  const host = new FakeHost(member, [{ ...shard(1), replicas: [ME, 'n2', 'n3'] } as ShardPlacement], new Map());
+  t.teardown(() => host.close());
+  await host.start();
+  await waitFor(() => !host.isHosted('g1'), { timeoutMs: 10_000, what: 'n1 to learn from n5 that it was removed from g1' });
+  t.ok(asked.includes('n5 fake.conf'), 'it asked n5, named by n2');
+  t.ok(host.closedGroups.includes('g1'), 'and dropped its replica');
 });
 
 t.test('/health names a replica that opened empty and is still catching up from its leader', async (t) => {
