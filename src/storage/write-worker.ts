@@ -260,8 +260,7 @@ export class WriteWorker {
 
   /** `packed`: more ops, already packed (`PackedOps`), written after `ops` in the same batch. */
   write(ops: readonly WireOp[], sync: boolean, packed?: Uint8Array): Promise<void> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    return this.writePackedAfter(packOps(ops, this.#columnIndex, packed), sync, undefined).done;
+    return this.writeAfter(ops, sync, undefined, packed).done;
   }
 
   /**
@@ -277,9 +276,9 @@ export class WriteWorker {
    * A write the thread refuses unwritten if the write `after` (an earlier id from here) failed
    * or was refused: for a writer that builds each batch on the one before it without waiting.
    */
-  writeAfter(ops: readonly WireOp[], sync: boolean, after: number | undefined): { id: number; done: Promise<void> } {
+  writeAfter(ops: readonly WireOp[], sync: boolean, after: number | undefined, packed?: Uint8Array): { id: number; done: Promise<void> } {
     if (this.#failure !== undefined) return { id: -1, done: Promise.reject(this.#failure) };
-    return this.writePackedAfter(packOps(ops, this.#columnIndex), sync, after);
+    return this.writePackedAfter(packOps(ops, this.#columnIndex, packed), sync, after);
   }
 
   /** `writePacked` with `writeAfter`'s dependency, and the id a later write can depend on. */

@@ -95,7 +95,11 @@ type MutableBound = { -readonly [K in keyof TermBound]: TermBound[K] };
 
 /** A removed posting's term must have a bound counting it. */
 function assertCounted(bound: TermBound | undefined, term: string): asserts bound is TermBound {
-  assert.ok(bound !== undefined && bound.df > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
+  assert.ok(bound !== undefined && bound.df > 0, uncounted(term));
+}
+
+function uncounted(term: string): string {
+  return `a removed posting of ${JSON.stringify(term)} must be counted in its df`;
 }
 
 /** Where a backend keeps its terms' bounds (a map, or the memory backend's lists). */
@@ -457,7 +461,7 @@ export function byGroupOrder(groupOf: readonly number[], order: readonly number[
 
 /**
  * Posting values, shared: a batch has a few hundred distinct (tf, length) pairs among tens of
- * thousands of postings. Never written to once made (the write thread copies them).
+ * thousands of postings. Never written to once made (`PackedOps` copies them).
  */
 const postingValues = new Map<number, Buffer>();
 const POSTING_VALUES_MAX = 65_536;
@@ -681,7 +685,7 @@ class DiskBm25 implements Bm25Index {
         const tokens = this.#analyzer.tokens(c.oldText);
         for (const term of new Set(tokens)) {
           const n = numberOf(term);
-          assert.ok(dfs[n]! > 0, `a removed posting of ${JSON.stringify(term)} must be counted in its df`);
+          assert.ok(dfs[n]! > 0, uncounted(term));
           termOf.push(n), changeOf.push(at), tfOf.push(-1), lengthOf.push(0);
           // Its last posting gone, the term's next one sets its bound afresh.
           if (--dfs[n]! === 0) (tfMaxes[n] = 0), (lengthMins[n] = Infinity);
