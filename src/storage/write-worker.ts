@@ -156,27 +156,26 @@ export class PackedOps {
 
   put(column: number, key: Uint8Array, value: Uint8Array): void {
     this.#reserve(10 + key.length + value.length);
-    const buf = this.#buf;
-    let at = this.#length;
-    buf[at] = 1;
-    buf[at + 1] = column;
-    buf.writeUInt32LE(key.length, at + 2);
-    buf.set(key, at + 6);
-    at += 6 + key.length;
-    buf.writeUInt32LE(value.length, at);
-    buf.set(value, at + 4);
+    const at = this.#op(1, column, key);
+    this.#buf.writeUInt32LE(value.length, at);
+    this.#buf.set(value, at + 4);
     this.#length = at + 4 + value.length;
   }
 
   del(column: number, key: Uint8Array): void {
     this.#reserve(6 + key.length);
+    this.#length = this.#op(0, column, key);
+  }
+
+  /** An op's kind, column and key at the end (room reserved); returns where they end. */
+  #op(kind: 0 | 1, column: number, key: Uint8Array): number {
     const buf = this.#buf;
     const at = this.#length;
-    buf[at] = 0;
+    buf[at] = kind;
     buf[at + 1] = column;
     buf.writeUInt32LE(key.length, at + 2);
     buf.set(key, at + 6);
-    this.#length = at + 6 + key.length;
+    return at + 6 + key.length;
   }
 
   /** The ops so far (a view: the builder is done with once this is taken). */
