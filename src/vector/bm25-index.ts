@@ -459,23 +459,13 @@ export function byGroupOrder(groupOf: readonly number[], order: readonly number[
   return out;
 }
 
-/**
- * Posting values, shared: a batch has a few hundred distinct (tf, length) pairs among tens of
- * thousands of postings. Never written to once made (`PackedOps` copies them).
- */
-const postingValues = new Map<number, Buffer>();
-const POSTING_VALUES_MAX = 65_536;
+/** A posting's value in one scratch Buffer, valid until the next call: `PackedOps` copies it at once. */
+const postingScratch = Buffer.alloc(8);
 
-function postingValue(tf: number, docLength: number): Buffer {
-  const shared = tf < 0x10000 && docLength < 0x10000;
-  const at = tf * 0x10000 + docLength;
-  let b = shared ? postingValues.get(at) : undefined;
-  if (b !== undefined) return b;
-  b = Buffer.alloc(8);
-  b.writeUInt32BE(tf, 0);
-  b.writeUInt32BE(docLength, 4);
-  if (shared && postingValues.size < POSTING_VALUES_MAX) postingValues.set(at, b);
-  return b;
+function postingValueView(tf: number, docLength: number): Buffer {
+  postingScratch.writeUInt32BE(tf, 0);
+  postingScratch.writeUInt32BE(docLength, 4);
+  return postingScratch;
 }
 
 /** The columns of a term's key/value entries, read in batches (keys end in the doc id after `prefixLength` bytes). */
@@ -717,7 +707,7 @@ class DiskBm25 implements Bm25Index {
     for (const i of byGroupOrder(termOf, sorted.map((term) => numbers.get(term)!))) {
       const key = extendKeyView(prefixes[termOf[i]!]!, [changes[changeOf[i]!]!.id]);
       if (tfOf[i]! < 0) packed.del(BM25_COLUMN, key);
-      else packed.put(BM25_COLUMN, key, postingValue(tfOf[i]!, lengthOf[i]!));
+      else packed.put(BM25_COLUMN, key, postingValueView(tfOf[i]!, lengthOf[i]!));
     }
     // Bounds this change sets (undefined: the term's last posting goes).
     const changed = new Map<string, TermBound | undefined>();
