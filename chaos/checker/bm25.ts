@@ -18,6 +18,7 @@
 //   counting documents that are gone, or missing ones);
 // - no-answer: the node never answered the search.
 import type { SetElement } from './history.js';
+import { EXAMPLES } from './listing.js';
 
 /** Elements per bucket token: below the search's k limit (1000), so one search lists a bucket. */
 export const BM25_BUCKET_SIZE = 500;
@@ -81,7 +82,6 @@ export interface Bm25Params {
 /** The parameters the runner creates the collection with, and the checker scores by. */
 export const CHAOS_BM25_PARAMS: Bm25Params = { k1: 1.2, b: 0.75 };
 
-const EXAMPLES = 5;
 /** Scores are sums of float64s in another order on the node: equal within this relative error. */
 const SCORE_TOLERANCE = 1e-9;
 

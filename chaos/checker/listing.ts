@@ -34,9 +34,13 @@ export interface ListingCheck {
   readonly listed: number;
 }
 
-const EXAMPLES = 5;
+/** How many of the ids or documents concerned an anomaly names (every id-listing checker's). */
+export const EXAMPLES = 5;
 
-/** Code-point order, the scroll's (JavaScript's `<` orders UTF-16 units). */
+/**
+ * Code-point order, the scroll's (JavaScript's `<` orders UTF-16 units). Through UTF-8 bytes,
+ * not the product's `compareStrings`: the order is what this checks.
+ */
 function byCodePoint(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }

@@ -12,7 +12,7 @@
 // - repeated: listed twice in one scroll;
 // - unordered: an id not after the one before it (code points).
 import type { SetElement, SetOp } from './history.js';
-import { idOrder } from './listing.js';
+import { EXAMPLES, idOrder } from './listing.js';
 
 export interface Scroll {
   readonly startMs: number;
@@ -40,7 +40,6 @@ export interface ScrollCheck {
   readonly listed: number;
 }
 
-const EXAMPLES = 5;
 const key = (e: SetElement) => String(e);
 
 
