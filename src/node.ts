@@ -299,12 +299,16 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         onFatal,
       });
       const m = member;
+      // The chaos suite's deliberately broken builds (FIRKIN_UNSAFE_FIXTURE), which its checkers
+      // must catch, each logged loudly. Never set outside those tests.
+      const unsafeFixture = (name: string, what: string): boolean => {
+        const on = process.env.FIRKIN_UNSAFE_FIXTURE === name;
+        if (on) log.warn(`FIRKIN_UNSAFE_FIXTURE=${name}: ${what} (chaos checker fixture)`);
+        return on;
+      };
       // Keys made through the API are the cluster's from now on; node-local ones stay valid here.
-      // FIRKIN_UNSAFE_FIXTURE=stale-keys: the chaos suite's deliberately broken build (keys
-      // checked against a possibly stale copy, revokes acknowledged at commit), which its
-      // checker must catch. Never set outside that test.
-      const staleKeys = process.env.FIRKIN_UNSAFE_FIXTURE === 'stale-keys';
-      if (staleKeys) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-keys: key revocation is deliberately unsafe (chaos checker fixture)');
+      // stale-keys: keys checked against a possibly stale copy, revokes acknowledged at commit.
+      const staleKeys = unsafeFixture('stale-keys', 'key revocation is deliberately unsafe');
       keys.attachCluster({
         put: (record) => m.propose({ type: 'apikey.put', record }),
         revoke: (id) => (staleKeys ? m.propose({ type: 'apikey.revoke', id }) : m.proposeRevocation({ type: 'apikey.revoke', id })),
@@ -314,19 +318,14 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       m.fsm.listen((state, cmd) => {
         if (cmd === undefined || cmd.type.startsWith('apikey.')) keys.clusterChanged(Object.values(state.apiKeys));
       });
-      // FIRKIN_UNSAFE_FIXTURE=stale-reads: the chaos suite's other broken build (vector shard
-      // reads and VDB document reads without ReadIndex, from any replica). Never set outside that test.
-      const unsafeStaleReads = process.env.FIRKIN_UNSAFE_FIXTURE === 'stale-reads';
-      if (unsafeStaleReads) log.warn('FIRKIN_UNSAFE_FIXTURE=stale-reads: shard reads are deliberately not linearizable (chaos checker fixture)');
-      // FIRKIN_UNSAFE_FIXTURE=lost-checkpoints: a VDB split or merge leaves `_local` documents behind.
-      const unsafeNoLocalCarry = process.env.FIRKIN_UNSAFE_FIXTURE === 'lost-checkpoints';
-      if (unsafeNoLocalCarry) log.warn('FIRKIN_UNSAFE_FIXTURE=lost-checkpoints: VDB splits and merges deliberately lose replication checkpoints (chaos checker fixture)');
-      // FIRKIN_UNSAFE_FIXTURE=feed-skips: a clustered VDB's `_changes` pages leave their last change out.
-      const unsafeFeedSkips = process.env.FIRKIN_UNSAFE_FIXTURE === 'feed-skips';
-      if (unsafeFeedSkips) log.warn('FIRKIN_UNSAFE_FIXTURE=feed-skips: VDB change feeds deliberately skip changes (chaos checker fixture)');
-      // FIRKIN_UNSAFE_FIXTURE=bm25-kept-deletes: a replica's keyword index keeps deleted documents.
-      const unsafeBm25KeepsDeletes = process.env.FIRKIN_UNSAFE_FIXTURE === 'bm25-kept-deletes';
-      if (unsafeBm25KeepsDeletes) log.warn('FIRKIN_UNSAFE_FIXTURE=bm25-kept-deletes: replicated keyword indexes deliberately keep deleted documents (chaos checker fixture)');
+      // stale-reads: vector shard reads and VDB document reads without ReadIndex, from any replica.
+      const unsafeStaleReads = unsafeFixture('stale-reads', 'shard reads are deliberately not linearizable');
+      // lost-checkpoints: a VDB split or merge leaves `_local` documents behind.
+      const unsafeNoLocalCarry = unsafeFixture('lost-checkpoints', 'VDB splits and merges deliberately lose replication checkpoints');
+      // feed-skips: a clustered VDB's `_changes` pages leave their last change out.
+      const unsafeFeedSkips = unsafeFixture('feed-skips', 'VDB change feeds deliberately skip changes');
+      // bm25-kept-deletes: a replica's keyword index keeps deleted documents.
+      const unsafeBm25KeepsDeletes = unsafeFixture('bm25-kept-deletes', 'replicated keyword indexes deliberately keep deleted documents');
       if (vectors !== undefined) {
         vectorShards = await VectorShards.start({ member: m, store, ann: usearchEngine, indexDir: vectors.indexDir, log: log.child({ mod: 'vshards' }), rand: mathRand, registry: metrics.registry, unsafeStaleReads, unsafeBm25KeepsDeletes, caches: shardCaches, reshardDocsPerSecond: cluster.reshardDocsPerSec, reshardSwitchTimeoutMs: cluster.reshardSwitchTimeoutMs, reshardSwitchDelayMs: testReshardSwitchDelay(), reshardSwitchStalls: testReshardSwitchStalls(), exitInSnapshotLoad: process.env.FIRKIN_UNSAFE_FIXTURE === 'exit-in-snapshot-load' });
       }
