@@ -204,11 +204,12 @@ export class Store {
    * A synced batch handed to the write thread without waiting for the ones before it, and
    * never written if the batch `after` (an earlier ticket) failed: for a writer that builds
    * each batch on the state the previous one leaves. `durable` resolves once it is on disk.
+   * `packed`: more ops in the write thread's layout, as for `batch`.
    */
-  batchAfter(ops: readonly BatchOp[], after: WriteTicket | undefined): { ticket: WriteTicket; durable: Promise<void> } {
+  batchAfter(ops: readonly BatchOp[], after: WriteTicket | undefined, packed?: Uint8Array): { ticket: WriteTicket; durable: Promise<void> } {
     if (this.#writer === undefined) throw new Error('batchAfter needs the write thread (Store.open with writeWorker)');
     if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
-    const { id, done } = this.#writer.writeAfter(ops, true, after?.id);
+    const { id, done } = this.#writer.writeAfter(ops, true, after?.id, packed);
     return { ticket: { id }, durable: done.catch(writeFailed) };
   }
 

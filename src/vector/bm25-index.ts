@@ -58,6 +58,12 @@ export interface PreparedChange {
 
 export interface Bm25Index {
   readonly backend: 'memory' | 'disk';
+  /**
+   * Whether a change may be prepared while earlier prepared ones are still being written (each
+   * prepared on top of those, and applied or abandoned in the order prepared). When false, one
+   * change at a time: prepared, then applied or abandoned before the next is prepared.
+   */
+  readonly pipelines: boolean;
   prepare(changes: readonly TextChange[]): PreparedChange;
   /**
    * The best `k` by BM25; with `collection` (the query's statistics summed over every shard of
@@ -199,6 +205,7 @@ export const SPENT_ORDINALS_SLACK = 1_024;
 
 class MemoryBm25 implements Bm25Index {
   readonly backend = 'memory' as const;
+  readonly pipelines = false;
   readonly #analyzer: Analyzer;
   /**
    * term -> its postings as two arrays of small integers (a posting's tf and document length
@@ -588,8 +595,16 @@ function cachedListBytes(term: string, entry: CachedList): number {
  */
 let nextPostingTag = 0;
 
+/** A prepared disk change not applied yet: what changes prepared after it build on. */
+interface PendingChange {
+  /** Bounds it sets (undefined: the term's last posting goes). */
+  readonly changed: ReadonlyMap<string, TermBound | undefined>;
+  readonly next: CorpusStats;
+}
+
 class DiskBm25 implements Bm25Index {
   readonly backend = 'disk' as const;
+  readonly pipelines = true;
   readonly #analyzer: Analyzer;
   readonly #store: Store;
   readonly #shard: number;
@@ -614,6 +629,11 @@ class DiskBm25 implements Bm25Index {
   #slots = new Map<string, number>();
   #slotEpoch = 0;
   readonly #spentSlack: number;
+  /**
+   * Changes prepared and not yet applied or abandoned, oldest first: a change prepared while
+   * others are being written counts on their bounds and stats (searches see none of them).
+   */
+  readonly #pending: PendingChange[] = [];
 
   constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskLimits, cache: PostingCache, spentSlotsSlack: number) {
     this.#limits = limits;
@@ -643,8 +663,18 @@ class DiskBm25 implements Bm25Index {
     return this.#stats;
   }
 
+  /** A term's bound as the pending changes leave it (undefined: none), else the committed one. */
+  #boundAfterPending(term: string): TermBound | undefined {
+    for (let i = this.#pending.length - 1; i >= 0; i--) {
+      const changed = this.#pending[i]!.changed;
+      if (changed.has(term)) return changed.get(term);
+    }
+    return this.#bounds.get(term);
+  }
+
   prepare(changes: readonly TextChange[]): PreparedChange {
-    let { docCount, totalLength } = this.#stats;
+    let { docCount, totalLength } = this.#pending.at(-1)?.next ?? this.#stats;
+    const boundOf = this.#pending.length === 0 ? (term: string) => this.#bounds.get(term) : (term: string) => this.#boundAfterPending(term);
     // The terms the change touches, numbered as met, each with its bound as the change leaves
     // it (df 0: its last posting goes). No object per posting beyond its op.
     const numbers = new Map<string, number>();
@@ -655,7 +685,7 @@ class DiskBm25 implements Bm25Index {
     const numberOf = (term: string): number => {
       let n = numbers.get(term);
       if (n === undefined) {
-        const bound = this.#bounds.get(term);
+        const bound = boundOf(term);
         numbers.set(term, (n = names.length));
         names.push(term);
         dfs.push(bound?.df ?? 0);
@@ -722,13 +752,23 @@ class DiskBm25 implements Bm25Index {
     }
     const next = { docCount, totalLength };
     packed.put(BM25_COLUMN, DiskBm25.statsKey(this.#shard), corpusStatsCodec.encode(next));
+    const bytes = packed.bytes();
+    // Pending from here until applied or abandoned: nothing that can throw comes after this.
+    const pending: PendingChange = { changed, next };
+    this.#pending.push(pending);
     return {
       ops: [],
-      packed: packed.bytes(),
-      // The postings are in the batch: nothing to do before it commits, nothing to undo.
+      packed: bytes,
+      // The postings are in the batch: nothing to do before it commits.
       stage: () => {},
-      abandon: () => {},
+      // A change prepared on this one is abandoned too (its batch is refused with this one's).
+      abandon: () => {
+        const at = this.#pending.indexOf(pending);
+        if (at >= 0) this.#pending.splice(at, 1);
+      },
       apply: () => {
+        assert.equal(this.#pending[0], pending, 'BM25 changes apply in the order prepared');
+        this.#pending.shift();
         this.#stats = next;
         this.#applied++;
         // Committed: drop every cached list the change touched.

@@ -41,11 +41,11 @@ import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 import { decodeKey, decodeTrailingString, encodeKey, prefixRange } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
-import type { BatchOp, Store } from '../storage/db.js';
+import type { BatchOp, Store, WriteTicket } from '../storage/db.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
 import { BatchedSearch } from './ann/batched-search.js';
 import { type QueryStats, type ScoredId, topK } from './bm25.js';
-import { type Bm25Index, type PostingCache, type TextChange, bm25ShardRange, newPostingCache, openBm25 } from './bm25-index.js';
+import { type Bm25Index, type PostingCache, type PreparedChange, type TextChange, bm25ShardRange, newPostingCache, openBm25 } from './bm25-index.js';
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
 import type { ApplyOutcome, ShardCommand } from './commands.js';
@@ -164,6 +164,50 @@ export interface ShardDeps {
   caches?: ShardCaches;
   /** The chaos suite's broken build (bm25-kept-deletes): deletes leave the keyword index as it was. */
   unsafeBm25KeepsDeletes?: boolean;
+  /** Tests: the upsert pipeline's sizes (default UPSERT_PIPELINE_DEFAULTS). */
+  pipeline?: UpsertPipelineSizes;
+}
+
+/**
+ * Standalone upserts on a store with a write thread (and a keyword index that allows it, or
+ * none): a group is prepared while up to IN_FLIGHT_WRITES_MAX earlier groups' batches are
+ * written. `partDocs`: a request of more documents is written in parts of at most this many,
+ * each its own group (so one request's parts overlap), in a collection without a graph only:
+ * usearch inserts a batch on two threads from 512 vectors on, so a graph's parts would insert
+ * on one (a 1,000-document request in parts of 340: -13 %, docs/benchmarks.md); `minDocsAhead`: a group starts early
+ * only behind at least this many documents in flight (tiny groups would only cost fsyncs).
+ */
+export interface UpsertPipelineSizes {
+  readonly partDocs: number;
+  readonly minDocsAhead: number;
+}
+
+export const UPSERT_PIPELINE_DEFAULTS: UpsertPipelineSizes = { partDocs: 500, minDocsAhead: 64 };
+
+/** Upsert batches on their way to disk at once: one being written while the next is prepared. */
+const IN_FLIGHT_WRITES_MAX = 2;
+
+/** An upsert group's batch handed to the write thread and not committed yet. */
+interface InFlightWrite {
+  readonly ticket: WriteTicket;
+  readonly docs: number;
+  /** Settles, never rejects, once the batch is committed in memory, or has failed. */
+  readonly settled: Promise<void>;
+  /** The shard's counters once it commits: what the next group builds on. */
+  readonly seq: number;
+  readonly nextLabel: number;
+  readonly index: number;
+  /** The documents it writes, as it leaves them. */
+  readonly written: ReadonlyMap<string, { readonly label: number; readonly seq: number; readonly text: string | undefined }>;
+}
+
+/** A group of upserts made into one batch's ops, and what committing it changes in memory. */
+interface PlannedUpserts {
+  readonly ops: BatchOp[];
+  readonly planned: { doc: DocInput; label: number; seq: number; prev: { label: number; seq: number } | undefined }[];
+  readonly seq: number;
+  readonly nextLabel: number;
+  readonly bm25: PreparedChange | undefined;
 }
 
 function vectorBytes(v: Float32Array): Uint8Array {
@@ -290,6 +334,10 @@ export class Shard implements ShardHandle {
   readonly #writes = new SerialQueue();
   /** Upserts not yet written, taking new members (see `upsert`). */
   #openGroup: UpsertGroup | undefined;
+  /** Upsert batches being written, oldest first (pipelined upserts only: see `#startUpserts`). */
+  readonly #inFlight: InFlightWrite[] = [];
+  /** Whether upserts are pipelined (set at open: `UpsertPipelineSizes`). */
+  #pipelines = false;
   /** Removed vectors still in the live index's graph (updates and deletes since it was built). */
   #removed = 0;
   /** The running save or checkpoint: never two at once. */
@@ -404,6 +452,7 @@ export class Shard implements ShardHandle {
       this.#removed = 0;
     }
     if (rebuild || needsTextScan) await this.#scanRecords({ index: rebuild, text: needsTextScan });
+    this.#pipelines = store.pipelinesWrites && (this.#bm25 === undefined || this.#bm25.pipelines);
     if (this.recovery.source === 'rebuilt') this.#deps.log.warn({ shard: this.id, reason: this.recovery.reason, docs: this.#docs.size }, 'vector index rebuilt from records');
   }
 
@@ -512,9 +561,18 @@ export class Shard implements ShardHandle {
     // Anything queued after the open upsert group closes it: a later upsert must not jump
     // ahead of this job by joining the earlier group.
     this.#openGroup = undefined;
-    return this.#writes.run(fn);
+    return this.#writes.run(async () => {
+      await this.#writesSettled();
+      return fn();
+    });
   }
 
+  /** Resolves once no upsert batch is in flight (each committed or failed). */
+  async #writesSettled(): Promise<void> {
+    while (this.#inFlight.length > 0) await this.#inFlight.at(-1)!.settled;
+  }
+
+  /** The stored texts of those of `ids` that are live (committed) documents. */
   async #oldTexts(ids: readonly string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (this.#bm25 === undefined) return out;
@@ -533,24 +591,118 @@ export class Shard implements ShardHandle {
    * Group commit: upserts that arrive while an earlier write is running join one pending
    * group, written as ONE synced batch (one fsync for all of them) when its turn comes. A
    * group stops taking members once any other write (a delete) is queued behind it, so
-   * writes still apply in arrival order.
+   * writes still apply in arrival order. Pipelined (`UpsertPipelineSizes`), a large request
+   * is written in parts, each one batch: a crash may leave its first parts written, none of
+   * it acknowledged.
    */
   upsert(input: readonly DocInput[]): Promise<void> {
     if (this.#closing !== undefined) return Promise.reject(this.#closedError());
+    if (!this.#pipelines) return this.#joinGroup(input, GROUP_DOCS_MAX);
+    const partDocs = this.config.index.m === 0 ? (this.#deps.pipeline ?? UPSERT_PIPELINE_DEFAULTS).partDocs : GROUP_DOCS_MAX;
+    if (input.length <= partDocs) return this.#joinGroup(input, partDocs);
+    // In parts of near-equal size, each its own group, queued in order in this same turn.
+    const count = Math.ceil(input.length / partDocs);
+    const size = Math.ceil(input.length / count);
+    const parts: Promise<void>[] = [];
+    for (let at = 0; at < input.length; at += size) parts.push(this.#joinGroup(input.slice(at, at + size), partDocs));
+    return Promise.all(parts).then(() => undefined);
+  }
+
+  /** Adds `input` to the open group, or to a new one when it would pass `cap` documents. */
+  #joinGroup(input: readonly DocInput[], cap: number): Promise<void> {
     let group = this.#openGroup;
-    if (group === undefined) {
+    // A request (or part) is never split here, so a group passes the cap only by its first.
+    if (group === undefined || group.size + input.length > cap) {
       const created: UpsertGroup = { members: [], size: 0, done: Promise.resolve() };
-      created.done = this.#exclusive(() => {
-        // Its turn: the group is being written, later upserts start a new one.
-        if (this.#openGroup === created) this.#openGroup = undefined;
-        return this.#applyNow({ kind: 'upsert', docs: created.members.flat() }).then(() => undefined);
-      });
+      if (this.#pipelines) {
+        const { minDocsAhead } = this.#deps.pipeline ?? UPSERT_PIPELINE_DEFAULTS;
+        created.done = this.#writes
+          .run(async () => {
+            // Still taking members meanwhile: while the write thread has its hands full, or
+            // while what it holds is too small to be worth overlapping.
+            while (this.#inFlight.length >= IN_FLIGHT_WRITES_MAX || (this.#inFlight.length > 0 && this.#docsInFlight() < minDocsAhead)) await this.#inFlight[0]!.settled;
+            if (this.#openGroup === created) this.#openGroup = undefined; // started: later upserts start another
+            return this.#startUpserts(created.members.flat());
+          })
+          .then(({ durable }) => durable);
+      } else {
+        created.done = this.#exclusive(() => {
+          // Its turn: the group is being written, later upserts start a new one.
+          if (this.#openGroup === created) this.#openGroup = undefined;
+          return this.#applyNow({ kind: 'upsert', docs: created.members.flat() }).then(() => undefined);
+        });
+      }
       this.#openGroup = group = created;
     }
     group.members.push(input);
     group.size += input.length;
-    if (group.size >= GROUP_DOCS_MAX) this.#openGroup = undefined; // big enough: the next upsert starts another
     return group.done;
+  }
+
+  #docsInFlight(): number {
+    let docs = 0;
+    for (const w of this.#inFlight) docs += w.docs;
+    return docs;
+  }
+
+  /**
+   * Prepares a group of upserts on top of the batches in flight (their documents, counters and
+   * keyword statistics as they leave them), hands its batch to the write thread behind theirs,
+   * and returns at once with the promise of its commit. The batch is refused unwritten if one
+   * it was built on failed. Commits happen in batch order, each once its batch is durable:
+   * searches and reads of memory never see a batch before then. Standalone only (the shard
+   * numbers its commands): a replica applies its log one command at a time (`apply`).
+   */
+  async #startUpserts(input: readonly DocInput[]): Promise<{ durable: Promise<void> }> {
+    const docs = lastOfEachId(input);
+    // Taken now: batches that commit while this one reads stay its base (their data is the same).
+    const ahead = [...this.#inFlight];
+    const last = ahead.at(-1);
+    const base = last ?? { seq: this.#seq, nextLabel: this.#nextLabel, index: this.#applied };
+    const index = base.index + 1;
+    const inFlight = new Map<string, { label: number; seq: number; text: string | undefined }>();
+    for (const w of ahead) for (const [id, d] of w.written) inFlight.set(id, d);
+    // Ids no batch in flight writes: the committed state, which nothing changes meanwhile
+    // (every other write waits for the batches in flight, and this one holds the queue).
+    const oldTexts = await this.#oldTexts(docs.flatMap((d) => (inFlight.has(d.id) ? [] : [d.id])));
+    const prevOf = (id: string) => inFlight.get(id) ?? this.#docs.get(id);
+    const oldTextOf = (id: string) => (inFlight.has(id) ? inFlight.get(id)!.text : oldTexts.get(id));
+    const outcome: ApplyOutcome = { kind: 'upsert', written: docs.length };
+    const plan = this.#planUpserts(docs, index, base, prevOf, oldTextOf, this.#requestOps(undefined, index, outcome));
+    let handed: { ticket: WriteTicket; durable: Promise<void> };
+    try {
+      handed = this.#deps.store.batchAfter(plan.ops, last?.ticket, plan.bm25?.packed);
+    } catch (err) {
+      plan.bm25?.abandon();
+      throw err;
+    }
+    const written = new Map(plan.planned.map((p) => [p.doc.id, { label: p.label, seq: p.seq, text: p.doc.text }]));
+    // Assigned below, before the write can answer (the function runs to its first await).
+    let entry!: InFlightWrite;
+    const durable = (async () => {
+      try {
+        try {
+          plan.bm25?.stage();
+          await handed.durable;
+        } catch (err) {
+          await handed.durable.catch(() => undefined);
+          plan.bm25?.abandon();
+          throw err;
+        }
+        await last?.settled; // memory takes the batches in their order
+        this.#commitPlanned(plan, index);
+        this.#noteRequest(undefined, index, outcome);
+      } finally {
+        this.#inFlight.splice(this.#inFlight.indexOf(entry), 1);
+      }
+    })();
+    const settled = durable.then(
+      () => undefined,
+      () => undefined,
+    );
+    entry = { ticket: handed.ticket, docs: docs.length, settled, seq: plan.seq, nextLabel: plan.nextLabel, index, written };
+    this.#inFlight.push(entry);
+    return { durable };
   }
 
   /**
@@ -666,11 +818,41 @@ export class Shard implements ShardHandle {
 
   async #commitUpserts(docs: DocInput[], index: number, extra: readonly BatchOp[] = []): Promise<void> {
     const oldTexts = await this.#oldTexts(docs.map((d) => d.id));
-    let seq = this.#seq;
-    let nextLabel = this.#nextLabel;
+    const plan = this.#planUpserts(docs, index, { seq: this.#seq, nextLabel: this.#nextLabel }, (id) => this.#docs.get(id), (id) => oldTexts.get(id), extra);
+    const written = this.#deps.store.batch(plan.ops, { sync: true }, plan.bm25?.packed);
+    // BM25's new postings go into its lists while the write thread syncs (most of a batch's
+    // time after it is sent), invisible to searches until applied below.
+    try {
+      plan.bm25?.stage();
+      await written;
+    } catch (err) {
+      // The write failed, or staging did: either way the batch must have ended before undoing.
+      await written.catch(() => undefined);
+      plan.bm25?.abandon();
+      throw err;
+    }
+    this.#commitPlanned(plan, index);
+  }
+
+  /**
+   * A group's ops on top of `base` (the counters) and each id's previous version and text as
+   * `prevOf` and `oldTextOf` tell them. Its keyword change is prepared last: from then on it is
+   * the caller's to apply or abandon.
+   */
+  #planUpserts(
+    docs: readonly DocInput[],
+    index: number,
+    base: { readonly seq: number; readonly nextLabel: number },
+    prevOf: (id: string) => { label: number; seq: number } | undefined,
+    oldTextOf: (id: string) => string | undefined,
+    extra: readonly BatchOp[],
+  ): PlannedUpserts {
+    let seq = base.seq;
+    let nextLabel = base.nextLabel;
     const ops: BatchOp[] = [];
     const planned = docs.map((doc) => {
-      const prev = this.#docs.get(doc.id);
+      const found = prevOf(doc.id);
+      const prev = found === undefined ? undefined : { label: found.label, seq: found.seq };
       const label = prev?.label ?? nextLabel++;
       seq += 1;
       const record: RecordValue = { t: doc.text, m: doc.metadata, l: label, s: seq, v: vectorBytes(doc.vector) };
@@ -679,33 +861,25 @@ export class Shard implements ShardHandle {
       ops.push({ type: 'put', cf: 'vec', key: this.#key('s', seq), value: encodeCbor({ id: doc.id, l: label } satisfies SeqValue) });
       return { doc, label, seq, prev };
     });
-    const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTexts.get(d.id), newText: d.text })));
-    if (bm25 !== undefined) ops.push(...bm25.ops);
     ops.push(...extra);
     ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: nextLabel, a: index }) });
-    const written = this.#deps.store.batch(ops, { sync: true }, bm25?.packed);
-    // BM25's new postings go into its lists while the write thread syncs (most of a batch's
-    // time after it is sent), invisible to searches until applied below.
-    try {
-      bm25?.stage();
-      await written;
-    } catch (err) {
-      // The write failed, or staging did: either way the batch must have ended before undoing.
-      await written.catch(() => undefined);
-      bm25?.abandon();
-      throw err;
-    }
+    const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTextOf(d.id), newText: d.text })));
+    if (bm25 !== undefined) ops.push(...bm25.ops);
+    return { ops, planned, seq, nextLabel, bm25 };
+  }
+
+  /** A group's batch is durable: bring memory and the index up to it, with no await in between. */
+  #commitPlanned(plan: PlannedUpserts, index: number): void {
     this.#applied = index;
-    // Committed: bring memory and the index up to it, with no await in between.
-    for (const p of planned) {
+    for (const p of plan.planned) {
       if (p.prev !== undefined) this.#removeLabel(p.label);
       this.#docs.set(p.doc.id, { label: p.label, seq: p.seq });
       this.#labels.set(p.label, p.doc.id);
     }
-    this.#addMany(planned.map((p) => BigInt(p.label)), planned.map((p) => p.doc.vector));
-    bm25?.apply();
-    this.#seq = seq;
-    this.#nextLabel = nextLabel;
+    this.#addMany(plan.planned.map((p) => BigInt(p.label)), plan.planned.map((p) => p.doc.vector));
+    plan.bm25?.apply();
+    this.#seq = plan.seq;
+    this.#nextLabel = plan.nextLabel;
   }
 
   /** Deletes a doc; false when it does not exist. */
@@ -729,11 +903,16 @@ export class Shard implements ShardHandle {
       ops.push({ type: 'put', cf: 'vec', key: this.#key('t', seq), value: encodeCbor({ id, l: prev.label } satisfies SeqValue) });
       return { id, label: prev.label };
     });
-    const bm25 = this.#deps.unsafeBm25KeepsDeletes === true ? undefined : this.#bm25?.prepare(present.map((id) => ({ id, oldText: oldTexts.get(id), newText: undefined })));
-    if (bm25 !== undefined) ops.push(...bm25.ops);
     ops.push(...extra);
     ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: this.#nextLabel, a: index }) });
-    await this.#deps.store.batch(ops, { sync: true }, bm25?.packed);
+    const bm25 = this.#deps.unsafeBm25KeepsDeletes === true ? undefined : this.#bm25?.prepare(present.map((id) => ({ id, oldText: oldTexts.get(id), newText: undefined })));
+    if (bm25 !== undefined) ops.push(...bm25.ops);
+    try {
+      await this.#deps.store.batch(ops, { sync: true }, bm25?.packed);
+    } catch (err) {
+      bm25?.abandon();
+      throw err;
+    }
     this.#applied = index;
     for (const g of gone) {
       this.#removeLabel(g.label);
@@ -1081,6 +1260,7 @@ export class Shard implements ShardHandle {
     this.#closing ??= options.reason ?? 'stopping';
     this.#stopBuild.abort(new FirkinError('unavailable', 'the shard is closing'));
     await this.#writes.idle();
+    await this.#writesSettled();
     // A checkpoint stopped by the abort leaves the previous file in place: fine, it is replaced next.
     await this.#saving?.catch(() => undefined);
     if (options.save) await this.#saveIfDirty();

@@ -19,13 +19,18 @@ async function open(dir: string, store: Store) {
   return VectorEngine.open({ store, ann: usearchEngine, dataDir: dir, log: pino({ level: 'silent' }), embedderDeps: testEmbedderDeps, saveIntervalMs: 0 });
 }
 
-/** Counts the synced batches that touch the `vec` column family. */
+/** Counts the synced batches that touch the `vec` column family (pipelined ones too). */
 function countVecBatches(store: Store): { count: number } {
   const counter = { count: 0 };
   const batch = store.batch.bind(store);
-  store.batch = async (ops: readonly BatchOp[], options) => {
+  store.batch = async (ops: readonly BatchOp[], options, packed) => {
     if (ops.some((op) => op.cf === 'vec')) counter.count++;
-    return batch(ops, options);
+    return batch(ops, options, packed);
+  };
+  const batchAfter = store.batchAfter.bind(store);
+  store.batchAfter = (ops, after, packed) => {
+    if (ops.some((op) => op.cf === 'vec')) counter.count++;
+    return batchAfter(ops, after, packed);
   };
   return counter;
 }
