@@ -121,3 +121,83 @@ t.test('a graceful stop saves the index; a corrupt file is rebuilt', async (t) =
   t.equal((await shardHealth(node.url)).recovery.source, 'rebuilt');
   await expectAllFound(t, node.url, Array.from({ length: 30 }, (_, i) => i), 'after a corrupt file');
 });
+
+t.test('kill -9 while large requests are written in parts: every acknowledged write is there, the keyword index agrees with the records', async (t) => {
+  const dataDir = tempDir();
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env = { SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' };
+  let child = await spawnTestNode(env);
+  t.teardown(() => child.proc.kill('SIGKILL'));
+  // No graph: requests of more than 500 documents are written in parts, pipelined.
+  let r = await request(child.url, 'PUT', `${P}/parts`, { body: { dimensions: DIMS, bm25_backend: 'disk', index: { m: 0 } } });
+  t.equal(r.status, 201);
+  const REQUEST_DOCS = 1_200;
+  // A writes new documents (`a<i>` in their text); B rewrites those A had acknowledged (`b<i>`).
+  const ackedA: number[] = [];
+  const ackedB = new Set<number>();
+  let stop = false;
+  const body = (from: number, word: string) => ({
+    documents: Array.from({ length: REQUEST_DOCS }, (_, j) => ({ id: `doc${from + j}`, text: `${word}${from + j} common w${(from + j) % 7}`, vector: vec(from + j) })),
+  });
+  const writerA = (async () => {
+    for (let from = 0; !stop; from += REQUEST_DOCS) {
+      const res = await request(child.url, 'POST', `${P}/parts/docs`, { body: body(from, 'a') }).catch(() => undefined);
+      if (res?.status !== 200) return;
+      for (let i = from; i < from + REQUEST_DOCS; i++) ackedA.push(i);
+    }
+  })();
+  const writerB = (async () => {
+    for (let from = 0; !stop; ) {
+      if (ackedA.length < from + REQUEST_DOCS) {
+        await new Promise((resolve) => setTimeout(resolve, 5)); // A's next acknowledgement
+        continue;
+      }
+      const res = await request(child.url, 'POST', `${P}/parts/docs`, { body: body(from, 'b') }).catch(() => undefined);
+      if (res?.status !== 200) return;
+      for (let i = from; i < from + REQUEST_DOCS; i++) ackedB.add(i);
+      from += REQUEST_DOCS;
+    }
+  })();
+  // Killed while both write: after some of each is acknowledged, at whatever point their next
+  // requests have reached.
+  await waitFor(() => ackedB.size >= 2 * REQUEST_DOCS || undefined, { timeoutMs: 60_000, what: 'writes acknowledged' });
+  await child.kill9();
+  stop = true;
+  await Promise.all([writerA, writerB]);
+
+  child = await spawnTestNode(env);
+  const stored = new Map<string, string>();
+  for (let offset: string | null = null; ; ) {
+    r = await request(child.url, 'POST', `${P}/parts/docs/scroll`, { body: { limit: 1000, ...(offset === null ? {} : { offset }) } });
+    for (const d of r.body.documents as { id: string; text: string }[]) stored.set(d.id, d.text);
+    offset = r.body.next_offset as string | null;
+    if (offset === null) break;
+  }
+  let lost = 0;
+  let stale = 0;
+  for (const i of ackedA) {
+    const text = stored.get(`doc${i}`);
+    if (text === undefined) lost++;
+    else if (ackedB.has(i) && !text.startsWith(`b${i} `)) stale++;
+  }
+  t.equal(lost, 0, `every acknowledged document is there (${ackedA.length} written, ${ackedB.size} rewritten)`);
+  t.equal(stale, 0, 'every acknowledged rewrite is there');
+  const info = await request(child.url, 'GET', `${P}/parts`);
+  t.equal(info.body.count, stored.size, 'the count is the records');
+  // The keyword index holds exactly the records' texts: each document by its current word and
+  // never by a word it no longer has; a word common to a seventh of them finds that seventh.
+  const sample = [...stored].filter((_, n) => n % 97 === 0);
+  let wrong = 0;
+  for (const [id, text] of sample) {
+    const i = Number(id.slice(3));
+    const current = text.split(' ')[0]!;
+    const old = current.startsWith('b') ? `a${i}` : `b${i}`;
+    const search = async (query: string) => ((await request(child.url, 'POST', `${P}/parts/search/bm25`, { body: { query, k: 5 } })).body.results as { id: string }[]).map((h) => h.id);
+    if ((await search(current)).join() !== id || (await search(old)).length !== 0) wrong++;
+  }
+  t.equal(wrong, 0, `each of ${sample.length} sampled documents is found by its current word, none by the word it had before`);
+  const w3 = [...stored.values()].filter((text) => text.endsWith(' w3')).length;
+  const common = await request(child.url, 'POST', `${P}/parts/search/bm25`, { body: { query: 'w3', k: 1000 } });
+  t.equal(common.body.results.length, Math.min(1000, w3), `'w3' finds the ${w3} records that have it (up to k)`);
+  await child.kill9();
+});
