@@ -4,9 +4,18 @@
 //           batch as the records they describe:
 //             [shard, 'p', term, docId] -> u32 tf, u32 doc length   (big-endian, 8 bytes)
 //             [shard, 'f', term]        -> u32 df, u32 tf max, u32 doc length min (the term's bound)
+//             [shard, 'g', n]           -> the bounds batch n changed, newer than their 'f' keys:
+//                                          (u16 term length, term, df, tf max, length min)*,
+//                                          df 0: the term's last posting went
 //             [shard, 'n']              -> JSON {docCount, totalLength}
-//             [shard, 'v']              -> u32 layout version (2); absent: version 1, which had
-//                                          no 'f' entries: `open` derives them from the postings
+//             [shard, 'v']              -> u32 layout version (3); absent: version 1, which had
+//                                          no 'f' entries: `open` derives them from the postings;
+//                                          2 had no 'g' entries (read as 3, and marked 3)
+//           A batch writes its bounds as one 'g' value, not a key a term (a batch of 1,000
+//           documents changes ~6,000 bounds, each a memtable insert on the write thread);
+//           every `boundDeltasMax` batches, one writes the 'f' key of every term changed since
+//           and deletes the 'g' entries instead (a fold). `open` reads the 'f' keys, then the
+//           'g' entries in order.
 //           Every term's bound is also kept in memory (loaded at open), so a write computes the
 //           new bounds without reading and a query knows each term's df before reading it.
 // A change is prepared (ops to write + an in-memory apply) and applied only after its batch
@@ -508,7 +517,51 @@ function decodeBound(value: Buffer): TermBound {
 }
 
 /** The `bm25` layout this code writes; see the top of the file. */
-const LAYOUT_VERSION = 2;
+const LAYOUT_VERSION = 3;
+
+/** A fold comes sooner when the unfolded deltas hold this many bounds (`open` reads them all). */
+const BOUND_DELTA_ENTRIES_MAX = 500_000;
+
+/** One batch's changed bounds as a 'g' value (see the layout above). */
+function encodeBoundDeltas(changed: ReadonlyMap<string, TermBound | undefined>): Buffer {
+  let size = 0;
+  for (const term of changed.keys()) size += 14 + Buffer.byteLength(term);
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const [term, bound] of changed) {
+    const length = out.write(term, at + 2);
+    out.writeUInt16BE(length, at);
+    at += 2 + length;
+    out.writeUInt32BE(bound?.df ?? 0, at);
+    out.writeUInt32BE(bound?.tfMax ?? 0, at + 4);
+    out.writeUInt32BE(bound?.docLengthMin ?? 0, at + 8);
+    at += 12;
+  }
+  return out;
+}
+
+export function decodeBoundDeltas(value: Buffer, each: (term: string, bound: TermBound | undefined) => void): void {
+  for (let at = 0; at < value.length; ) {
+    assert.ok(at + 2 <= value.length, 'a BM25 bound delta ends inside an entry');
+    const length = value.readUInt16BE(at);
+    assert.ok(at + 14 + length <= value.length, 'a BM25 bound delta ends inside an entry');
+    const term = value.toString('utf8', at + 2, at + 2 + length);
+    at += 2 + length;
+    const df = value.readUInt32BE(at);
+    each(term, df === 0 ? undefined : { df, tfMax: value.readUInt32BE(at + 4), docLengthMin: value.readUInt32BE(at + 8) });
+    at += 12;
+  }
+}
+
+/** The disk backend's unfolded bound deltas: numbers `first` to `next` - 1 are on disk. */
+interface DeltaState {
+  first: number;
+  next: number;
+  /** Bounds they hold. */
+  entries: number;
+  /** Terms whose 'f' key they overtake. */
+  readonly unfolded: Set<string>;
+}
 
 /** Term bounds written per batch when a version-1 shard is migrated at open. */
 const MIGRATION_BATCH_TERMS = 10_000;
@@ -559,8 +612,10 @@ export interface DiskLimits {
    * shared posting cache holds at most ~3M postings of every shard together.
    */
   readonly slotsMax: number;
+  /** Bound deltas (one a batch) between two folds (see the layout above). */
+  readonly boundDeltasMax: number;
 }
-const DISK_LIMITS: DiskLimits = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20 };
+const DISK_LIMITS: DiskLimits = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20, boundDeltasMax: 64 };
 
 interface CachedList {
   readonly list: PostingColumns;
@@ -600,6 +655,9 @@ interface PendingChange {
   /** Bounds it sets (undefined: the term's last posting goes). */
   readonly changed: ReadonlyMap<string, TermBound | undefined>;
   readonly next: CorpusStats;
+  /** Its bound delta's number, and whether it folds instead (writes the 'f' keys). */
+  readonly delta: number;
+  readonly folds: boolean;
 }
 
 class DiskBm25 implements Bm25Index {
@@ -634,8 +692,11 @@ class DiskBm25 implements Bm25Index {
    * others are being written counts on their bounds and stats (searches see none of them).
    */
   readonly #pending: PendingChange[] = [];
+  /** The committed bound deltas (`#pending` may add to them). */
+  readonly #deltas: DeltaState;
 
-  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, limits: DiskLimits, cache: PostingCache, spentSlotsSlack: number) {
+  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, deltas: DeltaState, limits: DiskLimits, cache: PostingCache, spentSlotsSlack: number) {
+    this.#deltas = deltas;
     this.#limits = limits;
     this.#spentSlack = spentSlotsSlack;
     this.#cache = cache;
@@ -654,13 +715,58 @@ class DiskBm25 implements Bm25Index {
     const raw = await store.get('bm25', DiskBm25.statsKey(shard));
     const stats = raw === undefined ? { docCount: 0, totalLength: 0 } : corpusStatsCodec.decode(raw);
     const version = await store.get('bm25', encodeKey([shard, 'v']));
+    if (version !== undefined) assert.ok([2, LAYOUT_VERSION].includes(version.readUInt32BE(0)), `BM25 layout of shard ${shard}: version ${version.readUInt32BE(0)}, this build reads 1 to ${LAYOUT_VERSION}`);
     const bounds = version === undefined ? await migrateToBounds(store, shard) : await loadBounds(store, shard);
-    if (version !== undefined) assert.equal(version.readUInt32BE(0), LAYOUT_VERSION, `BM25 layout of shard ${shard}`);
-    return new DiskBm25(config, store, shard, stats, bounds, limits, cache, spentSlotsSlack);
+    // Version 2 is version 3 without deltas; marked 3 before any is written (a build that reads
+    // only 2 would miss them).
+    if (version !== undefined && version.readUInt32BE(0) === 2) await store.batch([{ type: 'put', cf: 'bm25', key: encodeKey([shard, 'v']), value: layoutVersionValue() }], { sync: true });
+    const deltas: DeltaState = { first: 0, next: 0, entries: 0, unfolded: new Set() };
+    let first: number | undefined;
+    for await (const [key, value] of store.entries('bm25', prefixRange([shard, 'g']))) {
+      const n = decodeKey(key)[2];
+      assert.ok(typeof n === 'number', 'a BM25 bound delta key ends in its number');
+      first ??= n;
+      deltas.next = n + 1;
+      decodeBoundDeltas(value, (term, bound) => {
+        if (bound === undefined) bounds.delete(term);
+        else bounds.set(term, bound);
+        deltas.unfolded.add(term);
+        deltas.entries++;
+      });
+    }
+    deltas.first = first ?? 0;
+    return new DiskBm25(config, store, shard, stats, bounds, deltas, limits, cache, spentSlotsSlack);
   }
 
   stats(): CorpusStats {
     return this.#stats;
+  }
+
+  /**
+   * The bound deltas as the pending changes leave them; `since`: the first pending change after
+   * the last pending fold (0: none folds).
+   */
+  #deltasAfterPending(): { first: number; next: number; entries: number; since: number } {
+    let { first, next, entries } = this.#deltas;
+    let since = 0;
+    this.#pending.forEach((p, i) => {
+      if (p.folds) {
+        first = p.delta + 1;
+        entries = 0;
+        since = i + 1;
+      } else {
+        entries += p.changed.size;
+      }
+      next = p.delta + 1;
+    });
+    return { first, next, entries, since };
+  }
+
+  /** Every term changed since the last fold, the pending changes' included (for a fold: rare). */
+  #unfoldedAfterPending(since: number): Set<string> {
+    const terms = since === 0 ? new Set(this.#deltas.unfolded) : new Set<string>();
+    for (const p of this.#pending.slice(since)) for (const term of p.changed.keys()) terms.add(term);
+    return terms;
   }
 
   /** A term's bound as the pending changes leave it (undefined: none), else the committed one. */
@@ -739,22 +845,35 @@ class DiskBm25 implements Bm25Index {
       if (tfOf[i]! < 0) packed.del(BM25_COLUMN, key);
       else packed.put(BM25_COLUMN, key, postingValueView(tfOf[i]!, lengthOf[i]!));
     }
-    // Bounds this change sets (undefined: the term's last posting goes).
+    // Bounds this change sets (undefined: the term's last posting goes), as one delta, or, every
+    // `boundDeltasMax` changes, a fold: the 'f' key of every term changed since the last one.
     const changed = new Map<string, TermBound | undefined>();
-    const boundPrefix = encodeKey([this.#shard, 'f']);
     for (const term of sorted) {
       const n = numbers.get(term)!;
-      const bound = dfs[n] === 0 ? undefined : { df: dfs[n]!, tfMax: tfMaxes[n]!, docLengthMin: lengthMins[n]! };
-      changed.set(term, bound);
-      const key = extendKeyView(boundPrefix, [term]);
-      if (bound === undefined) packed.del(BM25_COLUMN, key);
-      else packed.put(BM25_COLUMN, key, boundValue(bound));
+      changed.set(term, dfs[n] === 0 ? undefined : { df: dfs[n]!, tfMax: tfMaxes[n]!, docLengthMin: lengthMins[n]! });
+    }
+    const deltas = this.#deltasAfterPending();
+    const delta = deltas.next;
+    const folds = delta + 1 - deltas.first >= this.#limits.boundDeltasMax || deltas.entries + changed.size > BOUND_DELTA_ENTRIES_MAX;
+    if (folds) {
+      const boundPrefix = encodeKey([this.#shard, 'f']);
+      const unfolded = this.#unfoldedAfterPending(deltas.since);
+      for (const term of changed.keys()) unfolded.add(term);
+      for (const term of [...unfolded].sort()) {
+        const bound = changed.has(term) ? changed.get(term) : boundOf(term);
+        const key = extendKeyView(boundPrefix, [term]);
+        if (bound === undefined) packed.del(BM25_COLUMN, key);
+        else packed.put(BM25_COLUMN, key, boundValue(bound));
+      }
+      for (let n = deltas.first; n < delta; n++) packed.del(BM25_COLUMN, encodeKey([this.#shard, 'g', n]));
+    } else {
+      packed.put(BM25_COLUMN, encodeKey([this.#shard, 'g', delta]), encodeBoundDeltas(changed));
     }
     const next = { docCount, totalLength };
     packed.put(BM25_COLUMN, DiskBm25.statsKey(this.#shard), corpusStatsCodec.encode(next));
     const bytes = packed.bytes();
     // Pending from here until applied or abandoned: nothing that can throw comes after this.
-    const pending: PendingChange = { changed, next };
+    const pending: PendingChange = { changed, next, delta, folds };
     this.#pending.push(pending);
     return {
       ops: [],
@@ -770,6 +889,16 @@ class DiskBm25 implements Bm25Index {
         assert.equal(this.#pending[0], pending, 'BM25 changes apply in the order prepared');
         this.#pending.shift();
         this.#stats = next;
+        const d = this.#deltas;
+        if (folds) {
+          d.unfolded.clear();
+          d.first = delta + 1;
+          d.entries = 0;
+        } else {
+          for (const term of changed.keys()) d.unfolded.add(term);
+          d.entries += changed.size;
+        }
+        d.next = delta + 1;
         this.#applied++;
         // Committed: drop every cached list the change touched.
         for (const [term, bound] of changed) {
@@ -904,6 +1033,12 @@ class DiskBm25 implements Bm25Index {
   }
 }
 
+function layoutVersionValue(): Buffer {
+  const version = Buffer.allocUnsafe(4);
+  version.writeUInt32BE(LAYOUT_VERSION, 0);
+  return version;
+}
+
 async function loadBounds(store: Store, shard: number): Promise<Map<string, TermBound>> {
   const bounds = new Map<string, TermBound>();
   const range = prefixRange([shard, 'f']);
@@ -931,9 +1066,7 @@ async function migrateToBounds(store: Store, shard: number): Promise<Map<string,
       ops = [];
     }
   }
-  const version = Buffer.allocUnsafe(4);
-  version.writeUInt32BE(LAYOUT_VERSION, 0);
-  ops.push({ type: 'put', cf: 'bm25', key: encodeKey([shard, 'v']), value: version });
+  ops.push({ type: 'put', cf: 'bm25', key: encodeKey([shard, 'v']), value: layoutVersionValue() });
   // Synced: the version vouches for every bound written before it.
   await store.batch(ops, { sync: true });
   return bounds;

@@ -45,7 +45,7 @@ import type { BatchOp, Store, WriteTicket } from '../storage/db.js';
 import type { AnnChunk, AnnEngine, AnnIndex, AnnOptions } from './ann/ann-index.js';
 import { BatchedSearch } from './ann/batched-search.js';
 import { type QueryStats, type ScoredId, topK } from './bm25.js';
-import { type Bm25Index, type PostingCache, type PreparedChange, type TextChange, bm25ShardRange, newPostingCache, openBm25 } from './bm25-index.js';
+import { type Bm25Index, type DiskLimits, type PostingCache, type PreparedChange, type TextChange, bm25ShardRange, newPostingCache, openBm25 } from './bm25-index.js';
 import type { CollectionConfig } from './collection-config.js';
 import { type Filter, matchesFilter } from './filter.js';
 import type { ApplyOutcome, ShardCommand } from './commands.js';
@@ -166,6 +166,8 @@ export interface ShardDeps {
   unsafeBm25KeepsDeletes?: boolean;
   /** Tests: the upsert pipeline's sizes (default UPSERT_PIPELINE_DEFAULTS). */
   pipeline?: UpsertPipelineSizes;
+  /** Tests: the disk keyword backend's limits (default its own). */
+  bm25Limits?: DiskLimits;
 }
 
 /**
@@ -428,7 +430,7 @@ export class Shard implements ShardHandle {
       this.#docs.set(e.id, { label: e.l, seq: decodeKey(key)[2] as number });
       this.#labels.set(e.l, e.id);
     }
-    this.#bm25 = await openBm25(this.config, store, this.id, this.#postings);
+    this.#bm25 = await openBm25(this.config, store, this.id, this.#postings, this.#deps.bm25Limits);
     const needsTextScan = this.#bm25?.backend === 'memory';
 
     const loaded = await this.#loadFile();

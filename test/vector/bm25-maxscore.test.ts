@@ -11,7 +11,7 @@ import { COLUMN_FAMILIES, Store } from '../../src/storage/db.js';
 import { unpackOps } from '../../src/storage/write-worker.js';
 import { type Posting, type ScoredId, byScoreThenId, rankBm25, sumQueryStats } from '../../src/vector/bm25.js';
 import { type MaxScoreRun, type PostingColumns, type PostingRead, type QueryTerm, exactBound, rankBm25MaxScore } from '../../src/vector/bm25-maxscore.js';
-import { type Bm25Index, POSTING_CACHE_BYTES, SPENT_ORDINALS_SLACK, bm25ShardRange, byGroupOrder, gallopTo, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
+import { type Bm25Index, POSTING_CACHE_BYTES, SPENT_ORDINALS_SLACK, bm25ShardRange, byGroupOrder, decodeBoundDeltas, gallopTo, newPostingCache, openBm25 } from '../../src/vector/bm25-index.js';
 import type { CollectionConfig } from '../../src/vector/collection-config.js';
 import { fcParams } from '../support/fc.js';
 import { tempDir } from '../support/node.js';
@@ -168,8 +168,12 @@ async function expectOracle(t: Test, index: Bm25Index, model: ReadonlyMap<string
   }
 }
 
-/** Which reads go on the event loop's thread and which through the pool: all, none, a mix; and how many slots a shard keeps (0: dealt anew at every search). */
-const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 4_096), syncLookupsMax: fc.constantFrom(0, 1, 256), slotsMax: fc.constantFrom(0, 2, 1 << 20) });
+/**
+ * Which reads go on the event loop's thread and which through the pool: all, none, a mix; how
+ * many slots a shard keeps (0: dealt anew at every search); how many bound deltas between two
+ * folds (1: every change folds, as version 2 wrote every bound).
+ */
+const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 4_096), syncLookupsMax: fc.constantFrom(0, 1, 256), slotsMax: fc.constantFrom(0, 2, 1 << 20), boundDeltasMax: fc.constantFrom(1, 2, 3, 64) });
 
 /** The shared list cache's bound: nothing fits, a few short lists fit (evictions), the default. */
 const arbCacheBytes = fc.constantFrom(1, 4_000, POSTING_CACHE_BYTES);
@@ -214,9 +218,9 @@ t.test('both backends: search equals the oracle after random writes; disk also a
       await expectOracle(t, disk, model, queries, 'disk, new documents after deletions, cached');
       await expectOracle(t, (await openBm25(bm25Config('disk'), store, id, cache, limits, spentSlack))!, model, queries, 'disk, reopened');
 
-      // Version 1 had exactly these keys minus the term bounds and the version.
+      // Version 1 had exactly these keys minus the term bounds (and their deltas) and the version.
       const v2Keys: Buffer[] = [];
-      for await (const key of store.keys('bm25', prefixRange([id]))) if (['f', 'v'].includes(decodeKey(key)[1] as string)) v2Keys.push(key);
+      for await (const key of store.keys('bm25', prefixRange([id]))) if (['f', 'g', 'v'].includes(decodeKey(key)[1] as string)) v2Keys.push(key);
       await store.batch(v2Keys.map((key) => ({ type: 'del' as const, cf: 'bm25' as const, key })), { sync: false });
       const migrated = (await openBm25(bm25Config('disk'), store, id, cache, limits, spentSlack))!;
       t.ok(await store.get('bm25', encodeKey([id, 'v'])), 'the migration writes the layout version');
@@ -293,15 +297,62 @@ t.test('disk: a change writes its postings term by term in order, each key\'s op
     ['put w0 c', 'put w1 c', 'del w1 a', 'del w2 b', 'put w3 a', 'del w5 a', 'del w5 b', 'put w7 c', 'del w9 a', 'put w9 a'],
     'postings by term, then in the order the changes made them',
   );
+  t.strictSame(kinds('f'), [], 'no bound key of its own');
   t.strictSame(
-    kinds('f').map((op) => `${op.type} ${op.parts[2] as string}`),
-    ['put w0', 'put w1', 'del w2', 'put w3', 'del w5', 'put w7', 'put w9'],
-    'one bound per term, in term order',
+    kinds('g').map((op) => `${op.type} ${op.parts[2] as number}`),
+    ['put 1'],
+    'one bound delta, the second change’s',
   );
+  const delta = written.find((op) => decodeKey(op.key)[1] === 'g')!;
+  const bounds: string[] = [];
+  decodeBoundDeltas((delta as { value: Buffer }).value, (term, bound) => bounds.push(`${term} ${bound?.df ?? 0}`));
+  t.strictSame(bounds, ['w0 1', 'w1 1', 'w2 0', 'w3 1', 'w5 0', 'w7 1', 'w9 1'], 'each term it touched, in term order, with its df (0: gone)');
   await store.batch(prepared.ops, { sync: false }, prepared.packed);
   prepared.apply();
   model.set('c', 'w7 w1 w0').set('a', 'w9 w3').delete('b');
   await expectOracle(t, index, model, [['w9', 10], ['w1 w5', 10], ['w0 w3 w7 w2', 10]], 'after the change');
+});
+
+t.test('disk: bounds go as one delta a change, folded into their keys every boundDeltasMax changes; versions 2 and 3 open, a later one does not', async (t) => {
+  const store = await openTestStore(t);
+  const limits = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20, boundDeltasMax: 3 };
+  const keysOf = async (shard: number, kind: string) => {
+    const out: string[] = [];
+    for await (const key of store.keys('bm25', prefixRange([shard, kind]))) out.push(String(decodeKey(key)[2]));
+    return out;
+  };
+  let index = (await openBm25(bm25Config('disk'), store, 21, newPostingCache(), limits))!;
+  const model = new Map<string, string>();
+  const queries: [string, number][] = [['w1', 10], ['w2 w3', 10], ['w0 w1 w2 w3 w4', 3]];
+  await applyBatches(index, store, model, [[{ kind: 'put', id: 'a', text: 'w1 w2' }], [{ kind: 'put', id: 'b', text: 'w2 w3' }]]);
+  t.strictSame(await keysOf(21, 'g'), ['0', '1'], 'two changes: two deltas');
+  t.strictSame(await keysOf(21, 'f'), [], 'no bound key yet');
+  await applyBatches(index, store, model, [[{ kind: 'del', id: 'a' }, { kind: 'put', id: 'c', text: 'w4' }]]);
+  t.strictSame(await keysOf(21, 'g'), [], 'the third folds: the deltas go');
+  t.strictSame(await keysOf(21, 'f'), ['w2', 'w3', 'w4'], 'every term changed since, w1 gone with its last posting');
+  await applyBatches(index, store, model, [[{ kind: 'put', id: 'd', text: 'w1 w0' }]]);
+  t.strictSame(await keysOf(21, 'g'), ['3'], 'deltas again after the fold');
+  await expectOracle(t, index, model, queries, 'written');
+  expectDf(index, model, queries, 'written');
+  index = (await openBm25(bm25Config('disk'), store, 21, newPostingCache(), limits))!;
+  await expectOracle(t, index, model, queries, 'reopened: the keys, then the delta over them');
+  expectDf(index, model, queries, 'reopened');
+  await applyBatches(index, store, model, [[{ kind: 'del', id: 'b' }], [{ kind: 'put', id: 'a', text: 'w3 w3 w1' }]]);
+  t.strictSame(await keysOf(21, 'g'), [], 'reopened, it counts the delta it found toward the next fold');
+  t.strictSame(await keysOf(21, 'f'), ['w0', 'w1', 'w3', 'w4'], 'w2 gone with b');
+
+  // Version 2: bound keys only. It opens, and is marked 3 before a delta is written.
+  const version = (n: number) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32BE(n, 0);
+    return b;
+  };
+  await store.batch([{ type: 'put', cf: 'bm25', key: encodeKey([21, 'v']), value: version(2) }], { sync: false });
+  index = (await openBm25(bm25Config('disk'), store, 21, newPostingCache(), limits))!;
+  t.equal((await store.get('bm25', encodeKey([21, 'v'])))?.readUInt32BE(0), 3, 'a version-2 shard is marked 3 at open');
+  await expectOracle(t, index, model, queries, 'opened from version 2');
+  await store.batch([{ type: 'put', cf: 'bm25', key: encodeKey([21, 'v']), value: version(4) }], { sync: false });
+  await t.rejects(openBm25(bm25Config('disk'), store, 21, newPostingCache(), limits), /BM25 layout of shard 21: version 4/, 'a later layout is refused, not misread');
 });
 
 t.test('byGroupOrder: the items\' indexes, stably sorted by their group\'s place in the order', async (t) => {

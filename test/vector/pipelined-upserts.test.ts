@@ -20,6 +20,8 @@ const log = pino({ level: 'silent' });
 const WORDS = ['apple', 'pie', 'tart', 'plum', 'fig', 'crumble'];
 const QUERIES = ['apple', 'pie tart', 'plum fig crumble', 'apple pie tart plum fig crumble'];
 const PIPELINE = { partDocs: 2, minDocsAhead: 1 };
+// Folds of the keyword bounds every third change, so some are prepared on pending changes.
+const BM25_LIMITS = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20, boundDeltasMax: 3 };
 
 type Op = { kind: 'put'; docs: { id: number; words: number[]; x: number }[] } | { kind: 'del'; id: number };
 const arbOp: fc.Arbitrary<Op> = fc.oneof(
@@ -31,7 +33,7 @@ const docOf = (d: { id: number; words: number[]; x: number }): DocInput => ({ id
 
 async function openShard(dir: string, writeWorker: boolean, extra: Partial<ShardDeps> = {}) {
   const store = await Store.open(path.join(dir, 'db'), { writeWorker });
-  const shard = await Shard.open(1, CONFIG, { store, ann: usearchEngine, indexDir: dir, log, pipeline: PIPELINE, ...extra });
+  const shard = await Shard.open(1, CONFIG, { store, ann: usearchEngine, indexDir: dir, log, pipeline: PIPELINE, bm25Limits: BM25_LIMITS, ...extra });
   return { store, shard };
 }
 
