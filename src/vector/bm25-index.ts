@@ -5,7 +5,7 @@
 //             [shard, 'p', term, docId] -> u32 tf, u32 doc length   (big-endian, 8 bytes)
 //             [shard, 'f', term]        -> u32 df, u32 tf max, u32 doc length min (the term's bound)
 //             [shard, 'g', n]           -> the bounds batch n changed, newer than their 'f' keys:
-//                                          (u16 term length, term, df, tf max, length min)*,
+//                                          (u32 term length, term, df, tf max, length min)*,
 //                                          df 0: the term's last posting went
 //             [shard, 'n']              -> JSON {docCount, totalLength}
 //             [shard, 'v']              -> u32 layout version (3); absent: version 1, which had
@@ -525,13 +525,13 @@ const BOUND_DELTA_ENTRIES_MAX = 500_000;
 /** One batch's changed bounds as a 'g' value (see the layout above). */
 function encodeBoundDeltas(changed: ReadonlyMap<string, TermBound | undefined>): Buffer {
   let size = 0;
-  for (const term of changed.keys()) size += 14 + Buffer.byteLength(term);
+  for (const term of changed.keys()) size += 16 + Buffer.byteLength(term);
   const out = Buffer.allocUnsafe(size);
   let at = 0;
   for (const [term, bound] of changed) {
-    const length = out.write(term, at + 2);
-    out.writeUInt16BE(length, at);
-    at += 2 + length;
+    const length = out.write(term, at + 4);
+    out.writeUInt32BE(length, at);
+    at += 4 + length;
     out.writeUInt32BE(bound?.df ?? 0, at);
     out.writeUInt32BE(bound?.tfMax ?? 0, at + 4);
     out.writeUInt32BE(bound?.docLengthMin ?? 0, at + 8);
@@ -542,11 +542,11 @@ function encodeBoundDeltas(changed: ReadonlyMap<string, TermBound | undefined>):
 
 export function decodeBoundDeltas(value: Buffer, each: (term: string, bound: TermBound | undefined) => void): void {
   for (let at = 0; at < value.length; ) {
-    assert.ok(at + 2 <= value.length, 'a BM25 bound delta ends inside an entry');
-    const length = value.readUInt16BE(at);
-    assert.ok(at + 14 + length <= value.length, 'a BM25 bound delta ends inside an entry');
-    const term = value.toString('utf8', at + 2, at + 2 + length);
-    at += 2 + length;
+    assert.ok(at + 4 <= value.length, 'a BM25 bound delta ends inside an entry');
+    const length = value.readUInt32BE(at);
+    assert.ok(at + 16 + length <= value.length, 'a BM25 bound delta ends inside an entry');
+    const term = value.toString('utf8', at + 4, at + 4 + length);
+    at += 4 + length;
     const df = value.readUInt32BE(at);
     each(term, df === 0 ? undefined : { df, tfMax: value.readUInt32BE(at + 4), docLengthMin: value.readUInt32BE(at + 8) });
     at += 12;

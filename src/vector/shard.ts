@@ -176,8 +176,9 @@ export interface ShardDeps {
  * written. `partDocs`: a request of more documents is written in parts of at most this many,
  * each its own group (so one request's parts overlap), in a collection without a graph only:
  * usearch inserts a batch on two threads from 512 vectors on, so a graph's parts would insert
- * on one (a 1,000-document request in parts of 340: -13 %, docs/benchmarks.md); `minDocsAhead`: a group starts early
- * only behind at least this many documents in flight (tiny groups would only cost fsyncs).
+ * on one (a 1,000-document request in parts of 340: -13 %, docs/benchmarks.md).
+ * `minDocsAhead`: a group starts early only behind at least this many documents in flight
+ * (tiny groups would only cost fsyncs).
  */
 export interface UpsertPipelineSizes {
   readonly partDocs: number;
