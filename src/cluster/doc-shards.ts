@@ -44,7 +44,7 @@ import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { liftedRollbacks } from './switch-bound.js';
 import { routeEdits } from './routed-edits.js';
-import { requireProtocol } from './versions.js';
+import { REBALANCE_PLAN_PROTOCOL, protocolShortfall, requireProtocol } from './versions.js';
 import { placeShards, placementCandidates } from './placement.js';
 import { type HostedReplica, ShardHost, awaitNewShardLeaders, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
@@ -619,6 +619,22 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    * copy is brought up to date: a node that just joined, or lags, may not have applied the
    * create yet, and a 404 there would tell a client its documents do not exist.
    */
+  /**
+   * The VDB as the metadata has it after everything committed before the call: a split or
+   * merge is planned on its ranges (the log refuses a plan made on ranges that changed since
+   * anyway, `planned`, but a node that lags would otherwise plan on an old map every time).
+   */
+  async #vdbPlanned(name: string): Promise<VdbPlacement> {
+    await this.#o.member.catchUp();
+    return this.#vdb(name);
+  }
+
+  /** The ranges a split or merge was planned on, for the log to check (while every member reads them). */
+  #planned(source: ShardPlacement, target?: ShardPlacement): { planned?: { source: [number, number]; target?: [number, number] } } {
+    if (protocolShortfall(this.#o.member.liveNodes(), REBALANCE_PLAN_PROTOCOL, 'a checked split or merge plan') !== undefined) return {};
+    return { planned: { source: [source.range[0], source.range[1]], ...(target === undefined ? {} : { target: [target.range[0], target.range[1]] }) } };
+  }
+
   async #vdbNow(name: string): Promise<VdbPlacement> {
     if (this.#o.member.state.vdbs[name] === undefined) await this.#o.member.catchUp();
     return this.#vdb(name);
@@ -1173,7 +1189,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
    * job is done, in the standalone route's shape.
    */
   async split(name: string, shardId: number): Promise<Record<string, unknown>> {
-    const v = await this.#vdbNow(name);
+    const v = await this.#vdbPlanned(name);
     const shard = v.shards[shardId];
     if (shard === undefined || shard.retired === true) throw new FirkinError('not_found', `shard ${shardId} does not exist`);
     if (shard.readonly === true) throw new FirkinError('conflict', `shard ${shardId} is readonly, not active`);
@@ -1187,7 +1203,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     const [replicas] = placeShards(1, v.config.replicaFactor, nodes);
     const docs = ((await this.#readShard(shard, { op: 'info' })).doc_count as number) ?? 0;
     const jobId = `vdb-split-${randomBytes(6).toString('hex')}`;
-    await this.#o.member.propose({ type: 'vdb.rebalance.begin', name, jobId, atMs: this.#o.clock.nowMs(), op: 'split', source: shardId, target, moving: [upper.start, upper.end], docs, replicas: replicas! });
+    await this.#o.member.propose({ type: 'vdb.rebalance.begin', name, jobId, atMs: this.#o.clock.nowMs(), op: 'split', source: shardId, target, moving: [upper.start, upper.end], docs, replicas: replicas!, ...this.#planned(shard) });
     this.#o.log.info({ vdb: name, shard: shardId, newShard: target, replicas, job: jobId }, `split of ${name} shard ${shardId} started: shard ${target} on ${replicas!.join('+')} takes [${upper.start}, ${upper.end}]`);
     const job = await this.#awaitJob(jobId);
     return { ok: true, shard_id: shardId, new_shard_id: target, docs_moved: job.vdb!.copied, message: `shard ${shardId} split: shard ${target} took the upper half of its range`, job: jobId };
@@ -1195,7 +1211,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
 
   /** Merge: the path shard's documents move into `targetShard` (adjacent), as a job; answers when it is done. */
   async merge(name: string, shardId: number, targetShard: number): Promise<Record<string, unknown>> {
-    const v = await this.#vdbNow(name);
+    const v = await this.#vdbPlanned(name);
     if (shardId === targetShard) throw new FirkinError('bad_request', 'a shard cannot merge into itself');
     const ranges = rangesOf(v);
     const a = ranges.find((x) => x.shardId === shardId);
@@ -1206,7 +1222,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     if (!areAdjacent(a, b)) throw new FirkinError('conflict', `shards ${shardId} [${a.start}, ${a.end}] and ${targetShard} [${b.start}, ${b.end}] are not adjacent in hash space`);
     const docs = ((await this.#readShard(v.shards[shardId]!, { op: 'info' })).doc_count as number) ?? 0;
     const jobId = `vdb-merge-${randomBytes(6).toString('hex')}`;
-    await this.#o.member.propose({ type: 'vdb.rebalance.begin', name, jobId, atMs: this.#o.clock.nowMs(), op: 'merge', source: shardId, target: targetShard, moving: [a.start, a.end], docs });
+    await this.#o.member.propose({ type: 'vdb.rebalance.begin', name, jobId, atMs: this.#o.clock.nowMs(), op: 'merge', source: shardId, target: targetShard, moving: [a.start, a.end], docs, ...this.#planned(v.shards[shardId]!, v.shards[targetShard]!) });
     this.#o.log.info({ vdb: name, shard: shardId, into: targetShard, job: jobId }, `merge of ${name} shard ${shardId} into shard ${targetShard} started`);
     const job = await this.#awaitJob(jobId);
     return { ok: true, shard_id: shardId, target_shard: targetShard, docs_moved: job.vdb!.copied, message: `shard ${shardId} merged into shard ${targetShard}`, job: jobId };

@@ -303,7 +303,23 @@ export type MetaCommand =
    * A VDB split or merge starts (refused while another runs on that VDB): the job is recorded
    * and a split's new shard group placed (pending). Ids, ranges and replicas are the proposer's.
    */
-  | { readonly type: 'vdb.rebalance.begin'; readonly name: string; readonly jobId: string; readonly atMs: number; readonly op: 'split' | 'merge'; readonly source: number; readonly target: number; readonly moving: readonly [number, number]; readonly docs?: number; readonly replicas?: readonly string[] }
+  | {
+      readonly type: 'vdb.rebalance.begin';
+      readonly name: string;
+      readonly jobId: string;
+      readonly atMs: number;
+      readonly op: 'split' | 'merge';
+      readonly source: number;
+      readonly target: number;
+      readonly moving: readonly [number, number];
+      readonly docs?: number;
+      readonly replicas?: readonly string[];
+      /**
+       * The source's (and a merge's target's) hash range as the proposer planned on them
+       * (protocol 9, `REBALANCE_PLAN_PROTOCOL`): refused if the map changed since.
+       */
+      readonly planned?: { readonly source: readonly [number, number]; readonly target?: readonly [number, number] };
+    }
   /**
    * Progress (monotonic: a stale coordinator's late report cannot undo a newer one). `cancel`:
    * an operator's cancel, taken only before the switching step; after it no step is taken.
@@ -673,6 +689,29 @@ function laterSeq(a: readonly [number, number] | undefined, b: readonly [number,
 
 type VdbRebalanceCommand = Extract<MetaCommand, { type: `vdb.rebalance.${string}` }>;
 
+const sameRange = (a: readonly [number, number], b: readonly [number, number]): boolean => a[0] === b[0] && a[1] === b[1];
+
+/**
+ * Why a split or merge planned on `planned` cannot run on the map as it is (undefined: it can).
+ * A node plans on its copy of the metadata, which may lag: one just restarted merged shard 4
+ * into shard 3 after a split had put shard 5 between them, and the widened shard 3 then
+ * overlapped shard 5: shard 5's documents were routed to shard 3, which did not hold them (chaos
+ * seed 134: reads answered not found, an acknowledged write was hidden). The log decides instead.
+ */
+function stalePlan(cmd: { readonly op: 'split' | 'merge'; readonly source: number; readonly target: number; readonly moving: readonly [number, number] }, planned: NonNullable<Extract<MetaCommand, { type: 'vdb.rebalance.begin' }>['planned']>, source: ShardPlacement, target: ShardPlacement | undefined): string | undefined {
+  const show = (r: readonly [number, number]) => `[${r[0]}, ${r[1]}]`;
+  const again = 'the map changed since it was planned: ask again';
+  if (!sameRange(source.range, planned.source)) return `shard ${cmd.source} holds ${show(source.range)} now, not ${show(planned.source)}: ${again}`;
+  if (cmd.op === 'split') {
+    if (!(cmd.moving[1] === source.range[1] && cmd.moving[0] > source.range[0] && cmd.moving[0] <= cmd.moving[1])) return `a split of shard ${cmd.source} ${show(source.range)} cannot move ${show(cmd.moving)}`;
+    return undefined;
+  }
+  if (target === undefined || planned.target === undefined || !sameRange(target.range, planned.target)) return `shard ${cmd.target} holds ${target === undefined ? 'nothing' : show(target.range)} now, not ${planned.target === undefined ? 'what was planned' : show(planned.target)}: ${again}`;
+  if (!(source.range[1] + 1 === target.range[0] || target.range[1] + 1 === source.range[0])) return `shards ${cmd.source} ${show(source.range)} and ${cmd.target} ${show(target.range)} are not adjacent in hash space`;
+  if (!sameRange(cmd.moving, source.range)) return `a merge of shard ${cmd.source} ${show(source.range)} cannot move ${show(cmd.moving)}`;
+  return undefined;
+}
+
 /** The job of a VDB split or merge (see `cluster/vdb-rebalance.ts`). */
 function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state: MetaState; result: MetaResult } {
   const same = (result: MetaResult) => ({ state, result });
@@ -692,6 +731,8 @@ function applyVdbRebalance(state: MetaState, cmd: VdbRebalanceCommand): { state:
     } else if (cmd.target !== v.shards.length || cmd.replicas === undefined) {
       return same(refuse('conflict', `a split's new shard must be shard ${v.shards.length} with its replicas`));
     }
+    const stale = cmd.planned === undefined ? undefined : stalePlan(cmd, cmd.planned, source, v.shards[cmd.target]);
+    if (stale !== undefined) return same(refuse('conflict', stale));
     const pending: ShardPlacement | undefined =
       cmd.op === 'split' ? { number: state.nextShard, group: docShardGroupName(state.nextShard), range: cmd.moving, replicas: cmd.replicas!, initial: cmd.replicas! } : undefined;
     // Ended rebalance jobs of this VDB give way to the new one.

@@ -22,9 +22,17 @@ import type { NodeRecord } from './meta-state.js';
  * 8: the metadata's `shard.replace.pending` (a running reshard's or split's pending group is
  * repaired: `PENDING_REPAIR_PROTOCOL`), and a vector shard's `proposeMany` (a reshard's replay
  * sends a new group its part of a tail batch in one call: `REPLAY_RUN_PROTOCOL`).
+ * 9: a VDB split's or merge's `vdb.rebalance.begin` names the ranges it was planned on, and
+ * the metadata refuses it when the map changed since (`REBALANCE_PLAN_PROTOCOL`).
  * A record without one is from a build before protocols: 0.
  */
-export const PROTOCOL = 8;
+export const PROTOCOL = 9;
+
+/**
+ * A split or merge names the ranges it was planned on only while every member speaks this: an
+ * older member ignores the field and would begin a job the others refuse (their states would part).
+ */
+export const REBALANCE_PLAN_PROTOCOL = 9;
 
 /** The metadata leader moves the replicas of pending groups only while every member reads `shard.replace.pending`. */
 export const PENDING_REPAIR_PROTOCOL = 8;

@@ -282,6 +282,40 @@ t.test('a VDB split then a merge: one switch entry each, refusals, stable shard 
   t.end();
 });
 
+t.test('a VDB split or merge planned on ranges that changed since is refused; one with no plan (an older proposer) is taken as before', (t) => {
+  // Chaos seed 134: a node just restarted, its copy of the map from before a split had put a
+  // shard between shards 3 and 4, merged 4 into 3; the widened 3 overlapped the new shard.
+  const m = vdbStepper();
+  const step = m.step;
+  const split = (jobId: string, source: number, target: number, moving: [number, number], planned?: [number, number]) =>
+    step({ type: 'vdb.rebalance.begin', name: 'v', jobId, atMs: 1, op: 'split', source, target, moving, replicas: ['n1'], ...(planned === undefined ? {} : { planned: { source: planned } }) });
+  const finish = (jobId: string) => {
+    step({ type: 'vdb.rebalance.progress', jobId, atMs: 2, step: 'switching' });
+    t.same(step({ type: 'vdb.rebalance.switch', jobId, atMs: 3 }), { ok: true });
+    t.same(step({ type: 'vdb.rebalance.end', jobId, atMs: 4, step: 'done' }), { ok: true });
+  };
+  // Shard 1 [2^31, 2^32 - 1] splits: shard 2 takes the upper quarter; then shard 1 again: shard 3 between.
+  t.same(split('s1', 1, 2, [3221225472, 4294967295], [2147483648, 4294967295]), { ok: true });
+  finish('s1');
+  t.match(split('s2', 1, 3, [2684354560, 3221225471], [2147483648, 4294967295]), { ok: false, code: 'conflict', message: /shard 1 holds \[2147483648, 3221225471\] now, not \[2147483648, 4294967295\]/ }, 'a split planned on the range before the last split');
+  t.same(split('s2', 1, 3, [2684354560, 3221225471], [2147483648, 3221225471]), { ok: true });
+  finish('s2');
+  const ranges = m.state.vdbs.v!.shards.map((s) => s.range);
+  t.same(ranges, [[0, 2147483647], [2147483648, 2684354559], [3221225472, 4294967295], [2684354560, 3221225471]]);
+  const merge = (jobId: string, source: number, target: number, planned: { source: [number, number]; target?: [number, number] } | undefined) =>
+    step({ type: 'vdb.rebalance.begin', name: 'v', jobId, atMs: 5, op: 'merge', source, target, moving: [...(planned?.source ?? (ranges[source] as [number, number]))] as [number, number], ...(planned === undefined ? {} : { planned }) });
+  // As the restarted node saw it: shard 2 [3221225472, ...] next to shard 1 [2147483648, 3221225471].
+  t.match(merge('m1', 2, 1, { source: [3221225472, 4294967295], target: [2147483648, 3221225471] }), { ok: false, code: 'conflict', message: /shard 1 holds \[2147483648, 2684354559\] now/ }, 'a merge planned before shard 3 came between');
+  t.match(merge('m1', 2, 1, { source: [3221225472, 4294967295], target: [2147483648, 2684354559] }), { ok: false, code: 'conflict', message: /not adjacent in hash space/ }, 'the ranges as they are, but not adjacent');
+  t.equal(m.state.jobs.m1, undefined, 'no job begun');
+  t.same(merge('m1', 2, 3, { source: [3221225472, 4294967295], target: [2684354560, 3221225471] }), { ok: true }, 'adjacent, as planned');
+  finish('m1');
+  t.same(m.state.vdbs.v!.shards[3]!.range, [2684354560, 4294967295]);
+  // Without a plan (a proposer older than protocol 9), the log takes it as it always did: every member alike.
+  t.same(merge('m2', 1, 0, undefined), { ok: true });
+  t.end();
+});
+
 t.test('placedNodes: the nodes of routed and pending shards, of collections and VDBs', (t) => {
   const m = vdbStepper();
   t.same([...placedNodes(m.state)].sort(), ['n1', 'n2', 'n3']);
