@@ -615,11 +615,6 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   }
 
   /**
-   * The VDB's placement. Absent from this node's copy of the metadata, it is 404 only once that
-   * copy is brought up to date: a node that just joined, or lags, may not have applied the
-   * create yet, and a 404 there would tell a client its documents do not exist.
-   */
-  /**
    * The VDB as the metadata has it after everything committed before the call: a split or
    * merge is planned on its ranges (the log refuses a plan made on ranges that changed since
    * anyway, `planned`, but a node that lags would otherwise plan on an old map every time).
@@ -635,6 +630,11 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return { planned: { source: [source.range[0], source.range[1]], ...(target === undefined ? {} : { target: [target.range[0], target.range[1]] }) } };
   }
 
+  /**
+   * The VDB's placement. Absent from this node's copy of the metadata, it is 404 only once that
+   * copy is brought up to date: a node that just joined, or lags, may not have applied the
+   * create yet, and a 404 there would tell a client its documents do not exist.
+   */
   async #vdbNow(name: string): Promise<VdbPlacement> {
     if (this.#o.member.state.vdbs[name] === undefined) await this.#o.member.catchUp();
     return this.#vdb(name);
