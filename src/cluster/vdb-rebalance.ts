@@ -143,6 +143,27 @@ export class VdbRebalanceCoordinator {
     this.#runner.check();
   }
 
+  /**
+   * Before its switch, a job must still fit the map: a merge's shards adjacent and its moving
+   * range the source's, a split's the source's upper part. The log checks a begin that names
+   * the ranges it was planned on (protocol 9); one from an older proposer names none, and a
+   * merge planned on a stale map would widen its target over a third shard (chaos seed 134). It
+   * fails here instead, before any fence: a merge's copies are purged from the target.
+   */
+  #checkRanges(job: Job & { vdb: NonNullable<Job['vdb']> }): void {
+    const { source, target } = this.#groups(job);
+    const [m0, m1] = job.vdb.moving;
+    const show = (r: readonly [number, number]) => `[${r[0]}, ${r[1]}]`;
+    if (job.vdb.op === 'merge') {
+      const adjacent = source.range[1] + 1 === target.range[0] || target.range[1] + 1 === source.range[0];
+      if (!adjacent || m0 !== source.range[0] || m1 !== source.range[1]) {
+        throw new FatalJobError(`shard ${job.vdb.source} ${show(source.range)} cannot merge into shard ${job.vdb.target} ${show(target.range)} moving ${show(job.vdb.moving)}: the merge was planned on an older map`);
+      }
+    } else if (m1 !== source.range[1] || m0 <= source.range[0]) {
+      throw new FatalJobError(`shard ${job.vdb.source} ${show(source.range)} cannot give ${show(job.vdb.moving)} away: the split was planned on an older map`);
+    }
+  }
+
   /** The job's current step; `ended` when it is done. */
   async #step(jobId: string): Promise<'next' | 'ended'> {
     const { log } = this.#o;
@@ -151,6 +172,7 @@ export class VdbRebalanceCoordinator {
     // The log refuses a step forward once a cancel landed: cancelling is all that is left.
     if (job.vdb.cancelRequested === true) return this.#cancel(job);
     log.info({ job: jobId, vdb: job.target, step: job.step }, `${job.vdb.op} of ${job.target} shard ${job.vdb.source}: ${job.step}`);
+    if (job.step !== 'cleaning') this.#checkRanges(job);
     switch (job.step) {
       case 'copying':
         await this.#copyAll(job);

@@ -160,3 +160,21 @@ t.test('a failed merge whose target stays unreachable ends failed anyway, and sa
   t.equal(shards.proposed.length, 5, 'five tries');
   t.match(member.state.jobs.j!.vdb!.error, /its copies stay in the merge's target/);
 });
+
+t.test('a merge begun on a stale map with no plan (an older proposer) fails before any fence, its copies purged', async (t) => {
+  // Chaos seed 134's sequence: shard 2 sits between shards 1 and 3 now; a merge of 3 into 1
+  // would widen shard 1 over it. The log takes a begin without `planned` as before.
+  const config = { hashFunction: 'phash2' as const, replicaFactor: 2, zones: [], createdMs: 0 };
+  const member = fakeMember([
+    { type: 'vdb.create', name: 'v', config, shards: [{ range: [0, 2147483647], replicas: ['n1', 'n2'] }, { range: [2147483648, 2684354559], replicas: ['n2', 'n3'] }, { range: [2684354560, 3221225471], replicas: ['n1', 'n3'] }, { range: [3221225472, 4294967295], replicas: ['n1', 'n2'] }] },
+    { type: 'vdb.rebalance.begin', name: 'v', jobId: 'j', atMs: 1, op: 'merge', source: 3, target: 1, moving: [3221225472, 4294967295] },
+  ]);
+  t.match(member.state.jobs.j, { step: 'copying' }, 'begun');
+  const shards = fakeShards(async (_group, c) => ({ kind: c.kind, purged: 0 }));
+  const co = coordinator(member, shards);
+  t.teardown(() => co.close());
+  await until('the job to end', () => member.state.jobs.j!.step === 'failed', () => co.tick());
+  t.match(member.state.jobs.j!.vdb!.error, /cannot merge into shard 1 \[2147483648, 2684354559\] moving \[3221225472, 4294967295\]: the merge was planned on an older map/);
+  t.same(shards.proposed.map(([g, c]) => [g, c.kind]), [['ds1', 'purge']], 'no fence, no copy: only the purge of the target');
+  t.same(member.state.vdbs.v!.shards.map((s) => [s.range, s.retired ?? false]), [[[0, 2147483647], false], [[2147483648, 2684354559], false], [[2684354560, 3221225471], false], [[3221225472, 4294967295], false]], 'the map never moved');
+});
