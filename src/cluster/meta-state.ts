@@ -11,6 +11,7 @@ import type { ApiKeyRecord } from '../auth/api-keys.js';
 import type { CollectionRecord, KeyRecord, Tenant } from '../gateway/types.js';
 import { collectionQuotaError } from '../gateway/quota.js';
 import { isPlainObject } from '../core/values.js';
+import { areAdjacent } from '../core/shard-hash.js';
 import type { ConfState } from '../raft/types.js';
 
 export const NODE_STATUSES = ['up', 'suspect', 'down', 'leaving', 'left'] as const;
@@ -699,17 +700,30 @@ const sameRange = (a: readonly [number, number], b: readonly [number, number]): 
  * seed 134: reads answered not found, an acknowledged write was hidden). The log decides instead.
  */
 function stalePlan(cmd: { readonly op: 'split' | 'merge'; readonly source: number; readonly target: number; readonly moving: readonly [number, number] }, planned: NonNullable<Extract<MetaCommand, { type: 'vdb.rebalance.begin' }>['planned']>, source: ShardPlacement, target: ShardPlacement | undefined): string | undefined {
-  const show = (r: readonly [number, number]) => `[${r[0]}, ${r[1]}]`;
   const again = 'the map changed since it was planned: ask again';
-  if (!sameRange(source.range, planned.source)) return `shard ${cmd.source} holds ${show(source.range)} now, not ${show(planned.source)}: ${again}`;
-  if (cmd.op === 'split') {
-    if (!(cmd.moving[1] === source.range[1] && cmd.moving[0] > source.range[0] && cmd.moving[0] <= cmd.moving[1])) return `a split of shard ${cmd.source} ${show(source.range)} cannot move ${show(cmd.moving)}`;
-    return undefined;
+  if (!sameRange(source.range, planned.source)) return `shard ${cmd.source} holds ${showRange(source.range)} now, not ${showRange(planned.source)}: ${again}`;
+  if (cmd.op === 'merge' && (target === undefined || planned.target === undefined || !sameRange(target.range, planned.target))) {
+    return `shard ${cmd.target} holds ${target === undefined ? 'nothing' : showRange(target.range)} now, not ${planned.target === undefined ? 'what was planned' : showRange(planned.target)}: ${again}`;
   }
-  if (target === undefined || planned.target === undefined || !sameRange(target.range, planned.target)) return `shard ${cmd.target} holds ${target === undefined ? 'nothing' : show(target.range)} now, not ${planned.target === undefined ? 'what was planned' : show(planned.target)}: ${again}`;
-  if (!(source.range[1] + 1 === target.range[0] || target.range[1] + 1 === source.range[0])) return `shards ${cmd.source} ${show(source.range)} and ${cmd.target} ${show(target.range)} are not adjacent in hash space`;
-  if (!sameRange(cmd.moving, source.range)) return `a merge of shard ${cmd.source} ${show(source.range)} cannot move ${show(cmd.moving)}`;
-  return undefined;
+  return rebalanceMisfit(cmd, source.range, target?.range);
+}
+
+const showRange = (r: readonly [number, number]): string => `[${r[0]}, ${r[1]}]`;
+
+/**
+ * Why a split or merge does not fit these ranges (undefined: it does): a merge's shards must be
+ * adjacent and it moves all of its source; a split moves its source's upper part. The log
+ * checks it on a planned begin, the coordinator before every step up to the switch.
+ */
+export function rebalanceMisfit(job: { readonly op: 'split' | 'merge'; readonly source: number; readonly target: number; readonly moving: readonly [number, number] }, source: readonly [number, number], target: readonly [number, number] | undefined): string | undefined {
+  const { moving } = job;
+  if (job.op === 'split') {
+    return moving[1] === source[1] && moving[0] > source[0] && moving[0] <= moving[1] ? undefined : `a split of shard ${job.source} ${showRange(source)} cannot move ${showRange(moving)}`;
+  }
+  if (target === undefined || !areAdjacent({ shardId: job.source, start: source[0], end: source[1] }, { shardId: job.target, start: target[0], end: target[1] })) {
+    return `shards ${job.source} ${showRange(source)} and ${job.target} ${target === undefined ? 'nothing' : showRange(target)} are not adjacent in hash space`;
+  }
+  return sameRange(moving, source) ? undefined : `a merge of shard ${job.source} ${showRange(source)} cannot move ${showRange(moving)}`;
 }
 
 /** The job of a VDB split or merge (see `cluster/vdb-rebalance.ts`). */

@@ -45,7 +45,7 @@ import { type DocEdit, bulkEdits } from '../docdb/engine.js';
 import type { DocShardCommand, DocShardOutcome, LocalOutcome } from '../docdb/vdb/shard-commands.js';
 import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
-import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
+import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded, rebalanceMisfit } from './meta-state.js';
 import { protocolShortfall } from './versions.js';
 import { SWITCH_ROLLBACK_PROTOCOL, SwitchDeadlines, SwitchTimeout, awaitNextAttempt, newSwitchAttempt, raceDeadline, undoSwitchBeforeFailing } from './switch-bound.js';
 import type { HashFunction } from '../core/shard-hash.js';
@@ -152,16 +152,13 @@ export class VdbRebalanceCoordinator {
    */
   #checkRanges(job: Job & { vdb: NonNullable<Job['vdb']> }): void {
     const { source, target } = this.#groups(job);
-    const [m0, m1] = job.vdb.moving;
+    if (rebalanceMisfit(job.vdb, source.range, target.range) === undefined) return;
     const show = (r: readonly [number, number]) => `[${r[0]}, ${r[1]}]`;
-    if (job.vdb.op === 'merge') {
-      const adjacent = source.range[1] + 1 === target.range[0] || target.range[1] + 1 === source.range[0];
-      if (!adjacent || m0 !== source.range[0] || m1 !== source.range[1]) {
-        throw new FatalJobError(`shard ${job.vdb.source} ${show(source.range)} cannot merge into shard ${job.vdb.target} ${show(target.range)} moving ${show(job.vdb.moving)}: the merge was planned on an older map`);
-      }
-    } else if (m1 !== source.range[1] || m0 <= source.range[0]) {
-      throw new FatalJobError(`shard ${job.vdb.source} ${show(source.range)} cannot give ${show(job.vdb.moving)} away: the split was planned on an older map`);
-    }
+    throw new FatalJobError(
+      job.vdb.op === 'merge'
+        ? `shard ${job.vdb.source} ${show(source.range)} cannot merge into shard ${job.vdb.target} ${show(target.range)} moving ${show(job.vdb.moving)}: the merge was planned on an older map`
+        : `shard ${job.vdb.source} ${show(source.range)} cannot give ${show(job.vdb.moving)} away: the split was planned on an older map`,
+    );
   }
 
   /** The job's current step; `ended` when it is done. */

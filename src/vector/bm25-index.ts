@@ -505,10 +505,15 @@ function decodeList(batches: readonly (readonly [Buffer, Buffer][])[], prefixLen
 
 function boundValue(bound: TermBound): Buffer {
   const b = Buffer.allocUnsafe(12);
-  b.writeUInt32BE(bound.df, 0);
-  b.writeUInt32BE(bound.tfMax, 4);
-  b.writeUInt32BE(bound.docLengthMin, 8);
+  writeBound(b, 0, bound);
   return b;
+}
+
+/** A bound's 12 bytes at `at` (no bound: zeros, df 0). */
+function writeBound(out: Buffer, at: number, bound: TermBound | undefined): void {
+  out.writeUInt32BE(bound?.df ?? 0, at);
+  out.writeUInt32BE(bound?.tfMax ?? 0, at + 4);
+  out.writeUInt32BE(bound?.docLengthMin ?? 0, at + 8);
 }
 
 function decodeBound(value: Buffer): TermBound {
@@ -532,9 +537,7 @@ function encodeBoundDeltas(changed: ReadonlyMap<string, TermBound | undefined>):
     const length = out.write(term, at + 4);
     out.writeUInt32BE(length, at);
     at += 4 + length;
-    out.writeUInt32BE(bound?.df ?? 0, at);
-    out.writeUInt32BE(bound?.tfMax ?? 0, at + 4);
-    out.writeUInt32BE(bound?.docLengthMin ?? 0, at + 8);
+    writeBound(out, at, bound);
     at += 12;
   }
   return out;
@@ -547,8 +550,8 @@ export function decodeBoundDeltas(value: Buffer, each: (term: string, bound: Ter
     assert.ok(at + 16 + length <= value.length, 'a BM25 bound delta ends inside an entry');
     const term = value.toString('utf8', at + 4, at + 4 + length);
     at += 4 + length;
-    const df = value.readUInt32BE(at);
-    each(term, df === 0 ? undefined : { df, tfMax: value.readUInt32BE(at + 4), docLengthMin: value.readUInt32BE(at + 8) });
+    const bound = decodeBound(value.subarray(at, at + 12));
+    each(term, bound.df === 0 ? undefined : bound);
     at += 12;
   }
 }
