@@ -378,6 +378,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         ...(member === undefined ? {} : clusterGateway(member)),
       });
       checks.gateway = gateway.check;
+      closers.unshift(() => gateway!.close());
     }
     // SERVICE_GATEWAY_PORT equal to the HTTP port: the gateway routes join the main server.
     const gatewayShared = gateway !== undefined && config.http.enabled && config.gateway.port === config.http.port;

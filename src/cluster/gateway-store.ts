@@ -116,6 +116,10 @@ export class MetaGatewayStore implements GatewayStore {
     return this.#ignoreGone(this.#meta.propose({ type: 'tenantcoll.delete', tenantId, name }));
   }
 
+  confirmFresh(): Promise<void> {
+    return this.#meta.confirmFresh();
+  }
+
   /** The collection was deleted meanwhile (through another node): nothing to count or delete. */
   async #ignoreGone(p: Promise<void>): Promise<void> {
     try {

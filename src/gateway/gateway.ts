@@ -134,6 +134,43 @@ export class Gateway {
     return { dropped, recounted, unclaimed };
   }
 
+  /**
+   * A cluster's pass at start (`reconcile` is a standalone node's): takes each tenant
+   * collection's count from the engine where the record differs, as a node that crashed
+   * between a document write and its usage write left it (one batch short). It never drops a
+   * record: a collection this node cannot see yet may well exist. A count is kept only if the
+   * record did not move while the engine counted (another node's write counted meanwhile);
+   * a collection that could not be counted, or moved, is `unsettled`, for the next pass.
+   * `signal`: stops between two collections (the node is closing).
+   */
+  async recountUsage(signal?: AbortSignal): Promise<{ recounted: number; unsettled: number }> {
+    const vectors = this.#vectors;
+    let recounted = 0;
+    let unsettled = 0;
+    if (vectors === undefined) return { recounted, unsettled };
+    await this.#store.confirmFresh?.();
+    for (const tenant of this.#store.tenants()) {
+      await this.#locks.run(tenant.tenant_id, async () => {
+        for (const c of this.#store.collectionsOf(tenant.tenant_id)) {
+          if (signal?.aborted === true) return;
+          try {
+            const info = await vectors.collectionInfo(c.internal);
+            const now = this.#store.collection(c.tenant_id, c.name);
+            if (info === undefined || now === undefined) continue;
+            if (now.vector_count !== c.vector_count) unsettled++;
+            else if (info.count !== now.vector_count) {
+              await this.#store.recount(c.tenant_id, c.name, info.count);
+              recounted++;
+            }
+          } catch {
+            unsettled++;
+          }
+        }
+      });
+    }
+    return { recounted, unsettled };
+  }
+
   // ---- authentication and admission
 
   /** The master key, compared in constant time. */

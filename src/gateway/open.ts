@@ -1,8 +1,11 @@
 // Builds the gateway for node.ts: its store over the node's RocksDB, the engine, the fastify
 // feature and its part of /health. node.ts decides where it listens (same server or its own).
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
+import { type Backoff, jitteredDelayMs } from '../core/backoff.js';
+import { mathRand } from '../core/rand.js';
 import type { Clock } from '../core/hlc.js';
 import type { HealthCheck } from '../core/health.js';
 import type { Store } from '../storage/db.js';
@@ -18,6 +21,8 @@ export interface OpenedGateway {
   bounds: V1Bounds | undefined;
   metrics: GatewayMetrics;
   check: HealthCheck;
+  /** Stops the background recount of a cluster node. */
+  close(): Promise<void>;
 }
 
 export async function openGateway(deps: {
@@ -53,16 +58,58 @@ export async function openGateway(deps: {
       max_storage_mb: config.maxStorageMb,
     },
   });
-  // On a cluster the records and the collections are both in the metadata log, and a
-  // start-up pass would need a quorum to write: it runs on standalone nodes only.
+  // On a cluster the records and the collections are both in the metadata log, and a pass
+  // needs a quorum to write: it runs in the background once the node is a member (`recountInCluster`).
   const fixed = deps.clusterStore === undefined ? await gateway.reconcile() : { dropped: 0, recounted: 0, unclaimed: [] };
   if (fixed.dropped + fixed.recounted > 0) log.warn({ dropped: fixed.dropped, recounted: fixed.recounted }, 'gateway registry reconciled with the vector engine');
   if (fixed.unclaimed.length > 0) log.warn({ collections: fixed.unclaimed }, 'vector collections named like tenant collections have no gateway record');
   if (deps.vectors === undefined) log.warn('gateway: no vector engine on this node, so only /admin routes are served (no /v1)');
+  const stop = new AbortController();
+  const recounting = deps.clusterStore === undefined || deps.vectors === undefined ? Promise.resolve() : recountInCluster(gateway, log, stop.signal);
   return {
     gateway,
     bounds: deps.vectors?.bounds,
     metrics: gatewayMetrics(deps.registry, gateway),
     check: () => ({ status: 'ok', tenants: store.tenants().length, v1: deps.vectors !== undefined }),
+    close: async () => {
+      stop.abort();
+      await recounting;
+    },
   };
 }
+
+/** Between two passes of a cluster's recount: from a second, doubling, up to half a minute. */
+const RECOUNT_RETRY: Backoff = { baseMs: 1_000, capMs: 30_000 };
+/** Passes before the recount gives up until the next start (about half an hour). */
+const RECOUNT_PASSES_MAX = 64;
+
+/**
+ * A cluster node's start-up recount (`Gateway.recountUsage`), pass after pass until every
+ * tenant collection was counted: the first passes usually find the node still joining, or a
+ * shard without a leader yet.
+ */
+async function recountInCluster(gateway: Gateway, log: Logger, signal: AbortSignal): Promise<void> {
+  let recounted = 0;
+  for (let pass = 1; pass <= RECOUNT_PASSES_MAX && !signal.aborted; pass++) {
+    let unsettled: number | string;
+    try {
+      const r = await gateway.recountUsage(signal);
+      recounted += r.recounted;
+      unsettled = r.unsettled;
+    } catch (err) {
+      unsettled = err instanceof Error ? err.message : String(err);
+    }
+    if (unsettled === 0) {
+      if (recounted > 0) log.warn({ recounted }, 'gateway usage recounted from the vector engine (a write\'s usage was lost, as by a crash)');
+      return;
+    }
+    if (pass % 8 === 0) log.info({ pass, unsettled }, 'gateway usage recount: not every tenant collection could be counted yet; trying again');
+    try {
+      await sleep(jitteredDelayMs(pass, RECOUNT_RETRY, mathRand), undefined, { signal });
+    } catch {
+      return; // closing
+    }
+  }
+  if (!signal.aborted) log.warn({ recounted }, 'gateway usage recount gave up until the next start: some tenant collections could not be counted');
+}
+

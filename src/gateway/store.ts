@@ -32,4 +32,6 @@ export interface GatewayStore {
   /** The document count as counted again from the engine. */
   recount(tenantId: string, name: string, vectors: number): Promise<void>;
   deleteCollection(tenantId: string, name: string): Promise<void>;
+  /** Cluster mode: resolves once this node's copy is confirmed as fresh as the metadata leader's. */
+  confirmFresh?(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 // Gateway tenants, keys and quotas through the metadata group, on three real processes.
 import t from 'tap';
+import { internalName } from '../../src/gateway/names.js';
 import { waitFor } from '../support/wait.js';
 import { TestCluster } from './harness.js';
 
@@ -106,4 +107,25 @@ t.test('a tenant made on n2 authenticates and hits its quota on n3; a key revoke
   t.equal((await c.request('n1', 'GET', '/_keys')).status, 200, 'the node-local admin key still works');
   for (const n of ['n2', 'n3']) c.node(n).child!.proc.kill('SIGCONT');
   await waitFor(async () => (await call('n1', 'GET', '/v1/collections', other.body.api_key)).status === 200, { timeoutMs: 15_000, what: 'n1 to vouch again after healing' });
+
+  // Documents whose usage never reached the metadata group, as a node that crashed between a
+  // write and its usage write leaves them (written here straight into the tenant's engine
+  // collection): a node counts them again at start.
+  const lost = await admin('n1', 'POST', '/admin/tenants', { tenant_id: 'lost', rpm_limit: 6000 });
+  const lk = lost.body.api_key as string;
+  await waitFor(async () => (await call('n2', 'GET', '/v1/collections', lk)).status === 200, { what: 'tenant lost on n2' });
+  t.equal((await call('n1', 'POST', '/v1/collections', lk, { name: 'kept', dimension: 2 })).status, 201);
+  await waitFor(async () => (await call('n2', 'GET', '/v1/collections/kept', lk)).status === 200, { what: 'the collection on n2' });
+  t.equal((await call('n2', 'POST', '/v1/collections/kept/documents', lk, { documents: [{ id: 'a', vector: [1, 0] }, { id: 'b', vector: [0, 1] }] })).status, 201);
+  const usage = async (node: string) => (await admin(node, 'GET', '/admin/tenants/lost/usage')).body.usage.vector_count as number;
+  await waitFor(async () => (await usage('n1')) === 2, { what: 'the two counted' });
+  const straight = await c.request('n2', 'POST', `/vectordb/collections/${internalName('lost', 'kept')}/docs`, { body: { documents: ['c', 'd', 'e'].map((id) => ({ id, vector: [1, 1] })) } });
+  t.same(straight.body.results?.map((r: { status?: string }) => r.status), ['created', 'created', 'created'], 'three uncounted documents');
+  t.equal((await call('n1', 'GET', '/v1/collections/kept', lk)).body.count, 2, 'not counted before a restart');
+  await c.stop('n3');
+  await c.startNode('n3');
+  await waitFor(async () => (await usage('n1')) === 5, { timeoutMs: 30_000, what: 'the usage counted again after n3 started' });
+  t.equal((await call('n2', 'GET', '/v1/collections/kept', lk)).body.count, 5);
+  t.equal((await call('n1', 'POST', '/v1/collections/kept/documents', lk, { id: 'f', vector: [0, 1] })).status, 201, 'writes count on from there');
+  await waitFor(async () => (await usage('n3')) === 6, { what: 'the sixth counted, seen on n3' });
 });

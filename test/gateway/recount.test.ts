@@ -1,0 +1,61 @@
+// A cluster node's start-up recount (`Gateway.recountUsage`), over a real registry store and an
+// engine stand-in whose answers the test chooses: counts taken, records never dropped, a record
+// that moved while the engine counted left for the next pass, an engine error likewise.
+import t from 'tap';
+import { Gateway } from '../../src/gateway/gateway.js';
+import { internalName, tenantPrefix } from '../../src/gateway/names.js';
+import { RocksGatewayStore } from '../../src/gateway/rocks-store.js';
+import type { CollectionRecord, Tenant } from '../../src/gateway/types.js';
+import type { GatewayVectors } from '../../src/gateway/vectors.js';
+import { FirkinError } from '../../src/core/errors.js';
+import { Store } from '../../src/storage/db.js';
+import { tempDir } from '../support/node.js';
+
+const LIMITS = { rpm_limit: 100, max_vectors: 1_000, max_collections: 10, max_storage_mb: 100 };
+
+function record(tenantId: string, name: string, vectorCount: number): CollectionRecord {
+  return { tenant_id: tenantId, name, internal: internalName(tenantId, name), dimension: 2, vector_count: vectorCount, storage_bytes: 0, created_at: 0 };
+}
+
+t.test('counts taken where they differ; none dropped; a record moved or an engine error left for the next pass', async (t) => {
+  const db = await Store.open(tempDir('firkin-recount-'));
+  t.teardown(() => db.close());
+  const store = await RocksGatewayStore.load(db);
+  const tenant: Tenant = { tenant_id: 'acme', limits: LIMITS, created_at: 0 };
+  await store.createTenant(tenant, { key_id: 'k1', tenant_id: 'acme', digest: 'd', key_prefix: 'p', created_at: 0 });
+  for (const [name, count] of [['short', 2], ['right', 3], ['unseen', 4], ['moving', 5], ['failing', 6]] as const) await store.createCollection(record('acme', name, count));
+
+  // The engine: `short` holds one batch more than its record says; `unseen` is not visible on
+  // this node (yet); a write of 4 to `moving` lands (and counts itself) right after the engine
+  // counted 5 there; `failing` has no leader.
+  let passes = 0;
+  const counts: Record<string, number> = { short: 5, right: 3, moving: 5 };
+  const vectors = {
+    async collectionInfo(internal: string) {
+      const name = internal.slice(tenantPrefix('acme').length);
+      if (name === 'failing') throw new FirkinError('unavailable', 'shard 2 has no leader');
+      if (name === 'moving' && passes === 1) await store.addUsage('acme', 'moving', { vectors: 4, bytes: 0 });
+      const count = counts[name];
+      return count === undefined ? undefined : { dimension: 2, count };
+    },
+  } as Partial<GatewayVectors> as GatewayVectors;
+  const gateway = new Gateway({ store, vectors, clock: { nowMs: () => 0 }, masterKey: 'master', defaults: LIMITS, embedderUrls: [] });
+
+  passes = 1;
+  t.same(await gateway.recountUsage(), { recounted: 1, unsettled: 2 });
+  const countOf = (name: string) => store.collection('acme', name)?.vector_count;
+  t.equal(countOf('short'), 5, 'the lost batch counted');
+  t.equal(countOf('right'), 3);
+  t.equal(countOf('unseen'), 4, 'a collection this node cannot see is neither dropped nor counted');
+  t.equal(countOf('moving'), 9, 'a record that moved while counting keeps its own count, not the engine\'s older one');
+  t.equal(countOf('failing'), 6);
+
+  passes = 2;
+  counts.moving = 10;
+  t.same(await gateway.recountUsage(), { recounted: 1, unsettled: 1 }, 'the next pass counts the moved one; the failing one is still unsettled');
+  t.equal(countOf('moving'), 10);
+
+  const stop = new AbortController();
+  stop.abort();
+  t.same(await gateway.recountUsage(stop.signal), { recounted: 0, unsettled: 0 }, 'a closing node stops before counting');
+});
