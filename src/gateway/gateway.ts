@@ -150,23 +150,26 @@ export class Gateway {
     if (vectors === undefined) return { recounted, unsettled };
     await this.#store.confirmFresh?.();
     for (const tenant of this.#store.tenants()) {
-      await this.#locks.run(tenant.tenant_id, async () => {
-        for (const c of this.#store.collectionsOf(tenant.tenant_id)) {
-          if (signal?.aborted === true) return;
-          try {
-            const info = await vectors.collectionInfo(c.internal);
+      for (const c of this.#store.collectionsOf(tenant.tenant_id)) {
+        if (signal?.aborted === true) return { recounted, unsettled };
+        try {
+          // Counted outside the tenant's lock (a shard without a leader must not hold up the
+          // tenant's writes); a write of this node that lands meanwhile moves the record before
+          // the lock is ours, since it counts itself under the lock.
+          const info = await vectors.collectionInfo(c.internal);
+          await this.#locks.run(tenant.tenant_id, async () => {
             const now = this.#store.collection(c.tenant_id, c.name);
-            if (info === undefined || now === undefined) continue;
+            if (info === undefined || now === undefined) return;
             if (now.vector_count !== c.vector_count) unsettled++;
             else if (info.count !== now.vector_count) {
               await this.#store.recount(c.tenant_id, c.name, info.count);
               recounted++;
             }
-          } catch {
-            unsettled++;
-          }
+          });
+        } catch {
+          unsettled++;
         }
-      });
+      }
     }
     return { recounted, unsettled };
   }

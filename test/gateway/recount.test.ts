@@ -59,3 +59,29 @@ t.test('counts taken where they differ; none dropped; a record moved or an engin
   stop.abort();
   t.same(await gateway.recountUsage(stop.signal), { recounted: 0, unsettled: 0 }, 'a closing node stops before counting');
 });
+
+t.test('a count that waits (a shard without a leader) holds up none of the tenant\'s other work', async (t) => {
+  const db = await Store.open(tempDir('firkin-recount-'));
+  t.teardown(() => db.close());
+  const store = await RocksGatewayStore.load(db);
+  await store.createTenant({ tenant_id: 'acme', limits: LIMITS, created_at: 0 }, { key_id: 'k1', tenant_id: 'acme', digest: 'd', key_prefix: 'p', created_at: 0 });
+  await store.createCollection(record('acme', 'slow', 1));
+  let answer: (count: number) => void = () => {};
+  let asked: () => void = () => {};
+  const counting = new Promise<void>((resolve) => (asked = resolve));
+  const vectors = {
+    collectionInfo: () =>
+      new Promise<{ dimension: number; count: number }>((resolve) => {
+        answer = (count) => resolve({ dimension: 2, count });
+        asked();
+      }),
+  } as Partial<GatewayVectors> as GatewayVectors;
+  const gateway = new Gateway({ store, vectors, clock: { nowMs: () => 0 }, masterKey: 'master', defaults: LIMITS, embedderUrls: [] });
+  const pass = gateway.recountUsage();
+  await counting;
+  const key = await gateway.createKey('acme', undefined);
+  t.equal(key.record.tenant_id, 'acme', 'a key made while the count waits');
+  answer(3);
+  t.same(await pass, { recounted: 1, unsettled: 0 });
+  t.equal(store.collection('acme', 'slow')?.vector_count, 3);
+});
