@@ -496,8 +496,10 @@ const BM25_ELEMENT_PROBES = 20;
 /**
  * After the final set reads: each node searches its replicas (`consistency: stale`) for every
  * bucket token (k 1000, above a bucket's size) and some elements' own tokens, for the keyword
- * index's checker to hold against that node's final read. An answer that is not a 200 or is
- * partial is asked again for 15 s, as a final read is.
+ * index's checker to hold against that node's final read; each search once through
+ * `search/bm25` and once through `search/hybrid` (every document's vector as the query vector,
+ * weighted 0: the keyword list decides the order, and what the vector list adds must exist).
+ * An answer that is not a 200 or is partial is asked again for 15 s, as a final read is.
  */
 async function finalBm25Searches(nodes: NodeProc[], rec: Recorder, attempted: readonly string[], rand: SeededRand): Promise<Bm25NodeRead[]> {
   const buckets = [...new Set(attempted.map(bucketToken))];
@@ -506,15 +508,20 @@ async function finalBm25Searches(nodes: NodeProc[], rec: Recorder, attempted: re
   const reads: Bm25NodeRead[] = [];
   for (const n of nodes) {
     const present = finalPresent(rec, n);
-    const searches = await Promise.all(
-      queries.map(async ({ query, k }): Promise<Bm25Search> => {
-        const hits = await untilAnswered(15_000, async () => {
-          const r = await call(n.url, 'POST', `/vectordb/collections/${DATA}/search/bm25`, { body: { query, k, consistency: 'stale' } });
-          return r?.status === 200 && r.body?.partial !== true ? (r.body.results as { id: string; score: number }[]).map(({ id, score }) => ({ id, score })) : undefined;
-        });
-        return hits === undefined ? { query, k } : { query, k, hits };
-      }),
-    );
+    const ask = async (query: string, k: number, via?: 'hybrid'): Promise<Bm25Search> => {
+      const hits = await untilAnswered(15_000, async () => {
+        const r =
+          via === 'hybrid'
+            ? await call(n.url, 'POST', `/vectordb/collections/${DATA}/search/hybrid`, { body: { query, vector: DOC_VECTOR, k, bm25_weight: 1, vector_weight: 0, consistency: 'stale' } })
+            : await call(n.url, 'POST', `/vectordb/collections/${DATA}/search/bm25`, { body: { query, k, consistency: 'stale' } });
+        if (r?.status !== 200 || r.body?.partial === true) return undefined;
+        return via === 'hybrid'
+          ? (r.body.results as { id: string; bm25_score: number | null }[]).map(({ id, bm25_score }) => ({ id, score: bm25_score }))
+          : (r.body.results as { id: string; score: number }[]).map(({ id, score }) => ({ id, score }));
+      });
+      return { query, k, ...(via === undefined ? {} : { via }), ...(hits === undefined ? {} : { hits }) };
+    };
+    const searches = await Promise.all(queries.flatMap(({ query, k }) => [ask(query, k), ask(query, k, 'hybrid')]));
     reads.push({ node: n.name, present, searches });
   }
   return reads;
@@ -1374,7 +1381,7 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
     if (checkers.feed !== null) log(`chaos: _changes follower: ${checkers.feed.polls} polls (${rec.feed.replicatorPolls} in the replicator's form, ${rec.feed.resumedMidPage} resumed inside their page, ${rec.feed.longPolls} long-polls asked), ${checkers.feed.changes} changes, ${checkers.feed.acked} acknowledged writes checked`);
     if (checkers.scroll !== null) log(`chaos: scrolls during the run: ${checkers.scroll.scrolls} finished, ${checkers.scroll.listed} ids listed, each held to the adds and deletes around it`);
     if (checkers.listing !== null) log(`chaos: listings (scroll): ${checkers.listing.listed} ids listed on ${nodes.length} nodes, each held to that node's final read`);
-    if (checkers.bm25 !== null) log(`chaos: keyword index (${bm25Backend(o)}): ${checkers.bm25.searches} searches answered on ${nodes.length} nodes, ${checkers.bm25.hits} hits checked against each node's final read`);
+    if (checkers.bm25 !== null) log(`chaos: keyword index (${bm25Backend(o)}): ${checkers.bm25.searches} searches (keyword and hybrid) answered on ${nodes.length} nodes, ${checkers.bm25.hits} hits checked against each node's final read`);
     if (rec.refusals.size > 0) log(`chaos: not acknowledged: ${[...rec.refusals].sort((a, b) => b[1] - a[1]).map(([why, count]) => `${why} x${count}`).join(', ')}`);
     // Feed and scroll anomalies are a client's, not a node's: no `on`.
     for (const a of anomalies.slice(0, 20)) log(`chaos: ANOMALY ${a.checker} ${a.type} ${a.key}${a.node === '' ? '' : ` on ${a.node}`}: ${a.detail}`);

@@ -17,6 +17,11 @@
 // - score: a hit scored otherwise than the present documents' statistics give (N or df
 //   counting documents that are gone, or missing ones);
 // - no-answer: the node never answered the search.
+//
+// The same searches go through hybrid search too (`via: 'hybrid'`, with every document's
+// vector as the query vector and the vector list's weight 0): a hit's keyword score is its
+// `bm25_score`, null for a document only the vector list brought; such a hit must still be a
+// document the node holds (a vector index keeping a deleted document is `extra` as well).
 import type { SetElement } from './history.js';
 import { EXAMPLES } from './listing.js';
 
@@ -38,13 +43,16 @@ export function elementText(element: string): string {
 
 export interface Bm25Hit {
   readonly id: string;
-  readonly score: number;
+  /** The keyword score; null: not among the keyword list's candidates (a hybrid hit the vector list brought). */
+  readonly score: number | null;
 }
 
 export interface Bm25Search {
   /** One token: a bucket's or an element's. */
   readonly query: string;
   readonly k: number;
+  /** Undefined: `search/bm25`. */
+  readonly via?: 'hybrid';
   /** Undefined: the node never answered. */
   readonly hits?: readonly Bm25Hit[];
 }
@@ -119,16 +127,21 @@ export function checkBm25(reads: readonly Bm25NodeRead[], params: Bm25Params): B
       }
       searches++;
       hits += s.hits.length;
+      const how = s.via === undefined ? '' : ` through ${s.via} search`;
       const expected = holding.get(s.query) ?? new Set<string>();
-      const found = new Set(s.hits.map((h) => h.id));
+      const keyword = s.hits.filter((h): h is Bm25Hit & { score: number } => h.score !== null);
+      const found = new Set(keyword.map((h) => h.id));
       const extra = [...found].filter((id) => !expected.has(id));
-      if (extra.length > 0) report('extra', extra, `found ${extra.length} documents for ${JSON.stringify(s.query)} that ${read.node}'s final read does not hold with that token`);
+      if (extra.length > 0) report('extra', extra, `found ${extra.length} documents for ${JSON.stringify(s.query)}${how} that ${read.node}'s final read does not hold with that token`);
+      const held = new Set(present);
+      const gone = s.hits.filter((h) => h.score === null && !held.has(h.id)).map((h) => h.id);
+      if (gone.length > 0) report('extra', gone, `the vector list of a search for ${JSON.stringify(s.query)}${how} brought ${gone.length} documents ${read.node}'s final read does not hold`);
       // A search returns its best k: with more documents holding the token, any k of them do.
       const missing = [...expected].filter((id) => !found.has(id));
       const shortBy = Math.min(expected.size, s.k) - (found.size - extra.length);
-      if (missing.length > 0 && shortBy > 0) report('missing', missing, `${missing.length} of ${expected.size} present documents holding ${JSON.stringify(s.query)} not found (k ${s.k})`);
+      if (missing.length > 0 && shortBy > 0) report('missing', missing, `${missing.length} of ${expected.size} present documents holding ${JSON.stringify(s.query)} not found${how} (k ${s.k})`);
       const score = expectedScore(present.length, expected.size, params);
-      const off = s.hits.filter((h) => expected.has(h.id) && !(Math.abs(h.score - score) <= SCORE_TOLERANCE * Math.max(1, Math.abs(score))));
+      const off = keyword.filter((h) => expected.has(h.id) && !(Math.abs(h.score - score) <= SCORE_TOLERANCE * Math.max(1, Math.abs(score))));
       if (off.length > 0) report('score', off.map((h) => h.id), `scored ${off[0]!.score}, not ${score} (N ${present.length}, df ${expected.size}: the index's statistics are not those of the documents it holds)`);
     }
   }

@@ -42,6 +42,14 @@ t.test('cases', (t) => {
   const r = checkBm25([read([{ ...b0, hits: [] }])], params);
   t.match(r.anomalies[0], { type: 'missing', node: 'n1', query: 'b0', count: 3, elements: ['e1', 'e2', 'e3'] });
   t.equal(r.searches, 1);
+
+  // Through hybrid search: the keyword list's hits (a score), then what the vector list added (null).
+  const hybrid: Bm25Search = { ...b0, via: 'hybrid', hits: [...b0.hits!, { id: 'e600', score: null }] };
+  t.same(types([read([hybrid])]), [], 'a present document the vector list added, with no keyword score');
+  t.same(types([read([{ ...hybrid, hits: [...hybrid.hits!, { id: 'e4', score: null }] }])]), ['extra'], 'a deleted document the vector list still holds');
+  t.same(types([read([{ ...hybrid, hits: hybrid.hits!.slice(1) }])]), ['missing'], 'a posting lost, seen through hybrid search');
+  t.same(types([read([{ ...hybrid, hits: hybrid.hits!.map((h) => (h.score === null ? h : { ...h, score: expectedScore(5, 3, params) })) }])]), ['score']);
+  t.match(checkBm25([read([{ ...hybrid, hits: [{ id: 'e4', score: null }] }])], params).anomalies, [{ type: 'extra', elements: ['e4'] }, { type: 'missing' }]);
   t.end();
 });
 
