@@ -150,8 +150,11 @@ export class Gateway {
     if (vectors === undefined) return { recounted, unsettled };
     await this.#store.confirmFresh?.();
     for (const tenant of this.#store.tenants()) {
-      for (const c of this.#store.collectionsOf(tenant.tenant_id)) {
+      for (const listed of this.#store.collectionsOf(tenant.tenant_id)) {
         if (signal?.aborted === true) return { recounted, unsettled };
+        // Read again right before its count: the counts before it took time.
+        const c = this.#store.collection(listed.tenant_id, listed.name);
+        if (c === undefined) continue;
         try {
           // Counted outside the tenant's lock (a shard without a leader must not hold up the
           // tenant's writes); a write of this node that lands meanwhile moves the record before
