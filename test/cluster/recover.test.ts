@@ -15,6 +15,8 @@ interface ReplicaView {
   digest: string | null;
   digest_applied: number | null;
   catching_up: boolean;
+  voters: string[];
+  learners: string[];
 }
 
 const vec = (i: number) => [Math.sin(i), Math.cos(i), (i % 7) / 7, 1];
@@ -90,9 +92,12 @@ t.test('a survivor of a lost majority, forced to be its groups\' only voter, ser
       const views = await Promise.all(['n1', 'n2', 'n3'].map(async (n) => ((await c.request(n, 'GET', '/_cluster/shards')).body.replicas as ReplicaView[] | undefined)?.filter((r) => r.digest !== null) ?? []));
       const all = views.flat();
       if (views.some((v) => v.length !== 1) || new Set(all.map((r) => `${r.group} ${r.digest}@${r.digest_applied}`)).size !== 1) return undefined;
-      return all[0]!.docs === 60 && all.every((r) => !r.catching_up) ? all : undefined;
+      // Vouched for (not catching up) comes before the promotion to voter: without it, the
+      // group would have no majority once n1 is gone below.
+      const voting = (r: ReplicaView) => [...r.voters].sort().join() === 'n1,n2,n3' && r.learners.length === 0;
+      return all[0]!.docs === 60 && all.every((r) => !r.catching_up && voting(r)) ? all : undefined;
     },
-    { timeoutMs: 60_000, intervalMs: 250, what: 'the new replicas to catch up with n1' },
+    { timeoutMs: 60_000, intervalMs: 250, what: 'the new replicas to catch up with n1 and vote in its group' },
   );
   t.equal(settled.length, 3);
   await waitFor(async () => ((await c.request('n1', 'GET', '/_cluster/nodes')).body.nodes as { role: string; status: string }[]).filter((n) => n.role === 'voter' && n.status === 'up').length === 3 ? true : undefined, { timeoutMs: 30_000, what: 'three metadata voters again' });
