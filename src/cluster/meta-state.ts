@@ -708,7 +708,8 @@ function stalePlan(cmd: { readonly op: 'split' | 'merge'; readonly source: numbe
   return rebalanceMisfit(cmd, source.range, target?.range);
 }
 
-const showRange = (r: readonly [number, number]): string => `[${r[0]}, ${r[1]}]`;
+/** A hash range as messages show it. */
+export const showRange = (r: readonly [number, number]): string => `[${r[0]}, ${r[1]}]`;
 
 /**
  * Why a split or merge does not fit these ranges (undefined: it does): a merge's shards must be

@@ -45,7 +45,7 @@ import { type DocEdit, bulkEdits } from '../docdb/engine.js';
 import type { DocShardCommand, DocShardOutcome, LocalOutcome } from '../docdb/vdb/shard-commands.js';
 import { FatalJobError, MetadataJobRunner } from './job-runner.js';
 import type { ClusterMember } from './member.js';
-import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded, rebalanceMisfit } from './meta-state.js';
+import { type Job, type ShardPlacement, type VdbPlacement, isReshardEnded, rebalanceMisfit, showRange } from './meta-state.js';
 import { protocolShortfall } from './versions.js';
 import { SWITCH_ROLLBACK_PROTOCOL, SwitchDeadlines, SwitchTimeout, awaitNextAttempt, newSwitchAttempt, raceDeadline, undoSwitchBeforeFailing } from './switch-bound.js';
 import type { HashFunction } from '../core/shard-hash.js';
@@ -153,11 +153,10 @@ export class VdbRebalanceCoordinator {
   #checkRanges(job: Job & { vdb: NonNullable<Job['vdb']> }): void {
     const { source, target } = this.#groups(job);
     if (rebalanceMisfit(job.vdb, source.range, target.range) === undefined) return;
-    const show = (r: readonly [number, number]) => `[${r[0]}, ${r[1]}]`;
     throw new FatalJobError(
       job.vdb.op === 'merge'
-        ? `shard ${job.vdb.source} ${show(source.range)} cannot merge into shard ${job.vdb.target} ${show(target.range)} moving ${show(job.vdb.moving)}: the merge was planned on an older map`
-        : `shard ${job.vdb.source} ${show(source.range)} cannot give ${show(job.vdb.moving)} away: the split was planned on an older map`,
+        ? `shard ${job.vdb.source} ${showRange(source.range)} cannot merge into shard ${job.vdb.target} ${showRange(target.range)} moving ${showRange(job.vdb.moving)}: the merge was planned on an older map`
+        : `shard ${job.vdb.source} ${showRange(source.range)} cannot give ${showRange(job.vdb.moving)} away: the split was planned on an older map`,
     );
   }
 
