@@ -110,6 +110,7 @@ export function checkBm25(reads: readonly Bm25NodeRead[], params: Bm25Params): B
   for (const read of reads) {
     if (read.present === undefined) continue; // no final read: nothing to hold the index to
     const present = read.present.map(String);
+    const held = new Set(present);
     const holding = new Map<string, Set<string>>();
     for (const e of present) {
       for (const token of tokensOf(e)) {
@@ -133,7 +134,6 @@ export function checkBm25(reads: readonly Bm25NodeRead[], params: Bm25Params): B
       const found = new Set(keyword.map((h) => h.id));
       const extra = [...found].filter((id) => !expected.has(id));
       if (extra.length > 0) report('extra', extra, `found ${extra.length} documents for ${JSON.stringify(s.query)}${how} that ${read.node}'s final read does not hold with that token`);
-      const held = new Set(present);
       const gone = s.hits.filter((h) => h.score === null && !held.has(h.id)).map((h) => h.id);
       if (gone.length > 0) report('extra', gone, `the vector list of a search for ${JSON.stringify(s.query)}${how} brought ${gone.length} documents ${read.node}'s final read does not hold`);
       // A search returns its best k: with more documents holding the token, any k of them do.
