@@ -1,9 +1,10 @@
 // The suite's two lanes (scripts/test-suite.ts): pure parts. The files that start clusters of
 // processes, the chaos runner or a browser (package.json's `tap.serial`) run one at a time in
-// the cluster lane; everything else runs one at a time in the unit lane, beside it. Each
-// lane runs its files one after another, each the node program a tap test is, and ends with its
-// own `# { total: …, pass: … }`, the sum of its files'; the suite prints one more, the sum of
-// the lanes', last (what .ci/run reads).
+// the cluster lane; everything else runs one at a time in the unit lane, beside it, and in the
+// cluster lane once its own files are done (`LaneQueue`). Each lane runs its files one after
+// another, each the node program a tap test is, and ends with its own `# { total: …, pass: … }`,
+// the sum of its files'; the suite prints one more, the sum of the lanes', last (what .ci/run
+// reads).
 
 export interface Lanes {
   cluster: string[];
@@ -14,6 +15,27 @@ export interface Lanes {
 export function splitLanes(files: readonly string[], serial: readonly string[]): Lanes {
   const alone = new Set(serial);
   return { cluster: files.filter((f) => alone.has(f)), unit: files.filter((f) => !alone.has(f)) };
+}
+
+/**
+ * The lanes' files as one queue, so the lanes end together: the unit lane takes unit files
+ * from the front; the cluster lane takes its own files in order, then unit files from the
+ * back (two unit files at once are what a unit file beside a cluster test already is). A
+ * serial file only ever goes to the cluster lane, so no two of them run at once.
+ */
+export class LaneQueue {
+  readonly #cluster: string[];
+  readonly #unit: string[];
+  constructor(lanes: Lanes) {
+    this.#cluster = [...lanes.cluster];
+    this.#unit = [...lanes.unit];
+  }
+
+  /** The next file for `lane`, or undefined: nothing left for it. */
+  next(lane: keyof Lanes): string | undefined {
+    if (lane === 'unit') return this.#unit.shift();
+    return this.#cluster.shift() ?? this.#unit.pop();
+  }
 }
 
 /** tap's closing counts, e.g. `# { total: 12, pass: 11, fail: 1 }`. */
@@ -54,6 +76,11 @@ export function fileCounts(output: string, exitCode: number | null): { counts: C
     counts.fail = 1;
   }
   return { counts, ok: (counts.fail ?? 0) === 0 };
+}
+
+/** A command run as one test (the type check): passed when it exits 0, whatever it prints. */
+export function commandCounts(_output: string, exitCode: number | null): { counts: Counts; ok: boolean } {
+  return exitCode === 0 ? { counts: { total: 1, pass: 1 }, ok: true } : { counts: { total: 1, pass: 0, fail: 1 }, ok: false };
 }
 
 /** Indents a child's output as tap nests a subtest, line by line as it streams (`flush` ends it). */

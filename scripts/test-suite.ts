@@ -1,17 +1,19 @@
-// `npm test` after the typecheck: the suite in two lanes at once (scripts/test-lanes.ts). The
-// cluster lane runs the files of package.json's `tap.serial` one at a time, as before; the
-// unit lane runs the rest one at a time beside it. A cluster test waits on elections and
-// deadlines with about one core busy, so the other core ran idle while tap ran it alone, and
-// two of them at once turn those waits into flakes (test/suite.test.ts). The unit lane's output
-// is shown as it comes; the cluster lane's is held until the unit lane ends, then shown (and
-// followed live), each file nested as tap nests a subtest. Last: both lanes' times and one
-// summary line, their sum.
-// With arguments (files, tap options) it is one plain tap run: `npm test -- test/x.test.ts`.
+// `npm test`: the suite in two lanes at once (scripts/test-lanes.ts). The cluster lane runs the
+// files of package.json's `tap.serial` one at a time, as before; the unit lane starts with the
+// type check (counted as one test) and runs the rest one at a time beside it, and the cluster
+// lane takes unit files too once its own are done, so the lanes end together. A cluster test
+// waits on elections and deadlines with about one core busy, so the other core ran idle while
+// tap ran it alone, and two of them at once turn those waits into flakes (test/suite.test.ts).
+// The unit lane's output is shown as it comes; the cluster lane's is held until the unit lane
+// ends, then shown (and followed live), each file nested as tap nests a subtest. Last: both
+// lanes' times and one summary line, their sum.
+// With arguments (files, tap options) it is the type check, then one plain tap run:
+// `npm test -- test/x.test.ts`.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Counts, fileCounts, lineIndenter, splitLanes, sumCounts, summaryLine } from './test-lanes.js';
+import { commandCounts, type Counts, fileCounts, LaneQueue, type Lanes, lineIndenter, splitLanes, sumCounts, summaryLine } from './test-lanes.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const tap = path.join(root, 'node_modules', '.bin', 'tap');
@@ -27,7 +29,11 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+const TYPECHECK = ['run', '--silent', 'typecheck'];
+
 if (args.length > 0) {
+  const checked = spawnSync('npm', TYPECHECK, { cwd: root, stdio: 'inherit' });
+  if (checked.status !== 0) process.exit(checked.status ?? 1);
   const child = spawn(tap, args, { cwd: root, stdio: 'inherit' });
   children.add(child);
   child.once('exit', (code) => process.exit(code ?? 1));
@@ -57,10 +63,15 @@ async function runLanes(): Promise<void> {
   // suite does not collect). tap's own timeout still runs inside each file (TAP_TIMEOUT); the
   // lane kills a file that outlives it by a minute.
   const runFile = (file: string, index: number, write: (text: string) => void) =>
+    runChild(file, process.execPath, ['--enable-source-maps', '--import=tsx', file], index, write, fileCounts);
+  // The type check (package.json's `typecheck`) as one test of the unit lane.
+  const runTypecheck = (index: number, write: (text: string) => void) =>
+    runChild('typecheck (npm run typecheck)', 'npm', TYPECHECK, index, write, commandCounts);
+  const runChild = (name: string, command: string, argv: string[], index: number, write: (text: string) => void, count: typeof fileCounts) =>
     new Promise<Counts>((resolve) => {
       const startedAt = Date.now();
-      write(`# Subtest: ${file}\n`);
-      const child = spawn(process.execPath, ['--enable-source-maps', '--import=tsx', file], { cwd: root, env: { ...env, TAP_TIMEOUT: String(timeoutS) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      write(`# Subtest: ${name}\n`);
+      const child = spawn(command, argv, { cwd: root, env: { ...env, TAP_TIMEOUT: String(timeoutS) }, stdio: ['ignore', 'pipe', 'pipe'] });
       children.add(child);
       const killer = setTimeout(() => child.kill('SIGKILL'), (timeoutS + 60) * 1000);
       let output = '';
@@ -76,32 +87,33 @@ async function runLanes(): Promise<void> {
         clearTimeout(killer);
         children.delete(child);
         indented.flush();
-        const { counts, ok } = fileCounts(output, code);
+        const { counts, ok } = count(output, code);
         const why = code === 0 ? '' : ` (exit ${code ?? signal})`;
-        write(`${ok ? 'ok' : 'not ok'} ${index + 1} - ${file}${why} # time=${Date.now() - startedAt}ms\n\n`);
+        write(`${ok ? 'ok' : 'not ok'} ${index + 1} - ${name}${why} # time=${Date.now() - startedAt}ms\n\n`);
         resolve(counts);
       });
     });
-  const lane = async (name: string, laneFiles: string[], live: boolean) => {
+  const queue = new LaneQueue(lanes);
+  const lane = async (name: keyof Lanes, live: boolean) => {
     const startedAt = Date.now();
     const write = (text: string) => show(text, live);
     write('TAP version 14\n');
     const perFile: Counts[] = [];
-    for (const [i, file] of laneFiles.entries()) {
-      if (stopping) break;
-      perFile.push(await runFile(file, i, write));
+    if (name === 'unit') perFile.push(await runTypecheck(0, write));
+    for (let file = queue.next(name); file !== undefined && !stopping; file = queue.next(name)) {
+      perFile.push(await runFile(file, perFile.length, write));
     }
     const counts = sumCounts(perFile);
     write(`1..${perFile.length}\n${summaryLine([counts])}\n`);
     return { name, files: perFile.length, code: (counts.fail ?? 0) > 0 || stopping ? 1 : 0, seconds: Math.round((Date.now() - startedAt) / 1000), counts };
   };
 
-  const unit = lane('unit', lanes.unit, true).then((result) => {
+  const unit = lane('unit', true).then((result) => {
     for (const text of held ?? []) process.stdout.write(text);
     held = undefined;
     return result;
   });
-  const results = await Promise.all([unit, lane('cluster', lanes.cluster, false)]);
+  const results = await Promise.all([unit, lane('cluster', false)]);
   for (const r of results) process.stdout.write(`# ${r.name} lane: ${r.files} files in ${r.seconds} s, exit ${r.code}\n`);
   process.stdout.write(`${summaryLine(results.map((r) => r.counts))}\n`);
   process.exitCode = results.every((r) => r.code === 0) ? (process.exitCode ?? 0) : 1;

@@ -8,7 +8,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { fileCounts, lastCounts, lineIndenter, splitLanes, summaryLine } from '../scripts/test-lanes.js';
+import fc from 'fast-check';
+import { commandCounts, fileCounts, LaneQueue, type Lanes, lastCounts, lineIndenter, splitLanes, summaryLine } from '../scripts/test-lanes.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { tap: { serial: string[]; plugin?: string[]; 'node-arg'?: string[] } };
@@ -65,12 +66,50 @@ t.test('the probe itself: a harness import from another directory is seen', (t) 
 
 t.test('npm test runs two lanes at once: the serial files one at a time, the rest one at a time beside them', (t) => {
   const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  t.match(scripts.test!, /tap build && node --import tsx scripts\/test-suite\.ts$/);
+  t.equal(scripts.test, 'tap build && node --import tsx scripts/test-suite.ts', 'the type check runs inside the unit lane, not before both');
   const files = ['test/a.test.ts', 'test/cluster/b.test.ts', 'test/c.test.ts', 'test/cluster/d.test.ts'];
   t.same(splitLanes(files, ['test/cluster/d.test.ts', 'test/cluster/b.test.ts', 'test/gone.test.ts']), {
     cluster: ['test/cluster/b.test.ts', 'test/cluster/d.test.ts'],
     unit: ['test/a.test.ts', 'test/c.test.ts'],
   }, 'in tap\'s order; a listed file that is not there is no test');
+  t.end();
+});
+
+t.test('the lanes share one queue: each file runs once, serial files only in the cluster lane, and the lanes end together', (t) => {
+  const queue = new LaneQueue({ cluster: ['c1', 'c2'], unit: ['u1', 'u2', 'u3', 'u4'] });
+  t.equal(queue.next('unit'), 'u1');
+  t.equal(queue.next('cluster'), 'c1', 'its own files first, in order');
+  t.equal(queue.next('cluster'), 'c2');
+  t.equal(queue.next('cluster'), 'u4', 'then unit files, from the back');
+  t.equal(queue.next('unit'), 'u2');
+  t.equal(queue.next('cluster'), 'u3');
+  t.equal(queue.next('unit'), undefined, 'nothing is run twice');
+  t.equal(queue.next('cluster'), undefined);
+  t.equal(new LaneQueue({ cluster: ['c1'], unit: [] }).next('unit'), undefined, 'the unit lane never takes a serial file');
+  // Any interleaving of the two lanes' asks: every file handed out exactly once, and a serial file
+  // only to the cluster lane (so no two of them ever run at once: that lane runs one at a time).
+  fc.assert(
+    fc.property(fc.nat(6), fc.nat(12), fc.array(fc.constantFrom<keyof Lanes>('unit', 'cluster'), { maxLength: 40 }), (nc, nu, asks) => {
+      const lanes: Lanes = { cluster: Array.from({ length: nc }, (_, i) => `c${i}`), unit: Array.from({ length: nu }, (_, i) => `u${i}`) };
+      const q = new LaneQueue(lanes);
+      const seen: string[] = [];
+      const order = [...asks, ...Array<keyof Lanes>(nc + nu + 1).fill('unit'), ...Array<keyof Lanes>(nc + 1).fill('cluster')];
+      for (const lane of order) {
+        const file = q.next(lane);
+        if (file === undefined) continue;
+        if (lane === 'unit' && file.startsWith('c')) return false;
+        seen.push(file);
+      }
+      return seen.length === nc + nu && new Set(seen).size === seen.length;
+    }),
+  );
+  t.end();
+});
+
+t.test('the type check is one test of the unit lane: passed when it exits 0', (t) => {
+  t.same(commandCounts('src/a.ts(1,1): error TS2322\n', 2), { counts: { total: 1, pass: 0, fail: 1 }, ok: false });
+  t.same(commandCounts('', 0), { counts: { total: 1, pass: 1 }, ok: true });
+  t.same(commandCounts('', null), { counts: { total: 1, pass: 0, fail: 1 }, ok: false }, 'killed');
   t.end();
 });
 
