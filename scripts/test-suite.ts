@@ -10,7 +10,8 @@
 // With arguments (files, tap options) it is the type check, then one plain tap run:
 // `npm test -- test/x.test.ts`.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { commandCounts, type Counts, fileCounts, LaneQueue, type Lanes, lineIndenter, splitLanes, sumCounts, summaryLine } from './test-lanes.js';
@@ -67,11 +68,21 @@ async function runLanes(): Promise<void> {
   // The type check (package.json's `typecheck`) as one test of the unit lane.
   const runTypecheck = (index: number, write: (text: string) => void) =>
     runChild('typecheck (npm run typecheck)', 'npm', TYPECHECK, index, write, commandCounts);
+  // Each child gets a temp dir of its own (TMPDIR, which os.tmpdir() reads), removed once it
+  // ends: a file killed by its timeout, or a node it left behind, leaves nothing in /tmp (a test
+  // removes its dirs when its process exits, so a killed one never did).
+  // tsx keeps its transform cache in tmpdir()/tsx-<uid>: each child's dir links to the shared one.
+  const suiteTmp = mkdtempSync(path.join(tmpdir(), 'firkin-suite-'));
+  process.on('exit', () => removeDir(suiteTmp));
+  const tsxCache = `tsx-${process.geteuid?.() ?? userInfo().username}`;
+  mkdirSync(path.join(tmpdir(), tsxCache), { recursive: true });
   const runChild = (name: string, command: string, argv: string[], index: number, write: (text: string) => void, count: typeof fileCounts) =>
     new Promise<Counts>((resolve) => {
       const startedAt = Date.now();
       write(`# Subtest: ${name}\n`);
-      const child = spawn(command, argv, { cwd: root, env: { ...env, TAP_TIMEOUT: String(timeoutS) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const childTmp = mkdtempSync(path.join(suiteTmp, 't-'));
+      symlinkSync(path.join(tmpdir(), tsxCache), path.join(childTmp, tsxCache));
+      const child = spawn(command, argv, { cwd: root, env: { ...env, TAP_TIMEOUT: String(timeoutS), TMPDIR: childTmp }, stdio: ['ignore', 'pipe', 'pipe'] });
       children.add(child);
       const killer = setTimeout(() => child.kill('SIGKILL'), (timeoutS + 60) * 1000);
       let output = '';
@@ -86,6 +97,7 @@ async function runLanes(): Promise<void> {
       child.once('close', (code, signal) => {
         clearTimeout(killer);
         children.delete(child);
+        removeDir(childTmp);
         indented.flush();
         const { counts, ok } = count(output, code);
         const why = code === 0 ? '' : ` (exit ${code ?? signal})`;
@@ -117,4 +129,13 @@ async function runLanes(): Promise<void> {
   for (const r of results) process.stdout.write(`# ${r.name} lane: ${r.files} files in ${r.seconds} s, exit ${r.code}\n`);
   process.stdout.write(`${summaryLine(results.map((r) => r.counts))}\n`);
   process.exitCode = results.every((r) => r.code === 0) ? (process.exitCode ?? 0) : 1;
+}
+
+/** Remove a test's temp dir; a failure (a process still writing in it) is said, not fatal. */
+function removeDir(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  } catch (err) {
+    process.stdout.write(`# could not remove ${dir}: ${(err as Error).message}\n`);
+  }
 }
