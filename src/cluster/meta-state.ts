@@ -10,7 +10,7 @@
 import type { ApiKeyRecord } from '../auth/api-keys.js';
 import type { CollectionRecord, KeyRecord, Tenant } from '../gateway/types.js';
 import { collectionQuotaError } from '../gateway/quota.js';
-import { isPlainObject } from '../core/values.js';
+import { dictOf, isPlainObject } from '../core/values.js';
 import { areAdjacent } from '../core/shard-hash.js';
 import type { ConfState } from '../raft/types.js';
 
@@ -206,7 +206,10 @@ export interface MetaState {
   readonly nextShard: number;
 }
 
-export const EMPTY_META: MetaState = { nodes: {}, apiKeys: {}, tenants: {}, tenantKeys: {}, tenantCollections: {}, collections: {}, vdbs: {}, jobs: {}, nextShard: 0 };
+// Every map of the state is keyed by names users and operators choose ("constructor" is a fine
+// collection name): each is a `dictOf`, without a prototype, wherever it is made (here,
+// `withEntry`, `without`, `canonicalMeta`, `checkMetaState`), so a lookup finds only real entries.
+export const EMPTY_META: MetaState = { nodes: dictOf(), apiKeys: dictOf(), tenants: dictOf(), tenantKeys: dictOf(), tenantCollections: dictOf(), collections: dictOf(), vdbs: dictOf(), jobs: dictOf(), nextShard: 0 };
 
 /** The key of a tenant collection in `tenantCollections` (tenant ids hold no NUL). */
 export const tenantCollectionKey = (tenantId: string, name: string): string => `${tenantId}\u0000${name}`;
@@ -362,11 +365,13 @@ const OK: MetaResult = { ok: true };
 const refuse = (code: MetaRefusal, message: string): MetaResult => ({ ok: false, code, message });
 
 function withEntry<T>(map: Readonly<Record<string, T>>, key: string, value: T): Record<string, T> {
-  return { ...map, [key]: value };
+  const out = dictOf(Object.entries(map));
+  out[key] = value;
+  return out;
 }
 
 function without<T>(map: Readonly<Record<string, T>>, key: string): Record<string, T> {
-  const out = { ...map };
+  const out = dictOf(Object.entries(map));
   delete out[key];
   return out;
 }
@@ -875,7 +880,7 @@ export function reshardLogFloor(state: MetaState, group: string): number | undef
 
 /** Canonical form for snapshots and digests: every map with its keys sorted. */
 export function canonicalMeta(state: MetaState): MetaState {
-  const sorted = <T>(m: Readonly<Record<string, T>>): Record<string, T> => Object.fromEntries(Object.entries(m).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const sorted = <T>(m: Readonly<Record<string, T>>): Record<string, T> => dictOf(Object.entries(m).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return {
     nodes: sorted(state.nodes),
     apiKeys: sorted(state.apiKeys),
@@ -896,8 +901,20 @@ export function checkMetaState(value: unknown): MetaState {
   if (typeof v !== 'object' || v === null || maps.some((m) => typeof v[m] !== 'object' || v[m] === null || Array.isArray(v[m]))) {
     throw new Error('metadata snapshot: not a metadata state');
   }
-  const tenantCollections = isPlainObject(v.tenantCollections) ? (v.tenantCollections as MetaState['tenantCollections']) : {};
-  return { ...(v as unknown as MetaState), tenantCollections, nextShard: typeof v.nextShard === 'number' ? v.nextShard : 0 };
+  const dict = <T>(m: unknown): Record<string, T> => dictOf(Object.entries((isPlainObject(m) ? m : {}) as Record<string, T>));
+  const s = v as unknown as MetaState;
+  return {
+    ...s,
+    nodes: dict(s.nodes),
+    apiKeys: dict(s.apiKeys),
+    tenants: dict(s.tenants),
+    tenantKeys: dict(s.tenantKeys),
+    tenantCollections: dict(v.tenantCollections),
+    collections: dict(s.collections),
+    vdbs: dict(s.vdbs),
+    jobs: dict(s.jobs),
+    nextShard: typeof v.nextShard === 'number' ? v.nextShard : 0,
+  };
 }
 
 export function checkMetaCommand(value: unknown): MetaCommand {

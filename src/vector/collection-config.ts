@@ -89,8 +89,12 @@ export interface CollectionConfig {
   readonly bm25: { readonly k1: number; readonly b: number; readonly stopwords: StopwordSet | readonly string[] };
 }
 
-/** Collection names: the schema pattern of every route that takes one. */
-export const COLLECTION_NAME_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.-]*$';
+/**
+ * Collection names: the schema pattern of every route that takes one. Not `__proto__`: CBOR
+ * (cbor-x) decodes a map key of that name as `__proto_`, so a cluster's metadata snapshot would
+ * rename the collection.
+ */
+export const COLLECTION_NAME_PATTERN = '^(?!__proto__$)[A-Za-z0-9_][A-Za-z0-9_.-]*$';
 
 export function describe(value: unknown): string {
   if (value === undefined) return 'nothing';

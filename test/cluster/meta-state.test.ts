@@ -493,3 +493,35 @@ t.test('an entry this build cannot read: skipped while every member speaks its p
   t.equal(behind.applied, 2, 'the entry is not counted as applied: the node resumes from it on the newer build');
   t.end();
 });
+
+// A lookup by name in a plain object finds Object.prototype's members: "constructor" read as a
+// collection, VDB, node or tenant that exists, and every request naming it answered 500 (found
+// by the route fuzzer on a one-node cluster). The state's maps have no prototype.
+t.test('names an object\'s prototype has are names like any other, through a snapshot too', (t) => {
+  const config = { hashFunction: 'phash2' as const, replicaFactor: 1, zones: [], createdMs: 0 };
+  for (const name of ['constructor', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf']) {
+    const fsm = new MetaFsm(() => undefined);
+    const cmds: MetaCommand[] = [
+      { type: 'collection.delete', name },
+      { type: 'node.join', node: { name, incarnation: 'a', http: 'h', grpc: 'g:1', zone: 'z' }, atMs: 1 },
+      { type: 'collection.create', name, config: { dimensions: 4 }, replicationFactor: 1, shards: [{ range: [0, 4294967295], replicas: [name] }] },
+      { type: 'vdb.create', name, config, shards: [{ range: [0, 4294967295], replicas: [name] }] },
+      { type: 'tenant.create', tenant: { tenant_id: name, limits: { rpm_limit: 1, max_vectors: 1, max_collections: 1, max_storage_mb: 1 }, created_at: 1 }, key: { key_id: 'k1', tenant_id: name, digest: 'g', key_prefix: 'p', created_at: 1 } },
+    ];
+    const results = entries(cmds).map((e) => fsm.apply(e)?.result);
+    t.match(results[0], { ok: false, code: 'not_found' }, `${name}: no collection yet`);
+    t.same(results.slice(1), [{ ok: true }, { ok: true }, { ok: true }, { ok: true }], `${name}: a node, a collection, a VDB and a tenant of that name are made`);
+    const restored = new MetaFsm(() => undefined);
+    restored.restore(fsm.snapshot());
+    for (const state of [fsm.state, restored.state]) {
+      t.equal(state.nodes[name]?.incarnation, 'a');
+      t.equal(state.collections[name]?.replicationFactor, 1);
+      t.equal(state.vdbs[name]?.shards.length, 1);
+      t.equal(state.tenants[name]?.tenant_id, name);
+      const other = name === 'toString' ? 'valueOf' : 'toString';
+      t.equal(state.collections[other], undefined, `${other} is still no collection`);
+      t.equal(state.vdbs.__proto__, undefined, 'nor __proto__');
+    }
+  }
+  t.end();
+});

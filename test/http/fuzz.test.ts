@@ -3,15 +3,18 @@
 // and the node must stay healthy. New routes are fuzzed automatically (node.routes).
 import { encode } from 'cbor-x';
 import fc from 'fast-check';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { ensureConsoleBuilt } from '../support/console.js';
 import { fcParams } from '../support/fc.js';
-import { startTestNode } from '../support/node.js';
+import { freePorts } from '../raft/kv-cluster.js';
+import { startTestNode, type TestNode } from '../support/node.js';
+import { waitFor } from '../support/wait.js';
 
 const requestTimeoutMs = 3_000;
 
 const arbSegment = fc.oneof(
-  fc.constantFrom('fuzzdb', 'a', 'x_1', 'doc1', '_design', '_all_docs', '..', '0', '-1', 'A', 'db%2Fname', '%00', 'very'.repeat(40)),
+  // Names an object's prototype has: a lookup by name in a plain object finds them.
+  fc.constantFrom('fuzzdb', 'a', 'x_1', 'doc1', '_design', '_all_docs', '..', '0', '-1', 'A', 'db%2Fname', '%00', 'very'.repeat(40), 'constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'),
   fc.string({ maxLength: 20 }).map(encodeURIComponent),
   fc.string({ unit: 'binary', maxLength: 8 }).map(encodeURIComponent),
 );
@@ -46,12 +49,29 @@ const arbBody = fc.oneof(
   fc.record({ kind: fc.constant('bytes' as const), value: fc.uint8Array({ maxLength: 64 }) }),
 );
 
-t.test('no route answers bad input with a 5xx or dies', async (t) => {
-  // Without a build, /_console/ is a deliberate 503 ("not built"): whether the console tests
-  // ran before this file must not decide the outcome.
-  ensureConsoleBuilt();
-  const node = await startTestNode({ SERVICE_STREAM_HEARTBEAT_MS: '100' });
-  t.teardown(() => node.close());
+/** Every route of `node`, once and then `runs` random requests: no 5xx, and healthy after. */
+async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
+  // Things for the random paths to find (the segments draw these names), so requests reach past
+  // "not found" into documents, revisions, shards and indexes.
+  for (const [method, path, body] of [
+    ['PUT', '/db/fuzzdb', undefined],
+    ['PUT', '/db/fuzzdb/doc1', { a: 1, text: 'very fuzz' }],
+    ['PUT', '/vectordb/collections/a', { dimensions: 3, bm25_backend: 'memory', num_shards: 2, replication_factor: 1 }],
+    ['POST', '/vectordb/collections/a/docs', { id: 'doc1', text: 'very fuzz', metadata: { a: 1 }, vector: [1, 0, 0] }],
+    ['POST', '/vdb', { name: 'x_1', shard_count: 2 }],
+    ['PUT', '/vdb/x_1/doc1', { a: 1 }],
+    // Named as Object.prototype's members, which a lookup in a plain object finds.
+    ['PUT', '/db/constructor', undefined],
+    ['PUT', '/db/constructor/toString', { a: 1 }],
+    ['PUT', '/vectordb/collections/constructor', { dimensions: 3, bm25_backend: 'disk', num_shards: 1, replication_factor: 1 }],
+    ['POST', '/vectordb/collections/constructor/docs', { id: 'toString', text: 'very fuzz', metadata: { constructor: 1 }, vector: [1, 0, 0] }],
+    ['POST', '/vdb', { name: 'constructor', shard_count: 1 }],
+    ['PUT', '/vdb/constructor/toString', { constructor: 1 }],
+  ] as const) {
+    const made = await node.request(method, path, body === undefined ? {} : { body });
+    t.ok(made.status < 300, `${method} ${path}: ${made.status} ${made.text}`);
+  }
+  const statuses = new Map<number, number>();
   const routes = node.node.routes.filter((r) => !r.url.includes('*'));
   t.ok(routes.length > 0);
   const failures: string[] = [];
@@ -106,13 +126,35 @@ t.test('no route answers bad input with a 5xx or dies', async (t) => {
         }
         const status = await send(route.method, path + qs, headers, payload);
         if (status === undefined) return true; // a held long-poll/stream
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
         if (status >= 500) failures.push(`${route.method} ${path}${qs} body=${JSON.stringify(body)} -> ${status}`);
         return status < 500;
       },
     ),
-    fcParams(1000),
+    fcParams(runs),
   );
   t.same(failures, [], 'no 5xx');
+  t.comment(`statuses: ${[...statuses].sort(([a], [b]) => a - b).map(([k, v]) => `${k} x${v}`).join(', ')}`);
   const health = await node.request('GET', '/health');
-  t.equal(health.status, 200, 'node healthy after fuzzing');
+  t.equal(health.status, 200, `node healthy after fuzzing: ${health.text}`);
+}
+
+t.test('no route answers bad input with a 5xx or dies', async (t) => {
+  // Without a build, /_console/ is a deliberate 503 ("not built"): whether the console tests
+  // ran before this file must not decide the outcome.
+  ensureConsoleBuilt();
+  const node = await startTestNode({ SERVICE_STREAM_HEARTBEAT_MS: '100' });
+  t.teardown(() => node.close());
+  await fuzz(t, node, 1000);
+});
+
+// A cluster node takes other paths behind the same routes (the metadata group, shard groups
+// and their leaders, the cluster's admin routes): a one-node cluster, in this process.
+t.test('a cluster node: no route answers bad input with a 5xx or dies', async (t) => {
+  ensureConsoleBuilt();
+  const [grpc] = await freePorts(1);
+  const node = await startTestNode({ SERVICE_STREAM_HEARTBEAT_MS: '100', SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'fuzz-cookie', SERVICE_NODE_NAME: 'fuzz1', SERVICE_GRPC_PORT: String(grpc) });
+  t.teardown(() => node.close());
+  await waitFor(async () => ((await node.request('GET', '/vectordb/cluster/status')).body.state === 'member' ? true : undefined), { what: 'the node a member of its cluster', timeoutMs: 30_000 });
+  await fuzz(t, node, 400);
 });

@@ -173,6 +173,7 @@ t.test('collection create: bad input is a 400', async (t) => {
     ['-bad', { dimensions: 3 }],
     ['.hidden', { dimensions: 3 }],
     ['a%20b', { dimensions: 3 }],
+    ['__proto__', { dimensions: 3 }],
   ];
   for (const [name, body] of bad) {
     const r = await node.request('PUT', `${P}/collections/${name}`, { body });
@@ -186,6 +187,12 @@ t.test('collection create: bad input is a 400', async (t) => {
   t.same([empty.status, empty.body.error], [400, 'bad_request'], 'no body');
   const list = await node.request('GET', `${P}/collections`);
   t.same(list.body, {}, 'nothing was created');
+  // Names Object.prototype has are names like any other (see test/cluster/meta-state.test.ts).
+  for (const name of ['constructor', 'toString', '__proto_']) {
+    t.equal((await node.request('GET', `${P}/collections/${name}`)).status, 404, `${name} is not there before it is made`);
+    t.equal((await node.request('PUT', `${P}/collections/${name}`, { body: { dimensions: 3 } })).status, 201, name);
+    t.equal((await node.request('GET', `${P}/collections/${name}`)).body.name, name);
+  }
 });
 
 t.test('documents and vector search', async (t) => {
