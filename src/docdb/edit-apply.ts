@@ -7,6 +7,7 @@
 // calls `applyEdit` for each edit and writes `g.ops` as one batch.
 import { FirkinError } from '../core/errors.js';
 import type { Hlc } from '../core/hlc.js';
+import { ownValue } from '../core/values.js';
 import type { BatchOp } from '../storage/db.js';
 import type { AttachmentInput, Blob } from './doc-input.js';
 import { ATT_CHUNK_BYTES, type AttachmentMeta, type Attachments, type BodyRecord, type DbRecord, type DocRecord, type LeafInfo, encodeBody, encodeSeq, encodeDocRecord, keys } from './records.js';
@@ -154,7 +155,7 @@ function applyLocal(g: WriteGroup, edit: Extract<Edit, { kind: 'update' | 'attac
     body = parentDeleted ? {} : (parentBody?.body ?? {});
     atts = parentDeleted ? {} : { ...parentAtts };
     if (edit.blob === undefined) {
-      if (atts[edit.name] === undefined) throw new FirkinError('not_found', `attachment ${JSON.stringify(edit.name)} of ${JSON.stringify(docId)} not found`);
+      if (ownValue(atts, edit.name) === undefined) throw new FirkinError('not_found', `attachment ${JSON.stringify(edit.name)} of ${JSON.stringify(docId)} not found`);
       delete atts[edit.name];
     } else {
       atts[edit.name] = { content_type: edit.blob.content_type, digest: edit.blob.digest, length: edit.blob.length };
@@ -168,7 +169,7 @@ function applyLocal(g: WriteGroup, edit: Extract<Edit, { kind: 'update' | 'attac
           atts[name] = { content_type: input.blob.content_type, digest: input.blob.digest, length: input.blob.length };
           blobs.push(input.blob);
         } else {
-          const kept = parentAtts[name];
+          const kept = ownValue(parentAtts, name);
           if (kept === undefined || (input.digest !== undefined && input.digest !== kept.digest)) {
             throw new FirkinError('precondition_failed', `attachment stub ${JSON.stringify(name)} does not match an attachment of the parent revision`);
           }
@@ -181,8 +182,8 @@ function applyLocal(g: WriteGroup, edit: Extract<Edit, { kind: 'update' | 'attac
   const gen = revGen(rev);
   const final: Record<string, AttachmentMeta> = {};
   for (const [name, a] of Object.entries(atts)) {
-    const unchanged = parentAtts[name] !== undefined && parentAtts[name].digest === a.digest;
-    final[name] = { content_type: a.content_type, digest: a.digest, length: a.length, revpos: unchanged ? parentAtts[name]!.revpos : gen };
+    const before = ownValue(parentAtts, name);
+    final[name] = { content_type: a.content_type, digest: a.digest, length: a.length, revpos: before !== undefined && before.digest === a.digest ? before.revpos : gen };
   }
   const path: RevPath = { revs: parent === undefined ? [rev] : [rev, parent], deleted: deleting };
   const tree = stem(mergePath(rec?.tree ?? [], path).tree, g.base.revsLimit);
@@ -208,10 +209,11 @@ function applyReplicated(g: WriteGroup, edit: Extract<Edit, { kind: 'replicate' 
         final[name] = { content_type: input.blob.content_type, digest: input.blob.digest, length: input.blob.length, revpos: gen };
         blobs.push(input.blob);
       } else {
-        if (input.digest === undefined || known[input.digest] === undefined) {
+        const length = input.digest === undefined ? undefined : ownValue(known, input.digest);
+        if (input.digest === undefined || length === undefined) {
           throw new FirkinError('precondition_failed', `attachment stub ${JSON.stringify(name)} refers to content this database does not hold; send it inline`);
         }
-        final[name] = { content_type: input.content_type ?? 'application/octet-stream', digest: input.digest, length: known[input.digest]!, revpos: gen };
+        final[name] = { content_type: input.content_type ?? 'application/octet-stream', digest: input.digest, length, revpos: gen };
       }
     }
   }

@@ -16,6 +16,7 @@ import { FirkinError } from '../core/errors.js';
 import { type Clock, type Hlc, type HybridClock, HLC_ZERO, compareHlc, hlcToText, tickHlc } from '../core/hlc.js';
 import { decodeKey } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
+import { ownValue } from '../core/values.js';
 import type { WriteTicket, BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
 import { type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
 import { type Body, type Edit, type EditResult, type WinnerChange, type WinnerIndexer, type WriteGroup, applyEdit, bodyKey, chunkCount, digestsOfAll, notFoundDoc } from './edit-apply.js';
@@ -1134,7 +1135,7 @@ export class DocEngine {
     const at = rev ?? rec.winner;
     const stored = findRev(rec.tree, at) === undefined ? undefined : await this.#body(db, docId, at);
     if (stored === undefined) throw new FirkinError('not_found', `revision ${at} of ${JSON.stringify(docId)} not found`);
-    const meta = stored.attachments?.[name];
+    const meta = ownValue(stored.attachments, name);
     if (meta === undefined) throw new FirkinError('not_found', `attachment ${JSON.stringify(name)} of ${JSON.stringify(docId)} not found`);
     const store = this.#store;
     return {

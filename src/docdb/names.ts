@@ -62,6 +62,8 @@ export function checkAttachmentName(name: string): string {
   if (name === '' || /[\u0000\\/]/.test(name) || Buffer.byteLength(name) > LIMITS.attachmentNameBytes) {
     throw new FirkinError('bad_request', `invalid attachment name ${JSON.stringify(name)}: 1 to ${LIMITS.attachmentNameBytes} bytes, no / \\ or NUL`);
   }
+  // Stored as a key of a CBOR map, which cbor-x reads back as "__proto_": the attachment was lost.
+  if (name === '__proto__') throw new FirkinError('bad_request', 'invalid attachment name "__proto__": reserved');
   return name;
 }
 

@@ -113,3 +113,33 @@ t.test('attachments', async (t) => {
   const info = await node.request('GET', '/db/att');
   t.ok(info.body.disk_size < 1000, `disk_size ${info.body.disk_size} no longer counts the dropped attachments`);
 });
+
+// A lookup by name in a plain object finds Object.prototype's members: before, a stub named
+// "valueOf" matched "an attachment of the parent", a DELETE of a missing "constructor" made a
+// revision, and an attachment named "__proto__" was acknowledged and lost (the CBOR codec reads
+// that key back as "__proto_").
+t.test('attachment names Object.prototype has', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await node.request('PUT', '/db/p');
+  const put = (path: string, body: string) => node.request('PUT', path, { body, raw: true, headers: { 'content-type': 'text/plain' } });
+  let rev = (await node.request('PUT', '/db/p/d', { body: { a: 1 } })).body.rev as string;
+  t.match(await put(`/db/p/d/_attachments/__proto__?rev=${rev}`, 'lost'), { status: 400, body: { error: 'bad_request', message: /__proto__/ } }, '__proto__ is refused, not lost');
+  t.match(await node.request('PUT', '/db/p/d2', { body: { _attachments: { __proto_x: { content_type: 'text/plain', data: 'aGk=' } } } }), { status: 201 }, 'a name that merely starts so is fine');
+  const missing = await node.request('DELETE', `/db/p/d/_attachments/constructor?rev=${rev}`);
+  t.match(missing, { status: 404, body: { error: 'not_found' } }, 'a missing "constructor" is missing');
+  t.equal((await node.request('GET', '/db/p/d')).body._rev, rev, 'and no revision was made');
+  for (const name of ['constructor', 'toString']) {
+    const made = await put(`/db/p/d/_attachments/${name}?rev=${rev}`, `body of ${name}`);
+    t.equal(made.status, 201, name);
+    rev = made.body.rev;
+    t.equal((await node.request('GET', `/db/p/d/_attachments/${name}`)).text, `body of ${name}`);
+  }
+  t.same(Object.keys((await node.request('GET', '/db/p/d')).body._attachments).sort(), ['constructor', 'toString']);
+  const stub = await node.request('PUT', '/db/p/s', { body: { _attachments: { valueOf: { stub: true } } } });
+  t.match(stub, { status: 412, body: { error: 'precondition_failed' } }, 'a stub of an attachment the parent does not have');
+  const replicated = await node.request('POST', '/db/p/_bulk_docs', {
+    body: { new_edits: false, docs: [{ _id: 'r', _rev: `1-${'a'.repeat(32)}`, _attachments: { x: { stub: true, digest: 'constructor', content_type: 'text/plain' } } }] },
+  });
+  t.match(replicated.body, [{ error: 'precondition_failed' }], 'a replicated stub of a digest this database does not hold');
+});
