@@ -21,6 +21,31 @@ export function decodeCbor(bytes: Uint8Array): unknown {
   return cborDecoder.decode(bytes);
 }
 
+// cbor-x reads a map key "__proto__" back as "__proto_" (against prototype pollution), so a value
+// with one does not survive a round trip. A request body with one is refused, as fastify refuses
+// it in JSON. The text string's bytes (a 9-byte string's head 0x69, then its letters) are looked
+// for first; only a body that has them is decoded again with maps as Maps to find a key.
+const PROTO_TEXT = Buffer.from([0x69, ...Buffer.from('__proto__')]);
+const mapDecoder = new Decoder({ useRecords: false, mapsAsObjects: false });
+
+/** True when the CBOR value has a map key "__proto__" anywhere. */
+export function cborHasProtoKey(bytes: Uint8Array): boolean {
+  if (Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf(PROTO_TEXT) === -1) return false;
+  const seen: unknown[] = [mapDecoder.decode(bytes)];
+  while (seen.length > 0) {
+    const v = seen.pop();
+    if (v instanceof Map) {
+      for (const [k, x] of v) {
+        if (k === '__proto__') return true;
+        seen.push(k, x);
+      }
+    } else if (Array.isArray(v)) {
+      for (const x of v) seen.push(x);
+    }
+  }
+  return false;
+}
+
 // ---- checked JSON records ------------------------------------------------------------------
 // Catalogue records in the `system` column family are JSON. Reading one back checks its shape
 // against a JSON schema (ajv) instead of trusting a cast: a record damaged on disk or written

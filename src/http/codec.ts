@@ -1,7 +1,7 @@
 // JSON by default; CBOR (cbor-x) for request bodies by Content-Type and for responses by
 // Accept, on every route. One codec layer: routes only ever see and return plain values.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { decodeCbor, encodeCbor } from '../core/codec.js';
+import { cborHasProtoKey, decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
 
 export const CBOR_TYPE = 'application/cbor';
@@ -28,6 +28,7 @@ export function installCodec(app: FastifyInstance): void {
   app.addContentTypeParser(CBOR_TYPE, { parseAs: 'buffer' }, (_req: FastifyRequest, body: Buffer, done) => {
     if (body.length === 0) return done(null, undefined);
     try {
+      if (cborHasProtoKey(body)) return done(new FirkinError('bad_request', 'invalid CBOR body: a map key "__proto__" (refused, as in a JSON body)'), undefined);
       done(null, decodeCbor(body));
     } catch (err) {
       done(new FirkinError('bad_request', `invalid CBOR body: ${(err as Error).message}`), undefined);

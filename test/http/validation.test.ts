@@ -1,6 +1,7 @@
 // Bodies are typed (JSON/CBOR) and validated without coercion; query strings are text and
 // are coerced to their schema's types.
 import t from 'tap';
+import { encodeCbor } from '../../src/core/codec.js';
 import { startTestNode } from '../support/node.js';
 
 t.test('a body of the wrong type is a 400, never silently converted', async (t) => {
@@ -80,4 +81,21 @@ t.test('a schema refusal says what to fix: the unknown property and the known on
   r = await node.request('POST', '/vectordb/collections/c/docs', { body: { documents: [{ id: 'a', vector: [1, 0] }, { id: 'b', vector: [0, 1], txt: 'x' }] } });
   t.equal(r.status, 200);
   t.match(r.body.results[1], { id: 'b', error: 'bad_request', message: /^documents\[1\] must NOT have additional properties: "txt" \(known: id, text, metadata, vector\)$/ });
+});
+
+// cbor-x reads a map key "__proto__" back as "__proto_": a document or payload with one was
+// stored changed. A body with one is refused in CBOR as in JSON.
+t.test('a "__proto__" key is a 400 in a CBOR body as in a JSON one', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  await node.request('PUT', '/db/p');
+  const doc = JSON.parse('{"a": {"__proto__": {"x": 1}}}') as unknown;
+  const cbor = await node.request('PUT', '/db/p/d', { body: encodeCbor(doc), raw: true, headers: { 'content-type': 'application/cbor' } });
+  t.match(cbor, { status: 400, body: { error: 'bad_request', message: /__proto__/ } });
+  const json = await node.request('PUT', '/db/p/d', { body: '{"a": {"__proto__": {"x": 1}}}', raw: true, headers: { 'content-type': 'application/json' } });
+  t.equal(json.status, 400, 'as fastify refuses it in JSON');
+  t.equal((await node.request('GET', '/db/p/d')).status, 404, 'nothing was written');
+  const fine = await node.request('PUT', '/db/p/d', { body: encodeCbor({ a: '__proto__', b: { __proto_: 1, constructor: 2 } }), raw: true, headers: { 'content-type': 'application/cbor' } });
+  t.equal(fine.status, 201, 'a value "__proto__" and near names are fine');
+  t.same((await node.request('GET', '/db/p/d')).body, { _id: 'd', id: 'd', _rev: fine.body.rev, a: '__proto__', b: { __proto_: 1, constructor: 2 } });
 });
