@@ -3,12 +3,15 @@
 // gateway, so the gateway's routes are fuzzed here.)
 import { encode } from 'cbor-x';
 import fc from 'fast-check';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { fcParams } from '../support/fc.js';
-import { MASTER_KEY, startGatewayNode } from './support.js';
+import { freePorts } from '../raft/kv-cluster.js';
+import { request, TEST_ADMIN_KEY } from '../support/node.js';
+import { waitFor } from '../support/wait.js';
+import { type GatewayNode, MASTER_KEY, startGatewayNode } from './support.js';
 
 const arbSegment = fc.oneof(
-  fc.constantFrom('acme', 'docs', 'a', 'a_b', '53bc_acme_docs', '0123456789abcdef', '..', '%00', 'UPPER', 'x'.repeat(80)),
+  fc.constantFrom('acme', 'docs', 'a', 'a_b', '53bc_acme_docs', '0123456789abcdef', '..', '%00', 'UPPER', 'x'.repeat(80), 'constructor', 'tostring', 'toString', '__proto__'),
   fc.string({ maxLength: 12 }).map(encodeURIComponent),
 );
 const arbJson = fc.jsonValue({ maxDepth: 3 });
@@ -22,9 +25,13 @@ const arbBody = fc.oneof(
   ),
 );
 
-t.test('no gateway route answers bad input with a 5xx', async (t) => {
-  const gw = await startGatewayNode();
-  t.teardown(() => gw.close());
+/** Every gateway route of `gw` with `runs` random requests: no 5xx, and healthy after. */
+async function fuzz(t: Test, gw: GatewayNode, runs: number): Promise<void> {
+  // A tenant and a collection named as Object.prototype's members, which a lookup in a plain object finds.
+  const odd = (await gw.admin('POST', '/admin/tenants', { tenant_id: 'constructor', rpm_limit: 10_000_000 })).body.api_key as string;
+  const made = await gw.call('POST', '/v1/collections', odd, { name: 'tostring', dimension: 2 });
+  t.equal(made.status, 201, made.text);
+  t.equal((await gw.call('POST', '/v1/collections', odd, { name: 'constructor', dimension: 2 })).status, 201);
   const tenantKey = (await gw.admin('POST', '/admin/tenants', { tenant_id: 'acme', rpm_limit: 10_000_000 })).body.api_key as string;
   await gw.call('POST', '/v1/collections', tenantKey, { name: 'docs', dimension: 2 });
   await gw.call('POST', '/v1/collections', tenantKey, { name: 'a', dimension: 2, embedder: { type: 'hash' } });
@@ -47,8 +54,23 @@ t.test('no gateway route answers bad input with a 5xx', async (t) => {
       if (res.status >= 500) failures.push(`${route.method} ${path} ${JSON.stringify(body)} -> ${res.status}`);
       return res.status < 500;
     }),
-    fcParams(300),
+    fcParams(runs),
   );
   t.same(failures, []);
   t.equal((await gw.call('GET', '/health', undefined)).status, 200);
+}
+
+t.test('no gateway route answers bad input with a 5xx', async (t) => {
+  const gw = await startGatewayNode();
+  t.teardown(() => gw.close());
+  await fuzz(t, gw, 300);
+});
+
+// A cluster node's gateway keeps its tenants in the metadata group: a one-node cluster.
+t.test('a cluster node: no gateway route answers bad input with a 5xx', async (t) => {
+  const [grpc] = await freePorts(1);
+  const gw = await startGatewayNode({ SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'gw-fuzz', SERVICE_GRPC_PORT: String(grpc), SERVICE_REPLICATION_FACTOR: '1' });
+  t.teardown(() => gw.close());
+  await waitFor(async () => ((await request(gw.node.url!, 'GET', '/vectordb/cluster/status', { key: TEST_ADMIN_KEY })).body.state === 'member' ? true : undefined), { what: 'the node a member of its cluster', timeoutMs: 30_000 });
+  await fuzz(t, gw, 200);
 });
