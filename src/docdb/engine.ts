@@ -16,7 +16,7 @@ import { FirkinError } from '../core/errors.js';
 import { type Clock, type Hlc, type HybridClock, HLC_ZERO, compareHlc, hlcToText, tickHlc } from '../core/hlc.js';
 import { decodeKey } from '../core/keys.js';
 import { SerialQueue } from '../core/serial.js';
-import { ownValue } from '../core/values.js';
+import { isPlainObject, ownValue } from '../core/values.js';
 import type { WriteTicket, BatchOp, ColumnFamily, EntryCursor, Store } from '../storage/db.js';
 import { type Blob, type ParsedDoc, parseDoc } from './doc-input.js';
 import { type Body, type Edit, type EditResult, type WinnerChange, type WinnerIndexer, type WriteGroup, applyEdit, bodyKey, chunkCount, digestsOfAll, notFoundDoc } from './edit-apply.js';
@@ -331,7 +331,8 @@ async function settled(state: DbState): Promise<void> {
  */
 export function bulkEdits(docs: readonly unknown[], newEdits: boolean, generateId: () => string): (DocEdit | EditResult)[] {
   return docs.map((raw): Edit | EditResult => {
-    let id: string | null = null;
+    // The entry's own _id names its error, even when the rest of it is what is wrong.
+    let id: string | null = isPlainObject(raw) && typeof raw._id === 'string' ? raw._id : null;
     try {
       const doc = parseDoc(raw);
       id = doc.id ?? null;
