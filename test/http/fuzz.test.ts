@@ -76,9 +76,13 @@ async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
   t.ok(routes.length > 0);
   const failures: string[] = [];
   /** One request as the admin; its status, or undefined when it was still held at the deadline (a long poll, a stream). */
-  const send = async (method: string, path: string, headers: Record<string, string>, body: string | Buffer | undefined): Promise<number | undefined> => {
+  // Most requests as the admin; some with keys scoped to a database (read, or read and write),
+  // some with none (''): the authorization paths see every route too.
+  const scopedKey = async (permissions: string[]) => (await node.request('POST', '/_keys', { body: { permissions, databases: ['fuzzdb', 'constructor'] } })).body.key as string;
+  const keys = [node.adminKey, node.adminKey, node.adminKey, await scopedKey(['read']), await scopedKey(['read', 'write']), ''];
+  const send = async (method: string, path: string, headers: Record<string, string>, body: string | Buffer | undefined, key = node.adminKey): Promise<number | undefined> => {
     try {
-      const res = await fetch(node.url + path, { method, headers: { authorization: `Bearer ${node.adminKey}`, ...headers }, body, signal: AbortSignal.timeout(requestTimeoutMs) });
+      const res = await fetch(node.url + path, { method, headers: { ...(key === '' ? {} : { authorization: `Bearer ${key}` }), ...headers }, body, signal: AbortSignal.timeout(requestTimeoutMs) });
       if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) await res.body?.cancel();
       else await res.arrayBuffer();
       return res.status;
@@ -103,7 +107,8 @@ async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
       fc.array(arbSegment, { minLength: 8, maxLength: 8 }),
       arbQuery,
       arbBody,
-      async (route, segments, query, body) => {
+      fc.nat(keys.length - 1),
+      async (route, segments, query, body, keyIndex) => {
         let i = 0;
         const path = route.url.replace(/:[A-Za-z_]+/g, () => segments[i++ % segments.length]!);
         const qs = query.length === 0 ? '' : `?${query.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`;
@@ -124,10 +129,10 @@ async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
             headers['content-type'] = 'application/octet-stream';
           }
         }
-        const status = await send(route.method, path + qs, headers, payload);
+        const status = await send(route.method, path + qs, headers, payload, keys[keyIndex]);
         if (status === undefined) return true; // a held long-poll/stream
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
-        if (status >= 500) failures.push(`${route.method} ${path}${qs} body=${JSON.stringify(body)} -> ${status}`);
+        if (status >= 500) failures.push(`${route.method} ${path}${qs} key=${keyIndex} body=${JSON.stringify(body)} -> ${status}`);
         return status < 500;
       },
     ),
