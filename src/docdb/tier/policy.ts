@@ -35,7 +35,7 @@ const bad = (message: string) => new FirkinError('bad_request', message);
 export function mergeTierConfig(current: TierConfig, patch: Record<string, unknown>): TierConfig {
   const next: Record<string, unknown> = { ...current };
   for (const [key, value] of Object.entries(patch)) {
-    if (!(key in DEFAULT_TIER_CONFIG)) throw bad(`unknown tier setting ${JSON.stringify(key)}`);
+    if (!Object.hasOwn(DEFAULT_TIER_CONFIG, key)) throw bad(`unknown tier setting ${JSON.stringify(key)}`);
     next[key] = value;
   }
   const c = next as unknown as TierConfig;

@@ -33,6 +33,9 @@ t.test('tiering over HTTP', async (t) => {
     t.equal((await node.request('POST', '/db/hot/_tier/migrate', { body: { doc_id: 'x', to_tier: 'warm' } })).status, 400, 'not configured');
     t.equal((await node.request('POST', '/db/hot/_tier/config', { body: { warm_db: 'nope' } })).status, 400);
     t.equal((await node.request('POST', '/db/hot/_tier/config', { body: { bogus: 1 } })).status, 400);
+    for (const name of ['constructor', 'toString']) {
+      t.equal((await node.request('POST', '/db/hot/_tier/config', { body: { [name]: 1 } })).status, 400, `${name} is no setting either (it is Object.prototype's)`);
+    }
     t.equal((await node.request('POST', '/db/hot/_tier/config', { body: { hot_threshold: 10, warm_threshold: 5 } })).status, 400);
     t.equal((await node.request('POST', '/db/hot/_tier/config', { body: { warm_db: 'warm', cold_db: 'cold' } })).status, 200);
     t.equal((await node.request('POST', '/db/hot/_tier/config', { body: { enabled: false } })).status, 200);
