@@ -5,7 +5,7 @@ import { encode } from 'cbor-x';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { ensureConsoleBuilt } from '../support/console.js';
-import { fcParams } from '../support/fc.js';
+import { fcSequenceParams } from '../support/fc.js';
 import { freePorts } from '../raft/kv-cluster.js';
 import { startTestNode, type TestNode } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
@@ -75,16 +75,18 @@ async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
   const routes = node.node.routes.filter((r) => !r.url.includes('*'));
   t.ok(routes.length > 0);
   const failures: string[] = [];
-  /** One request as the admin; its status, or undefined when it was still held at the deadline (a long poll, a stream). */
   // Most requests as the admin; some with keys scoped to a database (read, or read and write),
   // some with none (''): the authorization paths see every route too.
   const scopedKey = async (permissions: string[]) => (await node.request('POST', '/_keys', { body: { permissions, databases: ['fuzzdb', 'constructor'] } })).body.key as string;
   const keys = [node.adminKey, node.adminKey, node.adminKey, await scopedKey(['read']), await scopedKey(['read', 'write']), ''];
+  /** The answer to a 5xx, for the failure's line. */
+  let answer = '';
+  /** One request; its status, or undefined when it was still held at the deadline (a long poll, a stream). */
   const send = async (method: string, path: string, headers: Record<string, string>, body: string | Buffer | undefined, key = node.adminKey): Promise<number | undefined> => {
     try {
       const res = await fetch(node.url + path, { method, headers: { ...(key === '' ? {} : { authorization: `Bearer ${key}` }), ...headers }, body, signal: AbortSignal.timeout(requestTimeoutMs) });
       if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) await res.body?.cancel();
-      else await res.arrayBuffer();
+      else answer = (await res.text()).slice(0, 300);
       return res.status;
     } catch (err) {
       if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') return undefined;
@@ -98,7 +100,7 @@ async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
     const hasBody = route.method !== 'GET' && route.method !== 'HEAD';
     const path = `${route.url.replace(/:[A-Za-z_]+/g, 'fuzz1')}?limit=x`;
     const status = await send(route.method, path, hasBody ? { 'content-type': 'application/json' } : {}, hasBody ? '{"fuzz":[1]}' : undefined);
-    if (status !== undefined && status >= 500) failures.push(`${route.method} ${path} -> ${status}`);
+    if (status !== undefined && status >= 500) failures.push(`${route.method} ${path} -> ${status} ${answer}`);
   }
   t.same(failures, [], 'every route, once: no 5xx');
   await fc.assert(
@@ -132,11 +134,11 @@ async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
         const status = await send(route.method, path + qs, headers, payload, keys[keyIndex]);
         if (status === undefined) return true; // a held long-poll/stream
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
-        if (status >= 500) failures.push(`${route.method} ${path}${qs} key=${keyIndex} body=${JSON.stringify(body)} -> ${status}`);
-        return status < 500;
+        if (status >= 500) failures.push(`${route.method} ${path}${qs} key=${keyIndex} body=${JSON.stringify(body)} -> ${status} ${answer}`);
+        return true; // collected in `failures`, said below with their answers
       },
     ),
-    fcParams(runs),
+    fcSequenceParams(runs, (text) => t.comment(text)),
   );
   t.same(failures, [], 'no 5xx');
   t.comment(`statuses: ${[...statuses].sort(([a], [b]) => a - b).map(([k, v]) => `${k} x${v}`).join(', ')}`);

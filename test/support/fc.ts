@@ -11,3 +11,16 @@ export function fcParams<T>(defaultRuns = 200): fc.Parameters<T> {
     numRuns: runs,
   };
 }
+
+/**
+ * For a fuzzer whose runs share state (a node that every request changes): a failing request
+ * depends on the ones before it, so fast-check's shrinking, which replays one alone, would show
+ * the wrong thing. The property collects failures and never fails; the seed is chosen here and
+ * said (`comment`), so FC_SEED=<seed> replays the same sequence.
+ */
+export function fcSequenceParams<T>(defaultRuns: number, comment: (text: string) => void): fc.Parameters<T> {
+  const params = fcParams<T>(defaultRuns);
+  const seed = params.seed ?? Math.floor(Math.random() * 0x7fffffff);
+  comment(`fuzz seed ${seed} (replay: FC_SEED=${seed}), ${params.numRuns} runs`);
+  return { ...params, seed };
+}
