@@ -31,7 +31,7 @@ import { RocksLog } from '../raft/rocks-log.js';
 import type { Message } from '../raft/types.js';
 import type { Store } from '../storage/db.js';
 import type { ClusterMember, GroupHost } from './member.js';
-import { type MetaState, type ShardPlacement, bootstrapConf, isDownOrGone } from './meta-state.js';
+import { type MetaState, type ShardPlacement, bootstrapConf, deletedGroups, isDownOrGone } from './meta-state.js';
 import { type LedGroup, planLeaderTransfer } from './leader-balance.js';
 import { type GroupView, removalRisks, stillCounted } from './removal-risk.js';
 import { planShardConf } from './shard-repair.js';
@@ -766,6 +766,14 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         const code = isFirkinError(err) ? err.code : undefined;
         if (!(wasNotSent(err) || code === 'not_leader' || code === 'unavailable' || code === 'timeout' || code === 'no_quorum')) throw err;
         if (code === 'timeout' && !wasNotSent(err)) maybeCommitted = true;
+        // A read of a group the metadata has deleted since the caller took its map (a reshard,
+        // split or merge switched and cleaned up): no replica will answer again, so say at once
+        // that the map moved, and the caller routes again on the new one, rather than waiting
+        // out the deadline for a 503 (found by the vector route fuzzer on a one-node cluster).
+        // Not a write: one may have committed before the group went, so it keeps its own path.
+        if (!isWrite && deletedGroups(member.state, [shard.group]).length > 0) {
+          throw new FirkinError('stale_epoch', `shard ${shard.group} no longer exists (the shard map moved on: a reshard, split or merge replaced it); route again on the current map`);
+        }
         this.#leaderHints.delete(shard.group);
         // A replica's word on who leads is followed even to a node this placement does not name:
         // this node's placement may be stale (out of the metadata group, or behind it), and

@@ -5,7 +5,7 @@
 import pino from 'pino';
 import t from 'tap';
 import type { ClusterMember } from '../../src/cluster/member.js';
-import type { MetaState, ShardPlacement } from '../../src/cluster/meta-state.js';
+import { EMPTY_META, type MetaState, type ShardPlacement } from '../../src/cluster/meta-state.js';
 import { type HostedReplica, ShardHost, type WantedReplica } from '../../src/cluster/shard-host.js';
 import type { RaftGroup, StateMachine } from '../../src/raft/group.js';
 import { Store as RocksStore } from '../../src/storage/db.js';
@@ -177,7 +177,7 @@ t.test("a leaving node's replica moved away while its placements were stale (out
   const confAsked: string[] = [];
   // `told`: its own copy says it is up, a member said it is leaving (chaos seed 129).
   const host = (status: 'leaving' | 'up' | 'told') => {
-    const state = { nodes: { [ME]: { name: ME, status: status === 'told' ? 'up' : status } } } as unknown as MetaState;
+    const state = { ...EMPTY_META, nodes: { [ME]: { name: ME, status: status === 'told' ? 'up' : status } } } as unknown as MetaState;
     const member = {
       name: ME,
       state,
@@ -224,7 +224,7 @@ t.test("a leaving node's replica moved away while its placements were stale (out
 // round: the node never learned it was removed, and its leave never ended.
 t.test("a call to a group's leader follows a replica's hint to a node this node's (stale) placement does not name", async (t) => {
   const asked: string[] = [];
-  const state = { nodes: { [ME]: { name: ME, status: 'leaving' } } } as unknown as MetaState;
+  const state = { ...EMPTY_META, nodes: { [ME]: { name: ME, status: 'leaving' } } } as unknown as MetaState;
   const member = {
     name: ME,
     state,
