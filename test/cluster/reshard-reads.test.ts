@@ -5,17 +5,14 @@
 // fuzzer. Now the router sees the group deleted and routes again on the new map: every read
 // during a run of reshards answers, with every document.
 import t from 'tap';
-import { freePorts } from '../raft/kv-cluster.js';
-import { startTestNode } from '../support/node.js';
+import { startClusterTestNode } from '../support/one-node-cluster.js';
 import { waitFor } from '../support/wait.js';
 
 const DOCS = 24;
 
 t.test('searches, scrolls and gets during reshards answer, complete, on a one-node cluster', async (t) => {
-  const [grpc] = await freePorts(1);
-  const node = await startTestNode({ SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'reshard-reads', SERVICE_NODE_NAME: 'r1', SERVICE_GRPC_PORT: String(grpc), SERVICE_REPLICATION_FACTOR: '1' });
+  const node = await startClusterTestNode({ SERVICE_NODE_NAME: 'r1' });
   t.teardown(() => node.close());
-  await waitFor(async () => ((await node.request('GET', '/vectordb/cluster/status')).body.state === 'member' ? true : undefined), { what: 'a member', timeoutMs: 30_000 });
   const P = '/vectordb/collections/c';
   t.equal((await node.request('PUT', P, { body: { dimensions: 2, num_shards: 2, bm25_backend: 'memory' } })).status, 201);
   const documents = Array.from({ length: DOCS }, (_, i) => ({ id: `d${i}`, text: `common word${i}`, vector: [Math.cos(i), Math.sin(i)] }));

@@ -5,9 +5,7 @@ import { encode } from 'cbor-x';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { fcSequenceParams } from '../support/fc.js';
-import { freePorts } from '../raft/kv-cluster.js';
-import { request, TEST_ADMIN_KEY } from '../support/node.js';
-import { waitFor } from '../support/wait.js';
+import { oneNodeClusterEnv, waitForMember } from '../support/one-node-cluster.js';
 import { type GatewayNode, MASTER_KEY, startGatewayNode } from './support.js';
 
 const arbSegment = fc.oneof(
@@ -68,9 +66,8 @@ t.test('no gateway route answers bad input with a 5xx', async (t) => {
 
 // A cluster node's gateway keeps its tenants in the metadata group: a one-node cluster.
 t.test('a cluster node: no gateway route answers bad input with a 5xx', async (t) => {
-  const [grpc] = await freePorts(1);
-  const gw = await startGatewayNode({ SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'gw-fuzz', SERVICE_GRPC_PORT: String(grpc), SERVICE_REPLICATION_FACTOR: '1' });
+  const gw = await startGatewayNode(await oneNodeClusterEnv('gateway-test'));
   t.teardown(() => gw.close());
-  await waitFor(async () => ((await request(gw.node.url!, 'GET', '/vectordb/cluster/status', { key: TEST_ADMIN_KEY })).body.state === 'member' ? true : undefined), { what: 'the node a member of its cluster', timeoutMs: 30_000 });
-  await fuzz(t, gw, 200);
+  await waitForMember(gw.node.url!);
+  await fuzz(t, gw, 120);
 });

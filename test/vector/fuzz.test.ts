@@ -4,9 +4,8 @@ import { appendFileSync } from 'node:fs';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { fcSequenceParams } from '../support/fc.js';
-import { freePorts } from '../raft/kv-cluster.js';
 import { request, startTestNode, type TestNode } from '../support/node.js';
-import { waitFor } from '../support/wait.js';
+import { startClusterTestNode } from '../support/one-node-cluster.js';
 
 const FIELDS = ['id', 'text', 'metadata', 'vector', 'documents', 'query', 'k', 'ef', 'filter', 'fusion', 'bm25_weight', 'vector_weight', 'num_shards', 'dimensions', 'metric', 'embedder', 'bm25_backend', 'bm25', 'index'];
 const arbNumber = fc.oneof(fc.integer({ min: -5, max: 2000 }), fc.double({ noNaN: false }), fc.constantFrom(0, 1, 3, 4, 10, 1e300));
@@ -100,9 +99,7 @@ t.test('vector routes never answer with a 5xx', async (t) => {
 // A cluster node writes through shard leaders and fans searches out to every shard: a one-node
 // cluster (replication factor 1, the only one it can place).
 t.test('a cluster node: vector routes never answer with a 5xx', async (t) => {
-  const [grpc] = await freePorts(1);
-  const node = await startTestNode({ SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'vector-fuzz', SERVICE_NODE_NAME: 'v1', SERVICE_GRPC_PORT: String(grpc), SERVICE_REPLICATION_FACTOR: '1' });
+  const node = await startClusterTestNode({ SERVICE_NODE_NAME: 'v1' });
   t.teardown(() => node.close());
-  await waitFor(async () => ((await node.request('GET', '/vectordb/cluster/status')).body.state === 'member' ? true : undefined), { what: 'the node a member of its cluster', timeoutMs: 30_000 });
   await fuzz(t, node, 300);
 });
