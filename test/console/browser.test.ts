@@ -258,9 +258,18 @@ if (!existsSync(CHROMIUM)) {
       const rendered = page.getByRole('table', { name: 'Documents' }).locator('tbody tr:not(.spacer)');
       await rendered.first().getByRole('button', { name: 'd000' }).waitFor();
       t.ok((await rendered.count()) < 60, `only the rows in view are in the page (${await rendered.count()} of 300)`);
-      await page.getByRole('region', { name: 'Documents (scrolls)' }).focus();
-      await page.keyboard.press('End');
-      await rendered.getByRole('button', { name: 'd299' }).waitFor();
+      // Focus, End, until the last row is rendered: under load a re-render of the list can take
+      // the focus between the two, and the key then scrolls nothing (CI, 11-30: a 10 s wait for
+      // d299 after one press timed out, the first row still in view).
+      const region = page.getByRole('region', { name: 'Documents (scrolls)' });
+      await waitFor(
+        async () => {
+          await region.focus();
+          await page.keyboard.press('End');
+          return (await rendered.getByRole('button', { name: 'd299' }).count()) > 0;
+        },
+        { timeoutMs: 30_000, intervalMs: 250, what: 'the last row rendered after End' },
+      );
       t.ok((await rendered.count()) < 60, 'still only the rows in view after scrolling to the end');
       t.equal(await rendered.getByRole('button', { name: 'd000' }).count(), 0, 'the first row is no longer rendered');
     });
