@@ -5,7 +5,7 @@ import { encode } from 'cbor-x';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { ensureConsoleBuilt } from '../support/console.js';
-import { fcSequenceParams } from '../support/fc.js';
+import { fcSequenceParams, StatusTally } from '../support/fc.js';
 import { startTestNode, type TestNode } from '../support/node.js';
 import { startClusterTestNode } from '../support/one-node-cluster.js';
 
@@ -70,7 +70,7 @@ async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
     const made = await node.request(method, path, body === undefined ? {} : { body });
     t.ok(made.status < 300, `${method} ${path}: ${made.status} ${made.text}`);
   }
-  const statuses = new Map<number, number>();
+  const statuses = new StatusTally();
   const routes = node.node.routes.filter((r) => !r.url.includes('*'));
   t.ok(routes.length > 0);
   const failures: string[] = [];
@@ -132,7 +132,7 @@ async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
         }
         const status = await send(route.method, path + qs, headers, payload, keys[keyIndex]);
         if (status === undefined) return true; // a held long-poll/stream
-        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        statuses.add(status);
         if (status >= 500) failures.push(`${route.method} ${path}${qs} key=${keyIndex} body=${JSON.stringify(body)} -> ${status} ${answer}`);
         return true; // collected in `failures`, said below with their answers
       },
@@ -140,7 +140,7 @@ async function fuzz(t: Test, node: TestNode, runs: number): Promise<void> {
     fcSequenceParams(runs, (text) => t.comment(text)),
   );
   t.same(failures, [], 'no 5xx');
-  t.comment(`statuses: ${[...statuses].sort(([a], [b]) => a - b).map(([k, v]) => `${k} x${v}`).join(', ')}`);
+  t.comment(String(statuses));
   const health = await node.request('GET', '/health');
   t.equal(health.status, 200, `node healthy after fuzzing: ${health.text}`);
 }
