@@ -467,13 +467,22 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     async (r, reply) => answerDocGet(vdbDocSource(r.params.vdb, checkDocId(r.params.docid)), r.query, reply),
   );
 
-  app.put<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string }; Body: unknown }>(
+  app.put<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string; new_edits?: boolean }; Body: unknown }>(
     '/vdb/:vdb/:docid',
-    { schema: { params: docParams, querystring: { type: 'object', properties: { rev: { type: 'string' } } } }, config: scoped },
+    { schema: { params: docParams, querystring: { type: 'object', properties: { rev: { type: 'string' }, new_edits: { type: 'boolean' } } } }, config: scoped },
     async (r, reply) => {
       const id = checkDocId(r.params.docid);
       const doc = parseDoc(r.body);
       if (doc.id !== undefined && doc.id !== id) throw new FirkinError('bad_request', `body id ${JSON.stringify(doc.id)} differs from the path id ${JSON.stringify(id)}`);
+      if (r.query.new_edits === false) {
+        // A replicated revision, as a database's PUT takes it (routes/docdb.ts): the bulk path's
+        // replicated write, which routes it to its shard and checks `_rev` and `_revisions`.
+        if (doc.rev === undefined) throw new FirkinError('bad_request', 'with new_edits=false the document needs _rev');
+        const [result] = await vdbs().bulkDocs(r.params.vdb, [{ ...(r.body as object), _id: id }], false);
+        if (result === undefined || !result.ok) throw new FirkinError((result?.error ?? 'bad_request') as FirkinError['code'], result?.message ?? 'the revision was not written');
+        reply.code(201).header('etag', `"${result.rev}"`);
+        return result;
+      }
       const rev = expectedRev({ ifMatch: r.headers['if-match'], query: r.query.rev, body: doc.rev });
       const result = await vdbs().putDoc(r.params.vdb, id, doc, rev);
       reply.code(201).header('etag', `"${result.rev}"`);
