@@ -10,7 +10,7 @@
 // request's writes are therefore always atomic (they are never split across groups), and
 // concurrent writers share one fsync. Applying an edit to the group (its checks, its revision
 // and its batch operations) is the pure part, in `edit-apply.ts`.
-import { LRUCache } from 'lru-cache';
+import { type LruScope, SharedLru } from '../core/shared-lru.js';
 import type { Logger } from 'pino';
 import { FirkinError } from '../core/errors.js';
 import { type Clock, type Hlc, type HybridClock, HLC_ZERO, compareHlc, hlcToText, tickHlc } from '../core/hlc.js';
@@ -98,8 +98,8 @@ interface DbState {
   openGroup: EditGroup | undefined;
   dropped: boolean;
   readonly listeners: Set<() => void>;
-  /** Recently used document records (durable state only: written once a batch is durable). */
-  readonly cache: LRUCache<string, DocRecord>;
+  /** Recently used document records (durable state only: written once a batch is durable): this database's part of the node's cache. */
+  readonly cache: LruScope<DocRecord>;
   /**
    * Groups whose batch is on its way to disk, oldest first. The next group is built on their
    * records, bodies and counters and written after them (never if one of them failed), so
@@ -110,9 +110,10 @@ interface DbState {
   version: number;
   /**
    * Leaf bodies by `docId NUL rev`. A rev names its content, so an entry never goes stale;
-   * reads check the rev is still a leaf before using it. LRU, bounded in bytes.
+   * reads check the rev is still a leaf before using it. This database's part of the node's
+   * cache, bounded in bytes.
    */
-  readonly bodies: LRUCache<string, BodyRecord>;
+  readonly bodies: LruScope<BodyRecord>;
   /**
    * Writes since the last compaction started that left an older revision's body to drop
    * (drives the automatic pass: a database only ever written with new documents has nothing
@@ -138,26 +139,41 @@ export interface CompactionProgress {
 /** Documents one compaction slice rewrites in one batch, between two write groups. */
 const COMPACT_SLICE_DOCS = 256;
 
-/** Bytes of leaf bodies cached per database; bigger bodies are not cached. */
-const BODY_CACHE_BYTES_MAX = 16 * 1024 * 1024;
+/**
+ * The node's document caches, shared by its databases (src/core/shared-lru.ts: a cache per
+ * database bounded each one, not the node). Bytes of leaf bodies; bigger bodies are not cached.
+ */
+const BODY_CACHE_BYTES_MAX = 64 * 1024 * 1024;
 const BODY_CACHE_ENTRY_BYTES_MAX = 256 * 1024;
 
-/** Document records cached per database (a record is a few hundred bytes). */
-const RECORD_CACHE_MAX = 20_000;
+/** Document records cached by the node (a record is a few hundred bytes). */
+const RECORD_CACHE_MAX = 100_000;
+
+interface DocCaches {
+  readonly records: SharedLru<DocRecord>;
+  readonly bodies: SharedLru<BodyRecord>;
+}
 
 // lru-cache, not a Map in insertion order: evicting a Map's oldest entry again and again makes
 // each `keys().next()` step over every slot deleted before it (~11 µs a write at 20k records).
-function newState(record: DbRecord): DbState {
+function newDocCaches(): DocCaches {
+  return {
+    records: new SharedLru({ max: RECORD_CACHE_MAX }),
+    bodies: new SharedLru({ maxSize: BODY_CACHE_BYTES_MAX, maxEntrySize: BODY_CACHE_ENTRY_BYTES_MAX }),
+  };
+}
+
+function newState(record: DbRecord, caches: DocCaches): DbState {
   return {
     record,
     writes: new SerialQueue(),
     openGroup: undefined,
     dropped: false,
     listeners: new Set(),
-    cache: new LRUCache({ max: RECORD_CACHE_MAX }),
+    cache: caches.records.scope(),
     inFlight: [],
     version: 0,
-    bodies: new LRUCache({ maxSize: BODY_CACHE_BYTES_MAX, maxEntrySize: BODY_CACHE_ENTRY_BYTES_MAX }),
+    bodies: caches.bodies.scope(),
     writesSinceCompact: 0,
     compaction: undefined,
     compactionProgress: undefined,
@@ -371,6 +387,7 @@ export class DocEngine {
   readonly #compactAfterWrites: number;
   readonly #pipeline: PipelineSizes;
   readonly #dbs = new Map<string, DbState>();
+  readonly #caches = newDocCaches();
   readonly #indexers: WinnerIndexer[] = [];
   readonly #dropHooks: ((db: string) => Promise<void>)[] = [];
   readonly #commitHooks: ((db: string, ops: readonly BatchOp[]) => void)[] = [];
@@ -401,7 +418,7 @@ export class DocEngine {
     }
     for await (const [, value] of store.entries('system', keys.dbRecords())) {
       const record = decodeDbRecord(value);
-      engine.#dbs.set(record.name, newState(record));
+      engine.#dbs.set(record.name, newState(record, engine.#caches));
       // Never issue a sequence at or below one already on disk, even if the wall clock went back.
       if (record.updateSeq !== undefined && engine.#hlc.update(record.updateSeq) === undefined) {
         options.log.warn({ db: record.name, seq: hlcToText(record.updateSeq) }, 'stored sequence is beyond the HLC max offset');
@@ -470,7 +487,7 @@ export class DocEngine {
       await this.#store.batch(chunk.entries.map(([key, value]) => ({ type: 'put', cf: chunk.cf, key, value })), { sync: false });
     }
     await this.#store.batch([{ type: 'put', cf: 'system', key: keys.dbRecord(db), value: record }, { type: 'del', cf: 'system', key: keys.dropMarker(db) }, ...finalOps], { sync: true });
-    this.#dbs.set(db, newState(decoded));
+    this.#dbs.set(db, newState(decoded, this.#caches));
     if (decoded.updateSeq !== undefined) this.#hlc.update(decoded.updateSeq);
   }
 
@@ -537,7 +554,7 @@ export class DocEngine {
         ...(replica === undefined ? {} : { owner: replica.owner }),
       };
       await this.#store.put('system', keys.dbRecord(db), encodeDbRecord(record), { sync: true });
-      this.#dbs.set(db, newState(record));
+      this.#dbs.set(db, newState(record, this.#caches));
       return this.#info(record);
     });
   }
@@ -560,6 +577,8 @@ export class DocEngine {
         );
       });
       this.#dbs.delete(db);
+      state.cache.clear();
+      state.bodies.clear();
       for (const listener of state.listeners) listener();
       await this.#clearData(db);
       await this.#store.del('system', keys.dropMarker(db), { sync: true });
@@ -1043,7 +1062,7 @@ export class DocEngine {
     return rec;
   }
 
-  /** A leaf's body through the per-database cache (the caller checked `rev` is a leaf). */
+  /** A leaf's body through the node's body cache (the caller checked `rev` is a leaf). */
   async #leafBody(state: DbState, db: string, docId: string, rev: string): Promise<BodyRecord | undefined> {
     const key = bodyKey(docId, rev);
     const hit = state.bodies.get(key);
@@ -1055,7 +1074,7 @@ export class DocEngine {
       // Served documents share nested values with the cache: freeze so a caller that
       // mutates one fails loudly instead of corrupting later reads.
       deepFreeze(body);
-      state.bodies.set(key, body, { size: Math.max(1, buf.length) });
+      state.bodies.set(key, body, Math.max(1, buf.length));
     }
     return body;
   }
