@@ -143,11 +143,11 @@ const COMPACT_SLICE_DOCS = 256;
  * The node's document caches, shared by its databases (src/core/shared-lru.ts: a cache per
  * database bounded each one, not the node). Bytes of leaf bodies; bigger bodies are not cached.
  */
-const BODY_CACHE_BYTES_MAX = 64 * 1024 * 1024;
+const BODY_CACHE_BYTES_MAX = 16 * 1024 * 1024;
 const BODY_CACHE_ENTRY_BYTES_MAX = 256 * 1024;
 
 /** Document records cached by the node (a record is a few hundred bytes). */
-const RECORD_CACHE_MAX = 100_000;
+const RECORD_CACHE_MAX = 20_000;
 
 interface DocCaches {
   readonly records: SharedLru<DocRecord>;
@@ -783,8 +783,11 @@ export class DocEngine {
     for (const id of docIds) {
       const inFlight = ahead.findLast((f) => f.g.changed.has(id));
       if (inFlight !== undefined) records.set(id, inFlight.g.records.get(id));
-      else if (state.cache.has(id)) records.set(id, state.cache.get(id));
-      else unread.push(id);
+      else {
+        const cached = state.cache.get(id);
+        if (cached !== undefined) records.set(id, cached);
+        else unread.push(id);
+      }
     }
     const raw = await this.#store.getMany('docs', unread.map((id) => keys.doc(db, id)));
     unread.forEach((id, i) => records.set(id, raw[i] === undefined ? undefined : decodeDocRecord(raw[i]!)));
