@@ -320,3 +320,26 @@ t.test('a document with a key "__proto__" anywhere is refused on every path, a r
   t.match(bulkEdits([{ _id: 'y', a: { __proto_: 1, constructor: 2 } }], true, () => 'id'), [{ kind: 'update', docId: 'y' }], 'near names are fine');
   t.end();
 });
+
+// A client deleting `/db/${id}?rev=${rev}` with an id that came out empty sends a database's
+// DELETE with a rev: CouchDB refuses it rather than drop the database, and so do we (it dropped
+// the database). Found by test/docdb/fuzz.test.ts.
+t.test('a database DELETE naming a revision is a 400 and drops nothing, on /db and /vdb', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  t.equal((await node.request('PUT', '/db/keep')).status, 201);
+  t.equal((await node.request('PUT', '/db/keep/a', { body: { n: 1 } })).status, 201);
+  t.equal((await node.request('POST', '/vdb', { body: { name: 'vkeep', shard_count: 2 } })).status, 201);
+  t.equal((await node.request('PUT', '/vdb/vkeep/a', { body: { n: 1 } })).status, 201);
+  for (const base of ['/db/keep', '/vdb/vkeep']) {
+    for (const [path, headers] of [[`${base}?rev=1-abc`, {}], [`${base}/?rev=1-abc`, {}], [`${base}?rev=`, {}], [base, { 'if-match': '"1-abc"' }]] as const) {
+      const r = await node.request('DELETE', path, { headers });
+      t.equal(r.status, 400, `DELETE ${path} ${JSON.stringify(headers)}: ${r.text}`);
+      t.match(r.body.message, /Did you mean to DELETE a document instead/);
+    }
+    t.equal((await node.request('GET', `${base}/a`)).status, 200, `${base} and its document are still there`);
+  }
+  t.equal((await node.request('DELETE', '/db/keep')).status, 200, 'a DELETE without a rev drops the database');
+  t.equal((await node.request('DELETE', '/vdb/vkeep')).status, 200, 'and a VDB');
+  t.equal((await node.request('GET', '/db/keep')).status, 404);
+});

@@ -88,6 +88,18 @@ export function readOptions(q: ReadOptionsQuery): Pick<GetDocOptions, 'rev' | 'c
 }
 
 /** 400 for a malformed name, 404 for a database that does not exist. */
+/**
+ * A database's DELETE names no revision; one that does is a document's DELETE whose id came out
+ * empty (`DELETE /db/${id}?rev=...` with `id` ''): CouchDB refuses it rather than drop the
+ * whole database, and so does Firkin, for `?rev=` and for `If-Match`.
+ */
+export function refuseRevOnDatabaseDelete(request: FastifyRequest): void {
+  const query = request.query as Record<string, unknown> | undefined;
+  if ((query !== undefined && Object.hasOwn(query, 'rev')) || request.headers['if-match'] !== undefined) {
+    throw new FirkinError('bad_request', 'You tried to DELETE a database with a ?=rev parameter (or If-Match). Did you mean to DELETE a document instead?');
+  }
+}
+
 export function existingDb(docs: DocEngine, db: string): string {
   checkDbName(db);
   docs.assertDb(db);

@@ -23,6 +23,7 @@ import {
   expectedRev,
   getDocQuery,
   keyParam,
+  refuseRevOnDatabaseDelete,
   revsDiffBody,
   keyRangeParams,
   sendRows,
@@ -118,6 +119,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
   // that may write documents must not be able to lose them all at once.
   app.delete<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams }, config: { permission: 'admin' } }, async (request) => {
     checkDbName(request.params.db);
+    refuseRevOnDatabaseDelete(request);
     await docs.deleteDb(request.params.db);
     return { ok: true };
   });

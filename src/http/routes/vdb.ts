@@ -29,6 +29,7 @@ import {
   expectedRev,
   getDocQuery,
   parseDocIds,
+  refuseRevOnDatabaseDelete,
   revsDiffBody,
   sendRows,
 } from './docdb-shared.js';
@@ -173,6 +174,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
   });
   app.get<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().info(r.params.vdb));
   app.delete<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: admin }, async (r) => {
+    refuseRevOnDatabaseDelete(r);
     await vdbs().delete(r.params.vdb);
     return { ok: true };
   });
