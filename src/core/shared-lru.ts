@@ -1,5 +1,5 @@
-// One bounded LRU shared by many owners (the databases of a node), each seeing only its own
-// keys through a scope. A cache per owner bounds each owner, not the node: 1,000 databases
+// One bounded LRU shared by many owners (the databases of a node, its vector shards' payloads
+// and keyword lists), each seeing only its own keys through a scope. A cache per owner bounds each owner, not the node: 1,000 databases
 // with a 16 MiB cache each may hold 16 GiB, and lru-cache allocates a cache's `max` slots
 // up front (~0.5 MB a database before its first read). One cache bounds the node however
 // many owners it has, and the owners in use get the room the idle ones leave.
@@ -26,6 +26,11 @@ export class SharedLru<V extends {}> {
   get calculatedSize(): number {
     return this.#cache.calculatedSize;
   }
+
+  /** The bound in bytes (0 for a cache bounded by entries). */
+  get maxSize(): number {
+    return this.#cache.maxSize;
+  }
 }
 
 export class LruScope<V extends {}> {
@@ -43,6 +48,11 @@ export class LruScope<V extends {}> {
 
   has(key: string): boolean {
     return this.#cache.has(this.#prefix + key);
+  }
+
+  /** The entry without making it recent. */
+  peek(key: string): V | undefined {
+    return this.#cache.peek(this.#prefix + key);
   }
 
   /** `size`: the entry's share of a cache bounded by `maxSize`. */

@@ -30,6 +30,7 @@
 import { NUMBER, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import assert from 'node:assert/strict';
 import { LRUCache } from 'lru-cache';
+import { type LruScope, SharedLru } from '../core/shared-lru.js';
 import { decodeKey, decodeTrailingString, encodeKey, extendKeyView, prefixRange } from '../core/keys.js';
 import { type BatchOp, type Store, columnNumber } from '../storage/db.js';
 import { PackedOps } from '../storage/write-worker.js';
@@ -633,11 +634,11 @@ interface CachedList {
   slotEpoch: number;
 }
 
-/** Decoded term lists of disk-backed shards, keyed by an index instance's tag and a term. */
-export type PostingCache = LRUCache<string, CachedList>;
+/** Decoded term lists of disk-backed shards, shared by a node's: each index instance reads and writes its own scope, by term. */
+export type PostingCache = SharedLru<CachedList>;
 
 export function newPostingCache(maxBytes = POSTING_CACHE_BYTES): PostingCache {
-  return new LRUCache({ maxSize: maxBytes });
+  return new SharedLru({ maxSize: maxBytes });
 }
 
 function cachedListBytes(term: string, entry: CachedList): number {
@@ -651,7 +652,6 @@ function cachedListBytes(term: string, entry: CachedList): number {
  * Each index instance's own key prefix in a shared posting cache: a shard reopened over
  * dropped data (a replica's snapshot install) must never read the old instance's lists.
  */
-let nextPostingTag = 0;
 
 /** A prepared disk change not applied yet: what changes prepared after it build on. */
 interface PendingChange {
@@ -672,9 +672,9 @@ class DiskBm25 implements Bm25Index {
   #stats: CorpusStats;
   /** Every term of the shard: the committed bounds (tightened by whole-list reads). */
   readonly #bounds: Map<string, TermBound>;
-  /** Recently read lists, shared with the node's other shards: keys are `#tag` + term. */
-  readonly #cache: PostingCache;
-  readonly #tag = `${nextPostingTag++}:`;
+  /** Recently read lists by term: this instance's scope of the node's cache. */
+  readonly #cache: LruScope<CachedList>;
+  readonly #maxCachedBytes: number;
   /** Bumped by every applied change: a read that spans one is not cached. */
   #applied = 0;
   /** Ids read by key per uncached term since its list was last read whole (see POINT_READ_COST). */
@@ -704,7 +704,8 @@ class DiskBm25 implements Bm25Index {
     this.#deltas = deltas;
     this.#limits = limits;
     this.#spentSlack = spentSlotsSlack;
-    this.#cache = cache;
+    this.#cache = cache.scope();
+    this.#maxCachedBytes = cache.maxSize;
     this.#analyzer = new Analyzer(config);
     this.#store = store;
     this.#shard = shard;
@@ -916,11 +917,11 @@ class DiskBm25 implements Bm25Index {
   }
 
   #uncache(term: string): void {
-    this.#cache.delete(this.#tag + term);
+    this.#cache.delete(term);
   }
 
   async #postings(term: string): Promise<CachedList> {
-    const cached = this.#cache.get(this.#tag + term);
+    const cached = this.#cache.get(term);
     if (cached !== undefined) return cached;
     const applied = this.#applied;
     const range = prefixRange([this.#shard, 'p', term]);
@@ -936,10 +937,9 @@ class DiskBm25 implements Bm25Index {
     // apply() sets the bound it prepared, wider than both states, and drops the cached list.)
     if (applied === this.#applied && list.docIds.length > 0) {
       this.#bounds.set(term, exactBound(list));
-      const key = this.#tag + term;
       const size = cachedListBytes(term, entry);
       // A list larger than the whole cache is not kept (`set` would refuse it anyway).
-      if (size <= this.#cache.maxSize && !this.#cache.has(key)) this.#cache.set(key, entry, { size });
+      if (size <= this.#maxCachedBytes && !this.#cache.has(term)) this.#cache.set(term, entry, size);
     }
     return entry;
   }
@@ -980,8 +980,7 @@ class DiskBm25 implements Bm25Index {
   #indexById(term: string, entry: CachedList): Map<string, number> {
     const byId = new Map(entry.list.docIds.map((docId, i) => [docId, i]));
     entry.byId = byId;
-    const key = this.#tag + term;
-    if (this.#cache.peek(key) === entry) this.#cache.set(key, entry, { size: cachedListBytes(term, entry) });
+    if (this.#cache.peek(term) === entry) this.#cache.set(term, entry, cachedListBytes(term, entry));
     return byId;
   }
 
@@ -990,7 +989,7 @@ class DiskBm25 implements Bm25Index {
     const df = this.#bounds.get(read.term)?.df ?? 0;
     const found: PostingColumns = { docIds: read.docIds, tfs: new Uint32Array(read.docIds.length), docLengths: new Uint32Array(read.docIds.length) };
     const pointReads = (this.#pointReads.get(read.term) ?? 0) + read.docIds.length;
-    if (this.#cache.has(this.#tag + read.term) || pointReads * POINT_READ_COST >= df) {
+    if (this.#cache.has(read.term) || pointReads * POINT_READ_COST >= df) {
       this.#pointReads.delete(read.term);
       const entry = await this.#postings(read.term);
       const byId = entry.byId ?? this.#indexById(read.term, entry);
@@ -1025,7 +1024,7 @@ class DiskBm25 implements Bm25Index {
       this.#slots = new Map();
       this.#slotEpoch++;
     }
-    const cached = ranked.terms.map((t) => this.#cache.get(this.#tag + t.term));
+    const cached = ranked.terms.map((t) => this.#cache.get(t.term));
     if (cached.every((entry) => entry !== undefined)) {
       const lists = cached.map((entry) => this.#keyed(entry!));
       return rankBm25Accumulate(ranked.terms, lists, ranked.stats, this.#analyzer.params, k, this.#slots.size, accumulator);

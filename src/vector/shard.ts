@@ -35,7 +35,7 @@ import { createReadStream } from 'node:fs';
 import { open, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { LRUCache } from 'lru-cache';
+import { type LruScope, SharedLru } from '../core/shared-lru.js';
 import type { Logger } from 'pino';
 import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
@@ -251,11 +251,11 @@ export interface Payload {
 /** Entry overhead counted beside a payload's bytes in the cache. */
 const PAYLOAD_ENTRY_BYTES = 96;
 
-/** Recent search hits' payloads, keyed by a shard instance's tag and a doc id (see `Shard.#payloadsOf`). */
-export type PayloadCache = LRUCache<string, Payload>;
+/** Recent search hits' payloads, shared by a node's shards: each shard instance has its scope, by doc id (see `Shard.#payloadsOf`). */
+export type PayloadCache = SharedLru<Payload>;
 
 export function newPayloadCache(maxBytes = PAYLOAD_CACHE_BYTES): PayloadCache {
-  return new LRUCache({ maxSize: maxBytes });
+  return new SharedLru({ maxSize: maxBytes });
 }
 
 /**
@@ -271,12 +271,6 @@ export function newShardCaches(): ShardCaches {
   return { payloads: newPayloadCache(), postings: newPostingCache() };
 }
 
-/**
- * Each shard instance's own key prefix in a shared payload cache: a shard reopened over
- * dropped data (a replica's snapshot install) numbers its writes from the start again, so its
- * entries must never meet the old instance's.
- */
-let nextPayloadTag = 0;
 
 interface UpsertGroup {
   readonly members: (readonly DocInput[])[];
@@ -320,13 +314,14 @@ export class Shard implements ShardHandle {
   /** label -> doc id, for the live docs. */
   readonly #labels = new Map<number, string>();
   /**
-   * Recent hits' payloads by `#payloadTag` + doc id. An entry serves only while `#docs` still
+   * Recent hits' payloads by doc id, this instance's scope of the node's cache: a shard reopened
+   * over dropped data (a replica's snapshot install) numbers its writes from the start again,
+   * so its entries must never meet the old instance's. An entry serves only while `#docs` still
    * names its seq: every write gives the doc a new seq (and a delete removes it), so nothing is
    * invalidated by hand. Payloads are shared between answers and never modified.
    */
-  readonly #payloads: PayloadCache;
+  readonly #payloads: LruScope<Payload>;
   readonly #postings: PostingCache;
-  readonly #payloadTag = `${nextPayloadTag++}\u0000`;
   /** Last committed write sequence; every committed write is in the index. */
   #seq = 0;
   /** Log index of the last command applied (durable in the meta key with its data). */
@@ -360,7 +355,7 @@ export class Shard implements ShardHandle {
     this.#annOptions = { dimensions: config.dimensions, metric: config.metric, m: config.index.m, efConstruction: config.index.ef_construction, precision: config.index.precision ?? 'f32' };
     this.#ann = deps.ann.create(this.#annOptions);
     const caches = deps.caches ?? newShardCaches();
-    this.#payloads = caches.payloads;
+    this.#payloads = caches.payloads.scope();
     this.#postings = caches.postings;
   }
 
@@ -1047,7 +1042,7 @@ export class Shard implements ShardHandle {
     const payloads: (Payload | undefined)[] = new Array(ids.length);
     const missed: number[] = [];
     ids.forEach((id, i) => {
-      const cached = this.#payloads.get(this.#payloadTag + id);
+      const cached = this.#payloads.get(id);
       if (cached !== undefined && cached.seq === this.#docs.get(id)?.seq) payloads[i] = cached;
       else missed.push(i);
     });
@@ -1064,7 +1059,7 @@ export class Shard implements ShardHandle {
       const id = ids[missed[j]!]!;
       const payload: Payload = { seq: r.s, text: r.t, metadata: r.m };
       payloads[missed[j]!] = payload;
-      if (onThread) this.#payloads.set(this.#payloadTag + id, payload, { size: id.length + raw.length - r.v.byteLength + PAYLOAD_ENTRY_BYTES });
+      if (onThread) this.#payloads.set(id, payload, id.length + raw.length - r.v.byteLength + PAYLOAD_ENTRY_BYTES);
     });
     return payloads;
   }
