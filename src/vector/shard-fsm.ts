@@ -105,11 +105,20 @@ export class ShardFsm implements StateMachine {
 
   async apply(entry: Entry): Promise<unknown> {
     this.#lastIndex = entry.index;
-    if (entry.kind !== 'normal' || entry.data.length === 0) return undefined;
+    // An entry with no data for the shard (a leader's empty entry, a membership change, a fence
+    // or lift, a write a fence refuses) still moves its applied index (Shard.skipTo): a snapshot
+    // taken after it is at its index, and a replica loading one needs a source applied that far.
+    // A group whose last entries carried no data, with no write to come (a reshard's new shard
+    // waiting on its copy), could never add a replica (chaos seed 150).
+    if (entry.kind !== 'normal' || entry.data.length === 0) {
+      await this.#shard.skipTo(entry.index);
+      return undefined;
+    }
     const command = decodeShardEntry(entry.data);
     if (command.kind === 'fence' || command.kind === 'lift') {
       const { state, outcome } = command.kind === 'fence' ? applyFence(this.#fence, entry.index, command.attempt) : applyLift(this.#fence, entry.index, command.attempt);
       await this.#setFence(state);
+      await this.#shard.skipTo(entry.index);
       return outcome;
     }
     // Refused alike on every replica; the shard's data and applied index do not move (a
@@ -120,7 +129,9 @@ export class ShardFsm implements StateMachine {
     // deleted, and an upsert undoes the writes made since (chaos seed 91).
     const fencedAt = refusedBy(this.#fence, entry.index);
     if (fencedAt !== undefined) {
-      return this.#shard.retryOutcome(command.rid, entry.index) ?? ({ kind: 'fenced', at: fencedAt } satisfies FenceOutcome);
+      const outcome = this.#shard.retryOutcome(command.rid, entry.index) ?? ({ kind: 'fenced', at: fencedAt } satisfies FenceOutcome);
+      await this.#shard.skipTo(entry.index);
+      return outcome;
     }
     return this.#shard.apply(command, entry.index);
   }

@@ -376,6 +376,17 @@ export class Shard implements ShardHandle {
     return this.#applied;
   }
 
+  /**
+   * A log entry with nothing for the shard: the applied index moves past it, stored with the
+   * shard's meta but not synced (a crash replays the entry). What a snapshot transfer reads as
+   * the state's index (`exportState`), so a snapshot taken after such an entry can be loaded.
+   */
+  async skipTo(index: number): Promise<void> {
+    if (index <= this.#applied) return;
+    await this.#deps.store.batch([{ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }) }], { sync: false });
+    this.#applied = index;
+  }
+
   get savedSeq(): number {
     return this.#savedSeq;
   }

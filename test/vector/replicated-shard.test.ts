@@ -145,3 +145,45 @@ t.test('a replicated shard: acknowledged writes everywhere, snapshot catch-up, r
     t.equal(hits[0]?.id, 'd201', `${r.id} finds a document written after the failover`);
   }
 });
+
+// A snapshot is at the index of the last entry applied, of any kind; a replica loading it needs
+// a source applied that far. Entries without data for the shard (a leader's empty entry, a
+// membership change, a fence) did not move its applied index: a group whose last entries carried
+// none, and no write to come, could never add a replica; the loader retried for ever (chaos seed
+// 150: a reshard's new shard, waiting on its copy while its replicas moved).
+t.test('a snapshot taken after entries without data loads from a replica (they move its applied index)', async (t) => {
+  const open = async (dir: string, source?: () => AsyncIterable<ShardStateChunk>) => {
+    const store = await Store.open(path.join(dir, 'db'));
+    const deps = { store, ann: usearchEngine, indexDir: dir, log };
+    const shard = await Shard.open(SHARD_ID, CONFIG, deps);
+    const fsm = new ShardFsm(shard, {
+      reopenEmpty: async (old) => {
+        await old.close({ save: false, reason: 'dropped' });
+        await dropShardData(store, SHARD_ID, dir);
+        return Shard.open(SHARD_ID, CONFIG, deps);
+      },
+      ...(source === undefined ? {} : { source }),
+    });
+    return { store, fsm };
+  };
+  const a = await open(tempDir('firkin-vshard-a-'));
+  await a.fsm.apply({ index: 1, term: 1, kind: 'normal', data: encodeShardCommand(upsert(0, 3)) });
+  await a.fsm.apply({ index: 2, term: 2, kind: 'noop' });
+  await a.fsm.apply({ index: 3, term: 2, kind: 'conf', change: { voters: ['x', 'y'], learners: [] } } as never);
+  t.equal(a.fsm.shard.appliedIndex, 3, 'the applied index is past the entries without data');
+  const b = await open(tempDir('firkin-vshard-b-'), () => a.fsm.shard.exportState());
+  t.teardown(async () => {
+    b.fsm.stop();
+    for (const r of [a, b]) {
+      await r.fsm.shard.close({ save: false });
+      await r.store.close();
+    }
+  });
+  // A bounded wait: without the change the load retries for ever.
+  const outcome = await Promise.race([b.fsm.restore(a.fsm.snapshot()).then(() => 'loaded'), new Promise<string>((r) => setTimeout(() => r('still retrying'), 10_000).unref())]);
+  t.equal(outcome, 'loaded', 'the snapshot at index 3 loads from a replica applied to 3');
+  if (outcome === 'loaded') {
+    t.equal(b.fsm.shard.count, 3, 'with its documents');
+    t.equal(b.fsm.shard.appliedIndex, 3);
+  }
+});

@@ -208,7 +208,16 @@ export class DocShardFsm implements StateMachine {
   async apply(entry: Entry): Promise<unknown> {
     this.#lastIndex = Math.max(this.#lastIndex, entry.index);
     if (entry.index <= this.#applied) return undefined; // applied before a restart
-    if (entry.kind !== 'normal' || entry.data.length === 0) return undefined; // no data: replayed harmlessly after a restart
+    if (entry.kind !== 'normal' || entry.data.length === 0) {
+      // No data (a leader's empty entry, a membership change): the applied index moves past it
+      // all the same, stored with no sync (a crash replays it). A snapshot taken after it is
+      // at its index, and a replica loading one needs a source applied that far: a group whose
+      // last entries carried no data, with no write to come (a reshard's new shard waiting on
+      // its copy), could never add a replica (chaos seed 150).
+      await this.#store.batch([{ type: 'put', cf: 'system', key: appliedKey(this.group), value: encodeCbor(entry.index) }], { sync: false });
+      this.#applied = entry.index;
+      return undefined;
+    }
     const cmd = decodeDocShardCommand(entry.data);
     const ops: BatchOp[] = [{ type: 'put', cf: 'system', key: appliedKey(this.group), value: encodeCbor(entry.index) }];
     const seen = this.#requests.get(cmd.rid);

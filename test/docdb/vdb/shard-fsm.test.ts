@@ -333,3 +333,33 @@ t.test('a carry takes the source\'s _local write outcomes: a write retried on th
   t.match(await onDst({ kind: 'local', rid: 'other', id: 'k9', body: { v: 'c' }, rev: '0-1' }), { kind: 'local', refused: { code: 'conflict' } }, 'a new request with that stale rev is still a conflict');
   t.throws(() => decodeDocShardCommand(encodeDocShardCommand({ kind: 'locals', rid: 'x', put: [], drop: [], reqs: [['r', { kind: 'edits' } as never]] })), /malformed local request id/);
 });
+
+// A snapshot is at the index of the last entry applied, of any kind; a replica loading it needs
+// a source applied that far. Entries without data (a leader's empty entry, a membership change)
+// did not move the applied index: a group whose last entries carried none, and no write to come,
+// could never add a replica; the loader retried for ever (chaos seed 150: a reshard's new shard).
+t.test('a snapshot taken after entries without data loads from a replica (they move its applied index)', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'firkin-dshard-'));
+  const a = await openReplica(join(root, 'a'), 0);
+  const edit = { kind: 'edits' as const, rid: 'e1', at: { wallMs: 1_700_000_000_000, logical: 0 }, edits: [{ kind: 'update' as const, docId: 'doc', body: { v: 1 }, attachments: undefined, deleted: false, rev: undefined }] };
+  await a.fsm.apply({ index: 1, term: 1, kind: 'normal', data: encodeDocShardCommand(edit) } as Entry);
+  await a.fsm.apply({ index: 2, term: 2, kind: 'noop' } as Entry);
+  await a.fsm.apply({ index: 3, term: 2, kind: 'conf', change: { voters: ['n1', 'n2'], learners: [] } } as unknown as Entry);
+  t.equal(a.fsm.appliedIndex, 3, 'the applied index is past the entries without data');
+  const c = await openReplica(join(root, 'c'), 0, async () => a.fsm.exportState());
+  t.teardown(async () => {
+    c.fsm.stop();
+    await closeReplica(a);
+    await closeReplica(c);
+    await rm(root, { recursive: true, force: true });
+  });
+  // A bounded wait: without the change the load retries for ever.
+  const outcome = await Promise.race([c.fsm.restore(a.fsm.snapshot()).then(() => 'loaded'), new Promise<string>((r) => setTimeout(() => r('still retrying'), 10_000).unref())]);
+  t.equal(outcome, 'loaded', 'the snapshot at index 3 loads from a replica applied to 3');
+  if (outcome === 'loaded') t.equal(await digest(c), await digest(a), 'the copy holds the same documents');
+  // Restarted, the replica is where it was: nothing to load again, the empty entries not replayed as data.
+  await closeReplica(a);
+  const a2 = await openReplica(a.dir, 0);
+  t.equal(a2.fsm.appliedIndex, 3, 'the applied index past the empty entries survived the restart');
+  Object.assign(a, a2);
+});
