@@ -62,6 +62,6 @@ export function registerCacheMetrics(registry: Registry, caches: Readonly<Record
         for (const [cache, c] of Object.entries(caches)) this.set({ cache }, pick(c));
       },
     });
-  gauge('firkin_cache_entries', 'Entries in a node-wide cache (payloads: vector search hits; bm25_postings: decoded BM25 term lists of the disk backend)', (c) => c.size);
-  gauge('firkin_cache_bytes', 'Bytes a node-wide cache counts its entries at (bounded: see docs/vector.md)', (c) => c.calculatedSize);
+  gauge('firkin_cache_entries', 'Entries in a node-wide cache (payloads: vector search hits; bm25_postings: decoded BM25 term lists of the disk backend; doc_records, doc_bodies: the document engine\'s records and leaf bodies)', (c) => c.size);
+  gauge('firkin_cache_bytes', 'Bytes a node-wide cache counts its entries at (bounded: see docs/vector.md, docs/docdb.md; 0 for doc_records, bounded by entries)', (c) => c.calculatedSize);
 }

@@ -153,11 +153,11 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const metrics = createMetrics(store);
     // One memory bound per cache for all of the node's vector shards, standalone and replicated.
     const shardCaches = newShardCaches();
-    registerCacheMetrics(metrics.registry, { payloads: shardCaches.payloads, bm25_postings: shardCaches.postings });
     const keys = await ApiKeys.load(store);
     const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
     if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
     const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), clock, revsLimit: config.docdb.revsLimit, compactAfterWrites: config.docdb.compactAfterWrites });
+    registerCacheMetrics(metrics.registry, { payloads: shardCaches.payloads, bm25_postings: shardCaches.postings, doc_records: docs.caches.records, doc_bodies: docs.caches.bodies });
     // Before storage closes: refuse new writes and let queued groups commit.
     closers.unshift(() => docs.close());
     // The automatic path index commits in the same batch as every winner change; exact

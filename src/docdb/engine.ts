@@ -149,7 +149,7 @@ const BODY_CACHE_ENTRY_BYTES_MAX = 256 * 1024;
 /** Document records cached by the node (a record is a few hundred bytes). */
 const RECORD_CACHE_MAX = 20_000;
 
-interface DocCaches {
+export interface DocCaches {
   readonly records: SharedLru<DocRecord>;
   readonly bodies: SharedLru<BodyRecord>;
 }
@@ -388,6 +388,11 @@ export class DocEngine {
   readonly #pipeline: PipelineSizes;
   readonly #dbs = new Map<string, DbState>();
   readonly #caches = newDocCaches();
+
+  /** The node's document caches (record entries; body bytes), for /metrics. */
+  get caches(): DocCaches {
+    return this.#caches;
+  }
   readonly #indexers: WinnerIndexer[] = [];
   readonly #dropHooks: ((db: string) => Promise<void>)[] = [];
   readonly #commitHooks: ((db: string, ops: readonly BatchOp[]) => void)[] = [];

@@ -172,4 +172,10 @@ t.test('the node-wide caches report their size in /metrics', async (t) => {
   t.ok((await gauge('bm25_postings', 'bytes')) > 0);
   await node.request('POST', `${P}/kw/search`, { body: { query: 'quick dog', k: 2 } });
   t.ok((await gauge('payloads', 'entries')) > 0, "a vector search's hits are cached");
+  // The document engine's caches, one for the node (docs/docdb.md, Limits).
+  await node.request('PUT', '/db/m');
+  await node.request('PUT', '/db/m/a', { body: { n: 1 } });
+  t.equal((await node.request('GET', '/db/m/a')).status, 200);
+  t.ok((await gauge('doc_records', 'entries')) > 0, 'the written record is cached');
+  t.ok((await gauge('doc_bodies', 'bytes')) > 0, 'the body read is cached');
 });
