@@ -4,14 +4,10 @@
 // of heap for an empty one (lru-cache allocates its slots up front), and no bound for the node
 // (16 MiB of bodies a database). And a database dropped and made again under its name reads
 // its own documents, never ones its predecessor cached.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import t from 'tap';
+import { heapGrowth } from '../support/heap.js';
 import { parseDoc } from '../../src/docdb/doc-input.js';
 import { tempDocEngine } from '../support/doc-engine.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 t.test('300 databases, each written and read: the heap grows by kilobytes a database, not a cache each', async (t) => {
   const { docs } = await tempDocEngine(t, { prefix: 'firkin-manydbs-' });
@@ -23,11 +19,7 @@ t.test('300 databases, each written and read: the heap grows by kilobytes a data
     }
   };
   await make(0, 20); // warm: code, the shared caches' own slots
-  gc();
-  const before = process.memoryUsage().heapUsed;
-  await make(20, 320);
-  gc();
-  const grown = process.memoryUsage().heapUsed - before;
+  const grown = await heapGrowth(() => make(20, 320));
   // ~100 MB with a cache per database; a few MB now. The bound leaves room for noise.
   t.ok(grown < 30e6, `the heap grew by ${(grown / 1e6).toFixed(1)} MB for 300 databases`);
 });

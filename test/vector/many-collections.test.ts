@@ -1,13 +1,9 @@
 // Many collections on one node (a gateway's tenants each have theirs): an idle collection costs
 // kilobytes of heap. A disk keyword index allocated its point-read counts' 10,000 slots up front
 // (lru-cache with `max`), ~0.17 MB of heap a collection before its first search.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import t from 'tap';
+import { heapGrowth } from '../support/heap.js';
 import { startTestNode } from '../support/node.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 t.test('100 collections with a disk keyword index, a document each: the heap grows by kilobytes a collection', async (t) => {
   const node = await startTestNode();
@@ -19,11 +15,7 @@ t.test('100 collections with a disk keyword index, a document each: the heap gro
     }
   };
   await make(0, 10); // warm: code, node-wide caches
-  gc();
-  const before = process.memoryUsage().heapUsed;
-  await make(10, 110);
-  gc();
-  const grown = process.memoryUsage().heapUsed - before;
+  const grown = await heapGrowth(() => make(10, 110));
   // ~17 MB before; ~1.5 MB now. The bound leaves room for noise.
   t.ok(grown < 8e6, `the heap grew by ${(grown / 1e6).toFixed(1)} MB for 100 collections`);
   const hits = await node.request('POST', '/vectordb/collections/c42/search/bm25', { body: { query: 'hello', k: 1 } });

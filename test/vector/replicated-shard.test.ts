@@ -44,7 +44,8 @@ let leaderState: (() => AsyncIterable<ShardStateChunk>) | undefined;
 /** Every chunk a transfer delivered: a transfer streams in pieces, never the whole state at once. */
 const transferred: number[] = [];
 
-async function startReplica(id: string, dir: string, route: (ms: readonly Message[]) => void): Promise<Replica> {
+/** A shard replica's store and state machine in `dir`, loading snapshots from `source`. */
+async function openShardFsm(dir: string, source?: () => AsyncIterable<ShardStateChunk>): Promise<{ store: Store; fsm: ShardFsm }> {
   const store = await Store.open(path.join(dir, 'db'));
   const deps = { store, ann: usearchEngine, indexDir: dir, log };
   const shard = await Shard.open(SHARD_ID, CONFIG, deps);
@@ -54,13 +55,18 @@ async function startReplica(id: string, dir: string, route: (ms: readonly Messag
       await dropShardData(store, SHARD_ID, dir);
       return Shard.open(SHARD_ID, CONFIG, deps);
     },
-    source: async function* () {
-      if (leaderState === undefined) throw new Error('no leader to stream from');
-      for await (const chunk of leaderState()) {
-        if ('docs' in chunk) transferred.push(chunk.docs.length);
-        yield chunk;
-      }
-    },
+    ...(source === undefined ? {} : { source }),
+  });
+  return { store, fsm };
+}
+
+async function startReplica(id: string, dir: string, route: (ms: readonly Message[]) => void): Promise<Replica> {
+  const { store, fsm } = await openShardFsm(dir, async function* () {
+    if (leaderState === undefined) throw new Error('no leader to stream from');
+    for await (const chunk of leaderState()) {
+      if ('docs' in chunk) transferred.push(chunk.docs.length);
+      yield chunk;
+    }
   });
   const raftLog = await RocksLog.open(store, GROUP, { voters: IDS, learners: [] });
   const group = new RaftGroup({
@@ -152,26 +158,12 @@ t.test('a replicated shard: acknowledged writes everywhere, snapshot catch-up, r
 // none, and no write to come, could never add a replica; the loader retried for ever (chaos seed
 // 150: a reshard's new shard, waiting on its copy while its replicas moved).
 t.test('a snapshot taken after entries without data loads from a replica (they move its applied index)', async (t) => {
-  const open = async (dir: string, source?: () => AsyncIterable<ShardStateChunk>) => {
-    const store = await Store.open(path.join(dir, 'db'));
-    const deps = { store, ann: usearchEngine, indexDir: dir, log };
-    const shard = await Shard.open(SHARD_ID, CONFIG, deps);
-    const fsm = new ShardFsm(shard, {
-      reopenEmpty: async (old) => {
-        await old.close({ save: false, reason: 'dropped' });
-        await dropShardData(store, SHARD_ID, dir);
-        return Shard.open(SHARD_ID, CONFIG, deps);
-      },
-      ...(source === undefined ? {} : { source }),
-    });
-    return { store, fsm };
-  };
-  const a = await open(tempDir('firkin-vshard-a-'));
+  const a = await openShardFsm(tempDir('firkin-vshard-a-'));
   await a.fsm.apply({ index: 1, term: 1, kind: 'normal', data: encodeShardCommand(upsert(0, 3)) });
   await a.fsm.apply({ index: 2, term: 2, kind: 'noop' });
   await a.fsm.apply({ index: 3, term: 2, kind: 'conf', change: { voters: ['x', 'y'], learners: [] } } as never);
   t.equal(a.fsm.shard.appliedIndex, 3, 'the applied index is past the entries without data');
-  const b = await open(tempDir('firkin-vshard-b-'), () => a.fsm.shard.exportState());
+  const b = await openShardFsm(tempDir('firkin-vshard-b-'), () => a.fsm.shard.exportState());
   t.teardown(async () => {
     b.fsm.stop();
     for (const r of [a, b]) {
