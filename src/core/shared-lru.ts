@@ -1,8 +1,9 @@
 // One bounded LRU shared by many owners (the databases of a node, its vector shards' payloads
-// and keyword lists), each seeing only its own keys through a scope. A cache per owner bounds each owner, not the node: 1,000 databases
-// with a 16 MiB cache each may hold 16 GiB, and lru-cache allocates a cache's `max` slots
-// up front (~0.5 MB a database before its first read). One cache bounds the node however
-// many owners it has, and the owners in use get the room the idle ones leave.
+// and keyword lists), each seeing only its own keys through a scope. A cache per owner bounds
+// each owner, not the node: 1,000 databases with a 16 MiB cache each may hold 16 GiB, and
+// lru-cache allocates a cache's `max` slots up front (0.33 MB of heap a database before its
+// first read). One cache bounds the node however many owners it has, and the owners in use
+// get the room the idle ones leave.
 import { LRUCache } from 'lru-cache';
 
 export class SharedLru<V extends {}> {
