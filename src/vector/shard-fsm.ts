@@ -121,12 +121,13 @@ export class ShardFsm implements StateMachine {
       await this.#shard.skipTo(entry.index);
       return outcome;
     }
-    // Refused alike on every replica; the shard's data and applied index do not move (a
-    // restart replays the entry and refuses it again). But a retry of a write that applied
-    // before the fence (its first attempt's answer was lost: its leader died) answers what that
-    // write did: "fenced" would tell the router it had no effect, and the router would send it
-    // again to the new shards, where a delete finds nothing and answers 404 for the document it
-    // deleted, and an upsert undoes the writes made since (chaos seed 91).
+    // Refused alike on every replica; the shard's data does not move, only its applied index
+    // (above: a restart need not replay it, and would refuse it again). But a retry of a
+    // write that applied before the fence (its first attempt's answer was lost: its leader
+    // died) answers what that write did: "fenced" would tell the router it had no effect, and
+    // the router would send it again to the new shards, where a delete finds nothing and
+    // answers 404 for the document it deleted, and an upsert undoes the writes made since
+    // (chaos seed 91).
     const fencedAt = refusedBy(this.#fence, entry.index);
     if (fencedAt !== undefined) {
       const outcome = this.#shard.retryOutcome(command.rid, entry.index) ?? ({ kind: 'fenced', at: fencedAt } satisfies FenceOutcome);
