@@ -51,6 +51,10 @@ const bool: Parser<boolean> = (raw, name) => {
 const str: Parser<string> = (raw) => raw;
 
 const nonEmpty: Parser<string> = (raw, name) => (raw.trim() === '' ? fail(name, 'a non-empty string', raw) : raw);
+// A node's name keys the cluster metadata's maps, and the CBOR codec reads a map key
+// `__proto__` back as `__proto_` (src/core/codec.ts): a node so named would be renamed in
+// every metadata snapshot.
+const nodeName: Parser<string> = (raw, name) => (raw === '__proto__' ? fail(name, 'a non-empty name other than "__proto__"', raw) : nonEmpty(raw, name));
 
 const oneOf =
   <T extends string>(values: readonly T[]): Parser<T> =>
@@ -97,7 +101,7 @@ const SETTINGS = {
   SERVICE_DATA_DIR: { parse: nonEmpty, default: 'data' },
   SERVICE_STORAGE_WRITE_WORKER: { parse: bool, default: true },
   SERVICE_STORAGE_CACHE_MB: { parse: int(0, 4095), default: 128 },
-  SERVICE_NODE_NAME: { parse: nonEmpty, default: `firkin@${hostname()}` },
+  SERVICE_NODE_NAME: { parse: nodeName, default: `firkin@${hostname()}` },
   SERVICE_SEED_NODES: { parse: hostPortList, default: [] as string[] },
   SERVICE_ENABLE_CLUSTER: { parse: bool, default: false },
   SERVICE_CLUSTER_NAME: { parse: nonEmpty, default: 'firkin' },

@@ -70,6 +70,8 @@ t.test('bad values name the setting', (t) => {
     [{ SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'c', SERVICE_GRPC_PORT: '0' }, [], /SERVICE_GRPC_PORT must be a fixed port in cluster mode/],
     [{ SERVICE_CLUSTER_DIAL_MAP: 'n2:1' }, [], /SERVICE_CLUSTER_DIAL_MAP must be a list like/],
     [{ SERVICE_CLUSTER_MAX_VOTERS: '9' }, [], /SERVICE_CLUSTER_MAX_VOTERS must be an integer from 1 to 7/],
+    [{ SERVICE_NODE_NAME: '__proto__' }, [], /SERVICE_NODE_NAME must be a non-empty name other than "__proto__"/],
+    [{ SERVICE_NODE_NAME: ' ' }, [], /SERVICE_NODE_NAME must be a non-empty string/],
     [{}, ['--no-such-flag', '1'], /unknown flag --no-such-flag/],
     [{}, ['stray'], /unexpected argument "stray"/],
   ];
