@@ -98,7 +98,7 @@ interface DbState {
   openGroup: EditGroup | undefined;
   dropped: boolean;
   readonly listeners: Set<() => void>;
-  /** Recently used document records (durable state only: written once a batch is durable): this database's part of the node's cache. */
+  /** Recently used document records (durable state only: written once a batch is durable); this database's scope of the node's cache. */
   readonly cache: LruScope<DocRecord>;
   /**
    * Groups whose batch is on its way to disk, oldest first. The next group is built on their

@@ -383,8 +383,13 @@ export class Shard implements ShardHandle {
    */
   async skipTo(index: number): Promise<void> {
     if (index <= this.#applied) return;
-    await this.#deps.store.batch([{ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }) }], { sync: false });
+    await this.#deps.store.batch([this.#metaOp(index)], { sync: false });
     this.#applied = index;
+  }
+
+  /** The shard's meta record (`[shard,'m']`) as a batch op: its write counters and applied index. */
+  #metaOp(index: number, seq = this.#seq, label = this.#nextLabel): BatchOp {
+    return { type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label, a: index }) };
   }
 
   get savedSeq(): number {
@@ -753,7 +758,7 @@ export class Shard implements ShardHandle {
     if (retried !== undefined) {
       // A retry of a command that already applied (through an earlier leader): applying it
       // again could undo writes made since. Only the applied index moves.
-      const ops: BatchOp[] = [...this.#requestOps(undefined, index, retried), { type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: index }) }];
+      const ops: BatchOp[] = [...this.#requestOps(undefined, index, retried), this.#metaOp(index)];
       await this.#deps.store.batch(ops, { sync: true });
       this.#applied = index;
       this.#noteRequest(undefined, index, retried);
@@ -871,7 +876,7 @@ export class Shard implements ShardHandle {
       return { doc, label, seq, prev };
     });
     ops.push(...extra);
-    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: nextLabel, a: index }) });
+    ops.push(this.#metaOp(index, seq, nextLabel));
     const bm25 = this.#bm25?.prepare(docs.map((d) => ({ id: d.id, oldText: oldTextOf(d.id), newText: d.text })));
     if (bm25 !== undefined) ops.push(...bm25.ops);
     return { ops, planned, seq, nextLabel, bm25 };
@@ -913,7 +918,7 @@ export class Shard implements ShardHandle {
       return { id, label: prev.label };
     });
     ops.push(...extra);
-    ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq, label: this.#nextLabel, a: index }) });
+    ops.push(this.#metaOp(index, seq));
     const bm25 = this.#deps.unsafeBm25KeepsDeletes === true ? undefined : this.#bm25?.prepare(present.map((id) => ({ id, oldText: oldTexts.get(id), newText: undefined })));
     if (bm25 !== undefined) ops.push(...bm25.ops);
     try {
@@ -995,7 +1000,7 @@ export class Shard implements ShardHandle {
           continue;
         }
         const ops: BatchOp[] = chunk.requests.map((r) => ({ type: 'put', cf: 'vec', key: this.#key('r', r.rid), value: encodeCbor({ i: r.index, o: r.outcome }) }));
-        ops.push({ type: 'put', cf: 'vec', key: this.#key('m'), value: encodeCbor({ seq: this.#seq, label: this.#nextLabel, a: chunk.applied }) });
+        ops.push(this.#metaOp(chunk.applied));
         await this.#deps.store.batch(ops, { sync: true });
         for (const r of [...chunk.requests].sort((a, b) => a.index - b.index)) this.#rememberRequest(r.rid, r.index, r.outcome);
         this.#applied = chunk.applied;
