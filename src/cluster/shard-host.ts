@@ -152,6 +152,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   readonly #openFailures = new Map<string, { attempts: number; lastError: string; sinceMs: number }>();
   /** Hosted replicas that knew no leader at a membership round, since when (for /health). */
   readonly #leaderless = new Map<string, number>();
+  /** When a leaderless replica last asked its group whether it is still a member (`#checkOutOfGroup`). */
+  readonly #askedMembership = new Map<string, number>();
   /** Hosting passes failed in a row (a step other than one replica's open or start). */
   #failedPasses = 0;
   #reopenTimer: NodeJS.Timeout | undefined;
@@ -332,6 +334,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   async #reconcileNow(state: MetaState): Promise<void> {
     if (this.#closed) return;
     const all = this.placements(state);
+    const existing = new Map(all.map((w) => [w.shard.group, w.shard]));
     const wanted = new Map<string, WantedReplica<O>>();
     for (const w of all) {
       const group = w.shard.group;
@@ -342,7 +345,6 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       // while running does. Left closed, two such voters of three could stop their group for good.
       if (w.shard.replicas.includes(this.me) || this.#storedAtStart.has(group)) wanted.set(group, w);
     }
-    const existing = new Map(all.map((w) => [w.shard.group, w.shard]));
     for (const [group, replica] of this.replicas) {
       if (wanted.has(group)) continue;
       // Moved off this node: it keeps serving until its group has removed it (#confRound).
@@ -505,6 +507,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       else if (!this.#leaderless.has(group)) this.#leaderless.set(group, nowMs);
     }
     for (const group of [...this.#leaderless.keys()]) if (!this.replicas.has(group)) this.#leaderless.delete(group);
+    for (const group of [...this.#askedMembership.keys()]) if (!this.replicas.has(group)) this.#askedMembership.delete(group);
     const steady: LedGroup[] = [];
     // A leaving node is soon out of the metadata group, and then its placements are stale: its
     // replicas moving away stay placed here in its eyes. It asks each group's leader instead
@@ -532,7 +535,16 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         void this.#checkRemoved(group, r).finally(() => this.#busy.delete(group));
         continue;
       }
-      if (core.role !== 'leader') continue;
+      if (core.role !== 'leader') {
+        const askEveryMs = this.#leaderlessReportMs();
+        const since = this.#leaderless.get(group);
+        if (since !== undefined && core.log.lastIndex() > 0 && nowMs - since >= askEveryMs && nowMs - (this.#askedMembership.get(group) ?? 0) >= askEveryMs) {
+          this.#askedMembership.set(group, nowMs);
+          this.#busy.add(group);
+          void this.#checkOutOfGroup(group, r).finally(() => this.#busy.delete(group));
+        }
+        continue;
+      }
       const caughtUp = new Set(core.confState().learners.filter((l) => core.isCaughtUp(l, CAUGHT_UP_LAG)));
       const step = planShardConf({ conf: core.confState(), desired, caughtUp, leader: this.me });
       if (step === undefined) {
@@ -603,6 +615,36 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     if (!members.includes(this.me) && this.replicas.get(group) === r) await this.#drop(group, r, 'it moved to another node');
   }
 
+  /**
+   * A follower that has heard from no leader for a while asks its group whether it still
+   * belongs to it. A leader sends only to its configuration, so a replica removed while its
+   * node was down or cut off never hears of it; and when this node's own placement is stale
+   * (back from the dead, its metadata still catching up) `#checkRemoved` does not run either.
+   * The group's leader answers with its configuration and whether its own placement puts a
+   * replica here: neither, and the replica's data is dropped. (CI, test/chaos/short-data.test.ts:
+   * n3 back 3 s after its vs0 replica moved to n4, removed from vs0 52 ms after it opened that
+   * replica again, then sat behind for good in no one's configuration.) A leader that places it
+   * here adds it back as a learner instead: nothing to do. If this node's own placement still
+   * puts it here, the hosting pass opens it again, empty (a leader whose metadata lags may add
+   * it back later, and it catches up from scratch); an empty replica is never asked about, so
+   * that does not repeat.
+   */
+  async #checkOutOfGroup(group: string, r: R): Promise<void> {
+    let reply: Record<string, unknown>;
+    try {
+      reply = await this.leaderCall(r.placement, `${this.prefix}.conf`, {});
+    } catch {
+      return; // no leader reachable now: ask again later
+    }
+    const members = [...(reply.voters as string[]), ...(reply.learners as string[])];
+    // `placed` is absent from nodes before this check existed: they cannot say, so keep it.
+    if (members.includes(this.me) || reply.placed !== false) return;
+    // Heard from a leader since it asked (added back meanwhile): it is a member again.
+    if (r.group.core.leader !== null || this.replicas.get(group) !== r) return;
+    await this.#drop(group, r, `its group's leader no longer counts this node (voters ${(reply.voters as string[]).join(', ')}) nor places a replica here`);
+    this.#reconcile(this.o.member.state);
+  }
+
   // ---- answering -----------------------------------------------------------------------------
 
   protected hostedReplica(group: string): R {
@@ -653,7 +695,9 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       }
       case 'conf': {
         const conf = this.leading(g.g).group.core.confState();
-        return encodeCbor({ voters: conf.voters, learners: conf.learners });
+        // `placed`: whether this leader's metadata puts a replica of the group on the asker.
+        const placement = this.placements(this.o.member.state).find((w) => w.shard.group === g.g);
+        return encodeCbor({ voters: conf.voters, learners: conf.learners, placed: placement?.shard.replicas.includes(from) ?? false });
       }
       default:
         return this.answerOwn(from, method, g);

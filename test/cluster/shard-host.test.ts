@@ -14,7 +14,7 @@ import { tempDir } from '../support/node.js';
 import type { Store } from '../../src/storage/db.js';
 import { mathRand } from '../../src/core/rand.js';
 import { waitFor } from '../support/wait.js';
-import { encodeCbor } from '../../src/core/codec.js';
+import { decodeCbor, encodeCbor } from '../../src/core/codec.js';
 import { FirkinError } from '../../src/core/errors.js';
 
 const ME = 'n1';
@@ -31,6 +31,10 @@ class FakeHost extends ShardHost<HostedReplica, null> {
   role: 'follower' | 'leader' = 'follower';
   /** Groups whose fake replica opened empty and has not caught up yet. */
   readonly catchingUp = new Set<string>();
+  /** Groups whose fake replica has heard from no leader. */
+  readonly leaderless = new Set<string>();
+  /** Groups whose fake replica holds no entry. */
+  readonly empty = new Set<string>();
   readonly transfers: string[] = [];
   readonly opens = new Map<string, number>();
   readonly starts = new Map<string, number>();
@@ -94,9 +98,9 @@ class FakeHost extends ShardHost<HostedReplica, null> {
         role: this.role,
         quiesced: false,
         catchingUp: this.catchingUp.has(g),
-        leader: this.role === 'leader' ? ME : 'n2',
+        leader: this.role === 'leader' ? ME : this.leaderless.has(g) ? null : 'n2',
         confState: () => ({ voters: [ME, 'n2', 'n3'], learners: [] }),
-        log: { lastIndex: () => 7 },
+        log: { lastIndex: () => (this.empty.has(g) ? 0 : 7) },
         progress: matches,
         isCaughtUp: (id: string, lag: number) => (matches.get(id)?.match ?? 0) > 0 && 7 - matches.get(id)!.match <= lag,
       },
@@ -330,4 +334,56 @@ t.test('a replica bootstraps its group only as the membership the group was crea
   member.state = { nodes: { [ME]: record('an-older-directory', 0) } } as unknown as MetaState;
   const catchingUp = await host.realGroup(placed(6));
   t.same(catchingUp.core.confState(), { voters: [], learners: [] }, 'metadata still catching up shows an older incarnation: no bootstrap');
+});
+
+// CI, test/chaos/short-data.test.ts: n3 was down past the grace period and its vs0 replica
+// moved to n4; back 3 s later on its data, n3 opened that replica again (it may still vote),
+// and 52 ms later vs0's leader removed n3. No leader sends to a node out of its configuration,
+// and n3's own placement (still catching up) kept it from asking: it sat behind for good.
+t.test("a replica that hears from no leader asks its group; out of it, and not placed here by the leader's metadata, it is dropped", async (t) => {
+  const asked: string[] = [];
+  // What the group's leader (n2) answers about g1, g2 and g3.
+  const answers: Record<string, Record<string, unknown>> = {
+    g1: { voters: ['n2', 'n3', 'n4'], learners: [], placed: false },
+    g2: { voters: ['n2', 'n3', 'n4'], learners: [], placed: true }, // it will add this node back
+    g3: { voters: ['n2', 'n3', 'n4'], learners: [] }, // a node from before the check: cannot say
+  };
+  const member = {
+    name: ME,
+    state: { ...EMPTY_META, nodes: { [ME]: { name: ME, status: 'up' } } } as unknown as MetaState,
+    timings: { nodeHeartbeatMs: 50, proposalTimeoutMs: 1_000, electionTicks: 10, tickMs: 10 },
+    attachGroups: () => undefined,
+    isLeaving: () => false,
+    memberState: () => 'member',
+    callPeer: async (target: string, method: string, body: Uint8Array) => {
+      const { g } = decodeCbor(body) as { g: string };
+      asked.push(`${target} ${method} ${g}`);
+      return encodeCbor(answers[g]!);
+    },
+    fsm: { listen: () => undefined },
+  } as unknown as ClusterMember;
+  // This node's own placement (stale) still puts all four here.
+  const stale = (n: number): ShardPlacement => ({ ...shard(n), replicas: [ME, 'n2', 'n3'] }) as ShardPlacement;
+  const host = new FakeHost(member, [stale(1), stale(2), stale(3), stale(4), stale(5)], new Map());
+  for (const g of ['g1', 'g2', 'g3', 'g5']) host.leaderless.add(g);
+  host.empty.add('g5');
+  t.teardown(() => host.close());
+  await host.start();
+  // Asked once it has been leaderless for 10 election timeouts (floor 5 s).
+  await waitFor(() => host.closedGroups.includes('g1'), { timeoutMs: 15_000, what: 'g1 dropped' });
+  t.ok(host.closedGroups.includes('g1'), 'g1: out of its group, and its leader does not place it here: dropped');
+  await waitFor(() => asked.some((a) => a.endsWith(' g2')) && asked.some((a) => a.endsWith(' g3')), { timeoutMs: 5_000, what: 'g2 and g3 asked' });
+  await host.passes();
+  t.ok(host.isHosted('g2'), 'g2: its leader places it here (it adds it back as a learner): kept');
+  t.ok(host.isHosted('g3'), 'g3: a leader that cannot say whether it places it here: kept');
+  t.ok(host.isHosted('g4'), 'g4: it knows a leader: kept');
+  t.notOk(asked.some((a) => a.endsWith(' g4')), 'and never asked');
+  t.notOk(asked.some((a) => a.endsWith(' g5')), 'g5: empty (as a replica opened again after a drop is): never asked, kept');
+  t.ok(host.isHosted('g5'));
+  t.ok(asked.every((a) => a.startsWith('n2 fake.conf ')), "each asked its group's leader for its configuration");
+
+  // Its own placement still puts g1 here: the hosting pass opens it again (empty, in a real
+  // replica: a leader whose metadata lags adds it back later).
+  await waitFor(() => host.isHosted('g1'), { timeoutMs: 5_000, what: 'g1 opened again' });
+  t.equal(host.opens.get('g1'), 2, 'opened again by the hosting pass that followed, as its own placement says');
 });
