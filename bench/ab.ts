@@ -25,7 +25,8 @@
 //   replicate-local one-shot `_replicate` of a database of 10,000 of bench/docs.ts's documents
 //                  into a new database on the same node, one slice each
 // Usage: npx tsx bench/ab.ts <workload> <before-checkout> <after-checkout>   (AB_ROUNDS, default 8;
-// AB_FILL_EACH=1: each node fills its own data instead of copies of the first checkout's)
+// AB_FILL_EACH=1: each node fills its own data instead of copies of the first checkout's;
+// AB_ORDERS=1: one experiment instead of one in each start order)
 // A checkout is a directory with this repository and its node_modules (a `git worktree` of
 // another commit with a symlink to this one's node_modules will do).
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -254,39 +255,66 @@ if (workload.fill !== undefined && !fillEach && !existsSync(fillDir)) {
   await stop(filler);
 }
 
-const nodes: Node[] = [];
-try {
-  for (const checkout of checkouts) {
-    const dataDir = tempDir('firkin-bench-ab-');
-    if (workload.fill !== undefined && !fillEach) cpSync(fillDir, dataDir, { recursive: true });
-    const node = await start(checkout, dataDir);
-    nodes.push(node);
-    if (workload.fill !== undefined && fillEach) await workload.fill(node.url);
-  }
-  for (const node of nodes) await workload.warm(node.url);
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const node of round % 2 === 0 ? nodes : [...nodes].reverse()) {
-      const pid = node.proc.pid!;
-      const main0 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
-      const process0 = cpuMicros(`/proc/${pid}/stat`);
-      const t0 = performance.now();
-      node.units += await workload.slice(node.url, node.slices++);
-      node.ms += performance.now() - t0;
-      node.mainMicros += cpuMicros(`/proc/${pid}/task/${pid}/stat`) - main0;
-      node.processMicros += cpuMicros(`/proc/${pid}/stat`) - process0;
+/**
+ * One experiment: a node per checkout, started in `order`, warmed, then ABBA slices. The node
+ * started first ran ~4 % faster in an A/A run (the same commit on both sides, bulk-docs: see
+ * docs/benchmarks.md), so by default the experiment runs twice, once in each start order, and
+ * the two are summed (AB_ORDERS=1: once, in the order named).
+ */
+async function experiment(order: readonly string[]): Promise<Node[]> {
+  const nodes: Node[] = [];
+  try {
+    for (const checkout of order) {
+      const dataDir = tempDir('firkin-bench-ab-');
+      if (workload.fill !== undefined && !fillEach) cpSync(fillDir, dataDir, { recursive: true });
+      const node = await start(checkout, dataDir);
+      nodes.push(node);
+      if (workload.fill !== undefined && fillEach) await workload.fill(node.url);
+    }
+    for (const node of nodes) await workload.warm(node.url);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const node of round % 2 === 0 ? nodes : [...nodes].reverse()) {
+        const pid = node.proc.pid!;
+        const main0 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
+        const process0 = cpuMicros(`/proc/${pid}/stat`);
+        const t0 = performance.now();
+        node.units += await workload.slice(node.url, node.slices++);
+        node.ms += performance.now() - t0;
+        node.mainMicros += cpuMicros(`/proc/${pid}/task/${pid}/stat`) - main0;
+        node.processMicros += cpuMicros(`/proc/${pid}/stat`) - process0;
+      }
+    }
+    return nodes;
+  } finally {
+    for (const node of nodes) {
+      await stop(node);
+      rmSync(node.dataDir, { recursive: true, force: true });
     }
   }
-  const results: BenchResult[] = nodes.map((n, i) => ({
-    bench: `${i === 0 ? 'before' : 'after'} ${n.checkout}: ${workload.label}`,
-    per_s: (n.units / n.ms) * 1000,
-    main_us: n.mainMicros / n.units,
-    process_us: n.processMicros / n.units,
-  }));
+}
+
+const bothOrders = process.env.AB_ORDERS !== '1';
+const result = (label: string, ns: readonly Node[]): BenchResult => {
+  const units = ns.reduce((a, n) => a + n.units, 0);
+  const ms = ns.reduce((a, n) => a + n.ms, 0);
+  return {
+    bench: `${label}: ${workload.label}`,
+    per_s: (units / ms) * 1000,
+    main_us: ns.reduce((a, n) => a + n.mainMicros, 0) / units,
+    process_us: ns.reduce((a, n) => a + n.processMicros, 0) / units,
+  };
+};
+try {
+  const runs = [await experiment(checkouts)];
+  if (bothOrders) runs.push(await experiment([...checkouts].reverse()));
+  const results: BenchResult[] = [];
+  checkouts.forEach((checkout, i) => {
+    const side = `${i === 0 ? 'before' : 'after'} ${checkout}`;
+    const mine = runs.map((nodes) => nodes.find((n) => n.checkout === checkout)!);
+    if (bothOrders) mine.forEach((n, k) => results.push(result(`${side} (started ${(k === 0) === (i === 0) ? 'first' : 'second'})`, [n])));
+    results.push(result(bothOrders ? `${side} (both orders)` : side, mine));
+  });
   report(results);
 } finally {
   agent.destroy();
-  for (const node of nodes) {
-    await stop(node);
-    rmSync(node.dataDir, { recursive: true, force: true });
-  }
 }
