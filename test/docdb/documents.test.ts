@@ -5,6 +5,7 @@ import t from 'tap';
 import { compactAndWait } from '../support/compact.js';
 import { bulkEdits } from '../../src/docdb/engine.js';
 import { startTestNode } from '../support/node.js';
+import { startClusterTestNode } from '../support/one-node-cluster.js';
 
 const REV = /^\d+-[0-9a-f]{64}$/;
 
@@ -342,4 +343,34 @@ t.test('a database DELETE naming a revision is a 400 and drops nothing, on /db a
   t.equal((await node.request('DELETE', '/db/keep')).status, 200, 'a DELETE without a rev drops the database');
   t.equal((await node.request('DELETE', '/vdb/vkeep')).status, 200, 'and a VDB');
   t.equal((await node.request('GET', '/db/keep')).status, 404);
+});
+
+// CouchDB opens the document before a DELETE: a missing or deleted one is a 404 whatever the
+// rev; a live one without a rev, or with a rev that is no current leaf, a 409. Before, a DELETE
+// without a rev of a missing or deleted document was a 409 ("deleting needs the current revision").
+t.test('a document DELETE: 404 for a missing or deleted document whatever the rev, 409 for a live one without a current rev; on /db, /vdb and a clustered VDB', async (t) => {
+  for (const [kind, start] of [['standalone', () => startTestNode()], ['one-node cluster', () => startClusterTestNode()]] as const) {
+    const node = await start();
+    t.teardown(() => node.close());
+    const bases = kind === 'standalone' ? ['/db/del', '/vdb/vdel'] : ['/vdb/vdel'];
+    if (kind === 'standalone') t.equal((await node.request('PUT', '/db/del')).status, 201);
+    t.equal((await node.request('POST', '/vdb', { body: { name: 'vdel', shard_count: 2 } })).status, 201);
+    for (const base of bases) {
+      const what = `${kind} ${base}`;
+      const status = async (path: string) => (await node.request('DELETE', `${base}/${path}`)).status;
+      t.equal(await status('missing'), 404, `${what}: missing, no rev`);
+      t.equal(await status('missing?rev=1-abc'), 404, `${what}: missing, a rev`);
+      const put = await node.request('PUT', `${base}/live`, { body: { n: 1 } });
+      t.equal(put.status, 201);
+      t.equal(await status('live'), 409, `${what}: live, no rev`);
+      t.equal(await status('live?rev=1-abc'), 409, `${what}: live, a rev that is no leaf`);
+      const del = await node.request('DELETE', `${base}/live?rev=${put.body.rev}`);
+      t.equal(del.status, 200, `${what}: live, its rev`);
+      t.equal(await status('live'), 404, `${what}: deleted, no rev`);
+      t.equal(await status(`live?rev=${put.body.rev}`), 404, `${what}: deleted, the rev it had`);
+      t.equal(await status(`live?rev=${del.body.rev}`), 404, `${what}: deleted, its tombstone's rev`);
+      const missing = await node.request('DELETE', `${base}/missing`);
+      t.same(missing.body, { error: 'not_found', message: 'document "missing" not found (missing or deleted)' });
+    }
+  }
 });

@@ -1,7 +1,7 @@
 // Helpers shared by the document-database route files (databases and VDBs): the expected
 // revision of a write and the `since` of a changes read, each from all the places a client may
 // put it; `_all_docs` requests; a document's GET and COPY over where it is read.
-import { FirkinError } from '../../core/errors.js';
+import { FirkinError, isFirkinError } from '../../core/errors.js';
 import { type Hlc, parseHlc } from '../../core/hlc.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
@@ -97,6 +97,39 @@ export function refuseRevOnDatabaseDelete(request: FastifyRequest): void {
   const query = request.query as Record<string, unknown> | undefined;
   if ((query !== undefined && Object.hasOwn(query, 'rev')) || request.headers['if-match'] !== undefined) {
     throw new FirkinError('bad_request', 'You tried to DELETE a database with a ?=rev parameter (or If-Match). Did you mean to DELETE a document instead?');
+  }
+}
+
+/**
+ * A document's DELETE, answered as CouchDB does: it opens the document first, so one that does
+ * not exist or is deleted is a 404 whatever the rev (before, a DELETE without a rev of a missing
+ * document was a 409 "deleting needs the current revision"); a live one without a rev, or with
+ * a rev that is no current leaf, a 409. The document is read only on the way to an error: a
+ * DELETE that succeeds costs no extra read (a clustered VDB's read is a ReadIndex round).
+ * `exists`: whether the document has a live winner.
+ */
+export async function answerDelete<T>(docId: string, rev: string | undefined, exists: () => Promise<boolean>, remove: (rev: string) => Promise<T>): Promise<T> {
+  const gone = () => new FirkinError('not_found', `document ${JSON.stringify(docId)} not found (missing or deleted)`);
+  if (rev === undefined) {
+    if (!(await exists())) throw gone();
+    throw new FirkinError('conflict', 'document update conflict: deleting needs the current revision (If-Match or ?rev=)');
+  }
+  try {
+    return await remove(rev);
+  } catch (err) {
+    if (isFirkinError(err) && err.code === 'conflict' && !(await exists())) throw gone();
+    throw err;
+  }
+}
+
+/** `exists` for answerDelete: a read of the winner, false on not_found. */
+export async function hasLiveWinner(read: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await read();
+    return true;
+  } catch (err) {
+    if (isFirkinError(err) && err.code === 'not_found') return false;
+    throw err;
   }
 }
 

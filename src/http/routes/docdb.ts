@@ -16,12 +16,14 @@ import {
   allDocsQuery,
   allDocsRequest,
   answerCopy,
+  answerDelete,
   answerDocGet,
   dbParams,
   docParams,
   existingDb,
   expectedRev,
   getDocQuery,
+  hasLiveWinner,
   keyParam,
   refuseRevOnDatabaseDelete,
   revsDiffBody,
@@ -201,8 +203,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
       const docId = checkDocId(request.params.docid);
       const db = await locate(existingDb(docs, request.params.db), docId);
       const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
-      if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting needs the current revision (If-Match or ?rev=)');
-      const result = await docs.deleteDoc(db, docId, rev);
+      const result = await answerDelete(docId, rev, () => hasLiveWinner(() => docs.getDoc(db, docId)), (r) => docs.deleteDoc(db, docId, r));
       reply.header('etag', `"${result.rev}"`);
       return result;
     },

@@ -25,9 +25,11 @@ import {
   allDocsQuery,
   allDocsRequest,
   answerCopy,
+  answerDelete,
   answerDocGet,
   expectedRev,
   getDocQuery,
+  hasLiveWinner,
   parseDocIds,
   refuseRevOnDatabaseDelete,
   revsDiffBody,
@@ -508,8 +510,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     async (r, reply) => {
       const id = checkDocId(r.params.docid);
       const rev = expectedRev({ ifMatch: r.headers['if-match'], query: r.query.rev });
-      if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting needs the current revision (If-Match or ?rev=)');
-      const result = await vdbs().deleteDoc(r.params.vdb, id, rev);
+      const result = await answerDelete(id, rev, () => hasLiveWinner(() => vdbs().getDoc(r.params.vdb, id, {})), (rev) => vdbs().deleteDoc(r.params.vdb, id, rev));
       reply.header('etag', `"${result.rev}"`);
       return result;
     },
