@@ -345,9 +345,10 @@ t.test('a database DELETE naming a revision is a 400 and drops nothing, on /db a
   t.equal((await node.request('GET', '/db/keep')).status, 404);
 });
 
-// CouchDB opens the document before a DELETE: a missing or deleted one is a 404 whatever the
-// rev; a live one without a rev, or with a rev that is no current leaf, a 409. Before, a DELETE
-// without a rev of a missing or deleted document was a 409 ("deleting needs the current revision").
+// CouchDB opens the document before a DELETE (a document's or an attachment's): a missing or
+// deleted one is a 404 whatever the rev; a live one without a rev, or with a rev that is no
+// current leaf, a 409. Before, a DELETE without a rev of a missing or deleted document was a
+// 409 ("deleting needs the current revision").
 t.test('a document DELETE: 404 for a missing or deleted document whatever the rev, 409 for a live one without a current rev; on /db, /vdb and a clustered VDB', async (t) => {
   for (const [kind, start] of [['standalone', () => startTestNode()], ['one-node cluster', () => startClusterTestNode()]] as const) {
     const node = await start();
@@ -371,6 +372,15 @@ t.test('a document DELETE: 404 for a missing or deleted document whatever the re
       t.equal(await status(`live?rev=${del.body.rev}`), 404, `${what}: deleted, its tombstone's rev`);
       const missing = await node.request('DELETE', `${base}/missing`);
       t.same(missing.body, { error: 'not_found', message: 'document "missing" not found (missing or deleted)' });
+      // An attachment's DELETE opens its document first too.
+      t.equal(await status('missing/a.txt'), 404, `${what}: an attachment of a missing document, no rev`);
+      t.equal(await status('missing/a.txt?rev=1-abc'), 404, `${what}: an attachment of a missing document, a rev`);
+      const att = await node.request('PUT', `${base}/withatt/a.txt`, { body: Buffer.from('hi'), raw: true, headers: { 'content-type': 'text/plain' } });
+      t.equal(att.status, 201, att.text);
+      t.equal(await status('withatt/a.txt'), 409, `${what}: an attachment of a live document, no rev`);
+      t.equal(await status('withatt/a.txt?rev=1-abc'), 409, `${what}: an attachment of a live document, a rev that is no leaf`);
+      t.equal((await node.request('DELETE', `${base}/withatt?rev=${att.body.rev}`)).status, 200);
+      t.equal(await status('withatt/a.txt'), 404, `${what}: an attachment of a deleted document, no rev`);
     }
   }
 });

@@ -101,18 +101,18 @@ export function refuseRevOnDatabaseDelete(request: FastifyRequest): void {
 }
 
 /**
- * A document's DELETE, answered as CouchDB does: it opens the document first, so one that does
+ * A document's DELETE (or an attachment's), answered as CouchDB does: it opens the document first, so one that does
  * not exist or is deleted is a 404 whatever the rev (before, a DELETE without a rev of a missing
  * document was a 409 "deleting needs the current revision"); a live one without a rev, or with
  * a rev that is no current leaf, a 409. The document is read only on the way to an error: a
  * DELETE that succeeds costs no extra read (a clustered VDB's read is a ReadIndex round).
  * `exists`: whether the document has a live winner.
  */
-export async function answerDelete<T>(docId: string, rev: string | undefined, exists: () => Promise<boolean>, remove: (rev: string) => Promise<T>): Promise<T> {
+export async function answerDelete<T>(docId: string, rev: string | undefined, exists: () => Promise<boolean>, remove: (rev: string) => Promise<T>, what: 'a document' | 'an attachment' = 'a document'): Promise<T> {
   const gone = () => new FirkinError('not_found', `document ${JSON.stringify(docId)} not found (missing or deleted)`);
   if (rev === undefined) {
     if (!(await exists())) throw gone();
-    throw new FirkinError('conflict', 'document update conflict: deleting needs the current revision (If-Match or ?rev=)');
+    throw new FirkinError('conflict', `document update conflict: deleting ${what === 'a document' ? '' : 'an attachment '}needs the current revision (If-Match or ?rev=)`);
   }
   try {
     return await remove(rev);

@@ -6,12 +6,11 @@
 // JSON/CBOR parsers in its own context only.
 import type { FastifyPluginAsync } from 'fastify';
 import { Readable } from 'node:stream';
-import { FirkinError } from '../../core/errors.js';
 import { makeBlob } from '../../docdb/doc-input.js';
 import { checkAttachmentName, checkDocId } from '../../docdb/names.js';
 import type { VdbService } from '../../docdb/vdb/service.js';
 import { readLimited, tooLarge } from './docdb-attachments.js';
-import { expectedRev } from './docdb-shared.js';
+import { answerDelete, expectedRev, hasLiveWinner } from './docdb-shared.js';
 
 export interface VdbAttachmentRouteDeps {
   vdbs: () => VdbService;
@@ -65,8 +64,7 @@ export const vdbAttachmentRoutes: FastifyPluginAsync<VdbAttachmentRouteDeps> = a
     app.delete<{ Params: Params; Querystring: { rev?: string } }>(path, { schema: { params, querystring: query }, config: scoped }, async (request, reply) => {
       const { vdb, docId, name } = target(request.params);
       const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
-      if (rev === undefined) throw new FirkinError('conflict', 'document update conflict: deleting an attachment needs the current revision (If-Match or ?rev=)');
-      const result = await vdbs().putAttachment(vdb, docId, name, rev, undefined);
+      const result = await answerDelete(docId, rev, () => hasLiveWinner(() => vdbs().getDoc(vdb, docId, {})), (r) => vdbs().putAttachment(vdb, docId, name, r, undefined), 'an attachment');
       reply.header('etag', `"${result.rev}"`);
       return result;
     });
