@@ -6,7 +6,8 @@
 //
 // - Hosting: `#reconcile` opens the replicas placed here and drops the ones whose owner
 //   (collection or VDB) was deleted. A replica moved to another node keeps serving until its
-//   group has removed it (`#checkRemoved`), then it is dropped. A replica that fails to open or
+//   group has removed it (`#checkRemoved`), then it is dropped; one that hears from no leader
+//   for a while asks its group whether it still counts (`#checkOutOfGroup`). A replica that fails to open or
 //   start is tried again on a backoff (1 s to 30 s) and named by /health meanwhile; the others
 //   are hosted regardless. Opening reads local data only;
 //   starting the group (restoring its stored snapshot, which may stream the state from another
