@@ -248,6 +248,7 @@ async function edit(node: TestNode, at: string, tree: Tree, step: Extract<Step, 
   if (rev === undefined && !deleted && !winnerLive) check(ok, what); // created, or re-created on its tombstone
   if (rev !== undefined && winner === undefined && !deleted) check(status === 409, what); // a rev for a missing document
   if (deleted && !winnerLive) check(status === 404 || status === 409 || (ok && rev !== undefined && dead.includes(rev)), what); // deleting what is missing or deleted
+  if (step.via === 'delete' && !winnerLive) check(status === 404, what); // an HTTP DELETE opens the document first (CouchDB): missing or deleted is a 404, whatever the rev
   if (!ok) {
     reached.refused++;
     return;
