@@ -1,6 +1,6 @@
 // Helpers shared by the document-database route files (databases and VDBs): the expected
 // revision of a write and the `since` of a changes read, each from all the places a client may
-// put it; `_all_docs` requests; a document's GET and COPY over where it is read.
+// put it; `_all_docs` requests; a document's GET, COPY and DELETE over where it is read.
 import { FirkinError, isFirkinError } from '../../core/errors.js';
 import { type Hlc, parseHlc } from '../../core/hlc.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -101,12 +101,12 @@ export function refuseRevOnDatabaseDelete(request: FastifyRequest): void {
 }
 
 /**
- * A document's DELETE (or an attachment's), answered as CouchDB does: it opens the document first, so one that does
- * not exist or is deleted is a 404 whatever the rev (before, a DELETE without a rev of a missing
- * document was a 409 "deleting needs the current revision"); a live one without a rev, or with
- * a rev that is no current leaf, a 409. The document is read only on the way to an error: a
- * DELETE that succeeds costs no extra read (a clustered VDB's read is a ReadIndex round).
- * `exists`: whether the document has a live winner.
+ * A document's DELETE (or an attachment's), answered as CouchDB does: it opens the document
+ * first, so one that does not exist or is deleted is a 404 whatever the rev (before, a DELETE
+ * without a rev of a missing document was a 409 "deleting needs the current revision"); a live
+ * one without a rev, or with a rev that is no current leaf, a 409. The document is read only
+ * on the way to an error: a DELETE that succeeds costs no extra read (a clustered VDB's read is
+ * a ReadIndex round). `exists`: whether the document has a live winner.
  */
 export async function answerDelete<T>(docId: string, rev: string | undefined, exists: () => Promise<boolean>, remove: (rev: string) => Promise<T>, what: 'a document' | 'an attachment' = 'a document'): Promise<T> {
   const gone = () => new FirkinError('not_found', `document ${JSON.stringify(docId)} not found (missing or deleted)`);
