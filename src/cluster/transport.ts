@@ -17,6 +17,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { type Backoff, nominalDelayMs } from '../core/backoff.js';
 import { packagePath } from '../core/package-root.js';
 import { FirkinError, isFirkinError, ERROR_CODES, type ErrorCode } from '../core/errors.js';
+import { decodeCbor, encodeCbor } from '../core/codec.js';
 import { decodeMessage, encodeValue } from '../raft/codec.js';
 import { notSent } from './not-sent.js';
 import type { Message, NodeId } from '../raft/types.js';
@@ -65,7 +66,7 @@ interface Frame {
   heartbeat?: { node: string; sent_ms: string | number; leads?: Record<string, number>; has_leads?: boolean };
   chunk?: { group: string; id: string | number; seq: number; last: boolean; data: Buffer };
   request?: { id: string | number; method: string; body: Buffer };
-  response?: { id: string | number; ok: boolean; body: Buffer; code: string; message: string };
+  response?: { id: string | number; ok: boolean; body: Buffer; code: string; message: string; details?: Buffer };
   body?: string;
 }
 
@@ -78,7 +79,36 @@ interface PendingCall {
 
 function responseError(r: NonNullable<Frame['response']>): FirkinError {
   const code: ErrorCode = (ERROR_CODES as readonly string[]).includes(r.code) ? (r.code as ErrorCode) : 'error';
-  return new FirkinError(code, r.message);
+  const details = detailsFromWire(r.details);
+  return new FirkinError(code, r.message, details === undefined ? undefined : { details });
+}
+
+/**
+ * An error's details cross the link with it: before, they were dropped, so a not_leader's
+ * `leader` hint never reached a caller on another node (chaos: a node whose own stale replica
+ * named an old leader asked it and one other replica in turn, for good, and never the real
+ * leader). `sent` is left out: whether a call left a node belongs to the node that made it, and
+ * a relayed one would read as the caller's own call not sent.
+ */
+export function detailsToWire(details: Record<string, unknown> | undefined): Buffer {
+  if (details === undefined) return Buffer.alloc(0);
+  const { sent: _sent, ...rest } = details;
+  if (Object.keys(rest).length === 0) return Buffer.alloc(0);
+  try {
+    return Buffer.from(encodeCbor(rest));
+  } catch {
+    return Buffer.alloc(0); // details that do not encode are not worth failing the answer for
+  }
+}
+
+export function detailsFromWire(bytes: Buffer | Uint8Array | undefined): Record<string, unknown> | undefined {
+  if (bytes === undefined || bytes.length === 0) return undefined;
+  try {
+    const value = decodeCbor(bytes);
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 type Duplex = grpc.ClientDuplexStream<Frame, Frame>;
@@ -588,7 +618,7 @@ export class Transport {
     } catch (err) {
       const e = isFirkinError(err) ? err : new FirkinError('error', `internal error answering ${req.method}`);
       if (!isFirkinError(err)) this.#o.log?.(`call ${req.method} from ${peer} failed: ${(err as Error).stack ?? String(err)}`);
-      response = { id: req.id, ok: false, body: Buffer.alloc(0), code: e.code, message: e.message };
+      response = { id: req.id, ok: false, body: Buffer.alloc(0), code: e.code, message: e.message, details: detailsToWire(e.details) };
     }
     if (!call.destroyed && call.writable) call.write({ response });
   }

@@ -35,6 +35,10 @@ class FakeHost extends ShardHost<HostedReplica, null> {
   readonly leaderless = new Set<string>();
   /** Groups whose fake replica holds no entry. */
   readonly empty = new Set<string>();
+  /** Groups whose fake replica names a leader it has not heard from for 1,000 ticks. */
+  readonly silent = new Set<string>();
+  /** The leader a follower's fake replica names, per group (default n2). */
+  readonly namedLeader = new Map<string, string>();
   readonly transfers: string[] = [];
   readonly opens = new Map<string, number>();
   readonly starts = new Map<string, number>();
@@ -98,7 +102,8 @@ class FakeHost extends ShardHost<HostedReplica, null> {
         role: this.role,
         quiesced: false,
         catchingUp: this.catchingUp.has(g),
-        leader: this.role === 'leader' ? ME : this.leaderless.has(g) ? null : 'n2',
+        electionElapsed: this.silent.has(g) ? 1_000 : 0,
+        leader: this.role === 'leader' ? ME : this.leaderless.has(g) ? null : (this.namedLeader.get(g) ?? 'n2'),
         confState: () => ({ voters: [ME, 'n2', 'n3'], learners: [] }),
         log: { lastIndex: () => (this.empty.has(g) ? 0 : 7) },
         progress: matches,
@@ -347,6 +352,7 @@ t.test("a replica that hears from no leader asks its group; out of it, and not p
     g1: { voters: ['n2', 'n3', 'n4'], learners: [], placed: false },
     g2: { voters: ['n2', 'n3', 'n4'], learners: [], placed: true }, // it will add this node back
     g3: { voters: ['n2', 'n3', 'n4'], learners: [] }, // a node from before the check: cannot say
+    g6: { voters: ['n2', 'n3', 'n4'], learners: [], placed: false },
   };
   const member = {
     name: ME,
@@ -364,14 +370,19 @@ t.test("a replica that hears from no leader asks its group; out of it, and not p
   } as unknown as ClusterMember;
   // This node's own placement (stale) still puts all four here.
   const stale = (n: number): ShardPlacement => ({ ...shard(n), replicas: [ME, 'n2', 'n3'] }) as ShardPlacement;
-  const host = new FakeHost(member, [stale(1), stale(2), stale(3), stale(4), stale(5)], new Map());
+  const host = new FakeHost(member, [stale(1), stale(2), stale(3), stale(4), stale(5), stale(6)], new Map());
   for (const g of ['g1', 'g2', 'g3', 'g5']) host.leaderless.add(g);
   host.empty.add('g5');
+  // g6 names n2 as leader but has not heard from it for 1,000 ticks (catching up, it never
+  // campaigns, so it keeps naming it): as good as leaderless.
+  host.silent.add('g6');
   t.teardown(() => host.close());
   await host.start();
   // Asked once it has been leaderless for 10 election timeouts (floor 5 s).
   await waitFor(() => host.closedGroups.includes('g1'), { timeoutMs: 15_000, what: 'g1 dropped' });
   t.ok(host.closedGroups.includes('g1'), 'g1: out of its group, and its leader does not place it here: dropped');
+  await waitFor(() => host.closedGroups.includes('g6'), { timeoutMs: 5_000, what: 'g6 dropped' });
+  t.pass('g6: its named leader silent, out of its group and not placed here: dropped too');
   await waitFor(() => asked.some((a) => a.endsWith(' g2')) && asked.some((a) => a.endsWith(' g3')), { timeoutMs: 5_000, what: 'g2 and g3 asked' });
   await host.passes();
   t.ok(host.isHosted('g2'), 'g2: its leader places it here (it adds it back as a learner): kept');
@@ -386,4 +397,41 @@ t.test("a replica that hears from no leader asks its group; out of it, and not p
   // replica: a leader whose metadata lags adds it back later).
   await waitFor(() => host.isHosted('g1'), { timeoutMs: 5_000, what: 'g1 opened again' });
   t.equal(host.opens.get('g1'), 2, 'opened again by the hosting pass that followed, as its own placement says');
+});
+
+// CI, test/chaos/short-data.test.ts (2026-12-01): n3, wiped and joined again, opened an empty
+// vs0 replica from a stale placement and caught up from n1 before n1 removed it; it never
+// campaigned (catching up), so it named n1 as leader for good. n4 led vs0. Every call n3 made
+// to vs0 (its writes, and the check whether it was removed) asked n1, then the next replica
+// n2, then n1 again (its own replica's leader), and so on until the deadline: the hints n1 and
+// n2 gave did not cross the link (transport.test.ts), and n4 was never asked. Here this node
+// is n1, its replica names n5, and n4 leads.
+t.test("a call to a group's leader does not keep going back to the leader this node's stale replica names", async (t) => {
+  const asked: string[] = [];
+  const member = {
+    name: ME,
+    state: { ...EMPTY_META, nodes: { [ME]: { name: ME, status: 'up' } } } as unknown as MetaState,
+    timings: { nodeHeartbeatMs: 50, proposalTimeoutMs: 1_000 },
+    attachGroups: () => undefined,
+    isLeaving: () => false,
+    memberState: () => 'member',
+    callPeer: async (target: string, method: string) => {
+      asked.push(target);
+      // As an older node's transport answers: the refusal without its hint.
+      if (target !== 'n4') throw new FirkinError('not_leader', `${target} does not lead g1`);
+      return encodeCbor({ voters: ['n2', 'n3', 'n4'], learners: [] });
+    },
+    fsm: { listen: (fn: (state: MetaState, cmd: undefined) => void) => void listeners.push(fn) },
+  } as unknown as ClusterMember;
+  const listeners: ((state: MetaState, cmd: undefined) => void)[] = [];
+  const host = new FakeHost(member, [{ ...shard(1), replicas: [ME, 'n2', 'n3'] } as ShardPlacement], new Map());
+  host.namedLeader.set('g1', 'n5');
+  t.teardown(() => host.close());
+  await host.start();
+  t.ok(host.isHosted('g1'));
+  // Its placement moved g1 to n2, n3 and n4; its replica names n5, which leads no more.
+  host.placed = [{ ...shard(1), replicas: ['n2', 'n3', 'n4'] } as ShardPlacement];
+  listeners.forEach((fn) => fn(member.state, undefined));
+  await waitFor(() => host.closedGroups.includes('g1'), { timeoutMs: 10_000, what: 'g1 dropped once n4 answered' });
+  t.same(asked.slice(0, 4), ['n5', 'n2', 'n3', 'n4'], 'n5 (its replica names it), then each replica of the placement in turn');
 });

@@ -1,6 +1,8 @@
 // The gRPC transport: cookie challenge both ways, batching, chunked snapshots, reconnects.
 import t from 'tap';
 import { Transport, cookieMac } from '../../src/cluster/transport.js';
+import { wasNotSent } from '../../src/cluster/not-sent.js';
+import { FirkinError } from '../../src/core/errors.js';
 import type { Message } from '../../src/raft/types.js';
 import { waitFor } from '../support/wait.js';
 
@@ -106,4 +108,45 @@ t.test('the dialler reconnects with backoff after the peer restarts', async (t) 
   t.equal(got2[0]!.term, 7);
   t.same(gotB, []);
   t.ok(a.stats.reconnects > 0);
+});
+
+// An error's details cross the link: a not_leader's `leader` hint reached no caller on another
+// node before (only code and message did), so a node whose own stale replica named an old
+// leader never learned of the real one (CI, test/chaos/short-data.test.ts).
+t.test("a call's error keeps its code, message and details across the link, except `sent`", async (t) => {
+  const b = new Transport({
+    nodeId: 'b',
+    cookie: 'cookie',
+    listen: '127.0.0.1:0',
+    peers: new Map(),
+    onMessages: () => undefined,
+    heartbeatIntervalMs: 50,
+    onRequest: async (_peer, method) => {
+      if (method === 'lead') throw new FirkinError('not_leader', 'b does not lead g1', { details: { leader: 'n4' } });
+      if (method === 'relayed') throw new FirkinError('unavailable', 'call not sent to c: link is down', { details: { sent: false } });
+      if (method === 'plain') throw new FirkinError('conflict', 'no details');
+      return new Uint8Array([1]);
+    },
+  });
+  await b.start();
+  const a = new Transport({ nodeId: 'a', cookie: 'cookie', listen: '127.0.0.1:0', peers: new Map([['b', `127.0.0.1:${b.port}`]]), onMessages: () => undefined, heartbeatIntervalMs: 50 });
+  await a.start();
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  await waitFor(() => a.isConnected('b'), { what: 'link up' });
+  const failure = (method: string) => a.call('b', method, new Uint8Array(), 2_000).then(() => undefined, (err: unknown) => err as FirkinError);
+  const lead = await failure('lead');
+  t.equal(lead?.code, 'not_leader');
+  t.equal(lead?.message, 'b does not lead g1');
+  t.same(lead?.details, { leader: 'n4' }, 'the leader hint arrives');
+  const relayed = await failure('relayed');
+  t.equal(relayed?.code, 'unavailable');
+  t.equal(relayed?.details, undefined, "`sent: false` is b's own call to c, not a's to b: left out");
+  t.notOk(wasNotSent(relayed), 'so the caller does not take its call for one never sent');
+  const plain = await failure('plain');
+  t.equal(plain?.code, 'conflict');
+  t.equal(plain?.details, undefined);
+  t.end();
 });
