@@ -7,9 +7,9 @@
 // - Hosting: `#reconcile` opens the replicas placed here and drops the ones whose owner
 //   (collection or VDB) was deleted. A replica moved to another node keeps serving until its
 //   group has removed it (`#checkRemoved`), then it is dropped; one that hears from no leader
-//   for a while asks its group whether it still counts (`#checkOutOfGroup`). A replica that fails to open or
-//   start is tried again on a backoff (1 s to 30 s) and named by /health meanwhile; the others
-//   are hosted regardless. Opening reads local data only;
+//   for a while asks its group whether it still counts (`#checkOutOfGroup`). A replica that
+//   fails to open or start is tried again on a backoff (1 s to 30 s) and named by /health
+//   meanwhile; the others are hosted regardless. Opening reads local data only;
 //   starting the group (restoring its stored snapshot, which may stream the state from another
 //   replica after a crash mid-transfer) runs on its own, so one replica whose sources are all
 //   down holds up neither the node's start nor the hosting of any other replica (`/health`
@@ -341,7 +341,6 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   async #reconcileNow(state: MetaState): Promise<void> {
     if (this.#closed) return;
     const all = this.placements(state);
-    const existing = new Map(all.map((w) => [w.shard.group, w.shard]));
     const wanted = new Map<string, WantedReplica<O>>();
     for (const w of all) {
       const group = w.shard.group;
@@ -352,6 +351,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       // while running does. Left closed, two such voters of three could stop their group for good.
       if (w.shard.replicas.includes(this.me) || this.#storedAtStart.has(group)) wanted.set(group, w);
     }
+    const existing = new Map(all.map((w) => [w.shard.group, w.shard]));
     for (const [group, replica] of this.replicas) {
       if (wanted.has(group)) continue;
       // Moved off this node: it keeps serving until its group has removed it (#confRound).
@@ -627,7 +627,10 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     if (!members.includes(this.me) && this.replicas.get(group) === r) await this.#drop(group, r, 'it moved to another node');
   }
 
-  /** A replica not leading that knows no leader, or whose leader has been silent for two election timeouts while its group is not quiesced. */
+  /**
+   * A replica not leading that knows no leader, or whose leader has been silent for two
+   * election timeouts while its group is not quiesced.
+   */
   #hearsNoLeader(r: R): boolean {
     const core = r.group.core;
     return core.role !== 'leader' && (core.leader === null || (!core.quiesced && core.electionElapsed >= 2 * this.o.member.timings.electionTicks));
