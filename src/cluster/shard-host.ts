@@ -38,6 +38,12 @@ import { type GroupView, removalRisks, stillCounted } from './removal-risk.js';
 import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
 
+/** `map[key]` holds since when `holds` has been true at each look; deleted when it is not. */
+function sinceWhile(map: Map<string, number>, key: string, holds: boolean, nowMs: number): void {
+  if (!holds) map.delete(key);
+  else if (!map.has(key)) map.set(key, nowMs);
+}
+
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;
 /** Rounds of the proposal timeout a create waits for every new shard to elect a leader. */
@@ -510,16 +516,12 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     this.housekeeping();
     const nowMs = Date.now();
     for (const [group, r] of this.replicas) {
-      if (r.group.core.leader !== null) this.#leaderless.delete(group);
-      else if (!this.#leaderless.has(group)) this.#leaderless.set(group, nowMs);
+      sinceWhile(this.#leaderless, group, r.group.core.leader === null, nowMs);
+      sinceWhile(this.#unheard, group, this.#hearsNoLeader(r), nowMs);
     }
-    for (const group of [...this.#leaderless.keys()]) if (!this.replicas.has(group)) this.#leaderless.delete(group);
-    for (const [group, r] of this.replicas) {
-      if (!this.#hearsNoLeader(r)) this.#unheard.delete(group);
-      else if (!this.#unheard.has(group)) this.#unheard.set(group, nowMs);
+    for (const map of [this.#leaderless, this.#unheard, this.#askedMembership]) {
+      for (const group of [...map.keys()]) if (!this.replicas.has(group)) map.delete(group);
     }
-    for (const group of [...this.#unheard.keys()]) if (!this.replicas.has(group)) this.#unheard.delete(group);
-    for (const group of [...this.#askedMembership.keys()]) if (!this.replicas.has(group)) this.#askedMembership.delete(group);
     const steady: LedGroup[] = [];
     // A leaving node is soon out of the metadata group, and then its placements are stale: its
     // replicas moving away stay placed here in its eyes. It asks each group's leader instead
@@ -615,16 +617,22 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
   /** A replica the metadata moved away: drop it once its group's conf (as its leader says) no longer has this node. */
   async #checkRemoved(group: string, r: R): Promise<void> {
     const own = r.group.core.confState();
-    let members: string[] = [...own.voters, ...own.learners];
-    if (members.includes(this.me)) {
-      try {
-        const reply = await this.leaderCall(r.placement, `${this.prefix}.conf`, {});
-        members = [...(reply.voters as string[]), ...(reply.learners as string[])];
-      } catch {
-        return; // no leader reachable now: ask again next round
-      }
+    if ([...own.voters, ...own.learners].includes(this.me)) {
+      const conf = await this.#groupConf(r);
+      if (conf === undefined || conf.members.includes(this.me)) return;
     }
-    if (!members.includes(this.me) && this.replicas.get(group) === r) await this.#drop(group, r, 'it moved to another node');
+    if (this.replicas.get(group) === r) await this.#drop(group, r, 'it moved to another node');
+  }
+
+  /** The group's conf as its leader says (`<kind>.conf`); undefined: no leader reachable now (ask again later). */
+  async #groupConf(r: R): Promise<{ voters: string[]; members: string[]; placed: boolean | undefined } | undefined> {
+    try {
+      const reply = await this.leaderCall(r.placement, `${this.prefix}.conf`, {});
+      const voters = reply.voters as string[];
+      return { voters, members: [...voters, ...(reply.learners as string[])], placed: typeof reply.placed === 'boolean' ? reply.placed : undefined };
+    } catch {
+      return undefined;
+    }
   }
 
   /**
@@ -651,18 +659,12 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
    * that does not repeat.
    */
   async #checkOutOfGroup(group: string, r: R): Promise<void> {
-    let reply: Record<string, unknown>;
-    try {
-      reply = await this.leaderCall(r.placement, `${this.prefix}.conf`, {});
-    } catch {
-      return; // no leader reachable now: ask again later
-    }
-    const members = [...(reply.voters as string[]), ...(reply.learners as string[])];
+    const conf = await this.#groupConf(r);
     // `placed` is absent from nodes before this check existed: they cannot say, so keep it.
-    if (members.includes(this.me) || reply.placed !== false) return;
+    if (conf === undefined || conf.members.includes(this.me) || conf.placed !== false) return;
     // Heard from a leader since it asked (added back meanwhile): it is a member again.
     if (!this.#hearsNoLeader(r) || this.replicas.get(group) !== r) return;
-    await this.#drop(group, r, `its group's leader no longer counts this node (voters ${(reply.voters as string[]).join(', ')}) nor places a replica here`);
+    await this.#drop(group, r, `its group's leader no longer counts this node (voters ${conf.voters.join(', ')}) nor places a replica here`);
     this.#reconcile(this.o.member.state);
   }
 

@@ -90,7 +90,7 @@ function responseError(r: NonNullable<Frame['response']>): FirkinError {
  * leader). `sent` is left out: whether a call left a node belongs to the node that made it, and
  * a relayed one would read as the caller's own call not sent.
  */
-export function detailsToWire(details: Record<string, unknown> | undefined): Buffer {
+function detailsToWire(details: Record<string, unknown> | undefined): Buffer {
   if (details === undefined) return Buffer.alloc(0);
   const { sent: _sent, ...rest } = details;
   if (Object.keys(rest).length === 0) return Buffer.alloc(0);
@@ -101,7 +101,7 @@ export function detailsToWire(details: Record<string, unknown> | undefined): Buf
   }
 }
 
-export function detailsFromWire(bytes: Buffer | Uint8Array | undefined): Record<string, unknown> | undefined {
+function detailsFromWire(bytes: Buffer | Uint8Array | undefined): Record<string, unknown> | undefined {
   if (bytes === undefined || bytes.length === 0) return undefined;
   try {
     const value = decodeCbor(bytes);

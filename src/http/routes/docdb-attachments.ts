@@ -7,7 +7,7 @@ import { FirkinError } from '../../core/errors.js';
 import { makeBlob } from '../../docdb/doc-input.js';
 import type { DocEngine } from '../../docdb/engine.js';
 import { checkAttachmentName, checkDocId } from '../../docdb/names.js';
-import { answerDelete, existingDb, expectedRev, hasLiveWinner } from './docdb-shared.js';
+import { answerDelete, existingDb, expectedRev, hasLiveRecord } from './docdb-shared.js';
 
 export interface AttachmentRouteDeps {
   docs: DocEngine;
@@ -102,7 +102,7 @@ export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = as
       async (request, reply) => {
         const { db, docId, name } = await target(request.params);
         const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
-        const result = await answerDelete(docId, rev, () => hasLiveWinner(() => docs.getDoc(db, docId)), (r) => docs.putAttachment(db, docId, name, r, undefined), 'an attachment');
+        const result = await answerDelete(docId, rev, () => hasLiveRecord(docs, db, docId), (r) => docs.putAttachment(db, docId, name, r, undefined), 'an attachment');
         reply.header('etag', `"${result.rev}"`);
         return result;
       },

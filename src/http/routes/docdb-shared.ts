@@ -122,7 +122,13 @@ export async function answerDelete<T>(docId: string, rev: string | undefined, ex
   }
 }
 
-/** `exists` for answerDelete: a read of the winner, false on not_found. */
+/** `exists` for answerDelete on a database: its record says whether the winner is live (no body read). */
+export async function hasLiveRecord(docs: DocEngine, db: string, docId: string): Promise<boolean> {
+  const rec = await docs.getRecord(db, docId);
+  return rec !== undefined && !rec.deleted;
+}
+
+/** `exists` for answerDelete where only a document read is offered (a VDB): false on not_found. */
 export async function hasLiveWinner(read: () => Promise<unknown>): Promise<boolean> {
   try {
     await read();

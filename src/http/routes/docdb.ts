@@ -23,7 +23,7 @@ import {
   existingDb,
   expectedRev,
   getDocQuery,
-  hasLiveWinner,
+  hasLiveRecord,
   keyParam,
   refuseRevOnDatabaseDelete,
   revsDiffBody,
@@ -203,7 +203,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
       const docId = checkDocId(request.params.docid);
       const db = await locate(existingDb(docs, request.params.db), docId);
       const rev = expectedRev({ ifMatch: request.headers['if-match'], query: request.query.rev });
-      const result = await answerDelete(docId, rev, () => hasLiveWinner(() => docs.getDoc(db, docId)), (r) => docs.deleteDoc(db, docId, r));
+      const result = await answerDelete(docId, rev, () => hasLiveRecord(docs, db, docId), (r) => docs.deleteDoc(db, docId, r));
       reply.header('etag', `"${result.rev}"`);
       return result;
     },
