@@ -20,6 +20,23 @@ export function columnNumber(cf: ColumnFamily): number {
   return COLUMN_FAMILIES.indexOf(cf);
 }
 
+/**
+ * Why RocksDB would not open, for the one line a node prints when it cannot start. The binding
+ * wraps RocksDB's own reason in a "Database is not open" error (as its `cause`); the two usual
+ * ones also say what to do.
+ */
+export function openFailure(dir: string, err: unknown): string {
+  let reason = err instanceof Error ? err : new Error(String(err));
+  while (reason.cause instanceof Error) reason = reason.cause;
+  const text = `cannot open RocksDB at ${dir}: ${reason.message}`;
+  // A lock held by another process, or by this one (a second open in one process).
+  if (/\/LOCK: (Resource temporarily unavailable|No locks available)|lock hold by/.test(reason.message)) {
+    return `${text} (another process holds the data directory: is a node already running on it?)`;
+  }
+  if (/Permission denied/.test(reason.message)) return `${text} (the user running the node must be able to write the data directory)`;
+  return text;
+}
+
 export type BatchOp =
   | { readonly type: 'put'; readonly cf: ColumnFamily; readonly key: Buffer; readonly value: Buffer }
   | { readonly type: 'del'; readonly cf: ColumnFamily; readonly key: Buffer };
@@ -93,7 +110,7 @@ export class Store {
     try {
       await db.open({ columns, createIfMissing: true });
     } catch (err) {
-      throw new FirkinError('unavailable', `cannot open RocksDB at ${dir}: ${(err as Error).message}`, { cause: err });
+      throw new FirkinError('unavailable', openFailure(dir, err), { cause: err });
     }
     let writer: WriteWorker | undefined;
     if (options.writeWorker === true) {

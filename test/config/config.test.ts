@@ -95,5 +95,6 @@ t.test('a data dir held by another node fails to start with one line', async (t)
   t.teardown(() => node.close());
   const { code, output } = await runNodeExpectingExit({ SERVICE_DATA_DIR: node.dataDir, SERVICE_LOG_LEVEL: 'silent' });
   t.equal(code, 1);
-  t.match(output, /firkin: cannot start: cannot open RocksDB/);
+  t.match(output, /firkin: cannot start: cannot open RocksDB at .*LOCK: .* \(another process holds the data directory: is a node already running on it\?\)/);
+  t.equal(output.trim().split('\n').length, 1, 'one line');
 });

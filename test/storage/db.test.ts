@@ -1,7 +1,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { bytesPrefixRange, decodeKey, encodeKey, extendKey, keyStringLength, prefixRange, stringPartAfter } from '../../src/core/keys.js';
-import { Store } from '../../src/storage/db.js';
+import { Store, openFailure } from '../../src/storage/db.js';
 import { fcParams } from '../support/fc.js';
 import { tempDir } from '../support/node.js';
 
@@ -43,7 +43,22 @@ t.test('a second open of the same dir fails with a clear error', async (t) => {
   const dir = tempDir();
   const store = await Store.open(dir);
   t.teardown(() => store.close());
-  await t.rejects(Store.open(dir), { code: 'unavailable', message: /cannot open RocksDB/ });
+  // RocksDB's own reason, not the binding's "Database is not open", and what to do.
+  await t.rejects(Store.open(dir), { code: 'unavailable', message: /^cannot open RocksDB at .*LOCK.*\(another process holds the data directory: is a node already running on it\?\)$/ });
+});
+
+t.test("a failed open names RocksDB's own reason, found under the binding's wrapper", async (t) => {
+  // The shapes the binding gives (seen here: a directory of root's opened by another user).
+  const wrapped = (reason: string) => new Error('Database is not open', { cause: new Error(reason) });
+  t.equal(
+    openFailure('/d', wrapped('IO error: while open a file for lock: /d/LOCK: Permission denied')),
+    'cannot open RocksDB at /d: IO error: while open a file for lock: /d/LOCK: Permission denied (the user running the node must be able to write the data directory)',
+  );
+  t.match(openFailure('/d', wrapped('IO error: While lock file: /d/LOCK: Resource temporarily unavailable')), /another process holds the data directory/);
+  t.equal(openFailure('/d', wrapped('Corruption: bad record')), 'cannot open RocksDB at /d: Corruption: bad record');
+  t.equal(openFailure('/d', new Error('plain')), 'cannot open RocksDB at /d: plain');
+  t.equal(openFailure('/d', 'not an error'), 'cannot open RocksDB at /d: not an error');
+  t.end();
 });
 
 t.test('with the write worker: writes land, stay ordered, and survive reopen', async (t) => {
