@@ -23,6 +23,10 @@ COPY package.json ./
 COPY bin ./bin
 # The admin CLI: `docker exec <container> firkin cluster status`.
 RUN ln -s /app/bin/firkin.js /usr/local/bin/firkin
+# The data directory exists in the image, owned by the user the node runs as: a new named
+# volume takes the image's directory (and its owner) there; without it the volume's root
+# would be root's, and the node could not write its data (it stops saying so).
+RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 EXPOSE 8080 9080
 USER node

@@ -5,7 +5,7 @@
 // The layout is made in a temp dir (esbuild transpiles src/ as tsc would lay it out, in well
 // under a second; node_modules is the clone's).
 import { execFileSync } from 'node:child_process';
-import { cpSync, symlinkSync } from 'node:fs';
+import { cpSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -63,4 +63,18 @@ t.test('the built node starts a cluster, serves its console and answers the CLI 
   const cli = execFileSync(process.execPath, ['bin/firkin.js', 'cluster', 'status', '--url', node.url], { cwd: app, encoding: 'utf8' });
   t.match(cli, /state\s+member/, 'bin/firkin.js runs the built CLI');
   t.equal(await node.stop(), 0, 'a graceful stop');
+});
+
+t.test("the image's data directory belongs to the user the node runs as", async (t) => {
+  // A new named volume takes the image's directory and its owner at the mount point; a
+  // directory missing from the image makes the volume root's, which the node cannot write.
+  const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  const dataDir = /SERVICE_DATA_DIR=(\S+)/.exec(runtime)?.[1];
+  const user = /^USER (\S+)$/m.exec(runtime)?.[1];
+  t.ok(dataDir !== undefined && user !== undefined, 'the runtime stage sets a data directory and a user');
+  t.match(runtime, new RegExp(`^VOLUME \\["${dataDir}"\\]$`, 'm'), 'the data directory is the volume');
+  const made = runtime.split('\n').findIndex((line) => line.startsWith('RUN ') && line.includes(`mkdir -p ${dataDir}`) && line.includes(`chown ${user}:${user} ${dataDir}`));
+  t.ok(made >= 0, `the image makes ${dataDir} and gives it to ${user}`);
+  t.ok(made < runtime.split('\n').findIndex((line) => line.startsWith('USER ')), 'as root, before the user is switched');
 });
