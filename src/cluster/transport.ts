@@ -12,6 +12,7 @@
 // Request frame, the listener answers with a Response frame of the same id. Peers can be
 // added, moved and removed at run time (`setPeer`, `removePeer`): membership changes.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { format } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { type Backoff, nominalDelayMs } from '../core/backoff.js';
@@ -199,8 +200,12 @@ export class Transport {
   async start(): Promise<void> {
     const svc = clusterService();
     this.#server.addService(svc.service, { Link: (call: ServerDuplex) => this.#accept(call) });
+    const log = this.#o.log;
+    // grpc-js writes its own errors to stderr; a node's go to its log (the last transport
+    // started in a process takes them: one in a node).
+    if (log !== undefined) grpc.setLogger({ error: (...args: unknown[]) => log(`grpc: ${format(...args)}`) });
     this.port = await new Promise<number>((resolve, reject) =>
-      this.#server.bindAsync(this.#o.listen, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
+      this.#server.bindAsync(this.#o.listen, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(listenFailure(this.#o.listen, err)) : resolve(port))),
     );
     for (const [peer, address] of this.#o.peers) if (peer !== this.#o.nodeId && !this.#links.has(peer)) this.#links.set(peer, new PeerLink(peer, address));
     this.#started = true;
@@ -649,4 +654,13 @@ function serialize(v: Frame): Buffer {
 }
 function deserialize(b: Buffer): Frame {
   return frameCodec().deserialize(b);
+}
+
+/**
+ * A listen that failed (the port taken, an address not this host's) as the one line a node
+ * prints when it cannot start; grpc-js lists the reasons in brackets after its own sentence.
+ */
+function listenFailure(listen: string, err: Error): FirkinError {
+  const reasons = /errors: \[(.*)\]$/s.exec(err.message)?.[1];
+  return new FirkinError('unavailable', `cannot listen for other nodes (gRPC) on ${listen}: ${reasons ?? err.message}`, { cause: err });
 }

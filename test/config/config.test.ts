@@ -98,3 +98,21 @@ t.test('a data dir held by another node fails to start with one line', async (t)
   t.match(output, /firkin: cannot start: cannot open RocksDB at .*LOCK: .* \(another process holds the data directory: is a node already running on it\?\)/);
   t.equal(output.trim().split('\n').length, 1, 'one line');
 });
+
+t.test('a cluster port in use fails to start with one line naming it', async (t) => {
+  const { createServer } = await import('node:net');
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => taken.close());
+  const port = (taken.address() as { port: number }).port;
+  const { code, output } = await runNodeExpectingExit({
+    SERVICE_DATA_DIR: tempDir(),
+    SERVICE_LOG_LEVEL: 'silent',
+    SERVICE_ENABLE_CLUSTER: 'true',
+    RELEASE_COOKIE: 'config-test-cookie',
+    SERVICE_GRPC_PORT: String(port),
+  });
+  t.equal(code, 1);
+  t.match(output, new RegExp(`^firkin: cannot start: cannot listen for other nodes \\(gRPC\\) on [^ ]*:${port}: listen EADDRINUSE`));
+  t.equal(output.trim().split('\n').length, 1, 'one line, no stack trace');
+});
