@@ -12,6 +12,7 @@ import { Duplex, PassThrough } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { FirkinError } from '../core/errors.js';
 
 type Handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
 
@@ -87,17 +88,24 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
   if (options.tls.enabled) {
     const tls = options.tls;
     const verifyPeer = tls.verify === 'verify_peer';
-    const secure = http2.createSecureServer(
-      {
-        key: readFileSync(tls.keyFile),
-        cert: readFileSync(tls.certFile),
-        ...(tls.caCertFile === undefined ? {} : { ca: readFileSync(tls.caCertFile) }),
-        allowHTTP1: true,
-        requestCert: verifyPeer,
-        rejectUnauthorized: verifyPeer,
-      },
-      handler as never,
-    );
+    let secure: http2.Http2SecureServer;
+    try {
+      secure = http2.createSecureServer(
+        {
+          key: readFileSync(tls.keyFile),
+          cert: readFileSync(tls.certFile),
+          ...(tls.caCertFile === undefined ? {} : { ca: readFileSync(tls.caCertFile) }),
+          allowHTTP1: true,
+          requestCert: verifyPeer,
+          rejectUnauthorized: verifyPeer,
+        },
+        handler as never,
+      );
+    } catch (err) {
+      // OpenSSL's reason alone ("PEM routines::no start line") names no file.
+      const files = `SERVICE_HTTP_CERTFILE=${tls.certFile}, SERVICE_HTTP_KEYFILE=${tls.keyFile}${tls.caCertFile === undefined ? '' : `, SERVICE_HTTP_CACERTFILE=${tls.caCertFile}`}`;
+      throw new FirkinError('unavailable', `cannot use the TLS certificate and key (${files}): ${(err as Error).message}`, { cause: err });
+    }
     secure.setTimeout(idleTimeoutMs);
     trackSession(secure);
     secure.on('secureConnection', (socket: TLSSocket) => {

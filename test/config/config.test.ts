@@ -116,3 +116,21 @@ t.test('a cluster port in use fails to start with one line naming it', async (t)
   t.match(output, new RegExp(`^firkin: cannot start: cannot listen for other nodes \\(gRPC\\) on [^ ]*:${port}: listen EADDRINUSE`));
   t.equal(output.trim().split('\n').length, 1, 'one line, no stack trace');
 });
+
+t.test('a TLS certificate or key that is not one fails to start with one line naming the files', async (t) => {
+  const { writeFileSync } = await import('node:fs');
+  const path = await import('node:path');
+  const dir = tempDir();
+  const bad = path.join(dir, 'bad.pem');
+  writeFileSync(bad, 'not a certificate\n');
+  const { code, output } = await runNodeExpectingExit({
+    SERVICE_DATA_DIR: path.join(dir, 'data'),
+    SERVICE_LOG_LEVEL: 'silent',
+    SERVICE_HTTP_TLS_ENABLED: 'true',
+    SERVICE_HTTP_CERTFILE: bad,
+    SERVICE_HTTP_KEYFILE: bad,
+  });
+  t.equal(code, 1);
+  t.match(output, /^firkin: cannot start: cannot use the TLS certificate and key \(SERVICE_HTTP_CERTFILE=.*bad\.pem, SERVICE_HTTP_KEYFILE=.*bad\.pem\): .*PEM/);
+  t.equal(output.trim().split('\n').length, 1, 'one line');
+});
