@@ -439,7 +439,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const problems: string[] = [];
     const state = this.memberState();
     if (this.#group.failure !== undefined) problems.push(`metadata group stopped: ${this.#group.failure.message}`);
-    if (state === 'joining') problems.push('not a member yet (joining)');
+    if (state === 'joining') {
+      const failures = [...this.#joinFailures].map(([seed, why]) => `${seed}: ${why}`).join('; ');
+      problems.push(failures === '' ? 'not a member yet (joining)' : `not a member yet (joining); the seeds' last answers: ${failures}`);
+    }
     if (this.#group.core.catchingUp) problems.push('the metadata replica opened empty and is catching up from the leader; it neither votes nor campaigns until then');
     // Still up and answering, but for nothing of the cluster's: a load balancer's operator should see why.
     if (state === 'left') problems.push(`node ${this.#o.nodeName} is out of its cluster (it left, or an operator removed it): it answers for its own databases only; to serve the cluster again, start it on an empty data directory (it joins as a new node)`);
@@ -632,10 +635,14 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     return { status: 'joining', node: this.#o.nodeName };
   }
 
+  /** Why each seed refused or did not answer the join, while joining (for /health). */
+  readonly #joinFailures = new Map<string, string>();
+
   async #joinSeeds(seeds: readonly string[]): Promise<void> {
     const o = this.#o;
     const deadline = o.clock.nowMs() + o.timings.joinTimeoutMs;
-    const reasons = new Map<string, string>();
+    const reasons = this.#joinFailures;
+    reasons.clear();
     let attempt = 0;
     while (!this.#closed) {
       for (const seed of seeds) {
@@ -645,6 +652,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           this.#transport.setPeer(reply.node, this.#dialAddress(reply.node, seed));
           for (const n of nodes) this.#transport.setPeer(n.name, this.#dialAddress(n.name, n.grpc));
           o.log.info({ seed, via: reply.node }, `joined the cluster through seed ${seed} (${reply.node}); catching up`);
+          reasons.clear();
           return;
         } catch (err) {
           const why = (err as Error).message;

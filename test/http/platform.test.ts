@@ -227,3 +227,29 @@ t.test('SERVICE_HTTP_ENABLED=false starts no listener', async (t) => {
   t.teardown(() => node.close());
   t.equal(node.url, undefined);
 });
+
+t.test("a node that cannot join says in /health what its seeds answered", async (t) => {
+  const { freePorts } = await import('../raft/kv-cluster.js');
+  const { waitFor } = await import('../support/wait.js');
+  // Nothing listens on the seed's port: every join attempt is refused.
+  const [grpc, seed] = await freePorts(2);
+  const node = await startTestNode({
+    SERVICE_ENABLE_CLUSTER: 'true',
+    RELEASE_COOKIE: 'health-join-cookie',
+    SERVICE_GRPC_PORT: String(grpc),
+    SERVICE_SEED_NODES: `127.0.0.1:${seed}`,
+    SERVICE_JOIN_TIMEOUT_MS: '600000',
+  });
+  t.teardown(() => node.close());
+  const problems = await waitFor(
+    async () => {
+      const health = await request(node.url, 'GET', '/health');
+      const found = (health.body.problems as string[]).find((p) => p.startsWith('cluster: not a member yet'));
+      return found !== undefined && found.includes('127.0.0.1') ? health : undefined;
+    },
+    { what: "the seed's refusal in /health" },
+  );
+  t.equal(problems.body.status, 'degraded');
+  const said = new RegExp(`^cluster: not a member yet \\(joining\\); the seeds' last answers: 127\\.0\\.0\\.1:${seed}: .*ECONNREFUSED`);
+  t.ok((problems.body.problems as string[]).some((p) => said.test(p)), 'the refusal, with the seed it came from');
+});
