@@ -44,7 +44,7 @@ import { type HealthCheck, mergeHealth } from './core/health.js';
 import { vectorRoutes } from './http/routes/vector.js';
 import { buildHttp } from './http/server.js';
 import { createMetrics, registerCacheMetrics } from './metrics.js';
-import { Store } from './storage/db.js';
+import { Store, type WriteFailure } from './storage/db.js';
 import { VERSION } from './version.js';
 import { usearchEngine } from './vector/ann/usearch.js';
 import { type VectorCluster, standaloneCluster } from './vector/cluster.js';
@@ -344,10 +344,18 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     }
     const checks: Record<string, HealthCheck> = {
       // The data directory is a path on the host: for an admin's eyes only.
-      storage: (viewer) =>
-        store.state === 'open'
-          ? { status: 'ok', state: store.state, ...(viewer.admin ? { dir: store.dir } : {}), ...store.stats() }
-          : { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] },
+      storage: (viewer) => {
+        if (store.state !== 'open') return { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] };
+        const failure = store.writeFailure;
+        const refused = failure === undefined || viewer.admin ? failure : { ...failure, message: store.withoutDir(failure.message) };
+        return {
+          status: refused === undefined ? 'ok' : 'failing',
+          state: store.state,
+          ...(viewer.admin ? { dir: store.dir } : {}),
+          ...store.stats(),
+          ...(refused === undefined ? {} : { write_failure: refused, problems: [writeFailureProblem(refused)] }),
+        };
+      },
       cluster: (viewer) =>
         !config.cluster.enabled
           ? { status: 'ok', state: 'standalone' }
@@ -507,4 +515,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     for (const close of closers) await close().catch(() => undefined);
     throw err;
   }
+}
+
+/** What /health says of writes RocksDB refuses, with what to do where that is known. */
+function writeFailureProblem(refused: WriteFailure): string {
+  const said = `writes fail (${refused.count} since ${refused.since}): ${refused.message}`;
+  // RocksDB stops taking writes after one failed for lack of space, until it is opened again.
+  if (/No space left on device/.test(refused.message)) return `${said}; free space on the data directory's disk, then restart the node (no acknowledged write is lost: RocksDB replays its log)`;
+  return said;
 }

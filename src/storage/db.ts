@@ -75,9 +75,13 @@ export interface WriteTicket {
   readonly id: number;
 }
 
-/** What a failed write on the write thread rejects with. */
-function writeFailed(err: unknown): never {
-  throw new FirkinError('unavailable', `storage write failed: ${(err as Error).message}`, { cause: err });
+/** The last write RocksDB refused, until one succeeds again (for /health). */
+export interface WriteFailure {
+  readonly message: string;
+  /** When it first failed, of the failures since the last write that succeeded. */
+  readonly since: string;
+  /** Writes refused since the last one that succeeded. */
+  readonly count: number;
 }
 
 export class Store {
@@ -88,6 +92,7 @@ export class Store {
   #writer: WriteWorker | undefined;
   /** `keyStringBatches`' native reads in flight: the database closes after them. */
   readonly #walks = new Set<Promise<unknown>>();
+  #writeFailure: WriteFailure | undefined;
 
   private constructor(db: RocksLevel, dir: string, writer: WriteWorker | undefined) {
     this.#db = db;
@@ -200,7 +205,7 @@ export class Store {
     // them, so it goes to the thread too.
     if (this.#writer !== undefined && (options.sync || this.#writer.inFlight > 0 || ops.length > INLINE_UNSYNCED_OPS_MAX || packed !== undefined)) {
       if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
-      await this.#writer.write(ops, options.sync, packed).catch(writeFailed);
+      await this.#outcome(this.#writer.write(ops, options.sync, packed));
       return;
     }
     if (packed !== undefined) ops = [...ops, ...(unpackOps(packed, COLUMN_FAMILIES) as BatchOp[])];
@@ -209,7 +214,37 @@ export class Store {
         ? { type: 'put' as const, key: op.key, value: op.value, column: this.#column(op.cf) }
         : { type: 'del' as const, key: op.key, column: this.#column(op.cf) },
     );
-    await this.#db.batch(mapped, { sync: options.sync });
+    await this.#outcome(this.#db.batch(mapped, { sync: options.sync }));
+  }
+
+  /**
+   * A write's end, kept for /health: a refused write is remembered (RocksDB keeps refusing
+   * every write after one failed on a full disk, until it is opened again), and one that
+   * succeeds clears it. A refusal rejects with `unavailable`, naming RocksDB's reason.
+   */
+  async #outcome(write: Promise<void>): Promise<void> {
+    try {
+      await write;
+    } catch (err) {
+      if (this.#state === 'open') {
+        const message = (err as Error).message;
+        const earlier = this.#writeFailure;
+        this.#writeFailure = { message, since: earlier?.since ?? new Date().toISOString(), count: (earlier?.count ?? 0) + 1 };
+      }
+      // The data directory's path is the host's: a client is told where under it.
+      throw new FirkinError('unavailable', `storage write failed: ${this.withoutDir((err as Error).message)}`, { cause: err });
+    }
+    this.#writeFailure = undefined;
+  }
+
+  /** `text` with the data directory's path as `<data dir>`. */
+  withoutDir(text: string): string {
+    return text.split(this.dir).join('<data dir>');
+  }
+
+  /** The writes RocksDB refuses, if the last one failed. */
+  get writeFailure(): WriteFailure | undefined {
+    return this.#writeFailure;
   }
 
   /** Whether `batchAfter` is available (writes go through the write thread). */
@@ -227,7 +262,7 @@ export class Store {
     if (this.#writer === undefined) throw new Error('batchAfter needs the write thread (Store.open with writeWorker)');
     if (this.#state !== 'open') throw new FirkinError('unavailable', 'storage is closed');
     const { id, done } = this.#writer.writeAfter(ops, true, after?.id, packed);
-    return { ticket: { id }, durable: done.catch(writeFailed) };
+    return { ticket: { id }, durable: this.#outcome(done) };
   }
 
   /** Ordered iteration over a key range, in batches from the native side. */
