@@ -23,3 +23,43 @@ export function dictOf<T>(entries: Iterable<readonly [string, T]> = []): Record<
 export function ownValue<T>(record: Readonly<Record<string, T>> | undefined, key: string): T | undefined {
   return record !== undefined && Object.hasOwn(record, key) ? record[key] : undefined;
 }
+
+/**
+ * What keeps `value` from being JSON's, if anything: a value JSON has no form of (a CBOR
+ * byte string, bigint, tag such as a date, undefined), a number that is not finite, or
+ * nesting deeper than `depthMax` (a stored value is encoded and hashed by recursive code).
+ * Iterative: a value nested a million deep is answered, not a stack overflow. `where` names
+ * the value in the answer ("metadata": "metadata.a[2]: …").
+ */
+export function jsonValueProblem(value: unknown, depthMax: number, where: string): string | undefined {
+  const pending: [unknown, string, number][] = [[value, where, 0]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [v, path, depth] = next;
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return `${path}: numbers must be finite`;
+      continue;
+    }
+    if (depth >= depthMax) return `${path}: nested deeper than ${depthMax} levels`;
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) pending.push([v[i], `${path}[${i}]`, depth + 1]);
+      continue;
+    }
+    const proto = typeof v === 'object' ? Object.getPrototypeOf(v) : undefined;
+    if (proto === Object.prototype || proto === null) {
+      for (const [key, item] of Object.entries(v as object)) pending.push([item, `${path}.${key}`, depth + 1]);
+      continue;
+    }
+    return `${path}: JSON has no form of ${describeNonJson(v)}`;
+  }
+  return undefined;
+}
+
+function describeNonJson(v: unknown): string {
+  if (v instanceof Uint8Array) return 'a byte string';
+  if (typeof v === 'bigint') return 'an integer this large (a bigint)';
+  if (v === undefined) return 'undefined';
+  if (v instanceof Date) return 'a date (a CBOR tag): send it as a string';
+  if (typeof v === 'object') return `a ${(v as object).constructor?.name ?? 'value'} (a CBOR tag or typed value)`;
+  return `a ${typeof v}`;
+}

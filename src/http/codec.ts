@@ -3,8 +3,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { cborHasProtoKey, decodeCbor, encodeCbor } from '../core/codec.js';
 import { FirkinError } from '../core/errors.js';
+import { jsonValueProblem } from '../core/values.js';
 
 export const CBOR_TYPE = 'application/cbor';
+
+/** Nesting a CBOR body may have: more than any route takes (each checks its own, lower, bound). */
+const CBOR_BODY_DEPTH_MAX = 512;
 
 /** True when the client lists CBOR before (or without) JSON in Accept. */
 export function wantsCbor(accept: string | undefined): boolean {
@@ -29,7 +33,12 @@ export function installCodec(app: FastifyInstance): void {
     if (body.length === 0) return done(null, undefined);
     try {
       if (cborHasProtoKey(body)) return done(new FirkinError('bad_request', 'invalid CBOR body: a map key "__proto__" (refused, as in a JSON body)'), undefined);
-      done(null, decodeCbor(body));
+      const value = decodeCbor(body);
+      // A CBOR body carries what a JSON one could, no more: a byte string, bigint or tag
+      // stored in a document or metadata would not render as JSON, or not at all.
+      const problem = jsonValueProblem(value, CBOR_BODY_DEPTH_MAX, 'body');
+      if (problem !== undefined) return done(new FirkinError('bad_request', `invalid CBOR body: ${problem}`), undefined);
+      done(null, value);
     } catch (err) {
       done(new FirkinError('bad_request', `invalid CBOR body: ${(err as Error).message}`), undefined);
     }

@@ -32,6 +32,8 @@ export const LIMITS = {
   efConstructionMax: 4096,
   nameLengthMax: 200,
   docIdLengthMax: 1024,
+  /** A document's metadata: nesting, as a database document's. */
+  metadataDepthMax: 64,
   batchDocsMax: 10_000,
   /** Searches in one `search/batch` request. */
   searchBatchMax: 100,

@@ -17,6 +17,7 @@ import {
   type StopwordSet,
 } from './collection-config.js';
 import { type Filter, parseFilter } from './filter.js';
+import { jsonValueProblem } from '../core/values.js';
 
 // ---- bodies, as their schemas admit them ----
 
@@ -221,7 +222,10 @@ export function createCollectionRequest(collection: string, body: CollectionBody
 }
 
 export function docRequest(body: DocBody): DocRequest {
-  return { id: body.id, text: body.text ?? '', metadata: body.metadata ?? {}, vector: body.vector ?? undefined };
+  const metadata = body.metadata ?? {};
+  const problem = jsonValueProblem(metadata, LIMITS.metadataDepthMax, 'metadata');
+  if (problem !== undefined) throw new FirkinError('bad_request', problem);
+  return { id: body.id, text: body.text ?? '', metadata, vector: body.vector ?? undefined };
 }
 
 export function searchRequest(collection: string, body: SearchBody): SearchRequest {

@@ -99,3 +99,48 @@ t.test('a "__proto__" key is a 400 in a CBOR body as in a JSON one', async (t) =
   t.equal(fine.status, 201, 'a value "__proto__" and near names are fine');
   t.same((await node.request('GET', '/db/p/d')).body, { _id: 'd', id: 'd', _rev: fine.body.rev, a: '__proto__', b: { __proto_: 1, constructor: 2 } });
 });
+
+t.test('a CBOR body carries only what a JSON body could, and stored values nest at most 64 deep', async (t) => {
+  const node = await startTestNode();
+  t.teardown(() => node.close());
+  const cbor = (method: string, path: string, body: unknown) => node.request(method, path, { body: encodeCbor(body), raw: true, headers: { 'content-type': 'application/cbor' } });
+  t.equal((await node.request('PUT', '/vectordb/collections/c', { body: { dimensions: 2 } })).status, 201);
+  t.equal((await node.request('PUT', '/db/d')).status, 201);
+  t.equal((await node.request('POST', '/vectordb/collections/c/docs', { body: { id: 'ok', text: 't', vector: [1, 0], metadata: { a: [1, { b: 'c' }] } } })).status, 201);
+
+  // A bigint in a vector's metadata was stored, and then every GET of it and every search of
+  // the collection answered 500.
+  for (const [name, value, said] of [
+    ['bigint', 2n ** 70n, /^invalid CBOR body: body\.metadata\.x: JSON has no form of an integer this large/],
+    ['bytes', Buffer.from('hi'), /body\.metadata\.x: JSON has no form of a byte string/],
+    ['date', new Date(0), /body\.metadata\.x: JSON has no form of a date/],
+  ] as const) {
+    const refused = await cbor('POST', '/vectordb/collections/c/docs', { id: name, text: 't', vector: [1, 0], metadata: { x: value } });
+    t.match(refused, { status: 400, body: { error: 'bad_request', message: said } }, name);
+    t.match(await cbor('PUT', `/db/d/${name}`, { x: [value] }), { status: 400, body: { message: /body\.x\[0\]: JSON has no form of/ } }, `${name} in a document`);
+  }
+  const nested = (depth: number): unknown => {
+    let v: unknown = 1;
+    for (let i = 0; i < depth; i++) v = [v];
+    return v;
+  };
+  // JSON bodies nested 100,000 deep: a 500 from the recursive encoder before.
+  const deepJson = (inner: string) => `{"id":"deep","text":"t","vector":[1,0],"metadata":{"a":${'['.repeat(100_000)}${inner}${']'.repeat(100_000)}}}`;
+  t.match(await node.request('POST', '/vectordb/collections/c/docs', { body: deepJson(''), raw: true, headers: { 'content-type': 'application/json' } }), {
+    status: 400,
+    body: { message: /^metadata\.a(\[0\])+: nested deeper than 64 levels$/ },
+  });
+  t.equal((await node.request('POST', '/vectordb/collections/c/docs', { body: { id: 'sixty', text: 't', vector: [1, 0], metadata: { a: nested(62) } } })).status, 201, '63 levels of metadata are fine');
+  t.match(await node.request('PUT', '/db/d/_local/deep', { body: `{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`, raw: true, headers: { 'content-type': 'application/json' } }), {
+    status: 400,
+    body: { message: /^local document\.a(\[0\])+: nested deeper than 64 levels$/ },
+  });
+  t.equal((await node.request('PUT', '/db/d/_local/fine', { body: { a: nested(10) } })).status, 201);
+
+  // Nothing refused was stored, and the collection still answers.
+  for (const id of ['bigint', 'bytes', 'date', 'deep']) t.equal((await node.request('GET', `/vectordb/collections/c/docs/${id}`)).status, 404, id);
+  const search = await node.request('POST', '/vectordb/collections/c/search', { body: { vector: [1, 0], k: 10 } });
+  t.equal(search.status, 200);
+  t.same((search.body.results as { id: string }[]).map((h) => h.id).sort(), ['ok', 'sixty']);
+  t.same((await node.request('GET', '/vectordb/collections/c/docs/ok')).body.metadata, { a: [1, { b: 'c' }] });
+});

@@ -5,11 +5,12 @@
 import { decodeCbor, encodeCbor } from '../../core/codec.js';
 import { FirkinError } from '../../core/errors.js';
 import { decodeKey, encodeKey, prefixRange } from '../../core/keys.js';
+import { jsonValueProblem } from '../../core/values.js';
 import { pageKeys } from '../names.js';
 import type { Store } from '../../storage/db.js';
 
 
-const LOCAL_LIMITS = { idBytesMax: 512, bodyBytesMax: 1024 * 1024 } as const;
+const LOCAL_LIMITS = { idBytesMax: 512, bodyBytesMax: 1024 * 1024, depthMax: 64 } as const;
 
 const key = (db: string, id: string) => encodeKey(['repl.local', db, id]);
 
@@ -68,6 +69,9 @@ export function localWrite(id: string, current: Uint8Array | undefined, body: un
   }
   const stored: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw)) if (!k.startsWith('_')) stored[k] = v;
+  // Encoding is recursive: a body nested thousands deep would overflow the stack (a 500).
+  const problem = jsonValueProblem(stored, LOCAL_LIMITS.depthMax, 'local document');
+  if (problem !== undefined) throw new FirkinError('bad_request', problem);
   const value = encodeCbor({ r: (currentRev ?? 0) + 1, b: stored });
   if (value.length > LOCAL_LIMITS.bodyBytesMax) throw new FirkinError('too_large', `a local document may hold at most ${LOCAL_LIMITS.bodyBytesMax} bytes`);
   return { value, rev: `0-${(currentRev ?? 0) + 1}` };
