@@ -120,6 +120,8 @@ export interface NodeView {
 }
 
 const INCARNATION_KEY = Buffer.from('cluster\u0000incarnation');
+/** The node name the data directory's cluster data was made under (kept since it had an incarnation). */
+const NAME_KEY = Buffer.from('cluster\u0000name');
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;
 
@@ -233,11 +235,23 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
 
   async #start(): Promise<void> {
     const o = this.#o;
+    // A data directory serves one node name: its votes, log and records are that node's.
+    // Started under another name (the default name follows the host's name, which a new
+    // container changes), the node would dial itself as its old name and serve nothing.
+    const madeAs = (await o.store.get('system', NAME_KEY))?.toString('utf8');
+    if (madeAs !== undefined && madeAs !== o.nodeName) {
+      throw new FirkinError(
+        'conflict',
+        `the data directory holds the cluster data of node ${JSON.stringify(madeAs)}, not of ${JSON.stringify(o.nodeName)}: start it with SERVICE_NODE_NAME=${madeAs}, or on an empty data directory to join the cluster as a new node`,
+      );
+    }
     const stored = await o.store.get('system', INCARNATION_KEY);
     if (stored === undefined) {
       this.#incarnation = randomBytes(8).toString('hex');
       await o.store.put('system', INCARNATION_KEY, Buffer.from(this.#incarnation), { sync: true });
     } else this.#incarnation = stored.toString('utf8');
+    // Made before names were kept: it takes this start's name (nothing here says another).
+    if (madeAs === undefined) await o.store.put('system', NAME_KEY, Buffer.from(o.nodeName), { sync: true });
 
     // Nothing stored and no seed to join through: this node starts a new cluster.
     const log = await RocksLog.open(o.store, META_GROUP, () => (o.seeds.length === 0 && o.bootstrap ? { voters: [o.nodeName], learners: [] } : undefined));

@@ -134,3 +134,19 @@ t.test('a TLS certificate or key that is not one fails to start with one line na
   t.match(output, /^firkin: cannot start: cannot use the TLS certificate and key \(SERVICE_HTTP_CERTFILE=.*bad\.pem, SERVICE_HTTP_KEYFILE=.*bad\.pem\): .*PEM/);
   t.equal(output.trim().split('\n').length, 1, 'one line');
 });
+
+t.test("a cluster node's data directory started under another node name stops it with one line naming both", async (t) => {
+  const { startClusterTestNode, oneNodeClusterEnv } = await import('../support/one-node-cluster.js');
+  const dataDir = tempDir();
+  const alpha = await startClusterTestNode({ SERVICE_DATA_DIR: dataDir, SERVICE_NODE_NAME: 'alpha' });
+  await alpha.close();
+  // Before, it dialled itself as alpha and served nothing, for ever.
+  const { code, output } = await runNodeExpectingExit({ ...(await oneNodeClusterEnv('beta')), SERVICE_DATA_DIR: dataDir, SERVICE_LOG_LEVEL: 'silent' });
+  t.equal(code, 1);
+  t.match(output, /^firkin: cannot start: the data directory holds the cluster data of node "alpha", not of "beta": start it with SERVICE_NODE_NAME=alpha, or on an empty data directory/);
+  t.equal(output.trim().split('\n').length, 1, 'one line');
+  // Under its own name it starts as before.
+  const again = await startClusterTestNode({ SERVICE_DATA_DIR: dataDir, SERVICE_NODE_NAME: 'alpha' });
+  await again.close();
+  t.pass('alpha starts again on its own data');
+});
