@@ -37,6 +37,8 @@ class FakeHost extends ShardHost<HostedReplica, null> {
   readonly empty = new Set<string>();
   /** Groups whose fake replica names a leader it has not heard from for 1,000 ticks. */
   readonly silent = new Set<string>();
+  /** Peers whose replicas answer no leader (their `recentActive` stays false). */
+  readonly silentPeers = new Set<string>();
   /** The leader a follower's fake replica names, per group (default n2). */
   readonly namedLeader = new Map<string, string>();
   readonly transfers: string[] = [];
@@ -87,7 +89,7 @@ class FakeHost extends ShardHost<HostedReplica, null> {
     this.opens.set(g, opened);
     const faults = this.faults.get(g);
     if (faults !== undefined && opened <= faults.open) throw new Error(`disk error opening ${g}`);
-    const matches = new Map([['n3', { match: 7 }], ['n2', { match: 5 }]]);
+    const matches = new Map([['n3', { match: 7, recentActive: !this.silentPeers.has('n3') }], ['n2', { match: 5, recentActive: !this.silentPeers.has('n2') }]]);
     const group = {
       start: async () => {
         const started = (this.starts.get(g) ?? 0) + 1;
@@ -125,13 +127,14 @@ class FakeHost extends ShardHost<HostedReplica, null> {
   }
 }
 
-function fakeMember(): { member: ClusterMember; change: () => void } {
+function fakeMember(timings: Record<string, number> = {}): { member: ClusterMember; change: () => void } {
   const listeners: ((state: MetaState, cmd: undefined) => void)[] = [];
   const state = {} as MetaState;
   const member = {
     name: ME,
     state,
-    timings: { nodeHeartbeatMs: 60_000, proposalTimeoutMs: 1_000 },
+    timings: { nodeHeartbeatMs: 60_000, proposalTimeoutMs: 1_000, ...timings },
+    peerAlive: () => true,
     attachGroups: () => undefined,
     isLeaving: () => false,
     fsm: { listen: (fn: (state: MetaState, cmd: undefined) => void) => void listeners.push(fn) },
@@ -434,4 +437,19 @@ t.test("a call to a group's leader does not keep going back to the leader this n
   listeners.forEach((fn) => fn(member.state, undefined));
   await waitFor(() => host.closedGroups.includes('g1'), { timeoutMs: 10_000, what: 'g1 dropped once n4 answered' });
   t.same(asked.slice(0, 4), ['n5', 'n2', 'n3', 'n4'], 'n5 (its replica names it), then each replica of the placement in turn');
+});
+
+t.test("/health names a replica of a group this node leads that has stopped answering while its node is up", async (t) => {
+  // Membership rounds every 50 ms; reported after 10 election timeouts, at least 5 s.
+  const { member } = fakeMember({ nodeHeartbeatMs: 50, electionTicks: 10, tickMs: 50 });
+  const host = new FakeHost(member, [shard(1)], new Map());
+  host.role = 'leader';
+  host.silentPeers.add('n2');
+  t.teardown(() => host.close());
+  await host.start();
+  t.same(host.health(), { status: 'ok' }, 'not at once: a check-quorum round clears every replica for a moment');
+  const problems = await waitFor(() => host.health().problems, { what: 'the silent replica in /health', timeoutMs: 20_000 });
+  t.match(problems, [/^shard replica g1 on n2 has not answered its leader \(this node\) for [5-9] s while n2 is up: the group has one replica fewer; n2's \/health says why/]);
+  t.equal(host.health().status, 'degraded');
+  t.notMatch(JSON.stringify(problems), /on n3/, 'a replica that answers is no problem');
 });
