@@ -26,6 +26,7 @@ import { peerChanges } from './peer-sync.js';
 import { leftProbeTarget } from './left-probe.js';
 import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, deletedGroups, isLive, placedNodes } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
+import { SilentReplicas, reportAfterMs } from './silent-replicas.js';
 import { wasNotSent } from './not-sent.js';
 import type { Transport } from './transport.js';
 import { describeShortfalls, describeStranded, leaveBlockers, planRepairs, replicaShortfalls, strandedReplicas } from './shard-repair.js';
@@ -466,6 +467,9 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       byStatus[n.status] = (byStatus[n.status] ?? 0) + 1;
       if (n.status === 'suspect' || n.status === 'down') problems.push(`node ${n.name} is ${n.status}`);
     }
+    for (const { peer, ms } of this.#silent.silentFor(reportAfterMs(this.#o.timings), this.#o.clock.nowMs())) {
+      problems.push(`the metadata replica on ${peer} has not answered its leader (this node) for ${Math.round(ms / 1000)} s while ${peer} is up: the metadata group has one replica fewer; ${peer}'s /health says why (a failed store stops a replica)`);
+    }
     const mixed = mixedVersionsProblem(this.liveNodes());
     if (mixed !== undefined) problems.push(mixed);
     if (state === 'member') problems.push(...describeShortfalls(replicaShortfalls(this.#fsm.state), (kind, owner) => kind === 'collection' || viewer.mayRead(owner)));
@@ -649,6 +653,9 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     return { status: 'joining', node: this.#o.nodeName };
   }
 
+  /** Metadata replicas that answer nothing while their node is up, when this node leads (for /health). */
+  readonly #silent = new SilentReplicas();
+
   /** Why each seed refused or did not answer the join, while joining (for /health). */
   readonly #joinFailures = new Map<string, string>();
 
@@ -819,6 +826,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     if (this.#closed || this.#group.failure !== undefined) return;
     const o = this.#o;
     const now = o.clock.nowMs();
+    this.#silent.look(META_GROUP, this.#group.core, o.nodeName, (node) => this.peerAlive(node), now);
     const me = this.#fsm.state.nodes[o.nodeName];
     const conf = this.#group.core.confState();
     const inGroup = conf.voters.includes(o.nodeName) || conf.learners.includes(o.nodeName);

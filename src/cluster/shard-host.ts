@@ -37,6 +37,7 @@ import { type LedGroup, planLeaderTransfer } from './leader-balance.js';
 import { type GroupView, removalRisks, stillCounted } from './removal-risk.js';
 import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
+import { SilentReplicas, reportAfterMs } from './silent-replicas.js';
 
 /** `map[key]` holds since when `holds` has been true at each look; deleted when it is not. */
 function sinceWhile(map: Map<string, number>, key: string, holds: boolean, nowMs: number): void {
@@ -165,12 +166,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
    * catching up never campaigns, so it keeps naming the leader it last heard).
    */
   readonly #unheard = new Map<string, number>();
-  /**
-   * Per led group and peer ("group peer"), since when a replica this node leads has been
-   * silent at each membership round while its node is up (the group not quiesced): a replica
-   * whose store failed stops, and its node's links and heartbeats go on (for /health).
-   */
-  readonly #silentFollowers = new Map<string, number>();
+  /** Replicas of groups this node leads that answer nothing while their node is up (for /health). */
+  readonly #silent = new SilentReplicas();
   /** When an unheard replica last asked its group whether it is still a member (`#checkOutOfGroup`). */
   readonly #askedMembership = new Map<string, number>();
   /** Hosting passes failed in a row (a step other than one replica's open or start). */
@@ -279,19 +276,15 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         problems.push(`shard replica ${group} has had no leader for ${Math.round(leaderlessMs / 1000)} s (voters ${voters.join(', ') || 'none known'}; live ${live.join(', ') || 'none'}): a group whose voters lost a majority of their disks for good waits for ever; see firkin recover (docs/raft.md, Forced recovery)`);
       }
     }
-    for (const [key, sinceMs] of this.#silentFollowers) {
-      const silentMs = now - sinceMs;
-      if (silentMs < this.#leaderlessReportMs()) continue;
-      const [group, peer] = key.split(' ') as [string, string];
-      problems.push(`shard replica ${group} on ${peer} has not answered its leader (this node) for ${Math.round(silentMs / 1000)} s while ${peer} is up: the group has one replica fewer; ${peer}'s /health says why (a failed store stops a replica)`);
+    for (const { group, peer, ms } of this.#silent.silentFor(this.#leaderlessReportMs(), now)) {
+      problems.push(`shard replica ${group} on ${peer} has not answered its leader (this node) for ${Math.round(ms / 1000)} s while ${peer} is up: the group has one replica fewer; ${peer}'s /health says why (a failed store stops a replica)`);
     }
     return { status: failing ? 'failing' : problems.length > 0 ? 'degraded' : 'ok', ...(problems.length > 0 ? { problems } : {}) };
   }
 
   /** A group without a leader this long is no election under way any more: /health says so. */
   #leaderlessReportMs(): number {
-    const t = this.o.member.timings;
-    return Math.max(5_000, 10 * t.electionTicks * t.tickMs);
+    return reportAfterMs(this.o.member.timings);
   }
 
   /** A replica's snapshot transfer failed and will be retried: logged, and kept for /health. */
@@ -530,22 +523,12 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     for (const [group, r] of this.replicas) {
       sinceWhile(this.#leaderless, group, r.group.core.leader === null, nowMs);
       sinceWhile(this.#unheard, group, this.#hearsNoLeader(r), nowMs);
-      const core = r.group.core;
-      for (const [peer, pr] of core.progress) {
-        if (peer === this.me) continue;
-        // `recentActive` is cleared at each check-quorum round and set by any answer: a live
-        // replica clears it within a heartbeat, so only a silent one holds it false at every look.
-        sinceWhile(this.#silentFollowers, `${group} ${peer}`, core.role === 'leader' && !core.quiesced && !pr.recentActive && this.o.member.peerAlive(peer), nowMs);
-      }
+      this.#silent.look(group, r.group.core, this.me, (node) => this.o.member.peerAlive(node), nowMs);
     }
     for (const map of [this.#leaderless, this.#unheard, this.#askedMembership]) {
       for (const group of [...map.keys()]) if (!this.replicas.has(group)) map.delete(group);
     }
-    for (const key of [...this.#silentFollowers.keys()]) {
-      const [group, peer] = key.split(' ') as [string, string];
-      const core = this.replicas.get(group)?.group.core;
-      if (core === undefined || core.role !== 'leader' || !core.progress.has(peer)) this.#silentFollowers.delete(key);
-    }
+    this.#silent.retain((group) => this.replicas.has(group));
     const steady: LedGroup[] = [];
     // A leaving node is soon out of the metadata group, and then its placements are stale: its
     // replicas moving away stay placed here in its eyes. It asks each group's leader instead
