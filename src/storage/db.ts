@@ -34,6 +34,7 @@ export function openFailure(dir: string, err: unknown): string {
     return `${text} (another process holds the data directory: is a node already running on it?)`;
   }
   if (/Permission denied/.test(reason.message)) return `${text} (the user running the node must be able to write the data directory)`;
+  if (/No space left on device/.test(reason.message)) return `${text} (free space on the data directory's disk: opening writes a new manifest and log)`;
   return text;
 }
 

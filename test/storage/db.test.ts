@@ -55,6 +55,7 @@ t.test("a failed open names RocksDB's own reason, found under the binding's wrap
     'cannot open RocksDB at /d: IO error: while open a file for lock: /d/LOCK: Permission denied (the user running the node must be able to write the data directory)',
   );
   t.match(openFailure('/d', wrapped('IO error: While lock file: /d/LOCK: Resource temporarily unavailable')), /another process holds the data directory/);
+  t.match(openFailure('/d', wrapped('IO error: No space left on device: While appending to file: /d/MANIFEST-000009: No space left on device')), /\(free space on the data directory's disk/);
   t.equal(openFailure('/d', wrapped('Corruption: bad record')), 'cannot open RocksDB at /d: Corruption: bad record');
   t.equal(openFailure('/d', new Error('plain')), 'cannot open RocksDB at /d: plain');
   t.equal(openFailure('/d', 'not an error'), 'cannot open RocksDB at /d: not an error');

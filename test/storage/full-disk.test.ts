@@ -66,6 +66,8 @@ t.test('a full disk refuses writes with the reason, /health says so, and a resta
   const first = await node.request('GET', `/db/full/${acknowledged[0]}`);
   t.equal(first.status, 200);
 
+  // Started again on the full disk, it stops at once saying so.
+  await t.rejects(node.restart(), { code: 'unavailable', message: /^cannot open RocksDB at .*No space left on device.*\(free space on the data directory's disk/ });
   // Space freed, the node restarted: every acknowledged write is there, and writes work.
   execFileSync('mount', ['-o', 'remount,size=256m', disk]);
   await node.restart();
