@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { ApiKeys } from './auth/api-keys.js';
-import { ClusterMember } from './cluster/member.js';
+import { ClusterMember, clusterDataOf } from './cluster/member.js';
 import { FirkinError } from './core/errors.js';
 import { MetaGatewayStore } from './cluster/gateway-store.js';
 import { mathRand } from './core/rand.js';
@@ -140,6 +140,20 @@ function clusterGateway(member: ClusterMember) {
   };
 }
 
+/**
+ * A cluster node's data started standalone would show its shard replicas as plain databases,
+ * and a write there is in no group's log: the replica would disagree with its group for good.
+ */
+async function refuseClusterData(store: Store): Promise<void> {
+  const owner = await clusterDataOf(store);
+  if (owner === undefined) return;
+  const node = owner === '' ? 'a cluster node' : `node ${JSON.stringify(owner)}`;
+  throw new FirkinError(
+    'conflict',
+    `the data directory holds the cluster data of ${node}: start it with SERVICE_ENABLE_CLUSTER=true and the cluster's RELEASE_COOKIE (a node that left its cluster starts so too, and serves its own databases), or start a standalone node on an empty data directory`,
+  );
+}
+
 export async function startNode(config: Config, options: NodeOptions = {}): Promise<FirkinNode> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? createLogger(config);
@@ -147,6 +161,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   const store = await Store.open(config.dataDir, { writeWorker: config.storage.writeWorker, cacheMb: config.storage.cacheMb });
   const closers: (() => Promise<void>)[] = [() => store.close()];
   try {
+    if (!config.cluster.enabled) await refuseClusterData(store);
     /** Ids for documents written without one. */
     const newId = () => randomBytes(16).toString('hex');
     const hlc = new HybridClock(clock, { maxOffsetMs: config.docdb.hlcMaxOffsetMs });

@@ -123,6 +123,15 @@ export interface NodeView {
 const INCARNATION_KEY = Buffer.from('cluster\u0000incarnation');
 /** The node name the data directory's cluster data was made under (kept since it had an incarnation). */
 const NAME_KEY = Buffer.from('cluster\u0000name');
+/**
+ * Whose cluster data a data directory holds: the node name it was made under, `''` for data
+ * made before names were kept, undefined for a directory that never ran a cluster.
+ */
+export async function clusterDataOf(store: Store): Promise<string | undefined> {
+  if ((await store.get('system', INCARNATION_KEY)) === undefined) return undefined;
+  return (await store.get('system', NAME_KEY))?.toString('utf8') ?? '';
+}
+
 /** A learner within this many entries of the leader's last index may vote. */
 const CAUGHT_UP_LAG = 16;
 

@@ -150,3 +150,19 @@ t.test("a cluster node's data directory started under another node name stops it
   await again.close();
   t.pass('alpha starts again on its own data');
 });
+
+t.test("a cluster node's data directory started standalone stops it with one line", async (t) => {
+  const { startClusterTestNode } = await import('../support/one-node-cluster.js');
+  const dataDir = tempDir();
+  const alpha = await startClusterTestNode({ SERVICE_DATA_DIR: dataDir, SERVICE_NODE_NAME: 'alpha' });
+  await alpha.close();
+  // Before, it started: its VDBs were gone and their shard replicas were plain databases,
+  // writable outside their groups' logs.
+  const { code, output } = await runNodeExpectingExit({ SERVICE_DATA_DIR: dataDir, SERVICE_LOG_LEVEL: 'silent' });
+  t.equal(code, 1);
+  t.match(output, /^firkin: cannot start: the data directory holds the cluster data of node "alpha": start it with SERVICE_ENABLE_CLUSTER=true/);
+  t.equal(output.trim().split('\n').length, 1, 'one line');
+  const again = await startClusterTestNode({ SERVICE_DATA_DIR: dataDir, SERVICE_NODE_NAME: 'alpha' });
+  await again.close();
+  t.pass('it starts in cluster mode as before');
+});
