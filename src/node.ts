@@ -19,6 +19,8 @@ import { ReplicationManager } from './docdb/replication/manager.js';
 import { PolicyManager } from './docdb/replication/policies.js';
 import { REPLICATION_DEFAULTS } from './docdb/replication/replicator.js';
 import { VdbEngine } from './docdb/vdb/engine.js';
+import { localFirstVdbs } from './docdb/vdb/local-first.js';
+import type { VdbService } from './docdb/vdb/service.js';
 import { ImportTasks } from './docdb/vdb/import-tasks.js';
 import { Federations } from './docdb/federation/federation.js';
 import { Tiers, creationIndexer } from './docdb/tier/tiers.js';
@@ -433,10 +435,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await app.register(docdbQueryRoutes, { finder });
       await app.register(federationRoutes, { federations });
       await app.register(tierRoutes, { tiers, keepAliveMs: config.replication.keepAliveMs });
+      let clusterVdbs: VdbService | undefined;
       const vdbService = () => {
         if (!config.cluster.enabled) return vdbs;
         if (docShards === undefined) throw new FirkinError('unavailable', 'this node has not joined its cluster yet: virtual databases are the cluster\'s; retry shortly');
-        return docShards;
+        clusterVdbs ??= localFirstVdbs(vdbs, docShards);
+        return clusterVdbs;
       };
       await app.register(vdbRoutes, {
         vdbs: vdbService,
