@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import { type Backoff, jitteredDelayMs } from '../core/backoff.js';
 import { mathRand } from '../core/rand.js';
 import type { Clock } from '../core/hlc.js';
-import type { HealthCheck } from '../core/health.js';
+import type { HealthCheck, HealthReport } from '../core/health.js';
 import type { Store } from '../storage/db.js';
 import { Gateway } from './gateway.js';
 import { type GatewayMetrics, gatewayMetrics } from './metrics.js';
@@ -43,7 +43,22 @@ export async function openGateway(deps: {
   if (config.systemDbPath !== undefined) {
     log.warn({ systemDbPath: config.systemDbPath }, 'SERVICE_GATEWAY_SYSTEM_DB_PATH is ignored: gateway state lives in the node RocksDB (system column family)');
   }
-  const store: GatewayStore = deps.clusterStore?.() ?? (await RocksGatewayStore.load(deps.store));
+  const local = await RocksGatewayStore.load(deps.store);
+  const store: GatewayStore = deps.clusterStore?.() ?? local;
+  // A cluster's tenants are the metadata group's: those this node made while standalone stay
+  // in its own store, unseen, and their keys are refused. Said at every start and in /health
+  // until the cluster has a tenant of each id (recreated by an operator, with new keys).
+  const standaloneTenants = deps.clusterStore === undefined ? [] : local.tenants().map((t) => t.tenant_id);
+  const notServed = () => {
+    const served = new Set(store.tenants().map((t) => t.tenant_id));
+    return standaloneTenants.filter((id) => !served.has(id));
+  };
+  if (standaloneTenants.length > 0) {
+    log.warn(
+      { tenants: standaloneTenants.slice(0, 20), count: standaloneTenants.length },
+      `gateway: ${standaloneTenants.length} tenant(s) made while this node was standalone are not served in cluster mode (a cluster's tenants live in its metadata): create them again through /admin/tenants, with new keys, and move their collections`,
+    );
+  }
   const gateway = new Gateway({
     store,
     vectors: deps.vectors?.engine,
@@ -70,7 +85,12 @@ export async function openGateway(deps: {
     gateway,
     bounds: deps.vectors?.bounds,
     metrics: gatewayMetrics(deps.registry, gateway),
-    check: () => ({ status: 'ok', tenants: store.tenants().length, v1: deps.vectors !== undefined }),
+    check: (viewer) => {
+      const report: HealthReport = { status: 'ok', tenants: store.tenants().length, v1: deps.vectors !== undefined };
+      if (standaloneTenants.length === 0) return report;
+      const ids = notServed();
+      return { ...report, standalone_tenants_not_served: viewer.admin ? ids : ids.length };
+    },
     close: async () => {
       stop.abort();
       await recounting;
