@@ -27,6 +27,7 @@ import { leftProbeTarget } from './left-probe.js';
 import { type Job, META_COMMAND_PROTOCOL, type MetaCommand, type MetaState, type NodeAddress, type NodeRecord, canonicalMeta, checkMetaCommand, deletedGroups, isLive, placedNodes } from './meta-state.js';
 import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { SilentReplicas, reportAfterMs } from './silent-replicas.js';
+import { describeOneWay, oneWayPeers } from './one-way-links.js';
 import { wasNotSent } from './not-sent.js';
 import type { Transport } from './transport.js';
 import { describeShortfalls, describeStranded, leaveBlockers, planRepairs, replicaShortfalls, strandedReplicas } from './shard-repair.js';
@@ -319,8 +320,13 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   peerAlive(node: string): boolean {
     if (!this.#transport.isConnected(node)) return false;
     const seen = this.#transport.lastSeenMs(node);
+    return seen !== undefined && Date.now() - seen < this.#heardWithinMs();
+  }
+
+  /** A peer heard from within this long is alive, if this node's link to it is up. */
+  #heardWithinMs(): number {
     const t = this.#o.timings;
-    return seen !== undefined && Date.now() - seen < Math.max(t.electionTicks * t.tickMs, 3 * t.nodeHeartbeatMs);
+    return Math.max(t.electionTicks * t.tickMs, 3 * t.nodeHeartbeatMs);
   }
 
   /** Shard groups of kind `prefix` that `node` leads, as its last link heartbeat said (undefined: not heard). */
@@ -466,6 +472,13 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     if (state === 'joining') {
       const failures = [...this.#joinFailures].map(([seed, why]) => `${seed}: ${why}`).join('; ');
       problems.push(failures === '' ? 'not a member yet (joining)' : `not a member yet (joining); the seeds' last answers: ${failures}`);
+      const joined = this.#joinedVia;
+      const waitedMs = joined === undefined ? 0 : this.#o.clock.nowMs() - joined.atMs;
+      if (joined !== undefined && this.leader() === null && waitedMs >= reportAfterMs(this.#o.timings)) {
+        problems.push(
+          `${joined.seed} took this node's join ${Math.round(waitedMs / 1000)} s ago, but no leader has reached it since: the other nodes dial it at ${this.#o.grpcAdvertise} (SERVICE_GRPC_ADVERTISE); check they can`,
+        );
+      }
     }
     if (this.#group.core.catchingUp) problems.push('the metadata replica opened empty and is catching up from the leader; it neither votes nor campaigns until then');
     // Still up and answering, but for nothing of the cluster's: a load balancer's operator should see why.
@@ -476,6 +489,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       byStatus[n.status] = (byStatus[n.status] ?? 0) + 1;
       if (n.status === 'suspect' || n.status === 'down') problems.push(`node ${n.name} is ${n.status}`);
     }
+    const peers = this.liveNodes()
+      .filter((n) => n.name !== this.#o.nodeName)
+      .map((n) => ({ name: n.name, heardMs: this.#transport.lastSeenMs(n.name), failure: this.#transport.dialFailure(n.name) }));
+    for (const p of oneWayPeers(peers, { nowMs: Date.now(), heardWithinMs: this.#heardWithinMs(), reportAfterMs: reportAfterMs(this.#o.timings) })) problems.push(describeOneWay(p));
     for (const { peer, ms } of this.#silent.silentFor(reportAfterMs(this.#o.timings), this.#o.clock.nowMs())) {
       problems.push(`the metadata replica on ${peer} has not answered its leader (this node) for ${Math.round(ms / 1000)} s while ${peer} is up: the metadata group has one replica fewer; ${peer}'s /health says why (a failed store stops a replica)`);
     }
@@ -667,6 +684,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
 
   /** Why each seed refused or did not answer the join, while joining (for /health). */
   readonly #joinFailures = new Map<string, string>();
+  /** The seed that took this node's join, and when (for /health while no leader reaches it). */
+  #joinedVia: { seed: string; atMs: number } | undefined;
 
   async #joinSeeds(seeds: readonly string[]): Promise<void> {
     const o = this.#o;
@@ -682,6 +701,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           this.#transport.setPeer(reply.node, this.#dialAddress(reply.node, seed));
           for (const n of nodes) this.#transport.setPeer(n.name, this.#dialAddress(n.name, n.grpc));
           o.log.info({ seed, via: reply.node }, `joined the cluster through seed ${seed} (${reply.node}); catching up`);
+          this.#joinedVia = { seed: `${seed} (${reply.node})`, atMs: o.clock.nowMs() };
           reasons.clear();
           return;
         } catch (err) {

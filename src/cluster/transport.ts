@@ -153,6 +153,10 @@ class PeerLink {
   blocked = false;
   /** The link was up and broke, and no redial has succeeded since. */
   lost = false;
+  /** Since when the link has not been up (its creation, or its last break). */
+  downSinceMs: number | undefined = Date.now();
+  /** Why the last dial since then failed. */
+  lastFailure: string | undefined;
   /** Calls by id: written once the link is ready, settled by the peer's Response. */
   calls = new Map<number, PendingCall>();
   unsent: number[] = [];
@@ -226,6 +230,13 @@ export class Transport {
 
   isConnected(peer: NodeId): boolean {
     return this.#links.get(peer)?.ready === true;
+  }
+
+  /** The link to `peer` is not up and its dials fail: where it dials, why, and since when. */
+  dialFailure(peer: NodeId): { address: string; why: string; sinceMs: number } | undefined {
+    const link = this.#links.get(peer);
+    if (link === undefined || link.ready || link.lastFailure === undefined || link.downSinceMs === undefined) return undefined;
+    return { address: link.address, why: link.lastFailure, sinceMs: link.downSinceMs };
   }
 
   /**
@@ -401,6 +412,8 @@ export class Transport {
       done = true;
       if (link.ready) link.lost = true;
       link.ready = false;
+      link.downSinceMs ??= Date.now();
+      link.lastFailure = why;
       link.blocked = false;
       link.stream = undefined;
       stream.cancel();
@@ -428,6 +441,8 @@ export class Transport {
         clearTimeout(handshakeTimer);
         link.ready = true;
         link.lost = false;
+        link.downSinceMs = undefined;
+        link.lastFailure = undefined;
         link.failedDials = 0;
         this.#lastSeen.set(link.peer, Date.now());
         this.#flushLink(link);

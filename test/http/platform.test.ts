@@ -253,3 +253,35 @@ t.test("a node that cannot join says in /health what its seeds answered", async 
   const said = new RegExp(`^cluster: not a member yet \\(joining\\); the seeds' last answers: 127\\.0\\.0\\.1:${seed}: .*ECONNREFUSED`);
   t.ok((problems.body.problems as string[]).some((p) => said.test(p)), 'the refusal, with the seed it came from');
 });
+
+t.test('a node the others cannot dial at its advertised address is named on both sides', async (t) => {
+  const { freePorts } = await import('../raft/kv-cluster.js');
+  const { waitFor } = await import('../support/wait.js');
+  const { oneNodeClusterEnv, waitForMember } = await import('../support/one-node-cluster.js');
+  const first = await oneNodeClusterEnv('n1');
+  const n1 = await startTestNode(first);
+  t.teardown(() => n1.close());
+  await waitForMember(n1.url);
+  // n2 listens on one port and advertises another, where nothing listens (a typo, a wrong
+  // mapping): it dials n1 itself, so n1 hears it and calls it up, but n1's log never reaches it.
+  const [grpc, nowhere] = await freePorts(2);
+  const n2 = await startTestNode({
+    SERVICE_ENABLE_CLUSTER: 'true',
+    RELEASE_COOKIE: first.RELEASE_COOKIE!,
+    SERVICE_NODE_NAME: 'n2',
+    SERVICE_GRPC_PORT: String(grpc),
+    SERVICE_GRPC_ADVERTISE: `127.0.0.1:${nowhere}`,
+    SERVICE_SEED_NODES: `127.0.0.1:${first.SERVICE_GRPC_PORT}`,
+  });
+  t.teardown(() => n2.close());
+  const problem = (url: string, pattern: RegExp) =>
+    waitFor(
+      async () => ((await request(url, 'GET', '/health')).body.problems as string[]).find((p) => pattern.test(p)),
+      { what: `${pattern} in ${url}'s /health`, timeoutMs: 60_000 },
+    );
+  const onLeader = await problem(n1.url, /^cluster: node n2 reaches this node, but this node has not reached n2/);
+  t.match(onLeader, new RegExp(`at 127\\.0\\.0\\.1:${nowhere} \\(the gRPC address it advertises\\) for \\d+ s: connect ECONNREFUSED .*; check n2's SERVICE_GRPC_ADVERTISE$`));
+  const onJoiner = await problem(n2.url, /took this node's join/);
+  t.match(onJoiner, new RegExp(`^cluster: 127\\.0\\.0\\.1:${first.SERVICE_GRPC_PORT} \\(n1\\) took this node's join \\d+ s ago, but no leader has reached it since: the other nodes dial it at 127\\.0\\.0\\.1:${nowhere} \\(SERVICE_GRPC_ADVERTISE\\); check they can$`));
+  t.equal((await request(n1.url, 'GET', '/health')).body.status, 'degraded');
+});
