@@ -693,8 +693,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     const reasons = this.#joinFailures;
     reasons.clear();
     let attempt = 0;
+    /** Seeds that answered as this node: a seed list that names every node names it too. */
+    const own = new Set<string>();
     while (!this.#closed) {
       for (const seed of seeds) {
+        if (own.has(seed)) continue;
         try {
           const reply = await this.#transport.callAddress(seed, 'meta.join', encodeCbor(this.#address()), 5_000);
           const { nodes } = decodeCbor(reply.body) as { nodes: { name: string; grpc: string }[] };
@@ -706,6 +709,13 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           return;
         } catch (err) {
           const why = (err as Error).message;
+          if (isFirkinError(err) && err.details?.self === true) {
+            // Skipped from now on; it stays among the reasons, should no other seed answer.
+            o.log.info({ seed }, `seed ${seed} is this node itself: skipped`);
+            own.add(seed);
+            reasons.set(seed, `this node itself (skipped)`);
+            continue;
+          }
           if (reasons.get(seed) !== why) o.log.warn({ seed, err: why }, `join through seed ${seed} failed: ${why}`);
           reasons.set(seed, why);
           // A clash of names is final: retrying cannot fix it.
@@ -715,9 +725,15 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           }
         }
       }
-      if (o.clock.nowMs() > deadline) {
+      if (o.clock.nowMs() > deadline || (own.size > 0 && own.size === new Set(seeds).size)) {
         const summary = [...reasons].map(([s, why]) => `${s}: ${why}`).join('; ');
-        o.onFatal(`cannot join any seed within ${o.timings.joinTimeoutMs} ms (${summary})`);
+        // Only itself to join through: no other node can be asked, now or later.
+        const onlyOwn = own.size === new Set(seeds).size;
+        o.onFatal(
+          onlyOwn
+            ? `cannot join: every seed is this node's own address (${summary}); list another member's gRPC address in SERVICE_SEED_NODES, or none to start a new cluster`
+            : `cannot join any seed within ${o.timings.joinTimeoutMs} ms (${summary})`,
+        );
         return;
       }
       await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt++, 1_000)));

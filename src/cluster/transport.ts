@@ -333,6 +333,12 @@ export class Transport {
             finish(new FirkinError('unauthorized', `${address} failed the cookie challenge: its RELEASE_COOKIE differs from ours`), undefined, true);
             return;
           }
+          if (f.challenge.node === this.#o.nodeId) {
+            // A seed list that names every node names this one too; asked, it would wait on
+            // itself until the call's deadline.
+            finish(new FirkinError('conflict', `${address} answers as ${f.challenge.node}, this node's own name: it is this node's own address (or another node runs under this name)`, { details: { self: true } }));
+            return;
+          }
           link.peer = f.challenge.node;
           stream.write({ proof: { mac: cookieMac(this.#o.cookie, 'dialler', f.challenge.nonce, nonce, this.#o.nodeId) } });
           stream.write({ request: { id: 1, method, body: Buffer.from(body) } });

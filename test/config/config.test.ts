@@ -166,3 +166,35 @@ t.test("a cluster node's data directory started standalone stops it with one lin
   await again.close();
   t.pass('it starts in cluster mode as before');
 });
+
+t.test("a seed list of this node's own address only stops it with one line; beside another seed it is skipped", async (t) => {
+  const { freePorts } = await import('../raft/kv-cluster.js');
+  const [grpc] = await freePorts(1);
+  // Before, it asked itself to join, waited out each call and then the join deadline, and said
+  // "127.0.0.1:…: did not answer meta.join within 5000 ms".
+  const { code, output } = await runNodeExpectingExit({
+    SERVICE_DATA_DIR: tempDir(),
+    SERVICE_LOG_LEVEL: 'silent',
+    SERVICE_ENABLE_CLUSTER: 'true',
+    RELEASE_COOKIE: 'config-test-cookie',
+    SERVICE_NODE_NAME: 'n1',
+    SERVICE_GRPC_PORT: String(grpc),
+    SERVICE_SEED_NODES: `127.0.0.1:${grpc}`,
+  });
+  t.equal(code, 1);
+  t.match(output, new RegExp(`^firkin: cannot join: every seed is this node's own address \\(127\\.0\\.0\\.1:${grpc}: this node itself \\(skipped\\)\\); list another member's gRPC address in SERVICE_SEED_NODES, or none to start a new cluster`));
+  t.equal(output.trim().split('\n').length, 1, 'one line');
+
+  // The same seed list on every node (n1's own address first): n2 joins through n1.
+  const { oneNodeClusterEnv, waitForMember } = await import('../support/one-node-cluster.js');
+  const { startTestNode } = await import('../support/node.js');
+  const first = await oneNodeClusterEnv('n1');
+  const n1 = await startTestNode(first);
+  t.teardown(() => n1.close());
+  await waitForMember(n1.url);
+  const [grpc2] = await freePorts(1);
+  const n2 = await startTestNode({ ...first, SERVICE_NODE_NAME: 'n2', SERVICE_GRPC_PORT: String(grpc2), SERVICE_SEED_NODES: `127.0.0.1:${grpc2},127.0.0.1:${first.SERVICE_GRPC_PORT}` });
+  t.teardown(() => n2.close());
+  await waitForMember(n2.url);
+  t.pass('n2 joined');
+});
