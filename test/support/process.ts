@@ -78,8 +78,12 @@ export function spawnNode(env: Record<string, string>, args: string[] = []): Pro
   });
 }
 
-/** Run the node expecting it to exit (config errors); returns code and output. */
-export async function runNodeExpectingExit(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; output: string }> {
+/**
+ * Run the node expecting it to exit (config errors); returns code and output. One that is
+ * still running after `deadlineMs` is killed (code null, the output says so): a test of a
+ * start that should fail must not leave a node behind when it does not.
+ */
+export async function runNodeExpectingExit(env: Record<string, string>, args: string[] = [], deadlineMs = 60_000): Promise<{ code: number | null; output: string }> {
   const proc = spawn(process.execPath, [...NODE_FLAGS, ...nodeMainArgs(), ...args], {
     cwd: root,
     env: { ...process.env, SERVICE_HTTP_PORT: '0', ...env },
@@ -88,6 +92,12 @@ export async function runNodeExpectingExit(env: Record<string, string>, args: st
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  let killed = false;
+  const timer = setTimeout(() => {
+    killed = true;
+    proc.kill('SIGKILL');
+  }, deadlineMs);
   const code = await new Promise<number | null>((resolve) => proc.once('exit', (c) => resolve(c)));
-  return { code, output: out };
+  clearTimeout(timer);
+  return { code, output: killed ? `${out}(still running after ${deadlineMs} ms: killed)\n` : out };
 }
