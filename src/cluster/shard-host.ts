@@ -39,6 +39,9 @@ import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
 import { SilentReplicas, reportAfterMs } from './silent-replicas.js';
 
+/** How long a stop waits for the groups it leads to take their new leaders. */
+const HAND_OVER_WAIT_MS = 1_000;
+
 /** `map[key]` holds since when `holds` has been true at each look; deleted when it is not. */
 function sinceWhile(map: Map<string, number>, key: string, holds: boolean, nowMs: number): void {
   if (!holds) map.delete(key);
@@ -868,11 +871,36 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     }
   }
 
+  /**
+   * Before a stop (a rolling restart), the groups this node leads go to a caught-up voter that
+   * is up, as the metadata leader's does: otherwise each waits for its followers to notice and
+   * elect. Writes have stopped (HTTP closes first), so a transfer only waits for the target to
+   * hold what the leader holds. Bounded: a stop waits at most HAND_OVER_WAIT_MS for them.
+   */
+  async #handOverLed(): Promise<void> {
+    const handed: { group: string; replica: R }[] = [];
+    for (const [group, r] of this.replicas) {
+      const core = r.group.core;
+      if (core.role !== 'leader') continue;
+      const to = core
+        .confState()
+        .voters.find((v) => v !== this.me && core.isCaughtUp(v, 0) && this.o.member.peerAlive(v));
+      if (to !== undefined && r.group.transferLeadership(to)) handed.push({ group, replica: r });
+    }
+    if (handed.length === 0) return;
+    const until = Date.now() + HAND_OVER_WAIT_MS;
+    const leading = () => handed.filter((h) => h.replica.group.core.role === 'leader');
+    while (leading().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    const kept = leading().map((h) => h.group);
+    this.o.log.info({ handed: handed.length - kept.length, kept }, `handed leadership of ${handed.length - kept.length} of ${handed.length} ${this.prefix} groups over before stopping`);
+  }
+
   /** Stop hosting: close every replica, keeping its data. */
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#confLoop);
     clearTimeout(this.#reopenTimer);
+    await this.#handOverLed();
     // A transfer under way gives up; each start's end closes its replica, keeping its data.
     const starting = [...this.#starting.values()];
     for (const s of starting) this.stopReplica(s.replica);

@@ -194,6 +194,7 @@ t.test("a leaving node's replica moved away while its placements were stale (out
       name: ME,
       state,
       timings: { nodeHeartbeatMs: 50, proposalTimeoutMs: 1_000 },
+      peerAlive: () => true,
       attachGroups: () => undefined,
       isLeaving: () => status !== 'up',
       memberState: () => 'member',
@@ -452,4 +453,29 @@ t.test("/health names a replica of a group this node leads that has stopped answ
   t.match(problems, [/^shard replica g1 on n2 has not answered its leader \(this node\) for [5-9] s while n2 is up: the group has one replica fewer; n2's \/health says why/]);
   t.equal(host.health().status, 'degraded');
   t.notMatch(JSON.stringify(problems), /on n3/, 'a replica that answers is no problem');
+});
+
+t.test('a stopping node hands each group it leads to a caught-up voter that is up, first', async (t) => {
+  const { member } = fakeMember();
+  const host = new FakeHost(member, [shard(1), shard(2)], new Map());
+  host.role = 'leader';
+  await host.start();
+  t.same(host.transfers, [], 'nothing handed over while it runs');
+  await host.close();
+  // n3 holds all of the log (match 7 of 7), n2 does not (5).
+  t.same(host.transfers.sort(), ['g1 n3', 'g2 n3'], 'each led group, to the caught-up voter');
+  t.same(host.closedGroups.sort(), ['g1', 'g2'], 'then closed');
+
+  const follows = new FakeHost(fakeMember().member, [shard(1)], new Map());
+  await follows.start();
+  await follows.close();
+  t.same(follows.transfers, [], 'a follower hands nothing over');
+
+  const { member: lonely } = fakeMember();
+  (lonely as unknown as { peerAlive: (node: string) => boolean }).peerAlive = (node) => node !== 'n3';
+  const alone = new FakeHost(lonely, [shard(1)], new Map());
+  alone.role = 'leader';
+  await alone.start();
+  await alone.close();
+  t.same(alone.transfers, [], 'not to a voter that is down, nor to one behind');
 });
