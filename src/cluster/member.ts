@@ -832,15 +832,25 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   // ---- the reconciler ------------------------------------------------------------------------
 
   #syncPeers(state: MetaState, dial = true): void {
-    const { set, remove } = peerChanges(Object.values(state.nodes), {
+    const { set, remove, heardLeft } = peerChanges(Object.values(state.nodes), {
       self: this.#o.nodeName,
       // The group exists once the node started (a snapshot restored before that knows no leader).
       leader: (this.#group as RaftGroup | undefined)?.core.leader ?? null,
       connected: (peer) => this.#transport.isConnected(peer),
+      heard: (peer) => {
+        const seen = this.#transport.lastSeenMs(peer);
+        return seen !== undefined && Date.now() - seen < this.#heardWithinMs();
+      },
       address: (peer, advertised) => this.#dialAddress(peer, advertised),
     });
     if (dial) for (const [peer, address] of set) this.#transport.setPeer(peer, address);
     for (const peer of remove) if (this.#transport.removePeer(peer)) this.#o.log.info({ peer }, `no more link to ${peer}: it left the cluster`);
+    // Only where the link is gone: an existing link's address may be fresher than this copy's.
+    for (const [peer, address] of heardLeft) {
+      if (this.#transport.hasPeer(peer)) continue;
+      this.#transport.setPeer(peer, address);
+      this.#o.log.info({ peer, address }, `link to ${peer} again: this node's copy of the metadata says it left, but it is talking to this node`);
+    }
   }
 
   #dialAddress(name: string, advertised: string): string {

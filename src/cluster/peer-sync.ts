@@ -7,7 +7,11 @@
 // under the same name would cut the link this node answers that peer on. When that peer leads,
 // this node can then never catch up, since its answers never reach the leader (chaos seed 108:
 // n2 stuck at index 256, right after n1's old `left`, for the rest of the run). A live link
-// says the peer is there; the entries after catch-up say what it is.
+// says the peer is there; the entries after catch-up say what it is. So does a peer that is
+// talking to this node: a link dropped while it was down (a partition, a restart) and while
+// another node led comes back once that peer is heard from again, at its recorded address
+// (chaos seed 184: n3 replayed n1's old `left` while cut off from it, dropped its link, and
+// n1, leader again, never got n3's answers: n3's metadata lagged for good).
 
 export interface PeerRecord {
   readonly name: string;
@@ -21,18 +25,26 @@ export interface PeerView {
   leader: string | null;
   /** Whether this node's link to `peer` is up now. */
   connected(peer: string): boolean;
+  /** Whether `peer` has been heard from lately (on any link, its own included). */
+  heard(peer: string): boolean;
   /** The address to dial `peer` at (its advertised one, or a test's dial map). */
   address(peer: string, advertised: string): string;
 }
 
-/** What to do with each peer: dial it at an address, or drop it. */
-export function peerChanges(nodes: readonly PeerRecord[], view: PeerView): { set: [string, string][]; remove: string[] } {
+/**
+ * What to do with each peer: dial it at an address, or drop it. `heardLeft`: peers recorded
+ * as left that are talking to this node, with their recorded addresses: kept, and dialled
+ * again where their link was dropped.
+ */
+export function peerChanges(nodes: readonly PeerRecord[], view: PeerView): { set: [string, string][]; remove: string[]; heardLeft: [string, string][] } {
   const set: [string, string][] = [];
   const remove: string[] = [];
+  const heardLeft: [string, string][] = [];
   for (const n of nodes) {
     if (n.name === view.self) continue;
     if (n.status !== 'left') set.push([n.name, view.address(n.name, n.grpc)]);
+    else if (view.heard(n.name)) heardLeft.push([n.name, view.address(n.name, n.grpc)]);
     else if (n.name !== view.leader && !view.connected(n.name)) remove.push(n.name);
   }
-  return { set, remove };
+  return { set, remove, heardLeft };
 }

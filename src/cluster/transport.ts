@@ -247,6 +247,11 @@ export class Transport {
     return this.#links.get(peer)?.lost === true;
   }
 
+  /** Whether `peer` has a link (up or redialling). */
+  hasPeer(peer: NodeId): boolean {
+    return this.#links.has(peer);
+  }
+
   /** Add a peer, or move it to a new address (its link is redialled). */
   setPeer(peer: NodeId, address: string): void {
     if (peer === this.#o.nodeId || this.#closed) return;
