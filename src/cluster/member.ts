@@ -318,7 +318,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
    * frame (its link heartbeats included) within one election timeout.
    */
   peerAlive(node: string): boolean {
-    if (!this.#transport.isConnected(node)) return false;
+    return this.#transport.isConnected(node) && this.#heardLately(node);
+  }
+
+  /** A frame from `node` arrived within the liveness window (on any link, its own included). */
+  #heardLately(node: string): boolean {
     const seen = this.#transport.lastSeenMs(node);
     return seen !== undefined && Date.now() - seen < this.#heardWithinMs();
   }
@@ -725,10 +729,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           }
         }
       }
-      if (o.clock.nowMs() > deadline || (own.size > 0 && own.size === new Set(seeds).size)) {
+      // Only itself to join through: no other node can be asked, now or later.
+      const onlyOwn = own.size > 0 && own.size === new Set(seeds).size;
+      if (onlyOwn || o.clock.nowMs() > deadline) {
         const summary = [...reasons].map(([s, why]) => `${s}: ${why}`).join('; ');
-        // Only itself to join through: no other node can be asked, now or later.
-        const onlyOwn = own.size === new Set(seeds).size;
         o.onFatal(
           onlyOwn
             ? `cannot join: every seed is this node's own address (${summary}); list another member's gRPC address in SERVICE_SEED_NODES, or none to start a new cluster`
@@ -837,10 +841,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       // The group exists once the node started (a snapshot restored before that knows no leader).
       leader: (this.#group as RaftGroup | undefined)?.core.leader ?? null,
       connected: (peer) => this.#transport.isConnected(peer),
-      heard: (peer) => {
-        const seen = this.#transport.lastSeenMs(peer);
-        return seen !== undefined && Date.now() - seen < this.#heardWithinMs();
-      },
+      heard: (peer) => this.#heardLately(peer),
       address: (peer, advertised) => this.#dialAddress(peer, advertised),
     });
     if (dial) for (const [peer, address] of set) this.#transport.setPeer(peer, address);
