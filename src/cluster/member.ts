@@ -283,6 +283,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       retainEntries: o.timings.retainEntries,
       linkLost: (node) => this.#transport.linkLost(node),
       onSoftState: (s) => this.#onSoftState(s.leader),
+      onFailure: (err) => o.log.error({ err: err.message }, `metadata group stopped: ${err.message}`),
       vouching: () => this.vouching(),
     };
     this.#group = new RaftGroup(groupOptions);

@@ -513,6 +513,7 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
       snapshotEveryEntries: t.snapshotEntries,
       retainEntries: t.retainEntries,
       ...(compactFloor === undefined ? {} : { compactFloor }),
+      onFailure: (err) => this.o.log.error({ group: placement.group, err: err.message }, `shard replica ${placement.group} stopped: ${err.message}`),
     });
     return group;
   }

@@ -49,6 +49,8 @@ export interface RaftGroupOptions {
   /** An index the log must not be compacted past (entries after it are still to be read), if any. */
   compactFloor?(): number | undefined;
   onSoftState?(state: SoftState): void;
+  /** The group stopped on a failed write or apply (`failure`): called once, for the log. */
+  onFailure?(err: Error): void;
   /** Whether every member speaks the vouch protocol (`RaftOptions.vouching`; default yes). */
   vouching?(): boolean;
 }
@@ -267,6 +269,7 @@ export class RaftGroup {
       this.failure = err as Error;
       this.#closed = true;
       this.#untick?.();
+      this.#o.onFailure?.(this.failure);
     } finally {
       this.#draining = false;
       for (const r of this.#idle.splice(0)) r();

@@ -182,6 +182,39 @@ t.test('a state machine that keeps its applied index durably is not handed those
   t.ok(applied.includes(index as number), 'the new entry was applied');
 });
 
+t.test('a state machine that throws stops its group, which says so once (onFailure) and takes no more messages', async (t) => {
+  const dir = tempDir();
+  const fsm: StateMachine = {
+    apply: (e) => {
+      if (e.kind === 'normal' && utf8d.decode(e.data) === 'poison') throw new Error('cannot apply poison');
+      return e.index;
+    },
+    snapshot: () => new Uint8Array(0),
+    restore: () => undefined,
+  };
+  const store = await Store.open(dir);
+  const log = await RocksLog.open(store, 'g', { voters: ['solo'], learners: [] });
+  const failures: string[] = [];
+  const group = new RaftGroup({
+    id: 'solo', group: 'g', log, fsm, rand: mathRand, ticker: new RaftTicker(10), electionTicks: 10, heartbeatTicks: 1,
+    proposalTimeoutMs: 1_000, snapshotEveryEntries: 1_000, retainEntries: 0, send: () => undefined,
+    onFailure: (err) => failures.push(err.message),
+  });
+  t.teardown(async () => {
+    await group.close();
+    await store.close();
+  });
+  await group.start();
+  await waitFor(() => group.core.role === 'leader', { what: 'the single voter to lead' });
+  t.type(await group.propose(utf8.encode('fine')), 'number', 'an entry applies');
+  await t.rejects(group.propose(utf8.encode('poison')), 'the poisoned entry never answers');
+  t.same(failures, ['cannot apply poison'], 'the failure was reported once, with its cause');
+  t.equal(group.failure?.message, 'cannot apply poison', 'and kept for /health');
+  const term = group.core.term;
+  group.step({ kind: 'heartbeat', group: 'g', from: 'other', to: 'solo', term: term + 5, commit: 0, readSeq: 0 } as Message);
+  t.equal(group.core.term, term, 'a stopped group steps nothing more');
+});
+
 t.test('snapshots do not compact the log past the floor a reader still needs; without one they do', async (t) => {
   const dir = tempDir();
   const store = await Store.open(dir);
