@@ -1092,12 +1092,18 @@ async function converge(nodes: NodeProc[], deadlineMs: number, shardsOf: 'none' 
     await waitFor(
       async () => {
         const views = await Promise.all(
-          nodes.map(async (n) => ({
-            node: n.name,
-            status: (await call(n.url, 'GET', '/vectordb/cluster/status'))?.body,
-            meta: (await call(n.url, 'GET', '/_cluster/nodes'))?.body?.metadata,
-            shards: withShards ? ((await call(n.url, 'GET', replicasPath))?.body?.replicas as { group: string; digest: string | null; digest_applied: number | null }[] | undefined) : undefined,
-          })),
+          nodes.map(async (n) => {
+            const members = (await call(n.url, 'GET', '/_cluster/nodes'))?.body;
+            return {
+              node: n.name,
+              status: (await call(n.url, 'GET', '/vectordb/cluster/status'))?.body,
+              meta: members?.metadata,
+              // This node's own link to each other node: a replica that never catches up is
+              // often one its leader's node does not reach (`none`, `down`, `blocked`).
+              links: Array.isArray(members?.nodes) ? Object.fromEntries((members.nodes as { name: string; link: string | null }[]).filter((m) => m.link !== null).map((m) => [m.name, m.link])) : undefined,
+              shards: withShards ? ((await call(n.url, 'GET', replicasPath))?.body?.replicas as { group: string; digest: string | null; digest_applied: number | null }[] | undefined) : undefined,
+            };
+          }),
         );
         last = views;
         reports = views.filter((v) => typeof v.meta?.applied === 'number' && typeof v.meta?.digest === 'string').map((v) => ({ node: v.node, shard: 'metadata', applied_index: v.meta.applied as number, digest: v.meta.digest as string }));

@@ -46,7 +46,7 @@ import { liftedRollbacks } from './switch-bound.js';
 import { routeEdits } from './routed-edits.js';
 import { REBALANCE_PLAN_PROTOCOL, protocolShortfall, requireProtocol } from './versions.js';
 import { placeShards, placementCandidates } from './placement.js';
-import { type HostedReplica, ShardHost, awaitNewShardLeaders, type ShardHostOptions, type WantedReplica } from './shard-host.js';
+import { type HostedReplica, ShardHost, awaitNewShardLeaders, type ReplicaDiagnostics, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
 export interface DocShardsOptions extends ShardHostOptions {
   docs: DocEngine;
@@ -598,11 +598,11 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return out;
   }
 
-  replicaStatus(): { group: string; db: string; role: string; leader: string | null; term: number; applied: number; catching_up: boolean; voters: readonly string[]; learners: readonly string[]; snapshots_loaded: number }[] {
+  replicaStatus(): ({ group: string; db: string; role: string; leader: string | null; term: number; applied: number; catching_up: boolean; voters: readonly string[]; learners: readonly string[]; snapshots_loaded: number } & ReplicaDiagnostics)[] {
     return [...this.replicas].map(([group, r]) => {
       const s = r.group.status();
       const conf = r.group.core.confState();
-      return { group, db: r.fsm.db, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.appliedIndex, catching_up: s.catching_up, voters: conf.voters, learners: conf.learners, snapshots_loaded: r.fsm.snapshotsLoaded };
+      return { group, db: r.fsm.db, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.appliedIndex, catching_up: s.catching_up, voters: conf.voters, learners: conf.learners, snapshots_loaded: r.fsm.snapshotsLoaded, ...this.replicaDiagnostics(r) };
     });
   }
 

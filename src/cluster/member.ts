@@ -117,6 +117,8 @@ export interface NodeView {
   role: 'voter' | 'learner' | 'none';
   joined_at: number;
   last_heartbeat_ms_ago: number | null;
+  /** This node's own link to it (its Raft messages ride on it): null for this node itself. */
+  link: 'up' | 'blocked' | 'down' | 'none' | null;
   /** Shard groups (vector and VDB) it leads: its own count exact, a peer's as its last link heartbeat said; null: not heard, or its link is down. */
   shard_leaders: number | null;
 }
@@ -322,6 +324,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     return this.#transport.isConnected(node) && this.#heardLately(node);
   }
 
+  /** This node's own link to `node` (what its Raft messages to it ride on). */
+  linkState(node: string): { state: 'up' | 'blocked' | 'down' | 'none'; queued: number } {
+    return this.#transport.linkState(node);
+  }
+
   /** A frame from `node` arrived within the liveness window (on any link, its own included). */
   #heardLately(node: string): boolean {
     const seen = this.#transport.lastSeenMs(node);
@@ -451,6 +458,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           role: conf.voters.includes(n.name) ? 'voter' : conf.learners.includes(n.name) ? 'learner' : 'none',
           joined_at: n.joinedAtMs,
           last_heartbeat_ms_ago: seen === undefined ? null : Math.max(0, now - seen),
+          link: n.name === this.#o.nodeName ? null : this.#transport.linkState(n.name).state,
           shard_leaders: this.#shardLeaders(n.name),
         };
       });

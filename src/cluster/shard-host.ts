@@ -39,6 +39,14 @@ import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
 import { SilentReplicas, reportAfterMs } from './silent-replicas.js';
 
+/** A replica status's diagnostics (`ShardHost.replicaDiagnostics`). */
+export interface ReplicaDiagnostics {
+  /** Why the group stopped (a failed write or apply); null while it runs. */
+  stopped: string | null;
+  /** On a leader: each other member's progress and this node's link to it. */
+  followers?: { node: string; match: number; state: string; link: string; queued: number }[];
+}
+
 /** How long a stop waits for the groups it leads to take their new leaders. */
 const HAND_OVER_WAIT_MS = 1_000;
 
@@ -298,6 +306,24 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
 
   protected get me(): string {
     return this.o.member.name;
+  }
+
+  /**
+   * What a replica's status adds for an operator chasing a replica that does not catch up:
+   * why its group stopped, if it did; and, on a leader, each other member's progress (`match`,
+   * `state`) and this node's link to it (`none`: not dialled, so nothing reaches it).
+   */
+  protected replicaDiagnostics(r: R): ReplicaDiagnostics {
+    const core = r.group.core;
+    const stopped = r.group.failure?.message ?? null;
+    if (core.role !== 'leader') return { stopped };
+    const followers = [...core.progress]
+      .filter(([node]) => node !== this.me)
+      .map(([node, pr]) => {
+        const link = this.o.member.linkState(node);
+        return { node, match: pr.match, state: pr.state, link: link.state, queued: link.queued };
+      });
+    return { stopped, followers };
   }
 
   protected get closed(): boolean {

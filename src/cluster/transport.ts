@@ -247,6 +247,17 @@ export class Transport {
     return this.#links.get(peer)?.lost === true;
   }
 
+  /**
+   * This node's own link to `peer`, as an operator reads it: `up`; `blocked` (up, but the
+   * stream's buffer is full, so messages wait); `down` (redialling); `none` (not dialled: no
+   * messages go to it).
+   */
+  linkState(peer: NodeId): { state: 'up' | 'blocked' | 'down' | 'none'; queued: number } {
+    const link = this.#links.get(peer);
+    if (link === undefined) return { state: 'none', queued: 0 };
+    return { state: !link.ready ? 'down' : link.blocked ? 'blocked' : 'up', queued: link.queue.length };
+  }
+
   /** Whether `peer` has a link (up or redialling). */
   hasPeer(peer: NodeId): boolean {
     return this.#links.has(peer);

@@ -43,7 +43,7 @@ import { ReshardCoordinator, reshardView } from './reshard.js';
 import { isReshardEnded, reshardLogFloor } from './meta-state.js';
 import { statfs } from 'node:fs/promises';
 import type { ReshardInfo } from '../vector/cluster.js';
-import { ShardHost, awaitNewShardLeaders, type ShardHostOptions, type WantedReplica } from './shard-host.js';
+import { ShardHost, awaitNewShardLeaders, type ReplicaDiagnostics, type ShardHostOptions, type WantedReplica } from './shard-host.js';
 
 /** Where a replica keeps the index of its reshard fence (`system` column family). */
 const fenceKey = (group: string) => encodeKey(['vshard.fence', group]);
@@ -393,11 +393,11 @@ export class VectorShards extends ShardHost<Replica, CollectionPlacement> implem
   }
 
   /** Status of the replicas hosted here, for the admin view and tests. */
-  replicaStatus(): { group: string; role: string; leader: string | null; term: number; applied: number; docs: number; quiesced: boolean; catching_up: boolean; voters: readonly string[]; learners: readonly string[] }[] {
+  replicaStatus(): ({ group: string; role: string; leader: string | null; term: number; applied: number; docs: number; quiesced: boolean; catching_up: boolean; voters: readonly string[]; learners: readonly string[] } & ReplicaDiagnostics)[] {
     return [...this.replicas].map(([group, r]) => {
       const s = r.group.status();
       const conf = r.group.core.confState();
-      return { group, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.shard.appliedIndex, docs: r.fsm.shard.count, quiesced: s.quiesced, catching_up: s.catching_up, voters: conf.voters, learners: conf.learners };
+      return { group, role: s.role, leader: s.leader, term: s.term, applied: r.fsm.shard.appliedIndex, docs: r.fsm.shard.count, quiesced: s.quiesced, catching_up: s.catching_up, voters: conf.voters, learners: conf.learners, ...this.replicaDiagnostics(r) };
     });
   }
 

@@ -31,6 +31,10 @@ interface ReplicaView {
   digest: string | null;
   digest_applied: number | null;
   quiesced: boolean;
+  voters: string[];
+  learners: string[];
+  stopped: string | null;
+  followers?: { node: string; match: number; state: string; link: string; queued: number }[];
 }
 
 t.test('replicated vector shards across three processes', async (t) => {
@@ -134,6 +138,21 @@ t.test('replicated vector shards across three processes', async (t) => {
 
   // Kill -9 the node leading the most shards while writes stream through the others.
   const shards = async (n: string) => (await cluster.request(n, 'GET', '/_cluster/shards')).body.replicas as ReplicaView[];
+  // What an operator reads when a replica does not catch up: a leader lists each other member's
+  // progress and its own link to it; every replica says whether its group stopped.
+  for (const n of nodes) {
+    for (const r of await shards(n)) {
+      t.equal(r.stopped, null, `${n}'s replica of ${r.group} runs`);
+      if (r.role !== 'leader') {
+        t.equal(r.followers, undefined, `${n}'s follower replica of ${r.group} lists no followers`);
+        continue;
+      }
+      t.same(r.followers!.map((f) => f.node).sort(), [...r.voters, ...r.learners].filter((v) => v !== n).sort(), `${n} leads ${r.group}: every other member listed`);
+      t.ok(r.followers!.every((f) => f.link === 'up' && f.match > 0 && ['probe', 'replicate', 'snapshot'].includes(f.state)), `with a live link and a match (${JSON.stringify(r.followers)})`);
+    }
+    const links = ((await cluster.request(n, 'GET', '/_cluster/nodes')).body.nodes as { name: string; link: string | null }[]).map((m) => [m.name, m.link]);
+    t.same(links, nodes.map((m) => [m, m === n ? null : 'up']), `${n}'s /_cluster/nodes names its own link to each other node`);
+  }
   const leaders = new Map<string, number>();
   for (const n of nodes) for (const r of await shards(n)) if (r.role === 'leader') leaders.set(n, (leaders.get(n) ?? 0) + 1);
   const victim = [...leaders].sort((a, b) => b[1] - a[1])[0]![0];
