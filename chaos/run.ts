@@ -18,7 +18,7 @@ import { nodeMainArgs } from '../test/support/built-node.js';
 import { freePorts } from '../test/raft/kv-cluster.js';
 import { FAST_CLUSTER_ENV } from '../test/cluster/harness.js';
 import type { FaultWindow } from './checker/availability.js';
-import { type PollVerdict, type ReplicaReport, checkConvergence, pollVerdict } from './checker/convergence.js';
+import { type NodeView, type PollVerdict, type ReplicaReport, checkConvergence, explainLagging, pollVerdict } from './checker/convergence.js';
 import type { KeyOp, Outcome, RegisterOp, SetElement, SetOp } from './checker/history.js';
 import { DEFAULT_STEP_BUDGET } from './checker/linearizable.js';
 import { type AckedWrite, type FeedPoll, generation } from './checker/changes.js';
@@ -1345,6 +1345,14 @@ export async function runChaos(o: ChaosOptions): Promise<{ anomalies: number; op
       gapMsMin: 1_000,
     });
     for (const j of stuckJobs) anomalies.push({ checker: 'jobs', type: 'job-stuck', key: j.id, node: '', detail: JSON.stringify(j).slice(0, 2000) });
+    // A shard replica that never caught up: what it and its group's leader said of it last.
+    if (Array.isArray(converged.detail)) {
+      const views = converged.detail as NodeView[];
+      anomalies.forEach((a, i) => {
+        if (a.checker !== 'convergence' || a.type !== 'no-convergence' || a.node === '') return;
+        anomalies[i] = { ...a, detail: `${a.detail} (${a.node.split(',').map((n) => explainLagging(a.key, n, views)).join(' | ')})` };
+      });
+    }
     // Leader and members are part of convergence too; the checker sees only the replicas.
     if (!converged.ok && !anomalies.some((a) => a.checker === 'convergence')) {
       anomalies.push({ checker: 'convergence', type: 'no-convergence', key: 'cluster', node: '', detail: JSON.stringify(converged.detail).slice(0, 2000) });

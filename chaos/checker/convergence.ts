@@ -88,3 +88,47 @@ export function pollVerdict(check: ConvergenceCheck, elapsedMs: number, deadline
   if (check.ok) return 'converged';
   return elapsedMs >= deadlineMs ? 'timeout' : 'wait';
 }
+
+/** A replica as a node's `GET /_cluster/shards` (or `/_cluster/vdb-shards`) lists it: the fields read here. */
+export interface ReplicaStatusView {
+  readonly group: string;
+  readonly role?: string;
+  readonly term?: number;
+  readonly leader?: string | null;
+  readonly applied?: number;
+  readonly catching_up?: boolean;
+  readonly stopped?: string | null;
+  readonly followers?: readonly { readonly node: string; readonly match: number; readonly state: string; readonly link: string; readonly queued?: number }[];
+}
+
+/** One node's view in the runner's last convergence poll. */
+export interface NodeView {
+  readonly node: string;
+  /** This node's own link to each other node (`GET /_cluster/nodes`). */
+  readonly links?: Readonly<Record<string, string>>;
+  readonly shards?: readonly ReplicaStatusView[];
+}
+
+/**
+ * Why a replica lags, as far as the last poll tells: its own status, and what every node
+ * leading its group says of it (progress and that node's link to it). A replica that never
+ * catches up is either one no leader reaches (`link none`/`down`, or a term behind the
+ * leader's) or one that stopped (`stopped`); the line says which. Pure.
+ */
+export function explainLagging(shard: string, node: string, views: readonly NodeView[]): string {
+  const own = views.find((v) => v.node === node)?.shards?.find((r) => r.group === shard);
+  const parts = [
+    own === undefined
+      ? `${node} lists no replica of ${shard}`
+      : `${node}'s replica: ${own.role ?? '?'} at term ${own.term ?? '?'}, leader ${own.leader ?? 'none'}, applied ${own.applied ?? '?'}${own.catching_up === true ? ', catching up' : ''}${typeof own.stopped === 'string' ? `, stopped: ${own.stopped}` : ''}`,
+  ];
+  for (const v of views) {
+    const led = v.shards?.find((r) => r.group === shard && r.role === 'leader');
+    if (led === undefined) continue;
+    const f = led.followers?.find((x) => x.node === node);
+    const link = v.links?.[node] ?? f?.link ?? '?';
+    parts.push(f === undefined ? `leader ${v.node} (term ${led.term ?? '?'}) does not count ${node} in its group (link ${link})` : `leader ${v.node} (term ${led.term ?? '?'}): match ${f.match}, ${f.state}, link ${link}${f.queued ? `, ${f.queued} queued` : ''}`);
+  }
+  if (parts.length === 1) parts.push('no node leads it');
+  return parts.join('; ');
+}

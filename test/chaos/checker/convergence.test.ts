@@ -1,7 +1,7 @@
 // Convergence: replicas agree, lag, diverge or are missing; what the runner does after a poll.
 import t from 'tap';
 import fc from 'fast-check';
-import { type ReplicaReport, checkConvergence, pollVerdict } from '../../../chaos/checker/convergence.js';
+import { type NodeView, type ReplicaReport, checkConvergence, explainLagging, pollVerdict } from '../../../chaos/checker/convergence.js';
 import { fcParams } from '../../support/fc.js';
 
 const rep = (node: string, shard: string, applied_index: number, digest: string): ReplicaReport => ({ node, shard, applied_index, digest });
@@ -61,5 +61,22 @@ t.test('converged exactly when every shard has one (index, digest) and nobody is
     fcParams(500),
   );
   t.pass('agrees');
+  t.end();
+});
+
+t.test('a lagging replica is explained by its own status and what its leaders say of it', (t) => {
+  const views: NodeView[] = [
+    { node: 'n2', links: { n1: 'up', n3: 'none' }, shards: [{ group: 'vs0', role: 'leader', term: 4, followers: [{ node: 'n1', match: 90, state: 'replicate', link: 'up' }, { node: 'n3', match: 0, state: 'probe', link: 'none', queued: 0 }] }] },
+    { node: 'n3', links: { n2: 'up' }, shards: [{ group: 'vs0', role: 'follower', term: 2, leader: null, applied: 312, catching_up: true, stopped: null }] },
+  ];
+  t.equal(explainLagging('vs0', 'n3', views), "n3's replica: follower at term 2, leader none, applied 312, catching up; leader n2 (term 4): match 0, probe, link none");
+  t.equal(
+    explainLagging('vs0', 'n3', [{ node: 'n3', shards: [{ group: 'vs0', role: 'follower', term: 2, leader: 'n1', applied: 5, stopped: 'disk full' }] }]),
+    "n3's replica: follower at term 2, leader n1, applied 5, stopped: disk full; no node leads it",
+  );
+  t.equal(
+    explainLagging('vs0', 'n4', [{ node: 'n2', links: { n4: 'down' }, shards: [{ group: 'vs0', role: 'leader', term: 3, followers: [] }] }]),
+    "n4 lists no replica of vs0; leader n2 (term 3) does not count n4 in its group (link down)",
+  );
   t.end();
 });
