@@ -91,6 +91,8 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   const [w1, w2] = nodes.filter((n) => n !== metaLeader) as [string, string];
   let running = true;
   const failures: string[] = [];
+  // Creates answered 503 or not at all: such a write may still commit (the answer says so).
+  const maybeCommitted = new Set<string>();
   const writer = (via: string, prefix: string) =>
     (async () => {
       for (let i = 0; running; i++) {
@@ -98,6 +100,7 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
         const r = await cluster.request(via, 'PUT', `/vdb/rb/${id}`, { body: { i } }).catch((e: Error) => ({ status: 0, body: { message: e.message } }) as never);
         if (r.status !== 201) {
           failures.push(`${id}: ${r.status} ${JSON.stringify(r.body)}`);
+          if (r.status === 503 || r.status === 0) maybeCommitted.add(id);
           continue;
         }
         acked.set(id, { rev: r.body.rev, gen: 1 });
@@ -222,7 +225,11 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   const all = await cluster.request('n2', 'POST', '/vdb/rb/_find', { body: { where: [], limit: 100_000 } });
   const ids = (all.body.docs as { _id: string }[]).map((d) => d._id);
   t.equal(ids.length, new Set(ids).size, '_find lists each document once');
-  t.equal(all.body.meta.total, acked.size + 1, '_find counts every live document once (the acknowledged ones and the conflict)');
+  // Beyond the acknowledged ones and the conflict, only creates answered 503 (the kill's
+  // elections, "the write may still commit") may be there: on a loaded machine some did commit.
+  const unacked = ids.filter((id) => !acked.has(id) && id !== 'cf');
+  t.same(unacked.filter((id) => !maybeCommitted.has(id)), [], `every document not acknowledged is a create answered 503 that committed (${unacked.length} such)`);
+  t.equal(all.body.meta.total, acked.size + 1 + unacked.length, '_find counts every live document once (the acknowledged ones, the conflict, and those)');
   const listing = await cluster.request('n1', 'GET', '/vdb/rb/_all_docs');
   t.same(listing.body.rows.map((r: { id: string }) => r.id), [...ids].sort(compareStrings), '_all_docs lists the same documents, each once, in id order');
 
@@ -247,7 +254,7 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
     { timeoutMs: 30_000, intervalMs: 200, what: 'every replica of the two remaining shards at one digest' },
   );
   const held = [...converged.values()].reduce((n, rs) => n + (rs[0]!.docs ?? 0), 0);
-  t.equal(held, acked.size + 1, 'the replicas hold each live document once (the split source purged what it gave away)');
+  t.equal(held, acked.size + 1 + unacked.length, 'the replicas hold each live document once (the split source purged what it gave away)');
   const heldLocals = [...converged.values()].reduce((n, rs) => n + (rs[0]!.local_docs ?? 0), 0);
   t.equal(heldLocals, cps.length + 1, 'and each _local document once (the split source dropped the ones it gave away)');
   for (const id of cps) t.same((await cluster.request(nodes[id.length % 3]!, 'GET', `/vdb/rb/_local/${id}`)).body, { seq: 2, _id: `_local/${id}`, _rev: '0-2' }, `${id} moved with its revision`);
