@@ -845,15 +845,24 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   // ---- the reconciler ------------------------------------------------------------------------
 
   #syncPeers(state: MetaState, dial = true): void {
-    const { set, remove, heardLeft } = peerChanges(Object.values(state.nodes), {
+    const { set, remove, heardLeft, missing } = peerChanges(Object.values(state.nodes), {
       self: this.#o.nodeName,
       // The group exists once the node started (a snapshot restored before that knows no leader).
       leader: (this.#group as RaftGroup | undefined)?.core.leader ?? null,
       connected: (peer) => this.#transport.isConnected(peer),
+      hasLink: (peer) => this.#transport.hasPeer(peer),
       heard: (peer) => this.#heardLately(peer),
       address: (peer, advertised) => this.#dialAddress(peer, advertised),
     });
     if (dial) for (const [peer, address] of set) this.#transport.setPeer(peer, address);
+    else {
+      // A member with no link hears nothing from this node: dial it, and say so (no known path
+      // leads here; the line tells where to look if one does).
+      for (const [peer, address] of missing) {
+        this.#transport.setPeer(peer, address);
+        this.#o.log.warn({ peer, address }, `no link to member ${peer} though this node's copy of the metadata records it as ${state.nodes[peer]?.status}: dialling it again`);
+      }
+    }
     for (const peer of remove) if (this.#transport.removePeer(peer)) this.#o.log.info({ peer }, `no more link to ${peer}: it left the cluster`);
     // Only where the link is gone: an existing link's address may be fresher than this copy's.
     for (const [peer, address] of heardLeft) {

@@ -25,6 +25,8 @@ export interface PeerView {
   leader: string | null;
   /** Whether this node's link to `peer` is up now. */
   connected(peer: string): boolean;
+  /** Whether this node has a link to `peer` at all (up or redialling). */
+  hasLink(peer: string): boolean;
   /** Whether `peer` has been heard from lately (on any link, its own included). */
   heard(peer: string): boolean;
   /** The address to dial `peer` at (its advertised one, or a test's dial map). */
@@ -34,17 +36,24 @@ export interface PeerView {
 /**
  * What to do with each peer: dial it at an address, or drop it. `heardLeft`: peers recorded
  * as left that are talking to this node, with their recorded addresses: kept, and dialled
- * again where their link was dropped.
+ * again where their link was dropped. `missing`: members (not left) this node has no link to
+ * at all: nothing this node sends reaches them (its Raft messages ride on its own links), so
+ * they are dialled at their recorded address whatever the caller's round. No known path leaves
+ * a member without a link; CI's short-data seed 1 (2026-12-02) ended with a replica its
+ * leader's messages never reached, and a member without a link is one way to get there.
  */
-export function peerChanges(nodes: readonly PeerRecord[], view: PeerView): { set: [string, string][]; remove: string[]; heardLeft: [string, string][] } {
+export function peerChanges(nodes: readonly PeerRecord[], view: PeerView): { set: [string, string][]; remove: string[]; heardLeft: [string, string][]; missing: [string, string][] } {
   const set: [string, string][] = [];
   const remove: string[] = [];
   const heardLeft: [string, string][] = [];
+  const missing: [string, string][] = [];
   for (const n of nodes) {
     if (n.name === view.self) continue;
-    if (n.status !== 'left') set.push([n.name, view.address(n.name, n.grpc)]);
-    else if (view.heard(n.name)) heardLeft.push([n.name, view.address(n.name, n.grpc)]);
+    if (n.status !== 'left') {
+      set.push([n.name, view.address(n.name, n.grpc)]);
+      if (!view.hasLink(n.name)) missing.push([n.name, view.address(n.name, n.grpc)]);
+    } else if (view.heard(n.name)) heardLeft.push([n.name, view.address(n.name, n.grpc)]);
     else if (n.name !== view.leader && !view.connected(n.name)) remove.push(n.name);
   }
-  return { set, remove, heardLeft };
+  return { set, remove, heardLeft, missing };
 }
