@@ -6,7 +6,7 @@ import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { type LocalCluster, startCluster } from '../support/cluster.js';
+import { type LocalCluster, inheritedEnv, startCluster } from '../support/cluster.js';
 import { request, tempDir } from '../support/node.js';
 import { waitFor } from '../support/wait.js';
 
@@ -15,7 +15,7 @@ const FAKE = { FIRKIN_NODE_CMD: 'node --import tsx test/cli/fake-node.ts' };
 
 function run(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('bash', [SCRIPT, ...args], { env: { ...process.env, ...env } }, (err, stdout, stderr) =>
+    execFile('bash', [SCRIPT, ...args], { env: { ...inheritedEnv(), ...env } }, (err, stdout, stderr) =>
       resolve({ code: err === null ? 0 : Number(err.code), stdout, stderr }),
     );
   });

@@ -81,13 +81,22 @@ async function freePortBases(count: number): Promise<{ http: number; grpc: numbe
   throw new Error(`no ${2 * count} consecutive free ports between ${PORT_MIN} and ${PORT_MAX}`);
 }
 
+/**
+ * The test process's environment without an operator's scripts/cluster.sh settings: a shell
+ * that exported FIRKIN_HTTP_BASE for its own cluster (as docs/cluster.md shows) made every
+ * script call of a test that sets only FIRKIN_CLUSTER_DIR refuse ("the cluster … uses 24176").
+ */
+export function inheritedEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^FIRKIN_(CLUSTER_DIR|CLUSTER_NODE|HTTP_BASE|GRPC_BASE|ZONES|WAIT_S|STOP_TIMEOUT_S|NODE_CMD|NODES|URL|KEY)$/.test(k)));
+}
+
 export async function startCluster(options: ClusterOptions): Promise<LocalCluster> {
   const ownDir = options.dir === undefined;
   const dir = options.dir ?? tempDir('firkin-cluster-');
   const slots = options.nodes + (options.spareNodes ?? 2);
   const bases = await freePortBases(slots);
   const scriptEnv = {
-    ...process.env,
+    ...inheritedEnv(),
     // Small block caches, as every test node (a node's close takes ~1 ms per MB of them).
     ...TEST_CACHE_ENV,
     // The script evals it: each word quoted.
