@@ -29,7 +29,7 @@ import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { SilentReplicas, reportAfterMs } from './silent-replicas.js';
 import { describeOneWay, oneWayPeers } from './one-way-links.js';
 import { wasNotSent } from './not-sent.js';
-import type { Transport } from './transport.js';
+import type { LinkState, Transport } from './transport.js';
 import { describeShortfalls, describeStranded, leaveBlockers, planRepairs, replicaShortfalls, strandedReplicas } from './shard-repair.js';
 import { planVoters } from './voters.js';
 
@@ -118,7 +118,7 @@ export interface NodeView {
   joined_at: number;
   last_heartbeat_ms_ago: number | null;
   /** This node's own link to it (its Raft messages ride on it): null for this node itself. */
-  link: 'up' | 'blocked' | 'down' | 'none' | null;
+  link: LinkState | null;
   /** Shard groups (vector and VDB) it leads: its own count exact, a peer's as its last link heartbeat said; null: not heard, or its link is down. */
   shard_leaders: number | null;
 }
@@ -325,7 +325,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   }
 
   /** This node's own link to `node` (what its Raft messages to it ride on). */
-  linkState(node: string): { state: 'up' | 'blocked' | 'down' | 'none'; queued: number } {
+  linkState(node: string): { state: LinkState; queued: number } {
     return this.#transport.linkState(node);
   }
 

@@ -49,10 +49,11 @@ export function peerChanges(nodes: readonly PeerRecord[], view: PeerView): { set
   const missing: [string, string][] = [];
   for (const n of nodes) {
     if (n.name === view.self) continue;
+    const dial: [string, string] = [n.name, view.address(n.name, n.grpc)];
     if (n.status !== 'left') {
-      set.push([n.name, view.address(n.name, n.grpc)]);
-      if (!view.hasLink(n.name)) missing.push([n.name, view.address(n.name, n.grpc)]);
-    } else if (view.heard(n.name)) heardLeft.push([n.name, view.address(n.name, n.grpc)]);
+      set.push(dial);
+      if (!view.hasLink(n.name)) missing.push(dial);
+    } else if (view.heard(n.name)) heardLeft.push(dial);
     else if (n.name !== view.leader && !view.connected(n.name)) remove.push(n.name);
   }
   return { set, remove, heardLeft, missing };

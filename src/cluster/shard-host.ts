@@ -38,13 +38,14 @@ import { type GroupView, removalRisks, stillCounted } from './removal-risk.js';
 import { planShardConf } from './shard-repair.js';
 import { wasNotSent } from './not-sent.js';
 import { SilentReplicas, reportAfterMs } from './silent-replicas.js';
+import type { LinkState } from './transport.js';
 
 /** A replica status's diagnostics (`ShardHost.replicaDiagnostics`). */
 export interface ReplicaDiagnostics {
   /** Why the group stopped (a failed write or apply); null while it runs. */
   stopped: string | null;
   /** On a leader: each other member's progress and this node's link to it. */
-  followers?: { node: string; match: number; state: string; link: string; queued: number }[];
+  followers?: { node: string; match: number; state: string; link: LinkState; queued: number }[];
 }
 
 /** How long a stop waits for the groups it leads to take their new leaders. */

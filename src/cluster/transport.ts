@@ -42,6 +42,9 @@ export const TRANSPORT_LIMITS = {
  */
 const REDIAL_BACKOFF: Backoff = { baseMs: TRANSPORT_LIMITS.backoffMsMin, capMs: TRANSPORT_LIMITS.backoffMsMax };
 
+/** This node's own link to a peer, as an operator reads it (`Transport.linkState`). */
+export type LinkState = 'up' | 'blocked' | 'down' | 'none';
+
 /** Answers a call from an authenticated peer; a thrown FirkinError travels back as one. */
 export type RequestHandler = (from: NodeId, method: string, body: Buffer) => Promise<Uint8Array>;
 
@@ -252,7 +255,7 @@ export class Transport {
    * stream's buffer is full, so messages wait); `down` (redialling); `none` (not dialled: no
    * messages go to it).
    */
-  linkState(peer: NodeId): { state: 'up' | 'blocked' | 'down' | 'none'; queued: number } {
+  linkState(peer: NodeId): { state: LinkState; queued: number } {
     const link = this.#links.get(peer);
     if (link === undefined) return { state: 'none', queued: 0 };
     return { state: !link.ready ? 'down' : link.blocked ? 'blocked' : 'up', queued: link.queue.length };
