@@ -1,5 +1,8 @@
 // The cluster on real node processes (src/main.ts, gRPC, RocksDB):
-// - metadata writes through consensus and metadata leader failover (3 nodes);
+// - metadata writes through consensus and metadata leader failover (3 nodes), and the longest
+//   pause a writer sees while the leader is stopped gracefully (SIGTERM: it hands leadership
+//   over first) or killed (`meta-leader-stop-write-gap`, `meta-leader-kill9-write-gap`; the
+//   same for the node leading most vector shards: `vector-shard-leader-*-write-gap`);
 // - how the metadata group's cost grows with learners (pure Raft cores in this process, no
 //   I/O: the CPU and messages of consensus alone);
 // - replicated vector collections (`vector-*`): a collection of 3 shards with replication
@@ -82,6 +85,73 @@ async function failover(c: TestCluster): Promise<BenchResult> {
   }
   const sorted = [...times].sort((a, b) => a - b);
   return { bench: 'meta-failover', runs: times.length, medianMs: percentile(sorted, 50), maxMs: sorted[sorted.length - 1]!, allMs: times.map((t) => Math.round(t)).join(' ') };
+}
+
+/**
+ * What one client writing back to back through a survivor sees while `victim` goes away: the
+ * longest time between two of its acknowledged writes (a few ms when nothing happens), from
+ * the moment the victim is told to go until 20 writes after the cluster answers again.
+ * `stop`: SIGTERM, the node's graceful shutdown, which hands the leaderships it holds to a live
+ * voter first; `kill9`: no hand-over, an election.
+ */
+async function writeGapWhileGone(c: TestCluster, victim: string, how: 'stop' | 'kill9', writeOnce: (attempt: number) => Promise<boolean>): Promise<{ gapMs: number; failed: number }> {
+  let writing = true;
+  let acked = 0;
+  let failed = 0;
+  let attempt = 0;
+  let last = performance.now();
+  let gapMs = 0;
+  const writer = (async () => {
+    while (writing) {
+      const ok = await writeOnce(attempt++);
+      const now = performance.now();
+      if (!ok) {
+        failed++;
+        continue;
+      }
+      gapMs = Math.max(gapMs, now - last);
+      last = now;
+      acked++;
+    }
+  })();
+  try {
+    await waitFor(() => acked >= 20, { timeoutMs: 30_000, intervalMs: 5, what: 'writes before the node goes' });
+    gapMs = 0;
+    failed = 0;
+    await (how === 'stop' ? c.stop(victim) : c.kill9(victim));
+    const after = acked;
+    await waitFor(() => acked >= after + 20, { timeoutMs: 60_000, intervalMs: 5, what: 'writes after the node went' });
+  } finally {
+    writing = false;
+    await writer;
+  }
+  return { gapMs, failed };
+}
+
+function gapResult(bench: string, gaps: readonly { gapMs: number; failed: number }[]): BenchResult {
+  const sorted = gaps.map((g) => g.gapMs).sort((a, b) => a - b);
+  return {
+    bench,
+    runs: gaps.length,
+    medianMs: percentile(sorted, 50),
+    maxMs: sorted[sorted.length - 1]!,
+    allMs: gaps.map((g) => Math.round(g.gapMs)).join(' '),
+    failedWrites: gaps.reduce((n, g) => n + g.failed, 0),
+  };
+}
+
+/** The metadata leader stopped or killed, under one writer of metadata through a survivor. */
+async function metaLeaderGap(c: TestCluster, how: 'stop' | 'kill9'): Promise<BenchResult> {
+  const gaps: { gapMs: number; failed: number }[] = [];
+  for (let run = 0; run < failoverRuns; run++) {
+    await c.waitMembers();
+    await c.waitVoters(3);
+    const leader = await c.leader();
+    const survivor = c.running().find((n) => n !== leader)!;
+    gaps.push(await writeGapWhileGone(c, leader, how, () => write(c, survivor)));
+    await c.startNode(leader);
+  }
+  return gapResult(`meta-leader-${how}-write-gap`, gaps);
 }
 
 /**
@@ -255,34 +325,56 @@ async function textCases(t: Target): Promise<BenchResult[]> {
 }
 
 /** kill -9 the node leading the most shards; time until a batch touching every shard is written through a survivor. */
+/** Every shard led and every replica caught up; the node leading most shards. */
+async function shardLeaderVictim(c: TestCluster): Promise<string> {
+  const shards = await waitFor(async () => {
+    const r = await c.request(c.running()[0]!, 'GET', '/_cluster/collections/bench/shards');
+    const list = r.body?.shards as { leader?: string | null; lag?: Record<string, number | null> }[] | undefined;
+    // Every shard led, every replica caught up (the restarted node included).
+    return list !== undefined && list.every((s) => typeof s.leader === 'string' && Object.values(s.lag ?? {}).length === 3 && Object.values(s.lag ?? {}).every((l) => l === 0)) ? list : undefined;
+  }, { timeoutMs: 60_000, intervalMs: 200, what: 'every shard led and caught up' });
+  const led = new Map<string, number>();
+  for (const s of shards) led.set(s.leader!, (led.get(s.leader!) ?? 0) + 1);
+  return [...led].sort((a, b) => b[1] - a[1])[0]![0];
+}
+
+/** A batch with a document on every shard (30 random ids), written through `node`: all created. */
+async function batchOnEveryShard(c: TestCluster, node: string, ids: string): Promise<boolean> {
+  const documents = Array.from({ length: 30 }, (_, j) => ({ id: `${ids}-${j}`, text: 'f', metadata: {}, vector: randomVector() }));
+  const r = await c.request(node, 'POST', '/vectordb/collections/bench/docs', { body: { documents } }).catch(() => undefined);
+  return r?.status === 200 && (r.body.results as { status?: string }[]).every((x) => x.status === 'created');
+}
+
 async function shardFailover(c: TestCluster): Promise<BenchResult> {
   const times: number[] = [];
-  const probe = (run: number, attempt: number) => Array.from({ length: 30 }, (_, j) => ({ id: `f${run}-${attempt}-${j}`, text: 'f', metadata: {}, vector: randomVector() }));
   for (let run = 0; run < failoverRuns; run++) {
     await c.waitMembers();
     await c.waitVoters(3);
-    const shards = await waitFor(async () => {
-      const r = await c.request(c.running()[0]!, 'GET', '/_cluster/collections/bench/shards');
-      const list = r.body?.shards as { leader?: string | null; lag?: Record<string, number | null> }[] | undefined;
-      // Every shard led, every replica caught up (the restarted node included).
-      return list !== undefined && list.every((s) => typeof s.leader === 'string' && Object.values(s.lag ?? {}).length === 3 && Object.values(s.lag ?? {}).every((l) => l === 0)) ? list : undefined;
-    }, { timeoutMs: 60_000, intervalMs: 200, what: 'every shard led and caught up' });
-    const led = new Map<string, number>();
-    for (const s of shards) led.set(s.leader!, (led.get(s.leader!) ?? 0) + 1);
-    const victim = [...led].sort((a, b) => b[1] - a[1])[0]![0];
+    const victim = await shardLeaderVictim(c);
     const survivor = c.running().find((n) => n !== victim)!;
     const t0 = performance.now();
     await c.kill9(victim);
     let attempt = 0;
-    await waitFor(async () => {
-      const r = await c.request(survivor, 'POST', '/vectordb/collections/bench/docs', { body: { documents: probe(run, attempt++) } }).catch(() => undefined);
-      return r?.status === 200 && (r.body.results as { status?: string }[]).every((x) => x.status === 'created');
-    }, { timeoutMs: 60_000, intervalMs: 10, what: 'a batch on every shard after the kill' });
+    await waitFor(() => batchOnEveryShard(c, survivor, `f${run}-${attempt++}`), { timeoutMs: 60_000, intervalMs: 10, what: 'a batch on every shard after the kill' });
     times.push(performance.now() - t0);
     await c.startNode(victim);
   }
   const sorted = [...times].sort((a, b) => a - b);
   return { bench: 'vector-shard-failover', runs: times.length, medianMs: percentile(sorted, 50), maxMs: sorted[sorted.length - 1]!, allMs: times.map((x) => Math.round(x)).join(' ') };
+}
+
+/** The node leading most vector shards stopped or killed, under one writer of batches on every shard. */
+async function shardLeaderGap(c: TestCluster, how: 'stop' | 'kill9'): Promise<BenchResult> {
+  const gaps: { gapMs: number; failed: number }[] = [];
+  for (let run = 0; run < failoverRuns; run++) {
+    await c.waitMembers();
+    await c.waitVoters(3);
+    const victim = await shardLeaderVictim(c);
+    const survivor = c.running().find((n) => n !== victim)!;
+    gaps.push(await writeGapWhileGone(c, victim, how, (attempt) => batchOnEveryShard(c, survivor, `g${how}${run}-${attempt}`)));
+    await c.startNode(victim);
+  }
+  return gapResult(`vector-shard-leader-${how}-write-gap`, gaps);
 }
 
 // ---- VDBs --------------------------------------------------------------------------------------
@@ -438,7 +530,7 @@ async function leaderPlacement(balance: boolean): Promise<BenchResult[]> {
 
 const results: BenchResult[] = [];
 for (const learners of [0, 10, 50]) if (selected(`meta-fanout-5v-${learners}l`)) results.push(fanOut(learners, 2_000));
-if (selected('meta-write') || selected('meta-failover')) {
+if (['meta-write', 'meta-failover', 'meta-leader-stop-write-gap', 'meta-leader-kill9-write-gap'].some(selected)) {
   const c = await TestCluster.start(3);
   await c.waitVoters(3);
   try {
@@ -446,6 +538,7 @@ if (selected('meta-write') || selected('meta-failover')) {
       if (selected(`meta-write-${via}-c${clients}`)) results.push(await metaWrites(c, clients, via));
     }
     if (selected('meta-failover')) results.push(await failover(c));
+    for (const how of ['stop', 'kill9'] as const) if (selected(`meta-leader-${how}-write-gap`)) results.push(await metaLeaderGap(c, how));
   } finally {
     await c.close();
   }
@@ -487,13 +580,15 @@ for (const target of ['standalone', 'cluster'] as const) {
     }
   }
   const clusterCases = vectorCaseNames('cluster').some(selected);
-  if (clusterCases || selected('vector-shard-failover')) {
+  const shardGone = ['vector-shard-failover', 'vector-shard-leader-stop-write-gap', 'vector-shard-leader-kill9-write-gap'].some(selected);
+  if (clusterCases || shardGone) {
     const c = await TestCluster.start(3, DEFAULT_TIMINGS);
     try {
       await c.waitVoters(3);
       if (clusterCases) results.push(...(await vectorCases({ name: 'cluster', urls: () => c.running().map((n) => c.url(n)) })));
       else await call(c.url('n1'), 'PUT', '/vectordb/collections/bench', { dimensions: dims, num_shards: 3, replication_factor: 3 });
       if (selected('vector-shard-failover')) results.push(await shardFailover(c));
+      for (const how of ['stop', 'kill9'] as const) if (selected(`vector-shard-leader-${how}-write-gap`)) results.push(await shardLeaderGap(c, how));
     } finally {
       await c.close();
     }
