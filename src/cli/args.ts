@@ -32,6 +32,11 @@ export interface Target {
   readonly url: string;
   readonly key: string | undefined;
   readonly json: boolean;
+  /**
+   * Other nodes of the cluster (`FIRKIN_NODES`, as `scripts/cluster.sh env` prints it, without
+   * `url`): a cluster-wide command asks the next when a node cannot be connected to.
+   */
+  readonly fallbacks?: readonly string[];
 }
 
 /** Offline commands: they open a stopped node's data directory, not its HTTP API. */
@@ -197,7 +202,14 @@ function withTarget(command: Command, values: Partial<Record<ValueOption, string
   if (url === undefined) return usage(`the node URL must be an http(s) URL like ${DEFAULT_URL}, got ${JSON.stringify(rawUrl)}`);
   const key = nonEmpty(values.key) ?? nonEmpty(env.FIRKIN_KEY);
   if (key === undefined && keyFor !== undefined) return usage(`${keyFor} needs the admin key: --key KEY or FIRKIN_KEY`);
-  return { kind: 'run', command, target: { url, key, json } };
+  const fallbacks: string[] = [];
+  for (const raw of (nonEmpty(env.FIRKIN_NODES) ?? '').split(',')) {
+    if (raw.trim() === '') continue;
+    const node = normaliseUrl(raw.trim());
+    if (node === undefined) return usage(`FIRKIN_NODES must be http(s) URLs separated by commas, like ${DEFAULT_URL},http://127.0.0.1:8081; got ${JSON.stringify(raw)}`);
+    if (node !== url && !fallbacks.includes(node)) fallbacks.push(node);
+  }
+  return { kind: 'run', command, target: { url, key, json, ...(fallbacks.length === 0 ? {} : { fallbacks }) } };
 }
 
 /** `collection reshard COLLECTION N [--wait]`, `collection reshard COLLECTION --cancel` (the vector API is open: no key needed). */

@@ -9,6 +9,8 @@ export class CliFailure extends Error {
     readonly code: string,
     message: string,
     readonly exitCode: typeof EXIT_FAILED | typeof EXIT_USAGE = EXIT_FAILED,
+    /** The request never reached the node (no connection was made): safe to ask another. */
+    readonly notSent = false,
   ) {
     super(message);
     this.name = 'CliFailure';

@@ -3,7 +3,7 @@
 // node sent it with --json. bin/firkin.js runs it.
 import { type Command, type Target, parseArgs } from './args.js';
 import { asHealth, asImportCancel, asJobs, asNodeDetails, asNodeStatus, asNodes, asReshardJob, asReshardStarted, asShards, asStatus, asTasks, asVdbRebalance, asVdbShardChange, asVdbShards } from './contract.js';
-import { CliFailure, EXIT_USAGE, failureLine } from './failure.js';
+import { CliFailure, EXIT_FAILED, EXIT_USAGE, failureLine } from './failure.js';
 import { cleanCell } from './table.js';
 import { isReshardEnded } from '../cluster/meta-state.js';
 import { type NodeHealth, renderClusterHealth, renderImportCancel, renderJobs, renderNodeDetails, renderNodeNames, renderNodeStatus, renderReshardProgress, renderShards, renderStatus, renderTasks, renderVdbCancel, renderVdbProgress, renderVdbShards } from './render.js';
@@ -57,8 +57,33 @@ export const EXIT_NOT_HEALTHY = 3;
 /** How long `cluster health` waits for one node's /health. */
 const HEALTH_TIMEOUT_MS = 5_000;
 
+/** Commands about the node asked itself: never sent to another one. */
+const THIS_NODE_COMMANDS: ReadonlySet<Command['kind']> = new Set(['join', 'leave', 'tasks']);
+
+/**
+ * Connection failures that mean the request was never sent (nothing listens, no route, no such
+ * host, or no connection in time): a cluster-wide command may ask another node. A reset or a
+ * timeout after connecting may have been acted on, so it is not retried elsewhere.
+ */
+const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
 async function run(command: Command, target: Target, fetchFn: typeof fetch, progress: (line: string) => void): Promise<string | { out: string; exitCode: number }> {
-  const call = (method: string, path: string, body?: unknown, timeoutMs?: number) => callNode(fetchFn, target, method, path, body, timeoutMs);
+  // The node asked; a cluster-wide command moves to the next of FIRKIN_NODES when this one
+  // cannot be connected to, and stays there for the rest of the command (its polls).
+  let url = target.url;
+  const others = THIS_NODE_COMMANDS.has(command.kind) ? [] : [...(target.fallbacks ?? [])];
+  const call = async (method: string, path: string, body?: unknown, timeoutMs?: number): Promise<unknown> => {
+    for (;;) {
+      try {
+        return await callNode(fetchFn, { ...target, url }, method, path, body, timeoutMs);
+      } catch (err) {
+        if (!(err instanceof CliFailure) || !err.notSent || others.length === 0) throw err;
+        const next = others.shift()!;
+        progress(`${failureLine(err.code, `${err.message}; asking ${next} instead (FIRKIN_NODES)`)}\n`);
+        url = next;
+      }
+    }
+  };
   const print = <T>(raw: unknown, check: (raw: unknown) => T, render: (body: T) => string) =>
     target.json ? `${JSON.stringify(raw)}\n` : render(check(raw));
   switch (command.kind) {
@@ -76,7 +101,7 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
       return print(await call('GET', '/vectordb/cluster/nodes'), asNodes, renderNodeNames);
     }
     case 'health': {
-      const nodes = await clusterHealth(target, fetchFn, call);
+      const nodes = await clusterHealth(target, fetchFn, call, () => url);
       const out = target.json ? `${JSON.stringify({ nodes: nodes.map((n) => ({ name: n.name, member: n.member ?? null, health: n.raw })) })}\n` : renderClusterHealth(nodes);
       return { out, exitCode: nodes.every((n) => n.health.status === 'ok') ? 0 : EXIT_NOT_HEALTHY };
     }
@@ -145,7 +170,7 @@ async function run(command: Command, target: Target, fetchFn: typeof fetch, prog
  * Every member's /health (from the member list, with an admin key), or the target's alone (no
  * key, or a standalone node). A node that does not answer is `unreachable`, not an error.
  */
-async function clusterHealth(target: Target, fetchFn: typeof fetch, call: (method: string, path: string) => Promise<unknown>): Promise<(NodeHealth & { raw: unknown })[]> {
+async function clusterHealth(target: Target, fetchFn: typeof fetch, call: (method: string, path: string) => Promise<unknown>, asked: () => string): Promise<(NodeHealth & { raw: unknown })[]> {
   let members: { name: string; http: string; status: string }[] | undefined;
   if (target.key !== undefined) {
     const details = await call('GET', '/_cluster/nodes').catch((err: unknown) => {
@@ -155,8 +180,8 @@ async function clusterHealth(target: Target, fetchFn: typeof fetch, call: (metho
     if (details !== undefined) members = asNodeDetails(details).nodes.filter((n) => n.status !== 'left');
   }
   if (members === undefined) {
-    const own = await nodeHealth(fetchFn, target.url);
-    return [{ name: 'node' in own.health ? own.health.node : target.url, member: undefined, ...own }];
+    const own = await nodeHealth(fetchFn, asked());
+    return [{ name: 'node' in own.health ? own.health.node : asked(), member: undefined, ...own }];
   }
   return Promise.all(members.map(async (m) => ({ name: m.name, member: m.status, ...(await nodeHealth(fetchFn, m.http)) })));
 }
@@ -232,7 +257,8 @@ async function callNode(fetchFn: typeof fetch, target: Target, method: string, p
     text = await res.text();
   } catch (err) {
     if ((err as Error).name === 'TimeoutError') throw new CliFailure('timeout', `no answer to ${where} within ${timeoutMs / 1000} s`);
-    throw new CliFailure('unreachable', `cannot reach ${target.url}: ${whyUnreachable(err)}`);
+    const why = whyUnreachable(err);
+    throw new CliFailure('unreachable', `cannot reach ${target.url}: ${why}`, EXIT_FAILED, NOT_SENT_CODES.has(why));
   }
   let parsed: unknown;
   try {

@@ -5,7 +5,9 @@ const TARGET = `Options:
   --url URL    the node to talk to (env FIRKIN_URL; default http://127.0.0.1:8080)
   --key KEY    an admin API key, sent as Authorization: Bearer (env FIRKIN_KEY)
   --json       print the node's JSON answer instead of a table
-  -h, --help   this text`;
+  -h, --help   this text
+Env FIRKIN_NODES (comma-separated URLs): a cluster-wide command whose node refuses the
+connection asks the next of them.`;
 
 const EXIT = `Exit status: 0 done, 1 the node answered with an error or could not be reached,
 2 usage error, 3 (cluster health) a member is not ok. Errors are one line on stderr:

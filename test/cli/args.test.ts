@@ -43,6 +43,27 @@ t.test('the URL and key: flag over env over default; empty env is unset', (t) =>
   t.end();
 });
 
+t.test('FIRKIN_NODES: the other nodes, normalised, without the target or repeats; a bad one is a usage error', (t) => {
+  const target = (e: Record<string, string>) => {
+    const p = parseArgs(['cluster', 'status'], e);
+    return p.kind === 'run' ? p.target : p;
+  };
+  const nodes = 'http://127.0.0.1:8081, http://127.0.0.1:8082/,http://127.0.0.1:8083,,http://127.0.0.1:8082';
+  t.same(target({ FIRKIN_NODES: nodes, FIRKIN_URL: 'http://127.0.0.1:8081' }), {
+    url: 'http://127.0.0.1:8081',
+    key: undefined,
+    json: false,
+    fallbacks: ['http://127.0.0.1:8082', 'http://127.0.0.1:8083'],
+  });
+  t.same(target({ FIRKIN_NODES: 'http://127.0.0.1:8080' }), { url: DEFAULT_URL, key: undefined, json: false }, 'only the target itself: no fallbacks');
+  t.same(target({ FIRKIN_NODES: '' }), { url: DEFAULT_URL, key: undefined, json: false }, 'empty is unset');
+  t.same(target({ FIRKIN_NODES: 'http://a:1,b:2' }), {
+    kind: 'usage_error',
+    message: `FIRKIN_NODES must be http(s) URLs separated by commas, like ${DEFAULT_URL},http://127.0.0.1:8081; got "b:2"`,
+  });
+  t.end();
+});
+
 t.test('shards takes a collection', (t) => {
   t.match(parseArgs(['cluster', 'shards', 'c', '--key', KEY], {}), { kind: 'run', command: { kind: 'shards', collection: 'c' } });
   t.end();
@@ -131,7 +152,7 @@ t.test('parsing is total: any argv gives a command, a help or a one-line usage e
     fc.string(),
   );
   fc.assert(
-    fc.property(fc.array(arbArg, { maxLength: 8 }), fc.dictionary(fc.constantFrom('FIRKIN_URL', 'FIRKIN_KEY'), fc.string()), (argv, env) => {
+    fc.property(fc.array(arbArg, { maxLength: 8 }), fc.dictionary(fc.constantFrom('FIRKIN_URL', 'FIRKIN_KEY', 'FIRKIN_NODES'), fc.string()), (argv, env) => {
       const p = parseArgs(argv, env);
       if (p.kind === 'usage_error') return p.message !== '' && !/[\n\r]/.test(p.message);
       return p.kind === 'help' || p.kind === 'run' || p.kind === 'offline';

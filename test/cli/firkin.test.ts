@@ -186,3 +186,57 @@ t.test('cluster health: every member asked (503 carries a report, a refusal is u
   const asJson = await cli(['cluster', 'health', '--json'], json(200, { status: 'ok', node: 'solo', problems: [], uptime_s: 4 }));
   t.same(JSON.parse(asJson.out), { nodes: [{ name: 'solo', member: null, health: { status: 'ok', node: 'solo', problems: [], uptime_s: 4 } }] });
 });
+
+t.test('FIRKIN_NODES: a cluster-wide command asks the next node when one refuses the connection, and stays there; a node\'s own command and a timeout do not move', async (t) => {
+  const refused = () => {
+    throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+  };
+  const env = { FIRKIN_URL: 'http://a:1', FIRKIN_NODES: 'http://a:1,http://b:1,http://c:1', FIRKIN_KEY: 'k1' };
+  const run = async (argv: string[], answer: (url: string) => Promise<Response>) => {
+    let out = '';
+    let err = '';
+    const urls: string[] = [];
+    const io: CliIo = {
+      out: (s) => (out += s),
+      err: (s) => (err += s),
+      fetch: (async (url: string) => {
+        urls.push(url);
+        return answer(url);
+      }) as typeof fetch,
+    };
+    return { code: await runCli(argv, env, io), out, err, urls };
+  };
+  const status = { state: 'member', is_leader: false, leader: 'n3', nodes: ['n1', 'n2', 'n3'], healthy_nodes: ['n2', 'n3'] };
+
+  const moved = await run(['cluster', 'status', '--json'], async (url) => (url.startsWith('http://a:1') ? refused() : json(200, status)()));
+  t.same([moved.code, moved.out, moved.urls], [0, `${JSON.stringify(status)}\n`, ['http://a:1/vectordb/cluster/status', 'http://b:1/vectordb/cluster/status']]);
+  t.equal(moved.err, 'firkin: unreachable: cannot reach http://a:1: ECONNREFUSED; asking http://b:1 instead (FIRKIN_NODES)\n', 'one line says where it went');
+
+  // A reshard that is followed: every poll goes to the node that answered.
+  let polls = 0;
+  const job = (state: string) => ({ collection: 'c', state, old_shards: 1, new_shards: 2, documents_migrated: 2, documents_expected: 2, last_error: null });
+  const followed = await run(['collection', 'reshard', 'c', '2', '--wait'], async (url) => {
+    if (url.startsWith('http://a:1')) return refused();
+    if (polls++ === 0) return json(202, { status: 'resharding', info: { old_shards: 1, new_shards: 2 } })();
+    return json(200, job('done'))();
+  });
+  t.equal(followed.code, 0, followed.err);
+  t.same(followed.urls, ['http://a:1/vectordb/collections/c/reshard', 'http://b:1/vectordb/collections/c/reshard', 'http://b:1/vectordb/collections/c/reshard']);
+
+  const none = await run(['cluster', 'nodes', '--json'], refused);
+  t.same([none.code, none.out, none.urls.length], [1, '', 3], 'every node tried once');
+  t.match(none.err, /asking http:\/\/b:1 instead[^\n]*\n[^\n]*asking http:\/\/c:1 instead[^\n]*\nfirkin: unreachable: cannot reach http:\/\/c:1: ECONNREFUSED\n$/);
+
+  for (const argv of [['cluster', 'leave'], ['tasks'], ['cluster', 'join', '--seed', 'x:1']]) {
+    const own = await run(argv, refused);
+    t.same([own.code, own.urls.length, own.err], [1, 1, 'firkin: unreachable: cannot reach http://a:1: ECONNREFUSED\n'], `${argv.join(' ')}: about this node, never another`);
+  }
+  const slow = await run(['cluster', 'status'], async () => {
+    throw new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+  });
+  t.same([slow.code, slow.urls.length], [1, 1], 'a timeout may have been acted on: not retried elsewhere');
+  const reset = await run(['cluster', 'remove', 'n4'], async () => {
+    throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+  });
+  t.same([reset.code, reset.urls.length], [1, 1], 'nor a connection reset');
+});
