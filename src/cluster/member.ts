@@ -163,6 +163,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   #closed = false;
   #left = false;
   #joining: Promise<void> | undefined;
+  /** Inside `#joinSeeds`: asking seeds to take this node in. */
+  #seekingSeed = false;
   /** Per unreachable leaving node: why its leave waits, as last logged. */
   readonly #leaveWaits = new Map<string, string>();
   /** `vouching()` as of the metadata applied index `#vouchingAt`. */
@@ -701,6 +703,15 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   #joinedVia: { seed: string; atMs: number } | undefined;
 
   async #joinSeeds(seeds: readonly string[]): Promise<void> {
+    this.#seekingSeed = true;
+    try {
+      await this.#joinThroughSeeds(seeds);
+    } finally {
+      this.#seekingSeed = false;
+    }
+  }
+
+  async #joinThroughSeeds(seeds: readonly string[]): Promise<void> {
     const o = this.#o;
     const deadline = o.clock.nowMs() + o.timings.joinTimeoutMs;
     const reasons = this.#joinFailures;
@@ -708,6 +719,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     let attempt = 0;
     /** Seeds that answered as this node: a seed list that names every node names it too. */
     const own = new Set<string>();
+    /**
+     * Seeds that said they are looking for a cluster themselves, and answered nothing else
+     * since (not reaching one since does not count: it may have given up first).
+     */
+    const joiningToo = new Set<string>();
     while (!this.#closed) {
       for (const seed of seeds) {
         if (own.has(seed)) continue;
@@ -722,6 +738,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           return;
         } catch (err) {
           const why = (err as Error).message;
+          if (isFirkinError(err) && err.details?.joining === true) joiningToo.add(seed);
+          else if (!(isFirkinError(err) && err.code === 'unavailable')) joiningToo.delete(seed);
           if (isFirkinError(err) && err.details?.self === true) {
             // Skipped from now on; it stays among the reasons, should no other seed answer.
             o.log.info({ seed }, `seed ${seed} is this node itself: skipped`);
@@ -742,10 +760,15 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       const onlyOwn = own.size > 0 && own.size === new Set(seeds).size;
       if (onlyOwn || o.clock.nowMs() > deadline) {
         const summary = [...reasons].map(([s, why]) => `${s}: ${why}`).join('; ');
+        // Every other seed is a node like this one, started with seeds and no cluster: nobody
+        // starts one (a cluster starts on a node with no seeds), so waiting longer cannot help.
+        const noneMember = !onlyOwn && new Set(seeds).size === own.size + joiningToo.size;
         o.onFatal(
           onlyOwn
             ? `cannot join: every seed is this node's own address (${summary}); list another member's gRPC address in SERVICE_SEED_NODES, or none to start a new cluster`
-            : `cannot join any seed within ${o.timings.joinTimeoutMs} ms (${summary})`,
+            : noneMember
+              ? `cannot join: no seed is a member of a cluster yet: ${[...joiningToo].join(', ')} ${joiningToo.size === 1 ? 'is' : 'are'} joining one too (${summary}); start one node without SERVICE_SEED_NODES: it starts the cluster, and the others join through it`
+              : `cannot join any seed within ${o.timings.joinTimeoutMs} ms (${summary})`,
         );
         return;
       }
@@ -812,6 +835,11 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
         const node = decodeCbor(body) as Partial<NodeAddress> | null;
         if (typeof node?.name !== 'string' || node.name !== from || typeof node.grpc !== 'string' || typeof node.incarnation !== 'string') {
           throw new FirkinError('bad_request', 'malformed join request');
+        }
+        // Looking for a cluster itself, with nothing of one yet: no leader will take the join
+        // here (the proposal would only wait out its timeout). Said at once, and why.
+        if (this.#seekingSeed && this.#group.core.log.lastIndex() === 0) {
+          throw new FirkinError('not_member', `${this.#o.nodeName} is joining a cluster itself (it has no cluster yet)`, { details: { joining: true } });
         }
         this.#o.log.info({ node: node.name, grpc: node.grpc }, `node ${node.name} asks to join`);
         // The joiner learns every address from the answer, ours included: register first.

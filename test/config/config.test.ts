@@ -167,6 +167,33 @@ t.test("a cluster node's data directory started standalone stops it with one lin
   t.pass('it starts in cluster mode as before');
 });
 
+t.test('nodes that only name each other as seeds: each stops at its join deadline saying no seed is a member yet, and how to start one', async (t) => {
+  const { freePorts } = await import('../raft/kv-cluster.js');
+  const [a, b] = await freePorts(2);
+  // Every node listed, none started without seeds: nobody starts the cluster. Before, each
+  // seed took the join, waited for a metadata leader that did not exist and answered
+  // "did not answer meta.join within 5000 ms", which said nothing of why.
+  const seeds = `127.0.0.1:${a},127.0.0.1:${b}`;
+  const node = (name: string, grpc: number) =>
+    runNodeExpectingExit({
+      SERVICE_DATA_DIR: tempDir(),
+      SERVICE_LOG_LEVEL: 'silent',
+      SERVICE_ENABLE_CLUSTER: 'true',
+      RELEASE_COOKIE: 'config-test-cookie',
+      SERVICE_NODE_NAME: name,
+      SERVICE_GRPC_PORT: String(grpc),
+      SERVICE_SEED_NODES: seeds,
+      SERVICE_JOIN_TIMEOUT_MS: '4000',
+    });
+  const [n1, n2] = await Promise.all([node('n1', a!), node('n2', b!)]);
+  for (const [name, r, other] of [['n1', n1, b], ['n2', n2, a]] as const) {
+    t.equal(r.code, 1, `${name} exits 1`);
+    // The other may have given up first: what it said before counts.
+    t.match(r.output, new RegExp(`^firkin: cannot join: no seed is a member of a cluster yet: 127\\.0\\.0\\.1:${other} is joining one too \\(.*\\); start one node without SERVICE_SEED_NODES: it starts the cluster, and the others join through it\\n$`), `${name}: ${r.output}`);
+    t.equal(r.output.trim().split('\n').length, 1, `${name}: one line`);
+  }
+});
+
 t.test("a seed list of this node's own address only stops it with one line; beside another seed it is skipped", async (t) => {
   const { freePorts } = await import('../raft/kv-cluster.js');
   const [grpc] = await freePorts(1);
