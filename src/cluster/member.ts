@@ -29,6 +29,7 @@ import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { SilentReplicas, reportAfterMs } from './silent-replicas.js';
 import { describeOneWay, oneWayPeers } from './one-way-links.js';
 import { wasNotSent } from './not-sent.js';
+import { type SeedAnswer, normaliseSeeds, shouldBootstrapFromSeeds } from './seed-bootstrap.js';
 import type { LinkState, Transport } from './transport.js';
 import { describeShortfalls, describeStranded, leaveBlockers, planRepairs, replicaShortfalls, strandedReplicas } from './shard-repair.js';
 import { planVoters } from './voters.js';
@@ -163,8 +164,10 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   #closed = false;
   #left = false;
   #joining: Promise<void> | undefined;
-  /** Inside `#joinSeeds`: asking seeds to take this node in. */
-  #seekingSeed = false;
+  /** Inside `#joinSeeds`: the seeds it asks to take this node in (normalised). */
+  #seekingSeeds: readonly string[] | undefined;
+  /** How the metadata group was made (an all-seeded start makes it again, bootstrapped). */
+  #groupOptions!: RaftGroupOptions;
   /** Per unreachable leaving node: why its leave waits, as last logged. */
   readonly #leaveWaits = new Map<string, string>();
   /** `vouching()` as of the metadata applied index `#vouchingAt`. */
@@ -290,12 +293,13 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
       onFailure: (err) => o.log.error({ err: err.message }, `metadata group stopped: ${err.message}`),
       vouching: () => this.vouching(),
     };
+    this.#groupOptions = groupOptions;
     this.#group = new RaftGroup(groupOptions);
     await this.#transport.start();
     await this.#group.start();
     const roundMs = Math.max(50, Math.floor(o.timings.nodeHeartbeatMs));
     this.#loop = setInterval(() => void this.#round(), roundMs);
-    if (empty && o.seeds.length > 0) this.#joining = this.#joinSeeds(o.seeds);
+    if (empty && o.seeds.length > 0) this.#joining = this.#joinSeeds(o.seeds, o.bootstrap);
   }
 
   /** Route the messages of every other Raft group, and calls whose method starts with `prefix.`, to `host` (one host per data kind). */
@@ -690,7 +694,7 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
     if (state === 'left') throw new FirkinError('conflict', `node ${this.#o.nodeName} left its cluster; it can join again only as a new node with a fresh data directory`);
     const log = this.#group.core.log;
     if (log.lastIndex() > 0 && this.#joining === undefined) throw new FirkinError('already_member', `node ${this.#o.nodeName} already belongs to a cluster`);
-    this.#joining ??= this.#joinSeeds([seed]);
+    this.#joining ??= this.#joinSeeds([seed], false);
     return { status: 'joining', node: this.#o.nodeName };
   }
 
@@ -702,16 +706,32 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
   /** The seed that took this node's join, and when (for /health while no leader reaches it). */
   #joinedVia: { seed: string; atMs: number } | undefined;
 
-  async #joinSeeds(seeds: readonly string[]): Promise<void> {
-    this.#seekingSeed = true;
+  /** `mayStart`: nodes that all name each other may start the cluster (seed-bootstrap.ts). */
+  async #joinSeeds(seeds: readonly string[], mayStart: boolean): Promise<void> {
+    this.#seekingSeeds = normaliseSeeds(seeds);
     try {
-      await this.#joinThroughSeeds(seeds);
+      await this.#joinThroughSeeds(seeds, mayStart);
     } finally {
-      this.#seekingSeed = false;
+      this.#seekingSeeds = undefined;
     }
   }
 
-  async #joinThroughSeeds(seeds: readonly string[]): Promise<void> {
+  /**
+   * The all-seeded start (seed-bootstrap.ts): this node's metadata group, open as a fresh
+   * replica with nothing in it, is made again as a new cluster's first voter. False (and the
+   * group as it was) when its log is no longer empty: something reached it meanwhile.
+   */
+  async #startClusterHere(): Promise<boolean> {
+    const o = this.#o;
+    await this.#group.close();
+    const log = await RocksLog.open(o.store, META_GROUP, { voters: [o.nodeName], learners: [] });
+    this.#groupOptions = { ...this.#groupOptions, log };
+    this.#group = new RaftGroup(this.#groupOptions);
+    await this.#group.start();
+    return log.bootstrapped;
+  }
+
+  async #joinThroughSeeds(seeds: readonly string[], mayStart: boolean): Promise<void> {
     const o = this.#o;
     const deadline = o.clock.nowMs() + o.timings.joinTimeoutMs;
     const reasons = this.#joinFailures;
@@ -724,6 +744,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
      * since (not reaching one since does not count: it may have given up first).
      */
     const joiningToo = new Set<string>();
+    /** Each seed's last answer, for the all-seeded start. */
+    const answers = new Map<string, SeedAnswer>();
     while (!this.#closed) {
       for (const seed of seeds) {
         if (own.has(seed)) continue;
@@ -738,8 +760,14 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           return;
         } catch (err) {
           const why = (err as Error).message;
-          if (isFirkinError(err) && err.details?.joining === true) joiningToo.add(seed);
-          else if (!(isFirkinError(err) && err.code === 'unavailable')) joiningToo.delete(seed);
+          const theirs = isFirkinError(err) ? err.details?.seeds : undefined;
+          if (isFirkinError(err) && err.details?.joining === true) {
+            joiningToo.add(seed);
+            answers.set(seed.trim(), Array.isArray(theirs) && theirs.every((x) => typeof x === 'string') ? { kind: 'joining', seeds: theirs } : { kind: 'other' });
+          } else {
+            if (!(isFirkinError(err) && err.code === 'unavailable')) joiningToo.delete(seed);
+            answers.set(seed.trim(), isFirkinError(err) && err.details?.self === true ? { kind: 'self' } : { kind: 'other' });
+          }
           if (isFirkinError(err) && err.details?.self === true) {
             // Skipped from now on; it stays among the reasons, should no other seed answer.
             o.log.info({ seed }, `seed ${seed} is this node itself: skipped`);
@@ -755,6 +783,15 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
             return;
           }
         }
+      }
+      if (mayStart && !this.#closed && shouldBootstrapFromSeeds(seeds, answers)) {
+        o.log.info({ seeds: normaliseSeeds(seeds) }, 'every other seed is a node looking for a cluster with this same seed list, and this node has the lowest address: starting the cluster here (the others join it)');
+        if (await this.#startClusterHere()) {
+          o.log.info({ node: o.nodeName }, 'bootstrapping a new cluster with this node as its first voter');
+          reasons.clear();
+          return;
+        }
+        o.log.warn('the metadata log was no longer empty: not starting a cluster; joining as before');
       }
       // Only itself to join through: no other node can be asked, now or later.
       const onlyOwn = own.size > 0 && own.size === new Set(seeds).size;
@@ -838,8 +875,8 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
         }
         // Looking for a cluster itself, with nothing of one yet: no leader will take the join
         // here (the proposal would only wait out its timeout). Said at once, and why.
-        if (this.#seekingSeed && this.#group.core.log.lastIndex() === 0) {
-          throw new FirkinError('not_member', `${this.#o.nodeName} is joining a cluster itself (it has no cluster yet)`, { details: { joining: true } });
+        if (this.#seekingSeeds !== undefined && this.#group.core.log.lastIndex() === 0) {
+          throw new FirkinError('not_member', `${this.#o.nodeName} is joining a cluster itself (it has no cluster yet)`, { details: { joining: true, seeds: this.#seekingSeeds } });
         }
         this.#o.log.info({ node: node.name, grpc: node.grpc }, `node ${node.name} asks to join`);
         // The joiner learns every address from the answer, ours included: register first.

@@ -167,14 +167,38 @@ t.test("a cluster node's data directory started standalone stops it with one lin
   t.pass('it starts in cluster mode as before');
 });
 
-t.test('nodes that only name each other as seeds: each stops at its join deadline saying no seed is a member yet, and how to start one', async (t) => {
+t.test('nodes started with one seed list naming them all form a cluster: the lowest address starts it, the others join', async (t) => {
   const { freePorts } = await import('../raft/kv-cluster.js');
-  const [a, b] = await freePorts(2);
-  // Every node listed, none started without seeds: nobody starts the cluster. Before, each
-  // seed took the join, waited for a metadata leader that did not exist and answered
-  // "did not answer meta.join within 5000 ms", which said nothing of why.
-  const seeds = `127.0.0.1:${a},127.0.0.1:${b}`;
-  const node = (name: string, grpc: number) =>
+  const { waitForMember } = await import('../support/one-node-cluster.js');
+  const { startTestNode } = await import('../support/node.js');
+  const ports = await freePorts(3);
+  // As a StatefulSet's pods get it: the same list on every node, each node's own address in it.
+  // Before, none started a cluster (that needed a node without seeds) and each exited at its
+  // join deadline.
+  const seeds = ports.map((p) => `127.0.0.1:${p}`).join(',');
+  const nodes = await Promise.all(
+    ports.map((grpc, i) =>
+      startTestNode({ SERVICE_ENABLE_CLUSTER: 'true', RELEASE_COOKIE: 'config-test-cookie', SERVICE_NODE_NAME: `n${i + 1}`, SERVICE_GRPC_PORT: String(grpc), SERVICE_SEED_NODES: seeds }),
+    ),
+  );
+  for (const n of nodes) t.teardown(() => n.close());
+  for (const n of nodes) await waitForMember(n.url);
+  const { request, TEST_ADMIN_KEY } = await import('../support/node.js');
+  const views = await Promise.all(nodes.map(async (n) => (await request(n.url, 'GET', '/vectordb/cluster/status', { key: TEST_ADMIN_KEY })).body as { nodes: string[] }));
+  for (const v of views) t.same([...v.nodes].sort(), ['n1', 'n2', 'n3'], 'one cluster of the three');
+  // The node of the lowest address (as the seed list sorts) started it: its record came first.
+  const lowest = `n${ports.findIndex((p) => `127.0.0.1:${p}` === seeds.split(',').sort()[0]) + 1}`;
+  const records = (await request(nodes[0]!.url, 'GET', '/_cluster/nodes', { key: TEST_ADMIN_KEY })).body.nodes as { name: string; joined_at: number }[];
+  const first = [...records].sort((x, y) => x.joined_at - y.joined_at)[0]!.name;
+  t.equal(first, lowest, `${lowest}, the lowest address, started the cluster`);
+});
+
+t.test('nodes that name each other with different seed lists: none starts a cluster; one whose other seeds all said they are joining stops saying so, and how to start one', async (t) => {
+  const { freePorts } = await import('../raft/kv-cluster.js');
+  const [a, b, nobody] = await freePorts(3);
+  // Two lists could have two lowest addresses: no node starts a cluster on a list another
+  // node does not share. n1 lists itself and n2; n2 lists a third address nobody serves.
+  const node = (name: string, grpc: number, seeds: string) =>
     runNodeExpectingExit({
       SERVICE_DATA_DIR: tempDir(),
       SERVICE_LOG_LEVEL: 'silent',
@@ -185,13 +209,13 @@ t.test('nodes that only name each other as seeds: each stops at its join deadlin
       SERVICE_SEED_NODES: seeds,
       SERVICE_JOIN_TIMEOUT_MS: '4000',
     });
-  const [n1, n2] = await Promise.all([node('n1', a!), node('n2', b!)]);
-  for (const [name, r, other] of [['n1', n1, b], ['n2', n2, a]] as const) {
-    t.equal(r.code, 1, `${name} exits 1`);
-    // The other may have given up first: what it said before counts.
-    t.match(r.output, new RegExp(`^firkin: cannot join: no seed is a member of a cluster yet: 127\\.0\\.0\\.1:${other} is joining one too \\(.*\\); start one node without SERVICE_SEED_NODES: it starts the cluster, and the others join through it\\n$`), `${name}: ${r.output}`);
-    t.equal(r.output.trim().split('\n').length, 1, `${name}: one line`);
-  }
+  const [n1, n2] = await Promise.all([node('n1', a!, `127.0.0.1:${a},127.0.0.1:${b}`), node('n2', b!, `127.0.0.1:${a},127.0.0.1:${b},127.0.0.1:${nobody}`)]);
+  t.equal(n1.code, 1, 'n1 exits 1');
+  // n2 may have given up first: what it said before counts.
+  t.match(n1.output, new RegExp(`^firkin: cannot join: no seed is a member of a cluster yet: 127\\.0\\.0\\.1:${b} is joining one too \\(.*\\); start one node without SERVICE_SEED_NODES: it starts the cluster, and the others join through it\\n$`), n1.output);
+  t.equal(n2.code, 1, 'n2 exits 1');
+  t.match(n2.output, /^firkin: cannot join any seed within 4000 ms \(/, 'n2: a seed it never heard from: it cannot tell');
+  t.equal(n2.output.trim().split('\n').length, 1, 'n2: one line');
 });
 
 t.test("a seed list of this node's own address only stops it with one line; beside another seed it is skipped", async (t) => {
