@@ -324,7 +324,6 @@ async function textCases(t: Target): Promise<BenchResult[]> {
   return out;
 }
 
-/** kill -9 the node leading the most shards; time until a batch touching every shard is written through a survivor. */
 /** Every shard led and every replica caught up; the node leading most shards. */
 async function shardLeaderVictim(c: TestCluster): Promise<string> {
   const shards = await waitFor(async () => {
@@ -345,6 +344,7 @@ async function batchOnEveryShard(c: TestCluster, node: string, ids: string): Pro
   return r?.status === 200 && (r.body.results as { status?: string }[]).every((x) => x.status === 'created');
 }
 
+/** kill -9 the node leading the most shards; time until a batch touching every shard is written through a survivor. */
 async function shardFailover(c: TestCluster): Promise<BenchResult> {
   const times: number[] = [];
   for (let run = 0; run < failoverRuns; run++) {

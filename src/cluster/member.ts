@@ -29,7 +29,7 @@ import { type Applied, META_GROUP, MetaFsm } from './metadata.js';
 import { SilentReplicas, reportAfterMs } from './silent-replicas.js';
 import { describeOneWay, oneWayPeers } from './one-way-links.js';
 import { wasNotSent } from './not-sent.js';
-import { type SeedAnswer, normaliseSeeds, shouldBootstrapFromSeeds } from './seed-bootstrap.js';
+import { type SeedAnswer, normaliseSeeds, seedAnswerOf, shouldBootstrapFromSeeds } from './seed-bootstrap.js';
 import type { LinkState, Transport } from './transport.js';
 import { describeShortfalls, describeStranded, leaveBlockers, planRepairs, replicaShortfalls, strandedReplicas } from './shard-repair.js';
 import { planVoters } from './voters.js';
@@ -760,15 +760,12 @@ export class ClusterMember implements Omit<VectorCluster, 'reshard' | 'reshardSt
           return;
         } catch (err) {
           const why = (err as Error).message;
-          const theirs = isFirkinError(err) ? err.details?.seeds : undefined;
-          if (isFirkinError(err) && err.details?.joining === true) {
-            joiningToo.add(seed);
-            answers.set(seed.trim(), Array.isArray(theirs) && theirs.every((x) => typeof x === 'string') ? { kind: 'joining', seeds: theirs } : { kind: 'other' });
-          } else {
-            if (!(isFirkinError(err) && err.code === 'unavailable')) joiningToo.delete(seed);
-            answers.set(seed.trim(), isFirkinError(err) && err.details?.self === true ? { kind: 'self' } : { kind: 'other' });
-          }
-          if (isFirkinError(err) && err.details?.self === true) {
+          const details = isFirkinError(err) ? err.details : undefined;
+          const answer = seedAnswerOf(details);
+          answers.set(seed.trim(), answer);
+          if (details?.joining === true) joiningToo.add(seed);
+          else if (!(isFirkinError(err) && err.code === 'unavailable')) joiningToo.delete(seed);
+          if (answer.kind === 'self') {
             // Skipped from now on; it stays among the reasons, should no other seed answer.
             o.log.info({ seed }, `seed ${seed} is this node itself: skipped`);
             own.add(seed);

@@ -20,6 +20,17 @@ export type SeedAnswer =
   /** Anything else: unreachable, a member that could not take the join now, an error. */
   | { readonly kind: 'other' };
 
+/**
+ * A seed's answer from the details of its refusal (what crossed the link): this node itself,
+ * a node looking for a cluster with its (well-formed) list, or anything else.
+ */
+export function seedAnswerOf(details: Readonly<Record<string, unknown>> | undefined): SeedAnswer {
+  if (details?.self === true) return { kind: 'self' };
+  const seeds = details?.seeds;
+  if (details?.joining === true && Array.isArray(seeds) && seeds.every((x) => typeof x === 'string')) return { kind: 'joining', seeds };
+  return { kind: 'other' };
+}
+
 /** The seed list as nodes compare it: trimmed, without empties and repeats, sorted. */
 export function normaliseSeeds(seeds: readonly string[]): string[] {
   return [...new Set(seeds.map((s) => s.trim()).filter((s) => s !== ''))].sort();

@@ -2,7 +2,7 @@
 // cluster, only the lowest address of a list they all share, and only once every seed answered.
 import fc from 'fast-check';
 import t from 'tap';
-import { type SeedAnswer, normaliseSeeds, shouldBootstrapFromSeeds } from '../../src/cluster/seed-bootstrap.js';
+import { type SeedAnswer, normaliseSeeds, seedAnswerOf, shouldBootstrapFromSeeds } from '../../src/cluster/seed-bootstrap.js';
 import { fcParams } from '../support/fc.js';
 
 const addr = (i: number) => `10.0.0.${i}:9081`;
@@ -63,5 +63,14 @@ t.test('property: whatever each node heard and whichever lists they were given, 
     }),
     fcParams(),
   );
+  t.end();
+});
+
+t.test('a seed answer from the details that crossed the link', (t) => {
+  t.same(seedAnswerOf({ self: true }), { kind: 'self' });
+  t.same(seedAnswerOf({ joining: true, seeds: ['a:1', 'b:1'] }), { kind: 'joining', seeds: ['a:1', 'b:1'] });
+  t.same(seedAnswerOf({ joining: true, seeds: ['a:1', 2] }), { kind: 'other' }, 'a malformed list counts for nothing');
+  t.same(seedAnswerOf({ joining: true }), { kind: 'other' });
+  t.same(seedAnswerOf(undefined), { kind: 'other' });
   t.end();
 });
