@@ -2,6 +2,7 @@
 // process.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { firkinCliArgs } from '../support/built-node.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -34,8 +35,11 @@ export interface FirkinRun {
   stderr: string;
 }
 
-/** Run bin/firkin.js (or `command`) from the repository root, without the caller's FIRKIN_URL/FIRKIN_KEY. */
-export function runFirkin(args: string[], env: Record<string, string> = {}, command = [process.execPath, 'bin/firkin.js']): Promise<FirkinRun> {
+/**
+ * Run firkin (or `command`) from the repository root, without the caller's FIRKIN_URL/FIRKIN_KEY:
+ * the test build's CLI when it holds the sources (built-node.ts), else bin/firkin.js.
+ */
+export function runFirkin(args: string[], env: Record<string, string> = {}, command = [process.execPath, ...firkinCliArgs()]): Promise<FirkinRun> {
   const { FIRKIN_URL: _u, FIRKIN_KEY: _k, ...inherited } = process.env;
   const proc = spawn(command[0]!, [...command.slice(1), ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';

@@ -12,6 +12,8 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Where the build lives: beside package.json's directory tree (its `type: module` and proto/ apply). */
 export const BUILD_DIR = path.join(root, '.test-build');
+/** The `firkin` CLI's entry in the build (bin/firkin.js's body, importing the build's CLI). */
+export const BUILD_CLI = path.join(BUILD_DIR, 'firkin.js');
 /** Written last by a build: the time (ms) the build started reading the sources. */
 export const BUILD_STAMP = path.join(BUILD_DIR, 'built-from');
 
@@ -47,4 +49,10 @@ let fresh: boolean | undefined;
 export function nodeMainArgs(): string[] {
   fresh ??= process.env.FIRKIN_TEST_TSX !== '1' && buildIsFresh();
   return fresh ? [path.join(BUILD_DIR, 'src', 'main.js')] : ['--import', 'tsx', 'src/main.ts'];
+}
+
+/** Arguments after node's flags that run the `firkin` CLI: the build's, or bin/firkin.js (its sources under tsx). */
+export function firkinCliArgs(): string[] {
+  fresh ??= process.env.FIRKIN_TEST_TSX !== '1' && buildIsFresh();
+  return fresh ? [BUILD_CLI] : ['bin/firkin.js'];
 }
