@@ -33,7 +33,7 @@ import { withInlineAttachments } from '../docdb/inline-attachments.js';
 import { withExtras } from '../docdb/change-extras.js';
 import { parseFind } from '../docdb/query/parse.js';
 import { type FindQuery, pageEnd } from '../docdb/query/ast.js';
-import { checkVdbName, shardDb } from '../docdb/vdb/catalog.js';
+import { checkVdbName, shardDb, shardOfDbName } from '../docdb/vdb/catalog.js';
 import { changeFilterFrom } from '../docdb/query/change-filter.js';
 import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, docShardLocalKeys, isRequestRecord, ownsId } from '../docdb/vdb/shard-fsm.js';
 import { VdbRebalanceCoordinator, rebalanceView } from './vdb-rebalance.js';
@@ -242,6 +242,21 @@ export function decodeSince(raw: string | undefined, shardCount: number): (Hlc |
   return new Array<Hlc | null>(shardCount).fill(h);
 }
 
+/** How long a new VDB's creator waits for each member's plain databases named like its shards. */
+const NAME_CHECK_TIMEOUT_MS = 2_000;
+
+/** Why a plain database may not be named `db` while the cluster holds `state` (undefined: it may). */
+export function reservedShardName(db: string, state: MetaState): string | undefined {
+  const shard = shardOfDbName(db);
+  if (shard === undefined || state.vdbs[shard.vdb] === undefined) return undefined;
+  return `database name ${JSON.stringify(db)} is reserved: the cluster's virtual database ${JSON.stringify(shard.vdb)} keeps its shards' replicas under the names ${shard.vdb}_s<n> on its nodes; choose another name`;
+}
+
+/** This node's plain databases (no shard's replicas) named like a shard of a VDB named `vdb`. */
+function plainShardDbs(docs: DocEngine, vdb: string): string[] {
+  return docs.listDbs().filter((db) => shardOfDbName(db)?.vdb === vdb && docs.has(db) && docs.ownerOf(db) === undefined);
+}
+
 export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements VdbService {
   readonly prefix = 'dshard';
   readonly #o: DocShardsOptions;
@@ -258,6 +273,11 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
   private constructor(o: DocShardsOptions) {
     super(o);
     this.#o = o;
+    // A plain database named like a VDB's shard keeps that shard's replica from opening on this
+    // node (DocShardFsm.open): refused while the VDB exists, and looked for on every member
+    // when one is created (`vdbnames.plain`).
+    o.docs.reserveNames((db) => reservedShardName(db, o.member.state));
+    o.member.handleCalls('vdbnames', (_from, method, body) => this.#answerNames(method, body));
     this.#rebalance = new VdbRebalanceCoordinator({
       member: o.member,
       hlc: o.hlc,
@@ -737,6 +757,7 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     checkVdbName(spec.name);
     const state = this.#o.member.state;
     if (state.vdbs[spec.name] !== undefined) throw new FirkinError('conflict', `virtual database ${JSON.stringify(spec.name)} already exists`);
+    await this.#refuseShardNameClashes(spec.name);
     const nodes = placementCandidates(state, spec.replicaFactor, spec.zones, 'replica_factor');
     const replicas = placeShards(spec.shardCount, spec.replicaFactor, nodes);
     const ranges = initialRanges(spec.shardCount);
@@ -752,6 +773,41 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     const late = await awaitNewShardLeaders(() => Promise.all(v.shards.map((s) => this.#readShard(s, { op: 'info' }))));
     if (late !== undefined) throw late;
     return this.info(spec.name);
+  }
+
+  /**
+   * Refuses a new VDB whose shards' names (`<name>_s<n>`) plain databases hold on a member: a
+   * replica placed there could not open, and a shard placed on enough such nodes would have no
+   * leader. A member that does not answer in time (cut off, an older build) is not checked; a
+   * replica that meets such a database later says so in /health and retries.
+   */
+  async #refuseShardNameClashes(name: string): Promise<void> {
+    const held = new Map<string, string[]>();
+    const note = (node: string, dbs: readonly string[]) => {
+      for (const db of dbs) held.set(db, [...(held.get(db) ?? []), node]);
+    };
+    note(this.me, plainShardDbs(this.#o.docs, name));
+    const peers = this.#o.member.liveNodes().filter((n) => n.name !== this.me && n.status !== 'down');
+    await Promise.all(
+      peers.map(async (n) => {
+        try {
+          const reply = decodeCbor(await this.#o.member.callPeer(n.name, 'vdbnames.plain', encodeCbor({ vdb: name }), NAME_CHECK_TIMEOUT_MS)) as { dbs?: unknown } | null;
+          if (Array.isArray(reply?.dbs)) note(n.name, reply.dbs.filter((db): db is string => typeof db === 'string'));
+        } catch (err) {
+          this.#o.log.warn({ vdb: name, node: n.name, err: (err as Error).message }, `virtual database ${name}: ${n.name} did not say whether it holds plain databases named like its shards`);
+        }
+      }),
+    );
+    if (held.size === 0) return;
+    const where = [...held.keys()].sort().map((db) => `${db} on ${held.get(db)!.sort().join(', ')}`).join('; ');
+    throw new FirkinError('conflict', `virtual database ${JSON.stringify(name)} cannot be created: plain databases hold its shards' names (${where}), and a shard's replica cannot open beside one; delete them (DELETE /db/<name> on those nodes) or choose another name`);
+  }
+
+  async #answerNames(method: string, body: Buffer): Promise<Uint8Array> {
+    if (method !== 'vdbnames.plain') throw new FirkinError('not_found', `unknown cluster call ${method}`);
+    const { vdb } = (decodeCbor(body) ?? {}) as { vdb?: unknown };
+    if (typeof vdb !== 'string') throw new FirkinError('bad_request', 'vdbnames.plain without a VDB name');
+    return encodeCbor({ dbs: plainShardDbs(this.#o.docs, vdb) });
   }
 
   async delete(name: string): Promise<void> {

@@ -384,6 +384,8 @@ export class DocEngine {
   readonly #log: Logger;
   readonly #clock: Clock;
   readonly #revsLimit: number;
+  /** Why a plain database may not take a name (undefined: it may): `reserveNames`. */
+  #reserved: ((db: string) => string | undefined) | undefined;
   readonly #compactAfterWrites: number;
   readonly #pipeline: PipelineSizes;
   readonly #dbs = new Map<string, DbState>();
@@ -538,6 +540,14 @@ export class DocEngine {
   }
 
   /**
+   * Names a plain database may not take, and why (a cluster node's: its VDBs' shard names, whose
+   * replicas could not open beside a plain database of the same name).
+   */
+  reserveNames(reserved: (db: string) => string | undefined): void {
+    this.#reserved = reserved;
+  }
+
+  /**
    * A new database. `owner` makes it a replica of a cluster shard (only its log writes it, and
    * its creation time is the shard's, the same on every replica).
    */
@@ -546,6 +556,8 @@ export class DocEngine {
     return this.#serialCatalogue(async () => {
       this.#checkOpen();
       if (this.#dbs.has(db)) throw new FirkinError('conflict', `database ${JSON.stringify(db)} already exists`);
+      const reserved = replica === undefined ? this.#reserved?.(db) : undefined;
+      if (reserved !== undefined) throw new FirkinError('conflict', reserved);
       const nowMs = replica?.createdMs ?? this.#clock.nowMs();
       const record: DbRecord = {
         name: db,

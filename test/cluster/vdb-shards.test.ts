@@ -53,6 +53,21 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   const again = await cluster.request('n3', 'POST', '/vdb', { body: { name: 'v' } });
   t.equal(again.status, 409, 'a second create anywhere is a conflict');
 
+  // A shard's replica cannot open beside a plain database of its name (its group would lose that
+  // replica, or its leader): such names are refused both ways.
+  t.equal((await cluster.request('n1', 'PUT', '/db/v_s2')).status, 409, 'a plain database named like a shard of v is refused');
+  const future = await cluster.request('n2', 'PUT', '/db/v_s9');
+  t.match(future, { status: 409, body: { error: 'conflict', message: /database name "v_s9" is reserved: the cluster's virtual database "v" keeps its shards' replicas under the names v_s<n>/ } }, 'and one a split would take');
+  t.equal((await cluster.request('n2', 'PUT', '/db/w_s1')).status, 201, 'a plain database named like a shard of no VDB is made');
+  t.equal((await cluster.request('n3', 'PUT', '/db/w_s0')).status, 201);
+  const nameClash = await cluster.request('n1', 'POST', '/vdb', { body: { name: 'w', shard_count: 1, placement: { replica_factor: 3 } } });
+  t.match(nameClash, { status: 409, body: { error: 'conflict', message: /plain databases hold its shards' names \(w_s0 on n3; w_s1 on n2\)/ } }, `a VDB whose shard names plain databases hold on other nodes is refused, naming them (${nameClash.body.message})`);
+  t.equal((await cluster.request('n3', 'GET', '/vdb/w')).status, 404, 'and not made');
+  for (const [n, db] of [['n2', 'w_s1'], ['n3', 'w_s0']] as const) t.equal((await cluster.request(n, 'DELETE', `/db/${db}`)).status, 200);
+  t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'w', shard_count: 1, placement: { replica_factor: 3 } } })).status, 201, 'made once they are gone');
+  t.equal((await cluster.request('n3', 'PUT', '/vdb/w/one', { body: {} })).status, 201, 'and its shard has a leader');
+  t.equal((await cluster.request('n2', 'DELETE', '/vdb/w')).status, 200, 'deleted again (the checks below count v\'s groups)');
+
   for (const n of nodes) {
     const info = await waitFor(async () => {
       const r = await cluster.request(n, 'GET', '/vdb/v');

@@ -59,6 +59,17 @@ export function shardDb(vdb: string, shardId: number): string {
   return `${vdb}_s${shardId}`;
 }
 
+/**
+ * The VDB and shard whose replica a database of this name would be (`shardDb`'s form, the VDB
+ * part a valid VDB name), or undefined: on a cluster node such a name belongs to the VDB's
+ * shards once the VDB exists, whatever its shard count (a split adds the next number).
+ */
+export function shardOfDbName(db: string): { vdb: string; shard: number } | undefined {
+  const m = /^(.+)_s(0|[1-9][0-9]*)$/.exec(db);
+  if (m === null || !isVdbName(m[1]!)) return undefined;
+  return { vdb: m[1]!, shard: Number(m[2]) };
+}
+
 export function routeId(record: VdbRecord, id: string): number {
   return shardFor(record.ranges, hashId(id, record.hashFunction));
 }
