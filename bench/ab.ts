@@ -22,6 +22,8 @@
 //                  order; AB_IDS=random: hashes, in no order)
 //   put-docs       single-document PUTs of new documents, AB_CLIENTS (16) clients, slices of
 //                  2,000, into one database per node
+//   get-docs       GETs by id of 1,000 of bench/docs.ts's documents, AB_CLIENTS (16) clients,
+//                  slices of 5,000 (the documents written and read once first: cached)
 //   replicate-local one-shot `_replicate` of a database of 10,000 of bench/docs.ts's documents
 //                  into a new database on the same node, one slice each
 // Usage: npx tsx bench/ab.ts <workload> <before-checkout> <after-checkout>   (AB_ROUNDS, default 8;
@@ -191,6 +193,25 @@ function putDocs(): Workload {
   };
 }
 
+function getDocs(): Workload {
+  const clients = Number(process.env.AB_CLIENTS ?? 16);
+  const perSlice = 5_000;
+  const get = (url: string) => async (n: number) => void (await call(url, 'GET', `/db/bench/g${(n * 7919) % 1000}`, undefined, false, auth));
+  const numbers = Array.from({ length: perSlice }, (_, i) => i);
+  return {
+    label: `GET c=${clients} (per document)`,
+    async warm(url) {
+      await call(url, 'PUT', '/db/bench', undefined, false, auth);
+      await call(url, 'POST', '/db/bench/_bulk_docs', { docs: Array.from({ length: 1000 }, (_, i) => ({ _id: `g${i}`, ...benchDoc(i) })) }, false, auth);
+      await drive(numbers, clients, get(url));
+    },
+    async slice(url) {
+      await drive(numbers, clients, get(url));
+      return perSlice;
+    },
+  };
+}
+
 /** One-shot local replication of the same 10,000 documents into a new database per slice. */
 function replicateLocal(): Workload {
   const docs = 10_000;
@@ -212,7 +233,7 @@ function replicateLocal(): Workload {
   };
 }
 
-const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bm25-search': bm25Search, 'bm25-insert': bm25Insert, 'bulk-docs': bulkDocs, 'put-docs': putDocs, 'replicate-local': replicateLocal };
+const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bm25-search': bm25Search, 'bm25-insert': bm25Insert, 'bulk-docs': bulkDocs, 'put-docs': putDocs, 'get-docs': getDocs, 'replicate-local': replicateLocal };
 if (workloadName === undefined || workloads[workloadName] === undefined || checkouts.length !== 2) {
   throw new Error(`usage: npx tsx bench/ab.ts <${Object.keys(workloads).join('|')}> <before-checkout> <after-checkout>`);
 }

@@ -1,11 +1,12 @@
 // Document database throughput at 1 and 16 concurrent clients: single-document PUT (into one
 // database, and spread over 16), GET by id, _bulk_docs of 100k documents in batches of 500,
-// and a full changes read of 100k.
+// and a full changes read of 100k; and the floor of GET: the same answer from a bare node:http
+// server and a bare fastify route (each in its own process), what any Node server pays here.
 // The node runs in its own process. Usage: npx tsx bench/docs.ts [filter]
 // (DURATION_S=10 per PUT/GET case, BULK_DOCS=100000 by default)
 import autocannon from 'autocannon';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
-import { spawnNode } from '../test/support/process.js';
+import { spawnNode, spawnScript } from '../test/support/process.js';
 import { type BenchResult, benchDoc, percentile, report, selected } from './support.js';
 
 const durationS = Number(process.env.DURATION_S ?? 10);
@@ -39,6 +40,14 @@ async function cannon(name: string, url: string, connections: number, setup: (n:
     ],
   });
   return { bench: `${name} c=${connections}`, 'docs/s': result.requests.average, p50_ms: result.latency.p50, p99_ms: result.latency.p99, errors: result.errors + result.non2xx };
+}
+
+/** A server answering every GET with `body` from memory: node:http alone, or one fastify route. */
+function bareServer(kind: 'node:http' | 'fastify', body: string): string {
+  const listening = "console.log('listening on http://127.0.0.1:' + server.address().port + ' ')";
+  return kind === 'node:http'
+    ? `import http from 'node:http'; const body = ${JSON.stringify(body)}; const server = http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }); res.end(body); }); server.listen(0, '127.0.0.1', () => ${listening});`
+    : `import Fastify from 'fastify'; const body = ${JSON.stringify(body)}; const app = Fastify(); app.get('/db/:db/:id', (req, reply) => { reply.header('content-type', 'application/json').send(body); }); await app.listen({ port: 0, host: '127.0.0.1' }); const server = app.server; ${listening};`;
 }
 
 async function bulk(url: string, db: string, clients: number): Promise<BenchResult> {
@@ -108,6 +117,17 @@ try {
     }
     for (const c of [1, 16]) {
       if (selected(`GET c=${c}`)) results.push(await cannon('GET /health (ceiling)', url, c, () => ({ method: 'GET', path: '/health' })));
+    }
+    if (selected('GET c=16')) {
+      const doc = JSON.stringify(await call(url, 'GET', '/db/single/g17'));
+      for (const kind of ['node:http', 'fastify'] as const) {
+        const bare = await spawnScript({ entry: ['--input-type=module', '-e', bareServer(kind, doc)], env: {}, ready: /listening on (http:\/\/\S+) /, what: `a bare ${kind} server` });
+        try {
+          results.push(await cannon(`GET, bare ${kind} (floor)`, bare.url, 16, () => ({ method: 'GET', path: '/db/single/g17' })));
+        } finally {
+          await bare.stop();
+        }
+      }
     }
   }
   for (const c of [1, 16]) {

@@ -1,7 +1,7 @@
 // API keys of the document database. A key is `<prefix>_` + 32 random bytes (base64url);
 // only its SHA-256 is stored (system CF), so a copy of the data dir reveals no key. Lookup
 // is by digest and the final comparison is constant-time.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { NUMBER, STRING, STRING_ARRAY, jsonRecordCodec, objectSchema } from '../core/codec.js';
 import { FirkinError, wasCommitted } from '../core/errors.js';
 import { Catalog } from '../core/catalog.js';
@@ -41,7 +41,8 @@ export interface PublicKeyInfo {
 }
 
 export function digestOf(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  // One call, no Hash object: this runs for every authenticated request.
+  return hash('sha256', key, 'hex');
 }
 
 export function generateKey(): string {
@@ -88,6 +89,9 @@ export interface ClusterKeyStore {
   /** Resolves once this node's copy of the cluster's keys is confirmed fresh; throws (503) when it cannot be. */
   confirmFresh(): Promise<void>;
 }
+
+/** `ApiKeys.verifyNow`: the key is not this node's, and the cluster's copy is confirmed fresh first. */
+export const CONFIRM_FIRST = Symbol('confirm first');
 
 export class ApiKeys {
   /** digest -> record; the whole set is small and read on every authenticated request. */
@@ -168,10 +172,27 @@ export class ApiKeys {
 
   /** The key's record, if valid; in cluster mode throws 503 when cluster keys cannot be checked here. */
   async verify(key: string): Promise<ApiKeyRecord | undefined> {
+    const now = this.verifyNow(key);
+    if (now !== CONFIRM_FIRST) return now;
+    await this.#cluster!.confirmFresh();
+    const digest = digestOf(key);
+    return this.#checked(digest, this.#clusterByDigest.get(digest));
+  }
+
+  /**
+   * `verify` without waiting where none is needed (a node key, or no cluster): the record or
+   * undefined; CONFIRM_FIRST when the key is not this node's and the cluster's copy must be
+   * confirmed fresh first (then call `verify`). The request path takes this one: most requests
+   * carry a key it answers at once, and an await costs each of them a promise and a turn.
+   */
+  verifyNow(key: string): ApiKeyRecord | undefined | typeof CONFIRM_FIRST {
     const digest = digestOf(key);
     const local = this.#byDigest.get(digest);
-    if (local === undefined && this.#cluster !== undefined) await this.#cluster.confirmFresh();
-    const record = local ?? this.#clusterByDigest.get(digest);
+    if (local === undefined && this.#cluster !== undefined) return CONFIRM_FIRST;
+    return this.#checked(digest, local);
+  }
+
+  #checked(digest: string, record: ApiKeyRecord | undefined): ApiKeyRecord | undefined {
     if (record === undefined) return undefined;
     // The map lookup already matched; the constant-time check guards against any future
     // change to a prefix or partial lookup.

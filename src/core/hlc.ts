@@ -92,8 +92,14 @@ export function decodeHlc(buf: Uint8Array): Hlc {
   return { wallMs: Number(b.readBigUInt64BE(0)), logical: b.readUInt32BE(8) };
 }
 
+const base64Scratch = Buffer.alloc(ENCODED_BYTES);
+
+/** `encodeHlc(h)` in base64 (every reply's header: no Buffer or BigInt of its own). */
 export function hlcToBase64(h: Hlc): string {
-  return encodeHlc(h).toString('base64');
+  base64Scratch.writeUInt32BE(Math.floor(h.wallMs / 2 ** 32), 0);
+  base64Scratch.writeUInt32BE(h.wallMs >>> 0, 4);
+  base64Scratch.writeUInt32BE(h.logical, 8);
+  return base64Scratch.toString('base64');
 }
 
 /** `{timestamp,<wall_ms>,<counter>}`: the text form the spec shows for `last_seq`. */

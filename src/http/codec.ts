@@ -44,11 +44,12 @@ export function installCodec(app: FastifyInstance): void {
     }
   });
   // Only object payloads reach preSerialization; strings, buffers and streams pass untouched.
-  app.addHook('preSerialization', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  // A callback hook: it runs for every object reply, and an async one costs a promise and a turn.
+  app.addHook('preSerialization', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void) => {
     if (wantsCbor(request.headers.accept)) {
       reply.type(CBOR_TYPE);
       reply.serializer(encodeCbor as unknown as (payload: unknown) => string); // fastify sends Buffers as they are
     }
-    return payload;
+    done(null, payload);
   });
 }

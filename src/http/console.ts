@@ -51,9 +51,10 @@ export function defaultConsoleDir(): string {
 export function installConsole(app: FastifyInstance, options: { assetsDir: string }): void {
   // A hook, not a `GET /` route: a route would turn today's 404 for other methods on `/`
   // into a 405, and API clients must see no change.
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.method !== 'GET' || request.url !== '/' || !wantsHtml(request.headers.accept)) return;
-    return reply.redirect(`${CONSOLE_PREFIX}/`, 302);
+  // A callback hook (every request passes it): answering from it, it calls no `done`.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.method !== 'GET' || request.url !== '/' || !wantsHtml(request.headers.accept)) return done();
+    reply.redirect(`${CONSOLE_PREFIX}/`, 302);
   });
 
   const sendFile = async (reply: FastifyReply, name: string, cacheControl: string) => {

@@ -7,20 +7,23 @@ import type { Metrics } from '../../metrics.js';
 export const HLC_HEADER = 'x-service-hlc';
 
 export function installObserve(app: FastifyInstance, deps: { hlc: HybridClock; metrics: Metrics; log: Logger }): void {
+  // Callback hooks, not async ones: each runs for every request, and an async hook costs it a
+  // promise and a microtask turn.
   // A client that sends its clock is a receive event: merge it (a bad value is ignored).
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const remote = request.headers[HLC_HEADER];
     if (typeof remote === 'string') {
       const parsed = parseHlc(remote);
       if (parsed !== undefined) deps.hlc.update(parsed);
     }
+    done();
   });
   // onSend runs for every reply: success, errors, 404 and 405 alike.
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header(HLC_HEADER, hlcToBase64(deps.hlc.now()));
-    return payload;
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const labels = {
       method: request.method,
       route: request.routeOptions.url ?? 'unmatched',
@@ -31,5 +34,6 @@ export function installObserve(app: FastifyInstance, deps: { hlc: HybridClock; m
     if (deps.log.isLevelEnabled('debug')) {
       deps.log.debug({ ...labels, url: request.url, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
     }
+    done();
   });
 }
