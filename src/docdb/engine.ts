@@ -1113,13 +1113,16 @@ export class DocEngine {
 
   /** The document as served: body + `_id`, `id`, `_rev` (+ `_deleted`, `_attachments` stubs, options). */
   async getDoc(db: string, docId: string, options: GetDocOptions = {}): Promise<Record<string, unknown>> {
-    const rec = await this.getRecord(db, docId);
+    // The caches are looked at here first: a GET they answer awaits nothing (each await a
+    // promise and a turn, on the most common request there is).
+    const state = this.#state(db);
+    const rec = state.cache.get(docId) ?? (await this.getRecord(db, docId));
     if (rec === undefined) throw notFoundDoc(docId);
     const rev = options.rev === undefined ? rec.winner : options.latest ? (latestLeaves(rec.tree, options.rev)[0] ?? options.rev) : options.rev;
     const node = findRev(rec.tree, rev);
     if (node === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} not found`);
     if (options.rev === undefined && rec.deleted && options.deleted !== true) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} is deleted`);
-    const stored = await this.#revBody(db, docId, rec, rev);
+    const stored = (isLeaf(rec.tree, rev) ? state.bodies.get(bodyKey(docId, rev)) : undefined) ?? (await this.#revBody(db, docId, rec, rev));
     if (stored === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} is not kept (its body was compacted away or never arrived)`);
     const out = this.#render(docId, rev, node.deleted, stored);
     if (options.revs) out._revisions = revisions(rec.tree, rev);

@@ -356,6 +356,11 @@ export async function answerDocGet(source: DocSource, q: GetDocQuery, reply: Fas
   }
   const doc = await source.getDoc({ ...readOptions(q), revs: withHistory, deleted: q.deleted });
   reply.header('etag', `"${doc._rev as string}"`);
+  // Without inline attachments nothing is left to wait for.
+  if (q.attachments !== true && q.revs !== true) {
+    delete doc._revisions;
+    return doc;
+  }
   return finish(doc);
 }
 
