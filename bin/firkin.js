@@ -4,15 +4,11 @@
 import { existsSync } from 'node:fs';
 
 const built = new URL('../dist/src/cli/firkin.js', import.meta.url);
-let runCli;
-if (existsSync(built)) ({ runCli } = await import(built.href));
+let cli;
+if (existsSync(built)) cli = await import(built.href);
 else {
   const { register } = await import('tsx/esm/api');
   register();
-  ({ runCli } = await import('../src/cli/firkin.ts'));
+  cli = await import('../src/cli/firkin.ts');
 }
-process.exitCode = await runCli(process.argv.slice(2), process.env, {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-  fetch: globalThis.fetch,
-});
+process.exitCode = await cli.runCli(process.argv.slice(2), process.env, cli.processIo());

@@ -172,10 +172,10 @@ export class ApiKeys {
 
   /** The key's record, if valid; in cluster mode throws 503 when cluster keys cannot be checked here. */
   async verify(key: string): Promise<ApiKeyRecord | undefined> {
-    const now = this.verifyNow(key);
+    const digest = digestOf(key);
+    const now = this.#verifyDigest(digest);
     if (now !== CONFIRM_FIRST) return now;
     await this.#cluster!.confirmFresh();
-    const digest = digestOf(key);
     return this.#checked(digest, this.#clusterByDigest.get(digest));
   }
 
@@ -186,7 +186,10 @@ export class ApiKeys {
    * carry a key it answers at once, and an await costs each of them a promise and a turn.
    */
   verifyNow(key: string): ApiKeyRecord | undefined | typeof CONFIRM_FIRST {
-    const digest = digestOf(key);
+    return this.#verifyDigest(digestOf(key));
+  }
+
+  #verifyDigest(digest: string): ApiKeyRecord | undefined | typeof CONFIRM_FIRST {
     const local = this.#byDigest.get(digest);
     if (local === undefined && this.#cluster !== undefined) return CONFIRM_FIRST;
     return this.#checked(digest, local);

@@ -14,6 +14,11 @@ export interface CliIo {
   fetch: typeof fetch;
 }
 
+/** The process's own streams and fetch: what an entry (bin/firkin.js) runs the CLI with. */
+export function processIo(): CliIo {
+  return { out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text), fetch: globalThis.fetch };
+}
+
 /** Join may wait on the leader; anything slower than this is a node in trouble. */
 const REQUEST_TIMEOUT_MS = 30_000;
 /** A VDB split or merge answers when its job ends; the node itself gives up after 30 minutes. */

@@ -80,10 +80,15 @@ export class HybridClock {
 
 /** 12 bytes: wall ms as uint64 big-endian, logical as uint32 big-endian (sorts like compareHlc). */
 export function encodeHlc(h: Hlc): Buffer {
-  const buf = Buffer.alloc(ENCODED_BYTES);
-  buf.writeBigUInt64BE(BigInt(h.wallMs), 0);
-  buf.writeUInt32BE(h.logical, 8);
-  return buf;
+  return writeHlc(Buffer.alloc(ENCODED_BYTES), h);
+}
+
+/** `encodeHlc` into `out` (the wall clock's uint64 as two uint32s: no BigInt). */
+function writeHlc(out: Buffer, h: Hlc): Buffer {
+  out.writeUInt32BE(Math.floor(h.wallMs / 2 ** 32), 0);
+  out.writeUInt32BE(h.wallMs >>> 0, 4);
+  out.writeUInt32BE(h.logical, 8);
+  return out;
 }
 
 export function decodeHlc(buf: Uint8Array): Hlc {
@@ -96,10 +101,7 @@ const base64Scratch = Buffer.alloc(ENCODED_BYTES);
 
 /** `encodeHlc(h)` in base64 (every reply's header: no Buffer or BigInt of its own). */
 export function hlcToBase64(h: Hlc): string {
-  base64Scratch.writeUInt32BE(Math.floor(h.wallMs / 2 ** 32), 0);
-  base64Scratch.writeUInt32BE(h.wallMs >>> 0, 4);
-  base64Scratch.writeUInt32BE(h.logical, 8);
-  return base64Scratch.toString('base64');
+  return writeHlc(base64Scratch, h).toString('base64');
 }
 
 /** `{timestamp,<wall_ms>,<counter>}`: the text form the spec shows for `last_seq`. */

@@ -12,8 +12,8 @@ import { BUILD_CLI, BUILD_DIR, BUILD_STAMP, buildIsFresh, tsFiles } from './buil
 if (process.env.FIRKIN_TEST_BUILT === '1' && buildIsFresh()) process.exit(0);
 
 const src = fileURLToPath(new URL('../../src', import.meta.url));
-const CLI_ENTRY = `import { runCli } from './src/cli/firkin.js';
-process.exitCode = await runCli(process.argv.slice(2), process.env, { out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text), fetch: globalThis.fetch });
+const CLI_ENTRY = `import { processIo, runCli } from './src/cli/firkin.js';
+process.exitCode = await runCli(process.argv.slice(2), process.env, processIo());
 `;
 const startedAt = Date.now();
 const sources = tsFiles(src);

@@ -331,12 +331,21 @@ export interface DocSource {
 export async function answerDocGet(source: DocSource, q: GetDocQuery, reply: FastifyReply): Promise<unknown> {
   const attsSince = q.atts_since === undefined ? undefined : parseRevList(q.atts_since);
   if (attsSince === undefined && q.atts_since !== undefined) throw new FirkinError('bad_request', 'atts_since must be a JSON array of revisions');
-  /** A read revision as asked: attachments inline (whose `atts_since` needs the history), `_revisions` only when asked. */
-  const finish = async (doc: Record<string, unknown>) => {
+  /**
+   * A read revision as asked: attachments inline (whose `atts_since` needs the history), then
+   * `_revisions` only when asked. It waits only for inline attachments.
+   */
+  const finish = (doc: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>> => {
+    const asked = () => {
+      if (q.revs !== true) delete doc._revisions;
+      return doc;
+    };
+    if (q.attachments !== true || doc._attachments === undefined) return asked();
     const at = doc._rev as string;
-    if (q.attachments === true && doc._attachments !== undefined) doc._attachments = await inlineWith((name) => source.attachment(name, at), doc, attsSince);
-    if (q.revs !== true) delete doc._revisions;
-    return doc;
+    return inlineWith((name) => source.attachment(name, at), doc, attsSince).then((inlined) => {
+      doc._attachments = inlined;
+      return asked();
+    });
   };
   const withHistory = q.revs === true || (q.attachments === true && attsSince !== undefined);
   if (q.open_revs !== undefined) {
@@ -356,11 +365,6 @@ export async function answerDocGet(source: DocSource, q: GetDocQuery, reply: Fas
   }
   const doc = await source.getDoc({ ...readOptions(q), revs: withHistory, deleted: q.deleted });
   reply.header('etag', `"${doc._rev as string}"`);
-  // Without inline attachments nothing is left to wait for.
-  if (q.attachments !== true && q.revs !== true) {
-    delete doc._revisions;
-    return doc;
-  }
   return finish(doc);
 }
 
