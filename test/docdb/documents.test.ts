@@ -324,8 +324,10 @@ t.test('a document with a key "__proto__" anywhere is refused on every path, a r
 
 // A client deleting `/db/${id}?rev=${rev}` with an id that came out empty sends a database's
 // DELETE with a rev: CouchDB refuses it rather than drop the database, and so do we (it dropped
-// the database). Found by test/docdb/fuzz.test.ts.
-t.test('a database DELETE naming a revision is a 400 and drops nothing, on /db and /vdb', async (t) => {
+// the database). So is one with a trailing slash: the id was empty, or `.`, which fetch and
+// curl normalise away (`/db/keep/.` is sent as `/db/keep/`). Both found by
+// test/docdb/fuzz.test.ts (the second with FC_SEED=535577622).
+t.test('a database DELETE naming a revision, or with a trailing slash, is a 400 and drops nothing, on /db and /vdb', async (t) => {
   const node = await startTestNode();
   t.teardown(() => node.close());
   t.equal((await node.request('PUT', '/db/keep')).status, 201);
@@ -333,7 +335,7 @@ t.test('a database DELETE naming a revision is a 400 and drops nothing, on /db a
   t.equal((await node.request('POST', '/vdb', { body: { name: 'vkeep', shard_count: 2 } })).status, 201);
   t.equal((await node.request('PUT', '/vdb/vkeep/a', { body: { n: 1 } })).status, 201);
   for (const base of ['/db/keep', '/vdb/vkeep']) {
-    for (const [path, headers] of [[`${base}?rev=1-abc`, {}], [`${base}/?rev=1-abc`, {}], [`${base}?rev=`, {}], [base, { 'if-match': '"1-abc"' }]] as const) {
+    for (const [path, headers] of [[`${base}?rev=1-abc`, {}], [`${base}/?rev=1-abc`, {}], [`${base}?rev=`, {}], [base, { 'if-match': '"1-abc"' }], [`${base}/`, {}], [`${base}/.`, {}], [`${base}/?x=1`, {}]] as const) {
       const r = await node.request('DELETE', path, { headers });
       t.equal(r.status, 400, `DELETE ${path} ${JSON.stringify(headers)}: ${r.text}`);
       t.match(r.body.message, /Did you mean to DELETE a document instead/);

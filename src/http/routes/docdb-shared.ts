@@ -87,16 +87,22 @@ export function readOptions(q: ReadOptionsQuery): Pick<GetDocOptions, 'rev' | 'c
   };
 }
 
-/** 400 for a malformed name, 404 for a database that does not exist. */
 /**
  * A database's DELETE names no revision; one that does is a document's DELETE whose id came out
  * empty (`DELETE /db/${id}?rev=...` with `id` ''): CouchDB refuses it rather than drop the
  * whole database, and so does Firkin, for `?rev=` and for `If-Match`.
  */
-export function refuseRevOnDatabaseDelete(request: FastifyRequest): void {
+export function refuseDocumentDeleteOnDatabase(request: FastifyRequest): void {
   const query = request.query as Record<string, unknown> | undefined;
   if ((query !== undefined && Object.hasOwn(query, 'rev')) || request.headers['if-match'] !== undefined) {
     throw new FirkinError('bad_request', 'You tried to DELETE a database with a ?=rev parameter (or If-Match). Did you mean to DELETE a document instead?');
+  }
+  // The router takes `/db/name/` for `/db/name`; a DELETE spelt so is a document's whose id came
+  // out empty, or `.` (`/db/name/.`, which fetch and curl normalise to `/db/name/`). Found by
+  // test/docdb/fuzz.test.ts: it dropped the database.
+  const path = request.url.split('?', 1)[0] ?? '';
+  if (path.endsWith('/')) {
+    throw new FirkinError('bad_request', 'You tried to DELETE a database with a trailing slash (a document whose id came out empty or "."?). Did you mean to DELETE a document instead? Drop the database without the slash.');
   }
 }
 

@@ -25,7 +25,7 @@ import {
   getDocQuery,
   hasLiveRecord,
   keyParam,
-  refuseRevOnDatabaseDelete,
+  refuseDocumentDeleteOnDatabase,
   revsDiffBody,
   keyRangeParams,
   sendRows,
@@ -121,7 +121,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
   // that may write documents must not be able to lose them all at once.
   app.delete<{ Params: { db: string } }>('/db/:db', { schema: { params: dbParams }, config: { permission: 'admin' } }, async (request) => {
     checkDbName(request.params.db);
-    refuseRevOnDatabaseDelete(request);
+    refuseDocumentDeleteOnDatabase(request);
     await docs.deleteDb(request.params.db);
     return { ok: true };
   });

@@ -31,7 +31,7 @@ import {
   getDocQuery,
   hasLiveWinner,
   parseDocIds,
-  refuseRevOnDatabaseDelete,
+  refuseDocumentDeleteOnDatabase,
   revsDiffBody,
   sendRows,
 } from './docdb-shared.js';
@@ -176,7 +176,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
   });
   app.get<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: scoped }, async (r) => vdbs().info(r.params.vdb));
   app.delete<{ Params: { vdb: string } }>('/vdb/:vdb', { schema: { params: vdbParams }, config: admin }, async (r) => {
-    refuseRevOnDatabaseDelete(r);
+    refuseDocumentDeleteOnDatabase(r);
     await vdbs().delete(r.params.vdb);
     return { ok: true };
   });
