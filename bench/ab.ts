@@ -30,11 +30,13 @@
 // AB_FILL_EACH=1: each node fills its own data instead of copies of the first checkout's;
 // AB_ORDERS=1: one experiment instead of one in each start order)
 // A checkout is a directory with this repository and its node_modules (a `git worktree` of
-// another commit with a symlink to this one's node_modules will do).
+// another commit with a symlink to this one's node_modules will do). Each runs compiled, as the
+// product ships (built-node.ts's `compiledMainArgs`: its test build, made first if stale).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { NODE_FLAGS } from '../src/core/node-flags.js';
+import { compiledMainArgs } from '../test/support/built-node.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
 import { waitFor } from '../test/support/wait.js';
 import { clusteredVectors } from '../test/vector/clustered.js';
@@ -253,7 +255,7 @@ interface Node {
 
 async function start(checkout: string, dataDir: string): Promise<Node> {
   const env = { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_HTTP_PORT: '0', SERVICE_ADMIN_KEY: TEST_ADMIN_KEY, SERVICE_LOG_LEVEL: 'info', SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000' };
-  const proc = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', 'src/main.ts'], { cwd: checkout, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [...NODE_FLAGS, ...compiledMainArgs(checkout)], { cwd: checkout, env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-4096)));
   const url = await waitFor(() => /listening on (https?:\/\/[^\s]+) /.exec(out)?.[1], { timeoutMs: 60_000, what: `the node of ${checkout} to listen` });

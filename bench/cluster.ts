@@ -28,15 +28,18 @@ import { MemoryStorage } from '../src/raft/storage.js';
 import { DEFAULT_RAFT_OPTIONS, RaftCore } from '../src/raft/core.js';
 import type { Message } from '../src/raft/types.js';
 import { TestCluster } from '../test/cluster/harness.js';
+import { compiledMainArgs } from '../test/support/built-node.js';
 import { waitFor } from '../test/support/wait.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnNode } from '../test/support/process.js';
 import { TEST_ADMIN_KEY, request } from '../test/support/node.js';
-import { percentile, report, selected, type BenchResult } from './support.js';
+import { type BenchResult, percentile, report, selected, spawnBenchNode } from './support.js';
 import { textCorpus, textQueries } from './text-corpus.js';
+
+// The cluster's nodes run compiled, as the product ships (built-node.ts: built now if stale).
+compiledMainArgs();
 
 const durationMs = Number(process.env.BENCH_MS ?? 5_000);
 const failoverRuns = Number(process.env.FAILOVER_RUNS ?? 7);
@@ -550,7 +553,7 @@ for (const target of ['standalone', 'cluster'] as const) {
   if (!textCaseNames(target).some(selected)) continue;
   if (target === 'standalone') {
     const dir = mkdtempSync(join(tmpdir(), 'firkin-bench-text-'));
-    const node = await spawnNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
+    const node = await spawnBenchNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
     try {
       results.push(...(await textCases({ name: target, urls: () => [node.url] })));
     } finally {
@@ -570,7 +573,7 @@ for (const target of ['standalone', 'cluster'] as const) {
 {
   if (vectorCaseNames('standalone').some(selected)) {
     const dir = mkdtempSync(join(tmpdir(), 'firkin-bench-vector-'));
-    const node = await spawnNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
+    const node = await spawnBenchNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
     try {
       results.push(...(await vectorCases({ name: 'standalone', urls: () => [node.url] })));
       console.error(JSON.stringify(results));
@@ -598,7 +601,7 @@ for (const target of ['standalone', 'cluster'] as const) {
   const docCaseNames = (target: Target['name']) => ['doc-bulk500-c2', 'doc-put-c16', 'doc-get-c16', 'doc-pouchdb-pull', 'doc-pouchdb-push'].map((n) => `${n}-${target}`);
   if (docCaseNames('standalone').some(selected)) {
     const dir = mkdtempSync(join(tmpdir(), 'firkin-bench-doc-'));
-    const node = await spawnNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
+    const node = await spawnBenchNode({ SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: 'info' });
     try {
       results.push(...(await docCases({ name: 'standalone', urls: () => [node.url] })));
     } finally {

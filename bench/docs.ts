@@ -6,8 +6,8 @@
 // (DURATION_S=10 per PUT/GET case, BULK_DOCS=100000 by default)
 import autocannon from 'autocannon';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
-import { spawnNode, spawnScript } from '../test/support/process.js';
-import { type BenchResult, benchDoc, percentile, report, selected } from './support.js';
+import { spawnScript } from '../test/support/process.js';
+import { benchDoc, type BenchResult, percentile, report, selected, spawnBenchNode } from './support.js';
 
 const durationS = Number(process.env.DURATION_S ?? 10);
 const bulkDocs = Number(process.env.BULK_DOCS ?? 100_000);
@@ -89,7 +89,7 @@ async function changesRead(url: string, db: string, pageSize: number | undefined
   return { bench: `changes read ${total}${pageSize === undefined ? ' one request' : ` pages of ${pageSize}`}`, 'docs/s': total / elapsedS, p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99), errors: total === bulkDocs ? 0 : 1 };
 }
 
-const node = await spawnNode({ SERVICE_DATA_DIR: tempDir('firkin-bench-docs-'), SERVICE_LOG_LEVEL: 'info' });
+const node = await spawnBenchNode({ SERVICE_DATA_DIR: tempDir('firkin-bench-docs-'), SERVICE_LOG_LEVEL: 'info' });
 try {
   const url = node.url;
   const results: BenchResult[] = [];

@@ -4,9 +4,8 @@
 // autocannon at 1 and 16 connections per route. The node runs in its own process. Usage: npx tsx bench/gateway.ts [filter]   (DURATION_S=10, DOCS=10000)
 import autocannon from 'autocannon';
 import { internalName } from '../src/gateway/names.js';
-import { spawnNode } from '../test/support/process.js';
 import { request, tempDir } from '../test/support/node.js';
-import { type BenchResult, percentile, report, selected } from './support.js';
+import { type BenchResult, percentile, report, selected, spawnBenchNode } from './support.js';
 
 const durationS = Number(process.env.DURATION_S ?? 10);
 const docCount = Number(process.env.DOCS ?? 10_000);
@@ -52,9 +51,9 @@ async function interleaved(v1Url: string, standardUrl: string, tenant: Record<st
   return { v1: v1.sort((a, b) => a - b), standard: standard.sort((a, b) => a - b) };
 }
 
-const node = await spawnNode({
+const node = await spawnBenchNode({
   SERVICE_DATA_DIR: tempDir('firkin-bench-gateway-'),
-  SERVICE_LOG_LEVEL: 'info', // spawnNode waits for the "listening" line
+  SERVICE_LOG_LEVEL: 'info', // spawnBenchNode waits for the "listening" line
   SERVICE_GATEWAY_ENABLED: 'true',
   SERVICE_GATEWAY_PORT: '0', // = SERVICE_HTTP_PORT 0: the same server
   SERVICE_GATEWAY_MASTER_KEY: masterKey,

@@ -3,9 +3,8 @@
 // share its event loop. Usage: npx tsx bench/http.ts [filter]   (DURATION_S=10 by default)
 import autocannon from 'autocannon';
 import http2 from 'node:http2';
-import { spawnNode } from '../test/support/process.js';
 import { tempDir } from '../test/support/node.js';
-import { type BenchResult, percentile, report, selected } from './support.js';
+import { type BenchResult, percentile, report, selected, spawnBenchNode } from './support.js';
 
 const durationS = Number(process.env.DURATION_S ?? 10);
 
@@ -58,7 +57,7 @@ async function h2c(url: string, concurrency: number): Promise<BenchResult> {
   };
 }
 
-const node = await spawnNode({ SERVICE_DATA_DIR: tempDir('firkin-bench-'), SERVICE_LOG_LEVEL: 'info' });
+const node = await spawnBenchNode({ SERVICE_DATA_DIR: tempDir('firkin-bench-'), SERVICE_LOG_LEVEL: 'info' });
 try {
   const results: BenchResult[] = [];
   for (const c of [1, 32]) {

@@ -19,9 +19,8 @@ import { existsSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { tempDir } from '../test/support/node.js';
-import { spawnNode } from '../test/support/process.js';
 import { agent, call, drive } from './http-client.js';
-import { type BenchResult, report, selected } from './support.js';
+import { type BenchResult, report, selected, spawnBenchNode } from './support.js';
 import { DIMS, EF_SWEEP, K, RECALL_TARGETS, issueVectors, recallOf } from './vector-data.js';
 
 const N = Number(process.env.VECTOR_BENCH_N ?? 100_000);
@@ -63,7 +62,7 @@ const warmUp = Array.from({ length: PASSES * QUERIES }, (_, i) => i % QUERIES);
 const results: BenchResult[] = [];
 const clients: PgClient[] = [];
 const dataDir = tempDir('firkin-bench-pgvector-');
-const node = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
+const node = await spawnBenchNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
 try {
   for (let i = 0; i < 8; i++) {
     const c = new pg.default.Client({ connectionString: url });

@@ -3,8 +3,7 @@
 // order_by, counting.
 // The node runs in its own process. Usage: N=100000 npx tsx bench/query.ts [filter]
 import { request, tempDir, TEST_ADMIN_KEY } from '../test/support/node.js';
-import { spawnNode } from '../test/support/process.js';
-import { type BenchResult, percentile, report, selected } from './support.js';
+import { type BenchResult, percentile, report, selected, spawnBenchNode } from './support.js';
 
 const n = Number(process.env.N ?? 100_000);
 const iterations = Number(process.env.ITERATIONS ?? 200);
@@ -25,7 +24,7 @@ function user(i: number) {
   };
 }
 
-const node = await spawnNode({ SERVICE_DATA_DIR: tempDir('firkin-bench-query-'), SERVICE_LOG_LEVEL: 'info' });
+const node = await spawnBenchNode({ SERVICE_DATA_DIR: tempDir('firkin-bench-query-'), SERVICE_LOG_LEVEL: 'info' });
 try {
   const call = (method: string, path: string, body?: unknown) => request(node.url, method, path, { body, key: TEST_ADMIN_KEY });
   await call('PUT', '/db/users');

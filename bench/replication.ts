@@ -5,8 +5,7 @@
 import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
-import { spawnNode } from '../test/support/process.js';
-import { type BenchResult, benchDoc, report, selected } from './support.js';
+import { benchDoc, type BenchResult, report, selected, spawnBenchNode } from './support.js';
 
 const docs = Number(process.env.REPL_DOCS ?? 100_000);
 // The node's default (SERVICE_REPLICATION_BATCH_SIZE) unless REPL_BATCH says otherwise.
@@ -77,8 +76,8 @@ async function pouchdb(url: string): Promise<BenchResult[]> {
 
 const dirs = [tempDir(), tempDir()];
 const env = { SERVICE_REPLICATION_BATCH_SIZE: batchSize };
-const a = await spawnNode({ ...env, SERVICE_DATA_DIR: dirs[0]! });
-const b = await spawnNode({ ...env, SERVICE_DATA_DIR: dirs[1]! });
+const a = await spawnBenchNode({ ...env, SERVICE_DATA_DIR: dirs[0]! });
+const b = await spawnBenchNode({ ...env, SERVICE_DATA_DIR: dirs[1]! });
 const results: BenchResult[] = [];
 try {
   const loadStart = Date.now();

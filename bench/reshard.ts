@@ -6,8 +6,12 @@
 // documents over and over (the replay then carries long runs of one document's writes).
 //   npx tsx bench/reshard.ts            (RESHARD_DOCS, RESHARD_TO, RESHARD_WRITERS, RESHARD_HOT)
 import { TestCluster } from '../test/cluster/harness.js';
+import { compiledMainArgs } from '../test/support/built-node.js';
 import { waitFor } from '../test/support/wait.js';
 import { percentile, report, type BenchResult } from './support.js';
+
+// The cluster's nodes run compiled, as the product ships (built-node.ts: built now if stale).
+compiledMainArgs();
 
 const docs = Number(process.env.RESHARD_DOCS ?? 100_000);
 const to = Number(process.env.RESHARD_TO ?? 5);

@@ -1,4 +1,7 @@
 // Shared bench helpers: percentiles, printing, a node in a child process.
+import { compiledMainArgs } from '../test/support/built-node.js';
+import { type ChildNode, spawnNode } from '../test/support/process.js';
+
 export function percentile(sortedMs: number[], p: number): number {
   if (sortedMs.length === 0) return 0;
   const i = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
@@ -26,4 +29,9 @@ export function selected(name: string): boolean {
 /** The document body the document benches write (about 150 bytes as JSON); callers add the `_id`. */
 export function benchDoc(i: number) {
   return { type: 'bench', n: i, name: `user ${i}`, tags: ['a', 'b', String(i % 10)], nested: { score: i % 1000, ok: i % 2 === 0 } };
+}
+
+/** A node for a bench: the product as it ships, compiled (built-node.ts, `compiledMainArgs`), with the product's defaults. */
+export function spawnBenchNode(env: Record<string, string>, args: string[] = []): Promise<ChildNode> {
+  return spawnNode(env, args, compiledMainArgs());
 }

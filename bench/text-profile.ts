@@ -10,11 +10,12 @@
 //        KEEP_PROF=1 keeps the server's .cpuprofile and prints its path)
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { spawnNode, spawnScript } from '../test/support/process.js';
+import { spawnScript } from '../test/support/process.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
 import { call, drive } from './http-client.js';
 import { profileWindow, summarise, table } from './profile-summary.js';
 import { SEED, textCorpus, textQueries } from './text-corpus.js';
+import { spawnBenchNode } from './support.js';
 
 const N = Number(process.env.TEXT_PROFILE_N ?? 100_000);
 const SEARCHES = Number(process.env.TEXT_PROFILE_SEARCHES ?? 5_000);
@@ -37,7 +38,7 @@ try {
     }
   };
   if (!INSERTS) {
-    const filler = await spawnNode({ ...env, SERVICE_LOG_LEVEL: 'info' });
+    const filler = await spawnBenchNode({ ...env, SERVICE_LOG_LEVEL: 'info' });
     await fill(filler.url);
     await filler.stop();
   }

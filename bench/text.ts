@@ -22,10 +22,9 @@ import { pathToFileURL } from 'node:url';
 import { type Posting, rankBm25, termFrequencies } from '../src/vector/bm25.js';
 import { tokenize } from '../src/vector/tokenize.js';
 import { tempDir } from '../test/support/node.js';
-import { spawnNode } from '../test/support/process.js';
 import { agent, call, drive } from './http-client.js';
 import { SEED, textCorpus, textQueries } from './text-corpus.js';
-import { type BenchResult, report, selected } from './support.js';
+import { type BenchResult, report, selected, spawnBenchNode } from './support.js';
 
 const N = Number(process.env.TEXT_BENCH_N ?? 100_000);
 const QUERIES = Number(process.env.TEXT_BENCH_QUERIES ?? 1_000);
@@ -125,7 +124,7 @@ async function insertCorpus(collection: string, texts: readonly string[]): Promi
 
 const results: BenchResult[] = [];
 const dataDir = tempDir('firkin-bench-text-');
-const node = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
+const node = await spawnBenchNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
 try {
   const texts = textCorpus(N, SEED);
   const queries = textQueries(QUERIES, SEED + 1);

@@ -1,13 +1,12 @@
 // A VDB of 4 shards against a plain database: insert (bulk of 500), read by id, and _find
 // (equality, limit 100). Usage: N=20000 npx tsx bench/vdb.ts [filter]
 import { TEST_ADMIN_KEY, request, tempDir } from '../test/support/node.js';
-import { spawnNode } from '../test/support/process.js';
-import { type BenchResult, percentile, report, selected } from './support.js';
+import { type BenchResult, percentile, report, selected, spawnBenchNode } from './support.js';
 
 const n = Number(process.env.N ?? 20_000);
 const reads = Number(process.env.READS ?? 2_000);
 
-const node = await spawnNode({ SERVICE_DATA_DIR: tempDir('firkin-bench-vdb-'), SERVICE_LOG_LEVEL: 'info' });
+const node = await spawnBenchNode({ SERVICE_DATA_DIR: tempDir('firkin-bench-vdb-'), SERVICE_LOG_LEVEL: 'info' });
 try {
   const call = (method: string, path: string, body?: unknown) => request(node.url, method, path, { body, key: TEST_ADMIN_KEY });
   await call('PUT', '/db/plain');

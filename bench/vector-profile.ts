@@ -10,11 +10,12 @@
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
-import { spawnNode, spawnScript } from '../test/support/process.js';
+import { spawnScript } from '../test/support/process.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
 import { clusteredVectors } from '../test/vector/clustered.js';
 import { call, drive } from './http-client.js';
 import { profileWindow, summarise, table } from './profile-summary.js';
+import { spawnBenchNode } from './support.js';
 
 const N = Number(process.env.VECTOR_PROFILE_N ?? 100_000);
 const SEARCHES = Number(process.env.VECTOR_PROFILE_SEARCHES ?? 10_000);
@@ -31,7 +32,7 @@ try {
   const all = clusteredVectors({ seed: 42, count: N + 1_000, dims: DIMS, clusters: 100, noise: 0.25 });
   const queries = all.slice(N).map((q) => ({ vector: Array.from(q), k: 10, ef: EF, ...EXTRA }));
 
-  const filler = await spawnNode({ ...env, SERVICE_LOG_LEVEL: 'info' });
+  const filler = await spawnBenchNode({ ...env, SERVICE_LOG_LEVEL: 'info' });
   await call(filler.url, 'PUT', '/vectordb/collections/bench', { dimensions: DIMS, metric: 'l2' });
   for (let i = 0; i < N; i += 1_000) {
     const documents = all.slice(i, Math.min(N, i + 1_000)).map((v, j) => ({ id: String(i + j), vector: Array.from(v) }));

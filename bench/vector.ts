@@ -25,9 +25,8 @@
 import { rmSync } from 'node:fs';
 import { usearchEngine } from '../src/vector/ann/usearch.js';
 import { tempDir } from '../test/support/node.js';
-import { spawnNode } from '../test/support/process.js';
 import { agent, call, drive } from './http-client.js';
-import { type BenchResult, report, selected } from './support.js';
+import { type BenchResult, report, selected, spawnBenchNode } from './support.js';
 import { DIMS, EF_SWEEP, K, RECALL_TARGETS, issueVectors, recallOf } from './vector-data.js';
 
 const N = Number(process.env.VECTOR_BENCH_N ?? 100_000);
@@ -39,7 +38,7 @@ const BATCH_SEARCHES = 100;
 
 const results: BenchResult[] = [];
 const dataDir = tempDir('firkin-bench-vector-');
-const node = await spawnNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
+const node = await spawnBenchNode({ SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'info' });
 try {
   const { data, queries, flat, qflat, truth } = issueVectors(N, QUERIES);
 

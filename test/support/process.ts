@@ -67,10 +67,13 @@ export function spawnTestNode(env: Record<string, string>, args: string[] = []):
   return spawnNode({ ...TEST_CACHE_ENV, ...env }, args);
 }
 
-/** Start the node (built-node.ts: the build, or src/main.ts under tsx) with the given env; resolves once it logs its URL (it must log at info). */
-export function spawnNode(env: Record<string, string>, args: string[] = []): Promise<ChildNode> {
+/**
+ * Start the node (built-node.ts: the build, or src/main.ts under tsx; `entry` to choose) with
+ * the given env; resolves once it logs its URL (it must log at info).
+ */
+export function spawnNode(env: Record<string, string>, args: string[] = [], entry: string[] = nodeMainArgs()): Promise<ChildNode> {
   return spawnScript({
-    entry: nodeMainArgs(),
+    entry,
     args,
     env: { SERVICE_HTTP_PORT: '0', SERVICE_ADMIN_KEY: TEST_ADMIN_KEY, SERVICE_LOG_LEVEL: 'info', ...env },
     ready: /listening on (https?:\/\/[^\s]+) /,
