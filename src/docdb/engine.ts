@@ -375,6 +375,19 @@ export interface DbExport {
   readonly ranges: readonly { readonly cf: ColumnFamily; readonly cursor: EntryCursor }[];
 }
 
+/**
+ * The revision a read of `docId` names (`options.rev`, its latest leaf with `latest`, else the
+ * winner) and whether it is a deletion; a 404 for a revision the tree lacks, or for a deleted
+ * winner unless `deleted` asks for it.
+ */
+function revToRead(docId: string, rec: DocRecord, options: GetDocOptions): { rev: string; deleted: boolean } {
+  const rev = options.rev === undefined ? rec.winner : options.latest ? (latestLeaves(rec.tree, options.rev)[0] ?? options.rev) : options.rev;
+  const node = findRev(rec.tree, rev);
+  if (node === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} not found`);
+  if (options.rev === undefined && rec.deleted && options.deleted !== true) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} is deleted`);
+  return { rev, deleted: node.deleted };
+}
+
 /** The engine's read door, as the modules that only read documents see it. */
 export type DocReader = Pick<DocEngine, 'has' | 'dbInfo' | 'getRecords' | 'getBodies' | 'scanRecords'>;
 
@@ -1113,18 +1126,32 @@ export class DocEngine {
 
   /** The document as served: body + `_id`, `id`, `_rev` (+ `_deleted`, `_attachments` stubs, options). */
   async getDoc(db: string, docId: string, options: GetDocOptions = {}): Promise<Record<string, unknown>> {
-    // The caches are looked at here first: a GET they answer awaits nothing (each await a
-    // promise and a turn, on the most common request there is).
     const state = this.#state(db);
     const rec = state.cache.get(docId) ?? (await this.getRecord(db, docId));
     if (rec === undefined) throw notFoundDoc(docId);
-    const rev = options.rev === undefined ? rec.winner : options.latest ? (latestLeaves(rec.tree, options.rev)[0] ?? options.rev) : options.rev;
-    const node = findRev(rec.tree, rev);
-    if (node === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} not found`);
-    if (options.rev === undefined && rec.deleted && options.deleted !== true) throw new FirkinError('not_found', `document ${JSON.stringify(docId)} is deleted`);
+    const { rev, deleted } = revToRead(docId, rec, options);
     const stored = (isLeaf(rec.tree, rev) ? state.bodies.get(bodyKey(docId, rev)) : undefined) ?? (await this.#revBody(db, docId, rec, rev));
     if (stored === undefined) throw new FirkinError('not_found', `revision ${rev} of ${JSON.stringify(docId)} is not kept (its body was compacted away or never arrived)`);
-    const out = this.#render(docId, rev, node.deleted, stored);
+    return this.#answerGet(docId, rec, rev, deleted, stored, options);
+  }
+
+  /**
+   * `getDoc` answered from the record and body caches alone, or undefined when it would have to
+   * read. A GET of a cached document then makes no promise at all (each one an allocation and a
+   * microtask turn, on the most common request there is).
+   */
+  getDocNow(db: string, docId: string, options: GetDocOptions = {}): Record<string, unknown> | undefined {
+    const state = this.#state(db);
+    const rec = state.cache.get(docId);
+    if (rec === undefined) return undefined;
+    const { rev, deleted } = revToRead(docId, rec, options);
+    const stored = isLeaf(rec.tree, rev) ? state.bodies.get(bodyKey(docId, rev)) : undefined;
+    return stored === undefined ? undefined : this.#answerGet(docId, rec, rev, deleted, stored, options);
+  }
+
+  /** A read revision with what `options` add to it. */
+  #answerGet(docId: string, rec: DocRecord, rev: string, deleted: boolean, stored: BodyRecord, options: GetDocOptions): Record<string, unknown> {
+    const out = this.#render(docId, rev, deleted, stored);
     if (options.revs) out._revisions = revisions(rec.tree, rev);
     if (options.revsInfo) out._revs_info = revsInfo(rec.tree, rev, (r) => isLeaf(rec.tree, r) || rec.kept?.[r] !== undefined);
     if (options.conflicts) {

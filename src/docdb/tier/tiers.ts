@@ -179,9 +179,15 @@ export class Tiers {
     return rec !== undefined && !rec.deleted;
   }
 
-  /** Where a document's reads and writes go (its tier database), 404 once its TTL passed. */
-  async locate(db: string, id: string): Promise<string> {
-    if (!this.#configs.has(db)) return db;
+  /**
+   * Where a document's reads and writes go (its tier database), 404 once its TTL passed: `db`
+   * itself, at once and not as a promise, unless `db` has tiers.
+   */
+  locate(db: string, id: string): string | Promise<string> {
+    return this.#configs.has(db) ? this.#locateTiered(db, id) : db;
+  }
+
+  async #locateTiered(db: string, id: string): Promise<string> {
     const rec = await this.#record(db, id);
     if (rec === undefined) return db;
     if (rec.expiresMs !== null && rec.expiresMs <= this.#o.clock.nowMs()) throw new FirkinError('not_found', `document ${JSON.stringify(id)} has expired`);

@@ -14,7 +14,7 @@ export interface AttachmentRouteDeps {
   /** SERVICE_ATTACHMENT_MAX_BYTES: a bigger upload is a 413. */
   attachmentMaxBytes: number;
   /** Where a document lives when tiered storage moved it (default: its own database). */
-  locate?: (db: string, docId: string) => Promise<string>;
+  locate?: (db: string, docId: string) => string | Promise<string>;
 }
 
 const params = {
@@ -55,7 +55,7 @@ export async function readLimited(stream: NodeJS.ReadableStream | undefined, max
   return Buffer.concat(chunks, size);
 }
 
-export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = async (app, { docs, attachmentMaxBytes, locate = async (db) => db }) => {
+export const docdbAttachmentRoutes: FastifyPluginAsync<AttachmentRouteDeps> = async (app, { docs, attachmentMaxBytes, locate = (db) => db }) => {
   /** The database (following a tiered document), document id and attachment name of a request. */
   const target = async (p: Params) => {
     const docId = checkDocId(p.docid);

@@ -327,51 +327,64 @@ export async function sendRows(request: FastifyRequest, reply: FastifyReply, hea
 /** Where a document is read: a database (the engine) or a VDB (the shard that owns the id). */
 export interface DocSource {
   getDoc(options: GetDocOptions): Promise<Record<string, unknown>>;
+  /** `getDoc` answered from what the source has cached, or undefined when it must read. */
+  getDocNow?(options: GetDocOptions): Record<string, unknown> | undefined;
   /** What `inlineWith` reads an attachment of revision `rev` through. */
   attachment(name: string, rev: string): Promise<{ chunks: () => AsyncIterable<Buffer> }>;
   /** The revisions `open_revs` serves: every leaf (`all`), or each asked one (with `latest`, its leaves). */
   openRevs(wanted: 'all' | readonly string[], latest: boolean): Promise<string[]>;
 }
 
-/** A document GET with every CouchDB read option (docs/docdb.md). */
-export async function answerDocGet(source: DocSource, q: GetDocQuery, reply: FastifyReply): Promise<unknown> {
+/**
+ * A document GET with every CouchDB read option (docs/docdb.md). A document the source has
+ * cached (`getDocNow`) is answered at once, not as a promise: fastify sends a route's plain
+ * value without a microtask turn.
+ */
+export function answerDocGet(source: DocSource, q: GetDocQuery, reply: FastifyReply): unknown {
   const attsSince = q.atts_since === undefined ? undefined : parseRevList(q.atts_since);
   if (attsSince === undefined && q.atts_since !== undefined) throw new FirkinError('bad_request', 'atts_since must be a JSON array of revisions');
-  /**
-   * A read revision as asked: attachments inline (whose `atts_since` needs the history), then
-   * `_revisions` only when asked. It waits only for inline attachments.
-   */
-  const finish = (doc: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>> => {
-    const asked = () => {
-      if (q.revs !== true) delete doc._revisions;
-      return doc;
-    };
-    if (q.attachments !== true || doc._attachments === undefined) return asked();
-    const at = doc._rev as string;
-    return inlineWith((name) => source.attachment(name, at), doc, attsSince).then((inlined) => {
-      doc._attachments = inlined;
-      return asked();
-    });
-  };
   const withHistory = q.revs === true || (q.attachments === true && attsSince !== undefined);
-  if (q.open_revs !== undefined) {
-    // CouchDB's JSON form: one `{ok: doc}` or `{missing: rev}` per revision asked for.
-    const wanted = parseOpenRevs(q.open_revs);
-    if (wanted === undefined) throw new FirkinError('bad_request', 'open_revs must be "all" or a JSON array of revisions');
-    const out: ({ ok: Record<string, unknown> } | { missing: string })[] = [];
-    for (const rev of await source.openRevs(wanted, q.latest === true)) {
-      try {
-        out.push({ ok: await finish(await source.getDoc({ rev, revs: withHistory })) });
-      } catch (err) {
-        if (!(err instanceof FirkinError) || err.code !== 'not_found') throw err;
-        out.push({ missing: rev });
-      }
+  if (q.open_revs !== undefined) return answerOpenRevs(source, q, attsSince, withHistory);
+  const options: GetDocOptions = { ...readOptions(q), revs: withHistory, deleted: q.deleted };
+  const answer = (doc: Record<string, unknown>) => {
+    reply.header('etag', `"${doc._rev as string}"`);
+    return asAsked(source, q, attsSince, doc);
+  };
+  const now = source.getDocNow?.(options);
+  return now !== undefined ? answer(now) : source.getDoc(options).then(answer);
+}
+
+/** `open_revs`, in CouchDB's JSON form: one `{ok: doc}` or `{missing: rev}` per revision asked for. */
+async function answerOpenRevs(source: DocSource, q: GetDocQuery, attsSince: string[] | undefined, withHistory: boolean): Promise<unknown> {
+  const wanted = parseOpenRevs(q.open_revs!);
+  if (wanted === undefined) throw new FirkinError('bad_request', 'open_revs must be "all" or a JSON array of revisions');
+  const out: ({ ok: Record<string, unknown> } | { missing: string })[] = [];
+  for (const rev of await source.openRevs(wanted, q.latest === true)) {
+    try {
+      out.push({ ok: await asAsked(source, q, attsSince, await source.getDoc({ rev, revs: withHistory })) });
+    } catch (err) {
+      if (!(err instanceof FirkinError) || err.code !== 'not_found') throw err;
+      out.push({ missing: rev });
     }
-    return out;
   }
-  const doc = await source.getDoc({ ...readOptions(q), revs: withHistory, deleted: q.deleted });
-  reply.header('etag', `"${doc._rev as string}"`);
-  return finish(doc);
+  return out;
+}
+
+/**
+ * A read revision as asked: attachments inline (whose `atts_since` needs the history), then
+ * `_revisions` only when asked. It waits only for inline attachments.
+ */
+function asAsked(source: DocSource, q: GetDocQuery, attsSince: string[] | undefined, doc: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>> {
+  const asked = () => {
+    if (q.revs !== true) delete doc._revisions;
+    return doc;
+  };
+  if (q.attachments !== true || doc._attachments === undefined) return asked();
+  const at = doc._rev as string;
+  return inlineWith((name) => source.attachment(name, at), doc, attsSince).then((inlined) => {
+    doc._attachments = inlined;
+    return asked();
+  });
 }
 
 /**

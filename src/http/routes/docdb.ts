@@ -38,7 +38,8 @@ export interface DocdbRouteDeps {
   /** Generates ids for documents posted without one. */
   newId: () => string;
   /** Where a document lives when tiered storage moved it (default: its own database). */
-  locate?: (db: string, docId: string) => Promise<string>;
+  /** The database holding `docId` now (its tier's, if it moved): a string when known at once. */
+  locate?: (db: string, docId: string) => string | Promise<string>;
 }
 
 const designParams = {
@@ -83,7 +84,7 @@ function designRange(o: AllDocsOptions): AllDocsOptions {
   return o.descending ? { ...o, startkey: min(o.startkey, high), endkey: max(o.endkey, low) } : { ...o, startkey: max(o.startkey, low), endkey: min(o.endkey, high) };
 }
 
-export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { docs, hlc, newId, locate = async (db) => db }) => {
+export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { docs, hlc, newId, locate = (db) => db }) => {
   // ---- databases
   // CouchDB's list (nano's `db.list()`; `/db/_all_dbs` for clients whose server root is `/db`):
   // the names the key may read, in order.
@@ -154,6 +155,7 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
   /** A database's document as GET and COPY read it (through its tier, if it moved). */
   const dbDocSource = (db: string, docId: string): DocSource => ({
     getDoc: (options) => docs.getDoc(db, docId, options),
+    getDocNow: (options) => docs.getDocNow(db, docId, options),
     attachment: (name, rev) => docs.getAttachment(db, docId, name, rev),
     openRevs: async (wanted, latest) => {
       const rec = await docs.getRecord(db, docId);
@@ -167,9 +169,11 @@ export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { doc
     },
   });
 
-  app.get<{ Params: { db: string; docid: string }; Querystring: GetDocQuery }>('/db/:db/:docid', { schema: { params: docParams, querystring: getDocQuery } }, async (request, reply) => {
+  app.get<{ Params: { db: string; docid: string }; Querystring: GetDocQuery }>('/db/:db/:docid', { schema: { params: docParams, querystring: getDocQuery } }, (request, reply) => {
+    // Not async: a cached document is answered with no promise made (answerDocGet).
     const docId = checkDocId(request.params.docid);
-    return answerDocGet(dbDocSource(await locate(existingDb(docs, request.params.db), docId), docId), request.query, reply);
+    const located = locate(existingDb(docs, request.params.db), docId);
+    return typeof located === 'string' ? answerDocGet(dbDocSource(located, docId), request.query, reply) : located.then((db) => answerDocGet(dbDocSource(db, docId), request.query, reply));
   });
 
   app.put<{ Params: { db: string; docid: string }; Querystring: { rev?: string; new_edits?: boolean }; Body: unknown }>(
