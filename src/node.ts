@@ -380,11 +380,12 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       ...(docShards === undefined ? {} : { shards: () => ({ ...mergeHealth([vectorShards?.health(), docShards?.health()]), vector: vectorShards?.hosted() ?? 0, vdb: docShards?.hosted() ?? 0 }) }),
       // `collections`/`documents`: this node's standalone ones; `cluster`: the replicated ones.
       ...(vectors === undefined ? {} : { vector: () => ({ status: 'ok', ...vectors!.stats(), ...(vectorShards === undefined ? {} : { cluster: vectorShards.healthStats() }) }) }),
-      // Every database's figures for a caller whose key may read it; the count for anyone.
+      // Every database's figures for a caller whose key may read it; the count for anyone. The
+      // databases users made: shard replicas are their VDBs' (`shards.vdb` counts them).
       docdb: (viewer) => ({
         status: docs.stopping ? 'degraded' : 'ok',
-        database_count: docs.listDbs().length,
-        databases: docs.listDbs().filter((db) => viewer.mayRead(db)).map((db) => {
+        database_count: docs.userDbs().length,
+        databases: docs.userDbs().filter((db) => viewer.mayRead(db)).map((db) => {
           const info = docs.dbInfo(db);
           return { name: db, status: 'ok', doc_count: info.doc_count, doc_del_count: info.doc_del_count, update_seq: info.update_seq, disk_size: info.disk_size, open_feeds: docs.openFeeds(db) };
         }),

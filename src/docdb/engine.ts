@@ -532,6 +532,14 @@ export class DocEngine {
     return [...this.#dbs.keys()].sort();
   }
 
+  /**
+   * The databases users made, in order: `listDbs` less a cluster node's shard replicas (a VDB's
+   * shards are its own, listed under /vdb; only its log writes them).
+   */
+  userDbs(): string[] {
+    return this.listDbs().filter((db) => this.#dbs.get(db)!.record.owner === undefined);
+  }
+
   has(db: string): boolean {
     const state = this.#dbs.get(db);
     return state !== undefined && !state.dropped;

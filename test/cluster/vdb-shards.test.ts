@@ -75,6 +75,18 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
     }, { what: `${n} to answer for the VDB` });
     t.match(info, { name: 'v', shard_count: 4, total_docs: 0 }, `${n} answers its info`);
   }
+  // A node's shard replicas are v's, not databases of its own: `_all_dbs` and /health list the
+  // databases users made (they listed v_s0..v_s3 beside them).
+  t.equal((await cluster.request('n2', 'PUT', '/db/plain')).status, 201);
+  for (const n of nodes) {
+    const listed = await cluster.request(n, 'GET', '/_all_dbs');
+    t.notOk(listed.body.some((db: string) => /^v_s\d+$/.test(db)), `${n}'s _all_dbs lists no shard replica (${JSON.stringify(listed.body)})`);
+    const health = await cluster.request(n, 'GET', '/health');
+    t.notOk(health.body.docdb.databases.some((d: { name: string }) => /^v_s\d+$/.test(d.name)), `${n}'s /health lists no shard replica as a database`);
+    t.ok(health.body.shards.vdb >= 4, `${n}'s /health counts its VDB replicas under shards (${health.body.shards.vdb})`);
+  }
+  t.same((await cluster.request('n2', 'GET', '/_all_dbs')).body, ['plain'], 'n2 lists the plain database it holds');
+  t.equal((await cluster.request('n2', 'DELETE', '/db/plain')).status, 200);
   const assignments = (await cluster.request('n2', 'GET', '/vdb/v/_shards')).body;
   t.equal(assignments.shards.length, 4, 'four assignments');
   for (const s of assignments.shards) {

@@ -87,11 +87,12 @@ function designRange(o: AllDocsOptions): AllDocsOptions {
 export const docdbRoutes: FastifyPluginAsync<DocdbRouteDeps> = async (app, { docs, hlc, newId, locate = (db) => db }) => {
   // ---- databases
   // CouchDB's list (nano's `db.list()`; `/db/_all_dbs` for clients whose server root is `/db`):
-  // the names the key may read, in order.
+  // the names the key may read, in order. A cluster node's shard replicas are not listed, as a
+  // CouchDB cluster lists its databases and not their shards: they are their VDB's (GET /vdb).
   for (const url of ['/_all_dbs', '/db/_all_dbs']) {
     app.get<{ Querystring: AllDbsQuery }>(url, { schema: { querystring: allDbsQuery } }, async (request) => {
       const q = request.query;
-      const readable = docs.listDbs().filter((db) => docs.has(db) && keyAllows(request, 'read', db));
+      const readable = docs.userDbs().filter((db) => docs.has(db) && keyAllows(request, 'read', db));
       return pageKeys(readable, {
         startkey: keyParam('startkey', q.startkey ?? q.start_key, 'a database name'),
         endkey: keyParam('endkey', q.endkey ?? q.end_key, 'a database name'),
