@@ -8,7 +8,8 @@
 //        CBOR batches of 1000 into the profiled node, per document instead of per request;
 //        TEXT_PROFILE_INDEX_M=0 makes the collection's vector index flat (no HNSW graph);
 //        KEEP_PROF=1 keeps the server's .cpuprofile and prints its path)
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnScript } from '../test/support/process.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
@@ -24,8 +25,8 @@ const INSERTS = process.env.TEXT_PROFILE_WHAT === 'insert';
 const INDEX_M = process.env.TEXT_PROFILE_INDEX_M === undefined ? undefined : Number(process.env.TEXT_PROFILE_INDEX_M);
 
 const dataDir = tempDir('firkin-bench-tprof-');
-const profDir = tempDir('firkin-bench-tprof-cpu-');
-mkdirSync(profDir, { recursive: true });
+// A kept profile must outlive this process: tempDir's directories are removed at exit.
+const profDir = process.env.KEEP_PROF === undefined ? tempDir('firkin-bench-tprof-cpu-') : mkdtempSync(path.join(tmpdir(), 'firkin-bench-tprof-cpu-'));
 const env = { SERVICE_DATA_DIR: dataDir, SERVICE_VECTORDB_INDEX_SAVE_MS: '86400000', SERVICE_LOG_LEVEL: 'warn' };
 try {
   const texts = textCorpus(N, SEED);
