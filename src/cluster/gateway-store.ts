@@ -4,6 +4,7 @@
 // collection made on one node (a replicated collection underneath) is used from every node.
 // Usage travels as deltas (`tenantcoll.usage`) so writes through different nodes add up; the
 // collection count is checked by the state machine itself, so max_collections is exact.
+import assert from 'node:assert/strict';
 import { FirkinError, isFirkinError, wasCommitted } from '../core/errors.js';
 import type { GatewayStore } from '../gateway/store.js';
 import type { CollectionRecord, KeyRecord, Tenant } from '../gateway/types.js';
@@ -108,7 +109,9 @@ export class MetaGatewayStore implements GatewayStore {
     return this.#ignoreGone(this.#meta.propose({ type: 'tenantcoll.usage', tenantId, name, vectors: change.vectors, bytes: change.bytes }));
   }
 
-  recount(tenantId: string, name: string, vectors: number): Promise<void> {
+  recount(tenantId: string, name: string, vectors: number, bytes?: number): Promise<void> {
+    // The log's command carries the count alone (GatewayStore.recount): only standalone recounts bytes.
+    assert.equal(bytes, undefined, 'a cluster recount carries the count alone');
     return this.#ignoreGone(this.#meta.propose({ type: 'tenantcoll.recount', tenantId, name, vectors }));
   }
 

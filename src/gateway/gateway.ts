@@ -80,6 +80,24 @@ function view(c: CollectionRecord): CollectionView {
 const tenantNotFound = (tenantId: string) => new FirkinError('not_found', `no tenant ${JSON.stringify(tenantId)}`);
 const collectionNotFound = (name: string) => new FirkinError('collection_not_found', `no collection ${JSON.stringify(name)}`);
 
+/** Documents a page of the bytes recount reads. */
+const BYTES_RECOUNT_PAGE = 1_000;
+
+/**
+ * A collection's stored bytes counted again from its documents, as its writes count them
+ * (`documentBytes`): a read of every document (no vectors), in pages.
+ */
+async function storedBytes(vectors: GatewayVectors, c: CollectionRecord): Promise<number> {
+  let bytes = 0;
+  let offset: string | undefined;
+  do {
+    const page = await vectors.scroll(c.internal, { limit: BYTES_RECOUNT_PAGE, ...(offset === undefined ? {} : { offset }) });
+    for (const d of page.documents) bytes += documentBytes(d, c.dimension);
+    offset = page.next;
+  } while (offset !== undefined);
+  return bytes;
+}
+
 export class Gateway {
   readonly #store: GatewayStore;
   readonly #vectors: GatewayVectors | undefined;
@@ -103,7 +121,8 @@ export class Gateway {
 
   /**
    * Make the registry agree with the vector engine after a crash between the two writes of a
-   * collection operation: drop records whose collection is gone, take counts from the engine.
+   * collection operation: drop records whose collection is gone, take counts from the engine,
+   * and where a count differed, the stored bytes too (a read of the collection's documents).
    */
   async reconcile(): Promise<{ dropped: number; recounted: number; unclaimed: string[] }> {
     const vectors = this.#vectors;
@@ -118,7 +137,8 @@ export class Gateway {
             await this.#store.deleteCollection(c.tenant_id, c.name);
             dropped++;
           } else if (info.count !== c.vector_count) {
-            await this.#store.recount(c.tenant_id, c.name, info.count);
+            // The write whose usage was lost moved the bytes too: counted again with the documents.
+            await this.#store.recount(c.tenant_id, c.name, info.count, await storedBytes(vectors, c));
             recounted++;
           }
         }

@@ -30,12 +30,18 @@ export function writeQuotaError(usage: Usage, limits: Limits, change: { newVecto
   return undefined;
 }
 
-/** Approximate stored size of one document: id, text, metadata as JSON, and the vector. */
+/**
+ * Approximate stored size of one document: id, text, metadata as JSON, and the vector. A
+ * document reads back with `text: ''` and `metadata: {}` where it was written without them:
+ * those count nothing either way, so an overwrite subtracts what the write added, and a
+ * recount from the stored documents (`Gateway.reconcile`) finds the same sum.
+ */
 export function documentBytes(doc: { id: string; text?: string; metadata?: unknown }, dimension: number): number {
-  return (
-    Buffer.byteLength(doc.id, 'utf8') +
-    (doc.text === undefined ? 0 : Buffer.byteLength(doc.text, 'utf8')) +
-    (doc.metadata === undefined ? 0 : Buffer.byteLength(JSON.stringify(doc.metadata), 'utf8')) +
-    dimension * BYTES_PER_DIMENSION
-  );
+  return Buffer.byteLength(doc.id, 'utf8') + (doc.text === undefined ? 0 : Buffer.byteLength(doc.text, 'utf8')) + metadataBytes(doc.metadata) + dimension * BYTES_PER_DIMENSION;
+}
+
+function metadataBytes(metadata: unknown): number {
+  if (metadata === undefined || metadata === null) return 0;
+  const json = JSON.stringify(metadata);
+  return json === '{}' ? 0 : Buffer.byteLength(json, 'utf8');
 }

@@ -163,9 +163,9 @@ export class RocksGatewayStore implements GatewayStore {
     await this.#putCollection({ ...c, vector_count: Math.max(0, c.vector_count + change.vectors), storage_bytes: Math.max(0, c.storage_bytes + change.bytes) });
   }
 
-  async recount(tenantId: string, name: string, vectors: number): Promise<void> {
+  async recount(tenantId: string, name: string, vectors: number, bytes?: number): Promise<void> {
     const c = this.collection(tenantId, name);
-    if (c !== undefined) await this.#putCollection({ ...c, vector_count: Math.max(0, vectors) });
+    if (c !== undefined) await this.#putCollection({ ...c, vector_count: Math.max(0, vectors), storage_bytes: bytes === undefined ? c.storage_bytes : Math.max(0, bytes) });
   }
 
   async #putCollection(record: CollectionRecord): Promise<void> {

@@ -29,8 +29,12 @@ export interface GatewayStore {
   createCollection(record: CollectionRecord): Promise<void>;
   /** Add a write's change of usage (a delta, so writes through different nodes add up). */
   addUsage(tenantId: string, name: string, change: { vectors: number; bytes: number }): Promise<void>;
-  /** The document count as counted again from the engine. */
-  recount(tenantId: string, name: string, vectors: number): Promise<void>;
+  /**
+   * The document count as counted again from the engine; with `bytes`, the stored bytes too,
+   * in the same write. Only a standalone store takes `bytes`: a cluster's recount command
+   * carries the count alone, so its bytes are never recounted.
+   */
+  recount(tenantId: string, name: string, vectors: number, bytes?: number): Promise<void>;
   deleteCollection(tenantId: string, name: string): Promise<void>;
   /** Cluster mode: resolves once this node's copy is confirmed as fresh as the metadata leader's. */
   confirmFresh?(): Promise<void>;

@@ -34,6 +34,9 @@ t.test('writeQuotaError refuses exactly when a limit would be crossed', (t) => {
 t.test('documentBytes: id, text, metadata JSON in UTF-8, 4 bytes per dimension', (t) => {
   t.equal(documentBytes({ id: 'ab' }, 3), 2 + 12);
   t.equal(documentBytes({ id: 'é', text: 'héllo', metadata: { a: 1 } }, 0), 2 + 6 + 7);
+  // As read back, a document written without text or metadata has '' and {}: the same size.
+  t.equal(documentBytes({ id: 'ab', text: '', metadata: {} }, 3), documentBytes({ id: 'ab' }, 3));
+  t.equal(documentBytes({ id: 'ab', metadata: null }, 3), documentBytes({ id: 'ab' }, 3));
   t.end();
 });
 

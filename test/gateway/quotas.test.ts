@@ -52,9 +52,24 @@ t.test('start-up reconciles the registry with the vector engine', async (t) => {
   await gw.restart();
   const usage = (await gw.admin('GET', '/admin/tenants/acme/usage')).body.usage;
   t.equal(usage.vector_count, 3, 'the count comes from the engine');
+  // Each document as its write counts it: id, text, metadata's JSON, 4 bytes a dimension.
+  t.equal(usage.storage_bytes, 3 * (1 + 2 * 4), 'and so do the stored bytes (they were 9: the two documents behind the gateway went uncounted)');
   t.equal(usage.collection_count, 1, 'the vanished collection is dropped');
   t.same((await gw.call('GET', '/v1/collections', key)).body.collections.map((c: { name: string }) => c.name), ['kept']);
   t.equal((await gw.call('POST', '/v1/collections', key, { name: 'lost', dimension: 2 })).status, 201, 'and its name is free again');
+});
+
+t.test('an overwrite of a document without text or metadata leaves the stored bytes as they were', async (t) => {
+  const gw = await startGatewayNode();
+  t.teardown(() => gw.close());
+  const key = (await gw.admin('POST', '/admin/tenants', { tenant_id: 'acme' })).body.api_key as string;
+  await gw.call('POST', '/v1/collections', key, { name: 'docs', dimension: 2 });
+  const bytes = async () => (await gw.admin('GET', '/admin/tenants/acme/usage')).body.usage.storage_bytes as number;
+  t.equal((await gw.call('POST', '/v1/collections/docs/documents', key, { id: 'a', vector: [1, 0] })).status, 201);
+  t.equal(await bytes(), 1 + 2 * 4);
+  // The old document reads back with text '' and metadata {}: it used to subtract 2 bytes more than its write added.
+  for (let i = 0; i < 3; i++) t.equal((await gw.call('POST', '/v1/collections/docs/documents', key, { id: 'a', vector: [0, 1] })).status, 201);
+  t.equal(await bytes(), 1 + 2 * 4, 'three overwrites later');
 });
 
 t.test('a leftover engine collection without a record is replaced on create', async (t) => {
