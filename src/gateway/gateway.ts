@@ -122,9 +122,10 @@ export class Gateway {
   /**
    * Make the registry agree with the vector engine after a crash between the two writes of a
    * collection operation: drop records whose collection is gone, take counts from the engine,
-   * and where a count differed, the stored bytes too (a read of the collection's documents).
+   * and where a count differed, the stored bytes too (a read of the collection's documents,
+   * told first to `recounting`: a large collection takes a while).
    */
-  async reconcile(): Promise<{ dropped: number; recounted: number; unclaimed: string[] }> {
+  async reconcile(recounting?: (c: { tenant_id: string; name: string; registry: number; engine: number }) => void): Promise<{ dropped: number; recounted: number; unclaimed: string[] }> {
     const vectors = this.#vectors;
     let dropped = 0;
     let recounted = 0;
@@ -138,6 +139,7 @@ export class Gateway {
             dropped++;
           } else if (info.count !== c.vector_count) {
             // The write whose usage was lost moved the bytes too: counted again with the documents.
+            recounting?.({ tenant_id: c.tenant_id, name: c.name, registry: c.vector_count, engine: info.count });
             await this.#store.recount(c.tenant_id, c.name, info.count, await storedBytes(vectors, c));
             recounted++;
           }

@@ -75,7 +75,9 @@ export async function openGateway(deps: {
   });
   // On a cluster the records and the collections are both in the metadata log, and a pass
   // needs a quorum to write: it runs in the background once the node is a member (`recountInCluster`).
-  const fixed = deps.clusterStore === undefined ? await gateway.reconcile() : { dropped: 0, recounted: 0, unclaimed: [] };
+  const countingBytes = (c: { tenant_id: string; name: string; registry: number; engine: number }) =>
+    log.info(c, "gateway: a collection's count is off (a write's usage was lost, as by a crash): taking it from the engine and counting its stored bytes again from its documents");
+  const fixed = deps.clusterStore === undefined ? await gateway.reconcile(countingBytes) : { dropped: 0, recounted: 0, unclaimed: [] };
   if (fixed.dropped + fixed.recounted > 0) log.warn({ dropped: fixed.dropped, recounted: fixed.recounted }, 'gateway registry reconciled with the vector engine');
   if (fixed.unclaimed.length > 0) log.warn({ collections: fixed.unclaimed }, 'vector collections named like tenant collections have no gateway record');
   if (deps.vectors === undefined) log.warn('gateway: no vector engine on this node, so only /admin routes are served (no /v1)');
