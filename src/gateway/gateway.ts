@@ -80,6 +80,11 @@ function view(c: CollectionRecord): CollectionView {
 const tenantNotFound = (tenantId: string) => new FirkinError('not_found', `no tenant ${JSON.stringify(tenantId)}`);
 const collectionNotFound = (name: string) => new FirkinError('collection_not_found', `no collection ${JSON.stringify(name)}`);
 
+/** A stored document's bytes as its write counted them (none: 0). */
+function storedSize(doc: GatewayDocument | undefined, dimension: number): number {
+  return doc === undefined ? 0 : documentBytes(doc, dimension);
+}
+
 /** Documents a page of the bytes recount reads. */
 const BYTES_RECOUNT_PAGE = 1_000;
 
@@ -441,9 +446,18 @@ export class Gateway {
         await vectors.upsert(c.internal, [...last.values()]);
       } catch (err) {
         // The engine may have written part of the batch before failing (an I/O error, an
-        // embedder failing half way): take the count from it so usage stays exact.
-        const info = await vectors.collectionInfo(c.internal);
-        if (info !== undefined && info.count !== c.vector_count) await this.#store.recount(c.tenant_id, c.name, info.count);
+        // embedder failing half way): take the count from it, and the bytes of what landed from
+        // the batch's documents as stored now, so usage stays exact. If the engine cannot be
+        // read either, the next start's reconcile counts again; the write's own error is the answer.
+        try {
+          const info = await vectors.collectionInfo(c.internal);
+          if (info !== undefined && info.count !== c.vector_count) await this.#store.recount(c.tenant_id, c.name, info.count);
+          const nows = await Promise.all([...last.keys()].map((id) => vectors.getDocument(c.internal, id)));
+          const landedBytes = nows.reduce((sum, now, j) => sum + storedSize(now, c.dimension) - storedSize(olds[j], c.dimension), 0);
+          if (landedBytes !== 0) await this.#store.addUsage(c.tenant_id, c.name, { vectors: 0, bytes: landedBytes });
+        } catch {
+          // As said: reconciled at the next start.
+        }
         throw err;
       }
       await this.#store.addUsage(c.tenant_id, c.name, { vectors: newVectors, bytes: deltaBytes });

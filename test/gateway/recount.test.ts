@@ -1,12 +1,14 @@
 // A cluster node's start-up recount (`Gateway.recountUsage`), over a real registry store and an
 // engine stand-in whose answers the test chooses: counts taken, records never dropped, a record
-// that moved while the engine counted left for the next pass, an engine error likewise.
+// that moved while the engine counted left for the next pass, an engine error likewise. And
+// the repair after a write that failed half way: count and bytes of what landed.
 import t from 'tap';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { internalName, tenantPrefix } from '../../src/gateway/names.js';
 import { RocksGatewayStore } from '../../src/gateway/rocks-store.js';
 import type { CollectionRecord, Tenant } from '../../src/gateway/types.js';
-import type { GatewayVectors } from '../../src/gateway/vectors.js';
+import type { GatewayDocument, GatewayVectors } from '../../src/gateway/vectors.js';
+import { documentBytes } from '../../src/gateway/quota.js';
 import { FirkinError } from '../../src/core/errors.js';
 import { Store } from '../../src/storage/db.js';
 import { tempDir } from '../support/node.js';
@@ -84,4 +86,43 @@ t.test('a count that waits (a shard without a leader) holds up none of the tenan
   answer(3);
   t.same(await pass, { recounted: 1, unsettled: 0 });
   t.equal(store.collection('acme', 'slow')?.vector_count, 3);
+});
+
+t.test('a write that fails half way: usage takes the count from the engine and the bytes of what landed', async (t) => {
+  const db = await Store.open(tempDir('firkin-recount-'));
+  t.teardown(() => db.close());
+  const store = await RocksGatewayStore.load(db);
+  const tenant: Tenant = { tenant_id: 'acme', limits: LIMITS, created_at: 0 };
+  const key = { key_id: 'k1', tenant_id: 'acme', digest: 'd', key_prefix: 'p', created_at: 0 };
+  await store.createTenant(tenant, key);
+  await store.createCollection(record('acme', 'docs', 0));
+  // The engine: documents by id, read back as it stores them (text '' and metadata {} when
+  // written without), and a write that lands its first two documents, then fails.
+  const stored = new Map<string, GatewayDocument>();
+  let failAfter = Infinity;
+  const vectors = {
+    async collectionInfo() {
+      return { dimension: 2, count: stored.size };
+    },
+    async getDocument(_internal: string, id: string) {
+      return stored.get(id);
+    },
+    async upsert(_internal: string, docs: readonly GatewayDocument[]) {
+      docs.forEach((d, i) => {
+        if (i >= failAfter) throw new FirkinError('error', 'the disk failed');
+        stored.set(d.id, { id: d.id, text: d.text ?? '', metadata: d.metadata ?? {} });
+      });
+    },
+  } as Partial<GatewayVectors> as GatewayVectors;
+  const gateway = new Gateway({ store, vectors, clock: { nowMs: () => 0 }, masterKey: 'master', defaults: LIMITS, embedderUrls: [] });
+  const caller = { tenant, key };
+  const sum = () => [...stored.values()].reduce((n, d) => n + documentBytes(d, 2), 0);
+
+  await gateway.upsert(caller, 'docs', [{ id: 'a', vector: [1, 0], text: 'kept as it was' }, { id: 'b', vector: [0, 1] }]);
+  t.same([store.collection('acme', 'docs')?.vector_count, store.collection('acme', 'docs')?.storage_bytes], [2, sum()]);
+  failAfter = 2;
+  const batch = [{ id: 'a', vector: [1, 1], text: 'overwritten, and longer than before' }, { id: 'c', vector: [1, 0], metadata: { tag: 'new' } }, { id: 'd', vector: [0, 1] }];
+  await t.rejects(gateway.upsert(caller, 'docs', batch), { message: 'the disk failed' }, 'the write\'s own error');
+  t.equal(stored.size, 3, 'a overwritten and c written; d never landed');
+  t.same([store.collection('acme', 'docs')?.vector_count, store.collection('acme', 'docs')?.storage_bytes], [3, sum()], 'count and bytes as stored');
 });
