@@ -113,6 +113,8 @@ export class Gateway {
   readonly #rpmShare: () => number;
   readonly #limiter = new RateLimiter();
   readonly #locks = new KeyedSerialQueue<string>();
+  /** By internal name: the counts a cluster recount pass found apart, for the next pass to confirm. */
+  readonly #recountSeen = new Map<string, { registry: number; engine: number }>();
 
   constructor(options: GatewayOptions) {
     this.#store = options.store;
@@ -166,9 +168,14 @@ export class Gateway {
    * collection's count from the engine where the record differs, as a node that crashed
    * between a document write and its usage write left it (one batch short). It never drops a
    * record: a collection this node cannot see yet may well exist. A count is kept only if the
-   * record did not move while the engine counted (another node's write counted meanwhile);
-   * a collection that could not be counted, or moved, is `unsettled`, for the next pass.
-   * `signal`: stops between two collections (the node is closing).
+   * record did not move while the engine counted (another node's write counted meanwhile),
+   * and only once a later pass finds the same two counts again: a batch another node has
+   * written to the engine but not yet counted in the record looks like a lost one, and taking
+   * the engine's count then would count it twice when that node's usage write lands. A lost
+   * batch stays; an in-flight one is counted by its writer before the next pass (passes are half
+   * a second or more apart: open.ts). A collection that could not be counted, moved, or differs
+   * for the first time is `unsettled`, for the next pass. `signal`: stops between two
+   * collections (the node is closing).
    */
   async recountUsage(signal?: AbortSignal): Promise<{ recounted: number; unsettled: number }> {
     const vectors = this.#vectors;
@@ -190,10 +197,16 @@ export class Gateway {
           await this.#locks.run(tenant.tenant_id, async () => {
             const now = this.#store.collection(c.tenant_id, c.name);
             if (info === undefined || now === undefined) return;
+            const seen = this.#recountSeen.get(c.internal);
+            this.#recountSeen.delete(c.internal);
             if (now.vector_count !== c.vector_count) unsettled++;
-            else if (info.count !== now.vector_count) {
+            else if (info.count === now.vector_count) return;
+            else if (seen?.registry === now.vector_count && seen.engine === info.count) {
               await this.#store.recount(c.tenant_id, c.name, info.count);
               recounted++;
+            } else {
+              this.#recountSeen.set(c.internal, { registry: now.vector_count, engine: info.count });
+              unsettled++;
             }
           });
         } catch {

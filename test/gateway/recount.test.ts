@@ -19,19 +19,21 @@ function record(tenantId: string, name: string, vectorCount: number): Collection
   return { tenant_id: tenantId, name, internal: internalName(tenantId, name), dimension: 2, vector_count: vectorCount, storage_bytes: 0, created_at: 0 };
 }
 
-t.test('counts taken where they differ; none dropped; a record moved or an engine error left for the next pass', async (t) => {
+t.test('counts taken where two passes find them apart alike; none dropped; a record moved, a batch in flight or an engine error left for the next pass', async (t) => {
   const db = await Store.open(tempDir('firkin-recount-'));
   t.teardown(() => db.close());
   const store = await RocksGatewayStore.load(db);
   const tenant: Tenant = { tenant_id: 'acme', limits: LIMITS, created_at: 0 };
   await store.createTenant(tenant, { key_id: 'k1', tenant_id: 'acme', digest: 'd', key_prefix: 'p', created_at: 0 });
-  for (const [name, count] of [['short', 2], ['right', 3], ['unseen', 4], ['moving', 5], ['failing', 6]] as const) await store.createCollection(record('acme', name, count));
+  for (const [name, count] of [['short', 2], ['right', 3], ['unseen', 4], ['moving', 5], ['failing', 6], ['inflight', 3]] as const) await store.createCollection(record('acme', name, count));
 
-  // The engine: `short` holds one batch more than its record says; `unseen` is not visible on
-  // this node (yet); a write of 4 to `moving` lands (and counts itself) right after the engine
-  // counted 5 there; `failing` has no leader.
+  // The engine: `short` holds one batch more than its record says (its writer crashed before
+  // counting it); `unseen` is not visible on this node (yet); a write of 4 to `moving` lands
+  // (and counts itself) right after the engine counted 5 there; `failing` has no leader;
+  // `inflight` holds a batch of 4 that another node wrote and counts in the record after the
+  // first pass.
   let passes = 0;
-  const counts: Record<string, number> = { short: 5, right: 3, moving: 5 };
+  const counts: Record<string, number> = { short: 5, right: 3, moving: 5, inflight: 7 };
   const vectors = {
     async collectionInfo(internal: string) {
       const name = internal.slice(tenantPrefix('acme').length);
@@ -42,19 +44,28 @@ t.test('counts taken where they differ; none dropped; a record moved or an engin
     },
   } as Partial<GatewayVectors> as GatewayVectors;
   const gateway = new Gateway({ store, vectors, clock: { nowMs: () => 0 }, masterKey: 'master', defaults: LIMITS, embedderUrls: [] });
+  const countOf = (name: string) => store.collection('acme', name)?.vector_count;
 
   passes = 1;
-  t.same(await gateway.recountUsage(), { recounted: 1, unsettled: 2 });
-  const countOf = (name: string) => store.collection('acme', name)?.vector_count;
-  t.equal(countOf('short'), 5, 'the lost batch counted');
+  t.same(await gateway.recountUsage(), { recounted: 0, unsettled: 4 }, 'short and inflight differ for the first time; moving moved; failing failed');
+  t.equal(countOf('short'), 2, 'not yet: a first difference may be a batch in flight');
   t.equal(countOf('right'), 3);
   t.equal(countOf('unseen'), 4, 'a collection this node cannot see is neither dropped nor counted');
   t.equal(countOf('moving'), 9, 'a record that moved while counting keeps its own count, not the engine\'s older one');
   t.equal(countOf('failing'), 6);
+  t.equal(countOf('inflight'), 3);
 
+  // Between the passes the other node's usage write for `inflight` lands.
+  await store.addUsage('acme', 'inflight', { vectors: 4, bytes: 0 });
   passes = 2;
   counts.moving = 10;
-  t.same(await gateway.recountUsage(), { recounted: 1, unsettled: 1 }, 'the next pass counts the moved one; the failing one is still unsettled');
+  t.same(await gateway.recountUsage(), { recounted: 1, unsettled: 2 }, 'short confirmed; moving differs for the first time; failing still fails');
+  t.equal(countOf('short'), 5, 'the lost batch counted');
+  t.equal(countOf('inflight'), 7, 'the batch in flight counted once, by its writer (the engine\'s count taken at the first pass would have made it 11)');
+  t.equal(countOf('moving'), 9);
+
+  passes = 3;
+  t.same(await gateway.recountUsage(), { recounted: 1, unsettled: 1 }, 'moving confirmed; the failing one is still unsettled');
   t.equal(countOf('moving'), 10);
 
   const stop = new AbortController();
@@ -84,7 +95,11 @@ t.test('a count that waits (a shard without a leader) holds up none of the tenan
   const key = await gateway.createKey('acme', undefined);
   t.equal(key.record.tenant_id, 'acme', 'a key made while the count waits');
   answer(3);
-  t.same(await pass, { recounted: 1, unsettled: 0 });
+  t.same(await pass, { recounted: 0, unsettled: 1 }, 'a first difference waits for the next pass');
+  const again = gateway.recountUsage();
+  await new Promise<void>((resolve) => (asked = resolve));
+  answer(3);
+  t.same(await again, { recounted: 1, unsettled: 0 });
   t.equal(store.collection('acme', 'slow')?.vector_count, 3);
 });
 
