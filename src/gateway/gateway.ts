@@ -80,6 +80,16 @@ function view(c: CollectionRecord): CollectionView {
 const tenantNotFound = (tenantId: string) => new FirkinError('not_found', `no tenant ${JSON.stringify(tenantId)}`);
 const collectionNotFound = (name: string) => new FirkinError('collection_not_found', `no collection ${JSON.stringify(name)}`);
 
+/** A collection whose count start-up found off, told before its bytes are counted again (`Gateway.reconcile`). */
+export interface RecountNotice {
+  readonly tenant_id: string;
+  readonly name: string;
+  /** The registry's count. */
+  readonly registry: number;
+  /** The engine's. */
+  readonly engine: number;
+}
+
 /** A stored document's bytes as its write counted them (none: 0). */
 function storedSize(doc: GatewayDocument | undefined, dimension: number): number {
   return doc === undefined ? 0 : documentBytes(doc, dimension);
@@ -132,7 +142,7 @@ export class Gateway {
    * and where a count differed, the stored bytes too (a read of the collection's documents,
    * told first to `recounting`: a large collection takes a while).
    */
-  async reconcile(recounting?: (c: { tenant_id: string; name: string; registry: number; engine: number }) => void): Promise<{ dropped: number; recounted: number; unclaimed: string[] }> {
+  async reconcile(recounting?: (c: RecountNotice) => void): Promise<{ dropped: number; recounted: number; unclaimed: string[] }> {
     const vectors = this.#vectors;
     let dropped = 0;
     let recounted = 0;

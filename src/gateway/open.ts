@@ -9,7 +9,7 @@ import { mathRand } from '../core/rand.js';
 import type { Clock } from '../core/hlc.js';
 import type { HealthCheck, HealthReport } from '../core/health.js';
 import type { Store } from '../storage/db.js';
-import { Gateway } from './gateway.js';
+import { Gateway, type RecountNotice } from './gateway.js';
 import { type GatewayMetrics, gatewayMetrics } from './metrics.js';
 import { RocksGatewayStore } from './rocks-store.js';
 import type { GatewayStore } from './store.js';
@@ -75,7 +75,7 @@ export async function openGateway(deps: {
   });
   // On a cluster the records and the collections are both in the metadata log, and a pass
   // needs a quorum to write: it runs in the background once the node is a member (`recountInCluster`).
-  const countingBytes = (c: { tenant_id: string; name: string; registry: number; engine: number }) =>
+  const countingBytes = (c: RecountNotice) =>
     log.info(c, "gateway: a collection's count is off (a write's usage was lost, as by a crash): taking it from the engine and counting its stored bytes again from its documents");
   const fixed = deps.clusterStore === undefined ? await gateway.reconcile(countingBytes) : { dropped: 0, recounted: 0, unclaimed: [] };
   if (fixed.dropped + fixed.recounted > 0) log.warn({ dropped: fixed.dropped, recounted: fixed.recounted }, 'gateway registry reconciled with the vector engine');
