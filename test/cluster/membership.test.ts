@@ -80,7 +80,8 @@ t.test('three nodes: join, agree, cookie, keys through consensus, leader failove
   // It dies: down on the others, then removed by an operator. An up node cannot be removed.
   t.equal((await c.request('n1', 'DELETE', '/_cluster/nodes/n2')).status, 409);
   await c.kill9('n4');
-  await waitFor(async () => (await roles(c, 'n2')).n4 === 'learner/down', { timeoutMs: 15_000, what: 'n4 to be down' });
+  // Every node reads from the metadata it has applied, so wait until each has applied it.
+  for (const n of ['n1', 'n2', 'n3']) await waitFor(async () => (await roles(c, n)).n4 === 'learner/down', { timeoutMs: 15_000, what: `n4 to be down on ${n}` });
   t.same((await c.status('n3')).healthy_nodes, ['n1', 'n2', 'n3']);
   // /health says what is wrong, /metrics counts nodes by status and shows the group.
   const health = await c.request('n1', 'GET', '/health');
