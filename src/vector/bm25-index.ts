@@ -17,7 +17,9 @@
 //           and deletes the 'g' entries instead (a fold). `open` reads the 'f' keys, then the
 //           'g' entries in order.
 //           Every term's bound is also kept in memory (loaded at open), so a write computes the
-//           new bounds without reading and a query knows each term's df before reading it.
+//           new bounds without reading and a query knows each term's df before reading it: in
+//           typed columns by term number (`TermBoundTable`), the committed bounds and those the
+//           pending changes leave, one map lookup a term a batch.
 // A change is prepared (ops to write + an in-memory apply) and applied only after its batch
 // commits, so what searches see never runs ahead of disk. (The memory backend stages a batch's
 // new postings while the batch is written, under ordinals searches leave out until the apply.)
@@ -37,6 +39,7 @@ import { PackedOps } from '../storage/write-worker.js';
 import { type Bm25Params, type CorpusStats, type QueryStats, type ScoredId, termFrequencies } from './bm25.js';
 import { type KeyedColumns, newAccumulator, rankBm25Accumulate } from './bm25-accumulate.js';
 import { type PostingColumns, type PostingRead, type QueryTerm, type TermBound, exactBound, rankBm25MaxScore, widenBound } from './bm25-maxscore.js';
+import { type BoundChange, TermBoundTable } from './bm25-bound-table.js';
 import type { CollectionConfig } from './collection-config.js';
 import { ENGLISH_STOPWORDS, tokenize } from './tokenize.js';
 
@@ -529,18 +532,20 @@ const LAYOUT_VERSION = 3;
 const BOUND_DELTA_ENTRIES_MAX = 500_000;
 
 /** One batch's changed bounds as a 'g' value (see the layout above). */
-function encodeBoundDeltas(changed: ReadonlyMap<string, TermBound | undefined>): Buffer {
+function encodeBoundDeltas(terms: readonly string[], change: BoundChange): Buffer {
   let size = 0;
-  for (const term of changed.keys()) size += 16 + Buffer.byteLength(term);
+  for (const term of terms) size += 16 + Buffer.byteLength(term);
   const out = Buffer.allocUnsafe(size);
   let at = 0;
-  for (const [term, bound] of changed) {
+  terms.forEach((term, i) => {
     const length = out.write(term, at + 4);
     out.writeUInt32BE(length, at);
     at += 4 + length;
-    writeBound(out, at, bound);
+    out.writeUInt32BE(change.df[i]!, at);
+    out.writeUInt32BE(change.df[i] === 0 ? 0 : change.tfMax[i]!, at + 4);
+    out.writeUInt32BE(change.df[i] === 0 ? 0 : change.lengthMin[i]!, at + 8);
     at += 12;
-  }
+  });
   return out;
 }
 
@@ -563,8 +568,6 @@ interface DeltaState {
   next: number;
   /** Bounds they hold. */
   entries: number;
-  /** Terms whose 'f' key they overtake. */
-  readonly unfolded: Set<string>;
 }
 
 /** Term bounds written per batch when a version-1 shard is migrated at open. */
@@ -618,8 +621,10 @@ export interface DiskLimits {
   readonly slotsMax: number;
   /** Bound deltas (one a batch) between two folds (see the layout above). */
   readonly boundDeltasMax: number;
+  /** Numbers of terms gone a shard's bound table keeps beyond its live ones before it reclaims them (`TermBoundTable`). */
+  readonly goneTermsSlack: number;
 }
-const DISK_LIMITS: DiskLimits = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20, boundDeltasMax: 64 };
+const DISK_LIMITS: DiskLimits = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20, boundDeltasMax: 64, goneTermsSlack: 4_096 };
 
 interface CachedList {
   readonly list: PostingColumns;
@@ -655,8 +660,10 @@ function cachedListBytes(term: string, entry: CachedList): number {
 
 /** A prepared disk change not applied yet: what changes prepared after it build on. */
 interface PendingChange {
-  /** Bounds it sets (undefined: the term's last posting goes). */
-  readonly changed: ReadonlyMap<string, TermBound | undefined>;
+  /** Bounds it sets (df 0: the term's last posting goes), by term number, in `terms`' order. */
+  readonly change: BoundChange;
+  /** The terms it changes, sorted. */
+  readonly terms: readonly string[];
   readonly next: CorpusStats;
   /** Its bound delta's number, and whether it folds instead (writes the 'f' keys). */
   readonly delta: number;
@@ -670,8 +677,12 @@ class DiskBm25 implements Bm25Index {
   readonly #store: Store;
   readonly #shard: number;
   #stats: CorpusStats;
-  /** Every term of the shard: the committed bounds (tightened by whole-list reads). */
-  readonly #bounds: Map<string, TermBound>;
+  /**
+   * Every term of the shard's bound: committed (tightened by whole-list reads), and as the
+   * pending changes leave it.
+   */
+  readonly #table: TermBoundTable;
+  readonly #bounds: BoundsOf = { get: (term) => this.#table.committed(term) };
   /** Recently read lists by term: this instance's scope of the node's cache. */
   readonly #cache: LruScope<CachedList>;
   readonly #maxCachedBytes: number;
@@ -700,7 +711,8 @@ class DiskBm25 implements Bm25Index {
   /** The committed bound deltas (`#pending` may add to them). */
   readonly #deltas: DeltaState;
 
-  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, deltas: DeltaState, limits: DiskLimits, cache: PostingCache, spentSlotsSlack: number) {
+  /** `unfolded`: the terms the deltas on disk change (their 'f' keys are behind). */
+  constructor(config: CollectionConfig['bm25'], store: Store, shard: number, stats: CorpusStats, bounds: Map<string, TermBound>, deltas: DeltaState, unfolded: ReadonlySet<string>, limits: DiskLimits, cache: PostingCache, spentSlotsSlack: number) {
     this.#deltas = deltas;
     this.#limits = limits;
     this.#spentSlack = spentSlotsSlack;
@@ -710,7 +722,8 @@ class DiskBm25 implements Bm25Index {
     this.#store = store;
     this.#shard = shard;
     this.#stats = stats;
-    this.#bounds = bounds;
+    this.#table = new TermBoundTable(bounds, limits.goneTermsSlack);
+    for (const term of unfolded) this.#table.markUnfolded(this.#table.numberOf(term));
   }
 
   static statsKey(shard: number): Buffer {
@@ -726,7 +739,8 @@ class DiskBm25 implements Bm25Index {
     // Version 2 is version 3 without deltas; marked 3 before any is written (a build that reads
     // only 2 would miss them).
     if (version !== undefined && version.readUInt32BE(0) === 2) await store.batch([{ type: 'put', cf: 'bm25', key: encodeKey([shard, 'v']), value: layoutVersionValue() }], { sync: true });
-    const deltas: DeltaState = { first: 0, next: 0, entries: 0, unfolded: new Set() };
+    const deltas: DeltaState = { first: 0, next: 0, entries: 0 };
+    const unfolded = new Set<string>();
     let first: number | undefined;
     for await (const [key, value] of store.entries('bm25', prefixRange([shard, 'g']))) {
       const n = decodeKey(key)[2];
@@ -736,12 +750,12 @@ class DiskBm25 implements Bm25Index {
       decodeBoundDeltas(value, (term, bound) => {
         if (bound === undefined) bounds.delete(term);
         else bounds.set(term, bound);
-        deltas.unfolded.add(term);
+        unfolded.add(term);
         deltas.entries++;
       });
     }
     deltas.first = first ?? 0;
-    return new DiskBm25(config, store, shard, stats, bounds, deltas, limits, cache, spentSlotsSlack);
+    return new DiskBm25(config, store, shard, stats, bounds, deltas, unfolded, limits, cache, spentSlotsSlack);
   }
 
   stats(): CorpusStats {
@@ -761,48 +775,42 @@ class DiskBm25 implements Bm25Index {
         entries = 0;
         since = i + 1;
       } else {
-        entries += p.changed.size;
+        entries += p.terms.length;
       }
       next = p.delta + 1;
     });
     return { first, next, entries, since };
   }
 
-  /** Every term changed since the last fold, the pending changes' included (for a fold: rare). */
-  #unfoldedAfterPending(since: number): Set<string> {
-    const terms = since === 0 ? new Set(this.#deltas.unfolded) : new Set<string>();
-    for (const p of this.#pending.slice(since)) for (const term of p.changed.keys()) terms.add(term);
+  /** Every term changed since the last fold, by number, the pending changes' included (for a fold: rare). */
+  #unfoldedAfterPending(since: number): Set<number> {
+    const terms = new Set<number>(since === 0 ? this.#table.unfoldedNumbers() : []);
+    for (const p of this.#pending.slice(since)) for (const n of p.change.numbers) terms.add(n);
     return terms;
-  }
-
-  /** A term's bound as the pending changes leave it (undefined: none), else the committed one. */
-  #boundAfterPending(term: string): TermBound | undefined {
-    for (let i = this.#pending.length - 1; i >= 0; i--) {
-      const changed = this.#pending[i]!.changed;
-      if (changed.has(term)) return changed.get(term);
-    }
-    return this.#bounds.get(term);
   }
 
   prepare(changes: readonly TextChange[]): PreparedChange {
     let { docCount, totalLength } = this.#pending.at(-1)?.next ?? this.#stats;
-    const boundOf = this.#pending.length === 0 ? (term: string) => this.#bounds.get(term) : (term: string) => this.#boundAfterPending(term);
+    const table = this.#table;
     // The terms the change touches, numbered as met, each with its bound as the change leaves
-    // it (df 0: its last posting goes). No object per posting beyond its op.
+    // it (df 0: its last posting goes), from the table's ahead layer: the pending changes'
+    // bounds over the committed ones. No object per posting beyond its op.
     const numbers = new Map<string, number>();
     const names: string[] = [];
+    const tableNumbers: number[] = [];
     const dfs: number[] = [];
     const tfMaxes: number[] = [];
     const lengthMins: number[] = [];
     const numberOf = (term: string): number => {
       let n = numbers.get(term);
       if (n === undefined) {
-        const bound = boundOf(term);
+        const t = table.numberOf(term);
         numbers.set(term, (n = names.length));
         names.push(term);
-        dfs.push(bound?.df ?? 0);
-        tfMaxes.push(bound?.tfMax ?? 0);
-        lengthMins.push(bound?.docLengthMin ?? Infinity);
+        tableNumbers.push(t);
+        dfs.push(table.aheadDf(t));
+        tfMaxes.push(table.aheadTfMax(t));
+        lengthMins.push(table.aheadLengthMin(t));
       }
       return n;
     };
@@ -843,44 +851,53 @@ class DiskBm25 implements Bm25Index {
     // elsewhere (docs/benchmarks.md, "BM25 disk backend: a batch's keys in order"). The ops are
     // made in that order too: packing them reads them in the order they were allocated.
     const sorted = [...names].sort();
+    const sortedNumbers = sorted.map((term) => numbers.get(term)!);
     const prefixes = names.map((term) => encodeKey([this.#shard, 'p', term]));
     // Straight into the write thread's layout: no op object or key Buffer per posting.
     const packed = new PackedOps();
-    for (const i of byGroupOrder(termOf, sorted.map((term) => numbers.get(term)!))) {
+    for (const i of byGroupOrder(termOf, sortedNumbers)) {
       const key = extendKeyView(prefixes[termOf[i]!]!, [changes[changeOf[i]!]!.id]);
       if (tfOf[i]! < 0) packed.del(BM25_COLUMN, key);
       else packed.put(BM25_COLUMN, key, postingValueView(tfOf[i]!, lengthOf[i]!));
     }
-    // Bounds this change sets (undefined: the term's last posting goes), as one delta, or, every
+    // Bounds this change sets (df 0: the term's last posting goes), as one delta, or, every
     // `boundDeltasMax` changes, a fold: the 'f' key of every term changed since the last one.
-    const changed = new Map<string, TermBound | undefined>();
-    for (const term of sorted) {
-      const n = numbers.get(term)!;
-      changed.set(term, dfs[n] === 0 ? undefined : { df: dfs[n]!, tfMax: tfMaxes[n]!, docLengthMin: lengthMins[n]! });
-    }
+    const count = sorted.length;
+    const change: BoundChange = { numbers: new Int32Array(count), df: new Uint32Array(count), tfMax: new Uint32Array(count), lengthMin: new Uint32Array(count) };
+    sortedNumbers.forEach((n, i) => {
+      change.numbers[i] = tableNumbers[n]!;
+      change.df[i] = dfs[n]!;
+      change.tfMax[i] = tfMaxes[n]!;
+      change.lengthMin[i] = dfs[n] === 0 ? 0 : lengthMins[n]!;
+    });
     const deltas = this.#deltasAfterPending();
     const delta = deltas.next;
-    const folds = delta + 1 - deltas.first >= this.#limits.boundDeltasMax || deltas.entries + changed.size > BOUND_DELTA_ENTRIES_MAX;
+    const folds = delta + 1 - deltas.first >= this.#limits.boundDeltasMax || deltas.entries + count > BOUND_DELTA_ENTRIES_MAX;
     if (folds) {
       const boundPrefix = encodeKey([this.#shard, 'f']);
+      const inChange = new Map<number, number>();
+      change.numbers.forEach((t, i) => inChange.set(t, i));
       const unfolded = this.#unfoldedAfterPending(deltas.since);
-      for (const term of changed.keys()) unfolded.add(term);
-      for (const term of [...unfolded].sort()) {
-        const bound = changed.has(term) ? changed.get(term) : boundOf(term);
+      for (const t of change.numbers) unfolded.add(t);
+      const folded = [...unfolded].map((t) => ({ t, term: table.nameOf(t) })).sort((a, b) => (a.term < b.term ? -1 : a.term > b.term ? 1 : 0));
+      for (const { t, term } of folded) {
+        const i = inChange.get(t);
+        const bound = i === undefined ? table.aheadBound(t) : change.df[i] === 0 ? undefined : { df: change.df[i]!, tfMax: change.tfMax[i]!, docLengthMin: change.lengthMin[i]! };
         const key = extendKeyView(boundPrefix, [term]);
         if (bound === undefined) packed.del(BM25_COLUMN, key);
         else packed.put(BM25_COLUMN, key, boundValue(bound));
       }
       for (let n = deltas.first; n < delta; n++) packed.del(BM25_COLUMN, encodeKey([this.#shard, 'g', n]));
     } else {
-      packed.put(BM25_COLUMN, encodeKey([this.#shard, 'g', delta]), encodeBoundDeltas(changed));
+      packed.put(BM25_COLUMN, encodeKey([this.#shard, 'g', delta]), encodeBoundDeltas(sorted, change));
     }
     const next = { docCount, totalLength };
     packed.put(BM25_COLUMN, DiskBm25.statsKey(this.#shard), corpusStatsCodec.encode(next));
     const bytes = packed.bytes();
     // Pending from here until applied or abandoned: nothing that can throw comes after this.
-    const pending: PendingChange = { changed, next, delta, folds };
+    const pending: PendingChange = { change, terms: sorted, next, delta, folds };
     this.#pending.push(pending);
+    table.prepared(change);
     return {
       ops: [],
       packed: bytes,
@@ -889,29 +906,29 @@ class DiskBm25 implements Bm25Index {
       // A change prepared on this one is abandoned too (its batch is refused with this one's).
       abandon: () => {
         const at = this.#pending.indexOf(pending);
-        if (at >= 0) this.#pending.splice(at, 1);
+        if (at < 0) return;
+        this.#pending.splice(at, 1);
+        table.abandoned(change, this.#pending.map((p) => p.change));
       },
       apply: () => {
         assert.equal(this.#pending[0], pending, 'BM25 changes apply in the order prepared');
         this.#pending.shift();
         this.#stats = next;
+        table.applied(change);
         const d = this.#deltas;
         if (folds) {
-          d.unfolded.clear();
+          table.folded();
           d.first = delta + 1;
           d.entries = 0;
         } else {
-          for (const term of changed.keys()) d.unfolded.add(term);
-          d.entries += changed.size;
+          for (const t of change.numbers) table.markUnfolded(t);
+          d.entries += count;
         }
         d.next = delta + 1;
         this.#applied++;
         // Committed: drop every cached list the change touched.
-        for (const [term, bound] of changed) {
-          if (bound === undefined) this.#bounds.delete(term);
-          else this.#bounds.set(term, bound);
-          this.#uncache(term);
-        }
+        for (const term of sorted) this.#uncache(term);
+        table.compactIfSparse(this.#pending.length);
       },
     };
   }
@@ -927,7 +944,7 @@ class DiskBm25 implements Bm25Index {
     const range = prefixRange([this.#shard, 'p', term]);
     const prefixLength = range.gte.length;
     // A short list is read on this thread; a long one through the pool, in batches its df sizes.
-    const df = this.#bounds.get(term)?.df ?? 0;
+    const df = this.#table.committed(term)?.df ?? 0;
     const max = this.#limits.syncListPostingsMax;
     const synced = df <= max ? this.#store.entriesSync('bm25', range, max) : undefined;
     const list = synced?.complete === true ? decodeList([synced.entries], prefixLength) : await this.#readListAsync(range, prefixLength, df);
@@ -936,7 +953,7 @@ class DiskBm25 implements Bm25Index {
     // batch that committed during the read but is not applied yet is fine either way: its
     // apply() sets the bound it prepared, wider than both states, and drops the cached list.)
     if (applied === this.#applied && list.docIds.length > 0) {
-      this.#bounds.set(term, exactBound(list));
+      this.#table.tightened(term, exactBound(list));
       const size = cachedListBytes(term, entry);
       // A list larger than the whole cache is not kept (`set` would refuse it anyway).
       if (size <= this.#maxCachedBytes && !this.#cache.has(term)) this.#cache.set(term, entry, size);
@@ -986,7 +1003,7 @@ class DiskBm25 implements Bm25Index {
 
   async #read(read: PostingRead): Promise<PostingColumns> {
     if (read.kind === 'list') return (await this.#postings(read.term)).list;
-    const df = this.#bounds.get(read.term)?.df ?? 0;
+    const df = this.#table.committed(read.term)?.df ?? 0;
     const found: PostingColumns = { docIds: read.docIds, tfs: new Uint32Array(read.docIds.length), docLengths: new Uint32Array(read.docIds.length) };
     const pointReads = (this.#pointReads.get(read.term) ?? 0) + read.docIds.length;
     if (this.#cache.has(read.term) || pointReads * POINT_READ_COST >= df) {

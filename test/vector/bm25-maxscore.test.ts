@@ -173,7 +173,7 @@ async function expectOracle(t: Test, index: Bm25Index, model: ReadonlyMap<string
  * many slots a shard keeps (0: dealt anew at every search); how many bound deltas between two
  * folds (1: every change folds, as version 2 wrote every bound).
  */
-const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 4_096), syncLookupsMax: fc.constantFrom(0, 1, 256), slotsMax: fc.constantFrom(0, 2, 1 << 20), boundDeltasMax: fc.constantFrom(1, 2, 3, 64) });
+const arbReadLimits = fc.record({ syncListPostingsMax: fc.constantFrom(0, 1, 3, 4_096), syncLookupsMax: fc.constantFrom(0, 1, 256), slotsMax: fc.constantFrom(0, 2, 1 << 20), boundDeltasMax: fc.constantFrom(1, 2, 3, 64), goneTermsSlack: fc.constantFrom(0, 4_096) });
 
 /** The shared list cache's bound: nothing fits, a few short lists fit (evictions), the default. */
 const arbCacheBytes = fc.constantFrom(1, 4_000, POSTING_CACHE_BYTES);
@@ -228,6 +228,57 @@ t.test('both backends: search equals the oracle after random writes; disk also a
       // A migrated shard keeps taking writes.
       await applyBatches(migrated, store, model, batches.slice(0, 2));
       await expectOracle(t, migrated, model, queries, 'disk, migrated then written');
+    }),
+    fcParams(60),
+  );
+});
+
+t.test('disk: changes prepared on pending ones, searched meanwhile, then applied in order or abandoned, equal the oracle, and so does a reopen', async (t) => {
+  const store = await openTestStore(t);
+  let shard = 1_000;
+  // Each round prepares up to three batches on each other; the first `applied` are written and
+  // applied in order (searches between), the rest abandoned in the order given.
+  const arbRound = fc.record({ batches: arbBatches.map((b) => b.slice(0, 3)), applied: fc.nat(3), abandonOrder: fc.constantFrom('newest first' as const, 'oldest first' as const) });
+  await fc.assert(
+    fc.asyncProperty(fc.array(arbRound, { minLength: 1, maxLength: 5 }), arbQueries, arbReadLimits, arbCacheBytes, async (rounds, queries, limits, cacheBytes) => {
+      const cache = newPostingCache(cacheBytes);
+      const id = shard++;
+      const index = (await openBm25(bm25Config('disk'), store, id, cache, limits))!;
+      const model = new Map<string, string>();
+      for (const [r, round] of rounds.entries()) {
+        const ahead = new Map(model);
+        const prepared = round.batches.map((ops) => {
+          const changes = ops
+            .filter((op) => op.kind === 'put' || ahead.has(op.id))
+            .map((op) => ({ id: op.id, oldText: ahead.get(op.id), newText: op.kind === 'put' ? op.text : undefined }));
+          for (const op of ops) {
+            if (op.kind === 'put') ahead.set(op.id, op.text);
+            else ahead.delete(op.id);
+          }
+          return { ops, change: index.prepare(changes) };
+        });
+        // Searches see none of the pending changes, and may cache and tighten while they wait.
+        await expectOracle(t, index, model, queries, `round ${r}, prepared`);
+        const applied = Math.min(round.applied, prepared.length);
+        for (const { ops, change } of prepared.slice(0, applied)) {
+          await store.batch(change.ops, { sync: false }, change.packed);
+          change.apply();
+          for (const op of ops) {
+            if (op.kind === 'put') model.set(op.id, op.text);
+            else model.delete(op.id);
+          }
+          await expectOracle(t, index, model, queries, `round ${r}, applied`);
+        }
+        const abandoned = prepared.slice(applied);
+        for (const { change } of round.abandonOrder === 'newest first' ? abandoned.reverse() : abandoned) change.abandon();
+        await expectOracle(t, index, model, queries, `round ${r}, abandoned`);
+      }
+      // Writes after the rounds build on what was applied only (a wrong bound left by an
+      // abandoned change shows as a wrong df or a failed assertion here).
+      await applyBatches(index, store, model, rounds.map((round) => round.batches.flat()).slice(0, 3).map((ops) => [...new Map(ops.map((op) => [op.id, op])).values()]));
+      await expectOracle(t, index, model, queries, 'written after the rounds');
+      expectDf(index, model, queries, 'written after the rounds');
+      await expectOracle(t, (await openBm25(bm25Config('disk'), store, id, cache, limits))!, model, queries, 'reopened');
     }),
     fcParams(60),
   );
@@ -315,7 +366,7 @@ t.test('disk: a change writes its postings term by term in order, each key\'s op
 
 t.test('disk: bounds go as one delta a change, folded into their keys every boundDeltasMax changes; versions 2 and 3 open, a later one does not', async (t) => {
   const store = await openTestStore(t);
-  const limits = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20, boundDeltasMax: 3 };
+  const limits = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20, boundDeltasMax: 3, goneTermsSlack: 4_096 };
   const keysOf = async (shard: number, kind: string) => {
     const out: string[] = [];
     for await (const key of store.keys('bm25', prefixRange([shard, kind]))) out.push(String(decodeKey(key)[2]));

@@ -21,7 +21,7 @@ const WORDS = ['apple', 'pie', 'tart', 'plum', 'fig', 'crumble'];
 const QUERIES = ['apple', 'pie tart', 'plum fig crumble', 'apple pie tart plum fig crumble'];
 const PIPELINE = { partDocs: 2, minDocsAhead: 1 };
 // Folds of the keyword bounds every third change, so some are prepared on pending changes.
-const BM25_LIMITS = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20, boundDeltasMax: 3 };
+const BM25_LIMITS = { syncListPostingsMax: 4_096, syncLookupsMax: 256, slotsMax: 1 << 20, boundDeltasMax: 3, goneTermsSlack: 0 };
 
 type Op = { kind: 'put'; docs: { id: number; words: number[]; x: number }[] } | { kind: 'del'; id: number };
 const arbOp: fc.Arbitrary<Op> = fc.oneof(
