@@ -24,7 +24,7 @@ t.test('a leaving node cut off while its VDB is deleted drops the deleted groups
   const before = await waitFor(async () => {
     const g = await hostedOn('n4');
     return g.length > 0 ? g : undefined;
-  }, { what: 'n4 to host its replicas' });
+  }, { timeoutMs: 30_000, what: 'n4 to host its replicas' }); // 12 replicas started on a loaded CI machine
 
   // n4 hears nothing from now on; what it sends still arrives (so its leave is proposed).
   net.apply(names.filter((n) => n !== 'n4').map((from) => ({ kind: 'one-way' as const, from, to: 'n4' })));
