@@ -167,6 +167,23 @@ export class PackedOps {
     this.#length = this.#op(0, column, key);
   }
 
+  /**
+   * `put` of the key `head ++ tail`: a writer whose keys share a prefix and end in one of a few
+   * parts (a BM25 change's postings: term prefix, then a document's id) encodes each once.
+   */
+  putJoined(column: number, head: Uint8Array, tail: Uint8Array, value: Uint8Array): void {
+    this.#reserve(10 + head.length + tail.length + value.length);
+    const at = this.#opJoined(1, column, head, tail);
+    this.#buf.writeUInt32LE(value.length, at);
+    this.#buf.set(value, at + 4);
+    this.#length = at + 4 + value.length;
+  }
+
+  delJoined(column: number, head: Uint8Array, tail: Uint8Array): void {
+    this.#reserve(6 + head.length + tail.length);
+    this.#length = this.#opJoined(0, column, head, tail);
+  }
+
   /** An op's kind, column and key at the end (room reserved); returns where they end. */
   #op(kind: 0 | 1, column: number, key: Uint8Array): number {
     const buf = this.#buf;
@@ -176,6 +193,17 @@ export class PackedOps {
     buf.writeUInt32LE(key.length, at + 2);
     buf.set(key, at + 6);
     return at + 6 + key.length;
+  }
+
+  #opJoined(kind: 0 | 1, column: number, head: Uint8Array, tail: Uint8Array): number {
+    const buf = this.#buf;
+    const at = this.#length;
+    buf[at] = kind;
+    buf[at + 1] = column;
+    buf.writeUInt32LE(head.length + tail.length, at + 2);
+    buf.set(head, at + 6);
+    buf.set(tail, at + 6 + head.length);
+    return at + 6 + head.length + tail.length;
   }
 
   /** The ops so far (a view: the builder is done with once this is taken). */

@@ -852,13 +852,14 @@ class DiskBm25 implements Bm25Index {
     // made in that order too: packing them reads them in the order they were allocated.
     const sorted = [...names].sort();
     const sortedNumbers = sorted.map((term) => numbers.get(term)!);
+    // A posting's key is its term's prefix and its document's id, each encoded once.
     const prefixes = names.map((term) => encodeKey([this.#shard, 'p', term]));
+    const idParts = changes.map((c) => encodeKey([c.id]));
     // Straight into the write thread's layout: no op object or key Buffer per posting.
     const packed = new PackedOps();
     for (const i of byGroupOrder(termOf, sortedNumbers)) {
-      const key = extendKeyView(prefixes[termOf[i]!]!, [changes[changeOf[i]!]!.id]);
-      if (tfOf[i]! < 0) packed.del(BM25_COLUMN, key);
-      else packed.put(BM25_COLUMN, key, postingValueView(tfOf[i]!, lengthOf[i]!));
+      if (tfOf[i]! < 0) packed.delJoined(BM25_COLUMN, prefixes[termOf[i]!]!, idParts[changeOf[i]!]!);
+      else packed.putJoined(BM25_COLUMN, prefixes[termOf[i]!]!, idParts[changeOf[i]!]!, postingValueView(tfOf[i]!, lengthOf[i]!));
     }
     // Bounds this change sets (df 0: the term's last posting goes), as one delta, or, every
     // `boundDeltasMax` changes, a fold: the 'f' key of every term changed since the last one.
