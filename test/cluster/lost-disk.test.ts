@@ -80,7 +80,7 @@ t.test('a node removed and started again empty under its name: its shard replica
   await waitFor(async () => {
     const views = await Promise.all(['n1', 'n2', 'n3'].map(async (n) => (await c.request(n, 'GET', '/_cluster/shards')).body.replicas as ReplicaView[]));
     return views.flat().every((r) => JSON.stringify([r.voters, r.learners]) === JSON.stringify([['n1', 'n2', 'n3'], []])) ? true : undefined;
-  }, { what: 'every replica to list the three nodes as voters, no learner' });
+  }, { timeoutMs: 30_000, what: 'every replica to list the three nodes as voters, no learner' }); // the new replica promoted, on a loaded machine
   t.notMatch(JSON.stringify((await c.request(victim, 'GET', '/health')).body), /catching up/, '/health no longer names it');
   await waitFor(async () => ((await c.request('n1', 'GET', '/_cluster/nodes')).body.nodes as { name: string; role: string; status: string }[]).every((n) => n.role === 'voter' && n.status === 'up'), { timeoutMs: 30_000, what: 'three metadata voters again' });
   // The new node holds the writes and votes: with the shard's old leader gone, it and the

@@ -33,7 +33,7 @@ t.test('a node killed during a snapshot transfer starts again and converges', as
   const placed = await waitFor(async () => {
     const by = await Promise.all(nodes.map(async (n) => ({ n, r: (await hosted(n))[0] })));
     return by.filter((x) => x.r !== undefined).length === 3 && by.some((x) => x.r?.role === 'leader') ? by : undefined;
-  }, { what: 'the shard to be hosted on three nodes with a leader' });
+  }, { timeoutMs: 30_000, what: 'the shard to be hosted on three nodes with a leader' }); // replicas starting on a loaded machine
   const spare = placed.find((x) => x.r === undefined)!.n;
   const victim = placed.find((x) => x.r !== undefined && x.r.role !== 'leader')!.n;
   const writer = placed.find((x) => x.r?.role === 'leader')!.n;

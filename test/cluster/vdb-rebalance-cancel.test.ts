@@ -32,7 +32,7 @@ t.test('a VDB split and a merge cancelled while they copy', async (t) => {
 
   // Split of shard 1, cancelled while it copies.
   const split = cluster.request('n1', 'POST', '/vdb/rb/_shards/1/_split');
-  await waitFor(async () => ((await info()).rebalance?.state === 'copying' ? true : undefined), { what: 'the split to copy' });
+  await waitFor(async () => ((await info()).rebalance?.state === 'copying' ? true : undefined), { timeoutMs: 30_000, what: 'the split to copy' }); // its new group started first
   t.match((await info()).rebalance?.new_group, { group: /^ds\d+$/, range: [3221225472, 4294967295], replicas: ['n1'] }, "the split's new group and where it is placed");
   const cancelled = await cluster.request('n1', 'DELETE', '/vdb/rb/_rebalance');
   t.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
@@ -49,7 +49,7 @@ t.test('a VDB split and a merge cancelled while they copy', async (t) => {
   await waitFor(async () => {
     const now = await info();
     return now.rebalance?.state === 'copying' && now.shards[1]!.doc_count > before.shards[1]!.doc_count ? true : undefined;
-  }, { what: 'copies to land in the merge target' });
+  }, { timeoutMs: 30_000, what: 'copies to land in the merge target' }); // a job's first copies, on a loaded machine
   const mergeCancelled = await cluster.request('n1', 'DELETE', '/vdb/rb/_rebalance');
   t.match(mergeCancelled.body, { op: 'merge', state: 'cancelled' }, 'the merge ended cancelled');
   t.equal((await merge).status, 409);

@@ -182,7 +182,11 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   t.equal(splitDone.status, 200, JSON.stringify(splitDone.body));
   t.match(splitDone.body, { ok: true, shard_id: 1, new_shard_id: 2 });
   t.ok(splitDone.body.docs_moved > 0, `the split copied ${splitDone.body.docs_moved} documents`);
-  const afterSplit = (await cluster.request('n3', 'GET', '/vdb/rb/_shards')).body;
+  // The split answered once w1 applied its end; n3 reads the map from the metadata it has applied.
+  const afterSplit = await waitFor(async () => {
+    const body = (await cluster.request('n3', 'GET', '/vdb/rb/_shards')).body;
+    return body.ranges?.length === 3 ? body : undefined;
+  }, { timeoutMs: 30_000, what: 'n3 to apply the split' });
   t.same(afterSplit.ranges.map((r: { shard_id: number }) => r.shard_id), [0, 1, 2], 'three shards after the split');
   const atSplit = writes();
   await waitFor(() => writes() >= atSplit + 20, { timeoutMs: 20_000, what: 'writes between the split and the merge' });
@@ -204,7 +208,11 @@ t.test('VDB split and merge under writes, across three processes', async (t) => 
   // Only the kill may fail a write (a shard whose leader it was elects a new one): 503s, no other error.
   t.ok(failures.every((f) => / 503 /.test(f)), `no write failed during the split and the merge but for the kill's elections (${writes()} written, ${failures.length} refused with 503: ${failures.slice(0, 2).join('; ')})`);
 
-  const shards = (await cluster.request('n2', 'GET', '/vdb/rb/_shards')).body;
+  // As after the split: the merge answered once w1 applied its end, n2 may apply it later.
+  const shards = await waitFor(async () => {
+    const body = (await cluster.request('n2', 'GET', '/vdb/rb/_shards')).body;
+    return body.ranges !== undefined && !body.ranges.some((r: { shard_id: number }) => r.shard_id === 0) ? body : undefined;
+  }, { timeoutMs: 30_000, what: 'n2 to apply the merge' });
   t.same(shards.ranges.map((r: { shard_id: number }) => r.shard_id), [1, 2], 'shards 1 and 2 remain');
   t.same(shards.ranges.map((r: { start_hash: number; end_hash: number }) => [r.start_hash, r.end_hash]), [[0, 3221225471], [3221225472, 4294967295]], 'their ranges tile the hash space');
 

@@ -56,6 +56,8 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   // A shard's replica cannot open beside a plain database of its name (its group would lose that
   // replica, or its leader): such names are refused both ways.
   t.equal((await cluster.request('n1', 'PUT', '/db/v_s2')).status, 409, 'a plain database named like a shard of v is refused');
+  // n2 reserves the names by the metadata it has applied: a lookup of v there brings it up to date.
+  await waitFor(async () => (await cluster.request('n2', 'GET', '/vdb/v')).status === 200, { timeoutMs: 30_000, what: 'n2 to know v' });
   const future = await cluster.request('n2', 'PUT', '/db/v_s9');
   t.match(future, { status: 409, body: { error: 'conflict', message: /database name "v_s9" is reserved: the cluster's virtual database "v" keeps its shards' replicas under the names v_s<n>/ } }, 'and one a split would take');
   t.equal((await cluster.request('n2', 'PUT', '/db/w_s1')).status, 201, 'a plain database named like a shard of no VDB is made');
@@ -79,11 +81,16 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   // databases users made (they listed v_s0..v_s3 beside them).
   t.equal((await cluster.request('n2', 'PUT', '/db/plain')).status, 201);
   for (const n of nodes) {
+    // Each node starts its own replicas once it has applied the VDB: the answers above came
+    // from the shards' leaders, and a third replica may still be starting.
+    const health = await waitFor(async () => {
+      const body = (await cluster.request(n, 'GET', '/health')).body;
+      return body.shards?.vdb >= 4 ? body : undefined;
+    }, { timeoutMs: 30_000, what: `${n} to host its replicas of v` });
     const listed = await cluster.request(n, 'GET', '/_all_dbs');
     t.notOk(listed.body.some((db: string) => /^v_s\d+$/.test(db)), `${n}'s _all_dbs lists no shard replica (${JSON.stringify(listed.body)})`);
-    const health = await cluster.request(n, 'GET', '/health');
-    t.notOk(health.body.docdb.databases.some((d: { name: string }) => /^v_s\d+$/.test(d.name)), `${n}'s /health lists no shard replica as a database`);
-    t.ok(health.body.shards.vdb >= 4, `${n}'s /health counts its VDB replicas under shards (${health.body.shards.vdb})`);
+    t.notOk(health.docdb.databases.some((d: { name: string }) => /^v_s\d+$/.test(d.name)), `${n}'s /health lists no shard replica as a database`);
+    t.ok(health.shards.vdb >= 4, `${n}'s /health counts its VDB replicas under shards (${health.shards.vdb})`);
   }
   t.same((await cluster.request('n2', 'GET', '/_all_dbs')).body, ['plain'], 'n2 lists the plain database it holds');
   t.equal((await cluster.request('n2', 'DELETE', '/db/plain')).status, 200);
@@ -194,7 +201,9 @@ t.test('VDB shards as Raft groups across three processes', async (t) => {
   }, { what: 'a write to the read-only shard to be refused' });
   t.equal(ro.r.body.error, 'forbidden', `a write to the read-only shard is refused through n3 (${ro.id})`);
   t.equal((await cluster.request('n1', 'GET', `/vdb/v/${ro.id}`)).status, 200, 'reads go on');
-  t.equal((await cluster.request('n1', 'GET', '/vdb/v/_shards')).body.shards[0].status, 'readonly');
+  // The refusal above shows n3 applied it; n1 reads the status from the metadata it has applied.
+  await waitFor(async () => (await cluster.request('n1', 'GET', '/vdb/v/_shards')).body.shards?.[0]?.status === 'readonly', { timeoutMs: 30_000, what: 'shard 0 read-only on n1' });
+  t.pass("n1's assignments show shard 0 read-only");
   t.same((await cluster.request('n3', 'PUT', '/vdb/v/_shards/0/_status', { body: { status: 'active' } })).body, { shard_id: 0, status: 'active' }, 'active again');
 
   // Import from a plain (node-local) database of the node taking the request.
