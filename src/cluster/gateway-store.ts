@@ -16,6 +16,8 @@ export interface MetaAccess {
   proposeRevocation(cmd: MetaCommand): Promise<void>;
   /** Resolves once this node's copy is confirmed fresh; 503 no_quorum when it cannot be. */
   confirmFresh(): Promise<void>;
+  /** Resolves once this node has applied all that was committed before; 503 no_quorum when it cannot. */
+  catchUp(): Promise<void>;
 }
 
 /**
@@ -121,6 +123,10 @@ export class MetaGatewayStore implements GatewayStore {
 
   confirmFresh(): Promise<void> {
     return this.#meta.confirmFresh();
+  }
+
+  catchUp(): Promise<void> {
+    return this.#meta.catchUp();
   }
 
   /** The collection was deleted meanwhile (through another node): nothing to count or delete. */

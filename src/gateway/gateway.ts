@@ -368,8 +368,16 @@ export class Gateway {
     return this.#vectors;
   }
 
-  #collection(tenantId: string, name: string): CollectionRecord {
-    const c = this.#store.collection(tenantId, name);
+  /**
+   * A collection the local copy lacks may have been made through another node a moment ago:
+   * a cluster node catches its copy up before it answers 404 (as the vector engine does).
+   */
+  async #collection(tenantId: string, name: string): Promise<CollectionRecord> {
+    let c = this.#store.collection(tenantId, name);
+    if (c === undefined && this.#store.catchUp !== undefined) {
+      await this.#store.catchUp();
+      c = this.#store.collection(tenantId, name);
+    }
     if (c === undefined) throw collectionNotFound(name);
     return c;
   }
@@ -388,8 +396,8 @@ export class Gateway {
     return this.#store.collectionsOf(caller.tenant.tenant_id).map(view);
   }
 
-  getCollection(caller: Caller, name: string): CollectionView {
-    return view(this.#collection(caller.tenant.tenant_id, name));
+  async getCollection(caller: Caller, name: string): Promise<CollectionView> {
+    return view(await this.#collection(caller.tenant.tenant_id, name));
   }
 
   async createCollection(caller: Caller, name: string, options: { dimension: number; embedder?: Embedder }): Promise<CollectionView> {
@@ -432,7 +440,7 @@ export class Gateway {
   async deleteCollection(caller: Caller, name: string): Promise<void> {
     const vectors = this.#engine();
     await this.#asTenant(caller, async (tenant) => {
-      const c = this.#collection(tenant.tenant_id, name);
+      const c = await this.#collection(tenant.tenant_id, name);
       // Record first: a crash in between leaves an engine collection no tenant can see,
       // which a later create of the same name replaces.
       await this.#store.deleteCollection(tenant.tenant_id, name);
@@ -444,7 +452,7 @@ export class Gateway {
   async upsert(caller: Caller, name: string, docs: readonly NewDocument[]): Promise<{ id: string; status: 'created' | 'updated' }[]> {
     const vectors = this.#engine();
     return this.#asTenant(caller, async (tenant) => {
-      const c = this.#collection(tenant.tenant_id, name);
+      const c = await this.#collection(tenant.tenant_id, name);
       const withIds: GatewayDocument[] = docs.map((d) => ({ ...d, id: d.id ?? randomBytes(GENERATED_ID_BYTES).toString('base64url') }));
       // The last write of an id in a batch wins; each id counts once.
       const last = new Map<string, GatewayDocument>();
@@ -489,7 +497,7 @@ export class Gateway {
   }
 
   async getDocument(caller: Caller, name: string, id: string): Promise<GatewayDocument> {
-    const c = this.#collection(caller.tenant.tenant_id, name);
+    const c = await this.#collection(caller.tenant.tenant_id, name);
     const doc = await this.#engine().getDocument(c.internal, id);
     if (doc === undefined) throw new FirkinError('document_not_found', `no document ${JSON.stringify(id)} in collection ${JSON.stringify(name)}`);
     return doc;
@@ -499,7 +507,7 @@ export class Gateway {
   async deleteDocument(caller: Caller, name: string, id: string): Promise<void> {
     const vectors = this.#engine();
     await this.#asTenant(caller, async (tenant) => {
-      const c = this.#collection(tenant.tenant_id, name);
+      const c = await this.#collection(tenant.tenant_id, name);
       const old = await vectors.getDocument(c.internal, id);
       if (old === undefined || !(await vectors.deleteDocument(c.internal, id))) {
         throw new FirkinError('document_not_found', `no document ${JSON.stringify(id)} in collection ${JSON.stringify(name)}`);
@@ -509,12 +517,12 @@ export class Gateway {
   }
 
   async search(caller: Caller, name: string, search: GatewaySearch): Promise<GatewayHit[]> {
-    const c = this.#collection(caller.tenant.tenant_id, name);
+    const c = await this.#collection(caller.tenant.tenant_id, name);
     return this.#engine().search(c.internal, search);
   }
 
   async scroll(caller: Caller, name: string, page: GatewayScroll): Promise<GatewayScrollPage> {
-    const c = this.#collection(caller.tenant.tenant_id, name);
+    const c = await this.#collection(caller.tenant.tenant_id, name);
     return this.#engine().scroll(c.internal, page);
   }
 

@@ -38,4 +38,9 @@ export interface GatewayStore {
   deleteCollection(tenantId: string, name: string): Promise<void>;
   /** Cluster mode: resolves once this node's copy is confirmed as fresh as the metadata leader's. */
   confirmFresh?(): Promise<void>;
+  /**
+   * Cluster mode: resolves once this node has applied everything committed before the call, so
+   * what its copy still lacks does not exist (a lookup that misses asks this before a 404).
+   */
+  catchUp?(): Promise<void>;
 }

@@ -19,6 +19,7 @@ function storeThatFails(err: Error) {
     },
     proposeRevocation: async () => {},
     confirmFresh: async () => {},
+    catchUp: async () => {},
   };
   return { store: new MetaGatewayStore(meta), proposed };
 }
