@@ -275,8 +275,15 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     this.#o = o;
     // A plain database named like a VDB's shard keeps that shard's replica from opening on this
     // node (DocShardFsm.open): refused while the VDB exists, and looked for on every member
-    // when one is created (`vdbnames.plain`).
-    o.docs.reserveNames((db) => reservedShardName(db, o.member.state));
+    // when one is created (`vdbnames.plain`). A name like a shard of a VDB this node does not
+    // know is asked after catching up: the VDB may have been made through another node.
+    o.docs.reserveNames(
+      (db) => reservedShardName(db, o.member.state),
+      (db) => {
+        const shard = shardOfDbName(db);
+        return shard !== undefined && o.member.state.vdbs[shard.vdb] === undefined ? o.member.catchUp() : undefined;
+      },
+    );
     o.member.handleCalls('vdbnames', (_from, method, body) => this.#answerNames(method, body));
     this.#rebalance = new VdbRebalanceCoordinator({
       member: o.member,

@@ -399,6 +399,8 @@ export class DocEngine {
   readonly #revsLimit: number;
   /** Why a plain database may not take a name (undefined: it may): `reserveNames`. */
   #reserved: ((db: string) => string | undefined) | undefined;
+  /** Resolves when `#reserved` can answer for a name (undefined: at once): `reserveNames`. */
+  #reservedReady: ((db: string) => Promise<void> | undefined) | undefined;
   readonly #compactAfterWrites: number;
   readonly #pipeline: PipelineSizes;
   readonly #dbs = new Map<string, DbState>();
@@ -562,10 +564,13 @@ export class DocEngine {
 
   /**
    * Names a plain database may not take, and why (a cluster node's: its VDBs' shard names, whose
-   * replicas could not open beside a plain database of the same name).
+   * replicas could not open beside a plain database of the same name). `ready`: what to wait for
+   * before asking about a name (a cluster node catches its copy of the metadata up, so a VDB made
+   * through another node is known here); waited outside the catalogue's queue.
    */
-  reserveNames(reserved: (db: string) => string | undefined): void {
+  reserveNames(reserved: (db: string) => string | undefined, ready?: (db: string) => Promise<void> | undefined): void {
     this.#reserved = reserved;
+    this.#reservedReady = ready;
   }
 
   /**
@@ -574,6 +579,11 @@ export class DocEngine {
    */
   createDb(db: string, replica?: { owner: string; createdMs: number }): Promise<DbInfo> {
     checkDbName(db);
+    const ready = replica === undefined ? this.#reservedReady?.(db) : undefined;
+    return ready === undefined ? this.#createDb(db, replica) : ready.then(() => this.#createDb(db, replica));
+  }
+
+  #createDb(db: string, replica: { owner: string; createdMs: number } | undefined): Promise<DbInfo> {
     return this.#serialCatalogue(async () => {
       this.#checkOpen();
       if (this.#dbs.has(db)) throw new FirkinError('conflict', `database ${JSON.stringify(db)} already exists`);
