@@ -2,20 +2,12 @@
 // moment ago is found once the node catches its copy up, never answered 404 before; one that
 // does not exist is still 404 after the catch-up; a standalone store (no catch-up) answers at once.
 import t from 'tap';
-import { Gateway } from '../../src/gateway/gateway.js';
-import { internalName } from '../../src/gateway/names.js';
 import { RocksGatewayStore } from '../../src/gateway/rocks-store.js';
 import type { GatewayStore } from '../../src/gateway/store.js';
-import type { CollectionRecord, Tenant } from '../../src/gateway/types.js';
-import type { GatewayDocument, GatewayVectors } from '../../src/gateway/vectors.js';
+import type { Tenant } from '../../src/gateway/types.js';
 import { Store } from '../../src/storage/db.js';
 import { tempDir } from '../support/node.js';
-
-const LIMITS = { rpm_limit: 100, max_vectors: 1_000, max_collections: 10, max_storage_mb: 100 };
-
-function record(tenantId: string, name: string): CollectionRecord {
-  return { tenant_id: tenantId, name, internal: internalName(tenantId, name), dimension: 2, vector_count: 0, storage_bytes: 0, created_at: 0 };
-}
+import { LIMITS, collectionRecord, gatewayOver, memoryVectors } from './fakes.js';
 
 /** `store` as a node that has not applied the create of `fresh` until it catches up. */
 function lagging(store: RocksGatewayStore): { store: GatewayStore; catchUps: () => number } {
@@ -44,21 +36,10 @@ t.test('a collection the local copy lacks is looked up again after a catch-up, n
   const tenant: Tenant = { tenant_id: 'acme', limits: LIMITS, created_at: 0 };
   const key = { key_id: 'k1', tenant_id: 'acme', digest: 'd', key_prefix: 'p', created_at: 0 };
   await rocks.createTenant(tenant, key);
-  await rocks.createCollection(record('acme', 'fresh'));
-  const stored = new Map<string, GatewayDocument>();
-  const vectors = {
-    async collectionInfo() {
-      return { dimension: 2, count: stored.size };
-    },
-    async getDocument(_internal: string, id: string) {
-      return stored.get(id);
-    },
-    async upsert(_internal: string, docs: readonly GatewayDocument[]) {
-      for (const d of docs) stored.set(d.id, { id: d.id, text: d.text ?? '', metadata: d.metadata ?? {} });
-    },
-  } as Partial<GatewayVectors> as GatewayVectors;
+  await rocks.createCollection(collectionRecord('acme', 'fresh'));
+  const { vectors } = memoryVectors();
   const caller = { tenant, key };
-  const make = (store: GatewayStore) => new Gateway({ store, vectors, clock: { nowMs: () => 0 }, masterKey: 'master', defaults: LIMITS, embedderUrls: [] });
+  const make = (store: GatewayStore) => gatewayOver(store, vectors);
 
   const first = lagging(rocks);
   t.match(await make(first.store).getCollection(caller, 'fresh'), { name: 'fresh' }, 'found after catching up');

@@ -3,21 +3,15 @@
 // that moved while the engine counted left for the next pass, an engine error likewise. And
 // the repair after a write that failed half way: count and bytes of what landed.
 import t from 'tap';
-import { Gateway } from '../../src/gateway/gateway.js';
-import { internalName, tenantPrefix } from '../../src/gateway/names.js';
+import { tenantPrefix } from '../../src/gateway/names.js';
 import { RocksGatewayStore } from '../../src/gateway/rocks-store.js';
-import type { CollectionRecord, Tenant } from '../../src/gateway/types.js';
-import type { GatewayDocument, GatewayVectors } from '../../src/gateway/vectors.js';
+import type { Tenant } from '../../src/gateway/types.js';
+import type { GatewayVectors } from '../../src/gateway/vectors.js';
 import { documentBytes } from '../../src/gateway/quota.js';
 import { FirkinError } from '../../src/core/errors.js';
 import { Store } from '../../src/storage/db.js';
 import { tempDir } from '../support/node.js';
-
-const LIMITS = { rpm_limit: 100, max_vectors: 1_000, max_collections: 10, max_storage_mb: 100 };
-
-function record(tenantId: string, name: string, vectorCount: number): CollectionRecord {
-  return { tenant_id: tenantId, name, internal: internalName(tenantId, name), dimension: 2, vector_count: vectorCount, storage_bytes: 0, created_at: 0 };
-}
+import { LIMITS, collectionRecord as record, gatewayOver, memoryVectors } from './fakes.js';
 
 t.test('counts taken where two passes find them apart alike; none dropped; a record moved, a batch in flight or an engine error left for the next pass', async (t) => {
   const db = await Store.open(tempDir('firkin-recount-'));
@@ -43,7 +37,7 @@ t.test('counts taken where two passes find them apart alike; none dropped; a rec
       return count === undefined ? undefined : { dimension: 2, count };
     },
   } as Partial<GatewayVectors> as GatewayVectors;
-  const gateway = new Gateway({ store, vectors, clock: { nowMs: () => 0 }, masterKey: 'master', defaults: LIMITS, embedderUrls: [] });
+  const gateway = gatewayOver(store, vectors);
   const countOf = (name: string) => store.collection('acme', name)?.vector_count;
 
   passes = 1;
@@ -89,7 +83,7 @@ t.test('a count that waits (a shard without a leader) holds up none of the tenan
         asked();
       }),
   } as Partial<GatewayVectors> as GatewayVectors;
-  const gateway = new Gateway({ store, vectors, clock: { nowMs: () => 0 }, masterKey: 'master', defaults: LIMITS, embedderUrls: [] });
+  const gateway = gatewayOver(store, vectors);
   const pass = gateway.recountUsage();
   await counting;
   const key = await gateway.createKey('acme', undefined);
@@ -111,31 +105,16 @@ t.test('a write that fails half way: usage takes the count from the engine and t
   const key = { key_id: 'k1', tenant_id: 'acme', digest: 'd', key_prefix: 'p', created_at: 0 };
   await store.createTenant(tenant, key);
   await store.createCollection(record('acme', 'docs', 0));
-  // The engine: documents by id, read back as it stores them (text '' and metadata {} when
-  // written without), and a write that lands its first two documents, then fails.
-  const stored = new Map<string, GatewayDocument>();
-  let failAfter = Infinity;
-  const vectors = {
-    async collectionInfo() {
-      return { dimension: 2, count: stored.size };
-    },
-    async getDocument(_internal: string, id: string) {
-      return stored.get(id);
-    },
-    async upsert(_internal: string, docs: readonly GatewayDocument[]) {
-      docs.forEach((d, i) => {
-        if (i >= failAfter) throw new FirkinError('error', 'the disk failed');
-        stored.set(d.id, { id: d.id, text: d.text ?? '', metadata: d.metadata ?? {} });
-      });
-    },
-  } as Partial<GatewayVectors> as GatewayVectors;
-  const gateway = new Gateway({ store, vectors, clock: { nowMs: () => 0 }, masterKey: 'master', defaults: LIMITS, embedderUrls: [] });
+  // The engine: documents by id, read back as it stores them, and (below) a write that lands
+  // its first two documents, then fails.
+  const { vectors, stored, failAfter } = memoryVectors();
+  const gateway = gatewayOver(store, vectors);
   const caller = { tenant, key };
   const sum = () => [...stored.values()].reduce((n, d) => n + documentBytes(d, 2), 0);
 
   await gateway.upsert(caller, 'docs', [{ id: 'a', vector: [1, 0], text: 'kept as it was' }, { id: 'b', vector: [0, 1] }]);
   t.same([store.collection('acme', 'docs')?.vector_count, store.collection('acme', 'docs')?.storage_bytes], [2, sum()]);
-  failAfter = 2;
+  failAfter(2);
   const batch = [{ id: 'a', vector: [1, 1], text: 'overwritten, and longer than before' }, { id: 'c', vector: [1, 0], metadata: { tag: 'new' } }, { id: 'd', vector: [0, 1] }];
   await t.rejects(gateway.upsert(caller, 'docs', batch), { message: 'the disk failed' }, 'the write\'s own error');
   t.equal(stored.size, 3, 'a overwritten and c written; d never landed');
