@@ -47,12 +47,20 @@ class Columns {
   }
 }
 
-/** The bounds one change sets, by term number, in its terms' order (df 0: the term's last posting goes). */
+/**
+ * The bounds one change sets, by term number, in its terms' order (df 0: the term's last posting
+ * goes, and its tf max and shortest document are 0).
+ */
 export interface BoundChange {
   readonly numbers: Int32Array;
   readonly df: Uint32Array;
   readonly tfMax: Uint32Array;
   readonly lengthMin: Uint32Array;
+}
+
+/** The bound a change sets for its `i`th term (undefined: the term's last posting goes). */
+export function boundAt(change: BoundChange, i: number): TermBound | undefined {
+  return change.df[i] === 0 ? undefined : { df: change.df[i]!, tfMax: change.tfMax[i]!, docLengthMin: change.lengthMin[i]! };
 }
 
 export class TermBoundTable {

@@ -39,7 +39,7 @@ import { PackedOps } from '../storage/write-worker.js';
 import { type Bm25Params, type CorpusStats, type QueryStats, type ScoredId, termFrequencies } from './bm25.js';
 import { type KeyedColumns, newAccumulator, rankBm25Accumulate } from './bm25-accumulate.js';
 import { type PostingColumns, type PostingRead, type QueryTerm, type TermBound, exactBound, rankBm25MaxScore, widenBound } from './bm25-maxscore.js';
-import { type BoundChange, TermBoundTable } from './bm25-bound-table.js';
+import { type BoundChange, TermBoundTable, boundAt } from './bm25-bound-table.js';
 import type { CollectionConfig } from './collection-config.js';
 import { ENGLISH_STOPWORDS, tokenize } from './tokenize.js';
 
@@ -542,8 +542,8 @@ function encodeBoundDeltas(terms: readonly string[], change: BoundChange): Buffe
     out.writeUInt32BE(length, at);
     at += 4 + length;
     out.writeUInt32BE(change.df[i]!, at);
-    out.writeUInt32BE(change.df[i] === 0 ? 0 : change.tfMax[i]!, at + 4);
-    out.writeUInt32BE(change.df[i] === 0 ? 0 : change.lengthMin[i]!, at + 8);
+    out.writeUInt32BE(change.tfMax[i]!, at + 4);
+    out.writeUInt32BE(change.lengthMin[i]!, at + 8);
     at += 12;
   });
   return out;
@@ -867,6 +867,7 @@ class DiskBm25 implements Bm25Index {
     const change: BoundChange = { numbers: new Int32Array(count), df: new Uint32Array(count), tfMax: new Uint32Array(count), lengthMin: new Uint32Array(count) };
     sortedNumbers.forEach((n, i) => {
       change.numbers[i] = tableNumbers[n]!;
+      // A term whose last posting goes has tf max 0 already (above), and no shortest document.
       change.df[i] = dfs[n]!;
       change.tfMax[i] = tfMaxes[n]!;
       change.lengthMin[i] = dfs[n] === 0 ? 0 : lengthMins[n]!;
@@ -883,7 +884,7 @@ class DiskBm25 implements Bm25Index {
       const folded = [...unfolded].map((t) => ({ t, term: table.nameOf(t) })).sort((a, b) => (a.term < b.term ? -1 : a.term > b.term ? 1 : 0));
       for (const { t, term } of folded) {
         const i = inChange.get(t);
-        const bound = i === undefined ? table.aheadBound(t) : change.df[i] === 0 ? undefined : { df: change.df[i]!, tfMax: change.tfMax[i]!, docLengthMin: change.lengthMin[i]! };
+        const bound = i === undefined ? table.aheadBound(t) : boundAt(change, i);
         const key = extendKeyView(boundPrefix, [term]);
         if (bound === undefined) packed.del(BM25_COLUMN, key);
         else packed.put(BM25_COLUMN, key, boundValue(bound));
