@@ -28,13 +28,13 @@
 //                  into a new database on the same node, one slice each
 // Usage: npx tsx bench/ab.ts <workload> <before-checkout> <after-checkout>   (AB_ROUNDS, default 8;
 // AB_FILL_EACH=1: each node fills its own data instead of copies of the first checkout's;
-// AB_ORDERS=1: one experiment instead of one in each start order)
+// AB_ORDERS=1: one experiment instead of one in each start order; AB_THREADS=1: CPU by thread too)
 // A checkout is a directory with this repository and its node_modules (a `git worktree` of
 // another commit with a symlink to this one's node_modules will do). Each runs compiled, as the
 // product ships (built-node.ts's `compiledMainArgs`: its test build, made first if stale).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { NODE_FLAGS } from '../src/core/node-flags.js';
 import { compiledMainArgs } from '../test/support/built-node.js';
 import { TEST_ADMIN_KEY, tempDir } from '../test/support/node.js';
@@ -45,6 +45,8 @@ import { type BenchResult, benchDoc, report } from './support.js';
 import { SEED, textCorpus, textQueries } from './text-corpus.js';
 
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 8);
+/** AB_THREADS=1: also each node's CPU by thread name (RocksDB's, the write thread, libuv's pool). */
+const BY_THREAD = process.env.AB_THREADS === '1';
 const [workloadName, ...checkouts] = process.argv.slice(2);
 const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
 
@@ -52,6 +54,24 @@ const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
 function cpuMicros(statFile: string): number {
   const fields = readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10_000; // utime + stime, in 10 ms ticks
+}
+
+/**
+ * CPU µs of a process's threads by name and thread id (`task/<tid>/comm`: Node names its main
+ * thread, libuv's pool and worker threads all `node`), the main thread as `main`.
+ */
+function threadMicros(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = tid === String(pid) ? 'main' : `${readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()}:${tid}`;
+      const micros = cpuMicros(`/proc/${pid}/task/${tid}/stat`);
+      byName.set(name, (byName.get(name) ?? 0) + micros);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byName;
 }
 
 interface Workload {
@@ -251,6 +271,8 @@ interface Node {
   processMicros: number;
   units: number;
   slices: number;
+  /** CPU µs by thread name over the measured slices (AB_THREADS=1). */
+  threads: Map<string, number>;
 }
 
 async function start(checkout: string, dataDir: string): Promise<Node> {
@@ -259,7 +281,7 @@ async function start(checkout: string, dataDir: string): Promise<Node> {
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-4096)));
   const url = await waitFor(() => /listening on (https?:\/\/[^\s]+) /.exec(out)?.[1], { timeoutMs: 60_000, what: `the node of ${checkout} to listen` });
-  return { checkout, proc, url, dataDir, ms: 0, mainMicros: 0, processMicros: 0, units: 0, slices: 0 };
+  return { checkout, proc, url, dataDir, ms: 0, mainMicros: 0, processMicros: 0, units: 0, slices: 0, threads: new Map() };
 }
 
 async function stop(node: Node): Promise<void> {
@@ -300,11 +322,13 @@ async function experiment(order: readonly string[]): Promise<Node[]> {
         const pid = node.proc.pid!;
         const main0 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
         const process0 = cpuMicros(`/proc/${pid}/stat`);
+        const threads0 = BY_THREAD ? threadMicros(pid) : undefined;
         const t0 = performance.now();
         node.units += await workload.slice(node.url, node.slices++);
         node.ms += performance.now() - t0;
         node.mainMicros += cpuMicros(`/proc/${pid}/task/${pid}/stat`) - main0;
         node.processMicros += cpuMicros(`/proc/${pid}/stat`) - process0;
+        if (threads0 !== undefined) for (const [name, micros] of threadMicros(pid)) node.threads.set(name, (node.threads.get(name) ?? 0) + micros - (threads0.get(name) ?? 0));
       }
     }
     return nodes;
@@ -338,6 +362,17 @@ try {
     results.push(result(bothOrders ? `${side} (both orders)` : side, mine));
   });
   report(results);
+  if (BY_THREAD) {
+    console.log('\nCPU µs a unit by thread (name:tid; both orders summed), the busiest ten:');
+    checkouts.forEach((checkout, i) => {
+      const mine = runs.map((nodes) => nodes.find((n) => n.checkout === checkout)!);
+      const units = mine.reduce((a, n) => a + n.units, 0);
+      const byName = new Map<string, number>();
+      for (const n of mine) for (const [name, micros] of n.threads) byName.set(name, (byName.get(name) ?? 0) + micros);
+      const rows = [...byName].filter(([, micros]) => micros > 0).sort((a, b) => b[1] - a[1]).slice(0, 10);
+      console.log(`${i === 0 ? 'before' : 'after'} ${checkout}: ${rows.map(([name, micros]) => `${name} ${(micros / units).toFixed(1)}`).join(', ')}`);
+    });
+  }
 } finally {
   agent.destroy();
 }
