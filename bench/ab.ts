@@ -17,6 +17,9 @@
 //                  time, as its insert rows) into a collection with the AB_BM25 backend (memory)
 //                  and no HNSW graph (`index.m: 0`; AB_INDEX_M for another m), slices of 10,000
 //                  new documents, so each node's collection grows alike
+//   bm25-update    rewrites of documents of a collection of 20,000 of bench/text.ts's corpus
+//                  (AB_BM25 backend, disk; index m 0), each given another document's text, in
+//                  requests of AB_BATCH (1) documents from AB_CLIENTS (4) clients, slices of 2,000
 //   bulk-docs      `_bulk_docs` of bench/docs.ts's documents, batches of 500, AB_CLIENTS (1)
 //                  clients, slices of 10,000 new documents into one database per node (ids in
 //                  order; AB_IDS=random: hashes, in no order)
@@ -170,6 +173,38 @@ function bm25Insert(): Workload {
   };
 }
 
+function bm25Update(): Workload {
+  const backend = process.env.AB_BM25 ?? 'disk';
+  const batch = Number(process.env.AB_BATCH ?? 1);
+  const clients = Number(process.env.AB_CLIENTS ?? 4);
+  const docs = 20_000;
+  const perSlice = 2_000;
+  const texts = textCorpus(docs * 2, SEED);
+  // Deterministic and alike for every node: slice s rewrites documents (s * 7919 + k * 104729) mod docs.
+  const rewrite = async (url: string, slice: number) => {
+    const starts = Array.from({ length: Math.ceil(perSlice / batch) }, (_, b) => b * batch);
+    await drive(starts, clients, async (from) => {
+      const documents = Array.from({ length: Math.min(batch, perSlice - from) }, (_, k) => {
+        const n = (slice * 7_919 + (from + k) * 104_729) % docs;
+        return { id: String(n), text: texts[docs + ((n + slice) % docs)]! };
+      });
+      await call(url, 'POST', '/vectordb/collections/text/docs', { documents }, true);
+    });
+  };
+  return {
+    label: `BM25 ${backend} rewrites x${batch} c=${clients} (per document)`,
+    async warm(url) {
+      await call(url, 'PUT', '/vectordb/collections/text', { dimensions: 16, metric: 'cosine', embedder: { type: 'hash' }, bm25_backend: backend, index: { m: 0 } });
+      await insertTexts(url, texts, 0, docs);
+      await rewrite(url, 1_000);
+    },
+    async slice(url, slice) {
+      await rewrite(url, slice);
+      return perSlice;
+    },
+  };
+}
+
 function bulkDocs(): Workload {
   const clients = Number(process.env.AB_CLIENTS ?? 1);
   const batch = 500;
@@ -255,7 +290,7 @@ function replicateLocal(): Workload {
   };
 }
 
-const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bm25-search': bm25Search, 'bm25-insert': bm25Insert, 'bulk-docs': bulkDocs, 'put-docs': putDocs, 'get-docs': getDocs, 'replicate-local': replicateLocal };
+const workloads: Record<string, () => Workload> = { 'vector-search': vectorSearch, 'bm25-search': bm25Search, 'bm25-insert': bm25Insert, 'bm25-update': bm25Update, 'bulk-docs': bulkDocs, 'put-docs': putDocs, 'get-docs': getDocs, 'replicate-local': replicateLocal };
 if (workloadName === undefined || workloads[workloadName] === undefined || checkouts.length !== 2) {
   throw new Error(`usage: npx tsx bench/ab.ts <${Object.keys(workloads).join('|')}> <before-checkout> <after-checkout>`);
 }
