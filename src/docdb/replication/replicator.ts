@@ -21,6 +21,27 @@ import { type CheckpointDoc, checkpointDocId, nextCheckpoint, readCheckpoint, st
 import type { ChangeRow, ChangesPage, Endpoint, Wanted } from './endpoints.js';
 import { type ReplicationFilter, isFiltered, passesFilter } from './filter.js';
 
+/**
+ * A revision later than any real one (generations have at most 9 digits here): asked about in
+ * `_revs_diff`, its `possible_ancestors` are every leaf the target holds of the document.
+ */
+export const HELD_PROBE_REV = `999999999-${'0'.repeat(32)}`;
+
+/**
+ * Adds to `held` the ids of `rows` that may bring a tombstone (deleted, or with conflicts) and
+ * that the target holds at all. `_revs_diff`'s `possible_ancestors` name only the target's
+ * leaves older than the revisions asked about, so a document it holds at a later generation
+ * read as absent, and whether its tombstone went depended on that generation: on when a
+ * pipelined run asked (test/docdb/replication/pipeline.test.ts caught it). One more
+ * `_revs_diff`, of a probe revision later than any, for those ids only.
+ */
+export async function probeHeld(target: Endpoint, rows: readonly ChangeRow[], held: Set<string>): Promise<void> {
+  const ids = [...new Set(rows.filter((r) => (r.deleted || r.revs.length > 1) && !held.has(r.id)).map((r) => r.id))];
+  if (ids.length === 0) return;
+  const probe = await target.revsDiff(Object.fromEntries(ids.map((id) => [id, [HELD_PROBE_REV]])));
+  for (const [id, d] of Object.entries(probe)) if ((d.possible_ancestors ?? []).length > 0) held.add(id);
+}
+
 export const REPLICATION_DEFAULTS = {
   /** How long a continuous run waits on the source before polling again (under the 30 s call timeout). */
   waitMs: 25_000,
@@ -160,6 +181,7 @@ export async function replicate(o: RunOptions): Promise<ReplicationResult> {
       if (held.length > 0) heldByTarget.add(id);
       for (const rev of d.missing) wanted.push(held.length === 0 ? { id, rev } : { id, rev, atts_since: held });
     }
+    if (filtered) await probeHeld(o.target, rows, heldByTarget);
     // Fetch in slices: a peer's `_bulk_get` takes at most 1000 entries, and a smaller
     // request body keeps revisions with attachments under the peer's body limit.
     const slices: Record<string, unknown>[][] = [];

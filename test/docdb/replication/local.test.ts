@@ -130,6 +130,34 @@ t.test('local replication', async (t) => {
     t.equal((await node.request('POST', '/db/f_users/_bulk_get', { body: { docs: [{ id: 'd04' }] } })).body.results[0].docs[0].error.error, 'not_found');
   });
 
+  t.test('a tombstone reaches a filtered target that holds the document, whatever generation it holds it at', async (t) => {
+    // g: a matching branch up to 3-cccc (the winner) and another branch ending in a deletion.
+    await node.request('PUT', '/db/gen_src');
+    const history = (start: number, ids: string[]) => ({ start, ids });
+    let put = await node.request('POST', '/db/gen_src/_bulk_docs', {
+      body: {
+        new_edits: false,
+        docs: [
+          { _id: 'g', _rev: '3-cccc', type: 'user', _revisions: history(3, ['cccc', 'bbbc', 'aaaa']) },
+          { _id: 'g', _rev: '2-dddd', _deleted: true, _revisions: history(2, ['dddd', 'bbbb']) },
+        ],
+      },
+    });
+    t.equal(put.status, 201);
+    const first = await replicate(node, 'gen_src', { target: 'gen_dst', create_target: true, filter: { paths: ['type/user'] } });
+    t.equal(first.docs_written, 1, 'the matching leaf; the tombstone not (the target did not hold g yet)');
+    // The deleted branch grows to generation 3: the target holds g at 3-cccc, which
+    // `_revs_diff` does not name as a possible ancestor of a generation-3 revision.
+    put = await node.request('POST', '/db/gen_src/_bulk_docs', { body: { new_edits: false, docs: [{ _id: 'g', _rev: '3-eeee', _deleted: true, _revisions: history(3, ['eeee', 'dddd', 'bbbb']) }] } });
+    t.equal(put.status, 201);
+    const second = await replicate(node, 'gen_src', { target: 'gen_dst', filter: { paths: ['type/user'] } });
+    t.equal(second.docs_written, 1, 'the tombstone travelled: the target holds g');
+    const leaf = await node.request('GET', '/db/gen_dst/g?rev=3-eeee');
+    t.equal(leaf.status, 200);
+    t.equal(leaf.body._deleted, true);
+    t.equal((await doc(node, 'gen_dst', 'g', '')).type, 'user', 'the winner is still the live leaf');
+  });
+
   t.test('filters see every leaf: a matching conflict travels though the winner does not match', async (t) => {
     await node.request('PUT', '/db/conf_src');
     const put = await node.request('POST', '/db/conf_src/_bulk_docs', {

@@ -5,7 +5,7 @@ import type { Json } from '../../../src/docdb/query/ast.js';
 import { checkpointDocId, nextCheckpoint, readCheckpoint, startSeq } from '../../../src/docdb/replication/checkpoint.js';
 import type { ChangeRow, Wanted } from '../../../src/docdb/replication/endpoints.js';
 import { isFiltered, passesFilter } from '../../../src/docdb/replication/filter.js';
-import type { Progress, ReplicationResult, RunOptions } from '../../../src/docdb/replication/replicator.js';
+import { type Progress, type ReplicationResult, type RunOptions, probeHeld } from '../../../src/docdb/replication/replicator.js';
 
 const FIRST = 'first';
 const FETCH_SLICE = 500;
@@ -51,6 +51,7 @@ export async function replicateSequentially(o: RunOptions): Promise<ReplicationR
       if (held.length > 0) heldByTarget.add(id);
       for (const rev of d.missing) wanted.push(held.length === 0 ? { id, rev } : { id, rev, atts_since: held });
     }
+    if (filtered) await probeHeld(o.target, rows, heldByTarget);
     // A tombstone goes only where the document already is; a live revision, if it matches.
     const passes = (doc: Record<string, unknown>) =>
       doc._deleted === true ? heldByTarget.has(doc._id as string) : passesFilter(o.filter, doc as Json);
