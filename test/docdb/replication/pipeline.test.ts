@@ -190,9 +190,10 @@ t.test('pipelined replication ends where sequential replication does, under inte
           reads = Number.POSITIVE_INFINITY;
           await replicator(options('final'));
           results.push(await content(docs, dst));
-          if (!withFilter) t.strictSame(results[results.length - 1], await content(docs, src), `${mode}: the target holds the source's content`);
+          // A failure throws, so fast-check shrinks it and names the seed that replays it.
+          if (!withFilter && !t.strictSame(results[results.length - 1], await content(docs, src), `${mode}: the target holds the source's content`)) throw new Error(`${mode}: the target differs from the source`);
         }
-        t.strictSame(results[0], results[1], `run ${run}: pipelined = sequential (batch ${batchSize}, filter ${withFilter})`);
+        if (!t.strictSame(results[0], results[1], `run ${run}: pipelined = sequential (batch ${batchSize}, filter ${withFilter})`)) throw new Error('pipelined replication differs from sequential');
       },
     ),
     {
@@ -208,6 +209,20 @@ t.test('pipelined replication ends where sequential replication does, under inte
           1,
           true,
           [-1],
+        ],
+        // A tombstone of a document the target holds at a later generation than the tombstone's
+        // (c's conflict branch deleted after c reached the target): found by the property, with
+        // the throw above, as seed 838409622 before abb030a.
+        [
+          [
+            [0, { kind: 'put', id: 'c', color: 'red', v: 0 }],
+            [3, { kind: 'del', id: 'c' }],
+            [0, { kind: 'conflict', id: 'c', hex: '0', color: 'blue' }],
+            [2, { kind: 'conflict', id: 'a', hex: '0', color: 'red' }],
+          ],
+          2,
+          true,
+          [],
         ],
       ],
     },
