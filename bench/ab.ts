@@ -390,24 +390,21 @@ try {
   const runs = [await experiment(checkouts)];
   if (bothOrders) runs.push(await experiment([...checkouts].reverse()));
   const results: BenchResult[] = [];
+  // CPU µs a unit by thread (AB_THREADS=1): the main threads of both orders summed as `main`.
+  const threadLines: string[] = [];
   checkouts.forEach((checkout, i) => {
     const side = `${i === 0 ? 'before' : 'after'} ${checkout}`;
     const mine = runs.map((nodes) => nodes.find((n) => n.checkout === checkout)!);
     if (bothOrders) mine.forEach((n, k) => results.push(result(`${side} (started ${(k === 0) === (i === 0) ? 'first' : 'second'})`, [n])));
     results.push(result(bothOrders ? `${side} (both orders)` : side, mine));
+    const units = mine.reduce((a, n) => a + n.units, 0);
+    const byName = new Map<string, number>();
+    for (const [name, micros] of mine.flatMap((n) => [...n.threads])) byName.set(name, (byName.get(name) ?? 0) + micros);
+    const busiest = [...byName].filter(([, micros]) => micros > 0).sort((a, b) => b[1] - a[1]).slice(0, 10);
+    threadLines.push(`${side}: ${busiest.map(([name, micros]) => `${name} ${(micros / units).toFixed(1)}`).join(', ')}`);
   });
   report(results);
-  if (BY_THREAD) {
-    console.log('\nCPU µs a unit by thread (name:tid; both orders summed), the busiest ten:');
-    checkouts.forEach((checkout, i) => {
-      const mine = runs.map((nodes) => nodes.find((n) => n.checkout === checkout)!);
-      const units = mine.reduce((a, n) => a + n.units, 0);
-      const byName = new Map<string, number>();
-      for (const n of mine) for (const [name, micros] of n.threads) byName.set(name, (byName.get(name) ?? 0) + micros);
-      const rows = [...byName].filter(([, micros]) => micros > 0).sort((a, b) => b[1] - a[1]).slice(0, 10);
-      console.log(`${i === 0 ? 'before' : 'after'} ${checkout}: ${rows.map(([name, micros]) => `${name} ${(micros / units).toFixed(1)}`).join(', ')}`);
-    });
-  }
+  if (BY_THREAD) console.log(`\nCPU µs a unit by thread (name:tid; both orders), the busiest ten:\n${threadLines.join('\n')}`);
 } finally {
   agent.destroy();
 }

@@ -25,7 +25,7 @@ import { type ReplicationFilter, isFiltered, passesFilter } from './filter.js';
  * A revision later than any real one (generations have at most 9 digits here): asked about in
  * `_revs_diff`, its `possible_ancestors` are every leaf the target holds of the document.
  */
-export const HELD_PROBE_REV = `999999999-${'0'.repeat(32)}`;
+const HELD_PROBE_REV = `999999999-${'0'.repeat(32)}`;
 
 /**
  * Adds to `held` the ids of `rows` that may bring a tombstone (deleted, or with conflicts) and
