@@ -11,6 +11,17 @@ export const COLUMN_FAMILIES = ['docs', 'revs', 'seq', 'att', 'paths', 'vec', 'b
 /** Columns read by queries, each with a block cache of `cacheMb` (the others keep the binding's 8 MB). */
 const DATA_COLUMNS = ['docs', 'revs', 'paths', 'vec', 'bm25'] as const satisfies readonly ColumnFamily[];
 
+/**
+ * Every column's memtables and levels: the binding's "level" preset over a 64 MB budget, i.e.
+ * 16 MB memtables (flushed two at a time), 8 MB table files, a 64 MB level 1, and levels 0-1
+ * uncompressed (zstd from level 2). The binding's defaults (RocksDB's: 64 MB memtables, zstd on
+ * every level) cost the write thread a skip-list insert in a memtable of up to a million keys
+ * and every flush a zstd pass: on random document ids this cuts the node's CPU a document by
+ * 8 % and the write thread's by a quarter (docs/benchmarks.md, "Smaller memtables"). The price
+ * is more, smaller files: RocksDB keeps each open, ~130 descriptors a GB of data.
+ */
+const COLUMN_SHAPE = { compaction: 'level', memtableMemoryBudget: 64 * 1024 * 1024 } as const;
+
 /** Unsynced batches up to this many operations are written on the calling thread when the writer is idle. */
 const INLINE_UNSYNCED_OPS_MAX = 64;
 export type ColumnFamily = (typeof COLUMN_FAMILIES)[number];
@@ -111,8 +122,8 @@ export class Store {
   static async open(dir: string, options: { writeWorker?: boolean; cacheMb?: number } = {}): Promise<Store> {
     await mkdir(dir, { recursive: true });
     const db = new RocksLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    const data = options.cacheMb === undefined ? {} : { cacheSize: Math.min(4095, options.cacheMb) * 1024 * 1024 };
-    const columns = Object.fromEntries(['default', ...COLUMN_FAMILIES].map((name) => [name, (DATA_COLUMNS as readonly string[]).includes(name) ? data : {}]));
+    const data = options.cacheMb === undefined ? COLUMN_SHAPE : { ...COLUMN_SHAPE, cacheSize: Math.min(4095, options.cacheMb) * 1024 * 1024 };
+    const columns = Object.fromEntries(['default', ...COLUMN_FAMILIES].map((name) => [name, (DATA_COLUMNS as readonly string[]).includes(name) ? data : COLUMN_SHAPE]));
     try {
       // No WAL compression (the binding's default is zstd): it was a fifth of the write
       // thread's CPU on a BM25 disk load (perf, 2026-12-03), for bytes this disk writes cheaply.
