@@ -25,22 +25,23 @@ export function createMetrics(store: Store): Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
-  // RocksDB properties are cheap in-memory reads: sample them at scrape time.
-  const rocks = (name: string, help: string, pick: (s: ReturnType<Store['stats']>) => number) =>
+  // Sampled at scrape time: the write thread's counters, and the data directory's files (a
+  // listing at most every few seconds: `Store.files`).
+  const gauge = (name: string, help: string, sample: () => number | Promise<number>) =>
     new Gauge({
       name,
       help,
       registers: [registry],
-      collect() {
-        this.set(pick(store.stats()));
+      async collect() {
+        this.set(await sample());
       },
     });
-  rocks('firkin_rocksdb_estimate_keys', 'Estimated number of keys (RocksDB estimate-num-keys)', (s) => s.estimateKeys);
-  rocks('firkin_rocksdb_live_data_bytes', 'Estimated live data size', (s) => s.liveDataBytes);
-  rocks('firkin_rocksdb_sst_files_bytes', 'Total size of SST files', (s) => s.sstFilesBytes);
-  rocks('firkin_rocksdb_memtable_bytes', 'Current size of all memtables', (s) => s.memtableBytes);
-  rocks('firkin_storage_thread_batches', 'Batches handed to the storage write thread since start', (s) => s.threadBatches);
-  rocks('firkin_storage_thread_writes', 'RocksDB writes the storage write thread made of them since start (fewer: batches that queued up share one write and fsync)', (s) => s.threadWrites);
+  gauge('firkin_rocksdb_sst_files', 'RocksDB table files in the data directory, every column family (each kept open: see firkin_open_files_limit)', async () => (await store.files()).tableFiles);
+  gauge('firkin_rocksdb_sst_files_bytes', 'Total size of the RocksDB table files, every column family', async () => (await store.files()).tableBytes);
+  gauge('firkin_rocksdb_wal_bytes', 'Total size of the RocksDB write-ahead log files', async () => (await store.files()).walBytes);
+  gauge('firkin_open_files_limit', 'The process soft limit on open files (ulimit -n); -1 when unknown or unlimited', async () => (await store.files()).openFilesLimit ?? -1);
+  gauge('firkin_storage_thread_batches', 'Batches handed to the storage write thread since start', () => store.stats().threadBatches);
+  gauge('firkin_storage_thread_writes', 'RocksDB writes the storage write thread made of them since start (fewer: batches that queued up share one write and fsync)', () => store.stats().threadWrites);
   return { registry, httpRequests, httpDuration };
 }
 

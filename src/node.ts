@@ -47,6 +47,7 @@ import { vectorRoutes } from './http/routes/vector.js';
 import { buildHttp } from './http/server.js';
 import { createMetrics, registerCacheMetrics } from './metrics.js';
 import { Store, type WriteFailure } from './storage/db.js';
+import { descriptorsProblem } from './storage/descriptors.js';
 import { VERSION } from './version.js';
 import { usearchEngine } from './vector/ann/usearch.js';
 import { type VectorCluster, standaloneCluster } from './vector/cluster.js';
@@ -173,6 +174,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const keys = await ApiKeys.load(store);
     const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
     if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
+    const files = await store.files().catch(() => undefined);
+    const descriptors = files === undefined ? undefined : descriptorsProblem(files.tableFiles, files.openFilesLimit);
+    if (descriptors !== undefined) log.warn(descriptors);
     const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), clock, revsLimit: config.docdb.revsLimit, compactAfterWrites: config.docdb.compactAfterWrites });
     registerCacheMetrics(metrics.registry, { payloads: shardCaches.payloads, bm25_postings: shardCaches.postings, doc_records: docs.caches.records, doc_bodies: docs.caches.bodies });
     // Before storage closes: refuse new writes and let queued groups commit.
@@ -361,16 +365,21 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     }
     const checks: Record<string, HealthCheck> = {
       // The data directory is a path on the host: for an admin's eyes only.
-      storage: (viewer) => {
+      storage: async (viewer) => {
         if (store.state !== 'open') return { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] };
         const failure = store.writeFailure;
         const refused = failure === undefined || viewer.admin ? failure : { ...failure, message: store.withoutDir(failure.message) };
+        const files = await store.files().catch(() => undefined);
+        const descriptors = files === undefined ? undefined : descriptorsProblem(files.tableFiles, files.openFilesLimit);
+        const problems = [...(refused === undefined ? [] : [writeFailureProblem(refused)]), ...(descriptors === undefined ? [] : [descriptors])];
         return {
-          status: refused === undefined ? 'ok' : 'failing',
+          status: refused !== undefined ? 'failing' : descriptors !== undefined ? 'degraded' : 'ok',
           state: store.state,
           ...(viewer.admin ? { dir: store.dir } : {}),
           ...store.stats(),
-          ...(refused === undefined ? {} : { write_failure: refused, problems: [writeFailureProblem(refused)] }),
+          ...(files === undefined ? {} : { table_files: files.tableFiles, table_bytes: files.tableBytes, wal_bytes: files.walBytes, open_files_limit: files.openFilesLimit ?? null }),
+          ...(refused === undefined ? {} : { write_failure: refused }),
+          ...(problems.length === 0 ? {} : { problems }),
         };
       },
       cluster: (viewer) =>

@@ -1,8 +1,10 @@
 // The node's one RocksDB. Owns the open/closing/closed lifecycle; engines get a Store and
 // never touch the binding. Keys are Buffers built by core/keys.ts; values are Buffers.
 import { RocksLevel } from '@nxtedition/rocksdb';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { FirkinError } from '../core/errors.js';
+import { openFilesSoftLimit } from './descriptors.js';
 import { WriteWorker, unpackOps } from './write-worker.js';
 
 /** Fixed column families (ARCHITECTURE.md, storage layout). `default` is required by RocksDB. */
@@ -82,6 +84,40 @@ export interface WriteOptions {
 
 type StoreState = 'open' | 'closing' | 'closed';
 
+/** See `Store.files`. */
+export interface StoreFiles {
+  readonly tableFiles: number;
+  readonly tableBytes: number;
+  readonly walBytes: number;
+  /** The process's soft limit on open files; undefined when unknown or unlimited. */
+  readonly openFilesLimit: number | undefined;
+}
+
+/** `Store.files` scans the directory at most this often. */
+const FILES_SCAN_MS = 2_000;
+
+async function scanFiles(dir: string): Promise<StoreFiles> {
+  let tableFiles = 0;
+  let tableBytes = 0;
+  let walBytes = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const table = entry.name.endsWith('.sst');
+    if (!table && !entry.name.endsWith('.log')) continue;
+    // A file compacted away between the listing and here is simply not counted.
+    const size = await stat(join(dir, entry.name)).then((s) => s.size, () => undefined);
+    if (size === undefined) continue;
+    if (table) {
+      tableFiles++;
+      tableBytes += size;
+    } else walBytes += size;
+  }
+  // Read each time: an operator may raise it on the running process (prlimit). Linux only;
+  // elsewhere the limit is unknown and /health says nothing of it.
+  const openFilesLimit = openFilesSoftLimit(await readFile('/proc/self/limits', 'utf8').catch(() => ''));
+  return { tableFiles, tableBytes, walBytes, openFilesLimit };
+}
+
 /** An issued `batchAfter` write, for a later one to depend on. */
 export interface WriteTicket {
   readonly id: number;
@@ -105,6 +141,7 @@ export class Store {
   /** `keyStringBatches`' native reads in flight: the database closes after them. */
   readonly #walks = new Set<Promise<unknown>>();
   #writeFailure: WriteFailure | undefined;
+  #filesScan: { at: number; scan: Promise<StoreFiles> } | undefined;
 
   private constructor(db: RocksLevel, dir: string, writer: WriteWorker | undefined) {
     this.#db = db;
@@ -384,26 +421,28 @@ export class Store {
     await this.#db.clear({ gte: range.gte, lt: range.lt, column: this.#column(cf) });
   }
 
-  /** Cheap whole-instance statistics for /metrics and /health. */
-  stats(): { estimateKeys: number; liveDataBytes: number; sstFilesBytes: number; memtableBytes: number; threadBatches: number; threadWrites: number } {
-    return {
-      estimateKeys: this.#property('rocksdb.estimate-num-keys'),
-      liveDataBytes: this.#property('rocksdb.estimate-live-data-size'),
-      sstFilesBytes: this.#property('rocksdb.total-sst-files-size'),
-      memtableBytes: this.#property('rocksdb.cur-size-all-mem-tables'),
-      threadBatches: this.#writer?.stats.batches ?? 0,
-      threadWrites: this.#writer?.stats.writes ?? 0,
-    };
+  /** The write thread's counts, for /metrics and /health. */
+  stats(): { threadBatches: number; threadWrites: number } {
+    return { threadBatches: this.#writer?.stats.batches ?? 0, threadWrites: this.#writer?.stats.writes ?? 0 };
   }
 
-  #property(name: string): number {
-    if (this.#state !== 'open') return 0;
-    try {
-      const value = Number(this.#db.getProperty(name));
-      return Number.isFinite(value) ? value : 0;
-    } catch {
-      return 0;
+  /**
+   * The data directory's table files (their count and bytes, every column's) and WAL bytes,
+   * with the process's soft limit on open files (RocksDB keeps every table file open). Read from
+   * the directory (the binding's properties see only the `default` column), at most every
+   * FILES_SCAN_MS: /health is open to anyone.
+   */
+  files(): Promise<StoreFiles> {
+    const now = performance.now();
+    if (this.#filesScan === undefined || now - this.#filesScan.at >= FILES_SCAN_MS) {
+      const scan = scanFiles(this.dir);
+      this.#filesScan = { at: now, scan };
+      // A failed scan is not kept: the next call scans again.
+      scan.catch(() => {
+        if (this.#filesScan?.scan === scan) this.#filesScan = undefined;
+      });
     }
+    return this.#filesScan.scan;
   }
 
   async close(): Promise<void> {

@@ -77,6 +77,7 @@ if (!existsSync(CHROMIUM)) {
     await t.test('overview', async (t) => {
       await page.getByRole('list', { name: 'Health checks' }).getByText('storage: ok').waitFor();
       await page.getByText('Version 0.1.0').waitFor();
+      await page.getByLabel('Storage sizes').getByText(/Storage: \d+ table files, [\d.]+ [KMG]?i?B; WAL [\d.]+ [KMG]?i?B; open-files limit \d+/).waitFor();
       // Two /metrics samples make the first sparkline point.
       await page.getByText(/Requests: \d+\.\d req\/s/).waitFor();
       await page.screenshot({ path: path.join(SCREENSHOTS, 'overview.png') });

@@ -175,7 +175,11 @@ t.test('platform routes', async (t) => {
     const metrics = await node.request('GET', '/metrics');
     t.match(metrics.text, /firkin_http_requests_total\{method="GET",route="\/health",status="200"\} \d+/);
     t.match(metrics.text, /firkin_http_request_duration_seconds_bucket/);
-    t.match(metrics.text, /firkin_rocksdb_estimate_keys/);
+    t.match(metrics.text, /^firkin_rocksdb_sst_files \d+$/m);
+    t.match(metrics.text, /^firkin_rocksdb_sst_files_bytes \d+$/m);
+    t.match(metrics.text, /^firkin_rocksdb_wal_bytes [1-9]\d*$/m, 'the WAL holds the writes so far');
+    t.match(metrics.text, /^firkin_open_files_limit (-1|[1-9]\d*)$/m);
+    t.match(health.body.storage, { table_files: Number, table_bytes: Number, wal_bytes: Number });
     t.match(metrics.text, /process_cpu_user_seconds_total/);
   });
 });

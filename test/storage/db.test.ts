@@ -1,5 +1,6 @@
 import t from 'tap';
 import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
 import { bytesPrefixRange, decodeKey, encodeKey, extendKey, keyStringLength, prefixRange, stringPartAfter } from '../../src/core/keys.js';
 import { Store, openFailure } from '../../src/storage/db.js';
 import { fcParams } from '../support/fc.js';
@@ -193,4 +194,24 @@ t.test('keyStringBatches walks what keyBatches walks, keys as UTF-8 strings; a w
     for (;;) if ((await walk.next()).done) break;
   }, { code: 'unavailable' });
   await t.rejects(store.count('paths', prefixRange(['big'])), { code: 'unavailable' }, 'no walk starts on a closed store');
+});
+
+t.test("files: every column's table files and the WAL, counted from the data directory, with the open-files limit", async (t) => {
+  const dir = tempDir();
+  let store = await Store.open(dir, { writeWorker: true });
+  const value = Buffer.alloc(200, 7);
+  await store.batch(Array.from({ length: 5_000 }, (_, i) => ({ type: 'put' as const, cf: 'docs' as const, key: encodeKey(['f', i]), value })), { sync: true });
+  const before = await store.files();
+  t.ok(before.walBytes > 5_000 * 200, `the synced write is in the WAL (${before.walBytes} bytes)`);
+  await store.close();
+  // Reopening replays the WAL into a table file of the `docs` column, which the binding's
+  // properties (the `default` column's) never counted.
+  store = await Store.open(dir, { writeWorker: true });
+  t.teardown(() => store.close());
+  const after = await store.files();
+  t.ok(after.tableFiles >= 1, `a table file (${after.tableFiles})`);
+  t.ok(after.tableBytes > 10_000, `with the documents in it (${after.tableBytes} bytes)`);
+  const limit = Number(/^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1]);
+  t.equal(after.openFilesLimit, Number.isSafeInteger(limit) ? limit : undefined, "this process's soft limit");
+  t.equal(await store.files(), after, 'asked again at once: the same scan');
 });

@@ -30,11 +30,12 @@ function formatBytes(bytes: number): string {
 }
 
 function StorageCard({ storage }: { storage: unknown }) {
-  const s = storage as { liveDataBytes?: number; sstFilesBytes?: number; memtableBytes?: number } | undefined;
-  if (s === undefined) return null;
+  const s = storage as { table_files?: number; table_bytes?: number; wal_bytes?: number; open_files_limit?: number | null } | undefined;
+  if (s === undefined || s.table_files === undefined) return null;
   return (
     <div class="card" aria-label="Storage sizes">
-      Storage: live data {formatBytes(s.liveDataBytes ?? 0)}, SST files {formatBytes(s.sstFilesBytes ?? 0)}, memtables {formatBytes(s.memtableBytes ?? 0)}
+      Storage: {s.table_files} table files, {formatBytes(s.table_bytes ?? 0)}; WAL {formatBytes(s.wal_bytes ?? 0)}
+      {typeof s.open_files_limit === 'number' ? `; open-files limit ${s.open_files_limit}` : ''}
     </div>
   );
 }
