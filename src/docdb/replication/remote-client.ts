@@ -2,6 +2,8 @@
 // replication makes, with auth, per-request timeouts and the HLC exchange (our clock goes out
 // in `x-service-hlc`, theirs is merged on the way back). Every failure is a FirkinError:
 // unreachable or a 5xx -> bad_gateway, a timeout -> timeout, the remote's own 4xx kept.
+import http from 'node:http';
+import https from 'node:https';
 import { FirkinError, type ErrorCode } from '../../core/errors.js';
 import { type Hlc, type HybridClock, hlcToBase64, parseHlc } from '../../core/hlc.js';
 import { type RemoteAuth, authHeader } from './endpoint-spec.js';
@@ -27,17 +29,57 @@ export interface RemoteReply {
 // A remote 401/403 is not the caller's fault here: it stays a bad_gateway (with remote_status).
 const REMOTE_CODES: Record<number, ErrorCode> = { 404: 'not_found', 409: 'conflict', 412: 'precondition_failed' };
 
-/** The body as text, refusing more than RESPONSE_BYTES_MAX whatever the headers say. */
-async function readCapped(res: Response, where: string): Promise<string> {
-  if (res.body === null) return '';
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    bytes += chunk.length;
-    if (bytes > RESPONSE_BYTES_MAX) throw new FirkinError('bad_gateway', `${where}: the response is larger than ${RESPONSE_BYTES_MAX} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+// node:http(s) rather than fetch: undici's WHATWG layer (streams, header objects, its parser)
+// cost the replicating node ~9 µs of CPU a replicated document, more than the JSON itself
+// (docs/benchmarks.md, "The replicator's HTTP client"). Connections are kept alive per process.
+const AGENTS = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+
+interface RawReply {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly text: string;
+}
+
+/** One request; the body as text, refusing more than RESPONSE_BYTES_MAX whatever the headers say. */
+function send(url: string, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal, where: string): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return reject(new Error('invalid URL'));
+    }
+    const secure = target.protocol === 'https:';
+    if (!secure && target.protocol !== 'http:') return reject(new Error(`unsupported protocol ${target.protocol}`));
+    const withLength = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+    const req = (secure ? https : http).request(target, { method, headers: withLength, agent: secure ? AGENTS.https : AGENTS.http, signal }, (res) => {
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (bytes > RESPONSE_BYTES_MAX) {
+          res.destroy();
+          reject(new FirkinError('bad_gateway', `${where}: the response is larger than ${RESPONSE_BYTES_MAX} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+      // A body cut short (the remote died mid-answer) ends in 'close' without 'end'.
+      res.on('close', () => {
+        if (!res.complete) reject(new Error('the answer was cut short'));
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A response header as one string (the first, if the remote repeated it). */
+function header(headers: http.IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
 }
 
 export class RemoteDb {
@@ -64,25 +106,23 @@ export class RemoteDb {
     const timeout = AbortSignal.timeout(options.timeoutMs ?? this.#o.timeoutMs);
     const signal = this.#o.signal === undefined ? timeout : AbortSignal.any([this.#o.signal, timeout]);
     const where = `${method} ${this.#o.url}${path.split('?', 1)[0]}`;
-    let res: Response;
-    let text: string;
+    let res: RawReply;
     try {
-      res = await fetch(this.#o.url + path, { method, headers, body, signal, redirect: 'error' });
-      text = await readCapped(res, where);
+      res = await send(this.#o.url + path, method, headers, body, signal, where);
     } catch (err) {
       if (err instanceof FirkinError) throw err;
       if (timeout.aborted) throw new FirkinError('timeout', `${where}: no answer within ${options.timeoutMs ?? this.#o.timeoutMs} ms`);
       if (this.#o.signal?.aborted) throw new FirkinError('unavailable', `${where}: replication stopped`);
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new FirkinError('bad_gateway', `${where}: cannot reach the remote (${cause?.code ?? cause?.message ?? (err as Error).message})`);
+      throw new FirkinError('bad_gateway', `${where}: cannot reach the remote (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
     }
-    const remoteClock = res.headers.get(HLC_HEADER);
-    if (remoteClock !== null) {
+    const text = res.text;
+    const remoteClock = header(res.headers, HLC_HEADER);
+    if (remoteClock !== undefined) {
       const parsed = parseHlc(remoteClock);
       if (parsed !== undefined) this.#o.hlc.update(parsed);
     }
     let parsed: unknown = text;
-    if (text !== '' && (res.headers.get('content-type') ?? '').includes('json')) {
+    if (text !== '' && (header(res.headers, 'content-type') ?? '').includes('json')) {
       try {
         parsed = JSON.parse(text);
       } catch {
