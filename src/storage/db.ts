@@ -95,22 +95,27 @@ export interface StoreFiles {
 
 /** `Store.files` scans the directory at most this often. */
 const FILES_SCAN_MS = 2_000;
+/** `Store.files` stats this many files at a time. */
+const FILES_STAT_AT_ONCE = 16;
 
 async function scanFiles(dir: string): Promise<StoreFiles> {
   let tableFiles = 0;
   let tableBytes = 0;
   let walBytes = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const table = entry.name.endsWith('.sst');
-    if (!table && !entry.name.endsWith('.log')) continue;
+  const names = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile() && (e.name.endsWith('.sst') || e.name.endsWith('.log'))).map((e) => e.name);
+  // A few at a time: a listing of thousands must not fill libuv's pool, which reads serve.
+  for (let at = 0; at < names.length; at += FILES_STAT_AT_ONCE) {
+    const chunk = names.slice(at, at + FILES_STAT_AT_ONCE);
     // A file compacted away between the listing and here is simply not counted.
-    const size = await stat(join(dir, entry.name)).then((s) => s.size, () => undefined);
-    if (size === undefined) continue;
-    if (table) {
-      tableFiles++;
-      tableBytes += size;
-    } else walBytes += size;
+    const sizes = await Promise.all(chunk.map((name) => stat(join(dir, name)).then((s) => s.size, () => undefined)));
+    chunk.forEach((name, i) => {
+      const size = sizes[i];
+      if (size === undefined) return;
+      if (name.endsWith('.sst')) {
+        tableFiles++;
+        tableBytes += size;
+      } else walBytes += size;
+    });
   }
   // Read each time: an operator may raise it on the running process (prlimit). Linux only;
   // elsewhere the limit is unknown and /health says nothing of it.
@@ -141,7 +146,9 @@ export class Store {
   /** `keyStringBatches`' native reads in flight: the database closes after them. */
   readonly #walks = new Set<Promise<unknown>>();
   #writeFailure: WriteFailure | undefined;
-  #filesScan: { at: number; scan: Promise<StoreFiles> } | undefined;
+  /** The last listing that completed, and the one under way. */
+  #filesDone: { at: number; files: StoreFiles } | undefined;
+  #filesScanning: Promise<StoreFiles> | undefined;
 
   private constructor(db: RocksLevel, dir: string, writer: WriteWorker | undefined) {
     this.#db = db;
@@ -430,19 +437,25 @@ export class Store {
    * The data directory's table files (their count and bytes, every column's) and WAL bytes,
    * with the process's soft limit on open files (RocksDB keeps every table file open). Read from
    * the directory (the binding's properties see only the `default` column), at most every
-   * FILES_SCAN_MS: /health is open to anyone.
+   * FILES_SCAN_MS: /health is open to anyone. Once one listing is done, a caller gets the last
+   * one at once and a newer one is made meanwhile when it is older than that: a directory of
+   * thousands of files never holds up /health.
    */
   files(): Promise<StoreFiles> {
     const now = performance.now();
-    if (this.#filesScan === undefined || now - this.#filesScan.at >= FILES_SCAN_MS) {
-      const scan = scanFiles(this.dir);
-      this.#filesScan = { at: now, scan };
-      // A failed scan is not kept: the next call scans again.
-      scan.catch(() => {
-        if (this.#filesScan?.scan === scan) this.#filesScan = undefined;
+    if (this.#filesScanning === undefined && (this.#filesDone === undefined || now - this.#filesDone.at >= FILES_SCAN_MS)) {
+      // A failed listing is not kept: the next call lists again.
+      const scanning = scanFiles(this.dir).then((files) => {
+        this.#filesDone = { at: now, files };
+        return files;
       });
+      this.#filesScanning = scanning;
+      const done = () => {
+        if (this.#filesScanning === scanning) this.#filesScanning = undefined;
+      };
+      scanning.then(done, done);
     }
-    return this.#filesScan.scan;
+    return this.#filesDone !== undefined ? Promise.resolve(this.#filesDone.files) : this.#filesScanning!;
   }
 
   async close(): Promise<void> {
