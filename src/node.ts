@@ -46,7 +46,7 @@ import { type HealthCheck, mergeHealth } from './core/health.js';
 import { vectorRoutes } from './http/routes/vector.js';
 import { buildHttp } from './http/server.js';
 import { createMetrics, registerCacheMetrics } from './metrics.js';
-import { Store, type WriteFailure } from './storage/db.js';
+import { Store, type StoreFiles, type WriteFailure } from './storage/db.js';
 import { descriptorsProblem } from './storage/descriptors.js';
 import { VERSION } from './version.js';
 import { usearchEngine } from './vector/ann/usearch.js';
@@ -174,9 +174,10 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const keys = await ApiKeys.load(store);
     const adminKeyFile = await bootstrapAdminKey(keys, config, clock, log);
     if (config.auth.disabled) log.warn('authentication is DISABLED (SERVICE_AUTH_DISABLED=true): every route is open');
-    const files = await store.files().catch(() => undefined);
-    const descriptors = files === undefined ? undefined : descriptorsProblem(files.tableFiles, files.openFilesLimit);
-    if (descriptors !== undefined) log.warn(descriptors);
+    // Not awaited: the listing also primes /health's, and start need not wait for it.
+    void storeFiles(store).then(({ descriptors }) => {
+      if (descriptors !== undefined) log.warn(descriptors);
+    });
     const docs = await DocEngine.open({ store, hlc, log: log.child({ mod: 'docdb' }), clock, revsLimit: config.docdb.revsLimit, compactAfterWrites: config.docdb.compactAfterWrites });
     registerCacheMetrics(metrics.registry, { payloads: shardCaches.payloads, bm25_postings: shardCaches.postings, doc_records: docs.caches.records, doc_bodies: docs.caches.bodies });
     // Before storage closes: refuse new writes and let queued groups commit.
@@ -369,8 +370,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         if (store.state !== 'open') return { status: 'failing', state: store.state, problems: [`RocksDB is ${store.state}`] };
         const failure = store.writeFailure;
         const refused = failure === undefined || viewer.admin ? failure : { ...failure, message: store.withoutDir(failure.message) };
-        const files = await store.files().catch(() => undefined);
-        const descriptors = files === undefined ? undefined : descriptorsProblem(files.tableFiles, files.openFilesLimit);
+        const { files, descriptors } = await storeFiles(store);
         const problems = [...(refused === undefined ? [] : [writeFailureProblem(refused)]), ...(descriptors === undefined ? [] : [descriptors])];
         return {
           status: refused !== undefined ? 'failing' : descriptors !== undefined ? 'degraded' : 'ok',
@@ -544,6 +544,14 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     for (const close of closers) await close().catch(() => undefined);
     throw err;
   }
+}
+
+/** The data directory's files (none when it cannot be listed), and the problem when they near the open-files limit. */
+async function storeFiles(store: Store): Promise<{ files?: StoreFiles; descriptors?: string }> {
+  const files = await store.files().catch(() => undefined);
+  if (files === undefined) return {};
+  const descriptors = descriptorsProblem(files.tableFiles, files.openFilesLimit);
+  return descriptors === undefined ? { files } : { files, descriptors };
 }
 
 /** What /health says of writes RocksDB refuses, with what to do where that is known. */
