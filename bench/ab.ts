@@ -390,7 +390,7 @@ try {
   const runs = [await experiment(checkouts)];
   if (bothOrders) runs.push(await experiment([...checkouts].reverse()));
   const results: BenchResult[] = [];
-  // CPU µs a unit by thread (AB_THREADS=1): the main threads of both orders summed as `main`.
+  // CPU µs a unit by thread (AB_THREADS=1), a line per checkout.
   const threadLines: string[] = [];
   checkouts.forEach((checkout, i) => {
     const side = `${i === 0 ? 'before' : 'after'} ${checkout}`;
