@@ -45,8 +45,12 @@ export function stillCounted(node: string, groups: readonly GroupView[]): string
 export function removalRisks(node: string, groups: readonly GroupView[]): string[] {
   const risks: string[] = [];
   for (const g of groups) {
+    // No leader: its membership cannot be read. The placement is no answer: a repair may have
+    // moved it off a node that is still the group's voter, even its only one (a replica_factor 1
+    // VDB shard whose node was down past the grace period was placed elsewhere, and the remove
+    // route then let its one holder go).
     if (g.leader === null || g.voters === undefined) {
-      if (g.replicas.includes(node)) risks.push(`${g.group} has no leader now (${g.message ?? 'none answered'})`);
+      risks.push(`${g.group} has no leader now (${g.message ?? 'none answered'})${g.replicas.includes(node) ? '' : `: whether it counts ${node} is unknown`}`);
       continue;
     }
     if (!g.voters.includes(node)) continue;

@@ -860,12 +860,14 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     let waitMs = 10;
     let last = 'no replica answered';
     let maybeCommitted = false;
+    /** Replicas an attempt of this call could not be sent to (no link). */
+    const unreached = new Set<string>();
     const isWrite = method.endsWith('.propose');
+    const tail = () => (maybeCommitted && isWrite ? '; an attempt timed out after it was sent, so the write may still commit' : '');
     for (;;) {
       const remaining = deadline - Date.now();
       if (remaining <= 0 || this.#closed) {
-        const tail = maybeCommitted && isWrite ? '; an attempt timed out after it was sent, so the write may still commit' : '';
-        throw new FirkinError('no_quorum', `shard ${shard.group} (replicas ${replicas.join(', ')}) has no ${stale ? 'replica' : 'leader'} reachable from ${this.me} within ${timeoutMs} ms (${last})${tail}`);
+        throw new FirkinError('no_quorum', `shard ${shard.group} (replicas ${replicas.join(', ')}) has no ${stale ? 'replica' : 'leader'} reachable from ${this.me} within ${timeoutMs} ms (${last})${tail()}`);
       }
       try {
         const reply = target === this.me ? await this.answer(this.me, method, body) : await member.callPeer(target, method, body, Math.min(remaining, attemptMs));
@@ -883,6 +885,14 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         // Not a write: one may have committed before the group went, so it keeps its own path.
         if (!isWrite && deletedGroups(member.state, [shard.group]).length > 0) {
           throw new FirkinError('stale_epoch', `shard ${shard.group} no longer exists (the shard map moved on: a reshard, split or merge replaced it); route again on the current map`);
+        }
+        // No replica reached, each on a node the cluster counts down: none can answer before one
+        // of those nodes comes back, so say so now rather than at the deadline (every request to
+        // a replica_factor 1 shard whose node was down waited it out, 5 s by default).
+        if (wasNotSent(err)) unreached.add(target);
+        const nodes = member.state.nodes;
+        if (replicas.every((r) => unreached.has(r) && isDownOrGone(nodes[r]))) {
+          throw new FirkinError('no_quorum', `shard ${shard.group} has no live replica: the cluster counts every node it is on down (${replicas.join(', ')}); it answers again once one of them is back (${last})${tail()}`);
         }
         this.#leaderHints.delete(shard.group);
         // A replica's word on who leads is followed even to a node this placement does not name:

@@ -45,9 +45,15 @@ export function planRepairs(state: MetaState, nowMs: number, graceMs: number, o:
   for (const c of shardOwners(state).sort((a, b) => (a.kind === b.kind ? byName(a, b) : a.kind === 'collection' ? -1 : 1))) {
     const pending = o.pending === true ? c.pending : [];
     for (const s of [...c.shards, ...pending]) {
+      const stranded = allDown(state, s.replicas);
       for (const r of s.replicas) {
         const why = mustMove(state.nodes[r], nowMs, graceMs);
         if (why === undefined) continue;
+        // A move is made by the group's leader, on a live replica. With every replica on a node
+        // that is down there is none: a move would only send the shard's reads to an empty
+        // replica that cannot catch up, and make the placement name a node without its data (the
+        // remove route then let a replica_factor 1 shard's one holder go). It waits for its nodes.
+        if (stranded) continue;
         const candidates: PlacementNode[] = up.map((n) => ({ name: n.name, zone: n.zone, replicas: held.get(n.name) ?? 0 }));
         let to: string;
         try {
@@ -67,6 +73,11 @@ export function planRepairs(state: MetaState, nowMs: number, graceMs: number, o:
 /** A node that holds its replicas and answers: up, or suspect (expected back). */
 function answers(node: NodeRecord | undefined): boolean {
   return node?.status === 'up' || node?.status === 'suspect';
+}
+
+/** Every replica on a node that is down (not left or unknown): its data is there, and nowhere else. */
+function allDown(state: MetaState, replicas: readonly string[]): boolean {
+  return replicas.every((r) => state.nodes[r]?.status === 'down');
 }
 
 /** The shards of one owner (a collection or a VDB) that no other node can take a replica of. */
@@ -107,7 +118,9 @@ export function describeStranded(node: string, stranded: readonly StrandedReplic
  */
 export function leaveBlockers(state: MetaState, node: string): string[] {
   const stranded = new Set(strandedReplicas(state, node).flatMap((s) => s.groups));
-  const unrepairable = new Set(replicaShortfalls(state).filter((x) => !x.repairable).map((x) => x.group));
+  const shortfalls = replicaShortfalls(state);
+  const unrepairable = new Set(shortfalls.filter((x) => !x.repairable).map((x) => x.group));
+  const waiting = new Set(shortfalls.filter((x) => x.waitsForItsNodes === true).map((x) => x.group));
   const out: string[] = [];
   for (const c of shardOwners(state)) {
     for (const p of c.pending) {
@@ -121,7 +134,7 @@ export function leaveBlockers(state: MetaState, node: string): string[] {
       }
       if (!(s.initial ?? []).includes(node) || !unrepairable.has(s.group)) continue;
       const notLive = s.replicas.filter((r) => !answers(state.nodes[r]));
-      out.push(`${what}: its new replica is on ${notLive.join(', ')}, not live, and no other live node can take it`);
+      out.push(`${what}: its new replica is on ${notLive.join(', ')}, not live, and ${waiting.has(s.group) ? 'every replica is on a node that is down: it waits for one of them' : 'no other live node can take it'}`);
     }
   }
   return out;
@@ -137,6 +150,8 @@ export interface ReplicaShortfall {
   readonly live: number;
   /** Whether an up node outside the shard could take a replica (the repair's rule). */
   readonly repairable: boolean;
+  /** Every replica is on a node that is down: nothing moves it, it answers again once one is back. */
+  readonly waitsForItsNodes?: true;
 }
 
 /**
@@ -151,7 +166,8 @@ export function replicaShortfalls(state: MetaState): ReplicaShortfall[] {
     for (const s of [...c.shards, ...c.pending]) {
       const live = s.replicas.filter((r) => answers(state.nodes[r])).length;
       if (live === s.replicas.length) continue;
-      out.push({ kind: c.kind, owner: c.name, group: s.group, placed: s.replicas.length, live, repairable: up.some((n) => !s.replicas.includes(n.name)) });
+      const waits = allDown(state, s.replicas);
+      out.push({ kind: c.kind, owner: c.name, group: s.group, placed: s.replicas.length, live, repairable: !waits && up.some((n) => !s.replicas.includes(n.name)), ...(waits ? { waitsForItsNodes: true as const } : {}) });
     }
   }
   return out;
@@ -175,7 +191,11 @@ export function describeShortfalls(shortfalls: readonly ReplicaShortfall[], name
     const owner = named(kind, name) ? `${noun} ${name}` : `a ${noun} this key may not read`;
     const noMajority = list.filter((s) => s.live <= s.placed / 2);
     const groups = list.map((s) => `${s.group} ${s.live}/${s.placed}`).join(', ');
-    const where = list.every((s) => s.repairable) ? 'repairable: their replicas move to other nodes (a down node\'s after the grace period)' : 'no other live node can take the missing ones: a node must join';
+    const waiting = list.filter((s) => s.waitsForItsNodes === true);
+    const others = list.filter((s) => s.waitsForItsNodes !== true);
+    const wait = waiting.length === 0 ? '' : `${waiting.map((s) => s.group).join(', ')} ${waiting.length === 1 ? 'has' : 'have'} every replica on a node that is down: nothing moves ${waiting.length === 1 ? 'it' : 'them'} (the data is there), ${waiting.length === 1 ? 'it answers' : 'they answer'} again once one of those nodes is back`;
+    const move = others.length === 0 ? '' : others.every((s) => s.repairable) ? 'repairable: their replicas move to other nodes (a down node\'s after the grace period)' : 'no other live node can take the missing ones: a node must join';
+    const where = [move, wait].filter((w) => w !== '').join('; ');
     const majority = noMajority.length === 0 ? '' : `; ${noMajority.map((s) => s.group).join(', ')} without a majority (no writes, no linearizable reads)`;
     lines.push({ worst: noMajority.length, text: `${owner}: ${list.length} shard ${list.length === 1 ? 'group' : 'groups'} with replicas on nodes that are not live (${groups} live)${majority}; ${where}` });
   }

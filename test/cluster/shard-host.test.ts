@@ -16,6 +16,7 @@ import { mathRand } from '../../src/core/rand.js';
 import { waitFor } from '../support/wait.js';
 import { decodeCbor, encodeCbor } from '../../src/core/codec.js';
 import { FirkinError } from '../../src/core/errors.js';
+import { notSent } from '../../src/cluster/not-sent.js';
 
 const ME = 'n1';
 
@@ -401,6 +402,52 @@ t.test("a replica that hears from no leader asks its group; out of it, and not p
   // replica: a leader whose metadata lags adds it back later).
   await waitFor(() => host.isHosted('g1'), { timeoutMs: 5_000, what: 'g1 opened again' });
   t.equal(host.opens.get('g1'), 2, 'opened again by the hosting pass that followed, as its own placement says');
+});
+
+t.test("a call to a shard whose every replica is on a node the cluster counts down fails at once, not at the deadline", async (t) => {
+  const asked: string[] = [];
+  const status: Record<string, string> = { [ME]: 'up', n2: 'down', n3: 'down' };
+  /** Peers this node has a link to. */
+  const linked = new Set<string>();
+  const member = {
+    name: ME,
+    get state() {
+      return { ...EMPTY_META, nodes: Object.fromEntries(Object.entries(status).map(([name, s]) => [name, { name, status: s }])) } as unknown as MetaState;
+    },
+    // Longer than the test's own timeout: a call that waits it out fails the test.
+    timings: { nodeHeartbeatMs: 50, proposalTimeoutMs: 600_000 },
+    attachGroups: () => undefined,
+    isLeaving: () => false,
+    memberState: () => 'member',
+    callPeer: async (target: string) => {
+      asked.push(target);
+      if (!linked.has(target)) throw notSent(target, 'link is down');
+      return encodeCbor({ ok: target });
+    },
+    fsm: { listen: () => undefined },
+  } as unknown as ClusterMember;
+  const host = new FakeHost(member, [], new Map());
+  t.teardown(() => host.close());
+  const solo = { ...shard(7), replicas: ['n2', 'n3'] } as ShardPlacement;
+  const refused = await host.leaderCall(solo, 'fake.propose', {}).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  t.ok(refused instanceof FirkinError && refused.code === 'no_quorum', `refused as no_quorum: ${String(refused)}`);
+  t.equal((refused as Error).message, 'shard g7 has no live replica: the cluster counts every node it is on down (n2, n3); it answers again once one of them is back (n3: call not sent to n3: link is down)');
+  t.same(asked, ['n2', 'n3'], 'once no replica could be reached');
+  // Counted down, but reached (a node back before the cluster saw it): it answers.
+  linked.add('n3');
+  asked.length = 0;
+  t.same(await host.leaderCall(solo, 'fake.propose', {}), { ok: 'n3' });
+  t.same(asked, ['n2', 'n3']);
+  // One replica up but not reached yet (its link being dialled): the call goes on to it.
+  linked.delete('n3');
+  status.n3 = 'up';
+  asked.length = 0;
+  setTimeout(() => linked.add('n3'), 50);
+  t.same(await host.leaderCall(solo, 'fake.propose', {}), { ok: 'n3' });
+  t.ok(asked.length > 2 && asked.at(-1) === 'n3', `tried again until n3 answered: ${asked.join(' ')}`);
 });
 
 // CI, test/chaos/short-data.test.ts (2026-12-01): n3, wiped and joined again, opened an empty

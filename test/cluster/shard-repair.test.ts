@@ -23,6 +23,13 @@ t.test('a replica moves once its node is down past the grace period, is leaving,
   t.match(planRepairs(leaving, 0, 10_000), [{ from: 'b', to: 'd' }]);
   const nowhere = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'down', 0)], [['a', 'b', 'c']]);
   t.same(planRepairs(nowhere, 1e9, 10_000), [], 'no healthy node outside the shard: it waits');
+  // Every replica down: no live replica leads a move, and the data is on those nodes. A replica
+  // factor 1 shard was placed elsewhere after the grace period, where an empty replica waited
+  // for a leader that could not be, and the remove route let the down node, its one holder, go.
+  const solo = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'down', 0)], [['c'], ['a']]);
+  t.same(planRepairs(solo, 1e9, 10_000), [], 'a shard whose every replica is down waits for its nodes');
+  const bothDown = withCollection([node('a', 'up'), node('b', 'down', 0), node('c', 'down', 0), node('d', 'left'), node('e', 'up'), node('f', 'up')], [['b', 'c'], ['a', 'b'], ['c', 'd']]);
+  t.match(planRepairs(bothDown, 1e9, 10_000), [{ group: 'vs1', from: 'b' }, { group: 'vs2' }], 'one live replica is enough, and a replica on a node that left is no copy to wait for');
   const replaced = applyMeta(state, { type: 'shard.replace', collection: 'c', group: 'vs0', from: 'c', to: 'd' });
   t.same(replaced.state.collections.c!.shards[0]!.replicas, ['a', 'b', 'd']);
   t.same(replaced.state.collections.c!.shards[0]!.initial, ['a', 'b', 'c'], 'the bootstrap replicas are remembered');
@@ -123,6 +130,14 @@ t.test('shards with replicas on nodes that are not live, for /health', (t) => {
     'collection c: 2 shard groups with replicas on nodes that are not live (vs0 1/3, vs1 1/2 live); vs0, vs1 without a majority (no writes, no linearizable reads); no other live node can take the missing ones: a node must join',
   ]);
   t.same(replicaShortfalls(withCollection([node('a', 'up'), node('b', 'up')], [['a', 'b']])), [], 'all live: nothing');
+  const stranded = withCollection([node('a', 'up'), node('b', 'down'), node('c', 'up')], [['b'], ['a', 'b'], ['c']]);
+  t.same(replicaShortfalls(stranded), [
+    { kind: 'collection', owner: 'c', group: 'vs0', placed: 1, live: 0, repairable: false, waitsForItsNodes: true },
+    { kind: 'collection', owner: 'c', group: 'vs1', placed: 2, live: 1, repairable: true },
+  ]);
+  t.same(describeShortfalls(replicaShortfalls(stranded)), [
+    "collection c: 2 shard groups with replicas on nodes that are not live (vs0 0/1, vs1 1/2 live); vs0, vs1 without a majority (no writes, no linearizable reads); repairable: their replicas move to other nodes (a down node's after the grace period); vs0 has every replica on a node that is down: nothing moves it (the data is there), it answers again once one of those nodes is back",
+  ]);
   // /health is open: a VDB the caller's key may not read is described, not named.
   const mixed = [
     { kind: 'vdb' as const, owner: 'payroll', group: 'ds1', placed: 3, live: 2, repairable: true },
@@ -138,12 +153,13 @@ t.test('shards with replicas on nodes that are not live, for /health', (t) => {
   // shortfall is repairable exactly when the planner moves a replica of that shard.
   const names = ['a', 'b', 'c', 'd', 'e'];
   fc.assert(
-    fc.property(fc.array(fc.constantFrom('up', 'suspect', 'left') as fc.Arbitrary<NodeRecord['status']>, { minLength: 5, maxLength: 5 }), fc.array(fc.subarray(names, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 6 }), (statuses, replicas) => {
+    fc.property(fc.array(fc.constantFrom('up', 'suspect', 'left', 'down') as fc.Arbitrary<NodeRecord['status']>, { minLength: 5, maxLength: 5 }), fc.array(fc.subarray(names, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 6 }), (statuses, replicas) => {
       const state = withCollection(names.map((n, i) => node(n, statuses[i]!)), replicas);
       const shortfalls = new Map(replicaShortfalls(state).map((x) => [x.group, x]));
-      const moved = new Set(planRepairs(state, 0, 1).map((m) => m.group));
+      // Down since 0, now far past the grace period.
+      const moved = new Set(planRepairs(state, 1e9, 1).map((m) => m.group));
       return state.collections.c!.shards.every((sh) => {
-        const notLive = sh.replicas.some((r) => statuses[names.indexOf(r)] === 'left');
+        const notLive = sh.replicas.some((r) => statuses[names.indexOf(r)] === 'left' || statuses[names.indexOf(r)] === 'down');
         const x = shortfalls.get(sh.group);
         return notLive === (x !== undefined) && (x === undefined || x.repairable === moved.has(sh.group));
       });

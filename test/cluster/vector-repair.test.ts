@@ -29,6 +29,7 @@ t.test('leave with data, then repair after a node is gone for good', async (t) =
   t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'rv', shard_count: 2, placement: { replica_factor: 3 } } })).status, 201, 'VDB created');
   const vdbDocs = Array.from({ length: 30 }, (_, i) => ({ _id: `v${i}`, i }));
   t.equal((await cluster.request('n1', 'POST', '/vdb/rv/_bulk_docs', { body: { docs: vdbDocs } })).status, 201);
+  const rvGroups = new Set(((await cluster.request('n1', 'GET', '/vdb/rv/_shards')).body.shards as { group: string }[]).map((s) => s.group));
   /** Both VDB shards on exactly `nodes`, three replicas each at one digest, every document there. */
   const vdbSettledOn = (nodes: string[], what: string) =>
     waitFor(
@@ -36,6 +37,7 @@ t.test('leave with data, then repair after a node is gone for good', async (t) =
         const byGroup = new Map<string, { node: string; digest: string | null; applied: number | null; docs: number | null }[]>();
         for (const n of nodes) {
           for (const r of (await cluster.request(n, 'GET', '/_cluster/vdb-shards')).body.replicas as { group: string; digest: string | null; digest_applied: number | null; docs: number | null }[]) {
+            if (!rvGroups.has(r.group)) continue;
             byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), { node: n, digest: r.digest, applied: r.digest_applied, docs: r.docs }]);
           }
         }
@@ -116,6 +118,12 @@ t.test('leave with data, then repair after a node is gone for good', async (t) =
   await cluster.add('n5', { SERVICE_REPLICA_REPAIR_GRACE_MS: '1000' });
   await cluster.waitMembers();
   const victim = staying.find((n) => n !== 'n1')!;
+  // And a VDB of one replica a shard: the victim's disk holds the only copy of its shards there.
+  t.equal((await cluster.request('n1', 'POST', '/vdb', { body: { name: 'solo', shard_count: 8, placement: { replica_factor: 1 } } })).status, 201);
+  t.equal((await cluster.request('n1', 'POST', '/vdb/solo/_bulk_docs', { body: { docs: Array.from({ length: 40 }, (_, i) => ({ _id: `s${i}`, i })) } })).status, 201);
+  const soloShards = (await cluster.request('n1', 'GET', '/vdb/solo/_shards')).body.shards as { group: string; replicas: string[] }[];
+  const onVictim = soloShards.filter((s) => s.replicas.includes(victim)).map((s) => s.group);
+  t.ok(onVictim.length > 0, `solo has shards on ${victim}: ${onVictim.join(', ')}`);
   await cluster.kill9(victim);
   const survivors = [...staying.filter((n) => n !== victim), 'n5'];
   const repaired = await settledOn(survivors, `the replicas of ${victim} to be rebuilt on the survivors`);
@@ -130,6 +138,24 @@ t.test('leave with data, then repair after a node is gone for good', async (t) =
   t.ok([...vdbRepaired.values()].every((rs) => rs.some((x) => x.node === 'n5')), 'the new node took the dead one’s VDB replicas');
   t.equal((await cluster.request('n5', 'GET', '/vdb/rv/v7')).status, 200, 'the VDB reads through the repaired shards');
   t.equal((await cluster.request('n5', 'PUT', '/vdb/rv/after', { body: {} })).status, 201, 'and writes');
+
+  // solo's shards on the victim, long past the grace period: no live replica could lead a move,
+  // so they stay placed where their data is (they were placed on other nodes, as empty replicas
+  // waiting for a leader that could not be), requests to them are refused at once, and the
+  // victim, their only holder, is not removed without `force`.
+  const soloNow = (await cluster.request('n1', 'GET', '/vdb/solo/_shards')).body.shards as { group: string; replicas: string[]; down: string[] }[];
+  t.same(soloNow.filter((s) => onVictim.includes(s.group)).map((s) => [s.replicas, s.down]), onVictim.map(() => [[victim], [victim]]), `solo's shards on ${victim} stay there`);
+  const refused: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    const r = await cluster.request('n5', 'GET', `/vdb/solo/s${i}`);
+    if (r.status === 200) continue;
+    t.match([r.status, r.body], [503, { error: 'no_quorum', message: new RegExp(`^shard ds\\d+ has no live replica: the cluster counts every node it is on down \\(${victim}\\)`) }], `s${i}: ${r.body.message}`);
+    refused.push(`s${i}`);
+  }
+  t.ok(refused.length > 0 && refused.length < 40, `the documents on ${victim}'s shards are refused at once (${refused.length}), the others read`);
+  const removal = await cluster.request('n1', 'DELETE', `/_cluster/nodes/${victim}`);
+  t.equal(removal.status, 409, `removing ${victim} is refused: ${removal.body.message}`);
+  for (const g of onVictim) t.match(removal.body.message, new RegExp(`${g} has no leader now`));
 
   // The operator's view: firkin cluster shards r (shard, replicas, leader, lag). The leaders
   // finish the membership change (promote the new replica, remove the dead one) shortly after
