@@ -151,6 +151,36 @@ function transferCounter(registry: Registry): Counter<'kind'> {
   return c;
 }
 
+/** What one call to a shard's replicas found: `leaderCall`'s reason to stop before its deadline. */
+export interface ReplicaAttempts {
+  /** The shard's placed replicas. */
+  readonly replicas: readonly string[];
+  /** Tried and not reached: the call could not be sent (no link). */
+  readonly unreached: ReadonlySet<string>;
+  /** Tried and reached, and refused naming no leader (`not_leader` without a hint, `unavailable`). */
+  readonly leaderless: ReadonlySet<string>;
+  /** A read any replica may answer (`consistency: stale`). */
+  readonly stale: boolean;
+  /** Whether the cluster counts the replica's node down (or gone). */
+  readonly isDown: (replica: string) => boolean;
+}
+
+/**
+ * Why no replica can answer before a node comes back, in words after "shard <group> ", or
+ * undefined while waiting may still help. Every replica must have been tried: those not
+ * reached must be on nodes the cluster counts down (one back before the cluster saw it is
+ * reached), and with too few of the others to elect a leader (fewer than a majority of the
+ * placement), each must have answered knowing none. A stale read needs just one replica.
+ */
+export function cannotAnswer(a: ReplicaAttempts): string | undefined {
+  const down = a.replicas.filter((r) => a.unreached.has(r) && a.isDown(r));
+  if (a.replicas.length > 0 && down.length === a.replicas.length) return `has no live replica: the cluster counts every node it is on down (${down.join(', ')}); it answers again once one of them is back`;
+  if (a.stale || down.length === 0) return undefined;
+  const live = a.replicas.filter((r) => !down.includes(r));
+  if (!live.every((r) => a.leaderless.has(r)) || 2 * live.length > a.replicas.length) return undefined;
+  return `has no leader and cannot elect one: the cluster counts ${down.join(', ')} down, and ${live.join(', ')} (${live.length} of ${a.replicas.length} replicas, no majority) ${live.length === 1 ? 'knows' : 'know'} no leader; it elects one once a majority is back (reads meanwhile: consistency stale)`;
+}
+
 export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost {
   abstract readonly prefix: string;
   protected readonly o: ShardHostOptions;
@@ -862,6 +892,8 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
     let maybeCommitted = false;
     /** Replicas an attempt of this call could not be sent to (no link). */
     const unreached = new Set<string>();
+    /** Replicas that answered an attempt of this call with a refusal naming no leader. */
+    const leaderless = new Set<string>();
     const isWrite = method.endsWith('.propose');
     const tail = () => (maybeCommitted && isWrite ? '; an attempt timed out after it was sent, so the write may still commit' : '');
     for (;;) {
@@ -886,19 +918,18 @@ export abstract class ShardHost<R extends HostedReplica, O> implements GroupHost
         if (!isWrite && deletedGroups(member.state, [shard.group]).length > 0) {
           throw new FirkinError('stale_epoch', `shard ${shard.group} no longer exists (the shard map moved on: a reshard, split or merge replaced it); route again on the current map`);
         }
-        // No replica reached, each on a node the cluster counts down: none can answer before one
-        // of those nodes comes back, so say so now rather than at the deadline (every request to
-        // a replica_factor 1 shard whose node was down waited it out, 5 s by default).
-        if (wasNotSent(err)) unreached.add(target);
-        const nodes = member.state.nodes;
-        if (replicas.every((r) => unreached.has(r) && isDownOrGone(nodes[r]))) {
-          throw new FirkinError('no_quorum', `shard ${shard.group} has no live replica: the cluster counts every node it is on down (${replicas.join(', ')}); it answers again once one of them is back (${last})${tail()}`);
-        }
         this.#leaderHints.delete(shard.group);
         // A replica's word on who leads is followed even to a node this placement does not name:
         // this node's placement may be stale (out of the metadata group, or behind it), and
         // then the group's leader is just where it would not look (chaos seed 129).
         const hinted = !stale && isFirkinError(err) && typeof err.details?.leader === 'string' && err.details.leader !== target ? err.details.leader : undefined;
+        if (wasNotSent(err)) unreached.add(target);
+        else if (hinted === undefined && (code === 'not_leader' || code === 'unavailable')) leaderless.add(target);
+        // Say at once what waiting cannot change (every request to a replica_factor 1 shard whose
+        // node was down, or to a replica_factor 2 one with a node down, waited out the deadline).
+        const nodes = member.state.nodes;
+        const why = cannotAnswer({ replicas, unreached, leaderless, stale, isDown: (r) => isDownOrGone(nodes[r]) });
+        if (why !== undefined) throw new FirkinError('no_quorum', `shard ${shard.group} ${why} (${last})${tail()}`);
         const fresh = stale ? undefined : known();
         const follow = fresh !== undefined && fresh !== target && fresh !== followed;
         if (follow) followed = fresh;

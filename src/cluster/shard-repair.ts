@@ -45,15 +45,16 @@ export function planRepairs(state: MetaState, nowMs: number, graceMs: number, o:
   for (const c of shardOwners(state).sort((a, b) => (a.kind === b.kind ? byName(a, b) : a.kind === 'collection' ? -1 : 1))) {
     const pending = o.pending === true ? c.pending : [];
     for (const s of [...c.shards, ...pending]) {
-      const stranded = allDown(state, s.replicas);
+      const leaderless = noMajorityLive(state, s.replicas);
       for (const r of s.replicas) {
         const why = mustMove(state.nodes[r], nowMs, graceMs);
         if (why === undefined) continue;
-        // A move is made by the group's leader, on a live replica. With every replica on a node
-        // that is down there is none: a move would only send the shard's reads to an empty
-        // replica that cannot catch up, and make the placement name a node without its data (the
-        // remove route then let a replica_factor 1 shard's one holder go). It waits for its nodes.
-        if (stranded) continue;
+        // A move is made by the group's leader, elected by a majority. With fewer than a majority
+        // of the replicas live there is none: moving a down node's replica would only send the
+        // shard's requests to an empty replica that cannot catch up, and make the placement name
+        // a node without the data (the remove route then let a replica_factor 1 shard's one
+        // holder go). It waits for its nodes; a replica on a node that left still moves.
+        if (leaderless && state.nodes[r]?.status === 'down') continue;
         const candidates: PlacementNode[] = up.map((n) => ({ name: n.name, zone: n.zone, replicas: held.get(n.name) ?? 0 }));
         let to: string;
         try {
@@ -75,9 +76,9 @@ function answers(node: NodeRecord | undefined): boolean {
   return node?.status === 'up' || node?.status === 'suspect';
 }
 
-/** Every replica on a node that is down (not left or unknown): its data is there, and nowhere else. */
-function allDown(state: MetaState, replicas: readonly string[]): boolean {
-  return replicas.every((r) => state.nodes[r]?.status === 'down');
+/** Fewer than a majority of the replicas on nodes that answer: the group cannot elect a leader. */
+function noMajorityLive(state: MetaState, replicas: readonly string[]): boolean {
+  return 2 * replicas.filter((r) => answers(state.nodes[r])).length <= replicas.length;
 }
 
 /** The shards of one owner (a collection or a VDB) that no other node can take a replica of. */
@@ -134,7 +135,7 @@ export function leaveBlockers(state: MetaState, node: string): string[] {
       }
       if (!(s.initial ?? []).includes(node) || !unrepairable.has(s.group)) continue;
       const notLive = s.replicas.filter((r) => !answers(state.nodes[r]));
-      out.push(`${what}: its new replica is on ${notLive.join(', ')}, not live, and ${waiting.has(s.group) ? 'every replica is on a node that is down: it waits for one of them' : 'no other live node can take it'}`);
+      out.push(`${what}: its new replica is on ${notLive.join(', ')}, not live, and ${waiting.has(s.group) ? 'the group cannot elect a leader to move it: it waits for its nodes' : 'no other live node can take it'}`);
     }
   }
   return out;
@@ -150,7 +151,7 @@ export interface ReplicaShortfall {
   readonly live: number;
   /** Whether an up node outside the shard could take a replica (the repair's rule). */
   readonly repairable: boolean;
-  /** Every replica is on a node that is down: nothing moves it, it answers again once one is back. */
+  /** Fewer than a majority of its replicas live, the others on nodes that are down: nothing moves it, it answers again once a majority is back. */
   readonly waitsForItsNodes?: true;
 }
 
@@ -166,7 +167,9 @@ export function replicaShortfalls(state: MetaState): ReplicaShortfall[] {
     for (const s of [...c.shards, ...c.pending]) {
       const live = s.replicas.filter((r) => answers(state.nodes[r])).length;
       if (live === s.replicas.length) continue;
-      const waits = allDown(state, s.replicas);
+      // Nothing moves it (`planRepairs`): no leader can be elected, and every replica that is
+      // not live is on a node that is down, with its data.
+      const waits = noMajorityLive(state, s.replicas) && s.replicas.every((r) => answers(state.nodes[r]) || state.nodes[r]?.status === 'down');
       out.push({ kind: c.kind, owner: c.name, group: s.group, placed: s.replicas.length, live, repairable: !waits && up.some((n) => !s.replicas.includes(n.name)), ...(waits ? { waitsForItsNodes: true as const } : {}) });
     }
   }
@@ -193,7 +196,7 @@ export function describeShortfalls(shortfalls: readonly ReplicaShortfall[], name
     const groups = list.map((s) => `${s.group} ${s.live}/${s.placed}`).join(', ');
     const waiting = list.filter((s) => s.waitsForItsNodes === true);
     const others = list.filter((s) => s.waitsForItsNodes !== true);
-    const wait = waiting.length === 0 ? '' : `${waiting.map((s) => s.group).join(', ')} ${waiting.length === 1 ? 'has' : 'have'} every replica on a node that is down: nothing moves ${waiting.length === 1 ? 'it' : 'them'} (the data is there), ${waiting.length === 1 ? 'it answers' : 'they answer'} again once one of those nodes is back`;
+    const wait = waiting.length === 0 ? '' : `${waiting.map((s) => s.group).join(', ')} cannot elect a leader to move ${waiting.length === 1 ? 'its' : 'their'} replicas: nothing moves them, ${waiting.length === 1 ? 'it answers' : 'they answer'} again once a majority of ${waiting.length === 1 ? 'its' : 'their'} nodes is back`;
     const move = others.length === 0 ? '' : others.every((s) => s.repairable) ? 'repairable: their replicas move to other nodes (a down node\'s after the grace period)' : 'no other live node can take the missing ones: a node must join';
     const where = [move, wait].filter((w) => w !== '').join('; ');
     const majority = noMajority.length === 0 ? '' : `; ${noMajority.map((s) => s.group).join(', ')} without a majority (no writes, no linearizable reads)`;

@@ -6,7 +6,9 @@ import pino from 'pino';
 import t from 'tap';
 import type { ClusterMember } from '../../src/cluster/member.js';
 import { EMPTY_META, type MetaState, type ShardPlacement } from '../../src/cluster/meta-state.js';
-import { type HostedReplica, ShardHost, type WantedReplica } from '../../src/cluster/shard-host.js';
+import { type HostedReplica, ShardHost, type WantedReplica, cannotAnswer } from '../../src/cluster/shard-host.js';
+import fc from 'fast-check';
+import { fcParams } from '../support/fc.js';
 import type { RaftGroup, StateMachine } from '../../src/raft/group.js';
 import { Store as RocksStore } from '../../src/storage/db.js';
 import { RocksLog } from '../../src/raft/rocks-log.js';
@@ -448,6 +450,36 @@ t.test("a call to a shard whose every replica is on a node the cluster counts do
   setTimeout(() => linked.add('n3'), 50);
   t.same(await host.leaderCall(solo, 'fake.propose', {}), { ok: 'n3' });
   t.ok(asked.length > 2 && asked.at(-1) === 'n3', `tried again until n3 answered: ${asked.join(' ')}`);
+});
+
+t.test('a call stops early only when no replica can answer before a node comes back', (t) => {
+  const down = new Set(['n2', 'n3']);
+  const isDown = (r: string) => down.has(r);
+  const ask = (replicas: string[], unreached: string[], leaderless: string[], stale = false) => cannotAnswer({ replicas, unreached: new Set(unreached), leaderless: new Set(leaderless), stale, isDown });
+  t.equal(ask(['n2'], ['n2'], []), 'has no live replica: the cluster counts every node it is on down (n2); it answers again once one of them is back', 'replica_factor 1, its node down');
+  t.equal(ask(['n2'], [], []), undefined, 'not tried yet');
+  t.equal(ask(['n4'], ['n4'], []), undefined, 'not reached, but its node is not counted down (a link being dialled)');
+  t.equal(ask(['n1', 'n2'], ['n2'], ['n1']), 'has no leader and cannot elect one: the cluster counts n2 down, and n1 (1 of 2 replicas, no majority) knows no leader; it elects one once a majority is back (reads meanwhile: consistency stale)', 'replica_factor 2, one node down');
+  t.equal(ask(['n1', 'n2'], ['n2'], ['n1'], true), undefined, 'a stale read: n1 may answer it');
+  t.equal(ask(['n1', 'n2'], ['n2'], []), undefined, 'n1 not asked yet');
+  t.equal(ask(['n1', 'n4', 'n2'], ['n2'], ['n1', 'n4']), undefined, 'two of three live: they can elect');
+  t.equal(ask(['n1', 'n2', 'n3'], ['n2', 'n3'], ['n1']), 'has no leader and cannot elect one: the cluster counts n2, n3 down, and n1 (1 of 3 replicas, no majority) knows no leader; it elects one once a majority is back (reads meanwhile: consistency stale)');
+  // Against a direct count: an early stop needs every replica tried, the unreached all down, and
+  // (not stale) fewer than a majority reached, each knowing no leader; a stale read needs all down.
+  const names = ['n1', 'n2', 'n3', 'n4', 'n5'];
+  fc.assert(
+    fc.property(fc.subarray(names, { minLength: 1 }), fc.subarray(names), fc.subarray(names), fc.subarray(names), fc.boolean(), (replicas, unreached, leaderless, downs, stale) => {
+      const isDownNow = (r: string) => downs.includes(r);
+      const why = cannotAnswer({ replicas, unreached: new Set(unreached), leaderless: new Set(leaderless), stale, isDown: isDownNow });
+      const gone = replicas.filter((r) => unreached.includes(r) && isDownNow(r));
+      const rest = replicas.filter((r) => !gone.includes(r));
+      const allDown = gone.length === replicas.length;
+      const minority = !stale && gone.length > 0 && rest.every((r) => leaderless.includes(r)) && 2 * rest.length <= replicas.length;
+      return (why !== undefined) === (allDown || minority);
+    }),
+    fcParams(),
+  );
+  t.end();
 });
 
 // CI, test/chaos/short-data.test.ts (2026-12-01): n3, wiped and joined again, opened an empty

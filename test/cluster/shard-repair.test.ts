@@ -28,8 +28,8 @@ t.test('a replica moves once its node is down past the grace period, is leaving,
   // for a leader that could not be, and the remove route let the down node, its one holder, go.
   const solo = withCollection([node('a', 'up'), node('b', 'up'), node('c', 'down', 0)], [['c'], ['a']]);
   t.same(planRepairs(solo, 1e9, 10_000), [], 'a shard whose every replica is down waits for its nodes');
-  const bothDown = withCollection([node('a', 'up'), node('b', 'down', 0), node('c', 'down', 0), node('d', 'left'), node('e', 'up'), node('f', 'up')], [['b', 'c'], ['a', 'b'], ['c', 'd']]);
-  t.match(planRepairs(bothDown, 1e9, 10_000), [{ group: 'vs1', from: 'b' }, { group: 'vs2' }], 'one live replica is enough, and a replica on a node that left is no copy to wait for');
+  const someDown = withCollection([node('a', 'up'), node('b', 'down', 0), node('c', 'down', 0), node('d', 'left'), node('e', 'up'), node('f', 'up')], [['b', 'c'], ['a', 'b'], ['c', 'd'], ['a', 'e', 'b'], ['a', 'b', 'c']]);
+  t.match(planRepairs(someDown, 1e9, 10_000), [{ group: 'vs2', from: 'd' }, { group: 'vs3', from: 'b' }], 'a majority live can elect the leader that moves one; a replica on a node that left is no copy to wait for');
   const replaced = applyMeta(state, { type: 'shard.replace', collection: 'c', group: 'vs0', from: 'c', to: 'd' });
   t.same(replaced.state.collections.c!.shards[0]!.replicas, ['a', 'b', 'd']);
   t.same(replaced.state.collections.c!.shards[0]!.initial, ['a', 'b', 'c'], 'the bootstrap replicas are remembered');
@@ -127,16 +127,16 @@ t.test('shards with replicas on nodes that are not live, for /health', (t) => {
   t.same(replicaShortfalls(suspect), [], 'a suspect node still counts as live');
   const twoDown = withCollection([node('a', 'up'), node('b', 'down'), node('c', 'left')], [['a', 'b', 'c'], ['a', 'b']]);
   t.same(describeShortfalls(replicaShortfalls(twoDown)), [
-    'collection c: 2 shard groups with replicas on nodes that are not live (vs0 1/3, vs1 1/2 live); vs0, vs1 without a majority (no writes, no linearizable reads); no other live node can take the missing ones: a node must join',
+    'collection c: 2 shard groups with replicas on nodes that are not live (vs0 1/3, vs1 1/2 live); vs0, vs1 without a majority (no writes, no linearizable reads); no other live node can take the missing ones: a node must join; vs1 cannot elect a leader to move its replicas: nothing moves them, it answers again once a majority of its nodes is back',
   ]);
   t.same(replicaShortfalls(withCollection([node('a', 'up'), node('b', 'up')], [['a', 'b']])), [], 'all live: nothing');
   const stranded = withCollection([node('a', 'up'), node('b', 'down'), node('c', 'up')], [['b'], ['a', 'b'], ['c']]);
   t.same(replicaShortfalls(stranded), [
     { kind: 'collection', owner: 'c', group: 'vs0', placed: 1, live: 0, repairable: false, waitsForItsNodes: true },
-    { kind: 'collection', owner: 'c', group: 'vs1', placed: 2, live: 1, repairable: true },
+    { kind: 'collection', owner: 'c', group: 'vs1', placed: 2, live: 1, repairable: false, waitsForItsNodes: true },
   ]);
   t.same(describeShortfalls(replicaShortfalls(stranded)), [
-    "collection c: 2 shard groups with replicas on nodes that are not live (vs0 0/1, vs1 1/2 live); vs0, vs1 without a majority (no writes, no linearizable reads); repairable: their replicas move to other nodes (a down node's after the grace period); vs0 has every replica on a node that is down: nothing moves it (the data is there), it answers again once one of those nodes is back",
+    "collection c: 2 shard groups with replicas on nodes that are not live (vs0 0/1, vs1 1/2 live); vs0, vs1 without a majority (no writes, no linearizable reads); vs0, vs1 cannot elect a leader to move their replicas: nothing moves them, they answer again once a majority of their nodes is back",
   ]);
   // /health is open: a VDB the caller's key may not read is described, not named.
   const mixed = [
