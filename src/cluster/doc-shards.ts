@@ -39,7 +39,7 @@ import { type DocShardState, DocShardFsm, type RequestRecord, docShardKeys, docS
 import { VdbRebalanceCoordinator, rebalanceView } from './vdb-rebalance.js';
 import type { ColumnFamily } from '../storage/db.js';
 import { type DocShardCommand, type DocShardOutcome, checkOwned, encodeDocShardCommand } from '../docdb/vdb/shard-commands.js';
-import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbService, localRouteId, notFoundVdb, vdbExplain } from '../docdb/vdb/service.js';
+import { type CreateVdb, type ImportSpec, type LocalWriteResult, type VdbAllDocs, type VdbAllDocsQuery, type VdbAttachment, type VdbChangesOptions, type VdbChangesPage, type VdbGetOptions, type VdbRead, type VdbService, localRouteId, notFoundVdb, vdbExplain } from '../docdb/vdb/service.js';
 import { runImport } from '../docdb/vdb/import.js';
 import { type Job, type MetaState, type ShardPlacement, type VdbPlacement, isReshardEnded } from './meta-state.js';
 import { liftedRollbacks } from './switch-bound.js';
@@ -904,9 +904,9 @@ export class DocShards extends ShardHost<DocReplica, VdbPlacement> implements Vd
     return this.#write(name, bulkEdits(docs, newEdits, this.#o.newId));
   }
 
-  async getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>> {
+  async getDoc(name: string, id: string, options: VdbGetOptions, read: VdbRead = {}): Promise<Record<string, unknown>> {
     return this.#onMap(name, async (v) => {
-      const reply = await this.#readShard(v.shards[this.#route(v, id)]!, { op: 'get', id, ...options });
+      const reply = await this.#readShard(v.shards[this.#route(v, id)]!, { op: 'get', id, ...options }, read.stale === true);
       return reply.d as Record<string, unknown>;
     });
   }

@@ -37,6 +37,9 @@ t.test('minority partition: no writes, stale reads only; healing converges (vect
   t.equal((await cluster.request('n3', 'GET', '/vdb/pv/v1')).status, 503, 'a VDB read there is refused too (reads are linearizable)');
   const staleFind = await cluster.request('n3', 'POST', '/vdb/pv/_find?consistency=stale', { body: { where: [], limit: 100 } });
   t.equal(staleFind.body.meta?.total, 10, `a stale _find is answered from the minority's own replicas (${staleFind.status})`);
+  const staleGet = await cluster.request('n3', 'GET', '/vdb/pv/v1?consistency=stale&revs=true');
+  t.match([staleGet.status, staleGet.body], [200, { _id: 'v1', _rev: /^1-/, _revisions: { start: 1 } }], 'and a stale GET of a VDB document, with its read options');
+  t.equal((await cluster.request('n3', 'GET', '/vdb/pv/v1?consistency=eventual')).status, 400, 'consistency is linearizable or stale');
   const refused = await cluster.request('n3', 'POST', '/vectordb/collections/p/docs', { body: { id: 'minority', text: 'x', metadata: {}, vector: vec(99) } });
   t.equal(refused.status, 503, 'a write on the minority side is refused');
   t.equal(refused.body.error, 'no_quorum');

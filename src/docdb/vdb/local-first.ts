@@ -38,7 +38,7 @@ export function localFirstVdbs(local: VdbService, cluster: VdbService): VdbServi
     deleteLocal: (name, id, rev) => of(name).deleteLocal(name, id, rev),
     localDocs: (name) => of(name).localDocs(name),
     allDocs: (name, q) => of(name).allDocs(name, q),
-    getDoc: (name, id, options) => of(name).getDoc(name, id, options),
+    getDoc: (name, id, options, read) => of(name).getDoc(name, id, options, read),
     putDoc: (name, id, doc, rev) => of(name).putDoc(name, id, doc, rev),
     deleteDoc: (name, id, rev) => of(name).deleteDoc(name, id, rev),
     putAttachment: (name, id, attName, rev, blob) => of(name).putAttachment(name, id, attName, rev, blob),

@@ -85,6 +85,11 @@ export interface ImportSpec {
 /** A VDB document read's options: a database's, each answered by the shard that owns the id. */
 export type VdbGetOptions = GetDocOptions;
 
+/** How a clustered VDB's read is answered: `stale`, by any replica of the shard from what it applied. */
+export interface VdbRead {
+  readonly stale?: boolean;
+}
+
 /** An attachment of a revision: its metadata and its bytes in chunks. */
 export interface VdbAttachment {
   meta: AttachmentMeta;
@@ -150,7 +155,8 @@ export interface VdbService {
   localDocs(name: string): Promise<[string, Uint8Array][]>;
   /** `_all_docs` over every shard, merged by id (node-local shards, or each shard's leader). */
   allDocs(name: string, q: VdbAllDocsQuery): Promise<VdbAllDocs>;
-  getDoc(name: string, id: string, options: VdbGetOptions): Promise<Record<string, unknown>>;
+  /** `read`: on a cluster, which replica may answer (node-local shards have one). */
+  getDoc(name: string, id: string, options: VdbGetOptions, read?: VdbRead): Promise<Record<string, unknown>>;
   putDoc(name: string, id: string, doc: ParsedDoc, rev: string | undefined): Promise<EditResult & { ok: true }>;
   deleteDoc(name: string, id: string, rev: string): Promise<EditResult & { ok: true }>;
   /** Add or replace (`blob`) or remove (`undefined`) one attachment: a document update. */

@@ -14,7 +14,7 @@ import { HASH_FUNCTIONS } from '../../core/shard-hash.js';
 import { VDB_LIMITS } from '../../docdb/vdb/engine.js';
 import type { ImportTasks } from '../../docdb/vdb/import-tasks.js';
 import type { PeerTasks } from '../../cluster/peer-tasks.js';
-import { type VdbChange, type VdbChangesPage, type VdbService, notFoundVdb } from '../../docdb/vdb/service.js';
+import { type VdbChange, type VdbChangesPage, type VdbRead, type VdbService, notFoundVdb } from '../../docdb/vdb/service.js';
 import { type BulkGetRequest, bulkGetBody, bulkGetQuery } from '../../docdb/replication/bulk-get.js';
 import { localDocsRows } from '../../docdb/replication/local-docs.js';
 import {
@@ -54,6 +54,8 @@ export interface VdbRouteDeps {
 
 const vdbParams = { type: 'object', required: ['vdb'], properties: { vdb: { type: 'string', maxLength: 200 } } } as const;
 const docParams = { type: 'object', required: ['vdb', 'docid'], properties: { vdb: { type: 'string', maxLength: 200 }, docid: { type: 'string' } } } as const;
+/** A document GET's query, and `consistency` (`stale`: any replica may answer, on a cluster). */
+const vdbGetDocQuery = { ...getDocQuery, properties: { ...getDocQuery.properties, consistency: { enum: ['linearizable', 'stale'] } } } as const;
 const shardParams = { type: 'object', required: ['vdb', 'shard'], properties: { vdb: { type: 'string', maxLength: 200 }, shard: { type: 'integer', minimum: 0 } } } as const;
 
 const createBody = {
@@ -434,13 +436,13 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
 
   // ---- documents, routed by hash
   /** A VDB's document as GET and COPY read it, each read through the shard that owns the id. */
-  const vdbDocSource = (name: string, id: string): DocSource => ({
-    getDoc: (options) => vdbs().getDoc(name, id, options),
+  const vdbDocSource = (name: string, id: string, read: VdbRead = {}): DocSource => ({
+    getDoc: (options) => vdbs().getDoc(name, id, options, read),
     attachment: (att, rev) => vdbs().getAttachment(name, id, att, rev),
     openRevs: async (wanted, latest) => {
       // The leaves: the winner and the others, live and deleted.
       const leavesOf = async () => {
-        const winner = await vdbs().getDoc(name, id, { conflicts: true, deletedConflicts: true, deleted: true });
+        const winner = await vdbs().getDoc(name, id, { conflicts: true, deletedConflicts: true, deleted: true }, read);
         return [winner._rev, ...((winner._conflicts ?? []) as string[]), ...((winner._deleted_conflicts ?? []) as string[])] as string[];
       };
       if (wanted === 'all') return leavesOf();
@@ -456,7 +458,7 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
       }
       const histories = await Promise.all(
         leaves.map(async (rev) => {
-          const doc = await vdbs().getDoc(name, id, { rev, revs: true });
+          const doc = await vdbs().getDoc(name, id, { rev, revs: true }, read);
           return { revisions: doc._revisions as { start: number; ids: string[] }, deleted: doc._deleted === true };
         }),
       );
@@ -464,11 +466,12 @@ export const vdbRoutes: FastifyPluginAsync<VdbRouteDeps> = async (app, { vdbs: s
     },
   });
 
-  // A database's read options (docs/docdb.md), each answered through the shard that owns the id.
-  app.get<{ Params: { vdb: string; docid: string }; Querystring: GetDocQuery }>(
+  // A database's read options (docs/docdb.md), each answered through the shard that owns the id;
+  // `consistency=stale`: on a cluster, by any replica of it (as `_find`'s), this node's first.
+  app.get<{ Params: { vdb: string; docid: string }; Querystring: GetDocQuery & { consistency?: 'linearizable' | 'stale' } }>(
     '/vdb/:vdb/:docid',
-    { schema: { params: docParams, querystring: getDocQuery }, config: scoped },
-    async (r, reply) => answerDocGet(vdbDocSource(r.params.vdb, checkDocId(r.params.docid)), r.query, reply),
+    { schema: { params: docParams, querystring: vdbGetDocQuery }, config: scoped },
+    async (r, reply) => answerDocGet(vdbDocSource(r.params.vdb, checkDocId(r.params.docid), { stale: r.query.consistency === 'stale' }), r.query, reply),
   );
 
   app.put<{ Params: { vdb: string; docid: string }; Querystring: { rev?: string; new_edits?: boolean }; Body: unknown }>(
