@@ -5,7 +5,8 @@
 // 116's 24.3 s without an acknowledged write: n2 was killed while a VDB group still waited for
 // the replacement of a replica removed ten seconds before. This is the remove route's own rule
 // (`removalRisks`), with what the runner knows added: a node it has out holds nothing for now,
-// whatever its leader last heard from it.
+// whatever its leader last heard from it; and a group with no leader is its concern only where
+// its placement names the node (the route counts every such group).
 import { type GroupView, removalRisks } from '../../src/cluster/removal-risk.js';
 
 /** A shard as a placement route shows it: a VDB's `_shards` names its leader `primary`, a collection's `leader`. */
@@ -22,7 +23,7 @@ export interface ShardRow {
 
 /** The groups `target` out would leave without a majority holding their log, one line each; none: it may go. */
 export function groupsLosingMajority(target: string, rows: readonly ShardRow[], out: ReadonlySet<string>): string[] {
-  return removalRisks(target, rows.map((r) => groupView(r, out)));
+  return removalRisks(target, rows.map((r) => groupView(r, out)), 'placed');
 }
 
 /**

@@ -41,8 +41,13 @@ export function stillCounted(node: string, groups: readonly GroupView[]): string
   return undefined;
 }
 
-/** One line per group the removal of `node` puts at risk; none: it is safe as far as the groups go. */
-export function removalRisks(node: string, groups: readonly GroupView[]): string[] {
+/**
+ * One line per group the removal of `node` puts at risk; none: it is safe as far as the groups go.
+ * `leaderless`: which groups with no leader count, `all` (the remove route) or only those whose
+ * placement names the node (`placed`: the chaos runner's pacing, where a skipped fault costs
+ * nothing and a group's own nodes are what it must keep).
+ */
+export function removalRisks(node: string, groups: readonly GroupView[], leaderless: 'all' | 'placed' = 'all'): string[] {
   const risks: string[] = [];
   for (const g of groups) {
     // No leader: its membership cannot be read. The placement is no answer: a repair may have
@@ -50,7 +55,8 @@ export function removalRisks(node: string, groups: readonly GroupView[]): string
     // VDB shard whose node was down past the grace period was placed elsewhere, and the remove
     // route then let its one holder go).
     if (g.leader === null || g.voters === undefined) {
-      risks.push(`${g.group} has no leader now (${g.message ?? 'none answered'})${g.replicas.includes(node) ? '' : `: whether it counts ${node} is unknown`}`);
+      const placed = g.replicas.includes(node);
+      if (placed || leaderless === 'all') risks.push(`${g.group} has no leader now (${g.message ?? 'none answered'})${placed ? '' : `: whether it counts ${node} is unknown`}`);
       continue;
     }
     if (!g.voters.includes(node)) continue;

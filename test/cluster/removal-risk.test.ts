@@ -18,10 +18,11 @@ t.test('chaos seed 80: the leader gone, a wiped voter catching up: refused; a he
   // A replica_factor 1 shard whose one node (n3) was down past the grace period, placed on n1 by
   // the repair: no leader, and n3 still its only voter and the only holder of its data.
   t.same(removalRisks('n3', [healthy, { group: 'ds3', replicas: ['n1'], leader: null, message: 'no leader reachable' }]), ['ds3 has no leader now (no leader reachable): whether it counts n3 is unknown'], 'a group with no leader, wherever it is placed');
+  t.same(removalRisks('n3', [{ group: 'ds3', replicas: ['n1'], leader: null, message: 'no leader reachable' }], 'placed'), [], 'unless only placed groups are asked about (the chaos runner)');
   t.end();
 });
 
-t.test('a group is at risk iff it has no leader, or counts the node as a voter and fewer than a majority of the others are the leader or caught up', (t) => {
+t.test('a group is at risk iff it has no leader (and, asked about placed groups only, places the node), or counts the node as a voter and fewer than a majority of the others are the leader or caught up', (t) => {
   const view = fc.record({
     voters: fc.subarray(NODES, { minLength: 1 }),
     replicas: fc.subarray(NODES, { minLength: 1 }),
@@ -29,12 +30,12 @@ t.test('a group is at risk iff it has no leader, or counts the node as a voter a
     lags: fc.array(fc.option(fc.nat(2 * CAUGHT_UP_LAG), { nil: null }), { minLength: 5, maxLength: 5 }),
   });
   fc.assert(
-    fc.property(view, fc.constantFrom(...NODES), ({ voters, replicas, leaderAt, lags }, node) => {
+    fc.property(view, fc.constantFrom(...NODES), fc.constantFrom('all' as const, 'placed' as const), ({ voters, replicas, leaderAt, lags }, node, leaderless) => {
       const leader = leaderAt === undefined ? null : voters[leaderAt % voters.length]!;
       const lag = Object.fromEntries(NODES.map((n, i) => [n, n === leader ? 0 : lags[i]!]));
       const g: GroupView = leader === null ? { group: 'g', replicas, leader, message: 'x' } : { group: 'g', replicas, leader, voters, lag };
-      const atRisk = removalRisks(node, [g]).length > 0;
-      if (leader === null) return atRisk;
+      const atRisk = removalRisks(node, [g], leaderless).length > 0;
+      if (leader === null) return atRisk === (leaderless === 'all' || replicas.includes(node));
       if (!voters.includes(node)) return !atRisk;
       let holding = 0;
       for (const v of voters) if (v !== node && (v === leader || (lag[v] !== null && lag[v]! <= CAUGHT_UP_LAG))) holding++;
